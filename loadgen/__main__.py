@@ -1,0 +1,5 @@
+"""`python -m loadgen` entry point."""
+
+from loadgen.cli import main
+
+main()

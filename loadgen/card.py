@@ -1,0 +1,121 @@
+"""Render the pair card (a ``loadgen.card/1`` dict from report.py) as Markdown (pure).
+
+Units: latencies are shown in milliseconds (``ms``, TPOT/ITL in ms per token), E2E latency in seconds,
+throughputs in tokens/s and requests/s. Ratios are speculative / plain with their 95% paired-bootstrap
+confidence interval where one exists.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_LATENCIES = (
+    ("TTFT", "ttft_s", 1e3, "ms", "ttft_p50"),
+    ("TPOT", "tpot_s", 1e3, "ms/token", "tpot_p50"),
+    ("ITL", "itl_s", 1e3, "ms/token", "itl_p50"),
+    ("inter-chunk latency", "icl_s", 1e3, "ms", None),
+    ("E2E latency", "e2e_s", 1.0, "s", "e2e_p50"),
+)
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ratio(r: dict[str, Any] | None) -> str:
+    if not r or r.get("value") is None:
+        return "–"
+    text = f"{r['value']:.3f}"
+    if r.get("ci_low") is not None:
+        text += f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+    return text
+
+
+def _model_line(label: str, model: dict[str, Any] | None) -> str:
+    if model is None:
+        return f"- **{label}**: none"
+    pin = model.get("content_sha256") or model.get("revision") or "unpinned"
+    return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`)"
+
+
+def _cell_table(cell: dict[str, Any]) -> list[str]:
+    plain, spec, ratios = cell.get("plain"), cell.get("speculative"), cell.get("ratios", {})
+    lines = [
+        "| metric | plain p50 | plain p90 | plain p99 | spec p50 | spec p90 | spec p99 | spec/plain p50 [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, key, scale, unit, ratio_key in _LATENCIES:
+        row = [f"{label} ({unit})"]
+        for side in (plain, spec):
+            dist: dict[str, Any] = side[key] if side else {}
+            row += [_num(None if dist.get(p) is None else dist[p] * scale) for p in ("p50", "p90", "p99")]
+        row.append(_ratio(ratios.get(ratio_key)) if ratio_key else "–")
+        lines.append("| " + " | ".join(row) + " |")
+    for label, key, ratio_key in (("output throughput (tokens/s)", "output_throughput_tps", "output_throughput"),
+                                  ("request throughput (req/s)", "request_throughput_rps", "request_throughput")):
+        p = _num(plain[key]) if plain else "–"
+        s = _num(spec[key]) if spec else "–"
+        lines.append(f"| {label} | {p} | | | {s} | | | {_ratio(ratios.get(ratio_key))} |")
+    return lines
+
+
+def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| workload | concurrency | acceptance rate | mean acceptance length | per-position acceptance | "
+        "accepted / draft tokens | drafts | client tokens per chunk |",
+        "|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for cell in cells:
+        spec: dict[str, Any] = cell.get("speculative") or {}
+        acc = spec.get("acceptance")
+        if not acc:
+            continue
+        per_pos = ", ".join(f"{x:.3f}" for x in acc["per_position"]) or "–"
+        lines.append(
+            f"| {cell['workload']} | {cell['concurrency']} | {_num(acc['acceptance_rate'], 3)} | "
+            f"{_num(acc['mean_acceptance_length'], 3)} | {per_pos} | "
+            f"{acc['num_accepted_tokens']:.0f} / {acc['num_draft_tokens']:.0f} | {acc['num_drafts']:.0f} | "
+            f"{_num(spec['mean_tokens_per_chunk'], 3)} |"
+        )
+    return lines
+
+
+def render_markdown(card: dict[str, Any]) -> str:
+    """The card as Markdown text."""
+    state = "complete" if card["complete"] else f"INCOMPLETE: {card.get('failure') or 'run did not finish'}"
+    out = [f"# Pair card: {card['pair']}", "", f"Status: **{state}** · generated {card['generated_utc']} · "
+           f"schema `{card['schema']}`", "", "## What was compared", "",
+           _model_line("target", card["target"]), _model_line("draft", card.get("draft")),
+           f"- **speculative config**: `{json.dumps(card['speculative_config'], sort_keys=True)}`",
+           f"- **engine version**: plain {card['engine_version'].get('plain')}, speculative "
+           f"{card['engine_version'].get('speculative')}",
+           f"- **sampling**: `{json.dumps(card['sampling'], sort_keys=True)}` (identical on both servers; "
+           "ignore_eos with min_tokens = max_tokens)",
+           f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card['concurrency'])}; "
+           f"stop rule `{json.dumps(card['stop_rule'], sort_keys=True)}`",
+           f"- **prompts sha256**: `{card['prompts_sha256']}`", "",
+           f"> {card['workloads_statement']}", "", "## Servers", ""]
+    for role, server in card["servers"].items():
+        launch, eff = server.get("launch") or {}, server.get("effective") or {}
+        out += [f"### {role}", "", f"- launch: `{' '.join(launch.get('argv', [])) or 'not launched'}`",
+                f"- effective speculative config (startup log): `{eff.get('speculative_config_log')}`",
+                f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
+                f"{eff.get('spec_positions')}",
+                f"- KV-cache capacity (startup log): {eff.get('kv_cache_tokens_log')} tokens; ready after "
+                f"{_num(eff.get('ready_s'), 0)} s", ""]
+    out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
+    out += ["## Results per workload and concurrency", ""]
+    for cell in card["cells"]:
+        out += [f"### {cell['workload']} · concurrency {cell['concurrency']}", ""]
+        if not cell.get("plain") and not cell.get("speculative"):
+            out += ["Not measured.", ""]
+            continue
+        out += _cell_table(cell)
+        out += [""] + [f"- {note}" for note in cell.get("notes", [])] + [""]
+    out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
+    for label in ("target", "draft"):
+        model = card.get(label) or {}
+        for name, digest in (model.get("files") or {}).items():
+            out.append(f"| {label} | {name} | `{digest}` |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,97 @@
+"""Command line: ``loadgen check|compare|report|pairs``.
+
+Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit code (0 done, 1 run failed,
+2 bad input, 3 criteria failed); they are printed as one line, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+import click
+
+from loadgen.errors import LoadgenError, PairCheckError
+from loadgen.pair import available_pairs, load_pair
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _handles_errors(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LoadgenError as exc:
+            click.echo(f"loadgen: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("loadgen: interrupted; everything measured so far is on disk", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="loadgen")
+def main() -> None:
+    """Does this speculative-decoding pair make vLLM serving better, on our workloads, at what cost?"""
+
+
+@main.command()
+def pairs() -> None:
+    """List the pair profiles in profiles/pairs/."""
+    for name in available_pairs():
+        click.echo(name)
+
+
+@main.command()
+@click.argument("pair")
+@_handles_errors
+def check(pair: str) -> None:
+    """Check PAIR (a name in profiles/pairs/ or a .toml path) without starting any server."""
+    from loadgen.validate import check_pair
+
+    loaded = load_pair(pair)
+    findings = check_pair(loaded)
+    for f in findings:
+        click.echo(f.line())
+    blocking = [f for f in findings if f.blocking and not f.ok]
+    if blocking:
+        raise PairCheckError(f"{len(blocking)} blocking finding(s); fix them and run `loadgen check {pair}` again")
+
+
+@main.command()
+@click.argument("pair")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
+              show_default=True, help="Where run folders are created.")
+@_handles_errors
+def compare(pair: str, runs_dir: Path) -> None:
+    """Launch the plain and speculative servers of PAIR one after the other, replay the workloads on
+    both, and write the pair card."""
+    from loadgen.flow import run_compare
+
+    loaded = load_pair(pair)
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line))
+    click.echo(f"card: {run_dir / 'card.md'}")
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_handles_errors
+def report(run_dir: Path) -> None:
+    """Re-render card.json and card.md of RUN_DIR from its saved data alone."""
+    from loadgen.flow import finish_card
+
+    finish_card(run_dir)
+    click.echo(f"card: {run_dir / 'card.md'}")

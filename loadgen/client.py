@@ -1,0 +1,170 @@
+"""Streaming OpenAI-API client: one request in, one :class:`RequestRecord` out.
+
+Errors (HTTP status, connection reset, error events, malformed chunks) are recorded on the record,
+never raised, so a failing request cannot lose the measurements of the others.
+
+Timing follows DESIGN.md: times are seconds on a monotonic clock shared by the whole cell
+(``time.perf_counter`` minus the cell origin). ``chunk_arrivals_s`` lists only token-bearing chunks;
+a role-only chat chunk, the usage chunk and ``[DONE]`` are not tokens. Token counts per chunk come
+from ``token_ids`` (vLLM's ``return_token_ids`` request field), never from text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from loadgen.pair import Sampling
+from loadgen.sse import SSEDecoder, parse_chunk
+from loadgen.workload import Prompt
+
+
+@dataclass
+class RequestRecord:
+    """The client-side timeline of one streamed request (one line of requests.jsonl).
+
+    Times are seconds relative to the cell's clock origin. ``chunk_arrivals_s[i]`` is the arrival of
+    the i-th token-bearing chunk and ``chunk_tokens[i]`` the number of tokens it carried.
+    """
+
+    prompt_id: str
+    role: str
+    workload: str
+    concurrency: int
+    warmup: bool
+    scheduled_s: float
+    send_s: float = 0.0
+    chunk_arrivals_s: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage_prompt_tokens: int | None = None
+    usage_completion_tokens: int | None = None
+    requested_output_tokens: int = 0
+    http_status: int | None = None
+    error: str | None = None
+    done_s: float | None = None
+
+    @property
+    def output_tokens(self) -> int:
+        """Generated tokens counted from the chunks' token ids."""
+        return sum(self.chunk_tokens)
+
+    @property
+    def ok(self) -> bool:
+        """True when the stream finished without error and carried at least one token."""
+        return self.error is None and bool(self.chunk_tokens)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RequestRecord:
+        """Inverse of :meth:`to_json`."""
+        return cls(**data)
+
+
+def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> dict[str, Any]:
+    """The JSON body for ``prompt``: identical for both servers but for nothing.
+
+    Fair-comparison defaults (DESIGN.md): ``ignore_eos`` with ``min_tokens = max_tokens`` so every
+    request yields exactly ``prompt.output_tokens``; ``return_token_ids`` (vLLM >= 0.10.2 extension)
+    so token counts per chunk are exact; ``stream_options.include_usage`` for the final usage chunk.
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "return_token_ids": True,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "ignore_eos": sampling.ignore_eos,
+    }
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if prompt.endpoint == "chat":
+        body["messages"] = list(prompt.messages or ())
+        body["max_completion_tokens"] = prompt.output_tokens
+    else:
+        body["prompt"] = prompt.text
+        body["max_tokens"] = prompt.output_tokens
+    if sampling.ignore_eos:
+        body["min_tokens"] = prompt.output_tokens
+    return body
+
+
+def endpoint_path(endpoint: str) -> str:
+    """URL path of an endpoint kind (``completions`` or ``chat``)."""
+    return "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+
+
+async def stream_request(
+    client: httpx.AsyncClient,
+    base_url: str,
+    body: dict[str, Any],
+    record: RequestRecord,
+    clock: Callable[[], float],
+    endpoint: str = "completions",
+) -> RequestRecord:
+    """Send ``body`` as a streaming POST and fill ``record`` with its timeline.
+
+    ``clock()`` returns seconds on the cell's monotonic clock. Never raises for request failures:
+    they end up in ``record.error`` (``record.http_status`` holds the status when one came).
+    """
+    decoder = SSEDecoder()
+    url = base_url.rstrip("/") + endpoint_path(endpoint)
+    record.send_s = clock()
+    try:
+        async with client.stream("POST", url, json=body) as response:
+            record.http_status = response.status_code
+            if response.status_code != 200:
+                text = (await response.aread()).decode("utf-8", "replace")
+                record.error = f"HTTP {response.status_code}: {text[:300]}"
+                return record
+            async for raw in response.aiter_raw():
+                now = clock()
+                for event in decoder.feed(raw):
+                    if _absorb(record, event.data, now):
+                        return record
+            for event in decoder.close():
+                if _absorb(record, event.data, clock()):
+                    return record
+    except httpx.HTTPError as exc:
+        record.error = f"{type(exc).__name__}: {exc}"[:300] or type(exc).__name__
+    finally:
+        record.done_s = clock()
+    return record
+
+
+def _absorb(record: RequestRecord, data: str, now: float) -> bool:
+    """Fold one SSE event into ``record``; True when the stream is over (done or error)."""
+    chunk = parse_chunk(data)
+    if chunk.kind == "done":
+        return True
+    if chunk.kind in ("error", "malformed"):
+        record.error = f"{chunk.kind}: {chunk.error}"
+        return True
+    if chunk.text and not chunk.has_token_ids:
+        record.error = ("no-token-ids: the server streamed text without token_ids, so tokens cannot be counted; "
+                        "it needs the return_token_ids request field (vLLM >= 0.10.2)")
+        return True
+    if chunk.token_count > 0:
+        record.chunk_arrivals_s.append(now)
+        record.chunk_tokens.append(chunk.token_count)
+        record.token_ids.extend(chunk.token_ids)
+    if chunk.finish_reason is not None:
+        record.finish_reason = chunk.finish_reason
+    if chunk.usage is not None:
+        record.usage_prompt_tokens = chunk.usage.prompt_tokens
+        record.usage_completion_tokens = chunk.usage.completion_tokens
+    return False
+
+
+def monotonic_clock(origin: float) -> Callable[[], float]:
+    """A clock returning ``time.perf_counter() - origin`` (seconds)."""
+    return lambda: time.perf_counter() - origin

@@ -1,0 +1,166 @@
+"""Per-request and per-cell statistics (pure: numpy only, no I/O, no clock).
+
+Definitions are DESIGN.md's, named exactly so:
+
+- TTFT = first token-bearing chunk arrival - request send (s)
+- E2E latency = last token-bearing chunk arrival - request send (s)
+- TPOT = (E2E - TTFT) / (output tokens - 1) (s/token); undefined (None) for 1-token outputs
+- inter-chunk latency (ICL): gaps between consecutive token-bearing chunks (s)
+- ITL (per token): a chunk of k tokens arriving d after the previous one contributes k samples of d/k
+- output throughput = output tokens of measured requests / window (tokens/s); request throughput
+  likewise (req/s); window = first measured send to last measured completion (last token-bearing chunk)
+- acceptance rate = d accepted / d draft tokens; mean acceptance length = 1 + d accepted / d drafts;
+  per-position acceptance = d accepted_per_pos[i] / d drafts (reference/vllm-spec-decode.md 1.2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from loadgen.prom import SpecDecodeCounters
+
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class RequestTimings:
+    """Timings of one request in seconds; ``icl_s`` and ``itl_s`` are sample lists."""
+
+    ttft_s: float
+    e2e_s: float
+    tpot_s: float | None
+    icl_s: tuple[float, ...]
+    itl_s: tuple[float, ...]
+    output_tokens: int
+    chunks: int
+
+
+def request_timings(send_s: float, arrivals_s: Sequence[float], tokens: Sequence[int]) -> RequestTimings | None:
+    """Timings of one request from its token-bearing chunks.
+
+    ``arrivals_s[i]`` is the arrival of chunk i (same clock as ``send_s``) and ``tokens[i]`` (>= 1)
+    its token count. Returns None when there is no token-bearing chunk.
+    """
+    if len(arrivals_s) != len(tokens):
+        raise ValueError("arrivals_s and tokens must have the same length")
+    if not arrivals_s:
+        return None
+    times = np.asarray(arrivals_s, dtype=float)
+    counts = np.asarray(tokens, dtype=int)
+    ttft = float(times[0] - send_s)
+    e2e = float(times[-1] - send_s)
+    n_out = int(counts.sum())
+    tpot = (e2e - ttft) / (n_out - 1) if n_out > 1 else None
+    gaps = np.diff(times)
+    itl = np.repeat(gaps / counts[1:], counts[1:]) if gaps.size else np.empty(0)
+    return RequestTimings(ttft, e2e, tpot, tuple(gaps.tolist()), tuple(itl.tolist()), n_out, len(tokens))
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Summary of a sample: count, mean and the DESIGN percentiles (p50/p90/p99), in the sample's unit."""
+
+    count: int
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Distribution:
+        """Summarize ``values`` (numpy linear-interpolated percentiles); all None when empty."""
+        if len(values) == 0:
+            return cls(0, None, None, None, None)
+        arr = np.asarray(values, dtype=float)
+        p = np.percentile(arr, PERCENTILES)
+        return cls(int(arr.size), float(arr.mean()), float(p[0]), float(p[1]), float(p[2]))
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Speculative-decoding acceptance of one cell, from counter deltas."""
+
+    acceptance_rate: float | None
+    mean_acceptance_length: float | None
+    per_position: tuple[float, ...]
+    num_drafts: float
+    num_draft_tokens: float
+    num_accepted_tokens: float
+
+    @classmethod
+    def of(cls, c: SpecDecodeCounters) -> Acceptance:
+        """Acceptance from counter deltas; rates are None when nothing was drafted."""
+        rate = c.num_accepted_tokens / c.num_draft_tokens if c.num_draft_tokens else None
+        length = 1.0 + c.num_accepted_tokens / c.num_drafts if c.num_drafts else None
+        per_pos = tuple(a / c.num_drafts for a in c.accepted_per_position) if c.num_drafts else ()
+        return cls(rate, length, per_pos, c.num_drafts, c.num_draft_tokens, c.num_accepted_tokens)
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """Statistics of one (server, workload, concurrency) cell over its measured requests."""
+
+    requests: int
+    errors: int
+    output_tokens: int
+    window_s: float
+    output_throughput_tps: float
+    request_throughput_rps: float
+    ttft_s: Distribution
+    tpot_s: Distribution
+    itl_s: Distribution
+    icl_s: Distribution
+    e2e_s: Distribution
+    send_lag_s: Distribution
+    mean_tokens_per_chunk: float | None
+    acceptance: Acceptance | None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MeasuredRequest:
+    """The inputs cell_stats needs from one measured request (seconds on one cell clock)."""
+
+    scheduled_s: float
+    send_s: float
+    arrivals_s: Sequence[float]
+    tokens: Sequence[int]
+    failed: bool
+
+
+def cell_stats(requests: Sequence[MeasuredRequest], counters: SpecDecodeCounters | None) -> CellStats:
+    """Aggregate one cell. Failed requests count as errors and are left out of the distributions."""
+    timings = [request_timings(r.send_s, r.arrivals_s, r.tokens) for r in requests if not r.failed]
+    good = [t for t in timings if t is not None]
+    ok_requests = [r for r in requests if not r.failed and r.arrivals_s]
+    if ok_requests:
+        start = min(r.send_s for r in ok_requests)
+        end = max(r.arrivals_s[-1] for r in ok_requests)
+        window = end - start
+    else:
+        window = 0.0
+    out_tokens = sum(t.output_tokens for t in good)
+    chunks = sum(t.chunks for t in good)
+    return CellStats(
+        requests=len(requests),
+        errors=len(requests) - len(good),
+        output_tokens=out_tokens,
+        window_s=window,
+        output_throughput_tps=out_tokens / window if window > 0 else 0.0,
+        request_throughput_rps=len(good) / window if window > 0 else 0.0,
+        ttft_s=Distribution.of([t.ttft_s for t in good]),
+        tpot_s=Distribution.of([t.tpot_s for t in good if t.tpot_s is not None]),
+        itl_s=Distribution.of([x for t in good for x in t.itl_s]),
+        icl_s=Distribution.of([x for t in good for x in t.icl_s]),
+        e2e_s=Distribution.of([t.e2e_s for t in good]),
+        send_lag_s=Distribution.of([r.send_s - r.scheduled_s for r in requests]),
+        mean_tokens_per_chunk=out_tokens / chunks if chunks else None,
+        acceptance=Acceptance.of(counters) if counters is not None else None,
+    )

@@ -1,0 +1,145 @@
+"""Build the pair card's data from a run folder's saved files alone (no server needed).
+
+Reads protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json, computes every cell's
+statistics (metrics.py) and the speculative / plain ratios (compare.py), and returns a JSON-ready dict
+(schema ``loadgen.card/1``) that card.py renders.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loadgen.client import RequestRecord
+from loadgen.compare import Ratio, paired_median_ratio, simple_ratio
+from loadgen.errors import BadInput
+from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
+from loadgen.prom import SpecDecodeCounters
+from loadgen.rundir import load_records, read_json, read_jsonl
+
+CARD_SCHEMA = "loadgen.card/1"
+ROLES = ("plain", "speculative")
+
+
+def _counters(entry: dict[str, Any]) -> SpecDecodeCounters | None:
+    sd = entry.get("spec_decode")
+    if not sd:
+        return None
+    return SpecDecodeCounters(sd["num_drafts"], sd["num_draft_tokens"], sd["num_accepted_tokens"],
+                              tuple(sd["accepted_per_position"]), bool(sd.get("reset", False)))
+
+
+def _per_prompt(records: list[RequestRecord], field: str) -> dict[str, float]:
+    out = {}
+    for r in records:
+        if r.error is not None:
+            continue
+        t = request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)
+        value = None if t is None else getattr(t, field)
+        if value is not None:
+            out[r.prompt_id] = float(value)
+    return out
+
+
+def _ratios(plain: list[RequestRecord], spec: list[RequestRecord], p: CellStats, s: CellStats) -> dict[str, Ratio]:
+    return {
+        "ttft_p50": paired_median_ratio(_per_prompt(plain, "ttft_s"), _per_prompt(spec, "ttft_s")),
+        "tpot_p50": paired_median_ratio(_per_prompt(plain, "tpot_s"), _per_prompt(spec, "tpot_s")),
+        "e2e_p50": paired_median_ratio(_per_prompt(plain, "e2e_s"), _per_prompt(spec, "e2e_s")),
+        "itl_p50": simple_ratio(p.itl_s.p50, s.itl_s.p50),
+        "ttft_p99": simple_ratio(p.ttft_s.p99, s.ttft_s.p99),
+        "e2e_p99": simple_ratio(p.e2e_s.p99, s.e2e_s.p99),
+        "output_throughput": simple_ratio(p.output_throughput_tps, s.output_throughput_tps),
+        "request_throughput": simple_ratio(p.request_throughput_rps, s.request_throughput_rps),
+    }
+
+
+def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[str, dict[str, Any]]) -> list[str]:
+    notes = []
+    for role, entry in entries.items():
+        if entry.get("output_length_mismatches"):
+            notes.append(f"{role}: {entry['output_length_mismatches']} requests did not return their requested "
+                         "output length; per-token figures stay valid, summed times do not")
+        if entry.get("errors"):
+            notes.append(f"{role}: {entry['errors']} requests failed")
+        if entry.get("foreign_traffic"):
+            notes.append(f"{role}: the server finished more requests than loadgen sent (foreign traffic): "
+                         "its counters include other clients")
+    spec = stats.get("speculative")
+    tpot = ratios.get("tpot_p50")
+    if spec is not None and spec.acceptance is not None and tpot is not None and tpot.value is not None:
+        rate = spec.acceptance.acceptance_rate
+        if rate is not None and rate >= 0.5 and tpot.value > 1.0:
+            notes.append("acceptance good but latency worse: check draft and verification cost")
+        if rate is not None and rate < 0.2:
+            notes.append("acceptance low: check the draft's fit to the task and target")
+    return notes
+
+
+def build_card(run_dir: Path) -> dict[str, Any]:
+    """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring)."""
+    if not (run_dir / "protocol.json").is_file():
+        raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
+    proto = read_json(run_dir / "protocol.json")
+    status_path = run_dir / "status.json"
+    status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
+    records = [r for r in load_records(run_dir) if not r.warmup]
+    by_cell: dict[tuple[str, int, str], list[RequestRecord]] = defaultdict(list)
+    for r in records:
+        by_cell[(r.workload, r.concurrency, r.role)].append(r)
+    entries = {(e["workload"], e["concurrency"], e["role"]): e for e in read_jsonl(run_dir / "cells.jsonl")}
+
+    cells = []
+    for planned in proto["cells"]:
+        key = (planned["workload"], planned["concurrency"])
+        stats: dict[str, CellStats] = {}
+        for role in ROLES:
+            entry = entries.get((*key, role))
+            if entry is None:
+                continue
+            measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens,
+                                        r.error is not None) for r in by_cell[(*key, role)]]
+            stats[role] = cell_stats(measured, _counters(entry))
+        ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
+                          stats["speculative"]) if len(stats) == 2 else {})
+        role_entries = {role: entries[(*key, role)] for role in ROLES if (*key, role) in entries}
+        cells.append({
+            "workload": key[0], "concurrency": key[1],
+            "complete": len(stats) == 2,
+            **{role: s.to_json() for role, s in stats.items()},
+            "ratios": {name: asdict(r) for name, r in ratios.items()},
+            "notes": _notes(stats, ratios, role_entries),
+        })
+
+    servers: dict[str, Any] = {}
+    for role in ROLES:
+        launch, effective = run_dir / "servers" / f"{role}-launch.json", run_dir / "servers" / f"{role}-effective.json"
+        servers[role] = {
+            "launch": read_json(launch) if launch.exists() else None,
+            "effective": read_json(effective) if effective.exists() else None,
+        }
+    workloads = proto["workloads"]
+    return {
+        "schema": CARD_SCHEMA,
+        "pair": proto["pair"],
+        "generated_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "complete": bool(status.get("complete")),
+        "failure": status.get("failure"),
+        "target": proto["target"],
+        "draft": proto["draft"],
+        "speculative_config": proto["speculative_config"],
+        "sampling": proto["sampling"],
+        "engine_version": {role: (s["effective"] or {}).get("version") for role, s in servers.items()},
+        "servers": servers,
+        "workloads": workloads,
+        "workloads_statement": ("Conclusions hold for the workloads tested only: "
+                                + ", ".join(f"{w['name']} ({w['kind']}, {w['output_tokens']} output tokens)"
+                                            for w in workloads) + "."),
+        "concurrency": proto["concurrency"],
+        "stop_rule": proto["stop_rule"],
+        "prompts_sha256": proto["prompts_sha256"],
+        "cells": cells,
+    }

@@ -1,0 +1,223 @@
+"""Launch, readiness, proof of mode and teardown of vLLM OpenAI servers.
+
+A server is started in its own process session (``start_new_session``) so that teardown can signal
+the whole tree: the API server and its EngineCore children. Readiness is ``/health`` 200, the served
+model listed in ``/v1/models``, and one minimal successful completion, which is saved
+(DESIGN.md step 3). Two servers on one GPU must start one after the other (FACTS.md: started together,
+the second one's memory profiling fails).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from loadgen.errors import ServerError
+
+#: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
+#: ``... speculative_config=SpeculativeConfig(method='draft_model', model='...', num_spec_tokens=3), ...``
+#: or ``speculative_config=None`` on a plain server.
+_SPEC_LOG_RE = re.compile(r"speculative_config=(None|SpeculativeConfig\([^)]*\))")
+_KV_TOKENS_RE = re.compile(r"KV cache size: ([\d,]+) tokens")
+
+
+@dataclass
+class LaunchSpec:
+    """Everything needed to start one server. ``argv`` is the full command line."""
+
+    role: str  # "plain" | "speculative"
+    argv: list[str]
+    env: dict[str, str]
+    host: str
+    port: int
+    served_model: str
+    startup_timeout_s: float
+    log_path: Path
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``."""
+        return f"http://{self.host}:{self.port}"
+
+
+def build_argv(
+    command: Sequence[str],
+    model: str,
+    served_model: str,
+    host: str,
+    port: int,
+    seed: int,
+    extra_args: Sequence[str],
+    speculative: Mapping[str, Any] | None,
+    revision: str | None = None,
+) -> list[str]:
+    """The engine command line. The speculative config is passed as ``--speculative-config JSON``
+    (vLLM >= 0.8.2; the old scattered flags were removed in 0.8.3, reference/vllm-spec-decode.md 2.1).
+    """
+    argv = [*command, "--model", model, "--served-model-name", served_model,
+            "--host", host, "--port", str(port), "--seed", str(seed)]
+    if revision:
+        argv += ["--revision", revision]
+    argv += list(extra_args)
+    if speculative is not None:
+        argv += ["--speculative-config", json.dumps(dict(speculative), sort_keys=True)]
+    return argv
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """True when something already listens on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a text file ('' if it does not exist)."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class Server:
+    """A running (launched or attached) server and what was recorded about it."""
+
+    spec: LaunchSpec
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    ready_s: float | None = None
+    minimal_request: dict[str, Any] = field(default_factory=dict)
+    minimal_response: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def base_url(self) -> str:
+        return self.spec.base_url
+
+    def alive(self) -> bool:
+        """True while the launched process runs (attached servers are assumed alive)."""
+        return self.process is None or self.process.poll() is None
+
+    def _fail(self, what: str) -> ServerError:
+        log = tail(self.spec.log_path)
+        last = log.splitlines()[-1] if log else "(empty log)"
+        return ServerError(
+            f"{self.spec.role} server {what}; last log line: {last!r}; full log: {self.spec.log_path}"
+        )
+
+    def wait_ready(self, minimal_prompt: str = "Hello") -> None:
+        """Block until /health, /v1/models and one minimal completion succeed.
+
+        Raises ServerError (with the log's last line) when the process exits or the time limit passes.
+        """
+        deadline = self.started_at + self.spec.startup_timeout_s
+        with httpx.Client(timeout=10.0) as http:
+            while True:
+                if not self.alive():
+                    raise self._fail(f"exited with code {self.process.returncode if self.process else '?'} "
+                                     "before it was ready")
+                if time.monotonic() > deadline:
+                    raise self._fail(f"not ready after {self.spec.startup_timeout_s:.0f} s "
+                                     "(raise [engine].startup_timeout_s if it is just slow)")
+                with contextlib.suppress(httpx.HTTPError):
+                    if http.get(self.base_url + "/health").status_code == 200:
+                        break
+                time.sleep(1.0)
+            models = http.get(self.base_url + "/v1/models").json()
+            ids = [m.get("id") for m in models.get("data", [])]
+            if self.spec.served_model not in ids:
+                raise self._fail(f"does not serve {self.spec.served_model!r} (it lists {ids})")
+            self.minimal_request = {
+                "model": self.spec.served_model, "prompt": minimal_prompt, "max_tokens": 4,
+                "temperature": 0.0,
+            }
+            response = http.post(self.base_url + "/v1/completions", json=self.minimal_request, timeout=120.0)
+            if response.status_code != 200:
+                raise self._fail(f"answered the minimal completion with HTTP {response.status_code}: "
+                                 f"{response.text[:200]}")
+            self.minimal_response = response.json()
+        self.ready_s = time.monotonic() - self.started_at
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """Terminate the whole process group (API server and EngineCore children); SIGKILL after
+        ``grace_s``. A no-op for attached servers and for processes already gone."""
+        proc = self.process
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+        # Children can outlive the leader: kill whatever is left in the group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5.0)
+
+    def fetch(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
+        """GET ``path`` on the server."""
+        return httpx.get(self.base_url + path, timeout=timeout_s)
+
+    def effective_config(self) -> dict[str, Any]:
+        """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``
+        and the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``)."""
+        out: dict[str, Any] = {"base_url": self.base_url}
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            out["version"] = self.fetch("/version").json().get("version")
+        log = self.spec.log_path.read_text(errors="replace") if self.spec.log_path.exists() else ""
+        match = _SPEC_LOG_RE.search(log)
+        out["speculative_config_log"] = match.group(1) if match else None
+        kv = _KV_TOKENS_RE.search(log)
+        out["kv_cache_tokens_log"] = int(kv.group(1).replace(",", "")) if kv else None
+        return out
+
+
+def launch(spec: LaunchSpec) -> Server:
+    """Start the server described by ``spec`` (not waiting for readiness).
+
+    Raises ServerError when the port is already taken or the command cannot be executed.
+    """
+    if port_in_use(spec.host, spec.port):
+        raise ServerError(f"port {spec.port} on {spec.host} is already in use; stop what listens there "
+                          "or set [engine].port to a free port")
+    spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **spec.env}
+    log = spec.log_path.open("wb")
+    try:
+        proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+    except OSError as exc:
+        raise ServerError(f"cannot start {spec.argv[0]!r}: {exc.strerror}; check [engine].command "
+                          "(run `make install` to create .venv-vllm)") from None
+    finally:
+        log.close()
+    return Server(spec=spec, process=proc, started_at=time.monotonic())
+
+
+def attach(spec: LaunchSpec) -> Server:
+    """A server already running at ``spec.base_url``; readiness is still checked by the caller."""
+    return Server(spec=spec, process=None, started_at=time.monotonic())
+
+
+@contextlib.contextmanager
+def running(spec: LaunchSpec) -> Iterator[Server]:
+    """Launch, wait until ready, yield, and always tear down (also on Ctrl-C)."""
+    server = launch(spec)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,49 @@
+"""Session-scoped real vLLM (CPU) runs shared by the end-to-end tests.
+
+They need the engine venv (.venv-vllm) and the demo models (.models): `make test` builds both.
+A vLLM CPU server takes about a minute to start on 2 cores, so each fixture starts its servers once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / ".models"
+TARGET = MODELS / "smollm2-135m-instruct"
+DRAFT = MODELS / "smollm2-135m-draft"
+ENGINE_PY = ROOT / ".venv-vllm" / "bin" / "python"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+def _require_engine() -> None:
+    missing = [str(p) for p in (ENGINE_PY, TARGET / "config.json", DRAFT / "config.json") if not p.exists()]
+    if missing:
+        pytest.fail(f"end-to-end tests need the engine and demo models ({', '.join(missing)} missing): run "
+                    "`make models`, or `make test-unit` for the tests that need no engine")
+
+
+@pytest.fixture(scope="session")
+def selfdraft_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`loadgen compare` on the target-as-its-own-draft pair (greedy, K=3), through the real CLI."""
+    _require_engine()
+    runs = tmp_path_factory.mktemp("runs")
+    proc = subprocess.run(
+        [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/selfdraft.toml", "--runs-dir", str(runs)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1500, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    run_dirs = sorted((runs / "selfdraft").glob("*"))
+    return {"proc": proc, "run_dir": run_dirs[-1] if run_dirs else None,
+            "card": json.loads((run_dirs[-1] / "card.json").read_text()) if run_dirs else None}

@@ -1,0 +1,77 @@
+"""Ground truth on real vLLM (CPU): the target as its own draft at temperature 0 accepts every draft token."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from loadgen.rundir import load_records
+
+K = 3
+
+
+def test_compare_succeeds_and_prints_the_card(selfdraft_run: dict[str, Any]) -> None:
+    proc = selfdraft_run["proc"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"card: {selfdraft_run['run_dir'] / 'card.md'}" in proc.stdout
+    card = selfdraft_run["card"]
+    assert card["complete"] is True and card["failure"] is None
+    assert [(c["workload"], c["concurrency"]) for c in card["cells"]] == [
+        ("short-homogeneous", 1), ("short-homogeneous", 3), ("long-diverse", 1), ("long-diverse", 3)]
+
+
+def test_selfdraft_acceptance_is_exactly_one(selfdraft_run: dict[str, Any]) -> None:
+    for cell in selfdraft_run["card"]["cells"]:
+        acc = cell["speculative"]["acceptance"]
+        assert acc["num_drafts"] > 0
+        assert acc["num_draft_tokens"] == K * acc["num_drafts"]
+        assert acc["acceptance_rate"] == 1.0
+        assert acc["mean_acceptance_length"] == K + 1
+        assert acc["per_position"] == [1.0] * K
+        assert cell["plain"]["acceptance"] is None
+
+
+def test_plain_server_has_no_spec_decode_series(selfdraft_run: dict[str, Any]) -> None:
+    run_dir: Path = selfdraft_run["run_dir"]
+    plain = json.loads((run_dir / "servers" / "plain-effective.json").read_text())
+    spec = json.loads((run_dir / "servers" / "speculative-effective.json").read_text())
+    assert plain["spec_decode_metrics"] is False and plain["spec_positions"] == 0
+    assert plain["speculative_config_log"] == "None"
+    assert spec["spec_decode_metrics"] is True and spec["spec_positions"] == K
+    assert "method='draft_model'" in spec["speculative_config_log"]
+    assert plain["version"] == spec["version"] == "0.32.0"
+    for snap in (run_dir / "metrics").glob("plain__*.prom"):
+        assert "vllm:spec_decode" not in snap.read_text()
+
+
+def test_every_request_has_its_exact_length_and_multi_token_chunks(selfdraft_run: dict[str, Any]) -> None:
+    records = [r for r in load_records(selfdraft_run["run_dir"]) if not r.warmup]
+    assert len(records) == 2 * (3 + 3 + 3 + 3)
+    for r in records:
+        assert r.error is None
+        assert r.output_tokens == r.requested_output_tokens == r.usage_completion_tokens
+        assert len(r.token_ids) == r.output_tokens
+        if r.role == "plain":
+            assert set(r.chunk_tokens) == {1}
+        else:
+            # every verify step emits K accepted tokens + the bonus token in one SSE chunk
+            assert max(r.chunk_tokens) == K + 1
+            assert all(n <= K + 1 for n in r.chunk_tokens)
+
+
+def test_identical_prompts_and_files_on_both_sides(selfdraft_run: dict[str, Any]) -> None:
+    run_dir: Path = selfdraft_run["run_dir"]
+    records = [r for r in load_records(run_dir) if not r.warmup]
+    plain = sorted(r.prompt_id for r in records if r.role == "plain")
+    spec = sorted(r.prompt_id for r in records if r.role == "speculative")
+    assert plain == spec
+    for name in ("card.md", "card.json", "protocol.json", "prompts.jsonl", "requests.jsonl", "cells.jsonl",
+                 "servers/plain.log", "servers/speculative.log", "servers/plain-minimal.json",
+                 "servers/speculative-launch.json"):
+        assert (run_dir / name).is_file(), name
+    minimal = json.loads((run_dir / "servers" / "plain-minimal.json").read_text())
+    assert minimal["response"]["choices"][0]["text"]
+    card_md = (run_dir / "card.md").read_text()
+    assert "Conclusions hold for the workloads tested only" in card_md
+    assert "| TPOT (ms/token) |" in card_md

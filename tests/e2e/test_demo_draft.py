@@ -1,0 +1,55 @@
+"""The embedded demo pair on a real speculative vLLM (CPU) server: the distilled draft's acceptance on the
+short workload lies inside the range the demo promises (profiles/README.md), and a declared K that
+differs from the server's is caught as a fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loadgen import servers
+from loadgen.errors import FallbackDetected
+from loadgen.flow import launch_spec, plan_cells, prove_mode, scrape
+from loadgen.metrics import Acceptance
+from loadgen.pair import load_pair
+from loadgen.prom import spec_decode_delta
+from loadgen.runner import CellPlan, run_cell
+from tests.e2e.conftest import _require_engine
+
+
+@pytest.fixture(scope="module")
+def demo_spec_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.Server]:
+    _require_engine()
+    pair = load_pair("demo-cpu")
+    spec = launch_spec(pair, "speculative", tmp_path_factory.mktemp("demo"))
+    with servers.running(spec) as server:
+        yield server
+
+
+def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> None:
+    pair = load_pair("demo-cpu")
+    cell = next(c for c in plan_cells(pair) if c.workload == "short-homogeneous" and c.concurrency == 2)
+    _, before = scrape(demo_spec_server.base_url)
+    records = run_cell(demo_spec_server.base_url, demo_spec_server.spec.served_model, pair.sampling,
+                       CellPlan("speculative", cell.workload, cell.endpoint, 2, (), cell.measured), lambda r: None)
+    _, after = scrape(demo_spec_server.base_url)
+    assert all(r.error is None and r.output_tokens == 32 for r in records)
+    counters = spec_decode_delta(before, after)
+    assert counters is not None
+    acc = Acceptance.of(counters)
+    assert acc.acceptance_rate is not None
+    assert 0.2 <= acc.acceptance_rate <= 0.95, acc
+    # per-position acceptance can only fall with the position
+    assert list(acc.per_position) == sorted(acc.per_position, reverse=True)
+
+
+def test_wrong_k_is_a_fallback(demo_spec_server: servers.Server) -> None:
+    wrong = load_pair(str(Path("tests/data/pairs/wrong-k.toml")))
+    _, snap = scrape(demo_spec_server.base_url)
+    assert prove_mode("speculative", snap, load_pair("demo-cpu").num_speculative_tokens)["spec_positions"] == 3
+    with pytest.raises(FallbackDetected, match="runs K=3.*num_speculative_tokens=2"):
+        prove_mode("speculative", snap, wrong.num_speculative_tokens)
+    with pytest.raises(FallbackDetected, match="plain server exposes vllm:spec_decode"):
+        prove_mode("plain", snap, 0)

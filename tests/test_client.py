@@ -1,0 +1,101 @@
+"""The streaming client against a scripted SSE server on real loopback sockets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.pair import Sampling
+from loadgen.workload import Prompt
+from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+
+SCRIPTS = {
+    "normal": (200, [
+        (0.05, completion_chunk(" Paris", [7042])),
+        (0.02, completion_chunk("", [30, 216, 198])),  # several tokens, empty text
+        (0.02, completion_chunk(" is", [314, 3], finish="length")),
+        (0.0, usage_chunk(5, 6)),
+        (0.0, DONE),
+    ]),
+    "no-done": (200, [(0.0, completion_chunk(" a", [1], finish="length")), (0.0, usage_chunk(2, 1))]),
+    "http-500": (500, [(0.0, b'{"error": {"message": "boom", "type": "InternalServerError"}}')]),
+    "error-event": (200, [(0.0, completion_chunk(" a", [1])),
+                          (0.0, b'data: {"error": {"message": "engine dead", "code": 500}}\n\n')]),
+    "not-json": (200, [(0.0, completion_chunk(" a", [1])), (0.0, b"data: {oops\n\n")]),
+    "no-token-ids": (200, [(0.0, b'data: {"choices": [{"index": 0, "text": " a", "finish_reason": null}]}\n\n'),
+                           (0.0, DONE)]),
+    "reset": (200, [(0.0, completion_chunk(" a", [1])), (0.01, None)]),
+}
+
+
+def _fetch(prompt: str) -> RequestRecord:
+    async def go() -> RequestRecord:
+        with scripted_server(SCRIPTS) as url:
+            p = Prompt("p0", "w", "completions", prompt, None, 6)
+            rec = RequestRecord("p0", "plain", "w", 1, False, 0.0, requested_output_tokens=6)
+            async with httpx.AsyncClient(timeout=5.0) as client:
+                return await stream_request(client, url, {"prompt": prompt} | build_payload(p, Sampling(), "m"),
+                                            rec, monotonic_clock(0.0))
+
+    return asyncio.run(go())
+
+
+def test_normal_stream() -> None:
+    r = _fetch("normal")
+    assert r.error is None and r.http_status == 200
+    assert r.chunk_tokens == [1, 3, 2]
+    assert r.token_ids == [7042, 30, 216, 198, 314, 3]
+    assert r.output_tokens == 6 == r.usage_completion_tokens
+    assert r.usage_prompt_tokens == 5
+    assert r.finish_reason == "length"
+    # the scripted server waits 50 ms before the first chunk: TTFT cannot be shorter
+    assert r.chunk_arrivals_s[0] - r.send_s >= 0.05
+    assert r.chunk_arrivals_s == sorted(r.chunk_arrivals_s)
+
+
+def test_missing_done_still_completes() -> None:
+    r = _fetch("no-done")
+    assert r.error is None and r.chunk_tokens == [1] and r.usage_completion_tokens == 1
+
+
+def test_http_error_is_recorded() -> None:
+    r = _fetch("http-500")
+    assert r.http_status == 500
+    assert r.error is not None and r.error.startswith("HTTP 500") and "boom" in r.error
+    assert not r.ok
+
+
+def test_error_event_in_200_stream() -> None:
+    r = _fetch("error-event")
+    assert r.http_status == 200 and r.error is not None and "engine dead" in r.error
+    assert r.chunk_tokens == [1]
+
+
+def test_malformed_chunk() -> None:
+    r = _fetch("not-json")
+    assert r.error is not None and r.error.startswith("malformed")
+
+
+def test_connection_reset_mid_stream() -> None:
+    r = _fetch("reset")
+    assert r.error is not None
+    assert r.chunk_tokens == [1]
+
+
+def test_text_without_token_ids_is_an_error_not_a_guess() -> None:
+    r = _fetch("no-token-ids")
+    assert r.error is not None and r.error.startswith("no-token-ids")
+    assert r.chunk_tokens == []
+
+
+def test_payload_is_fair_by_default() -> None:
+    chat = Prompt("c", "w", "chat", None, ({"role": "user", "content": "hi"},), 64)
+    body = build_payload(chat, Sampling(temperature=0.0, seed=7), "m")
+    assert body["max_completion_tokens"] == 64 == body["min_tokens"]
+    assert body["ignore_eos"] is True and body["return_token_ids"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [{"role": "user", "content": "hi"}] and body["seed"] == 7
+    comp = build_payload(Prompt("t", "w", "completions", "Once", None, 8), Sampling(ignore_eos=False), "m")
+    assert comp["max_tokens"] == 8 and "min_tokens" not in comp and comp["prompt"] == "Once"

@@ -1,0 +1,90 @@
+"""Strict loading of pair and workload profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loadgen.errors import ProfileError
+from loadgen.pair import available_pairs, load_pair, resolve_pair_path
+
+
+def test_embedded_pairs_load() -> None:
+    pair = load_pair("demo-cpu")
+    assert pair.method == "draft_model"
+    assert pair.num_speculative_tokens == 3
+    assert pair.draft is not None and pair.draft.model.endswith("smollm2-135m-draft")
+    assert pair.concurrency == (1, 2, 4)
+    assert [w.kind for w in pair.workloads] == ["short-homogeneous", "long-diverse"]
+    assert pair.sampling.temperature == 0.0 and pair.sampling.ignore_eos
+    ngram = load_pair("demo-cpu-ngram")
+    assert ngram.method == "ngram" and ngram.draft is None
+    assert ngram.speculative["prompt_lookup_max"] == 4
+    assert {"demo-cpu", "demo-cpu-ngram"} <= set(available_pairs())
+
+
+def test_stop_rule() -> None:
+    stop = load_pair("demo-cpu").stop
+    assert [stop.measured_requests(c) for c in (1, 2, 4, 16)] == [8, 8, 8, 32]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    src = Path("profiles/pairs/demo-cpu.toml").read_text()
+    path = tmp_path / "p.toml"
+    path.write_text(text + src)
+    return path
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="unknown key 'colour' in top level"):
+        load_pair(str(_write(tmp_path, '\ncolour = "red"\n')))
+
+
+def test_unknown_key_in_table(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    text = Path("profiles/pairs/demo-cpu.toml").read_text()
+    path.write_text(text.replace("[sampling]", "[sampling]\ntemprature = 0.5"))
+    with pytest.raises(ProfileError, match=r"unknown key 'temprature' in \[sampling\]"):
+        load_pair(str(path))
+
+
+def test_unknown_speculative_key(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    text = Path("profiles/pairs/demo-cpu.toml").read_text()
+    text = text.replace("[speculative]", "[speculative]\nspeculative_model = 'x'")
+    path.write_text(text)
+    with pytest.raises(ProfileError, match="speculative_model.*not a field of vLLM's speculative config"):
+        load_pair(str(path))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("concurrency = [1, 2, 4]", "concurrency = [1, 0]", "positive integers"),
+        ("concurrency = [1, 2, 4]", 'concurrency = "4"', "list of positive integers"),
+        ("num_speculative_tokens = 3", "num_speculative_tokens = true", "positive integer"),
+        ("port = 8310", "port = -1", "positive integer"),
+        ('workloads = ["short-homogeneous", "long-diverse"]', 'workloads = ["nope"]', "unknown workload 'nope'"),
+        ("temperature = 0.0", 'temperature = "hot"', "temperature must be a number"),
+    ],
+)
+def test_bad_values(tmp_path: Path, old: str, new: str, message: str) -> None:
+    path = tmp_path / "p.toml"
+    text = Path("profiles/pairs/demo-cpu.toml").read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    with pytest.raises(ProfileError, match=message):
+        load_pair(str(path))
+
+
+def test_not_toml(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text("name = [unclosed\n")
+    with pytest.raises(ProfileError, match="not valid TOML"):
+        load_pair(str(path))
+
+
+def test_unknown_pair_lists_available() -> None:
+    with pytest.raises(ProfileError, match="available pairs: .*demo-cpu"):
+        resolve_pair_path("no-such-pair")
