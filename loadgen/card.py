@@ -23,6 +23,10 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _ms(seconds: float | None) -> str:
+    return _num(None if seconds is None else seconds * 1e3)
+
+
 def _ratio(r: dict[str, Any] | None) -> str:
     if not r or r.get("value") is None:
         return "–"
@@ -30,6 +34,24 @@ def _ratio(r: dict[str, Any] | None) -> str:
     if r.get("ci_low") is not None:
         text += f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
     return text
+
+
+def _level(cell: dict[str, Any]) -> str:
+    if cell.get("rate_rps") is not None:
+        return f"{cell['rate_rps']:g} req/s (cap {cell['concurrency']})"
+    return f"concurrency {cell['concurrency']}"
+
+
+def _server_rows(cell: dict[str, Any]) -> list[str]:
+    lines = []
+    for role in ("plain", "speculative"):
+        side = cell.get(role) or {}
+        for key, check in (side.get("server_vs_client") or {}).items():
+            label = "TTFT" if key == "ttft_s" else "E2E latency"
+            verdict = {True: "agree", False: "DISAGREE", None: "–"}[check["agrees"]]
+            lines.append(f"- {role} {label}: client p50 {_ms(check['client_p50'])} ms, server `{check['metric']}` "
+                         f"p50 {_ms(check['server_p50'])} ms ({verdict} within the histogram's bucket resolution)")
+    return lines
 
 
 def _model_line(label: str, model: dict[str, Any] | None) -> str:
@@ -62,9 +84,9 @@ def _cell_table(cell: dict[str, Any]) -> list[str]:
 
 def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| workload | concurrency | acceptance rate | mean acceptance length | per-position acceptance | "
-        "accepted / draft tokens | drafts | client tokens per chunk |",
-        "|---|---:|---:|---:|---|---:|---:|---:|",
+        "| workload | load | acceptance rate | mean acceptance length | per-position acceptance | "
+        "accepted / draft tokens | drafts | client tokens per chunk | client tokens per decode chunk |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for cell in cells:
         spec: dict[str, Any] = cell.get("speculative") or {}
@@ -73,10 +95,10 @@ def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
             continue
         per_pos = ", ".join(f"{x:.3f}" for x in acc["per_position"]) or "–"
         lines.append(
-            f"| {cell['workload']} | {cell['concurrency']} | {_num(acc['acceptance_rate'], 3)} | "
+            f"| {cell['workload']} | {_level(cell)} | {_num(acc['acceptance_rate'], 3)} | "
             f"{_num(acc['mean_acceptance_length'], 3)} | {per_pos} | "
             f"{acc['num_accepted_tokens']:.0f} / {acc['num_draft_tokens']:.0f} | {acc['num_drafts']:.0f} | "
-            f"{_num(spec['mean_tokens_per_chunk'], 3)} |"
+            f"{_num(spec['mean_tokens_per_chunk'], 3)} | {_num(spec['mean_tokens_per_decode_chunk'], 3)} |"
         )
     return lines
 
@@ -107,12 +129,24 @@ def render_markdown(card: dict[str, Any]) -> str:
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
     out += ["## Results per workload and concurrency", ""]
     for cell in card["cells"]:
-        out += [f"### {cell['workload']} · concurrency {cell['concurrency']}", ""]
+        out += [f"### {cell['workload']} · {_level(cell)}", ""]
         if not cell.get("plain") and not cell.get("speculative"):
             out += ["Not measured.", ""]
             continue
-        out += _cell_table(cell)
-        out += [""] + [f"- {note}" for note in cell.get("notes", [])] + [""]
+        failures = [f"- **{role} cell FAILED**: {cell[role]['failure']}" for role in ("plain", "speculative")
+                    if (cell.get(role) or {}).get("failure")]
+        out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
+        out += [f"- {note}" for note in cell.get("notes", [])]
+        out += [*_server_rows(cell), ""]
+    out += ["## Where speculation stops paying", "",
+            "TPOT p50 ratio (speculative / plain) against closed-loop concurrency; the crossover is where it "
+            "crosses 1 (interpolated between tested levels).", ""]
+    for workload, cross in (card.get("crossover") or {}).items():
+        ratios = ", ".join(f"c={c}: {_num(r, 3)}" for c, r in zip(cross["levels"], cross["ratios"], strict=True))
+        at = cross["crossover_concurrency"]
+        out.append(f"- {workload}: {ratios}; crossover: "
+                   + (f"concurrency ≈ {at:.1f}" if at is not None else "none within the tested levels"))
+    out.append("")
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
     for label in ("target", "draft"):
         model = card.get(label) or {}

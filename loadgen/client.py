@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import httpx
@@ -28,15 +28,19 @@ class RequestRecord:
     """The client-side timeline of one streamed request (one line of requests.jsonl).
 
     Times are seconds relative to the cell's clock origin. ``chunk_arrivals_s[i]`` is the arrival of
-    the i-th token-bearing chunk and ``chunk_tokens[i]`` the number of tokens it carried.
+    the i-th token-bearing chunk and ``chunk_tokens[i]`` the number of tokens it carried. ``phase`` is
+    ``warmup``, ``measured`` or ``cooldown``; only measured requests enter statistics.
     """
 
     prompt_id: str
     role: str
     workload: str
     concurrency: int
-    warmup: bool
+    phase: str
     scheduled_s: float
+    arrival_s: float | None = None
+    level: str = ""
+    repetition: int = 0
     send_s: float = 0.0
     chunk_arrivals_s: list[float] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
@@ -50,6 +54,11 @@ class RequestRecord:
     done_s: float | None = None
 
     @property
+    def warmup(self) -> bool:
+        """True for requests excluded from statistics (warmup and cooldown)."""
+        return self.phase != "measured"
+
+    @property
     def output_tokens(self) -> int:
         """Generated tokens counted from the chunks' token ids."""
         return sum(self.chunk_tokens)
@@ -59,14 +68,23 @@ class RequestRecord:
         """True when the stream finished without error and carried at least one token."""
         return self.error is None and bool(self.chunk_tokens)
 
+    @property
+    def usage_mismatch(self) -> bool:
+        """True when the final usage's completion_tokens disagrees with the counted token ids."""
+        return self.usage_completion_tokens is not None and self.usage_completion_tokens != self.output_tokens
+
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RequestRecord:
-        """Inverse of :meth:`to_json`."""
-        return cls(**data)
+        """Inverse of :meth:`to_json`; unknown keys are ignored (records of older runs load too)."""
+        known = {f.name for f in fields(cls)}
+        data = dict(data)
+        if "phase" not in data:
+            data["phase"] = "warmup" if data.get("warmup") else "measured"
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> dict[str, Any]:

@@ -10,7 +10,8 @@ speculative server is faster for latencies and slower for throughputs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,3 +66,19 @@ def simple_ratio(plain: float | None, speculative: float | None) -> Ratio:
     if plain is None or speculative is None or plain == 0:
         return Ratio(None)
     return Ratio(speculative / plain)
+
+
+def crossover(levels: Sequence[float], ratios: Sequence[float | None]) -> float | None:
+    """The first load level where ``ratios`` (speculative / plain, ordered by ``levels``) crosses 1,
+    by linear interpolation between the two tested levels around the crossing; a level whose ratio is
+    exactly 1 is itself the crossover. None when the ratio stays on one side (or is unknown).
+    """
+    points = [(x, r) for x, r in zip(levels, ratios, strict=True) if r is not None]
+    for (x0, r0), (x1, r1) in itertools.pairwise(points):
+        if r0 == 1.0:
+            return float(x0)
+        if (r0 - 1.0) * (r1 - 1.0) < 0:
+            return float(x0 + (1.0 - r0) * (x1 - x0) / (r1 - r0))
+    if points and points[-1][1] == 1.0:
+        return float(points[-1][0])
+    return None

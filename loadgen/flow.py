@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import platform
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,40 +26,72 @@ from loadgen import __version__, prom, servers
 from loadgen.card import render_markdown
 from loadgen.client import RequestRecord
 from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
-from loadgen.pair import Pair
+from loadgen.pair import Level, Pair
 from loadgen.report import build_card
 from loadgen.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_json
 from loadgen.runner import CellPlan, run_cell
+from loadgen.schedule import arrival_offsets
+from loadgen.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.validate import check_pair, model_hashes
-from loadgen.workload import Prompt, generate, prompts_digest
+from loadgen.workload import Prompt, generate, load_tokenizer, prompts_digest
 
 ROLES = ("plain", "speculative")
 Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class CellPrompts:
-    """Prompts of one (workload, concurrency) cell, identical for both roles."""
+class CellSpec:
+    """One cell (workload x load level x repetition) with its prompts, identical for both roles."""
 
     workload: str
     endpoint: str
-    concurrency: int
+    level: Level
+    repetition: int
     warmup: tuple[Prompt, ...]
     measured: tuple[Prompt, ...]
+    cooldown: tuple[Prompt, ...]
+    arrivals_s: tuple[float, ...] | None
+
+    @property
+    def concurrency(self) -> int:
+        """Closed loop: the concurrency; open loop: the cap on requests in flight."""
+        return int(self.level.concurrency)
+
+    def stem(self, role: str) -> str:
+        """File-name stem of this cell for ``role``."""
+        return f"{role}__{self.workload}__{self.level.label}__rep{self.repetition}"
 
 
-def plan_cells(pair: Pair) -> list[CellPrompts]:
-    """Assign each cell its own consecutive slice of its workload's seeded prompt set."""
+def plan_cells(pair: Pair) -> list[CellSpec]:
+    """Assign each cell its own consecutive slice of its workload's seeded prompt set (warmup, measured,
+    cooldown) and, for open-loop levels, its seeded arrival schedule."""
+    stop, load = pair.stop, pair.load
+    tokenizer = None
+    if any(w.input_tokens is not None for w in pair.workloads):
+        tokenizer = load_tokenizer(pair.target.model)
     cells = []
     for workload in pair.workloads:
-        sizes = [(c, pair.stop.warmup_requests, pair.stop.measured_requests(c)) for c in pair.concurrency]
-        prompts = generate(workload, sum(w + m for _, w, m in sizes))
+        sizes = []
+        for rep in range(load.repetitions):
+            for level in load.levels():
+                if level.rate_rps is None:
+                    n, cool = stop.measured_requests(level.concurrency), stop.cooldown_requests(level.concurrency)
+                elif stop.duration_s is not None:
+                    n, cool = min(stop.max_requests, math.ceil(level.rate_rps * stop.duration_s) + 1), 0
+                else:
+                    n, cool = stop.min_requests, 0
+                sizes.append((level, rep, stop.warmup_requests, n, cool))
+        prompts = generate(workload, sum(w + n + c for *_, w, n, c in sizes), tokenizer)
         offset = 0
-        for c, w, m in sizes:
-            warm = tuple(prompts[offset:offset + w])
-            measured = tuple(prompts[offset + w:offset + w + m])
-            offset += w + m
-            cells.append(CellPrompts(workload.name, workload.endpoint, c, warm, measured))
+        for level, rep, w, n, cool in sizes:
+            chunk = prompts[offset:offset + w + n + cool]
+            offset += w + n + cool
+            arrivals = None
+            if level.rate_rps is not None:
+                seed = workload.seed * 1_000_003 + rep * 1009 + int(level.rate_rps * 1000)
+                arrivals = tuple(arrival_offsets(load.arrival, level.rate_rps, n, seed, load.burstiness))
+            cells.append(CellSpec(workload.name, workload.endpoint, level, rep, tuple(chunk[:w]),
+                                  tuple(chunk[w:w + n]), tuple(chunk[w + n:]), arrivals))
     return cells
 
 
@@ -76,19 +110,6 @@ def launch_spec(pair: Pair, role: str, run_dir: Path) -> servers.LaunchSpec:
     )
     return servers.LaunchSpec(role, argv, dict(pair.engine.env), pair.engine.host, port, served_name(pair),
                               pair.engine.startup_timeout_s, run_dir / "servers" / f"{role}.log")
-
-
-def scrape(base_url: str) -> tuple[str, prom.Snapshot]:
-    """GET /metrics and parse it. Raises RunFailed when the server does not answer with metrics."""
-    try:
-        response = httpx.get(base_url + "/metrics", timeout=10.0)
-        response.raise_for_status()
-    except httpx.HTTPError as exc:
-        raise RunFailed(f"cannot scrape {base_url}/metrics ({exc}); is the server alive?") from None
-    try:
-        return response.text, prom.parse_metrics(response.text)
-    except prom.PromParseError as exc:
-        raise RunFailed(f"{base_url}/metrics is not Prometheus text ({exc})") from None
 
 
 def prove_mode(role: str, snap: prom.Snapshot, k: int) -> dict[str, Any]:
@@ -122,7 +143,7 @@ def _save_server_record(run_dir: Path, server: servers.Server, snap: prom.Snapsh
                 "cache_config_info": prom.cache_config_info(snap)})
 
 
-def _run_role(pair: Pair, role: str, run_dir: Path, cells: list[CellPrompts],
+def _run_role(pair: Pair, role: str, run_dir: Path, cells: list[CellSpec],
               requests: JsonlAppender, cells_log: JsonlAppender, log: Log) -> None:
     spec = launch_spec(pair, role, run_dir)
     write_json(run_dir / "servers" / f"{role}-launch.json",
@@ -137,56 +158,108 @@ def _run_role(pair: Pair, role: str, run_dir: Path, cells: list[CellPrompts],
             _run_cell(pair, role, server, cell, run_dir, requests, cells_log, log)
 
 
-def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellPrompts, run_dir: Path,
+#: Server-side histograms whose per-cell deltas go on the card next to the client's numbers.
+SERVER_HISTOGRAMS = {
+    "ttft_s": "vllm:time_to_first_token_seconds",
+    "e2e_s": "vllm:e2e_request_latency_seconds",
+    "tpot_s": "vllm:request_time_per_output_token_seconds",
+    "icl_s": "vllm:inter_token_latency_seconds",
+}
+
+
+def _histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, name in SERVER_HISTOGRAMS.items():
+        try:
+            h = prom.histogram_delta(before, after, name)
+        except ValueError:
+            continue
+        if h.count <= 0:
+            continue
+        out[key] = {"metric": name, "count": h.count, "sum": h.sum, "upper_bounds": list(h.upper_bounds),
+                    "cumulative_counts": list(h.cumulative_counts), "reset": h.reset,
+                    **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)}}
+    return out
+
+
+def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellSpec, run_dir: Path,
               requests: JsonlAppender, cells_log: JsonlAppender, log: Log) -> None:
-    stem = f"{role}__{cell.workload}__c{cell.concurrency}"
+    stem = cell.stem(role)
     before: dict[str, prom.Snapshot] = {}
+    gauges: list[dict[str, Any]] = []
 
     def scrape_before() -> None:
         text, before["snap"] = scrape(server.base_url)
         (run_dir / "metrics" / f"{stem}__before.prom").write_text(text)
 
-    plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured)
+    async def sampler(client: httpx.AsyncClient, clock: Callable[[], float]) -> None:
+        await sample_gauges(client, server.base_url, gauges.append, clock)
+
+    plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
+                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition)
     started = datetime.now(UTC).isoformat()
     t0 = time.monotonic()
-    records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan,
-                       lambda r: requests.append(r.to_json()), scrape_before)
+    sent_by_phase: Counter[str] = Counter()
+
+    def on_record(record: RequestRecord) -> None:
+        requests.append(record.to_json())
+        sent_by_phase[record.phase] += 1
+
+    records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
+                       scrape_before, sampler)
     duration = time.monotonic() - t0
     if not server.alive():
-        raise RunFailed(f"the {role} server died during cell {cell.workload} c={cell.concurrency}; "
+        raise RunFailed(f"the {role} server died during cell {cell.workload} {cell.level.label}; "
                         f"see {server.spec.log_path}")
     text, after = scrape(server.base_url)
     (run_dir / "metrics" / f"{stem}__after.prom").write_text(text)
+    with (run_dir / "metrics" / f"{stem}__gauges.jsonl").open("w") as fh:
+        fh.writelines(json.dumps(g) + "\n" for g in gauges)
     counters = prom.spec_decode_delta(before["snap"], after)
     finished = prom.counter_delta(before["snap"], after, "vllm:request_success_total").value
     errors = sum(1 for r in records if r.error)
+    mismatched = _length_mismatches(records)
+    sent = sent_by_phase["measured"] + sent_by_phase["cooldown"]
+    failure = None
+    if mismatched:
+        failure = (f"{len(mismatched)} of {len(records)} requests did not return their requested output length "
+                   f"(e.g. {mismatched[0].prompt_id}: {mismatched[0].output_tokens} of "
+                   f"{mismatched[0].requested_output_tokens} tokens); the comparison needs ignore_eos with "
+                   "min_tokens = max_tokens on a server that honours them")
     entry: dict[str, Any] = {
-        "role": role, "workload": cell.workload, "concurrency": cell.concurrency,
+        "role": role, "workload": cell.workload, "concurrency": cell.concurrency, "level": cell.level.label,
+        "rate_rps": cell.level.rate_rps, "repetition": cell.repetition,
         "started_utc": started, "duration_s": duration,
         "measured_prompt_ids": [p.prompt_id for p in cell.measured],
         "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
-        "spec_decode": None if counters is None else counters.__dict__ | {"accepted_per_position":
-                                                                           list(counters.accepted_per_position)},
+        "spec_decode": None if counters is None else {**asdict(counters),
+                                                      "accepted_per_position": list(counters.accepted_per_position)},
+        "server_histograms": _histograms(before["snap"], after),
+        "gauges": summarize_gauges(gauges),
         "server_finished_requests": finished,
-        "foreign_traffic": finished > len(records),
+        "client_sent_requests": sent,
+        "foreign_traffic": finished > sent,
         "errors": errors,
-        "output_length_mismatches": _length_mismatches(records),
+        "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
+        "output_length_mismatches": len(mismatched),
+        "failure": failure,
     }
     cells_log.append(entry)
     ok = len(records) - errors
-    log(f"[{role}] {cell.workload} c={cell.concurrency}: {ok}/{len(records)} ok in {duration:.1f} s"
-        + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
-           f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}"))
+    log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
+        f"{duration:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
+                              f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
+        + (f"; FAILED: {failure}" if failure else ""))
     if role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0:
         raise FallbackDetected(f"the speculative server's draft counters did not move during cell "
-                               f"{cell.workload} c={cell.concurrency}: no speculation happened")
+                               f"{cell.workload} {cell.level.label}: no speculation happened")
 
 
-def _length_mismatches(records: list[RequestRecord]) -> int:
-    return sum(1 for r in records if r.error is None and r.output_tokens != r.requested_output_tokens)
+def _length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in records if r.error is None and r.output_tokens != r.requested_output_tokens]
 
 
-def protocol(pair: Pair, cells: list[CellPrompts], all_prompts: list[Prompt]) -> dict[str, Any]:
+def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> dict[str, Any]:
     """Everything needed to repeat the run (protocol.json)."""
     return {
         "schema": "loadgen.protocol/1",
@@ -198,18 +271,21 @@ def protocol(pair: Pair, cells: list[CellPrompts], all_prompts: list[Prompt]) ->
         "speculative_config": dict(pair.speculative),
         "engine": {"command": list(pair.engine.command), "args": list(pair.engine.args),
                    "env": dict(pair.engine.env), "seed": pair.engine.seed},
-        "sampling": pair.sampling.__dict__,
+        "sampling": asdict(pair.sampling),
         "fairness": {"ignore_eos": pair.sampling.ignore_eos, "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
                      "return_token_ids": True},
-        "workloads": [w.__dict__ for w in pair.workloads],
+        "workloads": [asdict(w) for w in pair.workloads],
         "concurrency": list(pair.concurrency),
-        "schedule": "closed-loop",
-        "stop_rule": pair.stop.__dict__,
+        "load": asdict(pair.load),
+        "stop_rule": asdict(pair.stop),
         "prompts_file": "prompts.jsonl",
         "prompts_sha256": prompts_digest(all_prompts),
-        "cells": [{"workload": c.workload, "concurrency": c.concurrency,
+        "cells": [{"workload": c.workload, "concurrency": c.concurrency, "level": c.level.label,
+                   "rate_rps": c.level.rate_rps, "repetition": c.repetition,
                    "warmup": [p.prompt_id for p in c.warmup],
-                   "measured": [p.prompt_id for p in c.measured]} for c in cells],
+                   "measured": [p.prompt_id for p in c.measured],
+                   "cooldown": [p.prompt_id for p in c.cooldown],
+                   "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
         "client_host": {"python": platform.python_version(), "machine": platform.machine(),
                         "system": platform.platform()},
     }
@@ -230,7 +306,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print) -> Path:
     run_dir = new_run_dir(runs_root, pair.name)
     log(f"run folder: {run_dir}")
     cells = plan_cells(pair)
-    all_prompts = [p for c in cells for p in (*c.warmup, *c.measured)]
+    all_prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     with (run_dir / "prompts.jsonl").open("w") as fh:
         for p in all_prompts:
             fh.write(json.dumps(p.to_json()) + "\n")

@@ -117,11 +117,27 @@ class CellStats:
     e2e_s: Distribution
     send_lag_s: Distribution
     mean_tokens_per_chunk: float | None
+    mean_tokens_per_decode_chunk: float | None
     acceptance: Acceptance | None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return asdict(self)
+
+
+def tokens_per_decode_chunk(tokens: Sequence[int]) -> float | None:
+    """Mean tokens per token-bearing chunk after the first one (the first comes from prefill, the others
+    from decode steps): with speculation and one chunk per engine step, this is the client-side view of
+    the mean acceptance length (1 + accepted / drafts). None with fewer than two chunks."""
+    if len(tokens) < 2:
+        return None
+    return (sum(tokens) - tokens[0]) / (len(tokens) - 1)
+
+
+def _per_decode_chunk(requests: Sequence[MeasuredRequest]) -> float | None:
+    after_first = sum(sum(r.tokens) - r.tokens[0] for r in requests if not r.failed and len(r.tokens) > 1)
+    chunks = sum(len(r.tokens) - 1 for r in requests if not r.failed and len(r.tokens) > 1)
+    return after_first / chunks if chunks else None
 
 
 @dataclass(frozen=True)
@@ -162,5 +178,20 @@ def cell_stats(requests: Sequence[MeasuredRequest], counters: SpecDecodeCounters
         e2e_s=Distribution.of([t.e2e_s for t in good]),
         send_lag_s=Distribution.of([r.send_s - r.scheduled_s for r in requests]),
         mean_tokens_per_chunk=out_tokens / chunks if chunks else None,
+        mean_tokens_per_decode_chunk=_per_decode_chunk(requests),
         acceptance=Acceptance.of(counters) if counters is not None else None,
     )
+
+
+def bucket_index(value: float, upper_bounds: Sequence[float]) -> int:
+    """Index of the histogram bucket (ascending upper bounds ``le``) that holds ``value``."""
+    return next((i for i, le in enumerate(upper_bounds) if value <= le), len(upper_bounds) - 1)
+
+
+def agrees_within_buckets(client_s: float | None, server_s: float | None, upper_bounds: Sequence[float]) -> bool | None:
+    """Whether a client-side quantile and the server histogram's estimate of it lie in the same or
+    neighbouring buckets: the histogram cannot resolve anything finer (its buckets cap what can be
+    seen). None when either value is unknown."""
+    if client_s is None or server_s is None or not upper_bounds:
+        return None
+    return abs(bucket_index(client_s, upper_bounds) - bucket_index(server_s, upper_bounds)) <= 1

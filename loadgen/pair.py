@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from loadgen.errors import ProfileError
+from loadgen.schedule import ARRIVALS
 
 PAIRS_DIR = Path("profiles/pairs")
 WORKLOADS_DIR = Path("profiles/workloads")
@@ -72,17 +73,61 @@ class Sampling:
 class StopRule:
     """Per-cell stop rule, identical on both servers.
 
-    A cell sends ``max(min_requests, rounds * concurrency)`` measured requests, after
-    ``warmup_requests`` requests that are excluded from statistics.
+    By count (default): a closed-loop cell sends ``max(min_requests, rounds * concurrency)`` measured
+    requests, an open-loop cell ``min_requests``. By duration (``duration_s`` set): measured requests are
+    sent until ``duration_s`` seconds after the first one, at most ``max_requests``. Before them,
+    ``warmup_requests`` requests run and finish (excluded); with ``cooldown`` the free closed-loop slots
+    keep sending filler requests (excluded) until the last measured request has finished, so the load
+    stays level to the end.
     """
 
     min_requests: int = 8
     rounds: int = 2
     warmup_requests: int = 1
+    duration_s: float | None = None
+    max_requests: int = 1000
+    cooldown: bool = True
 
     def measured_requests(self, concurrency: int) -> int:
-        """Number of measured requests in a cell at ``concurrency`` (int >= 1)."""
+        """Prompts to prepare for the measured phase of a closed-loop cell at ``concurrency`` (>= 1)."""
+        if self.duration_s is not None:
+            return self.max_requests
         return max(self.min_requests, self.rounds * concurrency)
+
+    def cooldown_requests(self, concurrency: int) -> int:
+        """Filler prompts to prepare (enough for every other slot to turn over a few times)."""
+        return 4 * (concurrency - 1) if self.cooldown else 0
+
+
+@dataclass(frozen=True)
+class Level:
+    """One load level: closed loop at ``concurrency``, or open loop at ``rate_rps`` (capped at
+    ``concurrency`` requests in flight)."""
+
+    concurrency: int
+    rate_rps: float | None = None
+
+    @property
+    def label(self) -> str:
+        """``c4`` (closed loop) or ``r2.5`` (open loop)."""
+        return f"c{self.concurrency}" if self.rate_rps is None else f"r{self.rate_rps:g}"
+
+
+@dataclass(frozen=True)
+class Load:
+    """The load schedule of every cell: closed-loop concurrency levels and/or open-loop rates."""
+
+    concurrency: tuple[int, ...] = ()
+    rates_rps: tuple[float, ...] = ()
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    max_concurrency: int = 256
+    repetitions: int = 1
+
+    def levels(self) -> tuple[Level, ...]:
+        """Closed-loop levels first, then open-loop rates (each capped at ``max_concurrency``)."""
+        return (*(Level(c) for c in self.concurrency),
+                *(Level(self.max_concurrency, r) for r in self.rates_rps))
 
 
 @dataclass(frozen=True)
@@ -93,6 +138,7 @@ class Workload:
     kind: str  # "short-homogeneous" | "long-diverse"
     endpoint: str  # "completions" | "chat"
     output_tokens: int
+    input_tokens: int | None = None
     seed: int = 0
     description: str = ""
 
@@ -108,9 +154,15 @@ class Pair:
     engine: Engine
     sampling: Sampling
     workloads: tuple[Workload, ...]
-    concurrency: tuple[int, ...]
+    load: Load
     stop: StopRule
     description: str = ""
+    criteria: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def concurrency(self) -> tuple[int, ...]:
+        """The closed-loop concurrency levels."""
+        return self.load.concurrency
 
     @property
     def num_speculative_tokens(self) -> int:
@@ -234,11 +286,47 @@ def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
         kind=kind,
         endpoint=endpoint,
         output_tokens=top.positive_int("output_tokens"),
+        input_tokens=top.positive_int("input_tokens", None) if "input_tokens" in top.data else None,
         seed=top.get("seed", int, 0),
         description=top.get("description", str, ""),
     )
     top.finish()
     return workload
+
+
+def _load(run: _Table, path: Path) -> Load:
+    levels = run.get("concurrency", list, [], "a list of positive integers")
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in levels):
+        raise ProfileError(f"{path}: [run].concurrency must be a list of positive integers, e.g. [1, 2, 4]")
+    rates = run.get("rates_rps", list, [], "a list of request rates (req/s)")
+    if not all(isinstance(r, int | float) and not isinstance(r, bool) and r > 0 for r in rates):
+        raise ProfileError(f"{path}: [run].rates_rps must be a list of positive numbers (requests/s), e.g. [0.5, 1]")
+    if not levels and not rates:
+        raise ProfileError(f"{path}: [run] needs concurrency = [...] (closed loop) and/or rates_rps = [...] "
+                           "(open loop)")
+    arrival = run.get("arrival", str, "poisson")
+    if arrival not in ARRIVALS:
+        raise ProfileError(f"{path}: [run].arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
+    burstiness = float(run.get("burstiness", (int, float), 1.0, "a number > 0"))
+    if burstiness <= 0:
+        raise ProfileError(f"{path}: [run].burstiness must be > 0 (1 = Poisson, < 1 burstier)")
+    return Load(
+        concurrency=tuple(levels),
+        rates_rps=tuple(float(r) for r in rates),
+        arrival=arrival,
+        burstiness=burstiness,
+        max_concurrency=run.positive_int("max_concurrency", 256),
+        repetitions=run.positive_int("repetitions", 1),
+    )
+
+
+def _override(workload: Workload, output_tokens: int | None, input_tokens: int | None) -> Workload:
+    changes: dict[str, Any] = {}
+    if output_tokens is not None:
+        changes["output_tokens"] = output_tokens
+    if input_tokens is not None:
+        changes["input_tokens"] = input_tokens
+    return replace(workload, **changes) if changes else workload
 
 
 def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
@@ -291,21 +379,29 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     smp.finish()
 
     run = top.table("run")
-    levels = run.get("concurrency", list, expected="a list of positive integers")
-    if not levels or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in levels):
-        raise ProfileError(f"{path}: [run].concurrency must be a non-empty list of positive integers, e.g. [1, 2, 4]")
+    load = _load(run, path)
     workload_names = run.str_list("workloads")
     if not workload_names:
         raise ProfileError(f"{path}: [run].workloads must name at least one workload")
+    output_tokens = run.positive_int("output_tokens", None) if "output_tokens" in run.data else None
+    input_tokens = run.positive_int("input_tokens", None) if "input_tokens" in run.data else None
     run.finish()
 
     st = top.table("stop", {})
+    warmup = st.get("warmup_requests", int, 1, "an integer >= 0")
+    duration = st.get("duration_s", (int, float), None, "a number of seconds > 0")
+    if warmup < 0 or (duration is not None and duration <= 0):
+        raise ProfileError(f"{path}: [stop].warmup_requests must be >= 0 and duration_s > 0")
     stop = StopRule(
         min_requests=st.positive_int("min_requests", 8),
         rounds=st.positive_int("rounds", 2),
-        warmup_requests=int(st.get("warmup_requests", int, 1, "an integer >= 0")),
+        warmup_requests=warmup,
+        duration_s=None if duration is None else float(duration),
+        max_requests=st.positive_int("max_requests", 1000),
+        cooldown=st.get("cooldown", bool, True),
     )
     st.finish()
+    criteria = top.get("criteria", dict, {})
 
     pair = Pair(
         name=top.get("name", str, path.stem),
@@ -315,9 +411,11 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         speculative=spec,
         engine=engine,
         sampling=sampling,
-        workloads=tuple(load_workload(w, workloads_dir) for w in workload_names),
-        concurrency=tuple(levels),
+        workloads=tuple(_override(load_workload(w, workloads_dir), output_tokens, input_tokens)
+                        for w in workload_names),
+        load=load,
         stop=stop,
+        criteria=criteria,
     )
     top.finish()
     return pair

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.client import RequestRecord
-from loadgen.compare import Ratio, paired_median_ratio, simple_ratio
+from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.errors import BadInput
-from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
+from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
 from loadgen.prom import SpecDecodeCounters
 from loadgen.rundir import load_records, read_json, read_jsonl
 
@@ -79,37 +79,90 @@ def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[
     return notes
 
 
+def _server_vs_client(stats: CellStats, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta)."""
+    out: dict[str, Any] = {}
+    hists = entries[0].get("server_histograms", {}) if entries else {}
+    for key in ("ttft_s", "e2e_s"):
+        h = hists.get(key)
+        if not h:
+            continue
+        client = getattr(stats, key).p50
+        out[key] = {"client_p50": client, "server_p50": h["p50"], "metric": h["metric"],
+                    "agrees": agrees_within_buckets(client, h["p50"], h["upper_bounds"]),
+                    "bucket_bounds": h["upper_bounds"]}
+    return out
+
+
+def _sum_counters(entries: list[dict[str, Any]]) -> SpecDecodeCounters | None:
+    counters = [c for c in (_counters(e) for e in entries) if c is not None]
+    if not counters:
+        return None
+    width = max(len(c.accepted_per_position) for c in counters)
+    per_pos = tuple(sum(c.accepted_per_position[i] for c in counters if i < len(c.accepted_per_position))
+                    for i in range(width))
+    return SpecDecodeCounters(sum(c.num_drafts for c in counters), sum(c.num_draft_tokens for c in counters),
+                              sum(c.num_accepted_tokens for c in counters), per_pos, any(c.reset for c in counters))
+
+
+def _role_cell(records: list[RequestRecord], entries: list[dict[str, Any]]) -> tuple[CellStats, dict[str, Any]]:
+    measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
+                for r in records]
+    stats = cell_stats(measured, _sum_counters(entries))
+    reps = sorted({r.repetition for r in records})
+    per_rep_tpot = [cell_stats([m for m, r in zip(measured, records, strict=True) if r.repetition == k],
+                               None).tpot_s.p50 for k in reps]
+    extra = {
+        "repetitions": len(entries),
+        "tpot_p50_per_repetition_s": per_rep_tpot,
+        "failure": next((e["failure"] for e in entries if e.get("failure")), None),
+        "server_vs_client": _server_vs_client(stats, entries),
+        "gauges": [e.get("gauges") for e in entries],
+    }
+    return stats, extra
+
+
 def build_card(run_dir: Path) -> dict[str, Any]:
-    """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring)."""
+    """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring).
+
+    Raises BadInput when ``run_dir`` is not a run folder.
+    """
     if not (run_dir / "protocol.json").is_file():
         raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
     proto = read_json(run_dir / "protocol.json")
     status_path = run_dir / "status.json"
     status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
-    records = [r for r in load_records(run_dir) if not r.warmup]
-    by_cell: dict[tuple[str, int, str], list[RequestRecord]] = defaultdict(list)
-    for r in records:
-        by_cell[(r.workload, r.concurrency, r.role)].append(r)
-    entries = {(e["workload"], e["concurrency"], e["role"]): e for e in read_jsonl(run_dir / "cells.jsonl")}
+    by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
+    for r in load_records(run_dir):
+        if not r.warmup:
+            by_cell[(r.workload, r.level or f"c{r.concurrency}", r.role)].append(r)
+    entries: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for e in read_jsonl(run_dir / "cells.jsonl"):
+        entries[(e["workload"], e.get("level") or f"c{e['concurrency']}", e["role"])].append(e)
 
     cells = []
+    seen: set[tuple[str, str]] = set()
     for planned in proto["cells"]:
-        key = (planned["workload"], planned["concurrency"])
+        key = (planned["workload"], planned.get("level") or f"c{planned['concurrency']}")
+        if key in seen:
+            continue
+        seen.add(key)
         stats: dict[str, CellStats] = {}
+        extras: dict[str, dict[str, Any]] = {}
         for role in ROLES:
-            entry = entries.get((*key, role))
-            if entry is None:
-                continue
-            measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens,
-                                        r.error is not None) for r in by_cell[(*key, role)]]
-            stats[role] = cell_stats(measured, _counters(entry))
+            if entries.get((*key, role)):
+                stats[role], extras[role] = _role_cell(by_cell[(*key, role)], entries[(*key, role)])
         ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
                           stats["speculative"]) if len(stats) == 2 else {})
-        role_entries = {role: entries[(*key, role)] for role in ROLES if (*key, role) in entries}
+        role_entries = {role: es[0] | {k: sum(e.get(k) or 0 for e in es) for k in
+                                        ("errors", "output_length_mismatches", "usage_mismatches")}
+                        | {"foreign_traffic": any(e.get("foreign_traffic") for e in es)}
+                        for role in ROLES if (es := entries.get((*key, role)))}
         cells.append({
-            "workload": key[0], "concurrency": key[1],
-            "complete": len(stats) == 2,
-            **{role: s.to_json() for role, s in stats.items()},
+            "workload": key[0], "level": key[1], "concurrency": planned["concurrency"],
+            "rate_rps": planned.get("rate_rps"),
+            "complete": len(stats) == 2 and not any(x["failure"] for x in extras.values()),
+            **{role: s.to_json() | extras[role] for role, s in stats.items()},
             "ratios": {name: asdict(r) for name, r in ratios.items()},
             "notes": _notes(stats, ratios, role_entries),
         })
@@ -136,10 +189,25 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "servers": servers,
         "workloads": workloads,
         "workloads_statement": ("Conclusions hold for the workloads tested only: "
-                                + ", ".join(f"{w['name']} ({w['kind']}, {w['output_tokens']} output tokens)"
-                                            for w in workloads) + "."),
+                                + ", ".join(f"{w['name']} ({w['kind']}, {w.get('input_tokens') or 'natural'} input "
+                                            f"/ {w['output_tokens']} output tokens)" for w in workloads) + "."),
         "concurrency": proto["concurrency"],
+        "load": proto.get("load"),
         "stop_rule": proto["stop_rule"],
         "prompts_sha256": proto["prompts_sha256"],
         "cells": cells,
+        "crossover": _crossovers(cells),
     }
+
+
+def _crossovers(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1."""
+    out: dict[str, Any] = {}
+    for workload in dict.fromkeys(c["workload"] for c in cells):
+        closed = sorted((c for c in cells if c["workload"] == workload and c.get("rate_rps") is None),
+                        key=lambda c: c["concurrency"])
+        levels = [c["concurrency"] for c in closed]
+        ratios = [(c["ratios"].get("tpot_p50") or {}).get("value") for c in closed]
+        out[workload] = {"metric": "tpot_p50", "levels": levels, "ratios": ratios,
+                         "crossover_concurrency": crossover(levels, ratios)}
+    return out

@@ -1,18 +1,29 @@
-"""Closed-loop load schedules: a fixed number of in-flight requests per cell.
+"""Load schedules of one cell: closed loop (fixed concurrency) or open loop (arrival rate with a cap).
 
-Closed loop at concurrency c: c workers each take the next prompt as soon as their previous request
-finished. A request's scheduled send time is the moment its worker became free, so send lag (actual
-send - scheduled send, DESIGN.md) measures the client's own delay. Every finished request is handed
-to ``on_record`` at once (the caller appends it to requests.jsonl), so an interrupted cell keeps
-everything that finished.
+A cell runs in phases:
+
+1. warmup: ``plan.warmup`` requests at the cell's concurrency, all finished before going on;
+2. ``before_measured()`` (the caller's /metrics scrape);
+3. measured: closed loop, c workers each take the next prompt as soon as their previous request
+   finished; open loop, request i is due at ``arrival_offsets[i]`` and waits for a free slot when
+   ``plan.concurrency`` are in flight. The stop rule is a request count or a duration;
+4. cooldown (closed loop): free workers keep sending filler requests (excluded from statistics)
+   until the last measured request has finished, so concurrency stays level to the end.
+
+A request's ``scheduled_s`` is when it could first be sent (its worker became free, or its arrival
+time and a free slot), so send lag = ``send_s - scheduled_s`` measures the client's own delay
+(DESIGN.md); ``arrival_s`` keeps the open-loop schedule. Every finished request is handed to
+``on_record`` at once, so an interrupted cell keeps what finished.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -27,7 +38,10 @@ READ_TIMEOUT_S = 300.0
 
 @dataclass(frozen=True)
 class CellPlan:
-    """One cell: ``prompts`` sent at ``concurrency`` after ``warmup`` (excluded from statistics)."""
+    """One cell. ``arrivals_s`` (open loop) gives each measured prompt's due time; None = closed loop.
+
+    ``duration_s`` (optional) stops sending measured prompts that many seconds after the first one.
+    """
 
     role: str
     workload: str
@@ -35,44 +49,88 @@ class CellPlan:
     concurrency: int
     warmup: Sequence[Prompt]
     prompts: Sequence[Prompt]
+    cooldown: Sequence[Prompt] = ()
+    arrivals_s: Sequence[float] | None = None
+    duration_s: float | None = None
+    label: str = ""
+    repetition: int = 0
 
 
-async def _closed_loop(
-    client: httpx.AsyncClient,
-    base_url: str,
-    model: str,
-    sampling: Sampling,
-    plan: CellPlan,
-    prompts: Sequence[Prompt],
-    warmup: bool,
-    clock: Callable[[], float],
-    on_record: Callable[[RequestRecord], None],
-) -> list[RequestRecord]:
-    queue: asyncio.Queue[Prompt] = asyncio.Queue()
-    for p in prompts:
-        queue.put_nowait(p)
-    records: list[RequestRecord] = []
+@dataclass
+class _Cell:
+    client: httpx.AsyncClient
+    base_url: str
+    model: str
+    sampling: Sampling
+    plan: CellPlan
+    clock: Callable[[], float]
+    on_record: Callable[[RequestRecord], None]
+    records: list[RequestRecord] = field(default_factory=list)
 
-    async def worker() -> None:
-        free_at = clock()
-        while True:
-            try:
-                prompt = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            record = RequestRecord(
-                prompt_id=prompt.prompt_id, role=plan.role, workload=plan.workload,
-                concurrency=plan.concurrency, warmup=warmup, scheduled_s=free_at,
-                requested_output_tokens=prompt.output_tokens,
-            )
-            body = build_payload(prompt, sampling, model)
-            await stream_request(client, base_url, body, record, clock, plan.endpoint)
-            records.append(record)
-            on_record(record)
-            free_at = clock()
+    async def send(self, prompt: Prompt, phase: str, scheduled_s: float, arrival_s: float | None = None) -> None:
+        record = RequestRecord(
+            prompt_id=prompt.prompt_id, role=self.plan.role, workload=self.plan.workload,
+            concurrency=self.plan.concurrency, phase=phase, scheduled_s=scheduled_s,
+            requested_output_tokens=prompt.output_tokens, arrival_s=arrival_s,
+            level=self.plan.label, repetition=self.plan.repetition,
+        )
+        await stream_request(self.client, self.base_url, build_payload(prompt, self.sampling, self.model),
+                             record, self.clock, self.plan.endpoint)
+        if phase == "measured":
+            self.records.append(record)
+        self.on_record(record)
 
-    await asyncio.gather(*(worker() for _ in range(min(plan.concurrency, max(len(prompts), 1)))))
-    return records
+    async def closed_loop(self, prompts: Sequence[Prompt], phase: str, fillers: Sequence[Prompt] = ()) -> None:
+        """c workers over ``prompts``; then, while measured requests are in flight, over ``fillers``."""
+        pending = list(reversed(prompts))
+        spare = list(reversed(fillers))
+        in_flight = 0
+        deadline: float | None = None
+
+        async def worker() -> None:
+            nonlocal in_flight, deadline
+            free_at = self.clock()
+            while True:
+                if pending and (deadline is None or self.clock() < deadline):
+                    prompt, kind = pending.pop(), phase
+                    if deadline is None and self.plan.duration_s is not None:
+                        deadline = self.clock() + self.plan.duration_s
+                    in_flight += 1
+                elif in_flight > 0 and spare:
+                    prompt, kind = spare.pop(), "cooldown"
+                else:
+                    return
+                try:
+                    await self.send(prompt, kind, free_at)
+                finally:
+                    if kind == phase:
+                        in_flight -= 1
+                free_at = self.clock()
+
+        workers = min(self.plan.concurrency, max(len(prompts), 1))
+        await asyncio.gather(*(worker() for _ in range(workers)))
+
+    async def open_loop(self, prompts: Sequence[Prompt], arrivals_s: Sequence[float]) -> None:
+        """Send prompt i at ``start + arrivals_s[i]``, at most ``plan.concurrency`` in flight."""
+        slots = asyncio.Semaphore(self.plan.concurrency)
+        start = self.clock()
+        tasks = []
+        for prompt, offset in zip(prompts, arrivals_s, strict=True):
+            due = start + offset
+            if self.plan.duration_s is not None and offset > self.plan.duration_s:
+                break
+            delay = due - self.clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await slots.acquire()
+            tasks.append(asyncio.create_task(self._release_after(slots, prompt, max(due, self.clock()), due)))
+        await asyncio.gather(*tasks)
+
+    async def _release_after(self, slots: asyncio.Semaphore, prompt: Prompt, scheduled: float, due: float) -> None:
+        try:
+            await self.send(prompt, "measured", scheduled, due)
+        finally:
+            slots.release()
 
 
 async def run_cell_async(
@@ -82,22 +140,33 @@ async def run_cell_async(
     plan: CellPlan,
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
+    during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
 ) -> tuple[list[RequestRecord], float]:
-    """Run the warmup, call ``before_measured`` (e.g. the /metrics scrape), then the measured prompts.
-
-    Returns the measured records and the cell clock's origin (a ``time.perf_counter`` value).
-    """
+    """Run the cell's phases (module docstring). ``during_measured(client, clock)`` (e.g. a gauge
+    sampler) runs as a task during the measured phase and is cancelled at its end. Returns the measured
+    records (in completion order) and the cell clock's origin (a ``time.perf_counter`` value)."""
     origin = time.perf_counter()
     clock = monotonic_clock(origin)
-    limits = httpx.Limits(max_connections=plan.concurrency + 4, max_keepalive_connections=plan.concurrency + 4)
+    connections = plan.concurrency + 4
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
     async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        cell = _Cell(client, base_url, model, sampling, plan, clock, on_record)
         if plan.warmup:
-            await _closed_loop(client, base_url, model, sampling, plan, plan.warmup, True, clock, on_record)
+            await cell.closed_loop(plan.warmup, "warmup")
         before_measured()
-        records = await _closed_loop(client, base_url, model, sampling, plan, plan.prompts, False, clock,
-                                     on_record)
-    return records, origin
+        side = asyncio.create_task(during_measured(client, clock)) if during_measured else None
+        try:
+            if plan.arrivals_s is None:
+                await cell.closed_loop(plan.prompts, "measured", plan.cooldown)
+            else:
+                await cell.open_loop(plan.prompts, plan.arrivals_s)
+        finally:
+            if side is not None:
+                side.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await side
+    return cell.records, origin
 
 
 def run_cell(
@@ -107,7 +176,9 @@ def run_cell(
     plan: CellPlan,
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
+    during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
 ) -> list[RequestRecord]:
     """Synchronous wrapper of :func:`run_cell_async`; returns the measured records."""
-    records, _ = asyncio.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured))
+    records, _ = asyncio.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
+                                            during_measured))
     return records

@@ -17,7 +17,11 @@ import json
 import random
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
+from tokenizers import Tokenizer
+
+from loadgen.errors import ProfileError
 from loadgen.pair import Workload
 
 _SHORT_TEMPLATES = (
@@ -55,6 +59,18 @@ _SUBJECTS = (
 )
 
 
+_FILLER = (
+    "It was a quiet morning and the streets were still empty.",
+    "Many people remember the details differently, but the main facts are clear.",
+    "The idea spread slowly at first, then all at once.",
+    "Nobody expected the results to change so much over the following years.",
+    "Some of the old records were lost, yet enough survived to tell the story.",
+    "Teachers, merchants and travellers all carried the news from town to town.",
+    "The weather that season was unusually warm and dry.",
+    "Small improvements added up, one careful step after another.",
+)
+
+
 @dataclass(frozen=True)
 class Prompt:
     """One request's input. ``text`` for /v1/completions; ``messages`` for /v1/chat/completions."""
@@ -85,15 +101,53 @@ def _long_text(rng: random.Random) -> str:
     return rng.choice(_LONG_FORMATS).format(subject=rng.choice(_SUBJECTS))
 
 
-def generate(workload: Workload, count: int) -> list[Prompt]:
+def fit_to_tokens(text: str, tokens: int, tokenizer: Tokenizer, rng: random.Random) -> str:
+    """``text`` lengthened with natural filler sentences, then cut at a token boundary, so that it
+    encodes to exactly ``tokens`` tokens with ``tokenizer`` (special tokens included, as the server
+    counts them). Raises ValueError when no cut gives the exact length."""
+    while len(tokenizer.encode(text).ids) < tokens:
+        text = f"{text} {rng.choice(_FILLER)}"
+    enc = tokenizer.encode(text)
+    offsets = [o for o, special in zip(enc.offsets, enc.special_tokens_mask, strict=True) if not special]
+    n_special = len(enc.ids) - len(offsets)
+    # cut right after the (tokens - n_special)-th text token; boundary merges can shift the count by
+    # one, so try the neighbouring cuts too
+    want = tokens - n_special
+    for cut in (want, want - 1, want + 1, want - 2, want + 2):
+        if 1 <= cut <= len(offsets):
+            candidate = text[: offsets[cut - 1][1]]
+            if len(tokenizer.encode(candidate).ids) == tokens:
+                return candidate
+    raise ValueError(f"cannot cut {text[:40]!r}... to exactly {tokens} tokens")
+
+
+def load_tokenizer(model: str) -> Tokenizer:
+    """The target's own tokenizer from ``<model>/tokenizer.json`` (a local model directory).
+
+    Raises ProfileError when the file is missing (exact input lengths need the target's tokenizer).
+    """
+    path = Path(model) / "tokenizer.json"
+    if not path.is_file():
+        raise ProfileError(f"input_tokens needs the target's tokenizer, but {path} does not exist; "
+                           "use a local model directory or remove input_tokens")
+    return Tokenizer.from_file(str(path))
+
+
+def generate(workload: Workload, count: int, tokenizer: Tokenizer | None = None) -> list[Prompt]:
     """``count`` prompts for ``workload``, deterministic in ``workload.seed``.
 
-    Returns a list of length ``count``; prompt ids are ``<workload>-<index>``.
+    With ``workload.input_tokens`` set, each prompt's text (for chat: the user message) encodes to
+    exactly that many tokens with ``tokenizer`` (the target's own; required then). Returns a list of
+    length ``count``; prompt ids are ``<workload>-<index>``.
     """
+    if workload.input_tokens is not None and tokenizer is None:
+        raise ValueError("workload.input_tokens needs the target's tokenizer")
     rng = random.Random(f"{workload.kind}:{workload.seed}")
     prompts = []
     for i in range(count):
         body = _short_text(rng) if workload.kind == "short-homogeneous" else _long_text(rng)
+        if workload.input_tokens is not None and tokenizer is not None:
+            body = fit_to_tokens(body, workload.input_tokens, tokenizer, rng)
         is_chat = workload.endpoint == "chat"
         prompts.append(
             Prompt(

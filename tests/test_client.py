@@ -34,7 +34,7 @@ def _fetch(prompt: str) -> RequestRecord:
     async def go() -> RequestRecord:
         with scripted_server(SCRIPTS) as url:
             p = Prompt("p0", "w", "completions", prompt, None, 6)
-            rec = RequestRecord("p0", "plain", "w", 1, False, 0.0, requested_output_tokens=6)
+            rec = RequestRecord("p0", "plain", "w", 1, "measured", 0.0, requested_output_tokens=6)
             async with httpx.AsyncClient(timeout=5.0) as client:
                 return await stream_request(client, url, {"prompt": prompt} | build_payload(p, Sampling(), "m"),
                                             rec, monotonic_clock(0.0))

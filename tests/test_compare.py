@@ -38,3 +38,15 @@ def test_degenerate_inputs() -> None:
     assert simple_ratio(4.0, 2.0).value == pytest.approx(0.5)
     assert simple_ratio(0.0, 2.0).value is None
     assert simple_ratio(None, 2.0).value is None
+
+
+def test_crossover_interpolates_between_levels() -> None:
+    from loadgen.compare import crossover
+
+    # ratio 0.8 at c=1, 0.9 at c=2, 1.3 at c=4: crosses 1 a quarter of the way from 2 to 4
+    assert crossover([1, 2, 4], [0.8, 0.9, 1.3]) == pytest.approx(2.5)
+    assert crossover([1, 2, 4], [1.2, 1.1, 0.9]) == pytest.approx(3.0)
+    assert crossover([1, 2, 4], [0.8, 1.0, 1.3]) == pytest.approx(2.0)
+    assert crossover([1, 2, 4], [0.8, 0.9, 0.95]) is None
+    assert crossover([1, 2, 4], [0.8, None, 1.2]) == pytest.approx(2.5)
+    assert crossover([], []) is None

@@ -82,3 +82,16 @@ def test_cell_stats_window_and_throughput() -> None:
     assert s.send_lag_s.p50 == pytest.approx(0.01)
     assert s.ttft_s.p50 == pytest.approx(0.545)
     assert s.acceptance is None
+
+
+def test_tokens_per_decode_chunk() -> None:
+    from loadgen.metrics import tokens_per_decode_chunk
+
+    # prefill chunk of 1 token, then 8 verify steps of K+1 = 4 tokens
+    assert tokens_per_decode_chunk([1] + [4] * 8) == 4.0
+    assert tokens_per_decode_chunk([1, 4, 4, 3]) == pytest.approx(11 / 3)
+    assert tokens_per_decode_chunk([5]) is None
+    s = cell_stats([MeasuredRequest(0, 0, [0.1, 0.2, 0.3], [1, 4, 4], False),
+                    MeasuredRequest(0, 0, [0.1, 0.2], [1, 2], False)], None)
+    assert s.mean_tokens_per_decode_chunk == pytest.approx(10 / 3)
+    assert s.mean_tokens_per_chunk == pytest.approx(12 / 5)

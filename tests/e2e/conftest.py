@@ -10,10 +10,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from loadgen import servers
+from loadgen.flow import launch_spec
+from loadgen.pair import load_pair
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / ".models"
@@ -47,3 +52,12 @@ def selfdraft_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run_dirs = sorted((runs / "selfdraft").glob("*"))
     return {"proc": proc, "run_dir": run_dirs[-1] if run_dirs else None,
             "card": json.loads((run_dirs[-1] / "card.json").read_text()) if run_dirs else None}
+
+
+@pytest.fixture(scope="session")
+def demo_spec_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.Server]:
+    """The embedded demo pair's speculative server (distilled draft, K=3), shared by every test."""
+    _require_engine()
+    spec = launch_spec(load_pair("demo-cpu"), "speculative", tmp_path_factory.mktemp("demo"))
+    with servers.running(spec) as server:
+        yield server

@@ -17,12 +17,14 @@ def test_compare_succeeds_and_prints_the_card(selfdraft_run: dict[str, Any]) -> 
     assert f"card: {selfdraft_run['run_dir'] / 'card.md'}" in proc.stdout
     card = selfdraft_run["card"]
     assert card["complete"] is True and card["failure"] is None
-    assert [(c["workload"], c["concurrency"]) for c in card["cells"]] == [
-        ("short-homogeneous", 1), ("short-homogeneous", 3), ("long-diverse", 1), ("long-diverse", 3)]
+    assert [(c["workload"], c["level"]) for c in card["cells"]] == [
+        ("short-homogeneous", "c1"), ("short-homogeneous", "c3"), ("long-diverse", "c1"), ("long-diverse", "c3")]
 
 
 def test_selfdraft_acceptance_is_exactly_one(selfdraft_run: dict[str, Any]) -> None:
     for cell in selfdraft_run["card"]["cells"]:
+        assert cell["speculative"]["mean_tokens_per_decode_chunk"] == K + 1
+        assert cell["plain"]["mean_tokens_per_decode_chunk"] == 1
         acc = cell["speculative"]["acceptance"]
         assert acc["num_drafts"] > 0
         assert acc["num_draft_tokens"] == K * acc["num_drafts"]
@@ -50,14 +52,18 @@ def test_every_request_has_its_exact_length_and_multi_token_chunks(selfdraft_run
     assert len(records) == 2 * (3 + 3 + 3 + 3)
     for r in records:
         assert r.error is None
-        assert r.output_tokens == r.requested_output_tokens == r.usage_completion_tokens
+        assert r.output_tokens == r.requested_output_tokens == r.usage_completion_tokens == 33
         assert len(r.token_ids) == r.output_tokens
         if r.role == "plain":
             assert set(r.chunk_tokens) == {1}
         else:
-            # every verify step emits K accepted tokens + the bonus token in one SSE chunk
-            assert max(r.chunk_tokens) == K + 1
-            assert all(n <= K + 1 for n in r.chunk_tokens)
+            # the prefill chunk carries 1 token, then every verify step emits K accepted tokens plus the
+            # bonus token in one SSE chunk: the client's tokens per decode chunk equal K + 1 exactly
+            assert r.chunk_tokens == [1] + [K + 1] * 8
+        if r.workload == "short-homogeneous":
+            assert r.usage_prompt_tokens == 16  # exact input length, measured with the target's tokenizer
+    chat_prompt_tokens = {r.usage_prompt_tokens for r in records if r.workload == "long-diverse"}
+    assert len(chat_prompt_tokens) == 1  # 32-token user messages inside the same chat template
 
 
 def test_identical_prompts_and_files_on_both_sides(selfdraft_run: dict[str, Any]) -> None:

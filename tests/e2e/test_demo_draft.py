@@ -4,28 +4,17 @@ differs from the server's is caught as a fallback."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from loadgen import servers
 from loadgen.errors import FallbackDetected
-from loadgen.flow import launch_spec, plan_cells, prove_mode, scrape
+from loadgen.flow import plan_cells, prove_mode, scrape
 from loadgen.metrics import Acceptance
 from loadgen.pair import load_pair
 from loadgen.prom import spec_decode_delta
 from loadgen.runner import CellPlan, run_cell
-from tests.e2e.conftest import _require_engine
-
-
-@pytest.fixture(scope="module")
-def demo_spec_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.Server]:
-    _require_engine()
-    pair = load_pair("demo-cpu")
-    spec = launch_spec(pair, "speculative", tmp_path_factory.mktemp("demo"))
-    with servers.running(spec) as server:
-        yield server
 
 
 def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> None:

@@ -1,0 +1,71 @@
+"""Fetching vLLM's ``/metrics`` (the I/O half of prom.py): one scrape, or gauges sampled during a cell.
+
+Gauges sampled (vLLM V1, all versions 0.10-0.33, reference/vllm-spec-decode.md 1.3):
+``vllm:kv_cache_usage_perc`` (a fraction 0-1 despite its name), ``vllm:num_requests_running`` and
+``vllm:num_requests_waiting``, each summed over ``engine``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from loadgen import prom
+from loadgen.errors import RunFailed
+
+GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
+
+
+def scrape(base_url: str, timeout_s: float = 10.0) -> tuple[str, prom.Snapshot]:
+    """GET ``base_url``/metrics and parse it; returns (raw text, snapshot).
+
+    Raises RunFailed when the server does not answer with Prometheus text.
+    """
+    try:
+        response = httpx.get(base_url + "/metrics", timeout=timeout_s)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise RunFailed(f"cannot scrape {base_url}/metrics ({exc}); is the server alive?") from None
+    try:
+        return response.text, prom.parse_metrics(response.text)
+    except prom.PromParseError as exc:
+        raise RunFailed(f"{base_url}/metrics is not Prometheus text ({exc})") from None
+
+
+async def sample_gauges(
+    client: httpx.AsyncClient,
+    base_url: str,
+    sink: Callable[[dict[str, Any]], None],
+    clock: Callable[[], float],
+    interval_s: float = 1.0,
+) -> None:
+    """Until cancelled: every ``interval_s`` scrape /metrics and hand ``{"t_s": clock(), gauge: value}``
+    to ``sink``. A failed scrape is recorded as ``{"t_s": ..., "error": message}``, never raised."""
+    while True:
+        started = time.perf_counter()
+        sample: dict[str, Any] = {"t_s": clock()}
+        try:
+            response = await client.get(base_url + "/metrics", timeout=5.0)
+            snap = prom.parse_metrics(response.text)
+            for name in GAUGES:
+                sample[name] = snap.total(name)
+        except (httpx.HTTPError, prom.PromParseError) as exc:
+            sample["error"] = f"{type(exc).__name__}: {exc}"[:200]
+        sink(sample)
+        with contextlib.suppress(ValueError):
+            await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - started)))
+
+
+def summarize_gauges(samples: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per gauge: mean and max over the samples that carry it (None when none do)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name in GAUGES:
+        values = [s[name] for s in samples if s.get(name) is not None]
+        out[name] = {"mean": sum(values) / len(values) if values else None,
+                     "max": max(values) if values else None, "samples": float(len(values))}
+    return out
