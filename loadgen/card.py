@@ -54,6 +54,33 @@ def _server_rows(cell: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _bytes(value: float | None) -> str:
+    return "–" if value is None else f"{value / 2**30:.2f} GiB"
+
+
+def _resource_rows(res: dict[str, Any]) -> list[str]:
+    """Memory and KV-cache capacity of both servers and the draft's cost (their difference)."""
+    if not res:
+        return []
+    lines = ["## Resources (measured per server after the load; the draft's cost is the difference)", "",
+             "| | plain | speculative | difference |", "|---|---:|---:|---:|"]
+    p, s, d = res.get("plain") or {}, res.get("speculative") or {}, res.get("difference") or {}
+    gpu = [(x.get("gpu_memory") or {}).get("bytes") for x in (p, s)]
+    lines += [
+        f"| GPU memory (NVML, process tree) | {_bytes(gpu[0])} | {_bytes(gpu[1])} | "
+        f"{_bytes(d.get('extra_gpu_memory_bytes'))} |",
+        f"| CPU RSS (process tree) | {_bytes(p.get('cpu_rss_bytes'))} | {_bytes(s.get('cpu_rss_bytes'))} | "
+        f"{_bytes(d.get('extra_cpu_rss_bytes'))} |",
+        f"| KV-cache capacity (tokens, cache_config_info) | {p.get('kv_cache_tokens', '–')} | "
+        f"{s.get('kv_cache_tokens', '–')} | {d.get('kv_cache_tokens_lost', '–')} lost "
+        f"({_num(None if d.get('kv_capacity_loss') is None else 100 * d['kv_capacity_loss'], 1)} %) |",
+        f"| KV-cache blocks × block size | {p.get('num_gpu_blocks', '–')} × {p.get('block_size', '–')} | "
+        f"{s.get('num_gpu_blocks', '–')} × {s.get('block_size', '–')} | |",
+        "",
+    ]
+    return lines
+
+
 def _model_line(label: str, model: dict[str, Any] | None) -> str:
     if model is None:
         return f"- **{label}**: none"
@@ -120,12 +147,18 @@ def render_markdown(card: dict[str, Any]) -> str:
            f"> {card['workloads_statement']}", "", "## Servers", ""]
     for role, server in card["servers"].items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}
-        out += [f"### {role}", "", f"- launch: `{' '.join(launch.get('argv', [])) or 'not launched'}`",
+        place = (card.get("placement") or {}).get(role) or {}
+        where = (f"attached to {place.get('base_url')}" if place.get("attached") else
+                 f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
+                 f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}")
+        out += [f"### {role}", "", f"- placement: {where}",
+                f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
                 f"- effective speculative config (startup log): `{eff.get('speculative_config_log')}`",
                 f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
                 f"{eff.get('spec_positions')}",
                 f"- KV-cache capacity (startup log): {eff.get('kv_cache_tokens_log')} tokens; ready after "
                 f"{_num(eff.get('ready_s'), 0)} s", ""]
+    out += _resource_rows(card.get("resources") or {})
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
     out += ["## Results per workload and concurrency", ""]
     for cell in card["cells"]:

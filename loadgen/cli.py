@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from loadgen.errors import LoadgenError, PairCheckError
+from loadgen.errors import BadInput, LoadgenError, PairCheckError
 from loadgen.pair import available_pairs, load_pair
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,15 +74,21 @@ def check(pair: str) -> None:
 @click.argument("pair")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
               show_default=True, help="Where run folders are created.")
+@click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL.")
+@click.option("--attach-speculative", metavar="URL", help="Use the speculative server already running at URL.")
 @_handles_errors
-def compare(pair: str, runs_dir: Path) -> None:
-    """Launch the plain and speculative servers of PAIR one after the other, replay the workloads on
-    both, and write the pair card."""
+def compare(pair: str, runs_dir: Path, attach_plain: str | None, attach_speculative: str | None) -> None:
+    """Launch the plain and speculative servers of PAIR one after the other (or attach to running
+    ones), replay the workloads on both, and write the pair card."""
     from loadgen.flow import run_compare
 
     loaded = load_pair(pair)
+    attach = {role: url for role, url in (("plain", attach_plain), ("speculative", attach_speculative)) if url}
+    for url in attach.values():
+        if not url.startswith(("http://", "https://")):
+            raise BadInput(f"--attach-* takes a URL such as http://127.0.0.1:8000, got {url!r}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line))
+    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line), attach=attach)
     click.echo(f"card: {run_dir / 'card.md'}")
 
 

@@ -1,11 +1,14 @@
 """loadgen's own Prometheus metrics: a live ``/metrics`` endpoint and Pushgateway pushes.
 
-Every series carries the labels ``pair``, ``role`` (``plain`` | ``speculative``), ``workload`` and
-``concurrency`` (the closed-loop level, as a decimal string). Names follow Prometheus conventions
-(https://prometheus.io/docs/practices/naming/): base units (seconds, tokens), ``_total`` on counters.
+Every series carries the labels ``pair``, ``role`` (``plain`` | ``speculative``), ``workload``,
+``concurrency`` (decimal string: the closed-loop level, or an open-loop level's in-flight cap) and
+``level`` (the cell's load level label: ``c4`` closed loop at 4, ``r2.5`` open loop at 2.5 req/s; open-loop
+levels share one ``concurrency``, so ``level`` is what tells them apart). Names follow Prometheus
+conventions (https://prometheus.io/docs/practices/naming/): base units (seconds, tokens), ``_total`` on
+counters.
 
-Per request (warmup requests are not observed, as the card leaves them out), definitions from DESIGN.md
-computed by :func:`loadgen.metrics.request_timings`:
+Per request (warmup and cooldown requests are not observed, as the card leaves them out), definitions
+from DESIGN.md computed by :func:`loadgen.metrics.request_timings`:
 
 - ``loadgen_ttft_seconds``, ``loadgen_tpot_seconds`` (s/token), ``loadgen_e2e_latency_seconds``: histograms,
   one observation per successful request (TPOT only when it has >= 2 output tokens);
@@ -37,7 +40,7 @@ from loadgen import __version__
 from loadgen.client import RequestRecord
 from loadgen.metrics import CellStats, Distribution, request_timings
 
-CELL_LABELS = ("pair", "role", "workload", "concurrency")
+CELL_LABELS = ("pair", "role", "workload", "concurrency", "level")
 PUSH_JOB = "loadgen"
 #: 1 ms .. 60 s, six steps per decade (1, 1.5, 2, 3, 5, 7.5): TTFT, TPOT, ITL, ICL and E2E latency.
 LATENCY_BUCKETS_S = tuple(
@@ -126,16 +129,18 @@ class Exporter:
         self.finished_at = gauge("loadgen_cell_finished_timestamp_seconds", "Unix time the cell finished.")
         self.info = gauge("loadgen_cell_info", "A finished cell (value 1).", ("loadgen_version",))
 
-    def _labels(self, role: str, workload: str, concurrency: int) -> dict[str, str]:
-        return {"pair": self.pair, "role": role, "workload": workload, "concurrency": str(int(concurrency))}
+    def _labels(self, role: str, workload: str, concurrency: int, level: str | None) -> dict[str, str]:
+        return {"pair": self.pair, "role": role, "workload": workload, "concurrency": str(int(concurrency)),
+                "level": level or f"c{int(concurrency)}"}
 
     def observe_request(self, record: RequestRecord) -> bool:
-        """Observe one finished request (a ``requests.jsonl`` record); returns False for a warmup one
-        (not observed). Timings are in seconds on the record's cell clock (DESIGN.md definitions).
+        """Observe one finished request (a ``requests.jsonl`` record); returns False for a warmup or
+        cooldown one (``record.warmup``; not observed). Timings are seconds on the record's cell clock
+        (DESIGN.md definitions); ``level`` is ``record.level`` (``c<concurrency>`` when empty).
         """
         if record.warmup:
             return False
-        labels = self._labels(record.role, record.workload, record.concurrency)
+        labels = self._labels(record.role, record.workload, record.concurrency, record.level)
         self.send_lag.labels(**labels).observe(record.send_s - record.scheduled_s)
         timings = request_timings(record.send_s, record.chunk_arrivals_s, record.chunk_tokens) if record.ok else None
         self.requests.labels(**labels, outcome="ok" if timings is not None else "error").inc()
@@ -153,13 +158,16 @@ class Exporter:
         self.chunks.labels(**labels).inc(timings.chunks)
         return True
 
-    def cell_finished(self, role: str, workload: str, concurrency: int, stats: CellStats) -> None:
-        """Set the cell gauges from its statistics (the card's numbers, from report.py / metrics.cell_stats).
+    def cell_finished(self, role: str, workload: str, concurrency: int, stats: CellStats,
+                      level: str | None = None) -> None:
+        """Set the cell gauges from its statistics (the card's numbers: metrics.cell_stats, as report.py
+        computes them). ``level`` is the cell's level label (default ``c<concurrency>``). Called again
+        for the same cell (a repetition), the gauges take the new values.
 
         Acceptance gauges are set only when ``stats.acceptance`` holds values (a speculative cell with
         drafts); percentiles only when the distribution is not empty.
         """
-        labels = self._labels(role, workload, concurrency)
+        labels = self._labels(role, workload, concurrency, level)
         self.out_tps.labels(**labels).set(stats.output_throughput_tps)
         self.req_rps.labels(**labels).set(stats.request_throughput_rps)
         self.window.labels(**labels).set(stats.window_s)
@@ -211,19 +219,21 @@ class Exporter:
             self._server.server_close()
             self._server = None
 
-    def push(self, gateway_url: str, role: str, workload: str, concurrency: int, timeout_s: float = 10.0) -> None:
+    def push(self, gateway_url: str, role: str, workload: str, concurrency: int, level: str | None = None,
+             timeout_s: float = 10.0) -> None:
         """Push one cell's series to a Pushgateway (``PUT``: replaces that group's previous push).
 
-        Group: ``job="loadgen"``, grouping key ``{pair, role, workload, concurrency}``, i.e. URL
-        ``<gateway_url>/metrics/job/loadgen/concurrency/<c>/pair/<pair>/role/<role>/workload/<w>``
-        (Pushgateway README, "URL"); values with ``/`` are base64-encoded by prometheus_client. Only the
+        Group: ``job="loadgen"``, grouping key ``{pair, role, workload, concurrency, level}`` (``level``
+        defaults to ``c<concurrency>``), i.e. URL ``<gateway_url>/metrics/job/loadgen/concurrency/<c>/level/
+        <l>/pair/<pair>/role/<role>/workload/<w>`` (Pushgateway README, "URL"); values with ``/`` or spaces
+        are base64-encoded by prometheus_client. Only the
         series whose labels match that cell are sent, so each cell is its own group and pushes of
         different cells never overwrite each other. Scrape the gateway with ``honor_labels: true``.
 
         ``gateway_url``: ``http://host:port`` (or ``host:port``). Raises PushError (one line) on any
         failure (unreachable, timeout, non-2xx); the caller logs it and the run goes on.
         """
-        labels = self._labels(role, workload, concurrency)
+        labels = self._labels(role, workload, concurrency, level)
         view = _CellView(self.registry, tuple(sorted(labels.items())))
         try:
             push_to_gateway(gateway_url, job=PUSH_JOB, registry=view, grouping_key=labels, timeout=timeout_s)

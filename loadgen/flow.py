@@ -8,7 +8,6 @@ in any case (marked incomplete when the run did not finish), so nothing measured
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import platform
@@ -22,11 +21,11 @@ from typing import Any
 
 import httpx
 
-from loadgen import __version__, prom, servers
+from loadgen import __version__, prom, resources, servers
 from loadgen.card import render_markdown
 from loadgen.client import RequestRecord
 from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
-from loadgen.pair import Level, Pair
+from loadgen.pair import Level, Pair, RoleServer
 from loadgen.report import build_card
 from loadgen.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_json
 from loadgen.runner import CellPlan, run_cell
@@ -100,16 +99,20 @@ def served_name(pair: Pair) -> str:
     return Path(pair.target.model).name or pair.target.model
 
 
-def launch_spec(pair: Pair, role: str, run_dir: Path) -> servers.LaunchSpec:
-    """The launch of ``role`` ("plain" or "speculative"); the speculative server uses port + 1."""
-    port = pair.engine.port + (1 if role == "speculative" else 0)
+def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = None) -> servers.LaunchSpec:
+    """The launch of ``role`` ("plain" or "speculative"): ``[engine]`` plus ``[servers.<role>]``; the
+    speculative server defaults to port + 1. With ``attach_url`` (or ``[servers.<role>].url``) the spec
+    describes a running server to attach to."""
+    extra = pair.servers.get(role, RoleServer())
+    port = extra.port or pair.engine.port + (1 if role == "speculative" else 0)
     argv = servers.build_argv(
         pair.engine.command, pair.target.model, served_name(pair), pair.engine.host, port,
-        pair.engine.seed, pair.engine.args, pair.speculative if role == "speculative" else None,
+        pair.engine.seed, [*pair.engine.args, *extra.args], pair.speculative if role == "speculative" else None,
         pair.target.revision,
     )
-    return servers.LaunchSpec(role, argv, dict(pair.engine.env), pair.engine.host, port, served_name(pair),
-                              pair.engine.startup_timeout_s, run_dir / "servers" / f"{role}.log")
+    return servers.LaunchSpec(role, argv, {**pair.engine.env, **extra.env}, pair.engine.host, port,
+                              served_name(pair), pair.engine.startup_timeout_s, run_dir / "servers" / f"{role}.log",
+                              attach_url or extra.url)
 
 
 def prove_mode(role: str, snap: prom.Snapshot, k: int) -> dict[str, Any]:
@@ -134,28 +137,46 @@ def prove_mode(role: str, snap: prom.Snapshot, k: int) -> dict[str, Any]:
             "metric_families": sorted(snap.types)}
 
 
-def _save_server_record(run_dir: Path, server: servers.Server, snap: prom.Snapshot, proof: dict[str, Any]) -> None:
+def _save_server_record(run_dir: Path, server: servers.Server, snap: prom.Snapshot,
+                        proof: dict[str, Any]) -> dict[str, Any]:
     role = server.spec.role
     write_json(run_dir / "servers" / f"{role}-minimal.json",
                {"request": server.minimal_request, "response": server.minimal_response})
-    write_json(run_dir / "servers" / f"{role}-effective.json",
-               {**server.effective_config(), **proof, "ready_s": server.ready_s,
-                "cache_config_info": prom.cache_config_info(snap)})
+    effective = {**server.effective_config(), **proof, "ready_s": server.ready_s,
+                 "cache_config_info": prom.cache_config_info(snap)}
+    write_json(run_dir / "servers" / f"{role}-effective.json", effective)
+    return effective
+
+
+def _resources(server: servers.Server, effective: dict[str, Any]) -> dict[str, Any]:
+    pid = server.process.pid if server.process is not None else None
+    return resources.usage(pid, effective["cache_config_info"], effective.get("kv_cache_tokens_log"))
 
 
 def _run_role(pair: Pair, role: str, run_dir: Path, cells: list[CellSpec],
-              requests: JsonlAppender, cells_log: JsonlAppender, log: Log) -> None:
-    spec = launch_spec(pair, role, run_dir)
+              requests: JsonlAppender, cells_log: JsonlAppender, log: Log, attach_url: str | None) -> None:
+    spec = launch_spec(pair, role, run_dir, attach_url)
     write_json(run_dir / "servers" / f"{role}-launch.json",
-               {"argv": spec.argv, "env": spec.env, "base_url": spec.base_url})
-    log(f"[{role}] starting: {' '.join(spec.argv)}")
-    with servers.running(spec) as server:
+               {"argv": None if spec.attach_url else spec.argv, "env": spec.env, "base_url": spec.base_url,
+                "attached": spec.attach_url is not None})
+    log(f"[{role}] attaching to {spec.base_url}" if spec.attach_url
+        else f"[{role}] starting: {' '.join(spec.argv)}")
+
+    def on_stop(report: dict[str, Any]) -> None:
+        write_json(run_dir / "servers" / f"{role}-teardown.json", report)
+        log(f"[{role}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else ""))
+
+    with servers.running(spec, on_stop) as server:
         log(f"[{role}] ready after {server.ready_s:.0f} s at {server.base_url}")
         text, snap = scrape(server.base_url)
         (run_dir / "metrics" / f"{role}__startup.prom").write_text(text)
-        _save_server_record(run_dir, server, snap, prove_mode(role, snap, pair.num_speculative_tokens))
+        effective = _save_server_record(run_dir, server, snap, prove_mode(role, snap, pair.num_speculative_tokens))
+        usage = {"ready": _resources(server, effective)}
+        write_json(run_dir / "servers" / f"{role}-resources.json", usage)
         for cell in cells:
             _run_cell(pair, role, server, cell, run_dir, requests, cells_log, log)
+        usage["after_load"] = _resources(server, effective)
+        write_json(run_dir / "servers" / f"{role}-resources.json", usage)
 
 
 #: Server-side histograms whose per-cell deltas go on the card next to the client's numbers.
@@ -291,7 +312,7 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> di
     }
 
 
-def run_compare(pair: Pair, runs_root: Path, log: Log = print) -> Path:
+def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None) -> Path:
     """Run the whole comparison of ``pair``; returns the run folder.
 
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
@@ -317,7 +338,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print) -> Path:
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     try:
         for role in ROLES:
-            _run_role(pair, role, run_dir, cells, requests, cells_log, log)
+            _run_role(pair, role, run_dir, cells, requests, cells_log, log, (attach or {}).get(role))
         status["complete"] = True
     except KeyboardInterrupt:
         status["failure"] = "interrupted (Ctrl-C or SIGTERM)"
@@ -329,8 +350,10 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print) -> Path:
         requests.close()
         cells_log.close()
         write_json(run_dir / "status.json", status)
-        with contextlib.suppress(Exception):
+        try:
             finish_card(run_dir)
+        except Exception as exc:  # the card must never hide the run's own error
+            log(f"could not write the card ({type(exc).__name__}: {exc}); run `loadgen report {run_dir}`")
     return run_dir
 
 

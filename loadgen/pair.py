@@ -60,6 +60,18 @@ class Engine:
 
 
 @dataclass(frozen=True)
+class RoleServer:
+    """Per-role settings (``[servers.plain]``, ``[servers.speculative]``): extra args and env on top of
+    ``[engine]`` (placement: ``CUDA_VISIBLE_DEVICES``, ``--gpu-memory-utilization``, ...), a port, or the
+    URL of an already running server to attach to instead of launching one."""
+
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    port: int | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
 class Sampling:
     """Sampling sent identically to both servers (temperature 0 = greedy)."""
 
@@ -158,6 +170,7 @@ class Pair:
     stop: StopRule
     description: str = ""
     criteria: Mapping[str, Any] = field(default_factory=dict)
+    servers: Mapping[str, RoleServer] = field(default_factory=dict)
 
     @property
     def concurrency(self) -> tuple[int, ...]:
@@ -320,6 +333,21 @@ def _load(run: _Table, path: Path) -> Load:
     )
 
 
+def _role_server(roles: _Table, role: str, path: Path) -> RoleServer:
+    t = roles.table(role)
+    env = t.get("env", dict, {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ProfileError(f"{path}: [servers.{role}].env must map names to strings, "
+                           "e.g. { CUDA_VISIBLE_DEVICES = \"0\" }")
+    url = t.get("url", str, None)
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ProfileError(f"{path}: [servers.{role}].url must start with http:// or https://, got {url!r}")
+    out = RoleServer(args=t.str_list("args", []), env=dict(env),
+                     port=t.positive_int("port", None) if "port" in t.data else None, url=url)
+    t.finish()
+    return out
+
+
 def _override(workload: Workload, output_tokens: int | None, input_tokens: int | None) -> Workload:
     changes: dict[str, Any] = {}
     if output_tokens is not None:
@@ -402,6 +430,9 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     )
     st.finish()
     criteria = top.get("criteria", dict, {})
+    roles = top.table("servers", {})
+    role_servers = {role: _role_server(roles, role, path) for role in ("plain", "speculative") if role in roles.data}
+    roles.finish()
 
     pair = Pair(
         name=top.get("name", str, path.stem),
@@ -416,6 +447,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         load=load,
         stop=stop,
         criteria=criteria,
+        servers=role_servers,
     )
     top.finish()
     return pair

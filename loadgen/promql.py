@@ -179,14 +179,14 @@ class PromQLReader:
                               "s window: make the window span at least one scrape interval")
         tokens, accepted = increase(NUM_DRAFT_TOKENS), increase(NUM_ACCEPTED)
         per_pos = sorted(increase(ACCEPTED_PER_POS, " by (position) "), key=lambda s: int(s[0].get("position", -1)))
-        sel = normalize_selector(selector)
-        resets = self.total(f'sum(resets({{__name__=~"{SPEC_COUNTERS_RE}"{"," + sel if sel else ""}}}{window}))', end)
+        resets = [self.total(f"sum(resets({_vector(m, selector)}{window}))", end)
+                  for m in (NUM_DRAFTS, NUM_DRAFT_TOKENS, NUM_ACCEPTED, ACCEPTED_PER_POS)]
         return SpecDecodeCounters(
             num_drafts=drafts[0][1],
             num_draft_tokens=tokens[0][1] if tokens else 0.0,
             num_accepted_tokens=accepted[0][1] if accepted else 0.0,
             accepted_per_position=tuple(v for _, v in per_pos),
-            reset=bool(resets),
+            reset=any(resets),
         )
 
 

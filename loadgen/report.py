@@ -18,6 +18,7 @@ from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.errors import BadInput
 from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
 from loadgen.prom import SpecDecodeCounters
+from loadgen.resources import difference
 from loadgen.rundir import load_records, read_json, read_jsonl
 
 CARD_SCHEMA = "loadgen.card/1"
@@ -169,11 +170,12 @@ def build_card(run_dir: Path) -> dict[str, Any]:
 
     servers: dict[str, Any] = {}
     for role in ROLES:
-        launch, effective = run_dir / "servers" / f"{role}-launch.json", run_dir / "servers" / f"{role}-effective.json"
-        servers[role] = {
-            "launch": read_json(launch) if launch.exists() else None,
-            "effective": read_json(effective) if effective.exists() else None,
-        }
+        servers[role] = {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json")
+                         for part in ("launch", "effective", "resources", "teardown")}
+    usage = {}
+    for role in ROLES:
+        measured = servers[role]["resources"] or {}
+        usage[role] = measured.get("after_load") or measured.get("ready")
     workloads = proto["workloads"]
     return {
         "schema": CARD_SCHEMA,
@@ -197,7 +199,37 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "prompts_sha256": proto["prompts_sha256"],
         "cells": cells,
         "crossover": _crossovers(cells),
+        "resources": {**usage, "difference": difference(usage["plain"], usage["speculative"])},
+        "placement": {role: _placement(servers[role]) for role in ROLES},
     }
+
+
+def _arg(argv: list[str], *names: str) -> str | None:
+    for i, a in enumerate(argv):
+        for name in names:
+            if a == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(name + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def _placement(server: dict[str, Any]) -> dict[str, Any]:
+    """Where a server ran: attached URL or launch, visible GPUs, tensor parallel size, memory fraction."""
+    launch = server.get("launch") or {}
+    argv = launch.get("argv") or []
+    cache = (server.get("effective") or {}).get("cache_config_info") or {}
+    return {
+        "attached": bool(launch.get("attached")),
+        "base_url": launch.get("base_url"),
+        "cuda_visible_devices": (launch.get("env") or {}).get("CUDA_VISIBLE_DEVICES"),
+        "tensor_parallel_size": int(_arg(argv, "--tensor-parallel-size", "-tp") or 1),
+        "gpu_memory_utilization": cache.get("gpu_memory_utilization") or _arg(argv, "--gpu-memory-utilization"),
+    }
+
+
+def _optional_json(path: Path) -> Any:
+    return read_json(path) if path.exists() else None
 
 
 def _crossovers(cells: list[dict[str, Any]]) -> dict[str, Any]:

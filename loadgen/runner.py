@@ -122,8 +122,14 @@ class _Cell:
             delay = due - self.clock()
             if delay > 0:
                 await asyncio.sleep(delay)
-            await slots.acquire()
-            tasks.append(asyncio.create_task(self._release_after(slots, prompt, max(due, self.clock()), due)))
+            # a free slot: the request was sendable when due; otherwise from the moment a slot frees up
+            scheduled = due
+            if slots.locked():
+                await slots.acquire()
+                scheduled = self.clock()
+            else:
+                await slots.acquire()
+            tasks.append(asyncio.create_task(self._release_after(slots, prompt, scheduled, due)))
         await asyncio.gather(*tasks)
 
     async def _release_after(self, slots: asyncio.Semaphore, prompt: Prompt, scheduled: float, due: float) -> None:

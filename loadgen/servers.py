@@ -10,6 +10,7 @@ the second one's memory profiling fails).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -17,13 +18,14 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from loadgen import resources
 from loadgen.errors import ServerError
 
 #: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
@@ -45,11 +47,12 @@ class LaunchSpec:
     served_model: str
     startup_timeout_s: float
     log_path: Path
+    attach_url: str | None = None
 
     @property
     def base_url(self) -> str:
-        """``http://host:port``."""
-        return f"http://{self.host}:{self.port}"
+        """The attach URL, else ``http://host:port``."""
+        return (self.attach_url or f"http://{self.host}:{self.port}").rstrip("/")
 
 
 def build_argv(
@@ -151,21 +154,34 @@ class Server:
             self.minimal_response = response.json()
         self.ready_s = time.monotonic() - self.started_at
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        """Terminate the whole process group (API server and EngineCore children); SIGKILL after
-        ``grace_s``. A no-op for attached servers and for processes already gone."""
+    def stop(self, grace_s: float = 20.0) -> dict[str, Any]:
+        """Terminate the whole tree (API server and EngineCore children): SIGTERM to the process group,
+        SIGKILL to whatever is left after ``grace_s``, then verify nothing survived.
+
+        Returns ``{"survivors": [pids], "gpu_memory_after": ...}``; a no-op ({}) for attached servers.
+        """
         proc = self.process
         if proc is None:
-            return
+            return {}
+        tree = [p.pid for p in resources.process_tree(proc.pid)]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=grace_s)
-        # Children can outlive the leader: kill whatever is left in the group.
+        # Children can outlive the leader: kill whatever is left in the group and the tree.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
+        deadline = time.monotonic() + 10.0
+        survivors = resources.alive(tree) + resources.group_members(proc.pid)
+        while survivors and time.monotonic() < deadline:
+            time.sleep(0.2)
+            survivors = resources.alive(tree) + resources.group_members(proc.pid)
+        return {"survivors": sorted(set(survivors)), "gpu_memory_after": resources.gpu_memory(tree)}
 
     def fetch(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
         """GET ``path`` on the server."""
@@ -185,6 +201,14 @@ class Server:
         return out
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to send SIGTERM when loadgen dies (even by SIGKILL), so a
+    crashed loadgen leaves no server behind (prctl PR_SET_PDEATHSIG; a no-op elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
 def launch(spec: LaunchSpec) -> Server:
     """Start the server described by ``spec`` (not waiting for readiness).
 
@@ -198,7 +222,7 @@ def launch(spec: LaunchSpec) -> Server:
     log = spec.log_path.open("wb")
     try:
         proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent)
     except OSError as exc:
         raise ServerError(f"cannot start {spec.argv[0]!r}: {exc.strerror}; check [engine].command "
                           "(run `make install` to create .venv-vllm)") from None
@@ -213,11 +237,17 @@ def attach(spec: LaunchSpec) -> Server:
 
 
 @contextlib.contextmanager
-def running(spec: LaunchSpec) -> Iterator[Server]:
-    """Launch, wait until ready, yield, and always tear down (also on Ctrl-C)."""
-    server = launch(spec)
+def running(spec: LaunchSpec, on_stop: Callable[[dict[str, Any]], None] = lambda _: None) -> Iterator[Server]:
+    """Launch (or attach, when ``spec.attach_url`` is set), wait until ready, yield, and always tear
+    down what was launched (also on Ctrl-C); ``on_stop`` receives the teardown report
+    (:meth:`Server.stop`). Raises ServerError when a process survives its teardown."""
+    server = attach(spec) if spec.attach_url else launch(spec)
     try:
         server.wait_ready()
         yield server
     finally:
-        server.stop()
+        report = server.stop()
+        on_stop(report)
+        if report.get("survivors"):
+            raise ServerError(f"{spec.role} server: processes {report['survivors']} survived SIGKILL; "
+                              "kill them by hand before the next run")

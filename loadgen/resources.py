@@ -1,0 +1,144 @@
+"""Resource accounting of one server, kept separate per server: process tree, CPU RSS, GPU memory,
+KV-cache capacity.
+
+- Process tree: the API server and its EngineCore/worker children (psutil).
+- CPU RSS: summed over the tree (bytes); on CPU builds the weights and the KV cache live there.
+- GPU memory: per process through NVML (nvidia-ml-py, ``nvmlDeviceGetComputeRunningProcesses``), summed
+  over the tree, with the devices it sits on; None where NVML or a GPU is absent.
+- KV-cache capacity in tokens: ``num_gpu_blocks x block_size`` from ``vllm:cache_config_info`` (set
+  after KV-cache initialisation, vllm/config/cache.py ``metrics_info``; on the CPU backend the blocks
+  are CPU blocks), cross-checked with the startup log's ``KV cache size: N tokens``
+  (vllm/v1/core/kv_cache_utils.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import psutil
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+    """The process ``pid`` and all its descendants that are still alive ([] when it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def alive(pids: Iterable[int]) -> list[int]:
+    """The PIDs among ``pids`` that still run (zombies count as gone)."""
+    out = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+    return out
+
+
+def group_members(pgid: int) -> list[int]:
+    """PIDs of live processes whose process group is ``pgid`` (a server started in its own session)."""
+    pids = []
+    for proc in psutil.process_iter(["pid"]):
+        with contextlib.suppress(psutil.Error, ProcessLookupError, OSError):
+            if proc.status() != psutil.STATUS_ZOMBIE and _pgid(proc.pid) == pgid:
+                pids.append(proc.pid)
+    return pids
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
+
+
+def cpu_rss_bytes(procs: Iterable[psutil.Process]) -> int:
+    """Resident set size summed over ``procs`` (bytes); processes that vanished count 0."""
+    total = 0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    return total
+
+
+def gpu_memory(pids: Iterable[int]) -> dict[str, Any] | None:
+    """GPU memory used by ``pids`` through NVML: ``{"bytes": int, "devices": [{index, name, total_bytes,
+    used_by_pids_bytes}]}``; None when NVML is not available (no driver, no GPU, no nvidia-ml-py)."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    wanted = set(pids)
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        devices, total = [], 0
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            used = sum(int(p.usedGpuMemory or 0) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                       if p.pid in wanted)
+            if used:
+                name = pynvml.nvmlDeviceGetName(handle)
+                devices.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
+                                "total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                                "used_by_pids_bytes": used})
+                total += used
+        return {"bytes": total, "devices": devices}
+    except pynvml.NVMLError:
+        return None
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+
+
+def kv_capacity_tokens(cache_info: Mapping[str, str]) -> int | None:
+    """KV-cache capacity in tokens from ``vllm:cache_config_info`` labels (num_gpu_blocks x block_size)."""
+    try:
+        return int(cache_info["num_gpu_blocks"]) * int(cache_info["block_size"])
+    except (KeyError, ValueError):
+        return None
+
+
+def usage(pid: int | None, cache_info: Mapping[str, str], kv_tokens_log: int | None) -> dict[str, Any]:
+    """One server's resources now (see module docstring); ``pid`` None for an attached server."""
+    procs = process_tree(pid) if pid is not None else []
+    return {
+        "processes": len(procs),
+        "cpu_rss_bytes": cpu_rss_bytes(procs) if procs else None,
+        "gpu_memory": gpu_memory(p.pid for p in procs) if procs else None,
+        "kv_cache_tokens": kv_capacity_tokens(cache_info),
+        "kv_cache_tokens_log": kv_tokens_log,
+        "num_gpu_blocks": cache_info.get("num_gpu_blocks"),
+        "block_size": cache_info.get("block_size"),
+        "gpu_memory_utilization": cache_info.get("gpu_memory_utilization"),
+    }
+
+
+def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The draft's cost: speculative minus plain for memory, and the KV-cache capacity lost.
+
+    Returns ``{"extra_cpu_rss_bytes", "extra_gpu_memory_bytes", "kv_cache_tokens_lost",
+    "kv_capacity_loss"}`` (fraction of the plain server's tokens); None entries where unknown.
+    """
+    p, s = plain or {}, speculative or {}
+
+    def minus(a: Any, b: Any) -> Any:
+        return None if a is None or b is None else a - b
+
+    p_gpu = (p.get("gpu_memory") or {}).get("bytes")
+    s_gpu = (s.get("gpu_memory") or {}).get("bytes")
+    p_kv, s_kv = p.get("kv_cache_tokens"), s.get("kv_cache_tokens")
+    lost = minus(p_kv, s_kv)
+    return {
+        "extra_cpu_rss_bytes": minus(s.get("cpu_rss_bytes"), p.get("cpu_rss_bytes")),
+        "extra_gpu_memory_bytes": minus(s_gpu, p_gpu),
+        "kv_cache_tokens_lost": lost,
+        "kv_capacity_loss": lost / p_kv if lost is not None and p_kv else None,
+    }

@@ -1,0 +1,296 @@
+"""vLLM's speculative config per engine version (pure: no I/O, no clock); launch flags are in engine.py.
+
+Every fact comes from /work/shared/reference/vllm-spec-decode.md, read from the vLLM wheels 0.10.0-0.33.0:
+section 2.2 (``SpeculativeConfig`` fields: ``vllm/config/speculative.py`` 0.11+,
+``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), 2.3 (methods, method re-classification in
+``SpeculativeConfig.__post_init__``) and 3 (heterogeneous vocabularies). A range ``(first, last)`` holds
+for every minor release from ``first`` through ``last`` (``None``: still in 0.33); versions compare as
+(major, minor) except where a range names a patch (0.10.2).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Version = tuple[int, int, int]
+Range = tuple[str, str | None]
+FIRST_KNOWN, LAST_KNOWN = "0.10", "0.33"
+_ALL: Range = ("0.10", None)
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check: ``ok`` passed; failed and ``blocking`` stops the run (exit 2), failed otherwise warns.
+    ``message``: one line with its fix; ``data``: machine-readable extras (hashes, counts) for checks.json."""
+
+    check: str
+    ok: bool
+    blocking: bool
+    message: str
+    data: Mapping[str, Any] | None = None
+
+    def line(self) -> str:
+        """One line: status (``ok``, ``FAIL``, ``warn``), check name, message."""
+        status = "ok  " if self.ok else ("FAIL" if self.blocking else "warn")
+        return f"{status} {self.check}: {self.message}"
+
+
+#: User-facing ``SpeculativeConfig`` fields -> (first, last) minor release holding them (reference 2.2).
+FIELD_RANGES: dict[str, Range] = {
+    **dict.fromkeys(("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "quantization",
+              "max_model_len", "revision", "code_revision", "prompt_lookup_max", "prompt_lookup_min"), _ALL),
+    "disable_by_batch_size": ("0.10", "0.16"), "disable_logprobs": ("0.10", "0.11"),
+    "speculative_token_tree": ("0.10", "0.20"),
+    **dict.fromkeys(("enforce_eager", "disable_padded_drafter_batch"), ("0.11", None)),
+    **dict.fromkeys(("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+              "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"), ("0.12", None)),
+    "parallel_drafting": ("0.16", None),
+    **dict.fromkeys(("use_local_argmax_reduction", "draft_load_config"), ("0.17", None)),
+    "rejection_sample_method": ("0.18", None),
+    "synthetic_acceptance_rate": ("0.19", "0.19"), "moe_backend": ("0.19", None),
+    **dict.fromkeys(("synthetic_acceptance_rates", "synthetic_acceptance_length"), ("0.20", None)),
+    **dict.fromkeys(("attention_backend", "draft_sample_method"), ("0.21", None)),
+    "num_speculative_tokens_per_batch_size": ("0.24", None), "use_heterogeneous_vocab": ("0.25", None),
+    "kv_cache_dtype": ("0.26", None),
+    **dict.fromkeys(("enable_adaptive_verification", "dspark_draft_topk"), ("0.28", None)),
+    "index_share_for_mtp_iteration": ("0.29", None), "disable_eagle_block_drop": ("0.30", None),
+    **dict.fromkeys(("disable_lookahead_block_hashes", "draft_lm_head_quantization", "xpress_topc", "fly_window_size",
+              "fly_entropy_threshold", "fly_entropy_top_k"), ("0.33", None)),
+}
+#: Filled by vLLM itself; never user input (reference 2.2, last row).
+INTERNAL_FIELDS = frozenset({"target_model_config", "target_parallel_config", "draft_model_config",
+                             "draft_parallel_config", "enable_chunked_prefill", "disable_log_stats"})
+#: Allowed values of enumerated fields per range (reference 2.2).
+VALUE_RANGES: dict[str, tuple[tuple[str, str | None, str], ...]] = {
+    "rejection_sample_method": (("0.18", "0.18", "strict probabilistic"), ("0.19", "0.20", "strict probabilistic "
+                                "synthetic"), ("0.21", "0.24", "standard synthetic"), ("0.25", "0.32", "standard "
+                                "synthetic block"), ("0.33", None, "standard synthetic block fly")),
+    "draft_sample_method": (("0.21", "0.21", "greedy gumbel"), ("0.22", None, "greedy probabilistic")),
+}
+#: ``SpeculativeMethod`` literal values -> range (reference 2.3).
+METHOD_RANGES: dict[str, Range] = {
+    **dict.fromkeys(("ngram", "eagle", "eagle3", "draft_model", "deepseek_mtp"), _ALL),
+    **dict.fromkeys(("medusa", "mlp_speculator"), ("0.10", "0.32")),
+    **dict.fromkeys(("ernie_mtp", "qwen3_next_mtp"), ("0.10.2", None)),
+    **dict.fromkeys(("mimo_mtp", "longcat_flash_mtp", "mtp"), ("0.11", None)),
+    "suffix": ("0.12", None), "extract_hidden_states": ("0.17", None), "ngram_gpu": ("0.18", None),
+    "dflash": ("0.20", None), "custom_class": ("0.22", None), "dspark": ("0.25", None),
+}
+#: Methods accepted by the schema but failing at start-up before a version (reference 2.3).
+METHOD_WORKS_FROM: dict[str, tuple[str | None, str]] = {
+    "draft_model": ("0.15", "raises NotImplementedError('Speculative decoding with draft model is not supported "
+                            "yet'); draft models work from vLLM 0.15 (vllm/v1/spec_decode/draft_model.py)"),
+    "mlp_speculator": (None, "has no V1 proposer in any release ('Unknown speculative decoding method')"),
+}
+#: Draft-name substrings that re-classify an explicit draft_model (``SpeculativeConfig.__post_init__``).
+NAME_SWITCHES = (("eagle-", "eagle", "0.10"), ("eagle3", "eagle3", "0.10"), ("dflash", "dflash", "0.20"),
+                 ("dspark", "dspark", "0.25"))
+HETEROGENEOUS_FROM = "0.25"
+
+
+def parse_version(text: str) -> Version:
+    """``"0.32.0+cpu"`` -> ``(0, 32, 0)``; ``"v0.24"`` -> ``(0, 24, 0)``. Raises ValueError otherwise."""
+    m = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if m is None:
+        raise ValueError(f"not a version number: {text!r}")
+    return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def in_range(version: Version, rng: Range) -> bool:
+    """True when ``version`` lies in ``rng`` (first inclusive with its patch; last inclusive by minor)."""
+    first, last = rng
+    return version >= parse_version(first) and (last is None or version[:2] <= parse_version(last)[:2])
+
+
+def available(ranges: Mapping[str, Range], version: Version) -> frozenset[str]:
+    """Names in ``ranges`` (:data:`FIELD_RANGES` or :data:`METHOD_RANGES`) that ``version`` has (newer
+    than 0.33: 0.33's)."""
+    major, minor, _ = parse_version(LAST_KNOWN)
+    clamped = version if version[:2] <= (major, minor) else (major, minor, 0)
+    return frozenset(k for k, r in ranges.items() if in_range(clamped, r))
+
+
+#: Fields and methods per minor release "0.10" ... "0.33", computed from the ranges above.
+FIELDS_BY_VERSION = {f"0.{m}": available(FIELD_RANGES, (0, m, 9)) for m in range(10, 34)}
+METHODS_BY_VERSION = {f"0.{m}": available(METHOD_RANGES, (0, m, 9)) for m in range(10, 34)}
+ALL_FIELDS = frozenset(FIELD_RANGES)
+
+
+def looks_like_hub_id(model: str) -> bool:
+    """``org/name`` or ``name`` (no leading ``/``, ``.``, ``~``, at most one ``/``): a model-hub id."""
+    return re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?", model) is not None
+
+
+def history(name: str, ranges: Mapping[str, Range], version: Version) -> str:
+    """Why ``name`` (a field or method) is missing from ``version``: ``"added in 0.25"``, ``"removed in
+    0.17"``, or ``"unknown ..."`` with a did-you-mean among the names ``version`` has."""
+    if name in ranges:
+        first, last = ranges[name]
+        if version < parse_version(first):
+            return f"added in {first}"
+        major, minor, _ = parse_version(last or LAST_KNOWN)
+        return f"removed in {major}.{minor + 1}"
+    close = difflib.get_close_matches(name.replace("-", "_"), sorted(available(ranges, version)), n=1)
+    return "unknown in vLLM 0.10-0.33" + (f"; did you mean {close[0]!r}?" if close else "")
+
+
+def heterogeneous_problems(spec: Mapping[str, Any], version: Version | None) -> list[str]:
+    """Reasons ``use_heterogeneous_vocab`` cannot work with ``spec`` on ``version`` (empty: it can).
+
+    Source: reference section 3 (vllm/v1/spec_decode/vocab_mapping.py, PR 38174, 0.25.0-0.33.0): only
+    ``method='draft_model'``, only greedy draft sampling (target temperature is not restricted), and in
+    0.33 not with ``use_local_argmax_reduction``."""
+    out = []
+    if version is not None and version < parse_version(HETEROGENEOUS_FROM):
+        out.append(f"vLLM {'.'.join(map(str, version))} has no heterogeneous-vocabulary mode (added in 0.25.0)")
+    if spec.get("method") != "draft_model":
+        out.append(f"use_heterogeneous_vocab only works with method='draft_model', not {spec.get('method')!r}")
+    if spec.get("draft_sample_method", "greedy") != "greedy":
+        out.append("use_heterogeneous_vocab supports only greedy draft sampling; draft_sample_method="
+                   f"{spec['draft_sample_method']!r} is not supported (omit it or set 'greedy')")
+    if spec.get("use_local_argmax_reduction") and version is not None and version[:2] >= (0, 33):
+        out.append("use_heterogeneous_vocab is incompatible with use_local_argmax_reduction (0.33); drop one")
+    return out
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _schema(spec: Mapping[str, Any], version: Version, engine: str, newer: bool) -> list[Finding]:
+    out = []
+    fields = available(FIELD_RANGES, version)
+    for key in spec:
+        if key == "tensor_parallel_size":
+            out.append(Finding("speculative.tensor_parallel_size", False, True,
+                               "'tensor_parallel_size' is not a valid key of the speculative config (vLLM 0.15+ "
+                               "raises); write draft_tensor_parallel_size = <target TP> instead"))
+        elif key in INTERNAL_FIELDS:
+            out.append(Finding(f"speculative.{key}", False, True, f"{key!r} is filled by vLLM itself; remove it"))
+        elif key not in fields:
+            why = history(key, FIELD_RANGES, version)
+            effect = ("vLLM 0.10-0.15 would ignore it silently" if version[:2] <= (0, 15)
+                      else "vLLM would fail at start-up with 'Unexpected keyword argument'")
+            fix = "upgrade vLLM or remove it" if why.startswith("added") else "remove it"
+            out.append(Finding(f"speculative.{key}", False, not newer,
+                               f"{key!r} is not a speculative-config field of vLLM {engine} ({why}); {effect}; {fix}"))
+    for key, ranges in VALUE_RANGES.items():
+        allowed = next((vals.split() for first, last, vals in ranges if in_range(version, (first, last))), None)
+        if key in spec and allowed is not None and spec[key] not in allowed:
+            out.append(Finding(f"speculative.{key}", False, True, f"{key}={spec[key]!r} is not accepted by vLLM "
+                               f"{engine}; allowed: {', '.join(sorted(allowed))}"))
+    return out
+
+
+def _method(spec: Mapping[str, Any], version: Version, engine: str) -> list[Finding]:
+    method = spec.get("method")
+    if not isinstance(method, str):
+        return [Finding("speculative.method", False, True, f"method must be given as a string (got {method!r}); "
+                        "vLLM would guess it from the model name; write e.g. method = \"draft_model\"")]
+    if method.endswith("_mtp") and version[:2] >= (0, 11):
+        return [Finding("speculative.method", False, False, f"method {method!r} is deprecated: vLLM 0.11+ rewrites "
+                        "it to 'mtp'; write method = \"mtp\"")]
+    methods = available(METHOD_RANGES, version)
+    if method not in methods:
+        return [Finding("speculative.method", False, True, f"vLLM {engine} has no speculative method {method!r} "
+                        f"({history(method, METHOD_RANGES, version)}); available: {', '.join(sorted(methods))}")]
+    first_ok, reason = METHOD_WORKS_FROM.get(method, ("0.10", ""))
+    if first_ok is None or version < parse_version(first_ok):
+        return [Finding("speculative.method", False, True, f"vLLM {engine} accepts method {method!r} but {reason}; "
+                        "use another method" + ("" if first_ok is None else f" or vLLM >= {first_ok}"))]
+    return []
+
+
+def _method_switch(spec: Mapping[str, Any], version: Version, draft_model_type: str | None) -> list[Finding]:
+    """The silent re-classification of an explicit ``draft_model`` (reference 2.3, ``__post_init__``)."""
+    model = spec.get("model")
+    if spec.get("method") != "draft_model" or not isinstance(model, str):
+        return []
+    name = model.lower()
+    for needle, becomes, since in NAME_SWITCHES:
+        if needle in name and version >= parse_version(since):
+            return [Finding("speculative.model", False, True, f"the draft path {model!r} contains {needle!r}, so "
+                            f"vLLM silently runs method {becomes!r} instead of 'draft_model' (SpeculativeConfig."
+                            "__post_init__, vllm/config/speculative.py); rename the directory (every path component) "
+                            f"or set method = {becomes!r} if it is such a head")]
+    mtype = draft_model_type or ""
+    if mtype == "mtp" or mtype.endswith("_mtp") or (mtype in ("medusa", "mlp_speculator") and version[:2] <= (0, 32)):
+        becomes = "mtp" if "mtp" in mtype else mtype
+        return [Finding("speculative.model", False, True, f"the draft's config model_type {mtype!r} makes vLLM "
+                        f"silently run method {becomes!r} instead of 'draft_model' (SpeculativeConfig.__post_init__); "
+                        f"set method = {becomes!r} or use a plain causal-LM draft")]
+    return []
+
+
+def check_draft_revision(spec: Mapping[str, Any], draft_is_local: bool | None = None,
+                         allow_unpinned: bool = False) -> list[Finding]:
+    """A hub-id draft (``[speculative].model``) must pin ``revision`` to a 40-hex commit; blocking unless
+    ``allow_unpinned`` (then a warning). ``draft_is_local`` None: decided by :func:`looks_like_hub_id`."""
+    model, revision = spec.get("model"), spec.get("revision")
+    if not isinstance(model, str) or model in ("ngram", "[ngram]") or spec.get("method") in ("ngram", "suffix"):
+        return []
+    if draft_is_local or (draft_is_local is None and not looks_like_hub_id(model)):
+        return []
+    if isinstance(revision, str) and HEX40.match(revision):
+        return [Finding("draft revision", True, False, f"{model} pinned to commit {revision}")]
+    return [Finding("draft revision", False, not allow_unpinned,
+                    f"draft {model} is a hub id with revision {revision!r}, not a 40-hex commit: a branch or tag "
+                    "can move; set [speculative].revision = \"<commit sha>\"" + (
+                        " (allowed by --allow-unpinned)" if allow_unpinned else " or pass --allow-unpinned"))]
+
+
+def check_speculative_config(spec: Mapping[str, Any], engine_version: str, serving_max_model_len: int | None,
+                             target_tp: int = 1, draft_model_type: str | None = None, *,
+                             draft_is_local: bool | None = None, allow_unpinned: bool = False) -> list[Finding]:
+    """Check ``spec`` (the ``[speculative]`` table, passed as ``--speculative-config``) against vLLM
+    ``engine_version`` (e.g. ``"0.32.0+cpu"``). Known: 0.10-0.33; older is refused, newer is checked
+    against 0.33 with unknown keys as warnings. ``serving_max_model_len`` (tokens, None = unknown) bounds
+    the draft's ``max_model_len``; ``target_tp`` is the target's tensor-parallel size;
+    ``draft_model_type`` is the draft config.json ``model_type``. Returns findings; never raises."""
+    try:
+        version = parse_version(engine_version)
+    except ValueError:
+        return [Finding("speculative config", False, True, f"engine version {engine_version!r} is not a version "
+                        "number; fix the engine command so it reports e.g. 0.32.0")]
+    if version < parse_version(FIRST_KNOWN):
+        return [Finding("speculative config", False, True, f"unsupported engine version {engine_version}: loadgen "
+                        f"knows the V1 speculative config of vLLM {FIRST_KNOWN}-{LAST_KNOWN}; use vLLM >= 0.15")]
+    newer = version[:2] > parse_version(LAST_KNOWN)[:2]
+    out = [Finding("speculative config", False, False, f"vLLM {engine_version} is newer than loadgen's table "
+                   f"({FIRST_KNOWN}-{LAST_KNOWN}); checked against {LAST_KNOWN}")] if newer else []
+    out += _schema(spec, version, engine_version, newer) + _method(spec, version, engine_version)
+    k = spec.get("num_speculative_tokens")
+    if not _positive_int(k):
+        out.append(Finding("speculative.num_speculative_tokens", False, True, f"num_speculative_tokens must be a "
+                           f"positive integer (got {k!r}); loadgen needs K to verify the server"))
+    dtp = spec.get("draft_tensor_parallel_size")
+    if dtp is not None and (not _positive_int(dtp) or (spec.get("method") == "draft_model" and dtp != target_tp)
+                            or dtp not in (1, target_tp)):
+        rule = "equal" if spec.get("method") == "draft_model" else "be 1 or"
+        out.append(Finding("speculative.draft_tensor_parallel_size", False, True, f"draft_tensor_parallel_size={dtp!r}"
+                           f" must {rule} the target's tensor_parallel_size {target_tp} (vLLM 0.15+); set it to "
+                           f"{target_tp} or omit it"))
+    mml = spec.get("max_model_len")
+    if mml is not None and (not _positive_int(mml) or (serving_max_model_len and mml > serving_max_model_len)):
+        bound = "" if serving_max_model_len is None else f" <= the serving max_model_len {serving_max_model_len}"
+        out.append(Finding("speculative.max_model_len", False, True, f"draft max_model_len={mml!r} must be a positive "
+                           f"integer{bound}; lower it or omit it (vLLM defaults it to the smaller of both)"))
+    lo, hi = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
+    if any(v is not None and not _positive_int(v) for v in (lo, hi)) or (
+            isinstance(lo, int) and isinstance(hi, int) and lo > hi):
+        out.append(Finding("speculative.prompt_lookup_min", False, True, f"prompt_lookup_min={lo!r} must be a positive "
+                           f"integer <= prompt_lookup_max={hi!r}; swap or fix them"))
+    if spec.get("use_heterogeneous_vocab") is True and version >= parse_version(HETEROGENEOUS_FROM):
+        out += [Finding("heterogeneous vocabulary", False, True, p) for p in heterogeneous_problems(spec, version)]
+    out += _method_switch(spec, version, draft_model_type)
+    out += check_draft_revision(spec, draft_is_local, allow_unpinned)
+    if not any(f.blocking and not f.ok for f in out):
+        out.append(Finding("speculative config", True, False, f"valid for vLLM {engine_version}: "
+                           + json.dumps(dict(spec), sort_keys=True)))
+    return out

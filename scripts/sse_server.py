@@ -1,0 +1,389 @@
+"""A fast scripted vLLM-shaped SSE server on a precise timetable (stdlib only; benchmarks, not tests).
+
+It answers ``POST /v1/completions`` and ``POST /v1/chat/completions`` (``stream: true``) with a stream
+shaped like vLLM's with ``return_token_ids`` and ``stream_options.include_usage`` (vLLM 0.10.2+,
+``vllm/entrypoints/openai/.../protocol.py``), on a timetable measured from the moment the request
+body was received (``t0``, the server's ``loop.time()``):
+
+* chat only: a role-only chunk (``delta: {"role": "assistant", "content": ""}``, no tokens) at once;
+* token-bearing chunk ``i`` (0-based) at ``t0 + ttft + i * chunk``, carrying ``pattern[i % len(pattern)]``
+  token ids (the last chunk carries what is left of ``max_tokens``); chunk ``--empty-chunk`` has
+  tokens but empty text (a byte token that does not decode yet); the last one has
+  ``finish_reason: "length"``;
+* right after the last token chunk: the usage-only chunk (``choices: []``), then ``data: [DONE]``.
+
+The output length is ``max_tokens`` (completions) or ``max_completion_tokens``/``max_tokens`` (chat),
+default ``--default-max-tokens``. Frames are HTTP/1.1 chunked transfer encoding on keep-alive
+connections. Chunks are pre-encoded once per (endpoint, model, output length); a request only adds its
+id. Sends wait for absolute deadlines (``loop.call_at``), so lateness never accumulates; by default
+the loop uses ``select()``, whose timeout has microsecond resolution (``epoll`` rounds timeouts up to
+whole milliseconds, which makes every send up to 1 ms late) and the timer slack is set to 1 ns
+(Linux; the default 50 us delays every timed wake-up).
+
+Extra endpoints: ``GET /health``; ``GET /v1/models``; ``GET /stats`` (``?reset=1`` to clear), the
+server's own lateness (actual send - deadline, ms) over token-bearing chunks and the connections
+accepted; with ``--trace FILE``,
+one JSON line per request: its ``key`` (the prompt, or the last message's content), ``t0`` and each
+token chunk's actual send time (``time.monotonic()`` seconds, the clock of ``time.perf_counter()``
+on Linux), for matching client and server timelines.
+
+Run: ``python scripts/sse_server.py --port 0 --ttft-ms 50 --chunk-ms 20 --pattern 1,4,4,2,4``; it
+prints ``listening on 127.0.0.1:<port>`` when ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import itertools
+import json
+import selectors
+import signal
+import sys
+from array import array
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+_CRLF = b"\r\n"
+_MAX_HEADER_BYTES = 65536
+_TEMPLATE_CACHE_SIZE = 256
+_SSE_HEADERS = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+                b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n")
+_LAST_FRAME = b"0\r\n\r\n"
+_CREATED = 1_700_000_000
+_PR_SET_TIMERSLACK = 29
+
+
+@dataclass(frozen=True)
+class Script:
+    """The timetable: seconds to the first token chunk, seconds between token chunks, tokens per chunk."""
+
+    ttft_s: float
+    chunk_s: float
+    pattern: tuple[int, ...]
+    empty_chunk: int = 1
+    default_max_tokens: int = 16
+
+    def chunk_tokens(self, max_tokens: int) -> list[int]:
+        """Token counts of the token-bearing chunks for an output of ``max_tokens`` (>= 1) tokens."""
+        counts: list[int] = []
+        left = max_tokens
+        for k in itertools.cycle(self.pattern):
+            if left <= 0:
+                return counts
+            counts.append(min(k, left))
+            left -= counts[-1]
+        return counts  # pragma: no cover (cycle never ends)
+
+
+def _frame(payload: bytes) -> bytes:
+    """One chunked-transfer-encoding frame."""
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+class StreamTemplates:
+    """Pre-encoded SSE events of whole streams, keyed by (endpoint, model, output tokens).
+
+    Each event is stored without its leading ``data: {"id":"<id>"`` so one request only prepends its id.
+    """
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self._cache: dict[tuple[bool, str, int], tuple[bytes | None, list[bytes]]] = {}
+
+    def get(self, chat: bool, model: str, max_tokens: int) -> tuple[bytes | None, list[bytes]]:
+        """(role chunk tail or None, token chunk tails) of one stream; the usage chunk depends on the prompt."""
+        key = (chat, model, max_tokens)
+        found = self._cache.get(key)
+        if found is None:
+            if len(self._cache) >= _TEMPLATE_CACHE_SIZE:
+                self._cache.clear()
+            found = self._cache[key] = self._build(chat, model, max_tokens)
+        return found
+
+    def _build(self, chat: bool, model: str, max_tokens: int) -> tuple[bytes | None, list[bytes]]:
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        head = {"object": obj, "created": _CREATED, "model": model}
+
+        def tail(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+            # everything after the id: `,"object":...}` plus the SSE event's blank line
+            body = json.dumps({**head, "choices": choices, **extra}, separators=(",", ":"))
+            return b"," + body[1:].encode() + b"\n\n"
+
+        role = None
+        if chat:
+            role = tail([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                          "finish_reason": None}])
+        tokens: list[bytes] = []
+        counts = self.script.chunk_tokens(max_tokens)
+        position = 0
+        for i, k in enumerate(counts):
+            ids = [100 + (position + j) % 30000 for j in range(k)]
+            position += k
+            text = "" if i == self.script.empty_chunk else "".join(f" t{t}" for t in ids)
+            finish = "length" if i == len(counts) - 1 else None
+            choice: dict[str, Any] = {"index": 0}
+            if chat:
+                choice["delta"] = {"content": text}
+            else:
+                choice["text"] = text
+            choice.update({"logprobs": None, "finish_reason": finish, "stop_reason": None, "token_ids": ids})
+            tokens.append(tail([choice]))
+        return role, tokens
+
+    @staticmethod
+    def usage_tail(chat: bool, model: str, prompt_tokens: int, completion_tokens: int) -> bytes:
+        """The usage-only chunk after the id."""
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+                 "completion_tokens": completion_tokens}
+        body = json.dumps({"object": obj, "created": _CREATED, "model": model, "choices": [], "usage": usage},
+                          separators=(",", ":"))
+        return b"," + body[1:].encode() + b"\n\n"
+
+
+class Lateness:
+    """Actual send - deadline of every token-bearing chunk (s), kept compactly."""
+
+    def __init__(self) -> None:
+        self.samples = array("d")
+
+    def summary(self) -> dict[str, float | int | None]:
+        """Count and p50/p99/max lateness in ms (None when empty)."""
+        values = sorted(self.samples)
+        if not values:
+            return {"frames": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
+
+        def pct(q: float) -> float:
+            pos = q * (len(values) - 1)
+            lo = int(pos)
+            hi = min(lo + 1, len(values) - 1)
+            return (values[lo] + (values[hi] - values[lo]) * (pos - lo)) * 1e3
+
+        return {"frames": len(values), "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": values[-1] * 1e3}
+
+
+class ScriptedServer:
+    """The HTTP/1.1 connection handler and streamer (one instance per server)."""
+
+    def __init__(self, script: Script, model: str, trace: TextIO | None = None) -> None:
+        self.script = script
+        self.model = model
+        self.templates = StreamTemplates(script)
+        self.lateness = Lateness()
+        self.trace = trace
+        self._ids = itertools.count()
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve requests on one keep-alive connection until the client closes it."""
+        self.connections += 1
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    return
+                method, path, headers = _parse_head(head)
+                length = int(headers.get("content-length", "0"))
+                body = await reader.readexactly(length) if length else b""
+                t0 = asyncio.get_running_loop().time()
+                keep = await self.route(method, path, body, t0, writer)
+                if not keep or headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    async def route(self, method: str, path: str, body: bytes, t0: float, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection should close."""
+        route = path.split("?", 1)[0]
+        if method == "POST" and route in ("/v1/completions", "/v1/chat/completions"):
+            return await self.stream(route == "/v1/chat/completions", body, t0, writer)
+        if method == "GET" and route == "/health":
+            _respond(writer, 200, b"")
+        elif method == "GET" and route == "/v1/models":
+            _respond_json(writer, 200, {"object": "list", "data": [
+                {"id": self.model, "object": "model", "created": _CREATED, "owned_by": "scripted"}]})
+        elif method == "GET" and route == "/stats":
+            _respond_json(writer, 200, {**self.lateness.summary(), "connections": self.connections})
+            if "reset=1" in path:
+                self.lateness = Lateness()
+                self.connections = 0
+        else:
+            _respond_json(writer, 404, {"error": {"message": f"no route {method} {route}", "code": 404}})
+        await writer.drain()
+        return True
+
+    async def stream(self, chat: bool, raw: bytes, t0: float, writer: asyncio.StreamWriter) -> bool:
+        """Stream one scripted completion on the timetable (module docstring)."""
+        try:
+            body = json.loads(raw)
+            if not body.get("stream"):
+                raise ValueError("only stream=true is scripted")
+            limit = body.get("max_completion_tokens") if chat else None
+            max_tokens = int(limit or body.get("max_tokens") or self.script.default_max_tokens)
+            if max_tokens < 1:
+                raise ValueError("max_tokens must be >= 1")
+        except (ValueError, TypeError, AttributeError) as exc:
+            _respond_json(writer, 400, {"error": {"message": str(exc), "code": 400}})
+            await writer.drain()
+            return True
+        model = body.get("model") or self.model
+        key = _prompt_key(body, chat)
+        role, tails = self.templates.get(chat, str(model), max_tokens)
+        prefix = b'data: {"id":"%s-%d"' % (b"chatcmpl" if chat else b"cmpl", next(self._ids))
+        usage = self.templates.usage_tail(chat, str(model), max(1, len(key.split())), max_tokens)
+
+        loop = asyncio.get_running_loop()
+        writer.write(_SSE_HEADERS + (_frame(prefix + role) if role is not None else b""))
+        late = self.lateness.samples
+        sent = array("d") if self.trace is not None else None
+        first = t0 + self.script.ttft_s
+        last = len(tails) - 1
+        for i, tail in enumerate(tails):
+            deadline = first + i * self.script.chunk_s
+            now = loop.time()
+            if now < deadline:
+                await _sleep_until(loop, deadline)
+                now = loop.time()
+            late.append(now - deadline)
+            if sent is not None:
+                sent.append(now)
+            if i == last:
+                writer.write(_frame(prefix + tail) + _frame(prefix + usage) + _frame(b"data: [DONE]\n\n") + _LAST_FRAME)
+            else:
+                writer.write(_frame(prefix + tail))
+            if writer.transport.get_write_buffer_size() > 65536:
+                await writer.drain()
+        await writer.drain()
+        if self.trace is not None and sent is not None:
+            self.trace.write(json.dumps({"key": key, "t0": t0, "sent": list(sent)}) + "\n")
+            self.trace.flush()
+        return True
+
+
+def _prompt_key(body: dict[str, Any], chat: bool) -> str:
+    """The prompt text (completions) or the last message's content (chat), for traces and usage."""
+    if chat:
+        messages = body.get("messages") or [{}]
+        content = messages[-1].get("content", "") if isinstance(messages[-1], dict) else ""
+        return content if isinstance(content, str) else json.dumps(content)
+    prompt = body.get("prompt", "")
+    return prompt if isinstance(prompt, str) else json.dumps(prompt)
+
+
+async def _sleep_until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+    """Sleep until ``loop.time() >= deadline`` (an absolute deadline, unlike ``asyncio.sleep``)."""
+    future = loop.create_future()
+    handle = loop.call_at(deadline, _wake, future)
+    try:
+        await future
+    finally:
+        handle.cancel()
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
+    """Method, path and lower-cased headers of a request head."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    method, path = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
+    headers = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    return method, path, headers
+
+
+def _respond(writer: asyncio.StreamWriter, status: int, payload: bytes, ctype: str = "text/plain") -> None:
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Error")
+    writer.write(b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
+                 % (status, reason.encode(), ctype.encode(), len(payload), payload))
+
+
+def _respond_json(writer: asyncio.StreamWriter, status: int, obj: object) -> None:
+    _respond(writer, status, json.dumps(obj).encode(), "application/json")
+
+
+def parse_pattern(text: str) -> tuple[int, ...]:
+    """``"1,4,4,2,4"`` -> ``(1, 4, 4, 2, 4)``; every count must be >= 1."""
+    pattern = tuple(int(p) for p in text.split(",") if p.strip())
+    if not pattern or min(pattern) < 1:
+        raise argparse.ArgumentTypeError("pattern needs token counts >= 1, e.g. 1,4,4,2,4")
+    return pattern
+
+
+def reduce_timer_slack() -> bool:
+    """Linux: set this thread's timer slack to 1 ns (``prctl(PR_SET_TIMERSLACK)``; the default 50 us
+    is added to every timed wait). Best effort: False where unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    with contextlib.suppress(OSError, AttributeError):
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, 1, 0, 0, 0) == 0)
+    return False
+
+
+def new_loop(selector: str) -> asyncio.AbstractEventLoop:
+    """An event loop on ``select()`` (microsecond timeouts) or the platform default (``epoll``)."""
+    if selector == "select":
+        return asyncio.SelectorEventLoop(selectors.SelectSelector())
+    return asyncio.new_event_loop()
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Listen, print the port, serve until SIGTERM/SIGINT."""
+    script = Script(args.ttft_ms / 1e3, args.chunk_ms / 1e3, args.pattern, args.empty_chunk,
+                    args.default_max_tokens)
+    trace = open(args.trace, "a", buffering=1 << 16) if args.trace else None  # noqa: SIM115 (closed below)
+    app = ScriptedServer(script, args.model, trace)
+    server = await asyncio.start_server(app.handle, args.host, args.port, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    print(f"listening on {args.host}:{port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with server:
+            await stop.wait()
+    finally:
+        if trace is not None:
+            trace.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed when ready)")
+    parser.add_argument("--ttft-ms", type=float, default=50.0, help="body received -> first token chunk")
+    parser.add_argument("--chunk-ms", type=float, default=20.0, help="interval between token chunks")
+    parser.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4),
+                        help="tokens per chunk, cycled (default 1,4,4,2,4)")
+    parser.add_argument("--empty-chunk", type=int, default=1, help="index of the token chunk with empty text")
+    parser.add_argument("--default-max-tokens", type=int, default=16)
+    parser.add_argument("--model", default="scripted")
+    parser.add_argument("--selector", choices=("select", "epoll"), default="select",
+                        help="select: microsecond timer resolution (default); epoll: the asyncio default")
+    parser.add_argument("--trace", help="append one JSON line per streamed request to this file")
+    args = parser.parse_args(argv)
+    reduce_timer_slack()
+    loop = new_loop(args.selector)
+    try:
+        loop.run_until_complete(serve(args))
+    finally:
+        loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

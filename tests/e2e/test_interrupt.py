@@ -1,0 +1,77 @@
+"""Ctrl-C in the middle of a run against two real vLLM CPU servers: nothing measured is lost and no
+server process survives."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from loadgen.rundir import load_records, read_jsonl
+from tests.e2e.conftest import ROOT, _require_engine
+
+
+def _servers_on(ports: tuple[int, ...]) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info.get("cmdline") or [])
+        if "vllm.entrypoints" in cmd and any(f"--port {p}" in cmd for p in ports):
+            found.append(proc.info["pid"])
+    return found
+
+
+def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Path) -> None:
+    _require_engine()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/interrupt.toml", "--runs-dir", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 900
+    for line in proc.stdout:
+        lines.append(line)
+        # the speculative server is up and has finished its first cell: interrupt the second one
+        if line.startswith("[speculative] short-homogeneous c1"):
+            time.sleep(1.0)
+            proc.send_signal(signal.SIGINT)
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the run never reached its speculative cells:\n" + "".join(lines[-20:]))
+    rest, _ = proc.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert proc.returncode == 1, output[-2000:]
+    assert "interrupted" in output
+
+    # no server process survives, and both servers recorded a clean teardown
+    assert _servers_on((8350, 8351)) == []
+    run_dir = next((tmp_path / "interrupt").iterdir())
+    for role in ("plain", "speculative"):
+        teardown = json.loads((run_dir / "servers" / f"{role}-teardown.json").read_text())
+        assert teardown["survivors"] == []
+
+    # everything measured is on disk: all plain cells, the finished speculative cell
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["complete"] is False and "interrupted" in status["failure"]
+    cells = list(read_jsonl(run_dir / "cells.jsonl"))
+    assert [(c["role"], c["workload"], c["level"]) for c in cells][:5] == [
+        ("plain", "short-homogeneous", "c1"), ("plain", "short-homogeneous", "c2"),
+        ("plain", "long-diverse", "c1"), ("plain", "long-diverse", "c2"),
+        ("speculative", "short-homogeneous", "c1")]
+    records = [r for r in load_records(run_dir) if not r.warmup]
+    assert sum(1 for r in records if r.role == "plain") == 12
+    assert all(r.error is None and r.output_tokens == 33 for r in records if r.role == "plain")
+    card = (run_dir / "card.md").read_text()
+    assert "INCOMPLETE: interrupted" in card
+    card_json = json.loads((run_dir / "card.json").read_text())
+    first = card_json["cells"][0]
+    assert first["speculative"]["acceptance"]["acceptance_rate"] == 1.0

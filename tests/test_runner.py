@@ -1,0 +1,85 @@
+"""Load schedules against a scripted SSE server on real loopback sockets."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from loadgen.client import RequestRecord
+from loadgen.pair import Sampling
+from loadgen.runner import CellPlan, run_cell
+from loadgen.workload import Prompt
+from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+
+# every request: 3 tokens over ~60 ms
+STREAM = (200, [(0.02, completion_chunk(" a", [1])), (0.02, completion_chunk(" b", [2])),
+                (0.02, completion_chunk(" c", [3], finish="length")), (0.0, usage_chunk(4, 3)), (0.0, DONE)])
+
+
+def _prompts(prefix: str, n: int) -> tuple[Prompt, ...]:
+    return tuple(Prompt(f"{prefix}{i}", "w", "completions", f"{prefix}{i}", None, 3) for i in range(n))
+
+
+def _run(plan: CellPlan) -> tuple[list[RequestRecord], list[RequestRecord], list[str]]:
+    seen: list[RequestRecord] = []
+    events: list[str] = []
+    with scripted_server({"*": STREAM}) as url:
+        measured = run_cell(url, "m", Sampling(), plan, seen.append, lambda: events.append("before"))
+    return measured, seen, events
+
+
+def test_closed_loop_phases_and_cooldown() -> None:
+    plan = CellPlan("plain", "w", "completions", 3, _prompts("w", 2), _prompts("m", 7), _prompts("f", 12))
+    measured, seen, events = _run(plan)
+    assert events == ["before"]
+    assert sorted(r.prompt_id for r in measured) == [f"m{i}" for i in range(7)]
+    phases = [r.phase for r in seen]
+    # the warmup finished before any measured request was sent
+    first_measured = min(r.send_s for r in measured)
+    assert all(r.done_s is not None and r.done_s <= first_measured for r in seen if r.phase == "warmup")
+    assert phases.count("warmup") == 2
+    # cooldown fillers keep slots busy while measured requests are in flight, and stop after
+    last_done = max(r.done_s or 0.0 for r in measured)
+    fillers = [r for r in seen if r.phase == "cooldown"]
+    assert fillers, "free slots should send fillers while the last measured requests run"
+    assert all(r.send_s <= last_done for r in fillers)
+    assert len(fillers) < 12
+    assert all(r.output_tokens == 3 and r.error is None for r in seen)
+    # closed loop: a request is scheduled when its worker became free, so send lag is tiny
+    assert all(0.0 <= r.send_s - r.scheduled_s < 0.05 for r in measured)
+
+
+def test_open_loop_follows_the_schedule() -> None:
+    arrivals = tuple(0.03 * i for i in range(6))
+    plan = CellPlan("plain", "w", "completions", 16, (), _prompts("m", 6), arrivals_s=arrivals, label="r33")
+    measured, _, _ = _run(plan)
+    by_id = {r.prompt_id: r for r in measured}
+    start = by_id["m0"].arrival_s
+    assert start is not None
+    for i in range(6):
+        r = by_id[f"m{i}"]
+        assert r.arrival_s is not None and r.arrival_s - start == pytest.approx(0.03 * i, abs=1e-9)
+        # no cap reached: it could be sent when due, and was not sent early
+        assert r.scheduled_s == r.arrival_s
+        assert r.send_s >= r.scheduled_s
+        assert r.level == "r33"
+
+
+def test_open_loop_cap_delays_but_is_not_send_lag() -> None:
+    plan = CellPlan("plain", "w", "completions", 1, (), _prompts("m", 3), arrivals_s=(0.0, 0.0, 0.0))
+    measured, _, _ = _run(plan)
+    ordered = sorted(measured, key=lambda r: r.send_s)
+    # with one slot, each request waits for the previous one: scheduled when the slot frees
+    for prev, nxt in itertools.pairwise(ordered):
+        assert prev.done_s is not None and nxt.scheduled_s >= prev.done_s - 1e-3
+        assert nxt.scheduled_s > nxt.arrival_s  # type: ignore[operator]
+
+
+def test_duration_stop_rule() -> None:
+    plan = CellPlan("plain", "w", "completions", 1, (), _prompts("m", 50), duration_s=0.2)
+    measured, _, _ = _run(plan)
+    # each request takes ~60 ms: a 0.2 s window admits about 4, far fewer than the 50 prepared
+    assert 2 <= len(measured) <= 6
+    first = min(r.send_s for r in measured)
+    assert all(r.send_s - first <= 0.2 for r in measured)
