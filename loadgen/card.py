@@ -81,6 +81,11 @@ def _resource_rows(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _hardware(hw: dict[str, Any]) -> str:
+    gpus = ", ".join(f"{g['name']} ({_bytes(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
+    return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {_bytes(hw.get('memory_bytes'))} memory; {gpus}"
+
+
 def _model_line(label: str, model: dict[str, Any] | None) -> str:
     if model is None:
         return f"- **{label}**: none"
@@ -143,7 +148,8 @@ def render_markdown(card: dict[str, Any]) -> str:
            "ignore_eos with min_tokens = max_tokens)",
            f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card['concurrency'])}; "
            f"stop rule `{json.dumps(card['stop_rule'], sort_keys=True)}`",
-           f"- **prompts sha256**: `{card['prompts_sha256']}`", "",
+           f"- **prompts sha256**: `{card['prompts_sha256']}`",
+           f"- **hardware**: {_hardware(card.get('hardware') or {})}", "",
            f"> {card['workloads_statement']}", "", "## Servers", ""]
     for role, server in card["servers"].items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}

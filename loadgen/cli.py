@@ -71,24 +71,34 @@ def check(pair: str) -> None:
 
 
 @main.command()
-@click.argument("pair")
+@click.argument("pair", required=False)
+@click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Repeat an earlier run: its protocol.json (same pair file, prompts, cells and settings).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
               show_default=True, help="Where run folders are created.")
 @click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL.")
 @click.option("--attach-speculative", metavar="URL", help="Use the speculative server already running at URL.")
 @_handles_errors
-def compare(pair: str, runs_dir: Path, attach_plain: str | None, attach_speculative: str | None) -> None:
+def compare(pair: str | None, protocol_file: Path | None, runs_dir: Path, attach_plain: str | None,
+            attach_speculative: str | None) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
-    from loadgen.flow import run_compare
+    from loadgen.flow import replay_protocol, run_compare
 
-    loaded = load_pair(pair)
+    if (pair is None) == (protocol_file is None):
+        raise BadInput("give either a PAIR or --protocol RUN_DIR/protocol.json, not both or neither")
+    cells = None
+    if protocol_file is not None:
+        loaded, cells = replay_protocol(protocol_file)
+    else:
+        assert pair is not None
+        loaded = load_pair(pair)
     attach = {role: url for role, url in (("plain", attach_plain), ("speculative", attach_speculative)) if url}
     for url in attach.values():
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--attach-* takes a URL such as http://127.0.0.1:8000, got {url!r}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line), attach=attach)
+    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line), attach=attach, cells=cells)
     click.echo(f"card: {run_dir / 'card.md'}")
 
 

@@ -10,9 +10,11 @@ section 2.1 (old scattered flags removed in vLLM 0.8.3, ``--speculative-config``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,14 +45,21 @@ def detect_engine_version(command: Sequence[str], env: Mapping[str, str],
     argv = version_probe(command)
     if argv is None:
         return None
+    try:  # own session: a timeout kills the whole process group, grandchildren holding the pipe included
+        proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    except (OSError, ValueError):
+        return None
     try:
-        done = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
-    except (OSError, subprocess.SubprocessError, ValueError):
+        stdout, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return None
-    if done.returncode != 0:
+    if proc.returncode != 0:
         return None
-    lines = [line.strip() for line in done.stdout.splitlines() if _VERSION_LINE.match(line.strip())]
+    lines = [line.strip() for line in stdout.splitlines() if _VERSION_LINE.match(line.strip())]
     return lines[-1] if lines else None
 
 

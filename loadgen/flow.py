@@ -14,7 +14,7 @@ import platform
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,8 @@ import httpx
 from loadgen import __version__, prom, resources, servers
 from loadgen.card import render_markdown
 from loadgen.client import RequestRecord
-from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
-from loadgen.pair import Level, Pair, RoleServer
+from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, ProfileError, RunFailed
+from loadgen.pair import Level, Pair, RoleServer, Workload, load_pair
 from loadgen.report import build_card
 from loadgen.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_json
 from loadgen.runner import CellPlan, run_cell
@@ -92,6 +92,42 @@ def plan_cells(pair: Pair) -> list[CellSpec]:
             cells.append(CellSpec(workload.name, workload.endpoint, level, rep, tuple(chunk[:w]),
                                   tuple(chunk[w:w + n]), tuple(chunk[w + n:]), arrivals))
     return cells
+
+
+def replay_protocol(protocol_path: Path) -> tuple[Pair, list[CellSpec]]:
+    """The pair and the exact cells (prompts, order, arrival schedules) of an earlier run, from its
+    ``protocol.json`` and the ``pair.toml`` and ``prompts.jsonl`` beside it.
+
+    Raises ProfileError when a file is missing or the prompts no longer match the recorded sha256.
+    """
+    folder = protocol_path.parent
+    try:
+        proto = json.loads(protocol_path.read_text())
+        prompts = {d["prompt_id"] + "@" + d["workload"]: _prompt(d)
+                   for d in map(json.loads, (folder / "prompts.jsonl").read_text().splitlines())}
+    except (OSError, ValueError, KeyError) as exc:
+        raise ProfileError(f"{protocol_path}: cannot replay ({exc}); pass the protocol.json of a run folder "
+                           "that still holds pair.toml and prompts.jsonl") from None
+    if prompts_digest(prompts.values()) != proto.get("prompts_sha256"):
+        raise ProfileError(f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; "
+                           "the run folder was modified")
+    pair = load_pair(str(folder / "pair.toml"))
+    workloads = {w["name"]: w for w in proto["workloads"]}
+    pair = replace(pair, workloads=tuple(Workload(**w) for w in proto["workloads"]))
+    cells = []
+    for c in proto["cells"]:
+        pick = [[prompts[f"{pid}@{c['workload']}"] for pid in c[part]] for part in ("warmup", "measured", "cooldown")]
+        rate = c.get("rate_rps")
+        level = Level(c["concurrency"], rate)
+        cells.append(CellSpec(c["workload"], workloads[c["workload"]]["endpoint"], level, c.get("repetition", 0),
+                              tuple(pick[0]), tuple(pick[1]), tuple(pick[2]),
+                              tuple(c["arrivals_s"]) if c.get("arrivals_s") is not None else None))
+    return pair, cells
+
+
+def _prompt(d: dict[str, Any]) -> Prompt:
+    messages = tuple(d["messages"]) if d.get("messages") is not None else None
+    return Prompt(d["prompt_id"], d["workload"], d["endpoint"], d.get("text"), messages, d["output_tokens"])
 
 
 def served_name(pair: Pair) -> str:
@@ -309,10 +345,12 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> di
                    "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
         "client_host": {"python": platform.python_version(), "machine": platform.machine(),
                         "system": platform.platform()},
+        "hardware": resources.hardware(),
     }
 
 
-def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None) -> Path:
+def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None,
+                cells: list[CellSpec] | None = None) -> Path:
     """Run the whole comparison of ``pair``; returns the run folder.
 
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
@@ -326,7 +364,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         raise PairCheckError(f"pair check failed: {blocking[0].check}: {blocking[0].message}")
     run_dir = new_run_dir(runs_root, pair.name)
     log(f"run folder: {run_dir}")
-    cells = plan_cells(pair)
+    cells = cells if cells is not None else plan_cells(pair)
     all_prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     with (run_dir / "prompts.jsonl").open("w") as fh:
         for p in all_prompts:

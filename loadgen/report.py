@@ -201,6 +201,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "crossover": _crossovers(cells),
         "resources": {**usage, "difference": difference(usage["plain"], usage["speculative"])},
         "placement": {role: _placement(servers[role]) for role in ROLES},
+        "hardware": proto.get("hardware"),
     }
 
 

@@ -142,3 +142,29 @@ def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] |
         "kv_cache_tokens_lost": lost,
         "kv_capacity_loss": lost / p_kv if lost is not None and p_kv else None,
     }
+
+
+def hardware() -> dict[str, Any]:
+    """The machine loadgen runs on (the servers' machine when launched locally): CPU model and cores,
+    memory, and the GPUs NVML sees (name, memory); ``gpus`` is [] without NVML."""
+    cpu_model = None
+    with contextlib.suppress(OSError):
+        for line in open("/proc/cpuinfo", encoding="utf-8"):  # noqa: SIM115 - short read
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    gpus: list[dict[str, Any]] = []
+    with contextlib.suppress(ImportError, Exception):
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            for index in range(pynvml.nvmlDeviceGetCount()):
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                name = pynvml.nvmlDeviceGetName(handle)
+                gpus.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
+                             "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)})
+        finally:
+            pynvml.nvmlShutdown()
+    return {"cpu_model": cpu_model, "cpu_cores": psutil.cpu_count(logical=True),
+            "memory_bytes": psutil.virtual_memory().total, "gpus": gpus}

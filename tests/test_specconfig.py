@@ -121,7 +121,8 @@ def test_key_added_later() -> None:
     f = only_failure(check({**DRAFT, "kv_cache_dtype": "fp8"}, "0.25.0"))
     assert "(added in 0.26)" in f.message and "upgrade vLLM or remove it" in f.message
     assert failed(check({**DRAFT, "enforce_eager": True}, "0.15.0")) == []  # added in 0.11
-    assert "(added in 0.11)" in only_failure(check({**DRAFT, "enforce_eager": True}, "0.10.2")).message
+    ngram = {"method": "ngram", "num_speculative_tokens": 3, "enforce_eager": True}
+    assert "(added in 0.11)" in only_failure(check(ngram, "0.10.2")).message
     quiet = only_failure(check({**DRAFT, "parallel_drafting": True}, "0.15.0"))
     assert "(added in 0.16)" in quiet.message and "would ignore it silently" in quiet.message
 

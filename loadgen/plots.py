@@ -1,0 +1,297 @@
+"""PNG figures of a pair card (matplotlib's Agg canvas on private Figures: no pyplot, no global state).
+
+Inputs: the card dict of report.py (schema ``loadgen.card/1``) and the run's request records (only
+measured, successful ones are drawn). Figures, one file each (``<kind>[_<workload>][_rate].png``):
+
+- ``latency_<workload>``: TTFT (ms), TPOT (ms/token), E2E latency (s) p50 (solid) and p99 (dashed),
+  plain vs speculative, against the load level;
+- ``throughput``: output throughput (tokens/s) and request throughput (req/s), every workload;
+- ``tpot_ratio``: speculative / plain TPOT p50 (the primary metric) with its 95% paired-bootstrap CI band,
+  the line ratio = 1, and the crossover level marked (linear interpolation, :func:`crossover`);
+- ``acceptance``: per-position acceptance (accepted_per_pos[i] / drafts) per workload and level;
+- ``ttft_distribution``: empirical CDF of per-request TTFT (ms), plain vs speculative, per workload.
+
+Closed-loop cells (``rate_rps`` None) are drawn against concurrency; open-loop cells, if any, in separate
+``_rate`` figures against the offered rate (req/s). Anything the card lacks (a role, a cell, a ratio,
+acceptance) is skipped, never an error: a figure with nothing to draw is not written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from loadgen.client import RequestRecord
+from loadgen.compare import crossover
+from loadgen.metrics import request_timings
+
+__all__ = ["crossover", "crossover_points", "render_plots"]
+
+ROLES = ("plain", "speculative")
+COLORS = {"plain": "#1f77b4", "speculative": "#d62728"}
+WORKLOAD_MARKERS = ("o", "s", "^", "D", "v", "P")
+DPI = 110
+_KINDS = (("concurrency", "concurrency (closed-loop requests in flight)", ""),
+          ("rate", "offered load (requests/s, open loop)", "_rate"))
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "workload"
+
+
+def _num(value: Any) -> float:
+    """A finite float, or NaN for None/missing/non-numbers (matplotlib breaks lines at NaN)."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else math.nan
+
+
+def _cells(card: dict[str, Any], workload: str, kind: str) -> list[tuple[float, dict[str, Any]]]:
+    """(x, cell) of one workload and load kind, sorted by x; x = concurrency or rate_rps."""
+    out = []
+    for cell in card.get("cells") or []:
+        if isinstance(cell, dict) and cell.get("workload") == workload and (
+                (cell.get("rate_rps") is None) == (kind == "concurrency")):
+            x = _num(cell.get("concurrency" if kind == "concurrency" else "rate_rps"))
+            out += [] if math.isnan(x) else [(x, cell)]
+    return sorted(out, key=lambda t: t[0])
+
+
+def _workloads(card: dict[str, Any]) -> list[str]:
+    return list(dict.fromkeys(str(c["workload"]) for c in card.get("cells") or []
+                              if isinstance(c, dict) and c.get("workload") is not None))
+
+
+def _stat(cell: dict[str, Any], role: str, key: str, stat: str | None = None) -> float:
+    side = cell.get(role)
+    value = side.get(key) if isinstance(side, dict) else None
+    return _num(value.get(stat) if isinstance(value, dict) and stat else value)
+
+
+def _ratio(cell: dict[str, Any], name: str = "tpot_p50") -> tuple[float, float, float]:
+    r = (cell.get("ratios") or {}).get(name) or {}
+    return _num(r.get("value")), _num(r.get("ci_low")), _num(r.get("ci_high"))
+
+
+def crossover_points(card: dict[str, Any], kind: str = "concurrency") -> dict[str, float | None]:
+    """Per workload: the load level (concurrency, or req/s with ``kind="rate"``) where the speculative /
+    plain TPOT p50 ratio crosses 1, by :func:`crossover` (linear interpolation between the two tested
+    levels around the first crossing); None when it never crosses or ratios are missing. Workloads with
+    no cell of that kind are left out. Pure."""
+    out: dict[str, float | None] = {}
+    for workload in _workloads(card):
+        cells = _cells(card, workload, kind)
+        if cells:
+            values = [_ratio(c)[0] for _, c in cells]
+            out[workload] = crossover([x for x, _ in cells], [None if math.isnan(v) else v for v in values])
+    return out
+
+
+def _new_figure(ncols: int, nrows: int = 1, width: float = 5.2, height: float = 4.0) -> Figure:
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _level_axis(ax: Axes, xs: Sequence[float], xlabel: str) -> None:
+    """Ticks at the tested levels; log2 scale when they span a factor of 8 or more."""
+    finite = sorted({x for x in xs if x > 0})
+    if len(finite) >= 2 and finite[-1] / finite[0] >= 8:
+        ax.set_xscale("log", base=2)
+    if finite:
+        ax.set_xticks(finite, [f"{x:g}" for x in finite])
+        ax.minorticks_off()
+    ax.set_xlabel(xlabel)
+    ax.grid(True, alpha=0.3)
+
+
+def _maybe_log_y(ax: Axes, values: Iterable[float], span: float = 30.0) -> None:
+    finite = [v for v in values if v > 0 and math.isfinite(v)]
+    if finite and max(finite) / min(finite) >= span:
+        ax.set_yscale("log")
+
+
+def _save(fig: Figure, path: Path, paths: list[Path]) -> None:
+    fig.savefig(path, dpi=DPI)
+    paths.append(path)
+
+
+def _latency(card: dict[str, Any], workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+    cells = _cells(card, workload, kind[0])
+    panels = (("TTFT", "ttft_s", 1e3, "ms"), ("TPOT", "tpot_s", 1e3, "ms/token"), ("E2E latency", "e2e_s", 1.0, "s"))
+    xs = [x for x, _ in cells]
+    drawn, fig = False, _new_figure(3)
+    for ax, (label, key, scale, unit) in zip(fig.subplots(1, 3), panels, strict=True):
+        seen: list[float] = []
+        for role in ROLES:
+            for stat, style in (("p50", "-"), ("p99", "--")):
+                ys = [_stat(c, role, key, stat) * scale for _, c in cells]
+                if any(not math.isnan(y) for y in ys):
+                    ax.plot(xs, ys, style, marker="o", color=COLORS[role], label=f"{role} {stat}")
+                    seen += ys
+        drawn |= bool(seen)
+        _maybe_log_y(ax, seen)
+        _level_axis(ax, xs, kind[1])
+        ax.set(ylabel=f"{label} ({unit})", title=f"{label} p50 (solid) / p99 (dashed)")
+        if seen:
+            ax.legend(fontsize="small")
+    if drawn:
+        fig.suptitle(f"{card.get('pair', '?')} · {workload}: latency vs {kind[0]}")
+        _save(fig, out / f"latency_{_slug(workload)}{kind[2]}.png", paths)
+
+
+def _throughput(card: dict[str, Any], kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+    fig = _new_figure(2)
+    axes, xs_all, drawn = fig.subplots(1, 2), [], False
+    for w, workload in enumerate(_workloads(card)):
+        cells = _cells(card, workload, kind[0])
+        xs = [x for x, _ in cells]
+        xs_all += xs
+        for ax, key in zip(axes, ("output_throughput_tps", "request_throughput_rps"), strict=True):
+            for role in ROLES:
+                ys = [_stat(c, role, key) for _, c in cells]
+                if any(not math.isnan(y) for y in ys):
+                    drawn = True
+                    ax.plot(xs, ys, "-", marker=WORKLOAD_MARKERS[w % len(WORKLOAD_MARKERS)], color=COLORS[role],
+                            alpha=1.0 if role == "speculative" else 0.85, label=f"{workload} · {role}")
+    if not drawn:
+        return
+    for ax, ylabel, title in zip(axes, ("output throughput (tokens/s)", "request throughput (requests/s)"),
+                                 ("output tokens / measurement window", "successful requests / measurement window"),
+                                 strict=True):
+        _level_axis(ax, xs_all, kind[1])
+        ax.set(ylabel=ylabel, title=title, ylim=(0, None))
+        ax.legend(fontsize="small")
+    fig.suptitle(f"{card.get('pair', '?')}: throughput vs {kind[0]} (color: role, marker: workload)")
+    _save(fig, out / f"throughput{kind[2]}.png", paths)
+
+
+def _ratio_plot(card: dict[str, Any], kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+    fig = _new_figure(1, width=7.5, height=4.6)
+    ax, xs_all, drawn = fig.subplots(), [], False
+    points = crossover_points(card, kind[0])
+    palette = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+    for w, workload in enumerate(_workloads(card)):
+        cells = _cells(card, workload, kind[0])
+        xs = [x for x, _ in cells]
+        vals, lows, highs = (list(t) for t in zip(*[_ratio(c) for _, c in cells], strict=True)) if cells else ([], [], [])
+        if all(math.isnan(v) for v in vals):
+            continue
+        drawn, color = True, palette[w % len(palette)]
+        xs_all += xs
+        ax.plot(xs, vals, "-", marker=WORKLOAD_MARKERS[w % len(WORKLOAD_MARKERS)], color=color, label=workload)
+        band = np.array([lows, highs], dtype=float)
+        if not np.isnan(band).all():
+            ax.fill_between(xs, band[0], band[1], color=color, alpha=0.18, label=f"{workload} 95% CI")
+        x_cross = points.get(workload)
+        if x_cross is not None:
+            ax.axvline(x_cross, color=color, linestyle=":", linewidth=1.2)
+            ax.plot([x_cross], [1.0], marker="X", markersize=11, color=color, markeredgecolor="black", zorder=5)
+            ax.annotate(f"crossover ≈ {x_cross:.3g}", (x_cross, 1.0), textcoords="offset points", xytext=(6, 8),
+                        color=color, fontsize="small")
+    if not drawn:
+        return
+    ax.axhline(1.0, color="black", linewidth=1.0)
+    ax.text(0.01, 0.02, "below 1: speculative faster per token", transform=ax.transAxes, fontsize="small",
+            color="dimgray")
+    _level_axis(ax, xs_all, kind[1])
+    ax.set_ylabel("speculative / plain TPOT p50")
+    ax.legend(fontsize="small")
+    ax.set_title(f"{card.get('pair', '?')}: TPOT p50 ratio vs {kind[0]} (band: 95% paired-bootstrap CI)")
+    _save(fig, out / f"tpot_ratio{kind[2]}.png", paths)
+
+
+def _acceptance(card: dict[str, Any], out: Path, paths: list[Path]) -> None:
+    rows = []
+    for workload in _workloads(card):
+        cells = [(x, c) for kind, *_ in _KINDS for x, c in _cells(card, workload, kind)]
+        found = [(c, acc) for _, c in cells if isinstance(acc := (c.get("speculative") or {}).get("acceptance"), dict)
+                 and acc.get("per_position")]
+        if found:
+            rows.append((workload, found))
+    if not rows:
+        return
+    fig = _new_figure(len(rows), width=5.6)
+    axes = fig.subplots(1, len(rows), squeeze=False)[0]
+    for ax, (workload, found) in zip(axes, rows, strict=True):
+        k = max(len(acc["per_position"]) for _, acc in found)
+        width = 0.8 / len(found)
+        for i, (cell, acc) in enumerate(found):
+            pos = np.arange(len(acc["per_position"]))
+            level = cell.get("level") or f"c{cell.get('concurrency')}"
+            label = (f"{level}: rate {_num(acc.get('acceptance_rate')):.2f}, "
+                     f"length {_num(acc.get('mean_acceptance_length')):.2f}")
+            ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc["per_position"]], width, label=label)
+        ax.set_xticks(range(k), [str(i) for i in range(k)])
+        ax.set(xlabel="draft position i (0-based)", ylabel="accepted_per_pos[i] / drafts", ylim=(0, 1.05), title=workload)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize="small", title="level: acceptance rate, mean length", title_fontsize="small")
+    fig.suptitle(f"{card.get('pair', '?')}: per-position acceptance (vLLM counter deltas per cell)")
+    _save(fig, out / "acceptance.png", paths)
+
+
+def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str], list[float]]:
+    out: dict[tuple[str, str, str], list[float]] = {}
+    for r in records:
+        if r.warmup or not r.ok:
+            continue
+        t = request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)
+        if t is not None:
+            out.setdefault((r.workload, r.level or f"c{r.concurrency}", r.role), []).append(t.ttft_s * 1e3)
+    return out
+
+
+def _ttft_distribution(card: dict[str, Any], records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
+    samples = _ttft_samples(records)
+    workloads = [w for w in dict.fromkeys([*_workloads(card), *(k[0] for k in samples)])
+                 if any(k[0] == w for k in samples)]
+    if not workloads:
+        return
+    fig = _new_figure(len(workloads), width=5.6)
+    axes = fig.subplots(1, len(workloads), squeeze=False)[0]
+    for ax, workload in zip(axes, workloads, strict=True):
+        levels = sorted({k[1] for k in samples if k[0] == workload},
+                        key=lambda s: (s[:1], float(s[1:]) if s[1:].replace(".", "", 1).isdigit() else math.inf))
+        values: list[float] = []
+        for j, level in enumerate(levels):
+            shade = 0.45 + 0.55 * (j + 1) / len(levels)
+            for role in ROLES:
+                data = np.sort(np.asarray(samples.get((workload, level, role), []), dtype=float))
+                if data.size:
+                    values += data.tolist()
+                    ax.step(np.concatenate([data[:1], data]), np.arange(data.size + 1) / data.size, where="post",
+                            color=COLORS[role], alpha=shade, linestyle="-" if role == "speculative" else "--",
+                            label=f"{role} {level} (n={data.size})")
+        if values and max(values) / max(min(values), 1e-9) >= 30:
+            ax.set_xscale("log")
+        ax.set(xlabel="TTFT (ms)", ylabel="fraction of requests ≤ x", ylim=(0, 1.02), title=workload)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="x-small")
+    fig.suptitle(f"{card.get('pair', '?')}: TTFT distribution (ECDF of measured requests)")
+    _save(fig, out / "ttft_distribution.png", paths)
+
+
+def render_plots(card: dict[str, Any], records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
+    """Write the figures of ``card`` (report.build_card's dict) and ``records`` (requests.jsonl; warmup,
+    cooldown and failed requests are ignored) as PNG files under ``out_dir`` (created if needed).
+
+    Returns the paths written, in a stable order (latency per workload, throughput, TPOT ratio,
+    acceptance, TTFT distribution; closed-loop figures before their ``_rate`` counterparts). Parts the
+    card lacks are skipped; an empty card gives []. Raises OSError only when ``out_dir`` is not writable.
+    """
+    paths: list[Path] = []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for kind in _KINDS:
+        for workload in _workloads(card):
+            _latency(card, workload, kind, out_dir, paths)
+        _throughput(card, kind, out_dir, paths)
+        _ratio_plot(card, kind, out_dir, paths)
+    _acceptance(card, out_dir, paths)
+    _ttft_distribution(card, records, out_dir, paths)
+    return paths

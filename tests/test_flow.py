@@ -1,0 +1,84 @@
+"""The compare flow's pure parts: cell planning, protocol replay, proof of mode on recorded /metrics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from loadgen import prom
+from loadgen.errors import FallbackDetected, ProfileError
+from loadgen.flow import plan_cells, protocol, prove_mode, replay_protocol
+from loadgen.pair import load_pair
+
+DATA = Path(__file__).parent / "data"
+
+
+def _pair_without_exact_lengths(tmp_path: Path) -> Path:
+    text = Path("profiles/pairs/demo-cpu.toml").read_text()
+    # no target model here: keep natural prompt lengths so no tokenizer is needed
+    text = text.replace("[stop]", "[stop]\ncooldown = true").replace('concurrency = [1, 2, 4]',
+                                                                     'concurrency = [1, 4]\nrates_rps = [2.0]')
+    wl = tmp_path / "profiles" / "workloads"
+    wl.mkdir(parents=True)
+    for name in ("short-homogeneous", "long-diverse"):
+        src = Path(f"profiles/workloads/{name}.toml").read_text()
+        (wl / f"{name}.toml").write_text("\n".join(line for line in src.splitlines()
+                                                   if not line.startswith("input_tokens")))
+    path = tmp_path / "pair.toml"
+    path.write_text(text)
+    return path
+
+
+def test_plan_cells_slices_are_disjoint_and_seeded(tmp_path: Path) -> None:
+    pair = load_pair(str(_pair_without_exact_lengths(tmp_path)), workloads_dir=tmp_path / "profiles" / "workloads")
+    cells = plan_cells(pair)
+    assert [(c.workload, c.level.label) for c in cells] == [
+        ("short-homogeneous", "c1"), ("short-homogeneous", "c4"), ("short-homogeneous", "r2"),
+        ("long-diverse", "c1"), ("long-diverse", "c4"), ("long-diverse", "r2")]
+    c1, c4, r2 = cells[:3]
+    assert (len(c1.warmup), len(c1.measured), len(c1.cooldown)) == (1, 8, 0)
+    assert (len(c4.warmup), len(c4.measured), len(c4.cooldown)) == (1, 8, 12)
+    assert r2.arrivals_s is not None and len(r2.arrivals_s) == 8 and r2.arrivals_s[0] == 0.0
+    ids = [p.prompt_id for c in cells[:3] for p in (*c.warmup, *c.measured, *c.cooldown)]
+    assert len(ids) == len(set(ids))
+    again = plan_cells(pair)
+    assert [c.measured for c in again] == [c.measured for c in cells]
+    assert again[2].arrivals_s == r2.arrivals_s
+
+
+def test_protocol_replay_gives_the_same_cells(tmp_path: Path) -> None:
+    pair = load_pair(str(_pair_without_exact_lengths(tmp_path)), workloads_dir=tmp_path / "profiles" / "workloads")
+    cells = plan_cells(pair)
+    run = tmp_path / "run"
+    run.mkdir()
+    prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
+    (run / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
+    (run / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts)))
+    shutil.copyfile(pair.path, run / "pair.toml")
+    replayed_pair, replayed = replay_protocol(run / "protocol.json")
+    assert replayed == cells
+    assert replayed_pair.speculative == pair.speculative and replayed_pair.sampling == pair.sampling
+    # a modified prompt file is refused
+    (run / "prompts.jsonl").write_text((run / "prompts.jsonl").read_text().replace("The", "A", 1))
+    with pytest.raises(ProfileError, match="does not match the protocol's prompts_sha256"):
+        replay_protocol(run / "protocol.json")
+    with pytest.raises(ProfileError, match="cannot replay"):
+        replay_protocol(tmp_path / "nowhere" / "protocol.json")
+
+
+def test_prove_mode_on_recorded_vllm_metrics() -> None:
+    plain = prom.parse_metrics((DATA / "vllm032_plain_t0.prom").read_text())
+    spec = prom.parse_metrics((DATA / "vllm032_spec_t0.prom").read_text())
+    k = prom.spec_decode_positions(spec)
+    assert k >= 1
+    assert prove_mode("plain", plain, k)["spec_decode_metrics"] is False
+    assert prove_mode("speculative", spec, k)["spec_positions"] == k
+    with pytest.raises(FallbackDetected, match="exposes no vllm:spec_decode"):
+        prove_mode("speculative", plain, k)
+    with pytest.raises(FallbackDetected, match="plain server exposes"):
+        prove_mode("plain", spec, k)
+    with pytest.raises(FallbackDetected, match=f"runs K={k}"):
+        prove_mode("speculative", spec, k + 2)
