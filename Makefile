@@ -49,5 +49,9 @@ check: install
 	$(VENV)/bin/ruff format --check loadgen tests scripts || true
 	$(VENV)/bin/mypy
 
+# Benchmarks, not tests: numbers that issues name are measured here (docs/benchmarks.md).
+bench: install
+	$(VENV)/bin/python scripts/bench_timing.py
+
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(MODELS) runs .pytest_cache .mypy_cache .ruff_cache *.egg-info

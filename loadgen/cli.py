@@ -56,13 +56,17 @@ def pairs() -> None:
 
 @main.command()
 @click.argument("pair")
+@click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @_handles_errors
-def check(pair: str) -> None:
+def check(pair: str, allow_unpinned: bool) -> None:
     """Check PAIR (a name in profiles/pairs/ or a .toml path) without starting any server."""
+    from loadgen.engine import detect_engine_version
     from loadgen.validate import check_pair
 
     loaded = load_pair(pair)
-    findings = check_pair(loaded)
+    version = detect_engine_version(loaded.engine.command, loaded.engine.env)
+    click.echo(f"engine version (installed): {version or 'unknown'}")
+    findings = check_pair(loaded, version, allow_unpinned)
     for f in findings:
         click.echo(f.line())
     blocking = [f for f in findings if f.blocking and not f.ok]
@@ -78,9 +82,10 @@ def check(pair: str) -> None:
               show_default=True, help="Where run folders are created.")
 @click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL.")
 @click.option("--attach-speculative", metavar="URL", help="Use the speculative server already running at URL.")
+@click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @_handles_errors
 def compare(pair: str | None, protocol_file: Path | None, runs_dir: Path, attach_plain: str | None,
-            attach_speculative: str | None) -> None:
+            attach_speculative: str | None, allow_unpinned: bool) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
     from loadgen.flow import replay_protocol, run_compare
@@ -98,7 +103,8 @@ def compare(pair: str | None, protocol_file: Path | None, runs_dir: Path, attach
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--attach-* takes a URL such as http://127.0.0.1:8000, got {url!r}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line), attach=attach, cells=cells)
+    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line), attach=attach, cells=cells,
+                          allow_unpinned=allow_unpinned)
     click.echo(f"card: {run_dir / 'card.md'}")
 
 

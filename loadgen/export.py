@@ -43,9 +43,10 @@ from loadgen.metrics import CellStats, Distribution, request_timings
 CELL_LABELS = ("pair", "role", "workload", "concurrency", "level")
 PUSH_JOB = "loadgen"
 #: 1 ms .. 60 s, six steps per decade (1, 1.5, 2, 3, 5, 7.5): TTFT, TPOT, ITL, ICL and E2E latency.
-LATENCY_BUCKETS_S = tuple(
-    round(m * 10.0**e, 6) for e in range(-3, 2) for m in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5) if m * 10.0**e <= 60.0
-) + (60.0,)
+LATENCY_BUCKETS_S = (
+    *(round(m * 10.0**e, 6) for e in range(-3, 2) for m in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5) if m * 10.0**e <= 60.0),
+    60.0,
+)
 #: 10 µs .. 10 s: the client's delay behind its schedule is normally tens of microseconds.
 SEND_LAG_BUCKETS_S = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1,
                       0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

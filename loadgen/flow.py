@@ -31,10 +31,13 @@ from loadgen.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_jso
 from loadgen.runner import CellPlan, run_cell
 from loadgen.schedule import arrival_offsets
 from loadgen.scrape import sample_gauges, scrape, summarize_gauges
+from loadgen.engine import detect_engine_version
 from loadgen.validate import check_pair, model_hashes
 from loadgen.workload import Prompt, generate, load_tokenizer, prompts_digest
 
 ROLES = ("plain", "speculative")
+#: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
+LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
 Log = Callable[[str], None]
 
 
@@ -186,6 +189,9 @@ def _save_server_record(run_dir: Path, server: servers.Server, snap: prom.Snapsh
 
 def _resources(server: servers.Server, effective: dict[str, Any]) -> dict[str, Any]:
     pid = server.process.pid if server.process is not None else None
+    url = httpx.URL(server.base_url)
+    if pid is None and url.host in ("127.0.0.1", "localhost", "::1") and url.port is not None:
+        pid = resources.pid_listening_on(url.port)  # an attached server on this machine
     return resources.usage(pid, effective["cache_config_info"], effective.get("kv_cache_tokens_log"))
 
 
@@ -300,14 +306,18 @@ def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellSpec, run
         "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
         "output_length_mismatches": len(mismatched),
         "failure": failure,
+        "notes": [],
     }
-    cells_log.append(entry)
     ok = len(records) - errors
+    flat = role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0
+    if flat and pair.method in LOOKUP_METHODS:
+        entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
+    cells_log.append(entry)
     log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
         f"{duration:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
                               f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
         + (f"; FAILED: {failure}" if failure else ""))
-    if role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0:
+    if flat and pair.method not in LOOKUP_METHODS:
         raise FallbackDetected(f"the speculative server's draft counters did not move during cell "
                                f"{cell.workload} {cell.level.label}: no speculation happened")
 
@@ -350,13 +360,15 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> di
 
 
 def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None,
-                cells: list[CellSpec] | None = None) -> Path:
+                cells: list[CellSpec] | None = None, allow_unpinned: bool = False) -> Path:
     """Run the whole comparison of ``pair``; returns the run folder.
 
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
     in every case after the run folder exists, the card is written (``complete: false`` if cut short).
     """
-    findings = check_pair(pair)
+    engine_version = detect_engine_version(pair.engine.command, pair.engine.env)
+    log(f"engine version (installed): {engine_version or 'unknown'}")
+    findings = check_pair(pair, engine_version, allow_unpinned)
     for f in findings:
         log(f.line())
     blocking = [f for f in findings if f.blocking and not f.ok]
@@ -370,7 +382,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         for p in all_prompts:
             fh.write(json.dumps(p.to_json()) + "\n")
     copy_pair_file(pair.path, run_dir)
-    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts))
+    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version})
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
     status: dict[str, Any] = {"complete": False, "failure": None}
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")

@@ -111,12 +111,6 @@ def _level_axis(ax: Axes, xs: Sequence[float], xlabel: str) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _maybe_log_y(ax: Axes, values: Iterable[float], span: float = 30.0) -> None:
-    finite = [v for v in values if v > 0 and math.isfinite(v)]
-    if finite and max(finite) / min(finite) >= span:
-        ax.set_yscale("log")
-
-
 def _save(fig: Figure, path: Path, paths: list[Path]) -> None:
     fig.savefig(path, dpi=DPI)
     paths.append(path)
@@ -136,7 +130,9 @@ def _latency(card: dict[str, Any], workload: str, kind: tuple[str, str, str], ou
                     ax.plot(xs, ys, style, marker="o", color=COLORS[role], label=f"{role} {stat}")
                     seen += ys
         drawn |= bool(seen)
-        _maybe_log_y(ax, seen)
+        finite = [v for v in seen if v > 0 and math.isfinite(v)]
+        if finite and max(finite) / min(finite) >= 30:  # log y when the values span 30x or more
+            ax.set_yscale("log")
         _level_axis(ax, xs, kind[1])
         ax.set(ylabel=f"{label} ({unit})", title=f"{label} p50 (solid) / p99 (dashed)")
         if seen:
@@ -180,21 +176,23 @@ def _ratio_plot(card: dict[str, Any], kind: tuple[str, str, str], out: Path, pat
     for w, workload in enumerate(_workloads(card)):
         cells = _cells(card, workload, kind[0])
         xs = [x for x, _ in cells]
-        vals, lows, highs = (list(t) for t in zip(*[_ratio(c) for _, c in cells], strict=True)) if cells else ([], [], [])
-        if all(math.isnan(v) for v in vals):
+        ratios = np.array([_ratio(c) for _, c in cells], dtype=float).reshape(-1, 3)
+        vals, lows, highs = ratios[:, 0], ratios[:, 1], ratios[:, 2]
+        if np.isnan(vals).all():
             continue
         drawn, color = True, palette[w % len(palette)]
         xs_all += xs
         ax.plot(xs, vals, "-", marker=WORKLOAD_MARKERS[w % len(WORKLOAD_MARKERS)], color=color, label=workload)
-        band = np.array([lows, highs], dtype=float)
-        if not np.isnan(band).all():
-            ax.fill_between(xs, band[0], band[1], color=color, alpha=0.18, label=f"{workload} 95% CI")
+        if not np.isnan(np.concatenate([lows, highs])).all():
+            ax.fill_between(xs, lows, highs, color=color, alpha=0.18, label=f"{workload} 95% CI")
         x_cross = points.get(workload)
         if x_cross is not None:
             ax.axvline(x_cross, color=color, linestyle=":", linewidth=1.2)
             ax.plot([x_cross], [1.0], marker="X", markersize=11, color=color, markeredgecolor="black", zorder=5)
-            ax.annotate(f"crossover ≈ {x_cross:.3g}", (x_cross, 1.0), textcoords="offset points", xytext=(6, 8),
-                        color=color, fontsize="small")
+            left = x_cross > (min(xs) + max(xs)) / 2  # keep the label inside the axes
+            ax.annotate(f"{workload}: crossover ≈ {x_cross:.3g}", (x_cross, 1.0), textcoords="offset points",
+                        xytext=(-6 if left else 6, 8 + 13 * w), ha="right" if left else "left", color=color,
+                        fontsize="small")
     if not drawn:
         return
     ax.axhline(1.0, color="black", linewidth=1.0)
@@ -229,9 +227,11 @@ def _acceptance(card: dict[str, Any], out: Path, paths: list[Path]) -> None:
                      f"length {_num(acc.get('mean_acceptance_length')):.2f}")
             ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc["per_position"]], width, label=label)
         ax.set_xticks(range(k), [str(i) for i in range(k)])
-        ax.set(xlabel="draft position i (0-based)", ylabel="accepted_per_pos[i] / drafts", ylim=(0, 1.05), title=workload)
+        ax.set(xlabel="draft position i (0-based)", ylabel="accepted_per_pos[i] / drafts", ylim=(0, 1.05),
+               title=workload)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize="small", title="level: acceptance rate, mean length", title_fontsize="small")
+        ax.legend(fontsize="small", title="level: acceptance rate, mean acceptance length", title_fontsize="small",
+                  loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
     fig.suptitle(f"{card.get('pair', '?')}: per-position acceptance (vLLM counter deltas per cell)")
     _save(fig, out / "acceptance.png", paths)
 

@@ -1,4 +1,5 @@
-"""Read vLLM's spec-decode counters from an existing Prometheus server (HTTP API ``/api/v1/query``).
+"""Read vLLM's spec-decode counters from an existing Prometheus server (HTTP API ``/api/v1/query``,
+https://prometheus.io/docs/prometheus/latest/querying/api/; tested against Prometheus 2.42).
 
 The direct path (flow.py) scrapes the server's ``/metrics`` right before and after a cell; this module
 gets the same deltas from a Prometheus server that scrapes vLLM on its own (the pattern of
@@ -22,8 +23,11 @@ Both equal the direct before/after scrape when Prometheus scraped the server in 
 after the cell's warmup and after its last request (counters do not move then). Recipe for the caller:
 ``t0 = reader.wait_for_scrape(time.time(), sel)`` once warmup is done (before the measured requests);
 ``t1 = reader.wait_for_scrape(time.time(), sel)`` once the cell's requests are done (before the next
-traffic); then ``cross_check(direct, reader.spec_decode_delta_at_instants(t0, t1, sel))``. Each wait
-lasts up to one scrape interval. Times are unix seconds on the Prometheus host's clock.
+traffic), i.e. right after each direct scrape; then
+``cross_check(direct, reader.spec_decode_delta_at_instants(t0, t1, sel))``. Each wait lasts up to one
+scrape interval. ``sel`` must pick the speculative server's series (``job=...`` or ``instance="host:port"``,
+plus ``model_name`` if the job has several). Times are unix seconds; Prometheus stamps samples with its
+own clock, so a remote Prometheus needs synchronized clocks.
 """
 
 from __future__ import annotations

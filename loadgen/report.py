@@ -59,7 +59,7 @@ def _ratios(plain: list[RequestRecord], spec: list[RequestRecord], p: CellStats,
 
 
 def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[str, dict[str, Any]]) -> list[str]:
-    notes = []
+    notes = [note for entry in entries.values() for note in entry.get("notes") or []]
     for role, entry in entries.items():
         if entry.get("output_length_mismatches"):
             notes.append(f"{role}: {entry['output_length_mismatches']} requests did not return their requested "

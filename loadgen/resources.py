@@ -168,3 +168,13 @@ def hardware() -> dict[str, Any]:
             pynvml.nvmlShutdown()
     return {"cpu_model": cpu_model, "cpu_cores": psutil.cpu_count(logical=True),
             "memory_bytes": psutil.virtual_memory().total, "gpus": gpus}
+
+
+def pid_listening_on(port: int) -> int | None:
+    """The PID of the local process listening on TCP ``port`` (an attached server on this machine), or
+    None when there is none or it cannot be seen (another user's process without privileges)."""
+    with contextlib.suppress(psutil.Error, OSError):
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+                return int(conn.pid)
+    return None

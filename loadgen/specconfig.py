@@ -252,7 +252,9 @@ def check_speculative_config(spec: Mapping[str, Any], engine_version: str, servi
     ``engine_version`` (e.g. ``"0.32.0+cpu"``). Known: 0.10-0.33; older is refused, newer is checked
     against 0.33 with unknown keys as warnings. ``serving_max_model_len`` (tokens, None = unknown) bounds
     the draft's ``max_model_len``; ``target_tp`` is the target's tensor-parallel size;
-    ``draft_model_type`` is the draft config.json ``model_type``. Returns findings; never raises."""
+    ``draft_model_type`` is the draft config.json ``model_type``. Returns findings; never raises. Rules from
+    vllm/config/speculative.py (``__post_init__``: method, prompt lookup, max_model_len; ``_verify_and_get_draft_tp``)
+    and vllm/v1/spec_decode/draft_model.py (``_raise_if_draft_tp_mismatch``, 0.15+)."""
     try:
         version = parse_version(engine_version)
     except ValueError:

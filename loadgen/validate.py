@@ -188,9 +188,10 @@ def _locate(role: str, ref: ModelRef, key: str, allow_unpinned: bool) -> tuple[l
                                                                else " or pass --allow-unpinned"))], None
 
 
-def check_pair(pair: Pair, engine_version: str | None, allow_unpinned: bool = False) -> list[Finding]:
+def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bool = False) -> list[Finding]:
     """All pre-flight checks of ``pair`` (no server needed) for the installed engine version
-    (``engine.detect_engine_version``; None: unknown, one warning and the schema is not checked).
+    (``engine.detect_engine_version``; None: unknown, one warning and the schema is not checked; pass it
+    always: the default only keeps older callers working).
     ``allow_unpinned`` turns unpinned hub revisions from blocking into warnings. Never raises for a bad
     pair: every problem is a finding (failed blocking ones stop the run with exit 2)."""
     out = check_engine_args(pair.engine.args)
@@ -225,7 +226,7 @@ def check_pair(pair: Pair, engine_version: str | None, allow_unpinned: bool = Fa
         out += [f for f in found if f.check not in skip]
     if target_dir and draft_dir:
         out += _vocab_findings(target_dir, draft_dir, t_info, d_info, pair.speculative, engine_version, env)
-    elif pair.draft is not None:
+    elif pair.draft is not None and not any(f.check in ("target", "draft") for f in out):
         out.append(Finding("vocabulary", False, False, "not compared: the target or the draft is not a local "
                            "directory (no tokenizer files here); vLLM checks vocab_size only"))
     return out

@@ -1,8 +1,8 @@
 """Benchmark: how accurately loadgen's client measures TTFT, E2E, TPOT, ICL and ITL (DESIGN.md).
 
 It starts ``scripts/sse_server.py`` as a separate process (pinned to its own core when there are two),
-runs loadgen's own runner (:func:`loadgen.runner.run_cell_async`, the coroutine behind ``run_cell``; closed loop, chat endpoint) against it at
-several concurrencies, and compares every measured request with the scripted truth:
+runs loadgen's own runner against it (``run_cell_async``, the coroutine behind ``run_cell``: closed
+loop, chat endpoint) at several concurrencies, and compares every measured request with the script:
 
 * TTFT error = client TTFT - ``ttft``;  E2E error = client E2E - (``ttft`` + (chunks - 1) * ``chunk``);
 * TPOT error = client TPOT - (chunks - 1) * ``chunk`` / (tokens - 1);
@@ -30,13 +30,13 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sse_server import Script, parse_pattern
@@ -62,13 +62,13 @@ class LevelResult:
 
     concurrency: int
     requests: int
-    wall_s: float
+    client_us_per_chunk: float
     errors_ms: dict[str, list[float]] = field(default_factory=dict)
     send_lag_ms: list[float] = field(default_factory=list)
     server: dict[str, float | int | None] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)
     split_ms: dict[str, list[float]] = field(default_factory=dict)
-    chunks: int = 0
 
 
 def expected_errors(record: RequestRecord, script: Script) -> dict[str, list[float]] | str:
@@ -92,37 +92,34 @@ def expected_errors(record: RequestRecord, script: Script) -> dict[str, list[flo
     return {name: [v * 1e3 for v in values] for name, values in errors.items()}
 
 
-def trace_split(records: Sequence[RequestRecord], origin: float, trace: Path) -> dict[str, list[float]]:
-    """Per-chunk split of the error (ms) from the server trace: request delivery (server body received -
-    client send), server lateness is in /stats; client delay (client timestamp - server send)."""
-    sent: dict[str, dict[str, object]] = {}
-    with contextlib.suppress(FileNotFoundError), trace.open() as fh:
-        for line in fh:
-            entry = json.loads(line)
-            sent[entry["key"]] = entry
+def trace_split(records: Sequence[RequestRecord], origin: float, trace: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Split of the error (ms) with the server's trace (``GET /trace``), on the shared monotonic clock:
+    request delivery = server body received - client send; client delay = client chunk timestamp -
+    server send (the server's own lateness is in ``/stats``)."""
+    sent = {entry["key"]: entry for entry in trace}
     delivery: list[float] = []
     client_delay: list[float] = []
     for r in records:
         entry = sent.get(r.prompt_id)
         if entry is None:
             continue
-        t0 = float(entry["t0"])  # type: ignore[arg-type]
-        delivery.append((t0 - (origin + r.send_s)) * 1e3)
-        server_sent = entry["sent"]
-        assert isinstance(server_sent, list)
-        client_delay.extend((origin + a - s) * 1e3 for a, s in zip(r.chunk_arrivals_s, server_sent, strict=False))
+        delivery.append((entry["t0"] - (origin + r.send_s)) * 1e3)
+        client_delay.extend((origin + a - s) * 1e3 for a, s in zip(r.chunk_arrivals_s, entry["sent"], strict=False))
     return {"request delivery": delivery, "client delay": client_delay}
 
 
 @contextlib.contextmanager
-def scripted_server(args: argparse.Namespace, trace: Path | None) -> Iterator[str]:
-    """Start sse_server.py (pinned to the last CPU when there are >= 2); yield its base URL."""
+def scripted_server(args: argparse.Namespace) -> Iterator[tuple[str, int]]:
+    """Start sse_server.py (pinned to the last CPU when there are >= 2, the client to the others);
+    yield its base URL and process id."""
     cmd = [sys.executable, str(SERVER), "--port", "0", "--ttft-ms", str(args.ttft_ms), "--chunk-ms",
            str(args.chunk_ms), "--pattern", ",".join(map(str, args.pattern)), "--selector", args.selector]
-    if trace is not None:
-        cmd += ["--trace", str(trace)]
+    if args.trace:
+        cmd.append("--trace")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
+        if args.realtime:
+            set_realtime(proc.pid)
         cpus = sorted(os.sched_getaffinity(0))
         if len(cpus) >= 2 and not args.no_pin:
             os.sched_setaffinity(proc.pid, {cpus[-1]})
@@ -131,17 +128,48 @@ def scripted_server(args: argparse.Namespace, trace: Path | None) -> Iterator[st
         line = proc.stdout.readline()
         if not line.startswith("listening on "):
             raise RuntimeError(f"sse_server.py did not start: {line!r}")
-        yield "http://" + line.split()[-1]
+        yield "http://" + line.split()[-1], proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=10)
 
 
-def server_stats(url: str, reset: bool) -> dict[str, float | int | None]:
-    """The server's lateness summary (``GET /stats``)."""
-    with urllib.request.urlopen(url + "/stats" + ("?reset=1" if reset else ""), timeout=10) as resp:
-        data: dict[str, float | int | None] = json.loads(resp.read())
-        return data
+def set_realtime(pid: int) -> None:
+    """SCHED_FIFO priority 10 for ``pid`` (0 = this process): isolates the measurement from other
+    processes' load (needs root or CAP_SYS_NICE; the kernel keeps 5% of each core for others)."""
+    os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(10))
+
+
+class CpuMeter:
+    """CPU time over an interval, in cores: this process, the server process, and everything else
+    (``/proc/stat`` busy time minus both), so a reader can see whether other work loaded the machine."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.start = self._snapshot()
+
+    def _snapshot(self) -> tuple[float, float, float, float]:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / self.tick  # all but idle and iowait
+        with open(f"/proc/{self.server_pid}/stat") as fh:
+            stat = fh.read().rsplit(")", 1)[1].split()
+        server = (int(stat[11]) + int(stat[12])) / self.tick
+        return time.perf_counter(), busy, time.process_time(), server
+
+    def stop(self) -> dict[str, float]:
+        """Cores used since construction: ``client``, ``server``, ``other``; also ``client_s`` (CPU s)."""
+        end = self._snapshot()
+        wall, busy, client, server = (b - a for a, b in zip(self.start, end, strict=True))
+        return {"client": client / wall, "server": server / wall, "other": max(0.0, busy - client - server) / wall,
+                "client_s": client}
+
+
+def server_get(url: str, path: str) -> Any:
+    """GET ``url + path`` from the scripted server, decoded JSON (``/stats``, ``/trace``)."""
+    with urllib.request.urlopen(url + path, timeout=10) as resp:
+        return json.loads(resp.read())
 
 
 def prompts(prefix: str, n: int, output_tokens: int) -> tuple[Prompt, ...]:
@@ -150,31 +178,34 @@ def prompts(prefix: str, n: int, output_tokens: int) -> tuple[Prompt, ...]:
                         output_tokens) for i in range(n))
 
 
-def run_level(url: str, c: int, n: int, args: argparse.Namespace, script: Script, trace: Path | None) -> LevelResult:
+def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespace, script: Script) -> LevelResult:
     """One closed-loop cell at concurrency ``c`` with ``n`` measured requests."""
     tag = f"c{c}-"
     plan = CellPlan(role="plain", workload="scripted", endpoint="chat", concurrency=c,
                     warmup=prompts(tag + "w", c, args.output_tokens), prompts=prompts(tag + "m", n, args.output_tokens),
                     cooldown=prompts(tag + "f", c, args.output_tokens), label=f"c{c}")
-    if trace is not None:
-        trace.write_text("")
-    start = time.perf_counter()
+    all_chunks = [0]
+
+    def count(record: RequestRecord) -> None:
+        all_chunks[0] += len(record.chunk_tokens)
+
+    meter = CpuMeter(server_pid)
     # run_cell's coroutine, for the cell clock's origin (a perf_counter value) that the trace needs
-    records, origin = asyncio.run(run_cell_async(url, "scripted", Sampling(), plan, lambda r: None,
-                                                 lambda: server_stats(url, reset=True)))
-    wall = time.perf_counter() - start
-    result = LevelResult(c, len(records), wall, {m: [] for m in METRICS}, server=server_stats(url, reset=True))
+    records, origin = asyncio.run(run_cell_async(url, "scripted", Sampling(), plan, count,
+                                                 lambda: server_get(url, "/stats?reset=1")))
+    cpu = meter.stop()
+    result = LevelResult(c, len(records), cpu.pop("client_s") / max(all_chunks[0], 1) * 1e6,
+                         {m: [] for m in METRICS}, server=server_get(url, "/stats?reset=1"), cpu=cpu)
     for r in records:
         result.send_lag_ms.append((r.send_s - r.scheduled_s) * 1e3)
         got = expected_errors(r, script)
         if isinstance(got, str):
             result.failures.append(got)
             continue
-        result.chunks += len(r.chunk_tokens)
         for name, values in got.items():
             result.errors_ms[name].extend(values)
-    if trace is not None:
-        result.split_ms = trace_split(records, origin, trace)
+    if args.trace:
+        result.split_ms = trace_split(records, origin, server_get(url, "/trace"))
     return result
 
 
@@ -202,7 +233,8 @@ def machine() -> dict[str, str]:
             "os": f"{platform.system()} {platform.release()}"}
 
 
-def render(results: Sequence[LevelResult], args: argparse.Namespace, command: str, verdicts: dict[str, bool]) -> str:
+def render(results: Sequence[LevelResult], args: argparse.Namespace, command: str, verdicts: dict[str, bool],
+           load_at_start: str) -> str:
     """The Markdown section (also printed)."""
     m = machine()
     lines = [
@@ -210,7 +242,8 @@ def render(results: Sequence[LevelResult], args: argparse.Namespace, command: st
         f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`", "",
         f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; client (loadgen runner, "
         f"asyncio + httpx) and scripted server (`scripts/sse_server.py`, `{args.selector}` loop) as separate "
-        f"processes{'' if args.no_pin else ', each pinned to its own core'}.", "",
+        f"processes{'' if args.no_pin else ', each pinned to its own core'}"
+        f"{', both SCHED_FIFO (--realtime)' if args.realtime else ''}; load average at start {load_at_start}.", "",
         f"Script: chat endpoint, TTFT {args.ttft_ms:g} ms, a token chunk every {args.chunk_ms:g} ms, tokens per "
         f"chunk {','.join(map(str, args.pattern))} (cycled), {args.output_tokens} output tokens; role-only first "
         "chunk, one token chunk with empty text, usage-only chunk, `[DONE]`. Closed loop (`run_cell`), warmup and "
@@ -228,16 +261,19 @@ def render(results: Sequence[LevelResult], args: argparse.Namespace, command: st
             mark = ("PASS" if ok else "FAIL") if gated else "info"
             lines.append(f"| {res.concurrency} | {res.requests} | {name} | {len(errs)} | {med:.3f} | {p99:.3f} | "
                          f"{pct(errs, 50):+.3f} | {mark} |")
-    lines += ["", "Send lag (actual send - scheduled send) and the server's own lateness (actual send - deadline, "
-              "token chunks), ms; chunk rate = token chunks / cell wall time; connections = TCP connections the "
-              "server accepted during the measured phase and cooldown:", "",
-              "| concurrency | send lag p50 | send lag p99 | server late p50 | server late p99 | chunks/s | connections "
-              "| failures |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["", "Send lag (actual send - scheduled send, ms); the server's own lateness (actual send - deadline of "
+              "token chunks, ms); new TCP connections the server accepted in the measured phase and cooldown; CPU "
+              "over the cell in cores (client = this process, other = every other process on the machine) and the "
+              "client's CPU per received token chunk:", "",
+              "| concurrency | send lag p50 | send lag p99 | server late p50 | server late p99 | connections | "
+              "client CPU | server CPU | other CPU | client us/chunk | failures |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for res in results:
         s = res.server
         lines.append(f"| {res.concurrency} | {pct(res.send_lag_ms, 50):.3f} | {pct(res.send_lag_ms, 99):.3f} | "
-                     f"{_ms(s.get('p50_ms'))} | {_ms(s.get('p99_ms'))} | {res.chunks / res.wall_s:.0f} | "
-                     f"{s.get('connections')} | {len(res.failures)} |")
+                     f"{_ms(s.get('p50_ms'))} | {_ms(s.get('p99_ms'))} | {s.get('connections')} | "
+                     f"{res.cpu['client']:.2f} | {res.cpu['server']:.2f} | {res.cpu['other']:.2f} | "
+                     f"{res.client_us_per_chunk:.0f} | {len(res.failures)} |")
     if any(res.split_ms for res in results):
         lines += ["", "Trace split (ms): request delivery = server body received - client send; client delay = "
                   "client chunk timestamp - server send:", "",
@@ -280,8 +316,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4))
     p.add_argument("--output-tokens", type=int, default=64)
     p.add_argument("--selector", choices=("select", "epoll"), default="select", help="the server's event loop")
-    p.add_argument("--trace", action="store_true", help="split errors per chunk with the server's trace")
+    p.add_argument("--no-trace", dest="trace", action="store_false",
+                   help="skip the per-chunk split of the errors (the server then writes no trace)")
     p.add_argument("--no-pin", action="store_true", help="do not pin client and server to separate cores")
+    p.add_argument("--realtime", action="store_true",
+                   help="run client and server SCHED_FIFO (root), to keep other processes' load out of the numbers")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md", help="'-' writes nothing")
     return p.parse_args(argv)
 
@@ -289,6 +328,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 when every gated metric passes, 1 otherwise."""
     args = parse_args(argv)
+    if args.realtime:
+        set_realtime(0)
+    with open("/proc/loadavg") as fh:
+        load_at_start = " ".join(fh.read().split()[:3])
     levels = [int(c) for c in args.concurrency.split(",")]
     counts = [int(n) for n in args.requests.split(",")]
     if len(counts) != len(levels):
@@ -296,16 +339,14 @@ def main(argv: list[str] | None = None) -> int:
     script = Script(args.ttft_ms / 1e3, args.chunk_ms / 1e3, args.pattern)
     command = shlex.join(["python", *sys.argv]) if argv is None else shlex.join(["python", "bench_timing.py", *argv])
     results: list[LevelResult] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.jsonl" if args.trace else None
-        with scripted_server(args, trace) as url:
-            for c, n in zip(levels, counts, strict=True):
-                res = run_level(url, c, n, args, script, trace)
-                print(f"concurrency {c}: {res.requests} requests in {res.wall_s:.1f} s", file=sys.stderr)
-                results.append(res)
+    with scripted_server(args) as (url, pid):
+        for c, n in zip(levels, counts, strict=True):
+            start = time.perf_counter()
+            results.append(run_level(url, pid, c, n, args, script))
+            print(f"concurrency {c}: {n} requests in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     gate = next((r for r in results if r.concurrency == args.gate_concurrency), None)
     verdicts = {name: gate is not None and not gate.failures and verdict(gate.errors_ms[name])[2] for name in GATED}
-    section = render(results, args, command, verdicts)
+    section = render(results, args, command, verdicts, load_at_start)
     print(section)
     for res in results:
         for failure in res.failures[:5]:

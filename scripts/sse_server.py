@@ -22,10 +22,10 @@ whole milliseconds, which makes every send up to 1 ms late) and the timer slack 
 
 Extra endpoints: ``GET /health``; ``GET /v1/models``; ``GET /stats`` (``?reset=1`` to clear), the
 server's own lateness (actual send - deadline, ms) over token-bearing chunks and the connections
-accepted; with ``--trace FILE``,
-one JSON line per request: its ``key`` (the prompt, or the last message's content), ``t0`` and each
-token chunk's actual send time (``time.monotonic()`` seconds, the clock of ``time.perf_counter()``
-on Linux), for matching client and server timelines.
+accepted; with ``--trace``, ``GET /trace`` (kept in memory, cleared when read: no file I/O while
+streaming): one object per finished request with its ``key`` (the prompt, or the last message's
+content), ``t0`` and each token chunk's actual send time (``time.monotonic()`` seconds, the clock of
+``time.perf_counter()`` on Linux), for matching client and server timelines.
 
 Run: ``python scripts/sse_server.py --port 0 --ttft-ms 50 --chunk-ms 20 --pattern 1,4,4,2,4``; it
 prints ``listening on 127.0.0.1:<port>`` when ready.
@@ -44,7 +44,7 @@ import signal
 import sys
 from array import array
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 _CRLF = b"\r\n"
 _MAX_HEADER_BYTES = 65536
@@ -168,12 +168,12 @@ class Lateness:
 class ScriptedServer:
     """The HTTP/1.1 connection handler and streamer (one instance per server)."""
 
-    def __init__(self, script: Script, model: str, trace: TextIO | None = None) -> None:
+    def __init__(self, script: Script, model: str, trace: bool = False) -> None:
         self.script = script
         self.model = model
         self.templates = StreamTemplates(script)
         self.lateness = Lateness()
-        self.trace = trace
+        self.trace: list[dict[str, Any]] | None = [] if trace else None
         self._ids = itertools.count()
         self.connections = 0
 
@@ -208,6 +208,9 @@ class ScriptedServer:
         elif method == "GET" and route == "/v1/models":
             _respond_json(writer, 200, {"object": "list", "data": [
                 {"id": self.model, "object": "model", "created": _CREATED, "owned_by": "scripted"}]})
+        elif method == "GET" and route == "/trace" and self.trace is not None:
+            _respond_json(writer, 200, self.trace)
+            self.trace = []
         elif method == "GET" and route == "/stats":
             _respond_json(writer, 200, {**self.lateness.summary(), "connections": self.connections})
             if "reset=1" in path:
@@ -261,8 +264,7 @@ class ScriptedServer:
                 await writer.drain()
         await writer.drain()
         if self.trace is not None and sent is not None:
-            self.trace.write(json.dumps({"key": key, "t0": t0, "sent": list(sent)}) + "\n")
-            self.trace.flush()
+            self.trace.append({"key": key, "t0": t0, "sent": sent.tolist()})
         return True
 
 
@@ -343,8 +345,7 @@ async def serve(args: argparse.Namespace) -> None:
     """Listen, print the port, serve until SIGTERM/SIGINT."""
     script = Script(args.ttft_ms / 1e3, args.chunk_ms / 1e3, args.pattern, args.empty_chunk,
                     args.default_max_tokens)
-    trace = open(args.trace, "a", buffering=1 << 16) if args.trace else None  # noqa: SIM115 (closed below)
-    app = ScriptedServer(script, args.model, trace)
+    app = ScriptedServer(script, args.model, args.trace)
     server = await asyncio.start_server(app.handle, args.host, args.port, backlog=1024)
     port = server.sockets[0].getsockname()[1]
     print(f"listening on {args.host}:{port}", flush=True)
@@ -352,12 +353,8 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        async with server:
-            await stop.wait()
-    finally:
-        if trace is not None:
-            trace.close()
+    async with server:
+        await stop.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -374,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="scripted")
     parser.add_argument("--selector", choices=("select", "epoll"), default="select",
                         help="select: microsecond timer resolution (default); epoll: the asyncio default")
-    parser.add_argument("--trace", help="append one JSON line per streamed request to this file")
+    parser.add_argument("--trace", action="store_true", help="keep per-request send times for GET /trace")
     args = parser.parse_args(argv)
     reduce_timer_slack()
     loop = new_loop(args.selector)

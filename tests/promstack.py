@@ -186,7 +186,8 @@ def start_pushgateway(workdir: Path) -> ManagedProcess:
 
 @contextlib.contextmanager
 def prometheus_running(targets: Sequence[str] | Mapping[str, Sequence[str]], workdir: Path,
-                       scrape_interval_s: float = 1.0, honor_labels: Collection[str] = ()) -> Iterator[PrometheusServer]:
+                       scrape_interval_s: float = 1.0,
+                       honor_labels: Collection[str] = ()) -> Iterator[PrometheusServer]:
     """:func:`start_prometheus` as a context manager (stopped on exit)."""
     server = start_prometheus(targets, workdir, scrape_interval_s, honor_labels)
     try:

@@ -50,8 +50,8 @@ def cell(role: str = "speculative", c: str = "4") -> dict[str, str]:
 
 def test_observe_request_closed_form() -> None:
     exp = Exporter("p")
-    observed = [exp.observe_request(r) for r in
-                [record(0), record(1), record(2, warmup=True), record(3, error="HTTP 500: boom"), record(4, tokens=[1])]]
+    records = [record(0), record(1), record(2, warmup=True), record(3, error="HTTP 500: boom"), record(4, tokens=[1])]
+    observed = [exp.observe_request(r) for r in records]
     assert observed == [True, True, False, True, True]
     lab = cell()
     assert value(exp, "loadgen_requests_total", **lab, outcome="ok") == 3
@@ -151,7 +151,8 @@ def test_push_groups_by_cell(pushgateway: ManagedProcess, prometheus_server: Pro
         {"job": "loadgen", "pair": "push/pair", "role": role, "workload": "short", "concurrency": "8", "level": "c8"}
         for role in ("plain", "speculative")]
     # Each group holds only its own cell's series.
-    spec_group = next(g for g in groups if g["labels"].get("pair") == "push/pair" and g["labels"]["role"] == "speculative")
+    spec_group = next(g for g in groups if g["labels"].get("pair") == "push/pair"
+                      and g["labels"]["role"] == "speculative")
     roles = {m["labels"]["role"] for fam in spec_group.values() if isinstance(fam, dict) and "metrics" in fam
              for m in fam["metrics"]}
     assert roles == {"speculative"}

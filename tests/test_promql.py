@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from loadgen import prom
-from loadgen.promql import PromQLError, PromQLReader, cross_check, normalize_selector
 from loadgen.prom import SpecDecodeCounters
-from tests.promstack import PrometheusServer, StaticExporter
+from loadgen.promql import PromQLError, PromQLReader, cross_check, normalize_selector
+from tests.promstack import PrometheusServer, StaticExporter, start_prometheus, start_pushgateway
 
 DATA = Path(__file__).parent / "data"
 SEL = 'job="vllm-static"'
@@ -151,3 +151,12 @@ def test_cross_check_pure() -> None:
     assert cross_check(a, b, tolerance=0.1) == []
     assert cross_check(a, SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0), False)) == [
         "positions: direct has 3, Prometheus 2"]
+
+
+def test_missing_binaries_fail_with_an_install_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("tests.promstack.shutil.which", lambda *args, **kwargs: None)
+    with pytest.raises(pytest.fail.Exception, match=r"`prometheus` is not installed.*apt-get install -y prometheus "
+                                                    r"prometheus-pushgateway"):
+        start_prometheus(["127.0.0.1:1"], tmp_path)
+    with pytest.raises(pytest.fail.Exception, match="`prometheus-pushgateway` is not installed"):
+        start_pushgateway(tmp_path)

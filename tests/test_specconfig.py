@@ -61,17 +61,20 @@ def test_parse_version_rejects_garbage() -> None:
         parse_version("vllm")
 
 
+@pytest.mark.parametrize(("field", "absent", "present"), [
+    ("speculative_token_tree", "0.21", "0.20"), ("disable_by_batch_size", "0.17", "0.16"),
+    ("use_heterogeneous_vocab", "0.24", "0.25"), ("kv_cache_dtype", "0.25", "0.26"),
+    ("draft_sample_method", "0.20", "0.21"), ("num_speculative_tokens_per_batch_size", "0.23", "0.24"),
+    ("rejection_sample_method", "0.17", "0.18"), ("synthetic_acceptance_rate", "0.20", "0.19"),
+    ("disable_eagle_block_drop", "0.29", "0.30"), ("parallel_drafting", "0.15", "0.16"),
+])
+def test_field_first_and_last_versions(field: str, absent: str, present: str) -> None:
+    assert field not in FIELDS_BY_VERSION[absent] and field in FIELDS_BY_VERSION[present]
+
+
 def test_fields_by_version_table() -> None:
     assert set(FIELDS_BY_VERSION) == {f"0.{m}" for m in range(10, 34)}
     assert FIELDS_BY_VERSION["0.32"] == FIELDS_032
-    assert "speculative_token_tree" in FIELDS_BY_VERSION["0.20"] and "speculative_token_tree" not in FIELDS_BY_VERSION["0.21"]
-    assert "disable_by_batch_size" in FIELDS_BY_VERSION["0.16"] and "disable_by_batch_size" not in FIELDS_BY_VERSION["0.17"]
-    assert "use_heterogeneous_vocab" not in FIELDS_BY_VERSION["0.24"] and "use_heterogeneous_vocab" in FIELDS_BY_VERSION["0.25"]
-    assert "kv_cache_dtype" not in FIELDS_BY_VERSION["0.25"] and "kv_cache_dtype" in FIELDS_BY_VERSION["0.26"]
-    assert "draft_sample_method" not in FIELDS_BY_VERSION["0.20"] and "draft_sample_method" in FIELDS_BY_VERSION["0.21"]
-    assert "num_speculative_tokens_per_batch_size" in FIELDS_BY_VERSION["0.24"]
-    assert "num_speculative_tokens_per_batch_size" not in FIELDS_BY_VERSION["0.23"]
-    assert "rejection_sample_method" in FIELDS_BY_VERSION["0.18"] and "rejection_sample_method" not in FIELDS_BY_VERSION["0.17"]
     assert FIELDS_BY_VERSION["0.33"] - FIELDS_BY_VERSION["0.32"] == {
         "disable_lookahead_block_hashes", "draft_lm_head_quantization", "xpress_topc", "fly_window_size",
         "fly_entropy_threshold", "fly_entropy_top_k"}
@@ -200,7 +203,8 @@ def test_draft_tensor_parallel_size() -> None:
     assert failed(check({**DRAFT, "draft_tensor_parallel_size": 2}, "0.32.0", target_tp=2)) == []
     eagle = {"method": "eagle", "model": "/m/head", "num_speculative_tokens": 3, "draft_tensor_parallel_size": 1}
     assert failed(check(eagle, "0.32.0", target_tp=4)) == []
-    assert "must be 1 or" in only_failure(check({**eagle, "draft_tensor_parallel_size": 2}, "0.32.0", target_tp=4)).message
+    wrong = only_failure(check({**eagle, "draft_tensor_parallel_size": 2}, "0.32.0", target_tp=4))
+    assert "must be 1 or the target's tensor_parallel_size 4" in wrong.message
 
 
 def test_tensor_parallel_size_key_refused() -> None:

@@ -27,7 +27,8 @@ def make_pair(target: Path | str, draft: Path | str | None, target_revision: str
     if draft is not None:
         speculative["model"] = str(draft)
     engine = Engine(command=base.engine.command, args=args, env=env or {})
-    return dataclasses.replace(base, target=ModelRef(str(target), target_revision), speculative=speculative, engine=engine)
+    return dataclasses.replace(base, target=ModelRef(str(target), target_revision), speculative=speculative,
+                               engine=engine)
 
 
 def blocking(findings: list[Finding]) -> list[Finding]:
@@ -77,14 +78,16 @@ def test_padding_only_difference(tmp_path: Path) -> None:
     findings = check_pair(make_pair(target, draft), "0.32.0")
     (vocab,) = blocking(findings)
     assert vocab.check == "vocabulary"
-    assert "same tokenizer (22 tokens) but config vocab_size differs (target 64, draft 22): padding only" in vocab.message
+    assert ("same tokenizer (22 tokens) but config vocab_size differs (target 64, draft 22): padding only"
+            in vocab.message)
     assert "verify_equal_vocab_size_if_draft_model" in vocab.message
     assert "use_heterogeneous_vocab = true on vLLM >= 0.25" in vocab.message
     assert "matching padding" in vocab.message
     accepted = check_pair(make_pair(target, draft, use_heterogeneous_vocab=True), "0.25.0")
     assert blocking(accepted) == []
     vocab = by_check(accepted, "vocabulary")
-    assert "accepted in the heterogeneous-vocabulary mode (vLLM 0.25+): 22 tokens in both (100.0% of the " in vocab.message
+    assert ("accepted in the heterogeneous-vocabulary mode (vLLM 0.25+): 22 tokens in both (100.0% of the "
+            in vocab.message)
     # vLLM warns below 100 shared tokens (vocab_mapping.py); the tiny test vocabulary is below it
     assert not vocab.ok and "very small intersection" in vocab.message
 

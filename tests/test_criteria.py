@@ -1,0 +1,186 @@
+"""[criteria] parsing (strict) and the verdict against the card's cells and resources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadgen.criteria import Criteria, check_scope, judge, parse_criteria
+from loadgen.errors import ProfileError
+
+PATH = Path("profiles/pairs/x.toml")
+
+
+def ratio(value: float | None, low: float | None = None, high: float | None = None, pairs: int = 8) -> dict[str, Any]:
+    return {"value": value, "ci_low": low, "ci_high": high, "pairs": pairs}
+
+
+def cell(workload: str, concurrency: int, complete: bool = True, **ratios: Any) -> dict[str, Any]:
+    return {"workload": workload, "concurrency": concurrency, "complete": complete, "ratios": ratios}
+
+
+def test_defaults() -> None:
+    c = parse_criteria({}, PATH)
+    assert c == Criteria()
+    assert c.primary == ("tpot_p50",) and c.min_speedup == 1.0 and c.use_confidence_interval
+    assert c.require_measured and c.concurrency is None and c.workloads is None
+
+
+def test_full_table() -> None:
+    c = parse_criteria({"primary": ["tpot_p50", "output_throughput"], "min_speedup": 1.2,
+                        "max_regression": {"ttft_p99": 1.5}, "concurrency": [2, 8], "workloads": ["short"],
+                        "use_confidence_interval": False, "require_measured": False,
+                        "max_extra_memory_bytes": 2_000_000_000, "max_kv_capacity_loss": 0.2}, PATH)
+    assert c.primary == ("tpot_p50", "output_throughput") and c.min_speedup == 1.2
+    assert c.max_regression == {"ttft_p99": 1.5} and c.concurrency == (2, 8) and c.workloads == ("short",)
+    assert c.max_extra_memory_bytes == 2_000_000_000 and c.max_kv_capacity_loss == 0.2
+    assert json.loads(json.dumps(c.to_json()))["concurrency"] == [2, 8]
+    assert parse_criteria({"min_speedup": 2}, PATH).min_speedup == 2.0
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"speedup": 1.2}, "unknown key 'speedup' in [criteria]; known keys: primary, min_speedup"),
+    ({"primary": ["tpot_p90"]}, "[criteria].primary must be a non-empty list of metric names"),
+    ({"primary": []}, "[criteria].primary must be"),
+    ({"primary": "tpot_p50"}, "[criteria].primary must be"),
+    ({"primary": ["tpot_p50", "tpot_p50"]}, "without repeats"),
+    ({"min_speedup": "fast"}, "[criteria].min_speedup must be a number > 0"),
+    ({"min_speedup": 0}, "[criteria].min_speedup must be a number > 0"),
+    ({"min_speedup": True}, "[criteria].min_speedup must be a number > 0"),
+    ({"max_regression": {"ttft_p99": 0.9}}, "[criteria].max_regression must be a table metric -> number >= 1"),
+    ({"max_regression": {"ttft_p95": 1.5}}, "[criteria].max_regression must be"),
+    ({"max_regression": 1.5}, "[criteria].max_regression must be"),
+    ({"concurrency": [8, 1]}, "[criteria].concurrency must be [low, high]"),
+    ({"concurrency": [4]}, "[criteria].concurrency must be [low, high]"),
+    ({"concurrency": [0, 4]}, "[criteria].concurrency must be [low, high]"),
+    ({"workloads": []}, "[criteria].workloads must be a non-empty list"),
+    ({"workloads": [1]}, "[criteria].workloads must be a non-empty list"),
+    ({"use_confidence_interval": "yes"}, "[criteria].use_confidence_interval must be true or false"),
+    ({"require_measured": 1}, "[criteria].require_measured must be true or false"),
+    ({"max_extra_memory_bytes": -1}, "[criteria].max_extra_memory_bytes must be an integer number of bytes >= 0"),
+    ({"max_extra_memory_bytes": 1.5e9}, "[criteria].max_extra_memory_bytes must be an integer"),
+    ({"max_kv_capacity_loss": 1.5}, "[criteria].max_kv_capacity_loss must be a fraction between 0 and 1"),
+])
+def test_parse_errors(table: dict[str, Any], message: str) -> None:
+    with pytest.raises(ProfileError) as err:
+        parse_criteria(table, PATH)
+    text = str(err.value)
+    assert message in text and str(PATH) in text and "\n" not in text
+
+
+def test_scope_against_the_pair() -> None:
+    check_scope(Criteria(workloads=("short",), concurrency=(2, 8)), ["short", "long"], [1, 4], PATH)
+    with pytest.raises(ProfileError, match="names 'shrt', which .run..workloads does not run"):
+        check_scope(Criteria(workloads=("shrt",)), ["short", "long"], [1, 4], PATH)
+    with pytest.raises(ProfileError, match=r"concurrency \[5, 8\] holds none of the levels \[1, 4\]"):
+        check_scope(Criteria(concurrency=(5, 8)), ["short"], [1, 4], PATH)
+
+
+def test_pass_with_confidence_interval() -> None:
+    v = judge(Criteria(min_speedup=1.1), [cell("short", 1, tpot_p50=ratio(0.80, 0.75, 0.88)),
+                                          cell("short", 4, tpot_p50=ratio(0.85, 0.80, 0.90))], None)
+    assert v.passed
+    assert [c.status for c in v.cells] == ["pass", "pass"]
+    check = v.cells[0].checks[0]
+    assert check.judged == 0.88 and check.threshold == pytest.approx(1 / 1.1)
+    assert "tpot_p50 spec/plain 0.800 (95% CI 0.750-0.880, judged at 0.880) meets <= 0.909" in check.reason
+    assert v.summary.startswith("PASS: 2 of 2 cells in range meet the criteria") and "\n" not in v.summary
+
+
+def test_primary_fails_at_the_pessimistic_end() -> None:
+    cells = [cell("short", 1, tpot_p50=ratio(0.95, 0.85, 1.05))]
+    v = judge(Criteria(), cells, None)
+    assert not v.passed and v.cells[0].status == "fail"
+    assert "judged at 1.050) misses <= 1.000 (min_speedup 1)" in v.cells[0].reasons[0]
+    assert v.summary.startswith("FAIL: 1 failed check(s), first: short c=1: fail: tpot_p50")
+    assert judge(Criteria(use_confidence_interval=False), cells, None).passed
+
+
+def test_throughput_primary_uses_lower_bound() -> None:
+    crit = Criteria(primary=("output_throughput",), min_speedup=1.2)
+    ok = judge(crit, [cell("s", 2, output_throughput=ratio(1.5, 1.25, 1.7))], None)
+    assert ok.passed and ok.cells[0].checks[0].judged == 1.25
+    bad = judge(crit, [cell("s", 2, output_throughput=ratio(1.5, 1.1, 1.7))], None)
+    assert not bad.passed and "misses >= 1.200" in bad.cells[0].reasons[0]
+    no_ci = judge(crit, [cell("s", 2, output_throughput=ratio(1.3))], None)
+    assert no_ci.passed and no_ci.cells[0].checks[0].judged == 1.3
+
+
+def test_regression_limit() -> None:
+    crit = Criteria(max_regression={"ttft_p99": 1.5, "request_throughput": 1.25})
+    fast, kept = ratio(0.7, 0.6, 0.8), ratio(0.81)
+    v = judge(crit, [cell("s", 1, tpot_p50=fast, request_throughput=kept, ttft_p99=ratio(1.8))], None)
+    assert not v.passed
+    assert v.cells[0].reasons == ("ttft_p99 spec/plain 1.800 misses <= 1.500 (max_regression 1.5)",)
+    ok = judge(crit, [cell("s", 1, tpot_p50=fast, request_throughput=kept, ttft_p99=ratio(1.4))], None)
+    assert ok.passed
+    slow = judge(crit, [cell("s", 1, tpot_p50=ratio(0.7, 0.6, 0.8), ttft_p99=ratio(1.4),
+                             request_throughput=ratio(0.79))], None)
+    assert not slow.passed and "request_throughput spec/plain 0.790 misses >= 0.800" in slow.cells[0].reasons[0]
+
+
+def test_resources() -> None:
+    crit = Criteria(max_extra_memory_bytes=2 * 2**30, max_kv_capacity_loss=0.2)
+    cells = [cell("s", 1, tpot_p50=ratio(0.7, 0.6, 0.8))]
+    over = judge(crit, cells, {"extra_memory_bytes": 3 * 2**30, "kv_capacity_loss": 0.146})
+    assert not over.passed
+    assert [r.status for r in over.resources] == ["fail", "pass"]
+    assert over.resources[0].reason == ("extra_memory_bytes 3,221,225,472 bytes (3.00 GiB) exceeds limit "
+                                        "2,147,483,648 bytes (2.00 GiB)")
+    assert over.resources[1].reason == "kv_capacity_loss 14.6% within limit 20.0%"
+    within = judge(crit, cells, {"extra_memory_bytes": 2**30, "kv_capacity_loss": 0.146})
+    assert within.passed and "resources within limits" in within.summary
+    unknown = judge(crit, cells, {"extra_memory_bytes": None, "kv_capacity_loss": 0.1})
+    assert not unknown.passed and "not measured (require_measured = true)" in unknown.summary
+    assert unknown.resources[0].status == "not-measured"
+    lenient = judge(Criteria(max_extra_memory_bytes=1, require_measured=False), cells, None)
+    assert lenient.passed and "1 not measured" in lenient.summary
+
+
+def test_cells_outside_the_range_are_not_judged() -> None:
+    crit = Criteria(concurrency=(2, 4), workloads=("short",))
+    cells = [cell("short", 1, tpot_p50=ratio(1.5, 1.4, 1.6)),   # slower, but outside the range
+             cell("short", 2, tpot_p50=ratio(0.8, 0.7, 0.9)),
+             cell("long", 2, tpot_p50=ratio(1.5, 1.4, 1.6)),    # other workload
+             cell("short", 8, tpot_p50=ratio(0.8, 0.7, 0.9))]
+    v = judge(crit, cells, None)
+    assert v.passed
+    assert [c.status for c in v.cells] == ["not-judged", "pass", "not-judged", "not-judged"]
+    assert v.cells[0].line() == "short c=1: not-judged: outside the declared workloads/concurrency"
+    assert "1 of 1 cells in range" in v.summary and "3 cells not judged" in v.summary
+
+
+def test_nothing_measured_in_range_fails() -> None:
+    crit = Criteria(concurrency=(4, 4), require_measured=False)
+    cells = [cell("short", 1, tpot_p50=ratio(0.8, 0.7, 0.9)), cell("short", 4, complete=False)]
+    v = judge(crit, cells, None)
+    assert not v.passed
+    assert v.summary.startswith("FAIL: nothing measured in the declared range")
+    assert v.cells[1].status == "not-measured" and "incomplete" in v.cells[1].reasons[0]
+    missing_metric = judge(Criteria(require_measured=False), [cell("s", 1, tpot_p50=ratio(None))], None)
+    assert not missing_metric.passed and "nothing measured" in missing_metric.summary
+
+
+def test_incomplete_cell_with_require_measured() -> None:
+    cells = [cell("short", 1, tpot_p50=ratio(0.8, 0.7, 0.9)), cell("short", 2, complete=False)]
+    assert not judge(Criteria(), cells, None).passed
+    assert judge(Criteria(require_measured=False), cells, None).passed
+
+
+def test_verdict_json_round_trip() -> None:
+    v = judge(Criteria(max_kv_capacity_loss=0.5), [cell("s", 1, tpot_p50=ratio(0.8, 0.7, 0.9))],
+              {"kv_capacity_loss": 0.1})
+    data = json.loads(json.dumps(v.to_json()))
+    assert data["passed"] is True and data["summary"] == v.summary
+    assert data["cells"][0]["checks"][0]["name"] == "tpot_p50" and data["cells"][0]["status"] == "pass"
+    assert data["resources"][0]["judged"] == 0.1 and data["criteria"]["max_kv_capacity_loss"] == 0.5
+
+
+def test_to_json_round_trips_through_parse() -> None:
+    c = Criteria(primary=("e2e_p50",), min_speedup=1.1, max_regression={"ttft_p99": 2.0}, concurrency=(1, 4),
+                 max_kv_capacity_loss=0.3)
+    again = parse_criteria({k: v for k, v in c.to_json().items() if v is not None}, PATH)
+    assert again == c
