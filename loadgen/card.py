@@ -81,6 +81,20 @@ def _resource_rows(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _verdict_rows(verdict: dict[str, Any] | None) -> list[str]:
+    """The verdict against the criteria the pair file declared before the run."""
+    if not verdict:
+        return []
+    crit = verdict.get("criteria") or {}
+    declared = ", ".join(f"{k} = {json.dumps(v)}" for k, v in crit.items() if v not in (None, {}, []))
+    lines = ["## Verdict against the criteria declared before the run", "",
+             f"**{verdict['summary']}**", "",
+             f"Declared: {declared}", ""]
+    lines += [f"- {line}" for line in verdict.get("lines") or []]
+    lines += [f"- resource {r['name']}: {r['status']}: {r['reason']}" for r in verdict.get("resources") or []]
+    return [*lines, ""]
+
+
 def _hardware(hw: dict[str, Any]) -> str:
     gpus = ", ".join(f"{g['name']} ({_bytes(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
     return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {_bytes(hw.get('memory_bytes'))} memory; {gpus}"
@@ -164,6 +178,7 @@ def render_markdown(card: dict[str, Any]) -> str:
                 f"{eff.get('spec_positions')}",
                 f"- KV-cache capacity (startup log): {eff.get('kv_cache_tokens_log')} tokens; ready after "
                 f"{_num(eff.get('ready_s'), 0)} s", ""]
+    out += _verdict_rows(card.get("verdict"))
     out += _resource_rows(card.get("resources") or {})
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
     out += ["## Results per workload and concurrency", ""]
@@ -186,6 +201,8 @@ def render_markdown(card: dict[str, Any]) -> str:
         out.append(f"- {workload}: {ratios}; crossover: "
                    + (f"concurrency ≈ {at:.1f}" if at is not None else "none within the tested levels"))
     out.append("")
+    if card.get("plots"):
+        out += ["## Plots", "", *[f"![{p}]({p})" for p in card["plots"]], ""]
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
     for label in ("target", "draft"):
         model = card.get(label) or {}

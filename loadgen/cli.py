@@ -7,6 +7,7 @@ Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit c
 from __future__ import annotations
 
 import functools
+import json
 import signal
 import sys
 from collections.abc import Callable
@@ -16,8 +17,10 @@ from typing import Any, TypeVar
 
 import click
 
-from loadgen.errors import BadInput, LoadgenError, PairCheckError
+from loadgen.errors import BadInput, CriteriaFailed, LoadgenError, PairCheckError
+from loadgen.observe import ObserveOptions
 from loadgen.pair import available_pairs, load_pair
+from loadgen.summary import print_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,12 +86,22 @@ def check(pair: str, allow_unpinned: bool) -> None:
 @click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL.")
 @click.option("--attach-speculative", metavar="URL", help="Use the speculative server already running at URL.")
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
+@click.option("--metrics-port", type=int, help="Serve loadgen's own metrics at http://ADDR:PORT/metrics while it runs.")
+@click.option("--metrics-addr", default="127.0.0.1", show_default=True, help="Address the metrics endpoint binds.")
+@click.option("--pushgateway", metavar="URL", help="Push each cell's metrics to this Pushgateway (job=loadgen).")
+@click.option("--prometheus-url", metavar="URL",
+              help="Also read vLLM's spec-decode counters from this Prometheus server and cross-check them.")
+@click.option("--prometheus-selector", default='instance="{hostport}"', show_default=True,
+              help="PromQL label selector of the vLLM server's series; {hostport} is its host:port.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar per cell (stderr).")
 @_handles_errors
 def compare(pair: str | None, protocol_file: Path | None, runs_dir: Path, attach_plain: str | None,
-            attach_speculative: str | None, allow_unpinned: bool) -> None:
+            attach_speculative: str | None, allow_unpinned: bool, metrics_port: int | None, metrics_addr: str,
+            pushgateway: str | None, prometheus_url: str | None, prometheus_selector: str, progress: bool) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
-    from loadgen.flow import replay_protocol, run_compare
+    from loadgen.flow import run_compare
+    from loadgen.plan import replay_protocol
 
     if (pair is None) == (protocol_file is None):
         raise BadInput("give either a PAIR or --protocol RUN_DIR/protocol.json, not both or neither")
@@ -103,9 +116,23 @@ def compare(pair: str | None, protocol_file: Path | None, runs_dir: Path, attach
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--attach-* takes a URL such as http://127.0.0.1:8000, got {url!r}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    observe = ObserveOptions(metrics_port, metrics_addr, pushgateway, prometheus_url, prometheus_selector,
+                             progress and sys.stderr.isatty())
     run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line), attach=attach, cells=cells,
-                          allow_unpinned=allow_unpinned)
+                          allow_unpinned=allow_unpinned, observe=observe)
+    print_summary(json.loads((run_dir / "card.json").read_text()))
     click.echo(f"card: {run_dir / 'card.md'}")
+    _verdict_exit(run_dir)
+
+
+def _verdict_exit(run_dir: Path) -> None:
+    """Print the card's verdict; raise CriteriaFailed (exit 3) when it failed its declared criteria."""
+    verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
+    if verdict:
+        click.echo(f"verdict: {verdict['summary']}")
+        if not verdict["passed"]:
+            raise CriteriaFailed(f"the verdict failed the criteria declared in the pair file; see "
+                                 f"{run_dir / 'card.md'}")
 
 
 @main.command()
@@ -115,5 +142,24 @@ def report(run_dir: Path) -> None:
     """Re-render card.json and card.md of RUN_DIR from its saved data alone."""
     from loadgen.flow import finish_card
 
-    finish_card(run_dir)
+    print_summary(finish_card(run_dir))
     click.echo(f"card: {run_dir / 'card.md'}")
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_handles_errors
+def diff(run_a: Path, run_b: Path) -> None:
+    """Compare two cards of the same pair (RUN_A the baseline, RUN_B the candidate); exit 3 when RUN_B's
+    verdict fails its declared criteria where RUN_A's passed, or a judged cell went from pass to fail."""
+    from loadgen.diffing import diff_cards
+
+    for d in (run_a, run_b):
+        if not (d / "card.json").is_file():
+            raise BadInput(f"{d} holds no card.json; pass run folders (run `loadgen report {d}` first)")
+    result = diff_cards(json.loads((run_a / "card.json").read_text()), json.loads((run_b / "card.json").read_text()))
+    for line in result.lines:
+        click.echo(line)
+    if result.regressed:
+        raise CriteriaFailed(f"{run_b} regressed against {run_a}: {result.summary}")

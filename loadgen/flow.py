@@ -9,128 +9,35 @@ in any case (marked incomplete when the run did not finish), so nothing measured
 from __future__ import annotations
 
 import json
-import math
-import platform
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from loadgen import __version__, prom, resources, servers
+from loadgen import prom, resources, servers
 from loadgen.card import render_markdown
 from loadgen.client import RequestRecord
-from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, ProfileError, RunFailed
-from loadgen.pair import Level, Pair, RoleServer, Workload, load_pair
-from loadgen.report import build_card
-from loadgen.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_json
-from loadgen.runner import CellPlan, run_cell
-from loadgen.schedule import arrival_offsets
-from loadgen.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.engine import detect_engine_version
-from loadgen.validate import check_pair, model_hashes
-from loadgen.workload import Prompt, generate, load_tokenizer, prompts_digest
+from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
+from loadgen.metrics import MeasuredRequest, cell_stats
+from loadgen.observe import ObserveOptions, Observers
+from loadgen.pair import Pair, RoleServer
+from loadgen.plan import CellSpec, plan_cells, protocol
+from loadgen.report import build_card
+from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, write_json
+from loadgen.runner import CellPlan, run_cell
+from loadgen.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
+from loadgen.validate import check_pair
 
 ROLES = ("plain", "speculative")
 #: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
 LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
 Log = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """One cell (workload x load level x repetition) with its prompts, identical for both roles."""
-
-    workload: str
-    endpoint: str
-    level: Level
-    repetition: int
-    warmup: tuple[Prompt, ...]
-    measured: tuple[Prompt, ...]
-    cooldown: tuple[Prompt, ...]
-    arrivals_s: tuple[float, ...] | None
-
-    @property
-    def concurrency(self) -> int:
-        """Closed loop: the concurrency; open loop: the cap on requests in flight."""
-        return int(self.level.concurrency)
-
-    def stem(self, role: str) -> str:
-        """File-name stem of this cell for ``role``."""
-        return f"{role}__{self.workload}__{self.level.label}__rep{self.repetition}"
-
-
-def plan_cells(pair: Pair) -> list[CellSpec]:
-    """Assign each cell its own consecutive slice of its workload's seeded prompt set (warmup, measured,
-    cooldown) and, for open-loop levels, its seeded arrival schedule."""
-    stop, load = pair.stop, pair.load
-    tokenizer = None
-    if any(w.input_tokens is not None for w in pair.workloads):
-        tokenizer = load_tokenizer(pair.target.model)
-    cells = []
-    for workload in pair.workloads:
-        sizes = []
-        for rep in range(load.repetitions):
-            for level in load.levels():
-                if level.rate_rps is None:
-                    n, cool = stop.measured_requests(level.concurrency), stop.cooldown_requests(level.concurrency)
-                elif stop.duration_s is not None:
-                    n, cool = min(stop.max_requests, math.ceil(level.rate_rps * stop.duration_s) + 1), 0
-                else:
-                    n, cool = stop.min_requests, 0
-                sizes.append((level, rep, stop.warmup_requests, n, cool))
-        prompts = generate(workload, sum(w + n + c for *_, w, n, c in sizes), tokenizer)
-        offset = 0
-        for level, rep, w, n, cool in sizes:
-            chunk = prompts[offset:offset + w + n + cool]
-            offset += w + n + cool
-            arrivals = None
-            if level.rate_rps is not None:
-                seed = workload.seed * 1_000_003 + rep * 1009 + int(level.rate_rps * 1000)
-                arrivals = tuple(arrival_offsets(load.arrival, level.rate_rps, n, seed, load.burstiness))
-            cells.append(CellSpec(workload.name, workload.endpoint, level, rep, tuple(chunk[:w]),
-                                  tuple(chunk[w:w + n]), tuple(chunk[w + n:]), arrivals))
-    return cells
-
-
-def replay_protocol(protocol_path: Path) -> tuple[Pair, list[CellSpec]]:
-    """The pair and the exact cells (prompts, order, arrival schedules) of an earlier run, from its
-    ``protocol.json`` and the ``pair.toml`` and ``prompts.jsonl`` beside it.
-
-    Raises ProfileError when a file is missing or the prompts no longer match the recorded sha256.
-    """
-    folder = protocol_path.parent
-    try:
-        proto = json.loads(protocol_path.read_text())
-        prompts = {d["prompt_id"] + "@" + d["workload"]: _prompt(d)
-                   for d in map(json.loads, (folder / "prompts.jsonl").read_text().splitlines())}
-    except (OSError, ValueError, KeyError) as exc:
-        raise ProfileError(f"{protocol_path}: cannot replay ({exc}); pass the protocol.json of a run folder "
-                           "that still holds pair.toml and prompts.jsonl") from None
-    if prompts_digest(prompts.values()) != proto.get("prompts_sha256"):
-        raise ProfileError(f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; "
-                           "the run folder was modified")
-    pair = load_pair(str(folder / "pair.toml"))
-    workloads = {w["name"]: w for w in proto["workloads"]}
-    pair = replace(pair, workloads=tuple(Workload(**w) for w in proto["workloads"]))
-    cells = []
-    for c in proto["cells"]:
-        pick = [[prompts[f"{pid}@{c['workload']}"] for pid in c[part]] for part in ("warmup", "measured", "cooldown")]
-        rate = c.get("rate_rps")
-        level = Level(c["concurrency"], rate)
-        cells.append(CellSpec(c["workload"], workloads[c["workload"]]["endpoint"], level, c.get("repetition", 0),
-                              tuple(pick[0]), tuple(pick[1]), tuple(pick[2]),
-                              tuple(c["arrivals_s"]) if c.get("arrivals_s") is not None else None))
-    return pair, cells
-
-
-def _prompt(d: dict[str, Any]) -> Prompt:
-    messages = tuple(d["messages"]) if d.get("messages") is not None else None
-    return Prompt(d["prompt_id"], d["workload"], d["endpoint"], d.get("text"), messages, d["output_tokens"])
 
 
 def served_name(pair: Pair) -> str:
@@ -195,8 +102,20 @@ def _resources(server: servers.Server, effective: dict[str, Any]) -> dict[str, A
     return resources.usage(pid, effective["cache_config_info"], effective.get("kv_cache_tokens_log"))
 
 
-def _run_role(pair: Pair, role: str, run_dir: Path, cells: list[CellSpec],
-              requests: JsonlAppender, cells_log: JsonlAppender, log: Log, attach_url: str | None) -> None:
+@dataclass
+class _Run:
+    """What every step of one run writes to."""
+
+    pair: Pair
+    run_dir: Path
+    requests: JsonlAppender
+    cells_log: JsonlAppender
+    log: Log
+    observers: Observers
+
+
+def _run_role(run: _Run, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
+    pair, run_dir, log = run.pair, run.run_dir, run.log
     spec = launch_spec(pair, role, run_dir, attach_url)
     write_json(run_dir / "servers" / f"{role}-launch.json",
                {"argv": None if spec.attach_url else spec.argv, "env": spec.env, "base_url": spec.base_url,
@@ -216,37 +135,13 @@ def _run_role(pair: Pair, role: str, run_dir: Path, cells: list[CellSpec],
         usage = {"ready": _resources(server, effective)}
         write_json(run_dir / "servers" / f"{role}-resources.json", usage)
         for cell in cells:
-            _run_cell(pair, role, server, cell, run_dir, requests, cells_log, log)
+            _run_cell(run, role, server, cell)
         usage["after_load"] = _resources(server, effective)
         write_json(run_dir / "servers" / f"{role}-resources.json", usage)
 
 
-#: Server-side histograms whose per-cell deltas go on the card next to the client's numbers.
-SERVER_HISTOGRAMS = {
-    "ttft_s": "vllm:time_to_first_token_seconds",
-    "e2e_s": "vllm:e2e_request_latency_seconds",
-    "tpot_s": "vllm:request_time_per_output_token_seconds",
-    "icl_s": "vllm:inter_token_latency_seconds",
-}
-
-
-def _histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, name in SERVER_HISTOGRAMS.items():
-        try:
-            h = prom.histogram_delta(before, after, name)
-        except ValueError:
-            continue
-        if h.count <= 0:
-            continue
-        out[key] = {"metric": name, "count": h.count, "sum": h.sum, "upper_bounds": list(h.upper_bounds),
-                    "cumulative_counts": list(h.cumulative_counts), "reset": h.reset,
-                    **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)}}
-    return out
-
-
-def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellSpec, run_dir: Path,
-              requests: JsonlAppender, cells_log: JsonlAppender, log: Log) -> None:
+def _run_cell(run: _Run, role: str, server: servers.Server, cell: CellSpec) -> None:
+    pair, run_dir, log, observers = run.pair, run.run_dir, run.log, run.observers
     stem = cell.stem(role)
     before: dict[str, prom.Snapshot] = {}
     gauges: list[dict[str, Any]] = []
@@ -254,6 +149,8 @@ def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellSpec, run
     def scrape_before() -> None:
         text, before["snap"] = scrape(server.base_url)
         (run_dir / "metrics" / f"{stem}__before.prom").write_text(text)
+        observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
+        observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
 
     async def sampler(client: httpx.AsyncClient, clock: Callable[[], float]) -> None:
         await sample_gauges(client, server.base_url, gauges.append, clock)
@@ -265,8 +162,9 @@ def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellSpec, run
     sent_by_phase: Counter[str] = Counter()
 
     def on_record(record: RequestRecord) -> None:
-        requests.append(record.to_json())
+        run.requests.append(record.to_json())
         sent_by_phase[record.phase] += 1
+        observers.request_finished(record)
 
     records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
                        scrape_before, sampler)
@@ -297,7 +195,7 @@ def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellSpec, run
         "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
         "spec_decode": None if counters is None else {**asdict(counters),
                                                       "accepted_per_position": list(counters.accepted_per_position)},
-        "server_histograms": _histograms(before["snap"], after),
+        "server_histograms": server_histograms(before["snap"], after),
         "gauges": summarize_gauges(gauges),
         "server_finished_requests": finished,
         "client_sent_requests": sent,
@@ -312,7 +210,11 @@ def _run_cell(pair: Pair, role: str, server: servers.Server, cell: CellSpec, run
     flat = role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0
     if flat and pair.method in LOOKUP_METHODS:
         entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
-    cells_log.append(entry)
+    measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
+                for r in records]
+    entry |= observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
+                                     cell_stats(measured, counters), counters)
+    run.cells_log.append(entry)
     log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
         f"{duration:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
                               f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
@@ -326,41 +228,9 @@ def _length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
     return [r for r in records if r.error is None and r.output_tokens != r.requested_output_tokens]
 
 
-def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> dict[str, Any]:
-    """Everything needed to repeat the run (protocol.json)."""
-    return {
-        "schema": "loadgen.protocol/1",
-        "loadgen_version": __version__,
-        "pair": pair.name,
-        "pair_file": str(pair.path),
-        "target": model_hashes(pair.target),
-        "draft": model_hashes(pair.draft) if pair.draft else None,
-        "speculative_config": dict(pair.speculative),
-        "engine": {"command": list(pair.engine.command), "args": list(pair.engine.args),
-                   "env": dict(pair.engine.env), "seed": pair.engine.seed},
-        "sampling": asdict(pair.sampling),
-        "fairness": {"ignore_eos": pair.sampling.ignore_eos, "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
-                     "return_token_ids": True},
-        "workloads": [asdict(w) for w in pair.workloads],
-        "concurrency": list(pair.concurrency),
-        "load": asdict(pair.load),
-        "stop_rule": asdict(pair.stop),
-        "prompts_file": "prompts.jsonl",
-        "prompts_sha256": prompts_digest(all_prompts),
-        "cells": [{"workload": c.workload, "concurrency": c.concurrency, "level": c.level.label,
-                   "rate_rps": c.level.rate_rps, "repetition": c.repetition,
-                   "warmup": [p.prompt_id for p in c.warmup],
-                   "measured": [p.prompt_id for p in c.measured],
-                   "cooldown": [p.prompt_id for p in c.cooldown],
-                   "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
-        "client_host": {"python": platform.python_version(), "machine": platform.machine(),
-                        "system": platform.platform()},
-        "hardware": resources.hardware(),
-    }
-
-
 def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None,
-                cells: list[CellSpec] | None = None, allow_unpinned: bool = False) -> Path:
+                cells: list[CellSpec] | None = None, allow_unpinned: bool = False,
+                observe: ObserveOptions | None = None) -> Path:
     """Run the whole comparison of ``pair``; returns the run folder.
 
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
@@ -386,9 +256,11 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
     status: dict[str, Any] = {"complete": False, "failure": None}
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
+    observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
+    run = _Run(pair, run_dir, requests, cells_log, log, observers)
     try:
         for role in ROLES:
-            _run_role(pair, role, run_dir, cells, requests, cells_log, log, (attach or {}).get(role))
+            _run_role(run, role, cells, (attach or {}).get(role))
         status["complete"] = True
     except KeyboardInterrupt:
         status["failure"] = "interrupted (Ctrl-C or SIGTERM)"
@@ -397,19 +269,28 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         status["failure"] = str(exc)
         raise
     finally:
+        observers.close()
         requests.close()
         cells_log.close()
         write_json(run_dir / "status.json", status)
         try:
-            finish_card(run_dir)
+            finish_card(run_dir, log)
         except Exception as exc:  # the card must never hide the run's own error
             log(f"could not write the card ({type(exc).__name__}: {exc}); run `loadgen report {run_dir}`")
     return run_dir
 
 
-def finish_card(run_dir: Path) -> dict[str, Any]:
-    """(Re)build card.json and card.md from the run folder's saved data."""
+def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
+    """(Re)build card.json, card.md and the plots from the run folder's saved data alone."""
     card = build_card(run_dir)
+    try:
+        from loadgen.plots import render_plots
+
+        card["plots"] = [str(p.relative_to(run_dir)) for p in
+                         render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")]
+    except Exception as exc:  # a plot must never cost the card
+        log(f"could not draw the plots ({type(exc).__name__}: {exc})")
+        card["plots"] = []
     write_json(run_dir / "card.json", card)
     (run_dir / "card.md").write_text(render_markdown(card))
     return card

@@ -17,25 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from loadgen.criteria import Criteria, check_scope, parse_criteria
 from loadgen.errors import ProfileError
 from loadgen.schedule import ARRIVALS
+from loadgen.specconfig import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
 
 PAIRS_DIR = Path("profiles/pairs")
 WORKLOADS_DIR = Path("profiles/workloads")
 
-#: Fields of vLLM's ``SpeculativeConfig`` accepted in ``[speculative]`` (union over vLLM 0.15-0.33,
-#: vllm/config/speculative.py). Per-version checks live in validate.py.
-SPECULATIVE_KEYS = frozenset(
-    {
-        "method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "quantization",
-        "max_model_len", "revision", "code_revision", "prompt_lookup_max", "prompt_lookup_min",
-        "enforce_eager", "disable_padded_drafter_batch", "parallel_drafting", "rejection_sample_method",
-        "draft_sample_method", "use_heterogeneous_vocab", "num_speculative_tokens_per_batch_size",
-        "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
-        "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob", "attention_backend",
-        "kv_cache_dtype", "synthetic_acceptance_rates", "synthetic_acceptance_length",
-    }
-)
+#: Every field vLLM's ``SpeculativeConfig`` has had in 0.10-0.33 (specconfig.py); per-version checks of
+#: the installed engine happen in `loadgen check`.
+SPECULATIVE_KEYS = ALL_FIELDS
 
 
 @dataclass(frozen=True)
@@ -169,7 +161,7 @@ class Pair:
     load: Load
     stop: StopRule
     description: str = ""
-    criteria: Mapping[str, Any] = field(default_factory=dict)
+    criteria: Criteria = field(default_factory=Criteria)
     servers: Mapping[str, RoleServer] = field(default_factory=dict)
 
     @property
@@ -370,10 +362,9 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     spec = dict(spec_table.data)
     for key in spec:
         if key not in SPECULATIVE_KEYS:
-            raise ProfileError(
-                f"{path}: unknown key {key!r} in [speculative]; it is not a field of vLLM's speculative config "
-                f"(known: {', '.join(sorted(SPECULATIVE_KEYS))})"
-            )
+            why = history(key, FIELD_RANGES, parse_version(LAST_KNOWN))
+            raise ProfileError(f"{path}: unknown key {key!r} in [speculative]: not a field of vLLM's speculative "
+                               f"config ({why}); see profiles/README.md")
     spec_table.seen.update(spec)
     method = spec_table.get("method", str)
     spec_table.positive_int("num_speculative_tokens")
@@ -429,7 +420,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         cooldown=st.get("cooldown", bool, True),
     )
     st.finish()
-    criteria = top.get("criteria", dict, {})
+    criteria = parse_criteria(top.get("criteria", dict, {}), path)
     roles = top.table("servers", {})
     role_servers = {role: _role_server(roles, role, path) for role in ("plain", "speculative") if role in roles.data}
     roles.finish()
@@ -450,4 +441,5 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         servers=role_servers,
     )
     top.finish()
+    check_scope(criteria, [w.name for w in pair.workloads], [lv.concurrency for lv in load.levels()], path)
     return pair

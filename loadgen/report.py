@@ -15,6 +15,7 @@ from typing import Any
 
 from loadgen.client import RequestRecord
 from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
+from loadgen.criteria import judge, parse_criteria
 from loadgen.errors import BadInput
 from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
 from loadgen.prom import SpecDecodeCounters
@@ -177,6 +178,12 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         measured = servers[role]["resources"] or {}
         usage[role] = measured.get("after_load") or measured.get("ready")
     workloads = proto["workloads"]
+    diff = difference(usage["plain"], usage["speculative"])
+    criteria = parse_criteria({k: v for k, v in (proto.get("criteria") or {}).items() if v is not None},
+                              run_dir / "protocol.json")
+    extra = diff["extra_gpu_memory_bytes"]
+    verdict = judge(criteria, cells, {"extra_memory_bytes": extra if extra is not None else diff["extra_cpu_rss_bytes"],
+                                      "kv_capacity_loss": diff["kv_capacity_loss"]})
     return {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
@@ -199,8 +206,9 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "prompts_sha256": proto["prompts_sha256"],
         "cells": cells,
         "crossover": _crossovers(cells),
-        "resources": {**usage, "difference": difference(usage["plain"], usage["speculative"])},
+        "resources": {**usage, "difference": diff},
         "placement": {role: _placement(servers[role]) for role in ROLES},
+        "verdict": verdict.to_json() | {"lines": [c.line() for c in verdict.cells]},
         "hardware": proto.get("hardware"),
     }
 

@@ -69,3 +69,29 @@ def summarize_gauges(samples: list[dict[str, Any]]) -> dict[str, dict[str, float
         out[name] = {"mean": sum(values) / len(values) if values else None,
                      "max": max(values) if values else None, "samples": float(len(values))}
     return out
+
+
+#: Server-side histograms whose per-cell deltas go on the card next to the client's numbers.
+SERVER_HISTOGRAMS = {
+    "ttft_s": "vllm:time_to_first_token_seconds",
+    "e2e_s": "vllm:e2e_request_latency_seconds",
+    "tpot_s": "vllm:request_time_per_output_token_seconds",
+    "icl_s": "vllm:inter_token_latency_seconds",
+}
+
+
+def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, Any]:
+    """Per-cell deltas of :data:`SERVER_HISTOGRAMS` with their bucket bounds and p50/p90/p99 estimates
+    (PromQL ``histogram_quantile`` semantics, prom.py); families without observations are left out."""
+    out: dict[str, Any] = {}
+    for key, name in SERVER_HISTOGRAMS.items():
+        try:
+            h = prom.histogram_delta(before, after, name)
+        except ValueError:
+            continue
+        if h.count <= 0:
+            continue
+        out[key] = {"metric": name, "count": h.count, "sum": h.sum, "upper_bounds": list(h.upper_bounds),
+                    "cumulative_counts": list(h.cumulative_counts), "reset": h.reset,
+                    **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)}}
+    return out

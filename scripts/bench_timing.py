@@ -54,6 +54,8 @@ GATED = ("TTFT", "ICL", "ITL", "TPOT")
 METRICS = ("TTFT", "E2E", "TPOT", "ICL", "ITL")
 MEDIAN_LIMIT_MS = 1.0
 P99_LIMIT_MS = 5.0
+#: The whole benchmark's time limit (s): levels that would run past it are stopped and fail.
+BUDGET_S = 170.0
 
 
 @dataclass
@@ -78,6 +80,8 @@ def expected_errors(record: RequestRecord, script: Script) -> dict[str, list[flo
     expected = script.chunk_tokens(record.requested_output_tokens)
     if record.chunk_tokens != expected:
         return f"{record.prompt_id}: chunk tokens {record.chunk_tokens} != scripted {expected}"
+    if record.finish_reason != "length" or record.usage_completion_tokens != sum(expected):
+        return f"{record.prompt_id}: finish_reason {record.finish_reason}, usage {record.usage_completion_tokens}"
     timings = request_timings(record.send_s, record.chunk_arrivals_s, record.chunk_tokens)
     assert timings is not None  # ok implies token-bearing chunks
     n, tokens = len(expected), sum(expected)
@@ -178,8 +182,10 @@ def prompts(prefix: str, n: int, output_tokens: int) -> tuple[Prompt, ...]:
                         output_tokens) for i in range(n))
 
 
-def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespace, script: Script) -> LevelResult:
-    """One closed-loop cell at concurrency ``c`` with ``n`` measured requests."""
+def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespace, script: Script,
+              timeout_s: float) -> LevelResult:
+    """One closed-loop cell at concurrency ``c`` with ``n`` measured requests; TimeoutError after
+    ``timeout_s``."""
     tag = f"c{c}-"
     plan = CellPlan(role="plain", workload="scripted", endpoint="chat", concurrency=c,
                     warmup=prompts(tag + "w", c, args.output_tokens), prompts=prompts(tag + "m", n, args.output_tokens),
@@ -191,8 +197,8 @@ def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespac
 
     meter = CpuMeter(server_pid)
     # run_cell's coroutine, for the cell clock's origin (a perf_counter value) that the trace needs
-    records, origin = asyncio.run(run_cell_async(url, "scripted", Sampling(), plan, count,
-                                                 lambda: server_get(url, "/stats?reset=1")))
+    cell = run_cell_async(url, "scripted", Sampling(), plan, count, lambda: server_get(url, "/stats?reset=1"))
+    records, origin = asyncio.run(asyncio.wait_for(cell, timeout_s))
     cpu = meter.stop()
     result = LevelResult(c, len(records), cpu.pop("client_s") / max(all_chunks[0], 1) * 1e6,
                          {m: [] for m in METRICS}, server=server_get(url, "/stats?reset=1"), cpu=cpu)
@@ -239,15 +245,17 @@ def render(results: Sequence[LevelResult], args: argparse.Namespace, command: st
     m = machine()
     lines = [
         SECTION, "",
-        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`", "",
-        f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; client (loadgen runner, "
-        f"asyncio + httpx) and scripted server (`scripts/sse_server.py`, `{args.selector}` loop) as separate "
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`"
+        f"{' (by `make bench`)' if os.environ.get('MAKELEVEL') else ''}", "",
+        f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; client (loadgen's runner "
+        f"and client) and scripted server (`scripts/sse_server.py`, `{args.selector}` loop) as separate "
         f"processes{'' if args.no_pin else ', each pinned to its own core'}"
         f"{', both SCHED_FIFO (--realtime)' if args.realtime else ''}; load average at start {load_at_start}.", "",
         f"Script: chat endpoint, TTFT {args.ttft_ms:g} ms, a token chunk every {args.chunk_ms:g} ms, tokens per "
         f"chunk {','.join(map(str, args.pattern))} (cycled), {args.output_tokens} output tokens; role-only first "
         "chunk, one token chunk with empty text, usage-only chunk, `[DONE]`. Closed loop (`run_cell`), warmup and "
-        "cooldown of one round each.", "",
+        "cooldown of one round each. Identical requests keep the streams in step, so the chunks of all "
+        "in-flight requests arrive together, as from one batched engine step.", "",
         "Absolute error of each client-measured value against the scripted one (ms): median / p99; bias = "
         "median signed error. ICL and ITL: every sample; TTFT, E2E, TPOT: one per request.", "",
         "| concurrency | requests | metric | samples | median abs err | p99 abs err | bias | verdict |",
@@ -305,6 +313,18 @@ def write_section(path: Path, section: str) -> None:
     path.write_text(text)
 
 
+def describe_command(argv: list[str] | None) -> str:
+    """The command line as run (interpreter relative to the repository), noting ``make bench``."""
+    exe = Path(sys.executable)
+    with contextlib.suppress(ValueError):
+        exe = exe.relative_to(Path.cwd())
+    script = Path(sys.argv[0])
+    with contextlib.suppress(ValueError):
+        script = script.resolve().relative_to(Path.cwd())
+    words = [str(exe), str(script), *(sys.argv[1:] if argv is None else argv)]
+    return shlex.join(words)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command-line options."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -329,20 +349,31 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 when every gated metric passes, 1 otherwise."""
     args = parse_args(argv)
     if args.realtime:
-        set_realtime(0)
+        try:
+            set_realtime(0)
+        except PermissionError:
+            print("--realtime needs root or CAP_SYS_NICE (SCHED_FIFO); run without it", file=sys.stderr)
+            return 2
     with open("/proc/loadavg") as fh:
         load_at_start = " ".join(fh.read().split()[:3])
     levels = [int(c) for c in args.concurrency.split(",")]
     counts = [int(n) for n in args.requests.split(",")]
-    if len(counts) != len(levels):
-        raise SystemExit("--requests needs one count per --concurrency level")
+    if len(counts) != len(levels) or args.gate_concurrency not in levels:
+        print("--requests needs one count per --concurrency level, and --gate-concurrency must be a level",
+              file=sys.stderr)
+        return 2
     script = Script(args.ttft_ms / 1e3, args.chunk_ms / 1e3, args.pattern)
-    command = shlex.join(["python", *sys.argv]) if argv is None else shlex.join(["python", "bench_timing.py", *argv])
+    command = describe_command(argv)
     results: list[LevelResult] = []
     with scripted_server(args) as (url, pid):
+        begin = time.perf_counter()
         for c, n in zip(levels, counts, strict=True):
             start = time.perf_counter()
-            results.append(run_level(url, pid, c, n, args, script))
+            try:
+                results.append(run_level(url, pid, c, n, args, script, BUDGET_S - (start - begin)))
+            except TimeoutError:
+                print(f"concurrency {c}: stopped at the {BUDGET_S:g} s budget; FAIL", file=sys.stderr)
+                return 1
             print(f"concurrency {c}: {n} requests in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     gate = next((r for r in results if r.concurrency == args.gate_concurrency), None)
     verdicts = {name: gate is not None and not gate.failures and verdict(gate.errors_ms[name])[2] for name in GATED}

@@ -18,7 +18,9 @@ connections. Chunks are pre-encoded once per (endpoint, model, output length); a
 id. Sends wait for absolute deadlines (``loop.call_at``), so lateness never accumulates; by default
 the loop uses ``select()``, whose timeout has microsecond resolution (``epoll`` rounds timeouts up to
 whole milliseconds, which makes every send up to 1 ms late) and the timer slack is set to 1 ns
-(Linux; the default 50 us delays every timed wake-up).
+(Linux; the default 50 us delays every timed wake-up). ``select()`` scans every socket on each wake:
+at 64 streams it used 0.16 cores against epoll's 0.07 (server lateness p50 0.04 ms against 0.57 ms),
+so a throughput run that does not need sub-millisecond timing can pass ``--selector epoll``.
 
 Extra endpoints: ``GET /health``; ``GET /v1/models``; ``GET /stats`` (``?reset=1`` to clear), the
 server's own lateness (actual send - deadline, ms) over token-bearing chunks and the connections
@@ -176,10 +178,14 @@ class ScriptedServer:
         self.trace: list[dict[str, Any]] | None = [] if trace else None
         self._ids = itertools.count()
         self.connections = 0
+        self.handlers: set[asyncio.Task[None]] = set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve requests on one keep-alive connection until the client closes it."""
         self.connections += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self.handlers.add(task)
         try:
             while True:
                 try:
@@ -195,8 +201,12 @@ class ScriptedServer:
                     return
         except (ConnectionError, asyncio.IncompleteReadError):
             return
+        except asyncio.CancelledError:
+            return  # shutdown: the outermost task of this connection ends quietly
         finally:
             writer.close()
+            if task is not None:
+                self.handlers.discard(task)
 
     async def route(self, method: str, path: str, body: bytes, t0: float, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; False when the connection should close."""
@@ -355,6 +365,10 @@ async def serve(args: argparse.Namespace) -> None:
         loop.add_signal_handler(sig, stop.set)
     async with server:
         await stop.wait()
+        server.close()
+        for task in list(app.handlers):
+            task.cancel()
+        await asyncio.gather(*app.handlers, return_exceptions=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,12 +11,20 @@ from loadgen.rundir import load_records
 K = 3
 
 
-def test_compare_succeeds_and_prints_the_card(selfdraft_run: dict[str, Any]) -> None:
+def test_compare_completes_and_the_verdict_fails_its_declared_criteria(selfdraft_run: dict[str, Any]) -> None:
     proc = selfdraft_run["proc"]
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # the pair declares a 5x speedup that no run can reach: the run completes and exits 3
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert f"card: {selfdraft_run['run_dir'] / 'card.md'}" in proc.stdout
+    assert "verdict: FAIL" in proc.stdout
+    assert proc.stderr.strip().splitlines() == [
+        f"loadgen: error: the verdict failed the criteria declared in the pair file; see "
+        f"{selfdraft_run['run_dir'] / 'card.md'}"]
     card = selfdraft_run["card"]
     assert card["complete"] is True and card["failure"] is None
+    verdict = card["verdict"]
+    assert verdict["passed"] is False and verdict["criteria"]["min_speedup"] == 5.0
+    assert all("tpot_p50" in line and "fail" in line for line in verdict["lines"])
     assert [(c["workload"], c["level"]) for c in card["cells"]] == [
         ("short-homogeneous", "c1"), ("short-homogeneous", "c3"), ("long-diverse", "c1"), ("long-diverse", "c3")]
 

@@ -10,7 +10,9 @@ import pytest
 
 from loadgen import servers
 from loadgen.errors import FallbackDetected
-from loadgen.flow import plan_cells, prove_mode, scrape
+from loadgen.flow import prove_mode
+from loadgen.plan import plan_cells
+from loadgen.scrape import scrape
 from loadgen.metrics import Acceptance
 from loadgen.pair import load_pair
 from loadgen.prom import spec_decode_delta

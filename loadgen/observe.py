@@ -1,0 +1,146 @@
+"""What watches a run while it happens: loadgen's own exporter and Pushgateway pushes, the PromQL
+cross-check against an existing Prometheus server, and the terminal progress bar.
+
+The flow calls :class:`Observers` at four points (request finished, cell started, cell finished, run
+over); each sink is optional and none can stop a run: a failed push or PromQL query becomes one warning
+line and a note in ``cells.jsonl``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from loadgen.client import RequestRecord
+from loadgen.metrics import CellStats
+from loadgen.prom import SpecDecodeCounters
+
+
+@dataclass(frozen=True)
+class ObserveOptions:
+    """Command-line choices. ``prometheus_selector`` may use ``{hostport}`` (the server's host:port)."""
+
+    metrics_port: int | None = None
+    metrics_addr: str = "127.0.0.1"
+    pushgateway: str | None = None
+    prometheus_url: str | None = None
+    prometheus_selector: str = 'instance="{hostport}"'
+    progress: bool = True
+
+
+class Observers:
+    """The optional sinks of one run (see the module docstring)."""
+
+    def __init__(self, pair: str, options: ObserveOptions, log: Callable[[str], None]) -> None:
+        self.options, self.log = options, log
+        self.exporter = None
+        if options.metrics_port is not None or options.pushgateway:
+            from loadgen.export import Exporter
+
+            self.exporter = Exporter(pair)
+            if options.metrics_port is not None:
+                self.exporter.serve(options.metrics_port, options.metrics_addr)
+                log(f"loadgen metrics: {self.exporter.url}/metrics")
+        self.reader = None
+        if options.prometheus_url:
+            from loadgen.promql import PromQLReader
+
+            self.reader = PromQLReader(options.prometheus_url)
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        self._tokens = 0
+        self._errors = 0
+        self._started = 0.0
+        self._window: tuple[float, str] | None = None
+
+    # -- per cell -------------------------------------------------------------------------------------
+    def cell_started(self, label: str, total: int) -> None:
+        """A cell's measured phase is about to start with ``total`` requests (closed loop, count rule)."""
+        self._tokens, self._errors, self._started = 0, 0, time.monotonic()
+        if self.options.progress:
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TextColumn("{task.fields[tps]:.0f} tok/s, {task.fields[errors]} errors"),
+                                      TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(label, total=total, tps=0.0, errors=0)
+
+    def measured_window_start(self, hostport: str) -> None:
+        """Right after the before-scrape: remember the instant for the PromQL window (waits one scrape)."""
+        if self.reader is None:
+            return
+        from loadgen.promql import PromQLError
+
+        selector = self.options.prometheus_selector.format(hostport=hostport)
+        try:
+            self._window = (self.reader.wait_for_scrape(time.time(), selector), selector)
+        except PromQLError as exc:
+            self._window = None
+            self.log(f"warning: {exc}")
+
+    def request_finished(self, record: RequestRecord) -> None:
+        """A request finished (any phase)."""
+        if self.exporter is not None:
+            self.exporter.observe_request(record)
+        if record.warmup:
+            return
+        self._tokens += record.output_tokens
+        self._errors += record.error is not None
+        if self._progress is not None and self._task is not None:
+            elapsed = max(time.monotonic() - self._started, 1e-9)
+            self._progress.update(self._task, advance=1, tps=self._tokens / elapsed, errors=self._errors)
+
+    def cell_finished(self, role: str, workload: str, concurrency: int, level: str, stats: CellStats,
+                      direct: SpecDecodeCounters | None) -> dict[str, Any]:
+        """A cell ended: update the exporter, push, cross-check with PromQL. Returns fields for the cell's
+        ``cells.jsonl`` entry (``promql``: the deltas Prometheus saw and the disagreements)."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+        extra: dict[str, Any] = {}
+        if self.exporter is not None:
+            self.exporter.cell_finished(role, workload, concurrency, stats, level=level)
+            if self.options.pushgateway:
+                from loadgen.export import PushError
+
+                try:
+                    self.exporter.push(self.options.pushgateway, role, workload, concurrency, level)
+                except PushError as exc:
+                    self.log(f"warning: {exc}")
+                    extra["push_error"] = str(exc)
+        if self.reader is not None and self._window is not None and direct is not None:
+            extra["promql"] = self._cross_check(direct)
+        self._window = None
+        return extra
+
+    def _cross_check(self, direct: SpecDecodeCounters) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        from loadgen.promql import PromQLError, cross_check
+
+        assert self.reader is not None and self._window is not None
+        start, selector = self._window
+        try:
+            end = self.reader.wait_for_scrape(time.time(), selector)
+            seen = self.reader.spec_decode_delta_at_instants(start, end, selector)
+        except PromQLError as exc:
+            self.log(f"warning: {exc}")
+            return {"error": str(exc)}
+        problems = cross_check(direct, seen)
+        for line in problems:
+            self.log(f"warning: Prometheus and the direct scrape disagree: {line}")
+        return {"selector": selector, "window": [start, end], "counters": asdict(seen) if seen else None,
+                "disagreements": problems}
+
+    def close(self) -> None:
+        """Stop the live endpoint and the progress bar."""
+        if self._progress is not None:
+            self._progress.stop()
+        if self.exporter is not None:
+            self.exporter.close()
+        if self.reader is not None:
+            self.reader.close()

@@ -1,0 +1,149 @@
+"""The measurement protocol: which prompts each cell sends, in which order and on which schedule,
+identical for both servers, and ``protocol.json``, which holds everything needed to repeat a run
+(``loadgen compare --protocol``).
+
+Prompts for every cell are generated up front (seeded) and saved, so both servers get the identical list;
+each cell gets its own consecutive slice of its workload's prompt set (warmup, measured, cooldown).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from loadgen import __version__, resources
+from loadgen.errors import ProfileError
+from loadgen.pair import Level, Pair, Workload, load_pair
+from loadgen.schedule import arrival_offsets
+from loadgen.validate import model_hashes
+from loadgen.workload import Prompt, generate, load_tokenizer, prompts_digest
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell (workload x load level x repetition) with its prompts, identical for both roles."""
+
+    workload: str
+    endpoint: str
+    level: Level
+    repetition: int
+    warmup: tuple[Prompt, ...]
+    measured: tuple[Prompt, ...]
+    cooldown: tuple[Prompt, ...]
+    arrivals_s: tuple[float, ...] | None
+
+    @property
+    def concurrency(self) -> int:
+        """Closed loop: the concurrency; open loop: the cap on requests in flight."""
+        return int(self.level.concurrency)
+
+    def stem(self, role: str) -> str:
+        """File-name stem of this cell for ``role``."""
+        return f"{role}__{self.workload}__{self.level.label}__rep{self.repetition}"
+
+
+def plan_cells(pair: Pair) -> list[CellSpec]:
+    """Assign each cell its own consecutive slice of its workload's seeded prompt set (warmup, measured,
+    cooldown) and, for open-loop levels, its seeded arrival schedule."""
+    stop, load = pair.stop, pair.load
+    tokenizer = None
+    if any(w.input_tokens is not None for w in pair.workloads):
+        tokenizer = load_tokenizer(pair.target.model)
+    cells = []
+    for workload in pair.workloads:
+        sizes = []
+        for rep in range(load.repetitions):
+            for level in load.levels():
+                if level.rate_rps is None:
+                    n, cool = stop.measured_requests(level.concurrency), stop.cooldown_requests(level.concurrency)
+                elif stop.duration_s is not None:
+                    n, cool = min(stop.max_requests, math.ceil(level.rate_rps * stop.duration_s) + 1), 0
+                else:
+                    n, cool = stop.min_requests, 0
+                sizes.append((level, rep, stop.warmup_requests, n, cool))
+        prompts = generate(workload, sum(w + n + c for *_, w, n, c in sizes), tokenizer)
+        offset = 0
+        for level, rep, w, n, cool in sizes:
+            chunk = prompts[offset:offset + w + n + cool]
+            offset += w + n + cool
+            arrivals = None
+            if level.rate_rps is not None:
+                seed = workload.seed * 1_000_003 + rep * 1009 + int(level.rate_rps * 1000)
+                arrivals = tuple(arrival_offsets(load.arrival, level.rate_rps, n, seed, load.burstiness))
+            cells.append(CellSpec(workload.name, workload.endpoint, level, rep, tuple(chunk[:w]),
+                                  tuple(chunk[w:w + n]), tuple(chunk[w + n:]), arrivals))
+    return cells
+
+
+def replay_protocol(protocol_path: Path) -> tuple[Pair, list[CellSpec]]:
+    """The pair and the exact cells (prompts, order, arrival schedules) of an earlier run, from its
+    ``protocol.json`` and the ``pair.toml`` and ``prompts.jsonl`` beside it.
+
+    Raises ProfileError when a file is missing or the prompts no longer match the recorded sha256.
+    """
+    folder = protocol_path.parent
+    try:
+        proto = json.loads(protocol_path.read_text())
+        prompts = {d["prompt_id"] + "@" + d["workload"]: _prompt(d)
+                   for d in map(json.loads, (folder / "prompts.jsonl").read_text().splitlines())}
+    except (OSError, ValueError, KeyError) as exc:
+        raise ProfileError(f"{protocol_path}: cannot replay ({exc}); pass the protocol.json of a run folder "
+                           "that still holds pair.toml and prompts.jsonl") from None
+    if prompts_digest(prompts.values()) != proto.get("prompts_sha256"):
+        raise ProfileError(f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; "
+                           "the run folder was modified")
+    pair = load_pair(str(folder / "pair.toml"))
+    workloads = {w["name"]: w for w in proto["workloads"]}
+    pair = replace(pair, workloads=tuple(Workload(**w) for w in proto["workloads"]))
+    cells = []
+    for c in proto["cells"]:
+        pick = [[prompts[f"{pid}@{c['workload']}"] for pid in c[part]] for part in ("warmup", "measured", "cooldown")]
+        rate = c.get("rate_rps")
+        level = Level(c["concurrency"], rate)
+        cells.append(CellSpec(c["workload"], workloads[c["workload"]]["endpoint"], level, c.get("repetition", 0),
+                              tuple(pick[0]), tuple(pick[1]), tuple(pick[2]),
+                              tuple(c["arrivals_s"]) if c.get("arrivals_s") is not None else None))
+    return pair, cells
+
+
+def _prompt(d: dict[str, Any]) -> Prompt:
+    messages = tuple(d["messages"]) if d.get("messages") is not None else None
+    return Prompt(d["prompt_id"], d["workload"], d["endpoint"], d.get("text"), messages, d["output_tokens"])
+
+
+def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> dict[str, Any]:
+    """Everything needed to repeat the run (protocol.json)."""
+    return {
+        "schema": "loadgen.protocol/1",
+        "loadgen_version": __version__,
+        "pair": pair.name,
+        "pair_file": str(pair.path),
+        "target": model_hashes(pair.target),
+        "draft": model_hashes(pair.draft) if pair.draft else None,
+        "speculative_config": dict(pair.speculative),
+        "engine": {"command": list(pair.engine.command), "args": list(pair.engine.args),
+                   "env": dict(pair.engine.env), "seed": pair.engine.seed},
+        "sampling": asdict(pair.sampling),
+        "fairness": {"ignore_eos": pair.sampling.ignore_eos, "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
+                     "return_token_ids": True},
+        "workloads": [asdict(w) for w in pair.workloads],
+        "concurrency": list(pair.concurrency),
+        "load": asdict(pair.load),
+        "stop_rule": asdict(pair.stop),
+        "prompts_file": "prompts.jsonl",
+        "prompts_sha256": prompts_digest(all_prompts),
+        "criteria": pair.criteria.to_json(),
+        "cells": [{"workload": c.workload, "concurrency": c.concurrency, "level": c.level.label,
+                   "rate_rps": c.level.rate_rps, "repetition": c.repetition,
+                   "warmup": [p.prompt_id for p in c.warmup],
+                   "measured": [p.prompt_id for p in c.measured],
+                   "cooldown": [p.prompt_id for p in c.cooldown],
+                   "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
+        "client_host": {"python": platform.python_version(), "machine": platform.machine(),
+                        "system": platform.platform()},
+        "hardware": resources.hardware(),
+    }

@@ -1,0 +1,48 @@
+"""The terminal summary of a card: one rich table row per cell, then the verdict (stdout)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _ms(dist: dict[str, Any] | None) -> str:
+    value = (dist or {}).get("p50")
+    return "–" if value is None else f"{value * 1e3:.1f}"
+
+
+def _ratio(r: dict[str, Any] | None) -> str:
+    if not r or r.get("value") is None:
+        return "–"
+    ci = f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r.get("ci_low") is not None else ""
+    return f"{r['value']:.2f}{ci}"
+
+
+def summary_table(card: dict[str, Any]) -> Table:
+    """A table of TTFT/TPOT p50 (ms), the TPOT ratio with its 95% CI, acceptance and throughput per cell."""
+    table = Table(title=f"{card['pair']}: speculative vs plain ({'complete' if card['complete'] else 'INCOMPLETE'})")
+    for col in ("workload", "load", "TTFT p50 ms plain/spec", "TPOT p50 ms plain/spec", "TPOT spec/plain [95% CI]",
+                "acceptance", "tokens/s plain/spec"):
+        table.add_column(col, justify="left" if col in ("workload", "load") else "right")
+    for cell in card["cells"]:
+        p, s = cell.get("plain") or {}, cell.get("speculative") or {}
+        acc = (s.get("acceptance") or {}).get("acceptance_rate")
+        tps = [x.get("output_throughput_tps") for x in (p, s)]
+        table.add_row(
+            cell["workload"], cell.get("level", str(cell["concurrency"])),
+            f"{_ms(p.get('ttft_s'))} / {_ms(s.get('ttft_s'))}", f"{_ms(p.get('tpot_s'))} / {_ms(s.get('tpot_s'))}",
+            _ratio((cell.get("ratios") or {}).get("tpot_p50")), "–" if acc is None else f"{acc:.3f}",
+            " / ".join("–" if t is None else f"{t:.0f}" for t in tps),
+        )
+    return table
+
+
+def print_summary(card: dict[str, Any], console: Console | None = None) -> None:
+    """Print :func:`summary_table` and the verdict line."""
+    out = console or Console()
+    out.print(summary_table(card))
+    verdict = card.get("verdict")
+    if verdict:
+        out.print(f"verdict: {verdict['summary']}", markup=False)
