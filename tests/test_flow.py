@@ -11,8 +11,8 @@ import pytest
 from loadgen import prom
 from loadgen.errors import FallbackDetected, ProfileError
 from loadgen.flow import prove_mode
-from loadgen.plan import plan_cells, protocol, replay_protocol
 from loadgen.pair import load_pair
+from loadgen.plan import plan_cells, protocol, replay_protocol
 
 DATA = Path(__file__).parent / "data"
 

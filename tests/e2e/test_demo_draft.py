@@ -11,12 +11,12 @@ import pytest
 from loadgen import servers
 from loadgen.errors import FallbackDetected
 from loadgen.flow import prove_mode
-from loadgen.plan import plan_cells
-from loadgen.scrape import scrape
 from loadgen.metrics import Acceptance
 from loadgen.pair import load_pair
+from loadgen.plan import plan_cells
 from loadgen.prom import spec_decode_delta
 from loadgen.runner import CellPlan, run_cell
+from loadgen.scrape import scrape
 
 
 def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> None:
