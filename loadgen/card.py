@@ -95,6 +95,46 @@ def _verdict_rows(verdict: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
+def _diagnosis_rows(cell: dict[str, Any]) -> list[str]:
+    """Lossless check, cost decomposition and goodput of one cell (diagnosis.py)."""
+    lines = []
+    loss = cell.get("lossless")
+    if loss and loss.get("match_rate") is not None:
+        lines.append(f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
+                     f"({100 * loss['match_rate']:.0f}%)")
+    cost = cell.get("cost") or {}
+    if cost.get("predicted_speedup") is not None:
+        verdict = "agree within 15%" if cost["agrees"] else f"differ: {cost.get('why')}"
+        lines.append(
+            f"- cost decomposition: step time plain {_ms(cost['plain_step_s'])} ms, speculative "
+            f"{_ms(cost['spec_step_s'])} ms (ratio {cost['step_time_ratio']:.2f}: drafting + verification); "
+            f"mean acceptance length {cost['acceptance_length']:.2f} predicts a speedup of "
+            f"{cost['predicted_speedup']:.2f}x; measured TPOT speedup {cost['measured_tpot_speedup']:.2f}x ({verdict})")
+    good = [f"{role} {(cell.get(role) or {}).get('goodput_rps'):.2f} req/s" for role in ("plain", "speculative")
+            if (cell.get(role) or {}).get("goodput_rps") is not None]
+    if good:
+        lines.append(f"- goodput (requests meeting every SLO): {', '.join(good)}")
+    return lines
+
+
+def _capacity_rows(card: dict[str, Any]) -> list[str]:
+    """The highest tested concurrency at which every declared SLO holds, per server and workload."""
+    cap = card.get("capacity") or {}
+    if not cap:
+        return []
+    slo = card.get("slo") or {}
+    limits = ", ".join(f"{k.removesuffix('_s')} ≤ {v:g} s" for k, v in slo.items() if k != "percentile" and v)
+    lines = ["## Capacity at SLO", "", f"SLOs judged at p{slo.get('percentile', 99):g}: {limits}.", "",
+             "| workload | server | highest concurrency holding every SLO | goodput there (req/s) |",
+             "|---|---|---:|---:|"]
+    for workload, roles in cap.items():
+        for role, c in roles.items():
+            best = c["capacity_concurrency"]
+            lines.append(f"| {workload} | {role} | {best if best is not None else 'none tested'} | "
+                         f"{_num(c['goodput_rps'])} |")
+    return [*lines, ""]
+
+
 def _hardware(hw: dict[str, Any]) -> str:
     gpus = ", ".join(f"{g['name']} ({_bytes(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
     return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {_bytes(hw.get('memory_bytes'))} memory; {gpus}"
@@ -191,7 +231,8 @@ def render_markdown(card: dict[str, Any]) -> str:
                     if (cell.get(role) or {}).get("failure")]
         out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
         out += [f"- {note}" for note in cell.get("notes", [])]
-        out += [*_server_rows(cell), ""]
+        out += [*_diagnosis_rows(cell), *_server_rows(cell), ""]
+    out += _capacity_rows(card)
     out += ["## Where speculation stops paying", "",
             "TPOT p50 ratio (speculative / plain) against closed-loop concurrency; the crossover is where it "
             "crosses 1 (interpolated between tested levels).", ""]

@@ -22,6 +22,8 @@ Metrics are the card's ratio keys, speculative / plain (compare.py): latencies `
 - ``max_extra_memory_bytes`` (int >= 0): speculative minus plain server memory, bytes.
 - ``max_kv_capacity_loss`` (number 0..1): fraction of the plain server's KV-cache tokens the speculative
   server may lose (e.g. 0.2).
+- ``min_lossless_match`` (number 0..1): under greedy sampling, the least share of requests whose tokens
+  are identical on both servers, per judged cell (diagnosis.py).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ LATENCY_METRICS = ("ttft_p50", "tpot_p50", "e2e_p50", "itl_p50", "ttft_p99", "e2
 THROUGHPUT_METRICS = ("output_throughput", "request_throughput")
 METRICS = LATENCY_METRICS + THROUGHPUT_METRICS
 KEYS = ("primary", "min_speedup", "use_confidence_interval", "max_regression", "concurrency", "workloads",
-        "require_measured", "max_extra_memory_bytes", "max_kv_capacity_loss")
+        "require_measured", "max_extra_memory_bytes", "max_kv_capacity_loss", "min_lossless_match")
 #: Verdict statuses of a cell, a metric check or a resource check.
 PASS, FAIL, NOT_MEASURED, NOT_JUDGED = "pass", "fail", "not-measured", "not-judged"
 
@@ -55,6 +57,7 @@ class Criteria:
     require_measured: bool = True
     max_extra_memory_bytes: int | None = None
     max_kv_capacity_loss: float | None = None
+    min_lossless_match: float | None = None
 
     def in_scope(self, workload: str, concurrency: int) -> bool:
         """True when the cell (workload, concurrency) is in the declared range."""
@@ -126,6 +129,11 @@ def parse_criteria(table: Mapping[str, Any], path: Path) -> Criteria:
         if not _number(v) or not 0 <= v <= 1:
             raise fail("max_kv_capacity_loss", "a fraction between 0 and 1 (e.g. 0.2 for 20%)")
         kw["max_kv_capacity_loss"] = float(v)
+    if "min_lossless_match" in table:
+        v = table["min_lossless_match"]
+        if not _number(v) or not 0 <= v <= 1:
+            raise fail("min_lossless_match", "a fraction between 0 and 1 of requests with identical tokens (e.g. 0.95)")
+        kw["min_lossless_match"] = float(v)
     return Criteria(**kw)
 
 
@@ -217,11 +225,26 @@ def _cell(cell: Mapping[str, Any], criteria: Criteria) -> CellVerdict:
         return CellVerdict(workload, level, NOT_MEASURED, (), ("incomplete: not run on both servers",))
     ratios = cell.get("ratios") or {}
     checks = tuple([_metric(m, "primary", ratios.get(m), criteria) for m in criteria.primary]
-                   + [_metric(m, "regression", ratios.get(m), criteria) for m in criteria.max_regression])
+                   + [_metric(m, "regression", ratios.get(m), criteria) for m in criteria.max_regression]
+                   + _lossless(cell, criteria))
     statuses = {c.status for c in checks}
     status = FAIL if FAIL in statuses else NOT_MEASURED if NOT_MEASURED in statuses else PASS
     reasons = tuple(c.reason for c in checks if c.status == status or status == PASS)
     return CellVerdict(workload, level, status, checks, reasons)
+
+
+def _lossless(cell: Mapping[str, Any], criteria: Criteria) -> list[Check]:
+    """The lossless check (diagnosis.py): share of greedy requests with identical tokens on both servers."""
+    limit = criteria.min_lossless_match
+    if limit is None:
+        return []
+    rate = (cell.get("lossless") or {}).get("match_rate")
+    if rate is None:
+        return [Check("lossless_match", "lossless", NOT_MEASURED, None, limit,
+                      f"lossless match not measured (needs greedy sampling; min_lossless_match {limit:g})")]
+    ok = rate >= limit
+    return [Check("lossless_match", "lossless", PASS if ok else FAIL, rate, limit,
+                  f"lossless match {_percent(rate)} {'meets' if ok else 'misses'} >= {_percent(limit)}")]
 
 
 def _bytes(x: float) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.criteria import Criteria, check_scope, parse_criteria
+from loadgen.diagnosis import SLO
 from loadgen.errors import ProfileError
 from loadgen.schedule import ARRIVALS
 from loadgen.specconfig import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
@@ -162,6 +163,7 @@ class Pair:
     stop: StopRule
     description: str = ""
     criteria: Criteria = field(default_factory=Criteria)
+    slo: SLO = field(default_factory=SLO)
     servers: Mapping[str, RoleServer] = field(default_factory=dict)
 
     @property
@@ -325,6 +327,13 @@ def _load(run: _Table, path: Path) -> Load:
     )
 
 
+def _seconds(t: _Table, key: str) -> float | None:
+    value = t.get(key, (int, float), None, "a number of seconds > 0")
+    if value is not None and value <= 0:
+        raise ProfileError(f"{t.path}: {t.where}.{key} must be a number of seconds > 0, got {value!r}")
+    return None if value is None else float(value)
+
+
 def _role_server(roles: _Table, role: str, path: Path) -> RoleServer:
     t = roles.table(role)
     env = t.get("env", dict, {})
@@ -421,6 +430,12 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     )
     st.finish()
     criteria = parse_criteria(top.get("criteria", dict, {}), path)
+    slo_table = top.table("slo", {})
+    slo = SLO(percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
+              **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})
+    slo_table.finish()
+    if not 0 < slo.percentile <= 100:
+        raise ProfileError(f"{path}: [slo].percentile must be in (0, 100], e.g. 99")
     roles = top.table("servers", {})
     role_servers = {role: _role_server(roles, role, path) for role in ("plain", "speculative") if role in roles.data}
     roles.finish()
@@ -438,6 +453,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         load=load,
         stop=stop,
         criteria=criteria,
+        slo=slo,
         servers=role_servers,
     )
     top.finish()

@@ -137,6 +137,7 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> di
         "prompts_file": "prompts.jsonl",
         "prompts_sha256": prompts_digest(all_prompts),
         "criteria": pair.criteria.to_json(),
+        "slo": asdict(pair.slo),
         "cells": [{"workload": c.workload, "concurrency": c.concurrency, "level": c.level.label,
                    "rate_rps": c.level.rate_rps, "repetition": c.repetition,
                    "warmup": [p.prompt_id for p in c.warmup],

@@ -16,6 +16,7 @@ from typing import Any
 from loadgen.client import RequestRecord
 from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.criteria import judge, parse_criteria
+from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
 from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
 from loadgen.prom import SpecDecodeCounters
@@ -144,6 +145,8 @@ def build_card(run_dir: Path) -> dict[str, Any]:
 
     cells = []
     seen: set[tuple[str, str]] = set()
+    slo = SLO(**(proto.get("slo") or {}))
+    greedy = (proto.get("sampling") or {}).get("temperature") == 0
     for planned in proto["cells"]:
         key = (planned["workload"], planned.get("level") or f"c{planned['concurrency']}")
         if key in seen:
@@ -160,13 +163,19 @@ def build_card(run_dir: Path) -> dict[str, Any]:
                                         ("errors", "output_length_mismatches", "usage_mismatches")}
                         | {"foreign_traffic": any(e.get("foreign_traffic") for e in es)}
                         for role in ROLES if (es := entries.get((*key, role)))}
+        for role, s in stats.items():
+            extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
+        diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy)
+        notes = _notes(stats, ratios, role_entries)
+        note = lossless_note(diag["lossless"]) if diag.get("lossless") else None
         cells.append({
             "workload": key[0], "level": key[1], "concurrency": planned["concurrency"],
             "rate_rps": planned.get("rate_rps"),
             "complete": len(stats) == 2 and not any(x["failure"] for x in extras.values()),
             **{role: s.to_json() | extras[role] for role, s in stats.items()},
             "ratios": {name: asdict(r) for name, r in ratios.items()},
-            "notes": _notes(stats, ratios, role_entries),
+            **diag,
+            "notes": [*notes, *([note] if note else [])],
         })
 
     servers: dict[str, Any] = {}
@@ -206,6 +215,8 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "prompts_sha256": proto["prompts_sha256"],
         "cells": cells,
         "crossover": _crossovers(cells),
+        "slo": asdict(slo),
+        "capacity": _capacities(cells, slo),
         "resources": {**usage, "difference": diff},
         "placement": {role: _placement(servers[role]) for role in ROLES},
         "verdict": verdict.to_json() | {"lines": [c.line() for c in verdict.cells]},
@@ -239,6 +250,46 @@ def _placement(server: dict[str, Any]) -> dict[str, Any]:
 
 def _optional_json(path: Path) -> Any:
     return read_json(path) if path.exists() else None
+
+
+def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, Any]:
+    """Goodput (req/s meeting every SLO) and whether the declared percentiles hold, from per-request values."""
+    timings = [t for r in records if r.error is None
+               if (t := request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)) is not None]
+    ttft, tpot, e2e = [t.ttft_s for t in timings], [t.tpot_s for t in timings], [t.e2e_s for t in timings]
+    return {"goodput_rps": goodput(ttft, tpot, e2e, stats.window_s, slo),
+            "slo_holds": holds({"ttft_s": ttft, "tpot_s": [x for x in tpot if x is not None], "e2e_s": e2e}, slo)}
+
+
+def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict[str, CellStats],
+              greedy: bool) -> dict[str, Any]:
+    """The lossless check (greedy only) and the cost decomposition of one cell (diagnosis.py)."""
+    if len(stats) < 2:
+        return {}
+    ok = [{r.prompt_id: r.token_ids for r in side if r.error is None and r.token_ids} for side in (plain, spec)]
+    p, s = stats["plain"], stats["speculative"]
+    acc = s.acceptance.mean_acceptance_length if s.acceptance else None
+    return {"lossless": lossless(ok[0], ok[1]) if greedy else None,
+            "cost": cost_decomposition(p.icl_s.p50, s.icl_s.p50, acc, p.tpot_s.p50, s.tpot_s.p50,
+                                       s.mean_tokens_per_decode_chunk)}
+
+
+def _capacities(cells: list[dict[str, Any]], slo: SLO) -> dict[str, Any]:
+    """Per workload and server: the highest closed-loop concurrency holding every SLO, and its goodput."""
+    if not slo.limits():
+        return {}
+    out: dict[str, Any] = {}
+    for workload in dict.fromkeys(c["workload"] for c in cells):
+        closed = sorted((c for c in cells if c["workload"] == workload and c.get("rate_rps") is None),
+                        key=lambda c: c["concurrency"])
+        for role in ROLES:
+            sides: list[tuple[int, dict[str, Any]]] = [(c["concurrency"], c[role]) for c in closed if c.get(role)]
+            held = [side.get("slo_holds") for _, side in sides]
+            best = capacity([lv for lv, _ in sides], held)
+            good = next((side.get("goodput_rps") for lv, side in sides if lv == best), None)
+            out.setdefault(workload, {})[role] = {"levels": [lv for lv, _ in sides], "holds": held,
+                                                  "capacity_concurrency": best, "goodput_rps": good}
+    return out
 
 
 def _crossovers(cells: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,30 +1,26 @@
 """A small asyncio HTTP/1.1 client for streaming POSTs, built for timing accuracy.
 
-One :class:`StreamConnection` per concurrency slot: a keep-alive connection that sends one request at a
-time and reconnects when the server closed it or after an error. The request (head and body) goes out
-in one write, and :attr:`StreamConnection.sent_s` is taken right before it; each piece of the response
-is stamped with the clock the moment the event loop reads it from the socket (``data_received``),
-before any parsing. Times are seconds on the ``clock`` given (the cell clock). Body framing follows
-RFC 9112 section 6.3: chunked transfer coding (section 7.1, decoded by the pure
-:class:`ChunkedDecoder`), ``Content-Length``, or close-delimited; 1xx interim responses are skipped.
+One :class:`StreamConnection` per concurrency slot: keep-alive, one request at a time, reconnecting when
+the server closed the connection or after an error. A request (head and body) is one write, with
+``sent_s`` taken right before it; each piece of the response is stamped with the connection's clock
+(seconds) when the event loop reads it from the socket (``data_received``), before any parsing.
+Body framing follows RFC 9112 section 6.3: chunked (section 7.1, the pure :class:`ChunkedDecoder`),
+``Content-Length``, or close-delimited; 1xx interim responses are skipped.
 
 Failures raise :class:`TransportError` with a short message: ``connection refused (host:port)``,
 ``connect timeout after 10 s``, ``read timeout: no data for 300 s``, ``connection reset mid-stream``,
-``connection closed mid-stream``, ``connection closed before the response``, ``bad status line: ...``,
-``TLS error: ...``. A request on a reused connection that the server had closed meanwhile (nothing
-received) is sent once more on a new connection, as browsers and urllib3 do.
+``connection closed mid-stream``, ``bad status line: ...``, ``TLS error: ...``. A request on a reused
+connection that the server closed meanwhile (no response byte came) is sent once more on a new one.
 
-Differences from httpx: no proxies (``HTTP(S)_PROXY`` are ignored), no HTTP/2, no redirects, no
-cookies, no compression (no ``Accept-Encoding`` is sent); ``https://`` verifies certificates with
-``ssl.create_default_context()`` (the system store; ``SSL_CERT_FILE`` applies); the connect time of a
-new connection comes before ``sent_s`` (so it is send lag, not TTFT).
+Unlike httpx: no proxies (``HTTP(S)_PROXY`` is ignored), no HTTP/2, redirects, cookies or compression;
+``https://`` verifies with ``ssl.create_default_context()``; a new connection's connect time comes
+before ``sent_s`` (it is send lag, not TTFT).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import ssl
 import time
 from collections import deque
@@ -32,44 +28,34 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import cast
 from urllib.parse import urlsplit
 
-__all__ = ["ChunkedDecoder", "StreamConnection", "StreamResponse", "TransportError"]
-
-_MAX_LINE = 65536  # bytes: longest chunk-size or trailer line, and the whole response head
+_MAX_LINE = 65536  # bytes: the longest chunk-size or trailer line, and the longest response head
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _STATUS = re.compile(r"HTTP/1\.([01]) (\d{3})(?: (.*))?")
-_DIGITS = re.compile(r"[0-9]{1,18}")
 _SIZE, _DATA, _DATA_END, _TRAILER = range(4)
+Head = tuple[int, str, dict[str, str], str, int, bool]  # status, reason, headers, framing, length, keep-alive
 
 
 class TransportError(Exception):
     """A request failed in the transport; ``str(err)`` is a short message (module docstring)."""
 
 
-class _Lost(TransportError):
-    """The peer closed the connection with an error (e.g. a reset) while a response was awaited."""
-
-
 class _Stale(TransportError):
-    """The connection was closed before any byte of the response (maybe before the request)."""
+    """The connection was closed before any byte of the response came."""
 
 
 class ChunkedDecoder:
     """Incremental decoder of the chunked transfer coding (RFC 9112 section 7.1); pure, no I/O.
 
-    :meth:`feed` takes the message body's bytes split anywhere and returns the data they complete
-    (``b""`` when none): the output is the same for every split. Chunk extensions and trailer fields
-    are read and discarded; a bare LF is accepted as a line end (RFC 9112 section 2.2). ``done`` turns
-    True after the last chunk's trailer section; bytes after that are kept in ``tail`` (they belong
-    to no message). Raises :class:`TransportError` for a bad chunk-size line, chunk data not followed
-    by CRLF, or a line over 64 KiB.
+    :meth:`feed` takes the body's bytes split anywhere and returns the chunk data they complete
+    (``b""`` if none); the output is the same for every split. Chunk extensions and trailer fields are
+    discarded; a bare LF ends a line too (RFC 9112 section 2.2). ``done`` turns True after the trailer
+    section; later bytes go to ``tail``. Raises :class:`TransportError` for a bad chunk-size line, chunk
+    data not followed by CRLF, or a line over 64 KiB.
     """
 
     def __init__(self) -> None:
-        self._state = _SIZE
-        self._left = 0  # bytes of chunk data still to come
-        self._buf = b""  # an unterminated line
-        self.done = False
-        self.tail = b""
+        self._state, self._left, self._buf = _SIZE, 0, b""  # _left: chunk data to come; _buf: partial line
+        self.done, self.tail = False, b""
 
     def feed(self, data: bytes) -> bytes:
         """Decode the next piece; returns the chunk data it completed, in order."""
@@ -83,8 +69,7 @@ class ChunkedDecoder:
             if self._state == _DATA:
                 take = min(self._left, end - pos)
                 out.append(buf[pos : pos + take])
-                pos += take
-                self._left -= take
+                pos, self._left = pos + take, self._left - take
                 if not self._left:
                     self._state = _DATA_END
                 continue
@@ -94,7 +79,7 @@ class ChunkedDecoder:
                     raise TransportError("chunked body: line too long")
                 self._buf = buf[pos:]
                 break
-            line = buf[pos : nl - 1] if nl > pos and buf[nl - 1] == 13 else buf[pos:nl]
+            line = buf[pos : nl - 1] if nl > pos and buf[nl - 1] == 13 else buf[pos:nl]  # 13: CR
             pos = nl + 1
             if self._state == _SIZE:
                 size = line.split(b";", 1)[0].strip(b" \t")
@@ -116,11 +101,9 @@ class _Wire(asyncio.Protocol):
     """Queues (arrival time, bytes) as the loop reads them; remembers EOF and the closing error."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.pieces: deque[tuple[float, bytes]] = deque()
+        self.clock, self.pieces, self.closed = clock, deque[tuple[float, bytes]](), False
         self.transport: asyncio.Transport | None = None
-        self.closed = False
-        self.exc: Exception | None = None
+        self.exc: Exception | None = None  # why the connection was lost (None: EOF or still open)
         self._waiter: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -141,11 +124,11 @@ class _Wire(asyncio.Protocol):
             self._waiter.set_result(None)
 
     async def next(self, timeout_s: float, where: str = "mid-stream") -> tuple[float, bytes] | None:
-        """The next piece; None at a clean EOF. Raises _Lost (reset) or TransportError (timeout)."""
+        """The next piece; None at a clean EOF. Raises TransportError on a reset or a timeout."""
         while not self.pieces:
             if self.closed:
                 if self.exc is not None:
-                    raise _Lost(_describe(self.exc, where))
+                    raise TransportError(_describe(self.exc, where))
                 return None
             loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
@@ -170,31 +153,24 @@ def _describe(exc: BaseException, where: str) -> str:
         return f"connection reset {where}"
     if isinstance(exc, ssl.SSLError):
         return f"TLS error: {exc.reason or exc}"
-    if isinstance(exc, socket.gaierror):
-        return f"cannot resolve host: {exc.strerror}"
     return f"{(exc.strerror if isinstance(exc, OSError) else None) or type(exc).__name__} {where}"
 
 
 class StreamResponse:
-    """A response whose head has arrived; iterate it for the body.
+    """A response whose head has arrived: ``status``, ``reason``, ``headers`` (lower-cased names,
+    repeated fields joined by ``", "``), ``sent_s`` (the clock right before the request was written).
 
-    ``status`` (int), ``reason``, ``headers`` (lower-cased names; repeated fields joined with ``", "``),
-    ``sent_s`` (clock value right before the request was written). ``async for arrival_s, data in
-    response`` yields the de-chunked body in pieces as they arrived (``arrival_s`` on the connection's
-    clock, taken before parsing; pieces are never empty); :meth:`read` returns the rest of it joined.
-    Read it to its end (``complete``) before the connection's next request, or that request reconnects.
-    Reading raises :class:`TransportError`, after which the connection reconnects on its next request.
+    ``async for arrival_s, data in response`` yields the de-chunked body as it arrived, in non-empty
+    pieces; :meth:`read` returns the rest joined. Read it to its end (``complete``) before the next
+    request, or that one reconnects. Reading raises :class:`TransportError` (the connection is closed).
     """
 
-    def __init__(self, conn: StreamConnection, status: int, reason: str, headers: dict[str, str], sent_s: float,
-                 framing: str, length: int, keep_alive: bool, first: tuple[float, bytes]) -> None:
-        self.status, self.reason, self.headers, self.sent_s = status, reason, headers, sent_s
-        self.complete = False
-        self._conn, self._framing, self._left, self._keep = conn, framing, length, keep_alive
-        self._wire = conn._wire  # the connection this response arrived on
-        self._chunked = ChunkedDecoder()
-        self._first: tuple[float, bytes] | None = first
-        if framing == "none" or (framing == "length" and length == 0):
+    def __init__(self, conn: StreamConnection, head: Head, sent_s: float, first: tuple[float, bytes]) -> None:
+        self.status, self.reason, self.headers, self._framing, self._left, self._keep = head
+        self.sent_s, self.complete, self._chunked = sent_s, False, ChunkedDecoder()
+        self._conn, self._wire = conn, conn._wire
+        self._first: tuple[float, bytes] | None = first  # the body bytes that came with the head
+        if self._framing == "none" or (self._framing == "length" and self._left == 0):
             self._finish(first[1])
 
     def __aiter__(self) -> AsyncIterator[tuple[float, bytes]]:
@@ -209,17 +185,25 @@ class StreamResponse:
         wire, timeout_s = self._wire, self._conn.read_timeout_s
         try:
             while not self.complete:
-                if piece is None:
-                    assert wire is not None
+                if piece is None and wire is not None:
                     piece = await wire.next(timeout_s)
-                    if piece is None:
-                        if self._framing != "close":
-                            raise TransportError("connection closed mid-stream")
-                        self._finish(b"")
-                        return
-                arrival, data = piece
-                piece = None
-                body = self._decode(data)
+                if piece is None:
+                    if self._framing != "close":
+                        raise TransportError("connection closed mid-stream")
+                    self._finish(b"")
+                    return
+                (arrival, data), piece = piece, None
+                if self._framing == "chunked":
+                    body = self._chunked.feed(data)
+                    if self._chunked.done:
+                        self._finish(self._chunked.tail)
+                elif self._framing == "length":
+                    body = data[: self._left]
+                    self._left -= len(body)
+                    if not self._left:
+                        self._finish(data[len(body) :])
+                else:
+                    body = data
                 if body:
                     yield arrival, body
         except TransportError:
@@ -227,64 +211,48 @@ class StreamResponse:
                 self._conn.close()
             raise
 
-    def _decode(self, data: bytes) -> bytes:
-        if self._framing == "chunked":
-            body = self._chunked.feed(data)
-            if self._chunked.done:
-                self._finish(self._chunked.tail)
-            return body
-        if self._framing == "length":
-            body, rest = data[: self._left], data[self._left :]
-            self._left -= len(body)
-            if not self._left:
-                self._finish(rest)
-            return body
-        return data
-
     def _finish(self, extra: bytes) -> None:
         self.complete = True
-        if self._conn._wire is self._wire:
-            self._conn._release(self._keep and not extra)
+        if self._conn._wire is self._wire:  # bytes after the response: the connection is not reused
+            self._conn._busy = False
+            if not self._keep or extra:
+                self._conn.close()
 
 
 class StreamConnection:
-    """One keep-alive HTTP/1.1 connection to ``base_url`` (``http://`` or ``https://``, optional path
-    prefix); it is opened on the first request. ``clock`` returns seconds (default ``time.perf_counter``);
-    ``api_key`` adds ``Authorization: Bearer``; timeouts in seconds: connecting (TLS included) and the
-    longest silence while waiting for response bytes. ``connections`` counts TCP connections opened.
-    A bad ``base_url`` raises ValueError; everything else raises :class:`TransportError`.
+    """One keep-alive HTTP/1.1 connection to ``base_url`` (``http(s)://host[:port][/prefix]``), opened
+    on the first request. ``clock`` returns seconds; ``api_key`` adds ``Authorization: Bearer``;
+    timeouts (s): connecting (TLS included), and the longest silence while a response is awaited.
+    ``connections`` counts the connections opened. A bad ``base_url`` raises ValueError.
     """
 
     def __init__(self, base_url: str, clock: Callable[[], float] = time.perf_counter, *, api_key: str | None = None,
                  connect_timeout_s: float = 10.0, read_timeout_s: float = 300.0) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError(f"base URL must be http://host[:port] or https://..., got {base_url!r}")
-        self.host, self.tls = url.hostname, url.scheme == "https"
+            raise ValueError(f"base URL must be http(s)://host[:port][/prefix], got {base_url!r}")
+        self.host, self.tls, self.prefix = url.hostname, url.scheme == "https", url.path.rstrip("/")
         self.port = url.port or (443 if self.tls else 80)
         self.clock, self.connect_timeout_s, self.read_timeout_s = clock, connect_timeout_s, read_timeout_s
-        self.prefix = url.path.rstrip("/")
         name = f"[{self.host}]" if ":" in self.host else self.host
         authority = name if url.port in (None, 443 if self.tls else 80) else f"{name}:{self.port}"
         auth = f"authorization: Bearer {api_key}\r\n" if api_key else ""
         self._fixed = (f"host: {authority}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\n"
                        f"user-agent: loadgen\r\n{auth}")
-        self.connections = 0
+        self.connections, self._busy = 0, False  # _busy: a response is not read to its end
         self.sent_s: float | None = None
         self._wire: _Wire | None = None
-        self._busy = False
 
     def _ready(self) -> bool:
-        wire = self._wire
+        wire = self._wire  # idle, open, and no stray bytes since the last response
         return wire is not None and not wire.closed and not wire.pieces and not self._busy
 
     async def open(self) -> None:
-        """Connect unless an idle, open connection is there. Raises TransportError."""
+        """Connect, unless an idle open connection is there. Raises TransportError."""
         if self._ready():
             return
         self.close()
-        loop = asyncio.get_running_loop()
-        context = ssl.create_default_context() if self.tls else None
+        loop, context = asyncio.get_running_loop(), ssl.create_default_context() if self.tls else None
         try:
             async with asyncio.timeout(self.connect_timeout_s):
                 _, wire = await loop.create_connection(lambda: _Wire(self.clock), self.host, self.port, ssl=context)
@@ -295,17 +263,15 @@ class StreamConnection:
         self._wire, self.connections = wire, self.connections + 1
 
     def close(self) -> None:
-        """Close the connection (if any); the next request opens a new one."""
+        """Close the connection, if any; the next request opens a new one."""
         if self._wire is not None and self._wire.transport is not None:
             self._wire.transport.close()
         self._wire, self._busy = None, False
 
     async def post_stream(self, path: str, body: bytes, headers: Mapping[str, str] | None = None) -> StreamResponse:
-        """POST ``body`` (JSON bytes) to ``prefix + path``; returns once the response head arrived.
-
-        ``headers`` are added to the fixed ones (Host, Content-Type, Accept, User-Agent, Authorization,
-        Content-Length). Raises TransportError; ``sent_s`` is set if the request was written.
-        """
+        """POST ``body`` (JSON bytes) to ``prefix + path``; returns when the response head has arrived.
+        ``headers`` join the fixed ones (Host, Content-Type, Accept, User-Agent, Authorization,
+        Content-Length). Raises TransportError; ``sent_s`` is set when the request was written."""
         self.sent_s = None
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         request = (f"POST {self.prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}content-length: {len(body)}\r\n\r\n"
@@ -315,13 +281,10 @@ class StreamConnection:
             await self.open()
             try:
                 return await self._exchange(request)
-            except _Stale as exc:
+            except TransportError as exc:
                 self.close()
-                if not reused or retry:
+                if not isinstance(exc, _Stale) or not reused or retry:
                     raise TransportError(str(exc)) from None
-            except TransportError:
-                self.close()
-                raise
         raise AssertionError("unreachable")
 
     async def _exchange(self, request: bytes) -> StreamResponse:
@@ -332,67 +295,51 @@ class StreamConnection:
         wire.transport.write(request)
         buf, arrival, received = b"", sent, False
         while True:
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buf) > _MAX_LINE:
-                    raise TransportError("response head too large")
-                try:
-                    piece = await wire.next(self.read_timeout_s, "in the response head" if received
-                                            else "before the response")
-                except _Lost as exc:
-                    raise (TransportError(str(exc)) if received else _Stale(str(exc))) from None
-                if piece is None:
-                    raise (TransportError("connection closed in the response head") if received
-                           else _Stale("connection closed before the response"))
-                arrival, data = piece
-                buf, received = buf + data, True
-                continue
-            lines = buf[:end].decode("latin-1").split("\r\n")
-            buf = buf[end + 4 :]
-            match = _STATUS.fullmatch(lines[0])
-            if match is None:
-                raise TransportError(f"bad status line: {lines[0][:60]!r}")
-            status = int(match.group(2))
-            headers: dict[str, str] = {}
-            for line in lines[1:]:
-                name, colon, value = line.partition(":")
-                if not colon or not name or name != name.strip():
-                    raise TransportError(f"bad header line: {line[:60]!r}")
-                key, value = name.lower(), value.strip(" \t")
-                headers[key] = f"{headers[key]}, {value}" if key in headers else value
-            if 100 <= status < 200 and status != 101:
-                continue  # interim response (RFC 9110 section 15.2): the final one follows
-            framing, length = _framing(status, headers)
-            keep = (match.group(1) == "1" and framing != "close"
-                    and "close" not in {t.strip().lower() for t in headers.get("connection", "").split(",")})
-            return StreamResponse(self, status, match.group(3) or "", headers, sent, framing, length, keep,
-                                  (arrival, buf))
-
-    def _release(self, reusable: bool) -> None:
-        self._busy = False
-        if not reusable:
-            self.close()
-
-    async def __aenter__(self) -> StreamConnection:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
+            if (end := buf.find(b"\r\n\r\n")) >= 0:
+                head, buf = _parse_head(buf[:end]), buf[end + 4 :]
+                if head is not None:
+                    return StreamResponse(self, head, sent, (arrival, buf))
+                continue  # a 1xx interim response (RFC 9110 section 15.2)
+            if len(buf) > _MAX_LINE:
+                raise TransportError("response head too large")
+            try:
+                piece = await wire.next(self.read_timeout_s, "in the response head" if received else "before the response")
+            except TransportError as exc:
+                raise (_Stale(str(exc)) if wire.closed and not received else exc) from None
+            if piece is None:
+                raise (TransportError("connection closed in the response head") if received
+                       else _Stale("connection closed before the response"))
+            (arrival, data), received = piece, True
+            buf += data
 
 
-def _framing(status: int, headers: dict[str, str]) -> tuple[str, int]:
-    """("none" | "chunked" | "length" | "close", Content-Length) per RFC 9112 section 6.3."""
+def _parse_head(head: bytes) -> Head | None:
+    """Status line and fields of a response head; None for a 1xx interim response. Framing per RFC 9112
+    section 6.3: "none" (204, 304), "chunked", "length" (Content-Length), else "close"."""
+    lines = head.decode("latin-1").split("\r\n")
+    if (match := _STATUS.fullmatch(lines[0])) is None:
+        raise TransportError(f"bad status line: {lines[0][:60]!r}")
+    status, headers = int(match.group(2)), dict[str, str]()
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip():
+            raise TransportError(f"bad header line: {line[:60]!r}")
+        key, value = name.lower(), value.strip(" \t")
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
     if status == 101:
         raise TransportError("unexpected 101 Switching Protocols")
+    if status < 200:
+        return None
+    framing, length = "close", 0
     if status in (204, 304):
-        return "none", 0
-    coding = headers.get("transfer-encoding")
-    if coding is not None:
-        return ("chunked" if coding.rsplit(",", 1)[-1].strip().lower() == "chunked" else "close"), 0
-    if "content-length" not in headers:
-        return "close", 0
-    values = {v.strip() for v in headers["content-length"].split(",")}
-    value = values.pop()
-    if values or not _DIGITS.fullmatch(value):
-        raise TransportError(f"bad Content-Length: {headers['content-length'][:40]!r}")
-    return "length", int(value)
+        framing = "none"
+    elif (coding := headers.get("transfer-encoding")) is not None:
+        framing = "chunked" if coding.rsplit(",", 1)[-1].strip().lower() == "chunked" else "close"
+    elif "content-length" in headers:
+        values = {v.strip() for v in headers["content-length"].split(",")}
+        if len(values) != 1 or not (value := values.pop()).isdigit() or not value.isascii() or len(value) > 18:
+            raise TransportError(f"bad Content-Length: {headers['content-length'][:40]!r}")
+        framing, length = "length", int(value)
+    tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
+    keep = match.group(1) == "1" and framing != "close" and "close" not in tokens
+    return status, match.group(3) or "", headers, framing, length, keep

@@ -29,6 +29,20 @@ def test_compare_completes_and_the_verdict_fails_its_declared_criteria(selfdraft
         ("short-homogeneous", "c1"), ("short-homogeneous", "c3"), ("long-diverse", "c1"), ("long-diverse", "c3")]
 
 
+def test_selfdraft_is_lossless_and_its_cost_is_decomposed(selfdraft_run: dict[str, Any]) -> None:
+    for cell in selfdraft_run["card"]["cells"]:
+        # greedy, fp32 on CPU: the speculative server generates exactly the plain server's tokens
+        assert cell["lossless"]["pairs"] == 3 and cell["lossless"]["identical"] == 3
+        assert cell["lossless"]["match_rate"] == 1.0
+        cost = cell["cost"]
+        assert cost["acceptance_length"] == K + 1
+        assert cost["step_time_ratio"] == cost["spec_step_s"] / cost["plain_step_s"]
+        assert cost["predicted_speedup"] == (K + 1) / cost["step_time_ratio"]
+        assert cost["agrees"] or cost["why"]
+    card_md = (selfdraft_run["run_dir"] / "card.md").read_text()
+    assert card_md.count("lossless check (greedy): 3/3 requests identical (100%)") == 4
+
+
 def test_selfdraft_acceptance_is_exactly_one(selfdraft_run: dict[str, Any]) -> None:
     for cell in selfdraft_run["card"]["cells"]:
         assert cell["speculative"]["mean_tokens_per_decode_chunk"] == K + 1

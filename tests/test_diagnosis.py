@@ -1,0 +1,74 @@
+"""Diagnosis (pure): lossless check, cost decomposition, goodput and capacity at SLO, closed-form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loadgen.criteria import judge, parse_criteria
+from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
+from loadgen.errors import ProfileError
+from loadgen.pair import load_pair
+
+
+def test_lossless_identical_and_first_difference() -> None:
+    plain = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "c": [9, 9, 9, 9], "only-plain": [1]}
+    spec = {"a": [1, 2, 3, 4], "b": [5, 6, 0, 8], "c": [9, 9, 9, 1]}
+    r = lossless(plain, spec)
+    assert r["pairs"] == 3 and r["identical"] == 1
+    assert r["match_rate"] == pytest.approx(1 / 3)
+    assert r["first_difference"] == [2, 3]
+    assert r["late"] is False  # position 2 of 4 is not past half
+    late = lossless({"a": [1, 2, 3, 4]}, {"a": [1, 2, 3, 0]})
+    assert late["late"] is True
+    note = lossless_note(late)
+    assert note is not None and "0% of requests identical" in note and "start late" in note
+    assert lossless_note(lossless({"a": [1]}, {"a": [1]})) is None
+    assert lossless({}, {"a": [1]})["match_rate"] is None
+
+
+def test_cost_decomposition_predicts_the_tpot_speedup() -> None:
+    # plain step 20 ms; speculative step 50 ms (2.5x) emitting 3 tokens per step: predicted 3/2.5 = 1.2x
+    c = cost_decomposition(0.020, 0.050, 3.0, 0.020, 0.050 / 3, 3.0)
+    assert c["step_time_ratio"] == pytest.approx(2.5)
+    assert c["predicted_speedup"] == pytest.approx(1.2)
+    assert c["measured_tpot_speedup"] == pytest.approx(1.2)
+    assert c["agrees"] is True and "why" not in c
+    # measured 0.8x against a predicted 1.2x: explained, and the chunk/step mismatch is named
+    off = cost_decomposition(0.020, 0.050, 3.0, 0.020, 0.025, 2.0)
+    assert off["agrees"] is False and "tokens per chunk" in str(off["why"])
+    assert "predicted_speedup" not in cost_decomposition(None, 0.05, 3.0, 0.02, 0.01, 3.0)
+
+
+def test_goodput_and_holds() -> None:
+    slo = SLO(percentile=50, ttft_s=0.5, tpot_s=0.05)
+    # request 2 misses TPOT, request 3 misses TTFT; a 1-token request (TPOT None) meets TPOT
+    assert goodput([0.1, 0.2, 0.9, 0.3], [0.01, 0.2, 0.01, None], [1, 1, 1, 1], 2.0, slo) == pytest.approx(1.0)
+    assert holds({"ttft_s": [0.1, 0.2, 0.9], "tpot_s": [0.01, 0.2, 0.01]}, slo) is True  # medians 0.2, 0.01
+    assert holds({"ttft_s": [0.1, 0.2, 0.9], "tpot_s": [0.01, 0.2, 0.01]}, SLO(99, ttft_s=0.5)) is False
+    assert holds({}, SLO()) is None and goodput([0.1], [0.1], [0.1], 1.0, SLO()) is None
+    assert capacity([1, 2, 4, 8], [True, True, False, None]) == 2
+    assert capacity([1, 2], [False, False]) is None
+
+
+def test_slo_table_and_lossless_criterion(tmp_path: Path) -> None:
+    text = Path("profiles/pairs/demo-cpu.toml").read_text()
+    path = tmp_path / "p.toml"
+    path.write_text(text + "\n[slo]\npercentile = 90\nttft_s = 2\ntpot_s = 0.2\n")
+    assert load_pair(str(path)).slo == SLO(90.0, 2.0, 0.2, None)
+    path.write_text(text + "\n[slo]\nttft_ms = 2\n")
+    with pytest.raises(ProfileError, match="unknown key 'ttft_ms' in \\[slo\\]"):
+        load_pair(str(path))
+    path.write_text(text + "\n[slo]\ntpot_s = -1\n")
+    with pytest.raises(ProfileError, match="tpot_s must be a number of seconds > 0"):
+        load_pair(str(path))
+    crit = parse_criteria({"min_lossless_match": 0.95, "require_measured": False}, path)
+    ratios = {"tpot_p50": {"value": 0.8, "ci_low": 0.7, "ci_high": 0.9, "pairs": 8}}
+    good = {"workload": "w", "concurrency": 1, "complete": True, "ratios": ratios, "lossless": {"match_rate": 1.0}}
+    bad = good | {"concurrency": 2, "lossless": {"match_rate": 0.5}}
+    assert judge(crit, [good], None).passed is True
+    verdict = judge(crit, [good, bad], None)
+    assert verdict.passed is False and "lossless match 50.0% misses >= 95.0%" in verdict.summary
+    with pytest.raises(ProfileError, match="min_lossless_match"):
+        parse_criteria({"min_lossless_match": 2}, path)
