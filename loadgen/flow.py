@@ -9,11 +9,7 @@ in any case (marked incomplete when the run did not finish), so nothing measured
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +17,18 @@ import httpx
 
 from loadgen import prom, resources, servers
 from loadgen.card import render_markdown
-from loadgen.client import RequestRecord
+from loadgen.cell import RunContext, run_cell_on
 from loadgen.engine import detect_engine_version
-from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
-from loadgen.metrics import MeasuredRequest, cell_stats
+from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError
 from loadgen.observe import ObserveOptions, Observers
 from loadgen.pair import Pair, RoleServer
 from loadgen.plan import CellSpec, plan_cells, protocol
 from loadgen.report import build_card
 from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, write_json
-from loadgen.runner import CellPlan, run_cell
-from loadgen.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
+from loadgen.scrape import scrape
 from loadgen.validate import check_pair
 
 ROLES = ("plain", "speculative")
-#: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
-LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
 Log = Callable[[str], None]
 
 
@@ -102,19 +94,7 @@ def _resources(server: servers.Server, effective: dict[str, Any]) -> dict[str, A
     return resources.usage(pid, effective["cache_config_info"], effective.get("kv_cache_tokens_log"))
 
 
-@dataclass
-class _Run:
-    """What every step of one run writes to."""
-
-    pair: Pair
-    run_dir: Path
-    requests: JsonlAppender
-    cells_log: JsonlAppender
-    log: Log
-    observers: Observers
-
-
-def _run_role(run: _Run, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
+def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
     pair, run_dir, log = run.pair, run.run_dir, run.log
     spec = launch_spec(pair, role, run_dir, attach_url)
     write_json(run_dir / "servers" / f"{role}-launch.json",
@@ -135,97 +115,9 @@ def _run_role(run: _Run, role: str, cells: list[CellSpec], attach_url: str | Non
         usage = {"ready": _resources(server, effective)}
         write_json(run_dir / "servers" / f"{role}-resources.json", usage)
         for cell in cells:
-            _run_cell(run, role, server, cell)
+            run_cell_on(run, role, server, cell)
         usage["after_load"] = _resources(server, effective)
         write_json(run_dir / "servers" / f"{role}-resources.json", usage)
-
-
-def _run_cell(run: _Run, role: str, server: servers.Server, cell: CellSpec) -> None:
-    pair, run_dir, log, observers = run.pair, run.run_dir, run.log, run.observers
-    stem = cell.stem(role)
-    before: dict[str, prom.Snapshot] = {}
-    gauges: list[dict[str, Any]] = []
-
-    def scrape_before() -> None:
-        text, before["snap"] = scrape(server.base_url)
-        (run_dir / "metrics" / f"{stem}__before.prom").write_text(text)
-        observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
-        observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
-
-    async def sampler(client: httpx.AsyncClient, clock: Callable[[], float]) -> None:
-        await sample_gauges(client, server.base_url, gauges.append, clock)
-
-    plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
-                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition)
-    started = datetime.now(UTC).isoformat()
-    t0 = time.monotonic()
-    sent_by_phase: Counter[str] = Counter()
-
-    def on_record(record: RequestRecord) -> None:
-        run.requests.append(record.to_json())
-        sent_by_phase[record.phase] += 1
-        observers.request_finished(record)
-
-    records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
-                       scrape_before, sampler)
-    duration = time.monotonic() - t0
-    if not server.alive():
-        raise RunFailed(f"the {role} server died during cell {cell.workload} {cell.level.label}; "
-                        f"see {server.spec.log_path}")
-    text, after = scrape(server.base_url)
-    (run_dir / "metrics" / f"{stem}__after.prom").write_text(text)
-    with (run_dir / "metrics" / f"{stem}__gauges.jsonl").open("w") as fh:
-        fh.writelines(json.dumps(g) + "\n" for g in gauges)
-    counters = prom.spec_decode_delta(before["snap"], after)
-    finished = prom.counter_delta(before["snap"], after, "vllm:request_success_total").value
-    errors = sum(1 for r in records if r.error)
-    mismatched = _length_mismatches(records)
-    sent = sent_by_phase["measured"] + sent_by_phase["cooldown"]
-    failure = None
-    if mismatched:
-        failure = (f"{len(mismatched)} of {len(records)} requests did not return their requested output length "
-                   f"(e.g. {mismatched[0].prompt_id}: {mismatched[0].output_tokens} of "
-                   f"{mismatched[0].requested_output_tokens} tokens); the comparison needs ignore_eos with "
-                   "min_tokens = max_tokens on a server that honours them")
-    entry: dict[str, Any] = {
-        "role": role, "workload": cell.workload, "concurrency": cell.concurrency, "level": cell.level.label,
-        "rate_rps": cell.level.rate_rps, "repetition": cell.repetition,
-        "started_utc": started, "duration_s": duration,
-        "measured_prompt_ids": [p.prompt_id for p in cell.measured],
-        "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
-        "spec_decode": None if counters is None else {**asdict(counters),
-                                                      "accepted_per_position": list(counters.accepted_per_position)},
-        "server_histograms": server_histograms(before["snap"], after),
-        "gauges": summarize_gauges(gauges),
-        "server_finished_requests": finished,
-        "client_sent_requests": sent,
-        "foreign_traffic": finished > sent,
-        "errors": errors,
-        "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
-        "output_length_mismatches": len(mismatched),
-        "failure": failure,
-        "notes": [],
-    }
-    ok = len(records) - errors
-    flat = role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0
-    if flat and pair.method in LOOKUP_METHODS:
-        entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
-    measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
-                for r in records]
-    entry |= observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
-                                     cell_stats(measured, counters), counters)
-    run.cells_log.append(entry)
-    log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
-        f"{duration:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
-                              f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
-        + (f"; FAILED: {failure}" if failure else ""))
-    if flat and pair.method not in LOOKUP_METHODS:
-        raise FallbackDetected(f"the speculative server's draft counters did not move during cell "
-                               f"{cell.workload} {cell.level.label}: no speculation happened")
-
-
-def _length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
-    return [r for r in records if r.error is None and r.output_tokens != r.requested_output_tokens]
 
 
 def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None,
@@ -257,7 +149,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     status: dict[str, Any] = {"complete": False, "failure": None}
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
-    run = _Run(pair, run_dir, requests, cells_log, log, observers)
+    run = RunContext(pair, run_dir, requests, cells_log, log, observers)
     try:
         for role in ROLES:
             _run_role(run, role, cells, (attach or {}).get(role))

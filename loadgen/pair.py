@@ -83,7 +83,8 @@ class StopRule:
     sent until ``duration_s`` seconds after the first one, at most ``max_requests``. Before them,
     ``warmup_requests`` requests run and finish (excluded); with ``cooldown`` the free closed-loop slots
     keep sending filler requests (excluded) until the last measured request has finished, so the load
-    stays level to the end.
+    stays level to the end. A cell whose failed share exceeds ``max_error_rate`` stops the run
+    (``on_error_budget = "stop"``, exit 1) or is marked failed while the run goes on (``"continue"``).
     """
 
     min_requests: int = 8
@@ -92,6 +93,8 @@ class StopRule:
     duration_s: float | None = None
     max_requests: int = 1000
     cooldown: bool = True
+    max_error_rate: float = 0.0
+    on_error_budget: str = "stop"
 
     def measured_requests(self, concurrency: int) -> int:
         """Prompts to prepare for the measured phase of a closed-loop cell at ``concurrency`` (>= 1)."""
@@ -427,7 +430,12 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         duration_s=None if duration is None else float(duration),
         max_requests=st.positive_int("max_requests", 1000),
         cooldown=st.get("cooldown", bool, True),
+        max_error_rate=float(st.get("max_error_rate", (int, float), 0.0, "a fraction between 0 and 1")),
+        on_error_budget=st.get("on_error_budget", str, "stop"),
     )
+    if not 0 <= stop.max_error_rate <= 1 or stop.on_error_budget not in ("stop", "continue"):
+        raise ProfileError(f"{path}: [stop].max_error_rate must be in [0, 1] and on_error_budget 'stop' or "
+                           "'continue'")
     st.finish()
     criteria = parse_criteria(top.get("criteria", dict, {}), path)
     slo_table = top.table("slo", {})

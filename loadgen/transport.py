@@ -1,20 +1,17 @@
 """A small asyncio HTTP/1.1 client for streaming POSTs, built for timing accuracy.
 
 One :class:`StreamConnection` per concurrency slot: keep-alive, one request at a time, reconnecting when
-the server closed the connection or after an error. A request (head and body) is one write, with
-``sent_s`` taken right before it; each piece of the response is stamped with the connection's clock
-(seconds) when the event loop reads it from the socket (``data_received``), before any parsing.
-Body framing follows RFC 9112 section 6.3: chunked (section 7.1, the pure :class:`ChunkedDecoder`),
-``Content-Length``, or close-delimited; 1xx interim responses are skipped.
+the server closed the connection or after an error. A request is one write, ``sent_s`` taken right before
+it; each response piece is stamped with the connection's clock (seconds) when the event loop reads it,
+before any parsing. Framing per RFC 9112 section 6.3: chunked (section 7.1, the pure
+:class:`ChunkedDecoder`), ``Content-Length`` or close-delimited. Failures raise :class:`TransportError`
+with a short message (``connection refused (host:port)``, ``connect timeout after 10 s``, ``read timeout:
+no data for 300 s``, ``connection reset by peer mid-stream``, ``connection closed mid-stream``, ``bad
+status line: ...``, ``TLS error: ...``). A request on a reused connection that the server had closed (no
+response byte came) is sent once more, on a new connection.
 
-Failures raise :class:`TransportError` with a short message: ``connection refused (host:port)``,
-``connect timeout after 10 s``, ``read timeout: no data for 300 s``, ``connection reset mid-stream``,
-``connection closed mid-stream``, ``bad status line: ...``, ``TLS error: ...``. A request on a reused
-connection that the server closed meanwhile (no response byte came) is sent once more on a new one.
-
-Unlike httpx: no proxies (``HTTP(S)_PROXY`` is ignored), no HTTP/2, redirects, cookies or compression;
-``https://`` verifies with ``ssl.create_default_context()``; a new connection's connect time comes
-before ``sent_s`` (it is send lag, not TTFT).
+Unlike httpx: proxies are not supported (``HTTP(S)_PROXY`` is ignored), nor HTTP/2, redirects, cookies,
+compression; ``https://`` verifies with ``ssl.create_default_context()``; connect time is not in TTFT.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ import ssl
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import cast
 from urllib.parse import urlsplit
 
 _MAX_LINE = 65536  # bytes: the longest chunk-size or trailer line, and the longest response head
@@ -44,14 +40,10 @@ class _Stale(TransportError):
 
 
 class ChunkedDecoder:
-    """Incremental decoder of the chunked transfer coding (RFC 9112 section 7.1); pure, no I/O.
-
-    :meth:`feed` takes the body's bytes split anywhere and returns the chunk data they complete
-    (``b""`` if none); the output is the same for every split. Chunk extensions and trailer fields are
-    discarded; a bare LF ends a line too (RFC 9112 section 2.2). ``done`` turns True after the trailer
-    section; later bytes go to ``tail``. Raises :class:`TransportError` for a bad chunk-size line, chunk
-    data not followed by CRLF, or a line over 64 KiB.
-    """
+    """Incremental decoder of the chunked transfer coding (RFC 9112 section 7.1); pure, no I/O. :meth:`feed`
+    takes the body split anywhere and returns the chunk data completed (``b""`` if none), the same for any
+    split. Extensions and trailers are discarded; a bare LF ends a line too (section 2.2). ``done`` after the
+    trailer section; later bytes go to ``tail``. Bad size line, data without CRLF: TransportError."""
 
     def __init__(self) -> None:
         self._state, self._left, self._buf = _SIZE, 0, b""  # _left: chunk data to come; _buf: partial line
@@ -70,8 +62,7 @@ class ChunkedDecoder:
                 take = min(self._left, end - pos)
                 out.append(buf[pos : pos + take])
                 pos, self._left = pos + take, self._left - take
-                if not self._left:
-                    self._state = _DATA_END
+                self._state = _DATA if self._left else _DATA_END
                 continue
             nl = buf.find(b"\n", pos, pos + _MAX_LINE + 1)
             if nl < 0:
@@ -102,21 +93,14 @@ class _Wire(asyncio.Protocol):
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock, self.pieces, self.closed = clock, deque[tuple[float, bytes]](), False
-        self.transport: asyncio.Transport | None = None
+        self.transport: asyncio.Transport | None = None  # set by StreamConnection.open
         self.exc: Exception | None = None  # why the connection was lost (None: EOF or still open)
         self._waiter: asyncio.Future[None] | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.pieces.append((self.clock(), data))
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
-
-    def eof_received(self) -> bool:
-        self.connection_lost(None)
-        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed, self.exc = True, self.exc or exc
@@ -127,104 +111,76 @@ class _Wire(asyncio.Protocol):
         """The next piece; None at a clean EOF. Raises TransportError on a reset or a timeout."""
         while not self.pieces:
             if self.closed:
-                if self.exc is not None:
-                    raise TransportError(_describe(self.exc, where))
-                return None
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            timer = loop.call_later(timeout_s, _expire, waiter, timeout_s)
+                if self.exc is None:
+                    return None
+                raise TransportError(f"{_describe(self.exc)} {where}")
+            self._waiter = asyncio.get_running_loop().create_future()
             try:
-                await waiter
-            finally:
-                timer.cancel()
-                self._waiter = None
+                async with asyncio.timeout(timeout_s):
+                    await self._waiter
+            except TimeoutError:
+                raise TransportError(f"read timeout: no data for {timeout_s:g} s") from None
         return self.pieces.popleft()
 
 
-def _expire(waiter: asyncio.Future[None], timeout_s: float) -> None:
-    if not waiter.done():
-        waiter.set_exception(TransportError(f"read timeout: no data for {timeout_s:g} s"))
-
-
-def _describe(exc: BaseException, where: str) -> str:
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, ConnectionResetError | BrokenPipeError):
-        return f"connection reset {where}"
+def _describe(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLError):
         return f"TLS error: {exc.reason or exc}"
-    return f"{(exc.strerror if isinstance(exc, OSError) else None) or type(exc).__name__} {where}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror.lower()  # "connection refused", "name or service not known", ...
+    return str(exc)[:200] or type(exc).__name__
 
 
 class StreamResponse:
-    """A response whose head has arrived: ``status``, ``reason``, ``headers`` (lower-cased names,
-    repeated fields joined by ``", "``), ``sent_s`` (the clock right before the request was written).
+    """A response whose head has arrived: ``status``, ``reason``, ``headers`` (lower-cased names, repeats
+    joined by ``", "``), ``sent_s``. ``async for arrival_s, data in response`` yields the de-chunked body
+    in non-empty pieces as they arrived; :meth:`read` returns the rest joined. Read it to its end
+    (``complete``) before the next request, or that one reconnects. Reading may raise TransportError."""
 
-    ``async for arrival_s, data in response`` yields the de-chunked body as it arrived, in non-empty
-    pieces; :meth:`read` returns the rest joined. Read it to its end (``complete``) before the next
-    request, or that one reconnects. Reading raises :class:`TransportError` (the connection is closed).
-    """
-
-    def __init__(self, conn: StreamConnection, head: Head, sent_s: float, first: tuple[float, bytes]) -> None:
+    def __init__(self, conn: StreamConnection, head: Head, sent_s: float) -> None:
         self.status, self.reason, self.headers, self._framing, self._left, self._keep = head
-        self.sent_s, self.complete, self._chunked = sent_s, False, ChunkedDecoder()
-        self._conn, self._wire = conn, conn._wire
-        self._first: tuple[float, bytes] | None = first  # the body bytes that came with the head
+        self.sent_s, self.complete, self._chunked, self._conn = sent_s, False, ChunkedDecoder(), conn
         if self._framing == "none" or (self._framing == "length" and self._left == 0):
-            self._finish(first[1])
-
-    def __aiter__(self) -> AsyncIterator[tuple[float, bytes]]:
-        return self._pieces()
+            self._finish()
 
     async def read(self) -> bytes:
         """The rest of the body (bytes)."""
         return b"".join([data async for _, data in self])
 
-    async def _pieces(self) -> AsyncIterator[tuple[float, bytes]]:
-        piece, self._first = self._first, None
-        wire, timeout_s = self._wire, self._conn.read_timeout_s
-        try:
-            while not self.complete:
-                if piece is None and wire is not None:
-                    piece = await wire.next(timeout_s)
-                if piece is None:
-                    if self._framing != "close":
-                        raise TransportError("connection closed mid-stream")
-                    self._finish(b"")
-                    return
-                (arrival, data), piece = piece, None
-                if self._framing == "chunked":
-                    body = self._chunked.feed(data)
-                    if self._chunked.done:
-                        self._finish(self._chunked.tail)
-                elif self._framing == "length":
-                    body = data[: self._left]
-                    self._left -= len(body)
-                    if not self._left:
-                        self._finish(data[len(body) :])
-                else:
-                    body = data
-                if body:
-                    yield arrival, body
-        except TransportError:
-            if self._conn._wire is wire:
-                self._conn.close()
-            raise
+    async def __aiter__(self) -> AsyncIterator[tuple[float, bytes]]:
+        wire, timeout_s = self._conn._wire, self._conn.read_timeout_s
+        while not self.complete:  # an error leaves the connection busy: the next request reconnects
+            if (piece := await wire.next(timeout_s) if wire else None) is None:
+                if self._framing != "close":
+                    raise TransportError("connection closed mid-stream")
+                self._finish()
+                return
+            arrival, data = piece
+            if self._framing == "chunked":
+                body = self._chunked.feed(data)
+                if self._chunked.done:
+                    self._finish(self._chunked.tail)
+            elif self._framing == "length":
+                body = data[: self._left]
+                self._left -= len(body)
+                if not self._left:
+                    self._finish(data[len(body) :])
+            else:
+                body = data
+            if body:
+                yield arrival, body
 
-    def _finish(self, extra: bytes) -> None:
-        self.complete = True
-        if self._conn._wire is self._wire:  # bytes after the response: the connection is not reused
-            self._conn._busy = False
-            if not self._keep or extra:
-                self._conn.close()
+    def _finish(self, extra: bytes = b"") -> None:
+        self.complete, self._conn._busy = True, False
+        if not self._keep or extra:  # bytes after the response: the connection is not reused
+            self._conn.close()
 
 
 class StreamConnection:
-    """One keep-alive HTTP/1.1 connection to ``base_url`` (``http(s)://host[:port][/prefix]``), opened
-    on the first request. ``clock`` returns seconds; ``api_key`` adds ``Authorization: Bearer``;
-    timeouts (s): connecting (TLS included), and the longest silence while a response is awaited.
-    ``connections`` counts the connections opened. A bad ``base_url`` raises ValueError.
-    """
+    """One keep-alive HTTP/1.1 connection to ``base_url`` (``http(s)://host[:port][/prefix]``), opened on
+    the first request. ``clock`` returns seconds; ``api_key`` adds ``Authorization: Bearer``; timeouts (s):
+    connecting (TLS included), and the longest silence while a response is awaited. ``connections``
+    counts the connections opened. A bad ``base_url`` raises ValueError."""
 
     def __init__(self, base_url: str, clock: Callable[[], float] = time.perf_counter, *, api_key: str | None = None,
                  connect_timeout_s: float = 10.0, read_timeout_s: float = 300.0) -> None:
@@ -234,11 +190,10 @@ class StreamConnection:
         self.host, self.tls, self.prefix = url.hostname, url.scheme == "https", url.path.rstrip("/")
         self.port = url.port or (443 if self.tls else 80)
         self.clock, self.connect_timeout_s, self.read_timeout_s = clock, connect_timeout_s, read_timeout_s
-        name = f"[{self.host}]" if ":" in self.host else self.host
-        authority = name if url.port in (None, 443 if self.tls else 80) else f"{name}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
         auth = f"authorization: Bearer {api_key}\r\n" if api_key else ""
-        self._fixed = (f"host: {authority}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\n"
-                       f"user-agent: loadgen\r\n{auth}")
+        self._fixed = (f"host: {host}:{self.port}\r\ncontent-type: application/json\r\n"
+                       f"accept: text/event-stream\r\nuser-agent: loadgen\r\n{auth}")
         self.connections, self._busy = 0, False  # _busy: a response is not read to its end
         self.sent_s: float | None = None
         self._wire: _Wire | None = None
@@ -255,12 +210,13 @@ class StreamConnection:
         loop, context = asyncio.get_running_loop(), ssl.create_default_context() if self.tls else None
         try:
             async with asyncio.timeout(self.connect_timeout_s):
-                _, wire = await loop.create_connection(lambda: _Wire(self.clock), self.host, self.port, ssl=context)
+                transport, wire = await loop.create_connection(lambda: _Wire(self.clock), self.host, self.port,
+                                                               ssl=context)
         except TimeoutError:
             raise TransportError(f"connect timeout after {self.connect_timeout_s:g} s") from None
         except OSError as exc:
-            raise TransportError(f"{_describe(exc, 'while connecting')} ({self.host}:{self.port})") from None
-        self._wire, self.connections = wire, self.connections + 1
+            raise TransportError(f"{_describe(exc)} ({self.host}:{self.port})") from None
+        wire.transport, self._wire, self.connections = transport, wire, self.connections + 1
 
     def close(self) -> None:
         """Close the connection, if any; the next request opens a new one."""
@@ -269,9 +225,8 @@ class StreamConnection:
         self._wire, self._busy = None, False
 
     async def post_stream(self, path: str, body: bytes, headers: Mapping[str, str] | None = None) -> StreamResponse:
-        """POST ``body`` (JSON bytes) to ``prefix + path``; returns when the response head has arrived.
-        ``headers`` join the fixed ones (Host, Content-Type, Accept, User-Agent, Authorization,
-        Content-Length). Raises TransportError; ``sent_s`` is set when the request was written."""
+        """POST ``body`` (JSON) to ``prefix + path`` with ``headers`` added to Host, Content-Type, Accept, ...;
+        returns once the response head arrived. Raises TransportError; ``sent_s`` is set once written."""
         self.sent_s = None
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         request = (f"POST {self.prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}content-length: {len(body)}\r\n\r\n"
@@ -279,32 +234,32 @@ class StreamConnection:
         for retry in (False, True):
             reused = self._ready()
             await self.open()
-            try:
+            try:  # after another error the connection stays busy, so the next request reconnects
                 return await self._exchange(request)
-            except TransportError as exc:
-                self.close()
-                if not isinstance(exc, _Stale) or not reused or retry:
-                    raise TransportError(str(exc)) from None
+            except _Stale:
+                if not reused or retry:
+                    raise
         raise AssertionError("unreachable")
 
     async def _exchange(self, request: bytes) -> StreamResponse:
         wire = self._wire
         assert wire is not None and wire.transport is not None
-        self._busy = True
-        self.sent_s = sent = self.clock()
+        self._busy, buf, received = True, b"", False
+        self.sent_s = sent = arrival = self.clock()
         wire.transport.write(request)
-        buf, arrival, received = b"", sent, False
         while True:
             if (end := buf.find(b"\r\n\r\n")) >= 0:
                 head, buf = _parse_head(buf[:end]), buf[end + 4 :]
-                if head is not None:
-                    return StreamResponse(self, head, sent, (arrival, buf))
-                continue  # a 1xx interim response (RFC 9110 section 15.2)
+                if head is None:  # a 1xx interim response (RFC 9110 section 15.2)
+                    continue
+                if buf:  # body bytes that came with the head: read them first, with their arrival time
+                    wire.pieces.appendleft((arrival, buf))
+                return StreamResponse(self, head, sent)
             if len(buf) > _MAX_LINE:
                 raise TransportError("response head too large")
             try:
-                piece = await wire.next(self.read_timeout_s, "in the response head" if received else "before the response")
-            except TransportError as exc:
+                piece = await wire.next(self.read_timeout_s, "in the head" if received else "before the response")
+            except TransportError as exc:  # a reset before any response byte: maybe a stale connection
                 raise (_Stale(str(exc)) if wire.closed and not received else exc) from None
             if piece is None:
                 raise (TransportError("connection closed in the response head") if received
@@ -336,9 +291,8 @@ def _parse_head(head: bytes) -> Head | None:
     elif (coding := headers.get("transfer-encoding")) is not None:
         framing = "chunked" if coding.rsplit(",", 1)[-1].strip().lower() == "chunked" else "close"
     elif "content-length" in headers:
-        values = {v.strip() for v in headers["content-length"].split(",")}
-        if len(values) != 1 or not (value := values.pop()).isdigit() or not value.isascii() or len(value) > 18:
-            raise TransportError(f"bad Content-Length: {headers['content-length'][:40]!r}")
+        if not re.fullmatch(r"[0-9]{1,18}", value := headers["content-length"].strip()):
+            raise TransportError(f"bad Content-Length: {value[:40]!r}")
         framing, length = "length", int(value)
     tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
     keep = match.group(1) == "1" and framing != "close" and "close" not in tokens

@@ -12,7 +12,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from loadgen import servers
-from loadgen.flow import _Run, _run_cell
+from loadgen.cell import RunContext, run_cell_on
 from loadgen.observe import ObserveOptions, Observers
 from loadgen.pair import load_pair
 from loadgen.plan import plan_cells
@@ -38,11 +38,11 @@ def test_promql_acceptance_matches_the_direct_scrape(
                                                     prometheus_url=prometheus.url, progress=False), print)
     for sub in ("metrics", "servers"):
         (tmp_path / sub).mkdir()
-    run = _Run(pair, tmp_path, JsonlAppender(tmp_path / "requests.jsonl"), JsonlAppender(tmp_path / "cells.jsonl"),
-               print, observers)
+    appenders = (JsonlAppender(tmp_path / "requests.jsonl"), JsonlAppender(tmp_path / "cells.jsonl"))
+    run = RunContext(pair, tmp_path, *appenders, print, observers)
     cell = next(c for c in plan_cells(pair) if c.workload == "short-homogeneous" and c.concurrency == 2)
     try:
-        _run_cell(run, "speculative", demo_spec_server, cell)
+        run_cell_on(run, "speculative", demo_spec_server, cell)
         # loadgen's exporter is scraped by the same Prometheus: its request counter reads back exactly
         prometheus.wait_for_target("loadgen", timeout_s=30)
         expr = 'sum(loadgen_requests_total{role="speculative",workload="short-homogeneous",level="c2"})'

@@ -1,0 +1,164 @@
+"""One cell on one server: scrape ``/metrics``, replay the cell's prompts, scrape again, and append the
+cell's entry to ``cells.jsonl``.
+
+Nothing measured is lost: every request is appended to ``requests.jsonl`` as it finishes, and a cell that
+ends badly still gets its entry (with ``failure``) before the run stops. ``/metrics`` that times out,
+answers an error or garbage marks the cell (``metrics_error``) and the run goes on without its server
+counters. Fallback rule (DESIGN.md step 4): a speculative cell whose draft counters did not move stops
+the run, except for draft-free lookup methods that may legitimately find nothing to propose.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from loadgen import prom, servers
+from loadgen.client import RequestRecord
+from loadgen.errors import FallbackDetected, RunFailed
+from loadgen.faults import categories, over_budget
+from loadgen.metrics import MeasuredRequest, cell_stats
+from loadgen.observe import Observers
+from loadgen.pair import Pair
+from loadgen.plan import CellSpec
+from loadgen.rundir import JsonlAppender
+from loadgen.runner import CellPlan, run_cell
+from loadgen.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
+
+#: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
+LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
+
+
+@dataclass
+class RunContext:
+    """What every step of one run writes to."""
+
+    pair: Pair
+    run_dir: Path
+    requests: JsonlAppender
+    cells_log: JsonlAppender
+    log: Callable[[str], None]
+    observers: Observers
+
+
+def _try_scrape(url: str, path: Path) -> tuple[prom.Snapshot | None, str | None]:
+    try:
+        text, snap = scrape(url)
+    except RunFailed as exc:
+        return None, str(exc)
+    path.write_text(text)
+    return snap, None
+
+
+def _length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in records if r.error is None and r.output_tokens != r.requested_output_tokens]
+
+
+def _failure(records: list[RequestRecord], pair: Pair, died: bool, role: str) -> str | None:
+    errors = [r for r in records if r.error]
+    if died:
+        return (f"the {role} server died during this cell: {len(records) - len(errors)} of {len(records)} "
+                "measured requests finished before")
+    mismatched = _length_mismatches(records)
+    if mismatched:
+        m = mismatched[0]
+        return (f"{len(mismatched)} of {len(records)} requests did not return their requested output length (e.g. "
+                f"{m.prompt_id}: {m.output_tokens} of {m.requested_output_tokens} tokens); the comparison needs "
+                "ignore_eos with min_tokens = max_tokens on a server that honours them")
+    if over_budget(len(errors), len(records), pair.stop.max_error_rate):
+        kinds = ", ".join(f"{k}: {n}" for k, n in categories(r.error for r in errors).items())
+        return (f"{len(errors)} of {len(records)} requests failed ({kinds}), over the error budget "
+                f"max_error_rate = {pair.stop.max_error_rate:g}; first: {errors[0].error}")
+    return None
+
+
+def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSpec) -> None:
+    """Run ``cell`` on ``server`` and append its entry. Raises RunFailed when the server died or the
+    cell broke its error budget with ``on_error_budget = "stop"``, FallbackDetected when the draft
+    counters did not move."""
+    pair, run_dir, observers = run.pair, run.run_dir, run.observers
+    stem = cell.stem(role)
+    before: dict[str, prom.Snapshot | None] = {}
+    metrics_errors: list[str] = []
+    gauges: list[dict[str, Any]] = []
+
+    def scrape_before() -> None:
+        before["snap"], err = _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__before.prom")
+        metrics_errors.extend([err] if err else [])
+        observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
+        observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
+
+    async def sampler(client: httpx.AsyncClient, clock: Callable[[], float]) -> None:
+        await sample_gauges(client, server.base_url, gauges.append, clock)
+
+    sent: Counter[str] = Counter()
+
+    def on_record(record: RequestRecord) -> None:
+        run.requests.append(record.to_json())
+        sent[record.phase] += 1
+        observers.request_finished(record)
+
+    plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
+                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition)
+    started, t0 = datetime.now(UTC).isoformat(), time.monotonic()
+    records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
+                       scrape_before, sampler)
+    duration = time.monotonic() - t0
+    died = not server.alive()
+    after, err = (None, None) if died else _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom")
+    metrics_errors.extend([err] if err else [])
+    with (run_dir / "metrics" / f"{stem}__gauges.jsonl").open("w") as fh:
+        fh.writelines(json.dumps(g) + "\n" for g in gauges)
+    b = before.get("snap")
+    counters = prom.spec_decode_delta(b, after) if b is not None and after is not None else None
+    finished = prom.counter_delta(b, after, "vllm:request_success_total").value if b and after else None
+    errors = [r.error for r in records if r.error]
+    failure = _failure(records, pair, died, role)
+    entry: dict[str, Any] = {
+        "role": role, "workload": cell.workload, "concurrency": cell.concurrency, "level": cell.level.label,
+        "rate_rps": cell.level.rate_rps, "repetition": cell.repetition, "started_utc": started, "duration_s": duration,
+        "measured_prompt_ids": [p.prompt_id for p in cell.measured],
+        "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
+        "spec_decode": None if counters is None else asdict(counters) | {
+            "accepted_per_position": list(counters.accepted_per_position)},
+        "server_histograms": server_histograms(b, after) if b is not None and after is not None else {},
+        "gauges": summarize_gauges(gauges), "server_finished_requests": finished,
+        "client_sent_requests": sent["measured"] + sent["cooldown"],
+        "foreign_traffic": finished is not None and finished > sent["measured"] + sent["cooldown"],
+        "errors": len(errors), "error_categories": categories(errors),
+        "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
+        "output_length_mismatches": len(_length_mismatches(records)),
+        "metrics_error": "; ".join(metrics_errors) or None, "failure": failure, "notes": [],
+    }
+    ok = len(records) - len(errors)
+    flat = role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0
+    if flat and pair.method in LOOKUP_METHODS:
+        entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
+    if entry["metrics_error"]:
+        entry["notes"].append(f"server metrics unavailable for this cell: {entry['metrics_error']}")
+    measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
+                for r in records]
+    entry |= observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
+                                     cell_stats(measured, counters), counters)
+    run.cells_log.append(entry)
+    run.log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
+            f"{duration:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
+                                  f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
+            + (f"; FAILED: {failure}" if failure else ""))
+    if died:
+        raise RunFailed(f"the {role} server died during cell {cell.workload} {cell.level.label}; the requests "
+                        f"that finished are kept; see {server.spec.log_path}")
+    if failure and errors and pair.stop.on_error_budget == "stop" and not _length_mismatches(records):
+        raise RunFailed(f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
+                        "[stop].max_error_rate / on_error_budget = \"continue\" to go on")
+    if flat and pair.method not in LOOKUP_METHODS:
+        raise FallbackDetected(f"the speculative server's draft counters did not move during cell "
+                               f"{cell.workload} {cell.level.label}: no speculation happened")

@@ -1,0 +1,48 @@
+"""Error categories of failed requests and the per-cell error budget (pure).
+
+Every failed request keeps its one-line ``error`` (client.py, transport.py); its category is derived
+from that line so the card can count errors per cell by kind, and the pair's error budget
+(``[stop].max_error_rate``, ``[stop].on_error_budget``) decides whether the run goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+CATEGORIES = ("http_429", "http_4xx", "http_5xx", "connect", "timeout", "reset", "error_event", "malformed",
+              "no_token_ids", "other")
+_HTTP = re.compile(r"^HTTP (\d{3})")
+
+
+def classify(error: str) -> str:
+    """The category of one request's error line (see :data:`CATEGORIES`)."""
+    match = _HTTP.match(error)
+    if match:
+        code = int(match.group(1))
+        return "http_429" if code == 429 else "http_4xx" if code < 500 else "http_5xx"
+    low = error.lower()
+    if low.startswith("error:"):
+        return "error_event"
+    if low.startswith("malformed:"):
+        return "malformed"
+    if low.startswith("no-token-ids"):
+        return "no_token_ids"
+    if "timeout" in low or "timed out" in low:
+        return "timeout"
+    if "connect" in low or "refused" in low:
+        return "connect"
+    if "reset" in low or "closed" in low or "incomplete" in low or "protocol" in low or "eof" in low:
+        return "reset"
+    return "other"
+
+
+def categories(errors: Iterable[str | None]) -> dict[str, int]:
+    """Counts per category of the non-None ``errors``."""
+    return dict(Counter(classify(e) for e in errors if e))
+
+
+def over_budget(errors: int, requests: int, max_error_rate: float) -> bool:
+    """True when the share of failed requests exceeds ``max_error_rate`` (0..1)."""
+    return requests > 0 and errors / requests > max_error_rate
