@@ -31,10 +31,12 @@ def classify(error: str) -> str:
         return "no_token_ids"
     if "timeout" in low or "timed out" in low:
         return "timeout"
-    if "connect" in low or "refused" in low:
+    if "refused" in low or low.startswith("connecterror") or "cannot connect" in low:
         return "connect"
-    if "reset" in low or "closed" in low or "incomplete" in low or "protocol" in low or "eof" in low:
+    if any(word in low for word in ("reset", "closed", "incomplete", "protocol", "eof", "connection lost")):
         return "reset"
+    if "connect" in low:
+        return "connect"
     return "other"
 
 
