@@ -81,6 +81,8 @@ def check(pair: str, allow_unpinned: bool) -> None:
 @click.argument("pair", required=False)
 @click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Repeat an earlier run: its protocol.json (same pair file, prompts, cells and settings).")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Complete an interrupted run folder in place: finished cells are kept, the rest run.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
               show_default=True, help="Where run folders are created.")
 @click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL.")
@@ -95,22 +97,17 @@ def check(pair: str, allow_unpinned: bool) -> None:
               help="PromQL label selector of the vLLM server's series; {hostport} is its host:port.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar per cell (stderr).")
 @_handles_errors
-def compare(pair: str | None, protocol_file: Path | None, runs_dir: Path, attach_plain: str | None,
+def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | None, runs_dir: Path,
+            attach_plain: str | None,
             attach_speculative: str | None, allow_unpinned: bool, metrics_port: int | None, metrics_addr: str,
             pushgateway: str | None, prometheus_url: str | None, prometheus_selector: str, progress: bool) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
-    from loadgen.flow import run_compare
+    from loadgen.flow import resume_compare, run_compare
     from loadgen.plan import replay_protocol
 
-    if (pair is None) == (protocol_file is None):
-        raise BadInput("give either a PAIR or --protocol RUN_DIR/protocol.json, not both or neither")
-    cells = None
-    if protocol_file is not None:
-        loaded, cells = replay_protocol(protocol_file)
-    else:
-        assert pair is not None
-        loaded = load_pair(pair)
+    if sum(x is not None for x in (pair, protocol_file, resume_dir)) != 1:
+        raise BadInput("give exactly one of PAIR, --protocol RUN_DIR/protocol.json or --resume RUN_DIR")
     attach = {role: url for role, url in (("plain", attach_plain), ("speculative", attach_speculative)) if url}
     for url in attach.values():
         if not url.startswith(("http://", "https://")):
@@ -118,8 +115,18 @@ def compare(pair: str | None, protocol_file: Path | None, runs_dir: Path, attach
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     observe = ObserveOptions(metrics_port, metrics_addr, pushgateway, prometheus_url, prometheus_selector,
                              progress and sys.stderr.isatty())
-    run_dir = run_compare(loaded, runs_dir, log=lambda line: click.echo(line), attach=attach, cells=cells,
-                          allow_unpinned=allow_unpinned, observe=observe)
+    echo = click.echo
+    if resume_dir is not None:
+        run_dir = resume_compare(resume_dir, log=echo, attach=attach, observe=observe)
+    else:
+        cells = None
+        if protocol_file is not None:
+            loaded, cells = replay_protocol(protocol_file)
+        else:
+            assert pair is not None
+            loaded = load_pair(pair)
+        run_dir = run_compare(loaded, runs_dir, log=echo, attach=attach, cells=cells,
+                              allow_unpinned=allow_unpinned, observe=observe)
     print_summary(json.loads((run_dir / "card.json").read_text()))
     click.echo(f"card: {run_dir / 'card.md'}")
     _verdict_exit(run_dir)

@@ -1,25 +1,28 @@
 """Streaming OpenAI-API client: one request in, one :class:`RequestRecord` out.
 
-Errors (HTTP status, connection reset, error events, malformed chunks) are recorded on the record,
-never raised, so a failing request cannot lose the measurements of the others.
+Errors (HTTP status, connection reset, timeouts, error events, malformed chunks) are recorded on the
+record, never raised, so a failing request cannot lose the measurements of the others.
 
 Timing follows DESIGN.md: times are seconds on a monotonic clock shared by the whole cell
-(``time.perf_counter`` minus the cell origin). ``chunk_arrivals_s`` lists only token-bearing chunks;
-a role-only chat chunk, the usage chunk and ``[DONE]`` are not tokens. Token counts per chunk come
-from ``token_ids`` (vLLM's ``return_token_ids`` request field), never from text.
+(``time.perf_counter`` minus the cell origin), the clock of the request's
+:class:`~loadgen.transport.StreamConnection`. ``send_s`` is taken right before the request is written
+to the socket, and a chunk's arrival is when its bytes were read from the socket, before any parsing
+(:mod:`loadgen.transport`). ``chunk_arrivals_s`` lists only token-bearing chunks; a role-only chat
+chunk, the usage chunk and ``[DONE]`` are not tokens. Token counts per chunk come from ``token_ids``
+(vLLM's ``return_token_ids`` request field), never from text.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-import httpx
-
 from loadgen.pair import Sampling
 from loadgen.sse import SSEDecoder, parse_chunk
+from loadgen.transport import StreamConnection, TransportError
 from loadgen.workload import Prompt
 
 
@@ -122,38 +125,51 @@ def endpoint_path(endpoint: str) -> str:
 
 
 async def stream_request(
-    client: httpx.AsyncClient,
-    base_url: str,
+    conn: StreamConnection,
     body: dict[str, Any],
     record: RequestRecord,
-    clock: Callable[[], float],
     endpoint: str = "completions",
 ) -> RequestRecord:
-    """Send ``body`` as a streaming POST and fill ``record`` with its timeline.
+    """Send ``body`` as a streaming POST on ``conn`` and fill ``record`` with its timeline.
 
-    ``clock()`` returns seconds on the cell's monotonic clock. Never raises for request failures:
-    they end up in ``record.error`` (``record.http_status`` holds the status when one came).
+    Times come from ``conn.clock`` (seconds on the cell's clock): ``send_s`` right before the request
+    bytes were written (the call's start when it never was, e.g. connection refused), chunk arrivals
+    as their bytes came off the socket, ``done_s`` when the response was read to its end. The response
+    is always drained to its end, even after ``[DONE]`` or an error event, so ``conn`` stays reusable.
+    Never raises for request failures: they end up in ``record.error`` (``record.http_status`` holds
+    the status when one came). A transport failure after ``[DONE]`` (while draining) is not an error
+    of the request: its timeline is complete, and the connection reconnects for the next one.
     """
+    clock = conn.clock
     decoder = SSEDecoder()
-    url = base_url.rstrip("/") + endpoint_path(endpoint)
+    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     record.send_s = clock()
+    over = False  # [DONE], an error event or a malformed chunk seen: the rest is drained, not read
     try:
-        async with client.stream("POST", url, json=body) as response:
-            record.http_status = response.status_code
-            if response.status_code != 200:
-                text = (await response.aread()).decode("utf-8", "replace")
-                record.error = f"HTTP {response.status_code}: {text[:300]}"
-                return record
-            async for raw in response.aiter_raw():
-                now = clock()
-                for event in decoder.feed(raw):
-                    if _absorb(record, event.data, now):
-                        return record
-            for event in decoder.close():
-                if _absorb(record, event.data, clock()):
-                    return record
-    except httpx.HTTPError as exc:
-        record.error = f"{type(exc).__name__}: {exc}"[:300] or type(exc).__name__
+        response = await conn.post_stream(endpoint_path(endpoint), payload)
+        record.send_s, record.http_status = response.sent_s, response.status
+        if response.status != 200:
+            record.error = f"HTTP {response.status}"  # kept if the error body cannot be read
+            text = (await response.read()).decode("utf-8", "replace")
+            record.error = f"HTTP {response.status}: {text[:300]}"
+            return record
+        last = record.send_s
+        async for last, raw in response:
+            if over:
+                continue
+            for event in decoder.feed(raw):
+                if _absorb(record, event.data, last):
+                    over = True
+                    break
+        if not over:
+            for event in decoder.close():  # an event left without its closing blank line
+                if _absorb(record, event.data, last):
+                    break
+    except TransportError as exc:
+        if conn.sent_s is not None:
+            record.send_s = conn.sent_s
+        if not over and record.error is None:
+            record.error = str(exc)
     finally:
         record.done_s = clock()
     return record

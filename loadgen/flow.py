@@ -22,9 +22,9 @@ from loadgen.engine import detect_engine_version
 from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError
 from loadgen.observe import ObserveOptions, Observers
 from loadgen.pair import Pair, RoleServer
-from loadgen.plan import CellSpec, plan_cells, protocol
+from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
 from loadgen.report import build_card
-from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, write_json
+from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_jsonl, write_json
 from loadgen.scrape import scrape
 from loadgen.validate import check_pair
 
@@ -146,13 +146,56 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     copy_pair_file(pair.path, run_dir)
     write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version})
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
+    _execute(pair, run_dir, {role: cells for role in ROLES}, log, attach, observe)
+    return run_dir
+
+
+def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | None = None,
+                   observe: ObserveOptions | None = None) -> Path:
+    """Complete an interrupted run in place with its own protocol: cells with an entry in cells.jsonl
+    and no failure are kept; the others run again (their partial requests move to
+    ``requests.partial.jsonl``, so nothing is deleted). A role with nothing left starts no server.
+
+    Raises ProfileError when ``run_dir`` cannot be replayed (see plan.replay_protocol).
+    """
+    pair, cells = replay_protocol(run_dir / "protocol.json")
+    entries = list(read_jsonl(run_dir / "cells.jsonl"))
+    done = {_cell_key(e["role"], e["workload"], e["level"], e.get("repetition", 0))
+            for e in entries if not e.get("failure")}
+    kept = [r for r in read_jsonl(run_dir / "requests.jsonl")
+            if _cell_key(r["role"], r["workload"], r.get("level") or f"c{r['concurrency']}", r.get("repetition", 0))
+            in done]
+    partial = [r for r in read_jsonl(run_dir / "requests.jsonl") if r not in kept]
+    with (run_dir / "requests.partial.jsonl").open("a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in partial)
+    (run_dir / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    (run_dir / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries
+                                                 if _cell_key(e["role"], e["workload"], e["level"],
+                                                              e.get("repetition", 0)) in done))
+    todo = {role: [c for c in cells if _cell_key(role, c.workload, c.level.label, c.repetition) not in done]
+            for role in ROLES}
+    log(f"resuming {run_dir}: {sum(len(v) for v in todo.values())} of {2 * len(cells)} cells left "
+        f"({len(partial)} partial requests moved to requests.partial.jsonl)")
+    _execute(pair, run_dir, todo, log, attach, observe)
+    return run_dir
+
+
+def _cell_key(role: str, workload: str, level: str, repetition: int) -> tuple[str, str, str, int]:
+    return role, workload, level, int(repetition)
+
+
+def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Log,
+             attach: dict[str, str] | None, observe: ObserveOptions | None) -> None:
+    """Run ``todo[role]`` on each role's server in order, appending to the run folder; always write the
+    status and the card."""
     status: dict[str, Any] = {"complete": False, "failure": None}
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
     run = RunContext(pair, run_dir, requests, cells_log, log, observers)
     try:
         for role in ROLES:
-            _run_role(run, role, cells, (attach or {}).get(role))
+            if todo.get(role):
+                _run_role(run, role, todo[role], (attach or {}).get(role))
         status["complete"] = True
     except KeyboardInterrupt:
         status["failure"] = "interrupted (Ctrl-C or SIGTERM)"
@@ -169,7 +212,6 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
             finish_card(run_dir, log)
         except Exception as exc:  # the card must never hide the run's own error
             log(f"could not write the card ({type(exc).__name__}: {exc}); run `loadgen report {run_dir}`")
-    return run_dir
 
 
 def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:

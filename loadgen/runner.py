@@ -12,8 +12,13 @@ A cell runs in phases:
 
 A request's ``scheduled_s`` is when it could first be sent (its worker became free, or its arrival
 time and a free slot), so send lag = ``send_s - scheduled_s`` measures the client's own delay
-(DESIGN.md); ``arrival_s`` keeps the open-loop schedule. Every finished request is handed to
-``on_record`` at once, so an interrupted cell keeps what finished.
+(DESIGN.md), including connecting when a slot's connection has to be (re)opened; ``arrival_s`` keeps
+the open-loop schedule. Every finished request is handed to ``on_record`` at once, so an interrupted
+cell keeps what finished.
+
+Streams go over :mod:`loadgen.transport`: one keep-alive :class:`StreamConnection` per slot (closed
+loop: per worker; open loop: a pool of ``plan.concurrency`` connections, one handed out with each
+semaphore slot), shared by warmup, measured phase and cooldown, and closed at the end of the cell.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import httpx
 
 from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
 from loadgen.pair import Sampling
+from loadgen.transport import StreamConnection
 from loadgen.workload import Prompt
 
 #: Per-request time limits (s): connecting, and the longest silence allowed inside a stream.
@@ -58,8 +64,7 @@ class CellPlan:
 
 @dataclass
 class _Cell:
-    client: httpx.AsyncClient
-    base_url: str
+    pool: list[StreamConnection]  # idle connections, one per slot (all of them between phases)
     model: str
     sampling: Sampling
     plan: CellPlan
@@ -67,15 +72,15 @@ class _Cell:
     on_record: Callable[[RequestRecord], None]
     records: list[RequestRecord] = field(default_factory=list)
 
-    async def send(self, prompt: Prompt, phase: str, scheduled_s: float, arrival_s: float | None = None) -> None:
+    async def send(self, conn: StreamConnection, prompt: Prompt, phase: str, scheduled_s: float,
+                   arrival_s: float | None = None) -> None:
         record = RequestRecord(
             prompt_id=prompt.prompt_id, role=self.plan.role, workload=self.plan.workload,
             concurrency=self.plan.concurrency, phase=phase, scheduled_s=scheduled_s,
             requested_output_tokens=prompt.output_tokens, arrival_s=arrival_s,
             level=self.plan.label, repetition=self.plan.repetition,
         )
-        await stream_request(self.client, self.base_url, build_payload(prompt, self.sampling, self.model),
-                             record, self.clock, self.plan.endpoint)
+        await stream_request(conn, build_payload(prompt, self.sampling, self.model), record, self.plan.endpoint)
         if phase == "measured":
             self.records.append(record)
         self.on_record(record)
@@ -87,7 +92,7 @@ class _Cell:
         in_flight = 0
         deadline: float | None = None
 
-        async def worker() -> None:
+        async def worker(conn: StreamConnection) -> None:
             nonlocal in_flight, deadline
             free_at = self.clock()
             while True:
@@ -101,14 +106,14 @@ class _Cell:
                 else:
                     return
                 try:
-                    await self.send(prompt, kind, free_at)
+                    await self.send(conn, prompt, kind, free_at)
                 finally:
                     if kind == phase:
                         in_flight -= 1
                 free_at = self.clock()
 
         workers = min(self.plan.concurrency, max(len(prompts), 1))
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        await asyncio.gather(*(worker(conn) for conn in self.pool[:workers]))
 
     async def open_loop(self, prompts: Sequence[Prompt], arrivals_s: Sequence[float]) -> None:
         """Send prompt i at ``start + arrivals_s[i]``, at most ``plan.concurrency`` in flight."""
@@ -133,9 +138,11 @@ class _Cell:
         await asyncio.gather(*tasks)
 
     async def _release_after(self, slots: asyncio.Semaphore, prompt: Prompt, scheduled: float, due: float) -> None:
+        conn = self.pool.pop()  # a slot is held, so a connection is free: the most recently used one
         try:
-            await self.send(prompt, "measured", scheduled, due)
+            await self.send(conn, prompt, "measured", scheduled, due)
         finally:
+            self.pool.append(conn)
             slots.release()
 
 
@@ -147,31 +154,43 @@ async def run_cell_async(
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
+    *,
+    api_key: str | None = None,
 ) -> tuple[list[RequestRecord], float]:
     """Run the cell's phases (module docstring). ``during_measured(client, clock)`` (e.g. a gauge
-    sampler) runs as a task during the measured phase and is cancelled at its end. Returns the measured
-    records (in completion order) and the cell clock's origin (a ``time.perf_counter`` value)."""
+    sampler) runs as a task during the measured phase with an httpx client of its own (streams do not
+    use httpx) and is cancelled at its end. ``api_key`` (optional) is sent as ``Authorization: Bearer``.
+    Returns the measured records (in completion order) and the cell clock's origin (a
+    ``time.perf_counter`` value)."""
     origin = time.perf_counter()
     clock = monotonic_clock(origin)
-    connections = plan.concurrency + 4
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-        cell = _Cell(client, base_url, model, sampling, plan, clock, on_record)
+    pool = [StreamConnection(base_url, clock, api_key=api_key, connect_timeout_s=CONNECT_TIMEOUT_S,
+                             read_timeout_s=READ_TIMEOUT_S) for _ in range(max(plan.concurrency, 1))]
+    cell = _Cell(pool, model, sampling, plan, clock, on_record)
+    try:
         if plan.warmup:
             await cell.closed_loop(plan.warmup, "warmup")
         before_measured()
-        side = asyncio.create_task(during_measured(client, clock)) if during_measured else None
-        try:
-            if plan.arrivals_s is None:
-                await cell.closed_loop(plan.prompts, "measured", plan.cooldown)
-            else:
-                await cell.open_loop(plan.prompts, plan.arrivals_s)
-        finally:
-            if side is not None:
-                side.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await side
+        async with contextlib.AsyncExitStack() as stack:
+            side = None
+            if during_measured is not None:
+                headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+                client = await stack.enter_async_context(httpx.AsyncClient(
+                    headers=headers, timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)))
+                side = asyncio.create_task(during_measured(client, clock))
+            try:
+                if plan.arrivals_s is None:
+                    await cell.closed_loop(plan.prompts, "measured", plan.cooldown)
+                else:
+                    await cell.open_loop(plan.prompts, plan.arrivals_s)
+            finally:
+                if side is not None:
+                    side.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await side
+    finally:
+        for conn in pool:
+            conn.close()
     return cell.records, origin
 
 
@@ -183,8 +202,10 @@ def run_cell(
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
+    *,
+    api_key: str | None = None,
 ) -> list[RequestRecord]:
     """Synchronous wrapper of :func:`run_cell_async`; returns the measured records."""
     records, _ = asyncio.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
-                                            during_measured))
+                                            during_measured, api_key=api_key))
     return records

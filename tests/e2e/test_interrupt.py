@@ -14,6 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from loadgen.pair import load_pair
+from loadgen.plan import plan_cells, protocol
 from loadgen.rundir import load_records, read_jsonl
 from tests.e2e.conftest import ROOT, _require_engine
 
@@ -75,3 +77,28 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     card_json = json.loads((run_dir / "card.json").read_text())
     first = card_json["cells"][0]
     assert first["speculative"]["acceptance"]["acceptance_rate"] == 1.0
+
+    # resume: only the unfinished speculative cells run again, with the same protocol
+    protocol_before = (run_dir / "protocol.json").read_text()
+    resumed = subprocess.run(
+        [sys.executable, "-m", "loadgen", "compare", "--resume", str(run_dir)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert f"{8 - len(cells)} of 8 cells left" in resumed.stdout
+    assert "[plain] starting" not in resumed.stdout  # the plain role had nothing left to do
+    assert (run_dir / "protocol.json").read_text() == protocol_before
+    final = json.loads((run_dir / "card.json").read_text())
+    assert final["complete"] is True and final["verdict"]["passed"] is True
+    # the same cells, prompts and protocol as an uninterrupted run of this pair would have
+    pair = load_pair("tests/data/pairs/interrupt.toml")
+    fresh = plan_cells(pair)
+    prompts = [p for c in fresh for p in (*c.warmup, *c.measured, *c.cooldown)]
+    expected = protocol(pair, fresh, prompts)
+    saved = json.loads(protocol_before)
+    assert saved["cells"] == expected["cells"] and saved["prompts_sha256"] == expected["prompts_sha256"]
+    assert [(c["workload"], c["level"]) for c in final["cells"]] == [(c.workload, c.level.label) for c in fresh]
+    assert all(c["complete"] for c in final["cells"])
+    records = [r for r in load_records(run_dir) if not r.warmup]
+    assert len(records) == 24 and all(r.error is None for r in records)
+    assert (run_dir / "requests.partial.jsonl").is_file()
