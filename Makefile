@@ -9,7 +9,7 @@ LOADGEN := $(VENV)/bin/loadgen
 DEMO_PAIRS := demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
-.PHONY: install engine models compare test test-unit check bench clean
+.PHONY: install engine models prometheus compare test test-unit check bench clean
 
 install: $(VENV)/.installed
 
@@ -36,12 +36,19 @@ compare: install
 	@if echo " $(DEMO_PAIRS) " | grep -q " $(PAIR) "; then $(MAKE) --no-print-directory models; fi
 	$(LOADGEN) compare $(PAIR)
 
-# Unit tests plus end-to-end tests against real vLLM CPU servers.
-test: install models
+# A real Prometheus server and Pushgateway for the tests (Debian packages; skipped when present).
+prometheus:
+	@if ! command -v prometheus >/dev/null 2>&1 || ! command -v prometheus-pushgateway >/dev/null 2>&1; then \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-pushgateway; \
+	fi
+
+# Unit tests plus end-to-end tests against real vLLM CPU servers, Prometheus and a Pushgateway.
+test: install models prometheus
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # Pure and scripted-server tests only (no vLLM needed).
-test-unit: install
+test-unit: install prometheus
 	$(VENV)/bin/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 check: install

@@ -154,41 +154,36 @@ async def run_cell_async(
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
-    *,
-    api_key: str | None = None,
 ) -> tuple[list[RequestRecord], float]:
     """Run the cell's phases (module docstring). ``during_measured(client, clock)`` (e.g. a gauge
-    sampler) runs as a task during the measured phase with an httpx client of its own (streams do not
-    use httpx) and is cancelled at its end. ``api_key`` (optional) is sent as ``Authorization: Bearer``.
-    Returns the measured records (in completion order) and the cell clock's origin (a
-    ``time.perf_counter`` value)."""
+    sampler) runs as a task during the measured phase, with a small httpx client of its own (streams do
+    not use httpx), and is cancelled at its end. Returns the measured records (in completion order) and
+    the cell clock's origin (a ``time.perf_counter`` value)."""
     origin = time.perf_counter()
     clock = monotonic_clock(origin)
-    pool = [StreamConnection(base_url, clock, api_key=api_key, connect_timeout_s=CONNECT_TIMEOUT_S,
-                             read_timeout_s=READ_TIMEOUT_S) for _ in range(max(plan.concurrency, 1))]
+    pool = [StreamConnection(base_url, clock, connect_timeout_s=CONNECT_TIMEOUT_S, read_timeout_s=READ_TIMEOUT_S)
+            for _ in range(max(plan.concurrency, 1))]
     cell = _Cell(pool, model, sampling, plan, clock, on_record)
+    side: asyncio.Task[None] | None = None
+    client: httpx.AsyncClient | None = None
     try:
         if plan.warmup:
             await cell.closed_loop(plan.warmup, "warmup")
         before_measured()
-        async with contextlib.AsyncExitStack() as stack:
-            side = None
-            if during_measured is not None:
-                headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-                client = await stack.enter_async_context(httpx.AsyncClient(
-                    headers=headers, timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)))
-                side = asyncio.create_task(during_measured(client, clock))
-            try:
-                if plan.arrivals_s is None:
-                    await cell.closed_loop(plan.prompts, "measured", plan.cooldown)
-                else:
-                    await cell.open_loop(plan.prompts, plan.arrivals_s)
-            finally:
-                if side is not None:
-                    side.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await side
+        if during_measured is not None:
+            client = httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
+            side = asyncio.create_task(during_measured(client, clock))
+        if plan.arrivals_s is None:
+            await cell.closed_loop(plan.prompts, "measured", plan.cooldown)
+        else:
+            await cell.open_loop(plan.prompts, plan.arrivals_s)
     finally:
+        if side is not None:
+            side.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await side
+        if client is not None:
+            await client.aclose()
         for conn in pool:
             conn.close()
     return cell.records, origin
@@ -202,10 +197,8 @@ def run_cell(
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
-    *,
-    api_key: str | None = None,
 ) -> list[RequestRecord]:
     """Synchronous wrapper of :func:`run_cell_async`; returns the measured records."""
     records, _ = asyncio.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
-                                            during_measured, api_key=api_key))
+                                            during_measured))
     return records
