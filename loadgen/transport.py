@@ -215,7 +215,8 @@ class StreamConnection:
         except TimeoutError:
             raise TransportError(f"connect timeout after {self.connect_timeout_s:g} s") from None
         except OSError as exc:
-            raise TransportError(f"{_describe(exc)} ({self.host}:{self.port})") from None
+            why = _describe(exc) if isinstance(exc, ConnectionRefusedError) else f"cannot connect: {_describe(exc)}"
+            raise TransportError(f"{why} ({self.host}:{self.port})") from None
         wire.transport, self._wire, self.connections = transport, wire, self.connections + 1
 
     def close(self) -> None:
@@ -231,15 +232,15 @@ class StreamConnection:
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         request = (f"POST {self.prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}content-length: {len(body)}\r\n\r\n"
                    ).encode("latin-1") + body
-        for retry in (False, True):
-            reused = self._ready()
-            await self.open()
-            try:  # after another error the connection stays busy, so the next request reconnects
-                return await self._exchange(request)
-            except _Stale:
-                if not reused or retry:
-                    raise
-        raise AssertionError("unreachable")
+        reused = self._ready()
+        await self.open()
+        try:  # after another error the connection stays busy, so the next request reconnects
+            return await self._exchange(request)
+        except _Stale:
+            if not reused:
+                raise
+        await self.open()  # the server had closed the idle connection: once more, on a new one
+        return await self._exchange(request)
 
     async def _exchange(self, request: bytes) -> StreamResponse:
         wire = self._wire
@@ -269,7 +270,7 @@ class StreamConnection:
 
 
 def _parse_head(head: bytes) -> Head | None:
-    """Status line and fields of a response head; None for a 1xx interim response. Framing per RFC 9112
+    """Status line and fields of a response head; None for a 1xx (interim) response. Framing per RFC 9112
     section 6.3: "none" (204, 304), "chunked", "length" (Content-Length), else "close"."""
     lines = head.decode("latin-1").split("\r\n")
     if (match := _STATUS.fullmatch(lines[0])) is None:
@@ -281,9 +282,7 @@ def _parse_head(head: bytes) -> Head | None:
             raise TransportError(f"bad header line: {line[:60]!r}")
         key, value = name.lower(), value.strip(" \t")
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    if status == 101:
-        raise TransportError("unexpected 101 Switching Protocols")
-    if status < 200:
+    if status < 200:  # 101 cannot come: no Upgrade is ever sent (RFC 9110 section 15.2.2)
         return None
     framing, length = "close", 0
     if status in (204, 304):

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from loadgen import servers
@@ -50,3 +53,48 @@ def test_plain_server_in_the_speculative_role_is_a_fallback(plain_server: server
     # attached servers are not ours to stop
     assert plain_server.alive()
     assert plain_server.fetch("/health").status_code == 200
+
+
+def _kill_server_on(port: int) -> bool:
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info.get("cmdline") or [])
+        if "vllm.entrypoints" in cmd and f"--port {port}" in cmd:
+            os.killpg(os.getpgid(proc.info["pid"]), signal.SIGKILL)
+            return True
+    return False
+
+
+def test_speculative_server_killed_mid_cell(plain_server: servers.Server, tmp_path: Path) -> None:
+    """The speculative server dies in the middle of a cell: exit 1, the plain results and the partial
+    speculative cell are on disk, and the card says what happened."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/selfdraft.toml", "--runs-dir", str(tmp_path),
+         "--attach-plain", plain_server.base_url],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("[speculative] ready"):
+            time.sleep(2.0)  # inside the first speculative cell (warmup, then measured requests)
+            assert _kill_server_on(8331), "the speculative server was not found"
+            break
+    rest, _ = proc.communicate(timeout=300)
+    output = "".join(lines) + rest
+    assert proc.returncode == 1, output[-2000:]
+    assert "the speculative server died during cell short-homogeneous c1" in output
+    run_dir = next((tmp_path / "selfdraft").iterdir())
+    cells = [json.loads(line) for line in (run_dir / "cells.jsonl").read_text().splitlines()]
+    assert [c["role"] for c in cells] == ["plain"] * 4 + ["speculative"]
+    dead = cells[-1]
+    assert dead["failure"].startswith("the speculative server died during this cell")
+    card = json.loads((run_dir / "card.json").read_text())
+    assert card["complete"] is False and "died" in card["failure"]
+    first = card["cells"][0]
+    assert first["complete"] is False and "died" in first["speculative"]["failure"]
+    assert all(c["plain"]["requests"] == 3 for c in card["cells"])
+    card_md = (run_dir / "card.md").read_text()
+    assert "INCOMPLETE" in card_md and "speculative cell FAILED" in card_md
+    assert plain_server.alive()
