@@ -11,7 +11,6 @@ repository root when run through ``make``).
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,9 +21,10 @@ from loadgen.diagnosis import SLO
 from loadgen.errors import ProfileError
 from loadgen.schedule import ARRIVALS
 from loadgen.specconfig import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
+from loadgen.tomlread import Table, read_toml
+from loadgen.workload import WORKLOADS_DIR, Workload, load_workload
 
 PAIRS_DIR = Path("profiles/pairs")
-WORKLOADS_DIR = Path("profiles/workloads")
 
 #: Every field vLLM's ``SpeculativeConfig`` has had in 0.10-0.33 (specconfig.py); per-version checks of
 #: the installed engine happen in `loadgen check`.
@@ -139,19 +139,6 @@ class Load:
 
 
 @dataclass(frozen=True)
-class Workload:
-    """A synthetic prompt set (``profiles/workloads/<name>.toml``)."""
-
-    name: str
-    kind: str  # "short-homogeneous" | "long-diverse"
-    endpoint: str  # "completions" | "chat"
-    output_tokens: int
-    input_tokens: int | None = None
-    seed: int = 0
-    description: str = ""
-
-
-@dataclass(frozen=True)
 class Pair:
     """A draft/target pair to verify, with everything needed to measure it."""
 
@@ -216,95 +203,7 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
     )
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: file not found") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML ({exc}); fix the syntax") from None
-
-
-class _Table:
-    """Strict reader of one TOML table: every key read once, leftovers are errors."""
-
-    def __init__(self, path: Path, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise ProfileError(f"{path}: {where} must be a table")
-        self.path, self.where, self.data, self.seen = path, where, data, set[str]()
-
-    def _fail(self, key: str, expected: str) -> ProfileError:
-        return ProfileError(
-            f"{self.path}: {self.where}.{key} must be {expected}, got {self.data[key]!r}"
-        )
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = "") -> Any:
-        self.seen.add(key)
-        if key not in self.data:
-            if default is ...:
-                raise ProfileError(f"{self.path}: missing key {self.where}.{key}; add it (see profiles/README.md)")
-            return default
-        value = self.data[key]
-        if isinstance(value, bool) and kind in (int, float, (int, float)):
-            raise self._fail(key, expected or getattr(kind, "__name__", "a number"))
-        if not isinstance(value, kind):
-            raise self._fail(key, expected or getattr(kind, "__name__", str(kind)))
-        return value
-
-    def positive_int(self, key: str, default: Any = ...) -> int:
-        value = self.get(key, int, default, "a positive integer")
-        if value is not None and value < 1:
-            raise self._fail(key, "a positive integer")
-        return int(value)
-
-    def str_list(self, key: str, default: Any = ...) -> tuple[str, ...]:
-        value = self.get(key, list, default, "a list of strings")
-        if not all(isinstance(v, str) for v in value):
-            raise self._fail(key, "a list of strings")
-        return tuple(value)
-
-    def table(self, key: str, default: Any = ...) -> _Table:
-        return _Table(self.path, f"[{key}]" if self.where == "" else f"{self.where}.{key}",
-                      self.get(key, dict, default))
-
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.seen)
-        if unknown:
-            where = self.where or "top level"
-            raise ProfileError(
-                f"{self.path}: unknown key {unknown[0]!r} in {where}; "
-                f"known keys: {', '.join(sorted(self.seen))} (see profiles/README.md)"
-            )
-
-
-def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
-    """Load ``workloads_dir/<name>.toml`` strictly. Raises ProfileError."""
-    path = workloads_dir / f"{name}.toml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in workloads_dir.glob("*.toml"))) or "(none)"
-        raise ProfileError(f"unknown workload {name!r}: no {path}; available workloads: {known}")
-    top = _Table(path, "", _read_toml(path))
-    kind = top.get("kind", str)
-    if kind not in ("short-homogeneous", "long-diverse"):
-        raise ProfileError(f"{path}: kind must be 'short-homogeneous' or 'long-diverse', got {kind!r}")
-    endpoint = top.get("endpoint", str, "completions")
-    if endpoint not in ("completions", "chat"):
-        raise ProfileError(f"{path}: endpoint must be 'completions' or 'chat', got {endpoint!r}")
-    workload = Workload(
-        name=top.get("name", str, name),
-        kind=kind,
-        endpoint=endpoint,
-        output_tokens=top.positive_int("output_tokens"),
-        input_tokens=top.positive_int("input_tokens", None) if "input_tokens" in top.data else None,
-        seed=top.get("seed", int, 0),
-        description=top.get("description", str, ""),
-    )
-    top.finish()
-    return workload
-
-
-def _load(run: _Table, path: Path) -> Load:
+def _load(run: Table, path: Path) -> Load:
     levels = run.get("concurrency", list, [], "a list of positive integers")
     if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in levels):
         raise ProfileError(f"{path}: [run].concurrency must be a list of positive integers, e.g. [1, 2, 4]")
@@ -330,14 +229,14 @@ def _load(run: _Table, path: Path) -> Load:
     )
 
 
-def _seconds(t: _Table, key: str) -> float | None:
+def _seconds(t: Table, key: str) -> float | None:
     value = t.get(key, (int, float), None, "a number of seconds > 0")
     if value is not None and value <= 0:
         raise ProfileError(f"{t.path}: {t.where}.{key} must be a number of seconds > 0, got {value!r}")
     return None if value is None else float(value)
 
 
-def _role_server(roles: _Table, role: str, path: Path) -> RoleServer:
+def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
     t = roles.table(role)
     env = t.get("env", dict, {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
@@ -364,7 +263,7 @@ def _override(workload: Workload, output_tokens: int | None, input_tokens: int |
 def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
     """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError)."""
     path = resolve_pair_path(name_or_path, pairs_dir)
-    top = _Table(path, "", _read_toml(path))
+    top = Table(path, "", read_toml(path))
 
     tgt = top.table("target")
     target = ModelRef(tgt.get("model", str), tgt.get("revision", str, None))

@@ -17,10 +17,10 @@ from typing import Any
 
 from loadgen import __version__, resources
 from loadgen.errors import ProfileError
-from loadgen.pair import Level, Pair, Workload, load_pair
+from loadgen.pair import Level, Pair, load_pair
 from loadgen.schedule import arrival_offsets
 from loadgen.validate import model_hashes
-from loadgen.workload import Prompt, generate, load_tokenizer, prompts_digest
+from loadgen.workload import Prompt, Workload, generate, load_tokenizer, prompts_digest
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,49 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
-from loadgen.pair import Workload
+from loadgen.tomlread import Table, read_toml
+
+WORKLOADS_DIR = Path("profiles/workloads")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A synthetic prompt set (``profiles/workloads/<name>.toml``)."""
+
+    name: str
+    kind: str  # "short-homogeneous" | "long-diverse"
+    endpoint: str  # "completions" | "chat"
+    output_tokens: int
+    input_tokens: int | None = None
+    seed: int = 0
+    description: str = ""
+
+
+def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
+    """Load ``workloads_dir/<name>.toml`` strictly. Raises ProfileError."""
+    path = workloads_dir / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in workloads_dir.glob("*.toml"))) or "(none)"
+        raise ProfileError(f"unknown workload {name!r}: no {path}; available workloads: {known}")
+    top = Table(path, "", read_toml(path))
+    kind = top.get("kind", str)
+    if kind not in ("short-homogeneous", "long-diverse"):
+        raise ProfileError(f"{path}: kind must be 'short-homogeneous' or 'long-diverse', got {kind!r}")
+    endpoint = top.get("endpoint", str, "completions")
+    if endpoint not in ("completions", "chat"):
+        raise ProfileError(f"{path}: endpoint must be 'completions' or 'chat', got {endpoint!r}")
+    workload = Workload(
+        name=top.get("name", str, name),
+        kind=kind,
+        endpoint=endpoint,
+        output_tokens=top.positive_int("output_tokens"),
+        input_tokens=top.positive_int("input_tokens", None) if "input_tokens" in top.data else None,
+        seed=top.get("seed", int, 0),
+        description=top.get("description", str, ""),
+    )
+    top.finish()
+    return workload
+
 
 _SHORT_TEMPLATES = (
     "The history of {topic} began when",

@@ -1,18 +1,39 @@
 """A small scripted SSE server on loopback (real sockets) for stream edge cases the engine cannot be
 made to produce. Each POST body's ``prompt`` names a script: a list of (delay_s, raw bytes) steps, sent
-as HTTP/1.1 chunked transfer encoding; a step of ``None`` bytes drops the connection."""
+as HTTP/1.1 chunked transfer encoding on keep-alive connections. Special steps: ``None`` shuts the
+connection down (FIN) mid-body; :data:`RESET` aborts it (RST); :data:`CLOSE` ends the body (zero
+chunk) and then closes the connection without a ``Connection: close`` header, like a server whose
+keep-alive timeout expired. :class:`Counters` counts connections accepted and requests served."""
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 Step = tuple[float, bytes | None]
+RESET = b"<reset>"
+CLOSE = b"<close>"
+
+
+@dataclass
+class Counters:
+    """Connections accepted and POST requests served (thread-safe increments)."""
+
+    connections: int = 0
+    requests: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str) -> None:
+        with self.lock:
+            setattr(self, name, getattr(self, name) + 1)
 
 
 def completion_chunk(text: str, token_ids: list[int], finish: str | None = None) -> bytes:
@@ -37,11 +58,17 @@ DONE = b"data: [DONE]\n\n"
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     scripts: ClassVar[dict[str, tuple[int, list[Step]]]] = {}
+    counters: ClassVar[Counters] = Counters()
 
     def log_message(self, format: str, *args: object) -> None:
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        self.counters.add("connections")
+
     def do_POST(self) -> None:
+        self.counters.add("requests")
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         status, steps = self.scripts.get(body.get("prompt", ""), self.scripts.get("*", (404, [])))
@@ -53,8 +80,17 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
             if data is None:
                 self.wfile.flush()
-                self.connection.shutdown(2)
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
                 return
+            if data == RESET:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+                self.close_connection = True
+                return
+            if data == CLOSE:
+                self.close_connection = True
+                break
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
@@ -62,10 +98,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def scripted_server(scripts: dict[str, tuple[int, list[Step]]]) -> Iterator[str]:
+def scripted_server(scripts: dict[str, tuple[int, list[Step]]], counters: Counters | None = None) -> Iterator[str]:
     """Serve ``scripts`` (prompt -> (HTTP status, steps); key ``*`` for any other prompt) on 127.0.0.1;
-    yields the base URL."""
-    handler = type("Handler", (_Handler,), {"scripts": scripts})
+    yields the base URL. ``counters``, when given, counts connections and requests."""
+    handler = type("Handler", (_Handler,), {"scripts": scripts, "counters": counters or Counters()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

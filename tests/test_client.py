@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
-
 from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
 from loadgen.pair import Sampling
+from loadgen.transport import StreamConnection
 from loadgen.workload import Prompt
 from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
@@ -35,9 +34,11 @@ def _fetch(prompt: str) -> RequestRecord:
         with scripted_server(SCRIPTS) as url:
             p = Prompt("p0", "w", "completions", prompt, None, 6)
             rec = RequestRecord("p0", "plain", "w", 1, "measured", 0.0, requested_output_tokens=6)
-            async with httpx.AsyncClient(timeout=5.0) as client:
-                return await stream_request(client, url, {"prompt": prompt} | build_payload(p, Sampling(), "m"),
-                                            rec, monotonic_clock(0.0))
+            conn = StreamConnection(url, monotonic_clock(0.0), connect_timeout_s=5.0, read_timeout_s=5.0)
+            try:
+                return await stream_request(conn, {"prompt": prompt} | build_payload(p, Sampling(), "m"), rec)
+            finally:
+                conn.close()
 
     return asyncio.run(go())
 
