@@ -47,11 +47,12 @@ class RunContext:
     cells_log: JsonlAppender
     log: Callable[[str], None]
     observers: Observers
+    api_key: str | None = None
 
 
-def _try_scrape(url: str, path: Path) -> tuple[prom.Snapshot | None, str | None]:
+def _try_scrape(url: str, path: Path, headers: dict[str, str]) -> tuple[prom.Snapshot | None, str | None]:
     try:
-        text, snap = scrape(url)
+        text, snap = scrape(url, headers=headers)
     except RunFailed as exc:
         return None, str(exc)
     path.write_text(text)
@@ -91,7 +92,8 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     gauges: list[dict[str, Any]] = []
 
     def scrape_before() -> None:
-        before["snap"], err = _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__before.prom")
+        before["snap"], err = _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__before.prom",
+                                          server.spec.headers)
         metrics_errors.extend([err] if err else [])
         observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
         observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
@@ -110,10 +112,11 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
                     cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition)
     started, t0 = datetime.now(UTC).isoformat(), time.monotonic()
     records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
-                       scrape_before, sampler)
+                       scrape_before, sampler, server.spec.api_key)
     duration = time.monotonic() - t0
     died = not server.alive()
-    after, err = (None, None) if died else _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom")
+    after, err = ((None, None) if died else
+                  _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers))
     metrics_errors.extend([err] if err else [])
     with (run_dir / "metrics" / f"{stem}__gauges.jsonl").open("w") as fh:
         fh.writelines(json.dumps(g) + "\n" for g in gauges)

@@ -20,6 +20,7 @@ import click
 from loadgen.errors import BadInput, CriteriaFailed, LoadgenError, PairCheckError
 from loadgen.observe import ObserveOptions
 from loadgen.pair import available_pairs, load_pair
+from loadgen.redact import redact_text
 from loadgen.summary import print_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -96,11 +97,14 @@ def check(pair: str, allow_unpinned: bool) -> None:
 @click.option("--prometheus-selector", default='instance="{hostport}"', show_default=True,
               help="PromQL label selector of the vLLM server's series; {hostport} is its host:port.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar per cell (stderr).")
+@click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY",
+              help="Bearer token for servers started with --api-key (default: $OPENAI_API_KEY); never written.")
 @_handles_errors
 def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | None, runs_dir: Path,
             attach_plain: str | None,
             attach_speculative: str | None, allow_unpinned: bool, metrics_port: int | None, metrics_addr: str,
-            pushgateway: str | None, prometheus_url: str | None, prometheus_selector: str, progress: bool) -> None:
+            pushgateway: str | None, prometheus_url: str | None, prometheus_selector: str, progress: bool,
+            api_key: str | None) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
     from loadgen.flow import resume_compare, run_compare
@@ -115,9 +119,11 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     observe = ObserveOptions(metrics_port, metrics_addr, pushgateway, prometheus_url, prometheus_selector,
                              progress and sys.stderr.isatty())
-    echo = click.echo
+    def echo(line: str) -> None:
+        click.echo(redact_text(line, [api_key]))
+
     if resume_dir is not None:
-        run_dir = resume_compare(resume_dir, log=echo, attach=attach, observe=observe)
+        run_dir = resume_compare(resume_dir, log=echo, attach=attach, observe=observe, api_key=api_key)
     else:
         cells = None
         if protocol_file is not None:
@@ -126,7 +132,7 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
             assert pair is not None
             loaded = load_pair(pair)
         run_dir = run_compare(loaded, runs_dir, log=echo, attach=attach, cells=cells,
-                              allow_unpinned=allow_unpinned, observe=observe)
+                              allow_unpinned=allow_unpinned, observe=observe, api_key=api_key)
     print_summary(json.loads((run_dir / "card.json").read_text()))
     click.echo(f"card: {run_dir / 'card.md'}")
     _verdict_exit(run_dir)

@@ -23,6 +23,7 @@ from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError
 from loadgen.observe import ObserveOptions, Observers
 from loadgen.pair import Pair, RoleServer
 from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
+from loadgen.redact import redact_argv, redact_env
 from loadgen.report import build_card
 from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_jsonl, write_json
 from loadgen.scrape import scrape
@@ -37,7 +38,8 @@ def served_name(pair: Pair) -> str:
     return Path(pair.target.model).name or pair.target.model
 
 
-def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = None) -> servers.LaunchSpec:
+def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = None,
+                api_key: str | None = None) -> servers.LaunchSpec:
     """The launch of ``role`` ("plain" or "speculative"): ``[engine]`` plus ``[servers.<role>]``; the
     speculative server defaults to port + 1. With ``attach_url`` (or ``[servers.<role>].url``) the spec
     describes a running server to attach to."""
@@ -50,7 +52,7 @@ def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = N
     )
     return servers.LaunchSpec(role, argv, {**pair.engine.env, **extra.env}, pair.engine.host, port,
                               served_name(pair), pair.engine.startup_timeout_s, run_dir / "servers" / f"{role}.log",
-                              attach_url or extra.url)
+                              attach_url or extra.url, api_key)
 
 
 def prove_mode(role: str, snap: prom.Snapshot, k: int) -> dict[str, Any]:
@@ -96,12 +98,12 @@ def _resources(server: servers.Server, effective: dict[str, Any]) -> dict[str, A
 
 def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
     pair, run_dir, log = run.pair, run.run_dir, run.log
-    spec = launch_spec(pair, role, run_dir, attach_url)
+    spec = launch_spec(pair, role, run_dir, attach_url, run.api_key)
     write_json(run_dir / "servers" / f"{role}-launch.json",
-               {"argv": None if spec.attach_url else spec.argv, "env": spec.env, "base_url": spec.base_url,
-                "attached": spec.attach_url is not None})
+               {"argv": None if spec.attach_url else redact_argv(spec.argv), "env": redact_env(spec.env),
+                "base_url": spec.base_url, "attached": spec.attach_url is not None})
     log(f"[{role}] attaching to {spec.base_url}" if spec.attach_url
-        else f"[{role}] starting: {' '.join(spec.argv)}")
+        else f"[{role}] starting: {' '.join(redact_argv(spec.argv))}")
 
     def on_stop(report: dict[str, Any]) -> None:
         write_json(run_dir / "servers" / f"{role}-teardown.json", report)
@@ -122,7 +124,7 @@ def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str
 
 def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None,
                 cells: list[CellSpec] | None = None, allow_unpinned: bool = False,
-                observe: ObserveOptions | None = None) -> Path:
+                observe: ObserveOptions | None = None, api_key: str | None = None) -> Path:
     """Run the whole comparison of ``pair``; returns the run folder.
 
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
@@ -146,12 +148,12 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     copy_pair_file(pair.path, run_dir)
     write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version})
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
-    _execute(pair, run_dir, {role: cells for role in ROLES}, log, attach, observe)
+    _execute(pair, run_dir, {role: cells for role in ROLES}, log, attach, observe, api_key)
     return run_dir
 
 
 def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | None = None,
-                   observe: ObserveOptions | None = None) -> Path:
+                   observe: ObserveOptions | None = None, api_key: str | None = None) -> Path:
     """Complete an interrupted run in place with its own protocol: cells with an entry in cells.jsonl
     and no failure are kept; the others run again (their partial requests move to
     ``requests.partial.jsonl``, so nothing is deleted). A role with nothing left starts no server.
@@ -176,7 +178,7 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
             for role in ROLES}
     log(f"resuming {run_dir}: {sum(len(v) for v in todo.values())} of {2 * len(cells)} cells left "
         f"({len(partial)} partial requests moved to requests.partial.jsonl)")
-    _execute(pair, run_dir, todo, log, attach, observe)
+    _execute(pair, run_dir, todo, log, attach, observe, api_key)
     return run_dir
 
 
@@ -185,13 +187,13 @@ def _cell_key(role: str, workload: str, level: str, repetition: int) -> tuple[st
 
 
 def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Log,
-             attach: dict[str, str] | None, observe: ObserveOptions | None) -> None:
+             attach: dict[str, str] | None, observe: ObserveOptions | None, api_key: str | None = None) -> None:
     """Run ``todo[role]`` on each role's server in order, appending to the run folder; always write the
     status and the card."""
     status: dict[str, Any] = {"complete": False, "failure": None}
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
-    run = RunContext(pair, run_dir, requests, cells_log, log, observers)
+    run = RunContext(pair, run_dir, requests, cells_log, log, observers, api_key)
     try:
         for role in ROLES:
             if todo.get(role):

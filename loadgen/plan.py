@@ -18,6 +18,7 @@ from typing import Any
 from loadgen import __version__, resources
 from loadgen.errors import ProfileError
 from loadgen.pair import Level, Pair, load_pair
+from loadgen.redact import redact_argv, redact_env
 from loadgen.schedule import arrival_offsets
 from loadgen.validate import model_hashes
 from loadgen.workload import Prompt, Workload, generate, load_tokenizer, prompts_digest
@@ -125,8 +126,8 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> di
         "target": model_hashes(pair.target),
         "draft": model_hashes(pair.draft) if pair.draft else None,
         "speculative_config": dict(pair.speculative),
-        "engine": {"command": list(pair.engine.command), "args": list(pair.engine.args),
-                   "env": dict(pair.engine.env), "seed": pair.engine.seed},
+        "engine": {"command": list(pair.engine.command), "args": redact_argv(pair.engine.args),
+                   "env": redact_env(pair.engine.env), "seed": pair.engine.seed},
         "sampling": asdict(pair.sampling),
         "fairness": {"ignore_eos": pair.sampling.ignore_eos, "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
                      "return_token_ids": True},

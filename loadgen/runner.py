@@ -113,7 +113,8 @@ class _Cell:
                 free_at = self.clock()
 
         workers = min(self.plan.concurrency, max(len(prompts), 1))
-        await asyncio.gather(*(worker(conn) for conn in self.pool[:workers]))
+        # the pool's top (its end), so the open loop's LIFO hands out the connections a warmup opened first
+        await asyncio.gather(*(worker(conn) for conn in self.pool[len(self.pool) - workers :]))
 
     async def open_loop(self, prompts: Sequence[Prompt], arrivals_s: Sequence[float]) -> None:
         """Send prompt i at ``start + arrivals_s[i]``, at most ``plan.concurrency`` in flight."""
@@ -154,6 +155,7 @@ async def run_cell_async(
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
+    api_key: str | None = None,
 ) -> tuple[list[RequestRecord], float]:
     """Run the cell's phases (module docstring). ``during_measured(client, clock)`` (e.g. a gauge
     sampler) runs as a task during the measured phase, with a small httpx client of its own (streams do
@@ -161,8 +163,8 @@ async def run_cell_async(
     the cell clock's origin (a ``time.perf_counter`` value)."""
     origin = time.perf_counter()
     clock = monotonic_clock(origin)
-    pool = [StreamConnection(base_url, clock, connect_timeout_s=CONNECT_TIMEOUT_S, read_timeout_s=READ_TIMEOUT_S)
-            for _ in range(max(plan.concurrency, 1))]
+    pool = [StreamConnection(base_url, clock, api_key=api_key, connect_timeout_s=CONNECT_TIMEOUT_S,
+                             read_timeout_s=READ_TIMEOUT_S) for _ in range(max(plan.concurrency, 1))]
     cell = _Cell(pool, model, sampling, plan, clock, on_record)
     side: asyncio.Task[None] | None = None
     client: httpx.AsyncClient | None = None
@@ -171,7 +173,8 @@ async def run_cell_async(
             await cell.closed_loop(plan.warmup, "warmup")
         before_measured()
         if during_measured is not None:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
+            client = httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+                                       headers={"Authorization": f"Bearer {api_key}"} if api_key else None)
             side = asyncio.create_task(during_measured(client, clock))
         if plan.arrivals_s is None:
             await cell.closed_loop(plan.prompts, "measured", plan.cooldown)
@@ -197,8 +200,9 @@ def run_cell(
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
+    api_key: str | None = None,
 ) -> list[RequestRecord]:
     """Synchronous wrapper of :func:`run_cell_async`; returns the measured records."""
     records, _ = asyncio.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
-                                            during_measured))
+                                            during_measured, api_key))
     return records

@@ -21,13 +21,13 @@ from loadgen.errors import RunFailed
 GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
 
 
-def scrape(base_url: str, timeout_s: float = 10.0) -> tuple[str, prom.Snapshot]:
+def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> tuple[str, prom.Snapshot]:
     """GET ``base_url``/metrics and parse it; returns (raw text, snapshot).
 
     Raises RunFailed when the server does not answer with Prometheus text.
     """
     try:
-        response = httpx.get(base_url + "/metrics", timeout=timeout_s)
+        response = httpx.get(base_url + "/metrics", timeout=timeout_s, headers=headers)
         response.raise_for_status()
     except httpx.HTTPError as exc:
         raise RunFailed(f"cannot scrape {base_url}/metrics ({exc}); is the server alive?") from None

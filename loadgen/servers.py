@@ -48,6 +48,12 @@ class LaunchSpec:
     startup_timeout_s: float
     log_path: Path
     attach_url: str | None = None
+    api_key: str | None = None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """``Authorization: Bearer`` when an API key is set (never written anywhere)."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     @property
     def base_url(self) -> str:
@@ -127,7 +133,7 @@ class Server:
         Raises ServerError (with the log's last line) when the process exits or the time limit passes.
         """
         deadline = self.started_at + self.spec.startup_timeout_s
-        with httpx.Client(timeout=10.0) as http:
+        with httpx.Client(timeout=10.0, headers=self.spec.headers) as http:
             while True:
                 if not self.alive():
                     raise self._fail(f"exited with code {self.process.returncode if self.process else '?'} "
@@ -139,7 +145,11 @@ class Server:
                     if http.get(self.base_url + "/health").status_code == 200:
                         break
                 time.sleep(1.0)
-            models = http.get(self.base_url + "/v1/models").json()
+            listing = http.get(self.base_url + "/v1/models")
+            if listing.status_code != 200:
+                hint = "; give the server's key with --api-key or OPENAI_API_KEY" if listing.status_code == 401 else ""
+                raise self._fail(f"answered /v1/models with HTTP {listing.status_code}{hint}")
+            models = listing.json()
             ids = [m.get("id") for m in models.get("data", [])]
             if self.spec.served_model not in ids:
                 raise self._fail(f"does not serve {self.spec.served_model!r} (it lists {ids})")
@@ -185,7 +195,7 @@ class Server:
 
     def fetch(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
         """GET ``path`` on the server."""
-        return httpx.get(self.base_url + path, timeout=timeout_s)
+        return httpx.get(self.base_url + path, timeout=timeout_s, headers=self.spec.headers)
 
     def effective_config(self) -> dict[str, Any]:
         """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``

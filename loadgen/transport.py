@@ -17,6 +17,7 @@ compression; ``https://`` verifies with ``ssl.create_default_context()``; connec
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import ssl
 import time
@@ -126,9 +127,9 @@ class _Wire(asyncio.Protocol):
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLError):
         return f"TLS error: {exc.reason or exc}"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower()  # "connection refused", "name or service not known", ...
-    return str(exc)[:200] or type(exc).__name__
+    if isinstance(exc, OSError) and exc.errno is not None and exc.errno > 0:
+        return os.strerror(exc.errno).lower()  # "connection refused", "connection reset by peer", ...
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)[:200] or type(exc).__name__
 
 
 class StreamResponse:

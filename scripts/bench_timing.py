@@ -16,7 +16,8 @@ can be split into server lateness and client delay; ``--trace`` splits it per ch
 client timestamp) on the shared ``CLOCK_MONOTONIC``.
 
 Results go to stdout and to ``docs/benchmarks.md`` (section "Timing accuracy against a scripted
-server"); the exit status is 1 when a gated metric fails. Run: ``make bench``.
+server"; a ``--realtime`` run has a section of its own, so both kinds of run are kept); the exit status
+is 1 when a gated metric fails. Run: ``make bench``.
 """
 
 from __future__ import annotations
@@ -200,8 +201,10 @@ def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespac
     cell = run_cell_async(url, "scripted", Sampling(), plan, count, lambda: server_get(url, "/stats?reset=1"))
     records, origin = asyncio.run(asyncio.wait_for(cell, timeout_s))
     cpu = meter.stop()
+    stats = server_get(url, "/stats?reset=1")
+    stats["connections"] -= 1  # the connection of this /stats request itself
     result = LevelResult(c, len(records), cpu.pop("client_s") / max(all_chunks[0], 1) * 1e6,
-                         {m: [] for m in METRICS}, server=server_get(url, "/stats?reset=1"), cpu=cpu)
+                         {m: [] for m in METRICS}, server=stats, cpu=cpu)
     for r in records:
         result.send_lag_ms.append((r.send_s - r.scheduled_s) * 1e3)
         got = expected_errors(r, script)
@@ -239,16 +242,21 @@ def machine() -> dict[str, str]:
             "os": f"{platform.system()} {platform.release()}"}
 
 
+def section_title(realtime: bool) -> str:
+    """The heading of this benchmark's section in docs/benchmarks.md (one per kind of run)."""
+    return SECTION + (" (SCHED_FIFO, `--realtime`)" if realtime else "")
+
+
 def render(results: Sequence[LevelResult], args: argparse.Namespace, command: str, verdicts: dict[str, bool],
            load_at_start: str) -> str:
     """The Markdown section (also printed)."""
     m = machine()
     lines = [
-        SECTION, "",
+        section_title(args.realtime), "",
         f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`"
         f"{' (by `make bench`)' if os.environ.get('MAKELEVEL') else ''}", "",
-        f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; client (loadgen's runner "
-        f"and client) and scripted server (`scripts/sse_server.py`, `{args.selector}` loop) as separate "
+        f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; client (loadgen's runner, "
+        f"client and transport) and scripted server (`scripts/sse_server.py`, `{args.selector}` loop) as separate "
         f"processes{'' if args.no_pin else ', each pinned to its own core'}"
         f"{', both SCHED_FIFO (--realtime)' if args.realtime else ''}; load average at start {load_at_start}.", "",
         f"Script: chat endpoint, TTFT {args.ttft_ms:g} ms, a token chunk every {args.chunk_ms:g} ms, tokens per "
@@ -270,9 +278,9 @@ def render(results: Sequence[LevelResult], args: argparse.Namespace, command: st
             lines.append(f"| {res.concurrency} | {res.requests} | {name} | {len(errs)} | {med:.3f} | {p99:.3f} | "
                          f"{pct(errs, 50):+.3f} | {mark} |")
     lines += ["", "Send lag (actual send - scheduled send, ms); the server's own lateness (actual send - deadline of "
-              "token chunks, ms); new TCP connections the server accepted in the measured phase and cooldown; CPU "
-              "over the cell in cores (client = this process, other = every other process on the machine) and the "
-              "client's CPU per received token chunk:", "",
+              "token chunks, ms); new TCP connections the server accepted for streams in the measured phase and "
+              "cooldown; CPU over the cell in cores (client = this process, other = every other process on the "
+              "machine) and the client's CPU per received token chunk:", "",
               "| concurrency | send lag p50 | send lag p99 | server late p50 | server late p99 | connections | "
               "client CPU | server CPU | other CPU | client us/chunk | failures |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -300,15 +308,15 @@ def _ms(value: float | int | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace (or append) this benchmark's section of ``path``, keeping the others."""
+def write_section(path: Path, section: str, title: str) -> None:
+    """Replace (or append) the section headed ``title`` (a whole line) of ``path``, keeping the others."""
     text = path.read_text() if path.exists() else "# Benchmarks\n\nMeasured by `make bench`; numbers, not tests.\n"
-    start = text.find(SECTION)
+    start = text.find("\n" + title + "\n")
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + section
     else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + ("" if end < 0 else text[end + 1:])
+        end = text.find("\n## ", start + 1 + len(title))
+        text = text[:start + 1] + section + ("" if end < 0 else "\n" + text[end + 1:])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
@@ -383,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         for failure in res.failures[:5]:
             print(f"concurrency {res.concurrency}: {failure}", file=sys.stderr)
     if str(args.out) != "-":
-        write_section(args.out, section)
+        write_section(args.out, section, section_title(args.realtime))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0 if all(verdicts.values()) else 1
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loadgen.errors import LoadgenError  # noqa: E402
-from loadgen.flow import launch_spec  # noqa: E402
-from loadgen.pair import load_pair  # noqa: E402
+from loadgen.errors import LoadgenError
+from loadgen.flow import launch_spec
+from loadgen.pair import load_pair
 
 
 def main() -> int:

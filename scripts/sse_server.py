@@ -24,7 +24,12 @@ so a throughput run that does not need sub-millisecond timing can pass ``--selec
 
 Extra endpoints: ``GET /health``; ``GET /v1/models``; ``GET /stats`` (``?reset=1`` to clear), the
 server's own lateness (actual send - deadline, ms) over token-bearing chunks and the connections
-accepted; with ``--trace``, ``GET /trace`` (kept in memory, cleared when read: no file I/O while
+accepted, plus the counters below; ``GET /counters`` (``?reset=1`` to clear), the counters alone, cheap
+enough to poll while streaming (no percentile sort): token-bearing ``chunks`` and their ``tokens`` sent,
+``requests`` (streams started), ``open_streams`` (streams in progress now) and ``max_open_streams``;
+``GET /script?ttft_ms=X&chunk_ms=Y`` changes the timetable of streams that
+start from then on (streams in progress keep theirs) and answers the timetable in force; with
+``--trace``, ``GET /trace`` (kept in memory, cleared when read: no file I/O while
 streaming): one object per finished request with its ``key`` (the prompt, or the last message's
 content), ``t0`` and each token chunk's actual send time (``time.monotonic()`` seconds, the clock of
 ``time.perf_counter()`` on Linux), for matching client and server timelines.
@@ -39,11 +44,13 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import dataclasses
 import itertools
 import json
 import selectors
 import signal
 import sys
+import urllib.parse
 from array import array
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +101,7 @@ class StreamTemplates:
     def __init__(self, script: Script) -> None:
         self.script = script
         self._cache: dict[tuple[bool, str, int], tuple[bytes | None, list[bytes]]] = {}
+        self._counts: dict[int, list[int]] = {}
 
     def get(self, chat: bool, model: str, max_tokens: int) -> tuple[bytes | None, list[bytes]]:
         """(role chunk tail or None, token chunk tails) of one stream; the usage chunk depends on the prompt."""
@@ -134,6 +142,15 @@ class StreamTemplates:
             choice.update({"logprobs": None, "finish_reason": finish, "stop_reason": None, "token_ids": ids})
             tokens.append(tail([choice]))
         return role, tokens
+
+    def counts(self, max_tokens: int) -> list[int]:
+        """Token counts of the token-bearing chunks of an output of ``max_tokens`` tokens (cached)."""
+        found = self._counts.get(max_tokens)
+        if found is None:
+            if len(self._counts) >= _TEMPLATE_CACHE_SIZE:
+                self._counts.clear()
+            found = self._counts[max_tokens] = self.script.chunk_tokens(max_tokens)
+        return found
 
     @staticmethod
     def usage_tail(chat: bool, model: str, prompt_tokens: int, completion_tokens: int) -> bytes:
@@ -179,6 +196,21 @@ class ScriptedServer:
         self._ids = itertools.count()
         self.connections = 0
         self.handlers: set[asyncio.Task[None]] = set()
+        self.chunks = 0
+        self.tokens = 0
+        self.requests = 0
+        self.open_streams = 0
+        self.max_open_streams = 0
+
+    def counters(self, reset: bool) -> dict[str, int]:
+        """Token-bearing chunks and tokens sent, streams started, streams open now and at most
+        (since the last reset); ``reset`` clears all but ``open_streams``."""
+        out = {"chunks": self.chunks, "tokens": self.tokens, "requests": self.requests,
+               "open_streams": self.open_streams, "max_open_streams": self.max_open_streams}
+        if reset:
+            self.chunks = self.tokens = self.requests = 0
+            self.max_open_streams = self.open_streams
+        return out
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve requests on one keep-alive connection until the client closes it."""
@@ -222,10 +254,21 @@ class ScriptedServer:
             _respond_json(writer, 200, self.trace)
             self.trace = []
         elif method == "GET" and route == "/stats":
-            _respond_json(writer, 200, {**self.lateness.summary(), "connections": self.connections})
+            _respond_json(writer, 200, {**self.lateness.summary(), "connections": self.connections,
+                                        **self.counters("reset=1" in path)})
             if "reset=1" in path:
                 self.lateness = Lateness()
                 self.connections = 0
+        elif method == "GET" and route == "/counters":
+            _respond_json(writer, 200, self.counters("reset=1" in path))
+        elif method == "GET" and route == "/script":
+            try:
+                self.script = _retime(self.script, path)
+            except ValueError as exc:
+                _respond_json(writer, 400, {"error": {"message": str(exc), "code": 400}})
+            else:
+                _respond_json(writer, 200, {"ttft_ms": self.script.ttft_s * 1e3, "chunk_ms": self.script.chunk_s * 1e3,
+                                            "pattern": list(self.script.pattern)})
         else:
             _respond_json(writer, 404, {"error": {"message": f"no route {method} {route}", "code": 404}})
         await writer.drain()
@@ -248,22 +291,38 @@ class ScriptedServer:
         model = body.get("model") or self.model
         key = _prompt_key(body, chat)
         role, tails = self.templates.get(chat, str(model), max_tokens)
+        counts = self.templates.counts(max_tokens)
         prefix = b'data: {"id":"%s-%d"' % (b"chatcmpl" if chat else b"cmpl", next(self._ids))
         usage = self.templates.usage_tail(chat, str(model), max(1, len(key.split())), max_tokens)
 
         loop = asyncio.get_running_loop()
+        self.requests += 1
+        self.open_streams += 1
+        self.max_open_streams = max(self.max_open_streams, self.open_streams)
+        try:
+            await self._send_chunks(loop, writer, t0, self.script, prefix, role, tails, counts, usage, key)
+        finally:
+            self.open_streams -= 1
+        return True
+
+    async def _send_chunks(self, loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, t0: float,
+                           script: Script, prefix: bytes, role: bytes | None, tails: list[bytes], counts: list[int],
+                           usage: bytes, key: str) -> None:
+        """Write one stream's frames on the timetable, counting token-bearing chunks and tokens."""
         writer.write(_SSE_HEADERS + (_frame(prefix + role) if role is not None else b""))
         late = self.lateness.samples
         sent = array("d") if self.trace is not None else None
-        first = t0 + self.script.ttft_s
+        first = t0 + script.ttft_s
         last = len(tails) - 1
         for i, tail in enumerate(tails):
-            deadline = first + i * self.script.chunk_s
+            deadline = first + i * script.chunk_s
             now = loop.time()
             if now < deadline:
                 await _sleep_until(loop, deadline)
                 now = loop.time()
             late.append(now - deadline)
+            self.chunks += 1
+            self.tokens += counts[i]
             if sent is not None:
                 sent.append(now)
             if i == last:
@@ -275,7 +334,18 @@ class ScriptedServer:
         await writer.drain()
         if self.trace is not None and sent is not None:
             self.trace.append({"key": key, "t0": t0, "sent": sent.tolist()})
-        return True
+
+
+def _retime(script: Script, path: str) -> Script:
+    """``script`` with the ``ttft_ms`` / ``chunk_ms`` query parameters of ``path`` (ValueError when bad)."""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+    seconds = {}
+    for name, default in (("ttft_ms", script.ttft_s), ("chunk_ms", script.chunk_s)):
+        value = float(query[name][-1]) / 1e3 if name in query else default
+        if not value >= 0:
+            raise ValueError(f"{name} must be >= 0")
+        seconds[name] = value
+    return dataclasses.replace(script, ttft_s=seconds["ttft_ms"], chunk_s=seconds["chunk_ms"])
 
 
 def _prompt_key(body: dict[str, Any], chat: bool) -> str:

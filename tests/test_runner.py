@@ -10,7 +10,7 @@ from loadgen.client import RequestRecord
 from loadgen.pair import Sampling
 from loadgen.runner import CellPlan, run_cell
 from loadgen.workload import Prompt
-from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+from tests.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 
 # every request: 3 tokens over ~60 ms
 STREAM = (200, [(0.02, completion_chunk(" a", [1])), (0.02, completion_chunk(" b", [2])),
@@ -21,10 +21,11 @@ def _prompts(prefix: str, n: int) -> tuple[Prompt, ...]:
     return tuple(Prompt(f"{prefix}{i}", "w", "completions", f"{prefix}{i}", None, 3) for i in range(n))
 
 
-def _run(plan: CellPlan) -> tuple[list[RequestRecord], list[RequestRecord], list[str]]:
+def _run(plan: CellPlan, counters: Counters | None = None,
+         ) -> tuple[list[RequestRecord], list[RequestRecord], list[str]]:
     seen: list[RequestRecord] = []
     events: list[str] = []
-    with scripted_server({"*": STREAM}) as url:
+    with scripted_server({"*": STREAM}, counters) as url:
         measured = run_cell(url, "m", Sampling(), plan, seen.append, lambda: events.append("before"))
     return measured, seen, events
 
@@ -83,3 +84,17 @@ def test_duration_stop_rule() -> None:
     assert 2 <= len(measured) <= 6
     first = min(r.send_s for r in measured)
     assert all(r.send_s - first <= 0.2 for r in measured)
+
+
+def test_one_keep_alive_connection_per_slot() -> None:
+    closed = Counters()
+    plan = CellPlan("plain", "w", "completions", 3, _prompts("w", 3), _prompts("m", 9), _prompts("f", 6))
+    _, seen, _ = _run(plan, closed)
+    assert all(r.error is None for r in seen) and closed.requests == len(seen) > 9
+    assert closed.connections == 3  # warmup, measured and cooldown over the same three connections
+    opened = Counters()
+    # open loop, 16 slots, but a request (~60 ms) every 30 ms keeps at most ~3 in flight: LIFO reuses them
+    plan = CellPlan("plain", "w", "completions", 16, (), _prompts("m", 8), arrivals_s=tuple(0.03 * i for i in range(8)))
+    measured, _, _ = _run(plan, opened)
+    assert all(r.error is None for r in measured) and opened.requests == 8
+    assert opened.connections <= 4

@@ -21,11 +21,12 @@ from tests.scripted_server import CLOSE, DONE, RESET, Counters, completion_chunk
 # ---- ChunkedDecoder (pure) ------------------------------------------------------------------------------
 
 DATA = [b"data: {\"a\": 1}\r\n\r\n", b"x" * 26, b"\r\n\r\n\n", b"z"]
-BODY = (b"13;ext=1\r\n" + DATA[0] + b"\r\n"  # an extension
+BODY = (b"12;ext=1\r\n" + DATA[0] + b"\r\n"  # an extension
         b"1A ; name=\"quoted;value\"\r\n" + DATA[1] + b"\r\n"  # upper-case hex, whitespace, quoted extension
         b"5\r\n" + DATA[2] + b"\r\n"  # CRLFs inside chunk data
         b"1\n" + DATA[3] + b"\n"  # bare LF line ends
         b"000;last\r\nX-Trailer: a\r\nY: b;c\r\n\r\n")  # zero chunk with leading zeros, extension, trailers
+assert [len(d) for d in DATA] == [0x12, 0x1A, 5, 1]
 EXPECTED = b"".join(DATA)
 
 

@@ -23,9 +23,13 @@ from tests.e2e.conftest import ROOT, _require_engine
 
 @pytest.fixture(scope="module")
 def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.Server]:
+    """The selfdraft pair's plain server on its own port (8360), started by the test, not by loadgen."""
     _require_engine()
-    spec = launch_spec(load_pair("tests/data/pairs/selfdraft.toml"), "plain", tmp_path_factory.mktemp("plain"))
-    spec.port = 8360
+    tmp = tmp_path_factory.mktemp("plain")
+    pair_file = tmp / "plain-8360.toml"
+    pair_file.write_text(Path("tests/data/pairs/selfdraft.toml").read_text().replace("port = 8330", "port = 8360"))
+    spec = launch_spec(load_pair(str(pair_file)), "plain", tmp)
+    assert "--port 8360" in " ".join(spec.argv)
     with servers.running(spec) as server:
         yield server
 

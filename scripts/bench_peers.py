@@ -1,0 +1,711 @@
+"""Benchmark: loadgen's streaming client against peers (``vllm bench serve``, GuideLLM, AIPerf).
+
+Every client runs against the same scripted server (``scripts/sse_server.py``, its own process pinned
+to one core) on loopback, closed loop at each concurrency (64, 256, 1024 by default), pinned to the
+other core, and is measured from outside, never from its own report:
+
+* chunks and tokens: the token-bearing chunks (and their tokens) the server sent over a window
+  (``GET /counters``); in a closed loop every stream is read to its end, so sent = delivered;
+* client CPU: user + system time of the client's whole process tree (psutil, children included),
+  before and after the window; also the server's CPU and everything else on the machine
+  (``/proc/stat``), to show contention on this shared machine;
+* memory: the summed RSS of the client's process tree, sampled; memory per 1,000 open streams =
+  (highest RSS in the first second after all N streams are open - RSS just before the first streams
+  opened) x 1000 / N;
+* send lag (loadgen only: the peers do not report one): ``send_s - scheduled_s`` of the requests sent
+  within the window, from its records.
+
+One client process per (client, concurrency) goes through two phases, switched on the server
+(``GET /script``: streams that start afterwards follow the new timetable):
+
+1. paced: TTFT 50 ms and a token chunk every 20 ms (50 chunks/s per stream): memory, send lag, CPU
+   per chunk at a realistic pace;
+2. saturation: TTFT 1 ms and a chunk every 1 ms, so the client is the bottleneck: chunks/s per core =
+   chunks / client CPU seconds (the rate one fully used core sustains), with the wall-clock rate and
+   the client's CPU share beside it (a share well under 1 core means something else limited it).
+
+Tokens per chunk cycle through ``--pattern``; every request asks for ``--output-tokens`` on
+``/v1/completions`` with streaming. Peers run from their own environments (``make bench-peers-env``):
+GuideLLM and AIPerf in ``.bench-venvs/``, ``vllm bench serve`` from the CPU vLLM environment
+(``.venv-vllm``, through ``scripts/peer_vllm_bench.py``); a missing one is skipped and said so.
+Results go to stdout and to ``docs/benchmarks.md`` (section "Client throughput against peers"); the
+exit status is 1 when a goal for loadgen fails. Run: ``make bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import resource
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "scripts" / "sse_server.py"
+VLLM_WRAPPER = ROOT / "scripts" / "peer_vllm_bench.py"
+VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
+BENCH_VENVS = ROOT / ".bench-venvs"
+TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"
+SECTION = "## Client throughput against peers"
+MODEL = "scripted"
+PROMPT = "Write a long story about a lighthouse keeper."
+
+#: The goals for loadgen (issue text).
+LAG_P99_LIMIT_MS = 2.0
+LAG_GATE_CONCURRENCY = 256
+CPU_US_LIMIT = 20.0
+MB_PER_1K_LIMIT = 50.0
+
+PACED = {"ttft_ms": 50.0, "chunk_ms": 20.0}
+SATURATION = {"ttft_ms": 1.0, "chunk_ms": 1.0}
+SAMPLE_S = 0.1
+START_TIMEOUT_S = 90.0  # process start -> first request (imports, tokenizer, worker processes)
+RAMP_TIMEOUT_S = 20.0  # first request -> all streams open
+MEMORY_S = 1.0
+SETTLE_S = 3.0  # after the switch to saturation, for paced streams to end
+CHILD_DURATION_S = 300.0  # clients are stopped after their windows; this only bounds a lost one
+
+
+# ----------------------------------------------------------------------------------------------
+# measurement
+
+
+@dataclass
+class Window:
+    """What happened during one measurement window."""
+
+    wall_s: float
+    chunks: int
+    tokens: int
+    requests: int
+    client_cpu_s: float
+    server_cpu_s: float
+    other_cpu_s: float
+    open_streams: list[int] = field(default_factory=list)
+    start: float = 0.0  # time.perf_counter() (CLOCK_MONOTONIC, shared with the loadgen child)
+    end: float = 0.0
+
+    @property
+    def chunks_per_s(self) -> float:
+        return self.chunks / self.wall_s
+
+    @property
+    def client_cores(self) -> float:
+        return self.client_cpu_s / self.wall_s
+
+    @property
+    def chunks_per_core(self) -> float:
+        return self.chunks / self.client_cpu_s if self.client_cpu_s > 0 else float("nan")
+
+    @property
+    def tokens_per_core(self) -> float:
+        return self.tokens / self.client_cpu_s if self.client_cpu_s > 0 else float("nan")
+
+    @property
+    def us_per_chunk(self) -> float:
+        return self.client_cpu_s / self.chunks * 1e6 if self.chunks else float("nan")
+
+
+@dataclass
+class Point:
+    """One client at one concurrency."""
+
+    client: str
+    concurrency: int
+    load: str
+    paced: Window | None = None
+    saturation: Window | None = None
+    idle_rss: int | None = None
+    open_rss: int | None = None
+    peak_rss: int = 0
+    reached: int = 0
+    lag_ms: dict[str, list[float]] = field(default_factory=dict)
+    lag_failures: int = 0
+    note: str = ""
+
+    @property
+    def mb_per_1k(self) -> float:
+        if self.idle_rss is None or self.open_rss is None or not self.reached:
+            return float("nan")
+        return (self.open_rss - self.idle_rss) / 1e6 * 1000 / self.reached
+
+
+class Tree:
+    """A process and its descendants: summed RSS and per-process CPU time (psutil)."""
+
+    def __init__(self, pid: int) -> None:
+        self.root = psutil.Process(pid)
+        self._procs: dict[int, psutil.Process] = {pid: self.root}
+
+    def procs(self) -> list[psutil.Process]:
+        with contextlib.suppress(psutil.Error):
+            for child in self.root.children(recursive=True):
+                self._procs.setdefault(child.pid, child)
+        alive = []
+        for pid, proc in list(self._procs.items()):
+            if proc.is_running():
+                alive.append(proc)
+            else:
+                del self._procs[pid]
+        return alive
+
+    def rss(self) -> int:
+        total = 0
+        for proc in self.procs():
+            with contextlib.suppress(psutil.Error):
+                total += proc.memory_info().rss
+        return total
+
+    def cpu(self) -> dict[int, float]:
+        """CPU seconds per process, reaped children's included."""
+        out = {}
+        for proc in self.procs():
+            with contextlib.suppress(psutil.Error):
+                t = proc.cpu_times()
+                out[proc.pid] = t.user + t.system + t.children_user + t.children_system
+        return out
+
+    def stop(self) -> None:
+        """SIGTERM the process group, then SIGKILL whatever of the tree is left."""
+        procs = self.procs()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.root.pid, signal.SIGTERM)
+        _, alive = psutil.wait_procs(procs, timeout=8)
+        for proc in alive:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        psutil.wait_procs(alive, timeout=5)
+
+
+def busy_cpu_s() -> float:
+    """Busy CPU seconds of the whole machine so far (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def server_get(url: str, path: str) -> Any:
+    """GET ``url + path`` from the scripted server, decoded JSON."""
+    with urllib.request.urlopen(url + path, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class Meter:
+    """Samples one client (RSS, open streams) and measures windows."""
+
+    def __init__(self, url: str, tree: Tree, server: psutil.Process) -> None:
+        self.url = url
+        self.tree = tree
+        self.server = server
+        self.peak_rss = 0
+
+    def sample(self) -> tuple[int, dict[str, int]]:
+        rss = self.tree.rss()
+        self.peak_rss = max(self.peak_rss, rss)
+        return rss, server_get(self.url, "/counters")
+
+    def window(self, seconds: float) -> Window:
+        """Measure ``seconds`` of the client's work."""
+        server_get(self.url, "/counters?reset=1")
+        cpu0, srv0, busy0, t0 = self.tree.cpu(), _cpu_s(self.server), busy_cpu_s(), time.perf_counter()
+        opened = []
+        while time.perf_counter() - t0 < seconds:
+            time.sleep(min(SAMPLE_S, max(0.0, seconds - (time.perf_counter() - t0))))
+            opened.append(self.sample()[1]["open_streams"])
+        counts = server_get(self.url, "/counters?reset=1")
+        cpu1, srv1, busy1, t1 = self.tree.cpu(), _cpu_s(self.server), busy_cpu_s(), time.perf_counter()
+        client = sum(v - cpu0.get(pid, 0.0) for pid, v in cpu1.items())
+        server = srv1 - srv0
+        return Window(t1 - t0, counts["chunks"], counts["tokens"], counts["requests"], client, server,
+                      max(0.0, busy1 - busy0 - client - server), opened, t0, t1)
+
+
+def _cpu_s(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+# ----------------------------------------------------------------------------------------------
+# clients
+
+
+@dataclass
+class Client:
+    """How to start one client at one concurrency."""
+
+    name: str
+    version: str
+    command: Callable[[str, int, Path, argparse.Namespace], list[str]]
+    env: dict[str, str | None]  # None: unset
+    needs: str  # what it took to run it (reported)
+    missing: str | None = None
+
+
+def _venv_version(python: Path, dist: str) -> str | None:
+    if not python.exists():
+        return None
+    out = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
+                         capture_output=True, text=True, timeout=60)
+    return out.stdout.strip() or None
+
+
+def _loadgen_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--loadgen-child", url, str(c),
+            str(workdir / "lags.txt"), "--output-tokens", str(args.output_tokens)]
+
+
+def _vllm_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
+    return [str(VLLM_PYTHON), str(VLLM_WRAPPER), "--base-url", url, "--model", str(TOKENIZER),
+            "--served-model-name", MODEL, "--dataset-name", "random", "--random-input-len", "16",
+            "--random-output-len", str(args.output_tokens), "--num-prompts", str(3000 + 2 * c),
+            "--max-concurrency", str(c), "--ignore-eos", "--disable-tqdm", "--seed", "0"]
+
+
+def _guidellm_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
+    return [str(BENCH_VENVS / "guidellm" / "bin" / "guidellm"), "run",
+            "--backend", f"kind=openai_http,target={url},model={TOKENIZER},request_format=/v1/completions",
+            "--profile", f"kind=concurrent,streams={c}",
+            "--constraint", f"kind=max_duration,seconds={CHILD_DURATION_S:g}",
+            "--data", f"kind=synthetic_text,prompt_tokens=16,output_tokens={args.output_tokens}",
+            "--disable-console-interactive"]
+
+
+def _aiperf_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
+    return [str(BENCH_VENVS / "aiperf" / "bin" / "aiperf"), "profile", "--url", url,
+            "--endpoint-type", "completions", "--streaming", "--model", MODEL, "--tokenizer", str(TOKENIZER),
+            "--concurrency", str(c), "--benchmark-duration", f"{CHILD_DURATION_S:g}", "--isl", "16",
+            "--osl", str(args.output_tokens), "--use-server-token-count", "--extra-inputs", "ignore_eos:true",
+            "--ui", "none", "--no-server-metrics", "--no-gpu-telemetry", "--artifact-dir", str(workdir / "aiperf")]
+
+
+def clients(names: Sequence[str]) -> list[Client]:
+    """The clients asked for, with their versions (``missing`` says why one cannot run)."""
+    offline: dict[str, str | None] = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    out = []
+    for name in names:
+        if name == "loadgen":
+            out.append(Client("loadgen", _loadgen_version(), _loadgen_cmd, {},
+                              "nothing: `run_cell_async` with a `CellPlan` (closed loop, duration stop)"))
+        elif name == "vllm":
+            version = _venv_version(VLLM_PYTHON, "vllm")
+            out.append(Client("vllm bench serve", version or "?", _vllm_cmd, offline,
+                              "`.venv-vllm` (CPU vLLM); the `vllm` console script does not start there, so "
+                              "`scripts/peer_vllm_bench.py` calls `vllm.benchmarks.serve.add_cli_args`/`main` with "
+                              "`FlexibleArgumentParser`; `--dataset-name random` with the local tokenizer dir, "
+                              "HF_HUB_OFFLINE=1; its `/tokenize` alignment is skipped (the scripted server has none)",
+                              None if version else "no .venv-vllm (make engine)"))
+        elif name == "guidellm":
+            version = _venv_version(BENCH_VENVS / "guidellm" / "bin" / "python", "guidellm")
+            out.append(Client("GuideLLM", version or "?", _guidellm_cmd, offline,
+                              "its own venv (pulls torch with CUDA wheels: about 6 GB); `synthetic_text` data "
+                              "tokenized with the local tokenizer dir given as the backend's model, HF_HUB_OFFLINE=1",
+                              None if version else "not installed (make bench-peers-env)"))
+        elif name == "aiperf":
+            version = _venv_version(BENCH_VENVS / "aiperf" / "bin" / "python", "aiperf")
+            out.append(Client("AIPerf", version or "?", _aiperf_cmd,
+                              {"HF_HUB_OFFLINE": None, "TRANSFORMERS_OFFLINE": None},
+                              "its own venv; HF_HUB_OFFLINE must be unset: in offline mode it resolves "
+                              "`--tokenizer` through `snapshot_download(local_files_only=True)`, which rejects a "
+                              "local directory (HFValidationError, `aiperf/common/tokenizer.py`); with it unset "
+                              "the local dir loads with no hub access; `--use-server-token-count` (no client "
+                              "tokenization of the output), `--no-server-metrics`, `--ui none`",
+                              None if version else "not installed (make bench-peers-env)"))
+        else:
+            raise SystemExit(f"unknown client {name!r}: loadgen, vllm, guidellm, aiperf")
+    return out
+
+
+def _loadgen_version() -> str:
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "loadgen"],
+                           capture_output=True, text=True)
+    return (rev.stdout.strip() or "?") + (" + uncommitted changes under loadgen/" if dirty.stdout.strip() else "")
+
+
+# ----------------------------------------------------------------------------------------------
+# one point
+
+
+def run_point(client: Client, c: int, url: str, server: psutil.Process, client_cpus: set[int],
+              args: argparse.Namespace) -> Point:
+    """Start ``client`` at concurrency ``c``, measure both phases, stop it."""
+    point = Point(client.name, c, load_average())
+    server_get(url, "/script?" + "&".join(f"{k}={v}" for k, v in PACED.items()))
+    server_get(url, "/counters?reset=1")
+    with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+        workdir = Path(tmp)
+        env = dict(os.environ)
+        for key, value in client.env.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
+        log = open(workdir / "client.log", "w")  # noqa: SIM115 (closed below, after the process ended)
+        proc = subprocess.Popen(client.command(url, c, workdir, args), cwd=workdir, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=(lambda: os.sched_setaffinity(0, client_cpus)) if client_cpus else None)
+        tree = Tree(proc.pid)
+        meter = Meter(url, tree, server)
+        try:
+            _measure(point, proc, meter, c, url, args)
+            if client.name == "loadgen":
+                _read_lags(point, workdir / "lags.txt")
+        except Exception as exc:  # a client that fails is reported, the others still run
+            point.note = point.note or f"{type(exc).__name__}: {exc}"
+        finally:
+            tree.stop()
+            proc.wait(timeout=10)
+            log.close()
+            if point.note:
+                tail = (workdir / "client.log").read_text(errors="replace").strip().splitlines()[-15:]
+                print(f"{client.name} c={c}: {point.note}\n  " + "\n  ".join(tail), file=sys.stderr)
+    point.peak_rss = meter.peak_rss
+    _wait_closed(url)
+    return point
+
+
+def _measure(point: Point, proc: subprocess.Popen[bytes], meter: Meter, c: int, url: str,
+             args: argparse.Namespace) -> None:
+    started = time.perf_counter()
+    first: float | None = None
+    while True:
+        rss, counts = meter.sample()
+        now = time.perf_counter()
+        if counts["open_streams"] <= 1 and first is None:
+            point.idle_rss = rss  # a readiness probe (one stream) does not count as load yet
+        elif first is None:
+            first = now
+        if counts["open_streams"] >= c:
+            break
+        if proc.poll() is not None:
+            raise RuntimeError(f"the client exited ({proc.returncode}) before {c} streams were open")
+        if first is None and now - started > START_TIMEOUT_S:
+            raise RuntimeError(f"no load within {START_TIMEOUT_S:g} s")
+        if first is not None and now - first > RAMP_TIMEOUT_S:
+            point.note = f"only {counts['max_open_streams']} of {c} streams open after {RAMP_TIMEOUT_S:g} s"
+            break
+        time.sleep(SAMPLE_S)
+    reached = counts["open_streams"]
+    top = rss
+    t_open = time.perf_counter()
+    while time.perf_counter() - t_open < MEMORY_S:
+        time.sleep(SAMPLE_S)
+        rss, counts = meter.sample()
+        top = max(top, rss)
+        reached = max(reached, counts["open_streams"])
+    point.open_rss, point.reached = top, reached
+    point.paced = meter.window(args.paced_s)
+    server_get(url, "/script?" + "&".join(f"{k}={v}" for k, v in SATURATION.items()))
+    end = time.perf_counter() + SETTLE_S
+    while time.perf_counter() < end:
+        time.sleep(SAMPLE_S)
+        meter.sample()
+    point.saturation = meter.window(args.saturation_s)
+    if proc.poll() is not None:
+        point.note = f"the client exited ({proc.returncode}) during the measurement"
+
+
+def _read_lags(point: Point, path: Path) -> None:
+    """Send lags (ms) of loadgen's requests sent within each window (lines: send time, lag, ok)."""
+    rows = [line.split() for line in path.read_text().splitlines() if line.count(" ") == 2]
+    for name, win in (("paced", point.paced), ("saturation", point.saturation)):
+        if win is None:
+            continue
+        inside = [r for r in rows if win.start <= float(r[0]) <= win.end]
+        point.lag_ms[name] = [float(r[1]) * 1e3 for r in inside]
+        if name == "paced":
+            point.lag_failures = sum(r[2] != "1" for r in inside)
+
+
+def _wait_closed(url: str, timeout_s: float = 10.0) -> None:
+    end = time.perf_counter() + timeout_s
+    while time.perf_counter() < end and server_get(url, "/counters")["open_streams"] > 0:
+        time.sleep(0.2)
+
+
+# ----------------------------------------------------------------------------------------------
+# loadgen as a client process
+
+
+def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> int:
+    """Closed loop with loadgen's runner until stopped; one line per finished request: the send time
+    (``time.perf_counter()`` seconds), its send lag (s) and 1/0 for ok."""
+    from loadgen.client import RequestRecord
+    from loadgen.pair import Sampling
+    from loadgen.runner import CellPlan, run_cell_async
+    from loadgen.workload import Prompt
+
+    prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)
+    plan = CellPlan(role="plain", workload="bench", endpoint="completions", concurrency=concurrency, warmup=(),
+                    prompts=[prompt] * 20_000, duration_s=CHILD_DURATION_S, label=f"c{concurrency}")
+    origin = time.perf_counter()  # run_cell_async's clock origin, to within microseconds
+    with open(out, "w", buffering=1) as fh:
+
+        def on_record(record: RequestRecord) -> None:
+            fh.write(f"{origin + record.send_s:.6f} {record.send_s - record.scheduled_s:.9f} {int(record.ok)}\n")
+
+        asyncio.run(run_cell_async(url, MODEL, Sampling(), plan, on_record))
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# the server
+
+
+@contextlib.contextmanager
+def scripted_server(args: argparse.Namespace, cpu: int | None) -> Iterator[tuple[str, psutil.Process]]:
+    """Start sse_server.py (epoll: select() cannot watch more than 1,024 sockets), pinned to ``cpu``."""
+    cmd = [sys.executable, str(SERVER), "--port", "0", "--selector", "epoll", "--pattern",
+           ",".join(map(str, args.pattern)), "--ttft-ms", str(PACED["ttft_ms"]), "--chunk-ms", str(PACED["chunk_ms"]),
+           "--model", MODEL]
+    # stderr: asyncio logs every write to a stream whose client was stopped mid-way
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        if cpu is not None:
+            os.sched_setaffinity(proc.pid, {cpu})
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"sse_server.py did not start: {line!r}")
+        yield "http://" + line.split()[-1], psutil.Process(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def wait_for_quiet(limit: float, tries: int, pause_s: float) -> str:
+    """Wait (bounded) until the 1-minute load average is under ``limit``; the load average seen."""
+    for _ in range(tries):
+        if os.getloadavg()[0] < limit:
+            break
+        print(f"load average {load_average()} >= {limit:g}: waiting {pause_s:g} s", file=sys.stderr)
+        time.sleep(pause_s)
+    return load_average()
+
+
+# ----------------------------------------------------------------------------------------------
+# report
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+def _f(value: float, fmt: str = ".0f") -> str:
+    return "n/a" if value != value else format(value, fmt)  # nan check
+
+
+def goals(points: Sequence[Point], levels: Sequence[int]) -> list[tuple[str, bool, str]]:
+    """(goal, pass, evidence) for loadgen."""
+    mine = {p.concurrency: p for p in points if p.client == "loadgen"}
+    out: list[tuple[str, bool, str]] = []
+    evidence, ok = [], bool(mine)
+    for c in levels:
+        lg = mine.get(c)
+        peers = [p for p in points if p.concurrency == c and p.client != "loadgen" and p.saturation]
+        best = max(peers, key=lambda p: p.saturation.chunks_per_core if p.saturation else 0.0, default=None)
+        if lg is None or lg.saturation is None or best is None or best.saturation is None:
+            ok = False
+            evidence.append(f"c={c}: not measured")
+            continue
+        ok = ok and lg.saturation.chunks_per_core >= best.saturation.chunks_per_core
+        evidence.append(f"c={c}: {lg.saturation.chunks_per_core:,.0f} vs {best.client} "
+                        f"{best.saturation.chunks_per_core:,.0f}")
+    out.append(("chunk rate per core >= the best peer's, at every concurrency", ok, "; ".join(evidence)))
+    lg = mine.get(LAG_GATE_CONCURRENCY)
+    lags = lg.lag_ms.get("paced", []) if lg else []
+    p99 = pct(lags, 99)
+    out.append((f"send lag p99 < {LAG_P99_LIMIT_MS:g} ms at {LAG_GATE_CONCURRENCY} streams of 50 chunks/s",
+                bool(lags) and p99 < LAG_P99_LIMIT_MS, f"p99 {_f(p99, '.3f')} ms over {len(lags)} requests"))
+    worst = [(p.concurrency, name, w.us_per_chunk) for p in mine.values()
+             for name, w in (("paced", p.paced), ("saturation", p.saturation)) if w is not None]
+    top = max(worst, key=lambda x: x[2], default=None)
+    out.append((f"client CPU < {CPU_US_LIMIT:g} µs per chunk (every point, both phases)",
+                top is not None and len(worst) == 2 * len(levels) and top[2] < CPU_US_LIMIT,
+                "worst " + (f"{top[2]:.1f} µs (c={top[0]}, {top[1]})" if top else "n/a") + "; best "
+                + (f"{min(x[2] for x in worst):.1f} µs" if worst else "n/a")))
+    mem = [(p.concurrency, p.mb_per_1k) for p in mine.values()]
+    out.append((f"memory < {MB_PER_1K_LIMIT:g} MB per 1,000 open streams (every concurrency)",
+                len(mem) == len(levels) and all(m < MB_PER_1K_LIMIT for _, m in mem),
+                "; ".join(f"c={c}: {_f(m, '.1f')} MB" for c, m in mem)))
+    return out
+
+
+def machine() -> dict[str, str]:
+    model = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"nproc": str(os.cpu_count()), "cpu": model, "python": platform.python_version(),
+            "os": f"{platform.system()} {platform.release()}"}
+
+
+def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namespace, command: str,
+           load_start: str, load_end: str, pinned: str, verdicts: Sequence[tuple[str, bool, str]]) -> str:
+    m = machine()
+    levels = [int(c) for c in args.concurrency.split(",")]
+    lines = [
+        SECTION, "",
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`"
+        f"{' (by `make bench`)' if os.environ.get('MAKELEVEL') else ''}", "",
+        f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; {pinned}; load average "
+        f"(1, 5, 15 min) at start {load_start}, at end {load_end}; the machine is shared, so the `other` column "
+        "shows the cores that everything else used during the saturation window.", "",
+        "Clients: " + "; ".join(f"{c.name} {c.version}" + (f" (skipped: {c.missing})" if c.missing else "")
+                                 for c in cls) + ".", "",
+        f"Script (`scripts/sse_server.py`, epoll loop): `/v1/completions`, streaming, {args.output_tokens} output "
+        f"tokens per request, tokens per chunk {','.join(map(str, args.pattern))} (cycled). Each client runs as "
+        f"its own process tree, closed loop at the concurrency, through two phases: paced (TTFT "
+        f"{PACED['ttft_ms']:g} ms, a chunk every {PACED['chunk_ms']:g} ms = 50 chunks/s per stream, "
+        f"{args.paced_s:g} s window) then saturation (TTFT {SATURATION['ttft_ms']:g} ms, a chunk every "
+        f"{SATURATION['chunk_ms']:g} ms, {args.saturation_s:g} s window after {SETTLE_S:g} s to settle).", "",
+        "Columns: **chunks/s** = token-bearing chunks the server sent per second of the saturation window "
+        "(in a closed loop every stream is read to its end); **client cores** = CPU of the client's process "
+        "tree / wall time; **chunks/s per core** and **tokens/s per core** = chunks (tokens) / client CPU "
+        "seconds, the rate one fully used client core sustains; **µs/chunk** = client CPU per chunk "
+        "(saturation; paced in the next column); **send lag** p50/p99 (ms, paced window; loadgen only: the "
+        "peers do not report it); **MB/1k streams** = (tree RSS in the first second with all streams open - "
+        "RSS before the first ones opened) x 1000 / streams open; **peak RSS** of the tree (summed over its "
+        "processes); **server** = the scripted server's cores (it is the limit when near 1); **load** = "
+        "1-minute load average when the point started.", "",
+    ]
+    for c in levels:
+        lines += [f"### Concurrency {c}", "",
+                  "| client | chunks/s | client cores | chunks/s per core | tokens/s per core | µs/chunk | "
+                  "µs/chunk paced | send lag p50/p99 (ms) | MB/1k streams | peak RSS MB | server cores | "
+                  "other cores | load | note |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for p in (p for p in points if p.concurrency == c):
+            s, q = p.saturation, p.paced
+            lag = p.lag_ms.get("paced", [])
+            lag_txt = f"{pct(lag, 50):.3f} / {pct(lag, 99):.3f}" if lag else "n/a"
+            lines.append(
+                f"| {p.client} | {_f(s.chunks_per_s) if s else 'n/a'} | {_f(s.client_cores, '.2f') if s else 'n/a'} | "
+                f"{_f(s.chunks_per_core) if s else 'n/a'} | {_f(s.tokens_per_core) if s else 'n/a'} | "
+                f"{_f(s.us_per_chunk, '.1f') if s else 'n/a'} | {_f(q.us_per_chunk, '.1f') if q else 'n/a'} | "
+                f"{lag_txt} | {_f(p.mb_per_1k, '.1f')} | {p.peak_rss / 1e6:.0f} | "
+                f"{_f(s.server_cpu_s / s.wall_s, '.2f') if s else 'n/a'} | "
+                f"{_f(s.other_cpu_s / s.wall_s, '.2f') if s else 'n/a'} | {p.load.split()[0]} | {p.note} |")
+        lines.append("")
+    lines += ["What each peer needed:", ""]
+    lines += [f"- {c.name}: {c.needs}." for c in cls if c.name != "loadgen"]
+    lines += ["", "Goals for loadgen:", ""]
+    lines += [f"- {'PASS' if ok else 'FAIL'}: {goal} ({evidence})" for goal, ok, evidence in verdicts]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace (or append) this benchmark's section of ``path``, keeping the others."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n\nMeasured by `make bench`; numbers, not tests.\n"
+    start = text.find(SECTION)
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + section + ("" if end < 0 else text[end + 1:])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def describe_command(argv: Sequence[str]) -> str:
+    exe, script = Path(sys.executable), Path(sys.argv[0]).resolve()
+    with contextlib.suppress(ValueError):
+        exe = exe.relative_to(Path.cwd())
+    with contextlib.suppress(ValueError):
+        script = script.relative_to(Path.cwd())
+    return shlex.join([str(exe), str(script), *argv])
+
+
+def parse_pattern(text: str) -> tuple[int, ...]:
+    pattern = tuple(int(p) for p in text.split(",") if p.strip())
+    if not pattern or min(pattern) < 1:
+        raise argparse.ArgumentTypeError("pattern needs token counts >= 1, e.g. 1,4,4,2,4")
+    return pattern
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--clients", default="loadgen,vllm,guidellm,aiperf", help="comma-separated, in this order")
+    p.add_argument("--concurrency", default="64,256,1024", help="comma-separated levels")
+    p.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4), help="tokens per chunk, cycled")
+    p.add_argument("--output-tokens", type=int, default=512)
+    p.add_argument("--paced-s", type=float, default=5.0, help="paced window (s)")
+    p.add_argument("--saturation-s", type=float, default=6.0, help="saturation window (s)")
+    p.add_argument("--budget-s", type=float, default=420.0, help="points that would start after this are skipped")
+    p.add_argument("--max-load", type=float, default=1.5, help="wait (bounded) for a 1-minute load under this")
+    p.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md", help="'-' writes nothing")
+    p.add_argument("--loadgen-child", nargs=3, metavar=("URL", "CONCURRENCY", "OUT"), help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; 0 when every goal for loadgen passes, 1 otherwise."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.loadgen_child:
+        url, c, out = args.loadgen_child
+        return loadgen_child(url, int(c), Path(out), args.output_tokens)
+    levels = [int(c) for c in args.concurrency.split(",")]
+    cls = clients(args.clients.split(","))
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 1,024 streams need more than 1,024 files
+    cpus = sorted(os.sched_getaffinity(0))
+    server_cpu = cpus[-1] if len(cpus) >= 2 else None
+    client_cpus = set(cpus[:-1]) if len(cpus) >= 2 else set()
+    pinned = (f"scripted server and this driver pinned to CPU {server_cpu}, each client's process tree to CPU "
+              f"{','.join(map(str, sorted(client_cpus)))}" if server_cpu is not None else "one CPU: nothing pinned")
+    load_start = wait_for_quiet(args.max_load, tries=4, pause_s=15.0)
+    points: list[Point] = []
+    begin = time.perf_counter()
+    with scripted_server(args, server_cpu) as (url, server):
+        if server_cpu is not None:
+            os.sched_setaffinity(0, {server_cpu})
+        for c in levels:
+            for client in cls:
+                if client.missing:
+                    continue
+                if time.perf_counter() - begin > args.budget_s:
+                    points.append(Point(client.name, c, load_average(), note=f"skipped: {args.budget_s:g} s budget"))
+                    continue
+                wait_for_quiet(args.max_load, tries=2, pause_s=5.0)
+                start = time.perf_counter()
+                point = run_point(client, c, url, server, client_cpus, args)
+                points.append(point)
+                s = point.saturation
+                print(f"{client.name} c={c}: {s.chunks_per_core if s else float('nan'):,.0f} chunks/s per core, "
+                      f"{point.mb_per_1k:.1f} MB/1k, load {point.load} ({time.perf_counter() - start:.0f} s)",
+                      file=sys.stderr)
+    verdicts = goals(points, levels)
+    section = render(points, cls, args, describe_command(argv), load_start, load_average(), pinned, verdicts)
+    print(section)
+    if str(args.out) != "-":
+        write_section(args.out, section)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0 if all(ok for _, ok, _ in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
