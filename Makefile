@@ -9,7 +9,7 @@ LOADGEN := $(VENV)/bin/loadgen
 DEMO_PAIRS := demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
-.PHONY: install engine models prometheus compare test test-unit check bench clean
+.PHONY: install engine models prometheus compare test test-unit check bench bench-peers-env clean
 
 install: $(VENV)/.installed
 
@@ -56,9 +56,34 @@ check: install
 	$(VENV)/bin/ruff format --check loadgen tests scripts || true
 	$(VENV)/bin/mypy
 
-# Benchmarks, not tests: numbers that issues name are measured here (docs/benchmarks.md).
-bench: install
-	$(VENV)/bin/python scripts/bench_timing.py
+# Benchmarks, not tests: numbers that issues name are measured here (docs/benchmarks.md): the timing
+# accuracy, then loadgen's client against peers. Both run even when the first fails; the exit status is
+# non-zero when either missed a goal.
+bench: install bench-peers-env
+	@status=0; \
+	$(VENV)/bin/python scripts/bench_timing.py || status=1; \
+	$(VENV)/bin/python scripts/bench_peers.py || status=1; \
+	exit $$status
+
+# The peers that bench_peers.py runs, each in its own environment (never .venv): GuideLLM and AIPerf from
+# PyPI here, `vllm bench serve` from the CPU vLLM environment (engine). A no-op once installed.
+BENCH_VENVS := .bench-venvs
+GUIDELLM_VERSION := 0.8.1
+AIPERF_VERSION := 0.13.0
+
+bench-peers-env: engine $(BENCH_VENVS)/guidellm/.installed-$(GUIDELLM_VERSION) $(BENCH_VENVS)/aiperf/.installed-$(AIPERF_VERSION)
+
+$(BENCH_VENVS)/guidellm/.installed-$(GUIDELLM_VERSION):
+	rm -rf $(BENCH_VENVS)/guidellm
+	$(PYTHON) -m venv $(BENCH_VENVS)/guidellm
+	$(BENCH_VENVS)/guidellm/bin/pip install -q --disable-pip-version-check guidellm==$(GUIDELLM_VERSION)
+	touch $@
+
+$(BENCH_VENVS)/aiperf/.installed-$(AIPERF_VERSION):
+	rm -rf $(BENCH_VENVS)/aiperf
+	$(PYTHON) -m venv $(BENCH_VENVS)/aiperf
+	$(BENCH_VENVS)/aiperf/bin/pip install -q --disable-pip-version-check aiperf==$(AIPERF_VERSION)
+	touch $@
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(MODELS) runs .pytest_cache .mypy_cache .ruff_cache *.egg-info

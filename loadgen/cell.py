@@ -114,7 +114,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
                        scrape_before, sampler, server.spec.api_key)
     duration = time.monotonic() - t0
-    died = not server.alive()
+    died = not server.alive() or (any(r.error for r in records) and server.gone())
     after, err = ((None, None) if died else
                   _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers))
     metrics_errors.extend([err] if err else [])

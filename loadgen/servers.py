@@ -120,6 +120,22 @@ class Server:
         """True while the launched process runs (attached servers are assumed alive)."""
         return self.process is None or self.process.poll() is None
 
+    def gone(self, within_s: float = 3.0) -> bool:
+        """True when the server died: a launched process exits within ``within_s`` (a killed process
+        closes its sockets a moment before its exit status can be read), an attached one stops answering
+        ``/health``."""
+        if self.process is None:
+            try:
+                return self.fetch("/health", timeout_s=within_s).status_code != 200
+            except httpx.HTTPError:
+                return True
+        deadline = time.monotonic() + within_s
+        while self.alive():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     def _fail(self, what: str) -> ServerError:
         log = tail(self.spec.log_path)
         last = log.splitlines()[-1] if log else "(empty log)"

