@@ -77,9 +77,9 @@ PACED = {"ttft_ms": 50.0, "chunk_ms": 20.0}
 SATURATION = {"ttft_ms": 1.0, "chunk_ms": 1.0}
 SAMPLE_S = 0.1
 START_TIMEOUT_S = 90.0  # process start -> first request (imports, tokenizer, worker processes)
-RAMP_TIMEOUT_S = 20.0  # first request -> all streams open
+RAMP_TIMEOUT_S = 8.0  # first request -> all streams open
 MEMORY_S = 1.0
-SETTLE_S = 3.0  # after the switch to saturation, for paced streams to end
+SETTLE_S = 2.5  # after the switch to saturation, for most paced streams to end
 CHILD_DURATION_S = 300.0  # clients are stopped after their windows; this only bounds a lost one
 
 
@@ -187,7 +187,7 @@ class Tree:
         procs = self.procs()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.root.pid, signal.SIGTERM)
-        _, alive = psutil.wait_procs(procs, timeout=8)
+        _, alive = psutil.wait_procs(procs, timeout=3)
         for proc in alive:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
@@ -282,7 +282,7 @@ def _loadgen_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> l
 def _vllm_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
     return [str(VLLM_PYTHON), str(VLLM_WRAPPER), "--base-url", url, "--model", str(TOKENIZER),
             "--served-model-name", MODEL, "--dataset-name", "random", "--random-input-len", "16",
-            "--random-output-len", str(args.output_tokens), "--num-prompts", str(3000 + 2 * c),
+            "--random-output-len", str(args.output_tokens), "--num-prompts", str(4000 + 2 * c),
             "--max-concurrency", str(c), "--ignore-eos", "--disable-tqdm", "--seed", "0"]
 
 
@@ -306,6 +306,7 @@ def _aiperf_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> li
 def clients(names: Sequence[str]) -> list[Client]:
     """The clients asked for, with their versions (``missing`` says why one cannot run)."""
     offline: dict[str, str | None] = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    no_tokenizer = None if (TOKENIZER / "tokenizer.json").exists() else f"no {TOKENIZER.name} tokenizer (make models)"
     out = []
     for name in names:
         if name == "loadgen":
@@ -318,13 +319,13 @@ def clients(names: Sequence[str]) -> list[Client]:
                               "`scripts/peer_vllm_bench.py` calls `vllm.benchmarks.serve.add_cli_args`/`main` with "
                               "`FlexibleArgumentParser`; `--dataset-name random` with the local tokenizer dir, "
                               "HF_HUB_OFFLINE=1; its `/tokenize` alignment is skipped (the scripted server has none)",
-                              None if version else "no .venv-vllm (make engine)"))
+                              no_tokenizer if version else "no .venv-vllm (make engine)"))
         elif name == "guidellm":
             version = _venv_version(BENCH_VENVS / "guidellm" / "bin" / "python", "guidellm")
             out.append(Client("GuideLLM", version or "?", _guidellm_cmd, offline,
                               "its own venv (pulls torch with CUDA wheels: about 6 GB); `synthetic_text` data "
                               "tokenized with the local tokenizer dir given as the backend's model, HF_HUB_OFFLINE=1",
-                              None if version else "not installed (make bench-peers-env)"))
+                              no_tokenizer if version else "not installed (make bench-peers-env)"))
         elif name == "aiperf":
             version = _venv_version(BENCH_VENVS / "aiperf" / "bin" / "python", "aiperf")
             out.append(Client("AIPerf", version or "?", _aiperf_cmd,
@@ -334,7 +335,7 @@ def clients(names: Sequence[str]) -> list[Client]:
                               "local directory (HFValidationError, `aiperf/common/tokenizer.py`); with it unset "
                               "the local dir loads with no hub access; `--use-server-token-count` (no client "
                               "tokenization of the output), `--no-server-metrics`, `--ui none`",
-                              None if version else "not installed (make bench-peers-env)"))
+                              no_tokenizer if version else "not installed (make bench-peers-env)"))
         else:
             raise SystemExit(f"unknown client {name!r}: loadgen, vllm, guidellm, aiperf")
     return out
@@ -432,6 +433,9 @@ def _measure(point: Point, proc: subprocess.Popen[bytes], meter: Meter, c: int, 
     point.saturation = meter.window(args.saturation_s)
     if proc.poll() is not None:
         point.note = f"the client exited ({proc.returncode}) during the measurement"
+    for name, win in (("paced", point.paced), ("saturation", point.saturation)):
+        if not win.chunks:
+            point.note = (point.note + "; " if point.note else "") + f"no chunk in the {name} window (stalled)"
 
 
 def _read_lags(point: Point, path: Path) -> None:
@@ -661,9 +665,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--concurrency", default="64,256,1024", help="comma-separated levels")
     p.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4), help="tokens per chunk, cycled")
     p.add_argument("--output-tokens", type=int, default=512)
-    p.add_argument("--paced-s", type=float, default=5.0, help="paced window (s)")
-    p.add_argument("--saturation-s", type=float, default=6.0, help="saturation window (s)")
-    p.add_argument("--budget-s", type=float, default=420.0, help="points that would start after this are skipped")
+    p.add_argument("--paced-s", type=float, default=4.0, help="paced window (s)")
+    p.add_argument("--saturation-s", type=float, default=5.0, help="saturation window (s)")
+    p.add_argument("--budget-s", type=float, default=400.0, help="points that would start after this are skipped")
     p.add_argument("--max-load", type=float, default=1.5, help="wait (bounded) for a 1-minute load under this")
     p.add_argument("--keep-logs", type=Path, help="copy each client's output here (<client>-c<N>.log)")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md", help="'-' writes nothing")
@@ -687,7 +691,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     client_cpus = set(cpus[:-1]) if len(cpus) >= 2 else set()
     pinned = (f"scripted server and this driver pinned to CPU {server_cpu}, each client's process tree to CPU "
               f"{','.join(map(str, sorted(client_cpus)))}" if server_cpu is not None else "one CPU: nothing pinned")
-    load_start = wait_for_quiet(args.max_load, tries=4, pause_s=15.0)
+    load_start = wait_for_quiet(args.max_load, tries=2, pause_s=10.0)
     points: list[Point] = []
     begin = time.perf_counter()
     with scripted_server(args, server_cpu) as (url, server):
@@ -700,7 +704,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if time.perf_counter() - begin > args.budget_s:
                     points.append(Point(client.name, c, load_average(), note=f"skipped: {args.budget_s:g} s budget"))
                     continue
-                wait_for_quiet(args.max_load, tries=2, pause_s=5.0)
                 start = time.perf_counter()
                 point = run_point(client, c, url, server, client_cpus, args)
                 points.append(point)

@@ -62,27 +62,30 @@ TRAIN_LAYERS = 2  # last layers of the draft that are trained (plus the final no
 TOP_K = 32  # teacher distribution kept per position
 TRAIN_VOCAB = "teacher"  # "teacher": score only tokens seen in some teacher top-k; "full": all
 GEN_BATCH = 64
-RAW_PROMPTS, RAW_TOKENS = 192, 40
-CHAT_PROMPTS, CHAT_TOKENS = 48, 64
+RAW_PROMPTS, RAW_TOKENS = 224, 36
+CHAT_PROMPTS, CHAT_TOKENS = 40, 64
 HELD_OUT = 16  # raw + chat prompts generated but never trained on: the reported agreement
 STEPS, BATCH, LR, SEED = 300, 8, 3e-3, 0
 RECIPE: dict[str, Any] = {
     "version": 1, "draft_layers": DRAFT_LAYERS, "train_layers": TRAIN_LAYERS, "top_k": TOP_K,
-    "train_vocab": TRAIN_VOCAB, "raw": [RAW_PROMPTS, RAW_TOKENS], "chat": [CHAT_PROMPTS, CHAT_TOKENS], "held_out": HELD_OUT,
-    "steps": STEPS, "batch": BATCH, "lr": LR, "seed": SEED,
+    "train_vocab": TRAIN_VOCAB, "raw": [RAW_PROMPTS, RAW_TOKENS], "chat": [CHAT_PROMPTS, CHAT_TOKENS],
+    "held_out": HELD_OUT, "steps": STEPS, "batch": BATCH, "lr": LR, "seed": SEED,
 }
 
 # Distillation prompts: continuations in the style of the benchmark's workloads (loadgen/workload.py) but
 # never its templates or fill-ins, and chat questions. The benchmark's own prompts stay unseen.
 RAW_TEMPLATES = (
     "The story of {topic} started when", "A brief history of {topic}: it all began when",
-    "Here is a tale about a {adj} {animal}:", "Here is a poem about a {adj} {animal}:",
+    "The early history of {topic} goes back to", "Here is a tale about a {adj} {animal}:",
+    "Here is a little story about a {adj} {animal} and its friends:",
+    "Below is a bedtime story about a {adj} {animal}:",
     "In a few words, {city} is famous for", "In one paragraph, {city} can be described as",
-    "The first thing you should know about {topic} is that", "The most surprising fact about {topic} is that",
+    "Put simply, {city} is best known for", "The first thing you should know about {topic} is that",
+    "The most surprising fact about {topic} is that", "One thing everyone should know about {topic} is that",
     "Long ago, a {adj} {animal} lived near {city}. One morning,",
     "There once was a {adj} {animal} who lived in {city}. Every day,",
+    "Once, in the city of {city}, there lived a {adj} {animal}. One evening,",
     "{city} is a city where", "Q: What is {topic}?\nA:", "Scientists who study {topic} have found that",
-    "News report: In {city} today,", "Dear {person},\n\nThank you for", "The recipe for {food} is simple.",
 )
 CHAT_TEMPLATES = (
     "Give me a few practical tips for {subject}.", "Explain {subject} in simple words.",
@@ -254,8 +257,13 @@ def distill(target: Any, data: list[dict[str, Any]], dest: Path) -> float:
         n, p = int(d["ids"].numel()), d["prompt_len"]
         ids[j, :n] = d["ids"]
         top_v[j, p - 1:n - 1], top_i[j, p - 1:n - 1], mask[j, p - 1:n - 1] = d["top_v"], d["top_i"], 1
-    with torch.no_grad():  # the frozen layers' output, once
-        hidden = torch.cat([run(frozen, draft.model.embed_tokens(ids[s:s + 64])) for s in range(0, len(data), 64)])
+    hidden = torch.zeros(len(data), width, config.hidden_size)
+    with torch.no_grad():  # the frozen layers' output, once, in batches of similar length
+        order = sorted(range(len(data)), key=lambda i: int(data[i]["ids"].numel()))
+        for s in range(0, len(order), 32):
+            rows = torch.tensor(order[s:s + 32])
+            end = int(max(data[i]["ids"].numel() for i in order[s:s + 32]))
+            hidden[rows, :end] = run(frozen, draft.model.embed_tokens(ids[rows, :end]))
     held_out = set(range(RAW_PROMPTS, RAW_PROMPTS + HELD_OUT)) | set(range(len(data) - HELD_OUT // 2, len(data)))
     held = torch.tensor(sorted(held_out))
     train = torch.tensor([i for i in range(len(data)) if i not in held_out])

@@ -13,7 +13,7 @@ from loadgen.pair import available_pairs, load_pair, resolve_pair_path
 def test_embedded_pairs_load() -> None:
     pair = load_pair("demo-cpu")
     assert pair.method == "draft_model"
-    assert pair.num_speculative_tokens == 3
+    assert pair.num_speculative_tokens == 2
     assert pair.draft is not None and pair.draft.model.endswith("smollm2-135m-draft")
     assert pair.concurrency == (1, 2, 4)
     assert [w.kind for w in pair.workloads] == ["short-homogeneous", "long-diverse"]
@@ -63,7 +63,7 @@ def test_unknown_speculative_key(tmp_path: Path) -> None:
     [
         ("concurrency = [1, 2, 4]", "concurrency = [1, 0]", "positive integers"),
         ("concurrency = [1, 2, 4]", 'concurrency = "4"', "list of positive integers"),
-        ("num_speculative_tokens = 3", "num_speculative_tokens = true", "positive integer"),
+        ("num_speculative_tokens = 2", "num_speculative_tokens = true", "positive integer"),
         ("port = 8310", "port = -1", "positive integer"),
         ('workloads = ["short-homogeneous", "long-diverse"]', 'workloads = ["nope"]', "unknown workload 'nope'"),
         ("temperature = 0.0", 'temperature = "hot"', "temperature must be a number"),
