@@ -53,7 +53,6 @@ test-unit: install prometheus
 
 check: install
 	$(VENV)/bin/ruff check loadgen tests scripts
-	$(VENV)/bin/ruff format --check loadgen tests scripts || true
 	$(VENV)/bin/mypy
 
 # Benchmarks, not tests: numbers that issues name are measured here (docs/benchmarks.md): the timing

@@ -380,7 +380,10 @@ def run_point(client: Client, c: int, url: str, server: psutil.Process, client_c
             point.note = point.note or f"{type(exc).__name__}: {exc}"
         finally:
             tree.stop()
-            proc.wait(timeout=10)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                point.note = (point.note + "; " if point.note else "") + "did not exit 30 s after SIGKILL"
             log.close()
             if point.note:
                 tail = (workdir / "client.log").read_text(errors="replace").strip().splitlines()[-15:]
@@ -451,9 +454,11 @@ def _read_lags(point: Point, path: Path) -> None:
 
 
 def _wait_closed(url: str, timeout_s: float = 10.0) -> None:
+    """Wait (bounded) until the server has no stream open."""
     end = time.perf_counter() + timeout_s
-    while time.perf_counter() < end and server_get(url, "/counters")["open_streams"] > 0:
-        time.sleep(0.2)
+    with contextlib.suppress(OSError):
+        while time.perf_counter() < end and server_get(url, "/counters")["open_streams"] > 0:
+            time.sleep(0.2)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -714,7 +719,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     points.append(Point(client.name, c, load_average(), note=f"skipped: {args.budget_s:g} s budget"))
                     continue
                 start = time.perf_counter()
-                point = run_point(client, c, url, server, client_cpus, args)
+                try:
+                    point = run_point(client, c, url, server, client_cpus, args)
+                except Exception as exc:  # the other points still run
+                    point = Point(client.name, c, load_average(), note=f"{type(exc).__name__}: {exc}")
                 points.append(point)
                 s = point.saturation
                 print(f"{client.name} c={c}: {s.chunks_per_core if s else float('nan'):,.0f} chunks/s per core, "
