@@ -23,13 +23,16 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
+import orjson
+
 __all__ = ["SSEDecoder", "SSEEvent", "StreamChunk", "Usage", "parse_chunk"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _MAX_ERR_SAMPLE = 80
+_INT_ONLY = frozenset((int,))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SSEEvent:
     """One dispatched server-sent event.
 
@@ -62,6 +65,8 @@ class SSEDecoder:
         self._data: list[str] = []
         self._event: str | None = None
         self._closed = False
+        # nothing pending (line, data, event type, CR, UTF-8 bytes, BOM check): the fast path may run
+        self._clean = False
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Decode the next piece of the body (any number of bytes, 0 allowed).
@@ -70,7 +75,24 @@ class SSEDecoder:
         """
         if self._closed:
             raise ValueError("SSEDecoder.feed() after close()")
-        return self._process(self._decoder.decode(bytes(chunk), final=False))
+        if self._clean and chunk.endswith(b"\n\n") and b"\r" not in chunk:
+            return self._whole_events(bytes(chunk).decode("utf-8", "replace"))
+        events = self._process(self._decoder.decode(bytes(chunk), final=False))
+        self._clean = (not self._partial and not self._data and self._event is None and not self._skip_lf
+                       and self._decoder.getstate() == (b"", 0))
+        return events
+
+    def _whole_events(self, text: str) -> list[SSEEvent]:
+        """Fast path: no line, event or UTF-8 sequence is pending and ``text`` ends in a blank line, so
+        it is whole events; a single ``data`` line with its blank line is an event at once, anything
+        else goes through the general rules. The same events as :meth:`_process`."""
+        events: list[SSEEvent] = []
+        for block in text[:-2].split("\n\n"):
+            if block.startswith("data:") and "\n" not in block:
+                events.append(SSEEvent(data=block[6:] if block[5:6] == " " else block[5:]))
+            else:
+                events.extend(self._process(block + "\n\n"))
+        return events
 
     def close(self) -> list[SSEEvent]:
         """End of stream: flush the decoder and dispatch a pending event.
@@ -143,7 +165,7 @@ class Usage:
     completion_tokens: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StreamChunk:
     """One streaming chunk, interpreted.
 
@@ -216,12 +238,15 @@ def parse_chunk(data: str) -> StreamChunk:
     ``token_ids`` is read from the choice, else from a chat ``delta``; the top-level
     ``prompt_token_ids`` (vLLM's first chunk with ``return_token_ids``) is never counted.
     """
-    if data.strip() == "[DONE]":
+    if data[:1] != "{" and data.strip() == "[DONE]":
         return StreamChunk(kind="done")
     try:
-        obj: object = json.loads(data)
-    except ValueError:
-        return _malformed(f"not JSON: {_sample(data)!r}")
+        obj: object = orjson.loads(data)
+    except ValueError:  # what orjson refuses (NaN, integers over 64 bits, lone surrogates) may still be JSON
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return _malformed(f"not JSON: {_sample(data)!r}")
     if not isinstance(obj, dict):
         return _malformed(f"JSON is not an object: {_sample(data)!r}")
     if obj.get("error") is not None or obj.get("object") == "error":
@@ -260,7 +285,7 @@ def parse_chunk(data: str) -> StreamChunk:
         ids_raw = delta.get("token_ids")
     ids: tuple[int, ...] = ()
     if ids_raw is not None:
-        if not isinstance(ids_raw, list) or not all(_is_int(i) for i in ids_raw):
+        if not isinstance(ids_raw, list) or not set(map(type, ids_raw)) <= _INT_ONLY:  # bool is not int here
             return _malformed("token_ids is not a list of integers")
         ids = tuple(ids_raw)
 

@@ -90,13 +90,19 @@ class ChunkedDecoder:
 
 
 class _Wire(asyncio.Protocol):
-    """Queues (arrival time, bytes) as the loop reads them; remembers EOF and the closing error."""
+    """Queues (arrival time, bytes) as the loop reads them; remembers EOF and the closing error.
+
+    The read timeout is one lazy timer per connection, not one per wait: a wait moves the deadline, and
+    the timer, when it fires early, re-arms itself for the deadline then in force (a timer per chunk
+    cost more CPU than parsing the chunk)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock, self.pieces, self.closed = clock, deque[tuple[float, bytes]](), False
         self.transport: asyncio.Transport | None = None  # set by StreamConnection.open
         self.exc: Exception | None = None  # why the connection was lost (None: EOF or still open)
         self._waiter: asyncio.Future[None] | None = None
+        self._deadline, self._expired = 0.0, False  # loop.time() by which data must come; it passed
+        self._timer: asyncio.TimerHandle | None = None
 
     def data_received(self, data: bytes) -> None:
         self.pieces.append((self.clock(), data))
@@ -105,8 +111,23 @@ class _Wire(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed, self.exc = True, self.exc or exc
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+    def _watch(self) -> None:
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # nobody waits: the next wait arms a new timer
+        loop = waiter.get_loop()
+        if loop.time() < self._deadline:
+            self._timer = loop.call_at(self._deadline, self._watch)
+        else:
+            self._expired = True
+            waiter.set_result(None)
 
     async def next(self, timeout_s: float, where: str = "mid-stream") -> tuple[float, bytes] | None:
         """The next piece; None at a clean EOF. Raises TransportError on a reset or a timeout."""
@@ -115,12 +136,17 @@ class _Wire(asyncio.Protocol):
                 if self.exc is None:
                     return None
                 raise TransportError(f"{_describe(self.exc)} {where}")
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                async with asyncio.timeout(timeout_s):
-                    await self._waiter
-            except TimeoutError:
-                raise TransportError(f"read timeout: no data for {timeout_s:g} s") from None
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            self._deadline, self._expired = loop.time() + timeout_s, False
+            if self._timer is not None and self._timer.when() > self._deadline:
+                self._timer.cancel()
+                self._timer = None
+            if self._timer is None:
+                self._timer = loop.call_at(self._deadline, self._watch)
+            await waiter
+            if self._expired and not self.pieces and not self.closed:
+                raise TransportError(f"read timeout: no data for {timeout_s:g} s")
         return self.pieces.popleft()
 
 
@@ -151,12 +177,15 @@ class StreamResponse:
     async def __aiter__(self) -> AsyncIterator[tuple[float, bytes]]:
         wire, timeout_s = self._conn._wire, self._conn.read_timeout_s
         while not self.complete:  # an error leaves the connection busy: the next request reconnects
-            if (piece := await wire.next(timeout_s) if wire else None) is None:
+            if wire and wire.pieces:  # no coroutine call when a piece is already queued
+                arrival, data = wire.pieces.popleft()
+            elif (piece := await wire.next(timeout_s) if wire else None) is not None:
+                arrival, data = piece
+            else:
                 if self._framing != "close":
                     raise TransportError("connection closed mid-stream")
                 self._finish()
                 return
-            arrival, data = piece
             if self._framing == "chunked":
                 body = self._chunked.feed(data)
                 if self._chunked.done:

@@ -343,7 +343,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--chunk-ms", type=float, default=20.0)
     p.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4))
     p.add_argument("--output-tokens", type=int, default=64)
-    p.add_argument("--selector", choices=("select", "epoll"), default="select", help="the server's event loop")
+    p.add_argument("--selector", choices=("fine", "select", "epoll"), default="fine", help="the server's event loop")
     p.add_argument("--no-trace", dest="trace", action="store_false",
                    help="skip the per-chunk split of the errors (the server then writes no trace)")
     p.add_argument("--no-pin", action="store_true", help="do not pin client and server to separate cores")

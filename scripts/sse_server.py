@@ -15,12 +15,15 @@ body was received (``t0``, the server's ``loop.time()``):
 The output length is ``max_tokens`` (completions) or ``max_completion_tokens``/``max_tokens`` (chat),
 default ``--default-max-tokens``. Frames are HTTP/1.1 chunked transfer encoding on keep-alive
 connections. Chunks are pre-encoded once per (endpoint, model, output length); a request only adds its
-id. Sends wait for absolute deadlines (``loop.call_at``), so lateness never accumulates; by default
-the loop uses ``select()``, whose timeout has microsecond resolution (``epoll`` rounds timeouts up to
-whole milliseconds, which makes every send up to 1 ms late) and the timer slack is set to 1 ns
-(Linux; the default 50 us delays every timed wake-up). ``select()`` scans every socket on each wake:
-at 64 streams it used 0.16 cores against epoll's 0.07 (server lateness p50 0.04 ms against 0.57 ms),
-so a throughput run that does not need sub-millisecond timing can pass ``--selector epoll``.
+id. Sends wait for absolute deadlines (``loop.call_at``), so lateness never accumulates. The default event
+loop (``--selector fine``) waits on ``epoll`` for whole milliseconds only and sleeps the sub-millisecond
+rest of a timed wait (``clock_nanosleep``) before a non-blocking poll: ``epoll`` alone rounds timeouts up
+to whole milliseconds, which makes every send up to 1 ms late, and ``select()`` (``--selector select``)
+has microsecond timeouts but scans every socket on each wake, which made the server read a burst of 64
+requests 80-95 us each (request delivery p99 up to 6 ms). The price of ``fine``: I/O that arrives
+during the sub-millisecond sleep waits for its end (< 1 ms). The timer slack is set to 1 ns (Linux; the
+default 50 us delays every timed wake-up). A throughput run that does not need sub-millisecond timing can
+pass ``--selector epoll``.
 
 Extra endpoints: ``GET /health``; ``GET /v1/models``; ``GET /stats`` (``?reset=1`` to clear), the
 server's own lateness (actual send - deadline, ms) over token-bearing chunks and the connections
@@ -47,9 +50,11 @@ import ctypes
 import dataclasses
 import itertools
 import json
+import math
 import selectors
 import signal
 import sys
+import time
 import urllib.parse
 from array import array
 from dataclasses import dataclass
@@ -414,8 +419,27 @@ def reduce_timer_slack() -> bool:
     return False
 
 
+class FineEpollSelector(selectors.EpollSelector):
+    """``epoll`` readiness with microsecond timeouts (module docstring): waits whole milliseconds on
+    ``epoll_wait``, sleeps the rest, then polls without blocking."""
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout is None or timeout <= 0:
+            return super().select(timeout)
+        end = time.monotonic() + timeout
+        whole = math.floor(timeout * 1e3) / 1e3
+        if whole > 0 and (ready := super().select(whole)):
+            return ready
+        if (rest := end - time.monotonic()) > 0:
+            time.sleep(rest)
+        return super().select(0)
+
+
 def new_loop(selector: str) -> asyncio.AbstractEventLoop:
-    """An event loop on ``select()`` (microsecond timeouts) or the platform default (``epoll``)."""
+    """An event loop on ``fine`` (:class:`FineEpollSelector`), ``select()`` (microsecond timeouts) or
+    the platform default (``epoll``)."""
+    if selector == "fine":
+        return asyncio.SelectorEventLoop(FineEpollSelector())
     if selector == "select":
         return asyncio.SelectorEventLoop(selectors.SelectSelector())
     return asyncio.new_event_loop()
@@ -453,8 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--empty-chunk", type=int, default=1, help="index of the token chunk with empty text")
     parser.add_argument("--default-max-tokens", type=int, default=16)
     parser.add_argument("--model", default="scripted")
-    parser.add_argument("--selector", choices=("select", "epoll"), default="select",
-                        help="select: microsecond timer resolution (default); epoll: the asyncio default")
+    parser.add_argument("--selector", choices=("fine", "select", "epoll"), default="fine",
+                        help="fine (default) and select: microsecond timeouts; epoll: the asyncio default")
     parser.add_argument("--trace", action="store_true", help="keep per-request send times for GET /trace")
     args = parser.parse_args(argv)
     reduce_timer_slack()

@@ -238,6 +238,24 @@ def test_property_arbitrary_splits_match_whole_and_model(
     assert decode(split_at(body, cuts)) == whole
 
 
+_block = st.one_of(
+    _value.map(lambda v: f"data: {v}"), _value.map(lambda v: f"data:{v}"),  # with and without the space
+    st.tuples(_value, _value).map(lambda vs: f"event: {vs[0]}\ndata: {vs[1]}"),
+    st.tuples(_value, _value).map(lambda vs: f"data: {vs[0]}\ndata: {vs[1]}"),  # two data lines
+    _value.map(lambda v: f": {v}\ndata: {v}"), st.just("data"), st.just("id: 7"), st.just(""),  # comment, bare field
+    _value.map(lambda v: f"data: {v}\n"),  # an extra blank line after the event
+)
+
+
+@given(st.lists(st.lists(_block, min_size=1, max_size=3), max_size=6))
+@settings(max_examples=300)
+def test_property_whole_event_pieces_match_byte_by_byte(pieces: list[list[str]]) -> None:
+    # Pieces that end on an event boundary after a first event take the decoder's fast path; the events must
+    # be those of the general rules (every byte fed alone).
+    body = [b"data: first\n\n"] + ["".join(b + "\n\n" for b in piece).encode() for piece in pieces]
+    assert decode(body) == decode([bytes([b]) for b in b"".join(body)])
+
+
 @given(st.lists(st.integers(0, len(INLINE_COMPLETIONS)), max_size=40))
 def test_property_inline_stream_arbitrary_splits(cuts: list[int]) -> None:
     assert decode(split_at(INLINE_COMPLETIONS, cuts)) == decode([INLINE_COMPLETIONS])

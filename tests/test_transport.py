@@ -96,6 +96,9 @@ SCRIPTS = {
     "reset": (200, [(0.0, completion_chunk(" a", [1])), (0.05, RESET)]),
     "fin": (200, [(0.0, completion_chunk(" a", [1])), (0.02, None)]),
     "slow": (200, [(0.5, completion_chunk(" a", [1])), (0.0, DONE)]),
+    "trickle": (200, [(0.04, completion_chunk(f" t{i}", [i])) for i in range(1, 9)] + [(0.0, DONE)]),
+    "stall": (200, [(0.0, completion_chunk(" a", [1])), (0.04, completion_chunk(" b", [2])),
+                    (0.5, completion_chunk(" c", [3])), (0.0, DONE)]),
     "http-400": (400, [(0.0, b'{"error": {"message": "maximum context length is 1024 tokens", "code": 400}}')]),
     "http-503": (503, [(0.0, b'{"error": {"message": "overloaded", "code": 503}}')]),
 }
@@ -174,6 +177,17 @@ def test_read_timeout_is_recorded_and_the_next_request_reconnects() -> None:
     assert records[0].done_s is not None and 0.1 <= records[0].done_s - records[0].send_s < 0.4
     _assert_ok(records[1])
     assert counters.connections == 2 and opened == 2
+
+
+def test_read_timeout_is_per_silence_not_per_stream() -> None:
+    # 8 chunks 40 ms apart (320 ms in all) under a 150 ms read timeout: the one lazy timer per connection
+    # must move with every piece; then a 500 ms silence after two chunks must time out.
+    records, _, _ = _run(["trickle", "stall", "ok"], read_timeout_s=0.15)
+    assert records[0].error is None and records[0].chunk_tokens == [1] * 8
+    assert records[0].chunk_arrivals_s[-1] - records[0].send_s > 0.3
+    assert records[1].error == "read timeout: no data for 0.15 s" and records[1].token_ids == [1, 2]
+    assert records[1].done_s is not None and 0.15 <= records[1].done_s - records[1].chunk_arrivals_s[-1] < 0.45
+    _assert_ok(records[2])
 
 
 def test_http_errors_keep_status_and_json_body_and_the_connection() -> None:
