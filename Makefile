@@ -56,12 +56,14 @@ check: install
 	$(VENV)/bin/mypy
 
 # Benchmarks, not tests: numbers that issues name are measured here (docs/benchmarks.md): the timing
-# accuracy, then loadgen's client against peers. Both run even when the first fails; the exit status is
-# non-zero when either missed a goal.
+# accuracy, loadgen's client against peers, then a soak of SOAK_S seconds (RSS and event-loop lag over
+# time). Each runs even when one before it failed; the exit status is non-zero when any missed a goal.
+SOAK_S ?= 1800
 bench: install bench-peers-env
 	@status=0; \
 	$(VENV)/bin/python scripts/bench_timing.py || status=1; \
 	$(VENV)/bin/python scripts/bench_peers.py || status=1; \
+	$(VENV)/bin/python scripts/bench_soak.py --duration-s $(SOAK_S) || status=1; \
 	exit $$status
 
 # The peers that bench_peers.py runs, each in its own environment (never .venv): GuideLLM and AIPerf from

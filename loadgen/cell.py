@@ -25,7 +25,7 @@ from loadgen import prom, servers
 from loadgen.client import RequestRecord
 from loadgen.errors import FallbackDetected, RunFailed
 from loadgen.faults import categories, over_budget
-from loadgen.metrics import MeasuredRequest, cell_stats
+from loadgen.metrics import ClientUse, MeasuredRequest, cell_stats
 from loadgen.observe import Observers
 from loadgen.pair import Pair
 from loadgen.plan import CellSpec
@@ -110,10 +110,11 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
 
     plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
                     cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition)
-    started, t0 = datetime.now(UTC).isoformat(), time.monotonic()
+    started, t0, cpu0 = datetime.now(UTC).isoformat(), time.monotonic(), time.process_time()
     records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
                        scrape_before, sampler, server.spec.api_key)
     duration = time.monotonic() - t0
+    client = ClientUse.of(time.process_time() - cpu0, duration, [r.send_s - r.scheduled_s for r in records])
     died = not server.alive() or (any(r.error for r in records) and server.gone())
     after, err = ((None, None) if died else
                   _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers))
@@ -140,7 +141,10 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
         "output_length_mismatches": len(_length_mismatches(records)),
         "metrics_error": "; ".join(metrics_errors) or None, "failure": failure, "notes": [],
+        "client": {"cpu_s": client.cpu_s, "cpu_cores": client.cores, "send_lag_s": asdict(client.send_lag)},
     }
+    if (busy := client.saturation_note()) is not None:
+        entry["notes"].append(busy)
     ok = len(records) - len(errors)
     flat = role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0
     if flat and pair.method in LOOKUP_METHODS:

@@ -11,18 +11,29 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-CATEGORIES = ("http_429", "http_4xx", "http_5xx", "connect", "timeout", "reset", "error_event", "malformed",
-              "no_token_ids", "other")
+CATEGORIES = ("http_429", "model_not_found", "context_length", "http_4xx", "http_5xx", "connect", "timeout", "reset",
+              "error_event", "malformed", "no_token_ids", "other")
 _HTTP = re.compile(r"^HTTP (\d{3})")
+#: vLLM's answers (vllm/entrypoints/openai serving code; seen on 0.32 in tests/e2e/test_vllm_faults.py): a model
+#: name it does not serve is a 404 "The model `x` does not exist."; a prompt (plus max_tokens) over max_model_len
+#: is a 400 "This model's maximum context length is N tokens. ..." or, from the engine's input checks, "... is
+#: longer than the maximum model length of N".
+_CONTEXT = ("maximum context length", "maximum model length")
 
 
 def classify(error: str) -> str:
     """The category of one request's error line (see :data:`CATEGORIES`)."""
+    low = error.lower()
     match = _HTTP.match(error)
     if match:
         code = int(match.group(1))
-        return "http_429" if code == 429 else "http_4xx" if code < 500 else "http_5xx"
-    low = error.lower()
+        if code == 429:
+            return "http_429"
+        if code == 404 and "model" in low and ("does not exist" in low or "not found" in low):
+            return "model_not_found"
+        if code == 400 and any(phrase in low for phrase in _CONTEXT):
+            return "context_length"
+        return "http_4xx" if code < 500 else "http_5xx"
     if low.startswith("error:"):
         return "error_event"
     if low.startswith("malformed:"):

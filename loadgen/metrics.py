@@ -195,3 +195,35 @@ def agrees_within_buckets(client_s: float | None, server_s: float | None, upper_
     if client_s is None or server_s is None or not upper_bounds:
         return None
     return abs(bucket_index(client_s, upper_bounds) - bucket_index(server_s, upper_bounds)) <= 1
+
+
+#: loadgen's event loop runs on one core: above this share of it during a cell, or with a send lag p99
+#: above ``CLIENT_SEND_LAG_LIMIT_S``, the client may have shaped the load (docs/benchmarks.md measures
+#: where its timing and throughput hold).
+CLIENT_BUSY_CORES = 0.8
+CLIENT_SEND_LAG_LIMIT_S = 0.005
+
+
+@dataclass(frozen=True)
+class ClientUse:
+    """loadgen's own load during one cell: CPU (seconds of this process, all threads, and cores = CPU
+    seconds / wall seconds) and the send lag (s) of the measured requests."""
+
+    cpu_s: float
+    cores: float
+    send_lag: Distribution
+
+    @classmethod
+    def of(cls, cpu_s: float, wall_s: float, send_lags_s: Sequence[float]) -> ClientUse:
+        """From the process CPU time and wall time of the cell and every measured request's send lag."""
+        return cls(cpu_s, cpu_s / wall_s if wall_s > 0 else 0.0, Distribution.of(send_lags_s))
+
+    def saturation_note(self) -> str | None:
+        """A warning for the card when the client was near saturation, else None."""
+        lag = self.send_lag.p99
+        busy, lagging = self.cores >= CLIENT_BUSY_CORES, lag is not None and lag > CLIENT_SEND_LAG_LIMIT_S
+        if not (busy or lagging):
+            return None
+        return (f"loadgen's client was near saturation in this cell ({self.cores:.2f} of its one event-loop core"
+                + (f", send lag p99 {lag * 1e3:.1f} ms" if lag is not None else "") + "): its own delays may be in "
+                "the numbers; use fewer concurrent streams per loadgen process or a faster machine for the client")

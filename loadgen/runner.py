@@ -125,8 +125,7 @@ class _Cell:
             due = start + offset
             if self.plan.duration_s is not None and offset > self.plan.duration_s:
                 break
-            delay = due - self.clock()
-            if delay > 0:
+            while (delay := due - self.clock()) > 0:  # again after an early wake-up (uvloop rounds to ms)
                 await asyncio.sleep(delay)
             # a free slot: the request was sendable when due; otherwise from the moment a slot frees up
             scheduled = due
@@ -203,6 +202,19 @@ def run_cell(
     api_key: str | None = None,
 ) -> list[RequestRecord]:
     """Synchronous wrapper of :func:`run_cell_async`; returns the measured records."""
-    records, _ = asyncio.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
-                                            during_measured, api_key))
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        records, _ = runner.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
+                                               during_measured, api_key))
     return records
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """The event loop cells run on: uvloop's where it is installed (its C loop costs less CPU per chunk than
+    asyncio's, docs/benchmarks.md), else asyncio's. Its timers round to whole milliseconds, which only the open
+    loop's sleeps until an arrival use: the schedule and the send lag (``send_s - scheduled_s``) account for an
+    early or late wake-up."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()

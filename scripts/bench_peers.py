@@ -39,9 +39,7 @@ import asyncio
 import contextlib
 import json
 import os
-import platform
 import resource
-import shlex
 import signal
 import subprocess
 import sys
@@ -56,6 +54,8 @@ from typing import Any
 
 import numpy as np
 import psutil
+from benchdoc import by_make, describe_command, load_average, machine, write_section
+from sse_server import parse_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "scripts" / "sse_server.py"
@@ -212,8 +212,6 @@ def server_get(url: str, path: str) -> Any:
         return json.loads(resp.read())
 
 
-def load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 class Meter:
@@ -475,20 +473,22 @@ def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> 
     (``time.perf_counter()`` seconds), its send lag (s) and 1/0 for ok."""
     from loadgen.client import RequestRecord
     from loadgen.pair import Sampling
-    from loadgen.runner import CellPlan, run_cell_async
+    from loadgen.runner import CellPlan, new_event_loop, run_cell_async
     from loadgen.workload import Prompt
 
     prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)
     plan = CellPlan(role="plain", workload="bench", endpoint="completions", concurrency=concurrency, warmup=(),
                     prompts=[prompt] * 20_000, duration_s=CHILD_DURATION_S, label=f"c{concurrency}")
-    time.sleep(1.0)  # idle after the imports, so the driver's idle RSS is not taken while they still grow
-    origin = time.perf_counter()  # run_cell_async's clock origin, to within microseconds
-    with open(out, "w", buffering=1) as fh:
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:  # the loop run_cell uses
+        runner.run(asyncio.sleep(0))  # created before the idle RSS is taken, like the peers' loops: not per stream
+        time.sleep(1.0)  # idle after the imports, so the driver's idle RSS is not taken while they still grow
+        origin = time.perf_counter()  # run_cell_async's clock origin, to within microseconds
+        with open(out, "w", buffering=1) as fh:
 
-        def on_record(record: RequestRecord) -> None:
-            fh.write(f"{origin + record.send_s:.6f} {record.send_s - record.scheduled_s:.9f} {int(record.ok)}\n")
+            def on_record(record: RequestRecord) -> None:
+                fh.write(f"{origin + record.send_s:.6f} {record.send_s - record.scheduled_s:.9f} {int(record.ok)}\n")
 
-        asyncio.run(run_cell_async(url, MODEL, Sampling(), plan, on_record))
+            runner.run(run_cell_async(url, MODEL, Sampling(), plan, on_record))
     return 0
 
 
@@ -579,15 +579,6 @@ def goals(points: Sequence[Point], levels: Sequence[int]) -> list[tuple[str, boo
     return out
 
 
-def machine() -> dict[str, str]:
-    model = "unknown"
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as fh:
-        for line in fh:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {"nproc": str(os.cpu_count()), "cpu": model, "python": platform.python_version(),
-            "os": f"{platform.system()} {platform.release()}"}
 
 
 def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namespace, command: str,
@@ -597,7 +588,7 @@ def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namesp
     lines = [
         SECTION, "",
         f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`"
-        f"{' (by `make bench`)' if os.environ.get('MAKELEVEL') else ''}", "",
+        f"{by_make()}", "",
         f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; {pinned}; load average "
         f"(1, 5, 15 min) at start {load_start}, at end {load_end}; the machine is shared, so the `other` column "
         "shows the cores that everything else used during the saturation window.", "",
@@ -651,33 +642,10 @@ def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namesp
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace (or append) this benchmark's section of ``path``, keeping the others."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n\nMeasured by `make bench`; numbers, not tests.\n"
-    start = text.find(SECTION)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + ("" if end < 0 else text[end + 1:])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
-def describe_command(argv: Sequence[str]) -> str:
-    exe, script = Path(sys.executable), Path(sys.argv[0]).resolve()
-    with contextlib.suppress(ValueError):
-        exe = exe.relative_to(Path.cwd())
-    with contextlib.suppress(ValueError):
-        script = script.relative_to(Path.cwd())
-    return shlex.join([str(exe), str(script), *argv])
 
 
-def parse_pattern(text: str) -> tuple[int, ...]:
-    pattern = tuple(int(p) for p in text.split(",") if p.strip())
-    if not pattern or min(pattern) < 1:
-        raise argparse.ArgumentTypeError("pattern needs token counts >= 1, e.g. 1,4,4,2,4")
-    return pattern
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -745,7 +713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     section = render(points, cls, args, describe_command(argv), load_start, load_average(), pinned, verdicts)
     print(section)
     if str(args.out) != "-":
-        write_section(args.out, section)
+        write_section(args.out, section, SECTION)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0 if all(ok for _, ok, _ in verdicts) else 1
 

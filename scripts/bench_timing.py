@@ -27,8 +27,6 @@ import asyncio
 import contextlib
 import json
 import os
-import platform
-import shlex
 import subprocess
 import sys
 import time
@@ -40,12 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from benchdoc import by_make, describe_command, machine, write_section
 from sse_server import Script, parse_pattern
 
 from loadgen.client import RequestRecord
 from loadgen.metrics import request_timings
 from loadgen.pair import Sampling
-from loadgen.runner import CellPlan, run_cell_async
+from loadgen.runner import CellPlan, new_event_loop, run_cell_async
 from loadgen.workload import Prompt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,7 +198,8 @@ def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespac
     meter = CpuMeter(server_pid)
     # run_cell's coroutine, for the cell clock's origin (a perf_counter value) that the trace needs
     cell = run_cell_async(url, "scripted", Sampling(), plan, count, lambda: server_get(url, "/stats?reset=1"))
-    records, origin = asyncio.run(asyncio.wait_for(cell, timeout_s))
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:  # the loop run_cell uses
+        records, origin = runner.run(asyncio.wait_for(cell, timeout_s))
     cpu = meter.stop()
     stats = server_get(url, "/stats?reset=1")
     stats["connections"] -= 1  # the connection of this /stats request itself
@@ -230,16 +230,6 @@ def verdict(errors_ms: Sequence[float]) -> tuple[float, float, bool]:
     return med, p99, bool(len(abs_err)) and med <= MEDIAN_LIMIT_MS and p99 <= P99_LIMIT_MS
 
 
-def machine() -> dict[str, str]:
-    """nproc, CPU model, Python version and OS of this machine."""
-    model = "unknown"
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as fh:
-        for line in fh:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {"nproc": str(os.cpu_count()), "cpu": model, "python": platform.python_version(),
-            "os": f"{platform.system()} {platform.release()}"}
 
 
 def section_title(realtime: bool) -> str:
@@ -254,7 +244,7 @@ def render(results: Sequence[LevelResult], args: argparse.Namespace, command: st
     lines = [
         section_title(args.realtime), "",
         f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`"
-        f"{' (by `make bench`)' if os.environ.get('MAKELEVEL') else ''}", "",
+        f"{by_make()}", "",
         f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; client (loadgen's runner, "
         f"client and transport) and scripted server (`scripts/sse_server.py`, `{args.selector}` loop) as separate "
         f"processes{'' if args.no_pin else ', each pinned to its own core'}"
@@ -308,29 +298,8 @@ def _ms(value: float | int | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def write_section(path: Path, section: str, title: str) -> None:
-    """Replace (or append) the section headed ``title`` (a whole line) of ``path``, keeping the others."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n\nMeasured by `make bench`; numbers, not tests.\n"
-    start = text.find("\n" + title + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + 1 + len(title))
-        text = text[:start + 1] + section + ("" if end < 0 else "\n" + text[end + 1:])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
-def describe_command(argv: list[str] | None) -> str:
-    """The command line as run (interpreter relative to the repository), noting ``make bench``."""
-    exe = Path(sys.executable)
-    with contextlib.suppress(ValueError):
-        exe = exe.relative_to(Path.cwd())
-    script = Path(sys.argv[0])
-    with contextlib.suppress(ValueError):
-        script = script.resolve().relative_to(Path.cwd())
-    words = [str(exe), str(script), *(sys.argv[1:] if argv is None else argv)]
-    return shlex.join(words)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

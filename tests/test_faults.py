@@ -9,8 +9,12 @@ from loadgen.faults import categories, classify, over_budget
 
 @pytest.mark.parametrize(("error", "category"), [
     ("HTTP 429: too many requests", "http_429"),
-    ("HTTP 400: {\"error\": {\"message\": \"This model's maximum context length is 1024 tokens\"}}", "http_4xx"),
-    ("HTTP 404: model not found", "http_4xx"),
+    ("HTTP 400: {\"error\": {\"message\": \"This model's maximum context length is 1024 tokens\"}}", "context_length"),
+    ("HTTP 400: The decoder prompt (length 3000) is longer than the maximum model length of 2048.", "context_length"),
+    ("HTTP 400: {\"error\": {\"message\": \"temperature must be >= 0\"}}", "http_4xx"),
+    ("HTTP 404: {\"error\": {\"message\": \"The model `nope` does not exist.\"}}", "model_not_found"),
+    ("HTTP 404: model not found", "model_not_found"),
+    ("HTTP 404: no route", "http_4xx"),
     ("HTTP 500: boom", "http_5xx"),
     ("error: engine dead", "error_event"),
     ("malformed: not JSON: '{oops'", "malformed"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.metrics import Acceptance, Distribution, MeasuredRequest, cell_stats, request_timings
+from loadgen.metrics import Acceptance, ClientUse, Distribution, MeasuredRequest, cell_stats, request_timings
 from loadgen.prom import SpecDecodeCounters
 
 
@@ -95,3 +95,14 @@ def test_tokens_per_decode_chunk() -> None:
                     MeasuredRequest(0, 0, [0.1, 0.2], [1, 2], False)], None)
     assert s.mean_tokens_per_decode_chunk == pytest.approx(10 / 3)
     assert s.mean_tokens_per_chunk == pytest.approx(12 / 5)
+
+
+def test_client_use_and_its_saturation_note() -> None:
+    calm = ClientUse.of(0.25, 1.0, [0.001] * 10)
+    assert calm.cores == 0.25 and calm.send_lag.count == 10 and calm.saturation_note() is None
+    busy = ClientUse.of(1.8, 2.0, [0.001] * 10)  # 0.9 of the event loop's core
+    assert busy.cores == 0.9 and "0.90 of its one event-loop core" in (busy.saturation_note() or "")
+    lagging = ClientUse.of(0.1, 1.0, [0.001] * 8 + [0.02, 0.02])  # p99 of the send lag 20 ms > 5 ms
+    assert lagging.send_lag.p99 is not None and abs(lagging.send_lag.p99 - 0.02) < 1e-12
+    assert "send lag p99 20.0 ms" in (lagging.saturation_note() or "")
+    assert ClientUse.of(0.0, 0.0, []).cores == 0.0 and ClientUse.of(0.0, 0.0, []).saturation_note() is None
