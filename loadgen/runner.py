@@ -16,6 +16,11 @@ time and a free slot), so send lag = ``send_s - scheduled_s`` measures the clien
 the open-loop schedule. Every finished request is handed to ``on_record`` at once, so an interrupted
 cell keeps what finished.
 
+Python's cyclic garbage collector is off during a cell: its full collections walk every record kept so
+far and stopped the event loop for 10-60 ms at a few thousand requests per cell (send lag and chunk
+timestamps late by as much; ``scripts/bench_soak.py``). Streams make next to no reference cycles, so the
+memory this holds back is small; the collector runs once when the cell ends.
+
 Streams go over :mod:`loadgen.transport`: one keep-alive :class:`StreamConnection` per slot (closed
 loop: per worker; open loop: a pool of ``plan.concurrency`` connections, one handed out with each
 semaphore slot), shared by warmup, measured phase and cooldown, and closed at the end of the cell.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +173,8 @@ async def run_cell_async(
     cell = _Cell(pool, model, sampling, plan, clock, on_record)
     side: asyncio.Task[None] | None = None
     client: httpx.AsyncClient | None = None
+    collecting = gc.isenabled()
+    gc.disable()  # no collector pauses inside a cell (module docstring); back on, with a collection, at its end
     try:
         if plan.warmup:
             await cell.closed_loop(plan.warmup, "warmup")
@@ -188,6 +196,9 @@ async def run_cell_async(
             await client.aclose()
         for conn in pool:
             conn.close()
+        if collecting:
+            gc.enable()
+            gc.collect()
     return cell.records, origin
 
 

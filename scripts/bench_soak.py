@@ -55,6 +55,7 @@ SECTION = "## Soak: memory and event-loop lag over time"
 MODEL = "scripted"
 LAG_PERIOD_S = 0.05
 SETTLE_CELLS = 2
+BOUNDARY_S = 2.0  # the first seconds of a cell, for the loop lag's split (split_lag)
 RSS_SLOPE_LIMIT_MB_PER_MIN = 0.5
 PROMPTS_PER_CELL = 1_000_000  # references to one prompt; the cell's duration stops it long before
 
@@ -82,6 +83,8 @@ class Soak:
     proc: psutil.Process
     samples: list[Sample] = field(default_factory=list)
     cell_ends: list[tuple[float, float]] = field(default_factory=list)  # (minutes, RSS MB)
+    cell_spans: list[tuple[float, float]] = field(default_factory=list)  # (start, end) s since the start
+    lag_at: list[tuple[float, float]] = field(default_factory=list)  # (s since the start, lag ms), all of them
     chunks: int = 0
     requests: int = 0
     errors: int = 0
@@ -92,7 +95,8 @@ class Soak:
     def record(self, r: RequestRecord) -> None:
         self.chunks += len(r.chunk_tokens)
         self.requests += 1
-        self.send_lag_ms.append((r.send_s - r.scheduled_s) * 1e3)
+        if r.phase == "measured":  # a cell's warmup opens its connections: their connect time is send lag
+            self.send_lag_ms.append((r.send_s - r.scheduled_s) * 1e3)
         if r.error is not None or r.output_tokens != r.requested_output_tokens:
             self.errors += 1
             if len(self.error_lines) < 5:
@@ -118,7 +122,9 @@ async def loop_lag(soak: Soak) -> None:
     while True:
         due = time.perf_counter() + LAG_PERIOD_S
         await asyncio.sleep(LAG_PERIOD_S)
-        soak.lag_ms.append((time.perf_counter() - due) * 1e3)
+        now = time.perf_counter()
+        soak.lag_ms.append((now - due) * 1e3)
+        soak.lag_at.append((now - soak.start, (now - due) * 1e3))
 
 
 async def sampler(soak: Soak, every_s: float) -> None:
@@ -141,11 +147,13 @@ async def run_soak(url: str, args: argparse.Namespace, workdir: Path) -> Soak:
         cell = 0
         while (left := args.duration_s - (time.perf_counter() - soak.start)) > 1.0:
             plan = CellPlan(role="plain", workload="soak", endpoint="completions", concurrency=args.concurrency,
-                            warmup=(), prompts=[prompt] * PROMPTS_PER_CELL, duration_s=min(args.cell_s, left),
+                            warmup=[prompt] * args.concurrency, prompts=[prompt] * PROMPTS_PER_CELL,
+                            duration_s=min(args.cell_s, left),
                             label=f"c{args.concurrency}", repetition=cell)
-            path = workdir / f"cell-{cell}.jsonl"
+            path, began = workdir / f"cell-{cell}.jsonl", time.perf_counter() - soak.start
             with open(path, "w") as fh:
                 records, _ = await run_cell_async(url, MODEL, Sampling(), plan, functools.partial(_keep, fh, soak))
+            soak.cell_spans.append((began, time.perf_counter() - soak.start))
             del records
             path.unlink()
             soak.cell_ends.append(((time.perf_counter() - soak.start) / 60, soak.rss_mb()))
@@ -193,6 +201,18 @@ def rss_slope(cell_ends: Sequence[tuple[float, float]]) -> float | None:
     return float(np.polyfit(minutes, rss, 1)[0])
 
 
+def split_lag(soak: Soak) -> tuple[list[float], list[float]]:
+    """Loop lag (ms) inside cells, from ``BOUNDARY_S`` after a cell began to its end, and the rest: around
+    the cell boundaries, where a cell's connections are closed, the collector runs and the next cell's
+    connections open."""
+    inside: list[float] = []
+    around: list[float] = []
+    for t, lag in soak.lag_at:
+        steady = any(start + BOUNDARY_S <= t <= end for start, end in soak.cell_spans)
+        (inside if steady else around).append(lag)
+    return inside, around
+
+
 def rows(samples: Sequence[Sample], report_s: float) -> list[str]:
     """Markdown rows, one per ``report_s`` of samples."""
     out: list[str] = []
@@ -214,6 +234,8 @@ def rows(samples: Sequence[Sample], report_s: float) -> list[str]:
 def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float | None, ok: bool) -> str:
     m = machine()
     lag = [v for s in soak.samples for v in s.lag_ms]
+    send = [v for s in soak.samples for v in s.send_lag_ms]
+    inside, around = split_lag(soak)
     errors = sum(s.errors for s in soak.samples)
     requests = sum(s.requests for s in soak.samples)
     first, last = soak.cell_ends[0] if soak.cell_ends else (0, 0), soak.cell_ends[-1] if soak.cell_ends else (0, 0)
@@ -225,8 +247,9 @@ def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float |
         f"load average at start {load_start}, at end {load_average()}.", "",
         f"Load: closed loop at concurrency {args.concurrency}, `/v1/completions` streams of {args.output_tokens} "
         f"tokens (tokens per chunk {args.pattern}), TTFT {args.ttft_ms:g} ms and a chunk every {args.chunk_ms:g} ms; "
-        f"{len(soak.cell_ends)} cells of {args.cell_s:g} s back to back, {args.duration_s / 60:g} minutes in all; "
-        f"every request written as a JSON line as it finished, each cell's records and file dropped at its end.", "",
+        f"{len(soak.cell_ends)} cells of {args.cell_s:g} s back to back (each after a warmup of one request per "
+        f"stream), {args.duration_s / 60:g} minutes in all; every request written as a JSON line as it finished, "
+        "each cell's records and file dropped at its end.", "",
         f"Over time (one row per {args.report_s:g} s; **loop lag**: how late a {LAG_PERIOD_S * 1e3:g} ms sleep in "
         "the client's event loop woke, epoll's rounding to the next millisecond included; **send lag**: DESIGN.md):",
         "",
@@ -239,7 +262,13 @@ def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float |
         + ("n/a (too few cells)" if slope is None else f"{slope:+.3f} MB per minute ({slope * 60:+.1f} MB per hour)")
         + f"; first to last cell end {first[1]:.1f} -> {last[1]:.1f} MB.",
         f"- Event-loop lag over the run: p50 {pct(lag, 50):.2f} ms, p99 {pct(lag, 99):.2f} ms, p99.9 "
-        f"{pct(lag, 99.9):.2f} ms, max {max(lag, default=float('nan')):.2f} ms ({len(lag):,} wake-ups).",
+        f"{pct(lag, 99.9):.2f} ms, max {max(lag, default=float('nan')):.2f} ms ({len(lag):,} wake-ups); inside "
+        f"cells (from {BOUNDARY_S:g} s after a cell began): p50 {pct(inside, 50):.2f}, p99 {pct(inside, 99):.2f}, "
+        f"max {max(inside, default=float('nan')):.2f} ms ({len(inside):,}); around cell boundaries (connections "
+        f"closed and opened, the collector's run): p99 {pct(around, 99):.2f}, max "
+        f"{max(around, default=float('nan')):.2f} ms ({len(around):,}).",
+        f"- Send lag of the measured requests (each cell's warmup opens its connections): p50 {pct(send, 50):.3f} "
+        f"ms, p99 {pct(send, 99):.3f} ms, max {max(send, default=float('nan')):.3f} ms.",
         f"- Requests: {requests:,} finished, {errors} failed"
         + (f" (first: {'; '.join(soak.error_lines)})" if soak.error_lines else "") + ".",
         f"- {'PASS' if ok else 'FAIL'}: RSS slope <= {RSS_SLOPE_LIMIT_MB_PER_MIN:g} MB per minute and no failed "
