@@ -3,7 +3,8 @@ made to produce. Each POST body's ``prompt`` names a script: a list of (delay_s,
 as HTTP/1.1 chunked transfer encoding on keep-alive connections. Special steps: ``None`` shuts the
 connection down (FIN) mid-body; :data:`RESET` aborts it (RST); :data:`CLOSE` ends the body (zero
 chunk) and then closes the connection without a ``Connection: close`` header, like a server whose
-keep-alive timeout expired. :class:`Counters` counts connections accepted and requests served."""
+keep-alive timeout expired. ``GET /health`` answers 200 and ``GET /metrics`` 500. :class:`Counters` counts
+connections accepted and requests served."""
 
 from __future__ import annotations
 
@@ -66,6 +67,14 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.counters.add("connections")
+
+    def do_GET(self) -> None:
+        # /health answers 200 (the server is alive); /metrics answers 500, like a broken exporter
+        status, body = {"/health": (200, b""), "/metrics": (500, b"exporter failed")}.get(self.path, (404, b""))
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_POST(self) -> None:
         self.counters.add("requests")

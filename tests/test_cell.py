@@ -1,0 +1,83 @@
+"""One cell on a server that fails some requests (the scripted SSE server on loopback: HTTP 429 and 500
+with bodies, an error event inside a 200 stream, malformed JSON): every request is kept, each failure
+gets its category, the cell's entry counts them, and the pair's error budget stops the run or lets it go
+on. The scripted server has no ``/metrics``: the cell is marked and nothing crashes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadgen import servers
+from loadgen.cell import RunContext, run_cell_on
+from loadgen.errors import RunFailed
+from loadgen.observe import ObserveOptions, Observers
+from loadgen.pair import Level, Pair, load_pair
+from loadgen.plan import CellSpec
+from loadgen.rundir import JsonlAppender
+from loadgen.workload import Prompt
+from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+
+OK = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")), (0.0, usage_chunk(2, 2)),
+      (0.0, DONE)]
+SCRIPTS = {
+    "ok": (200, OK),
+    "429": (429, [(0.0, b'{"error": {"message": "rate limited", "type": "RateLimitError", "code": 429}}')]),
+    "500": (500, [(0.0, b'{"error": {"message": "engine failed", "code": 500}}')]),
+    "event": (200, [(0.0, completion_chunk(" a", [1])), (0.0, b'data: {"error": {"message": "engine dead"}}\n\n')]),
+    "garbage": (200, [(0.0, b"data: {oops\n\n")]),
+}
+
+
+def _run(tmp_path: Path, prompts: list[str], on_error_budget: str) -> tuple[RunFailed | None, dict[str, Any], int]:
+    base = load_pair("demo-cpu")
+    pair: Pair = dataclasses.replace(base, stop=dataclasses.replace(base.stop, max_error_rate=0.25,
+                                                                       on_error_budget=on_error_budget))
+    measured = tuple(Prompt(p, "w", "completions", p, None, 2) for p in prompts)
+    cell = CellSpec("w", "completions", Level(2), 0, (), measured, (), None)
+    for sub in ("metrics", "servers"):
+        (tmp_path / sub).mkdir()
+    run = RunContext(pair, tmp_path, JsonlAppender(tmp_path / "requests.jsonl"),
+                     JsonlAppender(tmp_path / "cells.jsonl"), lambda _: None,
+                     Observers(pair.name, ObserveOptions(progress=False), lambda _: None))
+    failed: RunFailed | None = None
+    with scripted_server(SCRIPTS) as url:
+        spec = servers.LaunchSpec("plain", [], {}, "127.0.0.1", 0, "m", 5.0, tmp_path / "log", attach_url=url)
+        try:
+            run_cell_on(run, "plain", servers.attach(spec), cell)
+        except RunFailed as exc:
+            failed = exc
+        finally:
+            run.observers.close()
+            run.requests.close()
+            run.cells_log.close()
+    entry = json.loads((tmp_path / "cells.jsonl").read_text().splitlines()[-1])
+    return failed, entry, len((tmp_path / "requests.jsonl").read_text().splitlines())
+
+
+FAULTY = ["ok", "429", "ok", "500", "ok", "event", "ok", "garbage"]
+
+
+def test_errors_over_the_budget_stop_the_run_and_keep_every_request(tmp_path: Path) -> None:
+    failed, entry, kept = _run(tmp_path, FAULTY, "stop")
+    assert failed is not None and "4 of 8 requests failed" in str(failed)
+    assert entry["errors"] == 4 and kept == 8
+    assert entry["error_categories"] == {"http_429": 1, "http_5xx": 1, "error_event": 1, "malformed": 1}
+    assert "max_error_rate = 0.25" in entry["failure"]
+    assert "500" in entry["metrics_error"] and any("server metrics unavailable" in n for n in entry["notes"])
+    assert entry["client"]["send_lag_s"]["count"] == 8 and entry["client"]["cpu_s"] > 0
+
+
+def test_errors_over_the_budget_with_continue_mark_the_cell(tmp_path: Path) -> None:
+    failed, entry, kept = _run(tmp_path, FAULTY, "continue")
+    assert failed is None and entry["errors"] == 4 and kept == 8 and "over the error budget" in entry["failure"]
+
+
+@pytest.mark.parametrize("bad", ["429", "500", "event", "garbage"])
+def test_errors_within_the_budget_are_counted_not_failed(tmp_path: Path, bad: str) -> None:
+    failed, entry, _ = _run(tmp_path, ["ok"] * 4 + [bad], "stop")  # 1 of 5 = 0.2 <= 0.25
+    assert failed is None and entry["failure"] is None and entry["errors"] == 1
