@@ -55,10 +55,9 @@ from typing import Any
 import numpy as np
 import psutil
 from benchdoc import by_make, describe_command, load_average, machine, write_section
-from sse_server import parse_pattern
+from sse_server import parse_pattern, spawn
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "scripts" / "sse_server.py"
 VLLM_WRAPPER = ROOT / "scripts" / "peer_vllm_bench.py"
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 BENCH_VENVS = ROOT / ".bench-venvs"
@@ -499,22 +498,10 @@ def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> 
 @contextlib.contextmanager
 def scripted_server(args: argparse.Namespace, cpu: int | None) -> Iterator[tuple[str, psutil.Process]]:
     """Start sse_server.py (epoll: select() cannot watch more than 1,024 sockets), pinned to ``cpu``."""
-    cmd = [sys.executable, str(SERVER), "--port", "0", "--selector", "epoll", "--pattern",
-           ",".join(map(str, args.pattern)), "--ttft-ms", str(PACED["ttft_ms"]), "--chunk-ms", str(PACED["chunk_ms"]),
-           "--model", MODEL]
-    # stderr: asyncio logs every write to a stream whose client was stopped mid-way
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        if cpu is not None:
-            os.sched_setaffinity(proc.pid, {cpu})
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"sse_server.py did not start: {line!r}")
-        yield "http://" + line.split()[-1], psutil.Process(proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    options = ["--selector", "epoll", "--pattern", ",".join(map(str, args.pattern)), "--ttft-ms",
+               str(PACED["ttft_ms"]), "--chunk-ms", str(PACED["chunk_ms"]), "--model", MODEL]
+    with spawn(options, cpu) as (url, proc):
+        yield url, psutil.Process(proc.pid)
 
 
 def wait_for_quiet(limit: float, tries: int, pause_s: float) -> str:

@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 import urllib.request
@@ -39,7 +38,7 @@ from typing import Any
 
 import numpy as np
 from benchdoc import by_make, describe_command, machine, write_section
-from sse_server import Script, parse_pattern
+from sse_server import Script, parse_pattern, spawn
 
 from loadgen.client import RequestRecord
 from loadgen.metrics import request_timings
@@ -48,7 +47,6 @@ from loadgen.runner import CellPlan, new_event_loop, run_cell_async
 from loadgen.workload import Prompt
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "scripts" / "sse_server.py"
 SECTION = "## Timing accuracy against a scripted server"
 GATED = ("TTFT", "ICL", "ITL", "TPOT")
 METRICS = ("TTFT", "E2E", "TPOT", "ICL", "ITL")
@@ -116,26 +114,16 @@ def trace_split(records: Sequence[RequestRecord], origin: float, trace: list[dic
 def scripted_server(args: argparse.Namespace) -> Iterator[tuple[str, int]]:
     """Start sse_server.py (pinned to the last CPU when there are >= 2, the client to the others);
     yield its base URL and process id."""
-    cmd = [sys.executable, str(SERVER), "--port", "0", "--ttft-ms", str(args.ttft_ms), "--chunk-ms",
-           str(args.chunk_ms), "--pattern", ",".join(map(str, args.pattern)), "--selector", args.selector]
-    if args.trace:
-        cmd.append("--trace")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    try:
+    options = ["--ttft-ms", str(args.ttft_ms), "--chunk-ms", str(args.chunk_ms), "--pattern",
+               ",".join(map(str, args.pattern)), "--selector", args.selector, *(["--trace"] if args.trace else [])]
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = len(cpus) >= 2 and not args.no_pin
+    with spawn(options, cpus[-1] if pin else None, quiet=False) as (url, proc):
         if args.realtime:
             set_realtime(proc.pid)
-        cpus = sorted(os.sched_getaffinity(0))
-        if len(cpus) >= 2 and not args.no_pin:
-            os.sched_setaffinity(proc.pid, {cpus[-1]})
+        if pin:
             os.sched_setaffinity(0, set(cpus[:-1]))
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"sse_server.py did not start: {line!r}")
-        yield "http://" + line.split()[-1], proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        yield url, proc.pid
 
 
 def set_realtime(pid: int) -> None:

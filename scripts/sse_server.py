@@ -51,13 +51,17 @@ import dataclasses
 import itertools
 import json
 import math
+import os
 import selectors
 import signal
+import subprocess
 import sys
 import time
 import urllib.parse
 from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 _CRLF = b"\r\n"
@@ -463,6 +467,27 @@ async def serve(args: argparse.Namespace) -> None:
         for task in list(app.handlers):
             task.cancel()
         await asyncio.gather(*app.handlers, return_exceptions=True)
+
+
+@contextlib.contextmanager
+def spawn(options: Sequence[str], cpu: int | None = None,
+          quiet: bool = True) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Run this server as a child process (``--port 0`` plus ``options``), pinned to ``cpu`` when given; yield
+    its base URL and process once it listens, and terminate it at the end. ``quiet`` drops its stderr (asyncio
+    logs every write to a stream whose client went away). RuntimeError when it does not start."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--port", "0", *options]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL if quiet else None, text=True)
+    try:
+        if cpu is not None:
+            os.sched_setaffinity(proc.pid, {cpu})
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"sse_server.py did not start: {line!r}")
+        yield "http://" + line.split()[-1], proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def main(argv: list[str] | None = None) -> int:
