@@ -35,7 +35,7 @@ import gc
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -43,6 +43,8 @@ from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream
 from loadgen.pair import Sampling
 from loadgen.transport import StreamConnection
 from loadgen.workload import Prompt
+
+T = TypeVar("T")
 
 #: Per-request time limits (s): connecting, and the longest silence allowed inside a stream.
 CONNECT_TIMEOUT_S = 10.0
@@ -214,10 +216,15 @@ def run_cell(
     api_key: str | None = None,
 ) -> list[RequestRecord]:
     """Synchronous wrapper of :func:`run_cell_async`; returns the measured records."""
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        records, _ = runner.run(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
-                                               during_measured, api_key))
+    records, _ = run_in_cell_loop(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
+                                                 during_measured, api_key))
     return records
+
+
+def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end on a new loop from :func:`new_event_loop`, the loop every cell runs on."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(coro)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -211,8 +211,6 @@ def server_get(url: str, path: str) -> Any:
         return json.loads(resp.read())
 
 
-
-
 class Meter:
     """Samples one client (RSS, open streams) and measures windows."""
 
@@ -566,8 +564,6 @@ def goals(points: Sequence[Point], levels: Sequence[int]) -> list[tuple[str, boo
     return out
 
 
-
-
 def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namespace, command: str,
            load_start: str, load_end: str, pinned: str, verdicts: Sequence[tuple[str, bool, str]]) -> str:
     m = machine()
@@ -627,12 +623,6 @@ def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namesp
     lines += ["", "Goals for loadgen:", ""]
     lines += [f"- {'PASS' if ok else 'FAIL'}: {goal} ({evidence})" for goal, ok, evidence in verdicts]
     return "\n".join(lines) + "\n"
-
-
-
-
-
-
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

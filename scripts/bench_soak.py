@@ -46,10 +46,9 @@ from sse_server import spawn
 
 from loadgen.client import RequestRecord
 from loadgen.pair import Sampling
-from loadgen.runner import CellPlan, run_cell_async
+from loadgen.runner import CellPlan, run_cell_async, run_in_cell_loop
 from loadgen.workload import Prompt
 
-ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Soak: memory and event-loop lag over time"
 MODEL = "scripted"
 LAG_PERIOD_S = 0.05
@@ -304,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_start = load_average()
     with scripted_server(args) as url, tempfile.TemporaryDirectory(prefix="loadgen-soak-") as tmp:
         print(f"soak: concurrency {args.concurrency} for {args.duration_s:g} s against {url}", file=sys.stderr)
-        soak = asyncio.run(run_soak(url, args, Path(tmp)))
+        soak = run_in_cell_loop(run_soak(url, args, Path(tmp)))  # the loop `loadgen compare` runs cells on
     slope = rss_slope(soak.cell_ends)
     ok = slope is not None and slope <= RSS_SLOPE_LIMIT_MB_PER_MIN and soak.total_errors == 0
     section = render(soak, args, load_start, slope, ok)

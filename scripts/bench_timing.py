@@ -43,7 +43,7 @@ from sse_server import Script, parse_pattern, spawn
 from loadgen.client import RequestRecord
 from loadgen.metrics import request_timings
 from loadgen.pair import Sampling
-from loadgen.runner import CellPlan, new_event_loop, run_cell_async
+from loadgen.runner import CellPlan, run_cell_async, run_in_cell_loop
 from loadgen.workload import Prompt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,8 +186,7 @@ def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespac
     meter = CpuMeter(server_pid)
     # run_cell's coroutine, for the cell clock's origin (a perf_counter value) that the trace needs
     cell = run_cell_async(url, "scripted", Sampling(), plan, count, lambda: server_get(url, "/stats?reset=1"))
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:  # the loop run_cell uses
-        records, origin = runner.run(asyncio.wait_for(cell, timeout_s))
+    records, origin = run_in_cell_loop(asyncio.wait_for(cell, timeout_s))
     cpu = meter.stop()
     stats = server_get(url, "/stats?reset=1")
     stats["connections"] -= 1  # the connection of this /stats request itself
