@@ -174,7 +174,7 @@ def test_connection_closed_mid_stream() -> None:
 def test_read_timeout_is_recorded_and_the_next_request_reconnects() -> None:
     records, opened, counters = _run(["slow", "ok"], read_timeout_s=0.1)
     assert records[0].error == "read timeout: no data for 0.1 s" and records[0].chunk_tokens == []
-    assert records[0].done_s is not None and 0.1 <= records[0].done_s - records[0].send_s < 0.4
+    assert records[0].done_s is not None and records[0].done_s - records[0].send_s >= 0.1  # not before the timeout
     _assert_ok(records[1])
     assert counters.connections == 2 and opened == 2
 
@@ -186,7 +186,7 @@ def test_read_timeout_is_per_silence_not_per_stream() -> None:
     assert records[0].error is None and records[0].chunk_tokens == [1] * 8
     assert records[0].chunk_arrivals_s[-1] - records[0].send_s > 0.3
     assert records[1].error == "read timeout: no data for 0.15 s" and records[1].token_ids == [1, 2]
-    assert records[1].done_s is not None and 0.15 <= records[1].done_s - records[1].chunk_arrivals_s[-1] < 0.45
+    assert records[1].done_s is not None and records[1].done_s - records[1].chunk_arrivals_s[-1] >= 0.15
     _assert_ok(records[2])
 
 
