@@ -11,7 +11,7 @@ speculative server, one ``position`` child per draft position 0..K-1.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -69,6 +69,26 @@ class Snapshot:
     def has_family_prefix(self, prefix: str) -> bool:
         """Whether any family or sample name starts with ``prefix``."""
         return any(n.startswith(prefix) for n in (*self.types, *(s.name for s in self.samples)))
+
+
+_SUFFIXES = ("", "_total", "_created", "_bucket", "_count", "_sum")
+
+
+def only_families(text: str, names: Iterable[str]) -> str:
+    """The lines of exposition ``text`` that belong to the families ``names``: their ``# HELP``/``# TYPE``
+    lines and samples (the family name, or it plus ``_total``, ``_bucket``, ``_count``, ``_sum``,
+    ``_created``). Parsing just those is a small part of parsing all of vLLM's ``/metrics`` (60 KB: about
+    9 ms on a 2-core machine), which matters inside the event loop. "" when none is there."""
+    wanted = {name + suffix for name in names for suffix in _SUFFIXES}
+    keep = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            parts = line.split(" ", 3)
+            if len(parts) >= 3 and parts[1] in ("HELP", "TYPE") and parts[2] in wanted:
+                keep.append(line)
+        elif line.split("{", 1)[0].split(" ", 1)[0] in wanted:
+            keep.append(line)
+    return "\n".join(keep) + "\n" if keep else ""
 
 
 def parse_metrics(text: str) -> Snapshot:

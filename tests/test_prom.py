@@ -29,6 +29,7 @@ from loadgen.prom import (
     counter_delta,
     has_spec_decode,
     histogram_delta,
+    only_families,
     parse_metrics,
     spec_decode_delta,
     spec_decode_positions,
@@ -318,3 +319,17 @@ def test_cache_config_info(t0: Snapshot, plain0: Snapshot) -> None:
     assert cache_config_info(plain0)["num_gpu_blocks"] == "4096"
     assert cache_config_info(parse_metrics("vllm:num_requests_running 0\n")) == {}
     assert cache_config_info(t0, engine="7") == {}
+
+
+@pytest.mark.parametrize("name", ["vllm032_spec_t1.prom", "vllm032_plain_t0.prom"])
+def test_only_families_keeps_exactly_their_samples(name: str) -> None:
+    text = (DATA / name).read_text()
+    full = parse_metrics(text)
+    gauges = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
+    small = parse_metrics(only_families(text, gauges))
+    assert {s.name for s in small.samples} == set(gauges)
+    for g in gauges:
+        assert small.values(g) == full.values(g) and small.types[g] == full.types[g] == "gauge"
+    counter = parse_metrics(only_families(text, ["vllm:request_success"]))  # a counter: its _total samples
+    assert counter.total("vllm:request_success_total") == full.total("vllm:request_success_total")
+    assert only_families(text, ["vllm:no_such_family"]) == "" and only_families("<html>", gauges) == ""
