@@ -224,6 +224,8 @@ class ClientUse:
         busy, lagging = self.cores >= CLIENT_BUSY_CORES, lag is not None and lag > CLIENT_SEND_LAG_LIMIT_S
         if not (busy or lagging):
             return None
-        return (f"loadgen's client was near saturation in this cell ({self.cores:.2f} of its one event-loop core"
+        state = "near saturation" if busy else "held up (its event loop was late while not busy)"
+        return (f"loadgen's client was {state} in this cell ({self.cores:.2f} of its one event-loop core"
                 + (f", send lag p99 {lag * 1e3:.1f} ms" if lag is not None else "") + "): its own delays may be in "
-                "the numbers; use fewer concurrent streams per loadgen process or a faster machine for the client")
+                "the numbers; use fewer concurrent streams per loadgen process or a faster or quieter machine for "
+                "the client")

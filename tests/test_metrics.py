@@ -104,5 +104,7 @@ def test_client_use_and_its_saturation_note() -> None:
     assert busy.cores == 0.9 and "0.90 of its one event-loop core" in (busy.saturation_note() or "")
     lagging = ClientUse.of(0.1, 1.0, [0.001] * 8 + [0.02, 0.02])  # p99 of the send lag 20 ms > 5 ms
     assert lagging.send_lag.p99 is not None and abs(lagging.send_lag.p99 - 0.02) < 1e-12
-    assert "send lag p99 20.0 ms" in (lagging.saturation_note() or "")
+    note = lagging.saturation_note() or ""
+    assert "send lag p99 20.0 ms" in note and "held up" in note
+    assert "near saturation" in (busy.saturation_note() or "")
     assert ClientUse.of(0.0, 0.0, []).cores == 0.0 and ClientUse.of(0.0, 0.0, []).saturation_note() is None
