@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from loadgen.pair import Sampling
-from loadgen.sse import SSEDecoder, parse_chunk
+from loadgen.sse import SSEDecoder, StreamChunk, parse_chunk, parse_chunk_bytes
 from loadgen.transport import StreamConnection, TransportError
 from loadgen.workload import Prompt
 
@@ -141,10 +141,9 @@ async def stream_request(
     of the request: its timeline is complete, and the connection reconnects for the next one.
     """
     clock = conn.clock
-    decoder = SSEDecoder()
     payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     record.send_s = clock()
-    over = False  # [DONE], an error event or a malformed chunk seen: the rest is drained, not read
+    reader = _Reader(record)
     try:
         response = await conn.post_stream(endpoint_path(endpoint), payload)
         record.send_s, record.http_status = response.sent_s, response.status
@@ -153,31 +152,52 @@ async def stream_request(
             text = (await response.read()).decode("utf-8", "replace")
             record.error = f"HTTP {response.status}: {text[:300]}"
             return record
-        last = record.send_s
-        async for last, raw in response:
-            if over:
-                continue
-            for event in decoder.feed(raw):
-                if _absorb(record, event.data, last):
-                    over = True
-                    break
-        if not over:
-            for event in decoder.close():  # an event left without its closing blank line
-                if _absorb(record, event.data, last):
-                    break
+        reader.last = record.send_s
+        await response.deliver(reader.feed)
+        reader.close()
     except TransportError as exc:
         if conn.sent_s is not None:
             record.send_s = conn.sent_s
-        if not over and record.error is None:
+        if not reader.over and record.error is None:
             record.error = str(exc)
     finally:
         record.done_s = clock()
     return record
 
 
-def _absorb(record: RequestRecord, data: str, now: float) -> bool:
-    """Fold one SSE event into ``record``; True when the stream is over (done or error)."""
-    chunk = parse_chunk(data)
+class _Reader:
+    """Folds a response body, piece by piece, into a record: SSE events, then chunks (:func:`_absorb`).
+    ``over`` once ``[DONE]``, an error event or a malformed chunk was seen: later pieces are ignored."""
+
+    __slots__ = ("decoder", "last", "over", "record")
+
+    def __init__(self, record: RequestRecord) -> None:
+        self.record, self.decoder, self.over, self.last = record, SSEDecoder(), False, 0.0
+
+    def feed(self, arrival_s: float, raw: bytes) -> None:
+        """One body piece read at ``arrival_s`` (s, the cell clock)."""
+        self.last = arrival_s
+        if self.over:
+            return
+        if (data := self.decoder.lone_data(raw)) is not None and (chunk := parse_chunk_bytes(data)) is not None:
+            self.over = _absorb(self.record, chunk, arrival_s)  # the common piece, one whole event: no decoding
+            return
+        for event in self.decoder.feed(raw):
+            if _absorb(self.record, parse_chunk(event.data), arrival_s):
+                self.over = True
+                return
+
+    def close(self) -> None:
+        """The body ended: an event left without its closing blank line counts too."""
+        if not self.over:
+            for event in self.decoder.close():
+                if _absorb(self.record, parse_chunk(event.data), self.last):
+                    self.over = True
+                    return
+
+
+def _absorb(record: RequestRecord, chunk: StreamChunk, now: float) -> bool:
+    """Fold one interpreted SSE event into ``record``; True when the stream is over (done or error)."""
     if chunk.kind == "done":
         return True
     if chunk.kind in ("error", "malformed"):

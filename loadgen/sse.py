@@ -25,7 +25,7 @@ from typing import Literal, TypeGuard
 
 import orjson
 
-__all__ = ["SSEDecoder", "SSEEvent", "StreamChunk", "Usage", "parse_chunk"]
+__all__ = ["SSEDecoder", "SSEEvent", "StreamChunk", "Usage", "parse_chunk", "parse_chunk_bytes"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _MAX_ERR_SAMPLE = 80
@@ -81,6 +81,16 @@ class SSEDecoder:
         self._clean = (not self._partial and not self._data and self._event is None and not self._skip_lf
                        and self._decoder.getstate() == (b"", 0))
         return events
+
+    def lone_data(self, chunk: bytes) -> bytes | None:
+        """The ``data`` of ``chunk`` (UTF-8 bytes) when it is exactly one ``data: {...}`` line and its blank
+        line, LF-only, and nothing is pending; else None. Then :meth:`feed` would return one event with
+        this data (decoded), and leave the decoder as it is: a caller may skip :meth:`feed` for it, as
+        long as the bytes are valid UTF-8 (:func:`parse_chunk_bytes` refuses what is not)."""
+        if (self._clean and not self._closed and chunk.startswith(b"data: {") and chunk.endswith(b"\n\n")
+                and chunk.count(b"\n") == 2 and b"\r" not in chunk):
+            return chunk[6:-2]
+        return None
 
     def _whole_events(self, text: str) -> list[SSEEvent]:
         """Fast path: no line, event or UTF-8 sequence is pending and ``text`` ends in a blank line, so
@@ -249,6 +259,22 @@ def parse_chunk(data: str) -> StreamChunk:
             return _malformed(f"not JSON: {_sample(data)!r}")
     if not isinstance(obj, dict):
         return _malformed(f"JSON is not an object: {_sample(data)!r}")
+    return _interpret(obj)
+
+
+def parse_chunk_bytes(data: bytes) -> StreamChunk | None:
+    """:func:`parse_chunk` of ``data.decode()`` for a JSON object orjson reads straight from UTF-8 bytes
+    (the common vLLM chunk, from :meth:`SSEDecoder.lone_data`); None for anything else (invalid UTF-8,
+    what orjson refuses, not an object): the caller then takes the general path, with the same result
+    as ever."""
+    try:
+        obj = orjson.loads(data)
+    except ValueError:
+        return None
+    return _interpret(obj) if isinstance(obj, dict) else None
+
+
+def _interpret(obj: dict[str, object]) -> StreamChunk:
     if obj.get("error") is not None or obj.get("object") == "error":
         return StreamChunk(kind="error", error=_error_message(obj))
 

@@ -3,12 +3,17 @@
 One :class:`StreamConnection` per concurrency slot: keep-alive, one request at a time, reconnecting when
 the server closed the connection or after an error. A request is one write, ``sent_s`` taken right before
 it; each response piece is stamped with the connection's clock (seconds) when the event loop reads it,
-before any parsing. Framing per RFC 9112 section 6.3: chunked (section 7.1, the pure
-:class:`ChunkedDecoder`), ``Content-Length`` or close-delimited. Failures raise :class:`TransportError`
-with a short message (``connection refused (host:port)``, ``connect timeout after 10 s``, ``read timeout:
-no data for 300 s``, ``connection reset by peer mid-stream``, ``connection closed mid-stream``, ``bad
-status line: ...``, ``TLS error: ...``). A request on a reused connection that the server had closed (no
-response byte came) is sent once more, on a new connection.
+before any parsing. A body goes to a callback (:meth:`StreamResponse.deliver`) from one loop callback per
+loop pass, not through a task wake-up per piece; pieces of a chunked body that cannot end it are held
+(up to :data:`HOLD_BYTES`) and decoded with the next one that can, so a stream is decoded in warm
+batches while its end is still seen on the read that brings it. Framing per RFC 9112 section 6.3:
+chunked (section 7.1, the pure :class:`ChunkedDecoder`), ``Content-Length`` or close-delimited.
+
+Failures raise :class:`TransportError` with a short message (``connection refused (host:port)``,
+``connect timeout after 10 s``, ``read timeout: no data for 300 s``, ``connection reset by peer
+mid-stream``, ``connection closed mid-stream``, ``bad status line: ...``, ``TLS error: ...``). A request
+on a reused connection that the server had closed (no response byte came) is sent once more, on a new
+connection.
 
 Unlike httpx: proxies are not supported (``HTTP(S)_PROXY`` is ignored), nor HTTP/2, redirects, cookies,
 compression; ``https://`` verifies with ``ssl.create_default_context()``; connect time is not in TTFT.
@@ -22,13 +27,18 @@ import re
 import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 _MAX_LINE = 65536  # bytes: the longest chunk-size or trailer line, and the longest response head
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _STATUS = re.compile(r"HTTP/1\.([01]) (\d{3})(?: (.*))?")
 _SIZE, _DATA, _DATA_END, _TRAILER = range(4)
+#: bytes of a chunked body held undecoded at most: pieces under 1 KiB that cannot end the body are decoded
+#: with the next one that can, or once this many bytes wait; decoding a stream's pieces in one batch costs
+#: less CPU per piece than one piece per wake-up (docs/benchmarks.md, "Client CPU per chunk"). Their
+#: arrival times are taken on arrival all the same.
+HOLD_BYTES = 4096
 Head = tuple[int, str, dict[str, str], str, int, bool]  # status, reason, headers, framing, length, keep-alive
 
 
@@ -50,11 +60,22 @@ class ChunkedDecoder:
         self._state, self._left, self._buf = _SIZE, 0, b""  # _left: chunk data to come; _buf: partial line
         self.done, self.tail = False, b""
 
+    @property
+    def at_rest(self) -> bool:
+        """True when the body cannot end unless a later piece starts with ``0`` or holds ``\\n0``: the
+        last-chunk line (``0``, section 7.1) begins at a line start, and no size line is half read."""
+        return self._state in (_DATA, _DATA_END) or (self._state == _SIZE and not self._buf)
+
     def feed(self, data: bytes) -> bytes:
         """Decode the next piece; returns the chunk data it completed, in order."""
         if self.done:
             self.tail += data
             return b""
+        if self._state == _SIZE and not self._buf and (nl := data.find(b"\r\n", 0, 18)) > 0:
+            size = data[:nl]  # fast path: the piece is one whole non-empty chunk, as servers write them
+            if (_HEX.fullmatch(size) and len(data) == (stop := nl + 2 + int(size, 16)) + 2 and stop > nl + 2
+                    and data.endswith(b"\r\n")):
+                return data[nl + 2 : stop]
         buf, self._buf = (self._buf + data if self._buf else data), b""
         out: list[bytes] = []
         pos, end = 0, len(buf)
@@ -92,20 +113,44 @@ class ChunkedDecoder:
 class _Wire(asyncio.Protocol):
     """Queues (arrival time, bytes) as the loop reads them; remembers EOF and the closing error.
 
-    The read timeout is one lazy timer per connection, not one per wait: a wait moves the deadline, and
-    the timer, when it fires early, re-arms itself for the deadline then in force (a timer per chunk
-    cost more CPU than parsing the chunk)."""
+    Two ways to consume: a task awaits :meth:`next` (the response head), or a ``pump`` is set (the body,
+    :meth:`StreamResponse.deliver`): arrivals then schedule one loop callback that hands every queued piece
+    to the pump, so a stream costs no task wake-up per piece and every read of a loop pass is stamped
+    before any of that pass's parsing. The read timeout is one lazy timer per connection, not one per
+    wait: a wait or a pump moves the deadline, and the timer, when it fires early, re-arms itself for the
+    deadline then in force (a timer per chunk cost more CPU than parsing the chunk)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
+        self.loop = asyncio.get_running_loop()
         self.clock, self.pieces, self.closed = clock, deque[tuple[float, bytes]](), False
         self.transport: asyncio.Transport | None = None  # set by StreamConnection.open
         self.exc: Exception | None = None  # why the connection was lost (None: EOF or still open)
+        self.pump: Callable[[], None] | None = None  # set: it takes the pieces, from a loop callback
+        self.hold = False  # the pump may wait for a piece that can end a chunked body (ChunkedDecoder.at_rest)
+        self._pump_due, self.held = False, 0  # a pump is scheduled; bytes held since the last one
         self._waiter: asyncio.Future[None] | None = None
         self._deadline, self._expired = 0.0, False  # loop.time() by which data must come; it passed
         self._timer: asyncio.TimerHandle | None = None
 
     def data_received(self, data: bytes) -> None:
         self.pieces.append((self.clock(), data))
+        if self.pump is None:
+            self.wake()
+        elif not self._pump_due:
+            if (self.hold and len(data) < 1024 and (held := self.held + len(data)) < HOLD_BYTES and data[:1] != b"0"
+                    and b"\n0" not in data):
+                self.held = held  # this piece cannot end the body: decoded later, with the next ones
+                return
+            self._pump_due = True
+            self.loop.call_soon(self._run_pump)
+
+    def _run_pump(self) -> None:
+        self._pump_due = False
+        if self.pump is not None:
+            self.pump()
+
+    def wake(self) -> None:
+        """Resume the task waiting in :meth:`wait`, if any."""
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
@@ -114,38 +159,52 @@ class _Wire(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self.wake()
 
     def _watch(self) -> None:
         self._timer = None
         waiter = self._waiter
         if waiter is None or waiter.done():
             return  # nobody waits: the next wait arms a new timer
-        loop = waiter.get_loop()
-        if loop.time() < self._deadline:
-            self._timer = loop.call_at(self._deadline, self._watch)
+        if self.loop.time() >= self._deadline and self.pieces and self.pump is not None:
+            self._run_pump()  # held pieces are data that came: the pump moves the deadline
+            if waiter.done():
+                return
+        if self.loop.time() < self._deadline:
+            self._timer = self.loop.call_at(self._deadline, self._watch)
         else:
             self._expired = True
             waiter.set_result(None)
+
+    def extend(self, timeout_s: float) -> None:
+        """Data came: the read deadline is ``timeout_s`` from now."""
+        self._deadline = self.loop.time() + timeout_s
+
+    async def wait(self, timeout_s: float) -> bool:
+        """Wait for :meth:`wake` (data when no pump is set, the pump's call, EOF, a reset); False when no
+        data came for ``timeout_s``."""
+        waiter = self._waiter = self.loop.create_future()
+        self._deadline, self._expired = self.loop.time() + timeout_s, False
+        if self._timer is not None and self._timer.when() > self._deadline:
+            self._timer.cancel()
+            self._timer = None
+        if self._timer is None:
+            self._timer = self.loop.call_at(self._deadline, self._watch)
+        await waiter
+        return not self._expired
+
+    def lost(self, where: str) -> TransportError | None:
+        """The error of a connection that closed (None: a clean EOF)."""
+        return None if self.exc is None else TransportError(f"{_describe(self.exc)} {where}")
 
     async def next(self, timeout_s: float, where: str = "mid-stream") -> tuple[float, bytes] | None:
         """The next piece; None at a clean EOF. Raises TransportError on a reset or a timeout."""
         while not self.pieces:
             if self.closed:
-                if self.exc is None:
+                if (err := self.lost(where)) is None:
                     return None
-                raise TransportError(f"{_describe(self.exc)} {where}")
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            self._deadline, self._expired = loop.time() + timeout_s, False
-            if self._timer is not None and self._timer.when() > self._deadline:
-                self._timer.cancel()
-                self._timer = None
-            if self._timer is None:
-                self._timer = loop.call_at(self._deadline, self._watch)
-            await waiter
-            if self._expired and not self.pieces and not self.closed:
+                raise err
+            if not await self.wait(timeout_s) and not self.pieces and not self.closed:
                 raise TransportError(f"read timeout: no data for {timeout_s:g} s")
         return self.pieces.popleft()
 
@@ -160,45 +219,88 @@ def _describe(exc: BaseException) -> str:
 
 class StreamResponse:
     """A response whose head has arrived: ``status``, ``reason``, ``headers`` (lower-cased names, repeats
-    joined by ``", "``), ``sent_s``. ``async for arrival_s, data in response`` yields the de-chunked body
-    in non-empty pieces as they arrived; :meth:`read` returns the rest joined. Read it to its end
-    (``complete``) before the next request, or that one reconnects. Reading may raise TransportError."""
+    joined by ``", "``), ``sent_s``. :meth:`deliver` hands the de-chunked body to a callback as it
+    arrives; :meth:`read` returns it joined. Read it to its end (``complete``) before the next request, or
+    that one reconnects. Reading may raise TransportError."""
 
     def __init__(self, conn: StreamConnection, head: Head, sent_s: float) -> None:
         self.status, self.reason, self.headers, self._framing, self._left, self._keep = head
         self.sent_s, self.complete, self._chunked, self._conn = sent_s, False, ChunkedDecoder(), conn
+        self._sink: Callable[[float, bytes], None] | None = None
+        self._error: Exception | None = None  # raised by the framing or the sink inside the pump
         if self._framing == "none" or (self._framing == "length" and self._left == 0):
             self._finish()
 
     async def read(self) -> bytes:
         """The rest of the body (bytes)."""
-        return b"".join([data async for _, data in self])
+        parts: list[bytes] = []
+        await self.deliver(lambda _, data: parts.append(data))
+        return b"".join(parts)
 
-    async def __aiter__(self) -> AsyncIterator[tuple[float, bytes]]:
+    async def deliver(self, sink: Callable[[float, bytes], None]) -> None:
+        """Call ``sink(arrival_s, data)`` for each non-empty piece of the de-chunked body, in order, until
+        the body's end (``complete``). ``arrival_s`` is the connection clock's time when the loop read the
+        piece. ``sink`` runs in an event-loop callback, not in the calling task, so it must not block or
+        await: in the loop pass after a read that may end the body (for a chunked body at rest, see
+        :data:`HOLD_BYTES`; any read otherwise), for every piece queued by then, each stamped on arrival.
+        Raises TransportError (reset, EOF mid-body, read timeout, bad chunked framing) or what ``sink``
+        raised; after either, the connection stays busy and the next request reconnects."""
         wire, timeout_s = self._conn._wire, self._conn.read_timeout_s
-        while not self.complete:  # an error leaves the connection busy: the next request reconnects
-            if wire and wire.pieces:  # no coroutine call when a piece is already queued
+        if self.complete:
+            return
+        if wire is None:
+            raise TransportError("connection closed mid-stream")
+        self._sink, wire.pump = sink, self._pump
+        try:
+            self._pump()  # the pieces queued already (body bytes that came with the head)
+            while not self.complete and self._error is None:
+                if wire.closed:
+                    if (err := wire.lost("mid-stream")) is not None:
+                        raise err
+                    if self._framing != "close":
+                        raise TransportError("connection closed mid-stream")
+                    self._finish()
+                    break
+                timely = await wire.wait(timeout_s)
+                self._pump()  # what came since the last pass, so EOF or a timeout is judged on all of it
+                if not timely and not (self.complete or wire.closed or self._error):
+                    raise TransportError(f"read timeout: no data for {timeout_s:g} s")
+        finally:
+            wire.pump, wire.hold, self._sink = None, False, None
+        if self._error is not None:
+            raise self._error
+
+    def _pump(self) -> None:
+        wire, sink = self._conn._wire, self._sink
+        if wire is None or sink is None or self._error is not None:
+            return
+        came, wire.held = bool(wire.pieces), 0
+        try:
+            while wire.pieces and not self.complete:
                 arrival, data = wire.pieces.popleft()
-            elif (piece := await wire.next(timeout_s) if wire else None) is not None:
-                arrival, data = piece
-            else:
-                if self._framing != "close":
-                    raise TransportError("connection closed mid-stream")
-                self._finish()
-                return
-            if self._framing == "chunked":
-                body = self._chunked.feed(data)
-                if self._chunked.done:
-                    self._finish(self._chunked.tail)
-            elif self._framing == "length":
-                body = data[: self._left]
-                self._left -= len(body)
-                if not self._left:
-                    self._finish(data[len(body) :])
-            else:
-                body = data
-            if body:
-                yield arrival, body
+                if self._framing == "chunked":
+                    body = self._chunked.feed(data)
+                    if self._chunked.done:
+                        self._finish(self._chunked.tail)
+                elif self._framing == "length":
+                    body = data[: self._left]
+                    self._left -= len(body)
+                    if not self._left:
+                        self._finish(data[len(body) :])
+                else:
+                    body = data
+                if body:
+                    sink(arrival, body)
+        except Exception as exc:  # raised in the waiting task by deliver
+            self._error = exc
+            wire.wake()
+            return
+        if self.complete:
+            wire.wake()
+        else:
+            wire.hold = self._framing == "chunked" and self._chunked.at_rest
+            if came:
+                wire.extend(self._conn.read_timeout_s)
 
     def _finish(self, extra: bytes = b"") -> None:
         self.complete, self._conn._busy = True, False

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadgen.sse import SSEDecoder, SSEEvent, StreamChunk, Usage, parse_chunk
+from loadgen.sse import SSEDecoder, SSEEvent, StreamChunk, Usage, parse_chunk, parse_chunk_bytes
 
 DATA = Path(__file__).parent / "data"
 RECORDED = {
@@ -483,3 +483,60 @@ def test_recorded_stream_token_accounting(kind: str) -> None:
     if kind == "chat":
         first = chunks[0]
         assert (first.token_count, first.text) == (0, "")  # role-only chunk
+
+
+# --- the one-event fast path (SSEDecoder.lone_data + parse_chunk_bytes) -------------------------------
+
+_LONE_CASES = [
+    b'data: {"choices":[{"index":0,"text":" a","token_ids":[5,6],"finish_reason":null}]}\n\n',
+    b'data: {"choices":[{"index":0,"delta":{"content":"\xc3\xa9"},"token_ids":[7]}]}\n\n',  # UTF-8 text
+    b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n',
+    b'data: {"error":{"message":"boom"}}\n\n',
+    b'data: {"choices":[{"text":"a","token_ids":[true]}]}\n\n',  # malformed after parsing
+    b'data: {"choices":[{"text":"a","token_ids":[1]}]} \n\n',  # trailing space
+    b'data: {"a": NaN}\n\n',  # orjson refuses, json accepts
+    b'data: {"a": 123456789012345678901234567890}\n\n',  # over 64 bits
+    b'data: {"a": "\\ud800"}\n\n',  # an escaped lone surrogate
+    b'data: {"choices": [\n\n',  # not JSON
+    b'data: {"a":"\xff"}\n\n',  # invalid UTF-8
+    b'data: {"a":1}{"b":2}\n\n',  # two values
+    b"data: [DONE]\n\n",
+    b'data:{"choices":[]}\n\n',  # no space: the general path
+    b'data: {"choices":[]}\r\n\r\n',  # CRLF: the general path
+    b'data: {"choices":[]}\ndata: {"x":1}\n\n',  # two data lines
+    b'data: {"choices":[]}\n\ndata: {"choices":[]}\n\n',  # two events
+    b': comment\ndata: {"choices":[]}\n\n',
+    b'data: {"choices":[]}\n',  # no blank line yet
+]
+
+
+@pytest.mark.parametrize("piece", _LONE_CASES)
+def test_lone_data_fast_path_matches_the_general_rules(piece: bytes) -> None:
+    # After a first event (the decoder is then clean), a piece the fast path takes must give what the
+    # decoder and parse_chunk give; a piece it refuses leaves the decoder untouched.
+    fast, slow = SSEDecoder(), SSEDecoder()
+    for dec in (fast, slow):
+        assert dec.lone_data(b'data: {"x":1}\n\n') is None  # not clean before the first piece (BOM check)
+        assert dec.feed(b'data: {"x":1}\n\n') == [SSEEvent('{"x":1}')]
+    expected = [parse_chunk(e.data) for e in slow.feed(piece)]
+    data = fast.lone_data(piece)
+    if data is None:
+        assert [parse_chunk(e.data) for e in fast.feed(piece)] == expected
+        return
+    assert len(expected) == 1
+    chunk = parse_chunk_bytes(data)
+    if chunk is None:  # refused: the general path gives the answer
+        assert [parse_chunk(e.data) for e in fast.feed(piece)] == expected
+    else:
+        assert chunk == expected[0]
+    assert fast.feed(b'data: {"y":2}\n\n') == slow.feed(b'data: {"y":2}\n\n') == [SSEEvent('{"y":2}')]
+
+
+def test_lone_data_takes_the_common_vllm_chunk() -> None:
+    dec = SSEDecoder()
+    dec.feed(b'data: {"x":1}\n\n')
+    data = dec.lone_data(_LONE_CASES[0])
+    assert data is not None and parse_chunk_bytes(data) == StreamChunk(
+        kind="data", token_count=2, token_ids=(5, 6), text=" a", has_token_ids=True)
+    assert parse_chunk_bytes(b'{"a": NaN}') is None and parse_chunk_bytes(b'{"a":"\xff"}') is None
+    assert parse_chunk_bytes(b"[1]") is None

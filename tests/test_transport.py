@@ -14,7 +14,7 @@ import pytest
 
 from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
 from loadgen.pair import Sampling
-from loadgen.transport import ChunkedDecoder, StreamConnection, TransportError
+from loadgen.transport import ChunkedDecoder, StreamConnection, StreamResponse, TransportError, _Wire
 from loadgen.workload import Prompt
 from tests.scripted_server import CLOSE, DONE, RESET, Counters, completion_chunk, scripted_server, usage_chunk
 
@@ -83,6 +83,82 @@ def test_chunked_errors_at_every_split(body: bytes) -> None:
         with pytest.raises(TransportError, match="chunked body"):
             decoder.feed(body[:i])
             decoder.feed(body[i:])
+
+
+def test_chunked_whole_frames_take_the_fast_path_with_the_same_result() -> None:
+    frames = [b"5\r\nhello\r\n", b"1A\r\n" + b"x" * 26 + b"\r\n", b"3;e=1\r\nabc\r\n", b"2\r\n\r\n\r\n"]
+    out, decoder = _decode([*frames, b"0\r\n\r\n"])
+    assert out == b"hello" + b"x" * 26 + b"abc" + b"\r\n" and decoder.done
+    for bad in (b"5\r\nhello!\r\n", b"5\r\nhellXY", b"3\r\nabc\n\n"):  # size off by one, no CRLF, LF LF
+        with pytest.raises(TransportError, match="chunked body"):
+            _decode([b"2\r\nhi\r\n", bad, b"0\r\n\r\n"])
+
+
+SSE_BODY = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in (
+    b'data: {"choices":[{"text":" a","token_ids":[1]}]}\n\n', b'data: {"choices":[{"text":"0","token_ids":[2]}]}\n\n',
+    b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\n', b"data: [DONE]\n\n")) + b"0\r\n\r\n"
+
+
+def _pieces(body: bytes, cuts: tuple[int, ...]) -> list[bytes]:
+    return [body[a:b] for a, b in itertools.pairwise([0, *cuts, len(body)]) if b > a]
+
+
+async def _deliver_in_pieces(body: bytes, cuts: tuple[int, ...]) -> tuple[list[tuple[float, bytes, int]], int]:
+    """Hand ``body`` to a response's wire in the pieces ``cuts`` makes (piece k stamped k, from 0), a few
+    loop passes after each; returns what the sink got (arrival, data, pieces handed over by then) and
+    after how many pieces the response was over."""
+    stamps = iter(range(1000))
+    conn = StreamConnection("http://127.0.0.1:9")
+    wire = conn._wire = _Wire(lambda: float(next(stamps)))
+    response = StreamResponse(conn, (200, "OK", {}, "chunked", 0, True), 0.0)
+    got: list[tuple[float, bytes, int]] = []
+    fed = 0
+    task = asyncio.create_task(response.deliver(lambda arrival, data: got.append((arrival, data, fed))))
+    await asyncio.sleep(0)
+    over_after = 0
+    for piece in _pieces(body, cuts):
+        wire.data_received(piece)
+        fed += 1
+        for _ in range(3):
+            await asyncio.sleep(0)
+        if task.done() and not over_after:
+            over_after = fed
+    await asyncio.wait_for(task, 1.0)
+    return got, over_after
+
+
+def test_held_pieces_keep_their_arrivals_and_the_end_is_seen_at_once() -> None:
+    # The wire holds pieces that cannot end the body and decodes them with the next one that can: for
+    # every split, the sink gets what decoding piece by piece gives, each with the stamp of the read that
+    # brought it, and the response is over right after the piece that ends the body, never later.
+    async def go() -> None:
+        for body in (BODY, SSE_BODY):
+            step = 3 if body is BODY else 17
+            for cuts in itertools.chain(((i,) for i in range(1, len(body))),
+                                        itertools.combinations(range(1, len(body), step), 2)):
+                decoder, pieces = ChunkedDecoder(), _pieces(body, cuts)
+                expected = [(float(k), out) for k, p in enumerate(pieces) if (out := decoder.feed(p))]
+                got, over_after = await _deliver_in_pieces(body, cuts)
+                assert [(a, d) for a, d, _ in got] == expected and over_after == len(pieces), cuts
+
+    asyncio.run(go())
+
+
+def test_frames_that_cannot_end_the_body_wait_for_one_that_can() -> None:
+    async def go() -> None:
+        frames = [b"%x\r\n%s\r\n" % (len(e), e) for e in (b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n")]
+        cuts = tuple(itertools.accumulate(map(len, frames)))
+        got, over_after = await _deliver_in_pieces(b"".join(frames) + b"0\r\n\r\n", cuts)
+        # held until the last-chunk came (4 pieces handed over), then all at once with their own stamps
+        assert got == [(0.0, b"data: 1\n\n", 4), (1.0, b"data: 2\n\n", 4), (2.0, b"data: 3\n\n", 4)]
+        assert over_after == 4
+        # a frame with "\n0" in its data cannot be told from an end: decoded at once
+        frames[1] = b"8\r\ndata:\n0\n\r\n"
+        cuts = tuple(itertools.accumulate(map(len, frames)))
+        got, _ = await _deliver_in_pieces(b"".join(frames) + b"0\r\n\r\n", cuts)
+        assert [fed for _, _, fed in got] == [2, 2, 4]
+
+    asyncio.run(go())
 
 
 # ---- StreamConnection against the scripted SSE server ------------------------------------------------
@@ -270,12 +346,15 @@ def _always(answer: bytes, close: bool = False) -> Respond:
 
 async def _body_of(conn: StreamConnection, path: str = "/v1/completions") -> tuple[int, dict[str, str], bytes]:
     response = await conn.post_stream(path, b'{"x":1}')
-    data = b""
-    async for arrival, piece in response:
+    pieces: list[bytes] = []
+
+    def sink(arrival: float, piece: bytes) -> None:
         assert piece and response.sent_s <= arrival
-        data += piece
+        pieces.append(piece)
+
+    await response.deliver(sink)
     assert response.complete
-    return response.status, response.headers, data
+    return response.status, response.headers, b"".join(pieces)
 
 
 def test_request_bytes_headers_and_path_prefix() -> None:
