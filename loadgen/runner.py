@@ -257,6 +257,7 @@ def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
             raise KeyboardInterrupt from None
         raise
     finally:
+        main = None  # the task is freed (and leaves asyncio's weak task set) while the signals are still noted
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
     if hits:
