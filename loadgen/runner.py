@@ -227,11 +227,11 @@ def run_cell(
 def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to its end on a new loop from :func:`new_event_loop`, the loop every cell runs on.
 
-    SIGINT and SIGTERM (in the main thread) only note the signal and cancel ``coro``; KeyboardInterrupt is
-    raised here, once the loop has stopped, even when ``coro`` had already finished. asyncio.Runner's own
-    handler raises KeyboardInterrupt from inside the signal handler once the task is done, and at the end
-    of a cell the next Python code to run can be a weak-reference callback (a finished task leaving
-    asyncio's task set), where an exception is printed and dropped: such a Ctrl-C was lost."""
+    SIGINT and SIGTERM (in the main thread, unless ignored) only note the signal and cancel ``coro``;
+    KeyboardInterrupt is raised here, once the loop has stopped, even when ``coro`` had already finished.
+    asyncio.Runner's own handler raises KeyboardInterrupt from inside the signal handler once the task is
+    done, and at the end of a cell the next Python code to run can be a weak-reference callback (a finished
+    task leaving asyncio's task set), where an exception is printed and dropped: such a Ctrl-C was lost."""
     hits = 0
     main: asyncio.Task[T] | None = None
 
@@ -248,7 +248,8 @@ def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
 
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+                    if signal.getsignal(sig) is not signal.SIG_IGN}  # an ignored signal stays ignored
     try:
         with asyncio.Runner(loop_factory=new_event_loop) as runner:  # it leaves a handler it did not set alone
             result = runner.run(watched())

@@ -35,6 +35,8 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
         [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/interrupt.toml", "--runs-dir", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # SIGINT as in a terminal, even when the tests run as a shell's background job (SIGINT ignored there)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: list[str] = []
     assert proc.stdout is not None
