@@ -39,6 +39,7 @@ _SIZE, _DATA, _DATA_END, _TRAILER = range(4)
 #: less CPU per piece than one piece per wake-up (docs/benchmarks.md, "Client CPU per chunk"). Their
 #: arrival times are taken on arrival all the same.
 HOLD_BYTES = 4096
+HOLD_PIECE_BYTES = 1024  # a larger piece carries several chunks already: decoded at once
 Head = tuple[int, str, dict[str, str], str, int, bool]  # status, reason, headers, framing, length, keep-alive
 
 
@@ -137,8 +138,8 @@ class _Wire(asyncio.Protocol):
         if self.pump is None:
             self.wake()
         elif not self._pump_due:
-            if (self.hold and len(data) < 1024 and (held := self.held + len(data)) < HOLD_BYTES and data[:1] != b"0"
-                    and b"\n0" not in data):
+            if (self.hold and len(data) < HOLD_PIECE_BYTES and (held := self.held + len(data)) < HOLD_BYTES
+                    and data[:1] != b"0" and b"\n0" not in data):
                 self.held = held  # this piece cannot end the body: decoded later, with the next ones
                 return
             self._pump_due = True
