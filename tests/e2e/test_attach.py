@@ -59,18 +59,24 @@ def test_plain_server_in_the_speculative_role_is_a_fallback(plain_server: server
     assert plain_server.fetch("/health").status_code == 200
 
 
-def _kill_server_on(port: int) -> bool:
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(proc.info.get("cmdline") or [])
-        if "vllm.entrypoints" in cmd and f"--port {port}" in cmd:
-            os.killpg(os.getpgid(proc.info["pid"]), signal.SIGKILL)
+def _first_record_of(requests: Path, role: str, deadline_s: float) -> bool:
+    """Poll the run folder's requests.jsonl (appended as each request ends) for ``role``'s first record."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if requests.exists() and f'"role": "{role}"' in requests.read_text():
             return True
+        time.sleep(0.02)
     return False
 
 
 def test_speculative_server_killed_mid_cell(plain_server: servers.Server, tmp_path: Path) -> None:
     """The speculative server dies in the middle of a cell: exit 1, the plain results and the partial
-    speculative cell are on disk, and the card says what happened."""
+    speculative cell are on disk, and the card says what happened.
+
+    The kill is tied to the run, not to a delay: the server's pid (its process group, loadgen starts it in
+    its own session) is taken when it is ready, and it is killed as soon as the first speculative request
+    (the first cell's warmup) is on disk, while that cell's measured requests (about 2 s each) are running.
+    """
     proc = subprocess.Popen(
         [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/selfdraft.toml", "--runs-dir", str(tmp_path),
          "--attach-plain", plain_server.base_url],
@@ -78,18 +84,24 @@ def test_speculative_server_killed_mid_cell(plain_server: servers.Server, tmp_pa
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.stdout is not None
-    lines = []
+    lines: list[str] = []
+    run_dir: Path | None = None
     for line in proc.stdout:
         lines.append(line)
+        if line.startswith("run folder: "):
+            run_dir = Path(line.removeprefix("run folder: ").strip())
         if line.startswith("[speculative] ready"):
-            time.sleep(2.0)  # inside the first speculative cell (warmup, then measured requests)
-            assert _kill_server_on(8331), "the speculative server was not found"
+            assert run_dir is not None, "".join(lines)
+            children = psutil.Process(proc.pid).children()
+            assert len(children) == 1, children  # the speculative server, the only child loadgen started
+            assert _first_record_of(run_dir / "requests.jsonl", "speculative", 120), "no speculative request ended"
+            os.killpg(children[0].pid, signal.SIGKILL)
             break
     rest, _ = proc.communicate(timeout=300)
     output = "".join(lines) + rest
     assert proc.returncode == 1, output[-2000:]
     assert "the speculative server died during cell short-homogeneous c1" in output
-    run_dir = next((tmp_path / "selfdraft").iterdir())
+    assert run_dir is not None
     cells = [json.loads(line) for line in (run_dir / "cells.jsonl").read_text().splitlines()]
     assert [c["role"] for c in cells] == ["plain"] * 4 + ["speculative"]
     dead = cells[-1]
