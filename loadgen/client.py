@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from loadgen.pair import Sampling
-from loadgen.sse import SSEDecoder, StreamChunk, parse_chunk, parse_chunk_bytes
+from loadgen.sse import SSEDecoder, StreamChunk, common_tokens, interpret, load_object, parse_chunk
 from loadgen.transport import StreamConnection, TransportError
 from loadgen.workload import Prompt
 
@@ -179,8 +179,12 @@ class _Reader:
         self.last = arrival_s
         if self.over:
             return
-        if (data := self.decoder.lone_data(raw)) is not None and (chunk := parse_chunk_bytes(data)) is not None:
-            self.over = _absorb(self.record, chunk, arrival_s)  # the common piece, one whole event: no decoding
+        if (data := self.decoder.lone_data(raw)) is not None and (obj := load_object(data)) is not None:
+            # the common piece, one whole event: no decoding; the common chunk: no StreamChunk either
+            if (common := common_tokens(obj)) is not None:
+                _take_tokens(self.record, common[0], common[1], arrival_s)
+            else:
+                self.over = _absorb(self.record, interpret(obj), arrival_s)
             return
         for event in self.decoder.feed(raw):
             if _absorb(self.record, parse_chunk(event.data), arrival_s):
@@ -207,16 +211,21 @@ def _absorb(record: RequestRecord, chunk: StreamChunk, now: float) -> bool:
         record.error = ("no-token-ids: the server streamed text without token_ids, so tokens cannot be counted; "
                         "it needs the return_token_ids request field (vLLM >= 0.10.2)")
         return True
-    if chunk.token_count > 0:
-        record.chunk_arrivals_s.append(now)
-        record.chunk_tokens.append(chunk.token_count)
-        record.token_ids.extend(chunk.token_ids)
-    if chunk.finish_reason is not None:
-        record.finish_reason = chunk.finish_reason
+    _take_tokens(record, chunk.token_ids, chunk.finish_reason, now)
     if chunk.usage is not None:
         record.usage_prompt_tokens = chunk.usage.prompt_tokens
         record.usage_completion_tokens = chunk.usage.completion_tokens
     return False
+
+
+def _take_tokens(record: RequestRecord, token_ids: Sequence[int], finish_reason: str | None, now: float) -> None:
+    """A data chunk's tokens (a token-bearing chunk when ``token_ids`` is not empty) and finish reason."""
+    if token_ids:
+        record.chunk_arrivals_s.append(now)
+        record.chunk_tokens.append(len(token_ids))
+        record.token_ids.extend(token_ids)
+    if finish_reason is not None:
+        record.finish_reason = finish_reason
 
 
 def monotonic_clock(origin: float) -> Callable[[], float]:

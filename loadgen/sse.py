@@ -25,7 +25,8 @@ from typing import Literal, TypeGuard
 
 import orjson
 
-__all__ = ["SSEDecoder", "SSEEvent", "StreamChunk", "Usage", "parse_chunk", "parse_chunk_bytes"]
+__all__ = ["SSEDecoder", "SSEEvent", "StreamChunk", "Usage", "common_tokens", "interpret", "load_object", "parse_chunk",
+           "parse_chunk_bytes"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _MAX_ERR_SAMPLE = 80
@@ -259,7 +260,7 @@ def parse_chunk(data: str) -> StreamChunk:
             return _malformed(f"not JSON: {_sample(data)!r}")
     if not isinstance(obj, dict):
         return _malformed(f"JSON is not an object: {_sample(data)!r}")
-    return _interpret(obj)
+    return interpret(obj)
 
 
 def parse_chunk_bytes(data: bytes) -> StreamChunk | None:
@@ -267,14 +268,51 @@ def parse_chunk_bytes(data: bytes) -> StreamChunk | None:
     (the common vLLM chunk, from :meth:`SSEDecoder.lone_data`); None for anything else (invalid UTF-8,
     what orjson refuses, not an object): the caller then takes the general path, with the same result
     as ever."""
+    obj = load_object(data)
+    return None if obj is None else interpret(obj)
+
+
+def load_object(data: bytes) -> dict[str, object] | None:
+    """The JSON object orjson reads from ``data`` (UTF-8 bytes); None when orjson refuses it (invalid
+    UTF-8, NaN, integers over 64 bits, lone surrogates, not JSON) or it is not an object. Then
+    :func:`parse_chunk` of the decoded text gives the answer."""
     try:
         obj = orjson.loads(data)
     except ValueError:
         return None
-    return _interpret(obj) if isinstance(obj, dict) else None
+    return obj if isinstance(obj, dict) else None
 
 
-def _interpret(obj: dict[str, object]) -> StreamChunk:
+def common_tokens(obj: dict[str, object]) -> tuple[list[int], str | None] | None:
+    """``(token_ids, finish_reason)`` of the common chunk, the one nearly every event of a vLLM stream is:
+    a plain dict with no ``usage`` and no error, whose choice 0 carries a ``token_ids`` list of integers
+    (on the choice, or for chat on its ``delta``) beside text that is a string or absent. For such an
+    object :func:`interpret` returns ``StreamChunk(kind="data", token_ids=tuple(token_ids),
+    finish_reason=finish_reason, has_token_ids=True, ...)``, so a reader may use this pair instead; None for
+    every other object (then :func:`interpret` gives the answer). No StreamChunk is built: this is the
+    per-chunk path of a client's CPU budget (docs/benchmarks.md)."""
+    choices = obj.get("choices")
+    if (type(choices) is not list or not choices or type(choice := choices[0]) is not dict
+            or obj.get("usage") is not None or obj.get("error") is not None or obj.get("object") == "error"):
+        return None
+    delta = choice.get("delta")
+    if delta is None:
+        text, ids = choice.get("text"), choice.get("token_ids")
+    elif type(delta) is dict:
+        text, ids = delta.get("content"), choice.get("token_ids")
+        if ids is None:
+            ids = delta.get("token_ids")
+    else:
+        return None
+    finish = choice.get("finish_reason")
+    if (type(ids) is not list or not (text is None or type(text) is str)
+            or not (finish is None or type(finish) is str) or not set(map(type, ids)) <= _INT_ONLY):
+        return None
+    return ids, finish
+
+
+def interpret(obj: dict[str, object]) -> StreamChunk:
+    """:func:`parse_chunk` of a JSON object already read (see :func:`load_object`)."""
     if obj.get("error") is not None or obj.get("object") == "error":
         return StreamChunk(kind="error", error=_error_message(obj))
 

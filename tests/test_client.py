@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
-from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
+import orjson
+
+from loadgen.client import RequestRecord, _absorb, _Reader, build_payload, monotonic_clock, stream_request
 from loadgen.pair import Sampling
+from loadgen.sse import common_tokens, interpret
 from loadgen.transport import StreamConnection
 from loadgen.workload import Prompt
 from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
@@ -100,3 +104,67 @@ def test_payload_is_fair_by_default() -> None:
     assert body["messages"] == [{"role": "user", "content": "hi"}] and body["seed"] == 7
     comp = build_payload(Prompt("t", "w", "completions", "Once", None, 8), Sampling(ignore_eos=False), "m")
     assert comp["max_tokens"] == 8 and "min_tokens" not in comp and comp["prompt"] == "Once"
+
+
+# --- the common-chunk path (sse.common_tokens) gives what the general interpretation gives ----------------
+
+def _variants() -> list[dict[str, object]]:
+    """Chunk objects around vLLM's common one: each field right, absent, null or of a wrong type."""
+    ids_values: list[object] = [[5, 6], [], [7], [True], [1.0], [1, "2"], None, "5", [[1]], _MISSING]
+    text_values: list[object] = [" a", "", None, 3, _MISSING]
+    finish_values: list[object] = [None, "length", 0, _MISSING]
+    out: list[dict[str, object]] = []
+    for ids, text, finish, chat, ids_in_delta in itertools.product(ids_values, text_values, finish_values,
+                                                                    (False, True), (False, True)):
+        if ids_in_delta and not chat:
+            continue
+        choice: dict[str, object] = {"index": 0}
+        holder: dict[str, object] = choice
+        if chat:
+            holder = {"role": "assistant"}
+            choice["delta"] = holder
+        for key, value, where in (("content" if chat else "text", text, holder),
+                                  ("token_ids", ids, holder if ids_in_delta else choice),
+                                  ("finish_reason", finish, choice)):
+            if value is not _MISSING:
+                where[key] = value
+        out.append({"id": "cmpl-1", "object": "text_completion", "choices": [choice]})
+    common = out[0]
+    out += [
+        {**common, "usage": {"prompt_tokens": 3, "completion_tokens": 2}},
+        {**common, "usage": None},
+        {**common, "error": {"message": "boom"}},
+        {**common, "object": "error"},
+        {**common, "choices": []},
+        {**common, "choices": None},
+        {**common, "choices": [1]},
+        {**common, "choices": {"0": 1}},
+        {"choices": [{"delta": 5, "token_ids": [1]}]},
+        {"choices": [{"delta": None, "text": "a", "token_ids": [1]}]},
+        {"choices": [{"delta": {}, "token_ids": [1]}]},
+    ]
+    return out
+
+
+_MISSING = object()
+
+
+def test_the_common_chunk_path_matches_the_general_interpretation() -> None:
+    taken = 0
+    for obj in _variants():
+        general, fast = _record(), _record()
+        general_over = _absorb(general, interpret(obj), 1.5)
+        reader = _Reader(fast)
+        reader.feed(0.5, b'data: {"x":1}\n\n')  # a first event: the decoder is clean afterwards
+        reader.feed(1.5, b"data: " + orjson.dumps(obj) + b"\n\n")
+        assert (reader.over, fast) == (general_over, general), obj
+        taken += common_tokens(obj) is not None
+    assert taken >= 60  # the common shapes do take the path (not only the general one)
+    assert common_tokens({"choices": [{"text": " a", "token_ids": [5, 6], "finish_reason": None}]}) == ([5, 6], None)
+    assert common_tokens({"choices": [{"delta": {"content": "b"}, "token_ids": [7], "finish_reason": "stop"}]}) == (
+        [7], "stop")
+    assert common_tokens({"choices": [{"text": "a", "token_ids": [True]}]}) is None
+
+
+def _record() -> RequestRecord:
+    return RequestRecord("p", "plain", "w", 1, "measured", 0.0)
