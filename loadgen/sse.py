@@ -25,8 +25,8 @@ from typing import Literal, TypeGuard
 
 import orjson
 
-__all__ = ["SSEDecoder", "SSEEvent", "StreamChunk", "Usage", "common_tokens", "interpret", "load_object", "parse_chunk",
-           "parse_chunk_bytes"]
+__all__ = ["SSEDecoder", "SSEEvent", "StreamChunk", "Usage", "common_tokens", "interpret", "load_object",
+           "parse_chunk"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _MAX_ERR_SAMPLE = 80
@@ -87,7 +87,7 @@ class SSEDecoder:
         """The ``data`` of ``chunk`` (UTF-8 bytes) when it is exactly one ``data: {...}`` line and its blank
         line, LF-only, and nothing is pending; else None. Then :meth:`feed` would return one event with
         this data (decoded), and leave the decoder as it is: a caller may skip :meth:`feed` for it, as
-        long as the bytes are valid UTF-8 (:func:`parse_chunk_bytes` refuses what is not)."""
+        long as the bytes are valid UTF-8 (:func:`load_object` refuses what is not)."""
         if (self._clean and not self._closed and chunk.startswith(b"data: {") and chunk.endswith(b"\n\n")
                 and chunk.count(b"\n") == 2 and b"\r" not in chunk):
             return chunk[6:-2]
@@ -263,18 +263,10 @@ def parse_chunk(data: str) -> StreamChunk:
     return interpret(obj)
 
 
-def parse_chunk_bytes(data: bytes) -> StreamChunk | None:
-    """:func:`parse_chunk` of ``data.decode()`` for a JSON object orjson reads straight from UTF-8 bytes
-    (the common vLLM chunk, from :meth:`SSEDecoder.lone_data`); None for anything else (invalid UTF-8,
-    what orjson refuses, not an object): the caller then takes the general path, with the same result
-    as ever."""
-    obj = load_object(data)
-    return None if obj is None else interpret(obj)
-
-
 def load_object(data: bytes) -> dict[str, object] | None:
-    """The JSON object orjson reads from ``data`` (UTF-8 bytes); None when orjson refuses it (invalid
-    UTF-8, NaN, integers over 64 bits, lone surrogates, not JSON) or it is not an object. Then
+    """The JSON object orjson reads from ``data`` (UTF-8 bytes, e.g. from :meth:`SSEDecoder.lone_data`): then
+    :func:`interpret` of it is :func:`parse_chunk` of ``data.decode()``, with no decoding. None when orjson
+    refuses it (invalid UTF-8, NaN, lone surrogates, not JSON) or it is not an object: then
     :func:`parse_chunk` of the decoded text gives the answer."""
     try:
         obj = orjson.loads(data)

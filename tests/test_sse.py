@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadgen.sse import SSEDecoder, SSEEvent, StreamChunk, Usage, parse_chunk, parse_chunk_bytes
+from loadgen.sse import SSEDecoder, SSEEvent, StreamChunk, Usage, interpret, load_object, parse_chunk
 
 DATA = Path(__file__).parent / "data"
 RECORDED = {
@@ -485,7 +485,7 @@ def test_recorded_stream_token_accounting(kind: str) -> None:
         assert (first.token_count, first.text) == (0, "")  # role-only chunk
 
 
-# --- the one-event fast path (SSEDecoder.lone_data + parse_chunk_bytes) -------------------------------
+# --- the one-event fast path (SSEDecoder.lone_data + load_object + interpret) ------------------------
 
 _LONE_CASES = [
     b'data: {"choices":[{"index":0,"text":" a","token_ids":[5,6],"finish_reason":null}]}\n\n',
@@ -524,11 +524,11 @@ def test_lone_data_fast_path_matches_the_general_rules(piece: bytes) -> None:
         assert [parse_chunk(e.data) for e in fast.feed(piece)] == expected
         return
     assert len(expected) == 1
-    chunk = parse_chunk_bytes(data)
-    if chunk is None:  # refused: the general path gives the answer
+    obj = load_object(data)
+    if obj is None:  # refused: the general path gives the answer
         assert [parse_chunk(e.data) for e in fast.feed(piece)] == expected
     else:
-        assert chunk == expected[0]
+        assert interpret(obj) == expected[0]
     assert fast.feed(b'data: {"y":2}\n\n') == slow.feed(b'data: {"y":2}\n\n') == [SSEEvent('{"y":2}')]
 
 
@@ -536,7 +536,7 @@ def test_lone_data_takes_the_common_vllm_chunk() -> None:
     dec = SSEDecoder()
     dec.feed(b'data: {"x":1}\n\n')
     data = dec.lone_data(_LONE_CASES[0])
-    assert data is not None and parse_chunk_bytes(data) == StreamChunk(
+    assert data is not None and (obj := load_object(data)) is not None and interpret(obj) == StreamChunk(
         kind="data", token_count=2, token_ids=(5, 6), text=" a", has_token_ids=True)
-    assert parse_chunk_bytes(b'{"a": NaN}') is None and parse_chunk_bytes(b'{"a":"\xff"}') is None
-    assert parse_chunk_bytes(b"[1]") is None
+    assert load_object(b'{"a": NaN}') is None and load_object(b'{"a":"\xff"}') is None
+    assert load_object(b"[1]") is None
