@@ -8,8 +8,9 @@ Timing follows DESIGN.md: times are seconds on a monotonic clock shared by the w
 :class:`~loadgen.transport.StreamConnection`. ``send_s`` is taken right before the request is written
 to the socket, and a chunk's arrival is when its bytes were read from the socket, before any parsing
 (:mod:`loadgen.transport`). ``chunk_arrivals_s`` lists only token-bearing chunks; a role-only chat
-chunk, the usage chunk and ``[DONE]`` are not tokens. Token counts per chunk come from ``token_ids``
-(vLLM's ``return_token_ids`` request field), never from text.
+chunk, the usage chunk and ``[DONE]`` are not tokens, and a stream that ends without a token-bearing
+chunk is a failed request (``no-tokens``). Token counts per chunk come from ``token_ids`` (vLLM's
+``return_token_ids`` request field), never from text.
 """
 
 from __future__ import annotations
@@ -82,12 +83,16 @@ class RequestRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RequestRecord:
-        """Inverse of :meth:`to_json`; unknown keys are ignored (records of older runs load too)."""
+        """Inverse of :meth:`to_json`; unknown keys are ignored (records of older runs load too). A record
+        of an older run that ended with neither error nor token gets the ``no-tokens`` error it has today."""
         known = {f.name for f in fields(cls)}
         data = dict(data)
         if "phase" not in data:
             data["phase"] = "warmup" if data.get("warmup") else "measured"
-        return cls(**{k: v for k, v in data.items() if k in known})
+        record = cls(**{k: v for k, v in data.items() if k in known})
+        if record.error is None and not record.chunk_tokens:
+            record.error = no_tokens_error(record)
+        return record
 
 
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> dict[str, Any]:
@@ -162,7 +167,16 @@ async def stream_request(
             record.error = str(exc)
     finally:
         record.done_s = clock()
+        if record.error is None and not record.chunk_tokens:
+            record.error = no_tokens_error(record)
     return record
+
+
+def no_tokens_error(record: RequestRecord) -> str:
+    """The error line of a request that ended without error and without a token-bearing chunk (only
+    ``[DONE]``, a role chunk or a usage chunk): it failed, category ``no_tokens`` (faults.py)."""
+    return (f"no-tokens: HTTP {record.http_status} stream ended with no token-bearing chunk (finish_reason "
+            f"{record.finish_reason}, usage completion_tokens {record.usage_completion_tokens})")
 
 
 class _Reader:

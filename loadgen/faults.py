@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 CATEGORIES = ("http_429", "model_not_found", "context_length", "http_4xx", "http_5xx", "connect", "timeout", "reset",
-              "error_event", "malformed", "no_token_ids", "other")
+              "error_event", "malformed", "no_token_ids", "no_tokens", "other")
 _HTTP = re.compile(r"^HTTP (\d{3})")
 #: vLLM's answers (vllm/entrypoints/openai serving code; seen on 0.32 in tests/e2e/test_vllm_faults.py): a model
 #: name it does not serve is a 404 "The model `x` does not exist."; a prompt (plus max_tokens) over max_model_len
@@ -40,6 +40,8 @@ def classify(error: str) -> str:
         return "malformed"
     if low.startswith("no-token-ids"):
         return "no_token_ids"
+    if low.startswith("no-tokens"):
+        return "no_tokens"
     if "timeout" in low or "timed out" in low:
         return "timeout"
     if "refused" in low or low.startswith("connecterror") or "cannot connect" in low:
