@@ -161,9 +161,10 @@ def _cell_table(cell: dict[str, Any]) -> list[str]:
         row.append(_ratio(ratios.get(ratio_key)) if ratio_key else "–")
         lines.append("| " + " | ".join(row) + " |")
     for label, key, ratio_key in (("output throughput (tokens/s)", "output_throughput_tps", "output_throughput"),
+                                  ("peak output throughput (tokens/s, 1 s buckets)", "peak_output_throughput_tps", ""),
                                   ("request throughput (req/s)", "request_throughput_rps", "request_throughput")):
-        p = _num(plain[key]) if plain else "–"
-        s = _num(spec[key]) if spec else "–"
+        p = _num(plain.get(key)) if plain else "–"
+        s = _num(spec.get(key)) if spec else "–"
         lines.append(f"| {label} | {p} | | | {s} | | | {_ratio(ratios.get(ratio_key))} |")
     return lines
 

@@ -9,6 +9,7 @@ Definitions are DESIGN.md's, named exactly so:
 - ITL (per token): a chunk of k tokens arriving d after the previous one contributes k samples of d/k
 - output throughput = output tokens of measured requests / window (tokens/s); request throughput
   likewise (req/s); window = first measured send to last measured completion (last token-bearing chunk)
+- peak output throughput: the most output tokens in one 1-second bucket of the window (throughput.py)
 - acceptance rate = d accepted / d draft tokens; mean acceptance length = 1 + d accepted / d drafts;
   per-position acceptance = d accepted_per_pos[i] / d drafts (reference/vllm-spec-decode.md 1.2)
 """
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from loadgen.prom import SpecDecodeCounters
+from loadgen.throughput import peak_output_tps
 
 PERCENTILES = (50, 90, 99)
 
@@ -109,6 +111,7 @@ class CellStats:
     output_tokens: int
     window_s: float
     output_throughput_tps: float
+    peak_output_throughput_tps: float
     request_throughput_rps: float
     ttft_s: Distribution
     tpot_s: Distribution
@@ -161,7 +164,7 @@ def cell_stats(requests: Sequence[MeasuredRequest], counters: SpecDecodeCounters
         end = max(r.arrivals_s[-1] for r in ok_requests)
         window = end - start
     else:
-        window = 0.0
+        start = end = window = 0.0
     out_tokens = sum(t.output_tokens for t in good)
     chunks = sum(t.chunks for t in good)
     return CellStats(
@@ -170,6 +173,8 @@ def cell_stats(requests: Sequence[MeasuredRequest], counters: SpecDecodeCounters
         output_tokens=out_tokens,
         window_s=window,
         output_throughput_tps=out_tokens / window if window > 0 else 0.0,
+        peak_output_throughput_tps=peak_output_tps(start, end, [r.arrivals_s for r in ok_requests],
+                                                   [r.tokens for r in ok_requests]),
         request_throughput_rps=len(good) / window if window > 0 else 0.0,
         ttft_s=Distribution.of([t.ttft_s for t in good]),
         tpot_s=Distribution.of([t.tpot_s for t in good if t.tpot_s is not None]),
