@@ -3,7 +3,8 @@
 - **Lossless check.** Under greedy sampling speculative decoding must not change the generated tokens
   (rejection sampling keeps the target's distribution; vLLM docs, "Speculative decoding: lossless
   guarantees"). Per cell: the share of prompts whose token ids are identical on both servers and, where
-  not, the position of the first difference. Differences that start late are typically numerical
+  not, the position of the first difference. Outputs of different length or finish reason were ended
+  differently by a stop rule and are named so. Other differences that start late are typically numerical
   nondeterminism: the target verifies K+1 tokens at once, the plain server one, and batch shapes change
   with concurrency, so floating-point ties can break differently (reduced precision makes it common).
 - **Cost decomposition.** With one SSE chunk per engine step, the median inter-chunk latency is the
@@ -41,38 +42,58 @@ class SLO:
                 if v is not None}
 
 
-def lossless(plain: Mapping[str, Sequence[int]], speculative: Mapping[str, Sequence[int]]) -> dict[str, object]:
-    """Compare generated token ids per prompt id (successful requests of both servers).
+def lossless(plain: Mapping[str, Sequence[int]], speculative: Mapping[str, Sequence[int]],
+             plain_finish: Mapping[str, str | None] | None = None,
+             speculative_finish: Mapping[str, str | None] | None = None) -> dict[str, object]:
+    """Compare generated token ids (and finish reasons, when given) per prompt id of successful requests.
 
-    Returns ``{"pairs", "identical", "match_rate", "first_difference": [positions], "late"}``; ``late``
-    is True when every difference starts past half of the output.
+    Returns ``{"pairs", "identical", "match_rate", "first_difference": [positions], "stop_differences",
+    "late"}``. ``stop_differences`` counts the differing pairs whose outputs differ in length or finish
+    reason: a stop rule (EOS, stop string, max_tokens) ended them differently. ``late`` is True when every
+    other difference (same length and finish reason) starts past half of the output.
     """
     keys = sorted(set(plain) & set(speculative))
+    pf, sf = plain_finish or {}, speculative_finish or {}
     first: list[int] = []
-    lengths: list[int] = []
+    token_first: list[tuple[int, int]] = []
+    stops = 0
     for k in keys:
-        a, b = plain[k], speculative[k]
-        if list(a) != list(b):
-            n = min(len(a), len(b))
-            first.append(next((i for i in range(n) if a[i] != b[i]), n))
-            lengths.append(max(len(a), len(b)))
+        a, b = list(plain[k]), list(speculative[k])
+        stop = len(a) != len(b) or pf.get(k) != sf.get(k)
+        if a == b and not stop:
+            continue
+        n = min(len(a), len(b))
+        first.append(next((i for i in range(n) if a[i] != b[i]), n))
+        if stop:
+            stops += 1
+        else:
+            token_first.append((first[-1], len(a)))
     identical = len(keys) - len(first)
-    late = bool(first) and all(pos > length / 2 for pos, length in zip(first, lengths, strict=True))
-    return {"pairs": len(keys), "identical": identical,
-            "match_rate": identical / len(keys) if keys else None, "first_difference": first, "late": late}
+    late = bool(token_first) and all(pos > length / 2 for pos, length in token_first)
+    return {"pairs": len(keys), "identical": identical, "match_rate": identical / len(keys) if keys else None,
+            "first_difference": first, "stop_differences": stops, "late": late}
 
 
 def lossless_note(result: Mapping[str, object]) -> str | None:
-    """One line for the card when the match rate is below 1, None otherwise."""
+    """One line for the card when the match rate is below 1, None otherwise. Outputs that differ in length
+    or finish reason are named as such, never put down to numerical nondeterminism."""
     rate = result.get("match_rate")
     if not isinstance(rate, float) or rate >= 1.0:
         return None
     first = result.get("first_difference") or []
-    where = f"first differences at token {min(first)}-{max(first)}" if isinstance(first, list) and first else ""
-    why = ("they start late: typical of numerical nondeterminism across batch shapes (K+1-token verification "
-           "vs one-token decode), not of a broken draft" if result.get("late") else
-           "some start early: check that both servers ran the same model, dtype and sampling")
-    return f"lossless check: {100 * rate:.0f}% of requests identical; {where}; {why}"
+    parts = [f"lossless check: {100 * rate:.0f}% of requests identical"]
+    if isinstance(first, list) and first:
+        parts.append(f"first differences at token {min(first)}-{max(first)}")
+    differing = len(first) if isinstance(first, list) else 0
+    stops = result.get("stop_differences") or 0
+    if isinstance(stops, int) and stops:
+        parts.append(f"{stops} of {differing} differing requests differ in length or finish reason: a stop rule "
+                     "(EOS, stop string, max_tokens) ended the two outputs differently")
+    if differing > stops:
+        parts.append("the others start late: typical of numerical nondeterminism across batch shapes (K+1-token "
+                     "verification vs one-token decode), not of a broken draft" if result.get("late") else
+                     "some start early: check that both servers ran the same model, dtype and sampling")
+    return "; ".join(parts)
 
 
 def cost_decomposition(plain_step_s: float | None, spec_step_s: float | None, acceptance_length: float | None,

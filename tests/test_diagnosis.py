@@ -72,3 +72,20 @@ def test_slo_table_and_lossless_criterion(tmp_path: Path) -> None:
     assert verdict.passed is False and "lossless match 50.0% misses >= 95.0%" in verdict.summary
     with pytest.raises(ProfileError, match="min_lossless_match"):
         parse_criteria({"min_lossless_match": 2}, path)
+
+
+def test_lossless_note_names_length_and_finish_differences_not_nondeterminism() -> None:
+    # the speculative output runs one token past the plain one's stop: a late "difference" at token 4 of 5
+    longer = lossless({"a": [1, 2, 3, 4]}, {"a": [1, 2, 3, 4, 5]}, {"a": "stop"}, {"a": "length"})
+    assert longer["stop_differences"] == 1 and longer["first_difference"] == [4] and longer["late"] is False
+    note = lossless_note(longer) or ""
+    assert "nondeterminism" not in note
+    assert "1 of 1 differing requests differ in length or finish reason" in note
+    # same tokens, different finish reason: not identical
+    finish = lossless({"a": [1, 2]}, {"a": [1, 2]}, {"a": "stop"}, {"a": "length"})
+    assert finish["identical"] == 0 and "nondeterminism" not in (lossless_note(finish) or "")
+    # without finish reasons, a length difference alone is still named so
+    assert "nondeterminism" not in (lossless_note(lossless({"a": [1, 2, 3, 4]}, {"a": [1, 2, 3, 4, 5]})) or "")
+    mixed = lossless({"a": [1, 2, 3, 4], "b": [1, 2, 3, 4]}, {"a": [1, 2, 3, 9], "b": [1, 2, 3, 4, 5]})
+    assert mixed["stop_differences"] == 1 and mixed["late"] is True
+    assert "the others start late" in (lossless_note(mixed) or "")
