@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loadgen.outcomes import finish_line
+
 _LATENCIES = (
     ("TTFT", "ttft_s", 1e3, "ms", "ttft_p50"),
     ("TPOT", "tpot_s", 1e3, "ms/token", "tpot_p50"),
@@ -232,7 +234,7 @@ def render_markdown(card: dict[str, Any]) -> str:
                     if (cell.get(role) or {}).get("failure")]
         out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
         out += [f"- {note}" for note in cell.get("notes", [])]
-        out += [*_diagnosis_rows(cell), *_server_rows(cell), ""]
+        out += [*_diagnosis_rows(cell), *[f"- {f}" for f in [finish_line(cell)] if f], *_server_rows(cell), ""]
     out += _capacity_rows(card)
     out += ["## Where speculation stops paying", "",
             "TPOT p50 ratio (speculative / plain) against closed-loop concurrency; the crossover is where it "

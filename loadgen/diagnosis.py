@@ -85,8 +85,9 @@ def lossless_note(result: Mapping[str, object]) -> str | None:
     if isinstance(first, list) and first:
         parts.append(f"first differences at token {min(first)}-{max(first)}")
     differing = len(first) if isinstance(first, list) else 0
-    stops = result.get("stop_differences") or 0
-    if isinstance(stops, int) and stops:
+    stops = result.get("stop_differences")
+    stops = stops if isinstance(stops, int) else 0
+    if stops:
         parts.append(f"{stops} of {differing} differing requests differ in length or finish reason: a stop rule "
                      "(EOS, stop string, max_tokens) ended the two outputs differently")
     if differing > stops:

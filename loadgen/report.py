@@ -19,6 +19,8 @@ from loadgen.criteria import judge, parse_criteria
 from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
 from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
+from loadgen.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
+from loadgen.placement import placement
 from loadgen.prom import SpecDecodeCounters
 from loadgen.resources import difference
 from loadgen.rundir import load_records, read_json, read_jsonl
@@ -66,8 +68,6 @@ def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[
         if entry.get("output_length_mismatches"):
             notes.append(f"{role}: {entry['output_length_mismatches']} requests did not return their requested "
                          "output length; per-token figures stay valid, summed times do not")
-        if entry.get("errors"):
-            notes.append(f"{role}: {entry['errors']} requests failed")
         if entry.get("foreign_traffic"):
             notes.append(f"{role}: the server finished more requests than loadgen sent (foreign traffic): "
                          "its counters include other clients")
@@ -121,6 +121,7 @@ def _role_cell(records: list[RequestRecord], entries: list[dict[str, Any]]) -> t
         "failure": next((e["failure"] for e in entries if e.get("failure")), None),
         "server_vs_client": _server_vs_client(stats, entries),
         "gauges": [e.get("gauges") for e in entries],
+        **side_outcomes(records),
     }
     return stats, extra
 
@@ -167,6 +168,8 @@ def build_card(run_dir: Path) -> dict[str, Any]:
             extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
         diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy)
         notes = _notes(stats, ratios, role_entries)
+        notes += [n for role, st in stats.items() for n in side_notes(role, st.to_json() | extras[role])]
+        notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
         note = lossless_note(diag["lossless"]) if diag.get("lossless") else None
         cells.append({
             "workload": key[0], "level": key[1], "concurrency": planned["concurrency"],
@@ -218,33 +221,9 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "slo": asdict(slo),
         "capacity": _capacities(cells, slo),
         "resources": {**usage, "difference": diff},
-        "placement": {role: _placement(servers[role]) for role in ROLES},
+        "placement": {role: placement(servers[role]) for role in ROLES},
         "verdict": verdict.to_json() | {"lines": [c.line() for c in verdict.cells]},
         "hardware": proto.get("hardware"),
-    }
-
-
-def _arg(argv: list[str], *names: str) -> str | None:
-    for i, a in enumerate(argv):
-        for name in names:
-            if a == name and i + 1 < len(argv):
-                return argv[i + 1]
-            if a.startswith(name + "="):
-                return a.split("=", 1)[1]
-    return None
-
-
-def _placement(server: dict[str, Any]) -> dict[str, Any]:
-    """Where a server ran: attached URL or launch, visible GPUs, tensor parallel size, memory fraction."""
-    launch = server.get("launch") or {}
-    argv = launch.get("argv") or []
-    cache = (server.get("effective") or {}).get("cache_config_info") or {}
-    return {
-        "attached": bool(launch.get("attached")),
-        "base_url": launch.get("base_url"),
-        "cuda_visible_devices": (launch.get("env") or {}).get("CUDA_VISIBLE_DEVICES"),
-        "tensor_parallel_size": int(_arg(argv, "--tensor-parallel-size", "-tp") or 1),
-        "gpu_memory_utilization": cache.get("gpu_memory_utilization") or _arg(argv, "--gpu-memory-utilization"),
     }
 
 
@@ -266,10 +245,9 @@ def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict
     """The lossless check (greedy only) and the cost decomposition of one cell (diagnosis.py)."""
     if len(stats) < 2:
         return {}
-    ok = [{r.prompt_id: r.token_ids for r in side if r.error is None and r.token_ids} for side in (plain, spec)]
     p, s = stats["plain"], stats["speculative"]
     acc = s.acceptance.mean_acceptance_length if s.acceptance else None
-    return {"lossless": lossless(ok[0], ok[1]) if greedy else None,
+    return {"lossless": lossless(*lossless_inputs(plain, spec)) if greedy else None,
             "cost": cost_decomposition(p.icl_s.p50, s.icl_s.p50, acc, p.tpot_s.p50, s.tpot_s.p50,
                                        s.mean_tokens_per_decode_chunk)}
 

@@ -21,10 +21,11 @@ def _ratio(r: dict[str, Any] | None) -> str:
 
 
 def summary_table(card: dict[str, Any]) -> Table:
-    """A table of TTFT/TPOT p50 (ms), the TPOT ratio with its 95% CI, acceptance and throughput per cell."""
+    """A table of TTFT/TPOT p50 (ms), the TPOT ratio with its 95% CI, acceptance, throughput and failed
+    requests (the card's count, as in cells.jsonl) per cell."""
     table = Table(title=f"{card['pair']}: speculative vs plain ({'complete' if card['complete'] else 'INCOMPLETE'})")
     for col in ("workload", "load", "TTFT p50 ms plain/spec", "TPOT p50 ms plain/spec", "TPOT spec/plain [95% CI]",
-                "acceptance", "tokens/s plain/spec"):
+                "acceptance", "tokens/s plain/spec", "failed plain/spec"):
         table.add_column(col, justify="left" if col in ("workload", "load") else "right")
     for cell in card["cells"]:
         p, s = cell.get("plain") or {}, cell.get("speculative") or {}
@@ -35,6 +36,7 @@ def summary_table(card: dict[str, Any]) -> Table:
             f"{_ms(p.get('ttft_s'))} / {_ms(s.get('ttft_s'))}", f"{_ms(p.get('tpot_s'))} / {_ms(s.get('tpot_s'))}",
             _ratio((cell.get("ratios") or {}).get("tpot_p50")), "–" if acc is None else f"{acc:.3f}",
             " / ".join("–" if t is None else f"{t:.0f}" for t in tps),
+            " / ".join(str(x.get("errors", "–")) for x in (p, s)),
         )
     return table
 

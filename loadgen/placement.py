@@ -1,0 +1,29 @@
+"""Where a server of the pair ran, from its saved launch and effective files (pure; report.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _arg(argv: list[str], *names: str) -> str | None:
+    for i, a in enumerate(argv):
+        for name in names:
+            if a == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(name + "="):
+                return a.split("=", 1)[1]
+    return None
+
+
+def placement(server: dict[str, Any]) -> dict[str, Any]:
+    """Where a server ran: attached URL or launch, visible GPUs, tensor parallel size, memory fraction."""
+    launch = server.get("launch") or {}
+    argv = launch.get("argv") or []
+    cache = (server.get("effective") or {}).get("cache_config_info") or {}
+    return {
+        "attached": bool(launch.get("attached")),
+        "base_url": launch.get("base_url"),
+        "cuda_visible_devices": (launch.get("env") or {}).get("CUDA_VISIBLE_DEVICES"),
+        "tensor_parallel_size": int(_arg(argv, "--tensor-parallel-size", "-tp") or 1),
+        "gpu_memory_utilization": cache.get("gpu_memory_utilization") or _arg(argv, "--gpu-memory-utilization"),
+    }
