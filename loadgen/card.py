@@ -49,10 +49,12 @@ def _server_rows(cell: dict[str, Any]) -> list[str]:
         for key, check in (side.get("server_vs_client") or {}).items():
             label = "TTFT" if key == "ttft_s" else "E2E latency"
             verdict = {True: "agree", False: "DISAGREE", None: "–"}[check["agrees"]]
+            verdict += " within the histogram's bucket resolution"
             above = "> " if check.get("server_above_bound") else ""  # beyond the last finite bucket
+            if above and check["agrees"] is None:
+                verdict = "not comparable: beyond the histogram's last finite bucket"
             lines.append(f"- {role} {label}: client p50 {_ms(check['client_p50'])} ms, server `{check['metric']}` "
-                         f"p50 {above}{_ms(check['server_p50'])} ms ({verdict} within the histogram's bucket "
-                         "resolution)")
+                         f"p50 {above}{_ms(check['server_p50'])} ms ({verdict})")
     return lines
 
 

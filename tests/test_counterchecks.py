@@ -39,7 +39,8 @@ def text(name: str) -> str:
 
 def started(exposition: str, at: float) -> prom.Snapshot:
     """The exposition plus the process gauge the Prometheus Python client adds."""
-    return prom.parse_metrics(exposition + f"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {at}\n")
+    gauge = f"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {at}\n"
+    return prom.parse_metrics(exposition + gauge)
 
 
 def entry_of(before: prom.Snapshot, after: prom.Snapshot, sent: int, failed: int = 0) -> dict[str, Any]:
