@@ -9,6 +9,7 @@ with 3 chunks of 1 token 20 ms apart after a 50 ms TTFT; speculative counters of
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -16,9 +17,18 @@ from typing import Any
 
 import pytest
 
+from loadgen import cell as cell_module
+from loadgen import prom, servers
 from loadgen.card import render_markdown
+from loadgen.cell import RunContext, run_cell_on
 from loadgen.client import RequestRecord
+from loadgen.observe import ObserveOptions, Observers
+from loadgen.pair import Level, load_pair
+from loadgen.plan import CellSpec
 from loadgen.report import build_card
+from loadgen.rundir import JsonlAppender
+from loadgen.workload import Prompt
+from tests.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
 SPEC = {"num_drafts": 100.0, "num_draft_tokens": 300.0, "num_accepted_tokens": 150.0,
         "accepted_per_position": [70.0, 50.0, 30.0], "reset": False}
@@ -122,3 +132,43 @@ def test_kv_capacity_loss_over_ten_percent_is_noted_without_a_declared_limit(tmp
     assert "- KV-cache capacity: the speculative server holds 20000 tokens (20.0%) fewer" in render_markdown(card)
     small = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 95000)))
     assert small["resources"]["notes"] == []
+
+
+# --- the cell entry: what the cell records for these checks (scripted SSE server on loopback) -------------
+
+
+def test_the_cell_entry_records_restart_evidence_and_token_counts(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    data = Path(__file__).parent / "data"
+    # recorded vLLM 0.32.0 pages t0 -> t1 (10 requests finished, 500 tokens generated, 100 drafts), served by a
+    # process that started anew in between: the counters alone do not show it
+    pages = iter(prom.parse_metrics((data / f"vllm032_spec_{t}.prom").read_text() + f"process_start_time_seconds {s}\n")
+                 for t, s in (("t0", 1.0), ("t1", 2.0)))
+    monkeypatch.setattr(cell_module, "scrape", lambda url, headers=None: ("", next(pages)))
+    ok: list[Step] = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")),
+          (0.0, usage_chunk(2, 2)), (0.0, DONE)]
+    pair = load_pair("demo-cpu")
+    pair = dataclasses.replace(pair, speculative={**pair.speculative, "method": "draft_model"})
+    warmup = (Prompt("w0", "w", "completions", "ok", None, 2),)
+    measured = tuple(Prompt(f"m{i}", "w", "completions", "ok", None, 2) for i in range(10))
+    for sub in ("metrics", "servers"):
+        (tmp_path / sub).mkdir()
+    run = RunContext(pair, tmp_path, JsonlAppender(tmp_path / "requests.jsonl"),
+                     JsonlAppender(tmp_path / "cells.jsonl"), lambda _: None,
+                     Observers(pair.name, ObserveOptions(progress=False), lambda _: None))
+    with scripted_server({"ok": (200, ok)}) as url:
+        spec = servers.LaunchSpec("speculative", [], {}, "127.0.0.1", 0, "m", 5.0, tmp_path / "log", attach_url=url)
+        try:
+            run_cell_on(run, "speculative", servers.attach(spec), CellSpec("w", "completions", Level(2), 0, warmup,
+                                                                           measured, (), None))
+        finally:
+            run.observers.close()
+            run.requests.close()
+            run.cells_log.close()
+    entry = json.loads((tmp_path / "cells.jsonl").read_text().splitlines()[-1])
+    assert entry["spec_decode"]["reset"] is False and entry["spec_decode"]["num_drafts"] == 100.0
+    assert entry["process_start_time_s"] == [1.0, 2.0]
+    assert entry["restart_evidence"] == ["process_start_time_seconds changed 1 → 2"]
+    # the warmup request finished before the first scrape: 10 requests of 2 tokens between the scrapes
+    assert (entry["client_window_output_tokens"], entry["client_window_failed"]) == (20, 0)
+    assert entry["server_generation_tokens"] == 500.0
