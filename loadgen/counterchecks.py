@@ -4,12 +4,15 @@ numbers and one-line card notes out).
 - A server restart inside a cell (between its two ``/metrics`` scrapes) makes every counter delta of that
   cell meaningless, even when the counters grew past their earlier values and no comparison of the two
   scrapes sees them go down. Signs: a counter went backwards (``prom.counter_delta``), the server's
-  ``process_start_time_seconds`` changed (the standard process gauge of the Prometheus Python client,
-  which vLLM's ``/metrics`` serves), or the server finished fewer requests (Δ``vllm:request_success_total``,
-  every ``finished_reason``) than loadgen completed between the scrapes.
+  ``process_start_time_seconds`` changed (the process gauge of the Prometheus Python client's default
+  registry, which vLLM's ``/metrics`` serves unless it runs several API servers in multiprocess mode), or
+  the server finished fewer requests (Δ``vllm:request_success_total``, every ``finished_reason``) than
+  loadgen completed between the scrapes (requests that failed on the client need not reach the server).
 - vLLM's spec-decode counters obey invariants (``SpecDecodingStats.observe_draft``,
-  ``vllm/v1/spec_decode/metrics.py``): the per-position accepted counts sum to the accepted count and do
-  not rise with position, and a method with a fixed K proposes K draft tokens per draft.
+  ``vllm/v1/spec_decode/metrics.py``: n accepted tokens in a draft add 1 to positions 0..n-1): the
+  per-position accepted counts sum to the accepted count and do not rise with position, and a method with
+  a fixed K proposes K draft tokens per draft (``SpecDecodingProm`` docstring: draft tokens / drafts is
+  the mean proposed length; lookup methods and grammar-invalidated drafts can make it smaller).
 - Δ``vllm:generation_tokens_total`` counts every output token the server generated; between the scrapes
   that is what loadgen's measured and cooldown requests received (warmup requests finish before the first
   scrape).
@@ -78,7 +81,7 @@ def restart_evidence(entry: Mapping[str, Any]) -> list[str]:
         out.append(f"process_start_time_seconds changed {start[0]:.0f} → {start[1]:.0f}")
     finished, sent = entry.get("server_finished_requests"), entry.get("client_sent_requests")
     if finished is not None and sent is not None:
-        completed = sent - (entry.get("client_window_failed") or 0)
+        completed = sent - (entry.get("client_window_failed", entry.get("errors")) or 0)  # older entries: errors
         if finished < completed:
             out.append(f"server finished {finished:.0f} requests, loadgen completed {completed}")
     return out

@@ -246,3 +246,10 @@ def test_kv_capacity_loss_over_ten_percent_is_a_note() -> None:
         "fewer requests fit at once")
     assert kv_capacity_note({"kv_cache_tokens_lost": 10000, "kv_capacity_loss": 0.10}) is None
     assert kv_capacity_note({"kv_cache_tokens_lost": None, "kv_capacity_loss": None}) is None
+
+
+def test_entries_of_older_runs_subtract_their_failed_requests() -> None:
+    # no client_window_failed field: the entry's measured errors stand in for it
+    older = {"server_finished_requests": 8.0, "client_sent_requests": 10, "errors": 2}
+    assert restart_evidence(older) == []
+    assert restart_evidence(older | {"errors": 1}) == ["server finished 8 requests, loadgen completed 9"]
