@@ -51,8 +51,12 @@ def _server_rows(cell: dict[str, Any]) -> list[str]:
         for key, check in (side.get("server_vs_client") or {}).items():
             label = "TTFT" if key == "ttft_s" else "E2E latency"
             verdict = {True: "agree", False: "DISAGREE", None: "–"}[check["agrees"]]
+            verdict += " within the histogram's bucket resolution"
+            above = "> " if check.get("server_above_bound") else ""  # beyond the last finite bucket
+            if above and check["agrees"] is None:
+                verdict = "not comparable: beyond the histogram's last finite bucket"
             lines.append(f"- {role} {label}: client p50 {_ms(check['client_p50'])} ms, server `{check['metric']}` "
-                         f"p50 {_ms(check['server_p50'])} ms ({verdict} within the histogram's bucket resolution)")
+                         f"p50 {above}{_ms(check['server_p50'])} ms ({verdict})")
     return lines
 
 
@@ -78,6 +82,7 @@ def _resource_rows(res: dict[str, Any]) -> list[str]:
         f"({_num(None if d.get('kv_capacity_loss') is None else 100 * d['kv_capacity_loss'], 1)} %) |",
         f"| KV-cache blocks × block size | {p.get('num_gpu_blocks', '–')} × {p.get('block_size', '–')} | "
         f"{s.get('num_gpu_blocks', '–')} × {s.get('block_size', '–')} | |",
+        *(["", *[f"- {note}" for note in res["notes"]]] if res.get("notes") else []),
         "",
     ]
     return lines
@@ -180,6 +185,9 @@ def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
     for cell in cells:
         spec: dict[str, Any] = cell.get("speculative") or {}
         acc = spec.get("acceptance")
+        if not acc and spec.get("acceptance_unmeasurable"):
+            lines.append(f"| {cell['workload']} | {_level(cell)} | not measurable: {spec['acceptance_unmeasurable']} |"
+                         " | | | | | |")
         if not acc:
             continue
         per_pos = ", ".join(f"{x:.3f}" for x in acc["per_position"]) or "–"

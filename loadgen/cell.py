@@ -23,6 +23,7 @@ import httpx
 
 from loadgen import prom, servers
 from loadgen.client import RequestRecord
+from loadgen.counterchecks import WindowTally, restart_evidence, server_counters
 from loadgen.errors import FallbackDetected, RunFailed
 from loadgen.faults import categories, over_budget
 from loadgen.metrics import ClientUse, MeasuredRequest, cell_stats
@@ -102,10 +103,12 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         await sample_gauges(client, server.base_url, gauges.append, clock)
 
     sent: Counter[str] = Counter()
+    window = WindowTally()
 
     def on_record(record: RequestRecord) -> None:
         run.requests.append(record.to_json())
         sent[record.phase] += 1
+        window.add(record)
         observers.request_finished(record)
 
     plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
@@ -137,12 +140,14 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         "gauges": summarize_gauges(gauges), "server_finished_requests": finished,
         "client_sent_requests": sent["measured"] + sent["cooldown"],
         "foreign_traffic": finished is not None and finished > sent["measured"] + sent["cooldown"],
+        **window.to_json(), **(server_counters(b, after) if b is not None and after is not None else {}),
         "errors": len(errors), "error_categories": categories(errors),
         "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
         "output_length_mismatches": len(_length_mismatches(records)),
         "metrics_error": "; ".join(metrics_errors) or None, "failure": failure, "notes": [],
         "client": {"cpu_s": client.cpu_s, "cpu_cores": client.cores, "send_lag_s": asdict(client.send_lag)},
     }
+    entry["restart_evidence"] = restart_evidence(entry)
     if (busy := client.saturation_note()) is not None:
         entry["notes"].append(busy)
     ok = len(records) - len(errors)
@@ -153,8 +158,9 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         entry["notes"].append(f"server metrics unavailable for this cell: {entry['metrics_error']}")
     measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
                 for r in records]
+    usable = None if entry["restart_evidence"] else counters  # a restart leaves no measurable acceptance
     entry |= observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
-                                     cell_stats(measured, counters), counters)
+                                     cell_stats(measured, usable), usable)
     run.cells_log.append(entry)
     run.log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
             f"{duration:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "

@@ -15,26 +15,19 @@ from typing import Any
 
 from loadgen.client import RequestRecord
 from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
+from loadgen.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.criteria import judge, parse_criteria
 from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
-from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
+from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
 from loadgen.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
 from loadgen.placement import placement
-from loadgen.prom import SpecDecodeCounters
 from loadgen.resources import difference
 from loadgen.rundir import load_records, read_json, read_jsonl
+from loadgen.serverside import compare
 
 CARD_SCHEMA = "loadgen.card/1"
 ROLES = ("plain", "speculative")
-
-
-def _counters(entry: dict[str, Any]) -> SpecDecodeCounters | None:
-    sd = entry.get("spec_decode")
-    if not sd:
-        return None
-    return SpecDecodeCounters(sd["num_drafts"], sd["num_draft_tokens"], sd["num_accepted_tokens"],
-                              tuple(sd["accepted_per_position"]), bool(sd.get("reset", False)))
 
 
 def _per_prompt(records: list[RequestRecord], field: str) -> dict[str, float]:
@@ -83,35 +76,16 @@ def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[
 
 
 def _server_vs_client(stats: CellStats, entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta)."""
-    out: dict[str, Any] = {}
+    """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta; serverside.py)."""
     hists = entries[0].get("server_histograms", {}) if entries else {}
-    for key in ("ttft_s", "e2e_s"):
-        h = hists.get(key)
-        if not h:
-            continue
-        client = getattr(stats, key).p50
-        out[key] = {"client_p50": client, "server_p50": h["p50"], "metric": h["metric"],
-                    "agrees": agrees_within_buckets(client, h["p50"], h["upper_bounds"]),
-                    "bucket_bounds": h["upper_bounds"]}
-    return out
-
-
-def _sum_counters(entries: list[dict[str, Any]]) -> SpecDecodeCounters | None:
-    counters = [c for c in (_counters(e) for e in entries) if c is not None]
-    if not counters:
-        return None
-    width = max(len(c.accepted_per_position) for c in counters)
-    per_pos = tuple(sum(c.accepted_per_position[i] for c in counters if i < len(c.accepted_per_position))
-                    for i in range(width))
-    return SpecDecodeCounters(sum(c.num_drafts for c in counters), sum(c.num_draft_tokens for c in counters),
-                              sum(c.num_accepted_tokens for c in counters), per_pos, any(c.reset for c in counters))
+    return {key: compare(getattr(stats, key).p50, hists[key]) for key in ("ttft_s", "e2e_s") if hists.get(key)}
 
 
 def _role_cell(records: list[RequestRecord], entries: list[dict[str, Any]]) -> tuple[CellStats, dict[str, Any]]:
     measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
                 for r in records]
-    stats = cell_stats(measured, _sum_counters(entries))
+    counters, unmeasurable = usable_counters(entries)  # repetitions with a server restart left out
+    stats = cell_stats(measured, counters)
     reps = sorted({r.repetition for r in records})
     per_rep_tpot = [cell_stats([m for m, r in zip(measured, records, strict=True) if r.repetition == k],
                                None).tpot_s.p50 for k in reps]
@@ -122,6 +96,7 @@ def _role_cell(records: list[RequestRecord], entries: list[dict[str, Any]]) -> t
         "server_vs_client": _server_vs_client(stats, entries),
         "gauges": [e.get("gauges") for e in entries],
         **side_outcomes(records),
+        "acceptance_unmeasurable": unmeasurable,
     }
     return stats, extra
 
@@ -178,7 +153,9 @@ def build_card(run_dir: Path) -> dict[str, Any]:
             **{role: s.to_json() | extras[role] for role, s in stats.items()},
             "ratios": {name: asdict(r) for name, r in ratios.items()},
             **diag,
-            "notes": [*notes, *([note] if note else [])],
+            "notes": [*notes, *([note] if note else []),
+                      *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))},
+                                  proto["speculative_config"] or {})],
         })
 
     servers: dict[str, Any] = {}
@@ -220,7 +197,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "crossover": _crossovers(cells),
         "slo": asdict(slo),
         "capacity": _capacities(cells, slo),
-        "resources": {**usage, "difference": diff},
+        "resources": {**usage, "difference": diff, "notes": [n for n in [kv_capacity_note(diff)] if n]},
         "placement": {role: placement(servers[role]) for role in ROLES},
         "verdict": verdict.to_json() | {"lines": [c.line() for c in verdict.cells]},
         "hardware": proto.get("hardware"),

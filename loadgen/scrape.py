@@ -2,7 +2,8 @@
 
 Gauges sampled (vLLM V1, all versions 0.10-0.33, reference/vllm-spec-decode.md 1.3):
 ``vllm:kv_cache_usage_perc`` (a fraction 0-1 despite its name), ``vllm:num_requests_running`` and
-``vllm:num_requests_waiting``, each summed over ``engine``.
+``vllm:num_requests_waiting``, each summed over ``engine``. A server from before a metric's rename is
+read under the older name (metricnames.py), and the summary says which name was read.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from typing import Any
 
 import httpx
 
-from loadgen import prom
+from loadgen import metricnames, prom
 from loadgen.errors import RunFailed
+from loadgen.serverside import above_bound
 
 GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
+_GAUGE_FAMILIES = metricnames.all_names(GAUGES)
 
 
 def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> tuple[str, prom.Snapshot]:
@@ -54,9 +57,8 @@ async def sample_gauges(
             # the gauges' lines only: a whole parse blocked the cell's event loop for 9-20 ms a second
             # (send lag and chunk timestamps late by as much); all of it when they are missing, which
             # still says why (garbage raises PromParseError)
-            snap = prom.parse_metrics(prom.only_families(response.text, GAUGES) or response.text)
-            for name in GAUGES:
-                sample[name] = snap.total(name)
+            snap = prom.parse_metrics(prom.only_families(response.text, _GAUGE_FAMILIES) or response.text)
+            sample |= read_gauges(snap)
         except (httpx.HTTPError, prom.PromParseError) as exc:
             sample["error"] = f"{type(exc).__name__}: {exc}"[:200]
         sink(sample)
@@ -64,13 +66,25 @@ async def sample_gauges(
             await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - started)))
 
 
-def summarize_gauges(samples: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Per gauge: mean and max over the samples that carry it (None when none do)."""
-    out: dict[str, dict[str, float | None]] = {}
+def read_gauges(snap: prom.Snapshot) -> dict[str, float | None]:
+    """Each of :data:`GAUGES` summed over ``engine``, keyed by the name the server exposes it under
+    (the current one, or an older one: metricnames.py); ``{name: None}`` when absent."""
+    out: dict[str, float | None] = {}
     for name in GAUGES:
-        values = [s[name] for s in samples if s.get(name) is not None]
+        used = metricnames.resolve(snap, name) or name
+        out[used] = snap.total(used)
+    return out
+
+
+def summarize_gauges(samples: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per gauge (current name): mean and max over the samples that carry it (None when none do), the
+    number of such samples, and ``metric``: the name read (an older one on an older server)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in GAUGES:
+        used = next((n for n in metricnames.candidates(name) if any(s.get(n) is not None for s in samples)), name)
+        values = [s[used] for s in samples if s.get(used) is not None]
         out[name] = {"mean": sum(values) / len(values) if values else None,
-                     "max": max(values) if values else None, "samples": float(len(values))}
+                     "max": max(values) if values else None, "samples": float(len(values)), "metric": used}
     return out
 
 
@@ -85,9 +99,14 @@ SERVER_HISTOGRAMS = {
 
 def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, Any]:
     """Per-cell deltas of :data:`SERVER_HISTOGRAMS` with their bucket bounds and p50/p90/p99 estimates
-    (PromQL ``histogram_quantile`` semantics, prom.py); families without observations are left out."""
+    (PromQL ``histogram_quantile`` semantics, prom.py); families without observations are left out.
+
+    ``metric`` is the name read: the current one, or an older one on an older server (metricnames.py).
+    ``p50_above_bound`` (and p90, p99) is True when that quantile lies in the ``+Inf`` bucket: its value is
+    then the highest finite bound, and the true quantile is above it (``> bound``)."""
     out: dict[str, Any] = {}
-    for key, name in SERVER_HISTOGRAMS.items():
+    for key, current in SERVER_HISTOGRAMS.items():
+        name = metricnames.resolve(after, current) or current
         try:
             h = prom.histogram_delta(before, after, name)
         except ValueError:
@@ -96,5 +115,6 @@ def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, 
             continue
         out[key] = {"metric": name, "count": h.count, "sum": h.sum, "upper_bounds": list(h.upper_bounds),
                     "cumulative_counts": list(h.cumulative_counts), "reset": h.reset,
-                    **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)}}
+                    **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)},
+                    **{f"p{q}_above_bound": above_bound(h, q / 100) for q in (50, 90, 99)}}
     return out

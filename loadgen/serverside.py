@@ -1,0 +1,63 @@
+"""Server-side histogram quantiles next to the client's own figures, without the top bucket's trap (pure).
+
+A histogram cannot place an observation above its highest finite bucket bound: PromQL's
+``histogram_quantile`` (Prometheus ``promql/quantile.go``, ``bucketQuantile``) returns that bound for a
+rank in the ``+Inf`` bucket, so a 200 s request reads as 60 s with vLLM's E2E buckets. Such a quantile is
+reported here as ``> bound`` and is never said to agree with the client's figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loadgen.metrics import agrees_within_buckets
+from loadgen.prom import HistogramDelta
+
+
+def above_bound(h: HistogramDelta, q: float) -> bool:
+    """Whether the q-quantile of ``h`` lies in the ``+Inf`` bucket (``h.quantile(q)`` is then the
+    highest finite bound and the true value is above it). Same monotonic counts and rank as
+    ``HistogramDelta.quantile``. False with no observations or no finite bucket; ValueError for q
+    outside [0, 1]."""
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile q must be in [0, 1], got {q}")
+    bounds, counts = h.upper_bounds, h.cumulative_counts
+    if len(bounds) < 2 or not math.isinf(bounds[-1]) or max(counts) <= 0:
+        return False
+    return max(counts[:-1]) < q * max(counts)
+
+
+def _delta(entry: Mapping[str, Any]) -> HistogramDelta:
+    bounds = tuple(float(b) for b in entry.get("upper_bounds") or ())
+    counts = tuple(float(c) for c in entry.get("cumulative_counts") or ())
+    return HistogramDelta(bounds, counts, float(entry.get("count") or 0), float(entry.get("sum") or 0))
+
+
+def agreement(client_s: float | None, server_s: float | None, upper_bounds: Sequence[float],
+              server_above: bool) -> bool | None:
+    """Whether client and server quantiles agree within the histogram's bucket resolution
+    (``metrics.agrees_within_buckets``), except when the server's quantile is above the last finite
+    bound: never True then; False when the client's figure is within the finite buckets (they
+    disagree), None when it is above the bound too (nothing left to compare)."""
+    if not server_above:
+        return agrees_within_buckets(client_s, server_s, upper_bounds)
+    finite = [b for b in upper_bounds if not math.isinf(b)]
+    if client_s is None or not finite:
+        return None
+    return None if client_s > finite[-1] else False
+
+
+def compare(client_p50_s: float | None, hist: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of the card's server-vs-client check from a cell entry's ``server_histograms`` item
+    (scrape.server_histograms: ``metric``, ``p50``, ``upper_bounds``, ``cumulative_counts``, ...).
+
+    Returns ``{"client_p50", "server_p50", "server_above_bound", "metric", "agrees", "bucket_bounds"}``;
+    ``server_above_bound`` is recomputed from the stored buckets, so entries of older runs get it too.
+    """
+    bounds = list(hist.get("upper_bounds") or [])
+    above = bool(hist.get("p50_above_bound")) or (bool(bounds) and above_bound(_delta(hist), 0.5))
+    return {"client_p50": client_p50_s, "server_p50": hist.get("p50"), "server_above_bound": above,
+            "metric": hist.get("metric"), "agrees": agreement(client_p50_s, hist.get("p50"), bounds, above),
+            "bucket_bounds": bounds}
