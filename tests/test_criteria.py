@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.criteria import Criteria, check_scope, judge, parse_criteria
+from loadgen.criteria import Criteria, judge, parse_criteria
 from loadgen.errors import ProfileError
+from loadgen.judging import check_scope
 
 PATH = Path("profiles/pairs/x.toml")
 
