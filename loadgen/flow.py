@@ -92,7 +92,8 @@ def _startup_proof(run: RunContext, role: str, server: servers.Server) -> dict[s
     else:
         (run.run_dir / "metrics" / f"{role}__startup.prom").write_text(text)
         proof = prove_mode(role, snap, run.pair.num_speculative_tokens)
-    modeproof.check_effective_method(role, run.pair.method, config.get("speculative_config_log"))
+    modeproof.check_effective_method(role, run.pair.method, config.get("speculative_config_log"),
+                                     run.pair.num_speculative_tokens)
     return _save_server_record(run.run_dir, server, snap, proof, config)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from loadgen.errors import FallbackDetected
 
 _METHOD_RE = re.compile(r"method='([^']*)'")
+_K_RE = re.compile(r"num_spec_tokens=(\d+)")
 
 
 def log_method(spec_log: str | None) -> str | None:
@@ -34,12 +35,13 @@ def canonical(method: str) -> str:
     return "mtp" if method.endswith("_mtp") else method
 
 
-def check_effective_method(role: str, declared: str, spec_log: str | None) -> None:
+def check_effective_method(role: str, declared: str, spec_log: str | None, k: int | None = None) -> None:
     """Compare the startup log's speculative config (``speculative_config_log`` of the effective config:
     None when there is no log, ``"None"`` on a plain server) with the declared mode.
 
     Raises FallbackDetected: a plain server whose log shows a speculative config, a speculative one whose
-    log shows none, or an echoed method other than the declared one (after :func:`canonical`)."""
+    log shows none, an echoed method other than the declared one (after :func:`canonical`), or an echoed
+    ``num_spec_tokens`` other than the declared K."""
     if spec_log is None:
         return
     if role == "plain" and spec_log != "None":
@@ -56,6 +58,10 @@ def check_effective_method(role: str, declared: str, spec_log: str | None) -> No
                                f"but the pair declares method = {declared!r}: vLLM re-classifies a draft by its path "
                                "or model_type; set [speculative].method to the draft's real method, or use a draft "
                                "that matches the declared one")
+    echoed = _K_RE.search(spec_log)
+    if k is not None and echoed is not None and int(echoed.group(1)) != k:
+        raise FallbackDetected(f"the speculative server runs num_spec_tokens={echoed.group(1)} (startup log's "
+                               f"speculative_config) but the pair declares num_speculative_tokens={k}")
 
 
 def prove_without_metrics(role: str, effective: dict[str, Any], minimal: dict[str, Any], launched: bool,

@@ -19,7 +19,9 @@ def test_log_method() -> None:
 def test_an_effective_method_other_than_the_declared_one_is_a_fallback() -> None:
     with pytest.raises(FallbackDetected, match="runs method 'eagle3' .* declares method = 'draft_model'"):
         check_effective_method("speculative", "draft_model", EAGLE3)
-    check_effective_method("speculative", "draft_model", DRAFT)
+    check_effective_method("speculative", "draft_model", DRAFT, 3)
+    with pytest.raises(FallbackDetected, match="runs num_spec_tokens=3 .* declares num_speculative_tokens=5"):
+        check_effective_method("speculative", "draft_model", DRAFT, 5)
     check_effective_method("speculative", "deepseek_mtp", "SpeculativeConfig(method='mtp', num_spec_tokens=1)")
     check_effective_method("speculative", "draft_model", None)  # attached: no log
     check_effective_method("plain", "draft_model", "None")
