@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loadgen.modeproof import proof_line
 from loadgen.outcomes import finish_line
 
 _LATENCIES = (
@@ -92,11 +93,16 @@ def _verdict_rows(verdict: dict[str, Any] | None) -> list[str]:
     """The verdict against the criteria the pair file declared before the run."""
     if not verdict:
         return []
+    if verdict.get("declared") is False:  # no [criteria] table: nothing was judged (judging.py)
+        return ["## Verdict", "", f"**{verdict['summary']}** (add a [criteria] table to the pair file to judge)", ""]
     crit = verdict.get("criteria") or {}
-    declared = ", ".join(f"{k} = {json.dumps(v)}" for k, v in crit.items() if v not in (None, {}, []))
+    keys = verdict.get("declared_keys", list(crit))
+    shown = [", ".join(f"{k} = {json.dumps(v)}" for k, v in crit.items()
+                       if v not in (None, {}, []) and (k in keys) == d) for d in (True, False)]
     lines = ["## Verdict against the criteria declared before the run", "",
              f"**{verdict['summary']}**", "",
-             f"Declared: {declared}", ""]
+             f"Declared: {shown[0] or 'an empty [criteria] table'}" + (f"; defaults: {shown[1]}" if shown[1] else ""),
+             ""]
     lines += [f"- {line}" for line in verdict.get("lines") or []]
     lines += [f"- resource {r['name']}: {r['status']}: {r['reason']}" for r in verdict.get("resources") or []]
     return [*lines, ""]
@@ -228,7 +234,8 @@ def render_markdown(card: dict[str, Any]) -> str:
                 f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
                 f"{eff.get('spec_positions')}",
                 f"- KV-cache capacity (startup log): {eff.get('kv_cache_tokens_log')} tokens; ready after "
-                f"{_num(eff.get('ready_s'), 0)} s", ""]
+                f"{_num(eff.get('ready_s'), 0)} s",
+                *[f"- {line}" for line in [proof_line(eff)] if line], ""]
     out += _verdict_rows(card.get("verdict"))
     out += _resource_rows(card.get("resources") or {})
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]

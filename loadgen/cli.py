@@ -139,11 +139,12 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
 
 
 def _verdict_exit(run_dir: Path) -> None:
-    """Print the card's verdict; raise CriteriaFailed (exit 3) when it failed its declared criteria."""
+    """Print the card's verdict; raise CriteriaFailed (exit 3) when it failed its declared criteria (none
+    declared: not judged, no exit 3)."""
     verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
     if verdict:
         click.echo(f"verdict: {verdict['summary']}")
-        if not verdict["passed"]:
+        if verdict["passed"] is False:
             raise CriteriaFailed(f"the verdict failed the criteria declared in the pair file; see "
                                  f"{run_dir / 'card.md'}")
 

@@ -4,7 +4,8 @@ Metrics are the card's ratio keys, speculative / plain (compare.py): latencies `
 ``e2e_p50``, ``itl_p50``, ``ttft_p99``, ``e2e_p99`` (lower is better) and throughputs
 ``output_throughput``, ``request_throughput`` (higher is better).
 
-``[criteria]`` keys, all optional (unknown keys and wrong types are errors, exit 2):
+Without a ``[criteria]`` table nothing is judged (verdictcard.py). Its keys, all optional (unknown keys and
+wrong types are errors, exit 2); ``declared`` records which ones the file set, the rest are defaults:
 
 - ``primary`` (list of metric names, default ``["tpot_p50"]``): what the draft must improve.
 - ``min_speedup`` (number > 0, default 1.0): for a primary latency the spec/plain ratio must be
@@ -58,6 +59,7 @@ class Criteria:
     max_extra_memory_bytes: int | None = None
     max_kv_capacity_loss: float | None = None
     min_lossless_match: float | None = None
+    declared: tuple[str, ...] = field(default=(), compare=False)  # the keys the pair file set
 
     def in_scope(self, workload: str, concurrency: int) -> bool:
         """True when the cell (workload, concurrency) is in the declared range."""
@@ -66,8 +68,8 @@ class Criteria:
         return self.concurrency is None or self.concurrency[0] <= concurrency <= self.concurrency[1]
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict of every field (tuples become lists)."""
-        out = asdict(self)
+        """JSON-ready dict of every field but ``declared`` (tuples become lists)."""
+        out = {k: v for k, v in asdict(self).items() if k != "declared"}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 
@@ -134,19 +136,7 @@ def parse_criteria(table: Mapping[str, Any], path: Path) -> Criteria:
         if not _number(v) or not 0 <= v <= 1:
             raise fail("min_lossless_match", "a fraction between 0 and 1 of requests with identical tokens (e.g. 0.95)")
         kw["min_lossless_match"] = float(v)
-    return Criteria(**kw)
-
-
-def check_scope(criteria: Criteria, workloads: Sequence[str], concurrency: Sequence[int], path: Path) -> None:
-    """Raise ProfileError when ``[criteria].workloads`` names a workload the pair does not run, or the
-    ``[criteria].concurrency`` range holds none of the pair's levels (the verdict could judge nothing)."""
-    missing = [w for w in criteria.workloads or () if w not in workloads]
-    if missing:
-        raise ProfileError(f"{path}: [criteria].workloads names {missing[0]!r}, which [run].workloads does not run "
-                           f"({', '.join(workloads)})")
-    if criteria.concurrency and not any(criteria.concurrency[0] <= c <= criteria.concurrency[1] for c in concurrency):
-        raise ProfileError(f"{path}: [criteria].concurrency {list(criteria.concurrency)} holds none of the levels "
-                           f"{list(concurrency)}; widen it or add a level")
+    return Criteria(**kw, declared=tuple(k for k in KEYS if k in table))
 
 
 @dataclass(frozen=True)
@@ -251,8 +241,7 @@ def _bytes(x: float) -> str:
     return f"{x:,.0f} bytes ({x / 2**30:.2f} GiB)"
 
 
-def _percent(x: float) -> str:
-    return f"{100 * x:.1f}%"
+_percent = "{:.1%}".format
 
 
 def _resources(criteria: Criteria, resources: Mapping[str, Any] | None) -> tuple[Check, ...]:

@@ -60,8 +60,9 @@ def diff_cards(baseline: dict[str, Any], candidate: dict[str, Any]) -> Diff:
             regressions.append(f"{key[0]} {key[1]} went from pass to fail")
     v_old = (baseline.get("verdict") or {}).get("passed")
     v_new = (candidate.get("verdict") or {}).get("passed")
-    lines.append(f"verdict: baseline {'PASS' if v_old else 'FAIL'}, candidate {'PASS' if v_new else 'FAIL'}")
-    if v_old and not v_new:
+    shown = {True: "PASS", False: "FAIL", None: "not judged (no criteria declared)"}
+    lines.append(f"verdict: baseline {shown[v_old]}, candidate {shown[v_new]}")
+    if v_old is True and v_new is False:
         regressions.insert(0, "the candidate's verdict fails its declared criteria, the baseline's passed")
     summary = "; ".join(regressions) if regressions else "no regression"
     return Diff(tuple(lines), bool(regressions), summary)

@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 
-from loadgen import prom, resources, servers
+from loadgen import modeproof, prom, resources, servers
 from loadgen.card import render_markdown
 from loadgen.cell import RunContext, run_cell_on
 from loadgen.engine import detect_engine_version
-from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError
+from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
 from loadgen.observe import ObserveOptions, Observers
 from loadgen.pair import Pair, RoleServer
 from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
@@ -77,12 +77,32 @@ def prove_mode(role: str, snap: prom.Snapshot, k: int) -> dict[str, Any]:
             "metric_families": sorted(snap.types)}
 
 
+def _startup_proof(run: RunContext, role: str, server: servers.Server) -> dict[str, Any]:
+    """Scrape /metrics once and prove the mode (prove_mode), or, when /metrics gives no Prometheus text,
+    from the startup log and the minimal completion's tokens per chunk (modeproof.py); the startup log's
+    method must match the declared one. Returns the saved effective record."""
+    config = server.effective_config()
+    try:
+        text, snap = scrape(server.base_url, headers=server.spec.headers)
+    except RunFailed as exc:
+        run.log(f"[{role}] {exc}: measuring without server-side figures")
+        proof = modeproof.prove_without_metrics(role, config, server.minimal_response, server.process is not None,
+                                                str(exc))
+        snap = prom.parse_metrics("")
+    else:
+        (run.run_dir / "metrics" / f"{role}__startup.prom").write_text(text)
+        proof = prove_mode(role, snap, run.pair.num_speculative_tokens)
+    modeproof.check_effective_method(role, run.pair.method, config.get("speculative_config_log"),
+                                     run.pair.num_speculative_tokens)
+    return _save_server_record(run.run_dir, server, snap, proof, config)
+
+
 def _save_server_record(run_dir: Path, server: servers.Server, snap: prom.Snapshot,
-                        proof: dict[str, Any]) -> dict[str, Any]:
+                        proof: dict[str, Any], config: dict[str, Any] | None = None) -> dict[str, Any]:
     role = server.spec.role
     write_json(run_dir / "servers" / f"{role}-minimal.json",
                {"request": server.minimal_request, "response": server.minimal_response})
-    effective = {**server.effective_config(), **proof, "ready_s": server.ready_s,
+    effective = {**(config or server.effective_config()), **proof, "ready_s": server.ready_s,
                  "cache_config_info": prom.cache_config_info(snap)}
     write_json(run_dir / "servers" / f"{role}-effective.json", effective)
     return effective
@@ -111,9 +131,7 @@ def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str
 
     with servers.running(spec, on_stop) as server:
         log(f"[{role}] ready after {server.ready_s:.0f} s at {server.base_url}")
-        text, snap = scrape(server.base_url)
-        (run_dir / "metrics" / f"{role}__startup.prom").write_text(text)
-        effective = _save_server_record(run_dir, server, snap, prove_mode(role, snap, pair.num_speculative_tokens))
+        effective = _startup_proof(run, role, server)
         usage = {"ready": _resources(server, effective)}
         write_json(run_dir / "servers" / f"{role}-resources.json", usage)
         for cell in cells:

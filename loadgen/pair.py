@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from loadgen.criteria import Criteria, check_scope, parse_criteria
+from loadgen.criteria import Criteria, parse_criteria
 from loadgen.diagnosis import SLO
 from loadgen.errors import ProfileError
+from loadgen.judging import check_scope
 from loadgen.schedule import ARRIVALS
 from loadgen.specconfig import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
 from loadgen.tomlread import Table, read_toml
@@ -152,7 +153,7 @@ class Pair:
     load: Load
     stop: StopRule
     description: str = ""
-    criteria: Criteria = field(default_factory=Criteria)
+    criteria: Criteria | None = None  # None: no [criteria] table, nothing is judged
     slo: SLO = field(default_factory=SLO)
     servers: Mapping[str, RoleServer] = field(default_factory=dict)
 
@@ -336,7 +337,8 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         raise ProfileError(f"{path}: [stop].max_error_rate must be in [0, 1] and on_error_budget 'stop' or "
                            "'continue'")
     st.finish()
-    criteria = parse_criteria(top.get("criteria", dict, {}), path)
+    table = top.get("criteria", dict, None)
+    criteria = None if table is None else parse_criteria(table, path)
     slo_table = top.table("slo", {})
     slo = SLO(percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
               **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})

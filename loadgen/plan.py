@@ -137,7 +137,8 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> di
         "stop_rule": asdict(pair.stop),
         "prompts_file": "prompts.jsonl",
         "prompts_sha256": prompts_digest(all_prompts),
-        "criteria": pair.criteria.to_json(),
+        "criteria": None if pair.criteria is None else (pair.criteria.to_json()
+                                                        | {"declared": list(pair.criteria.declared)}),
         "slo": asdict(pair.slo),
         "cells": [{"workload": c.workload, "concurrency": c.concurrency, "level": c.level.label,
                    "rate_rps": c.level.rate_rps, "repetition": c.repetition,

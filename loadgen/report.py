@@ -16,9 +16,9 @@ from typing import Any
 from loadgen.client import RequestRecord
 from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.counterchecks import cell_notes, kv_capacity_note, usable_counters
-from loadgen.criteria import judge, parse_criteria
 from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
+from loadgen.judging import card_verdict
 from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
 from loadgen.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
 from loadgen.placement import placement
@@ -168,11 +168,11 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         usage[role] = measured.get("after_load") or measured.get("ready")
     workloads = proto["workloads"]
     diff = difference(usage["plain"], usage["speculative"])
-    criteria = parse_criteria({k: v for k, v in (proto.get("criteria") or {}).items() if v is not None},
-                              run_dir / "protocol.json")
     extra = diff["extra_gpu_memory_bytes"]
-    verdict = judge(criteria, cells, {"extra_memory_bytes": extra if extra is not None else diff["extra_cpu_rss_bytes"],
-                                      "kv_capacity_loss": diff["kv_capacity_loss"]})
+    verdict = card_verdict(proto.get("criteria"), cells, {"extra_memory_bytes": extra if extra is not None else
+                                                          diff["extra_cpu_rss_bytes"],
+                                                          "kv_capacity_loss": diff["kv_capacity_loss"]},
+                           run_dir / "protocol.json")
     return {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
@@ -199,7 +199,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "capacity": _capacities(cells, slo),
         "resources": {**usage, "difference": diff, "notes": [n for n in [kv_capacity_note(diff)] if n]},
         "placement": {role: placement(servers[role]) for role in ROLES},
-        "verdict": verdict.to_json() | {"lines": [c.line() for c in verdict.cells]},
+        "verdict": verdict,
         "hardware": proto.get("hardware"),
     }
 

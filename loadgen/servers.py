@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from loadgen import resources
+from loadgen import readiness, resources
 from loadgen.errors import ServerError
 
 #: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
@@ -144,7 +144,8 @@ class Server:
         )
 
     def wait_ready(self, minimal_prompt: str = "Hello") -> None:
-        """Block until /health, /v1/models and one minimal completion succeed.
+        """Block until /health, /v1/models and one minimal completion (retried until it streams a token,
+        readiness.py) succeed.
 
         Raises ServerError (with the log's last line) when the process exits or the time limit passes.
         """
@@ -169,15 +170,10 @@ class Server:
             ids = [m.get("id") for m in models.get("data", [])]
             if self.spec.served_model not in ids:
                 raise self._fail(f"does not serve {self.spec.served_model!r} (it lists {ids})")
-            self.minimal_request = {
-                "model": self.spec.served_model, "prompt": minimal_prompt, "max_tokens": 4,
-                "temperature": 0.0,
-            }
-            response = http.post(self.base_url + "/v1/completions", json=self.minimal_request, timeout=120.0)
-            if response.status_code != 200:
-                raise self._fail(f"answered the minimal completion with HTTP {response.status_code}: "
-                                 f"{response.text[:200]}")
-            self.minimal_response = response.json()
+            # completions can fail for a while after /health and /v1/models answer: retried (readiness.py)
+            self.minimal_request = readiness.minimal_body(self.spec.served_model, minimal_prompt)
+            self.minimal_response = readiness.minimal_completion(http, self.base_url, self.minimal_request,
+                                                                 deadline, self.alive, self._fail)
         self.ready_s = time.monotonic() - self.started_at
 
     def stop(self, grace_s: float = 20.0) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadgen.draftcheck import check_draft_context, check_draft_kind
 from loadgen.engine import check_engine_args
 from loadgen.pair import ModelRef, Pair
 from loadgen.specconfig import (
@@ -224,6 +225,12 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
         # the draft revision is checked above; vocabulary findings restate heterogeneous-mode problems
         skip = {"draft revision"} | ({"heterogeneous vocabulary"} if differ else set())
         out += [f for f in found if f.check not in skip]
+    if draft_dir is not None:  # the draft's kind and context limit (draftcheck.py)
+        d_cfg, t_cfg = _json(draft_dir / "config.json"), _json(target_dir / "config.json") if target_dir else {}
+        serving = _tokens(_arg(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
+        out += check_draft_kind(pair.method, d_cfg, f"the draft {draft_dir}") + check_draft_context(
+            d_cfg, pair.speculative, serving if isinstance(serving, int) else None,
+            [(w.name, w.input_tokens, w.output_tokens) for w in pair.workloads])
     if target_dir and draft_dir:
         out += _vocab_findings(target_dir, draft_dir, t_info, d_info, pair.speculative, engine_version, env)
     elif pair.draft is not None and not any(f.check in ("target", "draft") for f in out):

@@ -3,8 +3,10 @@ made to produce. Each POST body's ``prompt`` names a script: a list of (delay_s,
 as HTTP/1.1 chunked transfer encoding on keep-alive connections. Special steps: ``None`` shuts the
 connection down (FIN) mid-body; :data:`RESET` aborts it (RST); :data:`CLOSE` ends the body (zero
 chunk) and then closes the connection without a ``Connection: close`` header, like a server whose
-keep-alive timeout expired. ``GET /health`` answers 200 and ``GET /metrics`` 500. :class:`Counters` counts
-connections accepted and requests served."""
+keep-alive timeout expired. ``GET /health`` answers 200 and ``GET /metrics`` 500 unless ``gets`` says
+otherwise. A script given as a list of (status, steps) answers its requests in turn (the last one
+repeats): a server whose completions fail while it starts. :class:`Counters` counts connections accepted
+and requests served."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 Step = tuple[float, bytes | None]
+Script = tuple[int, list[Step]] | list[tuple[int, list[Step]]]
 RESET = b"<reset>"
 CLOSE = b"<close>"
 
@@ -35,6 +38,11 @@ class Counters:
     def add(self, name: str) -> None:
         with self.lock:
             setattr(self, name, getattr(self, name) + 1)
+
+
+def models_body(*names: str) -> bytes:
+    """A ``GET /v1/models`` answer listing ``names``."""
+    return json.dumps({"object": "list", "data": [{"id": n, "object": "model"} for n in names]}).encode()
 
 
 def completion_chunk(text: str, token_ids: list[int], finish: str | None = None) -> bytes:
@@ -58,8 +66,9 @@ DONE = b"data: [DONE]\n\n"
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    scripts: ClassVar[dict[str, tuple[int, list[Step]]]] = {}
+    scripts: ClassVar[dict[str, Script]] = {}
     counters: ClassVar[Counters] = Counters()
+    gets: ClassVar[dict[str, tuple[int, bytes]]] = {}
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -70,7 +79,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         # /health answers 200 (the server is alive); /metrics answers 500, like a broken exporter
-        status, body = {"/health": (200, b""), "/metrics": (500, b"exporter failed")}.get(self.path, (404, b""))
+        status, body = ({"/health": (200, b""), "/metrics": (500, b"exporter failed")} | self.gets).get(
+            self.path, (404, b""))
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -80,7 +90,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.counters.add("requests")
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
-        status, steps = self.scripts.get(body.get("prompt", ""), self.scripts.get("*", (404, [])))
+        script = self.scripts.get(body.get("prompt", ""), self.scripts.get("*", (404, [])))
+        if isinstance(script, list):
+            with self.counters.lock:
+                status, steps = script.pop(0) if len(script) > 1 else script[0]
+        else:
+            status, steps = script
         self.send_response(status)
         self.send_header("Content-Type", "text/event-stream" if status == 200 else "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -107,10 +122,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def scripted_server(scripts: dict[str, tuple[int, list[Step]]], counters: Counters | None = None) -> Iterator[str]:
-    """Serve ``scripts`` (prompt -> (HTTP status, steps); key ``*`` for any other prompt) on 127.0.0.1;
-    yields the base URL. ``counters``, when given, counts connections and requests."""
-    handler = type("Handler", (_Handler,), {"scripts": scripts, "counters": counters or Counters()})
+def scripted_server(scripts: dict[str, Script], counters: Counters | None = None,
+                    gets: dict[str, tuple[int, bytes]] | None = None) -> Iterator[str]:
+    """Serve ``scripts`` (prompt -> (HTTP status, steps), or a list of them answered in turn; key ``*``
+    for any other prompt) on 127.0.0.1; yields the base URL. ``counters``, when given, counts connections
+    and requests; ``gets`` maps GET paths to (status, body), over the defaults."""
+    handler = type("Handler", (_Handler,), {"scripts": scripts, "counters": counters or Counters(),
+                                            "gets": gets or {}})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

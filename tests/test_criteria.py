@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from loadgen.criteria import Criteria, check_scope, judge, parse_criteria
+from loadgen.criteria import Criteria, judge, parse_criteria
 from loadgen.errors import ProfileError
+from loadgen.judging import card_verdict, check_scope
+from loadgen.pair import load_pair
 
 PATH = Path("profiles/pairs/x.toml")
 
@@ -184,3 +186,27 @@ def test_to_json_round_trips_through_parse() -> None:
                  max_kv_capacity_loss=0.3)
     again = parse_criteria({k: v for k, v in c.to_json().items() if v is not None}, PATH)
     assert again == c
+
+
+def test_no_criteria_declared_is_not_judged() -> None:
+    v = card_verdict(None, [cell("short", 1, tpot_p50=ratio(2.0, 1.9, 2.1))], None, PATH)
+    assert v["declared"] is False and v["passed"] is None and v["summary"] == "no criteria declared: not judged"
+    assert v["cells"] == [] and v["criteria"] is None
+
+
+def test_declared_keys_survive_the_protocol() -> None:
+    c = parse_criteria({"min_speedup": 1.1}, PATH)
+    assert c.declared == ("min_speedup",) and "declared" not in c.to_json()
+    v = card_verdict(c.to_json() | {"declared": list(c.declared)}, [cell("s", 1, tpot_p50=ratio(0.8, 0.7, 0.85))],
+                     None, PATH)
+    assert v["passed"] is True and v["declared_keys"] == ["min_speedup"]
+    # a protocol written before the keys were recorded: every key counts as declared
+    assert card_verdict(c.to_json(), [], None, PATH)["declared_keys"][:2] == ["primary", "min_speedup"]
+
+
+def test_pair_files_without_criteria_load_with_none(tmp_path: Path) -> None:
+    text = Path("profiles/pairs/demo-cpu.toml").read_text()
+    path = tmp_path / "p.toml"
+    path.write_text(text[:text.index("[criteria]")] + text[text.index("[slo]"):])
+    assert load_pair(str(path)).criteria is None
+    assert all(load_pair(p.stem).criteria is not None for p in Path("profiles/pairs").glob("*.toml"))

@@ -1,0 +1,54 @@
+"""Criteria against a pair and a card (pure): the scope check when the pair file loads, and the card's
+verdict. A pair file without ``[criteria]`` declares nothing, so nothing is judged: no invented default
+stands in for a decision the file did not make, and ``compare`` exits 0 (criteria.py has the rules when
+the table exists).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from loadgen.criteria import Criteria, judge, parse_criteria
+from loadgen.errors import ProfileError
+
+#: The verdict's summary when the pair file has no ``[criteria]`` table.
+NOT_DECLARED = "no criteria declared: not judged"
+
+
+def check_scope(criteria: Criteria | None, workloads: Sequence[str], concurrency: Sequence[int], path: Path) -> None:
+    """Raise ProfileError when ``[criteria].workloads`` names a workload the pair does not run, or the
+    ``[criteria].concurrency`` range holds none of the pair's levels (the verdict could judge nothing).
+    No criteria: nothing to check."""
+    if criteria is None:
+        return
+    missing = [w for w in criteria.workloads or () if w not in workloads]
+    if missing:
+        raise ProfileError(f"{path}: [criteria].workloads names {missing[0]!r}, which [run].workloads does not run "
+                           f"({', '.join(workloads)})")
+    if criteria.concurrency and not any(criteria.concurrency[0] <= c <= criteria.concurrency[1] for c in concurrency):
+        raise ProfileError(f"{path}: [criteria].concurrency {list(criteria.concurrency)} holds none of the levels "
+                           f"{list(concurrency)}; widen it or add a level")
+
+
+def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[Mapping[str, Any]],
+                 resources: Mapping[str, Any] | None, path: Path) -> dict[str, Any]:
+    """The card's ``verdict``: ``raw`` is protocol.json's ``criteria`` (``Criteria.to_json()``, or None when
+    the pair file had no ``[criteria]``); ``cells`` and ``resources`` as :func:`criteria.judge` takes them.
+
+    Returns :meth:`Verdict.to_json` plus ``declared: True``, ``declared_keys`` (the keys the file set) and
+    ``lines`` (one per cell); without criteria
+    ``{"declared": False, "passed": None, "summary": NOT_DECLARED, ...}`` with no cells. Raises ProfileError
+    when ``raw`` does not parse. A protocol written before ``declared`` was recorded counts every key as
+    declared (that run was judged by all of them)."""
+    if raw is None:
+        return {"declared": False, "passed": None, "summary": NOT_DECLARED, "criteria": None, "cells": [],
+                "resources": [], "lines": []}
+    fields = {k: v for k, v in raw.items() if v is not None and k != "declared"}
+    criteria = parse_criteria(fields, path)
+    criteria = dataclasses.replace(criteria, declared=tuple(raw.get("declared", fields)))
+    verdict = judge(criteria, cells, resources)
+    return verdict.to_json() | {"declared": True, "declared_keys": list(criteria.declared),
+                                "lines": [c.line() for c in verdict.cells]}

@@ -1,0 +1,98 @@
+"""The minimal completion that ends a server's readiness check, retried while the server starts.
+
+vLLM's ``/health`` and ``/v1/models`` can answer before completions do (a server that is still loading,
+or a proxy in front of it answering 404/500 for a while), so one failed completion is no verdict: it is
+retried with a short back-off until the start-up deadline, and measuring starts only once a completion
+returned at least one token. The request is streamed with ``return_token_ids`` (vLLM >= 0.10.2) so the
+tokens of each chunk are counted: at temperature 0 a plain server sends exactly one token per chunk,
+a speculative one can send more (accepted draft tokens arrive with the verified one), which is evidence
+of the mode when ``/metrics`` is unavailable (modeproof.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+#: Back-off between failed minimal completions: starts here, doubles, capped at BACKOFF_MAX_S (seconds).
+BACKOFF_S, BACKOFF_MAX_S = 0.25, 2.0
+
+
+def minimal_body(model: str, prompt: str = "Hello", max_tokens: int = 16) -> dict[str, Any]:
+    """The minimal request: greedy (temperature 0), streamed, with token ids and the usage chunk."""
+    return {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
+            "stream_options": {"include_usage": True}, "return_token_ids": True}
+
+
+def read_stream(lines: list[str]) -> dict[str, Any]:
+    """Fold the SSE ``lines`` of a streamed completion into ``{"choices": [{"text"}], "usage",
+    "chunk_tokens": [tokens per content chunk]}`` (pure). A chunk's tokens are ``len(token_ids)`` when
+    the server sends them, else 1 per chunk with text (then ``chunk_tokens_exact`` is False). An error
+    event becomes ``{"error": ...}``."""
+    text, usage, tokens, exact = [], None, [], True
+    for line in lines:
+        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            return {"error": f"not JSON: {line[:80]!r}"}
+        if not isinstance(event, dict):
+            return {"error": f"not an object: {line[:80]!r}"}
+        if event.get("error"):
+            return {"error": event["error"]}
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or []:
+            ids = choice.get("token_ids")
+            if ids:
+                tokens.append(len(ids))
+            elif choice.get("text"):
+                tokens.append(1)
+                exact = False
+            text.append(choice.get("text") or "")
+    return {"choices": [{"text": "".join(text)}], "usage": usage, "chunk_tokens": tokens,
+            "chunk_tokens_exact": exact}
+
+
+def tokens_returned(response: dict[str, Any]) -> int:
+    """Tokens a minimal response returned: ``usage.completion_tokens`` if given, else the chunks' sum."""
+    usage = response.get("usage") or {}
+    return int(usage.get("completion_tokens") or sum(response.get("chunk_tokens") or []))
+
+
+def minimal_completion(http: httpx.Client, base_url: str, body: dict[str, Any], deadline: float,
+                       alive: Callable[[], bool], fail: Callable[[str], Exception]) -> dict[str, Any]:
+    """POST ``body`` to ``base_url``/v1/completions until one answer streams at least one token; returns
+    it (:func:`read_stream`'s shape plus ``attempts``). Between failures (HTTP error status, transport
+    error, error event, zero tokens) wait :data:`BACKOFF_S`, doubling up to :data:`BACKOFF_MAX_S`.
+
+    Raises ``fail(what)`` when the process exits or ``deadline`` (time.monotonic) passes, naming the
+    last failure."""
+    wait, attempts, last = BACKOFF_S, 0, "no answer"
+    while True:
+        attempts += 1
+        try:
+            with http.stream("POST", base_url + "/v1/completions", json=body, timeout=120.0) as response:
+                if response.status_code == 200:
+                    result = read_stream(list(response.iter_lines()))
+                    if "error" in result:
+                        last = f"an error event: {str(result['error'])[:200]}"
+                    elif tokens_returned(result) > 0:
+                        return result | {"attempts": attempts}
+                    else:
+                        last = "a completion with no tokens"
+                else:
+                    last = f"HTTP {response.status_code}: {response.read().decode(errors='replace')[:200]}"
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        if not alive():
+            raise fail(f"exited before its minimal completion succeeded (last answer: {last})")
+        if time.monotonic() + wait > deadline:
+            raise fail(f"answered {attempts} minimal completions without a token until the start-up limit; "
+                       f"last: {last} (raise [engine].startup_timeout_s if it is just slow)")
+        time.sleep(wait)
+        wait = min(2 * wait, BACKOFF_MAX_S)
