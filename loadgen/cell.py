@@ -10,7 +10,6 @@ the run, except for draft-free lookup methods that may legitimately find nothing
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from loadgen import prom, servers
+from loadgen import prom, servers, strictjson
 from loadgen.client import RequestRecord
 from loadgen.errors import FallbackDetected, RunFailed
 from loadgen.faults import categories, over_budget
@@ -120,7 +119,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
                   _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers))
     metrics_errors.extend([err] if err else [])
     with (run_dir / "metrics" / f"{stem}__gauges.jsonl").open("w") as fh:
-        fh.writelines(json.dumps(g) + "\n" for g in gauges)
+        fh.writelines(strictjson.dumps(g) + "\n" for g in gauges)
     b = before.get("snap")
     counters = prom.spec_decode_delta(b, after) if b is not None and after is not None else None
     finished = prom.counter_delta(b, after, "vllm:request_success_total").value if b and after else None

@@ -23,11 +23,12 @@ def _pair(tmp_path: Path, old: str, new: str) -> Path:
     return path
 
 
+RUN = "concurrency = [1, 2, 4]"
 BAD = [
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 4]\nrates_rps = [inf]", r"\[run\]\.rates_rps\[0\] must be a finite"),
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 4]\nrates_rps = [1e308]", r"\[run\]\.rates_rps\[0\] = 1e\+308 is out"),
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 4]\nrates_rps = [1e9]", r"rates_rps\[0\] must be a number in \(0, 100,000\]"),
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 4]\nburstiness = nan", r"\[run\]\.burstiness must be a finite"),
+    (RUN, RUN + "\nrates_rps = [inf]", r"\[run\]\.rates_rps\[0\] must be a finite"),
+    (RUN, RUN + "\nrates_rps = [1e308]", r"\[run\]\.rates_rps\[0\] = 1e\+308 is out"),
+    (RUN, RUN + "\nrates_rps = [1e9]", r"rates_rps\[0\] must be a number in \(0, 100,000\]"),
+    (RUN, RUN + "\nburstiness = nan", r"\[run\]\.burstiness must be a finite"),
     ("startup_timeout_s = 600", "startup_timeout_s = nan", r"\[engine\]\.startup_timeout_s must be a finite"),
     ("startup_timeout_s = 600", "startup_timeout_s = 0", r"startup_timeout_s must be a number in \(0, 604,800\]"),
     ("min_speedup = 1.0", "min_speedup = inf", r"\[criteria\]\.min_speedup must be a finite"),
@@ -36,18 +37,19 @@ BAD = [
     ("port = 8310", "port = 0", r"\[engine\]\.port must be an integer in \[1, 65,535\] \(a TCP port\)"),
     ("port = 8310", "port = 70000", r"\[engine\]\.port must be an integer in \[1, 65,535\]"),
     ("port = 8310", "port = 65535", r"leaves no port for the speculative server"),
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 1000000]", r"concurrency\[2\] must be an integer in \[1, 100,000\]"),
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 4]\nmax_concurrency = 10000000",
+    (RUN, "concurrency = [1, 2, 1000000]", r"concurrency\[2\] must be an integer in \[1, 100,000\]"),
+    (RUN, RUN + "\nmax_concurrency = 10000000",
      r"max_concurrency must be an integer in \[1, 100,000\]"),
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 99999999999999999]", r"concurrency\[2\] must be an integer"),
+    (RUN, "concurrency = [1, 2, 99999999999999999]", r"concurrency\[2\] must be an integer"),
     ("min_requests = 8", "min_requests = 100000000", r"min_requests must be an integer in \[1, 10,000,000\]"),
     ("min_requests = 8", "min_requests = 10000000", r"cell c1 would send 10,000,001 requests; a cell holds at most "
      r"10,000,000"),
     ("temperature = 0.0", "temperature = -0.5", r"\[sampling\]\.temperature must be a number in \[0, 100\]"),
     ("top_p = 1.0", "top_p = 0", r"\[sampling\]\.top_p must be a number in \(0, 1\]"),
     ("top_p = 1.0", "top_p = 1.5", r"\[sampling\]\.top_p must be a number in \(0, 1\]"),
-    ("concurrency = [1, 2, 4]", "concurrency = [1, 2, 4]\noutput_tokens = 0", r"output_tokens must be an integer in \[1,"),
-    ('model = ".models/smollm2-135m-draft"', "model = [1, 2]", r"\[speculative\]\.model must be a string, got \[1, 2\]"),
+    (RUN, RUN + "\noutput_tokens = 0", r"output_tokens must be an integer in \[1,"),
+    ('model = ".models/smollm2-135m-draft"', "model = [1, 2]",
+     r"\[speculative\]\.model must be a string, got \[1, 2\]"),
     ("num_speculative_tokens = 2", "num_speculative_tokens = 0", r"num_speculative_tokens must be an integer in \[1,"),
     ("num_speculative_tokens = 2", "num_speculative_tokens = -3", r"num_speculative_tokens must be an integer"),
     ("num_speculative_tokens = 2", "num_speculative_tokens = 2.0", r"num_speculative_tokens must be an integer"),
@@ -72,7 +74,7 @@ def test_out_of_domain_values_are_refused_with_one_line(tmp_path: Path, old: str
 
 def test_limits_themselves_load(tmp_path: Path) -> None:
     text = (DEMO.replace("port = 8310", "port = 65534").replace("top_p = 1.0", "top_p = 1")
-            .replace("concurrency = [1, 2, 4]", "concurrency = [1, 2, 4]\nmax_concurrency = 100000\n"
+            .replace(RUN, RUN + "\nmax_concurrency = 100000\n"
                      "rates_rps = [100000]").replace("temperature = 0.0", "temperature = 0"))
     path = tmp_path / "p.toml"
     path.write_text(text)
