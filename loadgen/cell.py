@@ -139,7 +139,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         "errors": len(errors), "error_categories": categories(errors),
         "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
         "output_length_mismatches": len(_length_mismatches(records)),
-        "metrics_error": "; ".join(metrics_errors) or None, "failure": failure, "notes": [],
+        "metrics_error": "; ".join(dict.fromkeys(metrics_errors)) or None, "failure": failure, "notes": [],
         "client": {"cpu_s": client.cpu_s, "cpu_cores": client.cores, "send_lag_s": asdict(client.send_lag)},
     }
     if (busy := client.saturation_note()) is not None:
@@ -149,7 +149,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     if flat and pair.method in LOOKUP_METHODS:
         entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
     if entry["metrics_error"]:
-        entry["notes"].append(f"server metrics unavailable for this cell: {entry['metrics_error']}")
+        entry["notes"].append(f"server metrics unavailable for this cell ({role} server): {entry['metrics_error']}")
     measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
                 for r in records]
     entry |= observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
