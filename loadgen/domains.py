@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from loadgen.errors import ProfileError
 
 if TYPE_CHECKING:
-    from loadgen.pair import Load, StopRule
+    from loadgen.pair import Load, RoleServer, StopRule
 
 MAX_ABS_INT = 2**63 - 1
 MAX_ABS_FLOAT = 1e15
@@ -162,10 +162,10 @@ def check_document(path: Path, doc: Mapping[str, Any], domains: Mapping[str, Dom
                                "(see profiles/README.md)")
 
 
-def check_run_size(path: Path, load: Load, stop: StopRule, speculative_set: bool, port: int) -> None:
+def check_run_size(path: Path, load: Load, stop: StopRule, port: int, speculative: RoleServer | None) -> None:
     """Cross-key limits: each cell's prompts (warmup + measured + cooldown) <= :data:`MAX_CELL_REQUESTS`,
-    and, unless ``[servers.speculative]`` sets its port or URL (``speculative_set``), the speculative
-    server's default port ``[engine].port + 1`` <= 65535. Raises ProfileError."""
+    and, unless ``[servers.speculative]`` sets its port or URL, the speculative server's default port
+    ``[engine].port + 1`` <= 65535. Raises ProfileError."""
     for level in load.levels():
         if level.rate_rps is None:
             n = stop.measured_requests(level.concurrency) + stop.cooldown_requests(level.concurrency)
@@ -175,6 +175,6 @@ def check_run_size(path: Path, load: Load, stop: StopRule, speculative_set: bool
             raise ProfileError(f"{path}: cell {level.label} would send {stop.warmup_requests + n:,} requests; a cell "
                                f"holds at most {MAX_CELL_REQUESTS:,}: lower [stop] rounds/min_requests or the "
                                "concurrency")
-    if not speculative_set and port + 1 > 65535:
+    if (speculative is None or (speculative.port is None and speculative.url is None)) and port + 1 > 65535:
         raise ProfileError(f"{path}: [engine].port = {port} leaves no port for the speculative server (port + 1); "
                            "use a port <= 65534 or set [servers.speculative].port")

@@ -339,13 +339,10 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     slo = SLO(percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
               **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     slo_table.finish()
-    if not 0 < slo.percentile <= 100:
-        raise ProfileError(f"{path}: [slo].percentile must be in (0, 100], e.g. 99")
     roles = top.table("servers", {})
     role_servers = {role: _role_server(roles, role, path) for role in ("plain", "speculative") if role in roles.data}
     roles.finish()
-    check_run_size(path, load, stop, "speculative" in role_servers and role_servers["speculative"] != RoleServer(),
-                   engine.port)
+    check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
 
     pair = Pair(
         name=top.get("name", str, path.stem),

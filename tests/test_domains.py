@@ -79,6 +79,8 @@ def test_limits_themselves_load(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
     path.write_text(text)
     pair = load_pair(str(path))
+    path.write_text(text.replace("port = 65534", "port = 65535") + "\n[servers.speculative]\nport = 8000\n")
+    assert load_pair(str(path)).engine.port == 65535
     assert pair.engine.port == 65534 and pair.load.max_concurrency == 100_000 and pair.load.rates_rps == (1e5,)
 
 
