@@ -41,23 +41,21 @@ MAX_REPETITIONS = 1_000
 @dataclass(frozen=True)
 class Domain:
     """``kind``: ``int``, ``number``, ``str`` or ``bool``; numbers lie in [low, high] (``low_open``: low
-    excluded); ``why`` ends the message (the limit's reason)."""
+    excluded), in ``unit``; ``why`` ends the message (the limit's reason)."""
 
     kind: str
     low: float = -math.inf
     high: float = math.inf
     low_open: bool = False
     why: str = ""
+    unit: str = ""
 
     def describe(self) -> str:
         if self.kind in ("str", "bool"):
             return "a string" if self.kind == "str" else "true or false"
-        what = "an integer" if self.kind == "int" else "a number"
-        if self.high >= MAX_ABS_INT:
-            return f"{what} {'>' if self.low_open else '>='} {self.low:g}"
-        lo = f"{self.low:,g}" if self.kind == "number" else f"{int(self.low):,}"
-        hi = f"{self.high:,g}" if self.kind == "number" else f"{int(self.high):,}"
-        return f"{what} in {'(' if self.low_open else '['}{lo}, {hi}]"
+        what = "an integer" if self.kind == "int" else f"a number of {self.unit}" if self.unit else "a number"
+        low = f"{what} {'>' if self.low_open else '>='} {_show(self.low)}"
+        return low if self.high >= MAX_ABS_INT else f"{low} and <= {_show(self.high)}"
 
     def admits(self, value: Any) -> bool:
         if self.kind == "str":
@@ -71,6 +69,10 @@ class Domain:
         return (value > self.low if self.low_open else value >= self.low) and value <= self.high
 
 
+def _show(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
 def _int(low: int, high: float = MAX_ABS_INT, why: str = "") -> Domain:
     return Domain("int", low, high, why=why)
 
@@ -80,7 +82,7 @@ def _num(low: float, high: float, low_open: bool = True, why: str = "") -> Domai
 
 
 _PORT = _int(1, 65535, "a TCP port")
-_SECONDS = _num(0, MAX_SECONDS, why="seconds, at most one week")
+_SECONDS = Domain("number", 0, MAX_SECONDS, True, "at most one week", "seconds")
 _INFLIGHT = _int(1, MAX_CONCURRENCY, "requests in flight a run can hold")
 _REQUESTS = _int(1, MAX_CELL_REQUESTS, "requests per cell")
 _FRACTION = _num(0, 1, low_open=False)

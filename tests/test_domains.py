@@ -27,30 +27,32 @@ RUN = "concurrency = [1, 2, 4]"
 BAD = [
     (RUN, RUN + "\nrates_rps = [inf]", r"\[run\]\.rates_rps\[0\] must be a finite"),
     (RUN, RUN + "\nrates_rps = [1e308]", r"\[run\]\.rates_rps\[0\] = 1e\+308 is out"),
-    (RUN, RUN + "\nrates_rps = [1e9]", r"rates_rps\[0\] must be a number in \(0, 100,000\]"),
+    (RUN, RUN + "\nrates_rps = [1e9]", r"rates_rps\[0\] must be a number > 0 and <= 100,000"),
     (RUN, RUN + "\nburstiness = nan", r"\[run\]\.burstiness must be a finite"),
     ("startup_timeout_s = 600", "startup_timeout_s = nan", r"\[engine\]\.startup_timeout_s must be a finite"),
-    ("startup_timeout_s = 600", "startup_timeout_s = 0", r"startup_timeout_s must be a number in \(0, 604,800\]"),
+    ("startup_timeout_s = 600", "startup_timeout_s = 0",
+     r"startup_timeout_s must be a number of seconds > 0 and <= 604,800 \(at most one week\)"),
     ("min_speedup = 1.0", "min_speedup = inf", r"\[criteria\]\.min_speedup must be a finite"),
     ("ttft_s = 1.0", "ttft_s = nan", r"\[slo\]\.ttft_s must be a finite"),
     ("percentile = 99", "percentile = -inf", r"\[slo\]\.percentile must be a finite"),
-    ("port = 8310", "port = 0", r"\[engine\]\.port must be an integer in \[1, 65,535\] \(a TCP port\)"),
-    ("port = 8310", "port = 70000", r"\[engine\]\.port must be an integer in \[1, 65,535\]"),
+    ("port = 8310", "port = 0", r"\[engine\]\.port must be an integer >= 1 and <= 65,535 \(a TCP port\)"),
+    ("port = 8310", "port = 70000", r"\[engine\]\.port must be an integer >= 1 and <= 65,535"),
     ("port = 8310", "port = 65535", r"leaves no port for the speculative server"),
-    (RUN, "concurrency = [1, 2, 1000000]", r"concurrency\[2\] must be an integer in \[1, 100,000\]"),
+    (RUN, "concurrency = [1, 2, 1000000]", r"concurrency\[2\] must be an integer >= 1 and <= 100,000"),
     (RUN, RUN + "\nmax_concurrency = 10000000",
-     r"max_concurrency must be an integer in \[1, 100,000\]"),
+     r"max_concurrency must be an integer >= 1 and <= 100,000"),
     (RUN, "concurrency = [1, 2, 99999999999999999]", r"concurrency\[2\] must be an integer"),
-    ("min_requests = 8", "min_requests = 100000000", r"min_requests must be an integer in \[1, 10,000,000\]"),
+    ("min_requests = 8", "min_requests = 100000000", r"min_requests must be an integer >= 1 and <= 10,000,000"),
     ("min_requests = 8", "min_requests = 10000000", r"cell c1 would send 10,000,001 requests; a cell holds at most "
      r"10,000,000"),
-    ("temperature = 0.0", "temperature = -0.5", r"\[sampling\]\.temperature must be a number in \[0, 100\]"),
-    ("top_p = 1.0", "top_p = 0", r"\[sampling\]\.top_p must be a number in \(0, 1\]"),
-    ("top_p = 1.0", "top_p = 1.5", r"\[sampling\]\.top_p must be a number in \(0, 1\]"),
-    (RUN, RUN + "\noutput_tokens = 0", r"output_tokens must be an integer in \[1,"),
+    ("temperature = 0.0", "temperature = -0.5", r"\[sampling\]\.temperature must be a number >= 0 and <= 100"),
+    ("top_p = 1.0", "top_p = 0", r"\[sampling\]\.top_p must be a number > 0 and <= 1"),
+    ("top_p = 1.0", "top_p = 1.5", r"\[sampling\]\.top_p must be a number > 0 and <= 1"),
+    (RUN, RUN + "\noutput_tokens = 0", r"output_tokens must be an integer >= 1 and"),
     ('model = ".models/smollm2-135m-draft"', "model = [1, 2]",
      r"\[speculative\]\.model must be a string, got \[1, 2\]"),
-    ("num_speculative_tokens = 2", "num_speculative_tokens = 0", r"num_speculative_tokens must be an integer in \[1,"),
+    ("num_speculative_tokens = 2", "num_speculative_tokens = 0",
+     r"num_speculative_tokens must be an integer >= 1 and <= 1,024"),
     ("num_speculative_tokens = 2", "num_speculative_tokens = -3", r"num_speculative_tokens must be an integer"),
     ("num_speculative_tokens = 2", "num_speculative_tokens = 2.0", r"num_speculative_tokens must be an integer"),
     ("num_speculative_tokens = 2", "num_speculative_tokens = 2\nprompt_lookup_max = -1",
@@ -93,7 +95,7 @@ def test_workload_domains(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match=r"w\.toml: seed must be a finite number, got nan"):
         load_pair("p", pairs, workloads)
     (workloads / "w.toml").write_text('kind = "short-homogeneous"\noutput_tokens = 100000000\n')
-    with pytest.raises(ProfileError, match=r"output_tokens must be an integer in \[1, 10,000,000\] \(tokens\)"):
+    with pytest.raises(ProfileError, match=r"output_tokens must be an integer >= 1 and <= 10,000,000 \(tokens\)"):
         load_pair("p", pairs, workloads)
 
 
