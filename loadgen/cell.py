@@ -10,7 +10,6 @@ the run, except for draft-free lookup methods that may legitimately find nothing
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from loadgen import prom, servers
+from loadgen import prom, servers, strictjson
 from loadgen.client import RequestRecord
 from loadgen.counterchecks import WindowTally, restart_evidence, server_counters
 from loadgen.errors import FallbackDetected, RunFailed
@@ -123,7 +122,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
                   _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers))
     metrics_errors.extend([err] if err else [])
     with (run_dir / "metrics" / f"{stem}__gauges.jsonl").open("w") as fh:
-        fh.writelines(json.dumps(g) + "\n" for g in gauges)
+        fh.writelines(strictjson.dumps(g) + "\n" for g in gauges)
     b = before.get("snap")
     counters = prom.spec_decode_delta(b, after) if b is not None and after is not None else None
     finished = prom.counter_delta(b, after, "vllm:request_success_total").value if b and after else None
@@ -144,7 +143,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         "errors": len(errors), "error_categories": categories(errors),
         "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
         "output_length_mismatches": len(_length_mismatches(records)),
-        "metrics_error": "; ".join(metrics_errors) or None, "failure": failure, "notes": [],
+        "metrics_error": "; ".join(dict.fromkeys(metrics_errors)) or None, "failure": failure, "notes": [],
         "client": {"cpu_s": client.cpu_s, "cpu_cores": client.cores, "send_lag_s": asdict(client.send_lag)},
     }
     entry["restart_evidence"] = restart_evidence(entry)
@@ -155,7 +154,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     if flat and pair.method in LOOKUP_METHODS:
         entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
     if entry["metrics_error"]:
-        entry["notes"].append(f"server metrics unavailable for this cell: {entry['metrics_error']}")
+        entry["notes"].append(f"server metrics unavailable for this cell ({role} server): {entry['metrics_error']}")
     measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
                 for r in records]
     usable = None if entry["restart_evidence"] else counters  # a restart leaves no measurable acceptance

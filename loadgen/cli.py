@@ -139,14 +139,11 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
 
 
 def _verdict_exit(run_dir: Path) -> None:
-    """Print the card's verdict; raise CriteriaFailed (exit 3) when it failed its declared criteria (none
-    declared: not judged, no exit 3)."""
+    """Raise CriteriaFailed (exit 3) when the card's verdict (printed by print_summary) failed its declared
+    criteria (none declared: not judged, no exit 3)."""
     verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
-    if verdict:
-        click.echo(f"verdict: {verdict['summary']}")
-        if verdict["passed"] is False:
-            raise CriteriaFailed(f"the verdict failed the criteria declared in the pair file; see "
-                                 f"{run_dir / 'card.md'}")
+    if verdict and verdict.get("passed") is False:
+        raise CriteriaFailed(f"the verdict failed the criteria declared in the pair file; see {run_dir / 'card.md'}")
 
 
 @main.command()

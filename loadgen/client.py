@@ -15,12 +15,12 @@ chunk is a failed request (``no-tokens``). Token counts per chunk come from ``to
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from loadgen import strictjson
 from loadgen.pair import Sampling
 from loadgen.sse import SSEDecoder, StreamChunk, common_tokens, interpret, load_object, parse_chunk
 from loadgen.transport import StreamConnection, TransportError
@@ -143,10 +143,11 @@ async def stream_request(
     is always drained to its end, even after ``[DONE]`` or an error event, so ``conn`` stays reusable.
     Never raises for request failures: they end up in ``record.error`` (``record.http_status`` holds
     the status when one came). A transport failure after ``[DONE]`` (while draining) is not an error
-    of the request: its timeline is complete, and the connection reconnects for the next one.
+    of the request: its timeline is complete, and the connection reconnects for the next one. A NaN or
+    infinite number in ``body`` is never sent: ValueError (strictjson.body).
     """
     clock = conn.clock
-    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    payload = strictjson.body(body)
     record.send_s = clock()
     reader = _Reader(record)
     try:

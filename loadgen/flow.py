@@ -8,14 +8,13 @@ in any case (marked incomplete when the run did not finish), so nothing measured
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from loadgen import modeproof, prom, resources, servers
+from loadgen import modeproof, prom, resources, servers, strictjson
 from loadgen.card import render_markdown
 from loadgen.cell import RunContext, run_cell_on
 from loadgen.engine import detect_engine_version
@@ -162,7 +161,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     all_prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     with (run_dir / "prompts.jsonl").open("w") as fh:
         for p in all_prompts:
-            fh.write(json.dumps(p.to_json()) + "\n")
+            fh.write(strictjson.dumps(p.to_json()) + "\n")
     copy_pair_file(pair.path, run_dir)
     write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version})
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
@@ -187,9 +186,9 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
             in done]
     partial = [r for r in read_jsonl(run_dir / "requests.jsonl") if r not in kept]
     with (run_dir / "requests.partial.jsonl").open("a") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in partial)
-    (run_dir / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    (run_dir / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries
+        fh.writelines(strictjson.dumps(r) + "\n" for r in partial)
+    (run_dir / "requests.jsonl").write_text("".join(strictjson.dumps(r) + "\n" for r in kept))
+    (run_dir / "cells.jsonl").write_text("".join(strictjson.dumps(e) + "\n" for e in entries
                                                  if _cell_key(e["role"], e["workload"], e["level"],
                                                               e.get("repetition", 0)) in done))
     todo = {role: [c for c in cells if _cell_key(role, c.workload, c.level.label, c.repetition) not in done]

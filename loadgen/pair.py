@@ -18,6 +18,7 @@ from typing import Any
 
 from loadgen.criteria import Criteria, parse_criteria
 from loadgen.diagnosis import SLO
+from loadgen.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.errors import ProfileError
 from loadgen.judging import check_scope
 from loadgen.schedule import ARRIVALS
@@ -205,12 +206,9 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
 
 
 def _load(run: Table, path: Path) -> Load:
+    # element types and ranges: domains.PAIR_DOMAINS (checked before any table is read)
     levels = run.get("concurrency", list, [], "a list of positive integers")
-    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in levels):
-        raise ProfileError(f"{path}: [run].concurrency must be a list of positive integers, e.g. [1, 2, 4]")
     rates = run.get("rates_rps", list, [], "a list of request rates (req/s)")
-    if not all(isinstance(r, int | float) and not isinstance(r, bool) and r > 0 for r in rates):
-        raise ProfileError(f"{path}: [run].rates_rps must be a list of positive numbers (requests/s), e.g. [0.5, 1]")
     if not levels and not rates:
         raise ProfileError(f"{path}: [run] needs concurrency = [...] (closed loop) and/or rates_rps = [...] "
                            "(open loop)")
@@ -218,8 +216,6 @@ def _load(run: Table, path: Path) -> Load:
     if arrival not in ARRIVALS:
         raise ProfileError(f"{path}: [run].arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
     burstiness = float(run.get("burstiness", (int, float), 1.0, "a number > 0"))
-    if burstiness <= 0:
-        raise ProfileError(f"{path}: [run].burstiness must be > 0 (1 = Poisson, < 1 burstier)")
     return Load(
         concurrency=tuple(levels),
         rates_rps=tuple(float(r) for r in rates),
@@ -264,7 +260,9 @@ def _override(workload: Workload, output_tokens: int | None, input_tokens: int |
 def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
     """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError)."""
     path = resolve_pair_path(name_or_path, pairs_dir)
-    top = Table(path, "", read_toml(path))
+    doc = read_toml(path)
+    check_document(path, doc, PAIR_DOMAINS)
+    top = Table(path, "", doc)
 
     tgt = top.table("target")
     target = ModelRef(tgt.get("model", str), tgt.get("revision", str, None))
@@ -343,11 +341,10 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     slo = SLO(percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
               **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     slo_table.finish()
-    if not 0 < slo.percentile <= 100:
-        raise ProfileError(f"{path}: [slo].percentile must be in (0, 100], e.g. 99")
     roles = top.table("servers", {})
     role_servers = {role: _role_server(roles, role, path) for role in ("plain", "speculative") if role in roles.data}
     roles.finish()
+    check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
 
     pair = Pair(
         name=top.get("name", str, path.stem),

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from loadgen import strictjson
 from loadgen.client import RequestRecord
 
 
@@ -29,9 +30,9 @@ def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON (atomically: temp file then rename)."""
+    """Write ``data`` as indented strict JSON, non-finite floats as null (atomically: temp file then rename)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    tmp.write_text(strictjson.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
     tmp.replace(path)
 
 
@@ -54,14 +55,14 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 class JsonlAppender:
-    """Appends one JSON object per line and flushes each line to disk."""
+    """Appends one strict JSON object per line (non-finite floats as null) and flushes each line to disk."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: TextIO = path.open("a", encoding="utf-8")
 
     def append(self, obj: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(obj, default=str) + "\n")
+        self._fh.write(strictjson.dumps(obj, default=str) + "\n")
         self._fh.flush()
 
     def close(self) -> None:

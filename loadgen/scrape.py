@@ -24,20 +24,34 @@ GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_req
 _GAUGE_FAMILIES = metricnames.all_names(GAUGES)
 
 
+def _status_hint(status: int) -> str:
+    if status == 404:
+        return "the server has no /metrics endpoint (not a vLLM server, or a proxy that hides it)"
+    if status in (401, 403):
+        return "the server refuses the scrape (an auth proxy?)"
+    return "its metrics exporter failed" if status >= 500 else "not Prometheus text"
+
+
 def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> tuple[str, prom.Snapshot]:
     """GET ``base_url``/metrics and parse it; returns (raw text, snapshot).
 
-    Raises RunFailed when the server does not answer with Prometheus text.
+    Raises RunFailed (one line) when the server cannot be reached (asking whether it is alive), answers
+    another status than 200 (naming it), or answers something other than Prometheus text.
     """
+    url = base_url + "/metrics"
     try:
-        response = httpx.get(base_url + "/metrics", timeout=timeout_s, headers=headers)
-        response.raise_for_status()
+        response = httpx.get(url, timeout=timeout_s, headers=headers)
     except httpx.HTTPError as exc:
-        raise RunFailed(f"cannot scrape {base_url}/metrics ({exc}); is the server alive?") from None
+        detail = (str(exc).splitlines() or [""])[0]
+        raise RunFailed(f"cannot reach {url} ({type(exc).__name__}{': ' + detail if detail else ''}); "
+                        "is the server alive?") from None
+    if response.status_code != 200:
+        raise RunFailed(f"{url} answered HTTP {response.status_code} {response.reason_phrase}: "
+                        f"{_status_hint(response.status_code)}")
     try:
         return response.text, prom.parse_metrics(response.text)
     except prom.PromParseError as exc:
-        raise RunFailed(f"{base_url}/metrics is not Prometheus text ({exc})") from None
+        raise RunFailed(f"{url} is not Prometheus text ({exc})") from None
 
 
 async def sample_gauges(

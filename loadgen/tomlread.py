@@ -37,7 +37,8 @@ class Table:
         self.seen.add(key)
         if key not in self.data:
             if default is ...:
-                raise ProfileError(f"{self.path}: missing key {self.where}.{key}; add it (see profiles/README.md)")
+                name = f"{self.where}.{key}" if self.where else key
+                raise ProfileError(f"{self.path}: missing key {name}; add it (see profiles/README.md)")
             return default
         value = self.data[key]
         if isinstance(value, bool) and kind in (int, float, (int, float)):
@@ -59,8 +60,11 @@ class Table:
         return tuple(value)
 
     def table(self, key: str, default: Any = ...) -> Table:
-        return Table(self.path, f"[{key}]" if self.where == "" else f"{self.where}.{key}",
-                      self.get(key, dict, default))
+        name = f"[{key}]" if self.where == "" else f"{self.where}.{key}"
+        if default is ... and key not in self.data:
+            shown = name if self.where == "" else f"[{self.where.strip('[]')}.{key}]"
+            raise ProfileError(f"{self.path}: missing table {shown}; add it (see profiles/README.md)")
+        return Table(self.path, name, self.get(key, dict, default))
 
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.seen)

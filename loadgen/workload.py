@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from loadgen.domains import WORKLOAD_DOMAINS, check_document
 from loadgen.errors import ProfileError
 from loadgen.tomlread import Table, read_toml
 
@@ -46,7 +47,9 @@ def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in workloads_dir.glob("*.toml"))) or "(none)"
         raise ProfileError(f"unknown workload {name!r}: no {path}; available workloads: {known}")
-    top = Table(path, "", read_toml(path))
+    doc = read_toml(path)
+    check_document(path, doc, WORKLOAD_DOMAINS)
+    top = Table(path, "", doc)
     kind = top.get("kind", str)
     if kind not in ("short-homogeneous", "long-diverse"):
         raise ProfileError(f"{path}: kind must be 'short-homogeneous' or 'long-diverse', got {kind!r}")

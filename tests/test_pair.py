@@ -61,10 +61,10 @@ def test_unknown_speculative_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("concurrency = [1, 2, 4]", "concurrency = [1, 0]", "positive integers"),
+        ("concurrency = [1, 2, 4]", "concurrency = [1, 0]", r"concurrency\[1\] must be an integer >= 1 and"),
         ("concurrency = [1, 2, 4]", 'concurrency = "4"', "list of positive integers"),
-        ("num_speculative_tokens = 2", "num_speculative_tokens = true", "positive integer"),
-        ("port = 8310", "port = -1", "positive integer"),
+        ("num_speculative_tokens = 2", "num_speculative_tokens = true", "must be an integer >= 1"),
+        ("port = 8310", "port = -1", r"port must be an integer >= 1 and <= 65,535"),
         ('workloads = ["short-homogeneous", "long-diverse"]', 'workloads = ["nope"]', "unknown workload 'nope'"),
         ("temperature = 0.0", 'temperature = "hot"', "temperature must be a number"),
     ],
