@@ -16,12 +16,13 @@ from typing import Any
 from loadgen.client import RequestRecord
 from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.criteria import judge, parse_criteria
-from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
+from loadgen.diagnosis import SLO, capacity, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
 from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
 from loadgen.prom import SpecDecodeCounters
 from loadgen.resources import difference
 from loadgen.rundir import load_records, read_json, read_jsonl
+from loadgen.steptime import apply as apply_step_times
 
 CARD_SCHEMA = "loadgen.card/1"
 ROLES = ("plain", "speculative")
@@ -177,6 +178,8 @@ def build_card(run_dir: Path) -> dict[str, Any]:
             **diag,
             "notes": [*notes, *([note] if note else [])],
         })
+        apply_step_times(cells[-1], {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
+                                     for role in ROLES}, role_entries)
 
     servers: dict[str, Any] = {}
     for role in ROLES:
@@ -263,15 +266,11 @@ def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict
 
 def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict[str, CellStats],
               greedy: bool) -> dict[str, Any]:
-    """The lossless check (greedy only) and the cost decomposition of one cell (diagnosis.py)."""
+    """The lossless check (greedy only) of one cell (diagnosis.py); the cost decomposition is steptime.py's."""
     if len(stats) < 2:
         return {}
     ok = [{r.prompt_id: r.token_ids for r in side if r.error is None and r.token_ids} for side in (plain, spec)]
-    p, s = stats["plain"], stats["speculative"]
-    acc = s.acceptance.mean_acceptance_length if s.acceptance else None
-    return {"lossless": lossless(ok[0], ok[1]) if greedy else None,
-            "cost": cost_decomposition(p.icl_s.p50, s.icl_s.p50, acc, p.tpot_s.p50, s.tpot_s.p50,
-                                       s.mean_tokens_per_decode_chunk)}
+    return {"lossless": lossless(ok[0], ok[1]) if greedy else None}
 
 
 def _capacities(cells: list[dict[str, Any]], slo: SLO) -> dict[str, Any]:
