@@ -89,8 +89,9 @@ def _note(role: str, steps: Mapping[str, Any], client_cores: float | None) -> st
     tail = (f"; its {' and '.join(artefacts)} p50 ({p50 * 1e3:.2f} ms) are burst artefacts, so the ITL p50 ratio "
             "is withheld" if artefacts and p50 is not None else "")
     cpu = f"; loadgen's client used {client_cores:.2f} cores" if client_cores is not None else ""
-    return (f"{role}: bursty delivery: {what} (chunks of several engine steps arrived back to back){cpu}{tail}; step time "
-            f"from {'the server histogram' if steps['source'] == 'server' else 'decode time per chunk'}")
+    source = "the server histogram" if steps["source"] == "server" else "decode time per chunk"
+    return (f"{role}: bursty delivery: {what} (chunks of several engine steps arrived back to back){cpu}{tail}; "
+            f"step time from {source}")
 
 
 def apply(cell: dict[str, Any], requests: Mapping[str, Sequence[Sequence[float]]] | None,
