@@ -83,15 +83,16 @@ def _note(role: str, steps: Mapping[str, Any], client_cores: float | None) -> st
     share, artefacts = steps.get("burst_share"), steps.get("burst_artefacts") or []
     if not artefacts and (share is None or share < BURST_NOTE_SHARE):
         return None
+    samples = "inter-chunk gaps" if "inter-chunk latency" in artefacts else "per-token ITL samples"
     what = (f"{100 * share:.0f}% of inter-chunk gaps under 0.1 ms" if share is not None else
-            "over half of the inter-chunk gaps under 0.1 ms (the share itself needs requests.jsonl)")
+            f"over half of the {samples} under 0.1 ms (the share itself needs requests.jsonl)")
     p50 = steps.get("icl_p50_s")
-    tail = (f"; its {' and '.join(artefacts)} p50 ({p50 * 1e3:.2f} ms) are burst artefacts, so the ITL p50 ratio "
-            "is withheld" if artefacts and p50 is not None else "")
+    tail = (f"; a p50 under 0.1 ms ({' and '.join(artefacts)}; inter-chunk p50 {p50 * 1e3:.2f} ms) is a burst "
+            "artefact: ITL p50 ratio withheld" if artefacts and p50 is not None else "")
     cpu = f"; loadgen's client used {client_cores:.2f} cores" if client_cores is not None else ""
     source = "the server histogram" if steps["source"] == "server" else "decode time per chunk"
     return (f"{role}: bursty delivery: {what} (chunks of several engine steps arrived back to back){cpu}{tail}; "
-            f"step time from {source}")
+            f"step time from {source}" + (f": {steps['step_s'] * 1e3:.2f} ms" if steps.get("step_s") else ""))
 
 
 def apply(cell: dict[str, Any], requests: Mapping[str, Sequence[Sequence[float]]] | None,
