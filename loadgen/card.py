@@ -31,6 +31,8 @@ def _ms(seconds: float | None) -> str:
 
 
 def _ratio(r: dict[str, Any] | None) -> str:
+    if r and r.get("unavailable"):
+        return "n/a (bursts)"
     if not r or r.get("value") is None:
         return "–"
     text = f"{r['value']:.3f}"
@@ -116,10 +118,15 @@ def _diagnosis_rows(cell: dict[str, Any]) -> list[str]:
         lines.append(f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
                      f"({100 * loss['match_rate']:.0f}%)")
     cost = cell.get("cost") or {}
+    if cost.get("unavailable"):
+        lines.append(f"- cost decomposition: not given: {cost['unavailable']}")
     if cost.get("predicted_speedup") is not None:
         verdict = "agree within 15%" if cost["agrees"] else f"differ: {cost.get('why')}"
+        source = {"server": "server `vllm:inter_token_latency_seconds` mean",
+                  "client": f"client decode time per chunk, {cost.get('client_basis')}"}.get(
+            str(cost.get("step_source")), "median inter-chunk latency")
         lines.append(
-            f"- cost decomposition: step time plain {_ms(cost['plain_step_s'])} ms, speculative "
+            f"- cost decomposition: step time ({source}) plain {_ms(cost['plain_step_s'])} ms, speculative "
             f"{_ms(cost['spec_step_s'])} ms (ratio {cost['step_time_ratio']:.2f}: drafting + verification); "
             f"mean acceptance length {cost['acceptance_length']:.2f} predicts a speedup of "
             f"{cost['predicted_speedup']:.2f}x; measured TPOT speedup {cost['measured_tpot_speedup']:.2f}x ({verdict})")

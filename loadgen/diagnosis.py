@@ -7,8 +7,9 @@
   differently by a stop rule and are named so. Other differences that start late are typically numerical
   nondeterminism: the target verifies K+1 tokens at once, the plain server one, and batch shapes change
   with concurrency, so floating-point ties can break differently (reduced precision makes it common).
-- **Cost decomposition.** With one SSE chunk per engine step, the median inter-chunk latency is the
-  step time of each server; their ratio is the cost of drafting plus verification. The speedup it
+- **Cost decomposition.** The step time of each server (steptime.py: the server's mean time per engine
+  step, else the client's decode time per chunk; never the median inter-chunk latency, which bursty
+  delivery drives to ~0); their ratio is the cost of drafting plus verification. The speedup it
   predicts is mean acceptance length / step-time ratio (tokens per step over time per step), next to
   the measured TPOT speedup (plain TPOT p50 / speculative TPOT p50).
 - **Capacity at SLO.** A request is good when it meets every declared SLO (TTFT, TPOT, E2E, seconds);
@@ -100,8 +101,8 @@ def lossless_note(result: Mapping[str, object]) -> str | None:
 def cost_decomposition(plain_step_s: float | None, spec_step_s: float | None, acceptance_length: float | None,
                        plain_tpot_s: float | None, spec_tpot_s: float | None,
                        tokens_per_decode_chunk: float | None) -> dict[str, object]:
-    """Step times (median inter-chunk latency, s), their ratio, the speedup they predict and the measured
-    TPOT speedup; ``agrees`` within :data:`AGREEMENT_TOLERANCE`, and ``why`` when not."""
+    """Step times (s, steptime.py), their ratio, the speedup they predict and the measured TPOT speedup;
+    ``agrees`` within :data:`AGREEMENT_TOLERANCE`, and ``why`` when not."""
     out: dict[str, object] = {"plain_step_s": plain_step_s, "spec_step_s": spec_step_s,
                               "acceptance_length": acceptance_length}
     if not (plain_step_s and spec_step_s and acceptance_length and plain_tpot_s and spec_tpot_s):
@@ -116,8 +117,9 @@ def cost_decomposition(plain_step_s: float | None, spec_step_s: float | None, ac
         if tokens_per_decode_chunk and abs(tokens_per_decode_chunk / acceptance_length - 1.0) > 0.05:
             reasons.append(f"the client saw {tokens_per_decode_chunk:.2f} tokens per chunk, not the server's "
                            f"{acceptance_length:.2f} per step: chunks merged several steps or steps emitted none")
-        reasons.append("median step times hide the slow steps (other requests' prefills, scheduling) that "
-                       "TPOT, a per-request mean, includes")
+        reasons.append("TPOT p50 is the median request's, while step times and acceptance length are averages "
+                       "over the cell's steps: requests held up by other requests' prefills or scheduling weigh "
+                       "differently")
         out["why"] = "; ".join(reasons)
     return out
 

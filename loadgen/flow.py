@@ -25,6 +25,7 @@ from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
 from loadgen.redact import redact_argv, redact_env
 from loadgen.report import build_card
 from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_jsonl, write_json
+from loadgen.savedcard import refresh_saved_card, saved_only
 from loadgen.scrape import scrape
 from loadgen.validate import check_pair
 
@@ -234,13 +235,17 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
 
 
 def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
-    """(Re)build card.json, card.md and the plots from the run folder's saved data alone."""
-    card = build_card(run_dir)
+    """(Re)build card.json, card.md and the plots from the run folder's saved data alone (without
+    requests.jsonl: from card.json's statistics, plots kept; savedcard.py)."""
+    if saved_only(run_dir):
+        log(f"{run_dir} has no requests.jsonl: statistics kept from card.json, diagnosis and verdict recomputed")
+    card = refresh_saved_card(run_dir) if saved_only(run_dir) else build_card(run_dir)
     try:
         from loadgen.plots import render_plots
 
-        card["plots"] = [str(p.relative_to(run_dir)) for p in
-                         render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")]
+        if card.get("statistics_from") != "card.json":
+            card["plots"] = [str(p.relative_to(run_dir)) for p in
+                             render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")]
     except Exception as exc:  # a plot must never cost the card
         log(f"could not draw the plots ({type(exc).__name__}: {exc})")
         card["plots"] = []

@@ -16,7 +16,7 @@ from typing import Any
 from loadgen.client import RequestRecord
 from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.counterchecks import cell_notes, kv_capacity_note, usable_counters
-from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
+from loadgen.diagnosis import SLO, capacity, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
 from loadgen.judging import card_verdict
 from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
@@ -25,6 +25,7 @@ from loadgen.placement import placement
 from loadgen.resources import difference
 from loadgen.rundir import load_records, read_json, read_jsonl
 from loadgen.serverside import compare
+from loadgen.steptime import apply as apply_step_times
 
 CARD_SCHEMA = "loadgen.card/1"
 ROLES = ("plain", "speculative")
@@ -157,6 +158,8 @@ def build_card(run_dir: Path) -> dict[str, Any]:
                       *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))},
                                   proto["speculative_config"] or {})],
         })
+        apply_step_times(cells[-1], {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
+                                     for role in ROLES}, role_entries)
 
     servers: dict[str, Any] = {}
     for role in ROLES:
@@ -219,14 +222,10 @@ def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict
 
 def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict[str, CellStats],
               greedy: bool) -> dict[str, Any]:
-    """The lossless check (greedy only) and the cost decomposition of one cell (diagnosis.py)."""
+    """The lossless check (greedy only) of one cell (diagnosis.py); the cost decomposition is steptime.py's."""
     if len(stats) < 2:
         return {}
-    p, s = stats["plain"], stats["speculative"]
-    acc = s.acceptance.mean_acceptance_length if s.acceptance else None
-    return {"lossless": lossless(*lossless_inputs(plain, spec)) if greedy else None,
-            "cost": cost_decomposition(p.icl_s.p50, s.icl_s.p50, acc, p.tpot_s.p50, s.tpot_s.p50,
-                                       s.mean_tokens_per_decode_chunk)}
+    return {"lossless": lossless(*lossless_inputs(plain, spec)) if greedy else None}
 
 
 def _capacities(cells: list[dict[str, Any]], slo: SLO) -> dict[str, Any]:
