@@ -32,6 +32,7 @@ from loadgen.plan import CellSpec
 from loadgen.rundir import JsonlAppender
 from loadgen.runner import CellPlan, run_cell
 from loadgen.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
+from loadgen.timeouts import read_timeout_s
 
 #: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
 LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
@@ -109,7 +110,8 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         observers.request_finished(record)
 
     plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
-                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition)
+                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition,
+                    read_timeout_s(pair.stop, pair.slo))
     started, t0, cpu0 = datetime.now(UTC).isoformat(), time.monotonic(), time.process_time()
     records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
                        scrape_before, sampler, server.spec.api_key)
