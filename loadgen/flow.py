@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from loadgen import prom, resources, servers
+from loadgen import attached, prom, resources, servers
 from loadgen.card import render_markdown
 from loadgen.cell import RunContext, run_cell_on
 from loadgen.engine import detect_engine_version
@@ -146,7 +146,8 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         for p in all_prompts:
             fh.write(json.dumps(p.to_json()) + "\n")
     copy_pair_file(pair.path, run_dir)
-    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version})
+    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version,
+                                                                              "attach": attached.record(attach or {})})
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
     _execute(pair, run_dir, {role: cells for role in ROLES}, log, attach, observe, api_key)
     return run_dir
@@ -176,6 +177,8 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
                                                               e.get("repetition", 0)) in done))
     todo = {role: [c for c in cells if _cell_key(role, c.workload, c.level.label, c.repetition) not in done]
             for role in ROLES}
+    recorded = json.loads((run_dir / "protocol.json").read_text()).get("attach") or {}
+    attach = attached.resume_urls(recorded, attach or {}, [role for role in ROLES if todo[role]])
     log(f"resuming {run_dir}: {sum(len(v) for v in todo.values())} of {2 * len(cells)} cells left "
         f"({len(partial)} partial requests moved to requests.partial.jsonl)")
     _execute(pair, run_dir, todo, log, attach, observe, api_key)
@@ -194,7 +197,10 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
     run = RunContext(pair, run_dir, requests, cells_log, log, observers, api_key)
-    try:
+    try:  # every attached server is checked before either is measured
+        attached.preflight([launch_spec(pair, role, run_dir, (attach or {}).get(role), api_key)
+                            for role in ROLES if todo.get(role)],
+                           lambda role, snap: prove_mode(role, snap, pair.num_speculative_tokens), log)
         for role in ROLES:
             if todo.get(role):
                 _run_role(run, role, todo[role], (attach or {}).get(role))

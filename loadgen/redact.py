@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
@@ -45,3 +46,10 @@ def redact_text(text: str, secrets: Sequence[str | None]) -> str:
         if secret:
             text = text.replace(secret, MASK)
     return text
+
+
+def redact_url(url: str) -> str:
+    """``url`` without what may carry a credential: the userinfo (``user:pass@``), the query and the
+    fragment (``?token=...``); scheme, host, port and path are kept."""
+    parts = urlsplit(url.strip())
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))

@@ -26,7 +26,9 @@ from typing import Any
 import httpx
 
 from loadgen import resources
+from loadgen.attached import ATTACH_REFUSED_S, unreachable, wrong_model
 from loadgen.errors import ServerError
+from loadgen.startup import LogWatch
 
 #: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
 #: ``... speculative_config=SpeculativeConfig(method='draft_model', model='...', num_spec_tokens=3), ...``
@@ -137,6 +139,9 @@ class Server:
         return True
 
     def _fail(self, what: str) -> ServerError:
+        if self.process is None:  # attached: loadgen writes no log of it
+            return ServerError(f"{self.spec.role} server at {self.base_url} {what}; loadgen keeps no log of an "
+                               f"attached server (see its own output); saved records: {self.spec.log_path.parent}")
         log = tail(self.spec.log_path)
         last = log.splitlines()[-1] if log else "(empty log)"
         return ServerError(
@@ -146,21 +151,31 @@ class Server:
     def wait_ready(self, minimal_prompt: str = "Hello") -> None:
         """Block until /health, /v1/models and one minimal completion succeed.
 
-        Raises ServerError (with the log's last line) when the process exits or the time limit passes.
+        Raises ServerError (with the log's last line) when the process exits, its log shows a fatal
+        start-up line (quoted, :mod:`loadgen.startup`), an attached server refuses the connection (for
+        :data:`ATTACH_REFUSED_S`), or the time limit passes.
         """
         deadline = self.started_at + self.spec.startup_timeout_s
+        watch = LogWatch(self.spec.log_path) if self.process is not None else None
         with httpx.Client(timeout=10.0, headers=self.spec.headers) as http:
             while True:
                 if not self.alive():
                     raise self._fail(f"exited with code {self.process.returncode if self.process else '?'} "
                                      "before it was ready")
+                if watch is not None and (line := watch.fatal()) is not None:
+                    raise ServerError(f"{self.spec.role} server failed to start: {line!r} in {self.spec.log_path}")
                 if time.monotonic() > deadline:
                     raise self._fail(f"not ready after {self.spec.startup_timeout_s:.0f} s "
                                      "(raise [engine].startup_timeout_s if it is just slow)")
-                with contextlib.suppress(httpx.HTTPError):
+                try:
                     if http.get(self.base_url + "/health").status_code == 200:
                         break
-                time.sleep(1.0)
+                except httpx.ConnectError as exc:
+                    if self.process is None and time.monotonic() > self.started_at + ATTACH_REFUSED_S:
+                        raise ServerError(unreachable(self.spec, exc)) from None
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
             listing = http.get(self.base_url + "/v1/models")
             if listing.status_code != 200:
                 hint = "; give the server's key with --api-key or OPENAI_API_KEY" if listing.status_code == 401 else ""
@@ -168,7 +183,7 @@ class Server:
             models = listing.json()
             ids = [m.get("id") for m in models.get("data", [])]
             if self.spec.served_model not in ids:
-                raise self._fail(f"does not serve {self.spec.served_model!r} (it lists {ids})")
+                raise self._fail(wrong_model(self.spec, ids))
             self.minimal_request = {
                 "model": self.spec.served_model, "prompt": minimal_prompt, "max_tokens": 4,
                 "temperature": 0.0,
