@@ -67,6 +67,14 @@ def wrong_model(spec: LaunchSpec, ids: Sequence[Any]) -> str:
             f"[target].model at the model the server runs")
 
 
+def where_to_look(spec: LaunchSpec) -> str:
+    """Where a server's own output is: its log for a launched one; for an attached one (loadgen writes no
+    log of it) its URL."""
+    if spec.attach_url:
+        return f"the attached server at {redact_url(spec.base_url)} (its own output; loadgen keeps no log of it)"
+    return str(spec.log_path)
+
+
 def preflight(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot], Any],
               log: Callable[[str], None] = print) -> None:
     """Check every attached server in ``specs`` (the others are skipped) before any is measured:

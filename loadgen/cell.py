@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from loadgen import prom, servers
+from loadgen.attached import where_to_look
 from loadgen.client import RequestRecord
 from loadgen.errors import FallbackDetected, RunFailed
 from loadgen.faults import categories, over_budget
@@ -164,7 +165,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
             + (f"; FAILED: {failure}" if failure else ""))
     if died:
         raise RunFailed(f"the {role} server died during cell {cell.workload} {cell.level.label}; the requests "
-                        f"that finished are kept; see {server.spec.log_path}")
+                        f"that finished are kept in {run.run_dir / 'requests.jsonl'}; see {where_to_look(server.spec)}")
     if failure and errors and pair.stop.on_error_budget == "stop" and not _length_mismatches(records):
         raise RunFailed(f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
                         "[stop].max_error_rate / on_error_budget = \"continue\" to go on")

@@ -156,3 +156,13 @@ def test_resume_of_an_attach_run_reuses_the_recorded_urls(tmp_path: Path) -> Non
         with pytest.raises(LoadgenError) as info:
             resume_compare(run_dir, log=lambda _: None)
     assert spec_url in str(info.value) and "--served-model-name" in str(info.value)
+
+
+def test_a_dead_attached_server_is_pointed_to_by_its_url(tmp_path: Path) -> None:
+    from loadgen.attached import where_to_look
+
+    pair = _pair(tmp_path)
+    attached = launch_spec(pair, "speculative", tmp_path, "http://u:p@127.0.0.1:8001")
+    assert where_to_look(attached).startswith("the attached server at http://127.0.0.1:8001 ")
+    assert ".log" not in where_to_look(attached) and "u:p" not in where_to_look(attached)
+    assert where_to_look(launch_spec(pair, "speculative", tmp_path)) == str(tmp_path / "servers" / "speculative.log")
