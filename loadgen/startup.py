@@ -11,7 +11,8 @@ and returns the first line that means the start-up failed:
   too low for the model);
 - ``CUDA out of memory`` (torch's ``OutOfMemoryError`` message);
 - a line that starts with ``ModuleNotFoundError`` or ``ImportError``: the last line of a Python traceback
-  (an exception's name at the start of a line), not a warning that merely mentions one.
+  (an exception's name at the start of a line, after the ``(EngineCore_DP0 pid=N)`` prefix of a child's
+  lines), not a warning that merely mentions one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 FATAL_RE = re.compile(r"EngineCore failed to start|Engine core initialization failed"
                       r"|No available memory for the cache blocks|CUDA out of memory"
-                      r"|^\s*(?:ModuleNotFoundError|ImportError)\b")
+                      r"|^\s*(?:\([^)]*\)\s*)?(?:ModuleNotFoundError|ImportError)\b")
 
 
 def fatal_line(lines: list[str]) -> str | None:

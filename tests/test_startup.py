@@ -54,6 +54,7 @@ def test_fatal_lines() -> None:
         "ModuleNotFoundError: No module named 'vllm._C'"
     assert fatal_line(["ValueError: No available memory for the cache blocks. Try increasing "
                        "`gpu_memory_utilization` when initializing the engine."]) is not None
+    assert fatal_line(["(EngineCore_DP0 pid=7) ImportError: cannot import name 'x'"]) is not None
     assert fatal_line(["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]) is not None
     assert fatal_line(["RuntimeError: Engine core initialization failed. See root cause above."]) is not None
     # a warning that merely mentions an import error is no failure
