@@ -32,24 +32,26 @@ ATTACH_REFUSED_S = 2.0
 def check_url(url: str, where: str) -> str:
     """``url`` when it is ``http(s)://host[:port][/prefix]`` with a port in 1..65535 and no space or
     control character; else BadInput (exit 2) naming ``where`` (e.g. ``--attach-plain``) and the fix."""
-    problem = None
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
-        problem = "holds a space or a control character"
-    else:
-        parts = urlsplit(url)
-        try:
-            port = parts.port
-        except ValueError:
-            port = -1
-        if parts.scheme not in ("http", "https"):
-            problem = "does not start with http:// or https://"
-        elif not parts.hostname:
-            problem = "names no host"
-        elif port is not None and not 0 < port <= 65535:
-            problem = "has a port outside 1..65535"
-    if problem is not None:
+    if (problem := _url_problem(url)) is not None:
         raise BadInput(f"{where} {redact_url(url)!r} {problem}; give a URL such as http://127.0.0.1:8000")
     return url
+
+
+def _url_problem(url: str) -> str | None:
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "holds a space or a control character"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # an unclosed IPv6 bracket, a port out of range or not a number
+        return "has a port outside 1..65535" if "port" in str(exc).lower() else "is not a URL"
+    if parts.scheme not in ("http", "https"):
+        return "does not start with http:// or https://"
+    if not parts.hostname:
+        return "names no host"
+    if port is not None and not 0 < port <= 65535:
+        return "has a port outside 1..65535"
+    return None
 
 
 def unreachable(spec: LaunchSpec, exc: Exception) -> str:

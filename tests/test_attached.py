@@ -25,6 +25,7 @@ from loadgen.errors import BadInput, FallbackDetected, LoadgenError, ServerError
 from loadgen.flow import _execute, launch_spec, resume_compare
 from loadgen.pair import load_pair
 from loadgen.plan import plan_cells, protocol
+from loadgen.redact import redact_url
 from tests.test_flow import _pair_without_exact_lengths
 
 DATA = Path(__file__).parent / "data"
@@ -81,6 +82,7 @@ def _pair(tmp_path: Path):  # type: ignore[no-untyped-def]
     ("http://127.0.0.1:70000", "has a port outside 1..65535"),
     ("http://127.0.0.1:8000/v 1", "holds a space or a control character"),
     ("127.0.0.1:8000", "does not start with http:// or https://"),
+    ("http://[::1:8000", "is not a URL"),
 ])
 def test_bad_attach_url_exits_2_at_once_with_one_line(url: str, problem: str) -> None:
     t0 = time.monotonic()
@@ -131,6 +133,7 @@ def test_attach_urls_are_recorded_without_credentials() -> None:
     assert rec == {"plain": {"url": "http://127.0.0.1:8000", "complete": True},
                    "speculative": {"url": "https://example.org:8443/v", "complete": False}}
     assert "pw" not in json.dumps(rec) and "t0k" not in json.dumps(rec)
+    assert redact_url("http://u:pw@[::1:80/p?token=t0k") == "http://[::1:80/p"
     assert resume_urls(rec, {}, ["plain"]) == {"plain": "http://127.0.0.1:8000"}
     assert resume_urls(rec, {"speculative": "https://user:pw@example.org:8443/v?token=t0k"}, ["plain", "speculative"]) \
         == {"plain": "http://127.0.0.1:8000", "speculative": "https://user:pw@example.org:8443/v?token=t0k"}

@@ -283,7 +283,7 @@ def test_read_timeout_counts_from_the_last_byte_and_states_the_silence() -> None
     silence = r.done_s - r.chunk_arrivals_s[-1]
     assert limit <= silence <= 1.1 * limit, silence
     stated = float(r.error.removeprefix("read timeout: no data for ").split(" ")[0])
-    assert limit <= stated <= silence and r.error.endswith(f"(limit {limit:g} s: [stop].read_timeout_s)")
+    assert limit <= stated <= silence + 0.01 and r.error.endswith(f"(limit {limit:g} s: [stop].read_timeout_s)")
     _assert_ok(records[1])
 
 
