@@ -319,11 +319,11 @@ class StreamResponse:
 class StreamConnection:
     """One keep-alive HTTP/1.1 connection to ``base_url`` (``http(s)://host[:port][/prefix]``), opened on
     the first request. ``clock`` returns seconds; ``api_key`` adds ``Authorization: Bearer``; timeouts (s):
-    connecting (TLS included), and the longest silence while a response is awaited. ``connections``
+    connecting (TLS included), and the longest silence since the request or its last byte. ``connections``
     counts the connections opened. A bad ``base_url`` raises ValueError."""
 
     def __init__(self, base_url: str, clock: Callable[[], float] = time.perf_counter, *, api_key: str | None = None,
-                 connect_timeout_s: float = 10.0, read_timeout_s: float = 300.0) -> None:
+                 connect_timeout_s: float = 10.0, read_timeout_s: float = 60.0) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base URL must be http(s)://host[:port][/prefix], got {base_url!r}")
