@@ -23,7 +23,7 @@ from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError
 from loadgen.observe import ObserveOptions, Observers
 from loadgen.pair import Pair, RoleServer
 from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
-from loadgen.redact import redact_argv, redact_env
+from loadgen.redact import redact_argv, redact_env, redact_url
 from loadgen.report import build_card
 from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_jsonl, write_json
 from loadgen.scrape import scrape
@@ -101,8 +101,8 @@ def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str
     spec = launch_spec(pair, role, run_dir, attach_url, run.api_key)
     write_json(run_dir / "servers" / f"{role}-launch.json",
                {"argv": None if spec.attach_url else redact_argv(spec.argv), "env": redact_env(spec.env),
-                "base_url": spec.base_url, "attached": spec.attach_url is not None})
-    log(f"[{role}] attaching to {spec.base_url}" if spec.attach_url
+                "base_url": redact_url(spec.base_url), "attached": spec.attach_url is not None})
+    log(f"[{role}] attaching to {redact_url(spec.base_url)}" if spec.attach_url
         else f"[{role}] starting: {' '.join(redact_argv(spec.argv))}")
 
     def on_stop(report: dict[str, Any]) -> None:
@@ -110,7 +110,7 @@ def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str
         log(f"[{role}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else ""))
 
     with servers.running(spec, on_stop) as server:
-        log(f"[{role}] ready after {server.ready_s:.0f} s at {server.base_url}")
+        log(f"[{role}] ready after {server.ready_s:.0f} s at {redact_url(server.base_url)}")
         text, snap = scrape(server.base_url)
         (run_dir / "metrics" / f"{role}__startup.prom").write_text(text)
         effective = _save_server_record(run_dir, server, snap, prove_mode(role, snap, pair.num_speculative_tokens))

@@ -28,6 +28,7 @@ import httpx
 from loadgen import resources
 from loadgen.attached import ATTACH_REFUSED_S, unreachable, wrong_model
 from loadgen.errors import ServerError
+from loadgen.redact import redact_url
 from loadgen.startup import LogWatch
 
 #: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
@@ -140,8 +141,9 @@ class Server:
 
     def _fail(self, what: str) -> ServerError:
         if self.process is None:  # attached: loadgen writes no log of it
-            return ServerError(f"{self.spec.role} server at {self.base_url} {what}; loadgen keeps no log of an "
-                               f"attached server (see its own output); saved records: {self.spec.log_path.parent}")
+            return ServerError(f"{self.spec.role} server at {redact_url(self.base_url)} {what}; loadgen keeps no "
+                               f"log of an attached server (see its own output); saved records: "
+                               f"{self.spec.log_path.parent}")
         log = tail(self.spec.log_path)
         last = log.splitlines()[-1] if log else "(empty log)"
         return ServerError(
@@ -231,7 +233,7 @@ class Server:
     def effective_config(self) -> dict[str, Any]:
         """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``
         and the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``)."""
-        out: dict[str, Any] = {"base_url": self.base_url}
+        out: dict[str, Any] = {"base_url": redact_url(self.base_url)}
         with contextlib.suppress(httpx.HTTPError, ValueError):
             out["version"] = self.fetch("/version").json().get("version")
         log = self.spec.log_path.read_text(errors="replace") if self.spec.log_path.exists() else ""
