@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from loadgen import prom, servers, strictjson
+from loadgen.attached import where_to_look
 from loadgen.client import RequestRecord
 from loadgen.counterchecks import WindowTally, restart_evidence, server_counters
 from loadgen.errors import FallbackDetected, RunFailed
@@ -32,6 +33,7 @@ from loadgen.plan import CellSpec
 from loadgen.rundir import JsonlAppender
 from loadgen.runner import CellPlan, run_cell
 from loadgen.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
+from loadgen.timeouts import read_timeout_s
 
 #: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
 LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
@@ -111,7 +113,8 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         observers.request_finished(record)
 
     plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
-                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition)
+                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition,
+                    read_timeout_s(pair.stop, pair.slo))
     started, t0, cpu0 = datetime.now(UTC).isoformat(), time.monotonic(), time.process_time()
     records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
                        scrape_before, sampler, server.spec.api_key)
@@ -167,7 +170,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
             + (f"; FAILED: {failure}" if failure else ""))
     if died:
         raise RunFailed(f"the {role} server died during cell {cell.workload} {cell.level.label}; the requests "
-                        f"that finished are kept; see {server.spec.log_path}")
+                        f"that finished are kept in {run.run_dir / 'requests.jsonl'}; see {where_to_look(server.spec)}")
     if failure and errors and pair.stop.on_error_budget == "stop" and not _length_mismatches(records):
         raise RunFailed(f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
                         "[stop].max_error_rate / on_error_budget = \"continue\" to go on")

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from loadgen.attached import check_url
 from loadgen.errors import BadInput, CriteriaFailed, LoadgenError, PairCheckError
 from loadgen.observe import ObserveOptions
 from loadgen.pair import available_pairs, load_pair
@@ -113,9 +114,8 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
     if sum(x is not None for x in (pair, protocol_file, resume_dir)) != 1:
         raise BadInput("give exactly one of PAIR, --protocol RUN_DIR/protocol.json or --resume RUN_DIR")
     attach = {role: url for role, url in (("plain", attach_plain), ("speculative", attach_speculative)) if url}
-    for url in attach.values():
-        if not url.startswith(("http://", "https://")):
-            raise BadInput(f"--attach-* takes a URL such as http://127.0.0.1:8000, got {url!r}")
+    for role, url in attach.items():
+        check_url(url, f"--attach-{role}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     observe = ObserveOptions(metrics_port, metrics_addr, pushgateway, prometheus_url, prometheus_selector,
                              progress and sys.stderr.isatty())

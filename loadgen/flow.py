@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from loadgen import modeproof, prom, resources, servers, strictjson
+from loadgen import attached, modeproof, prom, resources, servers, strictjson
 from loadgen.card import render_markdown
 from loadgen.cell import RunContext, run_cell_on
 from loadgen.engine import detect_engine_version
@@ -22,9 +22,9 @@ from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFa
 from loadgen.observe import ObserveOptions, Observers
 from loadgen.pair import Pair, RoleServer
 from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
-from loadgen.redact import redact_argv, redact_env
+from loadgen.redact import redact_argv, redact_env, redact_url
 from loadgen.report import build_card
-from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_jsonl, write_json
+from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_json, read_jsonl, write_json
 from loadgen.savedcard import refresh_saved_card, saved_only
 from loadgen.scrape import scrape
 from loadgen.validate import check_pair
@@ -121,8 +121,8 @@ def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str
     spec = launch_spec(pair, role, run_dir, attach_url, run.api_key)
     write_json(run_dir / "servers" / f"{role}-launch.json",
                {"argv": None if spec.attach_url else redact_argv(spec.argv), "env": redact_env(spec.env),
-                "base_url": spec.base_url, "attached": spec.attach_url is not None})
-    log(f"[{role}] attaching to {spec.base_url}" if spec.attach_url
+                "base_url": redact_url(spec.base_url), "attached": spec.attach_url is not None})
+    log(f"[{role}] attaching to {redact_url(spec.base_url)}" if spec.attach_url
         else f"[{role}] starting: {' '.join(redact_argv(spec.argv))}")
 
     def on_stop(report: dict[str, Any]) -> None:
@@ -130,7 +130,7 @@ def _run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str
         log(f"[{role}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else ""))
 
     with servers.running(spec, on_stop) as server:
-        log(f"[{role}] ready after {server.ready_s:.0f} s at {server.base_url}")
+        log(f"[{role}] ready after {server.ready_s:.0f} s at {redact_url(server.base_url)}")
         effective = _startup_proof(run, role, server)
         usage = {"ready": _resources(server, effective)}
         write_json(run_dir / "servers" / f"{role}-resources.json", usage)
@@ -164,7 +164,8 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         for p in all_prompts:
             fh.write(strictjson.dumps(p.to_json()) + "\n")
     copy_pair_file(pair.path, run_dir)
-    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version})
+    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version,
+                                                                              "attach": attached.record(attach or {})})
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
     _execute(pair, run_dir, {role: cells for role in ROLES}, log, attach, observe, api_key)
     return run_dir
@@ -194,6 +195,8 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
                                                               e.get("repetition", 0)) in done))
     todo = {role: [c for c in cells if _cell_key(role, c.workload, c.level.label, c.repetition) not in done]
             for role in ROLES}
+    recorded = read_json(run_dir / "protocol.json").get("attach") or {}
+    attach = attached.resume_urls(recorded, attach or {}, [role for role in ROLES if todo[role]])
     log(f"resuming {run_dir}: {sum(len(v) for v in todo.values())} of {2 * len(cells)} cells left "
         f"({len(partial)} partial requests moved to requests.partial.jsonl)")
     _execute(pair, run_dir, todo, log, attach, observe, api_key)
@@ -212,7 +215,10 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
     run = RunContext(pair, run_dir, requests, cells_log, log, observers, api_key)
-    try:
+    try:  # every attached server is checked before either is measured
+        attached.preflight([launch_spec(pair, role, run_dir, (attach or {}).get(role), api_key)
+                            for role in ROLES if todo.get(role)],
+                           lambda role, snap: prove_mode(role, snap, pair.num_speculative_tokens), log)
         for role in ROLES:
             if todo.get(role):
                 _run_role(run, role, todo[role], (attach or {}).get(role))

@@ -97,6 +97,7 @@ class StopRule:
     cooldown: bool = True
     max_error_rate: float = 0.0
     on_error_budget: str = "stop"
+    read_timeout_s: float | None = None  # the longest silence in a stream; None: loadgen.timeouts derives it
 
     def measured_requests(self, concurrency: int) -> int:
         """Prompts to prepare for the measured phase of a closed-loop cell at ``concurrency`` (>= 1)."""
@@ -319,6 +320,9 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     st = top.table("stop", {})
     warmup = st.get("warmup_requests", int, 1, "an integer >= 0")
     duration = st.get("duration_s", (int, float), None, "a number of seconds > 0")
+    read_timeout = st.get("read_timeout_s", (int, float), None, "a number of seconds > 0")
+    if read_timeout is not None and not read_timeout > 0:
+        raise ProfileError(f"{path}: [stop].read_timeout_s must be a number of seconds > 0, e.g. 60")
     if warmup < 0 or (duration is not None and duration <= 0):
         raise ProfileError(f"{path}: [stop].warmup_requests must be >= 0 and duration_s > 0")
     stop = StopRule(
@@ -330,6 +334,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         cooldown=st.get("cooldown", bool, True),
         max_error_rate=float(st.get("max_error_rate", (int, float), 0.0, "a fraction between 0 and 1")),
         on_error_budget=st.get("on_error_budget", str, "stop"),
+        read_timeout_s=None if read_timeout is None else float(read_timeout),
     )
     if not 0 <= stop.max_error_rate <= 1 or stop.on_error_budget not in ("stop", "continue"):
         raise ProfileError(f"{path}: [stop].max_error_rate must be in [0, 1] and on_error_budget 'stop' or "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
@@ -45,3 +46,16 @@ def redact_text(text: str, secrets: Sequence[str | None]) -> str:
         if secret:
             text = text.replace(secret, MASK)
     return text
+
+
+def redact_url(url: str) -> str:
+    """``url`` without what may carry a credential: the userinfo (``user:pass@``), the query and the
+    fragment (``?token=...``); scheme, host, port and path are kept."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # not even a URL (e.g. an unclosed IPv6 bracket): cut by hand
+        scheme, sep, rest = url.strip().partition("://")
+        rest = re.split(r"[?#]", rest if sep else scheme, maxsplit=1)[0]
+        host, slash, path = rest.partition("/")
+        return (scheme + sep if sep else "") + host.rpartition("@")[2] + slash + path
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))

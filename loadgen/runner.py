@@ -49,16 +49,18 @@ from loadgen.workload import Prompt
 
 T = TypeVar("T")
 
-#: Per-request time limits (s): connecting, and the longest silence allowed inside a stream.
+#: Per-request time limits (s): connecting, and the longest silence allowed inside a stream when the plan
+#: gives none (a cell's comes from loadgen.timeouts: [stop].read_timeout_s or derived from the profile).
 CONNECT_TIMEOUT_S = 10.0
-READ_TIMEOUT_S = 300.0
+READ_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
 class CellPlan:
     """One cell. ``arrivals_s`` (open loop) gives each measured prompt's due time; None = closed loop.
 
-    ``duration_s`` (optional) stops sending measured prompts that many seconds after the first one.
+    ``duration_s`` (optional) stops sending measured prompts that many seconds after the first one;
+    ``read_timeout_s`` is the longest silence since a stream's last byte (loadgen.timeouts).
     """
 
     role: str
@@ -72,6 +74,7 @@ class CellPlan:
     duration_s: float | None = None
     label: str = ""
     repetition: int = 0
+    read_timeout_s: float = READ_TIMEOUT_S
 
 
 @dataclass
@@ -175,7 +178,7 @@ async def run_cell_async(
     origin = time.perf_counter()
     clock = monotonic_clock(origin)
     pool = [StreamConnection(base_url, clock, api_key=api_key, connect_timeout_s=CONNECT_TIMEOUT_S,
-                             read_timeout_s=READ_TIMEOUT_S) for _ in range(max(plan.concurrency, 1))]
+                             read_timeout_s=plan.read_timeout_s) for _ in range(max(plan.concurrency, 1))]
     cell = _Cell(pool, model, sampling, plan, clock, on_record)
     side: asyncio.Task[None] | None = None
     client: httpx.AsyncClient | None = None
@@ -186,7 +189,7 @@ async def run_cell_async(
             await cell.closed_loop(plan.warmup, "warmup")
         before_measured()
         if during_measured is not None:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+            client = httpx.AsyncClient(timeout=httpx.Timeout(plan.read_timeout_s, connect=CONNECT_TIMEOUT_S),
                                        headers={"Authorization": f"Bearer {api_key}"} if api_key else None)
             side = asyncio.create_task(during_measured(client, clock))
         if plan.arrivals_s is None:

@@ -26,7 +26,10 @@ from typing import Any
 import httpx
 
 from loadgen import readiness, resources
+from loadgen.attached import ATTACH_REFUSED_S, unreachable, wrong_model
 from loadgen.errors import ServerError
+from loadgen.redact import redact_url
+from loadgen.startup import LogWatch
 
 #: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
 #: ``... speculative_config=SpeculativeConfig(method='draft_model', model='...', num_spec_tokens=3), ...``
@@ -137,6 +140,10 @@ class Server:
         return True
 
     def _fail(self, what: str) -> ServerError:
+        if self.process is None:  # attached: loadgen writes no log of it
+            return ServerError(f"{self.spec.role} server at {redact_url(self.base_url)} {what}; loadgen keeps no "
+                               f"log of an attached server (see its own output); saved records: "
+                               f"{self.spec.log_path.parent}")
         log = tail(self.spec.log_path)
         last = log.splitlines()[-1] if log else "(empty log)"
         return ServerError(
@@ -147,21 +154,31 @@ class Server:
         """Block until /health, /v1/models and one minimal completion (retried until it streams a token,
         readiness.py) succeed.
 
-        Raises ServerError (with the log's last line) when the process exits or the time limit passes.
+        Raises ServerError (with the log's last line) when the process exits, its log shows a fatal
+        start-up line (quoted, :mod:`loadgen.startup`), an attached server refuses the connection (for
+        :data:`ATTACH_REFUSED_S`), or the time limit passes.
         """
         deadline = self.started_at + self.spec.startup_timeout_s
+        watch = LogWatch(self.spec.log_path) if self.process is not None else None
         with httpx.Client(timeout=10.0, headers=self.spec.headers) as http:
             while True:
                 if not self.alive():
                     raise self._fail(f"exited with code {self.process.returncode if self.process else '?'} "
                                      "before it was ready")
+                if watch is not None and (line := watch.fatal()) is not None:
+                    raise ServerError(f"{self.spec.role} server failed to start: {line!r} in {self.spec.log_path}")
                 if time.monotonic() > deadline:
                     raise self._fail(f"not ready after {self.spec.startup_timeout_s:.0f} s "
                                      "(raise [engine].startup_timeout_s if it is just slow)")
-                with contextlib.suppress(httpx.HTTPError):
+                try:
                     if http.get(self.base_url + "/health").status_code == 200:
                         break
-                time.sleep(1.0)
+                except httpx.ConnectError as exc:
+                    if self.process is None and time.monotonic() > self.started_at + ATTACH_REFUSED_S:
+                        raise ServerError(unreachable(self.spec, exc)) from None
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
             listing = http.get(self.base_url + "/v1/models")
             if listing.status_code != 200:
                 hint = "; give the server's key with --api-key or OPENAI_API_KEY" if listing.status_code == 401 else ""
@@ -169,7 +186,7 @@ class Server:
             models = listing.json()
             ids = [m.get("id") for m in models.get("data", [])]
             if self.spec.served_model not in ids:
-                raise self._fail(f"does not serve {self.spec.served_model!r} (it lists {ids})")
+                raise self._fail(wrong_model(self.spec, ids))
             # completions can fail for a while after /health and /v1/models answer: retried (readiness.py)
             self.minimal_request = readiness.minimal_body(self.spec.served_model, minimal_prompt)
             self.minimal_response = readiness.minimal_completion(http, self.base_url, self.minimal_request,
@@ -212,7 +229,7 @@ class Server:
     def effective_config(self) -> dict[str, Any]:
         """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``
         and the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``)."""
-        out: dict[str, Any] = {"base_url": self.base_url}
+        out: dict[str, Any] = {"base_url": redact_url(self.base_url)}
         with contextlib.suppress(httpx.HTTPError, ValueError):
             out["version"] = self.fetch("/version").json().get("version")
         log = self.spec.log_path.read_text(errors="replace") if self.spec.log_path.exists() else ""

@@ -10,7 +10,8 @@ batches while its end is still seen on the read that brings it. Framing per RFC 
 chunked (section 7.1, the pure :class:`ChunkedDecoder`), ``Content-Length`` or close-delimited.
 
 Failures raise :class:`TransportError` with a short message (``connection refused (host:port)``,
-``connect timeout after 10 s``, ``read timeout: no data for 300 s``, ``connection reset by peer
+``connect timeout after 10 s``, ``read timeout: no data for 61.02 s (limit 60 s: [stop].read_timeout_s)``
+(the silence observed since the last byte, or since the request when none came), ``connection reset by peer
 mid-stream``, ``connection closed mid-stream``, ``bad status line: ...``, ``TLS error: ...``). A request
 on a reused connection that the server had closed (no response byte came) is sent once more, on a new
 connection.
@@ -117,9 +118,11 @@ class _Wire(asyncio.Protocol):
     Two ways to consume: a task awaits :meth:`next` (the response head), or a ``pump`` is set (the body,
     :meth:`StreamResponse.deliver`): arrivals then schedule one loop callback that hands every queued piece
     to the pump, so a stream costs no task wake-up per piece and every read of a loop pass is stamped
-    before any of that pass's parsing. The read timeout is one lazy timer per connection, not one per
-    wait: a wait or a pump moves the deadline, and the timer, when it fires early, re-arms itself for the
-    deadline then in force (a timer per chunk cost more CPU than parsing the chunk)."""
+    before any of that pass's parsing. The read timeout counts from the last byte received (``last_s``,
+    ``loop.time()`` of the last piece, held or not; of the request's send before any came). It is one lazy timer
+    per connection, not one per piece: when it fires before the silence reached the limit, it re-arms
+    itself for the limit counted from the last byte then (a timer per chunk cost more CPU than parsing
+    the chunk)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.loop = asyncio.get_running_loop()
@@ -130,10 +133,13 @@ class _Wire(asyncio.Protocol):
         self.hold = False  # the pump may wait for a piece that can end a chunked body (ChunkedDecoder.at_rest)
         self._pump_due, self.held = False, 0  # a pump is scheduled; bytes held since the last one
         self._waiter: asyncio.Future[None] | None = None
-        self._deadline, self._expired = 0.0, False  # loop.time() by which data must come; it passed
+        self.last_s = self.loop.time()  # loop.time() of the last byte (or of the request sent after it)
+        self._limit_s, self.silence_s = 0.0, 0.0  # the read timeout of the wait; the silence that broke it
         self._timer: asyncio.TimerHandle | None = None
+        self._expired = False
 
     def data_received(self, data: bytes) -> None:
+        self.last_s = self.loop.time()
         self.pieces.append((self.clock(), data))
         if self.pump is None:
             self.wake()
@@ -167,32 +173,35 @@ class _Wire(asyncio.Protocol):
         waiter = self._waiter
         if waiter is None or waiter.done():
             return  # nobody waits: the next wait arms a new timer
-        if self.loop.time() >= self._deadline and self.pieces and self.pump is not None:
-            self._run_pump()  # held pieces are data that came: the pump moves the deadline
+        silence = self.loop.time() - self.last_s
+        if silence < self._limit_s:
+            self._timer = self.loop.call_later(self._limit_s - silence, self._watch)
+            return
+        if self.pieces and self.pump is not None:
+            self._run_pump()  # held pieces came before the silence: handed over before the timeout
             if waiter.done():
                 return
-        if self.loop.time() < self._deadline:
-            self._timer = self.loop.call_at(self._deadline, self._watch)
-        else:
-            self._expired = True
-            waiter.set_result(None)
-
-    def extend(self, timeout_s: float) -> None:
-        """Data came: the read deadline is ``timeout_s`` from now."""
-        self._deadline = self.loop.time() + timeout_s
+        self._expired, self.silence_s = True, silence
+        waiter.set_result(None)
 
     async def wait(self, timeout_s: float) -> bool:
         """Wait for :meth:`wake` (data when no pump is set, the pump's call, EOF, a reset); False when no
-        data came for ``timeout_s``."""
+        byte came for ``timeout_s`` since the last one (``silence_s`` then holds the silence observed)."""
         waiter = self._waiter = self.loop.create_future()
-        self._deadline, self._expired = self.loop.time() + timeout_s, False
-        if self._timer is not None and self._timer.when() > self._deadline:
+        self._limit_s, self._expired = timeout_s, False
+        due = self.last_s + timeout_s
+        if self._timer is not None and self._timer.when() > due:
             self._timer.cancel()
             self._timer = None
         if self._timer is None:
-            self._timer = self.loop.call_at(self._deadline, self._watch)
+            self._timer = self.loop.call_at(due, self._watch)
         await waiter
         return not self._expired
+
+    def timed_out(self) -> TransportError:
+        """The read timeout's error: the silence observed and the key that sets the limit."""
+        return TransportError(f"read timeout: no data for {self.silence_s:.2f} s "
+                              f"(limit {self._limit_s:g} s: [stop].read_timeout_s)")
 
     def lost(self, where: str) -> TransportError | None:
         """The error of a connection that closed (None: a clean EOF)."""
@@ -206,7 +215,7 @@ class _Wire(asyncio.Protocol):
                     return None
                 raise err
             if not await self.wait(timeout_s) and not self.pieces and not self.closed:
-                raise TransportError(f"read timeout: no data for {timeout_s:g} s")
+                raise self.timed_out()
         return self.pieces.popleft()
 
 
@@ -265,7 +274,7 @@ class StreamResponse:
                 timely = await wire.wait(timeout_s)
                 self._pump()  # what came since the last pass, so EOF or a timeout is judged on all of it
                 if not timely and not (self.complete or wire.closed or self._error):
-                    raise TransportError(f"read timeout: no data for {timeout_s:g} s")
+                    raise wire.timed_out()
         finally:
             wire.pump, wire.hold, self._sink = None, False, None
         if self._error is not None:
@@ -275,7 +284,7 @@ class StreamResponse:
         wire, sink = self._conn._wire, self._sink
         if wire is None or sink is None or self._error is not None:
             return
-        came, wire.held = bool(wire.pieces), 0
+        wire.held = 0
         try:
             while wire.pieces and not self.complete:
                 arrival, data = wire.pieces.popleft()
@@ -300,8 +309,6 @@ class StreamResponse:
             wire.wake()
         else:
             wire.hold = self._framing == "chunked" and self._chunked.at_rest
-            if came:
-                wire.extend(self._conn.read_timeout_s)
 
     def _finish(self, extra: bytes = b"") -> None:
         self.complete, self._conn._busy = True, False
@@ -312,11 +319,11 @@ class StreamResponse:
 class StreamConnection:
     """One keep-alive HTTP/1.1 connection to ``base_url`` (``http(s)://host[:port][/prefix]``), opened on
     the first request. ``clock`` returns seconds; ``api_key`` adds ``Authorization: Bearer``; timeouts (s):
-    connecting (TLS included), and the longest silence while a response is awaited. ``connections``
+    connecting (TLS included), and the longest silence since the request or its last byte. ``connections``
     counts the connections opened. A bad ``base_url`` raises ValueError."""
 
     def __init__(self, base_url: str, clock: Callable[[], float] = time.perf_counter, *, api_key: str | None = None,
-                 connect_timeout_s: float = 10.0, read_timeout_s: float = 300.0) -> None:
+                 connect_timeout_s: float = 10.0, read_timeout_s: float = 60.0) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base URL must be http(s)://host[:port][/prefix], got {base_url!r}")
@@ -380,6 +387,7 @@ class StreamConnection:
         assert wire is not None and wire.transport is not None
         self._busy, buf, received = True, b"", False
         self.sent_s = sent = arrival = self.clock()
+        wire.last_s = wire.loop.time()  # the read timeout counts from here until a byte comes
         wire.transport.write(request)
         while True:
             if (end := buf.find(b"\r\n\r\n")) >= 0:

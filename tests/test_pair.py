@@ -88,3 +88,21 @@ def test_not_toml(tmp_path: Path) -> None:
 def test_unknown_pair_lists_available() -> None:
     with pytest.raises(ProfileError, match="available pairs: .*demo-cpu"):
         resolve_pair_path("no-such-pair")
+
+
+def test_read_timeout_is_a_stop_key_with_a_default_from_the_declared_limits(tmp_path: Path) -> None:
+    from loadgen.timeouts import read_timeout_s
+
+    text = Path("profiles/pairs/demo-cpu.toml").read_text()
+    pair = load_pair("demo-cpu")  # [slo] ttft_s = 1.0, tpot_s = 0.1: max(60, 100 * 0.1, 5 * 1.0) = 60 s
+    assert pair.stop.read_timeout_s is None and read_timeout_s(pair.stop, pair.slo) == 60.0
+    path = tmp_path / "p.toml"
+    path.write_text(text.replace("tpot_s = 0.1", "tpot_s = 0.9").replace("ttft_s = 1.0", "ttft_s = 20"))
+    pair = load_pair(str(path))  # max(60, 90, 100) s
+    assert read_timeout_s(pair.stop, pair.slo) == 100.0
+    path.write_text(text.replace("[stop]\n", "[stop]\nread_timeout_s = 2.5\n"))
+    pair = load_pair(str(path))
+    assert pair.stop.read_timeout_s == 2.5 and read_timeout_s(pair.stop, pair.slo) == 2.5
+    path.write_text(text.replace("[stop]\n", "[stop]\nread_timeout_s = 0\n"))
+    with pytest.raises(ProfileError, match=r"\[stop\].read_timeout_s must be a number of seconds > 0"):
+        load_pair(str(path))

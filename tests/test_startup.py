@@ -1,114 +1,73 @@
-"""A whole compare run in attach mode against two scripted servers on loopback (real sockets) whose
-``/metrics`` answers 500 from the first scrape: the run measures anyway, marks the server-side figures
-unavailable with the reason and proves the mode from the tokens per chunk of the minimal completion. The
-pair file has no ``[criteria]``, so nothing is judged and ``compare`` exits 0."""
+"""An engine that dies while starting: loadgen fails within seconds of the fatal log line, quoting it and
+the log's path, instead of waiting out the start-up timeout (a fake engine command, real processes)."""
 
 from __future__ import annotations
 
-import json
+import socket
+import sys
+import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from loadgen.cli import _verdict_exit
-from loadgen.errors import CriteriaFailed, FallbackDetected
-from loadgen.flow import run_compare
+from loadgen import servers
+from loadgen.errors import ServerError
+from loadgen.flow import launch_spec
 from loadgen.pair import load_pair
-from tests.scripted_server import DONE, completion_chunk, models_body, scripted_server, usage_chunk
+from loadgen.startup import LogWatch, fatal_line
 
-PAIR = """
-name = "scripted"
-[target]
-model = "org/target"
-revision = "0123456789abcdef0123456789abcdef01234567"
-[speculative]
-method = "ngram"
-prompt_lookup_min = 2
-prompt_lookup_max = 4
-num_speculative_tokens = 3
-[engine]
-command = ["/nonexistent/vllm"]
-startup_timeout_s = 20
-[sampling]
-temperature = 0.0
-ignore_eos = true
-[run]
-workloads = ["w"]
-concurrency = [1]
-output_tokens = 4
-[stop]
-min_requests = 4
-rounds = 1
-warmup_requests = 1
+ENGINE = """\
+import sys, time
+print("INFO 12-01 04:00:00 [api_server.py:1] vLLM API server version 0.11.0", flush=True)
+print("(EngineCore_DP0 pid=4242) ERROR 12-01 04:00:03 [core.py:708] EngineCore failed to start.", flush=True)
+print("(EngineCore_DP0 pid=4242) Traceback (most recent call last):", flush=True)
+time.sleep(120)  # the API server lingers without ever serving
 """
-WORKLOAD = """name = "w"
-kind = "short-homogeneous"
-endpoint = "completions"
-output_tokens = 4
-seed = 1
-"""
-GETS = {"/v1/models": (200, models_body("target")), "/metrics": (500, b"exporter failed")}
 
 
-def _stream(chunks: list[list[int]]) -> list[tuple[float, bytes]]:
-    steps = [(0.001, completion_chunk(" x" * len(ids), ids, "length" if i == len(chunks) - 1 else None))
-             for i, ids in enumerate(chunks)]
-    return [*steps, (0.0, usage_chunk(5, sum(len(c) for c in chunks))), (0.0, DONE)]
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
-PLAIN = {"*": (200, _stream([[1], [2], [3], [4]]))}
-SPEC = {"*": (200, _stream([[1], [2, 3, 4]]))}
+def test_engine_that_fails_to_start_is_reported_within_seconds(tmp_path: Path) -> None:
+    script = tmp_path / "fake_engine.py"
+    script.write_text(ENGINE)
+    pair = load_pair("demo-cpu")
+    pair = replace(pair, engine=replace(pair.engine, command=(sys.executable, str(script)), port=_free_port(),
+                                        startup_timeout_s=30.0))
+    spec = launch_spec(pair, "plain", tmp_path)
+    t0 = time.monotonic()
+    teardown: list[dict[str, object]] = []
+    with pytest.raises(ServerError) as info, servers.running(spec, teardown.append):
+        pass
+    assert time.monotonic() - t0 < 8.0  # not the 30 s start-up timeout
+    message = str(info.value)
+    assert "EngineCore failed to start." in message and str(tmp_path / "servers" / "plain.log") in message
+    assert teardown and not teardown[0].get("survivors")  # the lingering process was stopped
 
 
-def _pair(tmp_path: Path, criteria: str = "") -> Any:
-    (tmp_path / "workloads").mkdir()
-    (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
-    (tmp_path / "pair.toml").write_text(PAIR + criteria)
-    return load_pair(str(tmp_path / "pair.toml"), workloads_dir=tmp_path / "workloads")
+def test_fatal_lines() -> None:
+    assert fatal_line(["INFO loading", "ModuleNotFoundError: No module named 'vllm._C'"]) == \
+        "ModuleNotFoundError: No module named 'vllm._C'"
+    assert fatal_line(["ValueError: No available memory for the cache blocks. Try increasing "
+                       "`gpu_memory_utilization` when initializing the engine."]) is not None
+    assert fatal_line(["(EngineCore_DP0 pid=7) ImportError: cannot import name 'x'"]) is not None
+    assert fatal_line(["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]) is not None
+    assert fatal_line(["RuntimeError: Engine core initialization failed. See root cause above."]) is not None
+    # a warning that merely mentions an import error is no failure
+    assert fatal_line(["WARNING [utils.py:1] Failed to import flash_attn: ImportError: libcuda.so", "INFO ok"]) is None
 
 
-def _run(tmp_path: Path, plain: dict[str, Any], spec: dict[str, Any], criteria: str = "") -> Path:
-    pair = _pair(tmp_path, criteria)
-    with scripted_server(plain, None, GETS) as p_url, scripted_server(spec, None, GETS) as s_url:
-        return run_compare(pair, tmp_path / "runs", log=lambda _: None,
-                           attach={"plain": p_url, "speculative": s_url})
-
-
-def test_metrics_unavailable_from_the_start_still_measures(tmp_path: Path) -> None:
-    run_dir = _run(tmp_path, PLAIN, SPEC)
-    card = json.loads((run_dir / "card.json").read_text())
-    assert card["complete"] is True and card["failure"] is None
-    cell = card["cells"][0]
-    assert cell["plain"]["tpot_s"]["p50"] is not None and cell["speculative"]["ttft_s"]["p50"] is not None
-    assert cell["speculative"]["acceptance"] is None
-    assert any("server metrics unavailable for this cell" in n and "500" in n for n in cell["notes"])
-    spec = card["servers"]["speculative"]["effective"]
-    assert spec["spec_decode_metrics"] is None and "500" in spec["metrics_unavailable"]
-    assert spec["mode_proof"] == "weaker"
-    assert spec["mode_evidence"] == ["minimal completion tokens per chunk [1, 3] (more than 1: speculation)"]
-    plain = card["servers"]["plain"]["effective"]
-    assert plain["mode_evidence"] == ["minimal completion tokens per chunk [1, 1, 1, 1]"]
-    md = (run_dir / "card.md").read_text()
-    assert md.count("- /metrics unavailable (") == 2
-    assert "mode proven without /metrics (a weaker proof than the spec-decode series)" in md
-    # no [criteria]: not judged, and compare's exit is 0
-    assert card["verdict"]["declared"] is False and card["verdict"]["summary"] == "no criteria declared: not judged"
-    assert "**no criteria declared: not judged**" in md and "Declared:" not in md
-    _verdict_exit(run_dir)
-
-
-def test_a_plain_server_sending_several_tokens_per_chunk_is_a_fallback(tmp_path: Path) -> None:
-    with pytest.raises(FallbackDetected, match=r"plain server sent 3 tokens in one chunk .*\[1, 3\]"):
-        _run(tmp_path, SPEC, SPEC)
-
-
-def test_declared_criteria_are_still_judged(tmp_path: Path) -> None:
-    run_dir = _run(tmp_path, PLAIN, SPEC, '[criteria]\nprimary = ["e2e_p50"]\nmin_speedup = 1000.0\n')
-    card = json.loads((run_dir / "card.json").read_text())
-    assert card["verdict"]["declared"] is True and card["verdict"]["passed"] is False
-    assert card["verdict"]["declared_keys"] == ["primary", "min_speedup"]
-    md = (run_dir / "card.md").read_text()
-    assert 'Declared: primary = ["e2e_p50"], min_speedup = 1000.0; defaults: use_confidence_interval = true' in md
-    with pytest.raises(CriteriaFailed):
-        _verdict_exit(run_dir)
+def test_log_watch_judges_complete_lines_once(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    watch = LogWatch(log)
+    assert watch.fatal() is None  # no log yet
+    log.write_text("INFO starting\nERROR EngineCore failed")
+    assert watch.fatal() is None  # the line is not complete yet
+    with log.open("a") as fh:
+        fh.write(" to start.\nINFO more\n")
+    assert watch.fatal() == "ERROR EngineCore failed to start."
+    assert watch.fatal() is None

@@ -175,6 +175,9 @@ SCRIPTS = {
     "trickle": (200, [(0.04, completion_chunk(f" t{i}", [i])) for i in range(1, 9)] + [(0.0, DONE)]),
     "stall": (200, [(0.0, completion_chunk(" a", [1])), (0.04, completion_chunk(" b", [2])),
                     (0.5, completion_chunk(" c", [3])), (0.0, DONE)]),
+    # small pieces that cannot end the body (held undecoded), then a long silence mid-stream
+    "stall-held": (200, [(0.0, completion_chunk(" a", [1])), (0.3, completion_chunk(" b", [2])),
+                         (4.0, completion_chunk(" c", [3])), (0.0, DONE)]),
     "http-400": (400, [(0.0, b'{"error": {"message": "maximum context length is 1024 tokens", "code": 400}}')]),
     "http-503": (503, [(0.0, b'{"error": {"message": "overloaded", "code": 503}}')]),
 }
@@ -249,7 +252,9 @@ def test_connection_closed_mid_stream() -> None:
 
 def test_read_timeout_is_recorded_and_the_next_request_reconnects() -> None:
     records, opened, counters = _run(["slow", "ok"], read_timeout_s=0.1)
-    assert records[0].error == "read timeout: no data for 0.1 s" and records[0].chunk_tokens == []
+    assert records[0].error is not None and records[0].chunk_tokens == []
+    assert records[0].error.startswith("read timeout: no data for 0.1")
+    assert records[0].error.endswith("(limit 0.1 s: [stop].read_timeout_s)")
     assert records[0].done_s is not None and records[0].done_s - records[0].send_s >= 0.1  # not before the timeout
     _assert_ok(records[1])
     assert counters.connections == 2 and opened == 2
@@ -261,9 +266,25 @@ def test_read_timeout_is_per_silence_not_per_stream() -> None:
     records, _, _ = _run(["trickle", "stall", "ok"], read_timeout_s=0.15)
     assert records[0].error is None and records[0].chunk_tokens == [1] * 8
     assert records[0].chunk_arrivals_s[-1] - records[0].send_s > 0.3
-    assert records[1].error == "read timeout: no data for 0.15 s" and records[1].token_ids == [1, 2]
+    assert records[1].error is not None and records[1].error.startswith("read timeout: no data for 0.1")
+    assert records[1].token_ids == [1, 2]
     assert records[1].done_s is not None and records[1].done_s - records[1].chunk_arrivals_s[-1] >= 0.15
     _assert_ok(records[2])
+
+
+def test_read_timeout_counts_from_the_last_byte_and_states_the_silence() -> None:
+    # two small chunks (held undecoded: they cannot end the body), the last 0.3 s in, then 4 s of silence
+    # under a 1.5 s limit: the stream is cut 1.5 s after its last byte (within 10%), not 1.5 s after the
+    # held pieces were decoded; the message states the silence observed and the key that sets the limit
+    limit = 1.5
+    records, _, _ = _run(["stall-held", "ok"], read_timeout_s=limit)
+    r = records[0]
+    assert r.token_ids == [1, 2] and r.done_s is not None and r.error is not None
+    silence = r.done_s - r.chunk_arrivals_s[-1]
+    assert limit <= silence <= 1.1 * limit, silence
+    stated = float(r.error.removeprefix("read timeout: no data for ").split(" ")[0])
+    assert limit <= stated <= silence + 0.01 and r.error.endswith(f"(limit {limit:g} s: [stop].read_timeout_s)")
+    _assert_ok(records[1])
 
 
 def test_http_errors_keep_status_and_json_body_and_the_connection() -> None:
