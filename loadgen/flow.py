@@ -18,6 +18,7 @@ import httpx
 from loadgen import prom, resources, servers
 from loadgen.card import render_markdown
 from loadgen.cell import RunContext, run_cell_on
+from loadgen.closing import close_run, open_status
 from loadgen.engine import detect_engine_version
 from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError
 from loadgen.observe import ObserveOptions, Observers
@@ -25,7 +26,7 @@ from loadgen.pair import Pair, RoleServer
 from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
 from loadgen.redact import redact_argv, redact_env
 from loadgen.report import build_card
-from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_jsonl, write_json
+from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_jsonl, write_json, write_text
 from loadgen.scrape import scrape
 from loadgen.validate import check_pair
 
@@ -191,29 +192,27 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
     """Run ``todo[role]`` on each role's server in order, appending to the run folder; always write the
     status and the card."""
     status: dict[str, Any] = {"complete": False, "failure": None}
+    open_status(run_dir)
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
     run = RunContext(pair, run_dir, requests, cells_log, log, observers, api_key)
+    error: BaseException | None = None
     try:
         for role in ROLES:
             if todo.get(role):
                 _run_role(run, role, todo[role], (attach or {}).get(role))
         status["complete"] = True
-    except KeyboardInterrupt:
-        status["failure"] = "interrupted (Ctrl-C or SIGTERM)"
-        raise
+    except KeyboardInterrupt as exc:
+        status["failure"], error = "interrupted (Ctrl-C or SIGTERM)", exc
     except LoadgenError as exc:
-        status["failure"] = str(exc)
-        raise
+        status["failure"], error = str(exc), exc
     finally:
         observers.close()
         requests.close()
         cells_log.close()
-        write_json(run_dir / "status.json", status)
-        try:
-            finish_card(run_dir, log)
-        except Exception as exc:  # the card must never hide the run's own error
-            log(f"could not write the card ({type(exc).__name__}: {exc}); run `loadgen report {run_dir}`")
+        ending = close_run(run_dir, status, finish_card, log, error, requests.lost)
+    if ending is not None:
+        raise ending from None
 
 
 def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
@@ -225,8 +224,12 @@ def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
         card["plots"] = [str(p.relative_to(run_dir)) for p in
                          render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")]
     except Exception as exc:  # a plot must never cost the card
-        log(f"could not draw the plots ({type(exc).__name__}: {exc})")
+        plots_error: Exception | None = exc
         card["plots"] = []
+    else:
+        plots_error = None
     write_json(run_dir / "card.json", card)
-    (run_dir / "card.md").write_text(render_markdown(card))
+    write_text(run_dir / "card.md", render_markdown(card))
+    if plots_error is not None:  # said once the card is written (a full disk says more than this, above)
+        log(f"could not draw the plots ({type(plots_error).__name__}: {plots_error})")
     return card

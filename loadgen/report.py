@@ -19,6 +19,7 @@ from loadgen.criteria import judge, parse_criteria
 from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
 from loadgen.metrics import CellStats, MeasuredRequest, agrees_within_buckets, cell_stats, request_timings
+from loadgen.partial import mark_partial, on_disk
 from loadgen.prom import SpecDecodeCounters
 from loadgen.resources import difference
 from loadgen.rundir import load_records, read_json, read_jsonl
@@ -155,8 +156,9 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         stats: dict[str, CellStats] = {}
         extras: dict[str, dict[str, Any]] = {}
         for role in ROLES:
-            if entries.get((*key, role)):
-                stats[role], extras[role] = _role_cell(by_cell[(*key, role)], entries[(*key, role)])
+            if entries.get((*key, role)) or by_cell.get((*key, role)):  # requests of a cell cut short count too
+                stats[role], extras[role] = mark_partial(_role_cell(by_cell[(*key, role)], entries[(*key, role)]),
+                                                         entries[(*key, role)], by_cell[(*key, role)], status)
         ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
                           stats["speculative"]) if len(stats) == 2 else {})
         role_entries = {role: es[0] | {k: sum(e.get(k) or 0 for e in es) for k in
@@ -198,7 +200,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "pair": proto["pair"],
         "generated_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "complete": bool(status.get("complete")),
-        "failure": status.get("failure"),
+        **on_disk(run_dir, status),  # "failure" (the run's own, plus what is partial or lost) and "requests_on_disk"
         "target": proto["target"],
         "draft": proto["draft"],
         "speculative_config": proto["speculative_config"],
