@@ -1,5 +1,5 @@
-"""One cell on one server: scrape ``/metrics``, replay the cell's prompts, scrape again, and append the
-cell's entry to ``cells.jsonl``.
+"""One cell on one server: scrape ``/metrics``, replay the cell's prompts, scrape again, append the
+cell's entry to ``cells.jsonl``, then write the optional files (``/metrics`` snapshots, gauges).
 
 Nothing measured is lost: every request is appended to ``requests.jsonl`` as it finishes, and a cell that
 ends badly still gets its entry (with ``failure``) before the run stops. ``/metrics`` that times out,

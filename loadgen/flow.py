@@ -169,12 +169,17 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
             if _cell_key(r["role"], r["workload"], r.get("level") or f"c{r['concurrency']}", r.get("repetition", 0))
             in done]
     partial = [r for r in read_jsonl(run_dir / "requests.jsonl") if r not in kept]
-    with (run_dir / "requests.partial.jsonl").open("a") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in partial)
-    (run_dir / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    (run_dir / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries
-                                                 if _cell_key(e["role"], e["workload"], e["level"],
-                                                              e.get("repetition", 0)) in done))
+    moved = JsonlAppender(run_dir / "requests.partial.jsonl")
+    try:
+        for r in partial:
+            moved.append(r)
+    finally:
+        moved.close()
+    # atomic rewrites: a full disk leaves the old files whole
+    write_text(run_dir / "requests.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
+    write_text(run_dir / "cells.jsonl", "".join(json.dumps(e) + "\n" for e in entries
+                                                if _cell_key(e["role"], e["workload"], e["level"],
+                                                             e.get("repetition", 0)) in done))
     todo = {role: [c for c in cells if _cell_key(role, c.workload, c.level.label, c.repetition) not in done]
             for role in ROLES}
     log(f"resuming {run_dir}: {sum(len(v) for v in todo.values())} of {2 * len(cells)} cells left "
