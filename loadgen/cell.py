@@ -1,5 +1,5 @@
-"""One cell on one server: scrape ``/metrics``, replay the cell's prompts, scrape again, and append the
-cell's entry to ``cells.jsonl``.
+"""One cell on one server: scrape ``/metrics``, replay the cell's prompts, scrape again, append the
+cell's entry to ``cells.jsonl``, then write the optional files (``/metrics`` snapshots, gauges).
 
 Nothing measured is lost: every request is appended to ``requests.jsonl`` as it finishes, and a cell that
 ends badly still gets its entry (with ``failure``) before the run stops. ``/metrics`` that times out,
@@ -30,7 +30,7 @@ from loadgen.metrics import ClientUse, MeasuredRequest, cell_stats
 from loadgen.observe import Observers
 from loadgen.pair import Pair
 from loadgen.plan import CellSpec
-from loadgen.rundir import JsonlAppender
+from loadgen.rundir import JsonlAppender, write_text
 from loadgen.runner import CellPlan, run_cell
 from loadgen.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
 from loadgen.timeouts import read_timeout_s
@@ -52,12 +52,13 @@ class RunContext:
     api_key: str | None = None
 
 
-def _try_scrape(url: str, path: Path, headers: dict[str, str]) -> tuple[prom.Snapshot | None, str | None]:
+def _try_scrape(url: str, path: Path, headers: dict[str, str],
+                later: list[tuple[Path, str]]) -> tuple[prom.Snapshot | None, str | None]:
     try:
         text, snap = scrape(url, headers=headers)
     except RunFailed as exc:
         return None, str(exc)
-    path.write_text(text)
+    later.append((path, text))  # written after the cell's entry (optional files come second)
     return snap, None
 
 
@@ -92,10 +93,11 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     before: dict[str, prom.Snapshot | None] = {}
     metrics_errors: list[str] = []
     gauges: list[dict[str, Any]] = []
+    later: list[tuple[Path, str]] = []
 
     def scrape_before() -> None:
         before["snap"], err = _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__before.prom",
-                                          server.spec.headers)
+                                          server.spec.headers, later)
         metrics_errors.extend([err] if err else [])
         observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
         observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
@@ -122,10 +124,8 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     client = ClientUse.of(time.process_time() - cpu0, duration, [r.send_s - r.scheduled_s for r in records])
     died = not server.alive() or (any(r.error for r in records) and server.gone())
     after, err = ((None, None) if died else
-                  _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers))
+                  _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later))
     metrics_errors.extend([err] if err else [])
-    with (run_dir / "metrics" / f"{stem}__gauges.jsonl").open("w") as fh:
-        fh.writelines(strictjson.dumps(g) + "\n" for g in gauges)
     b = before.get("snap")
     counters = prom.spec_decode_delta(b, after) if b is not None and after is not None else None
     finished = prom.counter_delta(b, after, "vllm:request_success_total").value if b and after else None
@@ -164,6 +164,9 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     entry |= observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
                                      cell_stats(measured, usable), usable)
     run.cells_log.append(entry)
+    later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl", "".join(strictjson.dumps(g) + "\n" for g in gauges)))
+    for path, text in later:
+        write_text(path, text)
     run.log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
             f"{duration:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
                                   f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")

@@ -6,6 +6,7 @@ Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit c
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import signal
@@ -25,6 +26,8 @@ from loadgen.redact import redact_text
 from loadgen.summary import print_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: Disk full, over quota, read-only file system: the run folder cannot be written.
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 def _handles_errors(fn: F) -> F:
@@ -35,9 +38,18 @@ def _handles_errors(fn: F) -> F:
         except LoadgenError as exc:
             click.echo(f"loadgen: error: {exc}", err=True)
             sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("loadgen: interrupted; everything measured so far is on disk", err=True)
+        except KeyboardInterrupt as exc:  # a run's own line (closing.RunInterrupted) says where its data is
+            click.echo(f"loadgen: {exc or 'interrupted; everything measured so far is on disk'}", err=True)
             sys.exit(1)
+        except OSError as exc:
+            if exc.errno not in _DISK_ERRNOS or exc.filename is None:
+                raise
+            # a write outside the run's own guarded writes (run folder creation, --resume's rewrite)
+            from loadgen.rundir import unwritable
+
+            error = unwritable(Path(exc.filename), exc)
+            click.echo(f"loadgen: error: {error}", err=True)
+            sys.exit(error.exit_code)
 
     return wrapper  # type: ignore[return-value]
 

@@ -32,6 +32,11 @@ class RunFailed(LoadgenError):
     """The run could not complete: a server died, never became ready, or answered garbage (exit 1)."""
 
 
+class RunDirUnwritable(RunFailed):
+    """The run folder cannot be written: the disk is full, over quota, or read-only (exit 1). The message
+    names the folder and its free space (``shutil.disk_usage``)."""
+
+
 class ServerError(RunFailed):
     """A vLLM server failed to start, to answer, or to stop (exit 1)."""
 

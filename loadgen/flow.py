@@ -17,6 +17,7 @@ import httpx
 from loadgen import attached, modeproof, prom, resources, servers, strictjson
 from loadgen.card import render_markdown
 from loadgen.cell import RunContext, run_cell_on
+from loadgen.closing import close_run, open_status
 from loadgen.engine import detect_engine_version
 from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
 from loadgen.observe import ObserveOptions, Observers
@@ -24,7 +25,16 @@ from loadgen.pair import Pair, RoleServer
 from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
 from loadgen.redact import redact_argv, redact_env, redact_url
 from loadgen.report import build_card
-from loadgen.rundir import JsonlAppender, copy_pair_file, load_records, new_run_dir, read_json, read_jsonl, write_json
+from loadgen.rundir import (
+    JsonlAppender,
+    copy_pair_file,
+    load_records,
+    new_run_dir,
+    read_json,
+    read_jsonl,
+    write_json,
+    write_text,
+)
 from loadgen.savedcard import refresh_saved_card, saved_only
 from loadgen.scrape import scrape
 from loadgen.validate import check_pair
@@ -187,12 +197,17 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
             if _cell_key(r["role"], r["workload"], r.get("level") or f"c{r['concurrency']}", r.get("repetition", 0))
             in done]
     partial = [r for r in read_jsonl(run_dir / "requests.jsonl") if r not in kept]
-    with (run_dir / "requests.partial.jsonl").open("a") as fh:
-        fh.writelines(strictjson.dumps(r) + "\n" for r in partial)
-    (run_dir / "requests.jsonl").write_text("".join(strictjson.dumps(r) + "\n" for r in kept))
-    (run_dir / "cells.jsonl").write_text("".join(strictjson.dumps(e) + "\n" for e in entries
-                                                 if _cell_key(e["role"], e["workload"], e["level"],
-                                                              e.get("repetition", 0)) in done))
+    moved = JsonlAppender(run_dir / "requests.partial.jsonl")
+    try:
+        for r in partial:
+            moved.append(r)
+    finally:
+        moved.close()
+    # atomic rewrites: a full disk leaves the old files whole
+    write_text(run_dir / "requests.jsonl", "".join(strictjson.dumps(r) + "\n" for r in kept))
+    write_text(run_dir / "cells.jsonl", "".join(strictjson.dumps(e) + "\n" for e in entries
+                                                if _cell_key(e["role"], e["workload"], e["level"],
+                                                             e.get("repetition", 0)) in done))
     todo = {role: [c for c in cells if _cell_key(role, c.workload, c.level.label, c.repetition) not in done]
             for role in ROLES}
     recorded = read_json(run_dir / "protocol.json").get("attach") or {}
@@ -212,9 +227,11 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
     """Run ``todo[role]`` on each role's server in order, appending to the run folder; always write the
     status and the card."""
     status: dict[str, Any] = {"complete": False, "failure": None}
+    open_status(run_dir)
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(pair.name, observe or ObserveOptions(progress=False), log)
     run = RunContext(pair, run_dir, requests, cells_log, log, observers, api_key)
+    error: BaseException | None = None
     try:  # every attached server is checked before either is measured
         attached.preflight([launch_spec(pair, role, run_dir, (attach or {}).get(role), api_key)
                             for role in ROLES if todo.get(role)],
@@ -223,21 +240,17 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
             if todo.get(role):
                 _run_role(run, role, todo[role], (attach or {}).get(role))
         status["complete"] = True
-    except KeyboardInterrupt:
-        status["failure"] = "interrupted (Ctrl-C or SIGTERM)"
-        raise
+    except KeyboardInterrupt as exc:
+        status["failure"], error = "interrupted (Ctrl-C or SIGTERM)", exc
     except LoadgenError as exc:
-        status["failure"] = str(exc)
-        raise
+        status["failure"], error = str(exc), exc
     finally:
         observers.close()
         requests.close()
         cells_log.close()
-        write_json(run_dir / "status.json", status)
-        try:
-            finish_card(run_dir, log)
-        except Exception as exc:  # the card must never hide the run's own error
-            log(f"could not write the card ({type(exc).__name__}: {exc}); run `loadgen report {run_dir}`")
+        ending = close_run(run_dir, status, finish_card, log, error, requests.lost)
+    if ending is not None:
+        raise ending from None
 
 
 def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
@@ -253,8 +266,12 @@ def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
             card["plots"] = [str(p.relative_to(run_dir)) for p in
                              render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")]
     except Exception as exc:  # a plot must never cost the card
-        log(f"could not draw the plots ({type(exc).__name__}: {exc})")
+        plots_error: Exception | None = exc
         card["plots"] = []
+    else:
+        plots_error = None
     write_json(run_dir / "card.json", card)
-    (run_dir / "card.md").write_text(render_markdown(card))
+    write_text(run_dir / "card.md", render_markdown(card))
+    if plots_error is not None:  # said once the card is written (a full disk says more than this, above)
+        log(f"could not draw the plots ({type(plots_error).__name__}: {plots_error})")
     return card

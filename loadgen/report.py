@@ -21,6 +21,7 @@ from loadgen.errors import BadInput
 from loadgen.judging import card_verdict
 from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
 from loadgen.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
+from loadgen.partial import mark_partial, on_disk
 from loadgen.placement import placement
 from loadgen.resources import difference
 from loadgen.rundir import load_records, read_json, read_jsonl
@@ -132,8 +133,9 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         stats: dict[str, CellStats] = {}
         extras: dict[str, dict[str, Any]] = {}
         for role in ROLES:
-            if entries.get((*key, role)):
-                stats[role], extras[role] = _role_cell(by_cell[(*key, role)], entries[(*key, role)])
+            if entries.get((*key, role)) or by_cell.get((*key, role)):  # requests of a cell cut short count too
+                stats[role], extras[role] = mark_partial(_role_cell(by_cell[(*key, role)], entries[(*key, role)]),
+                                                         entries[(*key, role)], by_cell[(*key, role)], status)
         ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
                           stats["speculative"]) if len(stats) == 2 else {})
         role_entries = {role: es[0] | {k: sum(e.get(k) or 0 for e in es) for k in
@@ -181,7 +183,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "pair": proto["pair"],
         "generated_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "complete": bool(status.get("complete")),
-        "failure": status.get("failure"),
+        **on_disk(run_dir, status),  # "failure" (the run's own, plus what is partial or lost) and "requests_on_disk"
         "target": proto["target"],
         "draft": proto["draft"],
         "speculative_config": proto["speculative_config"],

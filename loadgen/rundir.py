@@ -2,19 +2,25 @@
 
 Everything is written as soon as it is known: requests are appended to ``requests.jsonl`` when they
 finish and cells to ``cells.jsonl`` when they end, so a run that fails midway keeps what it measured.
+Each line is written whole or not at all: a write the disk cuts short (full, over quota, read-only) is
+truncated back to the last whole line and raises :class:`RunDirUnwritable`, one line naming the folder
+and its free space; a line torn by a crash is ended on the next open, and readers skip and count it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from loadgen import strictjson
 from loadgen.client import RequestRecord
+from loadgen.errors import RunDirUnwritable
 
 
 def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path:
@@ -29,11 +35,33 @@ def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path
     return path
 
 
+def unwritable(path: Path, exc: OSError) -> RunDirUnwritable:
+    """The one-line error for a failed write of ``path``: the reason, the folder and its free space."""
+    try:
+        free = f"{shutil.disk_usage(path.parent).free / 1024:,.0f} KiB free there"
+    except OSError:
+        free = "its free space unknown"
+    return RunDirUnwritable(f"cannot write {path.name} in {path.parent} ({exc.strerror or exc}; {free}): free "
+                            "space or make the folder writable")
+
+
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented strict JSON, non-finite floats as null (atomically: temp file then rename)."""
+    """Write ``data`` as indented JSON (atomically: temp file then rename). Raises RunDirUnwritable."""
+    write_text(path, strictjson.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` atomically (temp file then rename); the temp file is removed when the write fails.
+
+    Raises RunDirUnwritable (disk full, read-only folder, ...)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(strictjson.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise unwritable(path, exc) from None
 
 
 def read_json(path: Path) -> Any:
@@ -41,8 +69,9 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the objects of a JSON-lines file, skipping a torn last line (a crash mid-write)."""
+def read_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Yield the objects of a JSON-lines file, skipping torn lines (a write cut short by a crash); each
+    skipped line is appended to ``torn`` when given, so the caller can say how many."""
     if not path.exists():
         return
     for line in path.read_text().splitlines():
@@ -51,22 +80,56 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         try:
             yield json.loads(line)
         except json.JSONDecodeError:
-            continue
+            if torn is not None:
+                torn.append(line)
 
 
 class JsonlAppender:
-    """Appends one strict JSON object per line (non-finite floats as null) and flushes each line to disk."""
+    """Appends one JSON object per line, each line in one unbuffered write (on disk when ``append``
+    returns, as far as the process goes).
+
+    A line is written whole or not at all: when a write fails (ENOSPC, EDQUOT, EROFS, ...) the file is
+    truncated back to its last whole line and RunDirUnwritable is raised; every later ``append`` raises it
+    again. ``lost`` counts the objects that could not be written. Opening a file whose last line was torn
+    by a crash ends that line first, so the torn line stays on its own (readers skip and count it).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh: TextIO = path.open("a", encoding="utf-8")
+        self.lost = 0
+        self._failed: RunDirUnwritable | None = None
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            self._end = os.fstat(self._fd).st_size
+            if self._end and os.pread(self._fd, 1, self._end - 1) != b"\n":
+                self._write(b"\n")
+        except OSError as exc:
+            raise unwritable(path, exc) from None
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+        self._end += len(data)
 
     def append(self, obj: dict[str, Any]) -> None:
-        self._fh.write(strictjson.dumps(obj, default=str) + "\n")
-        self._fh.flush()
+        """Write ``obj`` as one line. Raises RunDirUnwritable (nothing of the line stays on disk)."""
+        line = (strictjson.dumps(obj, default=str) + "\n").encode()
+        if self._failed is None:
+            try:
+                self._write(line)
+                return
+            except OSError as exc:
+                self._failed = unwritable(self.path, exc)
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._end)  # back to the last whole line
+        self.lost += 1
+        raise self._failed
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def append_records(appender: JsonlAppender, records: Iterable[RequestRecord]) -> None:

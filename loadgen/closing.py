@@ -1,0 +1,126 @@
+"""The end of a run: ``status.json`` and the card, written with SIGINT and SIGTERM held off, and the one
+line that says what is on disk and what is not.
+
+A run writes an interim ``status.json`` (incomplete) before its first request, so a run folder that
+the disk filled up, or that a kill stopped, can still be finished by ``loadgen report RUN_DIR``. At the
+end, the first SIGINT/SIGTERM that arrives while the card is written is held off (writing it takes a
+moment, plots included); another one stops the writing, and the final message then says that no card
+was written and that ``loadgen report RUN_DIR`` writes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from loadgen.errors import LoadgenError, RunDirUnwritable, RunFailed
+from loadgen.rundir import read_jsonl, unwritable, write_json
+
+Log = Callable[[str], None]
+#: The failure an interim status.json gives until the run writes its own.
+STOPPED = "the run stopped before it wrote its status (killed, or its folder could not be written)"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the run; ``str()`` is the one line that says what is on disk, whether the
+    card was written and how to resume (a KeyboardInterrupt, so callers that stop on one still do)."""
+
+
+def open_status(run_dir: Path) -> None:
+    """Write the interim status.json (incomplete). Raises RunDirUnwritable before anything is sent."""
+    write_json(run_dir / "status.json", {"complete": False, "failure": STOPPED})
+
+
+def write_status(run_dir: Path, status: dict[str, Any]) -> None:
+    """Write status.json; on a full disk, overwrite the interim one in place (its block is already
+    allocated, and the final status is no bigger than a block). Raises RunDirUnwritable."""
+    path = run_dir / "status.json"
+    try:
+        write_json(path, status)
+    except RunDirUnwritable:
+        data = (json.dumps(status, indent=2, default=str) + "\n").encode()
+        if not path.is_file() or len(data) > 4096:
+            raise
+        try:
+            with path.open("r+b") as fh:
+                fh.write(data)
+                fh.truncate()
+        except OSError as exc:
+            raise unwritable(path, exc) from None
+
+
+@contextlib.contextmanager
+def held_signals(note: Callable[[str], None]) -> Iterator[None]:
+    """Hold off the first SIGINT/SIGTERM inside the block (``note`` says so); raise KeyboardInterrupt on
+    the next. Main thread only; an ignored signal stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hits = 0
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal hits
+        hits += 1
+        if hits > 1:
+            raise KeyboardInterrupt
+        note("loadgen: writing the card before stopping (a moment); interrupt again to stop without it")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+                if signal.getsignal(sig) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def _stderr(line: str) -> None:
+    # straight to the descriptor: a signal handler may run while stdout or stderr is mid-write
+    with contextlib.suppress(OSError):
+        os.write(sys.stderr.fileno(), (line + "\n").encode())
+
+
+def close_run(run_dir: Path, status: dict[str, Any], write_card: Callable[[Path, Log], Any], log: Log,
+              error: BaseException | None, not_written: int = 0) -> BaseException | None:
+    """Write ``status`` and the card (``write_card(run_dir, log)``) with signals held off; return what the
+    run ends with: None (done), ``error`` as it was, or an error whose one line adds where the data is
+    and whether the card was written. ``not_written`` request records could not be written (status.json
+    and the card say so)."""
+    if not_written:
+        status["requests_not_written"] = not_written
+    problem: str | None = None
+    with held_signals(_stderr):
+        try:
+            write_status(run_dir, status)
+            write_card(run_dir, log)
+        except KeyboardInterrupt:
+            problem = "interrupted again while it was written"
+        except LoadgenError as exc:
+            problem = str(exc)
+        except Exception as exc:  # the card must never hide the run's own error
+            problem = f"{type(exc).__name__}: {exc}"
+    card = (f"card: {run_dir / 'card.md'}" if problem is None
+            else f"no card was written ({problem}); `loadgen report {run_dir}` writes it")
+    if isinstance(error, KeyboardInterrupt):
+        measured = sum(1 for r in read_jsonl(run_dir / "requests.jsonl") if r.get("phase", "measured") == "measured")
+        return RunInterrupted(f"interrupted; the {measured} measured requests that finished are on disk in {run_dir} "
+                              f"(those of the cell cut short marked partial); {card}; `loadgen compare --resume "
+                              f"{run_dir}` runs the cells left")
+    if isinstance(error, RunDirUnwritable):
+        lost = f"; {not_written} request records could not be written" if not_written else ""
+        return RunDirUnwritable(f"{error}{lost}; {card}")
+    if error is not None:
+        if problem is not None:
+            log(f"could not write the card ({problem}); run `loadgen report {run_dir}`")
+        return error
+    if problem is not None:
+        return RunFailed(f"the run finished but {card}")
+    return None

@@ -1,0 +1,66 @@
+"""What of a run is on disk: requests of cells cut short (no entry in ``cells.jsonl``: Ctrl-C, SIGTERM, a
+full disk), torn lines, and request records that could not be written, so the card counts every finished
+request on disk and says how many are not, and why.
+
+Pure apart from reading the run folder's JSON-lines files (rundir.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from loadgen.client import RequestRecord
+from loadgen.rundir import read_jsonl
+
+T = TypeVar("T")
+
+
+def mark_partial(side: tuple[T, dict[str, Any]], entries: list[dict[str, Any]], records: list[RequestRecord],
+                 status: dict[str, Any]) -> tuple[T, dict[str, Any]]:
+    """``side`` (one role's statistics and extras of a card cell) with ``partial`` and ``partial_requests``
+    set in the extras, and a failure line added, when some of ``records`` (measured) belong to a
+    repetition with no entry in ``entries`` (its cell was cut short); otherwise ``side`` unchanged."""
+    stats, extra = side
+    reps = {int(e.get("repetition", 0)) for e in entries}
+    orphans = sum(1 for r in records if r.repetition not in reps)
+    if not orphans:
+        return side
+    why = status.get("failure") or "the run stopped"
+    line = (f"partial: {orphans} measured requests finished before the cell was cut short ({why}); they are kept, "
+            "without the cell's server counters")
+    return stats, extra | {"partial": True, "partial_requests": orphans,
+                           "failure": "; ".join(x for x in (extra.get("failure"), line) if x)}
+
+
+def on_disk(run_dir: Path, status: dict[str, Any]) -> dict[str, Any]:
+    """The card's ``failure`` (:func:`failure_line`) and ``requests_on_disk``: counts of the run's request
+    records, ``measured`` on disk, ``partial`` of them in cells with no entry in cells.jsonl,
+    ``torn_lines`` skipped in requests.jsonl, ``not_written`` (from status.json)."""
+    done = {(e["role"], e["workload"], e.get("level") or f"c{e['concurrency']}", int(e.get("repetition", 0)))
+            for e in read_jsonl(run_dir / "cells.jsonl")}
+    torn: list[str] = []
+    measured = partial = 0
+    for r in read_jsonl(run_dir / "requests.jsonl", torn):
+        if (r.get("phase") or ("warmup" if r.get("warmup") else "measured")) != "measured":
+            continue
+        measured += 1
+        key = (r["role"], r["workload"], r.get("level") or f"c{r['concurrency']}", int(r.get("repetition", 0)))
+        partial += key not in done
+    counts = {"measured": measured, "partial": partial, "torn_lines": len(torn),
+              "not_written": int(status.get("requests_not_written") or 0)}
+    return {"failure": failure_line(status.get("failure"), counts), "requests_on_disk": counts}
+
+
+def failure_line(failure: str | None, counts: dict[str, int]) -> str | None:
+    """The card's failure line: the run's own ``failure`` plus what is partial, torn or not written."""
+    parts = [failure] if failure else []
+    if counts["partial"]:
+        parts.append(f"{counts['partial']} of {counts['measured']} measured requests on disk are from cells cut "
+                     "short, kept and marked partial")
+    if counts["torn_lines"]:
+        parts.append(f"{counts['torn_lines']} torn line(s) in requests.jsonl skipped (a write cut short)")
+    if counts["not_written"]:
+        parts.append(f"{counts['not_written']} request records could not be written (the run folder refused the "
+                     "write)")
+    return "; ".join(parts) or None

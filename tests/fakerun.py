@@ -1,0 +1,101 @@
+"""A run folder and the compare flow's cell loop against the scripted SSE server (real loopback sockets):
+the flow's own status and card writing, with the server launch replaced by an attach to the scripted
+server (which has no /metrics, so cells carry no server counters)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from loadgen import flow, servers
+from loadgen.cell import RunContext, run_cell_on
+from loadgen.pair import Level, Pair, load_pair
+from loadgen.plan import CellSpec, protocol
+from loadgen.rundir import read_jsonl
+from loadgen.workload import Prompt
+from tests.scripted_server import DONE, completion_chunk, usage_chunk
+
+
+def stream(step_s: float) -> tuple[int, list[tuple[float, bytes | None]]]:
+    """Two tokens over ``2 * step_s`` seconds, with usage."""
+    return 200, [(step_s, completion_chunk(" a", [1])), (step_s, completion_chunk(" b", [2], finish="length")),
+                 (0.0, usage_chunk(2, 2)), (0.0, DONE)]
+
+
+def cell(concurrency: int, measured: int, prefix: str) -> CellSpec:
+    """A closed-loop cell of the demo pair's first workload, ``measured`` prompts of 2 output tokens."""
+    prompts = tuple(Prompt(f"{prefix}{i}", "short-homogeneous", "completions", f"{prefix}{i}", None, 2)
+                    for i in range(measured + 1))
+    return CellSpec("short-homogeneous", "completions", Level(concurrency), 0, prompts[:1], prompts[1:], (), None)
+
+
+def run_folder(root: Path, cells: list[CellSpec]) -> tuple[Pair, Path]:
+    """A run folder of the demo pair holding only ``cells`` (protocol.json, prompts.jsonl)."""
+    pair = load_pair("demo-cpu")
+    run_dir = root / "run"
+    for sub in ("servers", "metrics"):
+        (run_dir / sub).mkdir(parents=True)
+    prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
+    (run_dir / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
+    (run_dir / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts), default=str))
+    shutil.copyfile(pair.path, run_dir / "pair.toml")
+    return pair, run_dir
+
+
+def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Make the flow attach every role to ``url`` and run its cells there."""
+
+    def run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
+        spec = servers.LaunchSpec(role, [], {}, "127.0.0.1", 0, "m", 5.0, run.run_dir / "servers" / f"{role}.log",
+                                  attach_url=url)
+        server = servers.attach(spec)
+        for c in cells:
+            run_cell_on(run, role, server, c)
+
+    monkeypatch.setattr(flow, "_run_role", run_role)
+
+
+def measured_on_disk(run_dir: Path, level: str | None = None) -> int:
+    """Measured request records in requests.jsonl (of ``level`` when given)."""
+    return sum(1 for r in read_jsonl(run_dir / "requests.jsonl")
+               if r["phase"] == "measured" and (level is None or r["level"] == level))
+
+
+def when_measured(run_dir: Path, level: str, n: int, action: Callable[[], None], timeout_s: float = 20.0) -> None:
+    """Poll requests.jsonl (from a thread) and call ``action`` once ``n`` measured records of ``level``
+    are on disk."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, json.JSONDecodeError, KeyError):
+            if measured_on_disk(run_dir, level) >= n:
+                action()
+                return
+        time.sleep(0.005)
+
+
+@contextlib.contextmanager
+def small_tmpfs(root: Path, size_kib: int) -> Iterator[Path]:
+    """A tmpfs of ``size_kib`` KiB mounted under ``root`` (needs root and mount(8); skips without them)."""
+    mnt = root / f"tmpfs-{uuid.uuid4().hex[:8]}"
+    mnt.mkdir()
+    if shutil.which("mount") is None or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def remount(mnt: Path, mode: str) -> None:
+    """Remount the tmpfs at ``mnt`` read-only (``ro``) or read-write (``rw``)."""
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(mnt)], check=True, capture_output=True)
