@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from loadgen import prom
-from loadgen.errors import BadInput, ServerError
+from loadgen.errors import BadInput, RunFailed, ServerError
 from loadgen.redact import redact_url
 from loadgen.scrape import scrape
 
@@ -81,8 +81,9 @@ def preflight(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot],
               log: Callable[[str], None] = print) -> None:
     """Check every attached server in ``specs`` (the others are skipped) before any is measured:
     its URL, ``/v1/models`` listing ``served_model``, and ``prove(role, snapshot of /metrics)`` (which
-    raises FallbackDetected when the mode is not the declared one). Raises BadInput (bad URL) or
-    ServerError (unreachable, HTTP error, wrong model name)."""
+    raises FallbackDetected when the mode is not the declared one; skipped when ``/metrics`` is unavailable,
+    which the start-up proof handles). Raises BadInput (bad URL) or ServerError (unreachable, HTTP error,
+    wrong model name)."""
     for spec in specs:
         if not spec.attach_url:
             continue
@@ -105,7 +106,12 @@ def preflight(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot],
             ids = []
         if spec.served_model not in ids:
             raise ServerError(f"{role} server at {redact_url(url)} {wrong_model(spec, ids)}")
-        prove(role, scrape(url, headers=spec.headers)[1])
+        try:
+            snap = scrape(url, headers=spec.headers)[1]
+        except RunFailed as exc:  # no /metrics: the mode is proven without it at start-up (modeproof.py)
+            log(f"[{role}] checked {redact_url(url)}: serves {spec.served_model!r}; /metrics unavailable ({exc})")
+            continue
+        prove(role, snap)
         log(f"[{role}] checked {redact_url(url)}: serves {spec.served_model!r}, speculative decoding as declared")
 
 

@@ -33,6 +33,14 @@ def check_scope(criteria: Criteria | None, workloads: Sequence[str], concurrency
                            f"{list(concurrency)}; widen it or add a level")
 
 
+def judged_resources(difference: Mapping[str, Any]) -> dict[str, Any]:
+    """What :func:`criteria.judge` judges of ``resources.difference(...)``: the draft's extra memory (GPU
+    bytes where measured, else CPU RSS bytes) and the KV-cache capacity lost (a fraction)."""
+    extra = difference.get("extra_gpu_memory_bytes")
+    return {"extra_memory_bytes": extra if extra is not None else difference.get("extra_cpu_rss_bytes"),
+            "kv_capacity_loss": difference.get("kv_capacity_loss")}
+
+
 def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[Mapping[str, Any]],
                  resources: Mapping[str, Any] | None, path: Path) -> dict[str, Any]:
     """The card's ``verdict``: ``raw`` is protocol.json's ``criteria`` (``Criteria.to_json()``, or None when

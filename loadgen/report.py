@@ -18,7 +18,7 @@ from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.diagnosis import SLO, capacity, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
-from loadgen.judging import card_verdict
+from loadgen.judging import card_verdict, judged_resources
 from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
 from loadgen.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
 from loadgen.partial import mark_partial, on_disk
@@ -173,11 +173,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         usage[role] = measured.get("after_load") or measured.get("ready")
     workloads = proto["workloads"]
     diff = difference(usage["plain"], usage["speculative"])
-    extra = diff["extra_gpu_memory_bytes"]
-    verdict = card_verdict(proto.get("criteria"), cells, {"extra_memory_bytes": extra if extra is not None else
-                                                          diff["extra_cpu_rss_bytes"],
-                                                          "kv_capacity_loss": diff["kv_capacity_loss"]},
-                           run_dir / "protocol.json")
+    verdict = card_verdict(proto.get("criteria"), cells, judged_resources(diff), run_dir / "protocol.json")
     return {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],

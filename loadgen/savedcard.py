@@ -4,7 +4,8 @@ A committed example (docs/examples/h200/) keeps card.json, cells.jsonl and proto
 per-request timelines (about 10 MB a run). Rebuilding the card from requests.jsonl is then impossible:
 every per-request figure (percentiles, paired bootstrap CIs, goodput, the lossless check) stays as
 card.json has it. What depends only on cell-level numbers is recomputed: the step times and the cost
-decomposition, the burst check and the ratios it withholds (steptime.py), and the verdict (criteria.py).
+decomposition, the burst check and the ratios it
+withholds (steptime.py), and the verdict (judging.py).
 The card then says ``statistics_from: "card.json"``; its plots are kept as they were.
 """
 
@@ -14,10 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loadgen.criteria import judge, parse_criteria
 from loadgen.errors import BadInput
+from loadgen.judging import card_verdict, judged_resources
 from loadgen.rundir import read_json, read_jsonl
+from loadgen.serverside import bounds_of, json_bounds
 from loadgen.steptime import ROLES, apply
+from loadgen.strictjson import finite
 
 
 def saved_only(run_dir: Path) -> bool:
@@ -31,7 +34,12 @@ def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
     if not (run_dir / "cells.jsonl").is_file() or not (run_dir / "card.json").is_file():
         raise BadInput(f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "
                        "from; pass a run folder written by `loadgen compare`")
-    card: dict[str, Any] = read_json(run_dir / "card.json")
+    card: dict[str, Any] = finite(read_json(run_dir / "card.json"))  # a card of older code may hold Infinity
+    for cell in card["cells"]:
+        for role in ROLES:
+            for row in ((cell.get(role) or {}).get("server_vs_client") or {}).values():
+                if "bucket_bounds" in row:
+                    row["bucket_bounds"] = json_bounds(bounds_of({"upper_bounds": row["bucket_bounds"]}))
     entries: dict[tuple[str, str, str], dict[str, Any]] = {}
     for e in read_jsonl(run_dir / "cells.jsonl"):  # the first repetition's line, as report.py reads them
         entries.setdefault((e["workload"], e.get("level") or f"c{e['concurrency']}", e["role"]), e)
@@ -39,14 +47,9 @@ def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
         cell["notes"] = [n for n in cell.get("notes") or [] if not any(n.startswith(f"{r}: bursty") for r in ROLES)]
         apply(cell, None, {role: entries.get((cell["workload"], cell["level"], role)) or {} for role in ROLES})
     proto = read_json(run_dir / "protocol.json")
-    criteria = parse_criteria({k: v for k, v in (proto.get("criteria") or {}).items() if v is not None},
-                              run_dir / "protocol.json")
     diff = (card.get("resources") or {}).get("difference") or {}
-    extra = diff.get("extra_gpu_memory_bytes")
-    verdict = judge(criteria, card["cells"], {"extra_memory_bytes": extra if extra is not None else
-                                              diff.get("extra_cpu_rss_bytes"),
-                                              "kv_capacity_loss": diff.get("kv_capacity_loss")})
-    card["verdict"] = verdict.to_json() | {"lines": [c.line() for c in verdict.cells]}
+    card["verdict"] = card_verdict(proto.get("criteria"), card["cells"], judged_resources(diff),
+                                   run_dir / "protocol.json")
     card["generated_utc"] = datetime.now(UTC).isoformat(timespec="seconds")
     card["statistics_from"] = "card.json"
     return card

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -127,7 +128,8 @@ def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, 
             continue
         if h.count <= 0:
             continue
-        out[key] = {"metric": name, "count": h.count, "sum": h.sum, "upper_bounds": list(h.upper_bounds),
+        bounds = [b if math.isfinite(b) else "+Inf" for b in h.upper_bounds]  # strict JSON: +Inf as a string
+        out[key] = {"metric": name, "count": h.count, "sum": h.sum, "upper_bounds": bounds,
                     "cumulative_counts": list(h.cumulative_counts), "reset": h.reset,
                     **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)},
                     **{f"p{q}_above_bound": above_bound(h, q / 100) for q in (50, 90, 99)}}

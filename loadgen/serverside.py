@@ -29,8 +29,19 @@ def above_bound(h: HistogramDelta, q: float) -> bool:
     return max(counts[:-1]) < q * max(counts)
 
 
+def bounds_of(entry: Mapping[str, Any]) -> tuple[float, ...]:
+    """The bucket bounds of a saved histogram as floats: ``"+Inf"`` (as scrape.server_histograms writes the
+    last bound in strict JSON) and null (older strict files) read as ``math.inf``."""
+    return tuple(math.inf if b is None else float(b) for b in entry.get("upper_bounds") or ())
+
+
+def json_bounds(bounds: Sequence[float]) -> list[float | str]:
+    """``bounds`` for strict JSON: the infinite last bound as ``"+Inf"`` (Prometheus' own spelling)."""
+    return [b if math.isfinite(b) else "+Inf" for b in bounds]
+
+
 def _delta(entry: Mapping[str, Any]) -> HistogramDelta:
-    bounds = tuple(float(b) for b in entry.get("upper_bounds") or ())
+    bounds = bounds_of(entry)
     counts = tuple(float(c) for c in entry.get("cumulative_counts") or ())
     return HistogramDelta(bounds, counts, float(entry.get("count") or 0), float(entry.get("sum") or 0))
 
@@ -56,8 +67,8 @@ def compare(client_p50_s: float | None, hist: Mapping[str, Any]) -> dict[str, An
     Returns ``{"client_p50", "server_p50", "server_above_bound", "metric", "agrees", "bucket_bounds"}``;
     ``server_above_bound`` is recomputed from the stored buckets, so entries of older runs get it too.
     """
-    bounds = list(hist.get("upper_bounds") or [])
+    bounds = list(bounds_of(hist))
     above = bool(hist.get("p50_above_bound")) or (bool(bounds) and above_bound(_delta(hist), 0.5))
     return {"client_p50": client_p50_s, "server_p50": hist.get("p50"), "server_above_bound": above,
             "metric": hist.get("metric"), "agrees": agreement(client_p50_s, hist.get("p50"), bounds, above),
-            "bucket_bounds": bounds}
+            "bucket_bounds": json_bounds(bounds)}

@@ -101,7 +101,10 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
     before = json.loads((run / "card.json").read_text())
     card = finish_card(run, log=lambda _line: None)
     assert card["statistics_from"] == "card.json"
-    assert len(card["cells"]) == 8 and card["verdict"]["lines"] == before["verdict"]["lines"]
+    assert len(card["cells"]) == 8
+    # its protocol.json declares no criteria (the run judged invented defaults): not judged now
+    assert "criteria" not in json.loads((run / "protocol.json").read_text()) and before["verdict"]["passed"] is False
+    assert card["verdict"]["declared"] is False and card["verdict"]["passed"] is None
     for old, new in zip(before["cells"], card["cells"], strict=True):
         assert new["plain"]["tpot_s"] == old["plain"]["tpot_s"]  # per-request statistics are kept
     long64 = next(c for c in card["cells"] if c["level"] == "c64" and c["workload"] == "long-diverse-gpu")
