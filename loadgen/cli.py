@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 
 import click
 
-from loadgen.attached import check_url
 from loadgen.errors import BadInput, CriteriaFailed, LoadgenError, PairCheckError
-from loadgen.observe import ObserveOptions
-from loadgen.pair import available_pairs, load_pair
-from loadgen.redact import redact_text
-from loadgen.summary import print_summary
+from loadgen.profile.pairfile import available_pairs, load_pair
+from loadgen.report.summary import print_summary
+from loadgen.run.observe import ObserveOptions
+from loadgen.serve.attached import check_url
+from loadgen.util.redact import redact_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Disk full, over quota, read-only file system: the run folder cannot be written.
@@ -45,7 +45,7 @@ def _handles_errors(fn: F) -> F:
             if exc.errno not in _DISK_ERRNOS or exc.filename is None:
                 raise
             # a write outside the run's own guarded writes (run folder creation, --resume's rewrite)
-            from loadgen.rundir import unwritable
+            from loadgen.report.rundir import unwritable
 
             error = unwritable(Path(exc.filename), exc)
             click.echo(f"loadgen: error: {error}", err=True)
@@ -77,8 +77,8 @@ def pairs() -> None:
 @_handles_errors
 def check(pair: str, allow_unpinned: bool) -> None:
     """Check PAIR (a name in profiles/pairs/ or a .toml path) without starting any server."""
-    from loadgen.engine import detect_engine_version
-    from loadgen.validate import check_pair
+    from loadgen.check.engine import detect_engine_version
+    from loadgen.check.validate import check_pair
 
     loaded = load_pair(pair)
     version = detect_engine_version(loaded.engine.command, loaded.engine.env)
@@ -120,8 +120,8 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
             api_key: str | None) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
-    from loadgen.flow import resume_compare, run_compare
-    from loadgen.plan import replay_protocol
+    from loadgen.run.flow import resume_compare, run_compare
+    from loadgen.run.plan import replay_protocol
 
     if sum(x is not None for x in (pair, protocol_file, resume_dir)) != 1:
         raise BadInput("give exactly one of PAIR, --protocol RUN_DIR/protocol.json or --resume RUN_DIR")
@@ -163,7 +163,7 @@ def _verdict_exit(run_dir: Path) -> None:
 @_handles_errors
 def report(run_dir: Path) -> None:
     """Re-render card.json and card.md of RUN_DIR from its saved data alone."""
-    from loadgen.flow import finish_card
+    from loadgen.run.flow import finish_card
 
     print_summary(finish_card(run_dir))
     click.echo(f"card: {run_dir / 'card.md'}")
@@ -176,7 +176,7 @@ def report(run_dir: Path) -> None:
 def diff(run_a: Path, run_b: Path) -> None:
     """Compare two cards of the same pair (RUN_A the baseline, RUN_B the candidate); exit 3 when RUN_B's
     verdict fails its declared criteria where RUN_A's passed, or a judged cell went from pass to fail."""
-    from loadgen.diffing import diff_cards
+    from loadgen.report.diffing import diff_cards
 
     for d in (run_a, run_b):
         if not (d / "card.json").is_file():

@@ -485,10 +485,10 @@ def _wait_closed(url: str, timeout_s: float = 10.0) -> None:
 def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> int:
     """Closed loop with loadgen's runner until stopped; one line per finished request: the send time
     (``time.perf_counter()`` seconds), its send lag (s) and 1/0 for ok."""
-    from loadgen.client import RequestRecord
-    from loadgen.pair import Sampling
-    from loadgen.runner import CellPlan, new_event_loop, run_cell_async
-    from loadgen.workload import Prompt
+    from loadgen.profile.pair import Sampling
+    from loadgen.profile.workload import Prompt
+    from loadgen.stream.client import RequestRecord
+    from loadgen.stream.runner import CellPlan, new_event_loop, run_cell_async
 
     prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)
     plan = CellPlan(role="plain", workload="bench", endpoint="completions", concurrency=concurrency, warmup=(),
@@ -514,9 +514,9 @@ def floor_child(url: str, concurrency: int, output_tokens: int) -> int:
 
     import uvloop
 
-    from loadgen.client import build_payload
-    from loadgen.pair import Sampling
-    from loadgen.workload import Prompt
+    from loadgen.profile.pair import Sampling
+    from loadgen.profile.workload import Prompt
+    from loadgen.stream.client import build_payload
 
     split = urlsplit(url)
     host, port = split.hostname or "127.0.0.1", split.port or 80

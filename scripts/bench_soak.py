@@ -44,10 +44,10 @@ import psutil
 from benchdoc import DOC, by_make, describe_command, load_average, machine, write_section
 from sse_server import spawn
 
-from loadgen.client import RequestRecord
-from loadgen.pair import Sampling
-from loadgen.runner import CellPlan, run_cell_async, run_in_cell_loop
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.stream.client import RequestRecord
+from loadgen.stream.runner import CellPlan, run_cell_async, run_in_cell_loop
 
 SECTION = "## Soak: memory and event-loop lag over time"
 MODEL = "scripted"

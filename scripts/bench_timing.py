@@ -40,11 +40,11 @@ import numpy as np
 from benchdoc import by_make, describe_command, machine, write_section
 from sse_server import Script, parse_pattern, spawn
 
-from loadgen.client import RequestRecord
-from loadgen.metrics import request_timings
-from loadgen.pair import Sampling
-from loadgen.runner import CellPlan, run_cell_async, run_in_cell_loop
-from loadgen.workload import Prompt
+from loadgen.measure.metrics import request_timings
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.stream.client import RequestRecord
+from loadgen.stream.runner import CellPlan, run_cell_async, run_in_cell_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Timing accuracy against a scripted server"

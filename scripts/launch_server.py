@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loadgen.errors import LoadgenError
-from loadgen.flow import launch_spec
-from loadgen.pair import load_pair
+from loadgen.profile.pairfile import load_pair
+from loadgen.run.flow import launch_spec
 
 
 def main() -> int:

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import flow, servers
-from loadgen.cell import RunContext, run_cell_on
-from loadgen.pair import Level, Pair, load_pair
-from loadgen.plan import CellSpec, protocol
-from loadgen.rundir import read_jsonl
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Level, Pair
+from loadgen.profile.pairfile import load_pair
+from loadgen.profile.workload import Prompt
+from loadgen.report.rundir import read_jsonl
+from loadgen.run import flow
+from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.plan import CellSpec, protocol
+from loadgen.serve import servers
 from tests.scripted_server import DONE, completion_chunk, usage_chunk
 
 

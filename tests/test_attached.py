@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadgen import servers
-from loadgen.attached import record, resume_urls
 from loadgen.cli import main
 from loadgen.errors import BadInput, FallbackDetected, LoadgenError, ServerError
-from loadgen.flow import _execute, launch_spec, resume_compare
-from loadgen.pair import load_pair
-from loadgen.plan import plan_cells, protocol
-from loadgen.redact import redact_url
+from loadgen.profile.pairfile import load_pair
+from loadgen.run.flow import _execute, launch_spec, resume_compare
+from loadgen.run.plan import plan_cells, protocol
+from loadgen.serve import servers
+from loadgen.serve.attached import record, resume_urls
+from loadgen.util.redact import redact_url
 from tests.test_flow import _pair_without_exact_lengths
 
 DATA = Path(__file__).parent / "data"
@@ -162,7 +162,7 @@ def test_resume_of_an_attach_run_reuses_the_recorded_urls(tmp_path: Path) -> Non
 
 
 def test_a_dead_attached_server_is_pointed_to_by_its_url(tmp_path: Path) -> None:
-    from loadgen.attached import where_to_look
+    from loadgen.serve.attached import where_to_look
 
     pair = _pair(tmp_path)
     attached = launch_spec(pair, "speculative", tmp_path, "http://u:p@127.0.0.1:8001")

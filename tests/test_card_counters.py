@@ -17,17 +17,19 @@ from typing import Any
 
 import pytest
 
-from loadgen import cell as cell_module
-from loadgen import prom, servers
-from loadgen.card import render_markdown
-from loadgen.cell import RunContext, run_cell_on
-from loadgen.client import RequestRecord
-from loadgen.observe import ObserveOptions, Observers
-from loadgen.pair import Level, load_pair
-from loadgen.plan import CellSpec
-from loadgen.report import build_card
-from loadgen.rundir import JsonlAppender
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Level
+from loadgen.profile.pairfile import load_pair
+from loadgen.profile.workload import Prompt
+from loadgen.prom import exposition as prom
+from loadgen.report.card import render_markdown
+from loadgen.report.carddata import build_card
+from loadgen.report.rundir import JsonlAppender
+from loadgen.run import cell as cell_module
+from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.observe import ObserveOptions, Observers
+from loadgen.run.plan import CellSpec
+from loadgen.serve import servers
+from loadgen.stream.client import RequestRecord
 from tests.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
 SPEC = {"num_drafts": 100.0, "num_draft_tokens": 300.0, "num_accepted_tokens": 150.0,

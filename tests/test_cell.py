@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from loadgen import servers
-from loadgen.cell import RunContext, run_cell_on
 from loadgen.errors import RunFailed
-from loadgen.observe import ObserveOptions, Observers
-from loadgen.pair import Level, Pair, load_pair
-from loadgen.plan import CellSpec
-from loadgen.rundir import JsonlAppender
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Level, Pair
+from loadgen.profile.pairfile import load_pair
+from loadgen.profile.workload import Prompt
+from loadgen.report.rundir import JsonlAppender
+from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.observe import ObserveOptions, Observers
+from loadgen.run.plan import CellSpec
+from loadgen.serve import servers
 from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 OK = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")), (0.0, usage_chunk(2, 2)),

@@ -7,11 +7,11 @@ import itertools
 
 import orjson
 
-from loadgen.client import RequestRecord, _absorb, _Reader, build_payload, monotonic_clock, stream_request
-from loadgen.pair import Sampling
-from loadgen.sse import common_tokens, interpret
-from loadgen.transport import StreamConnection
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.stream.chunks import common_tokens, interpret
+from loadgen.stream.client import RequestRecord, _absorb, _Reader, build_payload, monotonic_clock, stream_request
+from loadgen.stream.transport import StreamConnection
 from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 SCRIPTS = {

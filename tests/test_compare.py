@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.compare import paired_median_ratio, simple_ratio
+from loadgen.measure.ratios import paired_median_ratio, simple_ratio
 
 
 def test_exact_scaling_gives_a_degenerate_interval() -> None:
@@ -41,7 +41,7 @@ def test_degenerate_inputs() -> None:
 
 
 def test_crossover_interpolates_between_levels() -> None:
-    from loadgen.compare import crossover
+    from loadgen.measure.ratios import crossover
 
     # ratio 0.8 at c=1, 0.9 at c=2, 1.3 at c=4: crosses 1 a quarter of the way from 2 to 4
     assert crossover([1, 2, 4], [0.8, 0.9, 1.3]) == pytest.approx(2.5)

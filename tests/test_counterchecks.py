@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from loadgen import prom
-from loadgen.client import RequestRecord
-from loadgen.counterchecks import (
+from loadgen.measure.counterchecks import (
     WindowTally,
     cell_notes,
     invariant_violations,
@@ -25,10 +23,12 @@ from loadgen.counterchecks import (
     token_mismatch,
     usable_counters,
 )
-from loadgen.metricnames import resolve
-from loadgen.prom import SpecDecodeCounters
-from loadgen.scrape import read_gauges, server_histograms, summarize_gauges
-from loadgen.serverside import agreement, compare
+from loadgen.measure.serverside import agreement, compare
+from loadgen.prom import deltas, exposition
+from loadgen.prom.deltas import SpecDecodeCounters
+from loadgen.prom.metricnames import resolve
+from loadgen.prom.scrape import read_gauges, server_histograms, summarize_gauges
+from loadgen.stream.client import RequestRecord
 
 DATA = Path(__file__).parent / "data"
 
@@ -37,18 +37,18 @@ def text(name: str) -> str:
     return (DATA / f"vllm032_{name}.prom").read_text()
 
 
-def started(exposition: str, at: float) -> prom.Snapshot:
+def started(exposition: str, at: float) -> exposition.Snapshot:
     """The exposition plus the process gauge the Prometheus Python client adds."""
     gauge = f"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {at}\n"
-    return prom.parse_metrics(exposition + gauge)
+    return exposition.parse_metrics(exposition + gauge)
 
 
-def entry_of(before: prom.Snapshot, after: prom.Snapshot, sent: int, failed: int = 0) -> dict[str, Any]:
+def entry_of(before: exposition.Snapshot, after: exposition.Snapshot, sent: int, failed: int = 0) -> dict[str, Any]:
     """The fields cell.py records for these two scrapes and ``sent`` measured + cooldown requests."""
-    counters = prom.spec_decode_delta(before, after)
+    counters = deltas.spec_decode_delta(before, after)
     assert counters is not None
     return {"spec_decode": {**counters.__dict__, "accepted_per_position": list(counters.accepted_per_position)},
-            "server_finished_requests": prom.counter_delta(before, after, "vllm:request_success_total").value,
+            "server_finished_requests": deltas.counter_delta(before, after, "vllm:request_success_total").value,
             "client_sent_requests": sent, "client_window_failed": failed, **server_counters(before, after)}
 
 
@@ -56,7 +56,8 @@ def entry_of(before: prom.Snapshot, after: prom.Snapshot, sent: int, failed: int
 
 
 def test_counters_going_backwards_are_a_restart() -> None:
-    before, after = prom.parse_metrics(text("spec_t1")), prom.parse_metrics(text("spec_t2_engine1_restarted"))
+    before = exposition.parse_metrics(text("spec_t1"))
+    after = exposition.parse_metrics(text("spec_t2_engine1_restarted"))
     entry = entry_of(before, after, sent=3)
     assert restart_evidence(entry) == ["spec-decode counters went backwards"]
     counters, why = usable_counters([entry])
@@ -77,7 +78,7 @@ def test_a_changed_process_start_time_is_a_restart_the_counters_miss() -> None:
 
 
 def test_fewer_finished_requests_than_loadgen_completed_is_a_restart() -> None:
-    before, after = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
+    before, after = exposition.parse_metrics(text("spec_t0")), exposition.parse_metrics(text("spec_t1"))
     assert restart_evidence(entry_of(before, after, sent=10)) == []
     # 2 of 12 failed on the client: the server need not have finished them
     assert restart_evidence(entry_of(before, after, sent=12, failed=2)) == []
@@ -110,9 +111,9 @@ def e2e_text(counts: tuple[int, int, int, int], total: float) -> str:
 
 
 def test_a_quantile_in_the_inf_bucket_is_above_the_bound_and_never_agrees() -> None:
-    empty = prom.parse_metrics(e2e_text((0, 0, 0, 0), 0.0))
+    empty = exposition.parse_metrics(e2e_text((0, 0, 0, 0), 0.0))
     # 4 requests of 200 s, 1 of 5 s: p50 lies in +Inf, p50 read as the top finite bound 60 s
-    hist = server_histograms(empty, prom.parse_metrics(e2e_text((0, 1, 1, 5), 805.0)))["e2e_s"]
+    hist = server_histograms(empty, exposition.parse_metrics(e2e_text((0, 1, 1, 5), 805.0)))["e2e_s"]
     assert hist["p50"] == 60.0 and hist["p50_above_bound"] is True and hist["p90_above_bound"] is True
     # a client p50 of 200 s: both beyond the buckets, nothing to compare (was: "agree")
     row = compare(200.0, hist)
@@ -123,7 +124,7 @@ def test_a_quantile_in_the_inf_bucket_is_above_the_bound_and_never_agrees() -> N
     older = {k: v for k, v in hist.items() if not k.endswith("_above_bound")}
     assert compare(200.0, older)["server_above_bound"] is True
     # p50 inside the buckets: 4 of 5 at most 10 s
-    inside = server_histograms(empty, prom.parse_metrics(e2e_text((0, 4, 4, 5), 220.0)))["e2e_s"]
+    inside = server_histograms(empty, exposition.parse_metrics(e2e_text((0, 4, 4, 5), 220.0)))["e2e_s"]
     assert inside["p50_above_bound"] is False and inside["p99_above_bound"] is True
     assert compare(8.0, inside)["agrees"] is True
 
@@ -154,8 +155,8 @@ vllm:time_per_output_token_seconds_sum{engine="0",model_name="m"} %f
 
 
 def test_older_names_give_the_same_figures_and_say_so() -> None:
-    before = prom.parse_metrics(OLD_SERVER % (0, 0, 0, 0, 0.0))
-    after = prom.parse_metrics(OLD_SERVER % (10, 20, 20, 20, 0.9))
+    before = exposition.parse_metrics(OLD_SERVER % (0, 0, 0, 0, 0.0))
+    after = exposition.parse_metrics(OLD_SERVER % (10, 20, 20, 20, 0.9))
     assert resolve(after, "vllm:kv_cache_usage_perc") == "vllm:gpu_cache_usage_perc"
     assert resolve(after, "vllm:prefix_cache_hits_total") is None
     sample = read_gauges(after)
@@ -174,7 +175,7 @@ def test_older_names_give_the_same_figures_and_say_so() -> None:
 
 
 def test_the_current_name_wins_when_both_are_shown() -> None:
-    both = prom.parse_metrics(OLD_SERVER % (1, 1, 1, 1, 0.1) + "# TYPE vllm:kv_cache_usage_perc gauge\n"
+    both = exposition.parse_metrics(OLD_SERVER % (1, 1, 1, 1, 0.1) + "# TYPE vllm:kv_cache_usage_perc gauge\n"
                               'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.1\n')
     assert read_gauges(both)["vllm:kv_cache_usage_perc"] == 0.1
 
@@ -224,7 +225,7 @@ def test_window_tally_counts_measured_and_cooldown_only() -> None:
 
 
 def test_generation_tokens_against_the_clients_count() -> None:
-    before, after = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
+    before, after = exposition.parse_metrics(text("spec_t0")), exposition.parse_metrics(text("spec_t1"))
     entry = entry_of(before, after, sent=10) | {"client_window_output_tokens": 500}
     assert entry["server_generation_tokens"] == 500.0
     assert token_mismatch(entry) is None

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from loadgen.criteria import Criteria, judge, parse_criteria
 from loadgen.errors import ProfileError
-from loadgen.judging import card_verdict, check_scope
-from loadgen.pair import load_pair
+from loadgen.measure.judging import card_verdict
+from loadgen.profile.criteria import Criteria, judge, parse_criteria
+from loadgen.profile.pairfile import check_scope, load_pair
 
 PATH = Path("profiles/pairs/x.toml")
 

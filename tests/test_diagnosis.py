@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.criteria import judge, parse_criteria
-from loadgen.diagnosis import SLO, capacity, cost_decomposition, goodput, holds, lossless, lossless_note
 from loadgen.errors import ProfileError
-from loadgen.pair import load_pair
+from loadgen.measure.diagnosis import capacity, cost_decomposition, goodput, holds, lossless, lossless_note
+from loadgen.profile.criteria import judge, parse_criteria
+from loadgen.profile.pair import SLO
+from loadgen.profile.pairfile import load_pair
 
 
 def test_lossless_identical_and_first_difference() -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadgen import flow
 from loadgen.cli import main
 from loadgen.errors import RunDirUnwritable
-from loadgen.rundir import JsonlAppender, read_jsonl
+from loadgen.report.rundir import JsonlAppender, read_jsonl
+from loadgen.run import flow
 from tests.fakerun import attach_roles, cell, measured_on_disk, remount, run_folder, small_tmpfs, stream
 from tests.scripted_server import Counters, scripted_server
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.errors import ProfileError
-from loadgen.pair import load_pair
+from loadgen.profile.pairfile import load_pair
 
 DEMO = Path("profiles/pairs/demo-cpu.toml").read_text()
 

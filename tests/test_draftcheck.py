@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from loadgen.check.draftcheck import draft_kind
+from loadgen.check.validate import check_pair
 from loadgen.cli import main
-from loadgen.draftcheck import draft_kind
-from loadgen.validate import check_pair
 from tests.test_validate import VOCAB, blocking, by_check, make_pair, warnings
 from tests.tokfactory import write_model
 

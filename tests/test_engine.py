@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.engine import check_engine_args, detect_engine_version, legacy_equivalent, version_probe
+from loadgen.check.engine import check_engine_args, detect_engine_version, legacy_equivalent, version_probe
 
 VLLM_PYTHON = Path(".venv-vllm/bin/python")
 

@@ -17,11 +17,11 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from loadgen.client import RequestRecord
-from loadgen.export import LATENCY_BUCKETS_S, Exporter, PushError
-from loadgen.metrics import MeasuredRequest, cell_stats
-from loadgen.prom import SpecDecodeCounters
-from loadgen.promql import PromQLReader
+from loadgen.measure.metrics import MeasuredRequest, cell_stats
+from loadgen.prom.deltas import SpecDecodeCounters
+from loadgen.prom.promql import PromQLReader
+from loadgen.run.export import LATENCY_BUCKETS_S, Exporter, PushError
+from loadgen.stream.client import RequestRecord
 from tests.promstack import ManagedProcess, PrometheusServer, wait_until
 
 DASHBOARD = Path(__file__).parents[1] / "docs" / "grafana" / "loadgen-dashboard.json"

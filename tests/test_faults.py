@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.faults import categories, classify, over_budget
+from loadgen.measure.faults import categories, classify, over_budget
 
 
 @pytest.mark.parametrize(("error", "category"), [

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import prom
 from loadgen.errors import FallbackDetected, ProfileError
-from loadgen.flow import prove_mode
-from loadgen.pair import load_pair
-from loadgen.plan import plan_cells, protocol, replay_protocol
+from loadgen.profile.pairfile import load_pair
+from loadgen.prom import deltas, exposition
+from loadgen.run.plan import plan_cells, protocol, replay_protocol
+from loadgen.serve.modeproof import prove_mode
 
 DATA = Path(__file__).parent / "data"
 
@@ -71,9 +71,9 @@ def test_protocol_replay_gives_the_same_cells(tmp_path: Path) -> None:
 
 
 def test_prove_mode_on_recorded_vllm_metrics() -> None:
-    plain = prom.parse_metrics((DATA / "vllm032_plain_t0.prom").read_text())
-    spec = prom.parse_metrics((DATA / "vllm032_spec_t0.prom").read_text())
-    k = prom.spec_decode_positions(spec)
+    plain = exposition.parse_metrics((DATA / "vllm032_plain_t0.prom").read_text())
+    spec = exposition.parse_metrics((DATA / "vllm032_spec_t0.prom").read_text())
+    k = deltas.spec_decode_positions(spec)
     assert k >= 1
     assert prove_mode("plain", plain, k)["spec_decode_metrics"] is False
     assert prove_mode("speculative", spec, k)["spec_positions"] == k

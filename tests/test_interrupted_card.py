@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from loadgen import flow
 from loadgen.cli import _sigterm_as_interrupt
+from loadgen.run import flow
 from tests.fakerun import attach_roles, cell, measured_on_disk, run_folder, stream, when_measured
 from tests.scripted_server import scripted_server
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from loadgen import flow
 from loadgen.cli import main
 from loadgen.errors import RunFailed
-from loadgen.scrape import scrape
+from loadgen.prom.scrape import scrape
+from loadgen.run import flow
 from tests.scripted_server import scripted_server
 from tests.test_cell import FAULTY, _run
 

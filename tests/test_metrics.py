@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.metrics import Acceptance, ClientUse, Distribution, MeasuredRequest, cell_stats, request_timings
-from loadgen.prom import SpecDecodeCounters
+from loadgen.measure.metrics import Acceptance, ClientUse, Distribution, MeasuredRequest, cell_stats, request_timings
+from loadgen.prom.deltas import SpecDecodeCounters
 
 
 def test_single_token_chunks() -> None:
@@ -85,7 +85,7 @@ def test_cell_stats_window_and_throughput() -> None:
 
 
 def test_tokens_per_decode_chunk() -> None:
-    from loadgen.metrics import tokens_per_decode_chunk
+    from loadgen.measure.metrics import tokens_per_decode_chunk
 
     # prefill chunk of 1 token, then 8 verify steps of K+1 = 4 tokens
     assert tokens_per_decode_chunk([1] + [4] * 8) == 4.0

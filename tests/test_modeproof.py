@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadgen.errors import FallbackDetected
-from loadgen.modeproof import check_effective_method, log_method, proof_line, prove_without_metrics
+from loadgen.serve.modeproof import check_effective_method, log_method, proof_line, prove_without_metrics
 
 # the startup line of vLLM 0.32 (vllm/v1/engine/core.py), as servers.py extracts it
 EAGLE3 = "SpeculativeConfig(method='eagle3', model='/models/neutral', num_spec_tokens=3)"

@@ -14,19 +14,20 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from loadgen import servers
-from loadgen.card import render_markdown
-from loadgen.cell import RunContext, run_cell_on
-from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
-from loadgen.faults import classify
-from loadgen.observe import ObserveOptions, Observers
-from loadgen.pair import Level, Sampling, load_pair
-from loadgen.plan import CellSpec
-from loadgen.report import build_card
-from loadgen.rundir import JsonlAppender, load_records
-from loadgen.summary import print_summary
-from loadgen.transport import StreamConnection
-from loadgen.workload import Prompt
+from loadgen.measure.faults import classify
+from loadgen.profile.pair import Level, Sampling
+from loadgen.profile.pairfile import load_pair
+from loadgen.profile.workload import Prompt
+from loadgen.report.card import render_markdown
+from loadgen.report.carddata import build_card
+from loadgen.report.rundir import JsonlAppender, load_records
+from loadgen.report.summary import print_summary
+from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.observe import ObserveOptions, Observers
+from loadgen.run.plan import CellSpec
+from loadgen.serve import servers
+from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.stream.transport import StreamConnection
 from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 ROLE_CHUNK = (b'data: {"id": "chat-1", "object": "chat.completion.chunk", "choices": [{"index": 0, '

@@ -12,9 +12,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loadgen import domains
 from loadgen.errors import ProfileError
-from loadgen.pair import Pair, load_pair
+from loadgen.profile import domains
+from loadgen.profile.pair import Pair
+from loadgen.profile.pairfile import load_pair
 
 BASE = Path("profiles/pairs/demo-cpu.toml").read_text().splitlines()
 #: Edge values: non-finite and absurd floats, 0, -1, ints past 64 bits, wrong types, lists for scalars.

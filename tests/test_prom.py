@@ -19,21 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.prom import (
+from loadgen.prom.deltas import (
     CounterDelta,
     HistogramDelta,
-    PromParseError,
-    Snapshot,
     SpecDecodeCounters,
-    cache_config_info,
     counter_delta,
     has_spec_decode,
     histogram_delta,
-    only_families,
-    parse_metrics,
     spec_decode_delta,
     spec_decode_positions,
 )
+from loadgen.prom.exposition import PromParseError, Snapshot, cache_config_info, only_families, parse_metrics
 
 DATA = Path(__file__).parent / "data"
 TTFT = "vllm:time_to_first_token_seconds"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import readiness, servers
 from loadgen.errors import ServerError
+from loadgen.serve import readiness, servers
 from tests.scripted_server import DONE, Counters, completion_chunk, models_body, scripted_server, usage_chunk
 
 STREAM = [(0.0, completion_chunk(" a", [7])), (0.0, completion_chunk(" b c", [8, 9], finish="length")),

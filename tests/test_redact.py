@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loadgen.redact import MASK, redact_argv, redact_env, redact_text
+from loadgen.util.redact import MASK, redact_argv, redact_env, redact_text
 
 
 def test_env_names_that_look_secret_are_masked() -> None:

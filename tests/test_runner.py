@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from loadgen.client import RequestRecord
-from loadgen.pair import Sampling
-from loadgen.runner import CellPlan, run_cell
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.stream.client import RequestRecord
+from loadgen.stream.runner import CellPlan, run_cell
 from tests.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 
 # every request: 3 tokens over ~60 ms

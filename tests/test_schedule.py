@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loadgen.schedule import arrival_offsets
+from loadgen.profile.schedule import arrival_offsets
 
 
 def test_constant_is_evenly_spaced() -> None:

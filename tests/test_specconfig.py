@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadgen.specconfig import (
+from loadgen.check.finding import Finding
+from loadgen.check.specconfig import check_speculative_config
+from loadgen.profile.fields import (
     FIELD_RANGES,
     FIELDS_BY_VERSION,
     METHODS_BY_VERSION,
-    Finding,
     available,
-    check_speculative_config,
     in_range,
     parse_version,
 )

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadgen.sse import SSEDecoder, SSEEvent, StreamChunk, Usage, interpret, load_object, parse_chunk
+from loadgen.stream.chunks import StreamChunk, Usage, interpret, load_object, parse_chunk
+from loadgen.stream.sse import SSEDecoder, SSEEvent
 
 DATA = Path(__file__).parent / "data"
 RECORDED = {

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import servers
 from loadgen.errors import ServerError
-from loadgen.flow import launch_spec
-from loadgen.pair import load_pair
-from loadgen.startup import LogWatch, fatal_line
+from loadgen.profile.pairfile import load_pair
+from loadgen.run.flow import launch_spec
+from loadgen.serve import servers
+from loadgen.serve.startup import LogWatch, fatal_line
 
 ENGINE = """\
 import sys, time

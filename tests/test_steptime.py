@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.client import RequestRecord
-from loadgen.flow import finish_card
-from loadgen.report import build_card
-from loadgen.steptime import burst_share, client_step_s, server_step_s
+from loadgen.measure.steptime import burst_share, client_step_s, server_step_s
+from loadgen.report.carddata import build_card
+from loadgen.run.flow import finish_card
+from loadgen.stream.client import RequestRecord
 
 STEP_S = 0.0025  # the engine's step
 EPS_S = 30e-6  # the client's cost per event: chunks read together are stamped this far apart

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
-from loadgen.pair import Sampling
-from loadgen.rundir import JsonlAppender, write_json
-from loadgen.transport import StreamConnection
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.report.rundir import JsonlAppender, write_json
+from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.stream.transport import StreamConnection
 from tests.scripted_server import DONE, Counters, completion_chunk, scripted_server
 
 NAN, INF = float("nan"), float("inf")

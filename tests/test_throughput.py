@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadgen.metrics import MeasuredRequest, cell_stats
-from loadgen.throughput import peak_output_tps
+from loadgen.measure.metrics import MeasuredRequest, cell_stats
+from loadgen.measure.throughput import peak_output_tps
 
 
 def test_peak_closed_form() -> None:

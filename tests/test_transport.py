@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
-from loadgen.pair import Sampling
-from loadgen.transport import ChunkedDecoder, StreamConnection, StreamResponse, TransportError, _Wire
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.stream.http1 import ChunkedDecoder, TransportError
+from loadgen.stream.transport import StreamConnection, StreamResponse
+from loadgen.stream.wire import _Wire
 from tests.scripted_server import CLOSE, DONE, RESET, Counters, completion_chunk, scripted_server, usage_chunk
 
 # ---- ChunkedDecoder (pure) ------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.pair import Engine, ModelRef, Pair, load_pair
-from loadgen.validate import ARTIFACTS, Finding, artifact_hashes, check_pair, check_vocabulary
+from loadgen.check.validate import ARTIFACTS, Finding, artifact_hashes, check_pair, check_vocabulary
+from loadgen.profile.pair import Engine, ModelRef, Pair
+from loadgen.profile.pairfile import load_pair
 from tests.tokfactory import renamed, swapped, trained_vocab, write_model
 
 VOCAB = trained_vocab()

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadgen.specconfig import Finding
+from loadgen.check.finding import Finding
 
 #: Substrings of an ``architectures`` entry (case-insensitive) -> the method that serves such a draft,
 #: first match wins (``Eagle3`` before ``Eagle``).

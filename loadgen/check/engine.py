@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadgen.specconfig import Finding
+from loadgen.check.finding import Finding
 
 VERSION_TIMEOUT_S = 120.0
 _VERSION_LINE = re.compile(r"^v?\d+\.\d+(\.\d+)?\S*$")

@@ -19,20 +19,28 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadgen.draftcheck import check_draft_context, check_draft_kind
-from loadgen.engine import check_engine_args
-from loadgen.pair import ModelRef, Pair
-from loadgen.specconfig import (
+from loadgen.check.draftcheck import check_draft_context, check_draft_kind
+from loadgen.check.engine import check_engine_args
+from loadgen.check.finding import Finding
+from loadgen.check.specconfig import (
     HEX40,
-    Finding,
     check_draft_revision,
     check_speculative_config,
     heterogeneous_problems,
     looks_like_hub_id,
-    parse_version,
 )
-from loadgen.vocab import PIPELINE, ROLES, TokenizerInfo, VocabDiff, compare_vocabularies, describe, load_tokenizer_info
-from loadgen.vocab import read_json as _json
+from loadgen.check.vocab import (
+    PIPELINE,
+    ROLES,
+    TokenizerInfo,
+    VocabDiff,
+    compare_vocabularies,
+    describe,
+    load_tokenizer_info,
+)
+from loadgen.check.vocab import read_json as _json
+from loadgen.profile.fields import parse_version
+from loadgen.profile.pair import ModelRef, Pair
 
 __all__ = ["ARTIFACTS", "Finding", "TokenizerInfo", "VocabDiff", "artifact_hashes", "check_pair",
            "check_vocabulary", "compare_vocabularies", "load_tokenizer_info", "model_hashes", "sha256_file"]

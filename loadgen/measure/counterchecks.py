@@ -24,9 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loadgen.client import RequestRecord
-from loadgen.metricnames import OLDER_NAMES
-from loadgen.prom import Snapshot, SpecDecodeCounters, counter_delta
+from loadgen.prom.deltas import SpecDecodeCounters, counter_delta
+from loadgen.prom.exposition import Snapshot
+from loadgen.prom.metricnames import OLDER_NAMES
+from loadgen.stream.client import RequestRecord
 
 PROCESS_START = "process_start_time_seconds"
 GENERATION_TOKENS = "vllm:generation_tokens_total"

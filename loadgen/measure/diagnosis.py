@@ -20,27 +20,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
+
+from loadgen.profile.pair import SLO
 
 #: Predicted and measured speedups that differ by more than this fraction get an explanation.
 AGREEMENT_TOLERANCE = 0.15
 
 
-@dataclass(frozen=True)
-class SLO:
-    """Declared service-level objectives (``[slo]``): limits in seconds, judged at ``percentile``."""
-
-    percentile: float = 99.0
-    ttft_s: float | None = None
-    tpot_s: float | None = None
-    e2e_s: float | None = None
-
-    def limits(self) -> dict[str, float]:
-        """``{"ttft_s": limit, ...}`` for the declared objectives only."""
-        return {k: v for k, v in (("ttft_s", self.ttft_s), ("tpot_s", self.tpot_s), ("e2e_s", self.e2e_s))
-                if v is not None}
 
 
 def lossless(plain: Mapping[str, Sequence[int]], speculative: Mapping[str, Sequence[int]],

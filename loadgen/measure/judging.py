@@ -1,5 +1,5 @@
-"""Criteria against a pair and a card (pure): the scope check when the pair file loads, and the card's
-verdict. A pair file without ``[criteria]`` declares nothing, so nothing is judged: no invented default
+"""Criteria against a card (pure): the card's verdict (the scope check when the pair file loads is
+profile/pairfile.py). A pair file without ``[criteria]`` declares nothing, so nothing is judged: no invented default
 stands in for a decision the file did not make, and ``compare`` exits 0 (criteria.py has the rules when
 the table exists).
 """
@@ -11,26 +11,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadgen.criteria import Criteria, judge, parse_criteria
-from loadgen.errors import ProfileError
+from loadgen.profile.criteria import judge, parse_criteria
 
 #: The verdict's summary when the pair file has no ``[criteria]`` table.
 NOT_DECLARED = "no criteria declared: not judged"
 
 
-def check_scope(criteria: Criteria | None, workloads: Sequence[str], concurrency: Sequence[int], path: Path) -> None:
-    """Raise ProfileError when ``[criteria].workloads`` names a workload the pair does not run, or the
-    ``[criteria].concurrency`` range holds none of the pair's levels (the verdict could judge nothing).
-    No criteria: nothing to check."""
-    if criteria is None:
-        return
-    missing = [w for w in criteria.workloads or () if w not in workloads]
-    if missing:
-        raise ProfileError(f"{path}: [criteria].workloads names {missing[0]!r}, which [run].workloads does not run "
-                           f"({', '.join(workloads)})")
-    if criteria.concurrency and not any(criteria.concurrency[0] <= c <= criteria.concurrency[1] for c in concurrency):
-        raise ProfileError(f"{path}: [criteria].concurrency {list(criteria.concurrency)} holds none of the levels "
-                           f"{list(concurrency)}; widen it or add a level")
 
 
 def judged_resources(difference: Mapping[str, Any]) -> dict[str, Any]:

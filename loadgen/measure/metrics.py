@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.prom import SpecDecodeCounters
-from loadgen.throughput import peak_output_tps
+from loadgen.measure.throughput import peak_output_tps
+from loadgen.prom.deltas import SpecDecodeCounters
 
 PERCENTILES = (50, 90, 99)
 

@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadgen.client import RequestRecord
-from loadgen.faults import categories
+from loadgen.measure.faults import categories
+from loadgen.stream.client import RequestRecord
 
 Key = tuple[str, int]
 

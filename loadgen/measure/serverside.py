@@ -12,21 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadgen.metrics import agrees_within_buckets
-from loadgen.prom import HistogramDelta
-
-
-def above_bound(h: HistogramDelta, q: float) -> bool:
-    """Whether the q-quantile of ``h`` lies in the ``+Inf`` bucket (``h.quantile(q)`` is then the
-    highest finite bound and the true value is above it). Same monotonic counts and rank as
-    ``HistogramDelta.quantile``. False with no observations or no finite bucket; ValueError for q
-    outside [0, 1]."""
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile q must be in [0, 1], got {q}")
-    bounds, counts = h.upper_bounds, h.cumulative_counts
-    if len(bounds) < 2 or not math.isinf(bounds[-1]) or max(counts) <= 0:
-        return False
-    return max(counts[:-1]) < q * max(counts)
+from loadgen.measure.metrics import agrees_within_buckets
+from loadgen.prom.deltas import HistogramDelta, above_bound
 
 
 def bounds_of(entry: Mapping[str, Any]) -> tuple[float, ...]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from loadgen.diagnosis import cost_decomposition
+from loadgen.measure.diagnosis import cost_decomposition
 
 #: Inter-chunk gaps shorter than this (s) are back-to-back delivery, not engine steps.
 BURST_GAP_S = 1e-4

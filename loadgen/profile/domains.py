@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from loadgen.errors import ProfileError
 
 if TYPE_CHECKING:
-    from loadgen.pair import Load, RoleServer, StopRule
+    from loadgen.profile.pair import Load, RoleServer, StopRule
 
 MAX_ABS_INT = 2**63 - 1
 MAX_ABS_FLOAT = 1e15

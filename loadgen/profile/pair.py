@@ -1,36 +1,34 @@
-"""Pair and workload profiles: frozen dataclasses and strict TOML loading.
+"""Pair profiles: the frozen dataclasses a pair file becomes (pairfile.py reads and checks the file).
 
 A pair file (``profiles/pairs/<name>.toml``) declares the target, the speculative config, how to start
 the engine, the sampling, the workloads and concurrency levels, and the stop rule. Every key is
-documented in ``profiles/README.md``. Unknown keys and wrong types are errors (:class:`ProfileError`,
-exit 2) with one line naming the file, the key and the fix.
-
-Relative model paths and engine commands are resolved against the current working directory (the
-repository root when run through ``make``).
+documented in ``profiles/README.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loadgen.criteria import Criteria, parse_criteria
-from loadgen.diagnosis import SLO
-from loadgen.domains import PAIR_DOMAINS, check_document, check_run_size
-from loadgen.errors import ProfileError
-from loadgen.judging import check_scope
-from loadgen.schedule import ARRIVALS
-from loadgen.specconfig import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
-from loadgen.tomlread import Table, read_toml
-from loadgen.workload import WORKLOADS_DIR, Workload, load_workload
+from loadgen.profile.criteria import Criteria
+from loadgen.profile.workload import Workload
 
-PAIRS_DIR = Path("profiles/pairs")
 
-#: Every field vLLM's ``SpeculativeConfig`` has had in 0.10-0.33 (specconfig.py); per-version checks of
-#: the installed engine happen in `loadgen check`.
-SPECULATIVE_KEYS = ALL_FIELDS
+@dataclass(frozen=True)
+class SLO:
+    """Declared service-level objectives (``[slo]``): limits in seconds, judged at ``percentile``."""
+
+    percentile: float = 99.0
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+
+    def limits(self) -> dict[str, float]:
+        """``{"ttft_s": limit, ...}`` for the declared objectives only."""
+        return {k: v for k, v in (("ttft_s", self.ttft_s), ("tpot_s", self.tpot_s), ("e2e_s", self.e2e_s))
+                if v is not None}
 
 
 @dataclass(frozen=True)
@@ -181,192 +179,3 @@ class Pair:
         if model is None:
             return None
         return ModelRef(str(model), self.speculative.get("revision"))
-
-
-def available_pairs(pairs_dir: Path = PAIRS_DIR) -> list[str]:
-    """Names of the pair files in ``pairs_dir`` (sorted)."""
-    return sorted(p.stem for p in pairs_dir.glob("*.toml"))
-
-
-def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
-    """Map a pair name (``demo-cpu``) or a path to its TOML file.
-
-    Raises ProfileError listing the available pairs when nothing matches.
-    """
-    candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" and candidate.is_file():
-        return candidate
-    by_name = pairs_dir / f"{name_or_path}.toml"
-    if by_name.is_file():
-        return by_name
-    names = ", ".join(available_pairs(pairs_dir)) or "(none)"
-    raise ProfileError(
-        f"unknown pair {name_or_path!r}: no {by_name}; available pairs: {names} "
-        f"(use PAIR=<name> or a path to a .toml file)"
-    )
-
-
-def _load(run: Table, path: Path) -> Load:
-    # element types and ranges: domains.PAIR_DOMAINS (checked before any table is read)
-    levels = run.get("concurrency", list, [], "a list of positive integers")
-    rates = run.get("rates_rps", list, [], "a list of request rates (req/s)")
-    if not levels and not rates:
-        raise ProfileError(f"{path}: [run] needs concurrency = [...] (closed loop) and/or rates_rps = [...] "
-                           "(open loop)")
-    arrival = run.get("arrival", str, "poisson")
-    if arrival not in ARRIVALS:
-        raise ProfileError(f"{path}: [run].arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
-    burstiness = float(run.get("burstiness", (int, float), 1.0, "a number > 0"))
-    return Load(
-        concurrency=tuple(levels),
-        rates_rps=tuple(float(r) for r in rates),
-        arrival=arrival,
-        burstiness=burstiness,
-        max_concurrency=run.positive_int("max_concurrency", 256),
-        repetitions=run.positive_int("repetitions", 1),
-    )
-
-
-def _seconds(t: Table, key: str) -> float | None:
-    value = t.get(key, (int, float), None, "a number of seconds > 0")
-    if value is not None and value <= 0:
-        raise ProfileError(f"{t.path}: {t.where}.{key} must be a number of seconds > 0, got {value!r}")
-    return None if value is None else float(value)
-
-
-def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
-    t = roles.table(role)
-    env = t.get("env", dict, {})
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise ProfileError(f"{path}: [servers.{role}].env must map names to strings, "
-                           "e.g. { CUDA_VISIBLE_DEVICES = \"0\" }")
-    url = t.get("url", str, None)
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise ProfileError(f"{path}: [servers.{role}].url must start with http:// or https://, got {url!r}")
-    out = RoleServer(args=t.str_list("args", []), env=dict(env),
-                     port=t.positive_int("port", None) if "port" in t.data else None, url=url)
-    t.finish()
-    return out
-
-
-def _override(workload: Workload, output_tokens: int | None, input_tokens: int | None) -> Workload:
-    changes: dict[str, Any] = {}
-    if output_tokens is not None:
-        changes["output_tokens"] = output_tokens
-    if input_tokens is not None:
-        changes["input_tokens"] = input_tokens
-    return replace(workload, **changes) if changes else workload
-
-
-def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
-    """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError)."""
-    path = resolve_pair_path(name_or_path, pairs_dir)
-    doc = read_toml(path)
-    check_document(path, doc, PAIR_DOMAINS)
-    top = Table(path, "", doc)
-
-    tgt = top.table("target")
-    target = ModelRef(tgt.get("model", str), tgt.get("revision", str, None))
-    tgt.finish()
-
-    spec_table = top.table("speculative")
-    spec = dict(spec_table.data)
-    for key in spec:
-        if key not in SPECULATIVE_KEYS:
-            why = history(key, FIELD_RANGES, parse_version(LAST_KNOWN))
-            raise ProfileError(f"{path}: unknown key {key!r} in [speculative]: not a field of vLLM's speculative "
-                               f"config ({why}); see profiles/README.md")
-    spec_table.seen.update(spec)
-    method = spec_table.get("method", str)
-    spec_table.positive_int("num_speculative_tokens")
-    if method == "draft_model" and "model" not in spec:
-        raise ProfileError(f"{path}: [speculative] method 'draft_model' needs model = <draft path or hub id>")
-
-    eng = top.table("engine")
-    env = eng.get("env", dict, {})
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise ProfileError(f"{path}: [engine].env must map names to strings, e.g. {{ HF_HUB_OFFLINE = \"1\" }}")
-    engine = Engine(
-        command=eng.str_list("command"),
-        args=eng.str_list("args", []),
-        env=dict(env),
-        host=eng.get("host", str, "127.0.0.1"),
-        port=eng.positive_int("port", 8300),
-        startup_timeout_s=float(eng.get("startup_timeout_s", (int, float), 600.0, "a number of seconds")),
-        seed=eng.get("seed", int, 0),
-    )
-    if not engine.command:
-        raise ProfileError(f"{path}: [engine].command must not be empty, e.g. [\"vllm\", \"serve\"]")
-    eng.finish()
-
-    smp = top.table("sampling", {})
-    sampling = Sampling(
-        temperature=float(smp.get("temperature", (int, float), 0.0, "a number")),
-        top_p=float(smp.get("top_p", (int, float), 1.0, "a number")),
-        seed=smp.get("seed", int, 0),
-        ignore_eos=smp.get("ignore_eos", bool, True),
-    )
-    smp.finish()
-
-    run = top.table("run")
-    load = _load(run, path)
-    workload_names = run.str_list("workloads")
-    if not workload_names:
-        raise ProfileError(f"{path}: [run].workloads must name at least one workload")
-    output_tokens = run.positive_int("output_tokens", None) if "output_tokens" in run.data else None
-    input_tokens = run.positive_int("input_tokens", None) if "input_tokens" in run.data else None
-    run.finish()
-
-    st = top.table("stop", {})
-    warmup = st.get("warmup_requests", int, 1, "an integer >= 0")
-    duration = st.get("duration_s", (int, float), None, "a number of seconds > 0")
-    read_timeout = st.get("read_timeout_s", (int, float), None, "a number of seconds > 0")
-    if read_timeout is not None and not read_timeout > 0:
-        raise ProfileError(f"{path}: [stop].read_timeout_s must be a number of seconds > 0, e.g. 60")
-    if warmup < 0 or (duration is not None and duration <= 0):
-        raise ProfileError(f"{path}: [stop].warmup_requests must be >= 0 and duration_s > 0")
-    stop = StopRule(
-        min_requests=st.positive_int("min_requests", 8),
-        rounds=st.positive_int("rounds", 2),
-        warmup_requests=warmup,
-        duration_s=None if duration is None else float(duration),
-        max_requests=st.positive_int("max_requests", 1000),
-        cooldown=st.get("cooldown", bool, True),
-        max_error_rate=float(st.get("max_error_rate", (int, float), 0.0, "a fraction between 0 and 1")),
-        on_error_budget=st.get("on_error_budget", str, "stop"),
-        read_timeout_s=None if read_timeout is None else float(read_timeout),
-    )
-    if not 0 <= stop.max_error_rate <= 1 or stop.on_error_budget not in ("stop", "continue"):
-        raise ProfileError(f"{path}: [stop].max_error_rate must be in [0, 1] and on_error_budget 'stop' or "
-                           "'continue'")
-    st.finish()
-    table = top.get("criteria", dict, None)
-    criteria = None if table is None else parse_criteria(table, path)
-    slo_table = top.table("slo", {})
-    slo = SLO(percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
-              **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})
-    slo_table.finish()
-    roles = top.table("servers", {})
-    role_servers = {role: _role_server(roles, role, path) for role in ("plain", "speculative") if role in roles.data}
-    roles.finish()
-    check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
-
-    pair = Pair(
-        name=top.get("name", str, path.stem),
-        description=top.get("description", str, ""),
-        path=path,
-        target=target,
-        speculative=spec,
-        engine=engine,
-        sampling=sampling,
-        workloads=tuple(_override(load_workload(w, workloads_dir), output_tokens, input_tokens)
-                        for w in workload_names),
-        load=load,
-        stop=stop,
-        criteria=criteria,
-        slo=slo,
-        servers=role_servers,
-    )
-    top.finish()
-    check_scope(criteria, [w.name for w in pair.workloads], [lv.concurrency for lv in load.levels()], path)
-    return pair

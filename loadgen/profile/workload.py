@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from loadgen.domains import WORKLOAD_DOMAINS, check_document
 from loadgen.errors import ProfileError
-from loadgen.tomlread import Table, read_toml
+from loadgen.profile.domains import WORKLOAD_DOMAINS, check_document
+from loadgen.profile.tomlread import Table, read_toml
 
 WORKLOADS_DIR = Path("profiles/workloads")
 

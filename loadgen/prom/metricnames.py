@@ -17,7 +17,7 @@ Names here are family names (counters without ``_total``); :func:`resolve` adds 
 
 from __future__ import annotations
 
-from loadgen.prom import Snapshot
+from loadgen.prom.exposition import Snapshot
 
 #: current family name -> older names, newest first
 OLDER_NAMES: dict[str, tuple[str, ...]] = {

@@ -39,8 +39,9 @@ from typing import Any
 
 import httpx
 
-from loadgen import prom
-from loadgen.prom import ACCEPTED_PER_POS, NUM_ACCEPTED, NUM_DRAFT_TOKENS, NUM_DRAFTS, SpecDecodeCounters
+from loadgen.prom import deltas, exposition
+from loadgen.prom.deltas import SpecDecodeCounters
+from loadgen.prom.exposition import ACCEPTED_PER_POS, NUM_ACCEPTED, NUM_DRAFT_TOKENS, NUM_DRAFTS
 
 #: Matches the four spec-decode counters (not their ``_created`` gauges).
 SPEC_COUNTERS_RE = "vllm:spec_decode_num_.*_total"
@@ -139,7 +140,7 @@ class PromQLReader:
                                   f"after {after:.3f} within {timeout_s:g} s ({seen}); check its targets")
             time.sleep(poll_s)
 
-    def snapshot_at(self, at: float, selector: str = "") -> prom.Snapshot:
+    def snapshot_at(self, at: float, selector: str = "") -> exposition.Snapshot:
         """The four spec-decode counters as Prometheus held them at ``at`` (latest sample of each series
         within the lookback, 5 min by default), as a :class:`loadgen.prom.Snapshot`; labels include the
         scrape's ``job`` and ``instance``."""
@@ -148,15 +149,15 @@ class PromQLReader:
         samples = []
         for labels, value in self.query(f"{{{matchers}}}", at):
             name = labels.pop("__name__", "")
-            samples.append(prom.Sample(name, MappingProxyType(labels), value))
-        return prom.Snapshot(samples=tuple(samples), types=MappingProxyType({}))
+            samples.append(exposition.Sample(name, MappingProxyType(labels), value))
+        return exposition.Snapshot(samples=tuple(samples), types=MappingProxyType({}))
 
     def spec_decode_delta_at_instants(self, start: float, end: float, selector: str = "") -> SpecDecodeCounters | None:
         """Exact counter deltas between the samples Prometheus held at ``start`` and at ``end`` (unix s),
         per series, summed over series (engines), reset-aware like the direct path
         (:func:`loadgen.prom.spec_decode_delta`). None when there is no spec-decode series at ``end``.
         """
-        return prom.spec_decode_delta(self.snapshot_at(start, selector), self.snapshot_at(end, selector))
+        return deltas.spec_decode_delta(self.snapshot_at(start, selector), self.snapshot_at(end, selector))
 
     def spec_decode_delta(self, start: float, end: float, selector: str = "") -> SpecDecodeCounters | None:
         """Counter increases over the window [start, end] (unix s) with PromQL ``increase()`` at ``end``.

@@ -1,4 +1,4 @@
-"""Fetching vLLM's ``/metrics`` (the I/O half of prom.py): one scrape, or gauges sampled during a cell.
+"""Fetching vLLM's ``/metrics`` (the I/O half of exposition.py): one scrape, or gauges sampled during a cell.
 
 Gauges sampled (vLLM V1, all versions 0.10-0.33, reference/vllm-spec-decode.md 1.3):
 ``vllm:kv_cache_usage_perc`` (a fraction 0-1 despite its name), ``vllm:num_requests_running`` and
@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
-from loadgen import metricnames, prom
 from loadgen.errors import RunFailed
-from loadgen.serverside import above_bound
+from loadgen.prom import deltas, exposition, metricnames
+from loadgen.prom.deltas import above_bound
 
 GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
 _GAUGE_FAMILIES = metricnames.all_names(GAUGES)
@@ -33,7 +33,8 @@ def _status_hint(status: int) -> str:
     return "its metrics exporter failed" if status >= 500 else "not Prometheus text"
 
 
-def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> tuple[str, prom.Snapshot]:
+def scrape(base_url: str, timeout_s: float = 10.0,
+           headers: dict[str, str] | None = None) -> tuple[str, exposition.Snapshot]:
     """GET ``base_url``/metrics and parse it; returns (raw text, snapshot).
 
     Raises RunFailed (one line) when the server cannot be reached (asking whether it is alive), answers
@@ -50,8 +51,8 @@ def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | Non
         raise RunFailed(f"{url} answered HTTP {response.status_code} {response.reason_phrase}: "
                         f"{_status_hint(response.status_code)}")
     try:
-        return response.text, prom.parse_metrics(response.text)
-    except prom.PromParseError as exc:
+        return response.text, exposition.parse_metrics(response.text)
+    except exposition.PromParseError as exc:
         raise RunFailed(f"{url} is not Prometheus text ({exc})") from None
 
 
@@ -72,16 +73,16 @@ async def sample_gauges(
             # the gauges' lines only: a whole parse blocked the cell's event loop for 9-20 ms a second
             # (send lag and chunk timestamps late by as much); all of it when they are missing, which
             # still says why (garbage raises PromParseError)
-            snap = prom.parse_metrics(prom.only_families(response.text, _GAUGE_FAMILIES) or response.text)
+            snap = exposition.parse_metrics(exposition.only_families(response.text, _GAUGE_FAMILIES) or response.text)
             sample |= read_gauges(snap)
-        except (httpx.HTTPError, prom.PromParseError) as exc:
+        except (httpx.HTTPError, exposition.PromParseError) as exc:
             sample["error"] = f"{type(exc).__name__}: {exc}"[:200]
         sink(sample)
         with contextlib.suppress(ValueError):
             await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - started)))
 
 
-def read_gauges(snap: prom.Snapshot) -> dict[str, float | None]:
+def read_gauges(snap: exposition.Snapshot) -> dict[str, float | None]:
     """Each of :data:`GAUGES` summed over ``engine``, keyed by the name the server exposes it under
     (the current one, or an older one: metricnames.py); ``{name: None}`` when absent."""
     out: dict[str, float | None] = {}
@@ -112,9 +113,9 @@ SERVER_HISTOGRAMS = {
 }
 
 
-def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, Any]:
+def server_histograms(before: exposition.Snapshot, after: exposition.Snapshot) -> dict[str, Any]:
     """Per-cell deltas of :data:`SERVER_HISTOGRAMS` with their bucket bounds and p50/p90/p99 estimates
-    (PromQL ``histogram_quantile`` semantics, prom.py); families without observations are left out.
+    (PromQL ``histogram_quantile`` semantics, exposition.py); families without observations are left out.
 
     ``metric`` is the name read: the current one, or an older one on an older server (metricnames.py).
     ``p50_above_bound`` (and p90, p99) is True when that quantile lies in the ``+Inf`` bucket: its value is
@@ -123,7 +124,7 @@ def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, 
     for key, current in SERVER_HISTOGRAMS.items():
         name = metricnames.resolve(after, current) or current
         try:
-            h = prom.histogram_delta(before, after, name)
+            h = deltas.histogram_delta(before, after, name)
         except ValueError:
             continue
         if h.count <= 0:

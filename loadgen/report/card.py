@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loadgen.modeproof import proof_line
-from loadgen.outcomes import finish_line
+from loadgen.measure.outcomes import finish_line
+from loadgen.serve.modeproof import proof_line
 
 _LATENCIES = (
     ("TTFT", "ttft_s", 1e3, "ms", "ttft_p50"),

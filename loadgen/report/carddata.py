@@ -13,20 +13,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loadgen.client import RequestRecord
-from loadgen.compare import Ratio, crossover, paired_median_ratio, simple_ratio
-from loadgen.counterchecks import cell_notes, kv_capacity_note, usable_counters
-from loadgen.diagnosis import SLO, capacity, goodput, holds, lossless, lossless_note
 from loadgen.errors import BadInput
-from loadgen.judging import card_verdict, judged_resources
-from loadgen.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
-from loadgen.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
-from loadgen.partial import mark_partial, on_disk
-from loadgen.placement import placement
-from loadgen.resources import difference
-from loadgen.rundir import load_records, read_json, read_jsonl
-from loadgen.serverside import compare
-from loadgen.steptime import apply as apply_step_times
+from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
+from loadgen.measure.diagnosis import capacity, goodput, holds, lossless, lossless_note
+from loadgen.measure.judging import card_verdict, judged_resources
+from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
+from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
+from loadgen.measure.ratios import Ratio, crossover, paired_median_ratio, simple_ratio
+from loadgen.measure.serverside import compare
+from loadgen.measure.steptime import apply as apply_step_times
+from loadgen.profile.pair import SLO
+from loadgen.report.partial import mark_partial, on_disk
+from loadgen.report.rundir import load_records, read_json, read_jsonl
+from loadgen.serve.placement import placement
+from loadgen.serve.resources import difference
+from loadgen.stream.client import RequestRecord
 
 CARD_SCHEMA = "loadgen.card/1"
 ROLES = ("plain", "speculative")

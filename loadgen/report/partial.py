@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
-from loadgen.client import RequestRecord
-from loadgen.rundir import read_jsonl
+from loadgen.report.rundir import read_jsonl
+from loadgen.stream.client import RequestRecord
 
 T = TypeVar("T")
 

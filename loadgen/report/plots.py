@@ -29,9 +29,9 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from loadgen.client import RequestRecord
-from loadgen.compare import crossover
-from loadgen.metrics import request_timings
+from loadgen.measure.metrics import request_timings
+from loadgen.measure.ratios import crossover
+from loadgen.stream.client import RequestRecord
 
 __all__ = ["crossover", "crossover_points", "render_plots"]
 

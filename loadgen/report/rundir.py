@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loadgen import strictjson
-from loadgen.client import RequestRecord
 from loadgen.errors import RunDirUnwritable
+from loadgen.stream.client import RequestRecord
+from loadgen.util import strictjson
 
 
 def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path:

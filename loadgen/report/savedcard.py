@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import BadInput
-from loadgen.judging import card_verdict, judged_resources
-from loadgen.rundir import read_json, read_jsonl
-from loadgen.serverside import bounds_of, json_bounds
-from loadgen.steptime import ROLES, apply
-from loadgen.strictjson import finite
+from loadgen.measure.judging import card_verdict, judged_resources
+from loadgen.measure.serverside import bounds_of, json_bounds
+from loadgen.measure.steptime import ROLES, apply
+from loadgen.report.rundir import read_json, read_jsonl
+from loadgen.util.strictjson import finite
 
 
 def saved_only(run_dir: Path) -> bool:

@@ -20,20 +20,22 @@ from typing import Any
 
 import httpx
 
-from loadgen import prom, servers, strictjson
-from loadgen.attached import where_to_look
-from loadgen.client import RequestRecord
-from loadgen.counterchecks import WindowTally, restart_evidence, server_counters
 from loadgen.errors import FallbackDetected, RunFailed
-from loadgen.faults import categories, over_budget
-from loadgen.metrics import ClientUse, MeasuredRequest, cell_stats
-from loadgen.observe import Observers
-from loadgen.pair import Pair
-from loadgen.plan import CellSpec
-from loadgen.rundir import JsonlAppender, write_text
-from loadgen.runner import CellPlan, run_cell
-from loadgen.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
-from loadgen.timeouts import read_timeout_s
+from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters
+from loadgen.measure.faults import categories, over_budget
+from loadgen.measure.metrics import ClientUse, MeasuredRequest, cell_stats
+from loadgen.profile.pair import Pair
+from loadgen.prom import deltas, exposition
+from loadgen.prom.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
+from loadgen.report.rundir import JsonlAppender, write_text
+from loadgen.run.observe import Observers
+from loadgen.run.plan import CellSpec
+from loadgen.serve import servers
+from loadgen.serve.attached import where_to_look
+from loadgen.stream.client import RequestRecord
+from loadgen.stream.runner import CellPlan, run_cell
+from loadgen.stream.timeouts import read_timeout_s
+from loadgen.util import strictjson
 
 #: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
 LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
@@ -53,7 +55,7 @@ class RunContext:
 
 
 def _try_scrape(url: str, path: Path, headers: dict[str, str],
-                later: list[tuple[Path, str]]) -> tuple[prom.Snapshot | None, str | None]:
+                later: list[tuple[Path, str]]) -> tuple[exposition.Snapshot | None, str | None]:
     try:
         text, snap = scrape(url, headers=headers)
     except RunFailed as exc:
@@ -90,7 +92,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     counters did not move."""
     pair, run_dir, observers = run.pair, run.run_dir, run.observers
     stem = cell.stem(role)
-    before: dict[str, prom.Snapshot | None] = {}
+    before: dict[str, exposition.Snapshot | None] = {}
     metrics_errors: list[str] = []
     gauges: list[dict[str, Any]] = []
     later: list[tuple[Path, str]] = []
@@ -127,8 +129,8 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
                   _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later))
     metrics_errors.extend([err] if err else [])
     b = before.get("snap")
-    counters = prom.spec_decode_delta(b, after) if b is not None and after is not None else None
-    finished = prom.counter_delta(b, after, "vllm:request_success_total").value if b and after else None
+    counters = deltas.spec_decode_delta(b, after) if b is not None and after is not None else None
+    finished = deltas.counter_delta(b, after, "vllm:request_success_total").value if b and after else None
     errors = [r.error for r in records if r.error]
     failure = _failure(records, pair, died, role)
     entry: dict[str, Any] = {

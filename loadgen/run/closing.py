@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from loadgen.errors import LoadgenError, RunDirUnwritable, RunFailed
-from loadgen.rundir import read_jsonl, unwritable, write_json
+from loadgen.report.rundir import read_jsonl, unwritable, write_json
 
 Log = Callable[[str], None]
 #: The failure an interim status.json gives until the run writes its own.

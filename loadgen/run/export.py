@@ -37,8 +37,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from loadgen import __version__
-from loadgen.client import RequestRecord
-from loadgen.metrics import CellStats, Distribution, request_timings
+from loadgen.measure.metrics import CellStats, Distribution, request_timings
+from loadgen.stream.client import RequestRecord
 
 CELL_LABELS = ("pair", "role", "workload", "concurrency", "level")
 PUSH_JOB = "loadgen"

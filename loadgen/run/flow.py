@@ -14,18 +14,15 @@ from typing import Any
 
 import httpx
 
-from loadgen import attached, modeproof, prom, resources, servers, strictjson
-from loadgen.card import render_markdown
-from loadgen.cell import RunContext, run_cell_on
-from loadgen.closing import close_run, open_status
-from loadgen.engine import detect_engine_version
-from loadgen.errors import FallbackDetected, LoadgenError, PairCheckError, RunFailed
-from loadgen.observe import ObserveOptions, Observers
-from loadgen.pair import Pair, RoleServer
-from loadgen.plan import CellSpec, plan_cells, protocol, replay_protocol
-from loadgen.redact import redact_argv, redact_env, redact_url
-from loadgen.report import build_card
-from loadgen.rundir import (
+from loadgen.check.engine import detect_engine_version
+from loadgen.check.validate import check_pair
+from loadgen.errors import LoadgenError, PairCheckError, RunFailed
+from loadgen.profile.pair import Pair, RoleServer
+from loadgen.prom import exposition as prom
+from loadgen.prom.scrape import scrape
+from loadgen.report.card import render_markdown
+from loadgen.report.carddata import build_card
+from loadgen.report.rundir import (
     JsonlAppender,
     copy_pair_file,
     load_records,
@@ -35,9 +32,14 @@ from loadgen.rundir import (
     write_json,
     write_text,
 )
-from loadgen.savedcard import refresh_saved_card, saved_only
-from loadgen.scrape import scrape
-from loadgen.validate import check_pair
+from loadgen.report.savedcard import refresh_saved_card, saved_only
+from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.closing import close_run, open_status
+from loadgen.run.observe import ObserveOptions, Observers
+from loadgen.run.plan import CellSpec, plan_cells, protocol, replay_protocol
+from loadgen.serve import attached, modeproof, resources, servers
+from loadgen.util import strictjson
+from loadgen.util.redact import redact_argv, redact_env, redact_url
 
 ROLES = ("plain", "speculative")
 Log = Callable[[str], None]
@@ -65,26 +67,6 @@ def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = N
                               attach_url or extra.url, api_key)
 
 
-def prove_mode(role: str, snap: prom.Snapshot, k: int) -> dict[str, Any]:
-    """Check the server runs the mode it was launched for (DESIGN.md step 4).
-
-    Raises FallbackDetected: spec-decode series on the plain server, none on the speculative one, or a
-    number of ``position`` labels different from the declared K.
-    """
-    has_spec = prom.has_spec_decode(snap)
-    positions = prom.spec_decode_positions(snap)
-    if role == "plain" and has_spec:
-        raise FallbackDetected("the plain server exposes vllm:spec_decode_* metrics, so it runs speculative "
-                               "decoding; check [engine].args and the target (a speculators checkpoint "
-                               "enables speculation by itself)")
-    if role == "speculative" and not has_spec:
-        raise FallbackDetected("the speculative server exposes no vllm:spec_decode_* metrics: it runs without "
-                               "speculation (unplanned fallback); check its log for the speculative_config")
-    if role == "speculative" and positions != k:
-        raise FallbackDetected(f"the speculative server runs K={positions} (position labels on /metrics) but "
-                               f"the pair declares num_speculative_tokens={k}")
-    return {"spec_decode_metrics": has_spec, "spec_positions": positions,
-            "metric_families": sorted(snap.types)}
 
 
 def _startup_proof(run: RunContext, role: str, server: servers.Server) -> dict[str, Any]:
@@ -101,7 +83,7 @@ def _startup_proof(run: RunContext, role: str, server: servers.Server) -> dict[s
         snap = prom.parse_metrics("")
     else:
         (run.run_dir / "metrics" / f"{role}__startup.prom").write_text(text)
-        proof = prove_mode(role, snap, run.pair.num_speculative_tokens)
+        proof = modeproof.prove_mode(role, snap, run.pair.num_speculative_tokens)
     modeproof.check_effective_method(role, run.pair.method, config.get("speculative_config_log"),
                                      run.pair.num_speculative_tokens)
     return _save_server_record(run.run_dir, server, snap, proof, config)
@@ -235,7 +217,7 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
     try:  # every attached server is checked before either is measured
         attached.preflight([launch_spec(pair, role, run_dir, (attach or {}).get(role), api_key)
                             for role in ROLES if todo.get(role)],
-                           lambda role, snap: prove_mode(role, snap, pair.num_speculative_tokens), log)
+                           lambda role, snap: modeproof.prove_mode(role, snap, pair.num_speculative_tokens), log)
         for role in ROLES:
             if todo.get(role):
                 _run_role(run, role, todo[role], (attach or {}).get(role))
@@ -260,7 +242,7 @@ def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
         log(f"{run_dir} has no requests.jsonl: statistics kept from card.json, diagnosis and verdict recomputed")
     card = refresh_saved_card(run_dir) if saved_only(run_dir) else build_card(run_dir)
     try:
-        from loadgen.plots import render_plots
+        from loadgen.report.plots import render_plots
 
         if card.get("statistics_from") != "card.json":
             card["plots"] = [str(p.relative_to(run_dir)) for p in

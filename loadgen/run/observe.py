@@ -16,9 +16,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from loadgen.client import RequestRecord
-from loadgen.metrics import CellStats
-from loadgen.prom import SpecDecodeCounters
+from loadgen.measure.metrics import CellStats
+from loadgen.prom.deltas import SpecDecodeCounters
+from loadgen.stream.client import RequestRecord
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Observers:
         self.options, self.log = options, log
         self.exporter = None
         if options.metrics_port is not None or options.pushgateway:
-            from loadgen.export import Exporter
+            from loadgen.run.export import Exporter
 
             self.exporter = Exporter(pair)
             if options.metrics_port is not None:
@@ -48,7 +48,7 @@ class Observers:
                 log(f"loadgen metrics: {self.exporter.url}/metrics")
         self.reader = None
         if options.prometheus_url:
-            from loadgen.promql import PromQLReader
+            from loadgen.prom.promql import PromQLReader
 
             self.reader = PromQLReader(options.prometheus_url)
         self._progress: Progress | None = None
@@ -73,7 +73,7 @@ class Observers:
         """Right after the before-scrape: remember the instant for the PromQL window (waits one scrape)."""
         if self.reader is None:
             return
-        from loadgen.promql import PromQLError
+        from loadgen.prom.promql import PromQLError
 
         selector = self.options.prometheus_selector.format(hostport=hostport)
         try:
@@ -105,7 +105,7 @@ class Observers:
         if self.exporter is not None:
             self.exporter.cell_finished(role, workload, concurrency, stats, level=level)
             if self.options.pushgateway:
-                from loadgen.export import PushError
+                from loadgen.run.export import PushError
 
                 try:
                     self.exporter.push(self.options.pushgateway, role, workload, concurrency, level)
@@ -120,7 +120,7 @@ class Observers:
     def _cross_check(self, direct: SpecDecodeCounters) -> dict[str, Any]:
         from dataclasses import asdict
 
-        from loadgen.promql import PromQLError, cross_check
+        from loadgen.prom.promql import PromQLError, cross_check
 
         assert self.reader is not None and self._window is not None
         start, selector = self._window

@@ -15,13 +15,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from loadgen import __version__, resources
+from loadgen import __version__
+from loadgen.check.validate import model_hashes
 from loadgen.errors import ProfileError
-from loadgen.pair import Level, Pair, load_pair
-from loadgen.redact import redact_argv, redact_env
-from loadgen.schedule import arrival_offsets
-from loadgen.validate import model_hashes
-from loadgen.workload import Prompt, Workload, generate, load_tokenizer, prompts_digest
+from loadgen.profile.pair import Level, Pair
+from loadgen.profile.pairfile import load_pair
+from loadgen.profile.schedule import arrival_offsets
+from loadgen.profile.workload import Prompt, Workload, generate, load_tokenizer, prompts_digest
+from loadgen.serve import resources
+from loadgen.util.redact import redact_argv, redact_env
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from loadgen import prom
 from loadgen.errors import BadInput, RunFailed, ServerError
-from loadgen.redact import redact_url
-from loadgen.scrape import scrape
+from loadgen.prom import exposition as prom
+from loadgen.prom.scrape import scrape
+from loadgen.util.redact import redact_url
 
 if TYPE_CHECKING:
-    from loadgen.servers import LaunchSpec
+    from loadgen.serve.servers import LaunchSpec
 
 #: Seconds an attached server may refuse connections before loadgen gives up (it is meant to be running).
 ATTACH_REFUSED_S = 2.0

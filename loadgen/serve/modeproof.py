@@ -19,6 +19,8 @@ import re
 from typing import Any
 
 from loadgen.errors import FallbackDetected
+from loadgen.prom.deltas import has_spec_decode, spec_decode_positions
+from loadgen.prom.exposition import Snapshot
 
 _METHOD_RE = re.compile(r"method='([^']*)'")
 _K_RE = re.compile(r"num_spec_tokens=(\d+)")
@@ -111,3 +113,25 @@ def proof_line(effective: dict[str, Any]) -> str | None:
             else "mode proven without /metrics (a weaker proof than the spec-decode series)")
     return (f"/metrics unavailable ({reason}): acceptance, server histograms and KV-cache capacity not measured; "
             f"{what}, from: {evidence}")
+
+
+def prove_mode(role: str, snap: Snapshot, k: int) -> dict[str, Any]:
+    """Check the server runs the mode it was launched for (DESIGN.md step 4).
+
+    Raises FallbackDetected: spec-decode series on the plain server, none on the speculative one, or a
+    number of ``position`` labels different from the declared K.
+    """
+    has_spec = has_spec_decode(snap)
+    positions = spec_decode_positions(snap)
+    if role == "plain" and has_spec:
+        raise FallbackDetected("the plain server exposes vllm:spec_decode_* metrics, so it runs speculative "
+                               "decoding; check [engine].args and the target (a speculators checkpoint "
+                               "enables speculation by itself)")
+    if role == "speculative" and not has_spec:
+        raise FallbackDetected("the speculative server exposes no vllm:spec_decode_* metrics: it runs without "
+                               "speculation (unplanned fallback); check its log for the speculative_config")
+    if role == "speculative" and positions != k:
+        raise FallbackDetected(f"the speculative server runs K={positions} (position labels on /metrics) but "
+                               f"the pair declares num_speculative_tokens={k}")
+    return {"spec_decode_metrics": has_spec, "spec_positions": positions,
+            "metric_families": sorted(snap.types)}

@@ -25,11 +25,11 @@ from typing import Any
 
 import httpx
 
-from loadgen import readiness, resources
-from loadgen.attached import ATTACH_REFUSED_S, unreachable, wrong_model
 from loadgen.errors import ServerError
-from loadgen.redact import redact_url
-from loadgen.startup import LogWatch
+from loadgen.serve import readiness, resources
+from loadgen.serve.attached import ATTACH_REFUSED_S, unreachable, wrong_model
+from loadgen.serve.startup import LogWatch
+from loadgen.util.redact import redact_url
 
 #: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
 #: ``... speculative_config=SpeculativeConfig(method='draft_model', model='...', num_spec_tokens=3), ...``

@@ -20,11 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from loadgen import strictjson
-from loadgen.pair import Sampling
-from loadgen.sse import SSEDecoder, StreamChunk, common_tokens, interpret, load_object, parse_chunk
-from loadgen.transport import StreamConnection, TransportError
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.stream.chunks import StreamChunk, common_tokens, interpret, load_object, parse_chunk
+from loadgen.stream.http1 import TransportError
+from loadgen.stream.sse import SSEDecoder
+from loadgen.stream.transport import StreamConnection
+from loadgen.util import strictjson
 
 
 @dataclass

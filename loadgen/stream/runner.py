@@ -42,10 +42,10 @@ from typing import Any, TypeVar
 
 import httpx
 
-from loadgen.client import RequestRecord, build_payload, monotonic_clock, stream_request
-from loadgen.pair import Sampling
-from loadgen.transport import StreamConnection
-from loadgen.workload import Prompt
+from loadgen.profile.pair import Sampling
+from loadgen.profile.workload import Prompt
+from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.stream.transport import StreamConnection
 
 T = TypeVar("T")
 

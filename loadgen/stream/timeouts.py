@@ -11,8 +11,7 @@ stalled stream holds its cell for one minute, not five.
 
 from __future__ import annotations
 
-from loadgen.diagnosis import SLO
-from loadgen.pair import StopRule
+from loadgen.profile.pair import SLO, StopRule
 
 READ_TIMEOUT_FLOOR_S = 60.0
 ITL_MULTIPLE = 100.0

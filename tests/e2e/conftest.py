@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from loadgen import servers
-from loadgen.flow import launch_spec
-from loadgen.pair import load_pair
+from loadgen.profile.pairfile import load_pair
+from loadgen.run.flow import launch_spec
+from loadgen.serve import servers
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / ".models"

@@ -15,9 +15,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from loadgen import servers
-from loadgen.flow import launch_spec
-from loadgen.pair import load_pair
+from loadgen.profile.pairfile import load_pair
+from loadgen.run.flow import launch_spec
+from loadgen.serve import servers
 from tests.e2e.conftest import ROOT, _require_engine
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from loadgen import servers
 from loadgen.errors import FallbackDetected
-from loadgen.flow import prove_mode
-from loadgen.metrics import Acceptance
-from loadgen.pair import load_pair
-from loadgen.plan import plan_cells
-from loadgen.prom import spec_decode_delta
-from loadgen.runner import CellPlan, run_cell
-from loadgen.scrape import scrape
+from loadgen.measure.metrics import Acceptance
+from loadgen.profile.pairfile import load_pair
+from loadgen.prom.deltas import spec_decode_delta
+from loadgen.prom.scrape import scrape
+from loadgen.run.plan import plan_cells
+from loadgen.serve import servers
+from loadgen.serve.modeproof import prove_mode
+from loadgen.stream.runner import CellPlan, run_cell
 
 
 def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from loadgen.pair import load_pair
-from loadgen.plan import plan_cells, protocol
-from loadgen.rundir import load_records, read_jsonl
+from loadgen.profile.pairfile import load_pair
+from loadgen.report.rundir import load_records, read_jsonl
+from loadgen.run.plan import plan_cells, protocol
 from tests.e2e.conftest import ROOT, _require_engine
 
 

@@ -5,12 +5,12 @@ the same kind of connection."""
 
 from __future__ import annotations
 
-from loadgen import servers
-from loadgen.client import RequestRecord
-from loadgen.faults import categories, classify
-from loadgen.pair import load_pair
-from loadgen.runner import CellPlan, run_cell
-from loadgen.workload import Prompt
+from loadgen.measure.faults import categories, classify
+from loadgen.profile.pairfile import load_pair
+from loadgen.profile.workload import Prompt
+from loadgen.serve import servers
+from loadgen.stream.client import RequestRecord
+from loadgen.stream.runner import CellPlan, run_cell
 
 
 def _one(server: servers.Server, model: str, prompt: Prompt) -> RequestRecord:

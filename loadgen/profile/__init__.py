@@ -1,0 +1,8 @@
+"""What the user declares: pair profiles (pair: the dataclasses; pairfile: reading profiles/pairs/*.toml),
+workloads, the strict TOML reader and its value domains, arrival schedules, the declared criteria, and the
+tables of vLLM's speculative-config fields per version (fields).
+
+May import: errors, util.
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+(tests/test_layers.py enforces it).
+"""

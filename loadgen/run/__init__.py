@@ -1,0 +1,7 @@
+"""The compare flow: plan and protocol, one cell end to end, observers (live exporter, PromQL
+cross-check), closing a run.
+
+May import: every layer below (errors ... report).
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+(tests/test_layers.py enforces it).
+"""
