@@ -1,4 +1,4 @@
-"""Session fixtures shared by the unit and end-to-end tests: a real Prometheus stack (tests/promstack.py).
+"""Session fixtures shared by the unit and end-to-end tests: a real Prometheus stack (tests/support/promstack.py).
 
 Prometheus applies new targets on a 5 s tick, so the session's server is started once with every target
 the unit tests need, named up front:
@@ -8,7 +8,7 @@ the unit tests need, named up front:
 - job ``pushgateway``: the session ``pushgateway`` (``honor_labels: true``).
 
 For other targets (e.g. a real vLLM server) use ``prometheus_factory(targets)`` (stopped at session end)
-or ``tests.promstack.prometheus_running``.
+or ``tests.support.promstack.prometheus_running``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.promstack import (
+from tests.support.promstack import (
     ManagedProcess,
     PrometheusServer,
     StaticExporter,

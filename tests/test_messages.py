@@ -14,8 +14,8 @@ from loadgen.cli import main
 from loadgen.errors import RunFailed
 from loadgen.prom.scrape import scrape
 from loadgen.run import flow
-from tests.scripted_server import scripted_server
-from tests.test_cell import FAULTY, _run
+from tests.run.test_cell import FAULTY, _run
+from tests.support.scripted_server import scripted_server
 
 
 def test_scrape_404_is_one_line_with_the_status_and_no_liveness_question() -> None:

@@ -17,7 +17,7 @@ from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import plan_cells
 from loadgen.serve import servers
-from tests.promstack import ManagedProcess, PrometheusServer, free_port, wait_until
+from tests.support.promstack import ManagedProcess, PrometheusServer, free_port, wait_until
 
 
 def _value(prometheus: PrometheusServer, expr: str) -> float | None:

@@ -18,7 +18,7 @@ from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock,
 from loadgen.stream.http1 import ChunkedDecoder, TransportError
 from loadgen.stream.transport import StreamConnection, StreamResponse
 from loadgen.stream.wire import _Wire
-from tests.scripted_server import CLOSE, DONE, RESET, Counters, completion_chunk, scripted_server, usage_chunk
+from tests.support.scripted_server import CLOSE, DONE, RESET, Counters, completion_chunk, scripted_server, usage_chunk
 
 # ---- ChunkedDecoder (pure) ------------------------------------------------------------------------------
 

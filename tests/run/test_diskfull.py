@@ -18,8 +18,8 @@ from loadgen.cli import main
 from loadgen.errors import RunDirUnwritable
 from loadgen.report.rundir import JsonlAppender, read_jsonl
 from loadgen.run import flow
-from tests.fakerun import attach_roles, cell, measured_on_disk, remount, run_folder, small_tmpfs, stream
-from tests.scripted_server import Counters, scripted_server
+from tests.support.fakerun import attach_roles, cell, measured_on_disk, remount, run_folder, small_tmpfs, stream
+from tests.support.scripted_server import Counters, scripted_server
 
 
 def test_a_write_cut_short_leaves_whole_lines_and_one_clear_error(tmp_path: Path,

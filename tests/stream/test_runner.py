@@ -13,7 +13,7 @@ from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.stream.client import RequestRecord
 from loadgen.stream.runner import CellPlan, run_cell
-from tests.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
+from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 
 # every request: 3 tokens over ~60 ms
 STREAM = (200, [(0.02, completion_chunk(" a", [1])), (0.02, completion_chunk(" b", [2])),

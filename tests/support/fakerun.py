@@ -22,7 +22,7 @@ from loadgen.run import flow
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.plan import CellSpec, protocol
 from loadgen.serve import servers
-from tests.scripted_server import DONE, completion_chunk, usage_chunk
+from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 
 
 def stream(step_s: float) -> tuple[int, list[tuple[float, bytes | None]]]:

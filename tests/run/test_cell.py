@@ -21,7 +21,7 @@ from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import CellSpec
 from loadgen.serve import servers
-from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 OK = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")), (0.0, usage_chunk(2, 2)),
       (0.0, DONE)]

@@ -22,9 +22,9 @@ from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.promql import PromQLReader
 from loadgen.run.export import LATENCY_BUCKETS_S, Exporter, PushError
 from loadgen.stream.client import RequestRecord
-from tests.promstack import ManagedProcess, PrometheusServer, wait_until
+from tests.support.promstack import ManagedProcess, PrometheusServer, wait_until
 
-DASHBOARD = Path(__file__).parents[1] / "docs" / "grafana" / "loadgen-dashboard.json"
+DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "loadgen-dashboard.json"
 TOKENS = [1, 3, 3, 2]  # 9 output tokens, 4 chunks
 
 

@@ -12,7 +12,7 @@ from loadgen.profile.workload import Prompt
 from loadgen.stream.chunks import common_tokens, interpret
 from loadgen.stream.client import RequestRecord, _absorb, _Reader, build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
-from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 SCRIPTS = {
     "normal": (200, [

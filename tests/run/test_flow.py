@@ -14,7 +14,7 @@ from loadgen.prom import deltas, exposition
 from loadgen.run.plan import plan_cells, protocol, replay_protocol
 from loadgen.serve.modeproof import prove_mode
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _pair_without_exact_lengths(tmp_path: Path) -> Path:

@@ -16,9 +16,9 @@ import pytest
 from loadgen.prom import deltas, exposition
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.promql import PromQLError, PromQLReader, cross_check, normalize_selector
-from tests.promstack import PrometheusServer, StaticExporter, start_prometheus, start_pushgateway
+from tests.support.promstack import PrometheusServer, StaticExporter, start_prometheus, start_pushgateway
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SEL = 'job="vllm-static"'
 
 
@@ -155,7 +155,7 @@ def test_cross_check_pure() -> None:
 
 
 def test_missing_binaries_fail_with_an_install_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("tests.promstack.shutil.which", lambda *args, **kwargs: None)
+    monkeypatch.setattr("tests.support.promstack.shutil.which", lambda *args, **kwargs: None)
     with pytest.raises(pytest.fail.Exception, match=r"`prometheus` is not installed.*apt-get install -y prometheus "
                                                     r"prometheus-pushgateway"):
         start_prometheus(["127.0.0.1:1"], tmp_path)

@@ -31,7 +31,7 @@ from loadgen.prom.deltas import (
 )
 from loadgen.prom.exposition import PromParseError, Snapshot, cache_config_info, only_families, parse_metrics
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 TTFT = "vllm:time_to_first_token_seconds"
 
 

@@ -30,7 +30,7 @@ from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import CellSpec
 from loadgen.serve import servers
 from loadgen.stream.client import RequestRecord
-from tests.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
+from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
 SPEC = {"num_drafts": 100.0, "num_draft_tokens": 300.0, "num_accepted_tokens": 150.0,
         "accepted_per_position": [70.0, 50.0, 30.0], "reset": False}
@@ -141,7 +141,7 @@ def test_kv_capacity_loss_over_ten_percent_is_noted_without_a_declared_limit(tmp
 
 def test_the_cell_entry_records_restart_evidence_and_token_counts(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    data = Path(__file__).parent / "data"
+    data = Path(__file__).parents[1] / "data"
     # recorded vLLM 0.32.0 pages t0 -> t1 (10 requests finished, 500 tokens generated, 100 drafts), served by a
     # process that started anew in between: the counters alone do not show it
     pages = iter(prom.parse_metrics((data / f"vllm032_spec_{t}.prom").read_text() + f"process_start_time_seconds {s}\n")

@@ -18,7 +18,7 @@ from loadgen.stream.client import RequestRecord
 
 STEP_S = 0.0025  # the engine's step
 EPS_S = 30e-6  # the client's cost per event: chunks read together are stamped this far apart
-EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "h200" / "h200-1b-draft"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-draft"
 
 
 def bursty(t0: float, bursts: int, per_burst: int = 3, step_s: float = STEP_S) -> list[float]:

@@ -1,4 +1,4 @@
-"""Pre-flight pair checks on tiny local model directories (tests/tokfactory.py): vocabulary classes,
+"""Pre-flight pair checks on tiny local model directories (tests/support/tokfactory.py): vocabulary classes,
 heterogeneous-vocabulary mode, revisions, artifact hashes, and the wiring of specconfig/engine checks."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from loadgen.check.validate import ARTIFACTS, Finding, artifact_hashes, check_pair, check_vocabulary
 from loadgen.profile.pair import Engine, ModelRef, Pair
 from loadgen.profile.pairfile import load_pair
-from tests.tokfactory import renamed, swapped, trained_vocab, write_model
+from tests.support.tokfactory import renamed, swapped, trained_vocab, write_model
 
 VOCAB = trained_vocab()
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

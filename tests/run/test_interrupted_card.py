@@ -18,8 +18,8 @@ import pytest
 
 from loadgen.cli import _sigterm_as_interrupt
 from loadgen.run import flow
-from tests.fakerun import attach_roles, cell, measured_on_disk, run_folder, stream, when_measured
-from tests.scripted_server import scripted_server
+from tests.support.fakerun import attach_roles, cell, measured_on_disk, run_folder, stream, when_measured
+from tests.support.scripted_server import scripted_server
 
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from loadgen.stream.chunks import StreamChunk, Usage, interpret, load_object, parse_chunk
 from loadgen.stream.sse import SSEDecoder, SSEEvent
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 RECORDED = {
     "completions": DATA / "vllm032_completions_stream.txt",
     "chat": DATA / "vllm032_chat_stream.txt",

@@ -28,7 +28,7 @@ from loadgen.run.plan import CellSpec
 from loadgen.serve import servers
 from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
-from tests.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 ROLE_CHUNK = (b'data: {"id": "chat-1", "object": "chat.completion.chunk", "choices": [{"index": 0, '
               b'"delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]}\n\n')

@@ -10,7 +10,7 @@ import pytest
 
 from loadgen.errors import ServerError
 from loadgen.serve import readiness, servers
-from tests.scripted_server import DONE, Counters, completion_chunk, models_body, scripted_server, usage_chunk
+from tests.support.scripted_server import DONE, Counters, completion_chunk, models_body, scripted_server, usage_chunk
 
 STREAM = [(0.0, completion_chunk(" a", [7])), (0.0, completion_chunk(" b c", [8, 9], finish="length")),
           (0.0, usage_chunk(1, 3)), (0.0, DONE)]

@@ -15,7 +15,7 @@ from loadgen.profile.workload import Prompt
 from loadgen.report.rundir import JsonlAppender, write_json
 from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
-from tests.scripted_server import DONE, Counters, completion_chunk, scripted_server
+from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server
 
 NAN, INF = float("nan"), float("inf")
 DIRTY = {"ratio": INF, "p50": NAN, "ok": 1.5, "nested": {"values": [1.0, -INF, NAN], "pair": (NAN, 2)},

@@ -26,9 +26,9 @@ from loadgen.run.plan import plan_cells, protocol
 from loadgen.serve import servers
 from loadgen.serve.attached import record, resume_urls
 from loadgen.util.redact import redact_url
-from tests.test_flow import _pair_without_exact_lengths
+from tests.run.test_flow import _pair_without_exact_lengths
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 NAME = "smollm2-135m-instruct"  # the name loadgen derives from demo-cpu's [target].model
 
 

@@ -30,7 +30,7 @@ from loadgen.prom.metricnames import resolve
 from loadgen.prom.scrape import read_gauges, server_histograms, summarize_gauges
 from loadgen.stream.client import RequestRecord
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def text(name: str) -> str:

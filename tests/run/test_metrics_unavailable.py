@@ -15,7 +15,7 @@ from loadgen.cli import _verdict_exit
 from loadgen.errors import CriteriaFailed, FallbackDetected
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.flow import run_compare
-from tests.scripted_server import DONE, completion_chunk, models_body, scripted_server, usage_chunk
+from tests.support.scripted_server import DONE, completion_chunk, models_body, scripted_server, usage_chunk
 
 PAIR = """
 name = "scripted"

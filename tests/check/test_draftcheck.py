@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from loadgen.check.draftcheck import draft_kind
 from loadgen.check.validate import check_pair
 from loadgen.cli import main
-from tests.test_validate import VOCAB, blocking, by_check, make_pair, warnings
-from tests.tokfactory import write_model
+from tests.check.test_validate import VOCAB, blocking, by_check, make_pair, warnings
+from tests.support.tokfactory import write_model
 
 
 @pytest.mark.parametrize(("config", "kind"), [

@@ -1,0 +1,129 @@
+"""The plan of loadgen/: subpackages in layers that import only downward, no import cycle, no module over 300
+lines (docs/architecture.md). Parses every module's imports with ast; nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "loadgen"
+#: Lowest first; a module may import its own layer and any layer below it.
+LAYERS = ("errors", "util", "profile", "check", "prom", "serve", "stream", "measure", "report", "run", "cli")
+#: Top-level modules and the layer they sit in (``loadgen`` itself holds only ``__version__``).
+TOP_LEVEL = {"loadgen": "errors", "loadgen.errors": "errors", "loadgen.cli": "cli", "loadgen.__main__": "cli"}
+MAX_LINES = 300
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def layer_of(module: str) -> str:
+    """The layer of a loadgen module (``loadgen.stream.sse`` -> ``stream``); KeyError when it has none."""
+    if module in TOP_LEVEL:
+        return TOP_LEVEL[module]
+    parts = module.split(".")
+    if len(parts) >= 2 and parts[1] in LAYERS:
+        return parts[1]
+    raise KeyError(module)
+
+
+def _imports(tree: ast.Module, module: str, *, runtime_only: bool) -> Iterator[tuple[int, str]]:
+    """(line, imported loadgen module) for every import; ``runtime_only``: only those run when the module
+    loads (module level, not under ``if TYPE_CHECKING``)."""
+    package = module if module.endswith("__init__") else module.rsplit(".", 1)[0]
+
+    def visit(nodes: list[ast.stmt]) -> Iterator[tuple[int, str]]:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                yield from ((node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "loadgen")
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+                if base.split(".")[0] != "loadgen":
+                    continue
+                for alias in node.names:
+                    yield node.lineno, f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+            elif isinstance(node, ast.If) and runtime_only and "TYPE_CHECKING" in ast.unparse(node.test):
+                yield from visit(node.orelse)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and runtime_only:
+                continue
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    children = getattr(node, field, [])
+                    yield from visit([n for n in children if isinstance(n, (ast.stmt, ast.excepthandler))])
+
+    yield from visit(tree.body)
+
+
+MODULES = _modules()
+TREES = {name: ast.parse(path.read_text()) for name, path in MODULES.items()}
+
+
+def test_every_module_sits_in_a_layer() -> None:
+    assert [m for m in MODULES if not _has_layer(m)] == []
+
+
+def _has_layer(module: str) -> bool:
+    try:
+        layer_of(module)
+    except KeyError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_go_only_downward(module: str) -> None:
+    own = LAYERS.index(layer_of(module))
+    upward = [f"line {line}: {target} ({layer_of(target)})"
+              for line, target in _imports(TREES[module], module, runtime_only=False)
+              if LAYERS.index(layer_of(target)) > own]
+    assert upward == [], f"{module} ({layer_of(module)}) imports a higher layer"
+
+
+def test_no_import_cycle() -> None:
+    graph = {m: {t for _, t in _imports(TREES[m], m, runtime_only=True) if t != m} for m in MODULES}
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def walk(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path, node, nxt]
+            if nxt not in state and (cycle := walk(nxt, [*path, node])) is not None:
+                return cycle
+        state[node] = 2
+        return None
+
+    cycles = [c for m in sorted(graph) if m not in state and (c := walk(m, [])) is not None]
+    assert cycles == []
+
+
+def test_every_subpackage_says_its_job_and_the_order() -> None:
+    for layer in LAYERS:
+        init = PACKAGE / layer / "__init__.py"
+        if not init.exists():
+            continue
+        doc = ast.get_docstring(TREES[f"loadgen.{layer}"]) or ""
+        assert "May import" in doc and " < ".join(LAYERS[1:4]) in doc, init
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_over_300_lines(module: str) -> None:
+    assert len(MODULES[module].read_text().splitlines()) <= MAX_LINES
+
+
+def test_the_check_sees_an_upward_import() -> None:
+    tree = ast.parse("from loadgen.report.card import render_markdown\n")
+    [(line, target)] = list(_imports(tree, "loadgen.stream.client", runtime_only=False))
+    assert (line, target, layer_of(target)) == (1, "loadgen.report.card", "report")
+    assert LAYERS.index("report") > LAYERS.index(layer_of("loadgen.stream.client"))
