@@ -1,6 +1,6 @@
 """Criteria declared in the pair file before the run (``[criteria]``), and the verdict against them (pure).
 
-Metrics are the card's ratio keys, speculative / plain (compare.py): latencies ``ttft_p50``, ``tpot_p50``,
+Metrics are the card's ratio keys, speculative / plain (measure/ratios.py): latencies ``ttft_p50``, ``tpot_p50``,
 ``e2e_p50``, ``itl_p50``, ``ttft_p99``, ``e2e_p99`` (lower is better) and throughputs
 ``output_throughput``, ``request_throughput`` (higher is better).
 

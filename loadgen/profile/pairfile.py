@@ -28,7 +28,7 @@ from loadgen.profile.workload import WORKLOADS_DIR, Workload, load_workload
 
 PAIRS_DIR = Path("profiles/pairs")
 
-#: Every field vLLM's ``SpeculativeConfig`` has had in 0.10-0.33 (specconfig.py); per-version checks of
+#: Every field vLLM's ``SpeculativeConfig`` has had in 0.10-0.33 (profile/fields.py); per-version checks of
 #: the installed engine happen in `loadgen check`.
 SPECULATIVE_KEYS = ALL_FIELDS
 

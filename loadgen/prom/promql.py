@@ -39,7 +39,8 @@ from typing import Any
 
 import httpx
 
-from loadgen.prom import deltas, exposition
+from loadgen.prom import deltas
+from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.exposition import ACCEPTED_PER_POS, NUM_ACCEPTED, NUM_DRAFT_TOKENS, NUM_DRAFTS
 
@@ -140,7 +141,7 @@ class PromQLReader:
                                   f"after {after:.3f} within {timeout_s:g} s ({seen}); check its targets")
             time.sleep(poll_s)
 
-    def snapshot_at(self, at: float, selector: str = "") -> exposition.Snapshot:
+    def snapshot_at(self, at: float, selector: str = "") -> prom.Snapshot:
         """The four spec-decode counters as Prometheus held them at ``at`` (latest sample of each series
         within the lookback, 5 min by default), as a :class:`loadgen.prom.Snapshot`; labels include the
         scrape's ``job`` and ``instance``."""
@@ -149,8 +150,8 @@ class PromQLReader:
         samples = []
         for labels, value in self.query(f"{{{matchers}}}", at):
             name = labels.pop("__name__", "")
-            samples.append(exposition.Sample(name, MappingProxyType(labels), value))
-        return exposition.Snapshot(samples=tuple(samples), types=MappingProxyType({}))
+            samples.append(prom.Sample(name, MappingProxyType(labels), value))
+        return prom.Snapshot(samples=tuple(samples), types=MappingProxyType({}))
 
     def spec_decode_delta_at_instants(self, start: float, end: float, selector: str = "") -> SpecDecodeCounters | None:
         """Exact counter deltas between the samples Prometheus held at ``start`` and at ``end`` (unix s),

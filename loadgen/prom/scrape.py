@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 
 from loadgen.errors import RunFailed
-from loadgen.prom import deltas, exposition, metricnames
+from loadgen.prom import deltas, metricnames
+from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import above_bound
 
 GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
@@ -34,7 +35,7 @@ def _status_hint(status: int) -> str:
 
 
 def scrape(base_url: str, timeout_s: float = 10.0,
-           headers: dict[str, str] | None = None) -> tuple[str, exposition.Snapshot]:
+           headers: dict[str, str] | None = None) -> tuple[str, prom.Snapshot]:
     """GET ``base_url``/metrics and parse it; returns (raw text, snapshot).
 
     Raises RunFailed (one line) when the server cannot be reached (asking whether it is alive), answers
@@ -51,8 +52,8 @@ def scrape(base_url: str, timeout_s: float = 10.0,
         raise RunFailed(f"{url} answered HTTP {response.status_code} {response.reason_phrase}: "
                         f"{_status_hint(response.status_code)}")
     try:
-        return response.text, exposition.parse_metrics(response.text)
-    except exposition.PromParseError as exc:
+        return response.text, prom.parse_metrics(response.text)
+    except prom.PromParseError as exc:
         raise RunFailed(f"{url} is not Prometheus text ({exc})") from None
 
 
@@ -73,16 +74,16 @@ async def sample_gauges(
             # the gauges' lines only: a whole parse blocked the cell's event loop for 9-20 ms a second
             # (send lag and chunk timestamps late by as much); all of it when they are missing, which
             # still says why (garbage raises PromParseError)
-            snap = exposition.parse_metrics(exposition.only_families(response.text, _GAUGE_FAMILIES) or response.text)
+            snap = prom.parse_metrics(prom.only_families(response.text, _GAUGE_FAMILIES) or response.text)
             sample |= read_gauges(snap)
-        except (httpx.HTTPError, exposition.PromParseError) as exc:
+        except (httpx.HTTPError, prom.PromParseError) as exc:
             sample["error"] = f"{type(exc).__name__}: {exc}"[:200]
         sink(sample)
         with contextlib.suppress(ValueError):
             await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - started)))
 
 
-def read_gauges(snap: exposition.Snapshot) -> dict[str, float | None]:
+def read_gauges(snap: prom.Snapshot) -> dict[str, float | None]:
     """Each of :data:`GAUGES` summed over ``engine``, keyed by the name the server exposes it under
     (the current one, or an older one: metricnames.py); ``{name: None}`` when absent."""
     out: dict[str, float | None] = {}
@@ -113,9 +114,9 @@ SERVER_HISTOGRAMS = {
 }
 
 
-def server_histograms(before: exposition.Snapshot, after: exposition.Snapshot) -> dict[str, Any]:
+def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, Any]:
     """Per-cell deltas of :data:`SERVER_HISTOGRAMS` with their bucket bounds and p50/p90/p99 estimates
-    (PromQL ``histogram_quantile`` semantics, exposition.py); families without observations are left out.
+    (PromQL ``histogram_quantile`` semantics, deltas.py); families without observations are left out.
 
     ``metric`` is the name read: the current one, or an older one on an older server (metricnames.py).
     ``p50_above_bound`` (and p90, p99) is True when that quantile lies in the ``+Inf`` bucket: its value is

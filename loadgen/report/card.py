@@ -1,4 +1,4 @@
-"""Render the pair card (a ``loadgen.card/1`` dict from report.py) as Markdown (pure).
+"""Render the pair card (a ``loadgen.card/1`` dict from carddata.py) as Markdown (pure).
 
 Units: latencies are shown in milliseconds (``ms``, TPOT/ITL in ms per token), E2E latency in seconds,
 throughputs in tokens/s and requests/s. Ratios are speculative / plain with their 95% paired-bootstrap

@@ -1,7 +1,7 @@
 """Build the pair card's data from a run folder's saved files alone (no server needed).
 
 Reads protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json, computes every cell's
-statistics (metrics.py) and the speculative / plain ratios (compare.py), and returns a JSON-ready dict
+statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns a JSON-ready dict
 (schema ``loadgen.card/1``) that card.py renders.
 """
 

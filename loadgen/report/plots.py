@@ -1,6 +1,6 @@
 """PNG figures of a pair card (matplotlib's Agg canvas on private Figures: no pyplot, no global state).
 
-Inputs: the card dict of report.py (schema ``loadgen.card/1``) and the run's request records (only
+Inputs: the card dict of carddata.py (schema ``loadgen.card/1``) and the run's request records (only
 measured, successful ones are drawn). Figures, one file each (``<kind>[_<workload>][_rate].png``):
 
 - ``latency_<workload>``: TTFT (ms), TPOT (ms/token), E2E latency (s) p50 (solid) and p99 (dashed),

@@ -41,7 +41,7 @@ def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
                 if "bucket_bounds" in row:
                     row["bucket_bounds"] = json_bounds(bounds_of({"upper_bounds": row["bucket_bounds"]}))
     entries: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for e in read_jsonl(run_dir / "cells.jsonl"):  # the first repetition's line, as report.py reads them
+    for e in read_jsonl(run_dir / "cells.jsonl"):  # the first repetition's line, as carddata.py reads them
         entries.setdefault((e["workload"], e.get("level") or f"c{e['concurrency']}", e["role"]), e)
     for cell in card["cells"]:
         cell["notes"] = [n for n in cell.get("notes") or [] if not any(n.startswith(f"{r}: bursty") for r in ROLES)]

@@ -25,7 +25,8 @@ from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_
 from loadgen.measure.faults import categories, over_budget
 from loadgen.measure.metrics import ClientUse, MeasuredRequest, cell_stats
 from loadgen.profile.pair import Pair
-from loadgen.prom import deltas, exposition
+from loadgen.prom import deltas
+from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
 from loadgen.report.rundir import JsonlAppender, write_text
 from loadgen.run.observe import Observers
@@ -55,7 +56,7 @@ class RunContext:
 
 
 def _try_scrape(url: str, path: Path, headers: dict[str, str],
-                later: list[tuple[Path, str]]) -> tuple[exposition.Snapshot | None, str | None]:
+                later: list[tuple[Path, str]]) -> tuple[prom.Snapshot | None, str | None]:
     try:
         text, snap = scrape(url, headers=headers)
     except RunFailed as exc:
@@ -92,7 +93,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     counters did not move."""
     pair, run_dir, observers = run.pair, run.run_dir, run.observers
     stem = cell.stem(role)
-    before: dict[str, exposition.Snapshot | None] = {}
+    before: dict[str, prom.Snapshot | None] = {}
     metrics_errors: list[str] = []
     gauges: list[dict[str, Any]] = []
     later: list[tuple[Path, str]] = []

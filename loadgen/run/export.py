@@ -161,7 +161,7 @@ class Exporter:
 
     def cell_finished(self, role: str, workload: str, concurrency: int, stats: CellStats,
                       level: str | None = None) -> None:
-        """Set the cell gauges from its statistics (the card's numbers: metrics.cell_stats, as report.py
+        """Set the cell gauges from its statistics (the card's numbers: metrics.cell_stats, as report/carddata.py
         computes them). ``level`` is the cell's level label (default ``c<concurrency>``). Called again
         for the same cell (a repetition), the gauges take the new values.
 

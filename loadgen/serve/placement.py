@@ -1,4 +1,4 @@
-"""Where a server of the pair ran, from its saved launch and effective files (pure; report.py)."""
+"""Where a server of the pair ran, from its saved launch and effective files (pure; report/carddata.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ record, never raised, so a failing request cannot lose the measurements of the o
 
 Timing follows DESIGN.md: times are seconds on a monotonic clock shared by the whole cell
 (``time.perf_counter`` minus the cell origin), the clock of the request's
-:class:`~loadgen.transport.StreamConnection`. ``send_s`` is taken right before the request is written
+:class:`~loadgen.stream.transport.StreamConnection`. ``send_s`` is taken right before the request is written
 to the socket, and a chunk's arrival is when its bytes were read from the socket, before any parsing
 (:mod:`loadgen.transport`). ``chunk_arrivals_s`` lists only token-bearing chunks; a role-only chat
 chunk, the usage chunk and ``[DONE]`` are not tokens, and a stream that ends without a token-bearing

@@ -24,7 +24,8 @@ from loadgen.measure.counterchecks import (
     usable_counters,
 )
 from loadgen.measure.serverside import agreement, compare
-from loadgen.prom import deltas, exposition
+from loadgen.prom import deltas
+from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.metricnames import resolve
 from loadgen.prom.scrape import read_gauges, server_histograms, summarize_gauges
@@ -37,13 +38,13 @@ def text(name: str) -> str:
     return (DATA / f"vllm032_{name}.prom").read_text()
 
 
-def started(exposition: str, at: float) -> exposition.Snapshot:
+def started(exposition: str, at: float) -> prom.Snapshot:
     """The exposition plus the process gauge the Prometheus Python client adds."""
     gauge = f"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {at}\n"
-    return exposition.parse_metrics(exposition + gauge)
+    return prom.parse_metrics(exposition + gauge)
 
 
-def entry_of(before: exposition.Snapshot, after: exposition.Snapshot, sent: int, failed: int = 0) -> dict[str, Any]:
+def entry_of(before: prom.Snapshot, after: prom.Snapshot, sent: int, failed: int = 0) -> dict[str, Any]:
     """The fields cell.py records for these two scrapes and ``sent`` measured + cooldown requests."""
     counters = deltas.spec_decode_delta(before, after)
     assert counters is not None
@@ -56,8 +57,8 @@ def entry_of(before: exposition.Snapshot, after: exposition.Snapshot, sent: int,
 
 
 def test_counters_going_backwards_are_a_restart() -> None:
-    before = exposition.parse_metrics(text("spec_t1"))
-    after = exposition.parse_metrics(text("spec_t2_engine1_restarted"))
+    before = prom.parse_metrics(text("spec_t1"))
+    after = prom.parse_metrics(text("spec_t2_engine1_restarted"))
     entry = entry_of(before, after, sent=3)
     assert restart_evidence(entry) == ["spec-decode counters went backwards"]
     counters, why = usable_counters([entry])
@@ -78,7 +79,7 @@ def test_a_changed_process_start_time_is_a_restart_the_counters_miss() -> None:
 
 
 def test_fewer_finished_requests_than_loadgen_completed_is_a_restart() -> None:
-    before, after = exposition.parse_metrics(text("spec_t0")), exposition.parse_metrics(text("spec_t1"))
+    before, after = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
     assert restart_evidence(entry_of(before, after, sent=10)) == []
     # 2 of 12 failed on the client: the server need not have finished them
     assert restart_evidence(entry_of(before, after, sent=12, failed=2)) == []
@@ -111,9 +112,9 @@ def e2e_text(counts: tuple[int, int, int, int], total: float) -> str:
 
 
 def test_a_quantile_in_the_inf_bucket_is_above_the_bound_and_never_agrees() -> None:
-    empty = exposition.parse_metrics(e2e_text((0, 0, 0, 0), 0.0))
+    empty = prom.parse_metrics(e2e_text((0, 0, 0, 0), 0.0))
     # 4 requests of 200 s, 1 of 5 s: p50 lies in +Inf, p50 read as the top finite bound 60 s
-    hist = server_histograms(empty, exposition.parse_metrics(e2e_text((0, 1, 1, 5), 805.0)))["e2e_s"]
+    hist = server_histograms(empty, prom.parse_metrics(e2e_text((0, 1, 1, 5), 805.0)))["e2e_s"]
     assert hist["p50"] == 60.0 and hist["p50_above_bound"] is True and hist["p90_above_bound"] is True
     # a client p50 of 200 s: both beyond the buckets, nothing to compare (was: "agree")
     row = compare(200.0, hist)
@@ -124,7 +125,7 @@ def test_a_quantile_in_the_inf_bucket_is_above_the_bound_and_never_agrees() -> N
     older = {k: v for k, v in hist.items() if not k.endswith("_above_bound")}
     assert compare(200.0, older)["server_above_bound"] is True
     # p50 inside the buckets: 4 of 5 at most 10 s
-    inside = server_histograms(empty, exposition.parse_metrics(e2e_text((0, 4, 4, 5), 220.0)))["e2e_s"]
+    inside = server_histograms(empty, prom.parse_metrics(e2e_text((0, 4, 4, 5), 220.0)))["e2e_s"]
     assert inside["p50_above_bound"] is False and inside["p99_above_bound"] is True
     assert compare(8.0, inside)["agrees"] is True
 
@@ -155,8 +156,8 @@ vllm:time_per_output_token_seconds_sum{engine="0",model_name="m"} %f
 
 
 def test_older_names_give_the_same_figures_and_say_so() -> None:
-    before = exposition.parse_metrics(OLD_SERVER % (0, 0, 0, 0, 0.0))
-    after = exposition.parse_metrics(OLD_SERVER % (10, 20, 20, 20, 0.9))
+    before = prom.parse_metrics(OLD_SERVER % (0, 0, 0, 0, 0.0))
+    after = prom.parse_metrics(OLD_SERVER % (10, 20, 20, 20, 0.9))
     assert resolve(after, "vllm:kv_cache_usage_perc") == "vllm:gpu_cache_usage_perc"
     assert resolve(after, "vllm:prefix_cache_hits_total") is None
     sample = read_gauges(after)
@@ -175,7 +176,7 @@ def test_older_names_give_the_same_figures_and_say_so() -> None:
 
 
 def test_the_current_name_wins_when_both_are_shown() -> None:
-    both = exposition.parse_metrics(OLD_SERVER % (1, 1, 1, 1, 0.1) + "# TYPE vllm:kv_cache_usage_perc gauge\n"
+    both = prom.parse_metrics(OLD_SERVER % (1, 1, 1, 1, 0.1) + "# TYPE vllm:kv_cache_usage_perc gauge\n"
                               'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.1\n')
     assert read_gauges(both)["vllm:kv_cache_usage_perc"] == 0.1
 
@@ -225,7 +226,7 @@ def test_window_tally_counts_measured_and_cooldown_only() -> None:
 
 
 def test_generation_tokens_against_the_clients_count() -> None:
-    before, after = exposition.parse_metrics(text("spec_t0")), exposition.parse_metrics(text("spec_t1"))
+    before, after = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
     entry = entry_of(before, after, sent=10) | {"client_window_output_tokens": 500}
     assert entry["server_generation_tokens"] == 500.0
     assert token_mismatch(entry) is None

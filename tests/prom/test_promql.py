@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.prom import deltas, exposition
+from loadgen.prom import deltas
+from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.promql import PromQLError, PromQLReader, cross_check, normalize_selector
 from tests.support.promstack import PrometheusServer, StaticExporter, start_prometheus, start_pushgateway
@@ -59,7 +60,7 @@ def test_query_vector_and_scalar(reader: PromQLReader) -> None:
 def test_spec_decode_delta_equals_direct_scrape_diff(reader: PromQLReader,
                                                      scraped_window: tuple[float, float]) -> None:
     t0, t1 = scraped_window
-    t0_snap, t1_snap = exposition.parse_metrics(text("spec_t0")), exposition.parse_metrics(text("spec_t1"))
+    t0_snap, t1_snap = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
     direct = deltas.spec_decode_delta(t0_snap, t1_snap)
     assert direct == SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0, 30.0), False)
     exact = reader.spec_decode_delta_at_instants(t0, t1, SEL)
@@ -105,8 +106,8 @@ def test_unaligned_window_extrapolates_and_cross_check_says_so(reader: PromQLRea
 def test_counter_reset_is_seen(reader: PromQLReader, vllm_static_exporter: StaticExporter) -> None:
     t1 = serve_and_wait(reader, vllm_static_exporter, text("spec_t1"))
     t2 = serve_and_wait(reader, vllm_static_exporter, text("spec_t2_engine1_restarted"))
-    direct = deltas.spec_decode_delta(exposition.parse_metrics(text("spec_t1")),
-                                    exposition.parse_metrics(text("spec_t2_engine1_restarted")))
+    direct = deltas.spec_decode_delta(prom.parse_metrics(text("spec_t1")),
+                                    prom.parse_metrics(text("spec_t2_engine1_restarted")))
     assert direct is not None and direct.reset
     exact = reader.spec_decode_delta_at_instants(t1, t2, SEL)
     assert exact == direct

@@ -10,7 +10,8 @@ import pytest
 
 from loadgen.errors import FallbackDetected, ProfileError
 from loadgen.profile.pairfile import load_pair
-from loadgen.prom import deltas, exposition
+from loadgen.prom import deltas
+from loadgen.prom import exposition as prom
 from loadgen.run.plan import plan_cells, protocol, replay_protocol
 from loadgen.serve.modeproof import prove_mode
 
@@ -71,8 +72,8 @@ def test_protocol_replay_gives_the_same_cells(tmp_path: Path) -> None:
 
 
 def test_prove_mode_on_recorded_vllm_metrics() -> None:
-    plain = exposition.parse_metrics((DATA / "vllm032_plain_t0.prom").read_text())
-    spec = exposition.parse_metrics((DATA / "vllm032_spec_t0.prom").read_text())
+    plain = prom.parse_metrics((DATA / "vllm032_plain_t0.prom").read_text())
+    spec = prom.parse_metrics((DATA / "vllm032_spec_t0.prom").read_text())
     k = deltas.spec_decode_positions(spec)
     assert k >= 1
     assert prove_mode("plain", plain, k)["spec_decode_metrics"] is False
