@@ -72,7 +72,7 @@ RECIPE: dict[str, Any] = {
     "held_out": HELD_OUT, "steps": STEPS, "batch": BATCH, "lr": LR, "seed": SEED,
 }
 
-# Distillation prompts: continuations in the style of the benchmark's workloads (loadgen/workload.py) but
+# Distillation prompts: continuations in the style of the benchmark's workloads (loadgen/profile/workload.py) but
 # never its templates or fill-ins, and chat questions. The benchmark's own prompts stay unseen.
 RAW_TEMPLATES = (
     "The story of {topic} started when", "A brief history of {topic}: it all began when",

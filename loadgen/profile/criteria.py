@@ -4,7 +4,7 @@ Metrics are the card's ratio keys, speculative / plain (measure/ratios.py): late
 ``e2e_p50``, ``itl_p50``, ``ttft_p99``, ``e2e_p99`` (lower is better) and throughputs
 ``output_throughput``, ``request_throughput`` (higher is better).
 
-Without a ``[criteria]`` table nothing is judged (verdictcard.py). Its keys, all optional (unknown keys and
+Without a ``[criteria]`` table nothing is judged (measure/judging.py). Its keys, all optional (unknown keys and
 wrong types are errors, exit 2); ``declared`` records which ones the file set, the rest are defaults:
 
 - ``primary`` (list of metric names, default ``["tpot_p50"]``): what the draft must improve.
