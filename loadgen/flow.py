@@ -1,4 +1,4 @@
-"""The compare flow (DESIGN.md steps 2-7): check, launch plain, replay, stop, launch speculative,
+"""The compare flow (docs/architecture.md): check, launch plain, replay, stop, launch speculative,
 replay, stop, write the card.
 
 Prompts for every cell are generated up front and saved, so both servers get the identical list.
@@ -66,7 +66,7 @@ def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = N
 
 
 def prove_mode(role: str, snap: prom.Snapshot, k: int) -> dict[str, Any]:
-    """Check the server runs the mode it was launched for (DESIGN.md step 4).
+    """Check the server runs the mode it was launched for (proof of mode, docs/vllm-notes.md).
 
     Raises FallbackDetected: spec-decode series on the plain server, none on the speculative one, or a
     number of ``position`` labels different from the declared K.

@@ -1,9 +1,9 @@
 """vLLM's speculative config per engine version (pure: no I/O, no clock); launch flags are in engine.py.
 
-Every fact comes from /work/shared/reference/vllm-spec-decode.md, read from the vLLM wheels 0.10.0-0.33.0:
-section 2.2 (``SpeculativeConfig`` fields: ``vllm/config/speculative.py`` 0.11+,
-``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), 2.3 (methods, method re-classification in
-``SpeculativeConfig.__post_init__``) and 3 (heterogeneous vocabularies). A range ``(first, last)`` holds
+Every fact is in docs/vllm-notes.md (speculative config), read from the vLLM wheels 0.10.0-0.33.0:
+fields (``SpeculativeConfig``: ``vllm/config/speculative.py`` 0.11+,
+``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), methods (method re-classification in
+``SpeculativeConfig.__post_init__``) and vocabularies (``use_heterogeneous_vocab``). A range ``(first, last)`` holds
 for every minor release from ``first`` through ``last`` (``None``: still in 0.33); versions compare as
 (major, minor) except where a range names a patch (0.10.2).
 """
@@ -41,7 +41,7 @@ class Finding:
         return f"{status} {self.check}: {self.message}"
 
 
-#: User-facing ``SpeculativeConfig`` fields -> (first, last) minor release holding them (reference 2.2).
+#: User-facing ``SpeculativeConfig`` fields -> (first, last) minor release holding them (docs/vllm-notes.md).
 FIELD_RANGES: dict[str, Range] = {
     **dict.fromkeys(("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "quantization",
               "max_model_len", "revision", "code_revision", "prompt_lookup_max", "prompt_lookup_min"), _ALL),
@@ -63,17 +63,17 @@ FIELD_RANGES: dict[str, Range] = {
     **dict.fromkeys(("disable_lookahead_block_hashes", "draft_lm_head_quantization", "xpress_topc", "fly_window_size",
               "fly_entropy_threshold", "fly_entropy_top_k"), ("0.33", None)),
 }
-#: Filled by vLLM itself; never user input (reference 2.2, last row).
+#: Filled by vLLM itself; never user input (``SpeculativeConfig``).
 INTERNAL_FIELDS = frozenset({"target_model_config", "target_parallel_config", "draft_model_config",
                              "draft_parallel_config", "enable_chunked_prefill", "disable_log_stats"})
-#: Allowed values of enumerated fields per range (reference 2.2).
+#: Allowed values of enumerated fields per range (docs/vllm-notes.md).
 VALUE_RANGES: dict[str, tuple[tuple[str, str | None, str], ...]] = {
     "rejection_sample_method": (("0.18", "0.18", "strict probabilistic"), ("0.19", "0.20", "strict probabilistic "
                                 "synthetic"), ("0.21", "0.24", "standard synthetic"), ("0.25", "0.32", "standard "
                                 "synthetic block"), ("0.33", None, "standard synthetic block fly")),
     "draft_sample_method": (("0.21", "0.21", "greedy gumbel"), ("0.22", None, "greedy probabilistic")),
 }
-#: ``SpeculativeMethod`` literal values -> range (reference 2.3).
+#: ``SpeculativeMethod`` literal values -> range (docs/vllm-notes.md).
 METHOD_RANGES: dict[str, Range] = {
     **dict.fromkeys(("ngram", "eagle", "eagle3", "draft_model", "deepseek_mtp"), _ALL),
     **dict.fromkeys(("medusa", "mlp_speculator"), ("0.10", "0.32")),
@@ -82,7 +82,7 @@ METHOD_RANGES: dict[str, Range] = {
     "suffix": ("0.12", None), "extract_hidden_states": ("0.17", None), "ngram_gpu": ("0.18", None),
     "dflash": ("0.20", None), "custom_class": ("0.22", None), "dspark": ("0.25", None),
 }
-#: Methods accepted by the schema but failing at start-up before a version (reference 2.3).
+#: Methods accepted by the schema but failing at start-up before a version (docs/vllm-notes.md).
 METHOD_WORKS_FROM: dict[str, tuple[str | None, str]] = {
     "draft_model": ("0.15", "raises NotImplementedError('Speculative decoding with draft model is not supported "
                             "yet'); draft models work from vLLM 0.15 (vllm/v1/spec_decode/draft_model.py)"),
@@ -143,7 +143,7 @@ def history(name: str, ranges: Mapping[str, Range], version: Version) -> str:
 def heterogeneous_problems(spec: Mapping[str, Any], version: Version | None) -> list[str]:
     """Reasons ``use_heterogeneous_vocab`` cannot work with ``spec`` on ``version`` (empty: it can).
 
-    Source: reference section 3 (vllm/v1/spec_decode/vocab_mapping.py, PR 38174, 0.25.0-0.33.0): only
+    Source: docs/vllm-notes.md (vllm/v1/spec_decode/vocab_mapping.py, PR 38174, 0.25.0-0.33.0): only
     ``method='draft_model'``, only greedy draft sampling (target temperature is not restricted), and in
     0.33 not with ``use_local_argmax_reduction``."""
     out = []
@@ -208,7 +208,7 @@ def _method(spec: Mapping[str, Any], version: Version, engine: str) -> list[Find
 
 
 def _method_switch(spec: Mapping[str, Any], version: Version, draft_model_type: str | None) -> list[Finding]:
-    """The silent re-classification of an explicit ``draft_model`` (reference 2.3, ``__post_init__``)."""
+    """The silent re-classification of an explicit ``draft_model`` (docs/vllm-notes.md, ``__post_init__``)."""
     model = spec.get("model")
     if spec.get("method") != "draft_model" or not isinstance(model, str):
         return []
