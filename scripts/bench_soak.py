@@ -13,7 +13,7 @@ Measured, every ``--report-s`` seconds (one table row each):
 * event-loop lag: a task in the same event loop sleeps ``LAG_PERIOD_S`` at a time; lag = how much later
   than asked it wakes (p50, p99, max per row; the loop's timers round to whole milliseconds, so up to
   1 ms either way is the timer's, not the load's), split into inside cells and around their boundaries;
-* token-bearing chunks and requests finished per second, failed requests, send lag p99 (DESIGN.md).
+* token-bearing chunks and requests finished per second, failed requests, send lag p99 (docs/metrics.md).
 
 Reported: the table, the RSS at every cell end and its least-squares slope (MB per minute) over the cell
 ends after the first ``SETTLE_CELLS`` (the allocator's warm-up), and the loop and send lag over the whole
@@ -257,7 +257,7 @@ def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float |
         "each cell's records and file dropped at its end.", "",
         f"Over time (one row per {args.report_s:g} s; **loop lag**: how late a {LAG_PERIOD_S * 1e3:g} ms sleep in "
         "the client's event loop woke, the timer's rounding to whole milliseconds included; **send lag**: "
-        "DESIGN.md):",
+        "docs/metrics.md):",
         "",
         "| minute | RSS MB | client cores | chunks/s | requests/s | failed | loop lag p50 ms | loop lag p99 ms "
         "| loop lag max ms | send lag p99 ms |",

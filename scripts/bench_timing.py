@@ -1,4 +1,4 @@
-"""Benchmark: how accurately loadgen's client measures TTFT, E2E, TPOT, ICL and ITL (DESIGN.md).
+"""Benchmark: how accurately loadgen's client measures TTFT, E2E, TPOT, ICL and ITL (docs/metrics.md).
 
 It starts ``scripts/sse_server.py`` as a separate process (pinned to its own core when there are two),
 runs loadgen's own runner against it (``run_cell_async``, the coroutine behind ``run_cell``: closed

@@ -6,7 +6,7 @@ Writes two models that share one tokenizer (copied from ``--tokenizer-from``, e.
 SmolLM2 tokenizer, vocabulary 49,152):
 
 - ``OUT/llama-1b-random``: the target, 16 layers, hidden 2048, intermediate 8192, 32 heads (8 KV heads),
-  about 1.1B parameters (FACTS.md: a 1B random target of this shape served on one H200);
+  about 1.1B parameters (docs/examples/h200/README.md: a 1B random target of this shape served on one H200);
 - ``OUT/llama-1b-draft-random``: an unrelated draft, 4 layers, hidden 512, about 3% of the target's
   size (random, so its acceptance is near 0: the ground truth for an unrelated draft).
 

@@ -4,7 +4,7 @@
 #   scripts/h200_example.sh RESULTS_DIR
 #
 # Before: vLLM installed so that `PYTHONPATH=/tmp/site python3 -m vllm.entrypoints.openai.api_server`
-# starts it (offline: shared/gpu/build_wheelhouse.sh, then
+# starts it (offline: `pip download --no-deps` of vLLM 0.24.0 and its pinned dependencies, then
 # `pip install --no-index --no-deps --target /tmp/site WHEELS`), and a tokenizer folder in .gpu/tok
 # (the demo target's tokenizer.json, tokenizer_config.json, config.json). loadgen itself needs only
 # httpx, click, numpy, prometheus-client, tokenizers, psutil, nvidia-ml-py (the GPU image has them).

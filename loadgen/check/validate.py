@@ -6,7 +6,7 @@ draft with another tokenizer of the same size passes silently (and runs with the
 while a same-tokenizer draft with padded embeddings (Qwen2 151936 vs 152064) is refused. Here token->id
 maps, added/special tokens, BOS/EOS/PAD/UNK and ``vocab_size`` are compared; a differing pair needs the
 heterogeneous-vocabulary mode (``use_heterogeneous_vocab``, vLLM 0.25+, draft_model, greedy draft
-sampling; reference/vllm-spec-decode.md section 3). Also: revisions pinned, artifact hashes, the
+sampling; docs/vllm-notes.md). Also: revisions pinned, artifact hashes, the
 speculative config for the engine version (specconfig.py), and refused launch flags (engine.py).
 Each finding is one line with its fix.
 """
@@ -150,7 +150,7 @@ def _vocab_findings(target: Path, draft: Path, t_info: TokenizerInfo | None, d_i
     runner = env.get("VLLM_USE_V2_MODEL_RUNNER")
     if hetero and version is not None and version[:2] == (0, 31) and runner != "0":
         out.append(Finding("model runner", False, False, "vLLM 0.31 runs draft_model on Model Runner V2, which has no "
-                           "vocabulary mapping for use_heterogeneous_vocab (reference section 3, from code); set "
+                           "vocabulary mapping for use_heterogeneous_vocab (from its code, docs/vllm-notes.md); set "
                            "VLLM_USE_V2_MODEL_RUNNER = \"0\" in [engine].env"))
     if hetero and version is not None and version[:2] >= (0, 32) and runner == "1":
         out.append(Finding("model runner", False, True, "VLLM_USE_V2_MODEL_RUNNER=1 makes vLLM 0.32+ refuse "

@@ -3,7 +3,7 @@
 vLLM compares only the configs' ``vocab_size`` for a draft model (``SpeculativeConfig.
 verify_equal_vocab_size_if_draft_model``, vllm/config/speculative.py, 0.15+); the heterogeneous-vocabulary
 mode (0.25+) maps tokens by exact string after normalising word-initial ``Ġ``/``▁`` to a space
-(vllm/v1/spec_decode/vocab_mapping.py). Source: /work/shared/reference/vllm-spec-decode.md section 3.
+(vllm/v1/spec_decode/vocab_mapping.py, https://github.com/vllm-project/vllm/pull/38174); docs/vllm-notes.md.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
   predicts is mean acceptance length / step-time ratio (tokens per step over time per step), next to
   the measured TPOT speedup (plain TPOT p50 / speculative TPOT p50).
 - **Capacity at SLO.** A request is good when it meets every declared SLO (TTFT, TPOT, E2E, seconds);
-  goodput = good requests / measurement window (DESIGN.md). A level holds the SLOs when the declared
+  goodput = good requests / measurement window (docs/metrics.md). A level holds the SLOs when the declared
   percentile of each metric is within its limit; capacity is the highest tested level that holds.
 """
 

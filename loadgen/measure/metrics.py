@@ -1,6 +1,6 @@
 """Per-request and per-cell statistics (pure: numpy only, no I/O, no clock).
 
-Definitions are DESIGN.md's, named exactly so:
+Definitions are docs/metrics.md's, named exactly so:
 
 - TTFT = first token-bearing chunk arrival - request send (s)
 - E2E latency = last token-bearing chunk arrival - request send (s)
@@ -11,7 +11,7 @@ Definitions are DESIGN.md's, named exactly so:
   likewise (req/s); window = first measured send to last measured completion (last token-bearing chunk)
 - peak output throughput: the most output tokens in one 1-second bucket of the window (throughput.py)
 - acceptance rate = d accepted / d draft tokens; mean acceptance length = 1 + d accepted / d drafts;
-  per-position acceptance = d accepted_per_pos[i] / d drafts (reference/vllm-spec-decode.md 1.2)
+  per-position acceptance = d accepted_per_pos[i] / d drafts (docs/vllm-notes.md, "/metrics")
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def request_timings(send_s: float, arrivals_s: Sequence[float], tokens: Sequence
 
 @dataclass(frozen=True)
 class Distribution:
-    """Summary of a sample: count, mean and the DESIGN percentiles (p50/p90/p99), in the sample's unit."""
+    """Summary of a sample: count, mean and the docs/metrics.md percentiles (p50/p90/p99), in the sample's unit."""
 
     count: int
     mean: float | None

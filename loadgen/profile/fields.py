@@ -2,10 +2,10 @@
 methods of ``SpeculativeConfig`` per minor release, and the version arithmetic over them. The rules that
 check a pair against them are check/specconfig.py; launch flags are check/engine.py.
 
-Every fact comes from /work/shared/reference/vllm-spec-decode.md, read from the vLLM wheels 0.10.0-0.33.0:
-section 2.2 (``SpeculativeConfig`` fields: ``vllm/config/speculative.py`` 0.11+,
-``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), 2.3 (methods, method re-classification in
-``SpeculativeConfig.__post_init__``) and 3 (heterogeneous vocabularies). A range ``(first, last)`` holds
+Every fact is in docs/vllm-notes.md (speculative config), read from the vLLM wheels 0.10.0-0.33.0:
+fields (``SpeculativeConfig``: ``vllm/config/speculative.py`` 0.11+,
+``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), methods (method re-classification in
+``SpeculativeConfig.__post_init__``) and vocabularies (``use_heterogeneous_vocab``). A range ``(first, last)`` holds
 for every minor release from ``first`` through ``last`` (``None``: still in 0.33); versions compare as
 (major, minor) except where a range names a patch (0.10.2).
 """

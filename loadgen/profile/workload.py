@@ -1,7 +1,7 @@
 """Seeded synthetic prompt sets: short homogeneous continuations and diverse long answers.
 
 Prompts are natural text, never random token ids: random ids make draft acceptance meaningless
-(vLLM issue #52536; reference/peers.md section 3). The same seed gives the same prompts on every
+(https://github.com/vllm-project/vllm/issues/52536). The same seed gives the same prompts on every
 machine, and both servers receive the identical list.
 
 - ``short-homogeneous``: raw-text continuations built from a few templates that share most of their

@@ -1,7 +1,7 @@
 """Prometheus text exposition: parse and snapshot (pure: no I/O, no clock); deltas live in deltas.py.
 
 Parsing is ``prometheus_client.parser.text_string_to_metric_families``; fetching lives elsewhere.
-vLLM facts (shared/reference/vllm-spec-decode.md section 1: vLLM 0.10-0.33 wheels, names confirmed live
+vLLM facts (docs/vllm-notes.md, "/metrics": vLLM 0.10-0.33 wheels, names confirmed live
 on 0.32.0 and 0.24.0): engine metrics carry labels ``model_name`` and ``engine`` (sum over ``engine``;
 ``vllm/v1/metrics/loggers.py``); counters are exposed as ``<name>_total`` plus a ``<name>_created``
 timestamp gauge (dropped here); spec-decode counters (``vllm/v1/spec_decode/metrics.py``) exist only on a

@@ -3,10 +3,10 @@ https://prometheus.io/docs/prometheus/latest/querying/api/; tested against Prome
 
 The direct path (flow.py) scrapes the server's ``/metrics`` right before and after a cell; this module
 gets the same deltas from a Prometheus server that scrapes vLLM on its own (the pattern of
-inference-perf, shared/reference/peers.md section 4), so a staging node's monitoring can be cross-checked.
+inference-perf, github.com/kubernetes-sigs/inference-perf), so a staging node's monitoring can be checked.
 
-Two ways, both summed over ``engine`` (vLLM >= 0.11 exports one series per engine; reference/
-vllm-spec-decode.md 1.1-1.2):
+Two ways, both summed over ``engine`` (vLLM >= 0.11 exports one series per engine;
+docs/vllm-notes.md, "/metrics"):
 
 - :meth:`PromQLReader.spec_decode_delta`: ``sum(increase(m{sel}[Nms]))`` evaluated at ``end`` with
   N = end - start, per position ``sum by (position) (...)``. Prometheus' ``increase()`` extrapolates

@@ -1,6 +1,6 @@
 """Fetching vLLM's ``/metrics`` (the I/O half of exposition.py): one scrape, or gauges sampled during a cell.
 
-Gauges sampled (vLLM V1, all versions 0.10-0.33, reference/vllm-spec-decode.md 1.3):
+Gauges sampled (vLLM V1, all versions 0.10-0.33, docs/vllm-notes.md):
 ``vllm:kv_cache_usage_perc`` (a fraction 0-1 despite its name), ``vllm:num_requests_running`` and
 ``vllm:num_requests_waiting``, each summed over ``engine``. A server from before a metric's rename is
 read under the older name (metricnames.py), and the summary says which name was read.

@@ -1,4 +1,4 @@
-"""The run folder ``runs/<pair>/<UTC timestamp>/`` and its files (DESIGN.md, Output of a run).
+"""The run folder ``runs/<pair>/<UTC timestamp>/`` and its files (README.md, "What a card holds").
 
 Everything is written as soon as it is known: requests are appended to ``requests.jsonl`` when they
 finish and cells to ``cells.jsonl`` when they end, so a run that fails midway keeps what it measured.

@@ -4,7 +4,7 @@ cell's entry to ``cells.jsonl``, then write the optional files (``/metrics`` sna
 Nothing measured is lost: every request is appended to ``requests.jsonl`` as it finishes, and a cell that
 ends badly still gets its entry (with ``failure``) before the run stops. ``/metrics`` that times out,
 answers an error or garbage marks the cell (``metrics_error``) and the run goes on without its server
-counters. Fallback rule (DESIGN.md step 4): a speculative cell whose draft counters did not move stops
+counters. Fallback rule (docs/metrics.md, "Acceptance"): a speculative cell whose draft counters did not move stops
 the run, except for draft-free lookup methods that may legitimately find nothing to propose.
 """
 

@@ -8,7 +8,7 @@ conventions (https://prometheus.io/docs/practices/naming/): base units (seconds,
 counters.
 
 Per request (warmup and cooldown requests are not observed, as the card leaves them out), definitions
-from DESIGN.md computed by :func:`loadgen.metrics.request_timings`:
+from docs/metrics.md computed by :func:`loadgen.metrics.request_timings`:
 
 - ``loadgen_ttft_seconds``, ``loadgen_tpot_seconds`` (s/token), ``loadgen_e2e_latency_seconds``: histograms,
   one observation per successful request (TPOT only when it has >= 2 output tokens);
@@ -137,7 +137,7 @@ class Exporter:
     def observe_request(self, record: RequestRecord) -> bool:
         """Observe one finished request (a ``requests.jsonl`` record); returns False for a warmup or
         cooldown one (``record.warmup``; not observed). Timings are seconds on the record's cell clock
-        (DESIGN.md definitions); ``level`` is ``record.level`` (``c<concurrency>`` when empty).
+        (docs/metrics.md definitions); ``level`` is ``record.level`` (``c<concurrency>`` when empty).
         """
         if record.warmup:
             return False

@@ -1,4 +1,4 @@
-"""The compare flow (DESIGN.md steps 2-7): check, launch plain, replay, stop, launch speculative,
+"""The compare flow (docs/architecture.md): check, launch plain, replay, stop, launch speculative,
 replay, stop, write the card.
 
 Prompts for every cell are generated up front and saved, so both servers get the identical list.

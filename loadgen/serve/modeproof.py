@@ -116,7 +116,7 @@ def proof_line(effective: dict[str, Any]) -> str | None:
 
 
 def prove_mode(role: str, snap: Snapshot, k: int) -> dict[str, Any]:
-    """Check the server runs the mode it was launched for (DESIGN.md step 4).
+    """Check the server runs the mode it was launched for (proof of mode, docs/vllm-notes.md).
 
     Raises FallbackDetected: spec-decode series on the plain server, none on the speculative one, or a
     number of ``position`` labels different from the declared K.

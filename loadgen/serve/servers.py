@@ -3,7 +3,7 @@
 A server is started in its own process session (``start_new_session``) so that teardown can signal
 the whole tree: the API server and its EngineCore children. Readiness is ``/health`` 200, the served
 model listed in ``/v1/models``, and one minimal successful completion, which is saved
-(DESIGN.md step 3). Two servers on one GPU must start one after the other (FACTS.md: started together,
+(docs/architecture.md). Two servers on one GPU must start one after the other (docs/vllm-notes.md: started together,
 the second one's memory profiling fails).
 """
 
@@ -76,7 +76,7 @@ def build_argv(
     revision: str | None = None,
 ) -> list[str]:
     """The engine command line. The speculative config is passed as ``--speculative-config JSON``
-    (vLLM >= 0.8.2; the old scattered flags were removed in 0.8.3, reference/vllm-spec-decode.md 2.1).
+    (vLLM >= 0.8.2; the old scattered flags were removed in 0.8.3, vLLM PR 14434; docs/vllm-notes.md).
     """
     argv = [*command, "--model", model, "--served-model-name", served_model,
             "--host", host, "--port", str(port), "--seed", str(seed)]

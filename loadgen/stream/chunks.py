@@ -5,9 +5,9 @@ vLLM sends it on ``/v1/completions`` and ``/v1/chat/completions`` (``vllm/entryp
 protocol.py``, ``.../chat_completion/protocol.py``: ``token_ids`` sits on the choice when the request sets
 ``return_token_ids``; the usage-only chunk has ``choices: []``; an error inside a 200 stream is
 ``{"error": {"message": ...}}``, in older releases ``{"object": "error", "message": ...}``; wire format seen
-on vLLM 0.32, shared/FACTS.md).
+on vLLM 0.32, docs/vllm-notes.md).
 
-Token counts come only from ``token_ids``, never from text length (DESIGN.md, "token-bearing chunk").
+Token counts come only from ``token_ids``, never from text length (docs/metrics.md, "token-bearing chunk").
 """
 
 from __future__ import annotations

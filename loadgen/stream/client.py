@@ -3,7 +3,7 @@
 Errors (HTTP status, connection reset, timeouts, error events, malformed chunks) are recorded on the
 record, never raised, so a failing request cannot lose the measurements of the others.
 
-Timing follows DESIGN.md: times are seconds on a monotonic clock shared by the whole cell
+Timing follows docs/metrics.md: times are seconds on a monotonic clock shared by the whole cell
 (``time.perf_counter`` minus the cell origin), the clock of the request's
 :class:`~loadgen.stream.transport.StreamConnection`. ``send_s`` is taken right before the request is written
 to the socket, and a chunk's arrival is when its bytes were read from the socket, before any parsing
@@ -100,7 +100,7 @@ class RequestRecord:
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> dict[str, Any]:
     """The JSON body for ``prompt``: identical for both servers but for nothing.
 
-    Fair-comparison defaults (DESIGN.md): ``ignore_eos`` with ``min_tokens = max_tokens`` so every
+    Fair-comparison defaults (docs/metrics.md): ``ignore_eos`` with ``min_tokens = max_tokens`` so every
     request yields exactly ``prompt.output_tokens``; ``return_token_ids`` (vLLM >= 0.10.2 extension)
     so token counts per chunk are exact; ``stream_options.include_usage`` for the final usage chunk.
     """

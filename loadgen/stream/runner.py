@@ -12,7 +12,7 @@ A cell runs in phases:
 
 A request's ``scheduled_s`` is when it could first be sent (its worker became free, or its arrival
 time and a free slot), so send lag = ``send_s - scheduled_s`` measures the client's own delay
-(DESIGN.md), including connecting when a slot's connection has to be (re)opened; ``arrival_s`` keeps
+(docs/metrics.md), including connecting when a slot's connection has to be (re)opened; ``arrival_s`` keeps
 the open-loop schedule. Every finished request is handed to ``on_record`` at once, so an interrupted
 cell keeps what finished.
 

@@ -1,4 +1,4 @@
-"""The speculative-config schema per vLLM version (reference/vllm-spec-decode.md sections 2.2, 2.3, 3)."""
+"""The speculative-config schema per vLLM version (docs/vllm-notes.md, "Speculative config")."""
 
 from __future__ import annotations
 

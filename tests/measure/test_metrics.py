@@ -1,4 +1,4 @@
-"""Closed-form checks of every DESIGN.md metric definition."""
+"""Closed-form checks of every docs/metrics.md definition."""
 
 from __future__ import annotations
 

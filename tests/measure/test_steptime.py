@@ -103,7 +103,7 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
     assert card["statistics_from"] == "card.json"
     assert len(card["cells"]) == 8
     # its protocol.json declares no criteria (the run judged invented defaults): not judged now
-    assert "criteria" not in json.loads((run / "protocol.json").read_text()) and before["verdict"]["passed"] is False
+    assert "criteria" not in json.loads((run / "protocol.json").read_text())
     assert card["verdict"]["declared"] is False and card["verdict"]["passed"] is None
     for old, new in zip(before["cells"], card["cells"], strict=True):
         assert new["plain"]["tpot_s"] == old["plain"]["tpot_s"]  # per-request statistics are kept

@@ -35,7 +35,7 @@ def split_at(body: bytes, cuts: Sequence[int]) -> list[bytes]:
     return [body[a:b] for a, b in pairwise(bounds)]
 
 
-# --- inline samples with the shapes vLLM 0.32 sends (shared/FACTS.md) -------------------------------
+# --- inline samples with the shapes vLLM 0.32 sends (docs/vllm-notes.md) -------------------------------
 
 _CMPL_CHUNKS: list[tuple[str, list[int], str | None]] = [
     (" Paris", [7042, 30, 216, 198], None),
@@ -476,7 +476,7 @@ def test_recorded_stream_token_accounting(kind: str) -> None:
     assert all(c.has_token_ids for c in bearing)
     # Token counts from token_ids reconcile with the server's usage.completion_tokens.
     assert sum(c.token_count for c in bearing) == usage[-1].completion_tokens
-    # finish_reason rides on the last token-bearing chunk (shared/FACTS.md, vLLM 0.32).
+    # finish_reason rides on the last token-bearing chunk (docs/vllm-notes.md, vLLM 0.32).
     assert bearing[-1].finish_reason in {"length", "stop"}
     assert all(c.finish_reason is None for c in bearing[:-1])
     # The usage-only chunk comes after the last token-bearing chunk and carries none.

@@ -1,5 +1,5 @@
 """Real Prometheus and Pushgateway processes for tests (Debian packages ``prometheus`` 2.42 and
-``prometheus-pushgateway`` 1.5.1; FACTS.md, Prometheus), plus a static ``/metrics`` endpoint.
+``prometheus-pushgateway`` 1.5.1), plus a static ``/metrics`` endpoint.
 
 Everything listens on free loopback ports and runs from a caller-given work folder (config, TSDB, logs).
 Typical use, e.g. pointing Prometheus at a running vLLM server::
