@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from loadgen import cli
 from loadgen.cli import main
+from loadgen.errors import CriteriaFailed
 from tests.test_pair_tables import BASE
 from tests.test_report import write_run
 
@@ -90,7 +91,7 @@ def test_report_on_a_folder_without_protocol_exits_2(tmp_path: Path) -> None:
 def test_the_verdict_decides_compares_exit(tmp_path: Path, passed: bool | None, code: int) -> None:
     (tmp_path / "card.json").write_text(json.dumps({"verdict": {"passed": passed}}))
     if code == 3:
-        with pytest.raises(cli.CriteriaFailed, match="the verdict failed the criteria declared in the pair file"):
+        with pytest.raises(CriteriaFailed, match="the verdict failed the criteria declared in the pair file"):
             cli._verdict_exit(tmp_path)
     else:
         cli._verdict_exit(tmp_path)
