@@ -179,3 +179,31 @@ def test_files_table_lists_pinned_files() -> None:
     assert lines(card())[-5:] == ["## Files", "", "| model | file | sha256 |", "|---|---|---|",
                                   "| target | config.json | `c0` |"]
     assert render_markdown(card()).endswith("| target | config.json | `c0` |\n")
+
+
+def test_lossless_and_cost_decomposition_lines() -> None:
+    c = card()
+    c["cells"][0] |= {"lossless": {"identical": 3, "pairs": 4, "match_rate": 0.75},
+                      "cost": {"predicted_speedup": 1.25, "agrees": True, "step_source": "server",
+                               "plain_step_s": 0.02, "spec_step_s": 0.04, "step_time_ratio": 2.0,
+                               "acceptance_length": 2.5, "measured_tpot_speedup": 2.0}}
+    out = lines(c)
+    assert "- lossless check (greedy): 3/4 requests identical (75%)" in out
+    assert ("- cost decomposition: step time (server `vllm:inter_token_latency_seconds` mean) plain 20.00 ms, "
+            "speculative 40.00 ms (ratio 2.00: drafting + verification); mean acceptance length 2.50 predicts a "
+            "speedup of 1.25x; measured TPOT speedup 2.00x (agree within 15%)") in out
+    c["cells"][0]["cost"] = {"unavailable": "no acceptance"}
+    assert "- cost decomposition: not given: no acceptance" in lines(c)
+
+
+def test_server_histogram_rows_say_whether_they_agree() -> None:
+    c = card()
+    c["cells"][0]["plain"]["server_vs_client"] = {
+        "ttft_s": {"agrees": True, "client_p50": 0.25, "server_p50": 0.3, "metric": "vllm:time_to_first_token_seconds"}}
+    assert ("- plain TTFT: client p50 250.00 ms, server `vllm:time_to_first_token_seconds` p50 300.00 ms (agree "
+            "within the histogram's bucket resolution)") in lines(c)
+
+
+def test_plots_are_linked() -> None:
+    out = lines(card(plots=["plots/tpot.png"]))
+    assert out[out.index("## Plots") + 2] == "![plots/tpot.png](plots/tpot.png)"
