@@ -1,0 +1,64 @@
+"""summary.summary_table / print_summary: the rich table's rows for a card, captured from a wide console."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from loadgen.summary import print_summary, summary_table
+
+
+def _side(ttft: float, tpot: float, tps: float | None, errors: int, acc: float | None = None) -> dict[str, Any]:
+    return {"ttft_s": {"p50": ttft}, "tpot_s": {"p50": tpot}, "output_throughput_tps": tps, "errors": errors,
+            "acceptance": None if acc is None else {"acceptance_rate": acc}}
+
+
+CARD: dict[str, Any] = {
+    "pair": "t", "complete": True,
+    "cells": [
+        {"workload": "w", "level": "c1", "concurrency": 1, "plain": _side(0.25, 0.02, 150.4, 0),
+         "speculative": _side(0.5, 0.01, 299.6, 1, 0.625),
+         "ratios": {"tpot_p50": {"value": 0.5, "ci_low": 0.454, "ci_high": 0.556}}},
+        {"workload": "w", "level": "r2.5", "concurrency": 4, "plain": _side(0.1, 0.03, None, 2),
+         "ratios": {"tpot_p50": {"value": None}}},
+    ],
+    "verdict": {"summary": "PASS: every judged cell passed [criteria]"},
+}
+
+
+def _text(card: dict[str, Any]) -> str:
+    console = Console(width=200, record=True, color_system=None)
+    print_summary(card, console)
+    return console.export_text()
+
+
+def _cells(text: str) -> list[list[str]]:
+    """The data rows of the rendered table as lists of stripped cells."""
+    return [[x.strip() for x in line.strip().strip("│").split("│")] for line in text.splitlines()
+            if line.startswith("│") and "workload" not in line]
+
+
+def test_each_cell_is_one_row_in_ms_with_the_ratio_and_its_ci() -> None:
+    rows = _cells(_text(CARD))
+    assert rows[0] == ["w", "c1", "250.0 / 500.0", "20.0 / 10.0", "0.50 [0.45, 0.56]", "0.625", "150 / 300", "0 / 1"]
+
+
+def test_a_cell_missing_a_side_shows_dashes() -> None:
+    rows = _cells(_text(CARD))
+    assert rows[1] == ["w", "r2.5", "100.0 / –", "30.0 / –", "–", "–", "– / –", "2 / –"]
+
+
+def test_the_title_and_the_verdict_line() -> None:
+    text = _text(CARD)
+    assert "t: speculative vs plain (complete)" in text
+    assert text.rstrip().splitlines()[-1] == "verdict: PASS: every judged cell passed [criteria]"
+    incomplete = _text(CARD | {"complete": False, "verdict": None})
+    assert "t: speculative vs plain (INCOMPLETE)" in incomplete and "verdict:" not in incomplete
+
+
+def test_a_cell_without_level_falls_back_to_its_concurrency() -> None:
+    cell = {"workload": "w", "concurrency": 8, "ratios": {}}
+    table = summary_table({"pair": "t", "complete": True, "cells": [cell]})
+    assert [next(iter(col.cells)) for col in table.columns][:2] == ["w", "8"]
+    assert list(table.columns[7].cells) == ["– / –"]
