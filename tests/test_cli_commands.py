@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from loadgen import cli
 from loadgen.cli import main
 from loadgen.errors import CriteriaFailed
-from tests.test_pair_tables import BASE
-from tests.test_report import write_run
+from tests.profile.test_pairfile import BASE
+from tests.report.test_carddata import write_run
 
 
 def test_pairs_lists_every_profile_in_order() -> None:
@@ -36,7 +36,7 @@ def test_check_of_an_unknown_pair_exits_2_in_one_line() -> None:
 
 def test_check_with_blocking_findings_exits_2_and_says_how_many(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from loadgen import engine
+    from loadgen.check import engine
 
     monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: None)
     pair = tmp_path / "p.toml"
@@ -66,9 +66,9 @@ def test_compare_with_a_bad_attach_url_exits_2_before_any_server(tmp_path: Path)
 
 def test_report_on_a_run_folder_writes_the_card_and_exits_0(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import loadgen.plots
+    import loadgen.report.plots
 
-    monkeypatch.setattr(loadgen.plots, "render_plots", lambda card, records, folder: [])
+    monkeypatch.setattr(loadgen.report.plots, "render_plots", lambda card, records, folder: [])
     run = write_run(tmp_path / "run", criteria={"primary": ["tpot_p50"], "declared": ["primary"]})
     result = CliRunner().invoke(main, ["report", str(run)])
     assert result.exit_code == 0  # report re-renders; only compare exits 3 on a failed verdict

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from loadgen.client import RequestRecord
 from loadgen.errors import BadInput
-from loadgen.judging import NOT_DECLARED
-from loadgen.report import CARD_SCHEMA, build_card
+from loadgen.measure.judging import NOT_DECLARED
+from loadgen.report.carddata import CARD_SCHEMA, build_card
+from loadgen.stream.client import RequestRecord
 
 PLAIN_TPOT = {1: 0.02, 2: 0.02}
 SPEC_TPOT = {1: 0.01, 2: 0.03}

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from loadgen.summary import print_summary, summary_table
+from loadgen.report.summary import print_summary, summary_table
 
 
 def _side(ttft: float, tpot: float, tps: float | None, errors: int, acc: float | None = None) -> dict[str, Any]:

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from loadgen import flow
-from loadgen.pair import RoleServer, load_pair
-from loadgen.rundir import read_jsonl
-from tests.fakerun import cell, run_folder
-from tests.test_pair_tables import BASE
+from loadgen.profile.pair import RoleServer
+from loadgen.profile.pairfile import load_pair
+from loadgen.report.rundir import read_jsonl
+from loadgen.run import flow
+from tests.profile.test_pairfile import BASE
+from tests.support.fakerun import cell, run_folder
 
 
 def _pair(tmp_path: Path, text: str = BASE) -> Any:

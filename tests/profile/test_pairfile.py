@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import ProfileError
-from loadgen.pair import Level, Load, RoleServer, Sampling, StopRule, load_pair, resolve_pair_path
+from loadgen.profile.pair import Level, Load, RoleServer, Sampling, StopRule
+from loadgen.profile.pairfile import load_pair, resolve_pair_path
 
 BASE = """name = "mini"
 [target]

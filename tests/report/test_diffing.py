@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
-from loadgen.diffing import diff_cards
 from loadgen.errors import BadInput
+from loadgen.report.diffing import diff_cards
 
 
 def card(tpot: dict[str, float | None], statuses: dict[int, str] | None = None, passed: bool | None = None,

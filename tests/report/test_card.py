@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from loadgen.card import render_markdown
+from loadgen.report.card import render_markdown
 
 
 def _dist(p50: float | None, p90: float | None = None, p99: float | None = None) -> dict[str, Any]:

@@ -7,8 +7,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
-from loadgen.client import RequestRecord
-from loadgen.rundir import (
+from loadgen.report.rundir import (
     JsonlAppender,
     append_records,
     copy_pair_file,
@@ -19,6 +18,7 @@ from loadgen.rundir import (
     write_json,
     write_text,
 )
+from loadgen.stream.client import RequestRecord
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import ProfileError
-from loadgen.workload import Workload, fit_to_tokens, generate, load_tokenizer, load_workload, prompts_digest
-from tests.tokfactory import trained_vocab, write_model
+from loadgen.profile.workload import Workload, fit_to_tokens, generate, load_tokenizer, load_workload, prompts_digest
+from tests.support.tokfactory import trained_vocab, write_model
 
 SHORT = Workload("s", "short-homogeneous", "completions", output_tokens=16, seed=3)
 LONG = Workload("l", "long-diverse", "chat", output_tokens=256, seed=3)
