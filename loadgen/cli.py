@@ -36,7 +36,8 @@ def _handles_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except LoadgenError as exc:
-            click.echo(f"loadgen: error: {exc}", err=True)
+            if str(exc):  # a failed verdict has said everything on stdout already (see _verdict_exit)
+                click.echo(f"loadgen: error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt as exc:  # a run's own line (closing.RunInterrupted) says where its data is
             click.echo(f"loadgen: {exc or 'interrupted; everything measured so far is on disk'}", err=True)
@@ -146,16 +147,18 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
         run_dir = run_compare(loaded, runs_dir, log=echo, attach=attach, cells=cells,
                               allow_unpinned=allow_unpinned, observe=observe, api_key=api_key)
     print_summary(json.loads((run_dir / "card.json").read_text()))
-    click.echo(f"card: {run_dir / 'card.md'}")
     _verdict_exit(run_dir)
 
 
 def _verdict_exit(run_dir: Path) -> None:
-    """Raise CriteriaFailed (exit 3) when the card's verdict (printed by print_summary) failed its declared
-    criteria (none declared: not judged, no exit 3)."""
+    """End a finished run plainly: the card's path after the verdict (printed by print_summary), then
+    CriteriaFailed (exit 3, no error line: the run did not crash) when the verdict failed its declared
+    criteria (none declared: not judged, exit 0)."""
     verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
+    click.echo(f"card: {run_dir / 'card.md'}")
     if verdict and verdict.get("passed") is False:
-        raise CriteriaFailed(f"the verdict failed the criteria declared in the pair file; see {run_dir / 'card.md'}")
+        click.echo("exit 3: the run finished and its verdict failed the criteria declared in the pair file")
+        raise CriteriaFailed("")
 
 
 @main.command()
