@@ -8,8 +8,9 @@ statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +179,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
     return {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
-        "generated_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "generated_utc": run_ended_utc(entries.values(), run_dir),
         "complete": bool(status.get("complete")),
         **on_disk(run_dir, status),  # "failure" (the run's own, plus what is partial or lost) and "requests_on_disk"
         "target": proto["target"],
@@ -204,6 +205,16 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "verdict": verdict,
         "hardware": proto.get("hardware"),
     }
+
+
+def run_ended_utc(entries: Iterable[list[dict[str, Any]]], run_dir: Path) -> str:
+    """When the run's last cell ended (its ``started_utc`` + ``duration_s``, ISO 8601 to the second, UTC):
+    the card's ``generated_utc``, so that rebuilding a card gives the same bytes. Without any cell line,
+    when protocol.json was last written."""
+    ends = [datetime.fromisoformat(e["started_utc"]) + timedelta(seconds=float(e.get("duration_s") or 0.0))
+            for es in entries for e in es if e.get("started_utc")]
+    when = max(ends) if ends else datetime.fromtimestamp((run_dir / "protocol.json").stat().st_mtime, UTC)
+    return when.astimezone(UTC).replace(microsecond=0).isoformat(timespec="seconds")
 
 
 def _optional_json(path: Path) -> Any:

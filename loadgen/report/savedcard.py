@@ -6,12 +6,12 @@ every per-request figure (percentiles, paired bootstrap CIs, goodput, the lossle
 card.json has it. What depends only on cell-level numbers is recomputed: the step times and the cost
 decomposition, the burst check and the ratios it
 withholds (steptime.py), and the verdict (judging.py).
-The card then says ``statistics_from: "card.json"``; its plots are kept as they were.
+The card keeps its own ``generated_utc`` (re-rendering gives the same bytes) and says
+``statistics_from: "card.json"``; its plots are kept as they were.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,5 @@ def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
     diff = (card.get("resources") or {}).get("difference") or {}
     card["verdict"] = card_verdict(proto.get("criteria"), card["cells"], judged_resources(diff),
                                    run_dir / "protocol.json")
-    card["generated_utc"] = datetime.now(UTC).isoformat(timespec="seconds")
     card["statistics_from"] = "card.json"
     return card
