@@ -322,7 +322,7 @@ def clients(names: Sequence[str]) -> list[Client]:
     for name in names:
         if name == "loadgen":
             out.append(Client("loadgen", _loadgen_version(), _loadgen_cmd, {},
-                              "nothing: `run_cell_async` with a `CellPlan` (closed loop, duration stop)"))
+                              "nothing: `run_cell_async` with a `CellSpec` (closed loop, duration stop)"))
         elif name == FLOOR:
             out.append(Client(FLOOR, "uvloop", _floor_cmd, {},
                               "nothing: a reference, not a peer (`--floor-child`): uvloop connections that send "
@@ -485,14 +485,15 @@ def _wait_closed(url: str, timeout_s: float = 10.0) -> None:
 def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> int:
     """Closed loop with loadgen's runner until stopped; one line per finished request: the send time
     (``time.perf_counter()`` seconds), its send lag (s) and 1/0 for ok."""
-    from loadgen.profile.pair import Sampling
+    from loadgen.profile.cells import CellSpec
+    from loadgen.profile.pair import Level, Sampling
     from loadgen.profile.workload import Prompt
     from loadgen.stream.client import RequestRecord
-    from loadgen.stream.runner import CellPlan, new_event_loop, run_cell_async
+    from loadgen.stream.runner import new_event_loop, run_cell_async
 
     prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)
-    plan = CellPlan(role="plain", workload="bench", endpoint="completions", concurrency=concurrency, warmup=(),
-                    prompts=[prompt] * 20_000, duration_s=CHILD_DURATION_S, label=f"c{concurrency}")
+    plan = CellSpec(role="plain", workload="bench", endpoint="completions", level=Level(concurrency),
+                    measured=(prompt,) * 20_000, duration_s=CHILD_DURATION_S)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:  # the loop run_cell uses
         runner.run(asyncio.sleep(0))  # created before the idle RSS is taken, like the peers' loops: not per stream
         time.sleep(1.0)  # idle after the imports, so the driver's idle RSS is not taken while they still grow

@@ -44,10 +44,11 @@ import psutil
 from benchdoc import DOC, by_make, describe_command, load_average, machine, write_section
 from sse_server import spawn
 
-from loadgen.profile.pair import Sampling
+from loadgen.profile.cells import CellSpec
+from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.stream.client import RequestRecord
-from loadgen.stream.runner import CellPlan, run_cell_async, run_in_cell_loop
+from loadgen.stream.runner import run_cell_async, run_in_cell_loop
 
 SECTION = "## Soak: memory and event-loop lag over time"
 MODEL = "scripted"
@@ -185,10 +186,9 @@ async def run_soak(url: str, args: argparse.Namespace, workdir: Path) -> Soak:
     try:
         cell = 0
         while (left := args.duration_s - (time.perf_counter() - soak.start)) > 1.0:
-            plan = CellPlan(role="plain", workload="soak", endpoint="completions", concurrency=args.concurrency,
-                            warmup=[prompt] * args.concurrency, prompts=[prompt] * PROMPTS_PER_CELL,
-                            duration_s=min(args.cell_s, left),
-                            label=f"c{args.concurrency}", repetition=cell)
+            plan = CellSpec(role="plain", workload="soak", endpoint="completions", level=Level(args.concurrency),
+                            warmup=(prompt,) * args.concurrency, measured=(prompt,) * PROMPTS_PER_CELL,
+                            duration_s=min(args.cell_s, left), repetition=cell)
             path, soak.steady_from = workdir / f"cell-{cell}.jsonl", time.perf_counter() + BOUNDARY_S
             with open(path, "w") as fh:
                 records, _ = await run_cell_async(url, MODEL, Sampling(), plan, functools.partial(_keep, fh, soak))

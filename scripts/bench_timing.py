@@ -41,10 +41,11 @@ from benchdoc import by_make, describe_command, machine, write_section
 from sse_server import Script, parse_pattern, spawn
 
 from loadgen.measure.metrics import request_timings
-from loadgen.profile.pair import Sampling
+from loadgen.profile.cells import CellSpec
+from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.stream.client import RequestRecord
-from loadgen.stream.runner import CellPlan, run_cell_async, run_in_cell_loop
+from loadgen.stream.runner import run_cell_async, run_in_cell_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Timing accuracy against a scripted server"
@@ -175,9 +176,10 @@ def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespac
     """One closed-loop cell at concurrency ``c`` with ``n`` measured requests; TimeoutError after
     ``timeout_s``."""
     tag = f"c{c}-"
-    plan = CellPlan(role="plain", workload="scripted", endpoint="chat", concurrency=c,
-                    warmup=prompts(tag + "w", c, args.output_tokens), prompts=prompts(tag + "m", n, args.output_tokens),
-                    cooldown=prompts(tag + "f", c, args.output_tokens), label=f"c{c}")
+    plan = CellSpec(role="plain", workload="scripted", endpoint="chat", level=Level(c),
+                    warmup=tuple(prompts(tag + "w", c, args.output_tokens)),
+                    measured=tuple(prompts(tag + "m", n, args.output_tokens)),
+                    cooldown=tuple(prompts(tag + "f", c, args.output_tokens)))
     all_chunks = [0]
 
     def count(record: RequestRecord) -> None:

@@ -24,17 +24,17 @@ from loadgen.errors import FallbackDetected, RunFailed
 from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters
 from loadgen.measure.faults import categories, over_budget
 from loadgen.measure.metrics import ClientUse, MeasuredRequest, cell_stats
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Pair
 from loadgen.prom import deltas
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, server_histograms, summarize_gauges
 from loadgen.report.rundir import JsonlAppender, write_text
 from loadgen.run.observe import Observers
-from loadgen.run.plan import CellSpec
 from loadgen.serve import servers
 from loadgen.serve.attached import where_to_look
 from loadgen.stream.client import RequestRecord
-from loadgen.stream.runner import CellPlan, run_cell
+from loadgen.stream.runner import run_cell
 from loadgen.stream.timeouts import read_timeout_s
 from loadgen.util import strictjson
 
@@ -117,9 +117,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         window.add(record)
         observers.request_finished(record)
 
-    plan = CellPlan(role, cell.workload, cell.endpoint, cell.concurrency, cell.warmup, cell.measured,
-                    cell.cooldown, cell.arrivals_s, pair.stop.duration_s, cell.level.label, cell.repetition,
-                    read_timeout_s(pair.stop, pair.slo))
+    plan = cell.on(role, pair.stop.duration_s, read_timeout_s(pair.stop, pair.slo))
     started, t0, cpu0 = datetime.now(UTC).isoformat(), time.monotonic(), time.process_time()
     records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
                        scrape_before, sampler, server.spec.api_key)

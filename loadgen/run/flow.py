@@ -17,6 +17,7 @@ import httpx
 from loadgen.check.engine import detect_engine_version
 from loadgen.check.validate import check_pair
 from loadgen.errors import LoadgenError, PairCheckError, RunFailed
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Pair, RoleServer
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
@@ -36,7 +37,7 @@ from loadgen.report.savedcard import refresh_saved_card, saved_only
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.run.plan import CellSpec, plan_cells, protocol, replay_protocol
+from loadgen.run.plan import plan_cells, protocol, replay_protocol
 from loadgen.serve import attached, modeproof, resources, servers
 from loadgen.util import strictjson
 from loadgen.util.redact import redact_argv, redact_env, redact_url

@@ -11,42 +11,20 @@ from __future__ import annotations
 import json
 import math
 import platform
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from loadgen import __version__
 from loadgen.check.validate import model_hashes
 from loadgen.errors import ProfileError
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.schedule import arrival_offsets
 from loadgen.profile.workload import Prompt, Workload, generate, load_tokenizer, prompts_digest
 from loadgen.serve import resources
 from loadgen.util.redact import redact_argv, redact_env
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """One cell (workload x load level x repetition) with its prompts, identical for both roles."""
-
-    workload: str
-    endpoint: str
-    level: Level
-    repetition: int
-    warmup: tuple[Prompt, ...]
-    measured: tuple[Prompt, ...]
-    cooldown: tuple[Prompt, ...]
-    arrivals_s: tuple[float, ...] | None
-
-    @property
-    def concurrency(self) -> int:
-        """Closed loop: the concurrency; open loop: the cap on requests in flight."""
-        return int(self.level.concurrency)
-
-    def stem(self, role: str) -> str:
-        """File-name stem of this cell for ``role``."""
-        return f"{role}__{self.workload}__{self.level.label}__rep{self.repetition}"
 
 
 def plan_cells(pair: Pair) -> list[CellSpec]:

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
@@ -55,26 +56,8 @@ CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
 
 
-@dataclass(frozen=True)
-class CellPlan:
-    """One cell. ``arrivals_s`` (open loop) gives each measured prompt's due time; None = closed loop.
-
-    ``duration_s`` (optional) stops sending measured prompts that many seconds after the first one;
-    ``read_timeout_s`` is the longest silence since a stream's last byte (loadgen.timeouts).
-    """
-
-    role: str
-    workload: str
-    endpoint: str
-    concurrency: int
-    warmup: Sequence[Prompt]
-    prompts: Sequence[Prompt]
-    cooldown: Sequence[Prompt] = ()
-    arrivals_s: Sequence[float] | None = None
-    duration_s: float | None = None
-    label: str = ""
-    repetition: int = 0
-    read_timeout_s: float = READ_TIMEOUT_S
+def _read_timeout(plan: CellSpec) -> float:
+    return READ_TIMEOUT_S if plan.read_timeout_s is None else plan.read_timeout_s
 
 
 @dataclass
@@ -82,7 +65,7 @@ class _Cell:
     pool: list[StreamConnection]  # idle connections, one per slot (all of them between phases)
     model: str
     sampling: Sampling
-    plan: CellPlan
+    plan: CellSpec
     clock: Callable[[], float]
     on_record: Callable[[RequestRecord], None]
     records: list[RequestRecord] = field(default_factory=list)
@@ -93,7 +76,7 @@ class _Cell:
             prompt_id=prompt.prompt_id, role=self.plan.role, workload=self.plan.workload,
             concurrency=self.plan.concurrency, phase=phase, scheduled_s=scheduled_s,
             requested_output_tokens=prompt.output_tokens, arrival_s=arrival_s,
-            level=self.plan.label, repetition=self.plan.repetition,
+            level=self.plan.level.label, repetition=self.plan.repetition,
         )
         await stream_request(conn, build_payload(prompt, self.sampling, self.model), record, self.plan.endpoint)
         if phase == "measured":
@@ -165,7 +148,7 @@ async def run_cell_async(
     base_url: str,
     model: str,
     sampling: Sampling,
-    plan: CellPlan,
+    plan: CellSpec,
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
@@ -178,7 +161,7 @@ async def run_cell_async(
     origin = time.perf_counter()
     clock = monotonic_clock(origin)
     pool = [StreamConnection(base_url, clock, api_key=api_key, connect_timeout_s=CONNECT_TIMEOUT_S,
-                             read_timeout_s=plan.read_timeout_s) for _ in range(max(plan.concurrency, 1))]
+                             read_timeout_s=_read_timeout(plan)) for _ in range(max(plan.concurrency, 1))]
     cell = _Cell(pool, model, sampling, plan, clock, on_record)
     side: asyncio.Task[None] | None = None
     client: httpx.AsyncClient | None = None
@@ -189,13 +172,13 @@ async def run_cell_async(
             await cell.closed_loop(plan.warmup, "warmup")
         before_measured()
         if during_measured is not None:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(plan.read_timeout_s, connect=CONNECT_TIMEOUT_S),
+            client = httpx.AsyncClient(timeout=httpx.Timeout(_read_timeout(plan), connect=CONNECT_TIMEOUT_S),
                                        headers={"Authorization": f"Bearer {api_key}"} if api_key else None)
             side = asyncio.create_task(during_measured(client, clock))
         if plan.arrivals_s is None:
-            await cell.closed_loop(plan.prompts, "measured", plan.cooldown)
+            await cell.closed_loop(plan.measured, "measured", plan.cooldown)
         else:
-            await cell.open_loop(plan.prompts, plan.arrivals_s)
+            await cell.open_loop(plan.measured, plan.arrivals_s)
     finally:
         if side is not None:
             side.cancel()
@@ -215,7 +198,7 @@ def run_cell(
     base_url: str,
     model: str,
     sampling: Sampling,
-    plan: CellPlan,
+    plan: CellSpec,
     on_record: Callable[[RequestRecord], None],
     before_measured: Callable[[], None] = lambda: None,
     during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,

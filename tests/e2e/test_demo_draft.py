@@ -10,13 +10,15 @@ import pytest
 
 from loadgen.errors import FallbackDetected
 from loadgen.measure.metrics import Acceptance
+from loadgen.profile.cells import CellSpec
+from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.prom.deltas import spec_decode_delta
 from loadgen.prom.scrape import scrape
 from loadgen.run.plan import plan_cells
 from loadgen.serve import servers
 from loadgen.serve.modeproof import prove_mode
-from loadgen.stream.runner import CellPlan, run_cell
+from loadgen.stream.runner import run_cell
 
 
 def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> None:
@@ -24,7 +26,8 @@ def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> Non
     cell = next(c for c in plan_cells(pair) if c.workload == "short-homogeneous" and c.concurrency == 2)
     _, before = scrape(demo_spec_server.base_url)
     records = run_cell(demo_spec_server.base_url, demo_spec_server.spec.served_model, pair.sampling,
-                       CellPlan("speculative", cell.workload, cell.endpoint, 2, (), cell.measured), lambda r: None)
+                       CellSpec(cell.workload, cell.endpoint, Level(2), measured=cell.measured, role="speculative"),
+                       lambda r: None)
     _, after = scrape(demo_spec_server.base_url)
     assert all(r.error is None and r.output_tokens == 32 for r in records)
     counters = spec_decode_delta(before, after)

@@ -6,15 +6,17 @@ the same kind of connection."""
 from __future__ import annotations
 
 from loadgen.measure.faults import categories, classify
+from loadgen.profile.cells import CellSpec
+from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.serve import servers
 from loadgen.stream.client import RequestRecord
-from loadgen.stream.runner import CellPlan, run_cell
+from loadgen.stream.runner import run_cell
 
 
 def _one(server: servers.Server, model: str, prompt: Prompt) -> RequestRecord:
-    plan = CellPlan("speculative", "faults", prompt.endpoint, 1, (), (prompt,))
+    plan = CellSpec("faults", prompt.endpoint, Level(1), measured=(prompt,), role="speculative")
     [record] = run_cell(server.base_url, model, load_pair("demo-cpu").sampling, plan, lambda r: None)
     return record
 

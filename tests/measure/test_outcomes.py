@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from loadgen.measure.faults import classify
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
@@ -24,7 +25,6 @@ from loadgen.report.rundir import JsonlAppender, load_records
 from loadgen.report.summary import print_summary
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.run.plan import CellSpec
 from loadgen.serve import servers
 from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection

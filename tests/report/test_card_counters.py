@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
@@ -27,7 +28,6 @@ from loadgen.report.rundir import JsonlAppender
 from loadgen.run import cell as cell_module
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.run.plan import CellSpec
 from loadgen.serve import servers
 from loadgen.stream.client import RequestRecord
 from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk

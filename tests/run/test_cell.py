@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from loadgen.errors import RunFailed
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.report.rundir import JsonlAppender
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.run.plan import CellSpec
 from loadgen.serve import servers
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 

@@ -9,10 +9,11 @@ import time
 
 import pytest
 
-from loadgen.profile.pair import Sampling
+from loadgen.profile.cells import CellSpec
+from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.stream.client import RequestRecord
-from loadgen.stream.runner import CellPlan, run_cell
+from loadgen.stream.runner import run_cell
 from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 
 # every request: 3 tokens over ~60 ms
@@ -24,7 +25,7 @@ def _prompts(prefix: str, n: int) -> tuple[Prompt, ...]:
     return tuple(Prompt(f"{prefix}{i}", "w", "completions", f"{prefix}{i}", None, 3) for i in range(n))
 
 
-def _run(plan: CellPlan, counters: Counters | None = None,
+def _run(plan: CellSpec, counters: Counters | None = None,
          ) -> tuple[list[RequestRecord], list[RequestRecord], list[str]]:
     seen: list[RequestRecord] = []
     events: list[str] = []
@@ -34,7 +35,8 @@ def _run(plan: CellPlan, counters: Counters | None = None,
 
 
 def test_closed_loop_phases_and_cooldown() -> None:
-    plan = CellPlan("plain", "w", "completions", 3, _prompts("w", 2), _prompts("m", 7), _prompts("f", 12))
+    plan = CellSpec("w", "completions", Level(3), 0, _prompts("w", 2), _prompts("m", 7), _prompts("f", 12),
+                    role="plain")
     measured, seen, events = _run(plan)
     assert events == ["before"]
     assert sorted(r.prompt_id for r in measured) == [f"m{i}" for i in range(7)]
@@ -55,7 +57,7 @@ def test_closed_loop_phases_and_cooldown() -> None:
 
 def test_open_loop_follows_the_schedule() -> None:
     arrivals = tuple(0.03 * i for i in range(6))
-    plan = CellPlan("plain", "w", "completions", 16, (), _prompts("m", 6), arrivals_s=arrivals, label="r33")
+    plan = CellSpec("w", "completions", Level(16, 33.0), measured=_prompts("m", 6), arrivals_s=arrivals, role="plain")
     measured, _, _ = _run(plan)
     by_id = {r.prompt_id: r for r in measured}
     start = by_id["m0"].arrival_s
@@ -70,7 +72,7 @@ def test_open_loop_follows_the_schedule() -> None:
 
 
 def test_open_loop_cap_delays_but_is_not_send_lag() -> None:
-    plan = CellPlan("plain", "w", "completions", 1, (), _prompts("m", 3), arrivals_s=(0.0, 0.0, 0.0))
+    plan = CellSpec("w", "completions", Level(1), measured=_prompts("m", 3), arrivals_s=(0.0, 0.0, 0.0), role="plain")
     measured, _, _ = _run(plan)
     ordered = sorted(measured, key=lambda r: r.send_s)
     # with one slot, each request waits for the previous one: scheduled when the slot frees
@@ -80,7 +82,7 @@ def test_open_loop_cap_delays_but_is_not_send_lag() -> None:
 
 
 def test_duration_stop_rule() -> None:
-    plan = CellPlan("plain", "w", "completions", 1, (), _prompts("m", 50), duration_s=0.2)
+    plan = CellSpec("w", "completions", Level(1), measured=_prompts("m", 50), role="plain", duration_s=0.2)
     measured, _, _ = _run(plan)
     # each request takes ~60 ms: a 0.2 s window admits about 4, far fewer than the 50 prepared
     assert 1 <= len(measured) < 50
@@ -90,13 +92,14 @@ def test_duration_stop_rule() -> None:
 
 def test_one_keep_alive_connection_per_slot() -> None:
     closed = Counters()
-    plan = CellPlan("plain", "w", "completions", 3, _prompts("w", 3), _prompts("m", 9), _prompts("f", 6))
+    plan = CellSpec("w", "completions", Level(3), 0, _prompts("w", 3), _prompts("m", 9), _prompts("f", 6), role="plain")
     _, seen, _ = _run(plan, closed)
     assert all(r.error is None for r in seen) and closed.requests == len(seen) > 9
     assert closed.connections == 3  # warmup, measured and cooldown over the same three connections
     opened = Counters()
     # open loop, 16 slots, but a request (~60 ms) every 30 ms keeps at most ~3 in flight: LIFO reuses them
-    plan = CellPlan("plain", "w", "completions", 16, (), _prompts("m", 8), arrivals_s=tuple(0.03 * i for i in range(8)))
+    plan = CellSpec("w", "completions", Level(16, 1.0), measured=_prompts("m", 8),
+                    arrivals_s=tuple(0.03 * i for i in range(8)), role="plain")
     measured, _, _ = _run(plan, opened)
     assert all(r.error is None for r in measured) and opened.requests == 8
     assert opened.connections <= 4
@@ -107,8 +110,8 @@ def test_an_interrupt_near_the_end_of_a_cell_is_never_lost() -> None:
     # KeyboardInterrupt, from run_cell or (after the cell) from the code that runs next. asyncio.Runner's
     # handler raised it from inside the signal handler once the cell's task was done, where the next Python
     # code could be a weak-reference callback that drops it (2 to 4 lost in 60 such trials before the fix).
-    plan = CellPlan(role="plain", workload="w", endpoint="completions", concurrency=2, warmup=_prompts("w", 1),
-                    prompts=_prompts("m", 6))
+    plan = CellSpec(role="plain", workload="w", endpoint="completions", level=Level(2), warmup=_prompts("w", 1),
+                    measured=_prompts("m", 6))
     # Python's own SIGINT handler, as in a terminal (a shell starts background jobs with SIGINT ignored)
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
@@ -118,7 +121,7 @@ def test_an_interrupt_near_the_end_of_a_cell_is_never_lost() -> None:
     assert lost == [], f"interrupts lost at {lost} s into a {cell_s:.3f} s cell"
 
 
-def _interrupt_trials(plan: CellPlan) -> tuple[list[float], float]:
+def _interrupt_trials(plan: CellSpec) -> tuple[list[float], float]:
     with scripted_server({"*": STREAM}) as url:
         t0 = time.perf_counter()
         run_cell(url, "m", Sampling(), plan, lambda r: None)

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.report.rundir import read_jsonl
 from loadgen.run import flow
 from loadgen.run.cell import RunContext, run_cell_on
-from loadgen.run.plan import CellSpec, protocol
+from loadgen.run.plan import protocol
 from loadgen.serve import servers
 from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 

@@ -1,0 +1,72 @@
+"""A cell (one workload at one load level, one repetition) and its key.
+
+``CellKey`` is the (workload, level label) pair that names a cell across protocol.json, cells.jsonl,
+requests.jsonl and the card; ``CellSpec`` is the cell with its prompts and arrival schedule, the same for
+both servers, and, once ``on(role, ...)`` has bound it, what the stream runner sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from loadgen.profile.pair import Level
+from loadgen.profile.workload import Prompt
+
+#: The two servers of a pair, in the card's order.
+ROLES = ("plain", "speculative")
+
+
+class CellKey(NamedTuple):
+    """A cell's name: its workload and its level label (``c4`` closed loop, ``r2.5`` open loop)."""
+
+    workload: str
+    level: str
+
+    @classmethod
+    def of(cls, line: Mapping[str, Any]) -> CellKey:
+        """The key of a protocol cell, a cells.jsonl or requests.jsonl line, or a card cell: its ``level``,
+        or ``c<concurrency>`` for a line written before levels had labels."""
+        return cls(line["workload"], line.get("level") or f"c{int(line['concurrency'])}")
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One cell (workload x load level x repetition) with its prompts, identical for both roles.
+
+    ``arrivals_s`` (open loop) gives each measured prompt's due time (s after the first); None = closed
+    loop. Bound to a server by ``on``: ``role``, ``duration_s`` (stop sending measured prompts that many
+    seconds after the first one; None = a request count) and ``read_timeout_s`` (the longest silence
+    since a stream's last byte, s; None = the runner's default; stream/timeouts.py).
+    """
+
+    workload: str
+    endpoint: str
+    level: Level
+    repetition: int = 0
+    warmup: tuple[Prompt, ...] = ()
+    measured: tuple[Prompt, ...] = ()
+    cooldown: tuple[Prompt, ...] = ()
+    arrivals_s: tuple[float, ...] | None = None
+    role: str = ""
+    duration_s: float | None = None
+    read_timeout_s: float | None = None
+
+    @property
+    def concurrency(self) -> int:
+        """Closed loop: the concurrency; open loop: the cap on requests in flight."""
+        return int(self.level.concurrency)
+
+    @property
+    def key(self) -> CellKey:
+        """The cell's (workload, level label)."""
+        return CellKey(self.workload, self.level.label)
+
+    def stem(self, role: str) -> str:
+        """File-name stem of this cell for ``role``."""
+        return f"{role}__{self.workload}__{self.level.label}__rep{self.repetition}"
+
+    def on(self, role: str, duration_s: float | None = None, read_timeout_s: float | None = None) -> CellSpec:
+        """This cell bound to the ``role`` server, with the stop rule's duration and read timeout."""
+        return replace(self, role=role, duration_s=duration_s, read_timeout_s=read_timeout_s)
