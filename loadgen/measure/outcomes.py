@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadgen.measure.faults import categories
+from loadgen.profile.cells import ROLES
 from loadgen.stream.client import RequestRecord
 
 Key = tuple[str, int]
@@ -98,7 +99,7 @@ def lossless_inputs(plain: Sequence[RequestRecord], speculative: Sequence[Reques
 def finish_line(cell: Mapping[str, Any]) -> str | None:
     """``finish reasons: plain length 2, stop 1; speculative length 3`` for card.md, None without any."""
     parts = []
-    for role in ("plain", "speculative"):
+    for role in ROLES:
         counts = (cell.get(role) or {}).get("finish_reasons")
         if counts:
             parts.append(f"{role} " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))

@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 
 from loadgen.measure.diagnosis import cost_decomposition
+from loadgen.profile.cells import ROLES
 
 #: Inter-chunk gaps shorter than this (s) are back-to-back delivery, not engine steps.
 BURST_GAP_S = 1e-4
 #: A cell and role with at least this share of its gaps under BURST_GAP_S gets a note.
 BURST_NOTE_SHARE = 0.1
 SERVER_STEP_METRIC = "icl_s"  # scrape.SERVER_HISTOGRAMS key of vllm:inter_token_latency_seconds
-ROLES = ("plain", "speculative")
 
 
 def decode_time_per_chunk(arrivals_s: Sequence[float]) -> float | None:

@@ -28,7 +28,12 @@ class CellKey(NamedTuple):
     def of(cls, line: Mapping[str, Any]) -> CellKey:
         """The key of a protocol cell, a cells.jsonl or requests.jsonl line, or a card cell: its ``level``,
         or ``c<concurrency>`` for a line written before levels had labels."""
-        return cls(line["workload"], line.get("level") or f"c{int(line['concurrency'])}")
+        return cls.named(line["workload"], line.get("level"), line.get("concurrency"))
+
+    @classmethod
+    def named(cls, workload: str, level: str | None, concurrency: float | None) -> CellKey:
+        """The key from a workload, a level label (may be empty) and the concurrency it falls back on."""
+        return cls(workload, level or f"c{int(concurrency or 0)}")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import ProfileError
+from loadgen.profile.cells import ROLES
 from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
@@ -212,7 +213,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
               **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     slo_table.finish()
     roles = top.table("servers", {})
-    role_servers = {role: _role_server(roles, role, path) for role in ("plain", "speculative") if role in roles.data}
+    role_servers = {role: _role_server(roles, role, path) for role in ROLES if role in roles.data}
     roles.finish()
     check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
 

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from loadgen.measure.outcomes import finish_line
+from loadgen.profile.cells import ROLES
 from loadgen.serve.modeproof import proof_line
 
 _LATENCIES = (
@@ -49,7 +50,7 @@ def _level(cell: dict[str, Any]) -> str:
 
 def _server_rows(cell: dict[str, Any]) -> list[str]:
     lines = []
-    for role in ("plain", "speculative"):
+    for role in ROLES:
         side = cell.get(role) or {}
         for key, check in (side.get("server_vs_client") or {}).items():
             label = "TTFT" if key == "ttft_s" else "E2E latency"
@@ -130,7 +131,7 @@ def _diagnosis_rows(cell: dict[str, Any]) -> list[str]:
             f"{_ms(cost['spec_step_s'])} ms (ratio {cost['step_time_ratio']:.2f}: drafting + verification); "
             f"mean acceptance length {cost['acceptance_length']:.2f} predicts a speedup of "
             f"{cost['predicted_speedup']:.2f}x; measured TPOT speedup {cost['measured_tpot_speedup']:.2f}x ({verdict})")
-    good = [f"{role} {(cell.get(role) or {}).get('goodput_rps'):.2f} req/s" for role in ("plain", "speculative")
+    good = [f"{role} {(cell.get(role) or {}).get('goodput_rps'):.2f} req/s" for role in ROLES
             if (cell.get(role) or {}).get("goodput_rps") is not None]
     if good:
         lines.append(f"- goodput (requests meeting every SLO): {', '.join(good)}")
@@ -252,7 +253,7 @@ def render_markdown(card: dict[str, Any]) -> str:
         if not cell.get("plain") and not cell.get("speculative"):
             out += ["Not measured.", ""]
             continue
-        failures = [f"- **{role} cell FAILED**: {cell[role]['failure']}" for role in ("plain", "speculative")
+        failures = [f"- **{role} cell FAILED**: {cell[role]['failure']}" for role in ROLES
                     if (cell.get(role) or {}).get("failure")]
         out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
         out += [f"- {note}" for note in cell.get("notes", [])]

@@ -23,6 +23,7 @@ from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes,
 from loadgen.measure.ratios import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
+from loadgen.profile.cells import ROLES, CellKey
 from loadgen.profile.pair import SLO
 from loadgen.report.partial import mark_partial, on_disk
 from loadgen.report.rundir import load_records, read_json, read_jsonl
@@ -31,7 +32,6 @@ from loadgen.serve.resources import difference
 from loadgen.stream.client import RequestRecord
 
 CARD_SCHEMA = "loadgen.card/1"
-ROLES = ("plain", "speculative")
 
 
 def _per_prompt(records: list[RequestRecord], field: str) -> dict[str, float]:
@@ -118,17 +118,17 @@ def build_card(run_dir: Path) -> dict[str, Any]:
     by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
     for r in load_records(run_dir):
         if not r.warmup:
-            by_cell[(r.workload, r.level or f"c{r.concurrency}", r.role)].append(r)
+            by_cell[(*CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
     entries: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for e in read_jsonl(run_dir / "cells.jsonl"):
-        entries[(e["workload"], e.get("level") or f"c{e['concurrency']}", e["role"])].append(e)
+        entries[(*CellKey.of(e), e["role"])].append(e)
 
     cells = []
     seen: set[tuple[str, str]] = set()
     slo = SLO(**(proto.get("slo") or {}))
     greedy = (proto.get("sampling") or {}).get("temperature") == 0
     for planned in proto["cells"]:
-        key = (planned["workload"], planned.get("level") or f"c{planned['concurrency']}")
+        key = CellKey.of(planned)
         if key in seen:
             continue
         seen.add(key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
+from loadgen.profile.cells import CellKey
 from loadgen.report.rundir import read_jsonl
 from loadgen.stream.client import RequestRecord
 
@@ -37,7 +38,7 @@ def on_disk(run_dir: Path, status: dict[str, Any]) -> dict[str, Any]:
     """The card's ``failure`` (:func:`failure_line`) and ``requests_on_disk``: counts of the run's request
     records, ``measured`` on disk, ``partial`` of them in cells with no entry in cells.jsonl,
     ``torn_lines`` skipped in requests.jsonl, ``not_written`` (from status.json)."""
-    done = {(e["role"], e["workload"], e.get("level") or f"c{e['concurrency']}", int(e.get("repetition", 0)))
+    done = {(e["role"], *CellKey.of(e), int(e.get("repetition", 0)))
             for e in read_jsonl(run_dir / "cells.jsonl")}
     torn: list[str] = []
     measured = partial = 0
@@ -45,7 +46,7 @@ def on_disk(run_dir: Path, status: dict[str, Any]) -> dict[str, Any]:
         if (r.get("phase") or ("warmup" if r.get("warmup") else "measured")) != "measured":
             continue
         measured += 1
-        key = (r["role"], r["workload"], r.get("level") or f"c{r['concurrency']}", int(r.get("repetition", 0)))
+        key = (r["role"], *CellKey.of(r), int(r.get("repetition", 0)))
         partial += key not in done
     counts = {"measured": measured, "partial": partial, "torn_lines": len(torn),
               "not_written": int(status.get("requests_not_written") or 0)}

@@ -31,11 +31,11 @@ from matplotlib.figure import Figure
 
 from loadgen.measure.metrics import request_timings
 from loadgen.measure.ratios import crossover
+from loadgen.profile.cells import ROLES, CellKey
 from loadgen.stream.client import RequestRecord
 
 __all__ = ["crossover", "crossover_points", "render_plots"]
 
-ROLES = ("plain", "speculative")
 COLORS = {"plain": "#1f77b4", "speculative": "#d62728"}
 WORKLOAD_MARKERS = ("o", "s", "^", "D", "v", "P")
 DPI = 110
@@ -222,7 +222,7 @@ def _acceptance(card: dict[str, Any], out: Path, paths: list[Path]) -> None:
         width = 0.8 / len(found)
         for i, (cell, acc) in enumerate(found):
             pos = np.arange(len(acc["per_position"]))
-            level = cell.get("level") or f"c{cell.get('concurrency')}"
+            level = CellKey.of(cell).level
             label = (f"{level}: rate {_num(acc.get('acceptance_rate')):.2f}, "
                      f"length {_num(acc.get('mean_acceptance_length')):.2f}")
             ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc["per_position"]], width, label=label)
@@ -243,7 +243,7 @@ def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str]
             continue
         t = request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)
         if t is not None:
-            out.setdefault((r.workload, r.level or f"c{r.concurrency}", r.role), []).append(t.ttft_s * 1e3)
+            out.setdefault((*CellKey.named(r.workload, r.level, r.concurrency), r.role), []).append(t.ttft_s * 1e3)
     return out
 
 

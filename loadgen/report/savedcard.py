@@ -18,7 +18,8 @@ from typing import Any
 from loadgen.errors import BadInput
 from loadgen.measure.judging import card_verdict, judged_resources
 from loadgen.measure.serverside import bounds_of, json_bounds
-from loadgen.measure.steptime import ROLES, apply
+from loadgen.measure.steptime import apply
+from loadgen.profile.cells import ROLES, CellKey
 from loadgen.report.rundir import read_json, read_jsonl
 from loadgen.util.strictjson import finite
 
@@ -42,7 +43,7 @@ def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
                     row["bucket_bounds"] = json_bounds(bounds_of({"upper_bounds": row["bucket_bounds"]}))
     entries: dict[tuple[str, str, str], dict[str, Any]] = {}
     for e in read_jsonl(run_dir / "cells.jsonl"):  # the first repetition's line, as carddata.py reads them
-        entries.setdefault((e["workload"], e.get("level") or f"c{e['concurrency']}", e["role"]), e)
+        entries.setdefault((*CellKey.of(e), e["role"]), e)
     for cell in card["cells"]:
         cell["notes"] = [n for n in cell.get("notes") or [] if not any(n.startswith(f"{r}: bursty") for r in ROLES)]
         apply(cell, None, {role: entries.get((cell["workload"], cell["level"], role)) or {} for role in ROLES})

@@ -38,6 +38,7 @@ from prometheus_client.registry import Collector
 
 from loadgen import __version__
 from loadgen.measure.metrics import CellStats, Distribution, request_timings
+from loadgen.profile.cells import CellKey
 from loadgen.stream.client import RequestRecord
 
 CELL_LABELS = ("pair", "role", "workload", "concurrency", "level")
@@ -132,7 +133,7 @@ class Exporter:
 
     def _labels(self, role: str, workload: str, concurrency: int, level: str | None) -> dict[str, str]:
         return {"pair": self.pair, "role": role, "workload": workload, "concurrency": str(int(concurrency)),
-                "level": level or f"c{int(concurrency)}"}
+                "level": CellKey.named(workload, level, concurrency).level}
 
     def observe_request(self, record: RequestRecord) -> bool:
         """Observe one finished request (a ``requests.jsonl`` record); returns False for a warmup or

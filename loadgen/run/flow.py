@@ -17,7 +17,7 @@ import httpx
 from loadgen.check.engine import detect_engine_version
 from loadgen.check.validate import check_pair
 from loadgen.errors import LoadgenError, PairCheckError, RunFailed
-from loadgen.profile.cells import CellSpec
+from loadgen.profile.cells import ROLES, CellKey, CellSpec
 from loadgen.profile.pair import Pair, RoleServer
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
@@ -42,7 +42,6 @@ from loadgen.serve import attached, modeproof, resources, servers
 from loadgen.util import strictjson
 from loadgen.util.redact import redact_argv, redact_env, redact_url
 
-ROLES = ("plain", "speculative")
 Log = Callable[[str], None]
 
 
@@ -177,7 +176,7 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
     done = {_cell_key(e["role"], e["workload"], e["level"], e.get("repetition", 0))
             for e in entries if not e.get("failure")}
     kept = [r for r in read_jsonl(run_dir / "requests.jsonl")
-            if _cell_key(r["role"], r["workload"], r.get("level") or f"c{r['concurrency']}", r.get("repetition", 0))
+            if _cell_key(r["role"], *CellKey.of(r), r.get("repetition", 0))
             in done]
     partial = [r for r in read_jsonl(run_dir / "requests.jsonl") if r not in kept]
     moved = JsonlAppender(run_dir / "requests.partial.jsonl")
