@@ -15,6 +15,10 @@ LAYERS = ("errors", "util", "profile", "check", "prom", "serve", "stream", "meas
 #: Top-level modules and the layer they sit in (``loadgen`` itself holds only ``__version__``).
 TOP_LEVEL = {"loadgen": "errors", "loadgen.errors": "errors", "loadgen.cli": "cli", "loadgen.__main__": "cli"}
 MAX_LINES = 300
+#: The longest function (lines, decorators excluded) and the longest parameter list (self/cls left out;
+#: ``*args`` and ``**kwargs`` one each).
+MAX_FUNCTION_LINES = 60
+MAX_PARAMETERS = 8
 
 
 def _modules() -> dict[str, Path]:
@@ -120,6 +124,41 @@ def test_every_subpackage_says_its_job_and_the_order() -> None:
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_module_over_300_lines(module: str) -> None:
     assert len(MODULES[module].read_text().splitlines()) <= MAX_LINES
+
+
+def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    yield from (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def parameter_count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Parameters of a function, self/cls left out, ``*args`` and ``**kwargs`` one each."""
+    a = node.args
+    named = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.arg not in ("self", "cls")]
+    return len(named) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines from ``def`` to the function's last line."""
+    return (node.end_lineno or node.lineno) - node.lineno + 1
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_function_over_60_lines(module: str) -> None:
+    long = [f"{f.name} (line {f.lineno}): {function_lines(f)}" for f in _functions(TREES[module])
+            if function_lines(f) > MAX_FUNCTION_LINES]
+    assert long == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_parameter_list_over_8(module: str) -> None:
+    wide = [f"{f.name} (line {f.lineno}): {parameter_count(f)}" for f in _functions(TREES[module])
+            if parameter_count(f) > MAX_PARAMETERS]
+    assert wide == []
+
+
+def test_the_function_checks_count_lines_and_parameters() -> None:
+    [f] = _functions(ast.parse("def f(self, a, /, b, *c, d, **e):\n    x = 1\n    return x\n"))
+    assert (parameter_count(f), function_lines(f)) == (5, 3)
 
 
 def test_the_check_sees_an_upward_import() -> None:

@@ -124,17 +124,14 @@ def _override(workload: Workload, output_tokens: int | None, input_tokens: int |
     return replace(workload, **changes) if changes else workload
 
 
-def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
-    """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError)."""
-    path = resolve_pair_path(name_or_path, pairs_dir)
-    doc = read_toml(path)
-    check_document(path, doc, PAIR_DOMAINS)
-    top = Table(path, "", doc)
-
+def _target(top: Table) -> ModelRef:
     tgt = top.table("target")
     target = ModelRef(tgt.get("model", str), tgt.get("revision", str, None))
     tgt.finish()
+    return target
 
+
+def _speculative(top: Table, path: Path) -> dict[str, Any]:
     spec_table = top.table("speculative")
     spec = dict(spec_table.data)
     for key in spec:
@@ -147,7 +144,10 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     spec_table.positive_int("num_speculative_tokens")
     if method == "draft_model" and "model" not in spec:
         raise ProfileError(f"{path}: [speculative] method 'draft_model' needs model = <draft path or hub id>")
+    return spec
 
+
+def _engine(top: Table, path: Path) -> Engine:
     eng = top.table("engine")
     env = eng.get("env", dict, {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
@@ -164,7 +164,10 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     if not engine.command:
         raise ProfileError(f"{path}: [engine].command must not be empty, e.g. [\"vllm\", \"serve\"]")
     eng.finish()
+    return engine
 
+
+def _sampling(top: Table) -> Sampling:
     smp = top.table("sampling", {})
     sampling = Sampling(
         temperature=float(smp.get("temperature", (int, float), 0.0, "a number")),
@@ -173,7 +176,11 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         ignore_eos=smp.get("ignore_eos", bool, True),
     )
     smp.finish()
+    return sampling
 
+
+def _run(top: Table, path: Path) -> tuple[Load, tuple[str, ...], int | None, int | None]:
+    """[run]: the load, the workload names and the output / input token overrides."""
     run = top.table("run")
     load = _load(run, path)
     workload_names = run.str_list("workloads")
@@ -182,7 +189,10 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     output_tokens = run.positive_int("output_tokens", None) if "output_tokens" in run.data else None
     input_tokens = run.positive_int("input_tokens", None) if "input_tokens" in run.data else None
     run.finish()
+    return load, workload_names, output_tokens, input_tokens
 
+
+def _stop(top: Table, path: Path) -> StopRule:
     st = top.table("stop", {})
     warmup = st.get("warmup_requests", int, 1, "an integer >= 0")
     duration = st.get("duration_s", (int, float), None, "a number of seconds > 0")
@@ -206,17 +216,39 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         raise ProfileError(f"{path}: [stop].max_error_rate must be in [0, 1] and on_error_budget 'stop' or "
                            "'continue'")
     st.finish()
-    table = top.get("criteria", dict, None)
-    criteria = None if table is None else parse_criteria(table, path)
+    return stop
+
+
+def _slo(top: Table) -> SLO:
     slo_table = top.table("slo", {})
     slo = SLO(percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
               **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})
     slo_table.finish()
+    return slo
+
+
+def _servers(top: Table, path: Path) -> dict[str, RoleServer]:
     roles = top.table("servers", {})
     role_servers = {role: _role_server(roles, role, path) for role in ROLES if role in roles.data}
     roles.finish()
-    check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
+    return role_servers
 
+
+def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
+    """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError), one
+    table at a time in the file's order of checks."""
+    path = resolve_pair_path(name_or_path, pairs_dir)
+    doc = read_toml(path)
+    check_document(path, doc, PAIR_DOMAINS)
+    top = Table(path, "", doc)
+    target, spec, engine, sampling = _target(top), _speculative(top, path), _engine(top, path), _sampling(top)
+    load, workload_names, output_tokens, input_tokens = _run(top, path)
+    stop = _stop(top, path)
+    table = top.get("criteria", dict, None)
+    criteria = None if table is None else parse_criteria(table, path)
+    slo = _slo(top)
+    role_servers = _servers(top, path)
+    check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
     pair = Pair(
         name=top.get("name", str, path.stem),
         description=top.get("description", str, ""),
