@@ -1,6 +1,7 @@
 """Build the pair card's data from a run folder's saved files alone (no server needed).
 
-Reads protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json, computes every cell's
+From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json (read once by
+runfiles.py; ``card_of`` itself reads nothing), computes every cell's
 statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns a JSON-ready dict
 (schema ``loadgen.card/1``) that card.py renders.
 """
@@ -8,13 +9,10 @@ statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from loadgen.errors import BadInput
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.measure.diagnosis import capacity, goodput, holds, lossless, lossless_note
 from loadgen.measure.judging import card_verdict, judged_resources
@@ -25,8 +23,8 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import ROLES, CellKey
 from loadgen.profile.pair import SLO
-from loadgen.report.partial import mark_partial, on_disk
-from loadgen.report.rundir import load_records, read_json, read_jsonl
+from loadgen.report.partial import mark_partial
+from loadgen.report.runfiles import RunFiles, read_run
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import difference
 from loadgen.stream.client import RequestRecord
@@ -106,82 +104,81 @@ def _role_cell(records: list[RequestRecord], entries: list[dict[str, Any]]) -> t
 
 
 def build_card(run_dir: Path) -> dict[str, Any]:
-    """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring).
+    """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring): ``card_of`` over the
+    run folder read once (runfiles.py).
 
     Raises BadInput when ``run_dir`` is not a run folder.
     """
-    if not (run_dir / "protocol.json").is_file():
-        raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
-    proto = read_json(run_dir / "protocol.json")
-    status_path = run_dir / "status.json"
-    status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
+    return card_of(read_run(run_dir))
+
+
+def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str, str], list[RequestRecord]],
+          entries: dict[tuple[str, str, str], list[dict[str, Any]]]) -> dict[str, Any]:
+    """One card cell (both roles, ratios, diagnosis and notes) of the planned cell ``planned``."""
+    key = CellKey.of(planned)
+    proto = files.protocol
+    slo = SLO(**(proto.get("slo") or {}))
+    stats: dict[str, CellStats] = {}
+    extras: dict[str, dict[str, Any]] = {}
+    for role in ROLES:
+        if entries.get((*key, role)) or by_cell.get((*key, role)):  # requests of a cell cut short count too
+            stats[role], extras[role] = mark_partial(_role_cell(by_cell[(*key, role)], entries[(*key, role)]),
+                                                     entries[(*key, role)], by_cell[(*key, role)], files.status)
+    ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
+                      stats["speculative"]) if len(stats) == 2 else {})
+    role_entries = {role: es[0] | {k: sum(e.get(k) or 0 for e in es) for k in
+                                    ("errors", "output_length_mismatches", "usage_mismatches")}
+                    | {"foreign_traffic": any(e.get("foreign_traffic") for e in es)}
+                    for role in ROLES if (es := entries.get((*key, role)))}
+    for role, s in stats.items():
+        extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
+    greedy = (proto.get("sampling") or {}).get("temperature") == 0
+    diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy)
+    notes = _notes(stats, ratios, role_entries)
+    notes += [n for role, st in stats.items() for n in side_notes(role, st.to_json() | extras[role])]
+    notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
+    note = lossless_note(diag["lossless"]) if diag.get("lossless") else None
+    cell = {
+        "workload": key[0], "level": key[1], "concurrency": planned["concurrency"],
+        "rate_rps": planned.get("rate_rps"),
+        "complete": len(stats) == 2 and not any(x["failure"] for x in extras.values()),
+        **{role: s.to_json() | extras[role] for role, s in stats.items()},
+        "ratios": {name: asdict(r) for name, r in ratios.items()},
+        **diag,
+        "notes": [*notes, *([note] if note else []),
+                  *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))},
+                              proto["speculative_config"] or {})],
+    }
+    apply_step_times(cell, {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
+                            for role in ROLES}, role_entries)
+    return cell
+
+
+def card_of(files: RunFiles) -> dict[str, Any]:
+    """The card of a run folder's contents (pure: no file is read; see the module docstring)."""
+    proto, servers = files.protocol, files.servers
     by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
-    for r in load_records(run_dir):
+    for r in files.records:
         if not r.warmup:
             by_cell[(*CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
     entries: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for e in read_jsonl(run_dir / "cells.jsonl"):
+    for e in files.entries:
         entries[(*CellKey.of(e), e["role"])].append(e)
-
-    cells = []
-    seen: set[tuple[str, str]] = set()
+    planned: dict[CellKey, dict[str, Any]] = {}
+    for c in proto["cells"]:  # repetitions share one card cell: the first planned line of each key
+        planned.setdefault(CellKey.of(c), c)
+    cells = [_cell(files, c, by_cell, entries) for c in planned.values()]
     slo = SLO(**(proto.get("slo") or {}))
-    greedy = (proto.get("sampling") or {}).get("temperature") == 0
-    for planned in proto["cells"]:
-        key = CellKey.of(planned)
-        if key in seen:
-            continue
-        seen.add(key)
-        stats: dict[str, CellStats] = {}
-        extras: dict[str, dict[str, Any]] = {}
-        for role in ROLES:
-            if entries.get((*key, role)) or by_cell.get((*key, role)):  # requests of a cell cut short count too
-                stats[role], extras[role] = mark_partial(_role_cell(by_cell[(*key, role)], entries[(*key, role)]),
-                                                         entries[(*key, role)], by_cell[(*key, role)], status)
-        ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
-                          stats["speculative"]) if len(stats) == 2 else {})
-        role_entries = {role: es[0] | {k: sum(e.get(k) or 0 for e in es) for k in
-                                        ("errors", "output_length_mismatches", "usage_mismatches")}
-                        | {"foreign_traffic": any(e.get("foreign_traffic") for e in es)}
-                        for role in ROLES if (es := entries.get((*key, role)))}
-        for role, s in stats.items():
-            extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
-        diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy)
-        notes = _notes(stats, ratios, role_entries)
-        notes += [n for role, st in stats.items() for n in side_notes(role, st.to_json() | extras[role])]
-        notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
-        note = lossless_note(diag["lossless"]) if diag.get("lossless") else None
-        cells.append({
-            "workload": key[0], "level": key[1], "concurrency": planned["concurrency"],
-            "rate_rps": planned.get("rate_rps"),
-            "complete": len(stats) == 2 and not any(x["failure"] for x in extras.values()),
-            **{role: s.to_json() | extras[role] for role, s in stats.items()},
-            "ratios": {name: asdict(r) for name, r in ratios.items()},
-            **diag,
-            "notes": [*notes, *([note] if note else []),
-                      *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))},
-                                  proto["speculative_config"] or {})],
-        })
-        apply_step_times(cells[-1], {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
-                                     for role in ROLES}, role_entries)
-
-    servers: dict[str, Any] = {}
-    for role in ROLES:
-        servers[role] = {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json")
-                         for part in ("launch", "effective", "resources", "teardown")}
-    usage = {}
-    for role in ROLES:
-        measured = servers[role]["resources"] or {}
-        usage[role] = measured.get("after_load") or measured.get("ready")
+    usage = {role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get(
+        "ready") for role in ROLES}
     workloads = proto["workloads"]
     diff = difference(usage["plain"], usage["speculative"])
-    verdict = card_verdict(proto.get("criteria"), cells, judged_resources(diff), run_dir / "protocol.json")
     return {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
-        "generated_utc": run_ended_utc(entries.values(), run_dir),
-        "complete": bool(status.get("complete")),
-        **on_disk(run_dir, status),  # "failure" (the run's own, plus what is partial or lost) and "requests_on_disk"
+        "generated_utc": files.generated_utc,
+        "complete": bool(files.status.get("complete")),
+        **files.on_disk,  # "failure" (the run's own, plus what is partial or lost) and "requests_on_disk"
         "target": proto["target"],
         "draft": proto["draft"],
         "speculative_config": proto["speculative_config"],
@@ -202,23 +199,9 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "capacity": _capacities(cells, slo),
         "resources": {**usage, "difference": diff, "notes": [n for n in [kv_capacity_note(diff)] if n]},
         "placement": {role: placement(servers[role]) for role in ROLES},
-        "verdict": verdict,
+        "verdict": card_verdict(proto.get("criteria"), cells, judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
     }
-
-
-def run_ended_utc(entries: Iterable[list[dict[str, Any]]], run_dir: Path) -> str:
-    """When the run's last cell ended (its ``started_utc`` + ``duration_s``, ISO 8601 to the second, UTC):
-    the card's ``generated_utc``, so that rebuilding a card gives the same bytes. Without any cell line,
-    when protocol.json was last written."""
-    ends = [datetime.fromisoformat(e["started_utc"]) + timedelta(seconds=float(e.get("duration_s") or 0.0))
-            for es in entries for e in es if e.get("started_utc")]
-    when = max(ends) if ends else datetime.fromtimestamp((run_dir / "protocol.json").stat().st_mtime, UTC)
-    return when.astimezone(UTC).replace(microsecond=0).isoformat(timespec="seconds")
-
-
-def _optional_json(path: Path) -> Any:
-    return read_json(path) if path.exists() else None
 
 
 def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, Any]:

@@ -1,0 +1,61 @@
+"""A run folder's saved files, read once, for the card (carddata.py computes from them without I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from loadgen.errors import BadInput
+from loadgen.profile.cells import ROLES
+from loadgen.report.partial import on_disk
+from loadgen.report.rundir import load_records, read_json, read_jsonl
+from loadgen.stream.client import RequestRecord
+
+#: The per-server files under ``servers/`` (``<role>-<part>.json``).
+SERVER_PARTS = ("launch", "effective", "resources", "teardown")
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """What the card needs from a run folder: protocol.json, status.json, requests.jsonl's records,
+    cells.jsonl's lines, ``servers[role][part]`` (None when absent), the card's ``failure`` and
+    ``requests_on_disk`` (partial.on_disk), where protocol.json lies and the card's ``generated_utc``."""
+
+    protocol: dict[str, Any]
+    status: dict[str, Any]
+    records: list[RequestRecord]
+    entries: list[dict[str, Any]]
+    servers: dict[str, dict[str, Any]]
+    on_disk: dict[str, Any]
+    protocol_path: Path
+    generated_utc: str
+
+
+def read_run(run_dir: Path) -> RunFiles:
+    """Read the run folder ``run_dir``. Raises BadInput when it has no protocol.json."""
+    if not (run_dir / "protocol.json").is_file():
+        raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
+    status_path = run_dir / "status.json"
+    status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
+    entries = list(read_jsonl(run_dir / "cells.jsonl"))
+    servers = {role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
+               for role in ROLES}
+    return RunFiles(read_json(run_dir / "protocol.json"), status, list(load_records(run_dir)), entries, servers,
+                    on_disk(run_dir, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
+
+
+def run_ended_utc(entries: Iterable[dict[str, Any]], run_dir: Path) -> str:
+    """When the run's last cell ended (its ``started_utc`` + ``duration_s``, ISO 8601 to the second, UTC):
+    the card's ``generated_utc``, so that rebuilding a card gives the same bytes. Without any cell line,
+    when protocol.json was last written."""
+    ends = [datetime.fromisoformat(e["started_utc"]) + timedelta(seconds=float(e.get("duration_s") or 0.0))
+            for e in entries if e.get("started_utc")]
+    when = max(ends) if ends else datetime.fromtimestamp((run_dir / "protocol.json").stat().st_mtime, UTC)
+    return when.astimezone(UTC).replace(microsecond=0).isoformat(timespec="seconds")
+
+
+def _optional_json(path: Path) -> Any:
+    return read_json(path) if path.exists() else None
