@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.check.finding import Finding
+from loadgen.util.argv import flags as parse_flags
 
 VERSION_TIMEOUT_S = 120.0
 _VERSION_LINE = re.compile(r"^v?\d+\.\d+(\.\d+)?\S*$")
@@ -92,23 +93,10 @@ OWNED_FLAGS: dict[str, str] = {
 }
 
 
-def _flags(args: Sequence[str]) -> list[tuple[str, str | None]]:
-    out: list[tuple[str, str | None]] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name, eq, inline = arg.partition("=")
-        name = "--" + name[2:].replace("_", "-") if name.startswith("--") else name
-        takes = name in LEGACY_FLAGS or (DROPPED_FLAGS[name][0] if name in DROPPED_FLAGS else name in OWNED_FLAGS)
-        if eq:
-            out.append((name, inline))
-        elif takes and name != "--disable-log-stats" and i + 1 < len(args) and not args[i + 1].startswith("--"):
-            out.append((name, args[i + 1]))
-            i += 1
-        elif arg.startswith("-"):
-            out.append((name, None))
-        i += 1
-    return out
+def _takes_value(name: str) -> bool:
+    if name == "--disable-log-stats":
+        return False
+    return name in LEGACY_FLAGS or (DROPPED_FLAGS[name][0] if name in DROPPED_FLAGS else name in OWNED_FLAGS)
 
 
 def legacy_equivalent(flags: Sequence[tuple[str, str | None]]) -> dict[str, Any]:
@@ -135,7 +123,7 @@ def check_engine_args(args: Sequence[str], where: str = "[engine].args") -> list
     (only ``--speculative-config`` since vLLM 0.8.3) and the 0.22+ ``--spec-*`` shortcuts, with the
     equivalent ``--speculative-config`` JSON; flags without equivalent; and flags loadgen sets itself
     (incl. ``--disable-log-stats``). Every finding is blocking, check name ``engine.args``."""
-    flags = _flags(args)
+    flags = parse_flags(args, _takes_value)
     legacy = [(f, v) for f, v in flags if f in LEGACY_FLAGS]
     out = []
     if legacy:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from loadgen.check.vocab import (
 from loadgen.check.vocab import read_json as _json
 from loadgen.profile.fields import parse_version
 from loadgen.profile.pair import ModelRef, Pair
+from loadgen.util.argv import flag_value, vllm_int
 
 __all__ = ["ARTIFACTS", "Finding", "TokenizerInfo", "VocabDiff", "artifact_hashes", "check_pair",
            "check_vocabulary", "compare_vocabularies", "load_tokenizer_info", "model_hashes", "sha256_file"]
@@ -158,24 +159,6 @@ def _vocab_findings(target: Path, draft: Path, t_info: TokenizerInfo | None, d_i
     return out
 
 
-def _arg(args: Sequence[str], *names: str) -> str | None:
-    value = None
-    for i, arg in enumerate(args):
-        name, eq, inline = arg.partition("=")
-        if name.replace("_", "-") in names:
-            value = inline if eq else (args[i + 1] if i + 1 < len(args) else None)
-    return value
-
-
-def _tokens(text: str | None) -> int | None:
-    """vLLM's human-readable ints: ``2048``, ``2k`` (x1000), ``2K`` (x1024), ``1m``/``1M``."""
-    if not text:
-        return None
-    scale = {"k": 1000, "K": 1024, "m": 1000**2, "M": 1024**2}.get(text[-1], 1)
-    digits = text[:-1] if scale > 1 else text
-    return int(digits) * scale if digits.isdigit() else None
-
-
 def _locate(role: str, ref: ModelRef, key: str, allow_unpinned: bool) -> tuple[list[Finding], Path | None]:
     path = Path(ref.model)
     if path.is_dir():
@@ -224,8 +207,8 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
                            "vllm...` or `vllm` command"))
     else:
         t_cfg = _json(target_dir / "config.json") if target_dir else {}
-        max_len = _tokens(_arg(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
-        tp = _tokens(_arg(args, "--tensor-parallel-size", "-tp")) or 1
+        max_len = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
+        tp = vllm_int(flag_value(args, "--tensor-parallel-size", "-tp")) or 1
         found = check_speculative_config(
             pair.speculative, engine_version, max_len if isinstance(max_len, int) else None, tp,
             _json(draft_dir / "config.json").get("model_type") if draft_dir else None,
@@ -235,7 +218,7 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
         out += [f for f in found if f.check not in skip]
     if draft_dir is not None:  # the draft's kind and context limit (draftcheck.py)
         d_cfg, t_cfg = _json(draft_dir / "config.json"), _json(target_dir / "config.json") if target_dir else {}
-        serving = _tokens(_arg(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
+        serving = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
         out += check_draft_kind(pair.method, d_cfg, f"the draft {draft_dir}") + check_draft_context(
             d_cfg, pair.speculative, serving if isinstance(serving, int) else None,
             [(w.name, w.input_tokens, w.output_tokens) for w in pair.workloads])

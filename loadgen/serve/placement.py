@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _arg(argv: list[str], *names: str) -> str | None:
-    for i, a in enumerate(argv):
-        for name in names:
-            if a == name and i + 1 < len(argv):
-                return argv[i + 1]
-            if a.startswith(name + "="):
-                return a.split("=", 1)[1]
-    return None
+from loadgen.util.argv import flag_value
 
 
 def placement(server: dict[str, Any]) -> dict[str, Any]:
@@ -24,6 +16,6 @@ def placement(server: dict[str, Any]) -> dict[str, Any]:
         "attached": bool(launch.get("attached")),
         "base_url": launch.get("base_url"),
         "cuda_visible_devices": (launch.get("env") or {}).get("CUDA_VISIBLE_DEVICES"),
-        "tensor_parallel_size": int(_arg(argv, "--tensor-parallel-size", "-tp") or 1),
-        "gpu_memory_utilization": cache.get("gpu_memory_utilization") or _arg(argv, "--gpu-memory-utilization"),
+        "tensor_parallel_size": int(flag_value(argv, "--tensor-parallel-size", "-tp") or 1),
+        "gpu_memory_utilization": cache.get("gpu_memory_utilization") or flag_value(argv, "--gpu-memory-utilization"),
     }
