@@ -13,151 +13,31 @@ Each finding is one line with its fix.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from loadgen.check.draftcheck import check_draft_context, check_draft_kind
 from loadgen.check.engine import check_engine_args
 from loadgen.check.finding import Finding
+from loadgen.check.hashes import ARTIFACTS, artifact_hashes, model_hashes, sha256_file
 from loadgen.check.specconfig import (
     HEX40,
     check_draft_revision,
     check_speculative_config,
-    heterogeneous_problems,
     looks_like_hub_id,
 )
 from loadgen.check.vocab import (
-    PIPELINE,
-    ROLES,
     TokenizerInfo,
     VocabDiff,
     compare_vocabularies,
-    describe,
     load_tokenizer_info,
 )
 from loadgen.check.vocab import read_json as _json
-from loadgen.profile.fields import parse_version
+from loadgen.check.vocabrules import check_vocabulary, vocab_findings
 from loadgen.profile.pair import ModelRef, Pair
 from loadgen.util.argv import flag_value, vllm_int
 
 __all__ = ["ARTIFACTS", "Finding", "TokenizerInfo", "VocabDiff", "artifact_hashes", "check_pair",
            "check_vocabulary", "compare_vocabularies", "load_tokenizer_info", "model_hashes", "sha256_file"]
-
-#: Files whose hashes identify a model's tokenizer and configuration.
-ARTIFACTS = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-             "special_tokens_map.json", "vocab.json", "merges.txt", "tokenizer.model")
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def artifact_hashes(model_dir: Path) -> dict[str, str]:
-    """``{file name: hex sha256}`` of the :data:`ARTIFACTS` present in ``model_dir`` (tokenizer and config)."""
-    return {name: sha256_file(model_dir / name) for name in ARTIFACTS if (model_dir / name).is_file()}
-
-
-def model_hashes(model: ModelRef) -> dict[str, Any]:
-    """sha256 of every file of a local model directory, plus a digest over all of them.
-
-    Returns ``{"model", "revision", "local": bool, "files": {name: sha256}, "content_sha256"}``; a hub id
-    (not a local directory) gets ``local: False`` and no files.
-    """
-    root = Path(model.model)
-    out: dict[str, Any] = {"model": model.model, "revision": model.revision, "local": root.is_dir()}
-    if not root.is_dir():
-        return out
-    files = {str(p.relative_to(root)): sha256_file(p)
-             for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
-    out["files"] = files
-    out["content_sha256"] = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    return out
-
-
-def check_vocabulary(target: Path, draft: Path, spec: Mapping[str, Any], engine_version: str | None,
-                     env: Mapping[str, str] | None = None) -> list[Finding]:
-    """Compare the tokenizers of two local model directories and decide whether the engine can serve
-    the pair: identical, or different but covered by ``use_heterogeneous_vocab`` on vLLM >= 0.25 with
-    method draft_model and greedy draft sampling. ``spec`` is ``[speculative]``, ``env`` ``[engine].env``."""
-    return _vocab_findings(target, draft, load_tokenizer_info(target), load_tokenizer_info(draft), spec,
-                           engine_version, env or {})
-
-
-def _vocab_findings(target: Path, draft: Path, t_info: TokenizerInfo | None, d_info: TokenizerInfo | None,
-                    spec: Mapping[str, Any], engine_version: str | None, env: Mapping[str, str]) -> list[Finding]:
-    hetero = spec.get("use_heterogeneous_vocab") is True
-    if t_info is None or d_info is None:
-        which = "target" if t_info is None else "draft"
-        sizes = [_json(p / "config.json").get("vocab_size") for p in (target, draft)]
-        block = hetero or sizes[0] != sizes[1]
-        return [Finding("vocabulary", False, block, f"the {which} has no tokenizer.json or vocab.json, so the token "
-                        f"maps cannot be compared (config vocab_size target {sizes[0]}, draft {sizes[1]}; vLLM "
-                        "refuses different sizes and needs both tokenizers for use_heterogeneous_vocab); add the "
-                        "tokenizer files")]
-    d = compare_vocabularies(t_info, d_info)
-    data = {"kind": d.kind, "target_tokens": len(t_info.vocab), "draft_tokens": len(d_info.vocab),
-            "target_vocab_size": t_info.vocab_size, "draft_vocab_size": d_info.vocab_size,
-            "remapped": len(d.remapped), "missing_in_draft": len(d.missing_in_draft),
-            "missing_in_target": len(d.missing_in_target), "intersection": d.intersection}
-    out: list[Finding] = []
-    if d.kind == "identical":
-        out.append(Finding("vocabulary", True, False, f"identical token->id maps ({len(t_info.vocab)} tokens) and "
-                           f"vocab_size {t_info.vocab_size}", data))
-        if hetero:
-            out.append(Finding("heterogeneous vocabulary", False, False, "use_heterogeneous_vocab is unnecessary: the "
-                               "vocabularies are identical; remove it (it costs a token-mapping step)"))
-    else:
-        problems = heterogeneous_problems(spec, None if engine_version is None else parse_version(engine_version))
-        if engine_version is None:
-            problems.insert(0, "the engine version is unknown, so vLLM >= 0.25 cannot be confirmed; make "
-                               "[engine].command a `python -m vllm...` or `vllm` command")
-        if hetero and not problems:
-            pct = 100 * d.intersection / max(len(d_info.vocab), 1)
-            share = f"{d.intersection} tokens in both ({pct:.1f}% of the draft's)"
-            small = d.intersection < 100
-            out.append(Finding("vocabulary", not small, False, f"{describe(d)}; accepted in the heterogeneous-"
-                               f"vocabulary mode (vLLM 0.25+): {share}" + ("; very small intersection, expect "
-                               "almost no acceptance" if small else ""), data))
-        elif hetero:
-            out.append(Finding("vocabulary", False, True, f"{describe(d)}; use_heterogeneous_vocab cannot cover it: "
-                               + "; ".join(problems), data))
-        else:
-            rule = ("vLLM's draft_model check compares vocab_size only (SpeculativeConfig."
-                    "verify_equal_vocab_size_if_draft_model, 0.15+) and refuses it; " if d.kind == "padding" else "")
-            out.append(Finding("vocabulary", False, True, f"{describe(d)}; {rule}fix: use_heterogeneous_vocab = true "
-                               "on vLLM >= 0.25 (method draft_model, greedy draft sampling)" + (
-                                   ", or a draft with matching padding" if d.kind == "padding"
-                                   else ", or a draft trained with the target's tokenizer"), data))
-    if d.kind != "mismatch" and d.roles_differ():
-        shown = "; ".join(f"{r}: target {t_info.roles[r]}, draft {d_info.roles[r]}" for r in d.roles_differ()
-                          if r in ROLES) or f"special sets differ by {sorted(t_info.special ^ d_info.special)[:3]}"
-        out.append(Finding("special tokens", False, False, f"same ids but different special-token roles ({shown}); "
-                           "vLLM verifies with the target's tokenizer and stops on its EOS, so this costs acceptance, "
-                           "not correctness; use a draft with the target's special tokens for best acceptance"))
-    pipe = [k for k in PIPELINE if t_info.pipeline[k] != d_info.pipeline[k]]
-    if d.kind != "mismatch" and pipe:
-        out.append(Finding("tokenizer", False, False, "same token maps but tokenizer.json differs in "
-                           f"{', '.join(pipe)}; vLLM tokenizes with the target's, so the draft may see unfamiliar "
-                           "splits"))
-    version = parse_version(engine_version) if engine_version else None
-    runner = env.get("VLLM_USE_V2_MODEL_RUNNER")
-    if hetero and version is not None and version[:2] == (0, 31) and runner != "0":
-        out.append(Finding("model runner", False, False, "vLLM 0.31 runs draft_model on Model Runner V2, which has no "
-                           "vocabulary mapping for use_heterogeneous_vocab (from its code, docs/vllm-notes.md); set "
-                           "VLLM_USE_V2_MODEL_RUNNER = \"0\" in [engine].env"))
-    if hetero and version is not None and version[:2] >= (0, 32) and runner == "1":
-        out.append(Finding("model runner", False, True, "VLLM_USE_V2_MODEL_RUNNER=1 makes vLLM 0.32+ refuse "
-                           "heterogeneous-vocabulary drafts (ValueError); remove it from [engine].env"))
-    return out
-
 
 def _locate(role: str, ref: ModelRef, key: str, allow_unpinned: bool) -> tuple[list[Finding], Path | None]:
     path = Path(ref.model)
@@ -223,7 +103,7 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
             d_cfg, pair.speculative, serving if isinstance(serving, int) else None,
             [(w.name, w.input_tokens, w.output_tokens) for w in pair.workloads])
     if target_dir and draft_dir:
-        out += _vocab_findings(target_dir, draft_dir, t_info, d_info, pair.speculative, engine_version, env)
+        out += vocab_findings(target_dir, draft_dir, t_info, d_info, pair.speculative, engine_version, env)
     elif pair.draft is not None and not any(f.check in ("target", "draft") for f in out):
         out.append(Finding("vocabulary", False, False, "not compared: the target or the draft is not a local "
                            "directory (no tokenizer files here); vLLM checks vocab_size only"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen import __version__
-from loadgen.check.validate import model_hashes
+from loadgen.check.hashes import model_hashes
 from loadgen.errors import ProfileError
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair

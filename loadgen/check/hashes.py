@@ -1,0 +1,46 @@
+"""sha256 of model files: the tokenizer and config artifacts the pair check records, and every file of a
+local model directory for protocol.json (reads files; no network)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from loadgen.profile.pair import ModelRef
+
+#: Files whose hashes identify a model's tokenizer and configuration.
+ARTIFACTS = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+             "special_tokens_map.json", "vocab.json", "merges.txt", "tokenizer.model")
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def artifact_hashes(model_dir: Path) -> dict[str, str]:
+    """``{file name: hex sha256}`` of the :data:`ARTIFACTS` present in ``model_dir`` (tokenizer and config)."""
+    return {name: sha256_file(model_dir / name) for name in ARTIFACTS if (model_dir / name).is_file()}
+
+
+def model_hashes(model: ModelRef) -> dict[str, Any]:
+    """sha256 of every file of a local model directory, plus a digest over all of them.
+
+    Returns ``{"model", "revision", "local": bool, "files": {name: sha256}, "content_sha256"}``; a hub id
+    (not a local directory) gets ``local: False`` and no files.
+    """
+    root = Path(model.model)
+    out: dict[str, Any] = {"model": model.model, "revision": model.revision, "local": root.is_dir()}
+    if not root.is_dir():
+        return out
+    files = {str(p.relative_to(root)): sha256_file(p)
+             for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+    out["files"] = files
+    out["content_sha256"] = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return out
