@@ -214,8 +214,7 @@ def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render_markdown(card: dict[str, Any]) -> str:
-    """The card as Markdown text."""
+def _head_rows(card: dict[str, Any]) -> list[str]:
     state = "complete" if card["complete"] else f"INCOMPLETE: {card.get('failure') or 'run did not finish'}"
     out = [f"# Pair card: {card['pair']}", "", f"Status: **{state}** · generated {card['generated_utc']} · "
            f"schema `{card['schema']}`", "", "## What was compared", "",
@@ -230,6 +229,11 @@ def render_markdown(card: dict[str, Any]) -> str:
            f"- **prompts sha256**: `{card['prompts_sha256']}`",
            f"- **hardware**: {_hardware(card.get('hardware') or {})}", "",
            f"> {card['workloads_statement']}", "", "## Servers", ""]
+    return out
+
+
+def _servers_rows(card: dict[str, Any]) -> list[str]:
+    out: list[str] = []
     for role, server in card["servers"].items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}
         place = (card.get("placement") or {}).get(role) or {}
@@ -244,10 +248,11 @@ def render_markdown(card: dict[str, Any]) -> str:
                 f"- KV-cache capacity (startup log): {eff.get('kv_cache_tokens_log')} tokens; ready after "
                 f"{_num(eff.get('ready_s'), 0)} s",
                 *[f"- {line}" for line in [proof_line(eff)] if line], ""]
-    out += _verdict_rows(card.get("verdict"))
-    out += _resource_rows(card.get("resources") or {})
-    out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
-    out += ["## Results per workload and concurrency", ""]
+    return out
+
+
+def _results_rows(card: dict[str, Any]) -> list[str]:
+    out = ["## Results per workload and concurrency", ""]
     for cell in card["cells"]:
         out += [f"### {cell['workload']} · {_level(cell)}", ""]
         if not cell.get("plain") and not cell.get("speculative"):
@@ -258,6 +263,16 @@ def render_markdown(card: dict[str, Any]) -> str:
         out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
         out += [f"- {note}" for note in cell.get("notes", [])]
         out += [*_diagnosis_rows(cell), *[f"- {f}" for f in [finish_line(cell)] if f], *_server_rows(cell), ""]
+    return out
+
+
+def render_markdown(card: dict[str, Any]) -> str:
+    """The card as Markdown text."""
+    out = _head_rows(card) + _servers_rows(card)
+    out += _verdict_rows(card.get("verdict"))
+    out += _resource_rows(card.get("resources") or {})
+    out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
+    out += _results_rows(card)
     out += _capacity_rows(card)
     out += ["## Where speculation stops paying", "",
             "TPOT p50 ratio (speculative / plain) against closed-loop concurrency; the crossover is where it "
