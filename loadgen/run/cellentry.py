@@ -1,0 +1,126 @@
+"""A cell's ``cells.jsonl`` entry from what its run produced (pure: no scrape, no clock, no file).
+
+``cell.run_cell_on`` times the cell and scrapes ``/metrics``; this module turns its records, the two
+snapshots and the client's own use into the entry: counter deltas (prom/deltas.py), server histograms,
+the error budget and the fallback notes (docs/metrics.md, "Acceptance").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters
+from loadgen.measure.faults import categories, over_budget
+from loadgen.measure.metrics import ClientUse, MeasuredRequest
+from loadgen.profile.cells import CellSpec
+from loadgen.profile.pair import Pair
+from loadgen.prom import deltas
+from loadgen.prom.exposition import Snapshot
+from loadgen.prom.scrape import server_histograms
+from loadgen.stream.client import RequestRecord
+
+#: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
+LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """What one cell on one server produced: its records, when it started (ISO 8601 UTC) and how long it
+    ran (s), the ``/metrics`` snapshots before and after (None when unavailable), the summarized gauges,
+    the scrape errors, the requests sent after warmup, the measured window's tally, the client's own CPU
+    use and whether the server died."""
+
+    role: str
+    cell: CellSpec
+    records: list[RequestRecord]
+    started_utc: str
+    duration_s: float
+    before: Snapshot | None
+    after: Snapshot | None
+    gauges: dict[str, Any]
+    metrics_errors: tuple[str, ...]
+    sent: int
+    window: WindowTally
+    client: ClientUse
+    died: bool
+
+    @property
+    def counters(self) -> deltas.SpecDecodeCounters | None:
+        """The spec-decode counter deltas over the cell (None without both snapshots)."""
+        if self.before is None or self.after is None:
+            return None
+        return deltas.spec_decode_delta(self.before, self.after)
+
+    def measured(self) -> list[MeasuredRequest]:
+        """The records as metrics.py reads them."""
+        return [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
+                for r in self.records]
+
+
+def length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
+    """Requests that finished without their requested output length."""
+    return [r for r in records if r.error is None and r.output_tokens != r.requested_output_tokens]
+
+
+def _failure(records: list[RequestRecord], pair: Pair, died: bool, role: str) -> str | None:
+    errors = [r for r in records if r.error]
+    if died:
+        return (f"the {role} server died during this cell: {len(records) - len(errors)} of {len(records)} "
+                "measured requests finished before")
+    mismatched = length_mismatches(records)
+    if mismatched:
+        m = mismatched[0]
+        return (f"{len(mismatched)} of {len(records)} requests did not return their requested output length (e.g. "
+                f"{m.prompt_id}: {m.output_tokens} of {m.requested_output_tokens} tokens); the comparison needs "
+                "ignore_eos with min_tokens = max_tokens on a server that honours them")
+    if over_budget(len(errors), len(records), pair.stop.max_error_rate):
+        kinds = ", ".join(f"{k}: {n}" for k, n in categories(r.error for r in errors).items())
+        return (f"{len(errors)} of {len(records)} requests failed ({kinds}), over the error budget "
+                f"max_error_rate = {pair.stop.max_error_rate:g}; first: {errors[0].error}")
+    return None
+
+
+def cell_entry(run: CellRun, pair: Pair) -> dict[str, Any]:
+    """The cell's line of ``cells.jsonl`` (before the observers add theirs)."""
+    cell, records, b, after = run.cell, run.records, run.before, run.after
+    counters = run.counters
+    finished = deltas.counter_delta(b, after, "vllm:request_success_total").value if b and after else None
+    errors = [r.error for r in records if r.error]
+    entry: dict[str, Any] = {
+        "role": run.role, "workload": cell.workload, "concurrency": cell.concurrency, "level": cell.level.label,
+        "rate_rps": cell.level.rate_rps, "repetition": cell.repetition, "started_utc": run.started_utc,
+        "duration_s": run.duration_s,
+        "measured_prompt_ids": [p.prompt_id for p in cell.measured],
+        "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
+        "spec_decode": None if counters is None else asdict(counters) | {
+            "accepted_per_position": list(counters.accepted_per_position)},
+        "server_histograms": server_histograms(b, after) if b is not None and after is not None else {},
+        "gauges": run.gauges, "server_finished_requests": finished,
+        "client_sent_requests": run.sent,
+        "foreign_traffic": finished is not None and finished > run.sent,
+        **run.window.to_json(), **(server_counters(b, after) if b is not None and after is not None else {}),
+        "errors": len(errors), "error_categories": categories(errors),
+        "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
+        "output_length_mismatches": len(length_mismatches(records)),
+        "metrics_error": "; ".join(dict.fromkeys(run.metrics_errors)) or None,
+        "failure": _failure(records, pair, run.died, run.role), "notes": [],
+        "client": {"cpu_s": run.client.cpu_s, "cpu_cores": run.client.cores,
+                   "send_lag_s": asdict(run.client.send_lag)},
+    }
+    entry["restart_evidence"] = restart_evidence(entry)
+    if (busy := run.client.saturation_note()) is not None:
+        entry["notes"].append(busy)
+    if flat_drafts(run) and pair.method in LOOKUP_METHODS:
+        entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
+    if entry["metrics_error"]:
+        entry["notes"].append(f"server metrics unavailable for this cell ({run.role} server): "
+                              f"{entry['metrics_error']}")
+    return entry
+
+
+def flat_drafts(run: CellRun) -> bool:
+    """A speculative cell with finished requests whose draft counters did not move."""
+    counters = run.counters
+    ok = sum(1 for r in run.records if not r.error)
+    return run.role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0
