@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -114,24 +115,45 @@ def check(pair: str, allow_unpinned: bool) -> None:
 @click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY",
               help="Bearer token for servers started with --api-key (default: $OPENAI_API_KEY); never written.")
 @_handles_errors
-def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | None, runs_dir: Path,
-            attach_plain: str | None,
-            attach_speculative: str | None, allow_unpinned: bool, metrics_port: int | None, metrics_addr: str,
-            pushgateway: str | None, prometheus_url: str | None, prometheus_selector: str, progress: bool,
-            api_key: str | None) -> None:
+def compare(pair: str | None, **options: Any) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
+    _compare(pair, CompareOptions(**options))
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """The options of ``loadgen compare`` (see its ``--help``)."""
+
+    protocol_file: Path | None
+    resume_dir: Path | None
+    runs_dir: Path
+    attach_plain: str | None
+    attach_speculative: str | None
+    allow_unpinned: bool
+    metrics_port: int | None
+    metrics_addr: str
+    pushgateway: str | None
+    prometheus_url: str | None
+    prometheus_selector: str
+    progress: bool
+    api_key: str | None
+
+
+def _compare(pair: str | None, o: CompareOptions) -> None:
     from loadgen.run.flow import resume_compare, run_compare
     from loadgen.run.plan import replay_protocol
 
+    protocol_file, resume_dir, api_key = o.protocol_file, o.resume_dir, o.api_key
+
     if sum(x is not None for x in (pair, protocol_file, resume_dir)) != 1:
         raise BadInput("give exactly one of PAIR, --protocol RUN_DIR/protocol.json or --resume RUN_DIR")
-    attach = {role: url for role, url in (("plain", attach_plain), ("speculative", attach_speculative)) if url}
+    attach = {role: url for role, url in (("plain", o.attach_plain), ("speculative", o.attach_speculative)) if url}
     for role, url in attach.items():
         check_url(url, f"--attach-{role}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    observe = ObserveOptions(metrics_port, metrics_addr, pushgateway, prometheus_url, prometheus_selector,
-                             progress and sys.stderr.isatty())
+    observe = ObserveOptions(o.metrics_port, o.metrics_addr, o.pushgateway, o.prometheus_url,
+                             o.prometheus_selector, o.progress and sys.stderr.isatty())
     def echo(line: str) -> None:
         click.echo(redact_text(line, [api_key]))
 
@@ -144,8 +166,8 @@ def compare(pair: str | None, protocol_file: Path | None, resume_dir: Path | Non
         else:
             assert pair is not None
             loaded = load_pair(pair)
-        run_dir = run_compare(loaded, runs_dir, log=echo, attach=attach, cells=cells,
-                              allow_unpinned=allow_unpinned, observe=observe, api_key=api_key)
+        run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=attach, cells=cells,
+                              allow_unpinned=o.allow_unpinned, observe=observe, api_key=api_key)
     print_summary(json.loads((run_dir / "card.json").read_text()))
     _verdict_exit(run_dir)
 

@@ -58,9 +58,8 @@ def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = N
     extra = pair.servers.get(role, RoleServer())
     port = extra.port or pair.engine.port + (1 if role == "speculative" else 0)
     argv = servers.build_argv(
-        pair.engine.command, pair.target.model, served_name(pair), pair.engine.host, port,
+        pair.engine.command, pair.target, served_name(pair), pair.engine.host, port,
         pair.engine.seed, [*pair.engine.args, *extra.args], pair.speculative if role == "speculative" else None,
-        pair.target.revision,
     )
     return servers.LaunchSpec(role, argv, {**pair.engine.env, **extra.env}, pair.engine.host, port,
                               served_name(pair), pair.engine.startup_timeout_s, run_dir / "servers" / f"{role}.log",

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from loadgen.errors import ServerError
+from loadgen.profile.pair import ModelRef
 from loadgen.serve import readiness, resources
 from loadgen.serve.attached import ATTACH_REFUSED_S, unreachable, wrong_model
 from loadgen.serve.startup import LogWatch
@@ -66,22 +67,21 @@ class LaunchSpec:
 
 def build_argv(
     command: Sequence[str],
-    model: str,
+    target: ModelRef,
     served_model: str,
     host: str,
     port: int,
     seed: int,
     extra_args: Sequence[str],
     speculative: Mapping[str, Any] | None,
-    revision: str | None = None,
 ) -> list[str]:
     """The engine command line. The speculative config is passed as ``--speculative-config JSON``
     (vLLM >= 0.8.2; the old scattered flags were removed in 0.8.3, vLLM PR 14434; docs/vllm-notes.md).
     """
-    argv = [*command, "--model", model, "--served-model-name", served_model,
+    argv = [*command, "--model", target.model, "--served-model-name", served_model,
             "--host", host, "--port", str(port), "--seed", str(seed)]
-    if revision:
-        argv += ["--revision", revision]
+    if target.revision:
+        argv += ["--revision", target.revision]
     argv += list(extra_args)
     if speculative is not None:
         argv += ["--speculative-config", json.dumps(dict(speculative), sort_keys=True)]
