@@ -1,12 +1,8 @@
 """Rules for the speculative config per engine version (pure: no I/O, no clock), over the tables in
 profile/fields.py; launch flags are in engine.py.
 
-Every fact is in docs/vllm-notes.md (speculative config), read from the vLLM wheels 0.10.0-0.33.0:
-fields (``SpeculativeConfig``: ``vllm/config/speculative.py`` 0.11+,
-``vllm/config/__init__.py`` 0.10.2, ``vllm/config.py`` 0.10.0), methods (method re-classification in
-``SpeculativeConfig.__post_init__``) and vocabularies (``use_heterogeneous_vocab``). A range ``(first, last)`` holds
-for every minor release from ``first`` through ``last`` (``None``: still in 0.33); versions compare as
-(major, minor) except where a range names a patch (0.10.2).
+Every fact is in docs/vllm-notes.md (speculative config); the wheels and files each table was read
+from are named in profile/fields.py.
 """
 
 from __future__ import annotations

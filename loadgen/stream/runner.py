@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import httpx
 
@@ -49,6 +49,7 @@ from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock,
 from loadgen.stream.transport import StreamConnection
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 #: Per-request time limits (s): connecting, and the longest silence allowed inside a stream when the plan
 #: gives none (a cell's comes from loadgen.timeouts: [stop].read_timeout_s or derived from the profile).
@@ -194,22 +195,6 @@ async def run_cell_async(
     return cell.records, origin
 
 
-def run_cell(
-    base_url: str,
-    model: str,
-    sampling: Sampling,
-    plan: CellSpec,
-    on_record: Callable[[RequestRecord], None],
-    before_measured: Callable[[], None] = lambda: None,
-    during_measured: Callable[[httpx.AsyncClient, Callable[[], float]], Coroutine[Any, Any, None]] | None = None,
-    api_key: str | None = None,
-) -> list[RequestRecord]:
-    """Synchronous wrapper of :func:`run_cell_async`; returns the measured records."""
-    records, _ = run_in_cell_loop(run_cell_async(base_url, model, sampling, plan, on_record, before_measured,
-                                                 during_measured, api_key))
-    return records
-
-
 def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to its end on a new loop from :func:`new_event_loop`, the loop every cell runs on.
 
@@ -262,3 +247,18 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     except ImportError:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()
+
+
+def _synchronous(
+    fn: Callable[P, Coroutine[Any, Any, tuple[list[RequestRecord], float]]],
+) -> Callable[P, list[RequestRecord]]:
+    def run(*args: P.args, **kwargs: P.kwargs) -> list[RequestRecord]:
+        records, _ = run_in_cell_loop(fn(*args, **kwargs))
+        return records
+
+    run.__doc__ = "Synchronous form of :func:`run_cell_async` (same arguments); returns the measured records."
+    return run
+
+
+#: :func:`run_cell_async` on the cell's own loop (:func:`run_in_cell_loop`), returning the measured records.
+run_cell = _synchronous(run_cell_async)
