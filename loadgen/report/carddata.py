@@ -3,7 +3,7 @@
 From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json (read once by
 runfiles.py; ``card_of`` itself reads nothing), computes every cell's
 statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns a JSON-ready dict
-(schema ``loadgen.card/1``) that card.py renders.
+(schema ``loadgen.card/1``, written out as JSON Schema in report/card.schema.json) that card.py renders.
 """
 
 from __future__ import annotations
