@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import ProfileError
+from loadgen.util.numbers import bytes_and_gib
 
 LATENCY_METRICS = ("ttft_p50", "tpot_p50", "e2e_p50", "itl_p50", "ttft_p99", "e2e_p99")
 THROUGHPUT_METRICS = ("output_throughput", "request_throughput")
@@ -238,7 +239,7 @@ def _lossless(cell: Mapping[str, Any], criteria: Criteria) -> list[Check]:
 
 
 def _bytes(x: float) -> str:
-    return f"{x:,.0f} bytes ({x / 2**30:.2f} GiB)"
+    return bytes_and_gib(x)
 
 
 _percent = "{:.1%}".format

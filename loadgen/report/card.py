@@ -13,6 +13,9 @@ from typing import Any
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
 from loadgen.serve.modeproof import proof_line
+from loadgen.util.numbers import gib, ratio
+from loadgen.util.numbers import ms as _ms
+from loadgen.util.numbers import num as _num
 
 _LATENCIES = (
     ("TTFT", "ttft_s", 1e3, "ms", "ttft_p50"),
@@ -23,23 +26,8 @@ _LATENCIES = (
 )
 
 
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _ms(seconds: float | None) -> str:
-    return _num(None if seconds is None else seconds * 1e3)
-
-
 def _ratio(r: dict[str, Any] | None) -> str:
-    if r and r.get("unavailable"):
-        return "n/a (bursts)"
-    if not r or r.get("value") is None:
-        return "–"
-    text = f"{r['value']:.3f}"
-    if r.get("ci_low") is not None:
-        text += f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-    return text
+    return "n/a (bursts)" if r and r.get("unavailable") else ratio(r, 3)
 
 
 def _level(cell: dict[str, Any]) -> str:
@@ -64,10 +52,6 @@ def _server_rows(cell: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _bytes(value: float | None) -> str:
-    return "–" if value is None else f"{value / 2**30:.2f} GiB"
-
-
 def _resource_rows(res: dict[str, Any]) -> list[str]:
     """Memory and KV-cache capacity of both servers and the draft's cost (their difference)."""
     if not res:
@@ -77,10 +61,10 @@ def _resource_rows(res: dict[str, Any]) -> list[str]:
     p, s, d = res.get("plain") or {}, res.get("speculative") or {}, res.get("difference") or {}
     gpu = [(x.get("gpu_memory") or {}).get("bytes") for x in (p, s)]
     lines += [
-        f"| GPU memory (NVML, process tree) | {_bytes(gpu[0])} | {_bytes(gpu[1])} | "
-        f"{_bytes(d.get('extra_gpu_memory_bytes'))} |",
-        f"| CPU RSS (process tree) | {_bytes(p.get('cpu_rss_bytes'))} | {_bytes(s.get('cpu_rss_bytes'))} | "
-        f"{_bytes(d.get('extra_cpu_rss_bytes'))} |",
+        f"| GPU memory (NVML, process tree) | {gib(gpu[0])} | {gib(gpu[1])} | "
+        f"{gib(d.get('extra_gpu_memory_bytes'))} |",
+        f"| CPU RSS (process tree) | {gib(p.get('cpu_rss_bytes'))} | {gib(s.get('cpu_rss_bytes'))} | "
+        f"{gib(d.get('extra_cpu_rss_bytes'))} |",
         f"| KV-cache capacity (tokens, cache_config_info) | {p.get('kv_cache_tokens', '–')} | "
         f"{s.get('kv_cache_tokens', '–')} | {d.get('kv_cache_tokens_lost', '–')} lost "
         f"({_num(None if d.get('kv_capacity_loss') is None else 100 * d['kv_capacity_loss'], 1)} %) |",
@@ -157,8 +141,8 @@ def _capacity_rows(card: dict[str, Any]) -> list[str]:
 
 
 def _hardware(hw: dict[str, Any]) -> str:
-    gpus = ", ".join(f"{g['name']} ({_bytes(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
-    return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {_bytes(hw.get('memory_bytes'))} memory; {gpus}"
+    gpus = ", ".join(f"{g['name']} ({gib(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
+    return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {gib(hw.get('memory_bytes'))} memory; {gpus}"
 
 
 def _model_line(label: str, model: dict[str, Any] | None) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen.errors import BadInput
+from loadgen.util.numbers import num
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def _primary(card: dict[str, Any]) -> str:
 
 
 def _fmt(ratio: float | None) -> str:
-    return "–" if ratio is None else f"{ratio:.3f}"
+    return num(ratio, 3)
 
 
 def diff_cards(baseline: dict[str, Any], candidate: dict[str, Any]) -> Diff:

@@ -7,17 +7,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from loadgen.util.numbers import ms, ratio
+
 
 def _ms(dist: dict[str, Any] | None) -> str:
-    value = (dist or {}).get("p50")
-    return "–" if value is None else f"{value * 1e3:.1f}"
+    return ms((dist or {}).get("p50"), 1)
 
 
 def _ratio(r: dict[str, Any] | None) -> str:
-    if not r or r.get("value") is None:
-        return "–"
-    ci = f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]" if r.get("ci_low") is not None else ""
-    return f"{r['value']:.2f}{ci}"
+    return ratio(r, 2)
 
 
 def summary_table(card: dict[str, Any]) -> Table:

@@ -1,0 +1,42 @@
+"""How numbers are written in the card, the terminal summary, the diff and the verdict lines (pure).
+
+A missing value is an en dash; ratios are speculative / plain with their 95% CI in brackets; memory in
+GiB (2**30 bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+MISSING = "–"
+
+
+def num(value: float | None, digits: int = 2) -> str:
+    """``value`` to ``digits`` decimals; the en dash when None."""
+    return MISSING if value is None else f"{value:.{digits}f}"
+
+
+def ms(seconds: float | None, digits: int = 2) -> str:
+    """Seconds written as milliseconds to ``digits`` decimals."""
+    return num(None if seconds is None else seconds * 1e3, digits)
+
+
+def ratio(r: Mapping[str, Any] | None, digits: int = 3) -> str:
+    """A ratio's value with ``[ci_low, ci_high]`` when it has an interval (measure/ratios.py)."""
+    if not r or r.get("value") is None:
+        return MISSING
+    text = f"{r['value']:.{digits}f}"
+    if r.get("ci_low") is not None:
+        text += f" [{r['ci_low']:.{digits}f}, {r['ci_high']:.{digits}f}]"
+    return text
+
+
+def gib(value: float | None) -> str:
+    """Bytes as GiB to two decimals."""
+    return MISSING if value is None else f"{value / 2**30:.2f} GiB"
+
+
+def bytes_and_gib(value: float) -> str:
+    """Bytes with thousands separators, then GiB: ``1,073,741,824 bytes (1.00 GiB)``."""
+    return f"{value:,.0f} bytes ({gib(value)})"
