@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
-from loadgen.errors import BadInput, CriteriaFailed, LoadgenError, PairCheckError
+from loadgen.errors import BadInput, CriteriaFailed, LoadgenError
 from loadgen.profile.pairfile import available_pairs, load_pair
 from loadgen.report.summary import print_summary
 from loadgen.run.observe import ObserveOptions
@@ -79,18 +79,9 @@ def pairs() -> None:
 @_handles_errors
 def check(pair: str, allow_unpinned: bool) -> None:
     """Check PAIR (a name in profiles/pairs/ or a .toml path) without starting any server."""
-    from loadgen.check.engine import detect_engine_version
-    from loadgen.check.validate import check_pair
+    from loadgen.check.preflight import run_pair_check
 
-    loaded = load_pair(pair)
-    version = detect_engine_version(loaded.engine.command, loaded.engine.env)
-    click.echo(f"engine version (installed): {version or 'unknown'}")
-    findings = check_pair(loaded, version, allow_unpinned)
-    for f in findings:
-        click.echo(f.line())
-    blocking = [f for f in findings if f.blocking and not f.ok]
-    if blocking:
-        raise PairCheckError(f"{len(blocking)} blocking finding(s); fix them and run `loadgen check {pair}` again")
+    run_pair_check(load_pair(pair), allow_unpinned, click.echo, again=f"loadgen check {pair}")
 
 
 @main.command()

@@ -14,9 +14,8 @@ from typing import Any
 
 import httpx
 
-from loadgen.check.engine import detect_engine_version
-from loadgen.check.validate import check_pair
-from loadgen.errors import LoadgenError, PairCheckError, RunFailed
+from loadgen.check.preflight import run_pair_check
+from loadgen.errors import LoadgenError, RunFailed
 from loadgen.profile.cells import ROLES, CellKey, CellSpec
 from loadgen.profile.pair import Pair, RoleServer
 from loadgen.prom import exposition as prom
@@ -139,14 +138,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
     in every case after the run folder exists, the card is written (``complete: false`` if cut short).
     """
-    engine_version = detect_engine_version(pair.engine.command, pair.engine.env)
-    log(f"engine version (installed): {engine_version or 'unknown'}")
-    findings = check_pair(pair, engine_version, allow_unpinned)
-    for f in findings:
-        log(f.line())
-    blocking = [f for f in findings if f.blocking and not f.ok]
-    if blocking:
-        raise PairCheckError(f"pair check failed: {blocking[0].check}: {blocking[0].message}")
+    engine_version, findings = run_pair_check(pair, allow_unpinned, log)
     run_dir = new_run_dir(runs_root, pair.name)
     log(f"run folder: {run_dir}")
     cells = cells if cells is not None else plan_cells(pair)

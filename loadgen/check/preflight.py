@@ -1,0 +1,31 @@
+"""The pair check as `loadgen check` and `loadgen compare` run it: the installed engine version, every
+finding printed one line each, and PairCheckError (exit 2) on a blocking one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from loadgen.check import engine
+from loadgen.check.finding import Finding
+from loadgen.check.validate import check_pair
+from loadgen.errors import PairCheckError
+from loadgen.profile.pair import Pair
+
+
+def run_pair_check(pair: Pair, allow_unpinned: bool, log: Callable[[str], None],
+                   again: str | None = None) -> tuple[str | None, list[Finding]]:
+    """Check ``pair`` for the installed engine (engine.detect_engine_version), log the version and each
+    finding, and return the version (None: unknown) and the findings. Raises PairCheckError when a
+    blocking finding failed: naming the count and the command to run ``again`` when given, else the first
+    one."""
+    version = engine.detect_engine_version(pair.engine.command, pair.engine.env)
+    log(f"engine version (installed): {version or 'unknown'}")
+    findings = check_pair(pair, version, allow_unpinned)
+    for f in findings:
+        log(f.line())
+    blocking = [f for f in findings if f.blocking and not f.ok]
+    if blocking and again is not None:
+        raise PairCheckError(f"{len(blocking)} blocking finding(s); fix them and run `{again}` again")
+    if blocking:
+        raise PairCheckError(f"pair check failed: {blocking[0].check}: {blocking[0].message}")
+    return version, findings
