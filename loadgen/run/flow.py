@@ -36,7 +36,7 @@ from loadgen.report.savedcard import refresh_saved_card, saved_only
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.run.plan import plan_cells, protocol, replay_protocol
+from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol
 from loadgen.serve import attached, modeproof, resources, servers
 from loadgen.util import strictjson
 from loadgen.util.redact import redact_argv, redact_env, redact_url
@@ -147,8 +147,8 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         for p in all_prompts:
             fh.write(strictjson.dumps(p.to_json()) + "\n")
     copy_pair_file(pair.path, run_dir)
-    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts) | {"engine_version": engine_version,
-                                                                              "attach": attached.record(attach or {})})
+    write_json(run_dir / "protocol.json", protocol(pair, cells, all_prompts, probe_host())
+               | {"engine_version": engine_version, "attach": attached.record(attach or {})})
     write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
     _execute(pair, run_dir, {role: cells for role in ROLES}, log, attach, observe, api_key)
     return run_dir

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,16 @@ def _prompt(d: dict[str, Any]) -> Prompt:
     return Prompt(d["prompt_id"], d["workload"], d["endpoint"], d.get("text"), messages, d["output_tokens"])
 
 
-def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> dict[str, Any]:
-    """Everything needed to repeat the run (protocol.json)."""
+def probe_host() -> dict[str, Any]:
+    """The machine loadgen runs on: ``client_host`` (Python, machine, system) and ``hardware``
+    (serve/resources.py: GPUs and drivers)."""
+    return {"client_host": {"python": platform.python_version(), "machine": platform.machine(),
+                            "system": platform.platform()},
+            "hardware": resources.hardware()}
+
+
+def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything needed to repeat the run (protocol.json); ``host`` is :func:`probe_host`'s."""
     return {
         "schema": "loadgen.protocol/1",
         "loadgen_version": __version__,
@@ -126,7 +135,6 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt]) -> di
                    "measured": [p.prompt_id for p in c.measured],
                    "cooldown": [p.prompt_id for p in c.cooldown],
                    "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
-        "client_host": {"python": platform.python_version(), "machine": platform.machine(),
-                        "system": platform.platform()},
-        "hardware": resources.hardware(),
+        "client_host": host.get("client_host"),
+        "hardware": host.get("hardware"),
     }

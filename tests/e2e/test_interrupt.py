@@ -16,7 +16,7 @@ import pytest
 
 from loadgen.profile.pairfile import load_pair
 from loadgen.report.rundir import load_records, read_jsonl
-from loadgen.run.plan import plan_cells, protocol
+from loadgen.run.plan import plan_cells, probe_host, protocol
 from tests.e2e.conftest import ROOT, _require_engine
 
 
@@ -96,7 +96,7 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     pair = load_pair("tests/data/pairs/interrupt.toml")
     fresh = plan_cells(pair)
     prompts = [p for c in fresh for p in (*c.warmup, *c.measured, *c.cooldown)]
-    expected = protocol(pair, fresh, prompts)
+    expected = protocol(pair, fresh, prompts, probe_host())
     saved = json.loads(protocol_before)
     assert saved["cells"] == expected["cells"] and saved["prompts_sha256"] == expected["prompts_sha256"]
     assert [(c["workload"], c["level"]) for c in final["cells"]] == [(c.workload, c.level.label) for c in fresh]

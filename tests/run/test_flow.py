@@ -12,7 +12,7 @@ from loadgen.errors import FallbackDetected, ProfileError
 from loadgen.profile.pairfile import load_pair
 from loadgen.prom import deltas
 from loadgen.prom import exposition as prom
-from loadgen.run.plan import plan_cells, protocol, replay_protocol
+from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol
 from loadgen.serve.modeproof import prove_mode
 
 DATA = Path(__file__).parents[1] / "data"
@@ -58,7 +58,7 @@ def test_protocol_replay_gives_the_same_cells(tmp_path: Path) -> None:
     run.mkdir()
     prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     (run / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
-    (run / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts)))
+    (run / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts, probe_host())))
     shutil.copyfile(pair.path, run / "pair.toml")
     replayed_pair, replayed = replay_protocol(run / "protocol.json")
     assert replayed == cells

@@ -22,7 +22,7 @@ from loadgen.cli import main
 from loadgen.errors import BadInput, FallbackDetected, LoadgenError, ServerError
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.flow import _execute, launch_spec, resume_compare
-from loadgen.run.plan import plan_cells, protocol
+from loadgen.run.plan import plan_cells, probe_host, protocol
 from loadgen.serve import servers
 from loadgen.serve.attached import record, resume_urls
 from loadgen.util.redact import redact_url
@@ -152,7 +152,8 @@ def test_resume_of_an_attach_run_reuses_the_recorded_urls(tmp_path: Path) -> Non
     shutil.copyfile(pair.path, run_dir / "pair.toml")
     with fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, _), \
             fake_server("wrong-name", "vllm032_spec_t0.prom") as (spec_url, _):
-        proto = protocol(pair, cells, prompts) | {"attach": record({"plain": plain_url, "speculative": spec_url})}
+        proto = protocol(pair, cells, prompts, probe_host()) | {
+            "attach": record({"plain": plain_url, "speculative": spec_url})}
         (run_dir / "protocol.json").write_text(json.dumps(proto))
         # the resumed run checks the recorded servers (here the speculative one serves the wrong name),
         # rather than launching servers of its own

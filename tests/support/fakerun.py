@@ -21,7 +21,7 @@ from loadgen.profile.workload import Prompt
 from loadgen.report.rundir import read_jsonl
 from loadgen.run import flow
 from loadgen.run.cell import RunContext, run_cell_on
-from loadgen.run.plan import protocol
+from loadgen.run.plan import probe_host, protocol
 from loadgen.serve import servers
 from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 
@@ -47,7 +47,7 @@ def run_folder(root: Path, cells: list[CellSpec]) -> tuple[Pair, Path]:
         (run_dir / sub).mkdir(parents=True)
     prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     (run_dir / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
-    (run_dir / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts), default=str))
+    (run_dir / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts, probe_host()), default=str))
     shutil.copyfile(pair.path, run_dir / "pair.toml")
     return pair, run_dir
 
