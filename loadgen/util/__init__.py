@@ -1,4 +1,5 @@
-"""Small shared pieces with no loadgen imports but errors: strict JSON (strictjson) and secret redaction (redact).
+"""Small shared pieces with no loadgen imports but errors: strict JSON (strictjson), secret redaction (redact),
+vLLM argv (argv) and number formatting (numbers).
 
 May import: loadgen.errors only.
 Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
