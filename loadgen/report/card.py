@@ -16,6 +16,7 @@ from loadgen.serve.modeproof import proof_line
 from loadgen.util.numbers import gib, ratio
 from loadgen.util.numbers import ms as _ms
 from loadgen.util.numbers import num as _num
+from loadgen.util.schemas import Card
 
 _LATENCIES = (
     ("TTFT", "ttft_s", 1e3, "ms", "ttft_p50"),
@@ -122,7 +123,7 @@ def _diagnosis_rows(cell: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _capacity_rows(card: dict[str, Any]) -> list[str]:
+def _capacity_rows(card: Card) -> list[str]:
     """The highest tested concurrency at which every declared SLO holds, per server and workload."""
     cap = card.get("capacity") or {}
     if not cap:
@@ -198,7 +199,7 @@ def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _head_rows(card: dict[str, Any]) -> list[str]:
+def _head_rows(card: Card) -> list[str]:
     state = "complete" if card["complete"] else f"INCOMPLETE: {card.get('failure') or 'run did not finish'}"
     out = [f"# Pair card: {card['pair']}", "", f"Status: **{state}** · generated {card['generated_utc']} · "
            f"schema `{card['schema']}`", "", "## What was compared", "",
@@ -216,7 +217,7 @@ def _head_rows(card: dict[str, Any]) -> list[str]:
     return out
 
 
-def _servers_rows(card: dict[str, Any]) -> list[str]:
+def _servers_rows(card: Card) -> list[str]:
     out: list[str] = []
     for role, server in card["servers"].items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}
@@ -235,7 +236,7 @@ def _servers_rows(card: dict[str, Any]) -> list[str]:
     return out
 
 
-def _results_rows(card: dict[str, Any]) -> list[str]:
+def _results_rows(card: Card) -> list[str]:
     out = ["## Results per workload and concurrency", ""]
     for cell in card["cells"]:
         out += [f"### {cell['workload']} · {_level(cell)}", ""]
@@ -250,7 +251,7 @@ def _results_rows(card: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_markdown(card: dict[str, Any]) -> str:
+def render_markdown(card: Card) -> str:
     """The card as Markdown text."""
     out = _head_rows(card) + _servers_rows(card)
     out += _verdict_rows(card.get("verdict"))
@@ -270,8 +271,7 @@ def render_markdown(card: dict[str, Any]) -> str:
     if card.get("plots"):
         out += ["## Plots", "", *[f"![{p}]({p})" for p in card["plots"]], ""]
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
-    for label in ("target", "draft"):
-        model = card.get(label) or {}
-        for name, digest in (model.get("files") or {}).items():
+    for label, model in (("target", card.get("target")), ("draft", card.get("draft"))):
+        for name, digest in ((model or {}).get("files") or {}).items():
             out.append(f"| {label} | {name} | `{digest}` |")
     return "\n".join(out) + "\n"

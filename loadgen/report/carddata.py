@@ -28,6 +28,7 @@ from loadgen.report.runfiles import RunFiles, read_run
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import difference
 from loadgen.stream.client import RequestRecord
+from loadgen.util.schemas import Card, CellLine
 
 CARD_SCHEMA = "loadgen.card/1"
 
@@ -77,13 +78,21 @@ def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[
     return notes
 
 
-def _server_vs_client(stats: CellStats, entries: list[dict[str, Any]]) -> dict[str, Any]:
+def _summed(lines: list[CellLine]) -> dict[str, Any]:
+    """The first repetition's line with the counts summed over every repetition."""
+    return {**lines[0], "errors": sum(e.get("errors") or 0 for e in lines),
+            "output_length_mismatches": sum(e.get("output_length_mismatches") or 0 for e in lines),
+            "usage_mismatches": sum(e.get("usage_mismatches") or 0 for e in lines),
+            "foreign_traffic": any(e.get("foreign_traffic") for e in lines)}
+
+
+def _server_vs_client(stats: CellStats, entries: list[CellLine]) -> dict[str, Any]:
     """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta; serverside.py)."""
     hists = entries[0].get("server_histograms", {}) if entries else {}
     return {key: compare(getattr(stats, key).p50, hists[key]) for key in ("ttft_s", "e2e_s") if hists.get(key)}
 
 
-def _role_cell(records: list[RequestRecord], entries: list[dict[str, Any]]) -> tuple[CellStats, dict[str, Any]]:
+def _role_cell(records: list[RequestRecord], entries: list[CellLine]) -> tuple[CellStats, dict[str, Any]]:
     measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
                 for r in records]
     counters, unmeasurable = usable_counters(entries)  # repetitions with a server restart left out
@@ -103,7 +112,7 @@ def _role_cell(records: list[RequestRecord], entries: list[dict[str, Any]]) -> t
     return stats, extra
 
 
-def build_card(run_dir: Path) -> dict[str, Any]:
+def build_card(run_dir: Path) -> Card:
     """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring): ``card_of`` over the
     run folder read once (runfiles.py).
 
@@ -113,7 +122,7 @@ def build_card(run_dir: Path) -> dict[str, Any]:
 
 
 def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str, str], list[RequestRecord]],
-          entries: dict[tuple[str, str, str], list[dict[str, Any]]]) -> dict[str, Any]:
+          entries: dict[tuple[str, str, str], list[CellLine]]) -> dict[str, Any]:
     """One card cell (both roles, ratios, diagnosis and notes) of the planned cell ``planned``."""
     key = CellKey.of(planned)
     proto = files.protocol
@@ -126,10 +135,7 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
                                                      entries[(*key, role)], by_cell[(*key, role)], files.status)
     ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
                       stats["speculative"]) if len(stats) == 2 else {})
-    role_entries = {role: es[0] | {k: sum(e.get(k) or 0 for e in es) for k in
-                                    ("errors", "output_length_mismatches", "usage_mismatches")}
-                    | {"foreign_traffic": any(e.get("foreign_traffic") for e in es)}
-                    for role in ROLES if (es := entries.get((*key, role)))}
+    role_entries = {role: _summed(es) for role in ROLES if (es := entries.get((*key, role)))}
     for role, s in stats.items():
         extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
     greedy = (proto.get("sampling") or {}).get("temperature") == 0
@@ -138,7 +144,7 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
     notes += [n for role, st in stats.items() for n in side_notes(role, st.to_json() | extras[role])]
     notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
     note = lossless_note(diag["lossless"]) if diag.get("lossless") else None
-    cell = {
+    cell: dict[str, Any] = {
         "workload": key[0], "level": key[1], "concurrency": planned["concurrency"],
         "rate_rps": planned.get("rate_rps"),
         "complete": len(stats) == 2 and not any(x["failure"] for x in extras.values()),
@@ -154,14 +160,14 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
     return cell
 
 
-def card_of(files: RunFiles) -> dict[str, Any]:
+def card_of(files: RunFiles) -> Card:
     """The card of a run folder's contents (pure: no file is read; see the module docstring)."""
     proto, servers = files.protocol, files.servers
     by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
     for r in files.records:
         if not r.warmup:
             by_cell[(*CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
-    entries: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    entries: dict[tuple[str, str, str], list[CellLine]] = defaultdict(list)
     for e in files.entries:
         entries[(*CellKey.of(e), e["role"])].append(e)
     planned: dict[CellKey, dict[str, Any]] = {}
@@ -178,7 +184,8 @@ def card_of(files: RunFiles) -> dict[str, Any]:
         "pair": proto["pair"],
         "generated_utc": files.generated_utc,
         "complete": bool(files.status.get("complete")),
-        **files.on_disk,  # "failure" (the run's own, plus what is partial or lost) and "requests_on_disk"
+        "failure": files.on_disk["failure"],  # the run's own, plus what is partial or lost
+        "requests_on_disk": files.on_disk["requests_on_disk"],
         "target": proto["target"],
         "draft": proto["draft"],
         "speculative_config": proto["speculative_config"],

@@ -8,10 +8,10 @@ ratio (speculative / plain) is listed side by side.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.util.numbers import num
+from loadgen.util.schemas import Card
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,12 @@ class Diff:
     summary: str
 
 
-def _cell_status(card: dict[str, Any]) -> dict[tuple[str, int], str]:
+def _cell_status(card: Card) -> dict[tuple[str, int], str]:
     verdict = card.get("verdict") or {}
     return {(c["workload"], c["concurrency"]): c["status"] for c in verdict.get("cells", [])}
 
 
-def _primary(card: dict[str, Any]) -> str:
+def _primary(card: Card) -> str:
     primary = ((card.get("verdict") or {}).get("criteria") or {}).get("primary") or ["tpot_p50"]
     return str(primary[0])
 
@@ -37,7 +37,7 @@ def _fmt(ratio: float | None) -> str:
     return num(ratio, 3)
 
 
-def diff_cards(baseline: dict[str, Any], candidate: dict[str, Any]) -> Diff:
+def diff_cards(baseline: Card, candidate: Card) -> Diff:
     """Diff ``candidate`` against ``baseline`` (card.json dicts). Raises BadInput for different pairs."""
     if baseline.get("pair") != candidate.get("pair"):
         raise BadInput(f"the cards are of different pairs ({baseline.get('pair')!r} vs {candidate.get('pair')!r}); "

@@ -13,11 +13,12 @@ from typing import Any, TypeVar
 from loadgen.profile.cells import CellKey
 from loadgen.report.rundir import read_jsonl
 from loadgen.stream.client import RequestRecord
+from loadgen.util.schemas import CellLine
 
 T = TypeVar("T")
 
 
-def mark_partial(side: tuple[T, dict[str, Any]], entries: list[dict[str, Any]], records: list[RequestRecord],
+def mark_partial(side: tuple[T, dict[str, Any]], entries: list[CellLine], records: list[RequestRecord],
                  status: dict[str, Any]) -> tuple[T, dict[str, Any]]:
     """``side`` (one role's statistics and extras of a card cell) with ``partial`` and ``partial_requests``
     set in the extras, and a failure line added, when some of ``records`` (measured) belong to a

@@ -33,6 +33,7 @@ from loadgen.measure.metrics import request_timings
 from loadgen.measure.ratios import crossover
 from loadgen.profile.cells import ROLES, CellKey
 from loadgen.stream.client import RequestRecord
+from loadgen.util.schemas import Card
 
 __all__ = ["crossover", "crossover_points", "render_plots"]
 
@@ -52,7 +53,7 @@ def _num(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else math.nan
 
 
-def _cells(card: dict[str, Any], workload: str, kind: str) -> list[tuple[float, dict[str, Any]]]:
+def _cells(card: Card, workload: str, kind: str) -> list[tuple[float, dict[str, Any]]]:
     """(x, cell) of one workload and load kind, sorted by x; x = concurrency or rate_rps."""
     out = []
     for cell in card.get("cells") or []:
@@ -63,7 +64,7 @@ def _cells(card: dict[str, Any], workload: str, kind: str) -> list[tuple[float, 
     return sorted(out, key=lambda t: t[0])
 
 
-def _workloads(card: dict[str, Any]) -> list[str]:
+def _workloads(card: Card) -> list[str]:
     return list(dict.fromkeys(str(c["workload"]) for c in card.get("cells") or []
                               if isinstance(c, dict) and c.get("workload") is not None))
 
@@ -79,7 +80,7 @@ def _ratio(cell: dict[str, Any], name: str = "tpot_p50") -> tuple[float, float, 
     return _num(r.get("value")), _num(r.get("ci_low")), _num(r.get("ci_high"))
 
 
-def crossover_points(card: dict[str, Any], kind: str = "concurrency") -> dict[str, float | None]:
+def crossover_points(card: Card, kind: str = "concurrency") -> dict[str, float | None]:
     """Per workload: the load level (concurrency, or req/s with ``kind="rate"``) where the speculative /
     plain TPOT p50 ratio crosses 1, by :func:`crossover` (linear interpolation between the two tested
     levels around the first crossing); None when it never crosses or ratios are missing. Workloads with
@@ -116,7 +117,7 @@ def _save(fig: Figure, path: Path, paths: list[Path]) -> None:
     paths.append(path)
 
 
-def _latency(card: dict[str, Any], workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _latency(card: Card, workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     cells = _cells(card, workload, kind[0])
     panels = (("TTFT", "ttft_s", 1e3, "ms"), ("TPOT", "tpot_s", 1e3, "ms/token"), ("E2E latency", "e2e_s", 1.0, "s"))
     xs = [x for x, _ in cells]
@@ -142,7 +143,7 @@ def _latency(card: dict[str, Any], workload: str, kind: tuple[str, str, str], ou
         _save(fig, out / f"latency_{_slug(workload)}{kind[2]}.png", paths)
 
 
-def _throughput(card: dict[str, Any], kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _throughput(card: Card, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     fig = _new_figure(2)
     axes, xs_all, drawn = fig.subplots(1, 2), [], False
     for w, workload in enumerate(_workloads(card)):
@@ -168,7 +169,7 @@ def _throughput(card: dict[str, Any], kind: tuple[str, str, str], out: Path, pat
     _save(fig, out / f"throughput{kind[2]}.png", paths)
 
 
-def _ratio_plot(card: dict[str, Any], kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _ratio_plot(card: Card, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     fig = _new_figure(1, width=7.5, height=4.6)
     ax, xs_all, drawn = fig.subplots(), [], False
     points = crossover_points(card, kind[0])
@@ -205,7 +206,7 @@ def _ratio_plot(card: dict[str, Any], kind: tuple[str, str, str], out: Path, pat
     _save(fig, out / f"tpot_ratio{kind[2]}.png", paths)
 
 
-def _acceptance(card: dict[str, Any], out: Path, paths: list[Path]) -> None:
+def _acceptance(card: Card, out: Path, paths: list[Path]) -> None:
     rows = []
     for workload in _workloads(card):
         cells = [(x, c) for kind, *_ in _KINDS for x, c in _cells(card, workload, kind)]
@@ -247,7 +248,7 @@ def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str]
     return out
 
 
-def _ttft_distribution(card: dict[str, Any], records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
+def _ttft_distribution(card: Card, records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
     samples = _ttft_samples(records)
     workloads = [w for w in dict.fromkeys([*_workloads(card), *(k[0] for k in samples)])
                  if any(k[0] == w for k in samples)]
@@ -277,7 +278,7 @@ def _ttft_distribution(card: dict[str, Any], records: Sequence[RequestRecord], o
     _save(fig, out / "ttft_distribution.png", paths)
 
 
-def render_plots(card: dict[str, Any], records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
+def render_plots(card: Card, records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
     """Write the figures of ``card`` (report.build_card's dict) and ``records`` (requests.jsonl; warmup,
     cooldown and failed requests are ignored) as PNG files under ``out_dir`` (created if needed).
 

@@ -13,14 +13,15 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from loadgen.errors import RunDirUnwritable
 from loadgen.stream.client import RequestRecord
 from loadgen.util import strictjson
+from loadgen.util.schemas import CellLine
 
 
 def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path:
@@ -69,6 +70,11 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
+def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellLine]:
+    """The lines of a ``cells.jsonl`` (torn ones skipped, as :func:`read_jsonl`)."""
+    return [cast(CellLine, line) for line in read_jsonl(path, torn)]
+
+
 def read_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """Yield the objects of a JSON-lines file, skipping torn lines (a write cut short by a crash); each
     skipped line is appended to ``torn`` when given, so the caller can say how many."""
@@ -112,7 +118,7 @@ class JsonlAppender:
             view = view[os.write(self._fd, view):]
         self._end += len(data)
 
-    def append(self, obj: dict[str, Any]) -> None:
+    def append(self, obj: Mapping[str, Any]) -> None:
         """Write ``obj`` as one line. Raises RunDirUnwritable (nothing of the line stays on disk)."""
         line = (strictjson.dumps(obj, default=str) + "\n").encode()
         if self._failed is None:

@@ -11,8 +11,9 @@ from typing import Any
 from loadgen.errors import BadInput
 from loadgen.profile.cells import ROLES
 from loadgen.report.partial import on_disk
-from loadgen.report.rundir import load_records, read_json, read_jsonl
+from loadgen.report.rundir import load_records, read_cell_lines, read_json
 from loadgen.stream.client import RequestRecord
+from loadgen.util.schemas import CellLine
 
 #: The per-server files under ``servers/`` (``<role>-<part>.json``).
 SERVER_PARTS = ("launch", "effective", "resources", "teardown")
@@ -27,7 +28,7 @@ class RunFiles:
     protocol: dict[str, Any]
     status: dict[str, Any]
     records: list[RequestRecord]
-    entries: list[dict[str, Any]]
+    entries: list[CellLine]
     servers: dict[str, dict[str, Any]]
     on_disk: dict[str, Any]
     protocol_path: Path
@@ -40,14 +41,14 @@ def read_run(run_dir: Path) -> RunFiles:
         raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
     status_path = run_dir / "status.json"
     status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
-    entries = list(read_jsonl(run_dir / "cells.jsonl"))
+    entries = read_cell_lines(run_dir / "cells.jsonl")
     servers = {role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
                for role in ROLES}
     return RunFiles(read_json(run_dir / "protocol.json"), status, list(load_records(run_dir)), entries, servers,
                     on_disk(run_dir, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
 
 
-def run_ended_utc(entries: Iterable[dict[str, Any]], run_dir: Path) -> str:
+def run_ended_utc(entries: Iterable[CellLine], run_dir: Path) -> str:
     """When the run's last cell ended (its ``started_utc`` + ``duration_s``, ISO 8601 to the second, UTC):
     the card's ``generated_utc``, so that rebuilding a card gives the same bytes. Without any cell line,
     when protocol.json was last written."""

@@ -13,14 +13,14 @@ The card keeps its own ``generated_utc`` (re-rendering gives the same bytes) and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.measure.judging import card_verdict, judged_resources
 from loadgen.measure.serverside import bounds_of, json_bounds
 from loadgen.measure.steptime import apply
 from loadgen.profile.cells import ROLES, CellKey
-from loadgen.report.rundir import read_json, read_jsonl
+from loadgen.report.rundir import read_cell_lines, read_json
+from loadgen.util.schemas import Card, CellLine
 from loadgen.util.strictjson import finite
 
 
@@ -29,20 +29,20 @@ def saved_only(run_dir: Path) -> bool:
     return not (run_dir / "requests.jsonl").exists() and (run_dir / "card.json").is_file()
 
 
-def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
+def refresh_saved_card(run_dir: Path) -> Card:
     """card.json of ``run_dir`` with the cell-level diagnosis recomputed (module docstring); the same
     card again when run twice. Raises BadInput when card.json or cells.jsonl is missing."""
     if not (run_dir / "cells.jsonl").is_file() or not (run_dir / "card.json").is_file():
         raise BadInput(f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "
                        "from; pass a run folder written by `loadgen compare`")
-    card: dict[str, Any] = finite(read_json(run_dir / "card.json"))  # a card of older code may hold Infinity
+    card: Card = finite(read_json(run_dir / "card.json"))  # a card of older code may hold Infinity
     for cell in card["cells"]:
         for role in ROLES:
             for row in ((cell.get(role) or {}).get("server_vs_client") or {}).values():
                 if "bucket_bounds" in row:
                     row["bucket_bounds"] = json_bounds(bounds_of({"upper_bounds": row["bucket_bounds"]}))
-    entries: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for e in read_jsonl(run_dir / "cells.jsonl"):  # the first repetition's line, as carddata.py reads them
+    entries: dict[tuple[str, str, str], CellLine] = {}
+    for e in read_cell_lines(run_dir / "cells.jsonl"):  # the first repetition's line, as carddata.py reads them
         entries.setdefault((*CellKey.of(e), e["role"]), e)
     for cell in card["cells"]:
         cell["notes"] = [n for n in cell.get("notes") or [] if not any(n.startswith(f"{r}: bursty") for r in ROLES)]

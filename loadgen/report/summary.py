@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from loadgen.util.numbers import ms, ratio
+from loadgen.util.schemas import Card
 
 
 def _ms(dist: dict[str, Any] | None) -> str:
@@ -18,7 +19,7 @@ def _ratio(r: dict[str, Any] | None) -> str:
     return ratio(r, 2)
 
 
-def summary_table(card: dict[str, Any]) -> Table:
+def summary_table(card: Card) -> Table:
     """A table of TTFT/TPOT p50 (ms), the TPOT ratio with its 95% CI, acceptance, throughput and failed
     requests (the card's count, as in cells.jsonl) per cell."""
     table = Table(title=f"{card['pair']}: speculative vs plain ({'complete' if card['complete'] else 'INCOMPLETE'})")
@@ -39,7 +40,7 @@ def summary_table(card: dict[str, Any]) -> Table:
     return table
 
 
-def print_summary(card: dict[str, Any], console: Console | None = None) -> None:
+def print_summary(card: Card, console: Console | None = None) -> None:
     """Print :func:`summary_table` and the verdict line."""
     out = console or Console()
     out.print(summary_table(card))

@@ -36,6 +36,7 @@ from loadgen.stream.client import RequestRecord
 from loadgen.stream.runner import run_cell
 from loadgen.stream.timeouts import read_timeout_s
 from loadgen.util import strictjson
+from loadgen.util.schemas import CellLine
 
 
 @dataclass
@@ -105,16 +106,16 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
                    tuple(metrics_errors), sent["measured"] + sent["cooldown"], window, client, died)
     entry = cell_entry(done, pair)
     usable = None if entry["restart_evidence"] else done.counters  # a restart leaves no measurable acceptance
-    entry |= observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
-                                     cell_stats(done.measured(), usable), usable)
-    run.cells_log.append(entry)
+    line = {**entry, **observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
+                                     cell_stats(done.measured(), usable), usable)}
+    run.cells_log.append(line)
     later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl", "".join(strictjson.dumps(g) + "\n" for g in gauges)))
     for path, text in later:
         write_text(path, text)
     _report(run, server, done, entry)
 
 
-def _report(run: RunContext, server: servers.Server, done: CellRun, entry: dict[str, Any]) -> None:
+def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellLine) -> None:
     """Log the finished cell and stop the run when it must (see run_cell_on)."""
     role, cell, records, pair = done.role, done.cell, done.records, run.pair
     ok, counters, failure = len(records) - entry["errors"], done.counters, entry["failure"]

@@ -8,7 +8,7 @@ the error budget and the fallback notes (docs/metrics.md, "Acceptance").
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters
 from loadgen.measure.faults import categories, over_budget
@@ -19,6 +19,7 @@ from loadgen.prom import deltas
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.scrape import server_histograms
 from loadgen.stream.client import RequestRecord
+from loadgen.util.schemas import CellLine
 
 #: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
 LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
@@ -81,7 +82,7 @@ def _failure(records: list[RequestRecord], pair: Pair, died: bool, role: str) ->
     return None
 
 
-def cell_entry(run: CellRun, pair: Pair) -> dict[str, Any]:
+def cell_entry(run: CellRun, pair: Pair) -> CellLine:
     """The cell's line of ``cells.jsonl`` (before the observers add theirs)."""
     cell, records, b, after = run.cell, run.records, run.before, run.after
     counters = run.counters
@@ -108,7 +109,7 @@ def cell_entry(run: CellRun, pair: Pair) -> dict[str, Any]:
         "client": {"cpu_s": run.client.cpu_s, "cpu_cores": run.client.cores,
                    "send_lag_s": asdict(run.client.send_lag)},
     }
-    entry["restart_evidence"] = restart_evidence(entry)
+    entry["restart_evidence"] = restart_evidence(entry)  # every key of CellLine (util/schemas.py) is set above
     if (busy := run.client.saturation_note()) is not None:
         entry["notes"].append(busy)
     if flat_drafts(run) and pair.method in LOOKUP_METHODS:
@@ -116,7 +117,7 @@ def cell_entry(run: CellRun, pair: Pair) -> dict[str, Any]:
     if entry["metrics_error"]:
         entry["notes"].append(f"server metrics unavailable for this cell ({run.role} server): "
                               f"{entry['metrics_error']}")
-    return entry
+    return cast(CellLine, entry)
 
 
 def flat_drafts(run: CellRun) -> bool:

@@ -40,6 +40,7 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol
 from loadgen.serve import attached, modeproof, resources, servers
 from loadgen.util import strictjson
 from loadgen.util.redact import redact_argv, redact_env, redact_url
+from loadgen.util.schemas import Card
 
 Log = Callable[[str], None]
 
@@ -226,7 +227,7 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
         raise ending from None
 
 
-def finish_card(run_dir: Path, log: Log = print) -> dict[str, Any]:
+def finish_card(run_dir: Path, log: Log = print) -> Card:
     """(Re)build card.json, card.md and the plots from the run folder's saved data alone (without
     requests.jsonl: from card.json's statistics, plots kept; savedcard.py)."""
     if saved_only(run_dir):
