@@ -88,13 +88,19 @@ def test_report_on_a_folder_without_protocol_exits_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("passed", "code"), [(False, 3), (True, 0), (None, 0)])
-def test_the_verdict_decides_compares_exit(tmp_path: Path, passed: bool | None, code: int) -> None:
+def test_the_verdict_decides_compares_exit(tmp_path: Path, passed: bool | None, code: int,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "card.json").write_text(json.dumps({"verdict": {"passed": passed}}))
-    if code == 3:
-        with pytest.raises(CriteriaFailed, match="the verdict failed the criteria declared in the pair file"):
+    if code == 3:  # a finished run is no crash: its last lines say so on stdout, and no error line follows
+        with pytest.raises(CriteriaFailed) as failed:
             cli._verdict_exit(tmp_path)
+        assert str(failed.value) == "" and failed.value.exit_code == 3
     else:
         cli._verdict_exit(tmp_path)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"card: {tmp_path / 'card.md'}"
+    assert out[1:] == (["exit 3: the run finished and its verdict failed the criteria declared in the pair file"]
+                       if code == 3 else [])
 
 
 def test_a_full_disk_outside_the_runs_own_writes_is_one_line_exit_1(tmp_path: Path,
