@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from loadgen.measure.outcomes import finish_line
+from loadgen.report.workloadcard import context_rows
 from loadgen.serve.modeproof import proof_line
 
 _LATENCIES = (
@@ -246,6 +247,7 @@ def render_markdown(card: dict[str, Any]) -> str:
     out += _verdict_rows(card.get("verdict"))
     out += _resource_rows(card.get("resources") or {})
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
+    out += context_rows(card.get("context_axis") or {})
     out += ["## Results per workload and concurrency", ""]
     for cell in card["cells"]:
         out += [f"### {cell['workload']} · {_level(cell)}", ""]

@@ -25,6 +25,7 @@ from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.pair import SLO
 from loadgen.report.partial import mark_partial, on_disk
 from loadgen.report.rundir import load_records, read_json, read_jsonl
+from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import difference
 from loadgen.stream.client import RequestRecord
@@ -115,7 +116,8 @@ def build_card(run_dir: Path) -> dict[str, Any]:
     status_path = run_dir / "status.json"
     status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
     by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
-    for r in load_records(run_dir):
+    records = list(load_records(run_dir))
+    for r in records:
         if not r.warmup:
             by_cell[(r.workload, r.level or f"c{r.concurrency}", r.role)].append(r)
     entries: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -188,9 +190,8 @@ def build_card(run_dir: Path) -> dict[str, Any]:
         "engine_version": {role: (s["effective"] or {}).get("version") for role, s in servers.items()},
         "servers": servers,
         "workloads": workloads,
-        "workloads_statement": ("Conclusions hold for the workloads tested only: "
-                                + ", ".join(f"{w['name']} ({w['kind']}, {w.get('input_tokens') or 'natural'} input "
-                                            f"/ {w['output_tokens']} output tokens)" for w in workloads) + "."),
+        "workloads_statement": workload_statement(workloads, records),
+        "context_axis": context_axis(cells),
         "concurrency": proto["concurrency"],
         "load": proto.get("load"),
         "stop_rule": proto["stop_rule"],

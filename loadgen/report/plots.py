@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 
 from loadgen.measure.metrics import request_timings
 from loadgen.measure.ratios import crossover
+from loadgen.report.contextplot import render_context_plot
 from loadgen.stream.client import RequestRecord
 
 __all__ = ["crossover", "crossover_points", "render_plots"]
@@ -294,4 +295,4 @@ def render_plots(card: dict[str, Any], records: Sequence[RequestRecord], out_dir
         _ratio_plot(card, kind, out_dir, paths)
     _acceptance(card, out_dir, paths)
     _ttft_distribution(card, records, out_dir, paths)
-    return paths
+    return paths + render_context_plot(card, out_dir)
