@@ -86,19 +86,19 @@ def grounded_prompt(rng: random.Random, tokens: int | None, tokenizer: Tokenizer
 
     if count("") + 4 > tokens:
         raise ValueError(f"{tokens} input tokens cannot hold a passage and the task ({count('')} tokens)")
-    passage = sentence(rng)
-    while count(passage) < tokens:
-        passage = f"{passage} {sentence(rng)}"
-    offsets = [end for (_, end) in tokenizer.encode(passage, add_special_tokens=False).offsets]
-    k = min(len(offsets), max(1, tokens - count("")))
-    for _ in range(12):  # walk the cut towards the exact count; boundary merges shift it by a token or two
-        diff = tokens - count(passage[:offsets[k - 1]])
-        if diff == 0:
-            cut = passage[:offsets[k - 1]]
-            return compose(cut, task), cut, task
-        k = min(len(offsets), max(1, k + diff))
-    for k2 in range(max(1, k - 4), min(len(offsets), k + 4) + 1):
-        if count(passage[:offsets[k2 - 1]]) == tokens:
-            cut = passage[:offsets[k2 - 1]]
-            return compose(cut, task), cut, task
+    for _ in range(8):  # a cut can land between two merged tokens and skip the count; then a new passage
+        passage = sentence(rng)
+        while count(passage) < tokens:
+            passage = f"{passage} {sentence(rng)}"
+        offsets = [end for (_, end) in tokenizer.encode(passage, add_special_tokens=False).offsets]
+        k = min(len(offsets), max(1, tokens - count("")))
+        for _ in range(12):  # walk the cut towards the exact count
+            diff = tokens - count(passage[:offsets[k - 1]])
+            if diff == 0:
+                break
+            k = min(len(offsets), max(1, k + diff))
+        for k2 in sorted(range(max(1, k - 4), min(len(offsets), k + 4) + 1), key=lambda j: abs(j - k)):
+            if count(passage[:offsets[k2 - 1]]) == tokens:
+                cut = passage[:offsets[k2 - 1]]
+                return compose(cut, task), cut, task
     raise ValueError(f"cannot cut a grounded prompt to exactly {tokens} tokens")
