@@ -59,7 +59,8 @@ def test_a_prompt_longer_than_the_serving_context_is_named_by_its_line(tmp_path:
 
 def test_unusable_lines_are_counted_and_named_never_dropped_silently(tmp_path: Path) -> None:
     path = _lines(tmp_path, {"prompt": "the cat"}, {"messages": [{"role": "user", "content": "a dog"}]},
-                  {"prompt": "the dog", "output_tokens": 0}, {"prompt": ""}, "", {"prompt": "my cat", "output_tokens": 4})
+                  {"prompt": "the dog", "output_tokens": 0}, {"prompt": ""}, "",
+                  {"prompt": "my cat", "output_tokens": 4})
     (w,) = load_workloads("f", _workload(tmp_path, path))
     assert (w.kind, w.endpoint, w.source_lines, w.path) == ("file", "completions", 5, str(path))
     assert w.skipped == ("line 2: a chat line in a completions file",
