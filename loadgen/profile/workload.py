@@ -218,8 +218,8 @@ def load_tokenizer(model: str) -> Tokenizer:
     """
     path = Path(model) / "tokenizer.json"
     if not path.is_file():
-        raise ProfileError(f"input_tokens needs the target's tokenizer, but {path} does not exist; "
-                           "use a local model directory or remove input_tokens")
+        raise ProfileError(f"input_tokens and prompt files need the target's tokenizer, but {path} does not "
+                           "exist; use a local model directory or remove input_tokens")
     return Tokenizer.from_file(str(path))
 
 
