@@ -63,8 +63,9 @@ class Criteria:
     declared: tuple[str, ...] = field(default=(), compare=False)  # the keys the pair file set
 
     def in_scope(self, workload: str, concurrency: int) -> bool:
-        """True when the cell (workload, concurrency) is in the declared range."""
-        if self.workloads is not None and workload not in self.workloads:
+        """True when the cell (workload, concurrency) is in the declared range (a context-length variant
+        ``<workload>@<tokens>`` is in scope when its workload is)."""
+        if self.workloads is not None and not {workload, workload.split("@")[0]} & set(self.workloads):
             return False
         return self.concurrency is None or self.concurrency[0] <= concurrency <= self.concurrency[1]
 

@@ -119,6 +119,7 @@ PAIR_DOMAINS: dict[str, Domain] = {
 }
 WORKLOAD_DOMAINS: dict[str, Domain] = {
     "output_tokens": _int(1, MAX_TOKENS, "tokens"), "input_tokens": _int(1, MAX_TOKENS, "tokens"),
+    "input_tokens[]": _int(1, MAX_TOKENS, "tokens"), "seed": _int(0),
 }
 
 
@@ -158,7 +159,8 @@ def check_document(path: Path, doc: Mapping[str, Any], domains: Mapping[str, Dom
                 raise ProfileError(f"{path}: {name} = {value!r} is out of range: numbers in a profile lie "
                                    f"within ±{bound:.3g}")
         domain = domains.get(pattern) or next((d for p, d in domains.items() if _matches(pattern, p)), None)
-        if domain is not None and not domain.admits(value):
+        listed = isinstance(value, list) and f"{pattern}[]" in domains  # e.g. input_tokens = [128, 1024]
+        if domain is not None and not listed and not domain.admits(value):
             why = f" ({domain.why})" if domain.why else ""
             raise ProfileError(f"{path}: {name} must be {domain.describe()}{why}, got {value!r} "
                                "(see profiles/README.md)")

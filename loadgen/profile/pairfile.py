@@ -13,7 +13,6 @@ repository root when run through ``make``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history
 from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule
 from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml
-from loadgen.profile.workload import WORKLOADS_DIR, Workload, load_workload
+from loadgen.profile.workload import WORKLOADS_DIR
+from loadgen.profile.workloadset import pair_workloads
 
 PAIRS_DIR = Path("profiles/pairs")
 
@@ -113,15 +113,6 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
                      port=t.positive_int("port", None) if "port" in t.data else None, url=url)
     t.finish()
     return out
-
-
-def _override(workload: Workload, output_tokens: int | None, input_tokens: int | None) -> Workload:
-    changes: dict[str, Any] = {}
-    if output_tokens is not None:
-        changes["output_tokens"] = output_tokens
-    if input_tokens is not None:
-        changes["input_tokens"] = input_tokens
-    return replace(workload, **changes) if changes else workload
 
 
 def _target(top: Table) -> ModelRef:
@@ -257,8 +248,8 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         speculative=spec,
         engine=engine,
         sampling=sampling,
-        workloads=tuple(_override(load_workload(w, workloads_dir), output_tokens, input_tokens)
-                        for w in workload_names),
+        workloads=pair_workloads(workload_names, workloads_dir, target.model, engine.args, output_tokens,
+                                 input_tokens),
         load=load,
         stop=stop,
         criteria=criteria,
@@ -266,5 +257,6 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         servers=role_servers,
     )
     top.finish()
-    check_scope(criteria, [w.name for w in pair.workloads], [lv.concurrency for lv in load.levels()], path)
+    names = [n for w in pair.workloads for n in (w.name, w.name.split("@")[0])]
+    check_scope(criteria, names, [lv.concurrency for lv in load.levels()], path)
     return pair

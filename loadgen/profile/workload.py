@@ -1,4 +1,5 @@
-"""Seeded synthetic prompt sets: short homogeneous continuations and diverse long answers.
+"""Prompt sets: seeded synthetic ones (short homogeneous continuations, diverse long answers,
+input-grounded answers) and the user's own prompt files.
 
 Prompts are natural text, never random token ids: random ids make draft acceptance meaningless
 (https://github.com/vllm-project/vllm/issues/52536). The same seed gives the same prompts on every
@@ -8,6 +9,11 @@ machine, and both servers receive the identical list.
   words (similar prompts, short outputs): the case where a draft has the best chance.
 - ``long-diverse``: chat questions across varied topics and answer formats (lists, code, letters,
   explanations), long outputs.
+- ``grounded``: a passage and a task whose answer reuses it (grounded.py).
+- ``file``: the prompts of a JSONL or ShareGPT-style file (promptfile.py), sampled with the seed.
+
+``input_tokens`` may list several lengths (``[128, 1024]``): the workload then expands into one variant
+per length, named ``<workload>@<tokens>``, each its own cell row (the context-length axis).
 """
 
 from __future__ import annotations
@@ -16,33 +22,53 @@ import hashlib
 import json
 import random
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
 from loadgen.profile.domains import WORKLOAD_DOMAINS, check_document
+from loadgen.profile.grounded import grounded_prompt
+from loadgen.profile.promptfile import FileEntry, fit_lengths, read_prompt_file, sample
 from loadgen.profile.tomlread import Table, read_toml
 
 WORKLOADS_DIR = Path("profiles/workloads")
+KINDS = ("short-homogeneous", "long-diverse", "grounded", "file")
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A synthetic prompt set (``profiles/workloads/<name>.toml``)."""
+    """A prompt set (``profiles/workloads/<name>.toml``). For kind ``file``: ``path`` the prompt file,
+    ``source_sha256`` / ``source_lines`` its sha256 and record count, ``skipped`` its unusable lines
+    (``line N: reason``); ``context_tokens`` the serving context (``--max-model-len``) when declared."""
 
     name: str
-    kind: str  # "short-homogeneous" | "long-diverse"
+    kind: str  # one of KINDS
     endpoint: str  # "completions" | "chat"
     output_tokens: int
     input_tokens: int | None = None
     seed: int = 0
     description: str = ""
+    path: str | None = None
+    source_sha256: str | None = None
+    source_lines: int | None = None
+    skipped: tuple[str, ...] = ()
+    context_tokens: int | None = None
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
-    """Load ``workloads_dir/<name>.toml`` strictly. Raises ProfileError."""
+    """Load ``workloads_dir/<name>.toml`` strictly (one input length). Raises ProfileError."""
+    variants = load_workloads(name, workloads_dir)
+    if len(variants) != 1:
+        raise ProfileError(f"{workloads_dir / name}.toml lists several input_tokens; use load_workloads")
+    return variants[0]
+
+
+def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Workload, ...]:
+    """Load ``workloads_dir/<name>.toml`` strictly: one Workload, or with a list ``input_tokens`` one
+    variant ``<name>@<tokens>`` per length. A ``file`` workload's file is read and checked here
+    (promptfile.read_prompt_file). Raises ProfileError."""
     path = workloads_dir / f"{name}.toml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in workloads_dir.glob("*.toml"))) or "(none)"
@@ -51,22 +77,41 @@ def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
     check_document(path, doc, WORKLOAD_DOMAINS)
     top = Table(path, "", doc)
     kind = top.get("kind", str)
-    if kind not in ("short-homogeneous", "long-diverse"):
-        raise ProfileError(f"{path}: kind must be 'short-homogeneous' or 'long-diverse', got {kind!r}")
-    endpoint = top.get("endpoint", str, "completions")
-    if endpoint not in ("completions", "chat"):
+    if kind not in KINDS:
+        raise ProfileError(f"{path}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    endpoint = top.get("endpoint", str, None)
+    if endpoint not in (None, "completions", "chat"):
         raise ProfileError(f"{path}: endpoint must be 'completions' or 'chat', got {endpoint!r}")
+    lengths = top.get("input_tokens", (int, list), None, "a positive integer or a list of them")
+    if isinstance(lengths, list) and (not lengths or len(set(lengths)) != len(lengths)):
+        raise ProfileError(f"{path}: input_tokens must list distinct lengths, e.g. [128, 1024], got {lengths!r}")
+    extra: dict[str, object] = {}
+    if kind == "file":
+        if lengths is not None:
+            raise ProfileError(f"{path}: a file workload sends its prompts as written; remove input_tokens")
+        file = read_prompt_file(Path(top.get("path", str)), endpoint)
+        endpoint = file.endpoint
+        extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines,
+                 "skipped": file.skipped}
     workload = Workload(
         name=top.get("name", str, name),
         kind=kind,
-        endpoint=endpoint,
+        endpoint=endpoint or "completions",
         output_tokens=top.positive_int("output_tokens"),
-        input_tokens=top.positive_int("input_tokens", None) if "input_tokens" in top.data else None,
+        input_tokens=lengths if isinstance(lengths, int) else None,
         seed=top.get("seed", int, 0),
         description=top.get("description", str, ""),
+        **extra,  # type: ignore[arg-type]
     )
     top.finish()
-    return workload
+    if not isinstance(lengths, list):
+        return (workload,)
+    return tuple(replace(workload, name=f"{workload.name}@{n}", input_tokens=n) for n in lengths)
+
+
+def needs_tokenizer(workload: Workload) -> bool:
+    """Whether generating ``workload`` needs the target's tokenizer (exact lengths, file lengths)."""
+    return workload.input_tokens is not None or workload.kind == "file"
 
 
 _SHORT_TEMPLATES = (
@@ -173,27 +218,59 @@ def load_tokenizer(model: str) -> Tokenizer:
     """
     path = Path(model) / "tokenizer.json"
     if not path.is_file():
-        raise ProfileError(f"input_tokens needs the target's tokenizer, but {path} does not exist; "
-                           "use a local model directory or remove input_tokens")
+        raise ProfileError(f"input_tokens and prompt files need the target's tokenizer, but {path} does not "
+                           "exist; use a local model directory or remove input_tokens")
     return Tokenizer.from_file(str(path))
+
+
+def _file_entries(workload: Workload, tokenizer: Tokenizer) -> tuple[list[tuple[FileEntry, int, int]], list[str]]:
+    pf = read_prompt_file(Path(workload.path or ""), workload.endpoint)
+    if pf.sha256 != workload.source_sha256:
+        raise ProfileError(f"{pf.path} changed since the workload was loaded (sha256 {pf.sha256[:12]}, "
+                           f"expected {str(workload.source_sha256)[:12]}); load the pair again")
+    entries, skipped = fit_lengths(pf, workload.output_tokens, tokenizer, workload.context_tokens)
+    return list(entries), skipped
+
+
+def resolve_file(workload: Workload, tokenizer: Tokenizer) -> Workload:
+    """``workload`` (kind ``file``) with the lines skipped for the serving context added to ``skipped``.
+    Raises ProfileError for a JSONL prompt longer than the serving context (promptfile.fit_lengths)."""
+    _, skipped = _file_entries(workload, tokenizer)
+    return replace(workload, skipped=tuple(workload.skipped) + tuple(skipped))
+
+
+def _body(workload: Workload, rng: random.Random, tokenizer: Tokenizer | None) -> str:
+    if workload.kind == "grounded":
+        try:
+            return grounded_prompt(rng, workload.input_tokens, tokenizer)[0]
+        except ValueError as exc:
+            raise ProfileError(f"workload {workload.name}: {exc}; raise input_tokens") from None
+    body = _short_text(rng) if workload.kind == "short-homogeneous" else _long_text(rng)
+    if workload.input_tokens is not None and tokenizer is not None:
+        body = fit_to_tokens(body, workload.input_tokens, tokenizer, rng)
+    return body
 
 
 def generate(workload: Workload, count: int, tokenizer: Tokenizer | None = None) -> list[Prompt]:
     """``count`` prompts for ``workload``, deterministic in ``workload.seed``.
 
     With ``workload.input_tokens`` set, each prompt's text (for chat: the user message) encodes to
-    exactly that many tokens with ``tokenizer`` (the target's own; required then). Returns a list of
-    length ``count``; prompt ids are ``<workload>-<index>``.
+    exactly that many tokens with ``tokenizer`` (the target's own; required then, and for kind
+    ``file``, whose lines are sampled with the seed: promptfile.sample). Returns a list of length
+    ``count``; prompt ids are ``<workload>-<index>`` (file: ``<workload>-<index>-line<N>``).
     """
-    if workload.input_tokens is not None and tokenizer is None:
-        raise ValueError("workload.input_tokens needs the target's tokenizer")
+    if needs_tokenizer(workload) and tokenizer is None:
+        raise ValueError(f"workload {workload.name} needs the target's tokenizer")
+    is_chat = workload.endpoint == "chat"
+    if workload.kind == "file" and tokenizer is not None:
+        picked = sample(_file_entries(workload, tokenizer)[0], count, workload.seed)
+        return [Prompt(f"{workload.name}-{i:04d}-line{e.line}", workload.name, workload.endpoint,
+                       None if is_chat else e.text, e.messages if is_chat else None, n_out)
+                for i, (e, _, n_out) in enumerate(picked)]
     rng = random.Random(f"{workload.kind}:{workload.seed}")
     prompts = []
     for i in range(count):
-        body = _short_text(rng) if workload.kind == "short-homogeneous" else _long_text(rng)
-        if workload.input_tokens is not None and tokenizer is not None:
-            body = fit_to_tokens(body, workload.input_tokens, tokenizer, rng)
-        is_chat = workload.endpoint == "chat"
+        body = _body(workload, rng, tokenizer)
         prompts.append(
             Prompt(
                 prompt_id=f"{workload.name}-{i:04d}",

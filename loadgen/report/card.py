@@ -12,6 +12,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
+from loadgen.report.workloadcard import context_rows
 from loadgen.serve.modeproof import proof_line
 from loadgen.util.numbers import gib, ratio
 from loadgen.util.numbers import ms as _ms
@@ -257,6 +258,7 @@ def render_markdown(card: Card) -> str:
     out += _verdict_rows(card.get("verdict"))
     out += _resource_rows(card.get("resources") or {})
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
+    out += context_rows(card.get("context_axis") or {})
     out += _results_rows(card)
     out += _capacity_rows(card)
     out += ["## Where speculation stops paying", "",

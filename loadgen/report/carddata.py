@@ -25,6 +25,7 @@ from loadgen.profile.cells import ROLES, CellKey
 from loadgen.profile.pair import SLO
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
+from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import difference
 from loadgen.stream.client import RequestRecord
@@ -193,9 +194,8 @@ def card_of(files: RunFiles) -> Card:
         "engine_version": {role: (s["effective"] or {}).get("version") for role, s in servers.items()},
         "servers": servers,
         "workloads": workloads,
-        "workloads_statement": ("Conclusions hold for the workloads tested only: "
-                                + ", ".join(f"{w['name']} ({w['kind']}, {w.get('input_tokens') or 'natural'} input "
-                                            f"/ {w['output_tokens']} output tokens)" for w in workloads) + "."),
+        "workloads_statement": workload_statement(workloads, list(files.records)),
+        "context_axis": context_axis(cells),
         "concurrency": proto["concurrency"],
         "load": proto.get("load"),
         "stop_rule": proto["stop_rule"],

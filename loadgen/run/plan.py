@@ -23,7 +23,7 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.schedule import arrival_offsets
-from loadgen.profile.workload import Prompt, Workload, generate, load_tokenizer, prompts_digest
+from loadgen.profile.workload import Prompt, Workload, generate, load_tokenizer, needs_tokenizer, prompts_digest
 from loadgen.serve import resources
 from loadgen.util.redact import redact_argv, redact_env
 
@@ -33,7 +33,7 @@ def plan_cells(pair: Pair) -> list[CellSpec]:
     cooldown) and, for open-loop levels, its seeded arrival schedule."""
     stop, load = pair.stop, pair.load
     tokenizer = None
-    if any(w.input_tokens is not None for w in pair.workloads):
+    if any(needs_tokenizer(w) for w in pair.workloads):
         tokenizer = load_tokenizer(pair.target.model)
     cells = []
     for workload in pair.workloads:
@@ -80,7 +80,8 @@ def replay_protocol(protocol_path: Path) -> tuple[Pair, list[CellSpec]]:
                            "the run folder was modified")
     pair = load_pair(str(folder / "pair.toml"))
     workloads = {w["name"]: w for w in proto["workloads"]}
-    pair = replace(pair, workloads=tuple(Workload(**w) for w in proto["workloads"]))
+    pair = replace(pair, workloads=tuple(Workload(**(w | {"skipped": tuple(w.get("skipped") or ())}))
+                                         for w in proto["workloads"]))
     cells = []
     for c in proto["cells"]:
         pick = [[prompts[f"{pid}@{c['workload']}"] for pid in c[part]] for part in ("warmup", "measured", "cooldown")]

@@ -64,6 +64,7 @@ class Card(TypedDict, total=False):
     servers: dict[str, dict[str, Any]]
     workloads: list[dict[str, Any]]
     workloads_statement: str
+    context_axis: dict[str, list[dict[str, Any]]]
     concurrency: list[int]
     load: dict[str, Any] | None
     stop_rule: dict[str, Any]

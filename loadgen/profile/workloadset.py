@@ -1,0 +1,54 @@
+"""The workloads of a pair (profile I/O: the workload files, prompt files and the target's tokenizer).
+
+Each name in ``[run].workloads`` loads as one workload or, with a list ``input_tokens``, one variant per
+length (``<name>@<tokens>``: the context-length axis). The pair's overrides (``[run].output_tokens``,
+``[run].input_tokens``) apply to every one. The serving context is ``--max-model-len`` of
+``[engine].args`` (vLLM's engine argument; None when not given): a synthetic workload whose input plus
+output exceeds it raises ProfileError, and a ``file`` workload's lines are checked against it with the
+target's tokenizer (promptfile.fit_lengths).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from loadgen.errors import ProfileError
+from loadgen.profile.workload import Workload, load_tokenizer, load_workloads, resolve_file
+
+
+def serving_context(args: tuple[str, ...] | list[str]) -> int | None:
+    """``--max-model-len N`` (or ``--max-model-len=N``) of the engine arguments, in tokens; None if absent
+    or not an integer."""
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "--max-model-len" and i + 1 < len(args) else (
+            arg.split("=", 1)[1] if arg.startswith("--max-model-len=") else None)
+        if value is not None:
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def pair_workloads(names: tuple[str, ...], workloads_dir: Path, target_model: str, args: tuple[str, ...],
+                   output_tokens: int | None = None, input_tokens: int | None = None) -> tuple[Workload, ...]:
+    """The workloads the pair runs, in order, variants expanded. Raises ProfileError."""
+    context = serving_context(args)
+    out: list[Workload] = []
+    for name in names:
+        variants = load_workloads(name, workloads_dir)
+        if input_tokens is not None:  # the pair's one length replaces the workload's list
+            variants = (replace(variants[0], name=variants[0].name.split("@")[0]),)
+        for w in variants:
+            changes: dict[str, object] = {"context_tokens": context}
+            if output_tokens is not None:
+                changes["output_tokens"] = output_tokens
+            if input_tokens is not None and w.kind != "file":
+                changes["input_tokens"] = input_tokens
+            w = replace(w, **changes)  # type: ignore[arg-type]
+            if context is not None and w.input_tokens is not None and w.input_tokens + w.output_tokens > context:
+                raise ProfileError(f"workload {w.name}: {w.input_tokens} input + {w.output_tokens} output tokens "
+                                   f"exceed the serving context ({context} tokens, --max-model-len); lower "
+                                   "input_tokens or raise --max-model-len in [engine].args")
+            if w.kind == "file":
+                w = resolve_file(w, load_tokenizer(target_model))
+            out.append(w)
+    return tuple(out)

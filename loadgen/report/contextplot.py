@@ -1,0 +1,44 @@
+"""The context-length figure (``context_length.png``): acceptance rate and TPOT p50 ratio (speculative /
+plain) against the input length in tokens, one line per base workload and load level, from the card's
+``context_axis`` (workloadcard.context_axis). Matplotlib's Agg canvas on a private Figure; nothing is
+written when no workload lists several input lengths."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def _num(x: Any) -> float:
+    return float(x) if isinstance(x, int | float) else float("nan")
+
+
+def render_context_plot(card: Mapping[str, Any], out_dir: Path) -> list[Path]:
+    """Write ``out_dir/context_length.png`` when the card has a context-length axis; return the paths."""
+    axis: dict[str, list[dict[str, Any]]] = card.get("context_axis") or {}
+    if not axis:
+        return []
+    fig = Figure(figsize=(10.4, 4.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    acc_ax, ratio_ax = fig.subplots(1, 2)
+    for base, rows in axis.items():
+        for level in dict.fromkeys(str(r["level"]) for r in rows):
+            pts = sorted((r for r in rows if str(r["level"]) == level), key=lambda r: r["input_tokens"])
+            xs = [r["input_tokens"] for r in pts]
+            acc_ax.plot(xs, [_num(r["acceptance_rate"]) for r in pts], marker="o", label=f"{base} {level}")
+            ratio_ax.plot(xs, [_num(r["tpot_ratio"]) for r in pts], marker="o", label=f"{base} {level}")
+    ratio_ax.axhline(1.0, color="black", linewidth=0.8)
+    for ax, ylabel in ((acc_ax, "acceptance rate"), (ratio_ax, "TPOT p50 ratio (speculative / plain)")):
+        ax.set(xlabel="input length (tokens)", ylabel=ylabel)
+        ax.set_xscale("log", base=2)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(f"{card.get('pair', '?')}: acceptance and TPOT ratio against context length")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "context_length.png"
+    fig.savefig(path, dpi=110)
+    return [path]

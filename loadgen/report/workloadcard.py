@@ -1,0 +1,105 @@
+"""The card's workload statement and context-length table (pure).
+
+- :func:`workload_statement`: per workload its kind, its source (the prompt file and its sha256, or the
+  generator and its seed), the input and output lengths actually sent (min / median / max tokens over
+  the measured requests of the plain server: ``usage.prompt_tokens`` as the server counted it, and the
+  requested output tokens), the file lines skipped, and that conclusions hold for these workloads only.
+- :func:`context_axis`: for workloads expanded over several input lengths (``<workload>@<tokens>``), the
+  acceptance rate and TPOT p50 ratio (speculative / plain) per input length and load level.
+- :func:`context_rows`: that table as Markdown.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from loadgen.stream.client import RequestRecord
+
+__all__ = ["context_axis", "context_rows", "length_summary", "workload_statement"]
+
+
+def length_summary(values: Sequence[int]) -> str:
+    """``min/median/max`` of ``values`` (tokens), or ``none sent``."""
+    if not values:
+        return "none sent"
+    return f"{min(values)}/{statistics.median(values):g}/{max(values)}"
+
+
+def _source(w: dict[str, Any]) -> str:
+    if w.get("kind") == "file":
+        skipped = list(w.get("skipped") or ())
+        shown = "; ".join(skipped[:5]) + ("; …" if len(skipped) > 5 else "")
+        return (f"file {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
+                f"{len(skipped)} skipped{': ' + shown if skipped else ''}; sampled with seed {w.get('seed', 0)})")
+    return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
+
+
+def workload_statement(workloads: Iterable[dict[str, Any]], records: Iterable[RequestRecord]) -> str:
+    """One paragraph naming each workload's kind, source and the lengths sent (input and output tokens,
+    min/median/max), ending with the scope of the conclusions. ``workloads``: protocol.json's list."""
+    sent_in: dict[str, list[int]] = {}
+    sent_out: dict[str, list[int]] = {}
+    for r in records:
+        if r.role == "plain" and not r.warmup:
+            if r.usage_prompt_tokens is not None:
+                sent_in.setdefault(r.workload, []).append(r.usage_prompt_tokens)
+            sent_out.setdefault(r.workload, []).append(r.requested_output_tokens)
+    parts = []
+    for w in workloads:
+        name = w["name"]
+        inputs = (length_summary(sent_in[name]) if name in sent_in
+                  else f"{w.get('input_tokens') or 'natural'} (declared)")
+        outputs = length_summary(sent_out[name]) if name in sent_out else f"{w['output_tokens']} (declared)"
+        parts.append(f"{name} ({w['kind']}, {w.get('endpoint', 'completions')}; {_source(w)}; input tokens "
+                     f"min/median/max {inputs}, output tokens {outputs})")
+    return ("Conclusions hold for the workloads tested only: " + "; ".join(parts) + ". They do not carry over to "
+            "other traffic: acceptance depends on what is asked (copying or short answers versus multi-step "
+            "reasoning).")
+
+
+def _input_length(name: str) -> int | None:
+    base, _, n = name.rpartition("@")
+    return int(n) if base and n.isdigit() else None
+
+
+def context_axis(cells: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per base workload with variants ``<workload>@<tokens>``: rows ``{input_tokens, level,
+    acceptance_rate, tpot_ratio}`` sorted by level then input length (None where not measured)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for c in cells:
+        n = _input_length(str(c["workload"]))
+        if n is None:
+            continue
+        acc = (c.get("speculative") or {}).get("acceptance") or {}
+        ratio = (c.get("ratios") or {}).get("tpot_p50") or {}
+        out.setdefault(str(c["workload"]).rpartition("@")[0], []).append({
+            "input_tokens": n, "level": c.get("level"), "concurrency": c.get("concurrency"),
+            "acceptance_rate": acc.get("acceptance_rate"), "tpot_ratio": ratio.get("value"),
+            "tpot_ratio_ci": [ratio.get("ci_low"), ratio.get("ci_high")]})
+    for rows in out.values():
+        rows.sort(key=lambda r: (r["concurrency"] or 0, str(r["level"]), r["input_tokens"]))
+    return out
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if isinstance(x, int | float) else "–"
+
+
+def context_rows(axis: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Markdown: one table per base workload, input length x level -> acceptance rate, TPOT p50 ratio."""
+    if not axis:
+        return []
+    lines = ["## Context length", "", "Acceptance rate and TPOT p50 ratio (speculative / plain; < 1: faster) per "
+             "input length (tokens) and load level.", ""]
+    for base, rows in axis.items():
+        lines += [f"### {base}", "", "| input tokens | level | acceptance rate | TPOT p50 ratio (95% CI) |",
+                  "|---:|---:|---:|---:|"]
+        for r in rows:
+            lo, hi = r["tpot_ratio_ci"]
+            ci = f" ({_fmt(lo)}–{_fmt(hi)})" if isinstance(lo, int | float) and isinstance(hi, int | float) else ""
+            lines.append(f"| {r['input_tokens']} | {r['level']} | {_fmt(r['acceptance_rate'])} | "
+                         f"{_fmt(r['tpot_ratio'])}{ci} |")
+        lines.append("")
+    return lines
