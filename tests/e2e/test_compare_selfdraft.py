@@ -20,7 +20,7 @@ def test_compare_completes_and_the_verdict_fails_its_declared_criteria(selfdraft
     # a finished run is no crash: it ends with the verdict, the card's path and the exit-3 line, no error line
     assert proc.stdout.strip().splitlines()[-1] == (
         "exit 3: the run finished and its verdict failed the criteria declared in the pair file")
-    assert "error" not in proc.stderr
+    assert "loadgen: error" not in proc.stderr
     card = selfdraft_run["card"]
     assert card["complete"] is True and card["failure"] is None
     verdict = card["verdict"]
