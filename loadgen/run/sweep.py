@@ -117,7 +117,13 @@ def _run_phase(sweep_dir: Path, phase: str, sweep: _Sweep, o: SweepOptions, log:
     plain = phase in PLAIN_PHASES
     pair = sweep.pairs[sweep.candidates[0].name if plain else phase]
     attach = {"plain": o.attach_plain} if plain and o.attach_plain else None
-    if (run_dir / "status.json").is_file():
+    if run_dir.exists() and plain:  # a plain phase has one role: measured again, the cut-short one kept aside
+        aside, n = run_dir.with_name(f"{phase}.interrupted"), 1
+        while aside.exists():
+            aside, n = run_dir.with_name(f"{phase}.interrupted-{n}"), n + 1
+        run_dir.rename(aside)
+        log(f"{run_dir} was cut short: kept as {aside.name}, measured again")
+    elif (run_dir / "status.json").is_file():  # a candidate: its speculative cells left run in place
         flow.resume_compare(run_dir, log=log, attach=attach, api_key=o.api_key)
         return
     _setup(run_dir, pair, sweep, probe_host())
@@ -195,7 +201,7 @@ def finish_sweep(sweep_dir: Path, sweep: _Sweep, times: dict[str, float], log: L
         card["plots"] = []
     write_json(sweep_dir / "sweep.json", card)
     write_text(sweep_dir / "sweep.md", render_sweep_markdown(card))
-    for line in card["recommendation"]["lines"]:
+    for line in [*card["recommendation"]["lines"], *(f"WARNING {w}" for w in card["drift_warnings"])]:
         log(line)
     log(f"sweep card: {sweep_dir / 'sweep.md'}")
     if card["criteria_declared"] and not card["recommendation"]["meets_criteria"]:

@@ -163,10 +163,13 @@ def test_sweep_resume_continues_at_the_first_unfinished_phase(tmp_path: Path, mo
     assert sweep_dir is not None
     kept = (sweep_dir / "ngram-k1" / "card.json").stat().st_mtime_ns
     shutil.rmtree(sweep_dir / "wide-k3")
-    shutil.rmtree(sweep_dir / "plain-after")
+    status = sweep_dir / "plain-after" / "status.json"  # plain-after cut short
+    status.write_text(json.dumps(json.loads(status.read_text()) | {"complete": False}))
     again, lines = _sweep(tmp_path, monkeypatch, resume=sweep_dir)
     assert again == sweep_dir
     assert [line for line in lines if line.startswith("== ") and not line.endswith("min")] == ["== wide-k3",
                                                                                              "== plain-after"]
     assert (sweep_dir / "ngram-k1" / "card.json").stat().st_mtime_ns == kept
     assert json.loads((sweep_dir / "wide-k3" / "status.json").read_text())["complete"] is True
+    assert json.loads(status.read_text())["complete"] is True  # measured again, the cut-short one kept aside
+    assert (sweep_dir / "plain-after.interrupted" / "requests.jsonl").is_file()
