@@ -9,8 +9,8 @@ weights, then smaller K). The **upper bound** of a cell is what a perfect draft 
 measured step-time ratio: every step emits K + 1 tokens, so the speedup is ``(K + 1) / step_time_ratio``
 (step_time_ratio = speculative step time / plain step time; the cost decomposition of the pair card).
 The **drift** is plain-after / plain-before of the primary metric on the same prompts; a drift larger
-than the difference being ranked at a cell (best vs runner-up, or best vs plain with one candidate)
-makes that ranking a warning.
+than a difference being ranked at a cell (best vs runner-up, best vs plain) makes that ranking a
+warning.
 """
 
 from __future__ import annotations
@@ -71,12 +71,12 @@ def best(entries: Sequence[Entry]) -> tuple[Entry | None, list[str]]:
 
 
 def ranked_gap(entries: Sequence[Entry]) -> float | None:
-    """The difference being ranked at a cell: best speedup minus the runner-up's, or minus plain's 1.0
-    with one measured candidate."""
+    """The smallest difference being ranked at a cell: the best speedup against the runner-up's and
+    against plain's 1.0 (only plain's with one measured candidate)."""
     values = sorted((e.speedup for e in entries if e.speedup is not None), reverse=True)
     if not values:
         return None
-    return values[0] - (values[1] if len(values) > 1 else 1.0)
+    return min([abs(values[0] - 1.0)] + ([values[0] - values[1]] if len(values) > 1 else []))
 
 
 def drift_warning(cell: str, drift: float | None, gap: float | None) -> str | None:

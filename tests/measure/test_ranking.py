@@ -52,6 +52,10 @@ def test_drift_larger_than_the_ranked_difference_is_a_warning() -> None:
     assert line is not None and "+5.0%" in line and "0.030" in line and "w c4" in line
     assert drift_warning("w c4", 1.02, ranked_gap(entries)) is None
     assert ranked_gap([Entry("a", 1, True, 1.5)]) == pytest.approx(0.5)  # one candidate: against plain
+    near_plain = [Entry("a", 1, True, 0.97), Entry("b", 2, True, 0.64)]  # best vs plain is the smaller gap
+    assert ranked_gap(near_plain) == pytest.approx(0.03)
+    line = drift_warning("s c4", 0.83, ranked_gap(near_plain))
+    assert line is not None and "-17.0%" in line
 
 
 def test_upper_bound_is_k_plus_one_over_the_step_time_ratio() -> None:
