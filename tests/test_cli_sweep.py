@@ -23,3 +23,9 @@ def test_a_k_listed_twice_is_refused_before_anything_starts(tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["sweep", str(bad), "--runs-dir", str(tmp_path / "runs")])
     assert result.exit_code == 2 and "num_speculative_tokens lists a K twice" in result.output
     assert not (tmp_path / "runs").exists()
+
+
+def test_check_and_compare_point_a_sweep_file_at_sweep() -> None:
+    result = CliRunner().invoke(main, ["check", "demo-cpu-sweep"])
+    assert result.exit_code == 2 and "is a sweep pair file" in result.output
+    assert "loadgen sweep demo-cpu-sweep" in result.output

@@ -67,6 +67,12 @@ def _expand(table: Mapping[str, Any], path: Path, where: str) -> list[Candidate]
             for k in _ks(config["num_speculative_tokens"], path, where)]
 
 
+def is_sweep(doc: Mapping[str, Any]) -> bool:
+    """True for a sweep pair file: ``[[candidates]]``, or a list of K in ``[speculative]``."""
+    spec = doc.get("speculative")
+    return "candidates" in doc or (isinstance(spec, Mapping) and isinstance(spec.get("num_speculative_tokens"), list))
+
+
 def expand_candidates(doc: Mapping[str, Any], path: Path) -> list[Candidate]:
     """Every candidate of the sweep document ``doc`` (read from ``path``): ``[speculative]``'s K values
     first, then each ``[[candidates]]`` entry's, in file order. Raises ProfileError when there is none,
