@@ -9,7 +9,7 @@ LOADGEN := $(VENV)/bin/loadgen
 DEMO_PAIRS := demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
-.PHONY: install engine models prometheus compare test test-unit check bench bench-peers-env clean
+.PHONY: install engine models prometheus compare sweep test test-unit check bench bench-peers-env clean
 
 install: $(VENV)/.installed
 
@@ -42,6 +42,16 @@ compare:
 	@$(MAKE) --no-print-directory -j2 install $(if $(NEEDS_MODELS),models)
 	@$(LOADGEN) compare $(PAIR); status=$$?; \
 	if [ $$status -eq 3 ] && [ -z "$(GATE)" ]; then echo "make compare: done (verdict FAIL; GATE=1 makes make exit 3 on it)"; exit 0; fi; \
+	exit $$status
+
+# A sweep pair file (profiles/README.md, Sweeps): every candidate against one plain baseline, then the
+# sweep card and its recommendation; exit 3 (no candidate meets the criteria) ends make with status 0
+# unless GATE=1, as for compare.
+sweep:
+	@test -f profiles/pairs/$(PAIR).toml || { echo "unknown pair '$(PAIR)': no profiles/pairs/$(PAIR).toml" >&2; exit 2; }
+	@$(MAKE) --no-print-directory -j2 install $(if $(filter demo-cpu-sweep,$(PAIR)),models)
+	@$(LOADGEN) sweep $(PAIR) $(SWEEP_ARGS); status=$$?; \
+	if [ $$status -eq 3 ] && [ -z "$(GATE)" ]; then echo "make sweep: done (no candidate meets the criteria; GATE=1 makes make exit 3 on it)"; exit 0; fi; \
 	exit $$status
 
 # A real Prometheus server and Pushgateway for the tests (Debian packages; skipped when present).

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import ProfileError
+from loadgen.profile.candidates import is_sweep
 from loadgen.profile.cells import ROLES
 from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
@@ -230,6 +231,9 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     table at a time in the file's order of checks."""
     path = resolve_pair_path(name_or_path, pairs_dir)
     doc = read_toml(path)
+    if is_sweep(doc):
+        raise ProfileError(f"{path} is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep "
+                           f"{name_or_path}` (make sweep PAIR=...), or give [speculative] one K")
     check_document(path, doc, PAIR_DOMAINS)
     top = Table(path, "", doc)
     target, spec, engine, sampling = _target(top), _speculative(top, path), _engine(top, path), _sampling(top)

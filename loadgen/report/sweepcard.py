@@ -1,0 +1,68 @@
+"""The sweep card in Markdown (``sweep.md``) from its data (``sweep.json``, report/sweepdata.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _x(v: float | None, fmt: str = ".3f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def _ci(e: Mapping[str, Any]) -> str:
+    if e.get("speedup_ci_low") is None:
+        return "-"
+    return f"{e['speedup_ci_low']:.3f}-{e['speedup_ci_high']:.3f}"
+
+
+def _cell_rows(cell: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for e in cell["entries"]:
+        pos = ", ".join(f"{p:.2f}" for p in e.get("per_position") or []) or "-"
+        rows.append(f"| {cell['workload']} | {cell['level']} | {e['candidate']} | {_x(e['speedup'])} | {_ci(e)} | "
+                    f"{_x(e['acceptance_rate'])} | {_x(e['mean_acceptance_length'])} | {pos} | "
+                    f"{_x(e['tokens_per_decode_chunk'], '.2f')} | {_x(e['predicted_speedup'])} | "
+                    f"{_x(e['upper_bound'])} | {e.get('criteria_status') or '-'} |")
+    return rows
+
+
+def _bytes(v: float | None) -> str:
+    return "-" if v is None else f"{v / 2**20:,.0f} MiB"
+
+
+def render_sweep_markdown(card: Mapping[str, Any]) -> str:
+    """``sweep.md``: candidates, per-cell table, drift, recommendation."""
+    rec = card["recommendation"]
+    out = [f"# Sweep card: {card['pair']}", "",
+           f"Schema {card['schema']}; engine vLLM {card.get('engine_version') or 'unknown'}; primary metric "
+           f"{card['primary_metric']}. Speedup = {card['speedup_definition']}. Upper bound = "
+           f"{card['upper_bound_formula']} (a perfect draft).", "", "## Recommendation", ""]
+    out += [f"- {line}" for line in rec["lines"]]
+    out += ["", "## Candidates", "",
+            "| candidate | K | draft weights | verdict | KV capacity lost | extra CPU RSS | extra GPU memory | time |",
+            "|---|---|---|---|---|---|---|---|"]
+    for c in card["candidates"]:
+        verdict = {True: "pass", False: "FAIL", None: "not judged"}[c.get("verdict_passed")]
+        loss = "-" if c.get("kv_capacity_loss") is None else f"{100 * c['kv_capacity_loss']:.1f}%"
+        when = "-" if c.get("time_s") is None else f"{c['time_s'] / 60:.1f} min"
+        out.append(f"| {c['name']} | {c['k']} | {'yes' if c['draft_weights'] else 'no'} | "
+                   f"{verdict if c['measured'] else 'not measured'} | {loss} | "
+                   f"{_bytes(c.get('extra_cpu_rss_bytes'))} | "
+                   f"{_bytes(c.get('extra_gpu_memory_bytes'))} | {when} |")
+    out += ["", "## Cells", "",
+            "| workload | level | candidate | speedup | 95% CI | acceptance rate | acceptance length | per position "
+            "| tokens / decode chunk | predicted | upper bound | criteria |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for cell in card["cells"]:
+        out += _cell_rows(cell)
+    out += ["", "## Plain baseline drift (plain-after / plain-before)", ""]
+    for cell in card["cells"]:
+        d = cell["drift"]
+        ci = "" if d.get("ci_low") is None else f" (95% CI {d['ci_low']:.3f}-{d['ci_high']:.3f})"
+        out.append(f"- {cell['workload']} {cell['level']}: {d['timing']} {_x(d['value'])}{ci}, {d['pairs']} prompts")
+    out += [f"- WARNING {w}" for w in card["drift_warnings"]]
+    times = ", ".join(f"{k} {v / 60:.1f} min" for k, v in card["times_s"].items())
+    out += ["", "## Time spent", "", times or "-", ""]
+    out += [f"![{p}]({p})" for p in card.get("plots", [])]
+    return "\n".join(out) + "\n"

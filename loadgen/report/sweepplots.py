@@ -1,0 +1,85 @@
+"""PNG figures of a sweep card (matplotlib's Agg canvas on private Figures, as report/plots.py):
+
+- ``sweep_ratio_<workload>``: each candidate's speedup over plain (see the card's speedup_definition)
+  against concurrency, with its 95% CI as error bars, the line speedup = 1 and the recommended candidate
+  per level marked with a star;
+- ``sweep_acceptance_length``: mean acceptance length against K per method/draft (mean over the cells),
+  with the perfect-draft line K + 1.
+
+Closed-loop cells only; a figure with nothing to draw is not written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def _ratio_plot(card: Mapping[str, Any], workload: str, out: Path) -> Path | None:
+    cells = [c for c in card["cells"] if c["workload"] == workload and c.get("rate_rps") is None]
+    fig = Figure(figsize=(6.5, 4))
+    ax = fig.add_subplot()
+    drawn = False
+    for cand in card["candidates"]:
+        pts = sorted((c["concurrency"], e) for c in cells for e in c["entries"]
+                     if e["candidate"] == cand["name"] and e["speedup"] is not None)
+        if not pts:
+            continue
+        xs, ys = [p[0] for p in pts], [p[1]["speedup"] for p in pts]
+        lows = [p[1]["speedup_ci_low"] for p in pts]
+        highs = [p[1]["speedup_ci_high"] for p in pts]
+        lo = [y - (low if low is not None else y) for y, low in zip(ys, lows, strict=True)]
+        hi = [(high if high is not None else y) - y for y, high in zip(ys, highs, strict=True)]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=cand["name"])
+        drawn = True
+    rec = next((w for w in card["recommendation"]["workloads"] if w["workload"] == workload), None)
+    for lv in (rec or {}).get("levels", []):
+        if lv["best"] and lv["speedup"] is not None:
+            ax.plot([lv["concurrency"]], [lv["speedup"]], marker="*", markersize=14, color="black", linestyle="")
+    if not drawn:
+        return None
+    ax.axhline(1.0, color="grey", linewidth=1, linestyle="--")
+    ax.set(xlabel="concurrency", ylabel=f"speedup over plain ({card['primary_metric']})",
+           title=f"{workload}: candidates vs plain (star: recommended)")
+    ax.legend(fontsize="small")
+    return _save(fig, out / f"sweep_ratio_{re.sub(r'[^A-Za-z0-9_.-]', '_', workload)}.png")
+
+
+def _acceptance_plot(card: Mapping[str, Any], out: Path) -> Path | None:
+    series: dict[str, dict[int, list[float]]] = {}
+    for c in card["cells"]:
+        for e in c["entries"]:
+            if e["mean_acceptance_length"] is not None:
+                family = e["candidate"].rsplit("-k", 1)[0]
+                series.setdefault(family, {}).setdefault(e["k"], []).append(e["mean_acceptance_length"])
+    if not series:
+        return None
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    ks = sorted({k for s in series.values() for k in s})
+    ax.plot(ks, [k + 1 for k in ks], color="grey", linestyle="--", label="perfect draft (K + 1)")
+    for family, by_k in series.items():
+        xs = sorted(by_k)
+        ax.plot(xs, [sum(by_k[k]) / len(by_k[k]) for k in xs], marker="o", label=family)
+    ax.set(xlabel="K (num_speculative_tokens)", ylabel="mean acceptance length", title="acceptance length vs K")
+    ax.legend(fontsize="small")
+    return _save(fig, out / "sweep_acceptance_length.png")
+
+
+def render_sweep_plots(card: Mapping[str, Any], out: Path) -> list[Path]:
+    """Write the sweep figures under ``out``; returns their paths."""
+    paths = [_ratio_plot(card, w, out) for w in dict.fromkeys(c["workload"] for c in card["cells"])]
+    paths.append(_acceptance_plot(card, out))
+    return [p for p in paths if p is not None]

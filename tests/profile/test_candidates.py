@@ -1,0 +1,67 @@
+"""Sweep candidates: expansion of a K list and of [[candidates]], their names and validation, and each
+candidate's pair document, written as TOML and read back strictly as a pair file."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from loadgen.errors import ProfileError
+from loadgen.profile.candidates import candidate_doc, expand_candidates
+from loadgen.profile.pairfile import load_pair
+from loadgen.util import tomlwrite
+
+SWEEP = Path("profiles/pairs/demo-cpu-sweep.toml")
+
+
+def test_the_demo_sweep_expands_to_the_draft_at_k_1_2_3_and_ngram() -> None:
+    doc = tomllib.loads(SWEEP.read_text())
+    found = expand_candidates(doc, SWEEP)
+    assert [(c.name, c.k, c.draft_weights) for c in found] == [
+        ("demo-draft-k1", 1, True), ("demo-draft-k2", 2, True), ("demo-draft-k3", 3, True), ("ngram-k3", 3, False)]
+    assert found[3].cost_key() < found[0].cost_key()  # no draft weights is cheaper
+
+
+def test_each_candidate_reads_back_as_a_strict_pair_file(tmp_path: Path) -> None:
+    doc = tomllib.loads(SWEEP.read_text())
+    for c in expand_candidates(doc, SWEEP):
+        out = candidate_doc(doc, c, "demo-cpu-sweep")
+        path = tmp_path / f"{c.name}.toml"
+        path.write_text(tomlwrite.dumps(out))
+        assert tomllib.loads(path.read_text()) == out
+        pair = load_pair(str(path))
+        assert pair.name == f"demo-cpu-sweep-{c.name}" and pair.num_speculative_tokens == c.k
+        assert "name" not in pair.speculative and pair.load.concurrency == (1, 4)
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ({"speculative": {"method": "ngram", "num_speculative_tokens": [1, 1]}}, "lists a K twice"),
+    ({"speculative": {"method": "ngram", "num_speculative_tokens": [0, 2]}}, "positive integer or a list"),
+    ({"speculative": {"method": "ngram", "num_speculative_tokens": []}}, "positive integer or a list"),
+    ({"candidates": [{"method": "ngram"}]}, "[[candidates]] #1 needs method"),
+    ({"candidates": {"method": "ngram"}}, "array of tables"),
+    ({"candidates": [{"name": "a b", "method": "ngram", "num_speculative_tokens": 2}]}, "folder name"),
+    ({"speculative": {"method": "ngram", "num_speculative_tokens": 2},
+      "candidates": [{"method": "ngram", "num_speculative_tokens": [2]}]}, "both named 'ngram-k2'"),
+    ({}, "a sweep needs"),
+])
+def test_bad_candidates_are_one_line_errors(doc: dict[str, object], message: str) -> None:
+    with pytest.raises(ProfileError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        expand_candidates(doc, Path("s.toml"))
+
+
+def test_a_candidate_key_vllm_lacks_is_refused_by_the_pair_rules(tmp_path: Path) -> None:
+    doc = tomllib.loads(SWEEP.read_text())
+    doc["candidates"] = [{"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_maxx": 4}]
+    bad = expand_candidates(doc, SWEEP)[-1]
+    path = tmp_path / "bad.toml"
+    path.write_text(tomlwrite.dumps(candidate_doc(doc, bad, "s")))
+    with pytest.raises(ProfileError, match="unknown key 'prompt_lookup_maxx' in \\[speculative\\]"):
+        load_pair(str(path))
+
+
+def test_toml_writer_round_trips_nested_tables_and_escapes() -> None:
+    doc = {"a": 'q"\\x', "b": [1, 2.5, True], "t": {"x": 1, "u": {"y": "z"}}, "l": [{"k": 1}], "odd key": 0}
+    assert tomllib.loads(tomlwrite.dumps(doc)) == doc

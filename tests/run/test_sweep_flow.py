@@ -1,0 +1,175 @@
+"""The whole sweep flow against scripted servers on loopback (real sockets), in attach mode: the plain
+server streams one token per chunk, each ngram candidate K + 1 tokens per chunk at the same chunk
+interval (a perfect draft), so candidate K's TPOT speedup over plain is about min(K + 1, 6 / chunks).
+Checked: the folders (plain-before, each candidate with its own pair card and protocol, plain-after),
+the sweep card (schema loadgen.sweep/1), the drift, the ranking, exit 3 under unmeetable criteria, the
+budget refusal and --resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from loadgen.errors import BadInput, CriteriaFailed
+from loadgen.profile.cells import CellSpec
+from loadgen.run import flow
+from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.sweep import SweepOptions, run_sweep
+from loadgen.serve import servers
+from tests.support.scripted_server import DONE, completion_chunk, models_body, scripted_server, usage_chunk
+
+SWEEP = """
+name = "scripted-sweep"
+[target]
+model = "org/target"
+revision = "0123456789abcdef0123456789abcdef01234567"
+[speculative]
+method = "ngram"
+prompt_lookup_min = 2
+prompt_lookup_max = 4
+num_speculative_tokens = [1, 2]
+[[candidates]]
+name = "wide"
+method = "ngram"
+prompt_lookup_min = 2
+prompt_lookup_max = 5
+num_speculative_tokens = 3
+[engine]
+command = ["/nonexistent/vllm"]
+startup_timeout_s = 20
+[sampling]
+temperature = 0.0
+ignore_eos = true
+[run]
+workloads = ["w"]
+concurrency = [1, 2]
+output_tokens = 7
+[stop]
+min_requests = 4
+rounds = 1
+warmup_requests = 1
+cooldown = false
+"""
+WORKLOAD = 'name = "w"\nkind = "short-homogeneous"\nendpoint = "completions"\noutput_tokens = 7\nseed = 1\n'
+GETS = {"/v1/models": (200, models_body("target"))}
+STEP_S = 0.05
+
+
+def _stream(k: int) -> dict[str, Any]:
+    """Token ids 1..7: the first alone, then chunks of k + 1 (k = 0: plain), one chunk per STEP_S."""
+    ids, chunks, at = list(range(1, 8)), [[1]], 1
+    while at < 7:
+        chunks.append(ids[at:at + k + 1])
+        at += k + 1
+    steps = [(STEP_S, completion_chunk(" x" * len(c), c, "length" if i == len(chunks) - 1 else None))
+             for i, c in enumerate(chunks)]
+    return {"*": (200, [*steps, (0.0, usage_chunk(5, 7)), (0.0, DONE)])}
+
+
+def _attach(monkeypatch: pytest.MonkeyPatch, urls: dict[int, str]) -> None:
+    """Run each role's cells on the scripted server of its K (0: plain) instead of launching vLLM."""
+
+    def run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
+        k = 0 if role == "plain" else run.pair.num_speculative_tokens
+        spec = servers.LaunchSpec(role, [], {}, "127.0.0.1", 0, "m", 5.0, run.run_dir / "servers" / f"{role}.log",
+                                  attach_url=urls[k])
+        server = servers.attach(spec)
+        for c in cells:
+            run_cell_on(run, role, server, c)
+
+    monkeypatch.setattr(flow, "_run_role", run_role)
+
+
+def _options(tmp_path: Path, criteria: str = "", budget_min: float | None = None) -> tuple[SweepOptions, str]:
+    (tmp_path / "workloads").mkdir(exist_ok=True)
+    (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
+    (tmp_path / "sweep.toml").write_text(SWEEP + criteria)
+    return SweepOptions(runs_dir=tmp_path / "runs", budget_min=budget_min, workloads_dir=tmp_path / "workloads"), \
+        str(tmp_path / "sweep.toml")
+
+
+def _sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, criteria: str = "",
+           resume: Path | None = None) -> tuple[Path | None, list[str]]:
+    o, path = _options(tmp_path, criteria)
+    lines: list[str] = []
+    with (scripted_server(_stream(0), None, GETS) as p, scripted_server(_stream(1), None, GETS) as k1,
+          scripted_server(_stream(2), None, GETS) as k2, scripted_server(_stream(3), None, GETS) as k3):
+        _attach(monkeypatch, {0: p, 1: k1, 2: k2, 3: k3})
+        return run_sweep(None if resume else path, o, lines.append, resume=resume), lines
+
+
+def test_sweep_measures_every_candidate_against_a_bracketed_plain(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep_dir, lines = _sweep(tmp_path, monkeypatch)
+    assert sweep_dir is not None and sweep_dir.name.startswith("sweep-")
+    assert any("estimated wall time" in line for line in lines)
+    names = ["ngram-k1", "ngram-k2", "wide-k3"]
+    for phase in ["plain-before", *names, "plain-after"]:
+        assert json.loads((sweep_dir / phase / "status.json").read_text())["complete"] is True
+    for name in names:  # each candidate: its own pair card and protocol (compare --protocol repeats it)
+        card = json.loads((sweep_dir / name / "card.json").read_text())
+        assert card["speculative_config"]["num_speculative_tokens"] == int(name[-1])
+        assert (sweep_dir / name / "protocol.json").is_file() and (sweep_dir / name / "pair.toml").is_file()
+    card = json.loads((sweep_dir / "sweep.json").read_text())
+    schema = json.loads((Path("loadgen/report/sweep.schema.json")).read_text())
+    jsonschema.validate(card, schema)
+    assert card["schema"] == "loadgen.sweep/1" and card["primary_metric"] == "tpot_p50"
+    assert set(card["times_s"]) == {"plain-before", *names, "plain-after"}
+    assert len(card["cells"]) == 2
+    for cell in card["cells"]:
+        by = {e["candidate"]: e for e in cell["entries"]}
+        # closed form: 6 decode tokens in 3 chunks (K=1) or 2 chunks (K=2, K=3 as 4+2): 2x and 3x plain
+        assert by["ngram-k1"]["speedup"] == pytest.approx(2.0, rel=0.15)
+        assert by["ngram-k2"]["speedup"] == pytest.approx(3.0, rel=0.15)
+        assert by["wide-k3"]["speedup"] == pytest.approx(3.0, rel=0.15)
+        assert by["ngram-k2"]["tokens_per_decode_chunk"] == pytest.approx(3.0)
+        assert cell["drift"]["value"] == pytest.approx(1.0, rel=0.15) and cell["drift"]["pairs"] == 4
+    rec = card["recommendation"]
+    assert rec["meets_criteria"] is True and not card["criteria_declared"]
+    assert rec["static"] in ("ngram-k2", "wide-k3")
+    w = rec["workloads"][0]
+    assert all(lv["best"] in ("ngram-k2", "wide-k3") for lv in w["levels"])
+    assert w["off_above_concurrency"] is None and "pays up to the highest level" in w["off_sentence"]
+    assert "has no per-batch-size K schedule" in w["schedule"]["line"]  # the engine version is unknown here
+    md = (sweep_dir / "sweep.md").read_text()
+    assert "## Recommendation" in md and "upper bound" in md.lower()
+    assert (sweep_dir / "plots" / "sweep_ratio_w.png").is_file()
+    assert (sweep_dir / "plots" / "sweep_acceptance_length.png").is_file() is False  # no /metrics: no acceptance
+
+
+def test_sweep_exits_3_when_no_candidate_meets_the_criteria(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(CriteriaFailed):
+        _sweep(tmp_path, monkeypatch, '[criteria]\nprimary = ["tpot_p50"]\nmin_speedup = 10.0\n')
+    card = json.loads(next((tmp_path / "runs" / "scripted-sweep").glob("sweep-*/sweep.json")).read_text())
+    assert card["criteria_declared"] and card["recommendation"]["static"] is None
+    assert "do not speculate" in card["recommendation"]["lines"][-1]
+
+
+def test_sweep_refuses_a_budget_it_cannot_meet(tmp_path: Path) -> None:
+    o, path = _options(tmp_path, budget_min=0.01)
+    with pytest.raises(BadInput, match="more than --budget-min 0.01"):
+        run_sweep(path, o, lambda _: None)
+    assert not (tmp_path / "runs").exists()  # refused before anything started
+
+
+def test_sweep_resume_continues_at_the_first_unfinished_phase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    sweep_dir, _ = _sweep(tmp_path, monkeypatch)
+    assert sweep_dir is not None
+    kept = (sweep_dir / "ngram-k1" / "card.json").stat().st_mtime_ns
+    shutil.rmtree(sweep_dir / "wide-k3")
+    status = sweep_dir / "plain-after" / "status.json"  # plain-after cut short
+    status.write_text(json.dumps(json.loads(status.read_text()) | {"complete": False}))
+    again, lines = _sweep(tmp_path, monkeypatch, resume=sweep_dir)
+    assert again == sweep_dir
+    assert [line for line in lines if line.startswith("== ") and not line.endswith("min")] == ["== wide-k3",
+                                                                                             "== plain-after"]
+    assert (sweep_dir / "ngram-k1" / "card.json").stat().st_mtime_ns == kept
+    assert json.loads((sweep_dir / "wide-k3" / "status.json").read_text())["complete"] is True
+    assert json.loads(status.read_text())["complete"] is True  # measured again, the cut-short one kept aside
+    assert (sweep_dir / "plain-after.interrupted" / "requests.jsonl").is_file()
