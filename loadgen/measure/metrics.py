@@ -16,14 +16,17 @@ Definitions are docs/metrics.md's, named exactly so:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from loadgen.measure.throughput import peak_output_tps
 from loadgen.prom.deltas import SpecDecodeCounters
+
+if TYPE_CHECKING:
+    from loadgen.stream.client import RequestRecord
 
 PERCENTILES = (50, 90, 99)
 
@@ -234,3 +237,18 @@ class ClientUse:
                 + (f", send lag p99 {lag * 1e3:.1f} ms" if lag is not None else "") + "): its own delays may be in "
                 "the numbers; use fewer concurrent streams per loadgen process or a faster or quieter machine for "
                 "the client")
+
+
+def per_prompt(records: Iterable[RequestRecord], field: str) -> dict[str, float]:
+    """``{prompt_id: value}`` of one :class:`RequestTimings` field (e.g. ``"tpot_s"``, seconds) over the
+    successful records; requests without that value (a 1-token output's TPOT) are left out. The input of
+    the paired ratios (ratios.paired_median_ratio)."""
+    out: dict[str, float] = {}
+    for r in records:
+        if r.error is not None:
+            continue
+        t = request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)
+        value = None if t is None else getattr(t, field)
+        if value is not None:
+            out[r.prompt_id] = float(value)
+    return out

@@ -16,7 +16,7 @@ from typing import Any
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.measure.diagnosis import capacity, goodput, holds, lossless, lossless_note
 from loadgen.measure.judging import card_verdict, judged_resources
-from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
+from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, per_prompt, request_timings
 from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
 from loadgen.measure.ratios import Ratio, crossover, paired_median_ratio, simple_ratio
 from loadgen.measure.serverside import compare
@@ -34,23 +34,11 @@ from loadgen.util.schemas import Card, CellLine
 CARD_SCHEMA = "loadgen.card/1"
 
 
-def _per_prompt(records: list[RequestRecord], field: str) -> dict[str, float]:
-    out = {}
-    for r in records:
-        if r.error is not None:
-            continue
-        t = request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)
-        value = None if t is None else getattr(t, field)
-        if value is not None:
-            out[r.prompt_id] = float(value)
-    return out
-
-
 def _ratios(plain: list[RequestRecord], spec: list[RequestRecord], p: CellStats, s: CellStats) -> dict[str, Ratio]:
     return {
-        "ttft_p50": paired_median_ratio(_per_prompt(plain, "ttft_s"), _per_prompt(spec, "ttft_s")),
-        "tpot_p50": paired_median_ratio(_per_prompt(plain, "tpot_s"), _per_prompt(spec, "tpot_s")),
-        "e2e_p50": paired_median_ratio(_per_prompt(plain, "e2e_s"), _per_prompt(spec, "e2e_s")),
+        "ttft_p50": paired_median_ratio(per_prompt(plain, "ttft_s"), per_prompt(spec, "ttft_s")),
+        "tpot_p50": paired_median_ratio(per_prompt(plain, "tpot_s"), per_prompt(spec, "tpot_s")),
+        "e2e_p50": paired_median_ratio(per_prompt(plain, "e2e_s"), per_prompt(spec, "e2e_s")),
         "itl_p50": simple_ratio(p.itl_s.p50, s.itl_s.p50),
         "ttft_p99": simple_ratio(p.ttft_s.p99, s.ttft_s.p99),
         "e2e_p99": simple_ratio(p.e2e_s.p99, s.e2e_s.p99),

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from loadgen.measure.metrics import request_timings
+from loadgen.measure.metrics import per_prompt
 from loadgen.measure.ranking import Entry, drift_warning, ranked_gap, speedup_of, upper_bound
 from loadgen.measure.ratios import paired_median_ratio
 from loadgen.profile.candidates import Candidate
@@ -23,17 +23,10 @@ _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
 
 
 def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
-    out: dict[str, float] = {}
     if not (run_dir / "requests.jsonl").is_file():
-        return out
-    for r in load_records(run_dir):
-        if r.role != "plain" or r.phase != "measured" or r.error is not None or CellKey.of(r.__dict__) != key:
-            continue
-        t = request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)
-        value = None if t is None else getattr(t, field)
-        if value is not None:
-            out[r.prompt_id] = float(value)
-    return out
+        return {}
+    return per_prompt((r for r in load_records(run_dir)
+                       if r.role == "plain" and r.phase == "measured" and CellKey.of(r.__dict__) == key), field)
 
 
 def plain_drift(sweep_dir: Path, key: CellKey, metric: str) -> dict[str, Any]:
