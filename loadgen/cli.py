@@ -21,6 +21,7 @@ import click
 
 from loadgen.errors import BadInput, CriteriaFailed, LoadgenError
 from loadgen.profile.pairfile import available_pairs, load_pair
+from loadgen.report.rundir import read_json
 from loadgen.report.summary import print_summary
 from loadgen.run.observe import ObserveOptions
 from loadgen.serve.attached import check_url
@@ -95,7 +96,8 @@ def check(pair: str, allow_unpinned: bool) -> None:
 @click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL.")
 @click.option("--attach-speculative", metavar="URL", help="Use the speculative server already running at URL.")
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
-@click.option("--metrics-port", type=int, help="Serve loadgen's own metrics at http://ADDR:PORT/metrics while it runs.")
+@click.option("--metrics-port", type=click.IntRange(1, 65535),
+              help="Serve loadgen's own metrics at http://ADDR:PORT/metrics while it runs.")
 @click.option("--metrics-addr", default="127.0.0.1", show_default=True, help="Address the metrics endpoint binds.")
 @click.option("--pushgateway", metavar="URL", help="Push each cell's metrics to this Pushgateway (job=loadgen).")
 @click.option("--prometheus-url", metavar="URL",
@@ -139,7 +141,8 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
 
     if sum(x is not None for x in (pair, protocol_file, resume_dir)) != 1:
         raise BadInput("give exactly one of PAIR, --protocol RUN_DIR/protocol.json or --resume RUN_DIR")
-    attach = {role: url for role, url in (("plain", o.attach_plain), ("speculative", o.attach_speculative)) if url}
+    attach = {role: url for role, url in (("plain", o.attach_plain), ("speculative", o.attach_speculative))
+              if url is not None}
     for role, url in attach.items():
         check_url(url, f"--attach-{role}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
@@ -194,7 +197,7 @@ def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, budget_min:
 
     if (pair is None) == (resume_dir is None):
         raise BadInput("give exactly one of PAIR or --resume SWEEP_DIR")
-    if attach_plain:
+    if attach_plain is not None:
         check_url(attach_plain, "--attach-plain")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     options = SweepOptions(runs_dir, budget_min, attach_plain, allow_unpinned, api_key)
@@ -224,7 +227,11 @@ def diff(run_a: Path, run_b: Path) -> None:
     for d in (run_a, run_b):
         if not (d / "card.json").is_file():
             raise BadInput(f"{d} holds no card.json; pass run folders (run `loadgen report {d}` first)")
-    result = diff_cards(json.loads((run_a / "card.json").read_text()), json.loads((run_b / "card.json").read_text()))
+    cards = [read_json(d / "card.json") for d in (run_a, run_b)]
+    for d, card in zip((run_a, run_b), cards, strict=True):
+        if not isinstance(card, dict) or "cells" not in card:
+            raise BadInput(f"{d / 'card.json'} is not a loadgen card; run `loadgen report {d}` to write it again")
+    result = diff_cards(cards[0], cards[1])
     for line in result.lines:
         click.echo(line)
     if result.regressed:

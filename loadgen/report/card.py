@@ -19,6 +19,16 @@ from loadgen.util.numbers import ms as _ms
 from loadgen.util.numbers import num as _num
 from loadgen.util.schemas import Card
 
+
+def _or_dash(value: Any) -> str:
+    """``value`` as text, "–" when it was not measured (None)."""
+    return "–" if value is None else str(value)
+
+
+def _code_or_dash(value: Any) -> str:
+    return "–" if value is None else f"`{value}`"
+
+
 _LATENCIES = (
     ("TTFT", "ttft_s", 1e3, "ms", "ttft_p50"),
     ("TPOT", "tpot_s", 1e3, "ms/token", "tpot_p50"),
@@ -67,11 +77,11 @@ def _resource_rows(res: dict[str, Any]) -> list[str]:
         f"{gib(d.get('extra_gpu_memory_bytes'))} |",
         f"| CPU RSS (process tree) | {gib(p.get('cpu_rss_bytes'))} | {gib(s.get('cpu_rss_bytes'))} | "
         f"{gib(d.get('extra_cpu_rss_bytes'))} |",
-        f"| KV-cache capacity (tokens, cache_config_info) | {p.get('kv_cache_tokens', '–')} | "
-        f"{s.get('kv_cache_tokens', '–')} | {d.get('kv_cache_tokens_lost', '–')} lost "
+        f"| KV-cache capacity (tokens, cache_config_info) | {_or_dash(p.get('kv_cache_tokens'))} | "
+        f"{_or_dash(s.get('kv_cache_tokens'))} | {_or_dash(d.get('kv_cache_tokens_lost'))} lost "
         f"({_num(None if d.get('kv_capacity_loss') is None else 100 * d['kv_capacity_loss'], 1)} %) |",
-        f"| KV-cache blocks × block size | {p.get('num_gpu_blocks', '–')} × {p.get('block_size', '–')} | "
-        f"{s.get('num_gpu_blocks', '–')} × {s.get('block_size', '–')} | |",
+        f"| KV-cache blocks × block size | {_or_dash(p.get('num_gpu_blocks'))} × {_or_dash(p.get('block_size'))} | "
+        f"{_or_dash(s.get('num_gpu_blocks'))} × {_or_dash(s.get('block_size'))} | |",
         *(["", *[f"- {note}" for note in res["notes"]]] if res.get("notes") else []),
         "",
     ]
@@ -228,10 +238,10 @@ def _servers_rows(card: Card) -> list[str]:
                  f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}")
         out += [f"### {role}", "", f"- placement: {where}",
                 f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
-                f"- effective speculative config (startup log): `{eff.get('speculative_config_log')}`",
+                f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
                 f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
                 f"{eff.get('spec_positions')}",
-                f"- KV-cache capacity (startup log): {eff.get('kv_cache_tokens_log')} tokens; ready after "
+                f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
                 f"{_num(eff.get('ready_s'), 0)} s",
                 *[f"- {line}" for line in [proof_line(eff)] if line], ""]
     return out

@@ -10,6 +10,7 @@ and its free space; a line torn by a crash is ended on the next open, and reader
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from loadgen.errors import RunDirUnwritable
+from loadgen.errors import BadInput, RunDirUnwritable
 from loadgen.stream.client import RequestRecord
 from loadgen.util import strictjson
 from loadgen.util.schemas import CellLine
@@ -31,8 +32,14 @@ def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path
     path, n = base, 1
     while path.exists():
         path, n = base.with_name(f"{stamp}-{n}"), n + 1
-    for sub in ("servers", "metrics"):
-        (path / sub).mkdir(parents=True, exist_ok=True)
+    try:
+        for sub in ("servers", "metrics"):
+            (path / sub).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise unwritable(path, exc) from None
+        raise BadInput(f"cannot create the run folder {path} ({exc.strerror or exc}); give --runs-dir a folder "
+                       "loadgen may create folders in") from None
     return path
 
 
@@ -66,8 +73,12 @@ def write_text(path: Path, text: str) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """Parse a JSON file."""
-    return json.loads(path.read_text())
+    """Parse a JSON file. Raises BadInput (exit 2) naming the file when it is not UTF-8 JSON."""
+    try:
+        return json.loads(path.read_text())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{path} is not a readable JSON file ({type(exc).__name__}: {str(exc)[:80]}); restore it "
+                       "or pass another run folder") from None
 
 
 def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellLine]:
@@ -80,7 +91,7 @@ def read_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[dict[str, 
     skipped line is appended to ``torn`` when given, so the caller can say how many."""
     if not path.exists():
         return
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():  # undecodable bytes make a torn line
         if not line.strip():
             continue
         try:

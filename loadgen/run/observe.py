@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from loadgen.errors import BadInput
 from loadgen.measure.metrics import CellStats
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.stream.client import RequestRecord
@@ -44,7 +45,12 @@ class Observers:
 
             self.exporter = Exporter(pair)
             if options.metrics_port is not None:
-                self.exporter.serve(options.metrics_port, options.metrics_addr)
+                try:
+                    self.exporter.serve(options.metrics_port, options.metrics_addr)
+                except (OSError, OverflowError) as exc:
+                    raise BadInput(f"--metrics-addr {options.metrics_addr} --metrics-port {options.metrics_port}: "
+                                   f"cannot listen there ({exc}); choose a free port in 1..65535 and a local "
+                                   "address") from None
                 log(f"loadgen metrics: {self.exporter.url}/metrics")
         self.reader = None
         if options.prometheus_url:

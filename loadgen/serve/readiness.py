@@ -58,6 +58,10 @@ def read_stream(lines: list[str]) -> dict[str, Any]:
             "chunk_tokens_exact": exact}
 
 
+#: The longest single wait (connect or read, s) of one minimal completion, within the start-up limit.
+MAX_WAIT_S = 120.0
+
+
 def tokens_returned(response: dict[str, Any]) -> int:
     """Tokens a minimal response returned: ``usage.completion_tokens`` if given, else the chunks' sum."""
     usage = response.get("usage") or {}
@@ -75,8 +79,11 @@ def minimal_completion(http: httpx.Client, base_url: str, body: dict[str, Any], 
     wait, attempts, last = BACKOFF_S, 0, "no answer"
     while True:
         attempts += 1
+        # each wait (connect, a read) is bounded by what is left of the start-up limit, so a stream that
+        # stalls cannot hold the start-up past it
+        limit = httpx.Timeout(max(1.0, min(MAX_WAIT_S, deadline - time.monotonic())))
         try:
-            with http.stream("POST", base_url + "/v1/completions", json=body, timeout=120.0) as response:
+            with http.stream("POST", base_url + "/v1/completions", json=body, timeout=limit) as response:
                 if response.status_code == 200:
                     result = read_stream(list(response.iter_lines()))
                     if "error" in result:
@@ -92,7 +99,7 @@ def minimal_completion(http: httpx.Client, base_url: str, body: dict[str, Any], 
         if not alive():
             raise fail(f"exited before its minimal completion succeeded (last answer: {last})")
         if time.monotonic() + wait > deadline:
-            raise fail(f"answered {attempts} minimal completions without a token until the start-up limit; "
+            raise fail(f"gave no complete minimal completion in {attempts} tries within the start-up limit; "
                        f"last: {last} (raise [engine].startup_timeout_s if it is just slow)")
         time.sleep(wait)
         wait = min(2 * wait, BACKOFF_MAX_S)

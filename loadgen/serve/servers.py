@@ -264,7 +264,7 @@ def launch(spec: LaunchSpec) -> Server:
                                 start_new_session=True, preexec_fn=_die_with_parent)
     except OSError as exc:
         raise ServerError(f"cannot start {spec.argv[0]!r}: {exc.strerror}; check [engine].command "
-                          "(run `make install` to create .venv-vllm)") from None
+                          "(`make engine` creates .venv-vllm for the embedded CPU pairs)") from None
     finally:
         log.close()
     return Server(spec=spec, process=proc, started_at=time.monotonic())

@@ -83,7 +83,7 @@ def test_servers_show_placement_launch_and_readiness() -> None:
     assert "- placement: launched by loadgen; CUDA_VISIBLE_DEVICES=0, tensor parallel size 1, memory fraction 0.4" \
         in out
     assert "- launch: `vllm serve t`" in out and "- launch: `not launched`" in out
-    assert "- KV-cache capacity (startup log): None tokens; ready after 12 s" in out
+    assert "- KV-cache capacity (startup log): – tokens; ready after 12 s" in out
     assert "- placement: attached to http://127.0.0.1:8001" in out
 
 

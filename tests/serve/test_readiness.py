@@ -44,7 +44,7 @@ def test_a_completion_without_tokens_is_no_readiness(tmp_path: Path) -> None:
 def test_completions_that_never_succeed_fail_at_the_startup_limit(tmp_path: Path) -> None:
     started = time.monotonic()
     with scripted_server({"Hello": (500, [(0.0, b'{"error": "engine not ready"}')])}, None, GETS) as url, \
-            pytest.raises(ServerError, match="start-up limit; last: HTTP 500"), \
+            pytest.raises(ServerError, match="within the start-up limit; last: HTTP 500"), \
             servers.running(_spec(url, tmp_path, 1.5)):
         pass
     assert 0.7 < time.monotonic() - started < 5.0
@@ -54,3 +54,15 @@ def test_read_stream_counts_tokens_per_chunk() -> None:
     lines = [line for _, raw in STREAM for line in raw.decode().splitlines()]
     assert readiness.read_stream(lines)["chunk_tokens"] == [1, 2]
     assert readiness.read_stream(['data: {"error": {"message": "x"}}']) == {"error": {"message": "x"}}
+
+
+def test_a_minimal_completion_that_stalls_ends_at_the_startup_limit(tmp_path: Path) -> None:
+    # one token, then 30 s of silence: the start-up limit (2 s) bounds the wait, not a fixed read timeout
+    stalled = [(0.0, completion_chunk(" a", [7])), (30.0, DONE)]
+    started = time.monotonic()
+    with scripted_server({"Hello": (200, stalled)}, None, GETS) as url, \
+            pytest.raises(ServerError, match="no complete minimal completion in 1 tries within the start-up limit; "
+                                             "last: ReadTimeout"), \
+            servers.running(_spec(url, tmp_path, 2.0)):
+        pass
+    assert time.monotonic() - started < 6.0

@@ -1,0 +1,81 @@
+"""Bad input found by trying the CLI as a new user: each is one line and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loadgen.cli import main
+from loadgen.errors import BadInput
+from loadgen.report.rundir import new_run_dir, read_json, read_jsonl
+from loadgen.run.observe import ObserveOptions, Observers
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "h200" / "h200-1b-draft"
+
+
+def _one_error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in output, output
+    return lines[0]
+
+
+@pytest.mark.parametrize("url", ["", "http://", "http://127.0.0.1:70000", "http://a b"])
+def test_a_bad_attach_url_is_exit_2_even_when_empty(url: str) -> None:
+    result = CliRunner().invoke(main, ["compare", "demo-cpu", "--attach-plain", url])
+    assert result.exit_code == 2
+    assert _one_error_line(result.output).startswith("loadgen: error: --attach-plain")
+
+
+def test_a_metrics_port_out_of_range_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["compare", "demo-cpu", "--metrics-port", "70000"])
+    assert result.exit_code == 2 and "70000 is not in the range 1<=x<=65535" in result.output
+
+
+def test_a_metrics_port_in_use_is_bad_input() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(BadInput, match=f"--metrics-port {port}: cannot listen there"):
+            Observers("p", ObserveOptions(metrics_port=port, progress=False), lambda _line: None)
+
+
+@pytest.mark.parametrize("root", ["/proc/no-such-folder", "/dev/null"])
+def test_a_runs_dir_where_no_folder_can_be_made_is_bad_input(root: str) -> None:
+    with pytest.raises(BadInput, match="cannot create the run folder .*give --runs-dir a folder"):
+        new_run_dir(Path(root), "pair")
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage", b"", b'{"cells": [', b"[1, 2]"])
+def test_diff_of_a_broken_card_is_one_line_exit_2(tmp_path: Path, content: bytes) -> None:
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    shutil.copytree(EXAMPLE, good)
+    bad.mkdir()
+    (bad / "card.json").write_bytes(content)
+    result = CliRunner().invoke(main, ["diff", str(good), str(bad)])
+    assert result.exit_code == 2
+    assert str(bad / "card.json") in _one_error_line(result.output)
+
+
+def test_report_with_a_broken_protocol_is_one_line_exit_2(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(EXAMPLE, run)
+    (run / "protocol.json").write_text('{"pair": ')
+    result = CliRunner().invoke(main, ["report", str(run)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    [error] = [line for line in result.output.splitlines() if line.startswith("loadgen: error:")]
+    assert "protocol.json is not a readable JSON file" in error
+
+
+def test_undecodable_bytes_in_a_jsonl_file_are_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(json.dumps({"a": 1}).encode() + b"\n\xff\xfe garbage\n" + json.dumps({"b": 2}).encode() + b"\n")
+    torn: list[str] = []
+    assert list(read_jsonl(path, torn)) == [{"a": 1}, {"b": 2}] and len(torn) == 1
+    with pytest.raises(BadInput, match="is not a readable JSON file"):
+        read_json(path)
