@@ -126,7 +126,10 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellL
     if done.died:
         raise RunFailed(f"the {role} server died during cell {cell.workload} {cell.level.label}; the requests "
                         f"that finished are kept in {run.run_dir / 'requests.jsonl'}; see {where_to_look(server.spec)}")
-    if failure and entry["errors"] and pair.stop.on_error_budget == "stop" and not length_mismatches(records):
+    # a server that does not honour min_tokens = max_tokens breaks the comparison's premise: it stops the run
+    # like errors over the budget (with ignore_eos off, shorter outputs are the server's right)
+    broken = entry["errors"] or (pair.sampling.ignore_eos and length_mismatches(records))
+    if failure and broken and pair.stop.on_error_budget == "stop":
         raise RunFailed(f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
                         "[stop].max_error_rate / on_error_budget = \"continue\" to go on")
     if flat_drafts(done) and pair.method not in LOOKUP_METHODS:

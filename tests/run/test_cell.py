@@ -31,6 +31,7 @@ SCRIPTS = {
     "500": (500, [(0.0, b'{"error": {"message": "engine failed", "code": 500}}')]),
     "event": (200, [(0.0, completion_chunk(" a", [1])), (0.0, b'data: {"error": {"message": "engine dead"}}\n\n')]),
     "garbage": (200, [(0.0, b"data: {oops\n\n")]),
+    "short": (200, [(0.0, completion_chunk(" a", [1], finish="length")), (0.0, usage_chunk(2, 1)), (0.0, DONE)]),
 }
 
 
@@ -82,3 +83,15 @@ def test_errors_over_the_budget_with_continue_mark_the_cell(tmp_path: Path) -> N
 def test_errors_within_the_budget_are_counted_not_failed(tmp_path: Path, bad: str) -> None:
     failed, entry, _ = _run(tmp_path, ["ok"] * 4 + [bad], "stop")  # 1 of 5 = 0.2 <= 0.25
     assert failed is None and entry["failure"] is None and entry["errors"] == 1
+
+
+def test_outputs_shorter_than_requested_stop_the_run(tmp_path: Path) -> None:
+    # ignore_eos with min_tokens = max_tokens on a server that does not honour them: no fair comparison
+    failed, entry, written = _run(tmp_path, ["ok", "short", "ok", "ok"], "stop")
+    assert failed is not None and "did not return their requested output length" in str(failed)
+    assert entry["output_length_mismatches"] == 1 and entry["failure"] and written == 4
+
+
+def test_outputs_shorter_than_requested_with_continue_mark_the_cell(tmp_path: Path) -> None:
+    failed, entry, _ = _run(tmp_path, ["ok", "short", "ok", "ok"], "continue")
+    assert failed is None and entry["output_length_mismatches"] == 1 and entry["failure"]
