@@ -145,6 +145,9 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
               if url is not None}
     for role, url in attach.items():
         check_url(url, f"--attach-{role}")
+    for option, given in (("--pushgateway", o.pushgateway), ("--prometheus-url", o.prometheus_url)):
+        if given is not None:
+            check_url(given, option)
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     observe = ObserveOptions(o.metrics_port, o.metrics_addr, o.pushgateway, o.prometheus_url,
                              o.prometheus_selector, o.progress and sys.stderr.isatty())

@@ -79,3 +79,10 @@ def test_undecodable_bytes_in_a_jsonl_file_are_a_torn_line(tmp_path: Path) -> No
     assert list(read_jsonl(path, torn)) == [{"a": 1}, {"b": 2}] and len(torn) == 1
     with pytest.raises(BadInput, match="is not a readable JSON file"):
         read_json(path)
+
+
+@pytest.mark.parametrize("option", ["--pushgateway", "--prometheus-url"])
+def test_a_malformed_prometheus_url_is_exit_2(option: str) -> None:
+    result = CliRunner().invoke(main, ["compare", "demo-cpu", option, "notaurl"])
+    assert result.exit_code == 2
+    assert _one_error_line(result.output).startswith(f"loadgen: error: {option} 'notaurl' does not start with http")
