@@ -68,9 +68,14 @@ def main() -> None:
 
 
 @main.command()
+@_handles_errors
 def pairs() -> None:
-    """List the pair profiles in profiles/pairs/."""
-    for name in available_pairs():
+    """List the pair profiles in profiles/pairs/ (relative to the current folder: the repository root)."""
+    names = available_pairs()
+    if not names:
+        raise BadInput(f"no pair profiles in {Path('profiles/pairs').resolve()}; run loadgen from the repository "
+                       "root, or pass a pair file's path to check / compare")
+    for name in names:
         click.echo(name)
 
 

@@ -86,3 +86,13 @@ def test_a_malformed_prometheus_url_is_exit_2(option: str) -> None:
     result = CliRunner().invoke(main, ["compare", "demo-cpu", option, "notaurl"])
     assert result.exit_code == 2
     assert _one_error_line(result.output).startswith(f"loadgen: error: {option} 'notaurl' does not start with http")
+
+
+def test_pairs_outside_the_repository_root_says_where_it_looked(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["pairs"])
+    assert result.exit_code == 2
+    assert "run loadgen from the repository root" in _one_error_line(result.output)
+    result = CliRunner().invoke(main, ["check", "demo-cpu"])
+    assert result.exit_code == 2 and "run loadgen from the repository root" in result.output

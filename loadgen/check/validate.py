@@ -13,7 +13,9 @@ Each finding is one line with its fix.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from loadgen.check.draftcheck import check_draft_context, check_draft_kind
 from loadgen.check.engine import check_engine_args
@@ -33,6 +35,7 @@ from loadgen.check.vocab import (
 )
 from loadgen.check.vocab import read_json as _json
 from loadgen.check.vocabrules import check_vocabulary, vocab_findings
+from loadgen.profile.fields import METHOD_RANGES
 from loadgen.profile.pair import ModelRef, Pair
 from loadgen.util.argv import flag_value, vllm_int
 
@@ -82,9 +85,10 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
     d_info = load_tokenizer_info(draft_dir) if target_dir and draft_dir else None
     differ = t_info is not None and d_info is not None and compare_vocabularies(t_info, d_info).kind != "identical"
     if engine_version is None:
-        out.append(Finding("speculative config", False, False, "engine version unknown: the speculative config was "
-                           "not checked against the installed vLLM's schema; make [engine].command a `python -m "
-                           "vllm...` or `vllm` command"))
+        out.append(Finding("speculative config", False, False, "engine version unknown (no vLLM answered through "
+                           "[engine].command; `make engine` installs the CPU build for the embedded pairs): the "
+                           "speculative config was checked against every release 0.10-0.33, not the installed one"))
+        out += version_free_findings(pair.speculative)
     else:
         t_cfg = _json(target_dir / "config.json") if target_dir else {}
         max_len = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
@@ -107,4 +111,20 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
     elif pair.draft is not None and not any(f.check in ("target", "draft") for f in out):
         out.append(Finding("vocabulary", False, False, "not compared: the target or the draft is not a local "
                            "directory (no tokenizer files here); vLLM checks vocab_size only"))
+    return out
+
+
+def version_free_findings(spec: Mapping[str, Any]) -> list[Finding]:
+    """What is wrong with ``spec`` (the speculative config) in every vLLM release loadgen knows
+    (profile/fields.py: 0.10-0.33): a method none of them has, ``prompt_lookup_min`` above
+    ``prompt_lookup_max``. Blocking findings; an empty list when none applies."""
+    out: list[Finding] = []
+    method = spec.get("method")
+    if method is not None and method not in METHOD_RANGES:
+        out.append(Finding("speculative method", False, True, f"[speculative].method {method!r} is no method of "
+                           f"any vLLM release 0.10-0.33 (known: {', '.join(sorted(METHOD_RANGES))}); fix it"))
+    low, high = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
+    if isinstance(low, int) and isinstance(high, int) and low > high:
+        out.append(Finding("speculative config", False, True, f"[speculative].prompt_lookup_min = {low} is above "
+                           f"prompt_lookup_max = {high}; n-gram lookup needs min <= max"))
     return out

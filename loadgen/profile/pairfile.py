@@ -12,6 +12,7 @@ repository root when run through ``make``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,9 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
     by_name = pairs_dir / f"{name_or_path}.toml"
     if by_name.is_file():
         return by_name
-    names = ", ".join(available_pairs(pairs_dir)) or "(none)"
+    names = ", ".join(available_pairs(pairs_dir)) or (
+        f"none in {pairs_dir.resolve()} (pair names are read from the repository's profiles/pairs/: run loadgen "
+        "from the repository root)")
     raise ProfileError(
         f"unknown pair {name_or_path!r}: no {by_name}; available pairs: {names} "
         f"(use PAIR=<name> or a path to a .toml file)"
@@ -114,6 +117,14 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
                      port=t.positive_int("port", None) if "port" in t.data else None, url=url)
     t.finish()
     return out
+
+
+def _name(name: str, path: Path) -> str:
+    """The pair's name, which names its run folders (``runs/<name>/``): letters, digits, ``.``, ``_``, ``-``."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ProfileError(f"{path}: name = {name!r} cannot name a run folder; use letters, digits, '.', '_' and '-' "
+                           "(starting with a letter or digit)")
+    return name
 
 
 def _target(top: Table) -> ModelRef:
@@ -245,7 +256,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     role_servers = _servers(top, path)
     check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
     pair = Pair(
-        name=top.get("name", str, path.stem),
+        name=_name(top.get("name", str, path.stem), path),
         description=top.get("description", str, ""),
         path=path,
         target=target,

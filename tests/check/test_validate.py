@@ -232,3 +232,14 @@ def test_draft_without_tokenizer(tmp_path: Path) -> None:
     other = write_model(tmp_path / "o", VOCAB, vocab_size=64, tokenizer=False)
     vocab = by_check(check_vocabulary(target, other, {"method": "draft_model"}, "0.32.0"), "vocabulary")
     assert vocab.blocking and "target 22, draft 64" in vocab.message
+
+
+def test_unknown_engine_version_still_refuses_what_no_release_accepts(tmp_path: Path) -> None:
+    target = write_model(tmp_path / "t", VOCAB)
+    bogus = check_pair(make_pair(target, None, method="bogus"), None)
+    (finding,) = [f for f in blocking(bogus) if f.check == "speculative method"]
+    assert "'bogus' is no method of any vLLM release 0.10-0.33" in finding.message and "ngram" in finding.message
+    crossed = check_pair(make_pair(target, None, method="ngram", prompt_lookup_min=9, prompt_lookup_max=4), None)
+    assert any("prompt_lookup_min = 9 is above prompt_lookup_max = 4" in f.message for f in blocking(crossed))
+    fine = check_pair(make_pair(target, None, method="ngram", prompt_lookup_min=2, prompt_lookup_max=4), None)
+    assert blocking(fine) == []

@@ -100,7 +100,8 @@ def test_a_path_or_a_name_resolves(tmp_path: Path) -> None:
     path = write(tmp_path)
     assert resolve_pair_path(path) == Path(path)
     assert resolve_pair_path("demo-cpu") == Path("profiles/pairs/demo-cpu.toml")
-    with pytest.raises(ProfileError, match="unknown pair 'mini': .*available pairs: \\(none\\)"):
+    with pytest.raises(ProfileError, match="unknown pair 'mini': .*available pairs: none in .*run loadgen from the "
+                                          "repository root"):
         resolve_pair_path("mini", tmp_path / "empty")
 
 
@@ -136,3 +137,11 @@ def test_each_optional_table_names_its_error(tmp_path: Path, extra: str, message
     with pytest.raises(ProfileError, match=message) as err:
         load_pair(write(tmp_path, extra=extra))
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["../escaped", "", "a/b", ".hidden", "with space"])
+def test_a_name_that_cannot_name_a_run_folder_is_refused(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(BASE.replace('name = "mini"', f"name = {name!r}", 1))
+    with pytest.raises(ProfileError, match="cannot name a run folder"):
+        load_pair(str(path))
