@@ -61,7 +61,7 @@ class PromptFile:
 
 
 def _records(path: Path, raw: bytes) -> list[tuple[int, Any]]:
-    text = raw.decode("utf-8", errors="replace")
+    text = raw.decode("utf-8-sig", errors="replace")  # a byte-order mark is no part of the first line
     if text.lstrip().startswith("["):
         try:
             doc = json.loads(text)
@@ -77,7 +77,18 @@ def _records(path: Path, raw: bytes) -> list[tuple[int, Any]]:
         except ValueError:
             raise ProfileError(f"{path}: line {n} is not JSON, so the file is not JSONL; write one JSON object "
                                "per line, e.g. {\"prompt\": \"...\"}") from None
+        _unicode(path, n, line, out[-1][1])
     return out
+
+
+def _unicode(path: Path, n: int, line: str, rec: Any) -> None:
+    """Raise ProfileError when line ``n`` decodes to text no tokenizer or request can carry (a lone
+    surrogate such as ``\\ud800``)."""
+    try:
+        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ProfileError(f"{path}: line {n} holds text that is not valid Unicode (a lone surrogate escape such "
+                           "as \\ud800); fix or remove that line") from None
 
 
 def _sharegpt(n: int, rec: dict[str, Any]) -> FileEntry | str:

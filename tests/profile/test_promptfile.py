@@ -120,3 +120,18 @@ def test_the_shipped_example_files_load_without_skipped_lines() -> None:
     for name, endpoint in (("file-completions", "completions"), ("file-chat", "chat"), ("sharegpt", "chat")):
         (w,) = load_workloads(name)
         assert (w.endpoint, w.source_lines, w.skipped) == (endpoint, 30, ())
+
+
+def test_a_byte_order_mark_is_no_part_of_the_first_line(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"prompt": "one"}\n{"prompt": "two"}\n')
+    pf = read_prompt_file(path)
+    assert [e.text for e in pf.entries] == ["one", "two"] and pf.skipped == ()
+
+
+def test_a_lone_surrogate_is_one_line_naming_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"prompt": "fine"}\n{"prompt": "a\\ud800"}\n')
+    with pytest.raises(ProfileError, match="line 2 holds text that is not valid Unicode") as err:
+        read_prompt_file(path)
+    assert "\n" not in str(err.value)
