@@ -102,7 +102,9 @@ def test_one_keep_alive_connection_per_slot() -> None:
                     arrivals_s=tuple(0.03 * i for i in range(8)), role="plain")
     measured, _, _ = _run(plan, opened)
     assert all(r.error is None for r in measured) and opened.requests == 8
-    assert opened.connections <= 4
+    # about 3 in flight on a quiet machine; a loaded one can stretch a request and open one or two more,
+    # while a pool without LIFO reuse would open up to the 8 requests' worth
+    assert opened.connections <= 6
 
 
 def test_an_interrupt_near_the_end_of_a_cell_is_never_lost() -> None:
