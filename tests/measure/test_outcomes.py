@@ -5,7 +5,6 @@ plus finish reasons, stop-rule differences, usage mismatches and first chunks wi
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -16,18 +15,16 @@ from rich.console import Console
 
 from loadgen.measure.faults import classify
 from loadgen.profile.cells import CellSpec
-from loadgen.profile.pair import Level, Sampling
+from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
-from loadgen.report.rundir import JsonlAppender, load_records
+from loadgen.report.rundir import load_records
 from loadgen.report.summary import print_summary
-from loadgen.run.cell import RunContext, run_cell_on
-from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.serve import servers
-from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
-from loadgen.stream.transport import StreamConnection
+from loadgen.run.cell import run_cell_on
+from loadgen.stream.client import RequestRecord
+from tests.support.fakerun import attached, fetch_one, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 ROLE_CHUNK = (b'data: {"id": "chat-1", "object": "chat.completion.chunk", "choices": [{"index": 0, '
@@ -42,17 +39,7 @@ EMPTY = {
 
 
 def _fetch(prompt: str) -> RequestRecord:
-    async def go() -> RequestRecord:
-        with scripted_server(EMPTY) as url:
-            p = Prompt("p0", "w", "completions", prompt, None, 4)
-            rec = RequestRecord("p0", "plain", "w", 1, "measured", 0.0, requested_output_tokens=4)
-            conn = StreamConnection(url, monotonic_clock(0.0), connect_timeout_s=5.0, read_timeout_s=5.0)
-            try:
-                return await stream_request(conn, {"prompt": prompt} | build_payload(p, Sampling(), "m"), rec)
-            finally:
-                conn.close()
-
-    return asyncio.run(go())
+    return fetch_one(EMPTY, prompt, 4)
 
 
 @pytest.mark.parametrize("script", sorted(EMPTY))
@@ -102,20 +89,10 @@ def _run_folder(tmp_path: Path) -> Path:
                                                               on_error_budget="continue"))
     measured = tuple(Prompt(p, "w", "completions", p, None, 3) for p in "abcd")
     cell = CellSpec("w", "completions", Level(2), 0, (), measured, (), None)
-    for sub in ("metrics", "servers"):
-        (tmp_path / sub).mkdir()
-    run = RunContext(pair, tmp_path, JsonlAppender(tmp_path / "requests.jsonl"),
-                     JsonlAppender(tmp_path / "cells.jsonl"), lambda _: None,
-                     Observers(pair.name, ObserveOptions(progress=False), lambda _: None))
-    try:
+    with quiet_run(tmp_path, pair) as run:
         for role, scripts in (("plain", PLAIN), ("speculative", SPEC)):
             with scripted_server(scripts) as url:
-                spec = servers.LaunchSpec(role, [], {}, "127.0.0.1", 0, "m", 5.0, tmp_path / "log", attach_url=url)
-                run_cell_on(run, role, servers.attach(spec), cell)
-    finally:
-        run.observers.close()
-        run.requests.close()
-        run.cells_log.close()
+                run_cell_on(run, role, attached(url, role, tmp_path), cell)
     workload = {"name": "w", "kind": "synthetic", "input_tokens": None, "output_tokens": 3}
     protocol = {"pair": pair.name, "target": {"model": "m"}, "draft": None, "speculative_config": {},
                 "sampling": {"temperature": 0.0}, "workloads": [workload], "concurrency": [2], "load": None,

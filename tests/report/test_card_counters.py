@@ -24,12 +24,10 @@ from loadgen.profile.workload import Prompt
 from loadgen.prom import exposition as prom
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
-from loadgen.report.rundir import JsonlAppender
 from loadgen.run import cell as cell_module
-from loadgen.run.cell import RunContext, run_cell_on
-from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.serve import servers
+from loadgen.run.cell import run_cell_on
 from loadgen.stream.client import RequestRecord
+from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
 SPEC = {"num_drafts": 100.0, "num_draft_tokens": 300.0, "num_accepted_tokens": 150.0,
@@ -153,20 +151,9 @@ def test_the_cell_entry_records_restart_evidence_and_token_counts(tmp_path: Path
     pair = dataclasses.replace(pair, speculative={**pair.speculative, "method": "draft_model"})
     warmup = (Prompt("w0", "w", "completions", "ok", None, 2),)
     measured = tuple(Prompt(f"m{i}", "w", "completions", "ok", None, 2) for i in range(10))
-    for sub in ("metrics", "servers"):
-        (tmp_path / sub).mkdir()
-    run = RunContext(pair, tmp_path, JsonlAppender(tmp_path / "requests.jsonl"),
-                     JsonlAppender(tmp_path / "cells.jsonl"), lambda _: None,
-                     Observers(pair.name, ObserveOptions(progress=False), lambda _: None))
-    with scripted_server({"ok": (200, ok)}) as url:
-        spec = servers.LaunchSpec("speculative", [], {}, "127.0.0.1", 0, "m", 5.0, tmp_path / "log", attach_url=url)
-        try:
-            run_cell_on(run, "speculative", servers.attach(spec), CellSpec("w", "completions", Level(2), 0, warmup,
-                                                                           measured, (), None))
-        finally:
-            run.observers.close()
-            run.requests.close()
-            run.cells_log.close()
+    with scripted_server({"ok": (200, ok)}) as url, quiet_run(tmp_path, pair) as run:
+        run_cell_on(run, "speculative", attached(url, "speculative", tmp_path),
+                    CellSpec("w", "completions", Level(2), 0, warmup, measured, (), None))
     entry = json.loads((tmp_path / "cells.jsonl").read_text().splitlines()[-1])
     assert entry["spec_decode"]["reset"] is False and entry["spec_decode"]["num_drafts"] == 100.0
     assert entry["process_start_time_s"] == [1.0, 2.0]

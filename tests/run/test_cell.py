@@ -17,10 +17,8 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
-from loadgen.report.rundir import JsonlAppender
-from loadgen.run.cell import RunContext, run_cell_on
-from loadgen.run.observe import ObserveOptions, Observers
-from loadgen.serve import servers
+from loadgen.run.cell import run_cell_on
+from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 OK = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")), (0.0, usage_chunk(2, 2)),
@@ -41,22 +39,12 @@ def _run(tmp_path: Path, prompts: list[str], on_error_budget: str) -> tuple[RunF
                                                                        on_error_budget=on_error_budget))
     measured = tuple(Prompt(p, "w", "completions", p, None, 2) for p in prompts)
     cell = CellSpec("w", "completions", Level(2), 0, (), measured, (), None)
-    for sub in ("metrics", "servers"):
-        (tmp_path / sub).mkdir()
-    run = RunContext(pair, tmp_path, JsonlAppender(tmp_path / "requests.jsonl"),
-                     JsonlAppender(tmp_path / "cells.jsonl"), lambda _: None,
-                     Observers(pair.name, ObserveOptions(progress=False), lambda _: None))
     failed: RunFailed | None = None
-    with scripted_server(SCRIPTS) as url:
-        spec = servers.LaunchSpec("plain", [], {}, "127.0.0.1", 0, "m", 5.0, tmp_path / "log", attach_url=url)
+    with scripted_server(SCRIPTS) as url, quiet_run(tmp_path, pair) as run:
         try:
-            run_cell_on(run, "plain", servers.attach(spec), cell)
+            run_cell_on(run, "plain", attached(url, "plain", tmp_path), cell)
         except RunFailed as exc:
             failed = exc
-        finally:
-            run.observers.close()
-            run.requests.close()
-            run.cells_log.close()
     entry = json.loads((tmp_path / "cells.jsonl").read_text().splitlines()[-1])
     return failed, entry, len((tmp_path / "requests.jsonl").read_text().splitlines())
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 
 import orjson
@@ -10,9 +9,9 @@ import orjson
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.stream.chunks import common_tokens, interpret
-from loadgen.stream.client import RequestRecord, _absorb, _Reader, build_payload, monotonic_clock, stream_request
-from loadgen.stream.transport import StreamConnection
-from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
+from loadgen.stream.client import RequestRecord, _absorb, _Reader, build_payload
+from tests.support.fakerun import fetch_one
+from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 
 SCRIPTS = {
     "normal": (200, [
@@ -34,17 +33,7 @@ SCRIPTS = {
 
 
 def _fetch(prompt: str) -> RequestRecord:
-    async def go() -> RequestRecord:
-        with scripted_server(SCRIPTS) as url:
-            p = Prompt("p0", "w", "completions", prompt, None, 6)
-            rec = RequestRecord("p0", "plain", "w", 1, "measured", 0.0, requested_output_tokens=6)
-            conn = StreamConnection(url, monotonic_clock(0.0), connect_timeout_s=5.0, read_timeout_s=5.0)
-            try:
-                return await stream_request(conn, {"prompt": prompt} | build_payload(p, Sampling(), "m"), rec)
-            finally:
-                conn.close()
-
-    return asyncio.run(go())
+    return fetch_one(SCRIPTS, prompt, 6)
 
 
 def test_normal_stream() -> None:

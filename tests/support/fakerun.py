@@ -4,6 +4,7 @@ server (which has no /metrics, so cells carry no server counters)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import shutil
@@ -15,15 +16,54 @@ from pathlib import Path
 import pytest
 
 from loadgen.profile.cells import CellSpec
-from loadgen.profile.pair import Level, Pair
+from loadgen.profile.pair import Level, Pair, Sampling
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
-from loadgen.report.rundir import read_jsonl
+from loadgen.report.rundir import JsonlAppender, read_jsonl
 from loadgen.run import flow
 from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import probe_host, protocol
 from loadgen.serve import servers
-from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
+from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.stream.transport import StreamConnection
+from tests.support.scripted_server import DONE, Script, completion_chunk, scripted_server, usage_chunk
+
+
+@contextlib.contextmanager
+def quiet_run(folder: Path, pair: Pair) -> Iterator[RunContext]:
+    """A run context writing into ``folder`` (``metrics/`` and ``servers/`` made), with no log and no
+    sinks; its appenders and observers are closed on exit."""
+    for sub in ("metrics", "servers"):
+        (folder / sub).mkdir()
+    run = RunContext(pair, folder, JsonlAppender(folder / "requests.jsonl"), JsonlAppender(folder / "cells.jsonl"),
+                     lambda _: None, Observers(pair.name, ObserveOptions(progress=False), lambda _: None))
+    try:
+        yield run
+    finally:
+        run.observers.close()
+        run.requests.close()
+        run.cells_log.close()
+
+
+def attached(url: str, role: str, folder: Path) -> servers.Server:
+    """The scripted server at ``url`` attached in ``role``, serving model ``m``."""
+    return servers.attach(servers.LaunchSpec(role, [], {}, "127.0.0.1", 0, "m", 5.0, folder / "log", attach_url=url))
+
+
+def fetch_one(scripts: dict[str, Script], prompt: str, output_tokens: int) -> RequestRecord:
+    """One completions request for ``prompt`` (a key of ``scripts``) through the real client and transport."""
+    async def go() -> RequestRecord:
+        with scripted_server(scripts) as url:
+            p = Prompt("p0", "w", "completions", prompt, None, output_tokens)
+            rec = RequestRecord("p0", "plain", "w", 1, "measured", 0.0, requested_output_tokens=output_tokens)
+            conn = StreamConnection(url, monotonic_clock(0.0), connect_timeout_s=5.0, read_timeout_s=5.0)
+            try:
+                return await stream_request(conn, {"prompt": prompt} | build_payload(p, Sampling(), "m"), rec)
+            finally:
+                conn.close()
+
+    return asyncio.run(go())
 
 
 def stream(step_s: float) -> tuple[int, list[tuple[float, bytes | None]]]:
