@@ -66,8 +66,6 @@ def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = N
                               attach_url or extra.url, api_key)
 
 
-
-
 def _startup_proof(run: RunContext, role: str, server: servers.Server) -> dict[str, Any]:
     """Scrape /metrics once and prove the mode (prove_mode), or, when /metrics gives no Prometheus text,
     from the startup log and the minimal completion's tokens per chunk (modeproof.py); the startup log's
@@ -81,7 +79,7 @@ def _startup_proof(run: RunContext, role: str, server: servers.Server) -> dict[s
                                                 str(exc))
         snap = prom.parse_metrics("")
     else:
-        (run.run_dir / "metrics" / f"{role}__startup.prom").write_text(text)
+        write_text(run.run_dir / "metrics" / f"{role}__startup.prom", text)
         proof = modeproof.prove_mode(role, snap, run.pair.num_speculative_tokens)
     modeproof.check_effective_method(role, run.pair.method, config.get("speculative_config_log"),
                                      run.pair.num_speculative_tokens)
@@ -89,11 +87,11 @@ def _startup_proof(run: RunContext, role: str, server: servers.Server) -> dict[s
 
 
 def _save_server_record(run_dir: Path, server: servers.Server, snap: prom.Snapshot,
-                        proof: dict[str, Any], config: dict[str, Any] | None = None) -> dict[str, Any]:
+                        proof: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     role = server.spec.role
     write_json(run_dir / "servers" / f"{role}-minimal.json",
                {"request": server.minimal_request, "response": server.minimal_response})
-    effective = {**(config or server.effective_config()), **proof, "ready_s": server.ready_s,
+    effective = {**config, **proof, "ready_s": server.ready_s,
                  "cache_config_info": prom.cache_config_info(snap)}
     write_json(run_dir / "servers" / f"{role}-effective.json", effective)
     return effective
@@ -167,10 +165,11 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
     entries = list(read_jsonl(run_dir / "cells.jsonl"))
     done = {_cell_key(e["role"], e["workload"], e["level"], e.get("repetition", 0))
             for e in entries if not e.get("failure")}
-    kept = [r for r in read_jsonl(run_dir / "requests.jsonl")
-            if _cell_key(r["role"], *CellKey.of(r), r.get("repetition", 0))
-            in done]
-    partial = [r for r in read_jsonl(run_dir / "requests.jsonl") if r not in kept]
+    kept: list[dict[str, Any]] = []
+    partial: list[dict[str, Any]] = []
+    for r in read_jsonl(run_dir / "requests.jsonl"):  # one pass: a finished cell's requests stay
+        finished = _cell_key(r["role"], *CellKey.of(r), r.get("repetition", 0)) in done
+        (kept if finished else partial).append(r)
     moved = JsonlAppender(run_dir / "requests.partial.jsonl")
     try:
         for r in partial:
@@ -230,13 +229,14 @@ def _execute(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Lo
 def finish_card(run_dir: Path, log: Log = print) -> Card:
     """(Re)build card.json, card.md and the plots from the run folder's saved data alone (without
     requests.jsonl: from card.json's statistics, plots kept; savedcard.py)."""
-    if saved_only(run_dir):
+    saved = saved_only(run_dir)
+    if saved:
         log(f"{run_dir} has no requests.jsonl: statistics kept from card.json, diagnosis and verdict recomputed")
-    card = refresh_saved_card(run_dir) if saved_only(run_dir) else build_card(run_dir)
+    card = refresh_saved_card(run_dir) if saved else build_card(run_dir)
     try:
         from loadgen.report.plots import render_plots
 
-        if card.get("statistics_from") != "card.json":
+        if not saved:
             card["plots"] = [str(p.relative_to(run_dir)) for p in
                              render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")]
     except Exception as exc:  # a plot must never cost the card
