@@ -69,6 +69,19 @@ def wrong_model(spec: LaunchSpec, ids: Sequence[Any]) -> str:
             f"[target].model at the model the server runs")
 
 
+def listing_problem(spec: LaunchSpec, listing: httpx.Response) -> str | None:
+    """What is wrong with a server's ``/v1/models`` answer for ``spec`` (its HTTP status, with the API-key
+    hint for 401; or it does not list ``spec.served_model``, :func:`wrong_model`); None when it serves it."""
+    if listing.status_code != 200:
+        hint = "; give the server's key with --api-key or OPENAI_API_KEY" if listing.status_code == 401 else ""
+        return f"answered /v1/models with HTTP {listing.status_code}{hint}"
+    try:
+        ids = [m.get("id") for m in listing.json().get("data", [])]
+    except (ValueError, AttributeError):
+        ids = []
+    return None if spec.served_model in ids else wrong_model(spec, ids)
+
+
 def where_to_look(spec: LaunchSpec) -> str:
     """Where a server's own output is: its log for a launched one; for an attached one (loadgen writes no
     log of it) its URL."""
@@ -96,16 +109,8 @@ def preflight(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot],
             raise ServerError(unreachable(spec, exc)) from None
         except httpx.HTTPError as exc:
             raise ServerError(f"{role} server at {redact_url(url)}: /v1/models failed ({exc})") from None
-        if listing.status_code != 200:
-            hint = "; give the server's key with --api-key or OPENAI_API_KEY" if listing.status_code == 401 else ""
-            raise ServerError(f"{role} server at {redact_url(url)} answered /v1/models with HTTP "
-                              f"{listing.status_code}{hint}")
-        try:
-            ids = [m.get("id") for m in listing.json().get("data", [])]
-        except (ValueError, AttributeError):
-            ids = []
-        if spec.served_model not in ids:
-            raise ServerError(f"{role} server at {redact_url(url)} {wrong_model(spec, ids)}")
+        if (problem := listing_problem(spec, listing)) is not None:
+            raise ServerError(f"{role} server at {redact_url(url)} {problem}")
         try:
             snap = scrape(url, headers=spec.headers)[1]
         except RunFailed as exc:  # no /metrics: the mode is proven without it at start-up (modeproof.py)

@@ -28,7 +28,7 @@ import httpx
 from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
 from loadgen.serve import readiness, resources
-from loadgen.serve.attached import ATTACH_REFUSED_S, unreachable, wrong_model
+from loadgen.serve.attached import ATTACH_REFUSED_S, listing_problem, unreachable
 from loadgen.serve.startup import LogWatch
 from loadgen.util.redact import redact_url
 
@@ -179,14 +179,8 @@ class Server:
                 except httpx.HTTPError:
                     pass
                 time.sleep(0.5)
-            listing = http.get(self.base_url + "/v1/models")
-            if listing.status_code != 200:
-                hint = "; give the server's key with --api-key or OPENAI_API_KEY" if listing.status_code == 401 else ""
-                raise self._fail(f"answered /v1/models with HTTP {listing.status_code}{hint}")
-            models = listing.json()
-            ids = [m.get("id") for m in models.get("data", [])]
-            if self.spec.served_model not in ids:
-                raise self._fail(wrong_model(self.spec, ids))
+            if (problem := listing_problem(self.spec, http.get(self.base_url + "/v1/models"))) is not None:
+                raise self._fail(problem)
             # completions can fail for a while after /health and /v1/models answer: retried (readiness.py)
             self.minimal_request = readiness.minimal_body(self.spec.served_model, minimal_prompt)
             self.minimal_response = readiness.minimal_completion(http, self.base_url, self.minimal_request,
