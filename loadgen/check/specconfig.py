@@ -143,6 +143,17 @@ def check_draft_revision(spec: Mapping[str, Any], draft_is_local: bool | None = 
                         " (allowed by --allow-unpinned)" if allow_unpinned else " or pass --allow-unpinned"))]
 
 
+def lookup_findings(spec: Mapping[str, Any]) -> list[Finding]:
+    """``prompt_lookup_min`` / ``prompt_lookup_max`` (n-gram lookup): positive integers, min <= max, in every
+    vLLM release (``SpeculativeConfig.__post_init__``). One blocking finding, or none."""
+    lo, hi = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
+    if any(v is not None and not _positive_int(v) for v in (lo, hi)) or (
+            isinstance(lo, int) and isinstance(hi, int) and lo > hi):
+        return [Finding("speculative.prompt_lookup_min", False, True, f"prompt_lookup_min={lo!r} must be a positive "
+                        f"integer <= prompt_lookup_max={hi!r}; swap or fix them")]
+    return []
+
+
 def check_speculative_config(spec: Mapping[str, Any], engine_version: str, serving_max_model_len: int | None,
                              target_tp: int = 1, draft_model_type: str | None = None, *,
                              draft_is_local: bool | None = None, allow_unpinned: bool = False) -> list[Finding]:
@@ -181,11 +192,7 @@ def check_speculative_config(spec: Mapping[str, Any], engine_version: str, servi
         bound = "" if serving_max_model_len is None else f" <= the serving max_model_len {serving_max_model_len}"
         out.append(Finding("speculative.max_model_len", False, True, f"draft max_model_len={mml!r} must be a positive "
                            f"integer{bound}; lower it or omit it (vLLM defaults it to the smaller of both)"))
-    lo, hi = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
-    if any(v is not None and not _positive_int(v) for v in (lo, hi)) or (
-            isinstance(lo, int) and isinstance(hi, int) and lo > hi):
-        out.append(Finding("speculative.prompt_lookup_min", False, True, f"prompt_lookup_min={lo!r} must be a positive "
-                           f"integer <= prompt_lookup_max={hi!r}; swap or fix them"))
+    out += lookup_findings(spec)
     if spec.get("use_heterogeneous_vocab") is True and version >= parse_version(HETEROGENEOUS_FROM):
         out += [Finding("heterogeneous vocabulary", False, True, p) for p in heterogeneous_problems(spec, version)]
     out += _method_switch(spec, version, draft_model_type)

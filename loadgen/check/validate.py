@@ -26,6 +26,7 @@ from loadgen.check.specconfig import (
     check_draft_revision,
     check_speculative_config,
     looks_like_hub_id,
+    lookup_findings,
 )
 from loadgen.check.vocab import (
     TokenizerInfo,
@@ -116,15 +117,11 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
 
 def version_free_findings(spec: Mapping[str, Any]) -> list[Finding]:
     """What is wrong with ``spec`` (the speculative config) in every vLLM release loadgen knows
-    (profile/fields.py: 0.10-0.33): a method none of them has, ``prompt_lookup_min`` above
-    ``prompt_lookup_max``. Blocking findings; an empty list when none applies."""
+    (profile/fields.py: 0.10-0.33): a method none of them has, and the prompt-lookup rule
+    (specconfig.lookup_findings). Blocking findings; an empty list when none applies."""
     out: list[Finding] = []
     method = spec.get("method")
     if method is not None and method not in METHOD_RANGES:
         out.append(Finding("speculative method", False, True, f"[speculative].method {method!r} is no method of "
                            f"any vLLM release 0.10-0.33 (known: {', '.join(sorted(METHOD_RANGES))}); fix it"))
-    low, high = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
-    if isinstance(low, int) and isinstance(high, int) and low > high:
-        out.append(Finding("speculative config", False, True, f"[speculative].prompt_lookup_min = {low} is above "
-                           f"prompt_lookup_max = {high}; n-gram lookup needs min <= max"))
-    return out
+    return out + lookup_findings(spec)

@@ -240,6 +240,7 @@ def test_unknown_engine_version_still_refuses_what_no_release_accepts(tmp_path: 
     (finding,) = [f for f in blocking(bogus) if f.check == "speculative method"]
     assert "'bogus' is no method of any vLLM release 0.10-0.33" in finding.message and "ngram" in finding.message
     crossed = check_pair(make_pair(target, None, method="ngram", prompt_lookup_min=9, prompt_lookup_max=4), None)
-    assert any("prompt_lookup_min = 9 is above prompt_lookup_max = 4" in f.message for f in blocking(crossed))
+    assert any("prompt_lookup_min=9 must be a positive integer <= prompt_lookup_max=4" in f.message
+               for f in blocking(crossed))
     fine = check_pair(make_pair(target, None, method="ngram", prompt_lookup_min=2, prompt_lookup_max=4), None)
     assert blocking(fine) == []
