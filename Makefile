@@ -15,7 +15,7 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev,fleet]'
 	touch $@
 
 # The CPU build of vLLM; its torchvision does not match the CPU torch and breaks transformers (docs/vllm-notes.md).

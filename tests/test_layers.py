@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "loadgen"
 #: Lowest first; a module may import its own layer and any layer below it.
-LAYERS = ("errors", "util", "profile", "check", "prom", "serve", "stream", "measure", "report", "run", "cli")
+LAYERS = ("errors", "util", "profile", "check", "prom", "serve", "stream", "measure", "report", "run", "fleet", "cli")
 #: Top-level modules and the layer they sit in (``loadgen`` itself holds only ``__version__``).
 TOP_LEVEL = {"loadgen": "errors", "loadgen.errors": "errors", "loadgen.cli": "cli", "loadgen.__main__": "cli"}
 MAX_LINES = 300

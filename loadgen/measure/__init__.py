@@ -3,6 +3,6 @@ diagnosis, step times, counter cross-checks, outcomes and fault categories, serv
 and the verdict against the declared criteria.
 
 May import: errors, util, profile, check, prom, serve, stream.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
 (tests/test_layers.py enforces it).
 """

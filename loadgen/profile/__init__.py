@@ -3,6 +3,6 @@ workloads, the strict TOML reader and its value domains, arrival schedules, the 
 tables of vLLM's speculative-config fields per version (fields).
 
 May import: errors, util.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
 (tests/test_layers.py enforces it).
 """

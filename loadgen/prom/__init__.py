@@ -2,6 +2,6 @@
 scraping /metrics, and the PromQL reader of a Prometheus server.
 
 May import: errors, util, profile, check.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
 (tests/test_layers.py enforces it).
 """

@@ -2,6 +2,6 @@
 Markdown, plots, the terminal summary and the diff of two cards.
 
 May import: every layer below (errors, util, profile, check, prom, serve, stream, measure).
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
 (tests/test_layers.py enforces it).
 """

@@ -2,6 +2,6 @@
 accounting, GPU placement, and the proof of mode (plain or speculative).
 
 May import: errors, util, profile, check, prom.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
 (tests/test_layers.py enforces it).
 """

@@ -2,6 +2,6 @@
 request (client), the cell runner with its event loop and signal plumbing, and the read timeout.
 
 May import: errors, util, profile, check, prom, serve.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < cli
+Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
 (tests/test_layers.py enforces it).
 """
