@@ -1,4 +1,4 @@
-"""Command line: ``loadgen check|compare|report|pairs``.
+"""Command line: ``loadgen check|compare|sweep|report|diff|fleet|pairs``.
 
 Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit code (0 done, 1 run failed,
 2 bad input, 3 criteria failed); they are printed as one line, never as a traceback.
@@ -210,6 +210,49 @@ def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, budget_min:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     options = SweepOptions(runs_dir, budget_min, attach_plain, allow_unpinned, api_key)
     run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [api_key])), resume=resume_dir)
+
+
+@main.group()
+def fleet() -> None:
+    """The same comparison on every (pair x node) of a Ray cluster, and the fleet card (docs/fleet/README.md)."""
+
+
+@fleet.command("run")
+@click.argument("fleet_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--ray-address", default="auto", show_default=True,
+              help="The Ray cluster to run on (HOST:6379, ray://HOST:10001, or auto: the local node's cluster).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="The fleet folder (default: RUNS_DIR/fleet-<name>-<UTC timestamp>).")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Run again only the tasks of this fleet folder that are not done.")
+@_handles_errors
+def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_dir: Path,
+              resume_dir: Path | None) -> None:
+    """Run FLEET_FILE's pairs and sweeps on its nodes, one Ray task per (pair x node), and write the
+    fleet card; exit 1 when a task failed (the others' results are kept)."""
+    from loadgen.fleet.fleetcard import fleet_summary_lines
+    from loadgen.fleet.flow import fleet_exit, run_fleet
+
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    outcome = run_fleet(fleet_file, ray_address, click.echo, out=out, runs_dir=runs_dir, resume=resume_dir)
+    for line in fleet_summary_lines(read_json(outcome.fleet_dir / "fleet.json")):
+        click.echo(line)
+    click.echo(f"fleet card: {outcome.card}")
+    fleet_exit(outcome)
+
+
+@fleet.command("report")
+@click.argument("fleet_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_handles_errors
+def fleet_report(fleet_dir: Path) -> None:
+    """Merge the run folders of FLEET_DIR into the fleet card (fleet.json, fleet.md)."""
+    from loadgen.fleet.fleetcard import fleet_summary_lines, write_fleet_card
+
+    card = write_fleet_card(fleet_dir)
+    for line in fleet_summary_lines(read_json(fleet_dir / "fleet.json")):
+        click.echo(line)
+    click.echo(f"fleet card: {card}")
 
 
 @main.command()

@@ -234,7 +234,7 @@ class Server:
         return out
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: ask Linux to send SIGTERM when loadgen dies (even by SIGKILL), so a
     crashed loadgen leaves no server behind (prctl PR_SET_PDEATHSIG; a no-op elsewhere)."""
     with contextlib.suppress(OSError, AttributeError):
@@ -255,7 +255,7 @@ def launch(spec: LaunchSpec) -> Server:
     log = spec.log_path.open("wb")
     try:
         proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+                                start_new_session=True, preexec_fn=die_with_parent)
     except OSError as exc:
         raise ServerError(f"cannot start {spec.argv[0]!r}: {exc.strerror}; check [engine].command "
                           "(`make engine` creates .venv-vllm for the embedded CPU pairs)") from None

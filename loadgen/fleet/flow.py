@@ -1,0 +1,148 @@
+"""The fleet flow (``loadgen fleet run FLEET.toml`` and ``--resume DIR``): plan the (pair x node) tasks,
+submit each as a Ray task pinned to its node, record each result as it comes back (a failed task is
+reported with its node and reason and does not stop the others), then write the fleet card.
+
+The pair and sweep files are saved in ``DIR/pairs/`` on the first run: ``--resume`` runs the same text
+again, on the nodes of the same names (their Ray node ids may have changed), and only for the tasks that
+are not done (fleet/tasks.py ``to_rerun``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loadgen.errors import BadInput, RunFailed
+from loadgen.fleet import runner
+from loadgen.fleet import tasks as taskfile
+from loadgen.fleet.fleetcard import write_fleet_card
+from loadgen.fleet.nodes import FleetNode, alive_nodes, has_gpu
+from loadgen.fleet.nodetask import TaskSpec, run_on_node
+from loadgen.profile.fleetfile import FleetFile, load_fleet
+from loadgen.report.rundir import write_text
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class FleetOutcome:
+    """Where the fleet folder and its card are, and the tasks as they ended."""
+
+    fleet_dir: Path
+    card: Path
+    tasks: list[taskfile.Task]
+
+    @property
+    def failed(self) -> list[taskfile.Task]:
+        return [t for t in self.tasks if t.status != "done"]
+
+
+def _new_fleet_dir(fleet: FleetFile, out: Path | None, runs_dir: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    fleet_dir = out if out is not None else runs_dir / f"fleet-{fleet.name}-{stamp}"
+    if (fleet_dir / "tasks.json").exists():
+        raise BadInput(f"{fleet_dir} already holds a fleet; continue it with --resume {fleet_dir} or pick a new --out")
+    for sub in ("pairs", "runs", "logs"):
+        (fleet_dir / sub).mkdir(parents=True, exist_ok=True)
+    write_text(fleet_dir / "fleet.toml", fleet.text)
+    return fleet_dir
+
+
+def _save_sources(fleet_dir: Path, sources: dict[tuple[str, str], runner.PairSource]) -> None:
+    seen: dict[str, str] = {}
+    for src in sources.values():
+        if seen.setdefault(src.name, src.text) != src.text:
+            raise BadInput(f"two different pair files are both named {src.name!r}; give each its own name key")
+        write_text(fleet_dir / "pairs" / f"{src.name}.toml", src.text)
+
+
+def _on_current_nodes(tasks: list[taskfile.Task], nodes: list[FleetNode], gpu_resource: str) -> list[taskfile.Task]:
+    """Resumed tasks bound to the alive node of the same name, or failed when there is none."""
+    by_name = {n.name: n for n in nodes if has_gpu(n, gpu_resource)}
+    return [dataclasses.replace(t, node=by_name[t.node.name]) if t.node.name in by_name else
+            runner.failed(t, f"node {t.node.name!r} is not in the Ray cluster (or has no {gpu_resource!r} resource)")
+            for t in tasks]
+
+
+def _options(ray: Any, node: FleetNode, gpu_resource: str) -> dict[str, Any]:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    gpu: dict[str, Any] = {"num_gpus": 1} if gpu_resource == "GPU" else {"resources": {gpu_resource: 1}}
+    return {"num_cpus": 0, "max_retries": 0, "retry_exceptions": False,
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(node.id, soft=False), **gpu}
+
+
+def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, taskfile.Task],
+                todo: list[taskfile.Task], log: Log) -> None:
+    """Submit ``todo`` and record each result in ``state`` (saved after every one) as it comes back."""
+    remote = ray.remote(run_on_node)
+    workdir = fleet.workdir or str(Path.cwd())
+    refs = {}
+    for t in todo:
+        spec = TaskSpec(t.id, t.kind, t.pair, (fleet_dir / "pairs" / f"{t.pair}.toml").read_text(), workdir)
+        refs[remote.options(**_options(ray, t.node, fleet.gpu_resource)).remote(spec)] = t
+        log(f"[{t.id}] submitted: {t.kind} {t.pair} on {t.node.name} ({t.node.address})")
+    pending = list(refs)
+    try:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            task = refs[ready[0]]
+            try:
+                task = runner.record(fleet_dir, task, ray.get(ready[0]))
+            except ray.exceptions.RayError as exc:
+                task = runner.failed(task, runner.error_line(exc))
+            state[task.id] = task
+            taskfile.save(fleet_dir, fleet.name, list(state.values()))
+            log(f"[{task.id}] {task.status}" + (f" in {task.wall_s:.0f} s" if task.wall_s is not None else "")
+                + (f": {task.reason}" if task.reason else ""))
+    except KeyboardInterrupt:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise KeyboardInterrupt(f"fleet interrupted; finished tasks are in {fleet_dir}; "
+                                f"run the rest with: loadgen fleet run --resume {fleet_dir}") from None
+
+
+def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out: Path | None = None,
+              runs_dir: Path = Path("runs"), resume: Path | None = None) -> FleetOutcome:
+    """Run the fleet file (or continue the fleet folder ``resume``) on the Ray cluster at ``ray_address``
+    and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster."""
+    if (fleet_file is None) == (resume is None):
+        raise BadInput("give exactly one of FLEET.toml or --resume FLEET_DIR")
+    if resume is not None:
+        fleet, (_, tasks) = load_fleet(resume / "fleet.toml"), taskfile.load(resume)
+        fleet_dir, sources = resume, {}
+    else:
+        assert fleet_file is not None
+        fleet = load_fleet(fleet_file)
+        sources = runner.read_sources(fleet)
+    ray = runner.connect(ray_address)
+    try:
+        nodes = alive_nodes(ray.nodes())
+        if resume is None:
+            tasks = runner.plan_fleet(fleet, nodes, sources)
+            fleet_dir = _new_fleet_dir(fleet, out, runs_dir)
+            _save_sources(fleet_dir, sources)
+            todo = tasks
+        else:
+            todo = _on_current_nodes(taskfile.to_rerun(fleet_dir, tasks), nodes, fleet.gpu_resource)
+        state = {t.id: t for t in tasks} | {t.id: t for t in todo}
+        taskfile.save(fleet_dir, fleet.name, list(state.values()))
+        log(f"fleet folder: {fleet_dir} ({len(todo)} of {len(state)} tasks to run)")
+        _submit_all(ray, fleet, fleet_dir, state, [t for t in todo if t.status == "pending"], log)
+    finally:
+        ray.shutdown()
+    card = write_fleet_card(fleet_dir)
+    return FleetOutcome(fleet_dir, card, list(state.values()))
+
+
+def fleet_exit(outcome: FleetOutcome) -> None:
+    """Raise RunFailed (exit 1) naming the failed tasks, their nodes and the resume command, if any."""
+    if outcome.failed:
+        first = outcome.failed[0]
+        raise RunFailed(f"{len(outcome.failed)} of {len(outcome.tasks)} fleet tasks failed (first: {first.id} on "
+                        f"{first.node.name}: {first.reason}); the others' results are in {outcome.fleet_dir}; "
+                        f"run only the failed ones again with: loadgen fleet run --resume {outcome.fleet_dir}")

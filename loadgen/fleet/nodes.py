@@ -1,0 +1,99 @@
+"""The nodes of a Ray cluster as the fleet sees them, and which of them a ``[[measure]]`` entry selects
+(pure: the input is the list ``ray.nodes()`` returns, https://docs.ray.io/en/latest/ray-core/api/doc/ray.nodes.html).
+
+A node's **name** is its Ray label ``loadgen.io/node`` when set (``ray start --labels='{"loadgen.io/node":
+"stg-a"}'``), else its IP address (``NodeManagerAddress``). Its **GPU type** is the label
+``loadgen.io/gpu-type`` when set, else the ``accelerator_type:<type>`` resource Ray detects on GPU nodes
+(e.g. ``accelerator_type:H200``), else None (the fleet card then reads the GPU name from the run's card).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loadgen.errors import BadInput
+from loadgen.profile.fleetfile import NodeSelector
+
+NAME_LABEL = "loadgen.io/node"
+GPU_TYPE_LABEL = "loadgen.io/gpu-type"
+_ACCELERATOR = "accelerator_type:"
+
+
+@dataclass(frozen=True)
+class FleetNode:
+    """One alive Ray node: ``id`` (Ray node id, hex), ``name``, ``address`` (IP), ``hostname``,
+    ``gpu_type``, its ``resources`` (Ray resource name -> amount) and ``labels``."""
+
+    id: str
+    name: str
+    address: str
+    hostname: str | None
+    gpu_type: str | None
+    resources: Mapping[str, float] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The node as tasks.json records it (docs/fleet/README.md)."""
+        return {"id": self.id, "name": self.name, "address": self.address, "hostname": self.hostname,
+                "gpu_type": self.gpu_type, "resources": dict(self.resources), "labels": dict(self.labels)}
+
+    @staticmethod
+    def from_json(doc: Mapping[str, Any]) -> FleetNode:
+        return FleetNode(str(doc["id"]), str(doc["name"]), str(doc.get("address") or ""), doc.get("hostname"),
+                         doc.get("gpu_type"), dict(doc.get("resources") or {}), dict(doc.get("labels") or {}))
+
+
+def node_of(raw: Mapping[str, Any]) -> FleetNode:
+    """A :class:`FleetNode` from one entry of ``ray.nodes()`` (keys ``NodeID``, ``NodeManagerAddress``,
+    ``NodeManagerHostname``, ``Resources``, ``Labels``)."""
+    labels = {str(k): str(v) for k, v in (raw.get("Labels") or {}).items()}
+    resources = {str(k): float(v) for k, v in (raw.get("Resources") or {}).items()}
+    address = str(raw.get("NodeManagerAddress") or "")
+    accel = sorted(k[len(_ACCELERATOR):] for k in resources if k.startswith(_ACCELERATOR))
+    gpu_type = labels.get(GPU_TYPE_LABEL) or (accel[0] if accel else None)
+    return FleetNode(str(raw["NodeID"]), labels.get(NAME_LABEL) or address, address,
+                     raw.get("NodeManagerHostname"), gpu_type, resources, labels)
+
+
+def alive_nodes(raw_nodes: Iterable[Mapping[str, Any]]) -> list[FleetNode]:
+    """The alive nodes of ``ray.nodes()``, sorted by name."""
+    return sorted((node_of(n) for n in raw_nodes if n.get("Alive", n.get("alive"))), key=lambda n: (n.name, n.id))
+
+
+def has_gpu(node: FleetNode, gpu_resource: str) -> bool:
+    """True when ``node`` offers at least one unit of ``gpu_resource``."""
+    return node.resources.get(gpu_resource, 0.0) >= 1.0
+
+
+def select(nodes: Sequence[FleetNode], selector: NodeSelector, gpu_resource: str) -> list[FleetNode]:
+    """The nodes ``selector`` picks among ``nodes``; only nodes with the GPU resource qualify.
+
+    Raises BadInput (one line listing the nodes there are) when a named node is not in the cluster or
+    has no ``gpu_resource``, or when the selector matches no node."""
+    gpu_nodes = [n for n in nodes if has_gpu(n, gpu_resource)]
+    shown = ", ".join(f"{n.name} ({n.address}, {n.resources.get(gpu_resource, 0):g} {gpu_resource})"
+                      for n in nodes) or "none"
+    if selector.every_gpu_node:
+        picked = gpu_nodes
+    elif selector.names:
+        picked = []
+        for want in selector.names:
+            match = [n for n in nodes if want in (n.name, n.address, n.id)]
+            if not match:
+                raise BadInput(f"node {want!r} is not in the Ray cluster; its alive nodes: {shown}")
+            usable = [n for n in match if has_gpu(n, gpu_resource)]
+            if not usable:
+                raise BadInput(f"node {want!r} has no {gpu_resource!r} resource to run on; its alive nodes: {shown}")
+            picked += [n for n in usable if n not in picked]
+    else:
+        picked = [n for n in gpu_nodes if all(n.labels.get(k) == v for k, v in selector.labels)]
+    names = [n.name for n in picked]
+    if dup := sorted({name for name in names if names.count(name) > 1}):
+        raise BadInput(f"two selected Ray nodes are both named {dup[0]!r} (their address); give each its own name "
+                       f"with `ray start --labels='{{\"{NAME_LABEL}\": \"<name>\"}}'`")
+    if not picked:
+        raise BadInput(f"{selector.describe()} matches no node with a {gpu_resource!r} resource; "
+                       f"the cluster's alive nodes: {shown}")
+    return picked

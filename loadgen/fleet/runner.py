@@ -1,0 +1,122 @@
+"""``loadgen fleet run``: every (pair x node) of the fleet file as one Ray task pinned to its node
+(``NodeAffinitySchedulingStrategy(node_id, soft=False)``, one unit of the GPU resource, no retry), the run
+folders shipped back into the fleet folder as the tasks finish, then the fleet card.
+
+Ray: https://docs.ray.io/en/latest/ray-core/scheduling/index.html (node affinity),
+https://docs.ray.io/en/latest/ray-core/fault_tolerance/tasks.html (a task on a lost node fails with
+``NodeDiedError`` / ``WorkerCrashedError`` when ``max_retries=0``).
+
+The fleet folder: ``fleet.toml`` (the fleet file), ``tasks.json`` (fleet/tasks.py; rewritten as each task
+comes back, so an interrupted fleet keeps what finished), ``runs/<task id>/``, ``logs/<task id>.log``,
+and the fleet card (``fleet.json``, ``fleet.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shutil
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loadgen.errors import BadInput
+from loadgen.fleet import tasks as taskfile
+from loadgen.fleet.nodes import FleetNode, select
+from loadgen.fleet.nodetask import TaskResult, reason_of
+from loadgen.profile.candidates import is_sweep
+from loadgen.profile.fleetfile import FleetFile
+from loadgen.profile.pairfile import resolve_pair_path
+from loadgen.profile.tomlread import read_toml
+from loadgen.report.rundir import write_text
+
+@dataclass(frozen=True)
+class PairSource:
+    """A pair or sweep file as the driver read it: its ``name`` key, kind and text."""
+
+    name: str
+    kind: str
+    text: str
+
+
+def read_sources(fleet: FleetFile) -> dict[tuple[str, str], PairSource]:
+    """Every pair and sweep file of the fleet, read on the driver (so all nodes run the same text).
+
+    Raises ProfileError for a missing or broken file, and BadInput for a sweep file listed under
+    ``pairs`` or a pair file under ``sweeps``."""
+    out: dict[tuple[str, str], PairSource] = {}
+    for m in fleet.measures:
+        for kind, names in (("compare", m.pairs), ("sweep", m.sweeps)):
+            for ref in names:
+                path = resolve_pair_path(ref)
+                doc = read_toml(path)
+                if is_sweep(doc) != (kind == "sweep"):
+                    where, fix = ("pairs", "sweeps") if kind == "compare" else ("sweeps", "pairs")
+                    raise BadInput(f"{fleet.path}: {ref!r} under {where} is {'a sweep' if kind == 'compare' else 'a pair'}"
+                                   f" file; list it under {fix}")
+                out[(kind, ref)] = PairSource(str(doc.get("name") or path.stem), kind, path.read_text())
+    return out
+
+
+def plan_fleet(fleet: FleetFile, nodes: Sequence[FleetNode],
+               sources: dict[tuple[str, str], PairSource]) -> list[taskfile.Task]:
+    """The fleet's tasks on ``nodes`` (fleet/tasks.py ``plan``). Raises BadInput as nodes.select does."""
+    entries = []
+    for m in fleet.measures:
+        picked = select(nodes, m.nodes, fleet.gpu_resource)
+        for kind, names in (("compare", m.pairs), ("sweep", m.sweeps)):
+            entries += [(sources[(kind, ref)].name, kind, picked) for ref in names]
+    return taskfile.plan(entries)
+
+
+def connect(address: str | None) -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise BadInput("loadgen fleet run needs Ray: pip install 'loadgen[fleet]'") from None
+    try:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise BadInput(f"cannot connect to a Ray cluster at {address or 'auto'} ({str(exc).splitlines()[0]}); "
+                       "start one with `ray start --head` or pass --ray-address HOST:6379") from None
+    return ray
+
+
+def _unpack(archive: bytes, dest: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")
+
+
+def record(fleet_dir: Path, task: taskfile.Task, result: TaskResult) -> taskfile.Task:
+    """Write a result's log and run folder into the fleet folder and return the task updated."""
+    output = result.output
+    if result.run_path:
+        output = output.replace(result.run_path, str(fleet_dir / "runs" / task.id))
+    write_text(fleet_dir / f"logs/{task.id}.log", output)
+    run_dir = None
+    if result.archive is not None:
+        _unpack(result.archive, fleet_dir / "runs" / task.id)
+        run_dir = f"runs/{task.id}"
+    node = dataclasses.replace(task.node, hostname=result.hostname or task.node.hostname)
+    reason = reason_of(result.exit_code, output)
+    return dataclasses.replace(task, node=node, status="done" if reason is None else "failed", reason=reason,
+                               exit_code=result.exit_code, run_dir=run_dir, started=result.started,
+                               finished=result.finished, wall_s=result.wall_s)
+
+
+def failed(task: taskfile.Task, reason: str) -> taskfile.Task:
+    """``task`` failed before any result came back (node lost, worker crashed, never scheduled)."""
+    return dataclasses.replace(task, status="failed", reason=reason, exit_code=None,
+                               finished=datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for a Ray error: its class and the first line of its message."""
+    text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    return f"{type(exc).__name__}: {text}"[:300]

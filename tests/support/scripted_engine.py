@@ -1,0 +1,110 @@
+"""A scripted stand-in for vLLM's OpenAI server that loadgen *launches* (``[engine].command = [python, "-m",
+"tests.support.scripted_engine"]``): it takes the arguments loadgen passes (``--model``, ``--served-model-name``,
+``--host``, ``--port``, ``--seed``, ``--speculative-config JSON``, anything else ignored), logs the startup
+line vLLM logs (``speculative_config=...``), and streams every /v1/completions request as vLLM does with
+``return_token_ids`` and ``include_usage``: exactly ``max_tokens`` tokens, the first alone, then one chunk per
+step of ``K + 1`` tokens on a speculative server (a perfect draft, K = ``num_speculative_tokens``) or of
+one token on a plain one. So the speculative / plain TPOT ratio is close to 1 / (K + 1).
+
+Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (default 0.01);
+``SCRIPTED_ENGINE_FAIL`` set: log a fatal line and exit 1 before listening (a server that never gets ready).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+
+from tests.support.scripted_server import DONE, completion_chunk, models_body, usage_chunk
+
+VERSION = "0.0.0+scripted"
+
+
+class _Engine(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    model: ClassVar[str] = "m"
+    k: ClassVar[int] = 0
+    step_s: ClassVar[float] = 0.01
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay between chunks
+
+    def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        answers = {"/health": b"", "/v1/models": models_body(self.model),
+                   "/version": json.dumps({"version": VERSION}).encode()}
+        path = self.path.split("?")[0]
+        self._send(200, answers[path]) if path in answers else self._send(404, b'{"error": "not found"}')
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.path != "/v1/completions":
+            self._send(404, b'{"error": "only /v1/completions"}')
+            return
+        n = int(body.get("max_tokens") or 16)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sizes, left = [1], n - 1
+        while left > 0:
+            sizes.append(min(self.k + 1, left))
+            left -= sizes[-1]
+        at = 0
+        for i, size in enumerate(sizes):
+            time.sleep(self.step_s)
+            ids = list(range(at + 1, at + size + 1))
+            at += size
+            self._chunk(completion_chunk(" t" * size, ids, "length" if i == len(sizes) - 1 else None))
+        self._chunk(usage_chunk(len(str(body.get("prompt", "")).split()), n))
+        self._chunk(DONE)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    for flag in ("--model", "--served-model-name", "--host", "--port", "--seed", "--speculative-config"):
+        parser.add_argument(flag)
+    args, _ = parser.parse_known_args(argv)
+    if os.environ.get("SCRIPTED_ENGINE_FAIL"):
+        print("RuntimeError: CUDA error: no CUDA-capable device is detected", flush=True)
+        return 1
+    spec = json.loads(args.speculative_config) if args.speculative_config else None
+    _Engine.model = args.served_model_name or args.model
+    _Engine.k = int(spec["num_speculative_tokens"]) if spec else 0
+    _Engine.step_s = float(os.environ.get("SCRIPTED_ENGINE_STEP_S", "0.01"))
+    shown = (f"SpeculativeConfig(method='{spec.get('method')}', num_spec_tokens={_Engine.k})" if spec else "None")
+    print(f"Initializing an LLM engine (v{VERSION}) with config: model={args.model!r}, "
+          f"speculative_config={shown}", flush=True)
+    print("KV cache size: 10,000 tokens", flush=True)
+    server = ThreadingHTTPServer((args.host or "127.0.0.1", int(args.port)), _Engine)
+    server.daemon_threads = True
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
