@@ -1,0 +1,101 @@
+"""The fleet card on disk: reads a fleet folder (``tasks.json`` and each task's run folder), writes
+``fleet.json`` and ``fleet.md`` next to them (``loadgen fleet report DIR``; docs/fleet/README.md).
+
+A run folder that is missing, or whose card is unreadable, never stops the card: the task is shown
+without it (a finished task as failed, naming the file and why). Only a missing or malformed
+``tasks.json`` is an error (BadInput, exit 2). Writes are atomic (report/rundir.py); a re-render of the
+same folder is byte-identical (nothing on the card depends on the clock or the reading order).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from loadgen.errors import BadInput
+from loadgen.fleet.fleetdata import build_fleet_card
+from loadgen.fleet.fleetmd import fleet_summary_lines, render_fleet_markdown
+from loadgen.fleet.fleettasks import FleetTask, parse_tasks, tasks_problem
+from loadgen.report.rundir import read_json, write_json, write_text
+
+__all__ = ["fleet_summary_lines", "read_fleet_dir", "write_fleet_card"]
+
+TASKS_FILE = "tasks.json"
+CARD_JSON = "fleet.json"
+CARD_MD = "fleet.md"
+
+
+def _tasks_doc(fleet_dir: Path) -> Any:
+    path = fleet_dir / TASKS_FILE
+    if not path.is_file():
+        raise BadInput(f"{fleet_dir} has no {TASKS_FILE}: it is not a fleet folder; pass the folder that "
+                       "`loadgen fleet run` wrote (runs/fleet-<name>-<timestamp>/, or its --out)")
+    try:
+        doc = read_json(path)
+    except OSError as exc:
+        raise BadInput(f"cannot read {path} ({exc.strerror or exc}); make it readable") from None
+    if (problem := tasks_problem(doc)) is not None:
+        raise BadInput(f"{path} is not a fleet task list ({problem}); restore the {TASKS_FILE} that "
+                       "`loadgen fleet run` wrote, or run the fleet again")
+    return doc
+
+
+def _read(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(the JSON object in ``fleet_dir/run_dir/name``, None) or (None, why it could not be read)."""
+    path = fleet_dir / run_dir / name
+    shown = f"{run_dir.rstrip('/')}/{name}"
+    if not path.is_file():
+        return None, f"no {shown} came back"
+    try:
+        doc = read_json(path)
+    except BadInput:
+        return None, f"{shown} is not readable JSON; `loadgen report` can write the card again from the run folder"
+    except OSError as exc:
+        return None, f"cannot read {shown} ({exc.strerror or exc})"
+    if not isinstance(doc, dict):
+        return None, f"{shown} is not a JSON object"
+    return doc, None
+
+
+def _task_files(fleet_dir: Path, t: FleetTask) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+    """(pair card, sweep card, why the task's own card is missing) of one task; for a sweep the pair card
+    is plain-before's (else the first candidate's that can be read): the node's hardware and engine."""
+    if t.run_dir is None:
+        return None, None, None
+    if t.kind == "compare":
+        card, problem = _read(fleet_dir, t.run_dir, "card.json")
+        return card, None, problem
+    sweep, problem = _read(fleet_dir, t.run_dir, "sweep.json")
+    folders = [c.get("folder") for c in (sweep or {}).get("candidates") or [] if isinstance(c, dict)]
+    for folder in ["plain-before", *(f for f in folders if isinstance(f, str))]:
+        baseline, _ = _read(fleet_dir, t.run_dir, f"{folder}/card.json")
+        if baseline is not None:
+            return baseline, sweep, problem
+    return None, sweep, problem
+
+
+def read_fleet_dir(fleet_dir: Path) -> dict[str, Any]:
+    """The fleet card's data of ``fleet_dir`` (fleet/fleetdata.py) from its files; writes nothing.
+
+    Raises BadInput (exit 2) when ``tasks.json`` is missing or not a fleet task list."""
+    doc = _tasks_doc(fleet_dir)
+    cards: dict[str, dict[str, Any] | None] = {}
+    sweeps: dict[str, dict[str, Any] | None] = {}
+    unreadable: dict[str, str] = {}
+    for t in parse_tasks(doc).tasks:
+        cards[t.id], sweeps[t.id], problem = _task_files(fleet_dir, t)
+        if problem is not None:
+            unreadable[t.id] = f"finished (exit {t.exit_code}) but {problem}; see {t.log or 'its log'}"
+    return build_fleet_card(doc, cards, sweeps, unreadable)
+
+
+def write_fleet_card(fleet_dir: Path) -> Path:
+    """Write ``fleet_dir/fleet.json`` and ``fleet_dir/fleet.md``; returns the path of ``fleet.md``.
+
+    Raises BadInput (exit 2) for a missing or malformed ``tasks.json``, RunDirUnwritable (exit 1) when the
+    folder cannot be written."""
+    card = read_fleet_dir(fleet_dir)
+    write_json(fleet_dir / CARD_JSON, card)
+    path = fleet_dir / CARD_MD
+    write_text(path, render_fleet_markdown(card))
+    return path
