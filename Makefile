@@ -9,7 +9,7 @@ LOADGEN := $(VENV)/bin/loadgen
 DEMO_PAIRS := demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
-.PHONY: install engine models prometheus compare sweep test test-unit check bench bench-peers-env clean
+.PHONY: install engine models prometheus compare sweep fleet test test-unit check bench bench-peers-env clean
 
 install: $(VENV)/.installed
 
@@ -53,6 +53,13 @@ sweep:
 	@$(LOADGEN) sweep $(PAIR) $(SWEEP_ARGS); status=$$?; \
 	if [ $$status -eq 3 ] && [ -z "$(GATE)" ]; then echo "make sweep: done (no candidate meets the criteria; GATE=1 makes make exit 3 on it)"; exit 0; fi; \
 	exit $$status
+
+# A fleet file (profiles/fleets/, docs/fleet/README.md): every (pair x node) of the Ray cluster at
+# RAY_ADDRESS, one Ray task each; exit 1 when a task failed (FLEET_ARGS="--resume DIR" reruns only those).
+FLEET ?= h200
+RAY_ADDRESS ?= auto
+fleet: install
+	@$(LOADGEN) fleet run $(FLEET) --ray-address $(RAY_ADDRESS) $(FLEET_ARGS)
 
 # A real Prometheus server and Pushgateway for the tests (Debian packages; skipped when present).
 prometheus:

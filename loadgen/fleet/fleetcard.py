@@ -15,7 +15,7 @@ from typing import Any
 from loadgen.errors import BadInput
 from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetmd import fleet_summary_lines, render_fleet_markdown
-from loadgen.fleet.fleettasks import FleetTask, parse_tasks, tasks_problem
+from loadgen.fleet.tasks import Task, parse_tasks, tasks_problem
 from loadgen.report.rundir import read_json, write_json, write_text
 
 __all__ = ["fleet_summary_lines", "read_fleet_dir", "write_fleet_card"]
@@ -57,7 +57,7 @@ def _read(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | No
     return doc, None
 
 
-def _task_files(fleet_dir: Path, t: FleetTask) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+def _task_files(fleet_dir: Path, t: Task) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
     """(pair card, sweep card, why the task's own card is missing) of one task; for a sweep the pair card
     is plain-before's (else the first candidate's that can be read): the node's hardware and engine."""
     if t.run_dir is None:

@@ -1,7 +1,7 @@
 """The fleet card's data (``fleet.json``, schema ``loadgen.fleet/1``), purely: no I/O, no clock, so the
 same fleet folder always gives the same card (docs/fleet/README.md, "The fleet card").
 
-Inputs: the task list (``tasks.json``, fleet/fleettasks.py), each compare task's pair card (``card.json``,
+Inputs: the task list (``tasks.json``, fleet/tasks.py), each compare task's pair card (``card.json``,
 report/card.schema.json) and each sweep task's sweep card (``sweep.json``, report/sweep.schema.json) with
 its ``plain-before`` pair card (for the node's hardware and engine version), by task id; None where the
 file is missing or unreadable, with the reason in ``unreadable``. A task that finished (``done``) without
@@ -39,7 +39,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadgen.fleet.fleetflags import FLAG_RULE, ratio_flags, sweep_flags
-from loadgen.fleet.fleettasks import STATUSES, FleetTask, gpu_type_of, parse_tasks
+from loadgen.fleet.gputype import gpu_type_of
+from loadgen.fleet.tasks import STATUSES, Task, parse_tasks
 from loadgen.profile.cells import CellKey
 
 FLEET_SCHEMA = "loadgen.fleet/1"
@@ -105,7 +106,7 @@ def _engine(version: Any) -> str | None:
     return f"plain {plain or 'unknown'} / speculative {spec or 'unknown'}"
 
 
-def _task_row(t: FleetTask, gpu_type: str | None, doc: Doc | None, unreadable: Mapping[str, str]) -> dict[str, Any]:
+def _task_row(t: Task, gpu_type: str | None, doc: Doc | None, unreadable: Mapping[str, str]) -> dict[str, Any]:
     status, reason = t.status, t.reason
     if status == "done" and doc is None:
         name = "card.json" if t.kind == "compare" else "sweep.json"
@@ -118,7 +119,7 @@ def _task_row(t: FleetTask, gpu_type: str | None, doc: Doc | None, unreadable: M
             "finished": t.finished, "wall_s": t.wall_s}
 
 
-def _nodes(tasks: Sequence[FleetTask], cards: Mapping[str, Doc | None],
+def _nodes(tasks: Sequence[Task], cards: Mapping[str, Doc | None],
            sweeps: Mapping[str, Doc | None]) -> dict[str, dict[str, Any]]:
     """Per node name (sorted): the node's facts, its hardware (the first card that has it) and engine versions."""
     out: dict[str, dict[str, Any]] = {}

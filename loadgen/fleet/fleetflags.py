@@ -8,7 +8,10 @@ is a conservative test of a difference (it implies p < 0.05 and more; Schenker &
 significance of differences by examining the overlap between confidence intervals", The American
 Statistician 55(3), 2001), so a flag is a real difference, not noise of the bootstrap. A ratio without a
 CI (TTFT p99, or fewer than 2 prompt pairs) and the acceptance figures (one value per cell, no CI) are not
-compared; neither are nodes of unknown GPU type or tasks that did not finish (``done``). For sweeps the
+compared; neither are nodes of unknown GPU type or tasks that did not finish (``done``). A difference
+below :data:`MIN_RELATIVE_GAP` of the smaller value is not flagged even when the CIs are apart: a
+bootstrap over a few dozen prompts gives narrow intervals, and a 2% gap between two healthy nodes is
+not what a capacity team acts on. For sweeps the
 same rule holds for each candidate's speedup at a cell, and two nodes of the same GPU type whose sweeps
 recommend different candidates are flagged.
 
@@ -25,10 +28,13 @@ from typing import Any
 #: The names of the ratios as docs/metrics.md writes them.
 METRIC_NAMES = {"tpot_p50": "TPOT p50", "ttft_p50": "TTFT p50", "e2e_p50": "E2E latency p50",
                 "ttft_p99": "TTFT p99", "itl_p50": "ITL p50", "e2e_p99": "E2E latency p99"}
+#: The smallest relative difference between two nodes' values that is flagged (5%).
+MIN_RELATIVE_GAP = 0.05
 CAUSES = ("look for a sick GPU (clocks, ECC errors, a degraded link), a different driver or CUDA version, or a "
           "noisy neighbour (another job on the node's GPUs, CPUs or network)")
 FLAG_RULE = ("Two nodes of the same GPU type disagree when, at the same pair, cell and metric, the 95% CIs of their "
-             "ratios (or of the same candidate's speedup) do not overlap. Ratios without a CI (TTFT p99, or fewer "
+             "ratios (or of the same candidate's speedup) do not overlap and the values differ by more than "
+             f"{MIN_RELATIVE_GAP:.0%}. Ratios without a CI (TTFT p99, or fewer "
              "than 2 prompt pairs) and the acceptance rate and mean acceptance length (no CI) are not compared; "
              "nodes of unknown GPU type and tasks that did not finish are not compared. Two nodes of the same GPU "
              "type whose sweeps recommend different candidates are flagged too. A disagreement means the nodes "
@@ -41,6 +47,15 @@ def disjoint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     if None in (a.get("ci_low"), a.get("ci_high"), b.get("ci_low"), b.get("ci_high")):
         return False
     return bool(a["ci_high"] < b["ci_low"] or b["ci_high"] < a["ci_low"])
+
+
+def disagree(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when ``a`` and ``b`` are :func:`disjoint` and their values differ by more than
+    :data:`MIN_RELATIVE_GAP` of the smaller one."""
+    if not disjoint(a, b) or not all(isinstance(x.get("value"), int | float) for x in (a, b)):
+        return False
+    low = min(abs(a["value"]), abs(b["value"]))
+    return bool(low > 0 and abs(a["value"] - b["value"]) > MIN_RELATIVE_GAP * low)
 
 
 def _comparable(cell: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
@@ -85,7 +100,7 @@ def ratio_flags(pairs: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> l
             for metric in metrics:
                 for a, b in _comparable(cell):
                     ra, rb = a["ratios"].get(metric) or {}, b["ratios"].get(metric) or {}
-                    if not disjoint(ra, rb):
+                    if not disagree(ra, rb):
                         continue
                     sides = [_side(e["node"], r) | {"gpu_type": e["gpu_type"]} for e, r in ((a, ra), (b, rb))]
                     for s in sides:
@@ -103,7 +118,7 @@ def _speedup_flags(pair: Mapping[str, Any], cell: Mapping[str, Any], metric: str
             ra = {"value": ea["speedup"], "ci_low": ea["speedup_ci_low"], "ci_high": ea["speedup_ci_high"]}
             rb = {} if eb is None else {"value": eb["speedup"], "ci_low": eb["speedup_ci_low"],
                                         "ci_high": eb["speedup_ci_high"]}
-            if not disjoint(ra, rb):
+            if not disagree(ra, rb):
                 continue
             sides = [_side(n["node"], r, ea["candidate"]) | {"gpu_type": n["gpu_type"]} for n, r in ((a, ra), (b, rb))]
             for s in sides:

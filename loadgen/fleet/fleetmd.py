@@ -69,7 +69,8 @@ def _compare_section(pair: Mapping[str, Any], metrics: Sequence[str]) -> list[st
            "|---|---|---|---|---|"]
     for n in nodes:
         task = n["status"] + (f": {n['reason']}" if n["reason"] and n["status"] != "done" else "")
-        out.append(f"| {n['node']} | {n['gpu_type'] or 'unknown'} | {_cell(task)} | {_cell(_verdict(n['verdict']))} | "
+        verdict = _verdict(n["verdict"]) if n["status"] == "done" else MISSING
+        out.append(f"| {n['node']} | {n['gpu_type'] or 'unknown'} | {_cell(task)} | {_cell(verdict)} | "
                    f"{'vLLM ' + n['engine'] if n['engine'] else MISSING} |")
     out.append("")
     if not pair["cells"]:
@@ -110,8 +111,13 @@ def _sweep_section(pair: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: Resources every Ray node has (memory in bytes, its own node:<ip> marker): left out of the nodes table.
+_GENERIC = ("memory", "object_store_memory")
+
+
 def _resources(res: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k, v in sorted(res.items()))
+    return ", ".join(f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k, v in sorted(res.items())
+                     if k not in _GENERIC and not k.startswith("node:"))
 
 
 def _nodes_table(card: Card) -> list[str]:

@@ -22,7 +22,7 @@ from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.fleetcard import write_fleet_card
 from loadgen.fleet.nodes import FleetNode, alive_nodes, has_gpu
 from loadgen.fleet.nodetask import TaskSpec, run_on_node
-from loadgen.profile.fleetfile import FleetFile, load_fleet
+from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path
 from loadgen.report.rundir import write_text
 
 Log = Callable[[str], None]
@@ -117,7 +117,7 @@ def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out
         fleet_dir, sources = resume, {}
     else:
         assert fleet_file is not None
-        fleet = load_fleet(fleet_file)
+        fleet = load_fleet(resolve_fleet_path(str(fleet_file)))
         sources = runner.read_sources(fleet)
     ray = runner.connect(ray_address)
     try:

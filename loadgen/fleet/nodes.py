@@ -18,7 +18,7 @@ from loadgen.profile.fleetfile import NodeSelector
 
 NAME_LABEL = "loadgen.io/node"
 GPU_TYPE_LABEL = "loadgen.io/gpu-type"
-_ACCELERATOR = "accelerator_type:"
+ACCELERATOR_RESOURCE = "accelerator_type:"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def node_of(raw: Mapping[str, Any]) -> FleetNode:
     labels = {str(k): str(v) for k, v in (raw.get("Labels") or {}).items()}
     resources = {str(k): float(v) for k, v in (raw.get("Resources") or {}).items()}
     address = str(raw.get("NodeManagerAddress") or "")
-    accel = sorted(k[len(_ACCELERATOR):] for k in resources if k.startswith(_ACCELERATOR))
+    accel = sorted(k[len(ACCELERATOR_RESOURCE):] for k in resources if k.startswith(ACCELERATOR_RESOURCE))
     gpu_type = labels.get(GPU_TYPE_LABEL) or (accel[0] if accel else None)
     return FleetNode(str(raw["NodeID"]), labels.get(NAME_LABEL) or address, address,
                      raw.get("NodeManagerHostname"), gpu_type, resources, labels)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import shutil
+import socket
 import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from loadgen.profile.fleetfile import FleetFile
 from loadgen.profile.pairfile import resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.report.rundir import write_text
+
 
 @dataclass(frozen=True)
 class PairSource:
@@ -54,9 +57,9 @@ def read_sources(fleet: FleetFile) -> dict[tuple[str, str], PairSource]:
                 path = resolve_pair_path(ref)
                 doc = read_toml(path)
                 if is_sweep(doc) != (kind == "sweep"):
-                    where, fix = ("pairs", "sweeps") if kind == "compare" else ("sweeps", "pairs")
-                    raise BadInput(f"{fleet.path}: {ref!r} under {where} is {'a sweep' if kind == 'compare' else 'a pair'}"
-                                   f" file; list it under {fix}")
+                    where, what, fix = (("pairs", "a sweep", "sweeps") if kind == "compare"
+                                        else ("sweeps", "a pair", "pairs"))
+                    raise BadInput(f"{fleet.path}: {ref!r} under {where} is {what} file; list it under {fix}")
                 out[(kind, ref)] = PairSource(str(doc.get("name") or path.stem), kind, path.read_text())
     return out
 
@@ -72,13 +75,46 @@ def plan_fleet(fleet: FleetFile, nodes: Sequence[FleetNode],
     return taskfile.plan(entries)
 
 
+def _gcs_address(address: str) -> str:
+    """``host:port`` that ``address`` names (``auto``: the cluster Ray finds from RAY_ADDRESS or the local
+    node's session, through ray._private.services.canonicalize_bootstrap_address, Ray 2.x)."""
+    if address.startswith("ray://"):
+        return address[len("ray://"):]
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+    except ImportError:
+        return address
+    try:
+        return canonicalize_bootstrap_address(address) or address
+    except ConnectionError:
+        raise BadInput(f"no Ray cluster found for --ray-address {address} (no RAY_ADDRESS and no Ray started "
+                       "on this node); start one with `ray start --head` or pass --ray-address HOST:6379") from None
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast where ray.init would retry for minutes: nothing listens at the cluster's address."""
+    target = _gcs_address(address)
+    host, _, port = target.rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"no Ray cluster answers at {target} (--ray-address {address}: "
+                       f"{getattr(exc, 'strerror', None) or exc}); check the address, or start the head with "
+                       "`ray start --head --port=6379`") from None
+
+
 def connect(address: str | None) -> Any:
+    """``ray`` connected to the cluster at ``address`` (None: a new local single-node Ray).
+
+    Raises BadInput when Ray is not installed or no cluster answers there (within seconds)."""
     try:
         import ray
     except ImportError:
         raise BadInput("loadgen fleet run needs Ray: pip install 'loadgen[fleet]'") from None
+    if address is not None:
+        _check_reachable(address)
     try:
-        ray.init(address=address, logging_level="WARNING", log_to_driver=False, configure_logging=False)
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise BadInput(f"cannot connect to a Ray cluster at {address or 'auto'} ({str(exc).splitlines()[0]}); "
                        "start one with `ray start --head` or pass --ray-address HOST:6379") from None

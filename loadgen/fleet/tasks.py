@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.errors import BadInput, LoadgenError
+from loadgen.errors import BadInput
 from loadgen.fleet.nodes import FleetNode
 from loadgen.report.rundir import read_json, write_json
 
 TASKS_SCHEMA = "loadgen.fleet-tasks/1"
+STATUSES = ("done", "failed", "pending")
+KINDS = ("compare", "sweep")
 #: Exit codes of ``loadgen compare`` / ``loadgen sweep`` that mean the measurement finished.
 FINISHED_EXITS = (0, 3)
 
@@ -48,8 +50,18 @@ class Task:
 
     @staticmethod
     def from_json(doc: Mapping[str, Any]) -> Task:
-        fields = {f.name for f in dataclasses.fields(Task)} - {"node"}
-        return Task(node=FleetNode.from_json(doc["node"]), **{k: doc.get(k) for k in fields})
+        return Task(str(doc["id"]), str(doc["pair"]), str(doc["kind"]), FleetNode.from_json(doc["node"]),
+                    str(doc.get("status") or "pending"), doc.get("reason"), doc.get("exit_code"), doc.get("run_dir"),
+                    doc.get("log"), doc.get("started"), doc.get("finished"),
+                    None if doc.get("wall_s") is None else float(doc["wall_s"]))
+
+
+@dataclass(frozen=True)
+class FleetTasks:
+    """A whole task list: the fleet's name and its tasks in file order."""
+
+    name: str
+    tasks: tuple[Task, ...]
 
 
 def task_id(pair: str, node: FleetNode) -> str:
@@ -77,20 +89,92 @@ def save(fleet_dir: Path, name: str, tasks: Sequence[Task]) -> None:
                                           "tasks": [t.as_json() for t in tasks]})
 
 
+def _optional(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> str | None:
+    value = obj.get(key)
+    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
+        return None
+    return f"'{key}' is {type(value).__name__}, not {getattr(kind, '__name__', 'a number')}"
+
+
+def _node_problem(node: Any) -> str | None:
+    if not isinstance(node, dict):
+        return "'node' is not an object"
+    for key in ("id", "name"):
+        if not isinstance(node.get(key), str) or not node[key]:
+            return f"node '{key}' is missing or not a string"
+    for key in ("address", "hostname", "gpu_type"):
+        if (problem := _optional(node, key, str)) is not None:
+            return f"node {problem}"
+    for key in ("resources", "labels"):
+        if not isinstance(node.get(key, {}), dict):
+            return f"node '{key}' is not an object"
+    return None
+
+
+def _task_problem(task: Any) -> str | None:
+    if not isinstance(task, dict):
+        return "it is not an object"
+    for key in ("id", "pair"):
+        if not isinstance(task.get(key), str) or not task[key]:
+            return f"'{key}' is missing or not a string"
+    if task.get("kind") not in KINDS:
+        return f"'kind' is {task.get('kind')!r}, not one of {', '.join(KINDS)}"
+    if task.get("status") not in STATUSES:
+        return f"'status' is {task.get('status')!r}, not one of {', '.join(STATUSES)}"
+    checks: list[tuple[str, type | tuple[type, ...]]] = [
+        ("reason", str), ("run_dir", str), ("log", str), ("started", str), ("finished", str), ("exit_code", int),
+        ("wall_s", (int, float))]
+    for key, kind in checks:
+        if (problem := _optional(task, key, kind)) is not None:
+            return problem
+    return _node_problem(task.get("node"))
+
+
+def tasks_problem(doc: Any) -> str | None:
+    """What is wrong with a ``tasks.json`` document (one phrase), or None when it is a task list."""
+    if not isinstance(doc, dict):
+        return "it is not a JSON object"
+    if doc.get("schema") != TASKS_SCHEMA:
+        return f"its schema is {doc.get('schema')!r}, not {TASKS_SCHEMA!r}"
+    if not isinstance(doc.get("name"), str):
+        return "'name' is missing or not a string"
+    tasks = doc.get("tasks")
+    if not isinstance(tasks, list):
+        return "'tasks' is missing or not a list"
+    seen: set[str] = set()
+    for n, task in enumerate(tasks, 1):
+        if (problem := _task_problem(task)) is not None:
+            return f"task {n}: {problem}"
+        if task["id"] in seen:
+            return f"task {n}: the id {task['id']!r} appears twice"
+        seen.add(task["id"])
+    return None
+
+
+def parse_tasks(doc: Any) -> FleetTasks:
+    """The typed task list of a ``tasks.json`` document.
+
+    Raises BadInput (exit 2), one line, when the document is not a ``loadgen.fleet-tasks/1`` task list."""
+    if (problem := tasks_problem(doc)) is not None:
+        raise BadInput(f"tasks.json is not a fleet task list ({problem}); restore the tasks.json that "
+                       "`loadgen fleet run` wrote in the fleet folder")
+    return FleetTasks(name=doc["name"], tasks=tuple(Task.from_json(t) for t in doc["tasks"]))
+
+
 def load(fleet_dir: Path) -> tuple[str, list[Task]]:
     """The fleet's name and tasks from ``DIR/tasks.json``.
 
-    Raises BadInput when the file is missing or is not a fleet's task list."""
+    Raises BadInput (one line naming the file and the fix) when the file is missing or is not a
+    ``loadgen.fleet-tasks/1`` task list."""
     path = fleet_dir / "tasks.json"
     if not path.is_file():
         raise BadInput(f"{fleet_dir} holds no tasks.json: not a fleet folder (loadgen fleet run writes one)")
-    try:
-        doc = read_json(path)
-        if doc.get("schema") != TASKS_SCHEMA:
-            raise ValueError(f"schema {doc.get('schema')!r}")
-        return str(doc["name"]), [Task.from_json(t) for t in doc["tasks"]]
-    except (LoadgenError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise BadInput(f"{path} is not a fleet task list ({exc}); run the fleet again into a new folder") from None
+    doc = read_json(path)
+    if (problem := tasks_problem(doc)) is not None:
+        raise BadInput(f"{path} is not a fleet task list ({problem}); restore the tasks.json that "
+                       "`loadgen fleet run` wrote, or run the fleet again into a new folder")
+    parsed = parse_tasks(doc)
+    return parsed.name, list(parsed.tasks)
 
 
 def to_rerun(fleet_dir: Path, tasks: Sequence[Task]) -> list[Task]:

@@ -24,6 +24,7 @@ from loadgen.profile.tomlread import Table, read_toml
 
 #: ``nodes`` value meaning every node that has at least one unit of the fleet's GPU resource.
 EVERY_GPU_NODE = "every-gpu-node"
+FLEETS_DIR = Path("profiles/fleets")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -65,6 +66,20 @@ class FleetFile:
     gpu_resource: str = "GPU"
     workdir: str | None = None
     measures: tuple[Measure, ...] = field(default_factory=tuple)
+
+
+def resolve_fleet_path(ref: str, fleets_dir: Path = FLEETS_DIR) -> Path:
+    """``ref`` as a path when it is a file, else ``profiles/fleets/<ref>.toml`` when that exists.
+
+    Raises ProfileError naming both places and the fleets there are."""
+    path = Path(ref)
+    if path.is_file():
+        return path
+    named = fleets_dir / f"{ref}.toml"
+    if named.is_file():
+        return named
+    there = ", ".join(sorted(p.stem for p in fleets_dir.glob("*.toml"))) or "none"
+    raise ProfileError(f"fleet file {ref!r} not found (neither a file nor {named}); fleets in {fleets_dir}: {there}")
 
 
 def load_fleet(path: Path) -> FleetFile:

@@ -8,9 +8,9 @@ healthy node of the same name, ``--resume`` runs only those two."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,38 +20,11 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
+from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-WORKLOAD = 'name = "w"\nkind = "short-homogeneous"\nendpoint = "completions"\noutput_tokens = 9\nseed = 1\n'
-PAIR = """name = "{name}"
-[target]
-model = "org/target"
-revision = "0123456789abcdef0123456789abcdef01234567"
-[speculative]
-method = "ngram"
-prompt_lookup_min = 2
-prompt_lookup_max = 4
-num_speculative_tokens = {k}
-[engine]
-command = ["{python}", "-m", "tests.support.scripted_engine"]
-env = {{ PYTHONPATH = "{repo}" }}
-port = 8300
-startup_timeout_s = 30
-[sampling]
-temperature = 0.0
-ignore_eos = true
-[run]
-workloads = ["w"]
-concurrency = [1]
-[stop]
-min_requests = 6
-rounds = 1
-warmup_requests = 1
-cooldown = false
-"""
 FLEET = """name = "three"
 gpu_resource = "test_gpu"
 workdir = "{workdir}"

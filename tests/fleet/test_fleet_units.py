@@ -18,9 +18,7 @@ from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.nodes import alive_nodes, node_of, select
 from loadgen.fleet.nodetask import TaskSpec, reason_of, run_on_node, with_ports
 from loadgen.profile.fleetfile import NodeSelector, load_fleet
-from tests.fleet.test_fleet_ray import PAIR, WORKLOAD
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
 def _raw(node_id: str, address: str, resources: dict[str, float], labels: dict[str, str] | None = None,
@@ -125,7 +123,8 @@ def test_ports_are_replaced_unless_both_servers_are_attached() -> None:
 
 def test_reason_is_the_error_line_else_the_last_line() -> None:
     assert reason_of(0, "x") is None and reason_of(3, "verdict FAIL") is None
-    assert reason_of(1, "a\nloadgen: error: plain server not ready\nb\n") == "exit 1: loadgen: error: plain server not ready"
+    failed = "a\nloadgen: error: plain server not ready\nb\n"
+    assert reason_of(1, failed) == "exit 1: loadgen: error: plain server not ready"
     assert reason_of(137, "starting\nKilled\n") == "exit 137: Killed"
 
 

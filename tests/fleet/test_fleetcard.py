@@ -20,9 +20,9 @@ import pytest
 from loadgen.errors import BadInput
 from loadgen.fleet.fleetcard import fleet_summary_lines, read_fleet_dir, write_fleet_card
 from loadgen.fleet.fleetdata import build_fleet_card
-from loadgen.fleet.fleetflags import disjoint
+from loadgen.fleet.fleetflags import disagree, disjoint
 from loadgen.fleet.fleetmd import render_fleet_markdown
-from loadgen.fleet.fleettasks import ray_accelerator_type
+from loadgen.fleet.gputype import ray_accelerator_type
 from loadgen.report.sweeprec import recommend
 
 REPO = Path(__file__).resolve().parents[2]
@@ -172,6 +172,10 @@ def test_a_flag_only_where_same_gpu_type_cis_do_not_overlap(fleet: Path) -> None
                             "stg-b: vLLM 0.23.1)")
     assert disjoint({"ci_low": 0.5, "ci_high": 0.7}, {"ci_low": 0.7, "ci_high": 0.9}) is False  # touching
     assert disjoint({"ci_low": 0.5, "ci_high": 0.7}, {"ci_low": None, "ci_high": None}) is False
+    # apart, but 3% of the smaller value: not a difference a capacity team acts on (MIN_RELATIVE_GAP = 5%)
+    near, far = {"value": 0.97, "ci_low": 0.96, "ci_high": 0.98}, {"value": 1.00, "ci_low": 0.99, "ci_high": 1.01}
+    assert disjoint(near, far) and not disagree(near, far)
+    assert disagree(near, {"value": 1.03, "ci_low": 1.02, "ci_high": 1.04})
 
 
 def test_the_sweep_shows_each_nodes_recommendation_and_flags_the_differences(fleet: Path) -> None:

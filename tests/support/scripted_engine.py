@@ -13,17 +13,48 @@ Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (defau
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 from tests.support.scripted_server import DONE, completion_chunk, models_body, usage_chunk
 
 VERSION = "0.0.0+scripted"
+REPO = Path(__file__).resolve().parents[2]
+#: A workload and a pair file (``.format(name=, k=, python=, repo=)``) whose servers are this engine.
+WORKLOAD = 'name = "w"\nkind = "short-homogeneous"\nendpoint = "completions"\noutput_tokens = 9\nseed = 1\n'
+PAIR = """name = "{name}"
+[target]
+model = "org/target"
+revision = "0123456789abcdef0123456789abcdef01234567"
+[speculative]
+method = "ngram"
+prompt_lookup_min = 2
+prompt_lookup_max = 4
+num_speculative_tokens = {k}
+[engine]
+command = ["{python}", "-m", "tests.support.scripted_engine"]
+env = {{ PYTHONPATH = "{repo}" }}
+port = 8300
+startup_timeout_s = 30
+[sampling]
+temperature = 0.0
+ignore_eos = true
+[run]
+workloads = ["w"]
+concurrency = [1]
+[stop]
+min_requests = 6
+rounds = 1
+warmup_requests = 1
+cooldown = false
+"""
 
 
 class _Engine(BaseHTTPRequestHandler):
@@ -99,10 +130,8 @@ def main(argv: list[str]) -> int:
     print("KV cache size: 10,000 tokens", flush=True)
     server = ThreadingHTTPServer((args.host or "127.0.0.1", int(args.port)), _Engine)
     server.daemon_threads = True
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
