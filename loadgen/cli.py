@@ -191,13 +191,16 @@ def _verdict_exit(run_dir: Path) -> None:
               help="Continue an interrupted sweep folder at its first unfinished phase.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
               show_default=True, help="Where sweep folders are created (and earlier start times are read).")
+@click.option("--history", "history_dirs", multiple=True, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Also read earlier run folders under DIR for the estimate (repeatable), e.g. docs/examples/h200.")
 @click.option("--budget-min", type=float, help="Refuse (exit 2) when the estimated wall time exceeds this.")
 @click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL (both phases).")
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY", help="Bearer token, as for compare.")
 @_handles_errors
-def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, budget_min: float | None,
-          attach_plain: str | None, allow_unpinned: bool, api_key: str | None) -> None:
+def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, history_dirs: tuple[Path, ...],
+          budget_min: float | None, attach_plain: str | None, allow_unpinned: bool, api_key: str | None) -> None:
     """Measure every candidate of the sweep pair file PAIR against one plain baseline (before and
     after) and write the sweep card with its recommendation; exit 3 when no candidate meets the
     declared criteria."""
@@ -208,7 +211,8 @@ def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, budget_min:
     if attach_plain is not None:
         check_url(attach_plain, "--attach-plain")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    options = SweepOptions(runs_dir, budget_min, attach_plain, allow_unpinned, api_key)
+    options = SweepOptions(runs_dir, budget_min, attach_plain, allow_unpinned, api_key,
+                           history_dirs=tuple(history_dirs))
     run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [api_key])), resume=resume_dir)
 
 

@@ -29,3 +29,8 @@ def test_check_and_compare_point_a_sweep_file_at_sweep() -> None:
     result = CliRunner().invoke(main, ["check", "demo-cpu-sweep"])
     assert result.exit_code == 2 and "is a sweep pair file" in result.output
     assert "loadgen sweep demo-cpu-sweep" in result.output
+
+
+def test_a_history_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--history", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2 and "--history" in result.output and "does not exist" in result.output

@@ -35,7 +35,7 @@ from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweepdata import build_sweep_card
 from loadgen.run import flow
 from loadgen.run.plan import plan_cells, probe_host, protocol
-from loadgen.run.sweepplan import estimate_s, history
+from loadgen.run.sweepplan import PLAIN, Phase, estimate_s, fitting, history
 from loadgen.util import strictjson, tomlwrite
 
 Log = Callable[[str], None]
@@ -53,6 +53,7 @@ class SweepOptions:
     api_key: str | None = None
     pairs_dir: Path = PAIRS_DIR
     workloads_dir: Path = WORKLOADS_DIR
+    history_dirs: tuple[Path, ...] = ()
 
 
 @dataclass
@@ -144,16 +145,27 @@ def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path) -> Path:
 
 
 def _announce(sweep: _Sweep, phases: list[str], o: SweepOptions, log: Log) -> None:
-    """Print the estimate; raise BadInput (exit 2) when it exceeds ``--budget-min``."""
-    hist = history(o.runs_dir)
-    starts = sum(1 for p in phases if not (p in PLAIN_PHASES and o.attach_plain))
-    est = estimate_s(sweep.cells, starts, len(phases), hist)
+    """Print the estimate (sweepplan.py); raise BadInput (exit 2) when it exceeds ``--budget-min``, naming
+    the candidates that would fit."""
+    hist = history([o.runs_dir, *o.history_dirs])
+    plan = [Phase(p, PLAIN, not o.attach_plain) if p in PLAIN_PHASES
+            else Phase(p, sweep.pairs[p].method, True, sweep.pairs[p].num_speculative_tokens) for p in phases]
+    est = estimate_s(sweep.cells, plan, hist)
+    starts = sum(1 for p in plan if p.starts)
     log(f"sweep: {len(sweep.candidates)} candidates x {len(sweep.cells)} cells, {len(phases)} phases left; "
         f"estimated wall time {est / 60:.1f} min ({starts} server starts of {hist.start_s:.0f} s: {hist.source}; "
-        f"plain TPOT {1000 * hist.tpot_s:.0f} ms)")
-    if o.budget_min is not None and est > 60 * o.budget_min:
-        raise BadInput(f"the sweep needs about {est / 60:.1f} min, more than --budget-min {o.budget_min:g}; "
-                       "raise the budget, or drop candidates, levels or requests from the pair file")
+        f"plain TPOT {1000 * hist.plain_tpot_s:.1f} ms)")
+    if o.budget_min is None or est <= 60 * o.budget_min:
+        return
+    fit = fitting(sweep.cells, plan, hist, 60 * o.budget_min)
+    if fit is None:
+        hint = "not even the plain phases fit it"
+    elif not fit[0]:
+        hint = "no candidate fits it next to the plain phases"
+    else:
+        hint = f"it fits {', '.join(fit[0])} ({fit[1] / 60:.1f} min)"
+    raise BadInput(f"the sweep needs about {est / 60:.1f} min, more than --budget-min {o.budget_min:g} ({hint}); "
+                   "raise the budget, or drop candidates, levels or requests from the pair file")
 
 
 def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path | None = None) -> Path:

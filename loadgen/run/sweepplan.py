@@ -1,11 +1,27 @@
-"""The wall time a sweep will take, estimated before it starts (``loadgen sweep`` prints it and refuses a
-``--budget-min`` it cannot meet).
+"""The wall time a sweep will take, estimated before it starts (``loadgen sweep`` prints it, refuses a
+``--budget-min`` it cannot meet and then names the candidates that would fit).
 
-Estimate = servers started x start time + servers measured x the cells' time. The start time is the
-median ``ready_s`` of the servers of earlier runs under the runs folder (``servers/*-effective.json``),
-else :data:`DEFAULT_START_S`; a cell's time is its requests (warmup, measured, cooldown) over its
-concurrency (closed loop) or rate (open loop) times one request's time, ``output_tokens`` x the median
-plain TPOT p50 of earlier cards, else :data:`DEFAULT_TPOT_S`.
+Estimate = for each phase left (plain-before, each candidate, plain-after): a server start unless the
+phase attaches to a running server, :data:`PHASE_OVERHEAD_S`, and the phase's cells; then
+:data:`FINISH_S` for the sweep card. The history (:func:`history`) comes from earlier run folders under
+the runs folder and any ``--history`` folders:
+
+- a start is the median ``ready_s`` of the servers they launched (``servers/<role>-effective.json``;
+  servers they attached, ``"attached": true`` in ``<role>-launch.json``, started nothing), else
+  :data:`DEFAULT_START_S`;
+- a request takes TTFT + (output tokens - 1) x TPOT (the card's definition of TPOT, docs/metrics.md), with
+  the median TTFT p50 and TPOT p50 of earlier cards' cells served the same way (the plain server, or a
+  speculative server of the same method and K, else of the same method, else of any method, else the plain
+  server's) at the nearest concurrency (by ratio); without any, TTFT = TPOT = :data:`DEFAULT_TPOT_S`;
+- a closed-loop cell runs its warmup as a closed loop of its own (``stream/runner.py``), then its measured
+  requests in rounds of ``concurrency``, then, with cooldown fillers, one more round (a slot that frees
+  while measured requests are in flight sends a filler, which runs its full length); an open-loop cell
+  sends its warmup one by one and its measured requests over ``n / rate`` seconds (at least one request).
+
+Checked against the 48 cells of docs/examples/h200/ (one H200, vLLM 0.24.0): fed with each cell's own TTFT
+and TPOT p50, the cell model gives its ``duration_s`` within 0.91-1.15x in 47 cells and 1.38x in one, median
+1.02x (tests/run/test_sweepplan.py). What it cannot know is how the servers of a new sweep compare with
+the history's: K or a draft unlike any measured before (a K = 4 draft's TPOT stands in for K = 1).
 """
 
 from __future__ import annotations
@@ -13,63 +29,176 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loadgen.profile.cells import CellSpec
 
 DEFAULT_START_S = 60.0
 DEFAULT_TPOT_S = 0.05
+#: Seconds per phase besides its server start and cells: the folder, plain-before's records copied into a
+#: candidate's folder, the attach check and minimal request, stopping the server and its teardown check, the
+#: pair card and its plots. Measured: 1.3-2.6 s per phase of a 2-cell sweep on the 2-core CPU machine (phase
+#: time less ready_s and the cells' duration_s), and 1-2 s from a compare's last cell to the next compare's
+#: start on the H200 (docs/examples/h200/logs: server stop, card, plots), plus about 1 s to attach.
+PHASE_OVERHEAD_S = 4.0
+#: Seconds for the sweep card and its plots after the last phase (about 1 s on the 2-core CPU machine).
+FINISH_S = 2.0
+PLAIN = "plain"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One earlier cell on one server: ``kind`` (``plain`` or the speculative method), its concurrency,
+    its TTFT p50 and TPOT p50 in seconds, and K (None for plain)."""
+
+    kind: str
+    concurrency: float
+    ttft_s: float
+    tpot_s: float
+    k: int | None = None
 
 
 @dataclass(frozen=True)
 class History:
-    """What earlier runs on this machine measured: the start time and TPOT, and where they came from."""
+    """What earlier runs measured: the start time (s), their cells' timings, and where they came from."""
 
     start_s: float
-    tpot_s: float
+    cells: tuple[Timing, ...]
     source: str
 
+    def timing(self, kind: str, concurrency: float, k: int | None = None) -> tuple[float, float]:
+        """(TTFT, TPOT) in seconds for a server of ``kind`` (with K = ``k``) at ``concurrency``: the medians of
+        the earlier cells of that kind and K (else of that kind; a speculative kind then falls back on any
+        speculative method, then on plain) at the concurrency nearest by ratio; (DEFAULT_TPOT_S,
+        DEFAULT_TPOT_S) without any."""
+        pools = [[t for t in self.cells if t.kind == kind and t.k == k], [t for t in self.cells if t.kind == kind]]
+        if kind != PLAIN:
+            pools += [[t for t in self.cells if t.kind != PLAIN], [t for t in self.cells if t.kind == PLAIN]]
+        pool = next((p for p in pools if p), [])
+        if not pool:
+            return DEFAULT_TPOT_S, DEFAULT_TPOT_S
+        gap = min(abs(math.log(t.concurrency / concurrency)) for t in pool)
+        near = [t for t in pool if abs(math.log(t.concurrency / concurrency)) <= gap + 1e-9]
+        return statistics.median(t.ttft_s for t in near), statistics.median(t.tpot_s for t in near)
 
-def history(runs_root: Path, limit: int = 200) -> History:
-    """The median server start time and plain TPOT p50 of earlier runs under ``runs_root`` (defaults
-    when there are none)."""
+    @property
+    def plain_tpot_s(self) -> float:
+        """The median plain TPOT p50 over every concurrency (s), for the printed line."""
+        plain = [t.tpot_s for t in self.cells if t.kind == PLAIN]
+        return statistics.median(plain) if plain else DEFAULT_TPOT_S
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a sweep: its name, the kind of server it measures (``plain`` or the speculative
+    method), whether it starts that server (False: attached) and its K (None for plain)."""
+
+    name: str
+    kind: str
+    starts: bool
+    k: int | None = None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _launched_start(effective: Path) -> float | None:
+    """The ``ready_s`` of a server a run launched (None: attached, or unreadable)."""
+    role = effective.name.removesuffix("-effective.json")
+    launch = _read(effective.with_name(f"{role}-launch.json"))
+    if isinstance(launch, dict) and launch.get("attached"):
+        return None
+    doc = _read(effective)
+    return _number(doc.get("ready_s")) if isinstance(doc, dict) else None
+
+
+def _card_timings(card: Any) -> list[Timing]:
+    """The (kind, concurrency, TTFT p50, TPOT p50, K) of every cell and server of a card."""
+    if not isinstance(card, dict):
+        return []
+    config = card.get("speculative_config") or {}
+    method = str(config.get("method") or "speculative")
+    k = config.get("num_speculative_tokens") if isinstance(config.get("num_speculative_tokens"), int) else None
+    found = []
+    for cell in card.get("cells") or []:
+        concurrency = _number(cell.get("concurrency")) if isinstance(cell, dict) else None
+        if concurrency is None:
+            continue
+        for role, kind, kk in ((PLAIN, PLAIN, None), ("speculative", method, k)):
+            stats = cell.get(role) or {}
+            ttft = _number((stats.get("ttft_s") or {}).get("p50"))
+            tpot = _number((stats.get("tpot_s") or {}).get("p50"))
+            if ttft and tpot:
+                found.append(Timing(kind, concurrency, ttft, tpot, kk))
+    return found
+
+
+def history(roots: Iterable[Path], limit: int = 200) -> History:
+    """The start times and cell timings of the runs under each of ``roots`` (at most ``limit`` of each
+    kind of file per root, the last by path: run folders are named by UTC time); defaults when none."""
+    roots = list(roots)
     starts: list[float] = []
-    tpots: list[float] = []
-    for path in sorted(runs_root.glob("**/servers/*-effective.json"))[-limit:]:
-        try:
-            ready = json.loads(path.read_text()).get("ready_s")
-        except (OSError, ValueError):
-            continue
-        if isinstance(ready, (int, float)) and ready > 0:
-            starts.append(float(ready))
-    for path in sorted(runs_root.glob("**/card.json"))[-limit:]:
-        try:
-            cells = json.loads(path.read_text()).get("cells") or []
-        except (OSError, ValueError):
-            continue
-        tpots += [c["plain"]["tpot_s"]["p50"] for c in cells
-                  if isinstance(((c.get("plain") or {}).get("tpot_s") or {}).get("p50"), (int, float))]
-    source = (f"{len(starts)} earlier server starts under {runs_root}" if starts
-              else f"no earlier runs under {runs_root}: default {DEFAULT_START_S:.0f} s per start")
-    return History(statistics.median(starts) if starts else DEFAULT_START_S,
-                   statistics.median(tpots) if tpots else DEFAULT_TPOT_S, source)
+    cells: list[Timing] = []
+    for root in roots:
+        for path in sorted(root.glob("**/servers/*-effective.json"))[-limit:]:
+            if (ready := _launched_start(path)) is not None:
+                starts.append(ready)
+        for path in sorted(root.glob("**/card.json"))[-limit:]:
+            cells += _card_timings(_read(path))
+    where = ", ".join(str(r) for r in roots)
+    if starts or cells:
+        source = f"{len(starts)} earlier server starts and {len(cells)} earlier cells under {where}"
+    else:
+        source = f"no earlier runs under {where}: default {DEFAULT_START_S:.0f} s per start"
+    return History(statistics.median(starts) if starts else DEFAULT_START_S, tuple(cells), source)
 
 
-def cells_s(cells: Sequence[CellSpec], tpot_s: float) -> float:
-    """The estimated seconds to run ``cells`` once on one server."""
-    total = 0.0
-    for c in cells:
-        n = len(c.warmup) + len(c.measured) + len(c.cooldown)
-        one = max((p.output_tokens for p in (*c.warmup, *c.measured)), default=1) * tpot_s
-        if c.level.rate_rps is not None:
-            total += len(c.warmup) * one + max(len(c.measured) / c.level.rate_rps, one)
-        else:
-            total += math.ceil(n / c.level.concurrency) * one
-    return total
+def cell_s(cell: CellSpec, kind: str, hist: History, k: int | None = None) -> float:
+    """The estimated seconds of ``cell`` on a server of ``kind`` with K = ``k`` (module docstring)."""
+    ttft, tpot = hist.timing(kind, cell.concurrency, k)
+    longest = max((p.output_tokens for p in (*cell.warmup, *cell.measured)), default=1)
+    one = ttft + (longest - 1) * tpot
+    if cell.level.rate_rps is not None:
+        return len(cell.warmup) * one + max(len(cell.measured) / cell.level.rate_rps, one)
+    c = cell.concurrency
+    rounds = math.ceil(len(cell.warmup) / c) + math.ceil(len(cell.measured) / c) + (1 if cell.cooldown else 0)
+    return rounds * one
 
 
-def estimate_s(cells: Sequence[CellSpec], servers_to_start: int, servers_to_measure: int, hist: History) -> float:
-    """The sweep's estimated wall time in seconds."""
-    return servers_to_start * hist.start_s + servers_to_measure * cells_s(cells, hist.tpot_s)
+def phase_s(cells: Sequence[CellSpec], phase: Phase, hist: History) -> float:
+    """The estimated seconds of one phase: its server start (if it starts one), its fixed overhead and
+    its cells."""
+    start = hist.start_s if phase.starts else 0.0
+    return start + PHASE_OVERHEAD_S + sum(cell_s(c, phase.kind, hist, phase.k) for c in cells)
+
+
+def estimate_s(cells: Sequence[CellSpec], phases: Sequence[Phase], hist: History) -> float:
+    """The sweep's estimated wall time in seconds for ``phases`` (and the sweep card)."""
+    return sum(phase_s(cells, p, hist) for p in phases) + FINISH_S
+
+
+def fitting(cells: Sequence[CellSpec], phases: Sequence[Phase], hist: History,
+            budget_s: float) -> tuple[list[str], float] | None:
+    """The candidates (phases that are not plain) that fit ``budget_s`` seconds next to every plain phase,
+    taken in order and skipping any that would overrun it, and their estimate in seconds; None when the
+    plain phases alone do not fit."""
+    total = sum(phase_s(cells, p, hist) for p in phases if p.kind == PLAIN) + FINISH_S
+    if total > budget_s:
+        return None
+    kept = []
+    for p in phases:
+        if p.kind != PLAIN and total + (cost := phase_s(cells, p, hist)) <= budget_s:
+            kept.append(p.name)
+            total += cost
+    return kept, total

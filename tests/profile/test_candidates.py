@@ -3,6 +3,8 @@ candidate's pair document, written as TOML and read back strictly as a pair file
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -34,6 +36,25 @@ def test_each_candidate_reads_back_as_a_strict_pair_file(tmp_path: Path) -> None
         pair = load_pair(str(path))
         assert pair.name == f"demo-cpu-sweep-{c.name}" and pair.num_speculative_tokens == c.k
         assert "name" not in pair.speculative and pair.load.concurrency == (1, 4)
+
+
+def test_the_h200_sweep_and_its_cpu_dry_run_write_their_candidates_as_pair_files(tmp_path: Path) -> None:
+    """scripts/sweep_pairs.py writes what the sweep checks and runs; the plain server's URL is the
+    attach URL scripts/h200_sweep.sh passes on."""
+    expected = {"h200-smollm2-sweep": (["demo-draft-k1", "demo-draft-k2", "ngram-k4"], "http://127.0.0.1:8400"),
+                "tests/data/pairs/sweep-dryrun-cpu.toml": (["demo-draft-k1", "ngram-k2"], "http://127.0.0.1:8360")}
+    for sweep, (names, url) in expected.items():
+        out = tmp_path / Path(sweep).stem
+        run = [sys.executable, "scripts/sweep_pairs.py", sweep, str(out)]
+        listed = subprocess.run(run, capture_output=True, text=True, check=True).stdout.split("\n")
+        assert [line.split()[0] for line in listed if line] == names
+        assert subprocess.run([*run, "--url"], capture_output=True, text=True, check=True).stdout.strip() == url
+        pairs = [load_pair(line.split()[1]) for line in listed if line]
+        assert [p.num_speculative_tokens for p in pairs] == [int(n[-1]) for n in names]
+    h200 = load_pair(str(tmp_path / "h200-smollm2-sweep" / "ngram-k4.toml"))
+    assert [h200.stop.measured_requests(c) for c in h200.load.concurrency] == [64, 64, 80, 320]
+    assert [w.name for w in h200.workloads] == ["short-homogeneous", "long-diverse", "grounded"]
+    assert "--enforce-eager" not in h200.engine.args and h200.engine.env["PYTHONPATH"] == "/tmp/site"
 
 
 @pytest.mark.parametrize(("doc", "message"), [

@@ -8,6 +8,7 @@ budget refusal and --resume."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,18 @@ def test_sweep_resume_continues_at_the_first_unfinished_phase(tmp_path: Path, mo
     assert json.loads((sweep_dir / "wide-k3" / "status.json").read_text())["complete"] is True
     assert json.loads(status.read_text())["complete"] is True  # measured again, the cut-short one kept aside
     assert (sweep_dir / "plain-after.interrupted" / "requests.jsonl").is_file()
+
+
+def test_sweep_estimate_reads_history_folders_and_names_the_candidates_that_fit(tmp_path: Path) -> None:
+    """With docs/examples/h200 as history (server start 88.4 s, the attached plain servers left out) and the
+    plain server attached, only the three candidates start a server (about 92.8 s each with their cells
+    and overhead): a 4-minute budget holds the plain phases and the first two."""
+    o, path = _options(tmp_path, budget_min=4.0)
+    o = replace(o, attach_plain="http://127.0.0.1:9", history_dirs=(Path("docs/examples/h200"),))
+    lines: list[str] = []
+    with pytest.raises(BadInput, match=r"more than --budget-min 4 \(it fits ngram-k1, ngram-k2 \(3\.3 min\)\)"):
+        run_sweep(path, o, lines.append)
+    estimate = next(line for line in lines if "estimated wall time" in line)
+    assert "estimated wall time 4.8 min (3 server starts of 88 s" in estimate
+    assert "3 earlier server starts and 48 earlier cells under" in estimate and "docs/examples/h200" in estimate
+    assert not (tmp_path / "runs").exists()

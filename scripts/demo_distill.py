@@ -1,0 +1,243 @@
+"""The demo draft's distillation recipe (used by ``scripts/build_demo_models.py``): the seeded prompts, the
+target's greedy teacher data, and the layer-cut draft trained against it.
+
+The draft keeps the target's first ``DRAFT_LAYERS`` layers and tied embeddings. A cut alone agrees with
+the target on about 5% of greedy tokens, so its last ``TRAIN_LAYERS`` layers and final norm are
+distilled: the target writes greedy continuations (EOS masked, as under vLLM's ``min_tokens``) of seeded
+raw-text and chat prompts, and the draft learns the target's top-``TOP_K`` next-token distribution at
+every generated position (soft cross-entropy, AdamW, linear decay). The frozen layers' output is
+computed once and cached, so a training step runs only the trained layers and the LM head (bf16
+autocast, on the CPU or the GPU).
+
+Where the numbers come from: on a 2-core CPU a 12-layer cut trained this way on ~10k target tokens
+reached about 30% greedy agreement on held-out prompts and more data helped more than more trained
+layers or more steps (sweeps of layer count, trained layers, lr, steps and data size); the values
+below are the best found that keep a cold build of both models within about 5 minutes on 2 cores.
+
+On a GPU (``device="cuda"``) the same steps run there, with the seeded batch order drawn on the CPU as
+before; the teacher generates ``gen_batch`` prompts at a time. The numbers differ in the last bits
+from a CPU build, so the build marker records the device (``build_demo_models.recipes``).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+from typing import Any
+
+DRAFT_LAYERS = 12  # layers kept from the target's 30
+TRAIN_LAYERS = 2  # last layers of the draft that are trained (plus the final norm)
+TOP_K = 32  # teacher distribution kept per position
+TRAIN_VOCAB = "teacher"  # "teacher": score only tokens seen in some teacher top-k; "full": all
+GEN_BATCH = 64  # prompts per teacher generate() call on the CPU
+GPU_GEN_BATCH = 256  # on a GPU: every prompt of one output length in one call
+RAW_PROMPTS, RAW_TOKENS = 224, 36
+CHAT_PROMPTS, CHAT_TOKENS = 40, 64
+HELD_OUT = 16  # raw + chat prompts generated but never trained on: the reported agreement
+STEPS, BATCH, LR, SEED = 300, 8, 3e-3, 0
+RECIPE: dict[str, Any] = {
+    "version": 1, "draft_layers": DRAFT_LAYERS, "train_layers": TRAIN_LAYERS, "top_k": TOP_K,
+    "train_vocab": TRAIN_VOCAB, "raw": [RAW_PROMPTS, RAW_TOKENS], "chat": [CHAT_PROMPTS, CHAT_TOKENS],
+    "held_out": HELD_OUT, "steps": STEPS, "batch": BATCH, "lr": LR, "seed": SEED,
+}
+
+# Distillation prompts: continuations in the style of the benchmark's workloads (loadgen/profile/workload.py) but
+# never its templates or fill-ins, and chat questions. The benchmark's own prompts stay unseen.
+RAW_TEMPLATES = (
+    "The story of {topic} started when", "A brief history of {topic}: it all began when",
+    "The early history of {topic} goes back to", "Here is a tale about a {adj} {animal}:",
+    "Here is a little story about a {adj} {animal} and its friends:",
+    "Below is a bedtime story about a {adj} {animal}:",
+    "In a few words, {city} is famous for", "In one paragraph, {city} can be described as",
+    "Put simply, {city} is best known for", "The first thing you should know about {topic} is that",
+    "The most surprising fact about {topic} is that", "One thing everyone should know about {topic} is that",
+    "Long ago, a {adj} {animal} lived near {city}. One morning,",
+    "There once was a {adj} {animal} who lived in {city}. Every day,",
+    "Once, in the city of {city}, there lived a {adj} {animal}. One evening,",
+    "{city} is a city where", "Q: What is {topic}?\nA:", "Scientists who study {topic} have found that",
+)
+CHAT_TEMPLATES = (
+    "Give me a few practical tips for {subject}.", "Explain {subject} in simple words.",
+    "Write a short note to a friend about {subject}.", "Write a few lines of verse about {subject}.",
+    "What are the pros and cons of {subject}?", "How should a beginner start with {subject}?",
+    "Write a small Python example about {subject} and explain it.", "What is {topic}?",
+)
+FILL_INS = {
+    "topic": ("the radio", "windmills", "the alphabet", "volcanoes", "honey bees", "the calendar", "silk",
+              "rockets", "the microscope", "soap", "umbrellas", "lighthouses", "the submarine", "kites",
+              "the typewriter", "salt", "the telephone", "mathematics", "chocolate", "the guitar", "cotton",
+              "the airplane", "cheese", "paper", "the wheel", "electricity", "sugar", "the camera"),
+    "adj": ("shy", "wise", "hungry", "gentle", "proud", "quiet", "silly", "young", "fearless", "patient",
+            "clumsy", "cheerful"),
+    "animal": ("penguin", "wolf", "elephant", "frog", "goat", "parrot", "lion", "mouse", "deer", "octopus",
+               "hedgehog", "squirrel"),
+    "city": ("Berlin", "Madrid", "Mumbai", "Seoul", "Dublin", "Vienna", "Bangkok", "Chicago", "Istanbul",
+             "Prague", "Athens", "Havana"),
+    "person": ("Marie", "a village baker", "Professor Lee", "my uncle", "the committee", "Sam"),
+    "food": ("sushi", "pancakes", "lentil soup", "mango salad", "dumplings", "apple pie"),
+    "subject": ("cooking rice", "learning to swim", "painting a room", "running a small shop", "walking a dog",
+                "keeping a diary", "fixing a leaky tap", "growing herbs indoors", "saving energy at home",
+                "reading more books", "counting words in a text", "organising a bookshelf"),
+}
+
+
+class DistillError(Exception):
+    """The target does not fit the recipe (shape or weights): reported as one line."""
+
+
+def prompts(tok: Any) -> tuple[list[str], list[int]]:
+    """Seeded distillation prompts (raw text, then chat-formatted) and each one's output length."""
+    rng = random.Random(SEED)
+
+    def fill(template: str) -> str:
+        return template.format(**{k: rng.choice(v) for k, v in FILL_INS.items()})
+
+    raw = [fill(RAW_TEMPLATES[i % len(RAW_TEMPLATES)]) for i in range(RAW_PROMPTS + HELD_OUT)]
+    chat = [tok.apply_chat_template([{"role": "user", "content": fill(CHAT_TEMPLATES[i % len(CHAT_TEMPLATES)])}],
+                                    tokenize=False, add_generation_prompt=True)
+            for i in range(CHAT_PROMPTS + HELD_OUT // 2)]
+    return raw + chat, [RAW_TOKENS] * len(raw) + [CHAT_TOKENS] * len(chat)
+
+
+def teacher_data(model: Any, tok: Any, device: str = "cpu", gen_batch: int = GEN_BATCH) -> list[dict[str, Any]]:
+    """Greedy target continuations with the target's top-k logits at each generated position (``model``
+    on ``device``; the rows come back on the CPU)."""
+    import torch
+
+    texts, lengths = prompts(tok)
+    encoded = [tok(t, add_special_tokens=False).input_ids for t in texts]
+    rows: dict[int, dict[str, Any]] = {}
+    for n in sorted(set(lengths)):
+        group = sorted((i for i in range(len(texts)) if lengths[i] == n), key=lambda i: len(encoded[i]))
+        for start in range(0, len(group), gen_batch):
+            batch = group[start:start + gen_batch]
+            width = max(len(encoded[i]) for i in batch)
+            ids = torch.full((len(batch), width), tok.pad_token_id)
+            mask = torch.zeros_like(ids)
+            for j, i in enumerate(batch):  # left padding
+                ids[j, width - len(encoded[i]):] = torch.tensor(encoded[i])
+                mask[j, width - len(encoded[i]):] = 1
+            with torch.no_grad():
+                out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=n,
+                                     min_new_tokens=n, do_sample=False, pad_token_id=tok.pad_token_id,
+                                     return_dict_in_generate=True, output_logits=True)
+            top_v, top_i = torch.stack(out.logits, 1).float().topk(TOP_K, -1)
+            sequences, top_v, top_i = out.sequences.cpu(), top_v.cpu(), top_i.cpu()
+            for j, i in enumerate(batch):
+                rows[i] = {"ids": sequences[j, width - len(encoded[i]):], "prompt_len": len(encoded[i]),
+                           "top_v": top_v[j], "top_i": top_i[j]}
+    return [rows[i] for i in range(len(texts))]
+
+
+def _cut(target: Any, device: str) -> Any:
+    """The draft: the target's first DRAFT_LAYERS layers and tied embeddings, on ``device``, frozen."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(SEED)
+    config = copy.deepcopy(target.config)
+    config.num_hidden_layers = DRAFT_LAYERS
+    draft = LlamaForCausalLM(config)
+    keep = {k: v for k, v in target.state_dict().items()
+            if not k.startswith("model.layers.") or int(k.split(".")[2]) < DRAFT_LAYERS}
+    missing, unexpected = draft.load_state_dict(keep, strict=False)
+    if unexpected or set(missing) - {"lm_head.weight"}:
+        raise DistillError(f"draft weights do not match the target's: {missing} {unexpected}")
+    draft.tie_weights()
+    return draft.to(device).eval().requires_grad_(False)
+
+
+def _tensors(data: list[dict[str, Any]], device: str) -> tuple[Any, Any, Any, Any]:
+    """ids, teacher top-k values and indices, and the distilled positions' mask, padded, on ``device``."""
+    import torch
+
+    width = max(int(d["ids"].numel()) for d in data)
+    ids = torch.full((len(data), width), 0)
+    top_v = torch.zeros(len(data), width, TOP_K)
+    top_i = torch.zeros(len(data), width, TOP_K, dtype=torch.long)
+    mask = torch.zeros(len(data), width)
+    for j, d in enumerate(data):  # position t predicts token t + 1
+        n, p = int(d["ids"].numel()), d["prompt_len"]
+        ids[j, :n] = d["ids"]
+        top_v[j, p - 1:n - 1], top_i[j, p - 1:n - 1], mask[j, p - 1:n - 1] = d["top_v"], d["top_i"], 1
+    return ids.to(device), top_v.to(device), top_i.to(device), mask.to(device)
+
+
+def distill(target: Any, data: list[dict[str, Any]], dest: Path, device: str = "cpu",
+            save_dtype: str = "float32") -> float:
+    """Cut the target to DRAFT_LAYERS layers, distill the last TRAIN_LAYERS on ``device``, save the draft
+    to ``dest`` in ``save_dtype``; returns the greedy agreement on the held-out prompts."""
+    import torch
+    import torch.nn.functional as F
+
+    draft = _cut(target, device)
+    config = draft.config
+    frozen, trained = draft.model.layers[:DRAFT_LAYERS - TRAIN_LAYERS], draft.model.layers[DRAFT_LAYERS - TRAIN_LAYERS:]
+    params = [p for layer in trained for p in layer.parameters()] + [draft.model.norm.weight]
+    for p in params:
+        p.requires_grad_(True)
+
+    def run(layers: Any, x: Any) -> Any:
+        pos = torch.arange(x.shape[1], device=x.device)[None].expand(x.shape[0], -1)
+        emb = draft.model.rotary_emb(x, pos)
+        for layer in layers:  # causal attention; right padding never reaches real tokens
+            x = layer(x, position_ids=pos, position_embeddings=emb)
+        return x
+
+    ids, top_v, top_i, mask = _tensors(data, device)
+    lengths = torch.tensor([int(d["top_v"].shape[0]) for d in data])
+    hidden = torch.zeros(len(data), ids.shape[1], config.hidden_size, device=device)
+    with torch.no_grad():  # the frozen layers' output, once, in batches of similar length
+        order = sorted(range(len(data)), key=lambda i: int(data[i]["ids"].numel()))
+        for s in range(0, len(order), 32):
+            rows = torch.tensor(order[s:s + 32]).to(device)
+            end = int(max(data[i]["ids"].numel() for i in order[s:s + 32]))
+            hidden[rows, :end] = run(frozen, draft.model.embed_tokens(ids[rows, :end]))
+    held_out = set(range(RAW_PROMPTS, RAW_PROMPTS + HELD_OUT)) | set(range(len(data) - HELD_OUT // 2, len(data)))
+    held = torch.tensor(sorted(held_out)).to(device)
+    train = torch.tensor([i for i in range(len(data)) if i not in held_out])
+
+    # Training scores only the tokens that appear in some teacher top-k (about a third of the vocabulary):
+    # the LM head is most of a step's cost. Agreement is measured over the full vocabulary.
+    vocab = top_i[mask > 0].unique() if TRAIN_VOCAB == "teacher" else torch.arange(config.vocab_size, device=device)
+    index = torch.full((config.vocab_size,), -1, dtype=torch.long, device=device)
+    index[vocab] = torch.arange(len(vocab), device=device)
+    head_sub = draft.lm_head.weight[vocab]
+
+    def logits(rows: Any, full: bool = False) -> tuple[Any, Any]:
+        """Draft logits (fp32) at the rows' distilled positions, and those positions' mask."""
+        end = int(mask[rows].sum(0).nonzero().max()) + 1
+        sel = mask[rows, :end] > 0
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+            h = draft.model.norm(run(trained, hidden[rows, :end])[sel])
+            z = draft.lm_head(h) if full else h @ head_sub.T
+        return z.float(), sel
+
+    def agreement() -> float:
+        with torch.no_grad():
+            z, sel = logits(held, full=True)
+        return float((z.argmax(-1) == ids[held, 1:sel.shape[1] + 1][sel]).float().mean())
+
+    before = agreement()
+    opt = torch.optim.AdamW(params, lr=LR, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10) * (1 - s / STEPS))
+    gen = torch.Generator().manual_seed(SEED)  # the batch order is drawn on the CPU on every device
+    groups = [train[lengths[train] == n] for n in lengths[train].unique()]  # one output length per batch
+    sizes = torch.tensor([float(len(g)) for g in groups])
+    for _ in range(STEPS):
+        group = groups[int(torch.multinomial(sizes, 1, generator=gen))]
+        rows = group[torch.randint(0, len(group), (BATCH,), generator=gen)].to(device)
+        z, sel = logits(rows)
+        end = sel.shape[1]
+        teacher = F.softmax(top_v[rows, :end][sel], -1)
+        loss = (torch.logsumexp(z, -1) - (teacher * z.gather(-1, index[top_i[rows, :end][sel]])).sum(-1)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    after = agreement()
+    print(f"         greedy agreement with the target on held-out prompts: {before:.3f} -> {after:.3f}")
+    draft.requires_grad_(False)
+    draft.to("cpu", dtype=getattr(torch, save_dtype)).save_pretrained(dest)
+    return after

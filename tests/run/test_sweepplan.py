@@ -1,0 +1,134 @@
+"""The sweep's time estimate (loadgen/run/sweepplan.py): the history read from run folders (attached
+servers start nothing; timings per kind of server and concurrency), the closed-form cell and phase
+times, the candidates that fit a budget, and the cell model against the recorded cells of
+docs/examples/h200/ (one H200, vLLM 0.24.0)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from loadgen.profile.cells import CellSpec
+from loadgen.profile.pair import Level
+from loadgen.profile.workload import Prompt
+from loadgen.run.sweepplan import (
+    DEFAULT_START_S,
+    DEFAULT_TPOT_S,
+    FINISH_S,
+    PHASE_OVERHEAD_S,
+    History,
+    Phase,
+    Timing,
+    cell_s,
+    estimate_s,
+    fitting,
+    history,
+)
+
+H200 = Path("docs/examples/h200")
+
+
+def _prompts(n: int, output_tokens: int) -> tuple[Prompt, ...]:
+    return tuple(Prompt(f"p{i}", "w", "completions", "x", None, output_tokens) for i in range(n))
+
+
+def _cell(c: int, warmup: int, measured: int, cooldown: int, output_tokens: int) -> CellSpec:
+    return CellSpec("w", "completions", Level(c), 0, _prompts(warmup, output_tokens),
+                    _prompts(measured, output_tokens), _prompts(cooldown, output_tokens))
+
+
+def test_history_of_the_h200_example_skips_the_attached_plain_server() -> None:
+    hist = history([H200])
+    assert hist.start_s == pytest.approx(88.404, abs=1e-3)  # median of 88.4, 74.1, 91.0 s; attached ~0.05 s left out
+    assert len(hist.cells) == 48
+    kinds = [t.kind for t in hist.cells]
+    assert (kinds.count("plain"), kinds.count("draft_model"), kinds.count("ngram")) == (24, 16, 8)
+    assert "3 earlier server starts and 48 earlier cells" in hist.source
+    ttft, tpot = hist.timing("plain", 1)  # the six plain c=1 cells: TTFT p50 12-17 ms, TPOT p50 1.61-2.51 ms
+    assert ttft == pytest.approx((13.5e-3 + 15.1e-3) / 2, rel=1e-2)
+    assert tpot == pytest.approx((1.6904e-3 + 1.9893e-3) / 2, rel=1e-3)
+    assert hist.timing("ngram", 64)[1] == pytest.approx((6.1109e-3 + 5.1969e-3) / 2, rel=1e-3)
+    # a method the history lacks falls back on every speculative cell; c=32 is as near to 16 as to 64
+    spec32 = sorted(t.tpot_s for t in hist.cells if t.kind != "plain" and t.concurrency in (16, 64))
+    assert hist.timing("eagle3", 32)[1] == pytest.approx(statistics.median(spec32))
+
+
+def _card(run: Path, k: int, tpot_s: float) -> None:
+    card = {"speculative_config": {"method": "ngram", "num_speculative_tokens": k},
+            "cells": [{"concurrency": 2, "plain": {"ttft_s": {"p50": 0.1}, "tpot_s": {"p50": 0.01}},
+                       "speculative": {"ttft_s": {"p50": 0.2}, "tpot_s": {"p50": tpot_s}}}]}
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "card.json").write_text(json.dumps(card))
+
+
+def test_a_cell_phase_and_sweep_in_closed_form(tmp_path: Path) -> None:
+    servers = tmp_path / "runs" / "p" / "t1" / "servers"
+    servers.mkdir(parents=True)
+    (servers / "speculative-effective.json").write_text(json.dumps({"ready_s": 50.0}))
+    (servers / "speculative-launch.json").write_text(json.dumps({"attached": False}))
+    (servers / "plain-effective.json").write_text(json.dumps({"ready_s": 0.1}))
+    (servers / "plain-launch.json").write_text(json.dumps({"attached": True}))
+    _card(servers.parent, 2, 0.02)
+    _card(tmp_path / "runs" / "p" / "t2", 4, 0.04)
+    hist = history([tmp_path / "runs"])
+    assert hist.start_s == 50.0
+    assert hist.cells == (Timing("plain", 2, 0.1, 0.01), Timing("ngram", 2, 0.2, 0.02, 2),
+                          Timing("plain", 2, 0.1, 0.01), Timing("ngram", 2, 0.2, 0.04, 4))
+    cell = _cell(2, warmup=3, measured=8, cooldown=4, output_tokens=11)
+    # rounds: warmup ceil(3/2) = 2, measured 8/2 = 4, one cooldown round = 7; a request 0.1 + 10 x 0.01 s
+    assert cell_s(cell, "plain", hist) == pytest.approx(7 * 0.2)
+    assert cell_s(cell, "ngram", hist, 2) == pytest.approx(7 * 0.4)
+    assert cell_s(cell, "ngram", hist, 4) == pytest.approx(7 * 0.6)
+    assert cell_s(cell, "ngram", hist, 3) == pytest.approx(7 * 0.5)  # no K = 3: the method's median TPOT
+    assert cell_s(cell, "draft_model", hist, 2) == pytest.approx(7 * 0.5)  # no such method: any speculative
+    no_cooldown = _cell(2, warmup=0, measured=8, cooldown=0, output_tokens=11)
+    assert cell_s(no_cooldown, "plain", hist) == pytest.approx(4 * 0.2)
+    phases = [Phase("plain-before", "plain", False), Phase("ngram-k2", "ngram", True, 2),
+              Phase("plain-after", "plain", False)]
+    expected = 3 * PHASE_OVERHEAD_S + 50.0 + 2 * 1.4 + 2.8 + FINISH_S
+    assert estimate_s([cell], phases, hist) == pytest.approx(expected)
+    launched = [Phase("plain-before", "plain", True), *phases[1:]]
+    assert estimate_s([cell], launched, hist) == pytest.approx(expected + 50.0)
+
+
+def test_no_history_keeps_the_defaults(tmp_path: Path) -> None:
+    hist = history([tmp_path])
+    assert hist.start_s == DEFAULT_START_S and hist.cells == () and "no earlier runs under" in hist.source
+    assert hist.timing("ngram", 4) == (DEFAULT_TPOT_S, DEFAULT_TPOT_S)
+    one = _cell(1, warmup=1, measured=8, cooldown=0, output_tokens=32)
+    assert cell_s(one, "plain", hist) == pytest.approx(9 * 32 * DEFAULT_TPOT_S)
+
+
+def test_fitting_names_the_candidates_a_budget_holds() -> None:
+    hist = History(100.0, (Timing("plain", 1, 0.0, 0.01),), "test")
+    cells = [_cell(1, warmup=0, measured=10, cooldown=0, output_tokens=101)]  # 10 x 1 s per phase
+    phases = [Phase("plain-before", "plain", False), Phase("a", "x", True), Phase("b", "x", True),
+              Phase("plain-after", "plain", False)]
+    plain = 2 * (PHASE_OVERHEAD_S + 10.0) + FINISH_S
+    candidate = 100.0 + PHASE_OVERHEAD_S + 10.0
+    assert fitting(cells, phases, hist, plain + candidate + 1) == (["a"], pytest.approx(plain + candidate))
+    assert fitting(cells, phases, hist, plain + 2 * candidate) == (["a", "b"], pytest.approx(plain + 2 * candidate))
+    assert fitting(cells, phases, hist, plain + 1) == ([], pytest.approx(plain))
+    assert fitting(cells, phases, hist, plain - 1) is None
+
+
+def test_the_cell_model_matches_the_recorded_h200_cells() -> None:
+    """Each recorded cell's duration against the model fed with that cell's own TTFT and TPOT p50: the
+    rounds (4 warmup, 32 or 128 measured, one cooldown round above c=1) and the request time."""
+    ratios = []
+    for pair in ("h200-1b-draft", "h200-1b-selfdraft", "h200-1b-ngram"):
+        card = json.loads((H200 / pair / "card.json").read_text())
+        lines = [json.loads(x) for x in (H200 / pair / "cells.jsonl").read_text().splitlines()]
+        for line in lines:
+            got = next(c for c in card["cells"] if (c["workload"], c["concurrency"]) ==
+                       (line["workload"], line["concurrency"]))[line["role"]]
+            c, out = line["concurrency"], 64 if line["workload"].startswith("short") else 256
+            hist = History(0.0, (Timing("k", c, got["ttft_s"]["p50"], got["tpot_s"]["p50"]),), "")
+            cell = _cell(c, 4, len(line["measured_prompt_ids"]), 4 * (c - 1), out)
+            ratios.append(line["duration_s"] / cell_s(cell, "k", hist))
+    assert len(ratios) == 48
+    assert min(ratios) > 0.9 and max(ratios) < 1.4
+    assert statistics.median(ratios) == pytest.approx(1.0, abs=0.06)

