@@ -230,16 +230,21 @@ def fleet() -> None:
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Run again only the tasks of this fleet folder that are not done.")
+@click.option("--reload-pairs", is_flag=True,
+              help="With --resume: read the pair files again; every task of a changed pair runs again.")
 @_handles_errors
 def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_dir: Path,
-              resume_dir: Path | None) -> None:
+              resume_dir: Path | None, reload_pairs: bool) -> None:
     """Run FLEET_FILE's pairs and sweeps on its nodes, one Ray task per (pair x node), and write the
     fleet card; exit 1 when a task failed (the others' results are kept)."""
     from loadgen.fleet.fleetcard import fleet_summary_lines
     from loadgen.fleet.flow import fleet_exit, run_fleet
 
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    outcome = run_fleet(fleet_file, ray_address, click.echo, out=out, runs_dir=runs_dir, resume=resume_dir)
+    if reload_pairs and resume_dir is None:
+        raise BadInput("--reload-pairs goes with --resume FLEET_DIR")
+    outcome = run_fleet(fleet_file, ray_address, click.echo, out=out, runs_dir=runs_dir, resume=resume_dir,
+                        reload_pairs=reload_pairs)
     for line in fleet_summary_lines(read_json(outcome.fleet_dir / "fleet.json")):
         click.echo(line)
     click.echo(f"fleet card: {outcome.card}")

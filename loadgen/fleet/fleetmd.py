@@ -76,7 +76,9 @@ def _compare_section(pair: Mapping[str, Any], metrics: Sequence[str]) -> list[st
     if not pair["cells"]:
         return [*out, "No cell was measured on any node.", ""]
     for metric in metrics:
-        out += [f"### {METRIC_NAMES.get(metric, metric)} ratio, speculative / plain [95% CI]", "",
+        ci = " [95% CI]" if any((e["ratios"].get(metric) or {}).get("ci_low") is not None
+                                for c in pair["cells"] for e in c["nodes"]) else " (no CI)"
+        out += [f"### {METRIC_NAMES.get(metric, metric)} ratio, speculative / plain{ci}", "",
                 *_node_head(nodes), *(_row(c, nodes, lambda e, m=metric: ratio(e["ratios"].get(m)))
                                       for c in pair["cells"]), ""]
     for title, key in _ACCEPTANCE:
@@ -162,12 +164,12 @@ def fleet_summary_lines(card: Card) -> list[str]:
     out += [f"  {t['status']}: {t['id']} on {t['node']} ({t['address'] or 'address unknown'}): {t['reason'] or MISSING}"
             for t in card["tasks"] if t["status"] != "done"]
     for pair in card["pairs"]:
-        per_node = [f"{n['node']} ({n['gpu_type'] or '?'}) "
+        per_node = [f"{n['node']} ({n['gpu_type'] or 'GPU type unknown'}) "
                     + (_verdict_word(n["verdict"]) if n["status"] == "done" else n["status"])
                     for n in pair["nodes"]]
         out.append(f"  {pair['pair']}: " + ", ".join(per_node))
     for pair in card["sweeps"]:
-        per_node = [f"{n['node']} ({n['gpu_type'] or '?'}) "
+        per_node = [f"{n['node']} ({n['gpu_type'] or 'GPU type unknown'}) "
                     + ((n["recommendation"] or "do not speculate") if n["measured"] else n["status"])
                     for n in pair["nodes"]]
         out.append(f"  {pair['pair']} (sweep): " + ", ".join(per_node))

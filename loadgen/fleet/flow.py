@@ -10,13 +10,16 @@ are not done (fleet/tasks.py ``to_rerun``).
 from __future__ import annotations
 
 import dataclasses
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from loadgen.errors import BadInput, RunFailed
+from loadgen import __version__
+from loadgen.errors import BadInput, CriteriaFailed, RunFailed
 from loadgen.fleet import runner
 from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.fleetcard import write_fleet_card
@@ -53,10 +56,7 @@ def _new_fleet_dir(fleet: FleetFile, out: Path | None, runs_dir: Path) -> Path:
 
 
 def _save_sources(fleet_dir: Path, sources: dict[tuple[str, str], runner.PairSource]) -> None:
-    seen: dict[str, str] = {}
     for src in sources.values():
-        if seen.setdefault(src.name, src.text) != src.text:
-            raise BadInput(f"two different pair files are both named {src.name!r}; give each its own name key")
         write_text(fleet_dir / "pairs" / f"{src.name}.toml", src.text)
 
 
@@ -92,7 +92,11 @@ def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, ta
             ready, pending = ray.wait(pending, num_returns=1)
             task = refs[ready[0]]
             try:
-                task = runner.record(fleet_dir, task, ray.get(ready[0]))
+                result = ray.get(ready[0])
+                if result.loadgen_version != __version__:
+                    log(f"[{task.id}] warning: {task.node.name} runs loadgen {result.loadgen_version}, this driver "
+                        f"{__version__}: install the same loadgen on every node (docs/fleet/README.md)")
+                task = runner.record(fleet_dir, task, result)
             except ray.exceptions.RayError as exc:
                 task = runner.failed(task, runner.error_line(exc))
             state[task.id] = task
@@ -106,43 +110,77 @@ def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, ta
                                 f"run the rest with: loadgen fleet run --resume {fleet_dir}") from None
 
 
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFile, list[taskfile.Task],
+                                                                        list[taskfile.Task]]:
+    """The fleet, its tasks and those to run again; with ``reload_pairs`` the pair files are read again
+    from the fleet file's references and every task of a pair whose text changed runs again (a card
+    never mixes two versions of a pair file)."""
+    _, tasks = taskfile.load(fleet_dir)
+    fleet = load_fleet(fleet_dir / "fleet.toml")
+    rerun = {t.id for t in taskfile.to_rerun(fleet_dir, tasks)}
+    if reload_pairs:
+        for src in runner.read_sources(fleet).values():
+            saved = fleet_dir / "pairs" / f"{src.name}.toml"
+            if not saved.is_file() or saved.read_text() != src.text:
+                changed = [t.id for t in tasks if t.pair == src.name]
+                log(f"pair {src.name}: its file changed since the fleet ran; all {len(changed)} of its tasks run again")
+                rerun |= set(changed)
+                write_text(saved, src.text)
+    todo = [dataclasses.replace(t, status="pending", reason=None, exit_code=None, started=None, finished=None,
+                                wall_s=None) for t in tasks if t.id in rerun]
+    return fleet, tasks, todo
+
+
 def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out: Path | None = None,
-              runs_dir: Path = Path("runs"), resume: Path | None = None) -> FleetOutcome:
+              runs_dir: Path = Path("runs"), resume: Path | None = None, reload_pairs: bool = False) -> FleetOutcome:
     """Run the fleet file (or continue the fleet folder ``resume``) on the Ray cluster at ``ray_address``
-    and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster."""
+    and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster; a resume
+    with nothing left to run only writes the card again (no cluster needed)."""
     if (fleet_file is None) == (resume is None):
         raise BadInput("give exactly one of FLEET.toml or --resume FLEET_DIR")
     if resume is not None:
-        fleet, (_, tasks) = load_fleet(resume / "fleet.toml"), taskfile.load(resume)
+        fleet, tasks, todo = _resume_plan(resume, reload_pairs, log)
         fleet_dir, sources = resume, {}
+        if not todo:
+            log(f"fleet folder: {fleet_dir}: every task is done; nothing to run")
+            return FleetOutcome(fleet_dir, write_fleet_card(fleet_dir), tasks)
     else:
-        assert fleet_file is not None
         fleet = load_fleet(resolve_fleet_path(str(fleet_file)))
         sources = runner.read_sources(fleet)
     ray = runner.connect(ray_address)
+    signal.signal(signal.SIGTERM, _sigterm)  # ray.init installs its own; a stopped fleet keeps what came back
     try:
         nodes = alive_nodes(ray.nodes())
         if resume is None:
-            tasks = runner.plan_fleet(fleet, nodes, sources)
+            tasks = todo = runner.plan_fleet(fleet, nodes, sources)
             fleet_dir = _new_fleet_dir(fleet, out, runs_dir)
             _save_sources(fleet_dir, sources)
-            todo = tasks
         else:
-            todo = _on_current_nodes(taskfile.to_rerun(fleet_dir, tasks), nodes, fleet.gpu_resource)
+            todo = _on_current_nodes(todo, nodes, fleet.gpu_resource)
         state = {t.id: t for t in tasks} | {t.id: t for t in todo}
         taskfile.save(fleet_dir, fleet.name, list(state.values()))
         log(f"fleet folder: {fleet_dir} ({len(todo)} of {len(state)} tasks to run)")
         _submit_all(ray, fleet, fleet_dir, state, [t for t in todo if t.status == "pending"], log)
     finally:
         ray.shutdown()
-    card = write_fleet_card(fleet_dir)
-    return FleetOutcome(fleet_dir, card, list(state.values()))
+    return FleetOutcome(fleet_dir, write_fleet_card(fleet_dir), list(state.values()))
 
 
 def fleet_exit(outcome: FleetOutcome) -> None:
-    """Raise RunFailed (exit 1) naming the failed tasks, their nodes and the resume command, if any."""
+    """Exit 1 (RunFailed) when a task failed, naming the first with its node and reason and the resume
+    command; else exit 3 (CriteriaFailed) when a finished task's verdict failed its declared criteria (a
+    compare's exit 3, a sweep's: no candidate met them); else return (exit 0)."""
     if outcome.failed:
         first = outcome.failed[0]
         raise RunFailed(f"{len(outcome.failed)} of {len(outcome.tasks)} fleet tasks failed (first: {first.id} on "
                         f"{first.node.name}: {first.reason}); the others' results are in {outcome.fleet_dir}; "
-                        f"run only the failed ones again with: loadgen fleet run --resume {outcome.fleet_dir}")
+                        f"fix the cause and run only those again with: loadgen fleet run --resume "
+                        f"{outcome.fleet_dir} (add --reload-pairs after fixing a pair file)")
+    judged = [t for t in outcome.tasks if t.exit_code == 3]
+    if judged:
+        raise CriteriaFailed(f"every task finished; {len(judged)} of {len(outcome.tasks)} failed their declared "
+                             f"criteria ({', '.join(t.id for t in judged)}): see {outcome.card}")

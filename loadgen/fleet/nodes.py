@@ -1,8 +1,8 @@
 """The nodes of a Ray cluster as the fleet sees them, and which of them a ``[[measure]]`` entry selects
 (pure: the input is the list ``ray.nodes()`` returns, https://docs.ray.io/en/latest/ray-core/api/doc/ray.nodes.html).
 
-A node's **name** is its Ray label ``loadgen.io/node`` when set (``ray start --labels='{"loadgen.io/node":
-"stg-a"}'``), else its IP address (``NodeManagerAddress``). Its **GPU type** is the label
+A node's **name** is its Ray label ``loadgen.io/node`` when set (``ray start --labels
+loadgen.io/node=stg-a``), else its IP address (``NodeManagerAddress``). Its **GPU type** is the label
 ``loadgen.io/gpu-type`` when set, else the ``accelerator_type:<type>`` resource Ray detects on GPU nodes
 (e.g. ``accelerator_type:H200``), else None (the fleet card then reads the GPU name from the run's card).
 """
@@ -92,7 +92,7 @@ def select(nodes: Sequence[FleetNode], selector: NodeSelector, gpu_resource: str
     names = [n.name for n in picked]
     if dup := sorted({name for name in names if names.count(name) > 1}):
         raise BadInput(f"two selected Ray nodes are both named {dup[0]!r} (their address); give each its own name "
-                       f"with `ray start --labels='{{\"{NAME_LABEL}\": \"<name>\"}}'`")
+                       f"with `ray start --labels {NAME_LABEL}=<name>`")
     if not picked:
         raise BadInput(f"{selector.describe()} matches no node with a {gpu_resource!r} resource; "
                        f"the cluster's alive nodes: {shown}")

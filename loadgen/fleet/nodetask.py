@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from loadgen import __version__
 from loadgen.serve.resources import hardware
 from loadgen.serve.servers import die_with_parent
 from loadgen.util import tomlwrite
@@ -64,6 +65,7 @@ class TaskResult:
     finished: str
     wall_s: float
     run_path: str | None = None
+    loadgen_version: str = __version__
 
 
 def free_port_pair(host: str = "127.0.0.1", tries: int = 50) -> tuple[int, int]:
@@ -115,12 +117,39 @@ def _run_folder(runs: Path) -> Path | None:
     return made[-1] if made else None
 
 
+def _stream(argv: list[str], workdir: str, prefix: str) -> tuple[int, str]:
+    """Run ``argv`` in ``workdir``; every output line is printed with ``prefix`` as it comes (Ray shows a
+    task's prints on the driver: the fleet's live progress) and collected. The command gets SIGTERM when
+    the worker dies (serve/servers.py ``die_with_parent``)."""
+    lines: list[str] = []
+    try:
+        proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=die_with_parent)
+    except OSError as exc:  # a workdir that does not exist on this node, say
+        return 2, f"loadgen: error: cannot run loadgen in {workdir!r} on this node: {exc.strerror}\n"
+    assert proc.stdout is not None
+    with proc:
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace")
+            lines.append(line)
+            print(f"{prefix} {line}", end="", flush=True)
+    return proc.returncode, "".join(lines)
+
+
+def _clear_leftovers(task_id: str) -> None:
+    """Remove what an earlier run of the same task left on this node (a worker killed by a cancel or a
+    lost driver never reaches its clean-up)."""
+    for old in Path(tempfile.gettempdir()).glob(f"loadgen-fleet-{task_id}-*"):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(old)
+
+
 def run_on_node(spec: TaskSpec) -> TaskResult:
     """Run ``loadgen <kind> PAIR`` on this node and return its outcome with the packed run folder.
 
-    Never raises for a failing measurement (its exit code and output say why); the command is stopped
-    with the worker (SIGTERM when the worker dies, so it tears its servers down)."""
+    Never raises for a failing measurement (its exit code and output say why)."""
     started, t0 = datetime.now(UTC), time.monotonic()
+    _clear_leftovers(spec.task_id)
     tmp = Path(tempfile.mkdtemp(prefix=f"loadgen-fleet-{spec.task_id}-"))
     try:
         pair_text, ports = with_ports(spec.pair_text)
@@ -129,13 +158,7 @@ def run_on_node(spec: TaskSpec) -> TaskResult:
         argv = [sys.executable, "-m", "loadgen", spec.kind, str(pair_file), "--runs-dir", str(tmp / "runs")]
         if spec.kind == "compare":
             argv.append("--no-progress")
-        try:
-            proc = subprocess.run(argv, cwd=spec.workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=die_with_parent,
-                                  check=False)
-            code, output = proc.returncode, proc.stdout.decode(errors="replace")
-        except OSError as exc:  # a workdir that does not exist on this node, say
-            code, output = 2, f"loadgen: error: cannot run loadgen in {spec.workdir!r} on this node: {exc.strerror}\n"
+        code, output = _stream(argv, spec.workdir, f"[{spec.task_id}]")
         folder = _run_folder(tmp / "runs")
         return TaskResult(code, output, _pack(folder) if folder else None, socket.gethostname(), hardware(), ports,
                           started.isoformat(timespec="seconds"), datetime.now(UTC).isoformat(timespec="seconds"),

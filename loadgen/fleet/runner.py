@@ -16,8 +16,11 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
+import os
 import shutil
 import socket
+import subprocess
+import sys
 import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,7 +63,12 @@ def read_sources(fleet: FleetFile) -> dict[tuple[str, str], PairSource]:
                     where, what, fix = (("pairs", "a sweep", "sweeps") if kind == "compare"
                                         else ("sweeps", "a pair", "pairs"))
                     raise BadInput(f"{fleet.path}: {ref!r} under {where} is {what} file; list it under {fix}")
-                out[(kind, ref)] = PairSource(str(doc.get("name") or path.stem), kind, path.read_text())
+                src = PairSource(str(doc.get("name") or path.stem), kind, path.read_text())
+                same = [o for o in out.values() if o.name == src.name and o.text != src.text]
+                if same:
+                    raise BadInput(f"{fleet.path}: two different pair files are both named {src.name!r} (the name key "
+                                   f"of {ref!r} and of another entry); give each its own name")
+                out[(kind, ref)] = src
     return out
 
 
@@ -86,6 +94,9 @@ def _gcs_address(address: str) -> str:
         return address
     try:
         return canonicalize_bootstrap_address(address) or address
+    except ValueError:
+        raise BadInput(f"--ray-address {address!r} is not a Ray address; give HOST:PORT of the head's GCS "
+                       "(HOST:6379), ray://HOST:10001, or auto") from None
     except ConnectionError:
         raise BadInput(f"no Ray cluster found for --ray-address {address} (no RAY_ADDRESS and no Ray started "
                        "on this node); start one with `ray start --head` or pass --ray-address HOST:6379") from None
@@ -103,6 +114,26 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
                        "`ray start --head --port=6379`") from None
 
 
+#: How long a Ray driver may take to connect in the probe (a Ray head answers in a few seconds).
+PROBE_TIMEOUT_S = 60.0
+_PROBE = "import sys, ray; ray.init(address=sys.argv[1], logging_level=40, log_to_driver=False); print('ok')"
+
+
+def _probe(address: str) -> None:
+    """Connect once in a child process that can be stopped: ray.init retries for many minutes against a
+    port where something other than a Ray head listens (a dashboard, a web server)."""
+    try:
+        out = subprocess.run([sys.executable, "-c", _PROBE, address], capture_output=True, text=True,
+                             timeout=PROBE_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise BadInput(f"no Ray cluster answered at --ray-address {address} within {PROBE_TIMEOUT_S:.0f} s (is it "
+                       "the head's GCS port, 6379 by default, and not the dashboard's 8265?)") from None
+    if out.returncode != 0 or "ok" not in out.stdout:
+        lines = [ln.strip() for ln in out.stderr.splitlines() if ln.strip()] or ["no output"]
+        raise BadInput(f"cannot connect to a Ray cluster at {address} ({lines[-1][:200]}); check --ray-address "
+                       "(the head's GCS port, 6379 by default)")
+
+
 def connect(address: str | None) -> Any:
     """``ray`` connected to the cluster at ``address`` (None: a new local single-node Ray).
 
@@ -113,8 +144,10 @@ def connect(address: str | None) -> Any:
         raise BadInput("loadgen fleet run needs Ray: pip install 'loadgen[fleet]'") from None
     if address is not None:
         _check_reachable(address)
+        _probe(address)
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # every node's lines, not "[repeated 5x across cluster]"
     try:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, configure_logging=False)
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise BadInput(f"cannot connect to a Ray cluster at {address or 'auto'} ({str(exc).splitlines()[0]}); "
                        "start one with `ray start --head` or pass --ray-address HOST:6379") from None
@@ -133,7 +166,7 @@ def record(fleet_dir: Path, task: taskfile.Task, result: TaskResult) -> taskfile
     """Write a result's log and run folder into the fleet folder and return the task updated."""
     output = result.output
     if result.run_path:
-        output = output.replace(result.run_path, str(fleet_dir / "runs" / task.id))
+        output = output.replace(result.run_path, str(fleet_dir.resolve() / "runs" / task.id))
     write_text(fleet_dir / f"logs/{task.id}.log", output)
     run_dir = None
     if result.archive is not None:

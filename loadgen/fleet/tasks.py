@@ -127,6 +127,9 @@ def _task_problem(task: Any) -> str | None:
     for key, kind in checks:
         if (problem := _optional(task, key, kind)) is not None:
             return problem
+    run_dir = task.get("run_dir")
+    if run_dir is not None and (not run_dir.startswith("runs/") or ".." in Path(run_dir).parts):
+        return f"'run_dir' {run_dir!r} is not a folder under runs/ of the fleet folder"
     return _node_problem(task.get("node"))
 
 
@@ -169,7 +172,11 @@ def load(fleet_dir: Path) -> tuple[str, list[Task]]:
     path = fleet_dir / "tasks.json"
     if not path.is_file():
         raise BadInput(f"{fleet_dir} holds no tasks.json: not a fleet folder (loadgen fleet run writes one)")
-    doc = read_json(path)
+    try:
+        doc = read_json(path)
+    except BadInput:
+        raise BadInput(f"{path} is not readable JSON; restore the tasks.json that `loadgen fleet run` wrote, or "
+                       "run the fleet again into a new folder") from None
     if (problem := tasks_problem(doc)) is not None:
         raise BadInput(f"{path} is not a fleet task list ({problem}); restore the tasks.json that "
                        "`loadgen fleet run` wrote, or run the fleet again into a new folder")

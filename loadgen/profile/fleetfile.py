@@ -98,6 +98,9 @@ def load_fleet(path: Path) -> FleetFile:
     if not gpu_resource:
         raise ProfileError(f"{path}: gpu_resource must name a Ray resource (\"GPU\" on GPU nodes)")
     workdir = doc.get("workdir", str, None)
+    if workdir is not None and not Path(workdir).is_absolute():
+        raise ProfileError(f"{path}: workdir {workdir!r} must be an absolute path (the folder on every node "
+                           "that holds profiles/ and the models)")
     entries = doc.get("measure", list, ..., "an array of [[measure]] tables")
     if not entries:
         raise ProfileError(f"{path}: no [[measure]] entry; add one with pairs = [...] and nodes = ...")
@@ -109,14 +112,14 @@ def load_fleet(path: Path) -> FleetFile:
 def _measure(path: Path, index: int, raw: object) -> Measure:
     t = Table(path, f"[[measure]] #{index}", raw)
     pairs, sweeps = t.str_list("pairs", ()), t.str_list("sweeps", ())
+    nodes = t.get("nodes", (str, list), None, f"\"{EVERY_GPU_NODE}\" or a list of node names")
+    labels = t.get("labels", dict, None, "a table of label = value strings")
+    t.finish()  # an unknown key (a typo such as `pair`) is named before anything else
     if not pairs and not sweeps:
         raise ProfileError(f"{path}: [[measure]] #{index} names no pair and no sweep; add pairs = [\"<pair>\"]")
     for what, names in (("pairs", pairs), ("sweeps", sweeps)):
         if len(set(names)) != len(names):
             raise ProfileError(f"{path}: [[measure]] #{index}.{what} lists a file twice; list each once")
-    nodes = t.get("nodes", (str, list), None, f"\"{EVERY_GPU_NODE}\" or a list of node names")
-    labels = t.get("labels", dict, None, "a table of label = value strings")
-    t.finish()
     return Measure(pairs, sweeps, _selector(path, index, nodes, labels))
 
 

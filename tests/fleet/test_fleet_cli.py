@@ -3,7 +3,9 @@ cluster is started here)."""
 
 from __future__ import annotations
 
+import http.server
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -48,4 +50,34 @@ def test_resume_and_report_of_a_folder_that_is_no_fleet(tmp_path: Path) -> None:
     code, out = _run("report", str(tmp_path))
     assert code == 2 and "tasks.json" in out
     code, out = _run("run", "--resume", str(tmp_path))
-    assert code == 2 and "fleet.toml" in out
+    assert code == 2 and "not a fleet folder" in out
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "garbage", "http://127.0.0.1:6379"])
+def test_an_address_that_is_no_ray_address_is_one_line(tmp_path: Path, address: str) -> None:
+    (tmp_path / "f.toml").write_text(FLEET)
+    code, out = _run("run", str(tmp_path / "f.toml"), "--ray-address", address)
+    assert code == 2 and out.count("\n") == 1 and ("not a Ray address" in out or "no Ray cluster" in out), out
+
+
+def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from loadgen.fleet import runner
+
+    monkeypatch.setattr(runner, "PROBE_TIMEOUT_S", 10.0)
+    (tmp_path / "f.toml").write_text(FLEET)
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        t0 = time.monotonic()
+        code, out = _run("run", str(tmp_path / "f.toml"), "--ray-address", f"127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+    assert code == 2 and ("no Ray cluster answered" in out or "cannot connect" in out), out
+    assert time.monotonic() - t0 < 40
+
+
+def test_reload_pairs_goes_with_resume(tmp_path: Path) -> None:
+    (tmp_path / "f.toml").write_text(FLEET)
+    code, out = _run("run", str(tmp_path / "f.toml"), "--reload-pairs")
+    assert code == 2 and "--reload-pairs goes with --resume" in out

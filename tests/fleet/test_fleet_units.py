@@ -4,6 +4,7 @@ task plan and state file, the node task's ports and failure line; and one node t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 import tarfile
@@ -13,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.errors import BadInput, ProfileError
+from loadgen.errors import BadInput, CriteriaFailed, ProfileError, RunFailed
 from loadgen.fleet import tasks as taskfile
+from loadgen.fleet.flow import FleetOutcome, _resume_plan, fleet_exit
 from loadgen.fleet.nodes import alive_nodes, node_of, select
 from loadgen.fleet.nodetask import TaskSpec, reason_of, run_on_node, with_ports
 from loadgen.profile.fleetfile import NodeSelector, load_fleet
@@ -60,6 +62,8 @@ def test_fleet_file_reads_every_selector(tmp_path: Path) -> None:
     ('name = "x y"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n', "names the fleet folder"),
     ('name = "x"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\ngpus = 2\n', "unknown key 'gpus'"),
     ('name = "x"\n', "missing key measure"),
+    ('name = "x"\n[[measure]]\npair = ["a"]\nnodes = "every-gpu-node"\n', "unknown key 'pair'"),
+    ('name = "x"\nworkdir = "opt/lg"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n', "must be an absolute"),
 ])
 def test_fleet_file_errors_name_the_key_and_the_fix(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(ProfileError, match=message):
@@ -156,3 +160,46 @@ def test_a_node_task_runs_a_sweep_and_ships_the_sweep_folder(tmp_path: Path) -> 
         names = set(tar.getnames())
     assert {"./sweep.json", "./plain-before/card.json", "./plain-after/protocol.json"} <= names
     assert any(n.endswith("/card.json") and "k1" in n for n in names), sorted(names)[:20]
+
+
+def _done(task: taskfile.Task, code: int) -> taskfile.Task:
+    return dataclasses.replace(task, status="done" if code in (0, 3) else "failed", exit_code=code,
+                               reason=None if code in (0, 3) else "exit 1: x", run_dir=f"runs/{task.id}")
+
+
+def test_the_fleet_exit_is_1_on_a_failed_task_else_3_on_a_failed_verdict(tmp_path: Path) -> None:
+    gpu = select(NODES, NodeSelector(every_gpu_node=True), "GPU")
+    a, b = taskfile.plan([("p", "compare", gpu)])
+    fleet_exit(FleetOutcome(tmp_path, tmp_path / "fleet.md", [_done(a, 0), _done(b, 0)]))  # exit 0: returns
+    with pytest.raises(CriteriaFailed, match="1 of 2 failed their declared criteria \\(p__stg-b\\)"):
+        fleet_exit(FleetOutcome(tmp_path, tmp_path / "fleet.md", [_done(a, 0), _done(b, 3)]))
+    with pytest.raises(RunFailed, match="1 of 2 fleet tasks failed .*--reload-pairs"):
+        fleet_exit(FleetOutcome(tmp_path, tmp_path / "fleet.md", [_done(a, 1), _done(b, 3)]))
+
+
+def test_resume_with_reload_pairs_reruns_every_task_of_a_changed_pair(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    pairs_dir = tmp_path / "profiles" / "pairs"
+    pairs_dir.mkdir(parents=True)
+    for name in ("p", "q"):
+        (pairs_dir / f"{name}.toml").write_text(f'name = "{name}"\n[speculative]\nmethod = "ngram"\n')
+    fleet_dir = tmp_path / "fleet"
+    (fleet_dir / "pairs").mkdir(parents=True)
+    (fleet_dir / "fleet.toml").write_text('name = "f"\n[[measure]]\npairs = ["p", "q"]\nnodes = "every-gpu-node"\n')
+    gpu = select(NODES, NodeSelector(every_gpu_node=True), "GPU")
+    tasks = [_done(t, 0) for t in taskfile.plan([("p", "compare", gpu), ("q", "compare", gpu)])]
+    for t in tasks:
+        (fleet_dir / t.run_dir).mkdir(parents=True)
+    tasks[3] = _done(tasks[3], 1)
+    taskfile.save(fleet_dir, "f", tasks)
+    for name in ("p", "q"):
+        (fleet_dir / "pairs" / f"{name}.toml").write_text((pairs_dir / f"{name}.toml").read_text())
+    lines: list[str] = []
+    _, _, todo = _resume_plan(fleet_dir, False, lines.append)
+    assert [t.id for t in todo] == ["q__stg-b"] and todo[0].status == "pending"
+    (pairs_dir / "p.toml").write_text('name = "p"\n[speculative]\nmethod = "ngram"\n# fixed\n')
+    _, _, todo = _resume_plan(fleet_dir, True, lines.append)
+    assert [t.id for t in todo] == ["p__10.0.0.1", "p__stg-b", "q__stg-b"]
+    assert lines == ["pair p: its file changed since the fleet ran; all 2 of its tasks run again"]
+    assert (fleet_dir / "pairs" / "p.toml").read_text().endswith("# fixed\n")

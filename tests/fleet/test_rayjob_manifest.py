@@ -8,7 +8,7 @@ kubernetes-validate knows the Kubernetes API, not KubeRay's RayJob (a custom res
   (ray-project/kuberay, ray-operator/apis/ray/v1/rayjob_types.go: RayJobSpec; raycluster_types.go:
   RayClusterSpec, HeadGroupSpec, WorkerGroupSpec; unknown fields refused), plus what a fleet needs: a
   worker group with ``nvidia.com/gpu: 1`` per pod, an entrypoint that runs ``loadgen fleet run ...
-  --ray-address auto`` and survives the submitter pod's shell, and its ``--out`` on a mounted volume.
+  --ray-address auto`` and survives the submitter pod's shell, and its ``--out`` or ``--runs-dir`` on a mounted volume.
 Each check is shown to fail on a broken copy of the manifest.
 """
 
@@ -97,9 +97,11 @@ def _fleet_problems(job: dict[str, Any]) -> list[str]:
     command = inner[inner.index("loadgen"):] if "loadgen" in inner else []
     if command[:3] != ["loadgen", "fleet", "run"] or "--ray-address" not in command:
         problems.append(f"the entrypoint does not run `loadgen fleet run FLEET --ray-address ...`: {inner}")
-    out = command[command.index("--out") + 1] if "--out" in command[:-1] else ""
+    flag = next((f for f in ("--out", "--runs-dir") if f in command[:-1]), None)
+    out = command[command.index(flag) + 1] if flag else ""
     head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
-    if not any(out.startswith(m["mountPath"].rstrip("/") + "/") for m in head.get("volumeMounts") or []):
+    if not any((out.rstrip("/") + "/").startswith(m["mountPath"].rstrip("/") + "/")
+               for m in head.get("volumeMounts") or []):
         problems.append(f"the fleet folder {out!r} is not on a volume mounted in the head pod")
     return problems
 
@@ -138,7 +140,7 @@ def test_the_rayjob_runs_the_fleet_on_one_gpu_per_worker() -> None:
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1" and workers["replicas"] >= 1
     assert shlex.split(job["spec"]["entrypoint"]) == [
         "bash", "-c", "cd /opt/loadgen && exec loadgen fleet run profiles/fleets/h200.toml --ray-address auto "
-        "--out /results/fleet"]
+        "--runs-dir /results"]
     assert job["spec"]["shutdownAfterJobFinishes"] is True
 
 
