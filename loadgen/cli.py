@@ -42,7 +42,7 @@ def _handles_errors(fn: F) -> F:
                 click.echo(f"loadgen: error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt as exc:  # a run's own line (closing.RunInterrupted) says where its data is
-            click.echo(f"loadgen: {exc or 'interrupted; everything measured so far is on disk'}", err=True)
+            click.echo(f"loadgen: {str(exc) or 'interrupted; everything measured so far is on disk'}", err=True)
             sys.exit(1)
         except OSError as exc:
             if exc.errno not in _DISK_ERRNOS or exc.filename is None:
@@ -224,7 +224,7 @@ def fleet() -> None:
 @fleet.command("run")
 @click.argument("fleet_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--ray-address", default="auto", show_default=True,
-              help="The Ray cluster to run on (HOST:6379, ray://HOST:10001, or auto: the local node's cluster).")
+              help="The Ray cluster to run on: HOST:6379 (the head's GCS port), or auto (this node's cluster).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="The fleet folder (default: RUNS_DIR/fleet-<name>-<UTC timestamp>).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
@@ -236,7 +236,8 @@ def fleet() -> None:
 def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_dir: Path,
               resume_dir: Path | None, reload_pairs: bool) -> None:
     """Run FLEET_FILE's pairs and sweeps on its nodes, one Ray task per (pair x node), and write the
-    fleet card; exit 1 when a task failed (the others' results are kept)."""
+    fleet card. Exit 0 all done; 1 a task failed (the others' results are kept); 2 bad input; 3 every
+    task finished but a verdict failed its declared criteria."""
     from loadgen.fleet.fleetcard import fleet_summary_lines
     from loadgen.fleet.flow import fleet_exit, run_fleet
 

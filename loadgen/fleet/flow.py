@@ -38,10 +38,21 @@ class FleetOutcome:
     fleet_dir: Path
     card: Path
     tasks: list[taskfile.Task]
+    ray_address: str | None = None
+
+    @property
+    def resume_command(self) -> str:
+        return resume_command(self.fleet_dir, self.ray_address)
 
     @property
     def failed(self) -> list[taskfile.Task]:
         return [t for t in self.tasks if t.status != "done"]
+
+
+def resume_command(fleet_dir: Path, ray_address: str | None) -> str:
+    """The command that runs what is not done of ``fleet_dir`` again, on the same cluster."""
+    where = f" --ray-address {ray_address}" if ray_address not in (None, "auto") else ""
+    return f"loadgen fleet run --resume {fleet_dir}{where}"
 
 
 def _new_fleet_dir(fleet: FleetFile, out: Path | None, runs_dir: Path) -> Path:
@@ -77,7 +88,7 @@ def _options(ray: Any, node: FleetNode, gpu_resource: str) -> dict[str, Any]:
 
 
 def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, taskfile.Task],
-                todo: list[taskfile.Task], log: Log) -> None:
+                todo: list[taskfile.Task], log: Log, again: str) -> None:
     """Submit ``todo`` and record each result in ``state`` (saved after every one) as it comes back."""
     remote = ray.remote(run_on_node)
     workdir = fleet.workdir or str(Path.cwd())
@@ -106,8 +117,8 @@ def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, ta
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref, force=True)
-        raise KeyboardInterrupt(f"fleet interrupted; finished tasks are in {fleet_dir}; "
-                                f"run the rest with: loadgen fleet run --resume {fleet_dir}") from None
+        raise KeyboardInterrupt(f"fleet interrupted; finished tasks are in {fleet_dir}; run the rest with: {again}"
+                                ) from None
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -115,24 +126,31 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFile, list[taskfile.Task],
-                                                                        list[taskfile.Task]]:
-    """The fleet, its tasks and those to run again; with ``reload_pairs`` the pair files are read again
-    from the fleet file's references and every task of a pair whose text changed runs again (a card
-    never mixes two versions of a pair file)."""
+                                                                        list[taskfile.Task], dict[str, str]]:
+    """The fleet, its tasks, those to run again, and the changed pair files to save (name -> text, written
+    only once their tasks are reset in tasks.json, so an aborted resume never mixes two versions); with
+    ``reload_pairs`` the pair files are read again from the fleet file's references and every task of a
+    pair whose text changed runs again. Raises BadInput when a reloaded file names a pair the fleet has
+    no task for (renamed: run a new fleet)."""
     _, tasks = taskfile.load(fleet_dir)
     fleet = load_fleet(fleet_dir / "fleet.toml")
     rerun = {t.id for t in taskfile.to_rerun(fleet_dir, tasks)}
+    changed: dict[str, str] = {}
     if reload_pairs:
+        known = {t.pair for t in tasks}
         for src in runner.read_sources(fleet).values():
+            if src.name not in known:
+                raise BadInput(f"a pair file of {fleet_dir / 'fleet.toml'} is now named {src.name!r}, which no task of "
+                               f"this fleet measured ({', '.join(sorted(known))}); run it as a new fleet")
             saved = fleet_dir / "pairs" / f"{src.name}.toml"
             if not saved.is_file() or saved.read_text() != src.text:
-                changed = [t.id for t in tasks if t.pair == src.name]
-                log(f"pair {src.name}: its file changed since the fleet ran; all {len(changed)} of its tasks run again")
-                rerun |= set(changed)
-                write_text(saved, src.text)
+                ids = [t.id for t in tasks if t.pair == src.name]
+                log(f"pair {src.name}: its file changed since the fleet ran; all {len(ids)} of its tasks run again")
+                rerun |= set(ids)
+                changed[src.name] = src.text
     todo = [dataclasses.replace(t, status="pending", reason=None, exit_code=None, started=None, finished=None,
                                 wall_s=None) for t in tasks if t.id in rerun]
-    return fleet, tasks, todo
+    return fleet, tasks, todo, changed
 
 
 def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out: Path | None = None,
@@ -143,13 +161,13 @@ def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out
     if (fleet_file is None) == (resume is None):
         raise BadInput("give exactly one of FLEET.toml or --resume FLEET_DIR")
     if resume is not None:
-        fleet, tasks, todo = _resume_plan(resume, reload_pairs, log)
+        fleet, tasks, todo, changed = _resume_plan(resume, reload_pairs, log)
         fleet_dir, sources = resume, {}
         if not todo:
             log(f"fleet folder: {fleet_dir}: every task is done; nothing to run")
             return FleetOutcome(fleet_dir, write_fleet_card(fleet_dir), tasks)
     else:
-        fleet = load_fleet(resolve_fleet_path(str(fleet_file)))
+        fleet, changed = load_fleet(resolve_fleet_path(str(fleet_file))), {}
         sources = runner.read_sources(fleet)
     ray = runner.connect(ray_address)
     signal.signal(signal.SIGTERM, _sigterm)  # ray.init installs its own; a stopped fleet keeps what came back
@@ -163,11 +181,17 @@ def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out
             todo = _on_current_nodes(todo, nodes, fleet.gpu_resource)
         state = {t.id: t for t in tasks} | {t.id: t for t in todo}
         taskfile.save(fleet_dir, fleet.name, list(state.values()))
+        for name, text in (changed if resume is not None else {}).items():
+            write_text(fleet_dir / "pairs" / f"{name}.toml", text)
         log(f"fleet folder: {fleet_dir} ({len(todo)} of {len(state)} tasks to run)")
-        _submit_all(ray, fleet, fleet_dir, state, [t for t in todo if t.status == "pending"], log)
+        for t in todo:
+            if t.status == "failed":
+                log(f"[{t.id}] failed: {t.reason}")
+        _submit_all(ray, fleet, fleet_dir, state, [t for t in todo if t.status == "pending"], log,
+                    resume_command(fleet_dir, ray_address))
     finally:
         ray.shutdown()
-    return FleetOutcome(fleet_dir, write_fleet_card(fleet_dir), list(state.values()))
+    return FleetOutcome(fleet_dir, write_fleet_card(fleet_dir), list(state.values()), ray_address)
 
 
 def fleet_exit(outcome: FleetOutcome) -> None:
@@ -178,8 +202,8 @@ def fleet_exit(outcome: FleetOutcome) -> None:
         first = outcome.failed[0]
         raise RunFailed(f"{len(outcome.failed)} of {len(outcome.tasks)} fleet tasks failed (first: {first.id} on "
                         f"{first.node.name}: {first.reason}); the others' results are in {outcome.fleet_dir}; "
-                        f"fix the cause and run only those again with: loadgen fleet run --resume "
-                        f"{outcome.fleet_dir} (add --reload-pairs after fixing a pair file)")
+                        f"fix the cause and run only those again with: {outcome.resume_command} (add "
+                        "--reload-pairs after fixing a pair file)")
     judged = [t for t in outcome.tasks if t.exit_code == 3]
     if judged:
         raise CriteriaFailed(f"every task finished; {len(judged)} of {len(outcome.tasks)} failed their declared "

@@ -17,6 +17,7 @@ import dataclasses
 import io
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -34,7 +35,7 @@ from loadgen.fleet.nodes import FleetNode, select
 from loadgen.fleet.nodetask import TaskResult, reason_of
 from loadgen.profile.candidates import is_sweep
 from loadgen.profile.fleetfile import FleetFile
-from loadgen.profile.pairfile import resolve_pair_path
+from loadgen.profile.pairfile import load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.report.rundir import write_text
 
@@ -63,7 +64,12 @@ def read_sources(fleet: FleetFile) -> dict[tuple[str, str], PairSource]:
                     where, what, fix = (("pairs", "a sweep", "sweeps") if kind == "compare"
                                         else ("sweeps", "a pair", "pairs"))
                     raise BadInput(f"{fleet.path}: {ref!r} under {where} is {what} file; list it under {fix}")
+                if kind == "compare":
+                    load_pair(str(path))  # the pair checks loadgen compare starts with: one line, exit 2
                 src = PairSource(str(doc.get("name") or path.stem), kind, path.read_text())
+                if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", src.name):
+                    raise BadInput(f"{path}: name = {src.name!r} cannot name a task folder; use letters, digits, "
+                                   "'.', '_' and '-'")
                 same = [o for o in out.values() if o.name == src.name and o.text != src.text]
                 if same:
                     raise BadInput(f"{fleet.path}: two different pair files are both named {src.name!r} (the name key "
@@ -87,7 +93,8 @@ def _gcs_address(address: str) -> str:
     """``host:port`` that ``address`` names (``auto``: the cluster Ray finds from RAY_ADDRESS or the local
     node's session, through ray._private.services.canonicalize_bootstrap_address, Ray 2.x)."""
     if address.startswith("ray://"):
-        return address[len("ray://"):]
+        raise BadInput(f"--ray-address {address}: Ray Client addresses are not supported (the driver ships whole run "
+                       "folders); run loadgen fleet on the head node with --ray-address auto, or give HOST:6379")
     try:
         from ray._private.services import canonicalize_bootstrap_address
     except ImportError:
@@ -130,14 +137,18 @@ def _probe(address: str) -> None:
                        "the head's GCS port, 6379 by default, and not the dashboard's 8265?)") from None
     if out.returncode != 0 or "ok" not in out.stdout:
         lines = [ln.strip() for ln in out.stderr.splitlines() if ln.strip()] or ["no output"]
-        raise BadInput(f"cannot connect to a Ray cluster at {address} ({lines[-1][:200]}); check --ray-address "
-                       "(the head's GCS port, 6379 by default)")
+        auth = [ln for ln in lines if "auth" in ln.lower() or "token" in ln.lower()]
+        raise BadInput(f"cannot connect to a Ray cluster at {address} ({(auth or lines)[-1][:200]}); check "
+                       "--ray-address (the head's GCS port, 6379 by default)"
+                       + ("; the cluster uses token authentication: export RAY_AUTH_MODE=token and the head's "
+                          "token here (docs/fleet/README.md)" if auth else ""))
 
 
 def connect(address: str | None) -> Any:
     """``ray`` connected to the cluster at ``address`` (None: a new local single-node Ray).
 
     Raises BadInput when Ray is not installed or no cluster answers there (within seconds)."""
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # read at import: every task's lines, not "[repeated 5x ...]"
     try:
         import ray
     except ImportError:
@@ -145,7 +156,6 @@ def connect(address: str | None) -> Any:
     if address is not None:
         _check_reachable(address)
         _probe(address)
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # every node's lines, not "[repeated 5x across cluster]"
     try:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:

@@ -182,8 +182,10 @@ def test_resume_with_reload_pairs_reruns_every_task_of_a_changed_pair(tmp_path: 
     monkeypatch.chdir(tmp_path)
     pairs_dir = tmp_path / "profiles" / "pairs"
     pairs_dir.mkdir(parents=True)
+    (tmp_path / "profiles" / "workloads").mkdir()
+    (tmp_path / "profiles" / "workloads" / "w.toml").write_text(WORKLOAD)
     for name in ("p", "q"):
-        (pairs_dir / f"{name}.toml").write_text(f'name = "{name}"\n[speculative]\nmethod = "ngram"\n')
+        (pairs_dir / f"{name}.toml").write_text(PAIR.format(name=name, k=1, python=sys.executable, repo=REPO))
     fleet_dir = tmp_path / "fleet"
     (fleet_dir / "pairs").mkdir(parents=True)
     (fleet_dir / "fleet.toml").write_text('name = "f"\n[[measure]]\npairs = ["p", "q"]\nnodes = "every-gpu-node"\n')
@@ -196,10 +198,15 @@ def test_resume_with_reload_pairs_reruns_every_task_of_a_changed_pair(tmp_path: 
     for name in ("p", "q"):
         (fleet_dir / "pairs" / f"{name}.toml").write_text((pairs_dir / f"{name}.toml").read_text())
     lines: list[str] = []
-    _, _, todo = _resume_plan(fleet_dir, False, lines.append)
+    _, _, todo, changed = _resume_plan(fleet_dir, False, lines.append)
     assert [t.id for t in todo] == ["q__stg-b"] and todo[0].status == "pending"
-    (pairs_dir / "p.toml").write_text('name = "p"\n[speculative]\nmethod = "ngram"\n# fixed\n')
-    _, _, todo = _resume_plan(fleet_dir, True, lines.append)
+    (pairs_dir / "p.toml").write_text((pairs_dir / "p.toml").read_text() + "# fixed\n")
+    assert changed == {}
+    _, _, todo, changed = _resume_plan(fleet_dir, True, lines.append)
     assert [t.id for t in todo] == ["p__10.0.0.1", "p__stg-b", "q__stg-b"]
     assert lines == ["pair p: its file changed since the fleet ran; all 2 of its tasks run again"]
-    assert (fleet_dir / "pairs" / "p.toml").read_text().endswith("# fixed\n")
+    # nothing is written before the tasks are reset (run_fleet writes it after tasks.json)
+    assert list(changed) == ["p"] and not (fleet_dir / "pairs" / "p.toml").read_text().endswith("# fixed\n")
+    (pairs_dir / "q.toml").write_text((pairs_dir / "q.toml").read_text().replace('name = "q"', 'name = "q2"'))
+    with pytest.raises(BadInput, match="is now named 'q2'"):
+        _resume_plan(fleet_dir, True, lines.append)
