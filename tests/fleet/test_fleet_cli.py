@@ -53,11 +53,12 @@ def test_resume_and_report_of_a_folder_that_is_no_fleet(tmp_path: Path) -> None:
     assert code == 2 and "not a fleet folder" in out
 
 
-@pytest.mark.parametrize("address", ["127.0.0.1", "garbage", "http://127.0.0.1:6379"])
+@pytest.mark.parametrize("address", ["127.0.0.1", "garbage", "http://127.0.0.1:6379", "ray://127.0.0.1:10001"])
 def test_an_address_that_is_no_ray_address_is_one_line(tmp_path: Path, address: str) -> None:
     (tmp_path / "f.toml").write_text(FLEET)
     code, out = _run("run", str(tmp_path / "f.toml"), "--ray-address", address)
-    assert code == 2 and out.count("\n") == 1 and ("not a Ray address" in out or "no Ray cluster" in out), out
+    assert code == 2 and out.count("\n") == 1 and ("not a Ray address" in out or "no Ray cluster" in out
+                                                  or "Ray Client addresses are not supported" in out), out
 
 
 def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(tmp_path: Path,
