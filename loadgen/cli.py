@@ -238,7 +238,6 @@ def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_
     """Run FLEET_FILE's pairs and sweeps on its nodes, one Ray task per (pair x node), and write the
     fleet card. Exit 0 all done; 1 a task failed (the others' results are kept); 2 bad input; 3 every
     task finished but a verdict failed its declared criteria."""
-    from loadgen.fleet.fleetcard import fleet_summary_lines
     from loadgen.fleet.flow import fleet_exit, run_fleet
 
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
@@ -246,10 +245,14 @@ def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_
         raise BadInput("--reload-pairs goes with --resume FLEET_DIR")
     outcome = run_fleet(fleet_file, ray_address, click.echo, out=out, runs_dir=runs_dir, resume=resume_dir,
                         reload_pairs=reload_pairs)
-    for line in fleet_summary_lines(read_json(outcome.fleet_dir / "fleet.json")):
-        click.echo(line)
-    click.echo(f"fleet card: {outcome.card}")
+    _print_fleet_card(outcome.fleet_dir, outcome.card)
     fleet_exit(outcome)
+
+
+def _print_fleet_card(fleet_dir: Path, card: Path) -> None:
+    from loadgen.fleet.fleetcard import fleet_summary_lines
+
+    click.echo("\n".join([*fleet_summary_lines(read_json(fleet_dir / "fleet.json")), f"fleet card: {card}"]))
 
 
 @fleet.command("report")
@@ -257,12 +260,9 @@ def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_
 @_handles_errors
 def fleet_report(fleet_dir: Path) -> None:
     """Merge the run folders of FLEET_DIR into the fleet card (fleet.json, fleet.md)."""
-    from loadgen.fleet.fleetcard import fleet_summary_lines, write_fleet_card
+    from loadgen.fleet.fleetcard import write_fleet_card
 
-    card = write_fleet_card(fleet_dir)
-    for line in fleet_summary_lines(read_json(fleet_dir / "fleet.json")):
-        click.echo(line)
-    click.echo(f"fleet card: {card}")
+    _print_fleet_card(fleet_dir, write_fleet_card(fleet_dir))
 
 
 @main.command()

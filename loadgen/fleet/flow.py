@@ -148,8 +148,7 @@ def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFi
                 log(f"pair {src.name}: its file changed since the fleet ran; all {len(ids)} of its tasks run again")
                 rerun |= set(ids)
                 changed[src.name] = src.text
-    todo = [dataclasses.replace(t, status="pending", reason=None, exit_code=None, started=None, finished=None,
-                                wall_s=None) for t in tasks if t.id in rerun]
+    todo = [taskfile.reset(t) for t in tasks if t.id in rerun]
     return fleet, tasks, todo, changed
 
 
@@ -181,7 +180,7 @@ def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out
             todo = _on_current_nodes(todo, nodes, fleet.gpu_resource)
         state = {t.id: t for t in tasks} | {t.id: t for t in todo}
         taskfile.save(fleet_dir, fleet.name, list(state.values()))
-        for name, text in (changed if resume is not None else {}).items():
+        for name, text in changed.items():
             write_text(fleet_dir / "pairs" / f"{name}.toml", text)
         log(f"fleet folder: {fleet_dir} ({len(todo)} of {len(state)} tasks to run)")
         for t in todo:

@@ -28,12 +28,14 @@ import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from loadgen import __version__
-from loadgen.serve.resources import hardware
 from loadgen.serve.servers import die_with_parent
 from loadgen.util import tomlwrite
+
+#: Exit codes of ``loadgen compare`` / ``loadgen sweep`` that mean the measurement finished (3: its
+#: verdict failed the declared criteria, still a finished measurement).
+FINISHED_EXITS = (0, 3)
 
 
 @dataclass(frozen=True)
@@ -51,15 +53,14 @@ class TaskSpec:
 @dataclass(frozen=True)
 class TaskResult:
     """What comes back: the exit code of the command, its output, the run folder as a gzipped tar
-    (None when no run folder was made), the node's hostname and hardware (serve/resources.py), the
-    ports used, and the UTC start and end (ISO 8601) with the wall time in seconds; ``run_path`` is where
-    the run folder was on the node (gone now: the fleet folder's copy replaces it in messages)."""
+    (None when no run folder was made), the node's hostname, the ports used, and the UTC start and end
+    (ISO 8601) with the wall time in seconds; ``run_path`` is where the run folder was on the node (gone
+    now: the fleet folder's copy replaces it in messages)."""
 
     exit_code: int
     output: str
     archive: bytes | None
     hostname: str
-    hardware: dict[str, Any]
     ports: tuple[int, int] | None
     started: str
     finished: str
@@ -160,7 +161,7 @@ def run_on_node(spec: TaskSpec) -> TaskResult:
             argv.append("--no-progress")
         code, output = _stream(argv, spec.workdir, f"[{spec.task_id}]")
         folder = _run_folder(tmp / "runs")
-        return TaskResult(code, output, _pack(folder) if folder else None, socket.gethostname(), hardware(), ports,
+        return TaskResult(code, output, _pack(folder) if folder else None, socket.gethostname(), ports,
                           started.isoformat(timespec="seconds"), datetime.now(UTC).isoformat(timespec="seconds"),
                           round(time.monotonic() - t0, 3), str(folder) if folder else None)
     finally:
@@ -171,7 +172,7 @@ def run_on_node(spec: TaskSpec) -> TaskResult:
 def reason_of(code: int, output: str) -> str | None:
     """The one line that says why a task failed: the command's ``loadgen: error:`` line, else its last
     non-empty line; None for a finished measurement (exit 0 or 3)."""
-    if code in (0, 3):
+    if code in FINISHED_EXITS:
         return None
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("loadgen: error:")]

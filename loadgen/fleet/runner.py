@@ -17,7 +17,6 @@ import dataclasses
 import io
 import logging
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -35,7 +34,7 @@ from loadgen.fleet.nodes import FleetNode, select
 from loadgen.fleet.nodetask import TaskResult, reason_of
 from loadgen.profile.candidates import is_sweep
 from loadgen.profile.fleetfile import FleetFile
-from loadgen.profile.pairfile import load_pair, resolve_pair_path
+from loadgen.profile.pairfile import load_pair, pair_name, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.report.rundir import write_text
 
@@ -66,10 +65,7 @@ def read_sources(fleet: FleetFile) -> dict[tuple[str, str], PairSource]:
                     raise BadInput(f"{fleet.path}: {ref!r} under {where} is {what} file; list it under {fix}")
                 if kind == "compare":
                     load_pair(str(path))  # the pair checks loadgen compare starts with: one line, exit 2
-                src = PairSource(str(doc.get("name") or path.stem), kind, path.read_text())
-                if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", src.name):
-                    raise BadInput(f"{path}: name = {src.name!r} cannot name a task folder; use letters, digits, "
-                                   "'.', '_' and '-'")
+                src = PairSource(pair_name(str(doc.get("name") or path.stem), path), kind, path.read_text())
                 same = [o for o in out.values() if o.name == src.name and o.text != src.text]
                 if same:
                     raise BadInput(f"{fleet.path}: two different pair files are both named {src.name!r} (the name key "

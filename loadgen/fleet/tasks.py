@@ -22,8 +22,6 @@ from loadgen.report.rundir import read_json, write_json
 TASKS_SCHEMA = "loadgen.fleet-tasks/1"
 STATUSES = ("done", "failed", "pending")
 KINDS = ("compare", "sweep")
-#: Exit codes of ``loadgen compare`` / ``loadgen sweep`` that mean the measurement finished.
-FINISHED_EXITS = (0, 3)
 
 
 @dataclass(frozen=True)
@@ -184,9 +182,13 @@ def load(fleet_dir: Path) -> tuple[str, list[Task]]:
     return parsed.name, list(parsed.tasks)
 
 
+def reset(task: Task) -> Task:
+    """``task`` pending again, its outcome cleared."""
+    return dataclasses.replace(task, status="pending", reason=None, exit_code=None, started=None, finished=None,
+                               wall_s=None)
+
+
 def to_rerun(fleet_dir: Path, tasks: Sequence[Task]) -> list[Task]:
     """The tasks ``--resume`` runs again: every task not done, and every done one whose run folder is
     gone, reset to pending."""
-    return [dataclasses.replace(t, status="pending", reason=None, exit_code=None, started=None, finished=None,
-                                wall_s=None)
-            for t in tasks if t.status != "done" or not t.run_dir or not (fleet_dir / t.run_dir).is_dir()]
+    return [reset(t) for t in tasks if t.status != "done" or not t.run_dir or not (fleet_dir / t.run_dir).is_dir()]

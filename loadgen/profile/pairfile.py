@@ -119,7 +119,7 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
     return out
 
 
-def _name(name: str, path: Path) -> str:
+def pair_name(name: str, path: Path) -> str:
     """The pair's name, which names its run folders (``runs/<name>/``): letters, digits, ``.``, ``_``, ``-``."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise ProfileError(f"{path}: name = {name!r} cannot name a run folder; use letters, digits, '.', '_' and '-' "
@@ -256,7 +256,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     role_servers = _servers(top, path)
     check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
     pair = Pair(
-        name=_name(top.get("name", str, path.stem), path),
+        name=pair_name(top.get("name", str, path.stem), path),
         description=top.get("description", str, ""),
         path=path,
         target=target,
