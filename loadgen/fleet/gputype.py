@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadgen.fleet.nodes import ACCELERATOR_RESOURCE, GPU_TYPE_LABEL, FleetNode
+from loadgen.fleet.nodes import ACCELERATOR_RESOURCE, GPU_TYPE_LABEL, FleetNode, declared_gpu_types
 
 #: Ray's accelerator type from an NVIDIA device name: ``NVIDIA_GPU_NAME_PATTERN`` and its fallback in
 #: ``NvidiaGPUAcceleratorManager._gpu_name_to_accelerator_type`` (ray-project/ray,
@@ -35,9 +35,7 @@ def gpu_type_of(node: FleetNode, hardware: Mapping[str, Any] | None) -> tuple[st
     """(GPU type, where it came from) of ``node``: the runner's ``gpu_type`` (named by the label or
     resource it matches), the label ``loadgen.io/gpu-type``, the ``accelerator_type:<type>`` resource, the
     first GPU of a card's ``hardware``; (None, None) when none says."""
-    label = node.labels.get(GPU_TYPE_LABEL)
-    accel = next((k[len(ACCELERATOR_RESOURCE):] for k in sorted(node.resources) if k.startswith(ACCELERATOR_RESOURCE)),
-                 None)
+    label, accel = declared_gpu_types(node.labels, node.resources)
     by_label, by_resource = f"label {GPU_TYPE_LABEL}", f"Ray resource {ACCELERATOR_RESOURCE}<type>"
     if node.gpu_type:
         source = by_label if node.gpu_type == label else by_resource if node.gpu_type == accel else "tasks.json"

@@ -45,16 +45,22 @@ class FleetNode:
                          doc.get("gpu_type"), dict(doc.get("resources") or {}), dict(doc.get("labels") or {}))
 
 
+def declared_gpu_types(labels: Mapping[str, str], resources: Mapping[str, float]) -> tuple[str | None, str | None]:
+    """(the label ``loadgen.io/gpu-type``, the type of Ray's ``accelerator_type:<type>`` resource), each None
+    when the node has none (the first type, sorted, when it has several)."""
+    accel = sorted(k[len(ACCELERATOR_RESOURCE):] for k in resources if k.startswith(ACCELERATOR_RESOURCE))
+    return labels.get(GPU_TYPE_LABEL), (accel[0] if accel else None)
+
+
 def node_of(raw: Mapping[str, Any]) -> FleetNode:
     """A :class:`FleetNode` from one entry of ``ray.nodes()`` (keys ``NodeID``, ``NodeManagerAddress``,
     ``NodeManagerHostname``, ``Resources``, ``Labels``)."""
     labels = {str(k): str(v) for k, v in (raw.get("Labels") or {}).items()}
     resources = {str(k): float(v) for k, v in (raw.get("Resources") or {}).items()}
     address = str(raw.get("NodeManagerAddress") or "")
-    accel = sorted(k[len(ACCELERATOR_RESOURCE):] for k in resources if k.startswith(ACCELERATOR_RESOURCE))
-    gpu_type = labels.get(GPU_TYPE_LABEL) or (accel[0] if accel else None)
+    label, accel = declared_gpu_types(labels, resources)
     return FleetNode(str(raw["NodeID"]), labels.get(NAME_LABEL) or address, address,
-                     raw.get("NodeManagerHostname"), gpu_type, resources, labels)
+                     raw.get("NodeManagerHostname"), label or accel, resources, labels)
 
 
 def alive_nodes(raw_nodes: Iterable[Mapping[str, Any]]) -> list[FleetNode]:
