@@ -1,4 +1,4 @@
-"""``loadgen fleet`` on bad input: one line naming the problem and the fix, exit 2, in seconds (no Ray
+"""``loadgen fleet`` on bad input: one line naming the problem and the fix, exit 2, never a hang (no Ray
 cluster is started here)."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -29,12 +28,11 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_nothing_listening_at_the_address_is_bad_input_within_seconds(tmp_path: Path) -> None:
+def test_nothing_listening_at_the_address_is_bad_input_before_ray_init(tmp_path: Path) -> None:
     (tmp_path / "f.toml").write_text(FLEET)
-    t0 = time.monotonic()
     code, out = _run("run", str(tmp_path / "f.toml"), "--ray-address", f"127.0.0.1:{_free_port()}")
+    # the TCP pre-check's line: ray.init, which retries for minutes, was never reached
     assert code == 2 and "no Ray cluster answers at" in out and "ray start --head" in out
-    assert time.monotonic() - t0 < 30
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -70,12 +68,11 @@ def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(tmp_pat
     server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), http.server.SimpleHTTPRequestHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        t0 = time.monotonic()
         code, out = _run("run", str(tmp_path / "f.toml"), "--ray-address", f"127.0.0.1:{server.server_address[1]}")
     finally:
         server.shutdown()
+    # the bounded probe's line (PROBE_TIMEOUT_S), not a hang in ray.init
     assert code == 2 and ("no Ray cluster answered" in out or "cannot connect" in out), out
-    assert time.monotonic() - t0 < 40
 
 
 def test_reload_pairs_goes_with_resume(tmp_path: Path) -> None:
