@@ -99,7 +99,7 @@ def _gcs_address(address: str) -> str:
         return canonicalize_bootstrap_address(address) or address
     except ValueError:
         raise BadInput(f"--ray-address {address!r} is not a Ray address; give HOST:PORT of the head's GCS "
-                       "(HOST:6379), ray://HOST:10001, or auto") from None
+                       "(HOST:6379), or auto") from None
     except ConnectionError:
         raise BadInput(f"no Ray cluster found for --ray-address {address} (no RAY_ADDRESS and no Ray started "
                        "on this node); start one with `ray start --head` or pass --ray-address HOST:6379") from None
