@@ -106,6 +106,9 @@ def teacher_data(model: Any, tok: Any, device: str = "cpu", gen_batch: int = GEN
     import torch
 
     texts, lengths = prompts(tok)
+    # transformers 5.x loads the GGUF's tokenizer without a pad token (seen with 5.17 on the GPU image): the
+    # padding is masked out, so any id will do; the end-of-sequence token is the usual choice
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     encoded = [tok(t, add_special_tokens=False).input_ids for t in texts]
     rows: dict[int, dict[str, Any]] = {}
     for n in sorted(set(lengths)):
@@ -113,14 +116,14 @@ def teacher_data(model: Any, tok: Any, device: str = "cpu", gen_batch: int = GEN
         for start in range(0, len(group), gen_batch):
             batch = group[start:start + gen_batch]
             width = max(len(encoded[i]) for i in batch)
-            ids = torch.full((len(batch), width), tok.pad_token_id)
+            ids = torch.full((len(batch), width), pad)
             mask = torch.zeros_like(ids)
             for j, i in enumerate(batch):  # left padding
                 ids[j, width - len(encoded[i]):] = torch.tensor(encoded[i])
                 mask[j, width - len(encoded[i]):] = 1
             with torch.no_grad():
                 out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=n,
-                                     min_new_tokens=n, do_sample=False, pad_token_id=tok.pad_token_id,
+                                     min_new_tokens=n, do_sample=False, pad_token_id=pad,
                                      return_dict_in_generate=True, output_logits=True)
             top_v, top_i = torch.stack(out.logits, 1).float().topk(TOP_K, -1)
             sequences, top_v, top_i = out.sequences.cpu(), top_v.cpu(), top_i.cpu()
