@@ -175,9 +175,8 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
 
 
 def _verdict_exit(run_dir: Path) -> None:
-    """End a finished run plainly: the card's path after the verdict (printed by print_summary), then
-    CriteriaFailed (exit 3, no error line: the run did not crash) when the verdict failed its declared
-    criteria (none declared: not judged, exit 0)."""
+    """End a finished run plainly: the card's path after the verdict (printed by print_summary), then CriteriaFailed
+    (exit 3, no error line: the run did not crash) when the verdict failed its declared criteria (none: exit 0)."""
     verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
     click.echo(f"card: {run_dir / 'card.md'}")
     if verdict and verdict.get("passed") is False:
@@ -201,9 +200,8 @@ def _verdict_exit(run_dir: Path) -> None:
 @_handles_errors
 def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, history_dirs: tuple[Path, ...],
           budget_min: float | None, attach_plain: str | None, allow_unpinned: bool, api_key: str | None) -> None:
-    """Measure every candidate of the sweep pair file PAIR against one plain baseline (before and
-    after) and write the sweep card with its recommendation; exit 3 when no candidate meets the
-    declared criteria."""
+    """Measure every candidate of the sweep pair file PAIR against one plain baseline (before and after) and
+    write the sweep card with its recommendation; exit 3 when no candidate meets the declared criteria."""
     from loadgen.run.sweep import SweepOptions, run_sweep
 
     if (pair is None) == (resume_dir is None):
@@ -269,9 +267,12 @@ def fleet_report(fleet_dir: Path) -> None:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @_handles_errors
 def report(run_dir: Path) -> None:
-    """Re-render card.json and card.md of RUN_DIR from its saved data alone."""
+    """Re-render RUN_DIR's card.json, card.md from its saved data alone (a sweep folder: each card, then sweep.md)."""
     from loadgen.run.flow import finish_card
+    from loadgen.run.sweep import report_sweep
 
+    if (run_dir / "sweep.toml").is_file():
+        return report_sweep(run_dir, click.echo)
     print_summary(finish_card(run_dir))
     click.echo(f"card: {run_dir / 'card.md'}")
 

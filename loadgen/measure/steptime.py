@@ -66,17 +66,23 @@ def server_step_s(histograms: Mapping[str, Any] | None) -> float | None:
 def role_steps(side: Mapping[str, Any], requests: Sequence[Sequence[float]] | None,
                histograms: Mapping[str, Any] | None) -> dict[str, Any]:
     """Step-time estimates and burst check of one role of a cell (``side``: its card statistics;
-    ``requests``: each measured request's chunk arrivals, or None when only saved statistics exist)."""
+    ``requests``: each measured request's chunk arrivals, or None when only saved statistics exist: then
+    a client step time and burst share that ``side["step_time"]`` holds from the requests are kept, else
+    the pooled mean inter-chunk latency stands in)."""
     icl, itl = side.get("icl_s") or {}, side.get("itl_s") or {}
-    client = client_step_s(requests) if requests is not None else icl.get("mean")
+    saved = side.get("step_time") or {}
+    if requests is not None:
+        client, basis, share = client_step_s(requests), "median over requests", burst_share(requests)
+    elif saved.get("client_basis") == "median over requests":
+        client, basis, share = saved.get("client_step_s"), saved["client_basis"], saved.get("burst_share")
+    else:
+        client, basis, share = icl.get("mean"), "pooled (mean inter-chunk latency)", None
     server = server_step_s(histograms)
     artefact = [name for name, d in (("ITL", itl), ("inter-chunk latency", icl))
                 if d.get("p50") is not None and d["p50"] < BURST_GAP_S]
-    return {"server_step_s": server, "client_step_s": client,
-            "client_basis": "median over requests" if requests is not None else "pooled (mean inter-chunk latency)",
+    return {"server_step_s": server, "client_step_s": client, "client_basis": basis,
             "step_s": server if server else client, "source": "server" if server else "client",
-            "burst_share": burst_share(requests) if requests is not None else None,
-            "icl_p50_s": icl.get("p50"), "burst_artefacts": artefact}
+            "burst_share": share, "icl_p50_s": icl.get("p50"), "burst_artefacts": artefact}
 
 
 def _note(role: str, steps: Mapping[str, Any], client_cores: float | None) -> str | None:

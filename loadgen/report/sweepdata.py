@@ -5,7 +5,7 @@ sweep folder: each candidate's pair card, the plain baseline's drift between ``p
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from loadgen.report.sweeprec import recommend
 SWEEP_SCHEMA = "loadgen.sweep/1"
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
 _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
+_PLAIN_PHASES = ("plain-before", "plain-after")
 
 
 def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
@@ -29,10 +30,16 @@ def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
                        if r.role == "plain" and r.phase == "measured" and CellKey.of(r.__dict__) == key), field)
 
 
-def plain_drift(sweep_dir: Path, key: CellKey, metric: str) -> dict[str, Any]:
+def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
+                saved: Mapping[CellKey, dict[str, Any]] | None = None) -> dict[str, Any]:
     """plain-after / plain-before of ``metric``'s per-request timing at cell ``key`` (paired by prompt,
-    bootstrap 95% CI, measure/ratios.py); TPOT for a metric without a per-request timing."""
+    bootstrap 95% CI, measure/ratios.py); TPOT for a metric without a per-request timing. Without both
+    plain phases' requests.jsonl (a committed example keeps statistics only) the drift ``saved`` in the
+    earlier sweep.json for ``key``, when there is one."""
     field = _TIMING.get(metric, "tpot_s")
+    kept = (saved or {}).get(key)
+    if kept is not None and not all((sweep_dir / p / "requests.jsonl").is_file() for p in _PLAIN_PHASES):
+        return dict(kept)
     r = paired_median_ratio(_per_prompt(sweep_dir / "plain-before", key, field),
                             _per_prompt(sweep_dir / "plain-after", key, field))
     return {"timing": field, "value": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high, "pairs": r.pairs}
@@ -87,8 +94,13 @@ def _primary(cards: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any] | No
     return "tpot_p50", None
 
 
+def _saved_drifts(saved: Mapping[str, Any] | None) -> dict[CellKey, dict[str, Any]]:
+    return {CellKey.of(c): c["drift"] for c in (saved or {}).get("cells", []) if c.get("drift")}
+
+
 def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, dict[str, Any]],
-           metric: str) -> list[dict[str, Any]]:
+           metric: str, saved: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    drifts = _saved_drifts(saved)
     keys: dict[CellKey, dict[str, Any]] = {}
     for card in cards.values():
         for cell in card.get("cells", []):
@@ -105,7 +117,7 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, di
                 verdict_cells = {(v["workload"], int(v["concurrency"])): v["status"]
                                  for v in (card.get("verdict") or {}).get("cells", [])}
                 entries.append(_entry(c, cell, metric, verdict_cells))
-        drift = plain_drift(sweep_dir, key, metric)
+        drift = plain_drift(sweep_dir, key, metric, drifts)
         warning = drift_warning(f"{key.workload} {key.level}", drift["value"],
                                 ranked_gap([entry_of(e) for e in entries]))
         out.append(head | {"entries": entries, "drift": drift, "drift_warning": warning})
@@ -113,14 +125,17 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, di
 
 
 def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: dict[str, float],
-                     engine_version: str | None) -> dict[str, Any]:
-    """The sweep card of ``sweep_dir`` (shape: report/sweep.schema.json)."""
+                     engine_version: str | None, saved: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The sweep card of ``sweep_dir`` (shape: report/sweep.schema.json). ``saved``: the earlier sweep.json
+    when re-rendering; its pair name and folder (where it was measured) and its drifts where the plain
+    phases' requests.jsonl are gone are kept."""
     cards = _cards(sweep_dir, candidates)
     metric, criteria = _primary(cards)
-    cells = _cells(sweep_dir, candidates, cards, metric)
+    cells = _cells(sweep_dir, candidates, cards, metric, saved)
     rows = [_candidate(c, cards.get(c.name), times.get(c.name)) for c in candidates]
     return {
-        "schema": SWEEP_SCHEMA, "pair": sweep_dir.parent.name, "sweep_dir": str(sweep_dir),
+        "schema": SWEEP_SCHEMA, "pair": (saved or {}).get("pair") or sweep_dir.parent.name,
+        "sweep_dir": (saved or {}).get("sweep_dir") or str(sweep_dir),
         "engine_version": engine_version, "primary_metric": metric,
         "speedup_definition": ("plain / speculative of the primary metric (1 / the pair card's ratio) for a latency, "
                                "the ratio itself for a throughput; > 1 is faster"),

@@ -200,10 +200,37 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
     return finish_sweep(sweep_dir, sweep, times, log)
 
 
-def finish_sweep(sweep_dir: Path, sweep: _Sweep, times: dict[str, float], log: Log) -> Path:
-    """Write sweep.json, sweep.md and the plots; raise CriteriaFailed when no candidate meets the
-    declared criteria."""
-    card = build_sweep_card(sweep_dir, sweep.candidates, times, sweep.engine_version)
+def rerender_sweep(sweep_dir: Path, log: Log = print) -> dict[str, Any]:
+    """Write sweep.json, sweep.md and the plots of ``sweep_dir`` again from its saved data alone (``loadgen
+    report SWEEP_DIR``): the candidates from sweep.toml, the times from times.json, the engine version and,
+    where the plain phases' requests.jsonl are gone, the drift from the earlier sweep.json. Nothing is
+    checked or measured; the card is returned (no exit 3). Raises BadInput when the folder is no sweep."""
+    if not (sweep_dir / "sweep.toml").is_file():
+        raise BadInput(f"{sweep_dir} is not a sweep folder (no sweep.toml); pass runs/<pair>/sweep-<ts>")
+    saved = read_json(sweep_dir / "sweep.json") if (sweep_dir / "sweep.json").is_file() else None
+    candidates = expand_candidates(read_toml(sweep_dir / "sweep.toml"), sweep_dir / "sweep.toml")
+    times: dict[str, float] = read_json(sweep_dir / "times.json") if (sweep_dir / "times.json").is_file() else {}
+    version = (saved or {}).get("engine_version")
+    if version is None and (sweep_dir / "plain-before" / "protocol.json").is_file():
+        version = read_json(sweep_dir / "plain-before" / "protocol.json").get("engine_version")
+    return _write_sweep_card(sweep_dir, build_sweep_card(sweep_dir, candidates, times, version, saved), log)
+
+
+def report_sweep(sweep_dir: Path, log: Log = print) -> None:
+    """``loadgen report SWEEP_DIR``: every phase folder's card (run/flow.py ``finish_card``), then the sweep
+    card (:func:`rerender_sweep`), each from saved data alone; logs the recommendation."""
+    for phase in sorted(p for p in sweep_dir.iterdir() if (p / "status.json").is_file()):
+        flow.finish_card(phase, log=log)
+    _say(rerender_sweep(sweep_dir, log), sweep_dir, log)
+
+
+def _say(card: dict[str, Any], sweep_dir: Path, log: Log) -> None:
+    for line in [*card["recommendation"]["lines"], *(f"WARNING {w}" for w in card["drift_warnings"])]:
+        log(line)
+    log(f"sweep card: {sweep_dir / 'sweep.md'}")
+
+
+def _write_sweep_card(sweep_dir: Path, card: dict[str, Any], log: Log) -> dict[str, Any]:
     try:
         from loadgen.report.sweepplots import render_sweep_plots
 
@@ -213,9 +240,15 @@ def finish_sweep(sweep_dir: Path, sweep: _Sweep, times: dict[str, float], log: L
         card["plots"] = []
     write_json(sweep_dir / "sweep.json", card)
     write_text(sweep_dir / "sweep.md", render_sweep_markdown(card))
-    for line in [*card["recommendation"]["lines"], *(f"WARNING {w}" for w in card["drift_warnings"])]:
-        log(line)
-    log(f"sweep card: {sweep_dir / 'sweep.md'}")
+    return card
+
+
+def finish_sweep(sweep_dir: Path, sweep: _Sweep, times: dict[str, float], log: Log) -> Path:
+    """Write sweep.json, sweep.md and the plots; raise CriteriaFailed when no candidate meets the
+    declared criteria."""
+    card = _write_sweep_card(sweep_dir, build_sweep_card(sweep_dir, sweep.candidates, times, sweep.engine_version),
+                             log)
+    _say(card, sweep_dir, log)
     if card["criteria_declared"] and not card["recommendation"]["meets_criteria"]:
         raise CriteriaFailed(f"no candidate meets the criteria declared in {sweep_dir / 'sweep.toml'}")
     return sweep_dir

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadgen.measure.steptime import burst_share, client_step_s, server_step_s
+from loadgen.measure.steptime import burst_share, client_step_s, role_steps, server_step_s
 from loadgen.report.carddata import build_card
 from loadgen.run.flow import finish_card
 from loadgen.stream.client import RequestRecord
@@ -115,3 +115,18 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
     again = finish_card(run, log=lambda _line: None)  # idempotent: no second note
     assert again["cells"] == card["cells"]
     assert "n/a (bursts)" in (run / "card.md").read_text()
+
+
+def test_saved_statistics_keep_the_step_time_measured_on_the_requests() -> None:
+    """Without requests.jsonl, a client step time and burst share the card computed from the requests are
+    kept (they cannot be measured again); a card that never had them falls back on the pooled mean."""
+    side = {"icl_s": {"mean": 0.004, "p50": 0.002}, "itl_s": {"p50": 0.002}}
+    pooled = role_steps(side, None, None)
+    assert (pooled["client_step_s"], pooled["client_basis"], pooled["burst_share"]) == (
+        0.004, "pooled (mean inter-chunk latency)", None)
+    arrivals = [[0.0, 0.002, 0.004, 0.006], [0.0, 0.003, 0.006]]
+    measured = role_steps(side, arrivals, None)
+    assert measured["client_basis"] == "median over requests" and measured["burst_share"] == 0.0
+    kept = role_steps(side | {"step_time": measured}, None, None)
+    assert kept["client_step_s"] == measured["client_step_s"] == client_step_s(arrivals)
+    assert (kept["client_basis"], kept["burst_share"]) == ("median over requests", 0.0)

@@ -9,12 +9,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from loadgen.cli import main
 from loadgen.report.carddata import build_card
 from loadgen.run.flow import finish_card
 from tests.report.test_carddata import _entry, write_run
 
-EXAMPLES = sorted(p.parent for p in (Path(__file__).resolve().parents[2] / "docs" / "examples").rglob("card.json"))
+DOCS_EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+EXAMPLES = sorted(p.parent for p in DOCS_EXAMPLES.rglob("card.json"))
+SWEEPS = sorted(p.parent for p in DOCS_EXAMPLES.rglob("sweep.json"))
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
@@ -27,7 +31,22 @@ def test_a_committed_example_re_renders_byte_identical(example: Path, tmp_path: 
 
 
 def test_there_are_committed_examples() -> None:
-    assert len(EXAMPLES) >= 3
+    assert len(EXAMPLES) >= 3 and SWEEPS
+
+
+@pytest.mark.parametrize("example", SWEEPS, ids=[p.name for p in SWEEPS])
+def test_loadgen_report_re_renders_a_committed_sweep_byte_identical(example: Path, tmp_path: Path) -> None:
+    """`loadgen report SWEEP_DIR` rebuilds every phase's card and the sweep card from the committed data
+    (no requests.jsonl: the statistics and the plain drift come from the saved cards)."""
+    copy = tmp_path / example.name
+    shutil.copytree(example, copy)
+    result = CliRunner().invoke(main, ["report", str(copy)])
+    assert result.exit_code == 0, result.output
+    assert f"sweep card: {copy / 'sweep.md'}" in result.output and "recommendation:" in result.output
+    rebuilt = sorted(p.relative_to(copy) for p in copy.rglob("*") if p.suffix in (".json", ".md", ".png"))
+    assert len(rebuilt) > 20
+    assert [p for p in rebuilt if (copy / p).read_bytes() != (example / p).read_bytes()] == []
+    assert all(c["drift"]["pairs"] > 0 for c in json.loads((copy / "sweep.json").read_text())["cells"])
 
 
 def test_a_built_card_is_dated_by_its_last_cell_end(tmp_path: Path) -> None:

@@ -177,15 +177,15 @@ def test_sweep_resume_continues_at_the_first_unfinished_phase(tmp_path: Path, mo
 
 
 def test_sweep_estimate_reads_history_folders_and_names_the_candidates_that_fit(tmp_path: Path) -> None:
-    """With docs/examples/h200 as history (server start 88.4 s, the attached plain servers left out) and the
-    plain server attached, only the three candidates start a server (about 92.8 s each with their cells
-    and overhead): a 4-minute budget holds the plain phases and the first two."""
+    """With docs/examples/h200 as history (server start 89.7 s: the median of six launched servers, the
+    attached plain servers left out) and the plain server attached, only the three candidates start a
+    server: a 4-minute budget holds the plain phases and the first two."""
     o, path = _options(tmp_path, budget_min=4.0)
     o = replace(o, attach_plain="http://127.0.0.1:9", history_dirs=(Path("docs/examples/h200"),))
     lines: list[str] = []
     with pytest.raises(BadInput, match=r"more than --budget-min 4 \(it fits ngram-k1, ngram-k2 \(3\.3 min\)\)"):
         run_sweep(path, o, lines.append)
     estimate = next(line for line in lines if "estimated wall time" in line)
-    assert "estimated wall time 4.8 min (3 server starts of 88 s" in estimate
-    assert "3 earlier server starts and 48 earlier cells under" in estimate and "docs/examples/h200" in estimate
+    assert "estimated wall time 4.9 min (3 server starts of 90 s" in estimate
+    assert "6 earlier server starts and 144 earlier cells under" in estimate and "docs/examples/h200" in estimate
     assert not (tmp_path / "runs").exists()

@@ -40,8 +40,12 @@ def _cell(c: int, warmup: int, measured: int, cooldown: int, output_tokens: int)
                     _prompts(measured, output_tokens), _prompts(cooldown, output_tokens))
 
 
+RANDOM_1B = [H200 / "h200-1b-draft", H200 / "h200-1b-selfdraft", H200 / "h200-1b-ngram"]
+SWEEP = H200 / "h200-smollm2-sweep"
+
+
 def test_history_of_the_h200_example_skips_the_attached_plain_server() -> None:
-    hist = history([H200])
+    hist = history(RANDOM_1B)
     assert hist.start_s == pytest.approx(88.404, abs=1e-3)  # median of 88.4, 74.1, 91.0 s; attached ~0.05 s left out
     assert len(hist.cells) == 48
     kinds = [t.kind for t in hist.cells]
@@ -54,6 +58,23 @@ def test_history_of_the_h200_example_skips_the_attached_plain_server() -> None:
     # a method the history lacks falls back on every speculative cell; c=32 is as near to 16 as to 64
     spec32 = sorted(t.tpot_s for t in hist.cells if t.kind != "plain" and t.concurrency in (16, 64))
     assert hist.timing("eagle3", 32)[1] == pytest.approx(statistics.median(spec32))
+
+
+def test_history_of_the_h200_sweep_reads_k_per_candidate() -> None:
+    """The SmolLM2 sweep (docs/examples/h200/h200-smollm2-sweep): three speculative servers launched (the
+    plain one attached to both plain phases), each candidate's card with its K, and a draft_model cell's
+    TPOT the median over the three workloads of that K's c=1 cells."""
+    hist = history([SWEEP])
+    starts = sorted(json.loads((SWEEP / c / "servers" / "speculative-effective.json").read_text())["ready_s"]
+                    for c in ("demo-draft-k1", "demo-draft-k2", "ngram-k4"))
+    assert hist.start_s == pytest.approx(starts[1]) and 70 < starts[0] < starts[2] < 110
+    kinds = [t.kind for t in hist.cells]  # plain-before, plain-after and the plain copy in each candidate's card
+    assert (len(kinds), kinds.count("plain"), kinds.count("draft_model"), kinds.count("ngram")) == (96, 60, 24, 12)
+    for k in (1, 2):
+        card = json.loads((SWEEP / f"demo-draft-k{k}" / "card.json").read_text())
+        c1 = [c["speculative"]["tpot_s"]["p50"] for c in card["cells"] if c["concurrency"] == 1]
+        assert len(c1) == 3 and hist.timing("draft_model", 1, k)[1] == pytest.approx(statistics.median(c1))
+    assert hist.timing("draft_model", 1, 2)[1] > hist.timing("draft_model", 1, 1)[1]  # a second draft pass costs
 
 
 def _card(run: Path, k: int, tpot_s: float) -> None:
