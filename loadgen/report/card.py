@@ -13,6 +13,7 @@ from typing import Any
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
 from loadgen.report.workloadcard import context_rows
+from loadgen.serve.enginepath import engine_path_line, engine_path_note
 from loadgen.serve.modeproof import proof_line
 from loadgen.util.numbers import gib, ratio
 from loadgen.util.numbers import ms as _ms
@@ -239,12 +240,15 @@ def _servers_rows(card: Card) -> list[str]:
         out += [f"### {role}", "", f"- placement: {where}",
                 f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
                 f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
+                f"- {engine_path_line(eff)}",
                 f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
                 f"{eff.get('spec_positions')}",
                 f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
                 f"{_num(eff.get('ready_s'), 0)} s",
                 *[f"- {line}" for line in [proof_line(eff)] if line], ""]
-    return out
+    effective = {role: (server.get("effective") or {}) for role, server in card["servers"].items()}
+    note = engine_path_note(effective.get("plain") or {}, effective.get("speculative") or {})
+    return out + ([f"> {note}", ""] if note else [])
 
 
 def _results_rows(card: Card) -> list[str]:

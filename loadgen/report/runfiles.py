@@ -12,6 +12,7 @@ from loadgen.errors import BadInput
 from loadgen.profile.cells import ROLES
 from loadgen.report.partial import on_disk
 from loadgen.report.rundir import load_records, read_cell_lines, read_json
+from loadgen.serve.enginepath import parse_engine_path
 from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import CellLine
 
@@ -44,6 +45,8 @@ def read_run(run_dir: Path) -> RunFiles:
     entries = read_cell_lines(run_dir / "cells.jsonl")
     servers = {role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
                for role in ROLES}
+    for role in ROLES:
+        servers[role]["effective"] = with_engine_path(servers[role]["effective"], run_dir, role)
     return RunFiles(read_json(run_dir / "protocol.json"), status, list(load_records(run_dir)), entries, servers,
                     on_disk(run_dir, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
 
@@ -56,6 +59,16 @@ def run_ended_utc(entries: Iterable[CellLine], run_dir: Path) -> str:
             for e in entries if e.get("started_utc")]
     when = max(ends) if ends else datetime.fromtimestamp((run_dir / "protocol.json").stat().st_mtime, UTC)
     return when.astimezone(UTC).replace(microsecond=0).isoformat(timespec="seconds")
+
+
+def with_engine_path(effective: dict[str, Any] | None, run_dir: Path, role: str) -> dict[str, Any] | None:
+    """``effective`` (``servers/<role>-effective.json``) with its ``engine_path`` parsed from the startup log
+    ``servers/<role>.log`` when a record of older code lacks it and the run folder kept the log; unchanged
+    otherwise (the card then says unknown)."""
+    log = run_dir / "servers" / f"{role}.log"
+    if effective is None or "engine_path" in effective or not log.is_file():
+        return effective
+    return {**effective, "engine_path": parse_engine_path(log.read_text(errors="replace")).to_json()}
 
 
 def _optional_json(path: Path) -> Any:

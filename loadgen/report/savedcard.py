@@ -5,7 +5,8 @@ per-request timelines (about 10 MB a run). Rebuilding the card from requests.jso
 every per-request figure (percentiles, paired bootstrap CIs, goodput, the lossless check) stays as
 card.json has it. What depends only on cell-level numbers is recomputed: the step times and the cost
 decomposition, the burst check and the ratios it
-withholds (steptime.py), and the verdict (judging.py).
+withholds (steptime.py), the verdict (judging.py), and a server's engine path when card.json lacks it
+and the folder kept its startup log (runfiles.with_engine_path).
 The card keeps its own ``generated_utc`` (re-rendering gives the same bytes) and says
 ``statistics_from: "card.json"``; its plots are kept as they were.
 """
@@ -20,6 +21,7 @@ from loadgen.measure.serverside import bounds_of, json_bounds
 from loadgen.measure.steptime import apply
 from loadgen.profile.cells import ROLES, CellKey
 from loadgen.report.rundir import read_cell_lines, read_json
+from loadgen.report.runfiles import with_engine_path
 from loadgen.util.schemas import Card, CellLine
 from loadgen.util.strictjson import finite
 
@@ -47,6 +49,8 @@ def refresh_saved_card(run_dir: Path) -> Card:
     for cell in card["cells"]:
         cell["notes"] = [n for n in cell.get("notes") or [] if not any(n.startswith(f"{r}: bursty") for r in ROLES)]
         apply(cell, None, {role: entries.get((cell["workload"], cell["level"], role)) or {} for role in ROLES})
+    for role, server in (card.get("servers") or {}).items():  # a card of older code: the engine path from the log
+        server["effective"] = with_engine_path(server.get("effective"), run_dir, role)
     proto = read_json(run_dir / "protocol.json")
     diff = (card.get("resources") or {}).get("difference") or {}
     card["verdict"] = card_verdict(proto.get("criteria"), card["cells"], judged_resources(diff),

@@ -29,6 +29,7 @@ from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
 from loadgen.serve import readiness, resources
 from loadgen.serve.attached import ATTACH_REFUSED_S, listing_problem, unreachable
+from loadgen.serve.enginepath import parse_engine_path
 from loadgen.serve.startup import LogWatch
 from loadgen.util.redact import redact_url
 
@@ -221,8 +222,10 @@ class Server:
         return httpx.get(self.base_url + path, timeout=timeout_s, headers=self.spec.headers)
 
     def effective_config(self) -> dict[str, Any]:
-        """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``
-        and the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``)."""
+        """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``,
+        the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``) and the engine
+        path (``engine_path``: async scheduling, model runner, fallback reasons; enginepath.py), unknown for
+        an attached server (no log)."""
         out: dict[str, Any] = {"base_url": redact_url(self.base_url)}
         with contextlib.suppress(httpx.HTTPError, ValueError):
             out["version"] = self.fetch("/version").json().get("version")
@@ -231,6 +234,7 @@ class Server:
         out["speculative_config_log"] = match.group(1) if match else None
         kv = _KV_TOKENS_RE.search(log)
         out["kv_cache_tokens_log"] = int(kv.group(1).replace(",", "")) if kv else None
+        out["engine_path"] = parse_engine_path(log if self.process is not None else "").to_json()
         return out
 
 
