@@ -13,7 +13,8 @@ def _x(v: float | None, fmt: str = ".3f") -> str:
 def _ci(e: Mapping[str, Any]) -> str:
     if e.get("speedup_ci_low") is None:
         return "-"
-    return f"{e['speedup_ci_low']:.3f}-{e['speedup_ci_high']:.3f}"
+    low, high = e["speedup_ci_low"], e["speedup_ci_high"]
+    return f"{low:.3f}-{high:.3f} (±{(high - low) / 2:.3f})"
 
 
 def _cell_rows(cell: Mapping[str, Any]) -> list[str]:
@@ -51,8 +52,8 @@ def render_sweep_markdown(card: Mapping[str, Any]) -> str:
                    f"{_bytes(c.get('extra_cpu_rss_bytes'))} | "
                    f"{_bytes(c.get('extra_gpu_memory_bytes'))} | {when} |")
     out += ["", "## Cells", "",
-            "| workload | level | candidate | speedup | 95% CI | acceptance rate | acceptance length | per position "
-            "| tokens / decode chunk | predicted | upper bound | criteria |",
+            "| workload | level | candidate | speedup | 95% CI (± half-width) | acceptance rate | acceptance length "
+            "| per position | tokens / decode chunk | predicted | upper bound | criteria |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cell in card["cells"]:
         out += _cell_rows(cell)

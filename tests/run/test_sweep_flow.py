@@ -138,6 +138,9 @@ def test_sweep_measures_every_candidate_against_a_bracketed_plain(tmp_path: Path
     assert "has no per-batch-size K schedule" in w["schedule"]["line"]  # the engine version is unknown here
     md = (sweep_dir / "sweep.md").read_text()
     assert "## Recommendation" in md and "upper bound" in md.lower()
+    e = card["cells"][0]["entries"][0]  # the CI with its half-width, (high - low) / 2
+    half = (e["speedup_ci_high"] - e["speedup_ci_low"]) / 2
+    assert f"| {e['speedup_ci_low']:.3f}-{e['speedup_ci_high']:.3f} (±{half:.3f}) |" in md
     assert (sweep_dir / "plots" / "sweep_ratio_w.png").is_file()
     assert (sweep_dir / "plots" / "sweep_acceptance_length.png").is_file() is False  # no /metrics: no acceptance
 
