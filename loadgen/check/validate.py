@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from loadgen.check.asyncsched import async_findings
 from loadgen.check.draftcheck import check_draft_context, check_draft_kind
 from loadgen.check.engine import check_engine_args
 from loadgen.check.finding import Finding
@@ -73,8 +74,10 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
     out = check_engine_args(pair.engine.args)
     for role, extra in sorted(pair.servers.items()):
         out += check_engine_args(extra.args, f"[servers.{role}].args")
-    spec_role = pair.servers.get("speculative")
+    spec_role, plain_role = pair.servers.get("speculative"), pair.servers.get("plain")
     args = [*pair.engine.args, *(spec_role.args if spec_role else ())]
+    out += async_findings(pair.method, engine_version, [*pair.engine.args, *(plain_role.args if plain_role else ())],
+                          args)
     env = {**pair.engine.env, **(spec_role.env if spec_role else {})}
     found, target_dir = _locate("target", pair.target, "[target].model", allow_unpinned)
     out += found
