@@ -20,7 +20,7 @@ startup log); this check says it before anything starts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from loadgen.check.finding import Finding
 from loadgen.profile.fields import Version, parse_version
@@ -45,18 +45,28 @@ def explicit(args: Sequence[str]) -> bool | None:
     return found
 
 
+def cpu_engine(engine_version: str | None, env: Mapping[str, str]) -> bool:
+    """True for vLLM's CPU build, as loadgen can tell without starting it: a ``+cpu`` version suffix or a
+    ``VLLM_CPU_*`` setting in the server's environment (every CPU pair sets ``VLLM_CPU_KVCACHE_SPACE``)."""
+    return "+cpu" in (engine_version or "") or any(k.startswith("VLLM_CPU_") for k in env)
+
+
 def async_findings(method: str | None, engine_version: str | None, plain_args: Sequence[str],
-                   spec_args: Sequence[str]) -> list[Finding]:
+                   spec_args: Sequence[str], env: Mapping[str, str] | None = None) -> list[Finding]:
     """The findings for the speculative ``method`` on vLLM ``engine_version`` with each server's whole
-    argument list (``[engine].args`` + ``[servers.<role>].args``). A blocking finding when vLLM would refuse
-    to start (``--async-scheduling`` with ``ngram``); a warning when the speculative server would run
-    without async scheduling while the plain one keeps it; none otherwise, or for a version outside
-    0.24-0.32 (the rules were not read there: the card's engine-path line says what happened)."""
+    argument list (``[engine].args`` + ``[servers.<role>].args``) and the speculative server's environment
+    ``env``. A blocking finding when vLLM would refuse to start (``--async-scheduling`` with ``ngram``); a
+    warning when the speculative server would run without async scheduling while the plain one keeps it;
+    none otherwise, for a version outside 0.24-0.32 (the rules were not read there: the card's engine-path
+    line says what happened), or on the CPU build, which runs every server without async scheduling
+    (vllm/platforms/cpu.py, ``check_and_update_config``)."""
     try:
         version: Version | None = parse_version(engine_version) if engine_version else None
     except ValueError:
         version = None
     if version is None or not KNOWN[0][:2] <= version[:2] <= KNOWN[1][:2] or method not in ("ngram", "draft_model"):
+        return []
+    if cpu_engine(engine_version, env or {}):
         return []
     spec, plain = explicit(spec_args), explicit(plain_args)
     if method == "ngram" and spec is True:

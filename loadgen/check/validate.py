@@ -76,9 +76,9 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
         out += check_engine_args(extra.args, f"[servers.{role}].args")
     spec_role, plain_role = pair.servers.get("speculative"), pair.servers.get("plain")
     args = [*pair.engine.args, *(spec_role.args if spec_role else ())]
-    out += async_findings(pair.method, engine_version, [*pair.engine.args, *(plain_role.args if plain_role else ())],
-                          args)
     env = {**pair.engine.env, **(spec_role.env if spec_role else {})}
+    out += async_findings(pair.method, engine_version, [*pair.engine.args, *(plain_role.args if plain_role else ())],
+                          args, env)
     found, target_dir = _locate("target", pair.target, "[target].model", allow_unpinned)
     out += found
     draft_dir = None

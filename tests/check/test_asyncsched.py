@@ -51,6 +51,13 @@ def test_draft_model_by_version() -> None:
     assert async_findings("draft_model", None, [], []) == [] == async_findings("eagle3", "0.24.0", [], [])
 
 
+def test_the_cpu_build_runs_both_servers_without_it() -> None:
+    """vllm/platforms/cpu.py sets async_scheduling = False for every server: nothing to warn about."""
+    assert async_findings("ngram", "0.32.0+cpu", [], []) == []
+    assert async_findings("ngram", "0.32.0", [], [], {"VLLM_CPU_KVCACHE_SPACE": "1"}) == []
+    assert len(async_findings("ngram", "0.32.0", [], [], {"HF_HUB_OFFLINE": "1"})) == 1
+
+
 def test_ngram_warns_and_refuses_the_flag() -> None:
     for version in ("0.24.0", "0.32.0"):
         (warn,) = async_findings("ngram", version, [], [])
@@ -65,6 +72,8 @@ def test_check_pair_reads_each_servers_args(tmp_path: Path) -> None:
     target = write_model(tmp_path / "t", VOCAB)
     pair = make_pair(target, None, method="ngram", prompt_lookup_min=2, prompt_lookup_max=4)
     assert [f.check for f in check_pair(pair, "0.32.0") if not f.ok] == ["async scheduling"]
+    cpu = dataclasses.replace(pair, engine=dataclasses.replace(pair.engine, env={"VLLM_CPU_KVCACHE_SPACE": "1"}))
+    assert [f for f in check_pair(cpu, "0.32.0") if f.check == "async scheduling"] == []
     refused = dataclasses.replace(pair, servers={"speculative": RoleServer(args=("--async-scheduling",))})
     assert [f.check for f in check_pair(refused, "0.32.0") if f.blocking and not f.ok] == ["async scheduling"]
     both_off = dataclasses.replace(pair, engine=dataclasses.replace(pair.engine, args=("--no-async-scheduling",)))
