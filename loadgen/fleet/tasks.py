@@ -94,12 +94,17 @@ def _optional(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -
     return f"'{key}' is {type(value).__name__}, not {getattr(kind, '__name__', 'a number')}"
 
 
+def _required(obj: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` that ``obj`` lacks or holds as anything but a non-empty string, as a phrase."""
+    key = next((k for k in keys if not isinstance(obj.get(k), str) or not obj[k]), None)
+    return None if key is None else f"'{key}' is missing or not a string"
+
+
 def _node_problem(node: Any) -> str | None:
     if not isinstance(node, dict):
         return "'node' is not an object"
-    for key in ("id", "name"):
-        if not isinstance(node.get(key), str) or not node[key]:
-            return f"node '{key}' is missing or not a string"
+    if (problem := _required(node, ("id", "name"))) is not None:
+        return f"node {problem}"
     for key in ("address", "hostname", "gpu_type"):
         if (problem := _optional(node, key, str)) is not None:
             return f"node {problem}"
@@ -112,9 +117,8 @@ def _node_problem(node: Any) -> str | None:
 def _task_problem(task: Any) -> str | None:
     if not isinstance(task, dict):
         return "it is not an object"
-    for key in ("id", "pair"):
-        if not isinstance(task.get(key), str) or not task[key]:
-            return f"'{key}' is missing or not a string"
+    if (problem := _required(task, ("id", "pair"))) is not None:
+        return problem
     if task.get("kind") not in KINDS:
         return f"'kind' is {task.get('kind')!r}, not one of {', '.join(KINDS)}"
     if task.get("status") not in STATUSES:

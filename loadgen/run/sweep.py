@@ -168,13 +168,19 @@ def _announce(sweep: _Sweep, phases: list[str], o: SweepOptions, log: Log) -> No
                    "raise the budget, or drop candidates, levels or requests from the pair file")
 
 
+def _require_sweep_dir(path: Path) -> None:
+    """Raise BadInput (exit 2) unless ``path`` is a sweep folder (it holds the sweep.toml it ran)."""
+    if not (path / "sweep.toml").is_file():
+        raise BadInput(f"{path} is not a sweep folder (no sweep.toml); pass runs/<pair>/sweep-<ts>")
+
+
 def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path | None = None) -> Path:
     """Run the sweep of ``pair`` (or complete the sweep folder ``resume``); returns the sweep folder.
 
     Raises ProfileError / PairCheckError / BadInput (exit 2) before anything starts, RunFailed (exit 1)
     midway, CriteriaFailed (exit 3) when criteria are declared and no candidate meets them."""
-    if resume is not None and not (resume / "sweep.toml").is_file():
-        raise BadInput(f"{resume} is not a sweep folder (no sweep.toml); pass runs/<pair>/sweep-<ts>")
+    if resume is not None:
+        _require_sweep_dir(resume)
     sweep_file = resume / "sweep.toml" if resume is not None else resolve_pair_path(pair or "", o.pairs_dir)
     with tempfile.TemporaryDirectory() as tmp:
         sweep = _load(sweep_file, Path(tmp) / "candidates", o, log)
@@ -205,8 +211,7 @@ def rerender_sweep(sweep_dir: Path, log: Log = print) -> dict[str, Any]:
     report SWEEP_DIR``): the candidates from sweep.toml, the times from times.json, the engine version and,
     where the plain phases' requests.jsonl are gone, the drift from the earlier sweep.json. Nothing is
     checked or measured; the card is returned (no exit 3). Raises BadInput when the folder is no sweep."""
-    if not (sweep_dir / "sweep.toml").is_file():
-        raise BadInput(f"{sweep_dir} is not a sweep folder (no sweep.toml); pass runs/<pair>/sweep-<ts>")
+    _require_sweep_dir(sweep_dir)
     saved = read_json(sweep_dir / "sweep.json") if (sweep_dir / "sweep.json").is_file() else None
     candidates = expand_candidates(read_toml(sweep_dir / "sweep.toml"), sweep_dir / "sweep.toml")
     times: dict[str, float] = read_json(sweep_dir / "times.json") if (sweep_dir / "times.json").is_file() else {}
