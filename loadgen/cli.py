@@ -162,13 +162,14 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
     if resume_dir is not None:
         run_dir = resume_compare(resume_dir, log=echo, attach=attach, observe=observe, api_key=api_key)
     else:
-        cells = None
+        repeat = None
         if protocol_file is not None:
-            loaded, cells = replay_protocol(protocol_file)
+            loaded, cells, order = replay_protocol(protocol_file)
+            repeat = (cells, order)
         else:
             assert pair is not None
             loaded = load_pair(pair)
-        run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=attach, cells=cells,
+        run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=attach, cells=repeat,
                               allow_unpinned=o.allow_unpinned, observe=observe, api_key=api_key)
     print_summary(json.loads((run_dir / "card.json").read_text()))
     _verdict_exit(run_dir)

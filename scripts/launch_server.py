@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loadgen.errors import LoadgenError
 from loadgen.profile.pairfile import load_pair
-from loadgen.run.flow import launch_spec
+from loadgen.run.arms import launch_spec
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from loadgen.errors import LoadgenError
 from loadgen.profile.candidates import candidate_doc, expand_candidates
 from loadgen.profile.pairfile import load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
-from loadgen.run.flow import launch_spec
+from loadgen.run.arms import launch_spec
 from loadgen.util import tomlwrite
 
 

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadgen.profile.criteria import judge, parse_criteria
+from loadgen.measure.verdict import judge
+from loadgen.profile.criteria import parse_criteria
 
 #: The verdict's summary when the pair file has no ``[criteria]`` table.
 NOT_DECLARED = "no criteria declared: not judged"

@@ -8,9 +8,16 @@ value lies inside the best one's CI **ties** with it, and a tie goes to the chea
 weights, then smaller K). The **upper bound** of a cell is what a perfect draft would give at the
 measured step-time ratio: every step emits K + 1 tokens, so the speedup is ``(K + 1) / step_time_ratio``
 (step_time_ratio = speculative step time / plain step time; the cost decomposition of the pair card).
-The **drift** is plain-after / plain-before of the primary metric on the same prompts; a drift larger
-than a difference being ranked at a cell (best vs runner-up, best vs plain) makes that ranking a
-warning.
+
+A sweep measured in blocks gives each entry its **effect** against the A/A noise floor (measure/blocks.py):
+a candidate beats plain only when its CI lies clear of the noise band (faster); one whose CI overlaps it is
+**not distinguishable** and is never ranked as a winner. The same tie rule serves the per-level best, the
+static choice and the K schedule: a candidate ties with the leader when its speedup lies inside the leader's
+CI (at every cell, for the static choice), and a tie goes to the cheaper.
+
+The **drift** of a sweep of older code is plain-after / plain-before of the primary metric on the same
+prompts, with its CI. It warns only where it matters: its CI excludes 1 and the cell's decision (which
+candidate is best and whether it beats plain) differs between the two baselines.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from loadgen.measure.blocks import FASTER
 
 #: Ratios where lower is better (latencies); the others (throughputs) are better higher.
 LOWER_IS_BETTER = frozenset({"ttft_p50", "tpot_p50", "e2e_p50", "itl_p50", "ttft_p99", "e2e_p99"})
@@ -33,15 +42,30 @@ class Entry:
     speedup: float | None
     ci_low: float | None = None
     ci_high: float | None = None
+    effect: str | None = None  # measure/blocks.py's FASTER / SLOWER / NOT_DISTINGUISHABLE; None: older card
+    criteria_status: str | None = None
 
     def cost_key(self) -> tuple[int, int, str]:
         """Cheaper first: no draft weights, then smaller K, then the name."""
         return int(self.draft_weights), self.k, self.candidate
 
     def beats_plain(self) -> bool:
-        """True when the speedup's CI lies above 1 (without a CI: the value)."""
+        """True when the speedup is clear of the noise floor (``effect`` faster); for an entry of an older
+        card, when its CI lies above 1 (without a CI: the value)."""
+        if self.effect is not None:
+            return self.effect == FASTER
         low = self.ci_low if self.ci_low is not None else self.speedup
         return low is not None and low > 1.0
+
+    def pays(self, criteria_declared: bool) -> bool:
+        """Beats plain and, when criteria are declared, passes them at this cell."""
+        return self.beats_plain() and (not criteria_declared or self.criteria_status == "pass")
+
+    def ties(self, other: Entry) -> bool:
+        """True when ``other``'s speedup lies inside this entry's CI (without one: equals its value)."""
+        low = self.ci_low if self.ci_low is not None else self.speedup
+        high = self.ci_high if self.ci_high is not None else self.speedup
+        return other.speedup is not None and low is not None and high is not None and low <= other.speedup <= high
 
 
 def speedup_of(metric: str, ratio: Mapping[str, float | None] | None) -> tuple[float | None, float | None,
@@ -63,28 +87,35 @@ def best(entries: Sequence[Entry]) -> tuple[Entry | None, list[str]]:
     if not measured:
         return None, []
     leader = max(measured, key=lambda e: (e.speedup, [-x for x in e.cost_key()[:2]]))
-    low = leader.ci_low if leader.ci_low is not None else leader.speedup
-    high = leader.ci_high if leader.ci_high is not None else leader.speedup
-    tied = [e for e in measured if e is leader or (low is not None and high is not None
-                                                   and low <= (e.speedup or 0.0) <= high)]
+    tied = [e for e in measured if e is leader or leader.ties(e)]
     return min(tied, key=Entry.cost_key), sorted(e.candidate for e in tied)
 
 
-def ranked_gap(entries: Sequence[Entry]) -> float | None:
-    """The smallest difference being ranked at a cell: the best speedup against the runner-up's and
-    against plain's 1.0 (only plain's with one measured candidate)."""
-    values = sorted((e.speedup for e in entries if e.speedup is not None), reverse=True)
-    if not values:
-        return None
-    return min([abs(values[0] - 1.0)] + ([values[0] - values[1]] if len(values) > 1 else []))
+def _decision(entries: Sequence[Entry], scale: float) -> str:
+    """The cell's decision with every speedup (and CI) multiplied by ``scale``: the best candidate that beats
+    plain, or ``plain``."""
+    scaled = [Entry(e.candidate, e.k, e.draft_weights, e.speedup * scale if e.speedup is not None else None,
+                    e.ci_low * scale if e.ci_low is not None else None,
+                    e.ci_high * scale if e.ci_high is not None else None) for e in entries]
+    winner, _ = best([e for e in scaled if e.beats_plain()])
+    return winner.candidate if winner is not None else "plain"
 
 
-def drift_warning(cell: str, drift: float | None, gap: float | None) -> str | None:
-    """One line when the plain baseline's drift (after / before) exceeds the ranked difference."""
-    if drift is None or gap is None or abs(drift - 1.0) <= abs(gap):
+def drift_warning(cell: str, drift: Mapping[str, float | None] | None, entries: Sequence[Entry],
+                  lower_is_better: bool = True) -> str | None:
+    """One line when the plain baseline's drift (after / before, with its CI) is distinguishable from 1 and
+    the decision at the cell differs between the two baselines; None otherwise (module docstring)."""
+    value = (drift or {}).get("value")
+    low, high = (drift or {}).get("ci_low"), (drift or {}).get("ci_high")
+    if not value or (low is not None and high is not None and low <= 1.0 <= high):
         return None
-    return (f"{cell}: the plain baseline drifted {100 * (drift - 1):+.1f}% between before and after, more than "
-            f"the {abs(gap):.3f} speedup difference being ranked; the ranking there is within the noise")
+    scale = value if lower_is_better else 1.0 / value  # the speedups against plain-after
+    before, after = _decision(entries, 1.0), _decision(entries, scale)
+    if before == after:
+        return None
+    ci = f" [95% CI {low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+    return (f"{cell}: the plain baseline drifted {100 * (value - 1):+.1f}%{ci} between before and after, and the "
+            f"decision depends on it: {before} against plain-before, {after} against plain-after")
 
 
 def upper_bound(k: int, step_time_ratio: float | None) -> float | None:
@@ -95,16 +126,18 @@ def upper_bound(k: int, step_time_ratio: float | None) -> float | None:
 
 
 def off_above(winners: Sequence[tuple[int, Entry | None]]) -> tuple[int | None, str]:
-    """From (concurrency, winner beating plain or None) per level: the concurrency N above which no
-    candidate beats plain (None: some candidate beats plain at the highest level, or at none) and the
-    sentence saying so."""
+    """From (concurrency, winner that pays or None) per level: the concurrency N above which no candidate
+    pays (None: some candidate pays at the highest level, or at none) and the sentence saying so, with the
+    crossover as the range between the last paying level and the next one measured."""
     ordered = sorted(winners, key=lambda w: w[0])
-    paying = [c for c, w in ordered if w is not None and w.beats_plain()]
+    paying = [c for c, w in ordered if w is not None]
     if not paying:
         return None, "no candidate beats plain at any level: do not speculate"
     if paying[-1] == ordered[-1][0]:
         return None, f"speculation pays up to the highest level measured (concurrency {paying[-1]})"
-    return paying[-1], f"speculation off above concurrency {paying[-1]}"
+    nxt = next(c for c, _ in ordered if c > paying[-1])
+    return paying[-1], (f"speculation off above concurrency {paying[-1]} (the crossover lies between the measured "
+                        f"levels {paying[-1]} and {nxt})")
 
 
 def geomean(values: Sequence[float | None]) -> float | None:
@@ -114,16 +147,25 @@ def geomean(values: Sequence[float | None]) -> float | None:
     return math.exp(sum(math.log(v) for v in values if v is not None) / len(values))
 
 
-def static_choice(scores: Mapping[str, tuple[bool, float | None]],
-                  cost: Mapping[str, tuple[int, int, str]]) -> str | None:
+def static_choice(scores: Mapping[str, tuple[bool, float | None]], cost: Mapping[str, tuple[int, int, str]],
+                  cells: Sequence[Sequence[Entry]] = ()) -> str | None:
     """The one static configuration: among candidates meeting the criteria (``scores[name] = (meets,
-    geometric-mean speedup over the declared range)``), the highest speedup above 1; ties to the
-    cheaper. None: no candidate meets them (do not speculate)."""
-    eligible = [(s, n) for n, (meets, s) in scores.items() if meets and s is not None and s > 1.0]
+    geometric-mean speedup over the declared range)``), the highest speedup above 1; a candidate whose speedup
+    lies inside the leader's CI at every one of ``cells`` (each cell's entries) ties with it, and a tie goes
+    to the cheaper (without ``cells``: only an equal speedup ties). None: no candidate meets them."""
+    eligible = {n: s for n, (meets, s) in scores.items() if meets and s is not None and s > 1.0}
     if not eligible:
         return None
-    top = max(s for s, _ in eligible)
-    return min((n for s, n in eligible if s == top), key=lambda n: cost[n])
+    leader = max(eligible, key=lambda n: (eligible[n], [-x for x in cost[n][:2]]))
+
+    def tied(name: str) -> bool:
+        if not cells:
+            return eligible[name] == eligible[leader]
+        pairs = [(next((e for e in c if e.candidate == leader), None), next((e for e in c if e.candidate == name),
+                                                                           None)) for c in cells]
+        return all(a is not None and b is not None and a.ties(b) for a, b in pairs if a is not None or b is not None)
+
+    return min((n for n in eligible if n == leader or tied(n)), key=lambda n: cost[n])
 
 
 def k_schedule(levels: Sequence[tuple[int, int]]) -> list[list[int]]:

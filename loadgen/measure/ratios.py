@@ -40,25 +40,37 @@ def paired_median_ratio(
 
     ``plain`` and ``speculative`` map prompt id -> per-request value (e.g. TPOT in s/token).
     """
+    return paired_median_with_sd(plain, speculative, resamples, seed)[0]
+
+
+def paired_median_with_sd(
+    plain: Mapping[str, float],
+    speculative: Mapping[str, float],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[Ratio, float | None]:
+    """:func:`paired_median_ratio` and the bootstrap SD of the log ratio (the within-block spread of
+    measure/blocks.py; None with fewer than 2 pairs)."""
     keys = sorted(set(plain) & set(speculative))
     if not keys:
-        return Ratio(None)
+        return Ratio(None), None
     p = np.array([plain[k] for k in keys], dtype=float)
     s = np.array([speculative[k] for k in keys], dtype=float)
     p_med = float(np.median(p))
     if p_med <= 0:
-        return Ratio(None, pairs=len(keys))
+        return Ratio(None, pairs=len(keys)), None
     value = float(np.median(s)) / p_med
     if len(keys) < 2:
-        return Ratio(value, pairs=len(keys))
+        return Ratio(value, pairs=len(keys)), None
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(keys), size=(resamples, len(keys)))
     p_boot = np.median(p[idx], axis=1)
     s_boot = np.median(s[idx], axis=1)
-    valid = p_boot > 0
+    valid = (p_boot > 0) & (s_boot > 0)
     ratios = s_boot[valid] / p_boot[valid]
-    low, high = np.percentile(ratios, [2.5, 97.5])
-    return Ratio(value, float(low), float(high), len(keys))
+    low, high = np.percentile(s_boot[p_boot > 0] / p_boot[p_boot > 0], [2.5, 97.5])
+    sd = float(np.std(np.log(ratios), ddof=1)) if len(ratios) > 1 else None
+    return Ratio(value, float(low), float(high), len(keys)), sd
 
 
 def simple_ratio(plain: float | None, speculative: float | None) -> Ratio:
@@ -81,4 +93,17 @@ def crossover(levels: Sequence[float], ratios: Sequence[float | None]) -> float 
             return float(x0 + (1.0 - r0) * (x1 - x0) / (r1 - r0))
     if points and points[-1][1] == 1.0:
         return float(points[-1][0])
+    return None
+
+
+def crossover_range(levels: Sequence[float], cis: Sequence[Sequence[float | None]]) -> list[float] | None:
+    """The levels the crossing lies between, from each level's ratio CI (speculative / plain, ordered by
+    ``levels``): ``[a, b]`` with ``a`` the last level whose CI lies below 1 before ``b``, the first level whose
+    CI lies above 1 (levels in between are not distinguishable from 1). None when no level is clearly below 1
+    before one clearly above it."""
+    below = [lv for lv, ci in zip(levels, cis, strict=True) if ci[1] is not None and ci[1] < 1.0]
+    for lv, ci in zip(levels, cis, strict=True):
+        if ci[0] is not None and ci[0] > 1.0:
+            earlier = [b for b in below if b < lv]
+            return [float(earlier[-1]), float(lv)] if earlier else None
     return None

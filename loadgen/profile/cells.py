@@ -16,6 +16,16 @@ from loadgen.profile.workload import Prompt
 
 #: The two servers of a pair, in the card's order.
 ROLES = ("plain", "speculative")
+#: The arms that run the target alone: the plain server and the A/A placebo (plain measured again through the
+#: same path, docs/metrics.md "The A/A noise floor"). Every other arm (``speculative``, or a sweep candidate's
+#: name) runs a speculative config.
+PLAIN, PLACEBO = "plain", "placebo"
+PLAIN_ARMS = (PLAIN, PLACEBO)
+
+
+def speculates(role: str) -> bool:
+    """True for an arm that runs a speculative config (any role but ``plain`` and ``placebo``)."""
+    return role not in PLAIN_ARMS
 
 
 class CellKey(NamedTuple):
@@ -38,7 +48,8 @@ class CellKey(NamedTuple):
 
 @dataclass(frozen=True)
 class CellSpec:
-    """One cell (workload x load level x repetition) with its prompts, identical for both roles.
+    """One block of one cell (workload x load level; ``repetition`` is the block's index, docs/metrics.md
+    "Blocks") with its prompts, identical on every arm.
 
     ``arrivals_s`` (open loop) gives each measured prompt's due time (s after the first); None = closed
     loop. Bound to a server by ``on``: ``role``, ``duration_s`` (stop sending measured prompts that many
@@ -57,6 +68,15 @@ class CellSpec:
     role: str = ""
     duration_s: float | None = None
     read_timeout_s: float | None = None
+
+    @property
+    def cache_salt(self) -> str:
+        """The ``cache_salt`` every request of this block sends on the bound arm (vLLM's prefix-cache salt,
+        OpenAI server since vLLM 0.9): two arms on one server (the plain server and its placebo blocks) and
+        two levels that send the same prompts never share prefix-cache entries, while the prompts of one
+        block on one arm still share theirs. vLLM refuses ``@``, ``/`` and ``\\`` in a salt; they become ``_``."""
+        raw = f"loadgen-{self.role}-{self.workload}-{self.level.label}-b{self.repetition}"
+        return "".join("_" if ch in "@/\\" else ch for ch in raw)[:128]
 
     @property
     def concurrency(self) -> int:

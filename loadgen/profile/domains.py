@@ -104,6 +104,7 @@ PAIR_DOMAINS: dict[str, Domain] = {
     "criteria.min_speedup": _num(0, 1000), "criteria.max_regression.*": _num(1, 1000, low_open=False),
     "criteria.concurrency[]": _INFLIGHT, "criteria.max_extra_memory_bytes": _int(0),
     "criteria.max_kv_capacity_loss": _FRACTION, "criteria.min_lossless_match": _FRACTION,
+    "criteria.ci_half_width": _num(0, 1, why="half the log width of a 95% CI; 0.05 is about ±5%"),
     # vLLM's SpeculativeConfig field types (vllm/config/speculative.py, 0.10-0.33)
     **{f"speculative.{k}": _STR for k in ("method", "model", "revision", "code_revision", "quantization",
                                           "speculative_token_tree")},

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.profile.criteria import Criteria
+from loadgen.profile.design import Design
 from loadgen.profile.workload import Workload
 
 
@@ -156,6 +157,14 @@ class Pair:
     criteria: Criteria | None = None  # None: no [criteria] table, nothing is judged
     slo: SLO = field(default_factory=SLO)
     servers: Mapping[str, RoleServer] = field(default_factory=dict)
+    design: Design = field(default_factory=Design)
+
+    @property
+    def planned_blocks(self) -> int:
+        """Blocks to plan per cell: ``[design].max_blocks`` when ``[criteria].ci_half_width`` asks for a
+        precision (the run may grow a cell that far), else ``[design].blocks``."""
+        sizing = self.criteria is not None and self.criteria.ci_half_width is not None
+        return self.design.max_blocks if sizing else self.design.blocks
 
     @property
     def concurrency(self) -> tuple[int, ...]:

@@ -19,8 +19,9 @@ from typing import Any
 
 from loadgen.errors import ProfileError
 from loadgen.profile.candidates import is_sweep
-from loadgen.profile.cells import ROLES
+from loadgen.profile.cells import PLACEBO, ROLES
 from loadgen.profile.criteria import Criteria, parse_criteria
+from loadgen.profile.design import Design, parse_design
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
 from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule
@@ -232,9 +233,18 @@ def _slo(top: Table) -> SLO:
 
 def _servers(top: Table, path: Path) -> dict[str, RoleServer]:
     roles = top.table("servers", {})
-    role_servers = {role: _role_server(roles, role, path) for role in ROLES if role in roles.data}
+    role_servers = {role: _role_server(roles, role, path) for role in (*ROLES, PLACEBO) if role in roles.data}
     roles.finish()
     return role_servers
+
+
+def _design(top: Table, load: Load, path: Path) -> Design:
+    """[design] (profile/design.py); an older file's ``[run].repetitions`` gives the blocks when [design] does
+    not."""
+    table = top.get("design", dict, None)
+    if load.repetitions > 1 and "blocks" not in (table or {}):
+        table = {**(table or {}), "blocks": load.repetitions}
+    return parse_design(table, path)
 
 
 def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
@@ -253,6 +263,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     table = top.get("criteria", dict, None)
     criteria = None if table is None else parse_criteria(table, path)
     slo = _slo(top)
+    design = _design(top, load, path)
     role_servers = _servers(top, path)
     check_run_size(path, load, stop, engine.port, role_servers.get("speculative"))
     pair = Pair(
@@ -270,6 +281,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         criteria=criteria,
         slo=slo,
         servers=role_servers,
+        design=design,
     )
     top.finish()
     names = [n for w in pair.workloads for n in (w.name, w.name.split("@")[0])]

@@ -1,8 +1,8 @@
 """Render the pair card (a ``loadgen.card/1`` dict from carddata.py) as Markdown (pure).
 
 Units: latencies are shown in milliseconds (``ms``, TPOT/ITL in ms per token), E2E latency in seconds,
-throughputs in tokens/s and requests/s. Ratios are speculative / plain with their 95% paired-bootstrap
-confidence interval where one exists.
+throughputs in tokens/s and requests/s. Ratios are speculative / plain with their 95% confidence interval as
+``[low, high]``: from the blocks (report/designcard.py says how), or within-run for a run of older code.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
+from loadgen.report.designcard import cell_rows, crossover_rows, design_rows
 from loadgen.report.workloadcard import context_rows
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
 from loadgen.serve.modeproof import proof_line
@@ -40,7 +41,9 @@ _LATENCIES = (
 
 
 def _ratio(r: dict[str, Any] | None) -> str:
-    return "n/a (bursts)" if r and r.get("unavailable") else ratio(r, 3)
+    if r and r.get("unavailable"):
+        return "n/a (bursts)"
+    return ratio(r, 3) + (" ≈ noise" if (r or {}).get("effect") == "not distinguishable" else "")
 
 
 def _level(cell: dict[str, Any]) -> str:
@@ -262,28 +265,21 @@ def _results_rows(card: Card) -> list[str]:
                     if (cell.get(role) or {}).get("failure")]
         out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
         out += [f"- {note}" for note in cell.get("notes", [])]
-        out += [*_diagnosis_rows(cell), *[f"- {f}" for f in [finish_line(cell)] if f], *_server_rows(cell), ""]
+        out += [*cell_rows(cell), *_diagnosis_rows(cell), *[f"- {f}" for f in [finish_line(cell)] if f],
+                *_server_rows(cell), ""]
     return out
 
 
 def render_markdown(card: Card) -> str:
     """The card as Markdown text."""
-    out = _head_rows(card) + _servers_rows(card)
+    out = _head_rows(card) + design_rows(card) + _servers_rows(card)
     out += _verdict_rows(card.get("verdict"))
     out += _resource_rows(card.get("resources") or {})
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
     out += context_rows(card.get("context_axis") or {})
     out += _results_rows(card)
     out += _capacity_rows(card)
-    out += ["## Where speculation stops paying", "",
-            "TPOT p50 ratio (speculative / plain) against closed-loop concurrency; the crossover is where it "
-            "crosses 1 (interpolated between tested levels).", ""]
-    for workload, cross in (card.get("crossover") or {}).items():
-        ratios = ", ".join(f"c={c}: {_num(r, 3)}" for c, r in zip(cross["levels"], cross["ratios"], strict=True))
-        at = cross["crossover_concurrency"]
-        out.append(f"- {workload}: {ratios}; crossover: "
-                   + (f"concurrency ≈ {at:.1f}" if at is not None else "none within the tested levels"))
-    out.append("")
+    out += crossover_rows(card)
     if card.get("plots"):
         out += ["## Plots", "", *[f"![{p}]({p})" for p in card["plots"]], ""]
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]

@@ -13,41 +13,31 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from loadgen.measure.blockstate import state_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.measure.diagnosis import capacity, goodput, holds, lossless, lossless_note
 from loadgen.measure.judging import card_verdict, judged_resources
-from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, per_prompt, request_timings
+from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
 from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
-from loadgen.measure.ratios import Ratio, crossover, paired_median_ratio, simple_ratio
+from loadgen.measure.ratios import crossover, crossover_range
 from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
-from loadgen.profile.cells import ROLES, CellKey
+from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import SLO
+from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
 from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
-from loadgen.serve.resources import difference
+from loadgen.serve.resources import budget_note, difference
 from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import Card, CellLine
 
 CARD_SCHEMA = "loadgen.card/1"
 
 
-def _ratios(plain: list[RequestRecord], spec: list[RequestRecord], p: CellStats, s: CellStats) -> dict[str, Ratio]:
-    return {
-        "ttft_p50": paired_median_ratio(per_prompt(plain, "ttft_s"), per_prompt(spec, "ttft_s")),
-        "tpot_p50": paired_median_ratio(per_prompt(plain, "tpot_s"), per_prompt(spec, "tpot_s")),
-        "e2e_p50": paired_median_ratio(per_prompt(plain, "e2e_s"), per_prompt(spec, "e2e_s")),
-        "itl_p50": simple_ratio(p.itl_s.p50, s.itl_s.p50),
-        "ttft_p99": simple_ratio(p.ttft_s.p99, s.ttft_s.p99),
-        "e2e_p99": simple_ratio(p.e2e_s.p99, s.e2e_s.p99),
-        "output_throughput": simple_ratio(p.output_throughput_tps, s.output_throughput_tps),
-        "request_throughput": simple_ratio(p.request_throughput_rps, s.request_throughput_rps),
-    }
-
-
-def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[str, dict[str, Any]]) -> list[str]:
+def _notes(stats: dict[str, CellStats], ratios: dict[str, dict[str, Any]],
+           entries: dict[str, dict[str, Any]]) -> list[str]:
     notes = [note for entry in entries.values() for note in entry.get("notes") or []]
     for role, entry in entries.items():
         if entry.get("output_length_mismatches"):
@@ -57,10 +47,10 @@ def _notes(stats: dict[str, CellStats], ratios: dict[str, Ratio], entries: dict[
             notes.append(f"{role}: the server finished more requests than loadgen sent (foreign traffic): "
                          "its counters include other clients")
     spec = stats.get("speculative")
-    tpot = ratios.get("tpot_p50")
-    if spec is not None and spec.acceptance is not None and tpot is not None and tpot.value is not None:
+    tpot = (ratios.get("tpot_p50") or {}).get("value")
+    if spec is not None and spec.acceptance is not None and tpot is not None:
         rate = spec.acceptance.acceptance_rate
-        if rate is not None and rate >= 0.5 and tpot.value > 1.0:
+        if rate is not None and rate >= 0.5 and tpot > 1.0:
             notes.append("acceptance good but latency worse: check draft and verification cost")
         if rate is not None and rate < 0.2:
             notes.append("acceptance low: check the draft's fit to the task and target")
@@ -122,14 +112,14 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
         if entries.get((*key, role)) or by_cell.get((*key, role)):  # requests of a cell cut short count too
             stats[role], extras[role] = mark_partial(_role_cell(by_cell[(*key, role)], entries[(*key, role)]),
                                                      entries[(*key, role)], by_cell[(*key, role)], files.status)
-    ratios = (_ratios(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats["plain"],
-                      stats["speculative"]) if len(stats) == 2 else {})
+    ratios, floor = cell_ratios(proto, by_cell[(*key, "plain")], by_cell[(*key, "speculative")],
+                                by_cell.get((*key, PLACEBO)) or [], stats)
     role_entries = {role: _summed(es) for role in ROLES if (es := entries.get((*key, role)))}
     for role, s in stats.items():
         extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
     greedy = (proto.get("sampling") or {}).get("temperature") == 0
     diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy)
-    notes = _notes(stats, ratios, role_entries)
+    notes = _notes(stats, ratios, role_entries) + noise_notes(ratios, floor)
     notes += [n for role, st in stats.items() for n in side_notes(role, st.to_json() | extras[role])]
     notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
     note = lossless_note(diag["lossless"]) if diag.get("lossless") else None
@@ -138,11 +128,13 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
         "rate_rps": planned.get("rate_rps"),
         "complete": len(stats) == 2 and not any(x["failure"] for x in extras.values()),
         **{role: s.to_json() | extras[role] for role, s in stats.items()},
-        "ratios": {name: asdict(r) for name, r in ratios.items()},
+        "ratios": ratios,
+        **({"noise_floor": floor} if floor is not None else {}),
         **diag,
         "notes": [*notes, *([note] if note else []),
                   *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))},
-                              proto["speculative_config"] or {})],
+                              proto["speculative_config"] or {}),
+                  *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))})],
     }
     apply_step_times(cell, {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
                             for role in ROLES}, role_entries)
@@ -190,9 +182,12 @@ def card_of(files: RunFiles) -> Card:
         "prompts_sha256": proto["prompts_sha256"],
         "cells": cells,
         "crossover": _crossovers(cells),
+        "design": design_summary(proto),
+        "noise_floor": noise_summary(cells),
         "slo": asdict(slo),
         "capacity": _capacities(cells, slo),
-        "resources": {**usage, "difference": diff, "notes": [n for n in [kv_capacity_note(diff)] if n]},
+        "resources": {**usage, "difference": diff,
+                      "notes": [n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n]},
         "placement": {role: placement(servers[role]) for role in ROLES},
         "verdict": card_verdict(proto.get("criteria"), cells, judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
@@ -235,13 +230,18 @@ def _capacities(cells: list[dict[str, Any]], slo: SLO) -> dict[str, Any]:
 
 
 def _crossovers(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1."""
+    """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1, and the range it lies in:
+    from the last level whose ratio's CI is below 1 to the first level after it whose CI is above 1
+    (ratios.crossover_range; None when the CIs do not bracket a crossing)."""
     out: dict[str, Any] = {}
     for workload in dict.fromkeys(c["workload"] for c in cells):
         closed = sorted((c for c in cells if c["workload"] == workload and c.get("rate_rps") is None),
                         key=lambda c: c["concurrency"])
         levels = [c["concurrency"] for c in closed]
-        ratios = [(c["ratios"].get("tpot_p50") or {}).get("value") for c in closed]
-        out[workload] = {"metric": "tpot_p50", "levels": levels, "ratios": ratios,
-                         "crossover_concurrency": crossover(levels, ratios)}
+        tpot = [c["ratios"].get("tpot_p50") or {} for c in closed]
+        ratios = [r.get("value") for r in tpot]
+        cis = [[r.get("ci_low"), r.get("ci_high")] for r in tpot]
+        out[workload] = {"metric": "tpot_p50", "levels": levels, "ratios": ratios, "ratio_cis": cis,
+                         "crossover_concurrency": crossover(levels, ratios),
+                         "crossover_range": crossover_range(levels, cis)}
     return out

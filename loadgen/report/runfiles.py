@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import BadInput
-from loadgen.profile.cells import ROLES
+from loadgen.profile.cells import PLACEBO, ROLES
 from loadgen.report.partial import on_disk
 from loadgen.report.rundir import load_records, read_cell_lines, read_json
 from loadgen.serve.enginepath import parse_engine_path
@@ -43,9 +43,10 @@ def read_run(run_dir: Path) -> RunFiles:
     status_path = run_dir / "status.json"
     status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
     entries = read_cell_lines(run_dir / "cells.jsonl")
+    roles = [*ROLES, *([PLACEBO] if (run_dir / "servers" / f"{PLACEBO}-effective.json").is_file() else [])]
     servers = {role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
-               for role in ROLES}
-    for role in ROLES:
+               for role in roles}
+    for role in roles:
         servers[role]["effective"] = with_engine_path(servers[role]["effective"], run_dir, role)
     return RunFiles(read_json(run_dir / "protocol.json"), status, list(load_records(run_dir)), entries, servers,
                     on_disk(run_dir, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))

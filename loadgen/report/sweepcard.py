@@ -11,10 +11,10 @@ def _x(v: float | None, fmt: str = ".3f") -> str:
 
 
 def _ci(e: Mapping[str, Any]) -> str:
+    """``[low, high]`` (an asymmetric interval printed as it is, never as ± a half-width)."""
     if e.get("speedup_ci_low") is None:
         return "-"
-    low, high = e["speedup_ci_low"], e["speedup_ci_high"]
-    return f"{low:.3f}-{high:.3f} (±{(high - low) / 2:.3f})"
+    return f"[{e['speedup_ci_low']:.3f}, {e['speedup_ci_high']:.3f}]"
 
 
 def _cell_rows(cell: Mapping[str, Any]) -> list[str]:
@@ -22,24 +22,41 @@ def _cell_rows(cell: Mapping[str, Any]) -> list[str]:
     for e in cell["entries"]:
         pos = ", ".join(f"{p:.2f}" for p in e.get("per_position") or []) or "-"
         rows.append(f"| {cell['workload']} | {cell['level']} | {e['candidate']} | {_x(e['speedup'])} | {_ci(e)} | "
+                    f"{e.get('effect') or '-'} | {_x(e.get('half_width'))} | {_floor(cell)} | "
                     f"{_x(e['acceptance_rate'])} | {_x(e['mean_acceptance_length'])} | {pos} | "
                     f"{_x(e['tokens_per_decode_chunk'], '.2f')} | {_x(e['predicted_speedup'])} | "
                     f"{_x(e['upper_bound'])} | {e.get('criteria_status') or '-'} |")
     return rows
 
 
-def _bytes(v: float | None) -> str:
-    return "-" if v is None else f"{v / 2**20:,.0f} MiB"
+def _floor(cell: Mapping[str, Any]) -> str:
+    f = cell.get("noise_floor") or {}
+    if f.get("value") is None:
+        return "-"
+    return f"{f['value']:.3f}" + (f" [{f['ci_low']:.3f}, {f['ci_high']:.3f}]" if f.get("ci_low") is not None else "")
+
+
+def _bytes(v: float | None, same_budget: bool | None = None) -> str:
+    if v is None:
+        return "-"
+    return f"{v / 2**20:,.0f} MiB" + (" (same budget: not the draft's cost)" if same_budget else "")
 
 
 def render_sweep_markdown(card: Mapping[str, Any]) -> str:
-    """``sweep.md``: candidates, per-cell table, drift, recommendation."""
+    """``sweep.md``: recommendation, how sure (design, noise floor, precision), candidates, per-cell table,
+    an older sweep's drift."""
     rec = card["recommendation"]
     out = [f"# Sweep card: {card['pair']}", "",
            f"Schema {card['schema']}; engine vLLM {card.get('engine_version') or 'unknown'}; primary metric "
            f"{card['primary_metric']}. Speedup = {card['speedup_definition']}. Upper bound = "
            f"{card['upper_bound_formula']} (a perfect draft).", "", "## Recommendation", ""]
     out += [f"- {line}" for line in rec["lines"]]
+    design, noise = card.get("design") or {}, card.get("noise_floor") or {}
+    out += ["", "## How sure", "", f"- design: {design.get('line', '-')}", f"- {noise.get('line', '-')}"]
+    if design.get("ci_half_width") is not None:
+        short = design.get("stopped_short") or []
+        out.append(f"- precision goal ±{design['ci_half_width']:g} (log half-width): "
+                   + (f"stopped short at {'; '.join(short)}" if short else "reached (or decided) in every cell"))
     out += ["", "## Candidates", "",
             "| candidate | K | draft weights | verdict | KV capacity lost | extra CPU RSS | extra GPU memory | time |",
             "|---|---|---|---|---|---|---|---|"]
@@ -50,19 +67,22 @@ def render_sweep_markdown(card: Mapping[str, Any]) -> str:
         out.append(f"| {c['name']} | {c['k']} | {'yes' if c['draft_weights'] else 'no'} | "
                    f"{verdict if c['measured'] else 'not measured'} | {loss} | "
                    f"{_bytes(c.get('extra_cpu_rss_bytes'))} | "
-                   f"{_bytes(c.get('extra_gpu_memory_bytes'))} | {when} |")
+                   f"{_bytes(c.get('extra_gpu_memory_bytes'), c.get('same_memory_budget'))} | {when} |")
     out += ["", "## Cells", "",
-            "| workload | level | candidate | speedup | 95% CI (± half-width) | acceptance rate | acceptance length "
-            "| per position | tokens / decode chunk | predicted | upper bound | criteria |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| workload | level | candidate | speedup | 95% CI | effect | half-width | A/A noise floor "
+            "| acceptance rate | acceptance length | per position | tokens / decode chunk | predicted | upper bound "
+            "| criteria |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cell in card["cells"]:
         out += _cell_rows(cell)
-    out += ["", "## Plain baseline drift (plain-after / plain-before)", ""]
-    for cell in card["cells"]:
+    drifts = [c for c in card["cells"] if c.get("drift")]
+    if drifts:
+        out += ["", "## Plain baseline drift (plain-after / plain-before)", ""]
+    for cell in drifts:
         d = cell["drift"]
-        ci = "" if d.get("ci_low") is None else f" (95% CI {d['ci_low']:.3f}-{d['ci_high']:.3f})"
+        ci = "" if d.get("ci_low") is None else f" [95% CI {d['ci_low']:.3f}, {d['ci_high']:.3f}]"
         out.append(f"- {cell['workload']} {cell['level']}: {d['timing']} {_x(d['value'])}{ci}, {d['pairs']} prompts")
-    out += [f"- WARNING {w}" for w in card["drift_warnings"]]
+    out += ["", *[f"- WARNING {w}" for w in card["drift_warnings"]]] if card["drift_warnings"] else []
     times = ", ".join(f"{k} {v / 60:.1f} min" for k, v in card["times_s"].items())
     out += ["", "## Time spent", "", times or "-", ""]
     out += [f"![{p}]({p})" for p in card.get("plots", [])]

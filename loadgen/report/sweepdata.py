@@ -1,23 +1,32 @@
-"""The sweep card's data (``sweep.json``, schema ``loadgen.sweep/1``, report/sweep.schema.json) from a
-sweep folder: each candidate's pair card, the plain baseline's drift between ``plain-before`` and
-``plain-after``, and the recommendation (measure/ranking.py holds the rules and formulas)."""
+"""The sweep card's data (``sweep.json``, schema ``loadgen.sweep/2``, report/sweep.schema.json) from a sweep
+folder: each candidate's pair card, the A/A noise floor per cell, the design it was measured with, the cells
+that stopped short of a declared precision, and the recommendation (report/sweeprec.py; measure/ranking.py
+holds the rules and formulas).
+
+A sweep of older code (``plain-before``, the candidates, ``plain-after``: one time window per server) is
+read as it was: its intervals are within-run only, and the plain baseline's drift between its two phases is
+the only measure of the server's movement it has (its warning rule: measure/ranking.py).
+"""
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from loadgen.measure.blocks import half_width
 from loadgen.measure.metrics import per_prompt
-from loadgen.measure.ranking import Entry, drift_warning, ranked_gap, speedup_of, upper_bound
+from loadgen.measure.ranking import drift_warning, speedup_of, upper_bound
 from loadgen.measure.ratios import paired_median_ratio
 from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
-from loadgen.report.rundir import load_records
-from loadgen.report.sweeprec import recommend
+from loadgen.profile.criteria import LATENCY_METRICS
+from loadgen.report.rundir import load_records, read_cell_lines, read_json
+from loadgen.report.sweeprec import entry_of, recommend
 
-SWEEP_SCHEMA = "loadgen.sweep/1"
+SWEEP_SCHEMA = "loadgen.sweep/2"
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
 _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
 _PLAIN_PHASES = ("plain-before", "plain-after")
@@ -31,11 +40,13 @@ def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
 
 
 def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
-                saved: Mapping[CellKey, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """plain-after / plain-before of ``metric``'s per-request timing at cell ``key`` (paired by prompt,
-    bootstrap 95% CI, measure/ratios.py); TPOT for a metric without a per-request timing. Without both
+                saved: Mapping[CellKey, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """An older sweep's plain-after / plain-before of ``metric``'s per-request timing at cell ``key`` (paired by
+    prompt, bootstrap 95% CI, measure/ratios.py); TPOT for a metric without a per-request timing. Without both
     plain phases' requests.jsonl (a committed example keeps statistics only) the drift ``saved`` in the
-    earlier sweep.json for ``key``, when there is one."""
+    earlier sweep.json for ``key``; None for a sweep measured in blocks."""
+    if not (sweep_dir / "plain-before").is_dir():
+        return None
     field = _TIMING.get(metric, "tpot_s")
     kept = (saved or {}).get(key)
     if kept is not None and not all((sweep_dir / p / "requests.jsonl").is_file() for p in _PLAIN_PHASES):
@@ -50,10 +61,12 @@ def _entry(c: Candidate, cell: dict[str, Any], metric: str,
     spec = cell.get("speculative") or {}
     acc = spec.get("acceptance") or {}
     cost = cell.get("cost") or {}
-    value, low, high = speedup_of(metric, (cell.get("ratios") or {}).get(metric))
+    ratio = (cell.get("ratios") or {}).get(metric)
+    value, low, high = speedup_of(metric, ratio)
     return {"candidate": c.name, "k": c.k, "method": c.speculative.get("method"), "draft_weights": c.draft_weights,
-            "ratio": (cell.get("ratios") or {}).get(metric), "speedup": value, "speedup_ci_low": low,
-            "speedup_ci_high": high, "acceptance_rate": acc.get("acceptance_rate"),
+            "ratio": ratio, "speedup": value, "speedup_ci_low": low, "speedup_ci_high": high,
+            "effect": (ratio or {}).get("effect"), "half_width": half_width(low, high),
+            "blocks": (ratio or {}).get("blocks"), "acceptance_rate": acc.get("acceptance_rate"),
             "mean_acceptance_length": acc.get("mean_acceptance_length"), "per_position": acc.get("per_position"),
             "tokens_per_decode_chunk": spec.get("mean_tokens_per_decode_chunk"),
             "predicted_speedup": cost.get("predicted_speedup"), "step_time_ratio": cost.get("step_time_ratio"),
@@ -61,20 +74,29 @@ def _entry(c: Candidate, cell: dict[str, Any], metric: str,
             "criteria_status": verdict_cells.get((cell["workload"], int(cell.get("concurrency") or 0)))}
 
 
-def entry_of(e: dict[str, Any]) -> Entry:
-    """The ranking's view of a sweep-card cell entry."""
-    return Entry(e["candidate"], e["k"], e["draft_weights"], e["speedup"], e["speedup_ci_low"], e["speedup_ci_high"])
+def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
+    """Seconds each arm measured (the sum of its slots' durations in cells.jsonl) plus its server's start."""
+    out: dict[str, float] = defaultdict(float)
+    for e in read_cell_lines(sweep_dir / "cells.jsonl") if (sweep_dir / "cells.jsonl").is_file() else []:
+        out[e["role"]] += float(e.get("duration_s") or 0.0)
+    for path in sorted((sweep_dir / "servers").glob("*-effective.json")):
+        ready = (read_json(path) or {}).get("ready_s")
+        out[path.name.removesuffix("-effective.json")] += float(ready or 0.0)
+    return dict(out)
 
 
 def _candidate(c: Candidate, card: dict[str, Any] | None, seconds: float | None) -> dict[str, Any]:
-    diff = ((card or {}).get("resources") or {}).get("difference") or {}
+    res = (card or {}).get("resources") or {}
+    diff = res.get("difference") or {}
     verdict = (card or {}).get("verdict") or {}
     return {"name": c.name, "speculative_config": dict(c.speculative), "k": c.k, "draft_weights": c.draft_weights,
             "folder": c.name, "measured": card is not None, "complete": bool((card or {}).get("complete")),
-            "verdict_passed": verdict.get("passed"), "verdict_summary": verdict.get("summary"),
-            "kv_capacity_loss": diff.get("kv_capacity_loss"), "kv_cache_tokens_lost": diff.get("kv_cache_tokens_lost"),
+            "verdict_passed": verdict.get("passed"), "verdict_status": verdict.get("status"),
+            "verdict_summary": verdict.get("summary"), "kv_capacity_loss": diff.get("kv_capacity_loss"),
+            "kv_cache_tokens_lost": diff.get("kv_cache_tokens_lost"),
             "extra_cpu_rss_bytes": diff.get("extra_cpu_rss_bytes"),
-            "extra_gpu_memory_bytes": diff.get("extra_gpu_memory_bytes"), "time_s": seconds}
+            "extra_gpu_memory_bytes": diff.get("extra_gpu_memory_bytes"),
+            "same_memory_budget": diff.get("same_memory_budget"), "time_s": seconds}
 
 
 def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
@@ -94,19 +116,16 @@ def _primary(cards: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any] | No
     return "tpot_p50", None
 
 
-def _saved_drifts(saved: Mapping[str, Any] | None) -> dict[CellKey, dict[str, Any]]:
-    return {CellKey.of(c): c["drift"] for c in (saved or {}).get("cells", []) if c.get("drift")}
-
-
 def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, dict[str, Any]],
            metric: str, saved: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    drifts = _saved_drifts(saved)
+    drifts = {CellKey.of(c): c["drift"] for c in (saved or {}).get("cells", []) if c.get("drift")}
     keys: dict[CellKey, dict[str, Any]] = {}
     for card in cards.values():
         for cell in card.get("cells", []):
             keys.setdefault(CellKey.of(cell), {"workload": cell["workload"], "level": CellKey.of(cell).level,
-                                               "concurrency": cell.get("concurrency"),
-                                               "rate_rps": cell.get("rate_rps")})
+                                               "concurrency": cell.get("concurrency"), "rate_rps": cell.get("rate_rps"),
+                                               "noise_floor": ((cell.get("noise_floor") or {}).get("ratios") or {})
+                                               .get(metric)})
     out = []
     for key, head in keys.items():
         entries = []
@@ -118,21 +137,59 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, di
                                  for v in (card.get("verdict") or {}).get("cells", [])}
                 entries.append(_entry(c, cell, metric, verdict_cells))
         drift = plain_drift(sweep_dir, key, metric, drifts)
-        warning = drift_warning(f"{key.workload} {key.level}", drift["value"],
-                                ranked_gap([entry_of(e) for e in entries]))
+        warning = drift_warning(f"{key.workload} {key.level}", drift, [entry_of(e) for e in entries],
+                                metric in LATENCY_METRICS) if drift else None
         out.append(head | {"entries": entries, "drift": drift, "drift_warning": warning})
     return out
+
+
+def _design(sweep_dir: Path, cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How the sweep was measured: the design of its protocol.json (an older sweep: one window per server)."""
+    proto = read_json(sweep_dir / "protocol.json") if (sweep_dir / "protocol.json").is_file() else {}
+    design = proto.get("design")
+    if design is None:
+        return {"blocks": None, "ci_method": "within-run",
+                "line": "measured by older code: one time window per server (plain-before, each candidate, "
+                        "plain-after); its 95% CIs cover the prompts of one window only, not the server's own movement"}
+    goal = ((proto.get("criteria") or {}).get("ci_half_width"))
+    short = [f"{c['workload']} {c['level']} {e['candidate']} (±{e['half_width']:.3f} after {e['blocks']} blocks)"
+             for c in cells for e in c["entries"] if goal is not None and e.get("half_width") is not None
+             and e["half_width"] > goal and e.get("effect") not in ("faster", "slower")]
+    where = "co-resident" if design.get("co_resident") else "one server at a time"
+    line = (f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "
+            f"{design.get('placebo_effective')}, servers {where} ({design.get('co_resident_reason')}), "
+            f"{design.get('server_starts')} server starts")
+    return {"blocks": design.get("blocks"), "ci_method": "blocks", "co_resident": design.get("co_resident"),
+            "placebo": design.get("placebo_effective"), "server_starts": design.get("server_starts"),
+            "ci_half_width": goal, "stopped_short": short, "line": line}
+
+
+def _noise(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    floors = [c["noise_floor"] for c in cells if (c.get("noise_floor") or {}).get("value") is not None]
+    if not floors:
+        return {"measured": False, "line": "no A/A placebo: no noise floor (set [design].placebo)"}
+    widths = [w for f in floors if (w := half_width(f.get("ci_low"), f.get("ci_high"))) is not None]
+    out = [f"{c['workload']} {c['level']}" for c in cells if (f := c.get("noise_floor") or {}).get("ci_low") is not None
+           and not f["ci_low"] <= 1.0 <= f["ci_high"]]
+    line = (f"A/A noise floor (placebo / plain): {min(f['value'] for f in floors):.3f}-"
+            f"{max(f['value'] for f in floors):.3f} over {len(floors)} cells, widest 95% CI ±"
+            + (f"{max(widths):.3f}" if widths else "-") + " (log half-width)"
+            + (f"; WARNING: the A/A CI excludes 1 at {', '.join(out)}: the design did not hold there" if out else ""))
+    return {"measured": True, "cells": len(floors), "widest_half_width": max(widths) if widths else None,
+            "excluding_1": out, "line": line}
 
 
 def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: dict[str, float],
                      engine_version: str | None, saved: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The sweep card of ``sweep_dir`` (shape: report/sweep.schema.json). ``saved``: the earlier sweep.json
-    when re-rendering; its pair name and folder (where it was measured) and its drifts where the plain
-    phases' requests.jsonl are gone are kept."""
+    when re-rendering; its pair name and folder (where it was measured) and an older sweep's drifts where
+    the plain phases' requests.jsonl are gone are kept; ``times``: an older sweep's seconds per phase."""
     cards = _cards(sweep_dir, candidates)
     metric, criteria = _primary(cards)
     cells = _cells(sweep_dir, candidates, cards, metric, saved)
-    rows = [_candidate(c, cards.get(c.name), times.get(c.name)) for c in candidates]
+    seconds = times or _arm_seconds(sweep_dir)
+    rows = [_candidate(c, cards.get(c.name), seconds.get(c.name)) for c in candidates]
+    noise = _noise(cells)
     return {
         "schema": SWEEP_SCHEMA, "pair": (saved or {}).get("pair") or sweep_dir.parent.name,
         "sweep_dir": (saved or {}).get("sweep_dir") or str(sweep_dir),
@@ -141,7 +198,9 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
                                "the ratio itself for a throughput; > 1 is faster"),
         "upper_bound_formula": "(K + 1) / step_time_ratio, step_time_ratio = speculative / plain step time",
         "criteria_declared": criteria is not None, "criteria": criteria,
-        "times_s": dict(times), "candidates": rows, "cells": cells,
-        "drift_warnings": [c["drift_warning"] for c in cells if c["drift_warning"]],
+        "design": _design(sweep_dir, cells), "noise_floor": noise,
+        "times_s": dict(seconds), "candidates": rows, "cells": cells,
+        "drift_warnings": [c["drift_warning"] for c in cells if c["drift_warning"]]
+        + ([noise["line"].split("; ", 1)[1]] if noise.get("excluding_1") else []),
         "recommendation": recommend(cells, rows, criteria, engine_version),
     }

@@ -1,6 +1,13 @@
-"""The sweep card's recommendation (pure): per workload the best candidate at each level, the level
-above which no candidate beats plain, one static configuration and, where the engine has it, a
-per-batch-size K schedule in its own config syntax (rules and formulas: measure/ranking.py)."""
+"""The sweep card's recommendation (pure): per workload the best candidate at each level, the level above which
+no candidate pays, one static configuration, and, where some candidate pays at some levels only, where, with
+what and a per-batch-size K schedule in the engine's own config syntax (rules and formulas: measure/ranking.py).
+
+Every part reads the same per-level decision, so they cannot disagree: a candidate **pays** at a cell when it
+beats plain clear of the noise floor and, with declared criteria, passes them there; the best at a level is
+the paying candidate with the highest speedup after the tie rule (a tie goes to the cheaper, and sweep.md
+says "tie"). The plot's star, the K schedule (one method and draft, K per level, 0 where plain wins), the
+static choice and the headline are all built from those per-level bests.
+"""
 
 from __future__ import annotations
 
@@ -8,103 +15,147 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadgen.measure.blocks import NOT_DISTINGUISHABLE
 from loadgen.measure.ranking import Entry, best, geomean, k_schedule, off_above, static_choice
 from loadgen.profile.fields import FIELD_RANGES, available, parse_version
 
 SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
 
 
-def _entry(e: Mapping[str, Any]) -> Entry:
-    return Entry(e["candidate"], e["k"], e["draft_weights"], e["speedup"], e["speedup_ci_low"], e["speedup_ci_high"])
+def entry_of(e: Mapping[str, Any]) -> Entry:
+    """The ranking's view of a sweep-card cell entry."""
+    return Entry(e["candidate"], e["k"], e["draft_weights"], e["speedup"], e["speedup_ci_low"], e["speedup_ci_high"],
+                 e.get("effect"), e.get("criteria_status"))
 
 
 def _in_range(cell: Mapping[str, Any], criteria: Mapping[str, Any] | None) -> bool:
     if not criteria:
         return True
-    lo_hi = criteria.get("concurrency")
-    workloads = criteria.get("workloads")
+    lo_hi, workloads = criteria.get("concurrency"), criteria.get("workloads")
     conc = int(cell.get("concurrency") or 0)
-    return ((not lo_hi or lo_hi[0] <= conc <= lo_hi[1]) and (not workloads or cell["workload"] in workloads))
+    return (not lo_hi or lo_hi[0] <= conc <= lo_hi[1]) and (not workloads or cell["workload"] in workloads)
 
 
-def _scores(cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-            criteria: Mapping[str, Any] | None, overall: bool = False) -> dict[str, tuple[bool, float | None]]:
-    """Per candidate: (meets the declared criteria, geometric-mean speedup over ``cells`` in the declared
-    range). Meeting them is: every judged cell here passing, or with ``overall`` the pair card's whole
-    verdict (resources included) passing; without criteria, having been measured."""
-    out = {}
+def _cost(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int, str]]:
+    return {r["name"]: (int(r["draft_weights"]), r["k"], r["name"]) for r in rows}
+
+
+def _static(cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], criteria: Mapping[str, Any] | None,
+            overall: bool = False) -> tuple[str | None, dict[str, tuple[bool, float | None]]]:
+    """The static choice over ``cells`` in the declared range and each candidate's (qualifies, geometric-mean
+    speedup). A candidate qualifies when it pays at every such cell; with criteria and ``overall``, when its
+    pair card's whole verdict (resources included) passes."""
+    judged = [c for c in cells if _in_range(c, criteria)]
+    scores = {}
     for row in rows:
-        mine = [e for c in cells if _in_range(c, criteria) for e in c["entries"] if e["candidate"] == row["name"]]
-        statuses = [e["criteria_status"] for e in mine]
-        judged = row.get("verdict_passed") is True if overall else all(s == "pass" for s in statuses)
-        meets = bool(mine) and (criteria is None or judged)
-        out[row["name"]] = (meets, geomean([e["speedup"] for e in mine]) if mine else None)
-    return out
+        mine = [entry_of(e) for c in judged for e in c["entries"] if e["candidate"] == row["name"]]
+        every = bool(mine) and len(mine) == len(judged) and all(e.pays(criteria is not None) for e in mine)
+        ok = every and (row.get("verdict_passed") is True if overall and criteria is not None else True)
+        scores[row["name"]] = (ok, geomean([e.speedup for e in mine]) if mine else None)
+    per_cell = [[entry_of(e) for e in c["entries"]] for c in judged]
+    return static_choice(scores, _cost(rows), per_cell), scores
 
 
-def _schedule(levels: Sequence[Mapping[str, Any]], choice: Mapping[str, Any] | None,
-              rows: Sequence[Mapping[str, Any]], engine_version: str | None) -> dict[str, Any]:
+def _family(config: Mapping[str, Any]) -> str:
+    return json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens"}, sort_keys=True)
+
+
+def _schedule(levels: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], static: str | None,
+              engine_version: str | None, declared: bool) -> dict[str, Any]:
+    """The per-batch-size schedule of the family (method and draft) that pays at the most closed-loop levels
+    (the static choice's family when there is one): its best paying K per level, 0 where none pays."""
     version = parse_version(engine_version) if engine_version else None
     if version is None or SCHEDULE_FIELD not in available(FIELD_RANGES, version):
         return {"supported": False, "config": None,
                 "line": f"the installed engine (vLLM {engine_version or 'unknown'}) has no per-batch-size K schedule "
                         f"({SCHEDULE_FIELD} needs vLLM 0.24+)"}
-    if choice is None:
-        return {"supported": True, "config": None, "line": "no K schedule: no candidate to schedule"}
-    family = {r["name"] for r in rows if {k: v for k, v in r["speculative_config"].items()
-                                          if k != "num_speculative_tokens"}
-              == {k: v for k, v in choice["speculative_config"].items() if k != "num_speculative_tokens"}}
+    config_of = {r["name"]: r["speculative_config"] for r in rows}
+    wins: dict[str, int] = {}
+    for lv in levels:
+        for name in lv["tied"] or ([lv["best"]] if lv["best"] else []):
+            wins[_family(config_of[name])] = wins.get(_family(config_of[name]), 0) + 1
+    if not wins:
+        return {"supported": True, "config": None, "line": "no K schedule: no candidate pays at any level"}
+    cost = _cost(rows)
+    family = _family(config_of[static]) if static else max(
+        wins, key=lambda f: (wins[f], [-x for x in min(cost[n] for n in config_of if _family(config_of[n]) == f)[:2]]))
     per_level = []
     for lv in levels:
-        ks = [e for e in lv["entries"] if e.candidate in family and e.beats_plain()]
-        winner, _ = best(ks)
+        mine = [e for e in lv["entries"] if _family(config_of[e.candidate]) == family and e.pays(declared)]
+        winner, _ = best(mine)
         per_level.append((int(lv["concurrency"]), winner.k if winner else 0))
     sched = k_schedule(per_level)
-    config = {**choice["speculative_config"], "num_speculative_tokens": max([k for *_, k in sched] + [1]),
-              SCHEDULE_FIELD: sched}
+    first = next(n for n in config_of if _family(config_of[n]) == family)
+    config = {**config_of[first], "num_speculative_tokens": max([k for *_, k in sched] + [1]), SCHEDULE_FIELD: sched}
     return {"supported": True, "config": config,
             "line": f"K schedule (batch sizes measured as closed-loop concurrency): --speculative-config "
                     f"'{json.dumps(config)}'"}
 
 
+def _level(cell: Mapping[str, Any], declared: bool) -> dict[str, Any]:
+    entries = [entry_of(e) for e in cell["entries"]]
+    winner, tied = best([e for e in entries if e.pays(declared)])
+    return {"level": cell["level"], "concurrency": cell["concurrency"], "entries": entries,
+            "best": winner.candidate if winner else None, "tied": tied if winner and len(tied) > 1 else [],
+            "speedup": winner.speedup if winner else None,
+            "not_distinguishable": sorted(e.candidate for e in entries if e.effect == NOT_DISTINGUISHABLE)}
+
+
+def _best_text(lv: Mapping[str, Any]) -> str:
+    if not lv["best"]:
+        return f"{lv['level']}: plain"
+    others = [n for n in lv["tied"] if n != lv["best"]]
+    return f"{lv['level']}: {lv['best']}" + (f" (tie with {', '.join(others)})" if others else "")
+
+
 def _workload(name: str, cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
               criteria: Mapping[str, Any] | None, engine_version: str | None) -> dict[str, Any]:
-    levels = []
-    for c in cells:
-        entries = [_entry(e) for e in c["entries"]]
-        winner, tied = best(entries)
-        pays = winner is not None and winner.beats_plain()
-        levels.append({"level": c["level"], "concurrency": c["concurrency"], "entries": entries,
-                       "best": winner.candidate if pays and winner else None, "tied": tied if pays else [],
-                       "speedup": winner.speedup if winner else None})
-    closed = [(int(lv["concurrency"]), next((e for e in lv["entries"] if e.candidate == lv["best"]), None))
-              for lv, c in zip(levels, cells, strict=True) if c.get("rate_rps") is None]
-    above, sentence = off_above(closed)
-    scores = _scores(cells, rows, criteria)
-    static = static_choice(scores, {r["name"]: (int(r["draft_weights"]), r["k"], r["name"]) for r in rows})
-    choice = next((r for r in rows if r["name"] == static), None)
-    schedule = _schedule([lv for lv, c in zip(levels, cells, strict=True) if c.get("rate_rps") is None],
-                         choice, rows, engine_version)
+    declared = criteria is not None
+    levels = [_level(c, declared) for c in cells]
+    closed = [lv for lv, c in zip(levels, cells, strict=True) if c.get("rate_rps") is None]
+    above, sentence = off_above([(int(lv["concurrency"]), next((e for e in lv["entries"] if e.candidate == lv["best"]),
+                                                               None)) for lv in closed])
+    static, scores = _static(cells, rows, criteria)
+    schedule = _schedule(closed, rows, static, engine_version, declared)
+    paying = [lv for lv in levels if lv["best"]]
+    why = None
+    if static is None and paying:
+        where = ", ".join(f"{lv['best']} at {lv['level']}" for lv in paying)
+        rest = [lv["level"] for lv in levels if not lv["best"]]
+        why = f"no single configuration pays at every level: {where} pay, plain wins at {', '.join(rest)}"
     return {"workload": name, "off_above_concurrency": above, "off_sentence": sentence, "static": static,
-            "static_speedup": scores[static][1] if static else None, "schedule": schedule,
+            "static_speedup": scores[static][1] if static else None, "schedule": schedule, "why_no_static": why,
             "levels": [{k: v for k, v in lv.items() if k != "entries"} for lv in levels]}
+
+
+def _headline(static: str | None, scores: Mapping[str, tuple[bool, float | None]],
+              workloads: Sequence[Mapping[str, Any]]) -> str:
+    if static is not None:
+        g = scores[static][1]
+        return f"recommendation: {static}" + (f" (geometric-mean speedup {g:.3f} over the declared range)" if g else "")
+    partial = [w for w in workloads if any(lv["best"] for lv in w["levels"])]
+    if not partial:
+        return "recommendation: do not speculate (no candidate beats plain clear of the noise floor at any level)"
+    parts = [f"{w['workload']}: {', '.join(_best_text(lv) for lv in w['levels'])}"
+             + (f"; {w['schedule']['line']}" if w["schedule"].get("config") else "") for w in partial]
+    return "recommendation: speculate only where it pays: " + "; ".join(parts)
 
 
 def recommend(cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
               criteria: Mapping[str, Any] | None, engine_version: str | None) -> dict[str, Any]:
     """The recommendation of a sweep card: ``workloads`` (one per workload), the overall ``static``
-    candidate (None: do not speculate), ``meets_criteria`` and the printed ``lines``."""
+    candidate (None: no single configuration), ``meets_criteria`` and the printed ``lines``."""
     names = list(dict.fromkeys(c["workload"] for c in cells))
     workloads = [_workload(w, [c for c in cells if c["workload"] == w], rows, criteria, engine_version) for w in names]
-    scores = _scores(cells, rows, criteria, overall=True)
-    static = static_choice(scores, {r["name"]: (int(r["draft_weights"]), r["k"], r["name"]) for r in rows})
+    static, scores = _static(cells, rows, criteria, overall=True)
     meets = any(ok for ok, _ in scores.values()) if criteria is not None else True
     lines = []
     for w in workloads:
-        best_at = ", ".join(f"{lv['level']}: {lv['best'] or 'plain'}" for lv in w["levels"])
-        lines.append(f"{w['workload']}: best per level {best_at}; {w['off_sentence']}; static: "
-                     f"{w['static'] or 'do not speculate'}; {w['schedule']['line']}")
-    lines.append(f"recommendation: {static or 'do not speculate'}"
-                 + (f" (geometric-mean speedup {scores[static][1]:.3f} over the declared range)"
-                    if static and scores[static][1] else ""))
+        lines.append(f"{w['workload']}: best per level {', '.join(_best_text(lv) for lv in w['levels'])}; "
+                     f"{w['off_sentence']}; static: {w['static'] or 'none'}"
+                     + (f" ({w['why_no_static']})" if w["why_no_static"] else "") + f"; {w['schedule']['line']}")
+        shy = sorted({n for lv in w["levels"] for n in lv["not_distinguishable"]})
+        if shy:
+            lines.append(f"{w['workload']}: not distinguishable from the noise floor somewhere: {', '.join(shy)}")
+    lines.append(_headline(static, scores, workloads))
     return {"workloads": workloads, "static": static, "meets_criteria": meets, "lines": lines}

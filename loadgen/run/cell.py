@@ -21,16 +21,17 @@ from typing import Any
 import httpx
 
 from loadgen.errors import FallbackDetected, RunFailed
+from loadgen.measure.blockstate import block_state
 from loadgen.measure.counterchecks import WindowTally
 from loadgen.measure.metrics import ClientUse, cell_stats
-from loadgen.profile.cells import CellSpec
+from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import Pair
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.report.rundir import JsonlAppender, write_text
 from loadgen.run.cellentry import LOOKUP_METHODS, CellRun, cell_entry, flat_drafts, length_mismatches
 from loadgen.run.observe import Observers
-from loadgen.serve import servers
+from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
 from loadgen.stream.client import RequestRecord
 from loadgen.stream.runner import run_cell
@@ -73,7 +74,10 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     gauges: list[dict[str, Any]] = []
     later: list[tuple[Path, str]] = []
 
+    host: list[dict[str, Any]] = []
+
     def scrape_before() -> None:
+        host.append(hoststate.sample())
         before["snap"], err = _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__before.prom",
                                           server.spec.headers, later)
         metrics_errors.extend([err] if err else [])
@@ -102,12 +106,14 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     after, err = ((None, None) if died else
                   _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later))
     metrics_errors.extend([err] if err else [])
+    host.append(hoststate.sample())
     done = CellRun(role, cell, records, started, duration, before.get("snap"), after, summarize_gauges(gauges),
                    tuple(metrics_errors), sent["measured"] + sent["cooldown"], window, client, died)
     entry = cell_entry(done, pair)
     usable = None if entry["restart_evidence"] else done.counters  # a restart leaves no measurable acceptance
     line = {**entry, **observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
                                      cell_stats(done.measured(), usable), usable)}
+    line["state"] = _state(host, done, entry, server, run.pair)
     run.cells_log.append(line)
     later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl", "".join(strictjson.dumps(g) + "\n" for g in gauges)))
     for path, text in later:
@@ -115,11 +121,21 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     _report(run, server, done, entry)
 
 
+def _state(host: list[dict[str, Any]], done: CellRun, entry: CellLine, server: servers.Server,
+           pair: Pair) -> dict[str, Any]:
+    """The block's state (measure/blockstate.py) from the host samples at its measured window's start and end."""
+    first, last = (host[0], host[-1]) if host else ({}, {})
+    k = pair.num_speculative_tokens if speculates(done.role) else 0
+    return block_state((first, last), (done.before, done.after), entry["gauges"], entry["server_histograms"],
+                       done.cell.concurrency * (1 + k), server.effective.get("cudagraph_ceiling"),
+                       hoststate.steal_share(first, last))
+
+
 def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellLine) -> None:
     """Log the finished cell and stop the run when it must (see run_cell_on)."""
     role, cell, records, pair = done.role, done.cell, done.records, run.pair
     ok, counters, failure = len(records) - entry["errors"], done.counters, entry["failure"]
-    run.log(f"[{role}] {cell.workload} {cell.level.label} rep {cell.repetition}: {ok}/{len(records)} ok in "
+    run.log(f"[{role}] {cell.workload} {cell.level.label} block {cell.repetition}: {ok}/{len(records)} ok in "
             f"{done.duration_s:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
                                   f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
             + (f"; FAILED: {failure}" if failure else ""))

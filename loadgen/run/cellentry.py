@@ -13,7 +13,7 @@ from typing import Any, cast
 from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters
 from loadgen.measure.faults import categories, over_budget
 from loadgen.measure.metrics import ClientUse, MeasuredRequest
-from loadgen.profile.cells import CellSpec
+from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import Pair
 from loadgen.prom import deltas
 from loadgen.prom.exposition import Snapshot
@@ -124,4 +124,4 @@ def flat_drafts(run: CellRun) -> bool:
     """A speculative cell with finished requests whose draft counters did not move."""
     counters = run.counters
     ok = sum(1 for r in run.records if not r.error)
-    return run.role == "speculative" and counters is not None and counters.num_drafts == 0 and ok > 0
+    return speculates(run.role) and counters is not None and counters.num_drafts == 0 and ok > 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -23,14 +23,25 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.schedule import arrival_offsets
-from loadgen.profile.workload import Prompt, Workload, generate, load_tokenizer, needs_tokenizer, prompts_digest
+from loadgen.profile.workload import (
+    WORKLOADS_DIR,
+    Prompt,
+    Workload,
+    generate,
+    load_tokenizer,
+    needs_tokenizer,
+    prompts_digest,
+)
 from loadgen.serve import resources
 from loadgen.util.redact import redact_argv, redact_env
 
 
 def plan_cells(pair: Pair) -> list[CellSpec]:
-    """Assign each cell its own consecutive slice of its workload's seeded prompt set (warmup, measured,
-    cooldown) and, for open-loop levels, its seeded arrival schedule."""
+    """The blocks of every cell (``pair.planned_blocks`` per workload and level; docs/metrics.md "Blocks"),
+    each with its own consecutive slice of its workload's seeded prompt set (warmup, measured, cooldown)
+    and, for open-loop levels, its seeded arrival schedule. A prompt-file workload measures the same prompts
+    at every level: block ``b`` of each level takes the first prompts of block ``b``'s shared sample (a
+    level of n requests its first n), so the levels differ in load alone."""
     stop, load = pair.stop, pair.load
     tokenizer = None
     if any(needs_tokenizer(w) for w in pair.workloads):
@@ -38,7 +49,7 @@ def plan_cells(pair: Pair) -> list[CellSpec]:
     cells = []
     for workload in pair.workloads:
         sizes = []
-        for rep in range(load.repetitions):
+        for rep in range(pair.planned_blocks):
             for level in load.levels():
                 if level.rate_rps is None:
                     n, cool = stop.measured_requests(level.concurrency), stop.cooldown_requests(level.concurrency)
@@ -47,23 +58,43 @@ def plan_cells(pair: Pair) -> list[CellSpec]:
                 else:
                     n, cool = stop.min_requests, 0
                 sizes.append((level, rep, stop.warmup_requests, n, cool))
-        prompts = generate(workload, sum(w + n + c for *_, w, n, c in sizes), tokenizer)
-        offset = 0
+        shared = workload.kind == "file"
+        pool = {rep: max(n for lv, r, _, n, _ in sizes if r == rep) for rep in {r for _, r, *_ in sizes}}
+        total = sum(w + c + (0 if shared else n) for _, _, w, n, c in sizes) + (sum(pool.values()) if shared else 0)
+        prompts = generate(workload, total, tokenizer)
+        offset, common = 0, {}
+        if shared:
+            for rep, n in sorted(pool.items()):
+                common[rep], offset = prompts[offset:offset + n], offset + n
         for level, rep, w, n, cool in sizes:
-            chunk = prompts[offset:offset + w + n + cool]
-            offset += w + n + cool
+            measured = common[rep][:n] if shared else prompts[offset + w:offset + w + n]
+            chunk = prompts[offset:offset + w + (0 if shared else n) + cool]
+            warmup, cooldown = chunk[:w], chunk[len(chunk) - cool:] if cool else []
+            offset += len(chunk)
             arrivals = None
             if level.rate_rps is not None:
                 seed = workload.seed * 1_000_003 + rep * 1009 + int(level.rate_rps * 1000)
                 arrivals = tuple(arrival_offsets(load.arrival, level.rate_rps, n, seed, load.burstiness))
-            cells.append(CellSpec(workload.name, workload.endpoint, level, rep, tuple(chunk[:w]),
-                                  tuple(chunk[w:w + n]), tuple(chunk[w + n:]), arrivals))
+            cells.append(CellSpec(workload.name, workload.endpoint, level, rep, tuple(warmup), tuple(measured),
+                                  tuple(cooldown), arrivals))
     return cells
 
 
-def replay_protocol(protocol_path: Path) -> tuple[Pair, list[CellSpec]]:
-    """The pair and the exact cells (prompts, order, arrival schedules) of an earlier run, from its
-    ``protocol.json`` and the ``pair.toml`` and ``prompts.jsonl`` beside it.
+def unique_prompts(cells: Sequence[CellSpec]) -> list[Prompt]:
+    """Every prompt of ``cells`` once (warmup, measured, cooldown, in plan order): what prompts.jsonl holds."""
+    seen: dict[tuple[str, str], Prompt] = {}
+    for c in cells:
+        for p in (*c.warmup, *c.measured, *c.cooldown):
+            seen.setdefault((p.workload, p.prompt_id), p)
+    return list(seen.values())
+
+
+def replay_protocol(protocol_path: Path, workloads_dir: Path = WORKLOADS_DIR) -> tuple[
+        Pair, list[CellSpec], list[list[Any]] | None]:
+    """The pair, the exact cells (prompts, blocks, arrival schedules) and the recorded order of the slots
+    (``design.order``: ``[arm, workload, level, block]`` each; None for a run of older code, which measured
+    every plain cell, then every speculative one) of an earlier run, from its ``protocol.json`` and the
+    ``pair.toml`` and ``prompts.jsonl`` beside it.
 
     Raises ProfileError when a file is missing or the prompts no longer match the recorded sha256.
     """
@@ -78,7 +109,7 @@ def replay_protocol(protocol_path: Path) -> tuple[Pair, list[CellSpec]]:
     if prompts_digest(prompts.values()) != proto.get("prompts_sha256"):
         raise ProfileError(f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; "
                            "the run folder was modified")
-    pair = load_pair(str(folder / "pair.toml"))
+    pair = load_pair(str(folder / "pair.toml"), workloads_dir=workloads_dir)
     workloads = {w["name"]: w for w in proto["workloads"]}
     pair = replace(pair, workloads=tuple(Workload(**(w | {"skipped": tuple(w.get("skipped") or ())}))
                                          for w in proto["workloads"]))
@@ -90,7 +121,8 @@ def replay_protocol(protocol_path: Path) -> tuple[Pair, list[CellSpec]]:
         cells.append(CellSpec(c["workload"], workloads[c["workload"]]["endpoint"], level, c.get("repetition", 0),
                               tuple(pick[0]), tuple(pick[1]), tuple(pick[2]),
                               tuple(c["arrivals_s"]) if c.get("arrivals_s") is not None else None))
-    return pair, cells
+    order = (proto.get("design") or {}).get("order")
+    return pair, cells, order
 
 
 def _prompt(d: dict[str, Any]) -> Prompt:
@@ -130,6 +162,7 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host:
         "criteria": None if pair.criteria is None else (pair.criteria.to_json()
                                                         | {"declared": list(pair.criteria.declared)}),
         "slo": asdict(pair.slo),
+        "design": pair.design.to_json() | {"planned_blocks": pair.planned_blocks},
         "cells": [{"workload": c.workload, "concurrency": c.concurrency, "level": c.level.label,
                    "rate_rps": c.level.rate_rps, "repetition": c.repetition,
                    "warmup": [p.prompt_id for p in c.warmup],

@@ -29,12 +29,17 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from loadgen.errors import BadInput
 from loadgen.profile.cells import CellSpec
+from loadgen.run.design import Slot, balanced_order, server_starts
+
+if TYPE_CHECKING:
+    from loadgen.run.flow import Measurement
 
 DEFAULT_START_S = 60.0
 DEFAULT_TPOT_S = 0.05
@@ -44,6 +49,9 @@ DEFAULT_TPOT_S = 0.05
 #: time less ready_s and the cells' duration_s), and 1-2 s from a compare's last cell to the next compare's
 #: start on the H200 (docs/examples/h200/logs: server stop, card, plots), plus about 1 s to attach.
 PHASE_OVERHEAD_S = 4.0
+#: Seconds per slot besides its requests: the /metrics scrapes before and after, the gauge sampler's last
+#: round and the cell's lines on disk (0.2-0.4 s per cell on the 2-core CPU machine).
+SLOT_OVERHEAD_S = 0.5
 #: Seconds for the sweep card and its plots after the last phase (about 1 s on the 2-core CPU machine).
 FINISH_S = 2.0
 PLAIN = "plain"
@@ -89,17 +97,6 @@ class History:
         """The median plain TPOT p50 over every concurrency (s), for the printed line."""
         plain = [t.tpot_s for t in self.cells if t.kind == PLAIN]
         return statistics.median(plain) if plain else DEFAULT_TPOT_S
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One phase of a sweep: its name, the kind of server it measures (``plain`` or the speculative
-    method), whether it starts that server (False: attached) and its K (None for plain)."""
-
-    name: str
-    kind: str
-    starts: bool
-    k: int | None = None
 
 
 def _number(value: Any) -> float | None:
@@ -176,29 +173,72 @@ def cell_s(cell: CellSpec, kind: str, hist: History, k: int | None = None) -> fl
     return rounds * one
 
 
-def phase_s(cells: Sequence[CellSpec], phase: Phase, hist: History) -> float:
-    """The estimated seconds of one phase: its server start (if it starts one), its fixed overhead and
-    its cells."""
-    start = hist.start_s if phase.starts else 0.0
-    return start + PHASE_OVERHEAD_S + sum(cell_s(c, phase.kind, hist, phase.k) for c in cells)
+def arm_kinds(m: Measurement) -> dict[str, tuple[str, int | None]]:
+    """Each arm's kind of server for the history: ``(plain, None)`` for plain and placebo, ``(method, K)``
+    for a speculative arm."""
+    return {a.name: ((a.pair.method, a.pair.num_speculative_tokens) if a.speculative else (PLAIN, None))
+            for a in m.arms}
 
 
-def estimate_s(cells: Sequence[CellSpec], phases: Sequence[Phase], hist: History) -> float:
-    """The sweep's estimated wall time in seconds for ``phases`` (and the sweep card)."""
-    return sum(phase_s(cells, p, hist) for p in phases) + FINISH_S
+def slots_s(slots: Sequence[Slot], kinds: Mapping[str, tuple[str, int | None]], hist: History) -> float:
+    """The estimated seconds of measuring ``slots``: each one's cell on its arm's kind of server, plus
+    :data:`SLOT_OVERHEAD_S`."""
+    return sum(cell_s(s.cell, kinds[s.arm][0], hist, kinds[s.arm][1]) + SLOT_OVERHEAD_S for s in slots)
 
 
-def fitting(cells: Sequence[CellSpec], phases: Sequence[Phase], hist: History,
-            budget_s: float) -> tuple[list[str], float] | None:
-    """The candidates (phases that are not plain) that fit ``budget_s`` seconds next to every plain phase,
-    taken in order and skipping any that would overrun it, and their estimate in seconds; None when the
-    plain phases alone do not fit."""
-    total = sum(phase_s(cells, p, hist) for p in phases if p.kind == PLAIN) + FINISH_S
-    if total > budget_s:
+def estimate_s(m: Measurement, hist: History, slots: Sequence[Slot] | None = None) -> float:
+    """The estimated wall time in seconds of measuring ``slots`` (default ``m.slots``) with ``m``'s arms: every
+    server start the order makes (run/design.py) at the history's start time plus :data:`PHASE_OVERHEAD_S`,
+    the slots, and :data:`FINISH_S` per candidate card and for the sweep card."""
+    slots = m.slots if slots is None else slots
+    by_name = {a.name: a for a in m.arms}
+    attached = frozenset(a.server for a in m.arms if a.attach_url is not None)
+    starts = server_starts(slots, lambda arm: by_name[arm].server, m.co_resident, attached)
+    spec = sum(1 for a in m.arms if a.speculative)
+    return starts * (hist.start_s + PHASE_OVERHEAD_S) + slots_s(slots, arm_kinds(m), hist) + FINISH_S * (1 + spec)
+
+
+def fitting(m: Measurement, hist: History, budget_s: float) -> tuple[list[str], float] | None:
+    """The candidates that fit ``budget_s`` seconds beside the plain arms, taken in order and skipping any
+    that would overrun it, and their estimate in seconds; None when the plain arms alone do not fit."""
+    keep = [a for a in m.arms if not a.speculative]
+
+    def cost(arms: Sequence[Any]) -> float:
+        names = [a.name for a in arms]
+        sub = replace(m, arms=list(arms), slots=[s for s in m.slots if s.arm in names])
+        return estimate_s(sub, hist)
+
+    if cost(keep) > budget_s:
         return None
-    kept = []
-    for p in phases:
-        if p.kind != PLAIN and total + (cost := phase_s(cells, p, hist)) <= budget_s:
-            kept.append(p.name)
-            total += cost
-    return kept, total
+    for a in m.arms:
+        if a.speculative and cost([*keep, a]) <= budget_s:
+            keep.append(a)
+    return [a.name for a in keep if a.speculative], cost(keep)
+
+
+def announce(m: Measurement, roots: Sequence[Path], budget_min: float | None, log: Callable[[str], None]) -> None:
+    """Print the estimate (with ``[criteria].ci_half_width``: also the longest, every cell grown to
+    ``[design].max_blocks``); raise BadInput (exit 2) when the shortest exceeds ``budget_min``, naming the
+    candidates that would fit."""
+    hist = history(roots)
+    est = estimate_s(m, hist)
+    spec = [a.name for a in m.arms if a.speculative]
+    most = ""
+    if m.goal is not None:
+        full = balanced_order(m.planned, [a.name for a in m.arms], m.co_resident)
+        most = (f"; up to {estimate_s(m, hist, full) / 60:.1f} min if every cell grows to "
+                f"{max(c.repetition for c in m.planned) + 1} blocks to reach ±{m.goal:g}"
+                + (f" (the budget stops it at {budget_min:g} min)" if budget_min is not None else ""))
+    log(f"sweep: {len(spec)} candidates, {len(m.slots)} slots; estimated wall time {est / 60:.1f} min "
+        f"({hist.source}; start {hist.start_s:.0f} s, plain TPOT {1000 * hist.plain_tpot_s:.1f} ms){most}")
+    if budget_min is None or est <= 60 * budget_min:
+        return
+    fit = fitting(m, hist, 60 * budget_min)
+    if fit is None:
+        hint = "not even the plain arms fit it"
+    elif not fit[0]:
+        hint = "no candidate fits it beside the plain arms"
+    else:
+        hint = f"it fits {', '.join(fit[0])} ({fit[1] / 60:.1f} min)"
+    raise BadInput(f"the sweep needs about {est / 60:.1f} min, more than --budget-min {budget_min:g} ({hint}); "
+                   "raise the budget, or drop candidates, levels, blocks or requests from the pair file")

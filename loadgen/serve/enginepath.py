@@ -131,3 +131,16 @@ def engine_path_note(plain_effective: Mapping[str, Any], spec_effective: Mapping
             f"{_async_word(plain)}, model runner {plain.model_runner or 'unknown'}. The measured step-time ratio "
             f"includes that engine-path change, not only the draft's work; compare against a plain server "
             f"launched with {' and '.join(fixes)} to separate the two.")
+
+
+_CEILING_RE = re.compile(r"['\"]max_cudagraph_capture_size['\"]:\s*(\d+)")
+
+
+def cudagraph_ceiling(log: str) -> int | None:
+    """The largest batch (tokens) the engine runs as a CUDA graph: ``max_cudagraph_capture_size`` of the
+    startup log's compilation config (vLLM 0.11+; 512 by default on H200, vLLM PR #54418); None when the log
+    shows ``enforce_eager=True`` (every step eager) or does not say."""
+    if "enforce_eager=True" in log:
+        return None
+    found = _CEILING_RE.search(log)
+    return int(found.group(1)) if found else None

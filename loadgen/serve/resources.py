@@ -67,8 +67,11 @@ def cpu_rss_bytes(procs: Iterable[psutil.Process]) -> int:
 
 
 def gpu_memory(pids: Iterable[int]) -> dict[str, Any] | None:
-    """GPU memory used by ``pids`` through NVML: ``{"bytes": int, "devices": [{index, name, total_bytes,
-    used_by_pids_bytes}]}``; None when NVML is not available (no driver, no GPU, no nvidia-ml-py)."""
+    """GPU memory used by ``pids`` through NVML's per-process accounting (never a difference of device
+    totals, which would charge one server with another's memory when servers share the device):
+    ``{"bytes": int, "devices": [{index, name, total_bytes, used_by_pids_bytes}]}``; None when NVML is not
+    available (no driver, no GPU, no nvidia-ml-py), or when NVML lists compute processes but none of
+    ``pids`` (another PID namespace, as in a container: the figure would read 0)."""
     try:
         import pynvml
     except ImportError:
@@ -79,17 +82,20 @@ def gpu_memory(pids: Iterable[int]) -> dict[str, Any] | None:
     except pynvml.NVMLError:
         return None
     try:
-        devices, total = [], 0
+        devices, total, listed = [], 0, 0
         for index in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            used = sum(int(p.usedGpuMemory or 0) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
-                       if p.pid in wanted)
+            procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            listed += len(procs)
+            used = sum(int(p.usedGpuMemory or 0) for p in procs if p.pid in wanted)
             if used:
                 name = pynvml.nvmlDeviceGetName(handle)
                 devices.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
                                 "total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
                                 "used_by_pids_bytes": used})
                 total += used
+        if listed and not devices:
+            return None
         return {"bytes": total, "devices": devices}
     except pynvml.NVMLError:
         return None
@@ -125,7 +131,10 @@ def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] |
     """The draft's cost: speculative minus plain for memory, and the KV-cache capacity lost.
 
     Returns ``{"extra_cpu_rss_bytes", "extra_gpu_memory_bytes", "kv_cache_tokens_lost",
-    "kv_capacity_loss"}`` (fraction of the plain server's tokens); None entries where unknown.
+    "kv_capacity_loss", "same_memory_budget"}`` (fraction of the plain server's tokens; None entries where
+    unknown). ``same_memory_budget``: both servers ran under the same ``gpu_memory_utilization`` (from
+    ``vllm:cache_config_info``): vLLM then fills that budget on both, so their GPU memory differs by the
+    budget's slack, not by the draft's cost, which shows as KV-cache capacity lost instead.
     """
     p, s = plain or {}, speculative or {}
 
@@ -141,7 +150,22 @@ def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] |
         "extra_gpu_memory_bytes": minus(s_gpu, p_gpu),
         "kv_cache_tokens_lost": lost,
         "kv_capacity_loss": lost / p_kv if lost is not None and p_kv else None,
+        "same_memory_budget": (p.get("gpu_memory_utilization") is not None
+                               and p.get("gpu_memory_utilization") == s.get("gpu_memory_utilization")),
     }
+
+
+def budget_note(plain: Mapping[str, Any] | None, difference: Mapping[str, Any]) -> str | None:
+    """One line when both servers ran under the same memory budget and their GPU memory was measured: the
+    difference is the budget's slack, the draft's cost is in the KV-cache capacity (:func:`difference`)."""
+    extra = difference.get("extra_gpu_memory_bytes")
+    if not difference.get("same_memory_budget") or extra is None:
+        return None
+    loss = difference.get("kv_capacity_loss")
+    cost = f"{100 * loss:.1f}% of the KV-cache capacity" if loss is not None else "KV-cache capacity"
+    return (f"both servers ran under gpu_memory_utilization {(plain or {}).get('gpu_memory_utilization')}: vLLM fills "
+            f"that budget on each, so their GPU memory differs by {extra / 2**20:+,.0f} MiB, the budget's slack, not "
+            f"the draft's cost, which is {cost}")
 
 
 def hardware() -> dict[str, Any]:

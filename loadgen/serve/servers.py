@@ -29,7 +29,7 @@ from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
 from loadgen.serve import readiness, resources
 from loadgen.serve.attached import ATTACH_REFUSED_S, listing_problem, unreachable
-from loadgen.serve.enginepath import parse_engine_path
+from loadgen.serve.enginepath import cudagraph_ceiling, parse_engine_path
 from loadgen.serve.startup import LogWatch
 from loadgen.util.redact import redact_url
 
@@ -115,6 +115,7 @@ class Server:
     ready_s: float | None = None
     minimal_request: dict[str, Any] = field(default_factory=dict)
     minimal_response: dict[str, Any] = field(default_factory=dict)
+    effective: dict[str, Any] = field(default_factory=dict)  # what effective_config() read last
 
     @property
     def base_url(self) -> str:
@@ -235,6 +236,8 @@ class Server:
         kv = _KV_TOKENS_RE.search(log)
         out["kv_cache_tokens_log"] = int(kv.group(1).replace(",", "")) if kv else None
         out["engine_path"] = parse_engine_path(log if self.process is not None else "").to_json()
+        out["cudagraph_ceiling"] = cudagraph_ceiling(log)
+        self.effective = out
         return out
 
 

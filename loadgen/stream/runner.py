@@ -79,7 +79,8 @@ class _Cell:
             requested_output_tokens=prompt.output_tokens, arrival_s=arrival_s,
             level=self.plan.level.label, repetition=self.plan.repetition,
         )
-        await stream_request(conn, build_payload(prompt, self.sampling, self.model), record, self.plan.endpoint)
+        body = build_payload(prompt, self.sampling, self.model) | {"cache_salt": self.plan.cache_salt}
+        await stream_request(conn, body, record, self.plan.endpoint)
         if phase == "measured":
             self.records.append(record)
         self.on_record(record)

@@ -71,6 +71,8 @@ class Card(TypedDict, total=False):
     prompts_sha256: str
     cells: list[dict[str, Any]]  # one per workload x level; keys in report/card.schema.json
     crossover: dict[str, Any]
+    design: dict[str, Any] | None
+    noise_floor: dict[str, Any]
     slo: dict[str, Any]
     capacity: dict[str, Any]
     resources: dict[str, Any]

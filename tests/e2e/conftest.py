@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from loadgen.profile.pairfile import load_pair
-from loadgen.run.flow import launch_spec
+from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from loadgen.profile.pairfile import load_pair
-from loadgen.run.flow import launch_spec
+from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
 from tests.e2e.conftest import ROOT, _require_engine
 

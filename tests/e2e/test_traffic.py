@@ -19,7 +19,7 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt, Workload, generate, load_tokenizer
 from loadgen.prom.deltas import spec_decode_delta
 from loadgen.prom.scrape import scrape
-from loadgen.run.flow import launch_spec
+from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
 from loadgen.stream.client import RequestRecord, build_payload
 from loadgen.stream.runner import run_cell

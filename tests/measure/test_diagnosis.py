@@ -8,7 +8,8 @@ import pytest
 
 from loadgen.errors import ProfileError
 from loadgen.measure.diagnosis import capacity, cost_decomposition, goodput, holds, lossless, lossless_note
-from loadgen.profile.criteria import judge, parse_criteria
+from loadgen.measure.verdict import judge
+from loadgen.profile.criteria import parse_criteria
 from loadgen.profile.pair import SLO
 from loadgen.profile.pairfile import load_pair
 

@@ -1,8 +1,11 @@
 """The sweep ranking in closed form (measure/ranking.py, report/sweeprec.py): speedups from ratios and
-their CIs, ties within the CI going to the cheaper candidate, the level above which speculation is off,
-the drift warning, the perfect-draft upper bound, the static choice and the K schedule."""
+their CIs, beating plain clear of the noise floor, ties within the CI going to the cheaper candidate, the
+level above which speculation is off (a range), the drift warning only where the decision depends on it,
+the perfect-draft upper bound, the static choice, and one recommendation that every line agrees with."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -13,11 +16,11 @@ from loadgen.measure.ranking import (
     geomean,
     k_schedule,
     off_above,
-    ranked_gap,
     speedup_of,
     static_choice,
     upper_bound,
 )
+from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweeprec import recommend
 
 
@@ -39,23 +42,28 @@ def test_a_tie_within_the_ci_goes_to_the_cheaper_candidate() -> None:
     assert best([Entry("x", 1, True, None)]) == (None, [])
 
 
-def test_beating_plain_needs_the_ci_above_one() -> None:
+def test_beating_plain_needs_the_ci_clear_of_the_noise_floor() -> None:
+    # an older card (no effect): the CI above 1
     assert Entry("a", 1, True, 1.2, 1.05, 1.3).beats_plain()
     assert not Entry("a", 1, True, 1.2, 0.95, 1.3).beats_plain()
     assert Entry("a", 1, True, 1.2).beats_plain() and not Entry("a", 1, True, None).beats_plain()
+    # measured in blocks: the effect against the A/A band decides, even when the CI excludes 1
+    assert not Entry("a", 1, True, 1.01, 1.005, 1.015, "not distinguishable").beats_plain()
+    assert Entry("a", 1, True, 1.2, 1.1, 1.3, "faster").beats_plain()
+    assert not Entry("a", 1, True, 1.2, 1.1, 1.3, "faster", "fail").pays(criteria_declared=True)
 
 
-def test_drift_larger_than_the_ranked_difference_is_a_warning() -> None:
-    entries = [Entry("a", 1, True, 1.30, 1.2, 1.4), Entry("b", 2, True, 1.27, 1.2, 1.35)]
-    assert ranked_gap(entries) == pytest.approx(0.03)
-    line = drift_warning("w c4", 1.05, ranked_gap(entries))
-    assert line is not None and "+5.0%" in line and "0.030" in line and "w c4" in line
-    assert drift_warning("w c4", 1.02, ranked_gap(entries)) is None
-    assert ranked_gap([Entry("a", 1, True, 1.5)]) == pytest.approx(0.5)  # one candidate: against plain
-    near_plain = [Entry("a", 1, True, 0.97), Entry("b", 2, True, 0.64)]  # best vs plain is the smaller gap
-    assert ranked_gap(near_plain) == pytest.approx(0.03)
-    line = drift_warning("s c4", 0.83, ranked_gap(near_plain))
-    assert line is not None and "-17.0%" in line
+def test_drift_warns_only_where_the_decision_depends_on_the_baseline() -> None:
+    # both candidates lose to plain by about 0.2 under either baseline: a +13.9% drift changes nothing
+    losing = [Entry("a", 1, True, 0.80, 0.78, 0.82), Entry("b", 2, True, 0.79, 0.77, 0.81)]
+    assert drift_warning("w c4", {"value": 1.139, "ci_low": 1.10, "ci_high": 1.18}, losing) is None
+    # a candidate at 1.05 [1.02, 1.08]: plain-after 6% slower makes it 1.11, 6% faster makes it 0.99
+    near = [Entry("a", 1, True, 1.05, 1.02, 1.08)]
+    line = drift_warning("w c4", {"value": 0.94, "ci_low": 0.92, "ci_high": 0.96}, near)
+    assert line is not None and "-6.0%" in line and "[95% CI 0.920, 0.960]" in line
+    assert "a against plain-before, plain against plain-after" in line
+    # a drift whose CI covers 1 raises nothing, whatever its value
+    assert drift_warning("w c4", {"value": 0.80, "ci_low": 0.60, "ci_high": 1.05}, near) is None
 
 
 def test_upper_bound_is_k_plus_one_over_the_step_time_ratio() -> None:
@@ -64,9 +72,11 @@ def test_upper_bound_is_k_plus_one_over_the_step_time_ratio() -> None:
     assert upper_bound(2, None) is None
 
 
-def test_off_above_names_the_last_level_where_a_candidate_beats_plain() -> None:
+def test_off_above_names_the_crossover_as_a_range_between_measured_levels() -> None:
     pays = Entry("a", 1, True, 1.5, 1.2, 1.8)
-    assert off_above([(1, pays), (4, pays), (16, None)]) == (4, "speculation off above concurrency 4")
+    above, line = off_above([(1, pays), (4, pays), (16, None)])
+    assert above == 4 and line == ("speculation off above concurrency 4 (the crossover lies between the measured "
+                                   "levels 4 and 16)")
     assert off_above([(1, pays), (4, pays)])[0] is None
     assert off_above([(1, None), (4, None)]) == (None, "no candidate beats plain at any level: do not speculate")
 
@@ -83,19 +93,26 @@ def test_k_schedule_merges_levels_with_the_same_k() -> None:
     assert k_schedule([(1, 3), (4, 3), (8, 2), (16, 0)]) == [[1, 4, 3], [5, 8, 2], [9, 16, 0]]
 
 
-def _entry(name: str, k: int, speedup: float, low: float, high: float, status: str = "pass") -> dict[str, object]:
+def _entry(name: str, k: int, speedup: float, low: float, high: float, status: str | None = "pass",
+           effect: str | None = None) -> dict[str, Any]:
     return {"candidate": name, "k": k, "draft_weights": True, "speedup": speedup, "speedup_ci_low": low,
-            "speedup_ci_high": high, "criteria_status": status}
+            "speedup_ci_high": high, "criteria_status": status, "effect": effect}
+
+
+def _rows(*spec: tuple[str, int, bool | None]) -> list[dict[str, Any]]:
+    return [{"name": n, "k": k, "draft_weights": True, "verdict_passed": ok,
+             "speculative_config": {"method": "draft_model", "model": "d", "num_speculative_tokens": k}}
+            for n, k, ok in spec]
+
+
+def _cell(level: int, *entries: dict[str, Any]) -> dict[str, Any]:
+    return {"workload": "w", "level": f"c{level}", "concurrency": level, "rate_rps": None, "entries": list(entries)}
 
 
 def test_recommendation_with_a_schedule_in_the_engines_syntax() -> None:
-    cells = [{"workload": "w", "level": "c1", "concurrency": 1, "rate_rps": None,
-              "entries": [_entry("d-k1", 1, 1.2, 1.1, 1.3), _entry("d-k3", 3, 1.8, 1.7, 1.9)]},
-             {"workload": "w", "level": "c8", "concurrency": 8, "rate_rps": None,
-              "entries": [_entry("d-k1", 1, 1.1, 1.05, 1.15), _entry("d-k3", 3, 0.9, 0.8, 1.0, "fail")]}]
-    rows = [{"name": n, "k": k, "draft_weights": True, "verdict_passed": ok,
-             "speculative_config": {"method": "draft_model", "model": "d", "num_speculative_tokens": k}}
-            for n, k, ok in (("d-k1", 1, True), ("d-k3", 3, False))]
+    cells = [_cell(1, _entry("d-k1", 1, 1.2, 1.1, 1.3), _entry("d-k3", 3, 1.8, 1.7, 1.9)),
+             _cell(8, _entry("d-k1", 1, 1.1, 1.05, 1.15), _entry("d-k3", 3, 0.9, 0.8, 1.0, "fail"))]
+    rows = _rows(("d-k1", 1, True), ("d-k3", 3, False))
     rec = recommend(cells, rows, {"primary": ["tpot_p50"], "concurrency": [1, 8]}, "0.32.0")
     w = rec["workloads"][0]
     assert [lv["best"] for lv in w["levels"]] == ["d-k3", "d-k1"]
@@ -104,3 +121,51 @@ def test_recommendation_with_a_schedule_in_the_engines_syntax() -> None:
     assert w["schedule"]["config"]["num_speculative_tokens"] == 3
     old = recommend(cells, rows, None, "0.23.1")["workloads"][0]["schedule"]
     assert old["supported"] is False and "needs vLLM 0.24+" in old["line"]
+
+
+def test_a_candidate_that_pays_only_at_low_concurrency_gets_a_schedule_and_one_consistent_story() -> None:
+    # ngram K=3 pays at c1 (1.46 [1.26, 2.21]) and loses at c4: no static choice, but a schedule, and every
+    # line (headline, per level, off-above, schedule) says the same
+    cells = [_cell(1, _entry("ngram-k3", 3, 1.46, 1.26, 2.21, None, "faster")),
+             _cell(4, _entry("ngram-k3", 3, 0.70, 0.65, 0.75, None, "slower"))]
+    rows = _rows(("ngram-k3", 3, None))
+    rec = recommend(cells, rows, None, "0.32.0")
+    w = rec["workloads"][0]
+    assert rec["static"] is None and w["static"] is None
+    assert [lv["best"] for lv in w["levels"]] == ["ngram-k3", None]
+    assert w["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 1, 3], [2, 4, 0]]
+    assert w["off_above_concurrency"] == 1
+    assert "no single configuration pays at every level" in w["why_no_static"]
+    headline = rec["lines"][-1]
+    assert headline.startswith("recommendation: speculate only where it pays") and "ngram-k3" in headline
+    assert "[[1, 1, 3], [2, 4, 0]]" in headline and "do not speculate" not in " ".join(rec["lines"])
+
+
+def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
+    # closed form: at every level K=3's speedup lies inside K=2's CI and K=2's inside K=3's
+    cells = [_cell(1, _entry("d-k2", 2, 1.50, 1.40, 1.62, None, "faster"),
+                   _entry("d-k3", 3, 1.55, 1.44, 1.66, None, "faster")),
+             _cell(4, _entry("d-k2", 2, 1.20, 1.12, 1.28, None, "faster"),
+                   _entry("d-k3", 3, 1.18, 1.10, 1.27, None, "faster"))]
+    rows = _rows(("d-k2", 2, None), ("d-k3", 3, None))
+    rec = recommend(cells, rows, None, "0.32.0")
+    w = rec["workloads"][0]
+    assert [lv["best"] for lv in w["levels"]] == ["d-k2", "d-k2"]
+    assert all(lv["tied"] == ["d-k2", "d-k3"] for lv in w["levels"])
+    assert rec["static"] == "d-k2" and w["static"] == "d-k2"
+    assert w["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 4, 2]]
+    assert rec["lines"][-1].startswith("recommendation: d-k2")
+    assert all("d-k3" not in line or "tie with d-k3" in line for line in rec["lines"])
+    card = {"pair": "p", "schema": "loadgen.sweep/2", "engine_version": "0.32.0", "primary_metric": "tpot_p50",
+            "speedup_definition": "-", "upper_bound_formula": "-", "recommendation": rec, "candidates": [],
+            "cells": [], "drift_warnings": [], "times_s": {}, "design": {"line": "-"}, "noise_floor": {"line": "-"}}
+    md = render_sweep_markdown(card)
+    assert "c1: d-k2 (tie with d-k3)" in md and "c4: d-k2 (tie with d-k3)" in md
+
+
+def test_a_candidate_inside_the_noise_floor_is_never_the_winner() -> None:
+    cells = [_cell(1, _entry("d-k1", 1, 1.01, 1.005, 1.015, None, "not distinguishable"))]
+    rec = recommend(cells, _rows(("d-k1", 1, None)), None, "0.32.0")
+    assert rec["workloads"][0]["levels"][0]["best"] is None and rec["static"] is None
+    assert "not distinguishable from the noise floor somewhere: d-k1" in "\n".join(rec["lines"])
+    assert rec["lines"][-1].startswith("recommendation: do not speculate")

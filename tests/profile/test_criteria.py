@@ -11,8 +11,9 @@ import pytest
 
 from loadgen.errors import ProfileError
 from loadgen.measure.judging import card_verdict
+from loadgen.measure.verdict import judge
 from loadgen.profile.candidates import is_sweep
-from loadgen.profile.criteria import Criteria, judge, parse_criteria
+from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.pairfile import check_scope, load_pair
 
 PATH = Path("profiles/pairs/x.toml")
@@ -90,24 +91,36 @@ def test_pass_with_confidence_interval() -> None:
     assert [c.status for c in v.cells] == ["pass", "pass"]
     check = v.cells[0].checks[0]
     assert check.judged == 0.88 and check.threshold == pytest.approx(1 / 1.1)
-    assert "tpot_p50 spec/plain 0.800 (95% CI 0.750-0.880, judged at 0.880) meets <= 0.909" in check.reason
+    assert "tpot_p50 spec/plain 0.800 [95% CI 0.750, 0.880], judged at 0.880, meets <= 0.909" in check.reason
     assert v.summary.startswith("PASS: 2 of 2 cells in range meet the criteria") and "\n" not in v.summary
 
 
-def test_primary_fails_at_the_pessimistic_end() -> None:
-    cells = [cell("short", 1, tpot_p50=ratio(0.95, 0.85, 1.05))]
-    v = judge(Criteria(), cells, None)
-    assert not v.passed and v.cells[0].status == "fail"
-    assert "judged at 1.050) misses <= 1.000 (min_speedup 1)" in v.cells[0].reasons[0]
-    assert v.summary.startswith("FAIL: 1 failed check(s), first: short c=1: fail: tpot_p50")
-    assert judge(Criteria(use_confidence_interval=False), cells, None).passed
+def test_a_ci_spanning_the_threshold_is_inconclusive_and_one_beyond_it_fails() -> None:
+    # 1.089 [0.507, 1.253] spans 1: neither a pass nor a fail
+    spans = [cell("short", 1, tpot_p50=ratio(1.089, 0.507, 1.253))]
+    v = judge(Criteria(), spans, None)
+    assert not v.passed and v.status == "inconclusive" and v.cells[0].status == "inconclusive"
+    assert "[95% CI 0.507, 1.253], judged at 1.253, spans <= 1.000" in v.cells[0].reasons[0]
+    assert v.summary.startswith("INCONCLUSIVE: 1 cell(s) whose CI spans the criterion, first: short c=1")
+    assert v.to_json()["status"] == "inconclusive"
+    assert judge(Criteria(use_confidence_interval=False), [cell("short", 1, tpot_p50=ratio(0.95, 0.85, 1.05))],
+                 None).passed  # judged at the point value
+    beyond = judge(Criteria(), [cell("short", 1, tpot_p50=ratio(1.10, 1.05, 1.15))], None)
+    assert beyond.status == "fail" and beyond.cells[0].status == "fail"
+    assert "judged at 1.150, misses <= 1.000 (min_speedup 1)" in beyond.cells[0].reasons[0]
+    assert beyond.summary.startswith("FAIL: 1 failed check(s), first: short c=1: fail: tpot_p50")
+    # one failing cell outweighs an inconclusive one
+    both = judge(Criteria(), [*spans, cell("short", 4, tpot_p50=ratio(1.10, 1.05, 1.15))], None)
+    assert both.status == "fail"
 
 
 def test_throughput_primary_uses_lower_bound() -> None:
     crit = Criteria(primary=("output_throughput",), min_speedup=1.2)
     ok = judge(crit, [cell("s", 2, output_throughput=ratio(1.5, 1.25, 1.7))], None)
     assert ok.passed and ok.cells[0].checks[0].judged == 1.25
-    bad = judge(crit, [cell("s", 2, output_throughput=ratio(1.5, 1.1, 1.7))], None)
+    unsure = judge(crit, [cell("s", 2, output_throughput=ratio(1.5, 1.1, 1.7))], None)
+    assert unsure.status == "inconclusive" and "spans >= 1.200" in unsure.cells[0].reasons[0]
+    bad = judge(crit, [cell("s", 2, output_throughput=ratio(1.1, 1.0, 1.15))], None)
     assert not bad.passed and "misses >= 1.200" in bad.cells[0].reasons[0]
     no_ci = judge(crit, [cell("s", 2, output_throughput=ratio(1.3))], None)
     assert no_ci.passed and no_ci.cells[0].checks[0].judged == 1.3

@@ -17,8 +17,16 @@ from click.testing import CliRunner
 from loadgen.cli import main
 from loadgen.errors import RunDirUnwritable
 from loadgen.report.rundir import JsonlAppender, read_jsonl
-from loadgen.run import flow
-from tests.support.fakerun import attach_roles, cell, measured_on_disk, remount, run_folder, small_tmpfs, stream
+from tests.support.fakerun import (
+    attach_roles,
+    cell,
+    execute_roles,
+    measured_on_disk,
+    remount,
+    run_folder,
+    small_tmpfs,
+    stream,
+)
 from tests.support.scripted_server import Counters, scripted_server
 
 
@@ -66,7 +74,7 @@ def test_the_cell_entry_is_written_before_its_optional_files(tmp_path: Path, mon
     with scripted_server({"*": stream(0.0)}) as url:
         attach_roles(monkeypatch, url)
         with pytest.raises(RunDirUnwritable, match=r"cannot write plain__short-homogeneous__c2__rep0__gauges.jsonl"):
-            flow._execute(pair, run_dir, {"plain": [c]}, lambda _: None, None, None)
+            execute_roles(pair, run_dir, {"plain": [c]})
     entries = list(read_jsonl(run_dir / "cells.jsonl"))
     assert [(e["role"], e["level"]) for e in entries] == [("plain", "c2")]
     assert measured_on_disk(run_dir) == 6
@@ -85,7 +93,7 @@ def test_a_full_disk_stops_with_one_line_and_report_counts_every_request(tmp_pat
         with scripted_server({"*": stream(0.001)}) as url:
             attach_roles(monkeypatch, url)
             with pytest.raises(RunDirUnwritable) as err:
-                flow._execute(pair, run_dir, {"plain": [c]}, lambda _: None, None, None)
+                execute_roles(pair, run_dir, {"plain": [c]})
         message = str(err.value)
         assert "\n" not in message
         assert f"in {run_dir} (No space left on device; " in message and "KiB free there" in message
@@ -123,7 +131,7 @@ def test_a_read_only_run_folder_is_one_line_before_any_request(tmp_path: Path,
         with scripted_server({"*": stream(0.0)}, counters) as url:
             attach_roles(monkeypatch, url)
             with pytest.raises(RunDirUnwritable) as err:
-                flow._execute(pair, run_dir, {"plain": [c]}, lambda _: None, None, None)
+                execute_roles(pair, run_dir, {"plain": [c]})
         assert counters.requests == 0
         assert "\n" not in str(err.value)
         assert f"cannot write status.json in {run_dir} (Read-only file system; " in str(err.value)

@@ -12,7 +12,7 @@ from loadgen.errors import FallbackDetected, ProfileError
 from loadgen.profile.pairfile import load_pair
 from loadgen.prom import deltas
 from loadgen.prom import exposition as prom
-from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol
+from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.serve.modeproof import prove_mode
 
 DATA = Path(__file__).parents[1] / "data"
@@ -37,15 +37,17 @@ def _pair_without_exact_lengths(tmp_path: Path) -> Path:
 def test_plan_cells_slices_are_disjoint_and_seeded(tmp_path: Path) -> None:
     pair = load_pair(str(_pair_without_exact_lengths(tmp_path)), workloads_dir=tmp_path / "profiles" / "workloads")
     cells = plan_cells(pair)
-    assert [(c.workload, c.level.label) for c in cells] == [
-        ("short-homogeneous", "c1"), ("short-homogeneous", "c4"), ("short-homogeneous", "r2"),
-        ("long-diverse", "c1"), ("long-diverse", "c4"), ("long-diverse", "r2")]
+    blocks = pair.design.blocks
+    assert blocks == 3  # the default design
+    levels = [("c1", 0), ("c4", 0), ("r2", 0), ("c1", 1), ("c4", 1), ("r2", 1), ("c1", 2), ("c4", 2), ("r2", 2)]
+    assert [(c.workload, c.level.label, c.repetition) for c in cells] == [
+        (w, lv, b) for w in ("short-homogeneous", "long-diverse") for lv, b in levels]
     c1, c4, r2 = cells[:3]
     assert (len(c1.warmup), len(c1.measured), len(c1.cooldown)) == (1, 8, 0)
     assert (len(c4.warmup), len(c4.measured), len(c4.cooldown)) == (1, 8, 12)
     assert r2.arrivals_s is not None and len(r2.arrivals_s) == 8 and r2.arrivals_s[0] == 0.0
-    ids = [p.prompt_id for c in cells[:3] for p in (*c.warmup, *c.measured, *c.cooldown)]
-    assert len(ids) == len(set(ids))
+    ids = [p.prompt_id for c in cells[:3 * blocks] for p in (*c.warmup, *c.measured, *c.cooldown)]
+    assert len(ids) == len(set(ids))  # every block of every level has prompts of its own
     again = plan_cells(pair)
     assert [c.measured for c in again] == [c.measured for c in cells]
     assert again[2].arrivals_s == r2.arrivals_s
@@ -56,12 +58,14 @@ def test_protocol_replay_gives_the_same_cells(tmp_path: Path) -> None:
     cells = plan_cells(pair)
     run = tmp_path / "run"
     run.mkdir()
-    prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
+    prompts = unique_prompts(cells)
     (run / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
-    (run / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts, probe_host())))
+    proto = protocol(pair, cells, prompts, probe_host())
+    order = [["plain", "short-homogeneous", "c1", 0], ["speculative", "short-homogeneous", "c1", 0]]
+    (run / "protocol.json").write_text(json.dumps(proto | {"design": proto["design"] | {"order": order}}))
     shutil.copyfile(pair.path, run / "pair.toml")
-    replayed_pair, replayed = replay_protocol(run / "protocol.json")
-    assert replayed == cells
+    replayed_pair, replayed, replayed_order = replay_protocol(run / "protocol.json")
+    assert replayed == cells and replayed_order == order
     assert replayed_pair.speculative == pair.speculative and replayed_pair.sampling == pair.sampling
     # a modified prompt file is refused
     (run / "prompts.jsonl").write_text((run / "prompts.jsonl").read_text().replace("The", "A", 1))

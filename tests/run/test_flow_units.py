@@ -13,7 +13,7 @@ import pytest
 from loadgen.profile.pair import RoleServer
 from loadgen.profile.pairfile import load_pair
 from loadgen.report.rundir import read_jsonl
-from loadgen.run import flow
+from loadgen.run import arms, flow
 from tests.profile.test_pairfile import BASE
 from tests.support.fakerun import cell, run_folder
 
@@ -25,13 +25,13 @@ def _pair(tmp_path: Path, text: str = BASE) -> Any:
 
 
 def test_the_served_name_is_the_models_folder_name_or_the_hub_id(tmp_path: Path) -> None:
-    assert flow.served_name(_pair(tmp_path, BASE.replace('model = "t"', 'model = ".models/smol-135m"'))) == \
+    assert arms.served_name(_pair(tmp_path, BASE.replace('model = "t"', 'model = ".models/smol-135m"'))) == \
         "smol-135m"
-    assert flow.served_name(_pair(tmp_path, BASE.replace('model = "t"', 'model = "org/name"'))) == "name"
+    assert arms.served_name(_pair(tmp_path, BASE.replace('model = "t"', 'model = "org/name"'))) == "name"
 
 
 def test_the_plain_launch_has_no_speculative_config(tmp_path: Path) -> None:
-    spec = flow.launch_spec(_pair(tmp_path), "plain", tmp_path)
+    spec = arms.launch_spec(_pair(tmp_path), "plain", tmp_path)
     assert spec.argv == ["vllm", "serve", "--model", "t", "--served-model-name", "t", "--host", "127.0.0.1",
                          "--port", "8300", "--seed", "0"]
     assert (spec.role, spec.host, spec.port, spec.served_model, spec.startup_timeout_s) == (
@@ -41,7 +41,7 @@ def test_the_plain_launch_has_no_speculative_config(tmp_path: Path) -> None:
 
 
 def test_the_speculative_launch_takes_port_plus_one_and_the_config_as_json(tmp_path: Path) -> None:
-    spec = flow.launch_spec(_pair(tmp_path), "speculative", tmp_path, api_key="k")
+    spec = arms.launch_spec(_pair(tmp_path), "speculative", tmp_path, api_key="k")
     assert spec.port == 8301 and spec.argv[spec.argv.index("--port") + 1] == "8301"
     assert spec.argv[-2:] == ["--speculative-config",
                               '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}']
@@ -54,16 +54,16 @@ def test_role_tables_add_args_env_port_and_a_url(tmp_path: Path) -> None:
                         'env = { X = "1", Y = "1" }\nport = 9000\nseed = 7')
     pair = dataclasses.replace(_pair(tmp_path, text), servers={
         "speculative": RoleServer(("--b",), {"Y": "2"}, 9100, None), "plain": RoleServer(url="http://h:1")})
-    spec = flow.launch_spec(pair, "speculative", tmp_path)
+    spec = arms.launch_spec(pair, "speculative", tmp_path)
     assert spec.port == 9100 and spec.env == {"X": "1", "Y": "2"}
     assert spec.argv[spec.argv.index("--seed"):spec.argv.index("--speculative-config")] == ["--seed", "7", "--a", "--b"]
-    plain = flow.launch_spec(pair, "plain", tmp_path)
+    plain = arms.launch_spec(pair, "plain", tmp_path)
     assert (plain.port, plain.env, plain.attach_url) == (9000, {"X": "1", "Y": "1"}, "http://h:1")
-    assert flow.launch_spec(pair, "plain", tmp_path, attach_url="http://g:2").attach_url == "http://g:2"
+    assert arms.launch_spec(pair, "plain", tmp_path, attach_url="http://g:2").attach_url == "http://g:2"
 
 
 def test_a_pinned_target_revision_is_passed(tmp_path: Path) -> None:
-    spec = flow.launch_spec(_pair(tmp_path, BASE.replace('model = "t"', 'model = "t"\nrevision = "abc"')),
+    spec = arms.launch_spec(_pair(tmp_path, BASE.replace('model = "t"', 'model = "t"\nrevision = "abc"')),
                             "plain", tmp_path)
     assert spec.argv[-2:] == ["--revision", "abc"]
 
@@ -88,16 +88,16 @@ def test_resume_keeps_finished_cells_and_runs_the_rest(tmp_path: Path, monkeypat
     (run_dir / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     seen: dict[str, Any] = {}
 
-    def execute(pair: Any, run_dir: Path, todo: dict[str, Any], log: Any, attach: Any, observe: Any,
-                api_key: Any = None) -> None:
-        seen.update(todo=todo, attach=attach)
+    def execute(run_dir: Path, m: flow.Measurement, *args: Any, **kwargs: Any) -> None:
+        seen.update(todo=[(s.arm, s.cell.level.label) for s in m.slots],
+                    attach={a.name: a.attach_url for a in m.arms if a.attach_url})
 
-    monkeypatch.setattr(flow, "_execute", execute)
+    monkeypatch.setattr(flow, "execute_run", execute)
     lines: list[str] = []
     assert flow.resume_compare(run_dir, log=lines.append) == run_dir
-    assert {role: [c.level.label for c in cells] for role, cells in seen["todo"].items()} == {
-        "plain": ["c2"], "speculative": ["c2"]}
-    assert lines == [f"resuming {run_dir}: 2 of 4 cells left (4 partial requests moved to requests.partial.jsonl)"]
+    # a run of older code (no recorded order) finishes in its own order: plain's cells, then speculative's
+    assert seen["todo"] == [("plain", "c2"), ("speculative", "c2")]
+    assert lines == [f"resuming {run_dir}: 2 of 4 slots left (4 partial requests moved to requests.partial.jsonl)"]
     assert [(e["role"], e["level"]) for e in read_jsonl(run_dir / "cells.jsonl")] == [
         ("plain", "c1"), ("speculative", "c1")]
     assert [r["level"] for r in read_jsonl(run_dir / "requests.jsonl")] == ["c1"] * 4
@@ -110,8 +110,8 @@ def test_resume_with_nothing_left_starts_no_server(tmp_path: Path, monkeypatch: 
     (run_dir / "cells.jsonl").write_text("".join(json.dumps(_entry(r, "c1")) + "\n"
                                                  for r in ("plain", "speculative")))
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(flow, "_execute", lambda pair, rd, todo, *a, **k: seen.update(todo=todo))
+    monkeypatch.setattr(flow, "execute_run", lambda rd, m, *a, **k: seen.update(todo=m.slots))
     lines: list[str] = []
     flow.resume_compare(run_dir, log=lines.append)
-    assert seen["todo"] == {"plain": [], "speculative": []}
-    assert lines[0].endswith(": 0 of 2 cells left (0 partial requests moved to requests.partial.jsonl)")
+    assert seen["todo"] == []
+    assert lines[0].endswith(": 0 of 2 slots left (0 partial requests moved to requests.partial.jsonl)")

@@ -18,7 +18,7 @@ import pytest
 
 from loadgen.cli import _sigterm_as_interrupt
 from loadgen.run import flow
-from tests.support.fakerun import attach_roles, cell, measured_on_disk, run_folder, stream, when_measured
+from tests.support.fakerun import attach_roles, cell, execute_roles, measured_on_disk, run_folder, stream, when_measured
 from tests.support.scripted_server import scripted_server
 
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
@@ -56,7 +56,7 @@ def _interrupted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: int,
         threading.Thread(target=when_measured, args=(run_dir, "c4", 5, lambda: signal.pthread_kill(main, sig)),
                          daemon=True).start()
         with pytest.raises(KeyboardInterrupt) as err:
-            flow._execute(pair, run_dir, {"plain": cells}, lambda _: None, None, None)
+            execute_roles(pair, run_dir, {"plain": cells})
     return run_dir, err.value
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.profile.pairfile import load_pair
-from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol
+from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from tests.support.tokfactory import trained_vocab, write_model
 
 
@@ -39,11 +39,13 @@ def test_prompt_file_and_context_lengths_in_the_protocol_and_its_replay(tmp_path
     monkeypatch.chdir(tmp_path)  # the replay reads the pair's workloads from profiles/workloads
     pair = load_pair(str(path))
     cells = plan_cells(pair)
-    assert [(c.workload, c.level.label) for c in cells] == [("f", "c1"), ("g@40", "c1"), ("g@80", "c1")]
-    assert cells == plan_cells(pair)  # seeded: the identical list for both servers, every time
-    prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
+    assert [(c.workload, c.level.label, c.repetition) for c in cells] == [
+        (w, "c1", b) for w in ("f", "g@40", "g@80") for b in range(3)]
+    assert cells == plan_cells(pair)  # seeded: the identical list for every arm, every time
+    prompts = unique_prompts(cells)
     file_texts = [p.text for p in prompts if p.workload == "f"]
-    assert len(file_texts) == len(set(file_texts)) == 9  # 1 warmup + 8 measured, sampled without repeats
+    # 3 blocks x (1 warmup + 8 measured) = 27 prompts over the file's 12 completions lines
+    assert len(file_texts) == 27 and len(set(file_texts)) == 12
     proto = protocol(pair, cells, prompts, probe_host())
     f = proto["workloads"][0]
     data = tmp_path / "p.jsonl"
@@ -57,5 +59,5 @@ def test_prompt_file_and_context_lengths_in_the_protocol_and_its_replay(tmp_path
     (run / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
     (run / "protocol.json").write_text(json.dumps(proto))
     shutil.copyfile(pair.path, run / "pair.toml")
-    replayed_pair, replayed = replay_protocol(run / "protocol.json")
+    replayed_pair, replayed, _ = replay_protocol(run / "protocol.json")
     assert replayed == cells and replayed_pair.workloads == pair.workloads

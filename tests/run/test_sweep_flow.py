@@ -1,9 +1,10 @@
-"""The whole sweep flow against scripted servers on loopback (real sockets), in attach mode: the plain
-server streams one token per chunk, each ngram candidate K + 1 tokens per chunk at the same chunk
-interval (a perfect draft), so candidate K's TPOT speedup over plain is about min(K + 1, 6 / chunks).
-Checked: the folders (plain-before, each candidate with its own pair card and protocol, plain-after),
-the sweep card (schema loadgen.sweep/1), the drift, the ranking, exit 3 under unmeetable criteria, the
-budget refusal and --resume."""
+"""The whole sweep flow against scripted servers on loopback (real sockets), each arm attached to its own: the
+plain server (and the placebo's blocks on it) streams one token per chunk, each ngram candidate K + 1 tokens
+per chunk at the same chunk interval (a perfect draft), so candidate K's TPOT speedup over plain is about
+min(K + 1, 6 / chunks). Checked: the sweep folder (one run folder of every arm, in the balanced order, and
+each candidate's own compare folder cut out of it with its pair card and protocol), the sweep card (schema
+loadgen.sweep/2), the noise floor, the ranking, exit 3 under unmeetable criteria, the budget refusal and
+--resume."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ import jsonschema
 import pytest
 
 from loadgen.errors import BadInput, CriteriaFailed
-from loadgen.profile.cells import CellSpec
-from loadgen.run import flow
-from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run import bench, execute
+from loadgen.run.arms import Arm
 from loadgen.run.sweep import SweepOptions, run_sweep
 from loadgen.serve import servers
 from tests.support.scripted_server import DONE, completion_chunk, models_body, scripted_server, usage_chunk
@@ -54,6 +54,8 @@ min_requests = 4
 rounds = 1
 warmup_requests = 1
 cooldown = false
+[design]
+placebo = "blocks"
 """
 WORKLOAD = 'name = "w"\nkind = "short-homogeneous"\nendpoint = "completions"\noutput_tokens = 7\nseed = 1\n'
 GETS = {"/v1/models": (200, models_body("target"))}
@@ -72,17 +74,15 @@ def _stream(k: int) -> dict[str, Any]:
 
 
 def _attach(monkeypatch: pytest.MonkeyPatch, urls: dict[int, str]) -> None:
-    """Run each role's cells on the scripted server of its K (0: plain) instead of launching vLLM."""
+    """Measure each arm on the scripted server of its K (0: plain and the placebo) instead of launching vLLM."""
 
-    def run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
-        k = 0 if role == "plain" else run.pair.num_speculative_tokens
-        spec = servers.LaunchSpec(role, [], {}, "127.0.0.1", 0, "m", 5.0, run.run_dir / "servers" / f"{role}.log",
-                                  attach_url=urls[k])
-        server = servers.attach(spec)
-        for c in cells:
-            run_cell_on(run, role, server, c)
+    def open_bare(self: bench.Bench, arm: Arm) -> servers.Server:
+        k = arm.pair.num_speculative_tokens if arm.speculative else 0
+        return servers.attach(servers.LaunchSpec(arm.server, [], {}, "127.0.0.1", 0, "m", 5.0,
+                                                 self.run_dir / "servers" / f"{arm.server}.log", attach_url=urls[k]))
 
-    monkeypatch.setattr(flow, "_run_role", run_role)
+    monkeypatch.setattr(bench.Bench, "open", open_bare)
+    monkeypatch.setattr(execute.Session, "preflight", lambda self, slots: None)
 
 
 def _options(tmp_path: Path, criteria: str = "", budget_min: float | None = None) -> tuple[SweepOptions, str]:
@@ -103,23 +103,35 @@ def _sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, criteria: str = "",
         return run_sweep(None if resume else path, o, lines.append, resume=resume), lines
 
 
-def test_sweep_measures_every_candidate_against_a_bracketed_plain(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_measures_every_candidate_in_interleaved_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sweep_dir, lines = _sweep(tmp_path, monkeypatch)
     assert sweep_dir is not None and sweep_dir.name.startswith("sweep-")
     assert any("estimated wall time" in line for line in lines)
     names = ["ngram-k1", "ngram-k2", "wide-k3"]
-    for phase in ["plain-before", *names, "plain-after"]:
-        assert json.loads((sweep_dir / phase / "status.json").read_text())["complete"] is True
-    for name in names:  # each candidate: its own pair card and protocol (compare --protocol repeats it)
+    arms = ["plain", "placebo", *names]
+    assert json.loads((sweep_dir / "status.json").read_text())["complete"] is True
+    proto = json.loads((sweep_dir / "protocol.json").read_text())
+    order = proto["design"]["order"]
+    # co-resident (no GPU here): per cell and block the five arms in the balanced order
+    assert proto["design"]["co_resident"] is True and proto["design"]["placebo_effective"] == "blocks"
+    first = [a for a, w, lv, b in order if (lv, b) == ("c1", 0)]
+    second = [a for a, w, lv, b in order if (lv, b) == ("c1", 1)]
+    assert first == arms and second == arms[::-1] and len(order) == 2 * 3 * 5
+    for name in names:  # each candidate: its own compare folder with its pair card and protocol
         card = json.loads((sweep_dir / name / "card.json").read_text())
         assert card["speculative_config"]["num_speculative_tokens"] == int(name[-1])
-        assert (sweep_dir / name / "protocol.json").is_file() and (sweep_dir / name / "pair.toml").is_file()
+        mine = json.loads((sweep_dir / name / "protocol.json").read_text())["design"]["order"]
+        assert {a for a, *_ in mine} == {"plain", "placebo", "speculative"} and len(mine) == 2 * 3 * 3
+        assert (sweep_dir / name / "pair.toml").is_file()
+        assert {r["role"] for r in map(json.loads, (sweep_dir / name / "requests.jsonl").read_text().splitlines())} \
+            == {"plain", "placebo", "speculative"}
     card = json.loads((sweep_dir / "sweep.json").read_text())
     schema = json.loads((Path("loadgen/report/sweep.schema.json")).read_text())
     jsonschema.validate(card, schema)
-    assert card["schema"] == "loadgen.sweep/1" and card["primary_metric"] == "tpot_p50"
-    assert set(card["times_s"]) == {"plain-before", *names, "plain-after"}
+    assert card["schema"] == "loadgen.sweep/2" and card["primary_metric"] == "tpot_p50"
+    assert set(card["times_s"]) == {"plain", "placebo", *names}
+    assert card["design"]["blocks"] == 3 and card["design"]["ci_method"] == "blocks"
+    assert card["noise_floor"]["measured"] is True and "A/A noise floor" in card["noise_floor"]["line"]
     assert len(card["cells"]) == 2
     for cell in card["cells"]:
         by = {e["candidate"]: e for e in cell["entries"]}
@@ -128,7 +140,8 @@ def test_sweep_measures_every_candidate_against_a_bracketed_plain(tmp_path: Path
         assert by["ngram-k2"]["speedup"] == pytest.approx(3.0, rel=0.15)
         assert by["wide-k3"]["speedup"] == pytest.approx(3.0, rel=0.15)
         assert by["ngram-k2"]["tokens_per_decode_chunk"] == pytest.approx(3.0)
-        assert cell["drift"]["value"] == pytest.approx(1.0, rel=0.15) and cell["drift"]["pairs"] == 4
+        assert all(e["blocks"] == 3 and e["effect"] == "faster" for e in cell["entries"])
+        assert cell["drift"] is None and cell["noise_floor"]["value"] == pytest.approx(1.0, rel=0.15)
     rec = card["recommendation"]
     assert rec["meets_criteria"] is True and not card["criteria_declared"]
     assert rec["static"] in ("ngram-k2", "wide-k3")
@@ -137,10 +150,9 @@ def test_sweep_measures_every_candidate_against_a_bracketed_plain(tmp_path: Path
     assert w["off_above_concurrency"] is None and "pays up to the highest level" in w["off_sentence"]
     assert "has no per-batch-size K schedule" in w["schedule"]["line"]  # the engine version is unknown here
     md = (sweep_dir / "sweep.md").read_text()
-    assert "## Recommendation" in md and "upper bound" in md.lower()
-    e = card["cells"][0]["entries"][0]  # the CI with its half-width, (high - low) / 2
-    half = (e["speedup_ci_high"] - e["speedup_ci_low"]) / 2
-    assert f"| {e['speedup_ci_low']:.3f}-{e['speedup_ci_high']:.3f} (±{half:.3f}) |" in md
+    assert "## Recommendation" in md and "upper bound" in md.lower() and "## How sure" in md
+    e = card["cells"][0]["entries"][0]  # the CI as [low, high], never as a half-width
+    assert f"| [{e['speedup_ci_low']:.3f}, {e['speedup_ci_high']:.3f}] |" in md and "±" not in md.split("## Cells")[1]
     assert (sweep_dir / "plots" / "sweep_ratio_w.png").is_file()
     assert (sweep_dir / "plots" / "sweep_acceptance_length.png").is_file() is False  # no /metrics: no acceptance
 
@@ -160,23 +172,21 @@ def test_sweep_refuses_a_budget_it_cannot_meet(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()  # refused before anything started
 
 
-def test_sweep_resume_continues_at_the_first_unfinished_phase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import shutil
-
+def test_sweep_resume_finishes_the_slots_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sweep_dir, _ = _sweep(tmp_path, monkeypatch)
     assert sweep_dir is not None
-    kept = (sweep_dir / "ngram-k1" / "card.json").stat().st_mtime_ns
-    shutil.rmtree(sweep_dir / "wide-k3")
-    status = sweep_dir / "plain-after" / "status.json"  # plain-after cut short
+    lines = (sweep_dir / "cells.jsonl").read_text().splitlines()
+    kept, cut = lines[:-4], lines[-4:]  # the last four slots "did not finish"
+    (sweep_dir / "cells.jsonl").write_text("".join(line + "\n" for line in kept))
+    status = sweep_dir / "status.json"
     status.write_text(json.dumps(json.loads(status.read_text()) | {"complete": False}))
-    again, lines = _sweep(tmp_path, monkeypatch, resume=sweep_dir)
+    again, out = _sweep(tmp_path, monkeypatch, resume=sweep_dir)
     assert again == sweep_dir
-    assert [line for line in lines if line.startswith("== ") and not line.endswith("min")] == ["== wide-k3",
-                                                                                             "== plain-after"]
-    assert (sweep_dir / "ngram-k1" / "card.json").stat().st_mtime_ns == kept
-    assert json.loads((sweep_dir / "wide-k3" / "status.json").read_text())["complete"] is True
-    assert json.loads(status.read_text())["complete"] is True  # measured again, the cut-short one kept aside
-    assert (sweep_dir / "plain-after.interrupted" / "requests.jsonl").is_file()
+    assert any(line.startswith(f"resuming {sweep_dir}: 4 of 30 slots left") for line in out)
+    assert len((sweep_dir / "cells.jsonl").read_text().splitlines()) == 30
+    assert json.loads(status.read_text())["complete"] is True
+    assert (sweep_dir / "requests.partial.jsonl").is_file()  # the cut slots' requests kept aside
+    assert {json.loads(c)["role"] for c in cut} <= {"plain", "placebo", "ngram-k1", "ngram-k2", "wide-k3"}
 
 
 def test_sweep_estimate_reads_history_folders_and_names_the_candidates_that_fit(tmp_path: Path) -> None:

@@ -13,20 +13,25 @@ import pytest
 
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level
+from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
+from loadgen.run.arms import build_arms
+from loadgen.run.design import balanced_order
+from loadgen.run.flow import Measurement
 from loadgen.run.sweepplan import (
     DEFAULT_START_S,
     DEFAULT_TPOT_S,
     FINISH_S,
     PHASE_OVERHEAD_S,
+    SLOT_OVERHEAD_S,
     History,
-    Phase,
     Timing,
     cell_s,
     estimate_s,
     fitting,
     history,
 )
+from tests.support.scripted_engine import PAIR, WORKLOAD
 
 H200 = Path("docs/examples/h200")
 
@@ -107,12 +112,34 @@ def test_a_cell_phase_and_sweep_in_closed_form(tmp_path: Path) -> None:
     assert cell_s(cell, "draft_model", hist, 2) == pytest.approx(7 * 0.5)  # no such method: any speculative
     no_cooldown = _cell(2, warmup=0, measured=8, cooldown=0, output_tokens=11)
     assert cell_s(no_cooldown, "plain", hist) == pytest.approx(4 * 0.2)
-    phases = [Phase("plain-before", "plain", False), Phase("ngram-k2", "ngram", True, 2),
-              Phase("plain-after", "plain", False)]
-    expected = 3 * PHASE_OVERHEAD_S + 50.0 + 2 * 1.4 + 2.8 + FINISH_S
-    assert estimate_s([cell], phases, hist) == pytest.approx(expected)
-    launched = [Phase("plain-before", "plain", True), *phases[1:]]
-    assert estimate_s([cell], launched, hist) == pytest.approx(expected + 50.0)
+    # plain attached, a placebo as blocks on it, one launched ngram K=2 candidate, co-resident, 2 blocks
+    m = _measurement(tmp_path, [cell, _block(cell, 1)], {"ngram-k2": 2}, attach_plain=True, co=True)
+    slots = 2 * (1.4 + 1.4 + 2.8)  # two blocks of plain, placebo (on plain) and the candidate
+    expected = (50.0 + PHASE_OVERHEAD_S) + slots + 6 * SLOT_OVERHEAD_S + 2 * FINISH_S
+    assert estimate_s(m, hist) == pytest.approx(expected)
+    # one server at a time: the candidate's server starts once per phase (blocks 0 and 1 are adjacent: once)
+    seq = _measurement(tmp_path, [cell, _block(cell, 1)], {"ngram-k2": 2}, attach_plain=True, co=False)
+    assert estimate_s(seq, hist) == pytest.approx(expected)
+
+
+def _block(cell: CellSpec, b: int) -> CellSpec:
+    from dataclasses import replace
+
+    return replace(cell, repetition=b)
+
+
+def _measurement(tmp_path: Path, cells: list[CellSpec], ks: dict[str, int], attach_plain: bool,
+                 co: bool) -> Measurement:
+    (tmp_path / "w.toml").write_text(WORKLOAD)
+    pairs = {}
+    for name, k in ks.items():
+        path = tmp_path / f"{name}.toml"
+        path.write_text(PAIR.format(name=name, k=k, python="python", repo=".")
+                        + "[design]\nplacebo = \"blocks\"\n")
+        pairs[name] = load_pair(str(path), workloads_dir=tmp_path)
+    first = next(iter(pairs.values()))
+    arms = build_arms(first, pairs, {"plain": "http://127.0.0.1:9"} if attach_plain else {})
+    return Measurement(arms, co, "test", cells, balanced_order(cells, [a.name for a in arms], co))
 
 
 def test_no_history_keeps_the_defaults(tmp_path: Path) -> None:
@@ -123,17 +150,17 @@ def test_no_history_keeps_the_defaults(tmp_path: Path) -> None:
     assert cell_s(one, "plain", hist) == pytest.approx(9 * 32 * DEFAULT_TPOT_S)
 
 
-def test_fitting_names_the_candidates_a_budget_holds() -> None:
+def test_fitting_names_the_candidates_a_budget_holds(tmp_path: Path) -> None:
     hist = History(100.0, (Timing("plain", 1, 0.0, 0.01),), "test")
-    cells = [_cell(1, warmup=0, measured=10, cooldown=0, output_tokens=101)]  # 10 x 1 s per phase
-    phases = [Phase("plain-before", "plain", False), Phase("a", "x", True), Phase("b", "x", True),
-              Phase("plain-after", "plain", False)]
-    plain = 2 * (PHASE_OVERHEAD_S + 10.0) + FINISH_S
-    candidate = 100.0 + PHASE_OVERHEAD_S + 10.0
-    assert fitting(cells, phases, hist, plain + candidate + 1) == (["a"], pytest.approx(plain + candidate))
-    assert fitting(cells, phases, hist, plain + 2 * candidate) == (["a", "b"], pytest.approx(plain + 2 * candidate))
-    assert fitting(cells, phases, hist, plain + 1) == ([], pytest.approx(plain))
-    assert fitting(cells, phases, hist, plain - 1) is None
+    cell = _cell(1, warmup=0, measured=10, cooldown=0, output_tokens=101)  # 10 x 1 s per slot
+    m = _measurement(tmp_path, [cell], {"a": 1, "b": 2}, attach_plain=True, co=True)
+    slot = 10.0 + SLOT_OVERHEAD_S
+    plain = 2 * slot + FINISH_S  # plain and its placebo blocks, no start (attached)
+    candidate = 100.0 + PHASE_OVERHEAD_S + slot + FINISH_S
+    assert fitting(m, hist, plain + candidate + 1) == (["a"], pytest.approx(plain + candidate))
+    assert fitting(m, hist, plain + 2 * candidate) == (["a", "b"], pytest.approx(plain + 2 * candidate))
+    assert fitting(m, hist, plain + 1) == ([], pytest.approx(plain))
+    assert fitting(m, hist, plain - 1) is None
 
 
 def test_the_cell_model_matches_the_recorded_h200_cells() -> None:

@@ -21,7 +21,8 @@ from click.testing import CliRunner
 from loadgen.cli import main
 from loadgen.errors import BadInput, FallbackDetected, LoadgenError, ServerError
 from loadgen.profile.pairfile import load_pair
-from loadgen.run.flow import _execute, launch_spec, resume_compare
+from loadgen.run.arms import launch_spec
+from loadgen.run.flow import execute_run, plan_measurement, resume_compare
 from loadgen.run.plan import plan_cells, probe_host, protocol
 from loadgen.serve import servers
 from loadgen.serve.attached import record, resume_urls
@@ -121,10 +122,10 @@ def test_both_attached_servers_are_checked_before_either_is_measured(tmp_path: P
     (run_dir / "metrics").mkdir()
     with fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, plain_posts), \
             fake_server(NAME, "vllm032_plain_t0.prom") as (spec_url, spec_posts):
-        todo = {"plain": [object()], "speculative": [object()]}
+        m = plan_measurement(pair, {"speculative": pair}, {"plain": plain_url, "speculative": spec_url},
+                             plan_cells(pair)[:1])
         with pytest.raises(FallbackDetected, match="exposes no vllm:spec_decode"):
-            _execute(pair, run_dir, todo, lambda _: None,  # type: ignore[arg-type]
-                     {"plain": plain_url, "speculative": spec_url}, None)
+            execute_run(run_dir, m, lambda _: None, None, None, pair.name)
     assert plain_posts == [] and spec_posts == []
 
 

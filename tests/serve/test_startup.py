@@ -13,7 +13,7 @@ import pytest
 
 from loadgen.errors import ServerError
 from loadgen.profile.pairfile import load_pair
-from loadgen.run.flow import launch_spec
+from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
 from loadgen.serve.startup import LogWatch, fatal_line
 

@@ -20,8 +20,9 @@ from loadgen.profile.pair import Level, Pair, Sampling
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.report.rundir import JsonlAppender, read_jsonl
-from loadgen.run import flow
-from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run import bench, execute, flow
+from loadgen.run.arms import Arm, build_arms
+from loadgen.run.cell import RunContext
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import probe_host, protocol
 from loadgen.serve import servers
@@ -93,16 +94,27 @@ def run_folder(root: Path, cells: list[CellSpec]) -> tuple[Pair, Path]:
 
 
 def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
-    """Make the flow attach every role to ``url`` and run its cells there."""
+    """Make the flow measure every arm on the scripted server at ``url``, attached as it is: no readiness
+    check, no start-up proof and no preflight (the scripted server answers completions only)."""
 
-    def run_role(run: RunContext, role: str, cells: list[CellSpec], attach_url: str | None) -> None:
-        spec = servers.LaunchSpec(role, [], {}, "127.0.0.1", 0, "m", 5.0, run.run_dir / "servers" / f"{role}.log",
-                                  attach_url=url)
-        server = servers.attach(spec)
-        for c in cells:
-            run_cell_on(run, role, server, c)
+    def open_bare(self: bench.Bench, arm: Arm) -> servers.Server:
+        return servers.attach(servers.LaunchSpec(arm.server, [], {}, "127.0.0.1", 0, "m", 5.0,
+                                                 self.run_dir / "servers" / f"{arm.server}.log", attach_url=url))
 
-    monkeypatch.setattr(flow, "_run_role", run_role)
+    monkeypatch.setattr(bench.Bench, "open", open_bare)
+    monkeypatch.setattr(execute.Session, "preflight", lambda self, slots: None)
+
+
+def execute_roles(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]],
+                  log: Callable[[str], None] = lambda _: None) -> None:
+    """Run ``todo`` (role -> cells, in that order) into ``run_dir`` through the flow's executor, with the
+    arms the roles name and no placebo."""
+    from loadgen.run.design import Slot
+
+    arm_list = [a for a in build_arms(pair, {"speculative": pair}, {}) if a.name in todo]
+    m = flow.Measurement(arm_list, False, "test", [c for cs in todo.values() for c in cs],
+                         [Slot(role, c) for role, cs in todo.items() for c in cs])
+    flow.execute_run(run_dir, m, log, None, None, pair.name)
 
 
 def measured_on_disk(run_dir: Path, level: str | None = None) -> int:

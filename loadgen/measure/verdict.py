@@ -1,0 +1,191 @@
+"""The verdict of a card's cells against the criteria declared before the run (pure; profile/criteria.py has
+the rules and the statuses' meaning: pass, fail, inconclusive, not measured, not judged)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from loadgen.profile.criteria import (
+    FAIL,
+    INCONCLUSIVE,
+    LATENCY_METRICS,
+    NOT_JUDGED,
+    NOT_MEASURED,
+    PASS,
+    Criteria,
+)
+from loadgen.util.numbers import bytes_and_gib
+
+
+@dataclass(frozen=True)
+class Check:
+    """One judged number: ``status`` pass/fail/not-measured; ``judged`` is the number compared (the CI
+    bound or the point ratio; bytes or fraction for resources); ``reason`` is one line."""
+
+    name: str
+    kind: str  # "primary" | "regression" | "resource"
+    status: str
+    judged: float | None
+    threshold: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """A (workload, concurrency) cell: status pass/fail/not-measured/not-judged, its checks and reasons."""
+
+    workload: str
+    concurrency: int
+    status: str
+    checks: tuple[Check, ...]
+    reasons: tuple[str, ...]
+
+    def line(self) -> str:
+        """``<workload> c=<n>: <status>: <reasons>``."""
+        return f"{self.workload} c={self.concurrency}: {self.status}" + (
+            f": {'; '.join(self.reasons)}" if self.reasons else "")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict: ``passed`` (False -> the CLI exits 3), a one-line ``summary`` (starting with PASS, FAIL or
+    INCONCLUSIVE: :attr:`status`), per-cell and resource results, and the criteria it applied."""
+
+    passed: bool
+    summary: str
+    cells: tuple[CellVerdict, ...]
+    resources: tuple[Check, ...]
+    criteria: Criteria
+
+    @property
+    def status(self) -> str:
+        """``pass``, ``fail`` or ``inconclusive`` (the summary's first word)."""
+        return self.summary.split(":")[0].lower()
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict: passed, status, summary, criteria, cells (with checks), resources."""
+        return {"passed": self.passed, "status": self.status, "summary": self.summary,
+                "criteria": self.criteria.to_json(), "cells": [asdict(c) for c in self.cells],
+                "resources": [asdict(r) for r in self.resources]}
+
+
+def _metric(name: str, kind: str, ratio: Mapping[str, Any] | None, criteria: Criteria) -> Check:
+    lower = name in LATENCY_METRICS
+    if kind == "primary":
+        threshold = 1.0 / criteria.min_speedup if lower else criteria.min_speedup
+        rule = f"min_speedup {criteria.min_speedup:g}"
+    else:
+        factor = criteria.max_regression[name]
+        threshold, rule = (factor if lower else 1.0 / factor), f"max_regression {factor:g}"
+    value = None if ratio is None else ratio.get("value")
+    if value is None:
+        return Check(name, kind, NOT_MEASURED, None, threshold, f"{name} not measured ({rule})")
+    low, high = ((ratio or {}).get("ci_low"), (ratio or {}).get("ci_high")) if kind == "primary" else (None, None)
+    use_ci = criteria.use_confidence_interval and low is not None and high is not None
+    worst, best = (high, low) if lower else (low, high)
+    judged = float(worst if use_ci and worst is not None else value)
+    op = "<=" if lower else ">="
+
+    def meets(x: float) -> bool:
+        return x <= threshold if lower else x >= threshold
+
+    status = PASS if meets(judged) else FAIL
+    if status == FAIL and use_ci and best is not None and meets(float(best)):
+        status = INCONCLUSIVE  # the CI spans the threshold
+    ci = f" [95% CI {low:.3f}, {high:.3f}], judged at {judged:.3f}," if use_ci and low and high else ""
+    word = {PASS: "meets", FAIL: "misses", INCONCLUSIVE: "spans"}[status]
+    tail = "; inconclusive: measure more blocks" if status == INCONCLUSIVE else ""
+    return Check(name, kind, status, judged, threshold,
+                 f"{name} spec/plain {value:.3f}{ci} {word} {op} {threshold:.3f} ({rule}{tail})")
+
+
+def _cell(cell: Mapping[str, Any], criteria: Criteria) -> CellVerdict:
+    workload, level = str(cell["workload"]), int(cell["concurrency"])
+    if not criteria.in_scope(workload, level):
+        return CellVerdict(workload, level, NOT_JUDGED, (), ("outside the declared workloads/concurrency",))
+    if not cell.get("complete"):
+        return CellVerdict(workload, level, NOT_MEASURED, (), ("incomplete: not run on both servers",))
+    ratios = cell.get("ratios") or {}
+    checks = tuple([_metric(m, "primary", ratios.get(m), criteria) for m in criteria.primary]
+                   + [_metric(m, "regression", ratios.get(m), criteria) for m in criteria.max_regression]
+                   + _lossless(cell, criteria))
+    statuses = {c.status for c in checks}
+    status = next((s for s in (FAIL, NOT_MEASURED, INCONCLUSIVE) if s in statuses), PASS)
+    reasons = tuple(c.reason for c in checks if c.status == status or status == PASS)
+    return CellVerdict(workload, level, status, checks, reasons)
+
+
+def _lossless(cell: Mapping[str, Any], criteria: Criteria) -> list[Check]:
+    """The lossless check (diagnosis.py): share of greedy requests with identical tokens on both servers."""
+    limit = criteria.min_lossless_match
+    if limit is None:
+        return []
+    rate = (cell.get("lossless") or {}).get("match_rate")
+    if rate is None:
+        return [Check("lossless_match", "lossless", NOT_MEASURED, None, limit,
+                      f"lossless match not measured (needs greedy sampling; min_lossless_match {limit:g})")]
+    ok = rate >= limit
+    return [Check("lossless_match", "lossless", PASS if ok else FAIL, rate, limit,
+                  f"lossless match {_percent(rate)} {'meets' if ok else 'misses'} >= {_percent(limit)}")]
+
+
+def _bytes(x: float) -> str:
+    return bytes_and_gib(x)
+
+
+_percent = "{:.1%}".format
+
+
+def _resources(criteria: Criteria, resources: Mapping[str, Any] | None) -> tuple[Check, ...]:
+    out = []
+    limits = (("extra_memory_bytes", criteria.max_extra_memory_bytes), ("kv_capacity_loss",
+                                                                         criteria.max_kv_capacity_loss))
+    for name, limit in limits:
+        if limit is None:
+            continue
+        value = (resources or {}).get(name)
+        show = _bytes if name == "extra_memory_bytes" else _percent
+        if value is None:
+            out.append(Check(name, "resource", NOT_MEASURED, None, float(limit), f"{name} not measured "
+                             f"(limit {show(limit)})"))
+        else:
+            ok = value <= limit
+            out.append(Check(name, "resource", PASS if ok else FAIL, float(value), float(limit),
+                             f"{name} {show(value)} {'within' if ok else 'exceeds'} limit {show(limit)}"))
+    return tuple(out)
+
+
+def judge(criteria: Criteria, cells: Sequence[Mapping[str, Any]], resources: Mapping[str, Any] | None) -> Verdict:
+    """Judge the card's ``cells`` (each ``{"workload", "concurrency", "complete", "ratios": {metric:
+    {"value", "ci_low", "ci_high", "pairs"}}}``) and ``resources`` (``{"extra_memory_bytes": int|None,
+    "kv_capacity_loss": float|None}``, None = unknown) against ``criteria``. Fails when a judged cell or
+    a resource fails, when nothing in the declared range was measured, and (``require_measured``) when
+    something declared was not measured."""
+    judged = tuple(_cell(c, criteria) for c in cells)
+    res = _resources(criteria, resources)
+    in_range = [c for c in judged if c.status != NOT_JUDGED]
+    measured = [c for c in in_range if c.status in (PASS, FAIL, INCONCLUSIVE)]
+    unsure = [c.line() for c in in_range if c.status == INCONCLUSIVE]
+    failed = [c.line() for c in in_range if c.status == FAIL] + [r.reason for r in res if r.status == FAIL]
+    missing = [c.line() for c in in_range if c.status == NOT_MEASURED] + [
+        r.reason for r in res if r.status == NOT_MEASURED]
+    outside = len(judged) - len(in_range)
+    tail = f"; {outside} cells not judged" if outside else ""
+    if not measured:
+        passed, summary = False, f"FAIL: nothing measured in the declared range ({len(in_range)} cells in range{tail})"
+    elif failed:
+        passed, summary = False, f"FAIL: {len(failed)} failed check(s), first: {failed[0]}{tail}"
+    elif missing and criteria.require_measured:
+        passed, summary = False, f"FAIL: not measured (require_measured = true): {missing[0]}{tail}"
+    elif unsure:
+        passed, summary = False, (f"INCONCLUSIVE: {len(unsure)} cell(s) whose CI spans the criterion, first: "
+                                  f"{unsure[0]}{tail}")
+    else:
+        passed = True
+        summary = (f"PASS: {len(measured)} of {len(in_range)} cells in range meet the criteria (primary "
+                   f"{', '.join(criteria.primary)}, min_speedup {criteria.min_speedup:g})"
+                   + (", resources within limits" if res else "")
+                   + (f"; {len(missing)} not measured" if missing else "") + tail)
+    return Verdict(passed, summary, judged, res, criteria)

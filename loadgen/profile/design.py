@@ -1,0 +1,82 @@
+"""The measurement design of a pair file (``[design]``): blocks per arm, the A/A placebo, whether the servers
+share the accelerator, and how far a cell may grow to reach a declared precision (docs/metrics.md, "Blocks").
+
+Every cell is measured in ``blocks`` blocks per **arm** (the plain server, the placebo, each speculative
+candidate); a block is one run of the stop rule (``[stop]``) on one arm, and block ``b`` sends the same
+prompts on every arm. The arms alternate block by block in a balanced order (run/design.py), so a server
+whose speed moves over minutes moves every arm alike, and the speedup's 95% CI comes from the block-level
+paired ratios (measure/blocks.py). Keys, all optional (unknown keys and wrong types: exit 2):
+
+- ``blocks`` (integer 1-100, default 3): blocks per arm and cell. One block gives ratios without a CI.
+- ``placebo`` (``"server"``, ``"blocks"`` or ``"off"``; default ``"server"``): the A/A arm, plain against
+  plain through the same path. ``"server"``: a second plain server, launched as the candidates are (its
+  spread includes a fresh server's); ``"blocks"``: a second set of blocks on the plain server itself
+  (no extra server; it also stands in for ``"server"`` when the plain server is attached and no
+  ``[servers.placebo].url`` is given); ``"off"``: none, and the card has no noise floor.
+- ``co_resident`` (``true``, ``false`` or ``"auto"``, default ``"auto"``): keep every server up at once (only the
+  one being measured gets load) or launch one at a time per phase. ``"auto"``: together when every server
+  is attached, when no GPU is visible (the CPU build: memory is the host's), or when every launched
+  server declares ``--gpu-memory-utilization`` and the shares sum to at most 0.95.
+- ``max_blocks`` (integer >= ``blocks``, default ``3 * blocks``): with ``[criteria].ci_half_width`` the sweep adds
+  blocks to a cell until its CI is that narrow, up to this many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadgen.errors import ProfileError
+
+PLACEBOS = ("server", "blocks", "off")
+KEYS = ("blocks", "placebo", "co_resident", "max_blocks")
+MAX_BLOCKS = 100
+
+
+@dataclass(frozen=True)
+class Design:
+    """Parsed ``[design]`` (module docstring). ``co_resident`` is ``"auto"``, ``"yes"`` or ``"no"``."""
+
+    blocks: int = 3
+    placebo: str = "server"
+    co_resident: str = "auto"
+    max_blocks: int = 9
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict of every field."""
+        return {"blocks": self.blocks, "placebo": self.placebo, "co_resident": self.co_resident,
+                "max_blocks": self.max_blocks}
+
+
+def _count(table: Mapping[str, Any], key: str, low: int, path: Path) -> int | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_BLOCKS:
+        raise ProfileError(f"{path}: [design].{key} must be an integer from {low} to {MAX_BLOCKS}, got {value!r} "
+                           "(see profiles/README.md, Design)")
+    return value
+
+
+def parse_design(table: Mapping[str, Any] | None, path: Path) -> Design:
+    """Strictly parse the ``[design]`` table of ``path`` (None: the defaults). Raises ProfileError (one line
+    naming the key and the fix) on an unknown key or a bad value."""
+    table = table or {}
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise ProfileError(f"{path}: unknown key {unknown[0]!r} in [design]; known keys: {', '.join(KEYS)} "
+                           "(see profiles/README.md, Design)")
+    blocks = _count(table, "blocks", 1, path) or Design.blocks
+    placebo = table.get("placebo", Design.placebo)
+    if placebo not in PLACEBOS:
+        raise ProfileError(f"{path}: [design].placebo must be one of {', '.join(map(repr, PLACEBOS))}, got "
+                           f"{placebo!r}")
+    co = table.get("co_resident", "auto")
+    if co not in (True, False, "auto"):
+        raise ProfileError(f"{path}: [design].co_resident must be true, false or \"auto\", got {co!r}")
+    most = _count(table, "max_blocks", 1, path) or min(MAX_BLOCKS, 3 * blocks)
+    if most < blocks:
+        raise ProfileError(f"{path}: [design].max_blocks = {most} is below blocks = {blocks}; raise it or lower blocks")
+    return Design(blocks, str(placebo), {True: "yes", False: "no"}.get(co, "auto"), most)

@@ -1,0 +1,77 @@
+"""The card's Markdown about how sure it is (pure): the measurement design and the A/A noise floor, each cell's
+blocks and spreads, and where speculation stops paying with the crossover's uncertainty (a range between
+measured levels). Definitions: docs/metrics.md, "Blocks" and "The A/A noise floor"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loadgen.util.numbers import num, ratio
+
+WITHIN_RUN = ("CIs are within-run only: this run was measured by older code, each server in one time window, so "
+              "its intervals cover the prompts of that window, not the server's own movement between windows")
+
+
+def design_rows(card: Mapping[str, Any]) -> list[str]:
+    """The "How sure" section: the design (blocks, arms, order, co-residency, server starts) and the noise
+    floor over every cell, or the within-run warning for a run of older code."""
+    design = card.get("design")
+    out = ["## How sure: measurement design and noise floor", ""]
+    if not design:
+        return [*out, f"- {WITHIN_RUN}.", ""]
+    arms = ", ".join(a["arm"] + (f" (on the {a['server']} server)" if a["server"] != a["arm"] else "")
+                     + (" attached" if a.get("attached") else "") for a in design.get("arms") or [])
+    where = "co-resident (only the measured server gets load)" if design.get("co_resident") else "one at a time"
+    out += [f"- design: {design.get('blocks')} blocks per arm and cell in a balanced order (run/design.py), "
+            f"{design.get('slots')} slots; arms: {arms}",
+            f"- servers {where}: {design.get('co_resident_reason')}; {design.get('server_starts')} server starts",
+            "- each ratio: geometric mean of the block ratios, 95% CI a t interval on their logs; a CI from one "
+            "block alone is never given"]
+    floor = card.get("noise_floor") or {}
+    if not floor.get("measured"):
+        out.append("- no A/A placebo ([design].placebo = \"off\"): no noise floor; an effect is judged against 1")
+    for metric, f in (floor.get("metrics") or {}).items():
+        widest = f.get("widest_half_width")
+        bad = f.get("excluding_1") or []
+        out.append(f"- A/A noise floor {metric} (placebo / plain): {num(f['min'], 3)}-{num(f['max'], 3)} over "
+                   f"{floor.get('cells')} cells, widest CI ±{num(widest, 3)} (log half-width)"
+                   + (f"; WARNING: the A/A CI excludes 1 at {', '.join(bad)}: the design did not hold there" if bad
+                      else "; every A/A CI covers 1"))
+    return [*out, ""]
+
+
+def cell_rows(cell: Mapping[str, Any]) -> list[str]:
+    """Under a cell's table: its blocks and the TPOT spreads, and the A/A placebo's p50 ratios."""
+    tpot = (cell.get("ratios") or {}).get("tpot_p50") or {}
+    out = []
+    if tpot.get("ci_method") == "blocks":
+        out.append(f"- {tpot.get('blocks')} blocks; TPOT p50 log ratio spread between blocks "
+                   f"{num(tpot.get('between_block_sd'), 3)}, within a block {num(tpot.get('within_block_sd'), 3)}"
+                   f" (SD); effect against the noise floor: {tpot.get('effect')}")
+    aa = (cell.get("noise_floor") or {}).get("ratios") or {}
+    if aa:
+        shown = ", ".join(f"{m} {ratio(aa.get(m))}" for m in ("ttft_p50", "tpot_p50", "e2e_p50") if aa.get(m))
+        out.append(f"- A/A placebo / plain p50 [95% CI]: {shown}")
+    return out
+
+
+def crossover_rows(card: Mapping[str, Any]) -> list[str]:
+    """Where speculation stops paying: per workload the TPOT ratio per level with its CI and the crossover,
+    as the range between the last level that is faster and the first that is slower (both clear of the
+    noise floor), with the interpolated point as a guide."""
+    out = ["## Where speculation stops paying", "",
+           "TPOT p50 ratio (speculative / plain) [95% CI] against closed-loop concurrency; the crossover lies "
+           "between the last level where speculation is faster and the first where it is slower.", ""]
+    for workload, cross in (card.get("crossover") or {}).items():
+        cis = cross.get("ratio_cis") or [None] * len(cross["levels"])
+        shown = ", ".join(f"c={c}: {num(r, 3)}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and ci[0] is not None else "")
+                          for c, r, ci in zip(cross["levels"], cross["ratios"], cis, strict=True))
+        span, at = cross.get("crossover_range"), cross.get("crossover_concurrency")
+        if span:
+            where = f"between concurrency {span[0]} and {span[1]}" + (f" (interpolated ≈ {at:.1f})" if at else "")
+        else:
+            where = f"concurrency ≈ {at:.1f} (interpolated; the CIs do not bracket it)" if at is not None else \
+                "none within the tested levels"
+        out.append(f"- {workload}: {shown}; crossover: {where}")
+    return [*out, ""]

@@ -1,0 +1,148 @@
+"""The arms of a run and the server each one measures (docs/metrics.md "Blocks"; run/design.py orders them).
+
+An **arm** is what one block is measured on: ``plain`` (the target alone), ``placebo`` (the A/A arm: the
+target alone again, a second server or more blocks on the plain one, ``[design].placebo``) and the
+speculative arms (``speculative`` in a compare, each candidate's name in a sweep). Its name is the ``role``
+of its records in requests.jsonl and cells.jsonl.
+
+Ports, unless ``[servers.<role>].port`` sets one: plain ``[engine].port``, the speculative arms the ports
+after it (a compare's ``speculative`` ``port + 1``, a sweep's candidates ``port + 1 + i``), a placebo server
+the next one; all of them can be up at once. Whether they are (co-resident) is :func:`co_resident`'s call.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadgen.profile.cells import PLACEBO, PLAIN, speculates
+from loadgen.profile.pair import Pair, RoleServer
+from loadgen.serve import servers
+
+#: The largest sum of declared ``--gpu-memory-utilization`` shares that ``co_resident = "auto"`` lets share
+#: one accelerator (vLLM sizes each server's memory from its share of the whole device).
+MAX_SHARED_MEMORY = 0.95
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: its ``name`` (the records' role), the ``pair`` whose config it runs (plain arms: the target
+    and engine of any candidate's, which are the same), its ``server`` (the key of the server it measures;
+    a placebo on blocks measures ``plain``'s), its port and the URL of a running server to attach to."""
+
+    name: str
+    pair: Pair
+    server: str
+    port: int
+    attach_url: str | None = None
+
+    @property
+    def speculative(self) -> bool:
+        """True for an arm that runs a speculative config."""
+        return speculates(self.name)
+
+
+def served_name(pair: Pair) -> str:
+    """The model name every server serves (the same everywhere, so request bodies are identical)."""
+    return Path(pair.target.model).name or pair.target.model
+
+
+def _role_server(pair: Pair, arm: str) -> RoleServer:
+    key = PLAIN if arm == PLACEBO and PLACEBO not in pair.servers else arm if not speculates(arm) else "speculative"
+    return pair.servers.get(key, RoleServer())
+
+
+def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = None, api_key: str | None = None,
+                port: int | None = None) -> servers.LaunchSpec:
+    """The launch of arm ``role``: ``[engine]`` plus ``[servers.<role>]`` (a speculative arm reads
+    ``[servers.speculative]``, a placebo ``[servers.placebo]`` or else ``[servers.plain]``), the speculative
+    config on a speculative arm; ``port`` overrides the default (``[engine].port``, + 1 for a speculative
+    arm). With ``attach_url`` (or ``[servers.<role>].url``) the spec describes a running server."""
+    extra = _role_server(pair, role)
+    port = port or extra.port or pair.engine.port + (1 if speculates(role) else 0)
+    argv = servers.build_argv(
+        pair.engine.command, pair.target, served_name(pair), pair.engine.host, port,
+        pair.engine.seed, [*pair.engine.args, *extra.args], pair.speculative if speculates(role) else None,
+    )
+    return servers.LaunchSpec(role, argv, {**pair.engine.env, **extra.env}, pair.engine.host, port,
+                              served_name(pair), pair.engine.startup_timeout_s, run_dir / "servers" / f"{role}.log",
+                              attach_url or extra.url, api_key)
+
+
+def arm_spec(arm: Arm, run_dir: Path, api_key: str | None) -> servers.LaunchSpec:
+    """The server spec an arm's slots run on (the one seam tests replace with scripted servers)."""
+    return launch_spec(arm.pair, arm.server if arm.server == PLAIN else arm.name, run_dir, arm.attach_url, api_key,
+                       arm.port)
+
+
+def build_arms(plain_pair: Pair, speculative: Mapping[str, Pair], attach: Mapping[str, str]) -> list[Arm]:
+    """The arms of a run in their base order (plain, placebo, speculative arms): ``speculative`` maps each
+    speculative arm's name to its pair, ``attach`` arm names to URLs. A placebo declared as a server
+    whose plain server is attached, and that has no URL of its own, runs as blocks on the plain server."""
+    design, base = plain_pair.design, plain_pair.engine.port
+
+    def url(name: str) -> str | None:
+        return attach.get(name) or _role_server(plain_pair if not speculates(name) else speculative[name], name).url
+
+    plain_port = _role_server(plain_pair, PLAIN).port or base
+    out = [Arm(PLAIN, plain_pair, PLAIN, plain_port, url(PLAIN))]
+    spec_ports = {n: (_role_server(p, n).port or base + 1) + i for i, (n, p) in enumerate(speculative.items())}
+    if design.placebo != "off":
+        own = (plain_pair.servers.get(PLACEBO) or RoleServer())
+        alone = design.placebo == "server" and (url(PLAIN) is None or own.url is not None or PLACEBO in attach)
+        port = own.port or base + 1 + len(speculative)
+        out.append(Arm(PLACEBO, plain_pair, PLACEBO if alone else PLAIN, port, attach.get(PLACEBO) or own.url))
+    out += [Arm(n, p, n, spec_ports[n], url(n)) for n, p in speculative.items()]
+    return out
+
+
+def _memory_share(args: Sequence[str]) -> float | None:
+    """The ``--gpu-memory-utilization`` value in ``args`` (``--flag X`` or ``--flag=X``), None if absent."""
+    for i, a in enumerate(args):
+        if a.startswith("--gpu-memory-utilization="):
+            return float(a.split("=", 1)[1])
+        if a == "--gpu-memory-utilization" and i + 1 < len(args):
+            return float(args[i + 1])
+    return None
+
+
+def co_resident(arms: Sequence[Arm], gpus: int) -> tuple[bool, str]:
+    """Whether every server of ``arms`` stays up at once, and why (``[design].co_resident``; ``gpus``: the
+    GPUs visible here). ``"auto"``: yes when every server is attached, when no GPU is visible, or when the
+    launched servers' declared memory shares sum to at most :data:`MAX_SHARED_MEMORY`."""
+    choice = arms[0].pair.design.co_resident
+    if choice != "auto":
+        return choice == "yes", f"[design].co_resident = {'true' if choice == 'yes' else 'false'}"
+    launched = {a.server: a for a in arms if a.attach_url is None}
+    if not launched:
+        return True, "every server is attached"
+    if gpus == 0:
+        return True, "no GPU is visible: the servers share the host's memory"
+    shares: list[float | None] = []
+    for a in launched.values():
+        extra = _role_server(a.pair, a.name if a.server != PLAIN else PLAIN)
+        try:
+            shares.append(_memory_share([*a.pair.engine.args, *extra.args]))
+        except ValueError:
+            shares.append(None)
+    if any(s is None for s in shares):
+        return False, ("a launched server declares no --gpu-memory-utilization: one server at a time "
+                       "(declare each server's share to keep them up together)")
+    total = sum(s for s in shares if s is not None)
+    if total > MAX_SHARED_MEMORY:
+        return False, f"the declared memory shares sum to {total:.2f} > {MAX_SHARED_MEMORY}: one server at a time"
+    return True, f"the declared memory shares sum to {total:.2f} <= {MAX_SHARED_MEMORY}"
+
+
+def describe(arms: Sequence[Arm]) -> list[dict[str, Any]]:
+    """protocol.json's ``design.arms``: each arm's name, server, port and whether it is attached."""
+    return [{"arm": a.name, "server": a.server, "port": a.port, "attached": a.attach_url is not None,
+             "speculative_config": dict(a.pair.speculative) if a.speculative else None} for a in arms]
+
+
+def command_line(spec: servers.LaunchSpec) -> str:
+    """The launch command as one shell line (for the log)."""
+    return shlex.join(spec.argv)

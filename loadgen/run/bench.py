@@ -1,0 +1,129 @@
+"""The servers a run holds open, one per server key (run/arms.py): launched (one after the other: vLLM's memory
+profiling sees what is already on the accelerator, docs/vllm-notes.md) or attached, each proven in the mode
+its arm declares, its records written under ``servers/`` (``<server>-launch.json``, ``-minimal.json``,
+``-effective.json``, ``-resources.json``, ``-teardown.json``, the log ``<server>.log``), and stopped (the whole
+process tree) when the run lets go of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from loadgen.errors import RunFailed
+from loadgen.prom import exposition as prom
+from loadgen.prom.scrape import scrape
+from loadgen.report.rundir import write_json, write_text
+from loadgen.run import arms as arm_specs
+from loadgen.run.arms import Arm
+from loadgen.serve import modeproof, resources, servers
+from loadgen.util.redact import redact_argv, redact_env, redact_url
+
+Log = Callable[[str], None]
+
+
+def mode_role(arm: Arm) -> str:
+    """The role modeproof.py proves: ``speculative`` for a speculative arm, ``plain`` for the others."""
+    return "speculative" if arm.speculative else "plain"
+
+
+class Bench:
+    """Open servers by key. ``open(arm)`` launches or attaches the arm's server (once per key) and returns
+    it; ``close(key)`` records its resources after the load and stops it; ``close_all()`` every one, also
+    when the run stops early (the teardown report is written in any case)."""
+
+    def __init__(self, run_dir: Path, log: Log, api_key: str | None) -> None:
+        self.run_dir, self.log, self.api_key = run_dir, log, api_key
+        self._open: dict[str, tuple[servers.Server, contextlib.ExitStack, dict[str, Any], dict[str, Any]]] = {}
+
+    def open(self, arm: Arm) -> servers.Server:
+        """The running server of ``arm`` (started, proven and recorded on first use). Raises ServerError,
+        FallbackDetected or RunFailed as servers.running and modeproof.py do."""
+        if arm.server in self._open:
+            return self._open[arm.server][0]
+        spec = arm_specs.arm_spec(arm, self.run_dir, self.api_key)
+        key = arm.server
+        write_json(self.run_dir / "servers" / f"{key}-launch.json",
+                   {"argv": None if spec.attach_url else redact_argv(spec.argv), "env": redact_env(spec.env),
+                    "base_url": redact_url(spec.base_url), "attached": spec.attach_url is not None})
+        self.log(f"[{key}] attaching to {redact_url(spec.base_url)}" if spec.attach_url
+                 else f"[{key}] starting: {' '.join(redact_argv(spec.argv))}")
+
+        def on_stop(report: dict[str, Any]) -> None:
+            write_json(self.run_dir / "servers" / f"{key}-teardown.json", report)
+            if spec.attach_url is None:
+                self.log(f"[{key}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else ""))
+
+        stack = contextlib.ExitStack()
+        try:
+            server = stack.enter_context(servers.running(spec, on_stop))
+            self.log(f"[{key}] ready after {server.ready_s:.0f} s at {redact_url(server.base_url)}")
+            effective = self._startup_proof(arm, server)
+            usage = {"ready": self._resources(server, effective)}
+            write_json(self.run_dir / "servers" / f"{key}-resources.json", usage)
+        except BaseException:
+            stack.close()
+            raise
+        self._open[key] = (server, stack, effective, usage)
+        return server
+
+    def open_keys(self) -> list[str]:
+        """The keys of the servers open now, in the order they were opened."""
+        return list(self._open)
+
+    def close(self, key: str) -> None:
+        """Record the resources of server ``key`` after its load and stop it (a no-op when it is not open)."""
+        if key not in self._open:
+            return
+        server, stack, effective, usage = self._open.pop(key)
+        try:
+            usage["after_load"] = self._resources(server, effective)
+            write_json(self.run_dir / "servers" / f"{key}-resources.json", usage)
+        finally:
+            stack.close()
+
+    def close_all(self) -> None:
+        """Close every open server, the last opened first; the first error is raised after all are closed."""
+        error: BaseException | None = None
+        for key in reversed(list(self._open)):
+            try:
+                self.close(key)
+            except BaseException as exc:  # every server is stopped even when one teardown fails
+                error = error or exc
+        if error is not None:
+            raise error
+
+    def _startup_proof(self, arm: Arm, server: servers.Server) -> dict[str, Any]:
+        """Scrape /metrics once and prove the mode, or, without Prometheus text, from the startup log and the
+        minimal completion (modeproof.py); the startup log's method must match the declared one."""
+        role, pair = mode_role(arm), arm.pair
+        config = server.effective_config()
+        try:
+            text, snap = scrape(server.base_url, headers=server.spec.headers)
+        except RunFailed as exc:
+            self.log(f"[{arm.server}] {exc}: measuring without server-side figures")
+            proof = modeproof.prove_without_metrics(role, config, server.minimal_response, server.process is not None,
+                                                    str(exc))
+            snap = prom.parse_metrics("")
+        else:
+            write_text(self.run_dir / "metrics" / f"{arm.server}__startup.prom", text)
+            proof = modeproof.prove_mode(role, snap, pair.num_speculative_tokens)
+        modeproof.check_effective_method(role, pair.method, config.get("speculative_config_log"),
+                                         pair.num_speculative_tokens)
+        write_json(self.run_dir / "servers" / f"{arm.server}-minimal.json",
+                   {"request": server.minimal_request, "response": server.minimal_response})
+        effective = {**config, **proof, "ready_s": server.ready_s, "cache_config_info": prom.cache_config_info(snap)}
+        write_json(self.run_dir / "servers" / f"{arm.server}-effective.json", effective)
+        return effective
+
+    @staticmethod
+    def _resources(server: servers.Server, effective: dict[str, Any]) -> dict[str, Any]:
+        pid = server.process.pid if server.process is not None else None
+        url = httpx.URL(server.base_url)
+        if pid is None and url.host in ("127.0.0.1", "localhost", "::1") and url.port is not None:
+            pid = resources.pid_listening_on(url.port)  # an attached server on this machine
+        return resources.usage(pid, effective["cache_config_info"], effective.get("kv_cache_tokens_log"))

@@ -1,0 +1,105 @@
+"""Running an order of slots (run/design.py) on the arms' servers, appending to one run folder.
+
+Co-resident: every server is opened before the first slot, in the arms' base order (one after the other),
+and stays up to the end; only the server of the slot being measured gets load. One server at a time: each
+phase opens its server and closes it when the next slot is on another. Every attached server is checked
+(reachable, serving the model, in its declared mode) before the first slot, so a broken one is not found
+halfway. protocol.json's ``design`` records the order (``order``: every slot, ``[arm, workload, level, block]``),
+rewritten when blocks are added (run/sizing.py), so ``--protocol`` repeats it and ``--resume`` finishes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loadgen.report.rundir import JsonlAppender, read_json, write_json
+from loadgen.run import arms as arm_specs
+from loadgen.run.arms import Arm
+from loadgen.run.bench import Bench, mode_role
+from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.design import Slot
+from loadgen.run.observe import Observers
+from loadgen.serve import attached, modeproof
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class Session:
+    """One run folder's measurement: its arms (by name), whether their servers are co-resident, the open
+    servers, the sinks every arm appends to, and the slots run so far (``done``)."""
+
+    run_dir: Path
+    arms: dict[str, Arm]
+    co_resident: bool
+    log: Log
+    requests: JsonlAppender
+    cells_log: JsonlAppender
+    observers: Observers
+    api_key: str | None = None
+    done: list[Slot] = field(default_factory=list)
+    bench: Bench = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.bench = Bench(self.run_dir, self.log, self.api_key)
+
+    def context(self, arm: Arm) -> RunContext:
+        """The run context of one arm's slots (its pair: stop rule, sampling, method and K)."""
+        return RunContext(arm.pair, self.run_dir, self.requests, self.cells_log, self.log, self.observers,
+                          self.api_key)
+
+    def preflight(self, slots: Sequence[Slot]) -> None:
+        """Check every attached server the slots use before any is measured (serve/attached.py)."""
+        used = {s.arm for s in slots}
+        specs = {a.server: (a, arm_specs.arm_spec(a, self.run_dir, self.api_key))
+                 for a in self.arms.values() if a.name in used}
+        checks = [(a, spec) for a, spec in specs.values() if spec.attach_url]
+        by_role = {spec.role: a for a, spec in checks}
+        attached.preflight([spec for _, spec in checks],
+                           lambda role, snap: modeproof.prove_mode(mode_role(by_role[role]), snap,
+                                                                   by_role[role].pair.num_speculative_tokens),
+                           self.log)
+
+    def run(self, slots: Sequence[Slot]) -> None:
+        """Measure ``slots`` in order (module docstring). Raises what a cell or a server raises; the servers
+        stay open for more slots (co-resident) until :meth:`close`."""
+        if not slots:
+            return
+        if self.co_resident:  # every server up before the first slot, in the base order, one after the other
+            used = {s.arm for s in slots}
+            for arm in self.arms.values():
+                if arm.name in used:
+                    self.bench.open(arm)
+        for slot in slots:
+            arm = self.arms[slot.arm]
+            if not self.co_resident:
+                for key in [k for k in self.bench.open_keys() if k != arm.server]:
+                    self.bench.close(key)
+            server = self.bench.open(arm)
+            run_cell_on(self.context(arm), arm.name, server, slot.cell)
+            self.done.append(slot)
+
+    def close(self) -> None:
+        """Stop every server still open (records after load, teardown)."""
+        self.bench.close_all()
+
+
+def write_order(run_dir: Path, order: Sequence[Slot], extra: dict[str, Any] | None = None) -> None:
+    """Write ``order`` (and ``extra`` keys) into protocol.json's ``design``."""
+    path = run_dir / "protocol.json"
+    proto = read_json(path)
+    proto["design"] = {**(proto.get("design") or {}), **(extra or {}), "order": [s.to_json() for s in order]}
+    write_json(path, proto)
+
+
+def append_order(run_dir: Path, slots: Sequence[Slot]) -> None:
+    """Append ``slots`` to protocol.json's ``design.order`` (blocks added by run/sizing.py)."""
+    path = run_dir / "protocol.json"
+    proto = read_json(path)
+    design = proto.get("design") or {}
+    design["order"] = [*(design.get("order") or []), *(s.to_json() for s in slots)]
+    proto["design"] = design
+    write_json(path, proto)

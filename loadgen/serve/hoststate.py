@@ -1,0 +1,85 @@
+"""The machine's state beside every block (docs/metrics.md "The state beside every block"): the accelerator
+through NVML (SM and memory clocks, power, temperature, throttle reasons of each GPU) and the host (the 1-minute
+load average, and the CPU time stolen by the hypervisor from /proc/stat). :func:`sample` reads it once;
+:func:`steal_share` turns two samples into the share of CPU time stolen between them. NVML's absence (no
+driver, no GPU, no nvidia-ml-py) leaves ``gpus`` empty; a /proc without ``steal`` leaves it None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+#: NVML clock-event reasons (nvmlClocksEventReasons, formerly throttle reasons; nvml.h) by bit.
+THROTTLE_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+                    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+                    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+
+
+def _device(pynvml: Any, index: int) -> dict[str, Any]:
+    """One GPU's clocks, power, temperature and throttle reasons (None for a reading NVML refuses)."""
+    h = pynvml.nvmlDeviceGetHandleByIndex(index)
+    reads = {"sm_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, (h, pynvml.NVML_CLOCK_SM)),
+             "mem_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, (h, pynvml.NVML_CLOCK_MEM)),
+             "power_mw": (pynvml.nvmlDeviceGetPowerUsage, (h,)),
+             "temperature_c": (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
+             "reasons": (pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, (h,))}
+    gpu: dict[str, Any] = {"index": index}
+    for key, (fn, args) in reads.items():
+        try:
+            gpu[key] = fn(*args)
+        except pynvml.NVMLError:
+            gpu[key] = None
+    power, bits = gpu.pop("power_mw"), gpu.pop("reasons")
+    gpu["power_w"] = None if power is None else power / 1000.0
+    gpu["throttle_reasons"] = None if bits is None else [n for b, n in THROTTLE_REASONS.items() if bits & b]
+    return gpu
+
+
+def _gpus() -> list[dict[str, Any]]:
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return []
+    try:
+        return [_device(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except pynvml.NVMLError:
+        return []
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+
+
+def _cpu_times() -> dict[str, float] | None:
+    """Aggregate CPU jiffies from /proc/stat's ``cpu`` line: ``total`` and ``steal`` (None where unreadable)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    values = [float(x) for x in fields[1:]]
+    return {"total": sum(values[:8]), "steal": values[7]}
+
+
+def sample() -> dict[str, Any]:
+    """The state now: ``{"gpus": [...], "loadavg_1m": float | None, "cpu_times": {...} | None}``."""
+    load = None
+    with contextlib.suppress(OSError, AttributeError):
+        load = os.getloadavg()[0]
+    return {"gpus": _gpus(), "loadavg_1m": load, "cpu_times": _cpu_times()}
+
+
+def steal_share(before: Mapping[str, Any], after: Mapping[str, Any]) -> float | None:
+    """The share of CPU time stolen between two samples (0..1), None without both counts."""
+    a, b = before.get("cpu_times"), after.get("cpu_times")
+    if not a or not b or b["total"] <= a["total"]:
+        return None
+    return float((b["steal"] - a["steal"]) / (b["total"] - a["total"]))
