@@ -167,8 +167,7 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
             loaded, cells, order = replay_protocol(protocol_file)
             repeat = (cells, order)
         else:
-            assert pair is not None
-            loaded = load_pair(pair)
+            loaded = load_pair(str(pair))
         run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=attach, cells=repeat,
                               allow_unpinned=o.allow_unpinned, observe=observe, api_key=api_key)
     print_summary(json.loads((run_dir / "card.json").read_text()))
@@ -188,20 +187,20 @@ def _verdict_exit(run_dir: Path) -> None:
 @main.command()
 @click.argument("pair", required=False)
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Continue an interrupted sweep folder at its first unfinished phase.")
+              help="Finish an interrupted sweep folder: the slots not done, in the recorded order.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
               show_default=True, help="Where sweep folders are created (and earlier start times are read).")
 @click.option("--history", "history_dirs", multiple=True, metavar="DIR",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Also read earlier run folders under DIR for the estimate (repeatable), e.g. docs/examples/h200.")
 @click.option("--budget-min", type=float, help="Refuse (exit 2) when the estimated wall time exceeds this.")
-@click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL (both phases).")
+@click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL (the plain arm).")
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY", help="Bearer token, as for compare.")
 @_handles_errors
 def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, history_dirs: tuple[Path, ...],
           budget_min: float | None, attach_plain: str | None, allow_unpinned: bool, api_key: str | None) -> None:
-    """Measure every candidate of the sweep pair file PAIR against one plain baseline (before and after) and
+    """Measure every candidate of the sweep pair file PAIR against one plain baseline, in interleaved blocks, and
     write the sweep card with its recommendation; exit 3 when no candidate meets the declared criteria."""
     from loadgen.run.sweep import SweepOptions, run_sweep
 

@@ -19,7 +19,7 @@ def test_sweep_needs_exactly_one_of_pair_or_resume(tmp_path: Path) -> None:
 
 def test_a_k_listed_twice_is_refused_before_anything_starts(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text(Path("profiles/pairs/demo-cpu-sweep.toml").read_text().replace("[1, 2, 3]", "[1, 2, 2]"))
+    bad.write_text(Path("profiles/pairs/demo-cpu-sweep.toml").read_text().replace("[1, 2]", "[1, 2, 2]"))
     result = CliRunner().invoke(main, ["sweep", str(bad), "--runs-dir", str(tmp_path / "runs")])
     assert result.exit_code == 2 and "num_speculative_tokens lists a K twice" in result.output
     assert not (tmp_path / "runs").exists()

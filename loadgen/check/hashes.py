@@ -33,7 +33,9 @@ def model_hashes(model: ModelRef) -> dict[str, Any]:
     """sha256 of every file of a local model directory, plus a digest over all of them.
 
     Returns ``{"model", "revision", "local": bool, "files": {name: sha256}, "content_sha256"}``; a hub id
-    (not a local directory) gets ``local: False`` and no files.
+    (not a local directory) gets ``local: False`` and no files. A head whose config.json declares a reduced
+    ``draft_vocab_size`` (an EAGLE-3 head with a ``d2t``/``t2d`` mapping, check/headvocab.py) also gets
+    ``"draft_vocab_size"`` (tokens), which the card prints beside the draft.
     """
     root = Path(model.model)
     out: dict[str, Any] = {"model": model.model, "revision": model.revision, "local": root.is_dir()}
@@ -43,4 +45,10 @@ def model_hashes(model: ModelRef) -> dict[str, Any]:
              for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
     out["files"] = files
     out["content_sha256"] = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    try:
+        reduced = json.loads((root / "config.json").read_text()).get("draft_vocab_size")
+    except (OSError, ValueError, AttributeError):
+        reduced = None
+    if isinstance(reduced, int) and not isinstance(reduced, bool):
+        out["draft_vocab_size"] = reduced
     return out

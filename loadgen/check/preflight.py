@@ -13,13 +13,17 @@ from loadgen.profile.pair import Pair
 
 
 def run_pair_check(pair: Pair, allow_unpinned: bool, log: Callable[[str], None],
-                   again: str | None = None) -> tuple[str | None, list[Finding]]:
-    """Check ``pair`` for the installed engine (engine.detect_engine_version), log the version and each
-    finding, and return the version (None: unknown) and the findings. Raises PairCheckError when a
-    blocking finding failed: naming the count and the command to run ``again`` when given, else the first
-    one."""
-    version = engine.detect_engine_version(pair.engine.command, pair.engine.env)
-    log(f"engine version (installed): {version or 'unknown'}")
+                   again: str | None = None, attached: str | None = None) -> tuple[str | None, list[Finding]]:
+    """Check ``pair`` for the installed engine (engine.detect_engine_version), or for ``attached``: the
+    version an attached server reported on ``/version``; log the version and each finding, and return the
+    version (None: unknown) and the findings. Raises PairCheckError when a blocking finding failed: naming
+    the count and the command to run ``again`` when given, else the first one."""
+    if attached is not None:
+        version: str | None = attached
+        log(f"engine version (attached server): {version}")
+    else:
+        version = engine.detect_engine_version(pair.engine.command, pair.engine.env)
+        log(f"engine version (installed): {version or 'unknown'}")
     findings = check_pair(pair, version, allow_unpinned)
     for f in findings:
         log(f.line())

@@ -22,6 +22,8 @@ from loadgen.check.draftcheck import check_draft_context, check_draft_kind
 from loadgen.check.engine import check_engine_args
 from loadgen.check.finding import Finding
 from loadgen.check.hashes import ARTIFACTS, artifact_hashes, model_hashes, sha256_file
+from loadgen.check.headvocab import head_vocab_findings
+from loadgen.check.lossy import lossy_findings
 from loadgen.check.specconfig import (
     HEX40,
     check_draft_revision,
@@ -29,6 +31,7 @@ from loadgen.check.specconfig import (
     looks_like_hub_id,
     lookup_findings,
 )
+from loadgen.check.targetcheck import chat_template_findings, speculators_target
 from loadgen.check.vocab import (
     TokenizerInfo,
     VocabDiff,
@@ -80,13 +83,14 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
     out += async_findings(pair.method, engine_version, [*pair.engine.args, *(plain_role.args if plain_role else ())],
                           args, env)
     found, target_dir = _locate("target", pair.target, "[target].model", allow_unpinned)
-    out += found
+    out += found + _declared_findings(pair, target_dir, env)
     draft_dir = None
     if pair.draft is not None:
         found, draft_dir = _locate("draft", pair.draft, "[speculative].model", allow_unpinned)
         out += found + check_draft_revision(pair.speculative, True if draft_dir else None, allow_unpinned)
-    t_info = load_tokenizer_info(target_dir) if target_dir and draft_dir else None
-    d_info = load_tokenizer_info(draft_dir) if target_dir and draft_dir else None
+    head = pair.method != "draft_model"  # a head uses the target's tokenizer (headvocab.py)
+    t_info = load_tokenizer_info(target_dir) if target_dir and draft_dir and not head else None
+    d_info = load_tokenizer_info(draft_dir) if target_dir and draft_dir and not head else None
     differ = t_info is not None and d_info is not None and compare_vocabularies(t_info, d_info).kind != "identical"
     if engine_version is None:
         out.append(Finding("speculative config", False, False, "engine version unknown (no vLLM answered through "
@@ -110,12 +114,23 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
         out += check_draft_kind(pair.method, d_cfg, f"the draft {draft_dir}") + check_draft_context(
             d_cfg, pair.speculative, serving if isinstance(serving, int) else None,
             [(w.name, w.input_tokens, w.output_tokens) for w in pair.workloads])
-    if target_dir and draft_dir:
+    if target_dir and draft_dir and head:
+        out += head_vocab_findings(pair.method, target_dir, draft_dir)
+    elif target_dir and draft_dir:
         out += vocab_findings(target_dir, draft_dir, t_info, d_info, pair.speculative, engine_version, env)
     elif pair.draft is not None and not any(f.check in ("target", "draft") for f in out):
         out.append(Finding("vocabulary", False, False, "not compared: the target or the draft is not a local "
                            "directory (no tokenizer files here); vLLM checks vocab_size only"))
     return out
+
+
+def _declared_findings(pair: Pair, target_dir: Path | None, env: Mapping[str, str]) -> list[Finding]:
+    """What the declared pair lets loadgen know before launch: a lossy rejection (lossy.py, ``env`` the
+    speculative server's), a speculators checkpoint as target and the chat template (targetcheck.py)."""
+    out = lossy_findings(pair.speculative, env, pair.criteria)
+    if target_dir is not None:
+        out += speculators_target(_json(target_dir / "config.json"), f"the target {target_dir}")
+    return out + chat_template_findings(pair, target_dir)
 
 
 def version_free_findings(spec: Mapping[str, Any]) -> list[Finding]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loadgen.profile.cells import speculates
 from loadgen.prom.deltas import counter_delta
 from loadgen.prom.exposition import Snapshot
 
@@ -119,21 +120,40 @@ def pair_flags(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, names: 
     return out
 
 
+def _queue_notes(role: str, lines: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A note when requests waited in the engine's queue (the sampled ``vllm:num_requests_waiting`` gauge) in
+    closed-loop blocks: the engine did not batch all ``concurrency`` requests at once (KV cache full,
+    preemption, ``max_num_seqs`` or a token budget below it), so queueing, not decoding, is in their TTFT."""
+    waits = [(e, w) for e in lines if (w := ((e.get("state") or {}).get("engine") or {}).get("waiting_max"))]
+    if not waits or any(e.get("rate_rps") is not None for e, _ in waits):
+        return []
+    most = max(w for _, w in waits)
+    return [f"{role}: up to {most:.0f} requests waited in the engine's queue (vllm:num_requests_waiting) in "
+            f"{len(waits)} of {len(lines)} blocks at concurrency {waits[0][0].get('concurrency')}: queueing, not "
+            "decoding, is part of their TTFT"]
+
+
 def state_notes(entries: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
     """Card notes for one cell from its cells.jsonl lines by role: per block, the plain block against each
-    other arm's block of the same index (:func:`pair_flags`), and the arm whose decode batch runs above the
-    CUDA-graph capture ceiling where plain's does not."""
+    other arm's block of the same index (:func:`pair_flags`), requests waiting in an arm's queue in a
+    closed-loop cell, and the speculative arm whose decode batch runs above the CUDA-graph capture ceiling where
+    plain's does not."""
     out: list[str] = []
     plain = {int(e.get("repetition", 0)): e.get("state") for e in entries.get("plain") or []}
     for role, lines in entries.items():
         if role == "plain":
+            out += _queue_notes(role, lines)
             continue
         for e in lines:
             b = int(e.get("repetition", 0))
             flags = pair_flags(plain.get(b), e.get("state"), ("plain", role))
             if flags:
                 out.append(f"block {b}: the state differs between plain and {role}: {'; '.join(flags)}")
-        g = next((e["state"]["graphs"] for e in lines if (e.get("state") or {}).get("graphs", {}).get("eager")), None)
+        out += _queue_notes(role, lines)
+        g = next((e["state"]["graphs"] for e in lines if (e.get("state") or {}).get("graphs", {}).get("eager")
+                  and not ((plain.get(int(e.get("repetition", 0))) or {}).get("graphs") or {}).get("eager")), None)
+        if not speculates(role):
+            g = None
         if g is not None:
             out.append(f"{role}: decode batch {g['batch_tokens']} tokens (concurrency x (1 + K)) is above the "
                        f"CUDA-graph capture ceiling {g['ceiling']}: these steps run eager (that can fake a crossover)")

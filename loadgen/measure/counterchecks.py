@@ -16,6 +16,13 @@ numbers and one-line card notes out).
 - Δ``vllm:generation_tokens_total`` counts every output token the server generated; between the scrapes
   that is what loadgen's measured and cooldown requests received (warmup requests finish before the first
   scrape).
+- Counters are read per ``engine`` label (``prom.engine_counter_delta``, ``prom.spec_decode_held``): one
+  engine whose counters went backwards is named and left out, the others' deltas are kept; every engine
+  reset is a restart. A counter absent from a scrape is unavailable evidence, never 0.
+- K is fixed only where the declared speculative config fixes it (:func:`k_variable`): with
+  ``enable_adaptive_verification`` (vLLM 0.28+, ``profile/fields.py``), a ``num_speculative_tokens_per_batch_size``
+  schedule (0.24+), a lookup method or a user proposer class, fewer than K draft tokens per draft is the
+  engine working as designed.
 """
 
 from __future__ import annotations
@@ -24,19 +31,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loadgen.prom.deltas import SpecDecodeCounters, counter_delta
+from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.metricnames import OLDER_NAMES
 from loadgen.stream.client import RequestRecord
 
 PROCESS_START = "process_start_time_seconds"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
+REQUEST_SUCCESS = "vllm:request_success_total"
 #: above this relative difference, the server's and the client's output token counts get a note
 TOKEN_TOLERANCE = 0.01
 #: above this fraction of the plain server's KV-cache tokens lost, the card notes it (declared limit or not)
 KV_LOSS_NOTE = 0.10
 #: methods that may propose fewer than K tokens per draft (lookup of the text: a match can be short)
 ADAPTIVE_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
+#: a user's proposer class (vLLM 0.22+): nothing holds its drafts at K
+SELF_DECLARED_METHODS = frozenset({"custom_class"})
 _OLD = {old: new for new, olds in OLDER_NAMES.items() for old in olds}
 
 
@@ -63,25 +73,60 @@ class WindowTally:
 
 
 def server_counters(before: Snapshot, after: Snapshot) -> dict[str, Any]:
-    """Fields for the cell entry: ``server_generation_tokens`` (Δ``vllm:generation_tokens_total``, summed
-    over ``engine``; None when absent) and ``process_start_time_s`` ([before, after] Unix seconds, None
-    entries when the server does not expose ``process_start_time_seconds``)."""
-    tokens = counter_delta(before, after, GENERATION_TOKENS)
-    return {"server_generation_tokens": tokens.value if tokens.series else None,
+    """Fields for the cell entry, each counter read per ``engine`` (``prom.engine_counter_delta``):
+    ``server_finished_requests`` (Δ``vllm:request_success_total``, every ``finished_reason``, requests),
+    ``server_generation_tokens`` (Δ``vllm:generation_tokens_total``, tokens), each summed over the engines
+    whose counters held and None when the counter is absent from either scrape; ``server_engines`` and
+    ``server_reset_engines`` (engine labels seen, and those whose counters went down or vanished);
+    ``process_start_time_s`` ([before, after] Unix seconds, None entries when the server does not expose
+    ``process_start_time_seconds``)."""
+    finished = engine_counter_delta(before, after, REQUEST_SUCCESS)
+    tokens = engine_counter_delta(before, after, GENERATION_TOKENS)
+    engines = list(dict.fromkeys((*finished.engines, *tokens.engines)))
+    return {"server_finished_requests": finished.value, "server_generation_tokens": tokens.value,
+            "server_engines": engines, "server_reset_engines": [e for e in engines if
+                                                                e in {*finished.reset_engines, *tokens.reset_engines}],
             "process_start_time_s": [before.total(PROCESS_START), after.total(PROCESS_START)]}
+
+
+def _names(engines: Sequence[str]) -> str:
+    return ", ".join(e or "(unlabelled)" for e in engines)
+
+
+def _held(entry: Mapping[str, Any], reset: Sequence[str]) -> list[str]:
+    seen = [*((entry.get("spec_decode") or {}).get("engines") or []), *(entry.get("server_engines") or [])]
+    return [e for e in dict.fromkeys(seen) if e not in reset]
+
+
+def partial_resets(entry: Mapping[str, Any]) -> list[str]:
+    """The engines whose counters went backwards inside the cell while others held (their deltas are left
+    out of the entry's counts; a reset of every engine is :func:`restart_evidence` instead)."""
+    sd = entry.get("spec_decode") or {}
+    found = [] if sd.get("reset") else list(sd.get("reset_engines") or [])
+    engines, reset = entry.get("server_engines") or [], entry.get("server_reset_engines") or []
+    if not set(engines) <= set(reset):
+        found += reset
+    return list(dict.fromkeys(found))
 
 
 def restart_evidence(entry: Mapping[str, Any]) -> list[str]:
     """The signs in a cell entry that the server restarted between the cell's scrapes (one phrase each,
-    naming the numbers); [] when none. Fields of older entries that are missing are skipped."""
+    naming the numbers); [] when none. Fields of older entries that are missing are skipped, and so is
+    the finished-requests comparison when one engine reset (its requests are not counted)."""
     out = []
-    if (entry.get("spec_decode") or {}).get("reset"):
-        out.append("spec-decode counters went backwards")
+    sd = entry.get("spec_decode") or {}
+    if sd.get("reset"):
+        many = len(sd.get("engines") or []) > 1
+        out.append("spec-decode counters went backwards" + (f" on every engine ({_names(sd['engines'])})"
+                                                             if many else ""))
     start = entry.get("process_start_time_s") or [None, None]
     if None not in start and start[0] != start[1]:
         out.append(f"process_start_time_seconds changed {start[0]:.0f} → {start[1]:.0f}")
+    engines, reset = entry.get("server_engines") or [], entry.get("server_reset_engines") or []
+    if engines and set(engines) <= set(reset):
+        out.append(f"request and token counters went backwards on every engine ({_names(engines)})")
     finished, sent = entry.get("server_finished_requests"), entry.get("client_sent_requests")
-    if finished is not None and sent is not None:
+    if finished is not None and sent is not None and not reset:
         completed = sent - (entry.get("client_window_failed", entry.get("errors")) or 0)  # older entries: errors
         if finished < completed:
             out.append(f"server finished {finished:.0f} requests, loadgen completed {completed}")
@@ -93,7 +138,8 @@ def _counters(entry: Mapping[str, Any]) -> SpecDecodeCounters | None:
     if not sd:
         return None
     return SpecDecodeCounters(sd["num_drafts"], sd["num_draft_tokens"], sd["num_accepted_tokens"],
-                              tuple(sd["accepted_per_position"]), bool(sd.get("reset", False)))
+                              tuple(sd["accepted_per_position"]), bool(sd.get("reset", False)),
+                              tuple(sd.get("engines") or ()), tuple(sd.get("reset_engines") or ()))
 
 
 def usable_counters(entries: Sequence[Mapping[str, Any]]) -> tuple[SpecDecodeCounters | None, str | None]:
@@ -107,8 +153,50 @@ def usable_counters(entries: Sequence[Mapping[str, Any]]) -> tuple[SpecDecodeCou
     width = max(len(c.accepted_per_position) for c in counters)
     per_pos = tuple(sum(c.accepted_per_position[i] for c in counters if i < len(c.accepted_per_position))
                     for i in range(width))
+    engines = tuple(dict.fromkeys(e for c in counters for e in c.engines))
+    reset = tuple(dict.fromkeys(e for c in counters for e in c.reset_engines))
     return SpecDecodeCounters(sum(c.num_drafts for c in counters), sum(c.num_draft_tokens for c in counters),
-                              sum(c.num_accepted_tokens for c in counters), per_pos, False), None
+                              sum(c.num_accepted_tokens for c in counters), per_pos, False, engines, reset), None
+
+
+def k_variable(spec_config: Mapping[str, Any]) -> str | None:
+    """Why the declared speculative config does not hold every draft at K tokens (a phrase), or None when
+    K is fixed: ``enable_adaptive_verification`` on (vLLM 0.28+), a ``num_speculative_tokens_per_batch_size``
+    schedule (0.24+; K follows the batch, which moves within a cell), a lookup method
+    (:data:`ADAPTIVE_METHODS`: a match in the text can be shorter than K) or a user proposer class
+    (:data:`SELF_DECLARED_METHODS`). Key ranges: ``profile/fields.py``."""
+    method = spec_config.get("method")
+    if spec_config.get("enable_adaptive_verification"):
+        return "enable_adaptive_verification = true"
+    if spec_config.get("num_speculative_tokens_per_batch_size"):
+        return "num_speculative_tokens_per_batch_size sets K per batch size"
+    if method in ADAPTIVE_METHODS:
+        return f"{method} proposes only the matches it finds"
+    if method in SELF_DECLARED_METHODS:
+        return f"{method}: the proposer decides its draft lengths"
+    return None
+
+
+def verification_depth(c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> dict[str, Any]:
+    """Fields beside K in a cell's counter data: ``k`` (declared ``num_speculative_tokens``, None when
+    absent), ``k_fixed`` (whether the invariant draft tokens = K x drafts applies, :func:`k_variable`),
+    ``k_variable_reason`` (its phrase or None) and ``mean_verified_tokens_per_step`` = Δdraft tokens /
+    Δdrafts (draft tokens the target verified per verify step, 0..K; None without drafts; the
+    ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length)."""
+    k, why = spec_config.get("num_speculative_tokens"), k_variable(spec_config)
+    mean = c.num_draft_tokens / c.num_drafts if c is not None and c.num_drafts > 0 else None
+    return {"k": None if k is None else int(k), "k_fixed": why is None, "k_variable_reason": why,
+            "mean_verified_tokens_per_step": mean}
+
+
+def depth_note(role: str, c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> str | None:
+    """"<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed and drafts were
+    made; None otherwise (with a fixed K the invariant says X = K). For the card (report/carddata.py)."""
+    depth = verification_depth(c, spec_config)
+    if depth["k_fixed"] or depth["mean_verified_tokens_per_step"] is None or depth["k"] is None:
+        return None
+    return (f"{role}: mean verified tokens per step {depth['mean_verified_tokens_per_step']:.2f} of K = "
+            f"{depth['k']} ({depth['k_variable_reason']}: fewer than K per step is by design)")
 
 
 def invariant_violations(c: SpecDecodeCounters, k: int | None, adaptive: bool = False) -> list[str]:
@@ -116,7 +204,8 @@ def invariant_violations(c: SpecDecodeCounters, k: int | None, adaptive: bool = 
 
     Checks: sum of ``accepted_per_position`` == ``num_accepted_tokens``; ``accepted_per_position`` does
     not rise with position (a draft accepted up to position i+1 is accepted up to i); ``num_draft_tokens``
-    == K x ``num_drafts`` when ``k`` is given (fixed-K methods; with ``adaptive``, fewer is allowed).
+    == K x ``num_drafts`` when ``k`` is given and fixed; with ``adaptive`` (:func:`k_variable` of the
+    declared config) at most K x ``num_drafts``.
     Counts are compared to within 0.5 (they are integers)."""
     out = []
     per_pos, accepted = c.accepted_per_position, c.num_accepted_tokens
@@ -138,9 +227,11 @@ def invariant_violations(c: SpecDecodeCounters, k: int | None, adaptive: bool = 
 def token_mismatch(entry: Mapping[str, Any]) -> str | None:
     """Δ``vllm:generation_tokens_total`` against the tokens loadgen received between the scrapes, as a
     phrase when they differ by more than :data:`TOKEN_TOLERANCE` of the client's count; None when within
-    it, unknown, or the counters are already explained (foreign traffic, restart)."""
+    it, unknown, or the counters are already explained (foreign traffic, restart, one engine reset)."""
     server, client = entry.get("server_generation_tokens"), entry.get("client_window_output_tokens")
     if server is None or not client or entry.get("foreign_traffic") or restart_evidence(entry):
+        return None
+    if entry.get("server_reset_engines"):  # the reset engine's tokens are not in the server's count
         return None
     if abs(server - client) <= TOKEN_TOLERANCE * client:
         return None
@@ -157,12 +248,13 @@ def older_names(entry: Mapping[str, Any]) -> list[str]:
 
 def cell_notes(entries: Mapping[str, Sequence[Mapping[str, Any]]], spec_config: Mapping[str, Any]) -> list[str]:
     """Card notes (one line each) for one cell: per role and repetition, a server restart, violated
-    spec-decode invariants, a server/client token count difference, older metric names read.
+    spec-decode invariants, an engine reset, a server/client token count difference, older metric names
+    read; per speculative role, the mean verified tokens per step beside K where K is not fixed.
 
     ``entries``: role -> the cell's entries (one per repetition); ``spec_config``: the protocol's
-    speculative config (``num_speculative_tokens`` = K, ``method``)."""
+    speculative config (``num_speculative_tokens`` = K, ``method``, the keys of :func:`k_variable`)."""
     k = spec_config.get("num_speculative_tokens")
-    adaptive = spec_config.get("method") in ADAPTIVE_METHODS
+    adaptive = k_variable(spec_config) is not None
     notes = []
     for role, role_entries in entries.items():
         for e in role_entries:
@@ -173,10 +265,15 @@ def cell_notes(entries: Mapping[str, Sequence[Mapping[str, Any]]], spec_config: 
                              f"({'; '.join(evidence)})")
             elif (c := _counters(e)) is not None and (bad := invariant_violations(c, k, adaptive)):
                 notes.append(f"{who}: spec-decode counters inconsistent: {'; '.join(bad)}")
+            if not evidence and (engines := partial_resets(e)):
+                notes.append(f"{who}: counters of engine {_names(engines)} went backwards inside the cell (reset), "
+                             f"left out: {what} from engine {_names(_held(e, engines))} whose counters held")
             if mismatch := token_mismatch(e):
                 notes.append(f"{who}: {mismatch}")
             if old := older_names(e):
                 notes.append(f"{who}: read older vLLM metric names: {', '.join(old)}")
+        if role != "plain" and (depth := depth_note(role, usable_counters(role_entries)[0], spec_config)):
+            notes.append(depth)
     return notes
 
 

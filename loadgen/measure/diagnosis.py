@@ -7,6 +7,8 @@
   differently by a stop rule and are named so. Other differences that start late are typically numerical
   nondeterminism: the target verifies K+1 tokens at once, the plain server one, and batch shapes change
   with concurrency, so floating-point ties can break differently (reduced precision makes it common).
+  A lossy rejection (``rejection_sample_method`` ``fly`` or ``synthetic``, a ``VLLM_*TOLERANCE`` variable;
+  profile/fields.py) changes outputs by design: the match rate is then reported, not judged.
 - **Cost decomposition.** The step time of each server (steptime.py: the server's mean time per engine
   step, else the client's decode time per chunk; never the median inter-chunk latency, which bursty
   delivery drives to ~0); their ratio is the cost of drafting plus verification. The speedup it
@@ -23,23 +25,26 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from loadgen.profile.fields import lossy_reason
 from loadgen.profile.pair import SLO
 
 #: Predicted and measured speedups that differ by more than this fraction get an explanation.
 AGREEMENT_TOLERANCE = 0.15
 
 
-
-
 def lossless(plain: Mapping[str, Sequence[int]], speculative: Mapping[str, Sequence[int]],
              plain_finish: Mapping[str, str | None] | None = None,
-             speculative_finish: Mapping[str, str | None] | None = None) -> dict[str, object]:
+             speculative_finish: Mapping[str, str | None] | None = None, *,
+             lossy: str | None = None) -> dict[str, object]:
     """Compare generated token ids (and finish reasons, when given) per prompt id of successful requests.
 
     Returns ``{"pairs", "identical", "match_rate", "first_difference": [positions], "stop_differences",
     "late"}``. ``stop_differences`` counts the differing pairs whose outputs differ in length or finish
     reason: a stop rule (EOS, stop string, max_tokens) ended them differently. ``late`` is True when every
-    other difference (same length and finish reason) starts past half of the output.
+    other difference (same length and finish reason) starts past half of the output. ``lossy``: why the
+    run's speculative config does not keep the target's distribution (:func:`lossy_rejection`); when given
+    the dict also holds ``"lossy": True`` and ``"lossy_reason"``, and the match rate is information, not a
+    lossless judgement (:func:`lossless_note`).
     """
     keys = sorted(set(plain) & set(speculative))
     pf, sf = plain_finish or {}, speculative_finish or {}
@@ -59,14 +64,28 @@ def lossless(plain: Mapping[str, Sequence[int]], speculative: Mapping[str, Seque
             token_first.append((first[-1], len(a)))
     identical = len(keys) - len(first)
     late = bool(token_first) and all(pos > length / 2 for pos, length in token_first)
-    return {"pairs": len(keys), "identical": identical, "match_rate": identical / len(keys) if keys else None,
-            "first_difference": first, "stop_differences": stops, "late": late}
+    out: dict[str, object] = {"pairs": len(keys), "identical": identical,
+                              "match_rate": identical / len(keys) if keys else None,
+                              "first_difference": first, "stop_differences": stops, "late": late}
+    return out | ({"lossy": True, "lossy_reason": lossy} if lossy else {})
+
+
+def lossy_rejection(speculative_config: Mapping[str, object], env: Mapping[str, str]) -> str | None:
+    """Why a run's speculative config (protocol.json ``speculative_config``) with the speculative server's
+    environment does not keep the target's distribution (``"rejection_sample_method = fly"``), None when
+    it does; the rule is profile/fields.py's :func:`~loadgen.profile.fields.lossy_reason` (vLLM docs "FLy
+    Verification (Lossy)"; docs/vllm-notes.md, "Lossy rejection")."""
+    return lossy_reason(speculative_config, env)
 
 
 def lossless_note(result: Mapping[str, object]) -> str | None:
     """One line for the card when the match rate is below 1, None otherwise. Outputs that differ in length
-    or finish reason are named as such, never put down to numerical nondeterminism."""
+    or finish reason are named as such, never put down to numerical nondeterminism. A lossy run
+    (``result["lossy"]``) always gets one line stating its match rate as information, not judged."""
     rate = result.get("match_rate")
+    if result.get("lossy") and isinstance(rate, float):
+        return (f"lossy rejection ({result.get('lossy_reason')}): outputs differ from the target's by design; "
+                f"match rate {100 * rate:.0f}% reported, not judged")
     if not isinstance(rate, float) or rate >= 1.0:
         return None
     first = result.get("first_difference") or []

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from loadgen.measure.throughput import peak_output_tps
+from loadgen.measure.throughput import peak_output
 from loadgen.prom.deltas import SpecDecodeCounters
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class CellStats:
     output_tokens: int
     window_s: float
     output_throughput_tps: float
-    peak_output_throughput_tps: float
+    peak_output_throughput_tps: float | None
     request_throughput_rps: float
     ttft_s: Distribution
     tpot_s: Distribution
@@ -125,6 +125,8 @@ class CellStats:
     mean_tokens_per_chunk: float | None
     mean_tokens_per_decode_chunk: float | None
     acceptance: Acceptance | None
+    #: why there is no peak (a window under two whole 1-second buckets: throughput.py), else None
+    peak_output_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -170,14 +172,15 @@ def cell_stats(requests: Sequence[MeasuredRequest], counters: SpecDecodeCounters
         start = end = window = 0.0
     out_tokens = sum(t.output_tokens for t in good)
     chunks = sum(t.chunks for t in good)
+    peak = peak_output(start, end, [r.arrivals_s for r in ok_requests], [r.tokens for r in ok_requests])
     return CellStats(
         requests=len(requests),
         errors=len(requests) - len(good),
         output_tokens=out_tokens,
         window_s=window,
         output_throughput_tps=out_tokens / window if window > 0 else 0.0,
-        peak_output_throughput_tps=peak_output_tps(start, end, [r.arrivals_s for r in ok_requests],
-                                                   [r.tokens for r in ok_requests]),
+        peak_output_throughput_tps=peak.tps,
+        peak_output_note=peak.reason,
         request_throughput_rps=len(good) / window if window > 0 else 0.0,
         ttft_s=Distribution.of([t.ttft_s for t in good]),
         tpot_s=Distribution.of([t.tpot_s for t in good if t.tpot_s is not None]),

@@ -107,6 +107,9 @@ def _cell(cell: Mapping[str, Any], criteria: Criteria) -> CellVerdict:
         return CellVerdict(workload, level, NOT_JUDGED, (), ("outside the declared workloads/concurrency",))
     if not cell.get("complete"):
         return CellVerdict(workload, level, NOT_MEASURED, (), ("incomplete: not run on both servers",))
+    blocking = [n for n in cell.get("notes") or [] if str(n).startswith("BLOCKING:")]
+    if blocking:  # e.g. a lookup method that proposed no draft in the whole cell: no speculative comparison
+        return CellVerdict(workload, level, NOT_MEASURED, (), (str(blocking[0]),))
     ratios = cell.get("ratios") or {}
     checks = tuple([_metric(m, "primary", ratios.get(m), criteria) for m in criteria.primary]
                    + [_metric(m, "regression", ratios.get(m), criteria) for m in criteria.max_regression]
@@ -123,6 +126,9 @@ def _lossless(cell: Mapping[str, Any], criteria: Criteria) -> list[Check]:
     if limit is None:
         return []
     rate = (cell.get("lossless") or {}).get("match_rate")
+    if (cell.get("lossless") or {}).get("lossy"):  # check refuses this pairing; a re-rendered run may still hold it
+        return [Check("lossless_match", "lossless", NOT_JUDGED, rate, limit,
+                      f"lossless match not judged: {cell['lossless'].get('lossy_reason')} is lossy by design")]
     if rate is None:
         return [Check("lossless_match", "lossless", NOT_MEASURED, None, limit,
                       f"lossless match not measured (needs greedy sampling; min_lossless_match {limit:g})")]

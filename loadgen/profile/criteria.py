@@ -24,7 +24,9 @@ wrong types are errors, exit 2); ``declared`` records which ones the file set, t
 - ``max_kv_capacity_loss`` (number 0..1): fraction of the plain server's KV-cache tokens the speculative
   server may lose (e.g. 0.2).
 - ``min_lossless_match`` (number 0..1): under greedy sampling, the least share of requests whose tokens
-  are identical on both servers, per judged cell (diagnosis.py).
+  are identical on both servers, per judged cell (diagnosis.py). ``loadgen check`` refuses it (exit 2) for a
+  lossy rejection (``rejection_sample_method`` ``fly``/``synthetic``, a ``VLLM_*TOLERANCE`` variable;
+  profile/fields.py ``LOSSY_REJECTION``), whose outputs differ from the target's by design.
 - ``ci_half_width`` (number in (0, 1)): the precision to reach: blocks are added to a cell until the half-width
   of its primary ratio's 95% CI on the log scale (measure/blocks.py) is at most this (0.05: about ±5%), up to
   ``[design].max_blocks`` or the sweep's ``--budget-min``.

@@ -15,8 +15,9 @@ paired ratios (measure/blocks.py). Keys, all optional (unknown keys and wrong ty
   ``[servers.placebo].url`` is given); ``"off"``: none, and the card has no noise floor.
 - ``co_resident`` (``true``, ``false`` or ``"auto"``, default ``"auto"``): keep every server up at once (only the
   one being measured gets load) or launch one at a time per phase. ``"auto"``: together when every server
-  is attached, when no GPU is visible (the CPU build: memory is the host's), or when every launched
-  server declares ``--gpu-memory-utilization`` and the shares sum to at most 0.95.
+  is attached; with no GPU visible (the CPU build: memory is the host's) when every launched server declares
+  ``VLLM_CPU_KVCACHE_SPACE`` and their estimated memory fits the host's available memory (run/arms.py); with
+  GPUs when every launched server declares ``--gpu-memory-utilization`` and the shares sum to at most 0.95.
 - ``max_blocks`` (integer >= ``blocks``, default ``3 * blocks``): with ``[criteria].ci_half_width`` the sweep adds
   blocks to a cell until its CI is that narrow, up to this many.
 """
@@ -74,7 +75,7 @@ def parse_design(table: Mapping[str, Any] | None, path: Path) -> Design:
         raise ProfileError(f"{path}: [design].placebo must be one of {', '.join(map(repr, PLACEBOS))}, got "
                            f"{placebo!r}")
     co = table.get("co_resident", "auto")
-    if co not in (True, False, "auto"):
+    if not (isinstance(co, bool) or co == "auto"):
         raise ProfileError(f"{path}: [design].co_resident must be true, false or \"auto\", got {co!r}")
     most = _count(table, "max_blocks", 1, path) or min(MAX_BLOCKS, 3 * blocks)
     if most < blocks:

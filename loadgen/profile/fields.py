@@ -73,6 +73,37 @@ METHOD_WORKS_FROM: dict[str, tuple[str | None, str]] = {
 NAME_SWITCHES = (("eagle-", "eagle", "0.10"), ("eagle3", "eagle3", "0.10"), ("dflash", "dflash", "0.20"),
                  ("dspark", "dspark", "0.25"))
 HETEROGENEOUS_FROM = "0.25"
+#: ``rejection_sample_method`` values that do not keep the target's output distribution -> first release
+#: accepting them (:data:`VALUE_RANGES`): ``synthetic`` accepts drafts at a declared rate
+#: (``synthetic_acceptance_rate(s)``, a benchmarking aid), ``fly`` accepts by the draft's entropy (``fly_*``
+#: fields; vLLM docs "FLy Verification (Lossy)", docs/features/speculative_decoding/fly.md). ``strict``,
+#: ``probabilistic``, ``standard`` and ``block`` are lossless. Read from the docs and wheels, not verified on a
+#: running engine (docs/vllm-notes.md, "Lossy rejection").
+LOSSY_REJECTION: dict[str, str] = {"synthetic": "0.19", "fly": "0.33"}
+#: Environment variables that loosen acceptance by a tolerance (e.g. ``VLLM_EARS_TOLERANCE``): lossy unless 0.
+TOLERANCE_ENV = re.compile(r"^VLLM_\w*TOLERANCE")
+
+
+def lossy_reason(spec: Mapping[str, object], env: Mapping[str, str]) -> str | None:
+    """Why the speculative config ``spec`` (``[speculative]``) run with ``env`` (``[engine].env`` merged with
+    ``[servers.speculative].env``) does not keep the target's distribution, as one clause
+    (``"rejection_sample_method = fly"``, ``"VLLM_EARS_TOLERANCE=0.05"``, joined by ``", "``); None when
+    lossless. A tolerance variable set to a number equal to 0 is off; any other value counts."""
+    reasons = []
+    method = spec.get("rejection_sample_method")
+    if isinstance(method, str) and method in LOSSY_REJECTION:
+        reasons.append(f"rejection_sample_method = {method}")
+    for name, value in sorted(env.items()):
+        if TOLERANCE_ENV.match(name) and not _zero(value):
+            reasons.append(f"{name}={value}")
+    return ", ".join(reasons) or None
+
+
+def _zero(text: str) -> bool:
+    try:
+        return float(text) == 0.0
+    except ValueError:
+        return False
 
 
 def parse_version(text: str) -> Version:

@@ -16,6 +16,51 @@ from loadgen.profile.criteria import Criteria
 from loadgen.profile.design import Design
 from loadgen.profile.workload import Workload
 
+#: Draft-free lookup methods that propose only where the text repeats itself, so a cell may see no draft at
+#: all (vLLM's n-gram and suffix proposers: vllm/v1/spec_decode/ngram_proposer.py, suffix_decoding.py).
+LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
+#: vLLM 0.24+ per-batch-size K schedule (vllm/config/speculative.py; docs/vllm-notes.md, fields table).
+SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
+
+
+def k_at(speculative: Mapping[str, Any], batch: int) -> int:
+    """K (draft tokens per step) the declared speculative config gives at ``batch`` running requests (>= 1).
+
+    0 when ``disable_by_batch_size`` (vLLM 0.10-0.16: speculation off once the running requests reach it) is
+    at most ``batch``, or when the ``num_speculative_tokens_per_batch_size`` range holding ``batch`` (a list
+    of ``[low, high, K]``, bounds inclusive, K = 0 off; vLLM 0.24+, measure/ranking.k_schedule writes it)
+    says 0; else that range's K, else ``num_speculative_tokens``. A batch no range holds keeps the declared
+    K (nothing in the config switches it off). Malformed entries are skipped (check/ reports them)."""
+    limit = speculative.get("disable_by_batch_size")
+    if isinstance(limit, int) and not isinstance(limit, bool) and batch >= limit:
+        return 0
+    for row in speculative.get(SCHEDULE_KEY) or ():
+        if (isinstance(row, (list, tuple)) and len(row) == 3 and all(isinstance(x, int) for x in row)
+                and row[0] <= batch <= row[1]):
+            return int(row[2])
+    return int(speculative.get("num_speculative_tokens") or 0)
+
+
+def speculation_on_at(speculative: Mapping[str, Any], concurrency: int, open_loop: bool = False) -> bool:
+    """Whether the declared config speculates at a level: a closed-loop level at ``concurrency`` (its batch
+    is that many running requests) when :func:`k_at` is above 0 there; an open-loop level capped at
+    ``concurrency`` when it is above 0 at any batch from 1 to the cap (the batch varies)."""
+    if not open_loop:
+        return k_at(speculative, max(1, concurrency)) > 0
+    return any(k_at(speculative, b) > 0 for b in range(1, max(1, concurrency) + 1))
+
+
+def off_reason(speculative: Mapping[str, Any], concurrency: int) -> str:
+    """Which declared key switches speculation off at ``concurrency`` running requests, with its numbers
+    (one phrase, for a card note)."""
+    limit = speculative.get("disable_by_batch_size")
+    if isinstance(limit, int) and not isinstance(limit, bool) and concurrency >= limit:
+        return f"disable_by_batch_size = {limit} <= {concurrency} running requests"
+    row = next((r for r in speculative.get(SCHEDULE_KEY) or () if isinstance(r, (list, tuple)) and len(r) == 3
+                and r[0] <= concurrency <= r[1]), None)
+    return (f"{SCHEDULE_KEY} gives K = 0 for batch sizes {row[0]}-{row[1]}" if row is not None
+            else "num_speculative_tokens = 0")
+
 
 @dataclass(frozen=True)
 class SLO:
@@ -180,6 +225,10 @@ class Pair:
     def method(self) -> str:
         """The declared speculative method (``draft_model``, ``ngram``, ...)."""
         return str(self.speculative["method"])
+
+    def speculates_at(self, level: Level) -> bool:
+        """Whether the declared speculative config has speculation on at ``level`` (:func:`speculation_on_at`)."""
+        return speculation_on_at(self.speculative, level.concurrency, level.rate_rps is not None)
 
     @property
     def draft(self) -> ModelRef | None:

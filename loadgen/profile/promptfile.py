@@ -7,13 +7,17 @@ Two layouts, told apart by their lines:
   ``"output_tokens"`` (a positive integer; else the workload's ``output_tokens``).
 - **ShareGPT-style conversations**: ``{"conversations": [{"from": "human", "value": ...},
   {"from": "gpt", "value": ...}, ...]}`` per line, or one JSON array of such objects (the layout of the
-  public ShareGPT dumps that ``vllm bench serve --dataset-name sharegpt`` reads). The first human turn is
-  the prompt and the reply that follows it sets the output length, in the target's tokens.
+  public ShareGPT dumps that ``vllm bench serve --dataset-name sharegpt`` reads). The conversation's opening
+  human turn is the prompt and the reply that follows it sets the output length, in the target's tokens. A
+  conversation that opens with a ``system`` turn keeps it as the chat request's system message (a
+  completions file cannot carry one: that line is skipped); one that opens with the assistant (or any turn
+  other than system or human) is skipped with its reason, never sent in another shape.
 
 A file that cannot serve as a workload raises ProfileError (exit 2) with one line: missing, empty, a line
 that is not JSON, a line with no prompt, a JSONL prompt whose input plus output tokens exceed the serving
 context (``--max-model-len``), or no usable line at all. Lines that cannot be used but do not make the
-file wrong (a line of the other endpoint's shape, a conversation without a human turn or a reply, a
+file wrong (a line of the other endpoint's shape, a conversation without a human turn or a reply, one that
+opens with the assistant, a
 ShareGPT conversation too long for the serving context, as ``vllm bench serve`` also drops them) are
 skipped, counted and named (``line N: reason``), never dropped silently.
 """
@@ -32,18 +36,21 @@ from tokenizers import Tokenizer
 from loadgen.errors import ProfileError
 
 _HUMAN, _REPLY = ("human", "user"), ("gpt", "assistant", "chatgpt", "bard", "model")
+_SYSTEM = ("system",)
 
 
 @dataclass(frozen=True)
 class FileEntry:
     """One usable line: ``text`` (completions) or ``messages`` (chat); ``output_tokens`` None when the
-    line gives none; ``reply`` the ShareGPT reply text (its token count becomes the output length)."""
+    line gives none; ``reply`` the ShareGPT reply text (its token count becomes the output length);
+    ``system`` the ShareGPT opening system turn (None without one)."""
 
     line: int
     text: str | None
     messages: tuple[dict[str, str], ...] | None
     output_tokens: int | None = None
     reply: str | None = None
+    system: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,14 +99,26 @@ def _unicode(path: Path, n: int, line: str, rec: Any) -> None:
 
 
 def _sharegpt(n: int, rec: dict[str, Any]) -> FileEntry | str:
+    """The entry of a ShareGPT conversation (an optional opening system turn, then a human turn and its reply),
+    or the reason it is skipped (``line N: ...``)."""
     turns = [t for t in rec["conversations"] if isinstance(t, dict)]
-    first = next((i for i, t in enumerate(turns) if t.get("from") in _HUMAN), None)
-    if first is None or not isinstance(turns[first].get("value"), str) or not turns[first]["value"].strip():
+    system = turns[0].get("value") if turns and turns[0].get("from") in _SYSTEM else None
+    first = 1 if system is not None else 0
+    if system is not None and (not isinstance(system, str) or not system.strip()):
+        return f"line {n}: an empty system turn"
+    if not any(t.get("from") in _HUMAN for t in turns):
+        return f"line {n}: no human turn"
+    opener = turns[first].get("from") if first < len(turns) else None
+    if opener not in _HUMAN:
+        after = "after its system turn " if system is not None else ""
+        return (f"line {n}: opens {after}with a {opener!r} turn, not a human one (a request cannot start with "
+                "the assistant's words)")
+    if not isinstance(turns[first].get("value"), str) or not turns[first]["value"].strip():
         return f"line {n}: no human turn"
     reply = turns[first + 1] if first + 1 < len(turns) else None
     if reply is None or reply.get("from") not in _REPLY or not str(reply.get("value") or "").strip():
         return f"line {n}: no reply after the first human turn"
-    return FileEntry(n, turns[first]["value"], None, None, str(reply["value"]))
+    return FileEntry(n, turns[first]["value"], None, None, str(reply["value"]), system)
 
 
 def _jsonl(path: Path, n: int, rec: dict[str, Any], endpoint: str) -> FileEntry | str:
@@ -118,6 +137,21 @@ def _jsonl(path: Path, n: int, rec: dict[str, Any], endpoint: str) -> FileEntry 
                                                      and isinstance(m.get("content"), str) for m in msgs)):
         return f"line {n}: messages must be a non-empty list of {{\"role\", \"content\"}} strings"
     return FileEntry(n, None, tuple({"role": m["role"], "content": m["content"]} for m in msgs), out)
+
+
+def _shaped(got: FileEntry | str, endpoint: str) -> FileEntry | str:
+    """A ShareGPT entry in ``endpoint``'s shape: chat messages (the system turn first, when there is one), or
+    the completions text; a system turn on completions is skipped with its reason (no system message there)."""
+    if isinstance(got, str):
+        return got
+    if endpoint == "chat":
+        system = ({"role": "system", "content": got.system},) if got.system is not None else ()
+        return FileEntry(got.line, None, (*system, {"role": "user", "content": got.text or ""}), None, got.reply,
+                         got.system)
+    if got.system is not None:
+        return (f"line {got.line}: opens with a system turn, which a completions prompt cannot carry; use "
+                "endpoint = \"chat\"")
+    return got
 
 
 def read_prompt_file(path: Path, endpoint: str | None = None) -> PromptFile:
@@ -147,9 +181,7 @@ def read_prompt_file(path: Path, endpoint: str | None = None) -> PromptFile:
         if ("conversations" in rec) != (layout == "sharegpt"):
             got: FileEntry | str = f"line {n}: mixes ShareGPT conversations and JSONL prompts"
         elif layout == "sharegpt":
-            got = _sharegpt(n, rec)
-            if isinstance(got, FileEntry) and endpoint == "chat":
-                got = FileEntry(n, None, ({"role": "user", "content": got.text or ""},), None, got.reply)
+            got = _shaped(_sharegpt(n, rec), endpoint)
         else:
             got = _jsonl(path, n, rec, endpoint)
         (skipped.append(got) if isinstance(got, str) else entries.append(got))

@@ -5,13 +5,19 @@ Counters and histograms are summed over series (vLLM's ``engine`` label); a seri
 the snapshots was reset (a restarted server) and counts from zero. Spec-decode counters
 (``vllm/v1/spec_decode/metrics.py``) exist only on a speculative server, one ``position`` child per draft
 position 0..K-1. Snapshots come from exposition.py.
+
+Per engine (:func:`engine_counter_delta`, :func:`spec_decode_held`): with data parallelism every engine
+core has its own series, labelled ``engine="0"``, ``"1"``, ... (vLLM 0.11+, ``PrometheusStatLogger`` in
+``vllm/v1/metrics/loggers.py`` makes one child per engine index). An engine whose series went down or
+vanished is named and its delta left out; the engines whose counters held are summed. A counter family
+absent from either snapshot is unavailable (None), never 0.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loadgen.prom.exposition import (
     ACCEPTED_PER_POS,
@@ -70,8 +76,49 @@ class SpecDecodeCounters:
     num_accepted_tokens: float
     accepted_per_position: tuple[float, ...]
     reset: bool
+    engines: tuple[str, ...] = ()  # :func:`spec_decode_held` only: every engine label seen
+    reset_engines: tuple[str, ...] = ()  # :func:`spec_decode_held` only: those left out (went down or vanished)
 
 
+ENGINE = "engine"
+
+
+def _engines(snap: Snapshot, names: tuple[str, ...], match: Mapping[str, str]) -> set[str]:
+    return {s.labels.get(ENGINE, "") for n in names for s in snap.values(n, **match)}
+
+
+def _engine_view(snap: Snapshot, engine: str) -> Snapshot:
+    """The samples of one engine ("" = those without an ``engine`` label)."""
+    return Snapshot(tuple(s for s in snap.samples if s.labels.get(ENGINE, "") == engine), snap.types)
+
+
+@dataclass(frozen=True)
+class EngineCounter:
+    """A counter's increase read per ``engine`` label.
+
+    Attributes:
+        value: Δ summed over the engines whose series held (none went down or vanished); when no engine
+            held, the Prometheus ``increase()`` sum over all of them (as :func:`counter_delta`). None when
+            the family is absent from either snapshot (unavailable, not 0).
+        engines: every engine label in either snapshot, numeric order ("" for series without one).
+        reset_engines: the engines whose series went down or vanished (left out of ``value``).
+    """
+
+    value: float | None
+    engines: tuple[str, ...] = ()
+    reset_engines: tuple[str, ...] = ()
+
+
+def engine_counter_delta(before: Snapshot, after: Snapshot, name: str, **match: str) -> EngineCounter:
+    """Increase of counter ``name`` (exact sample name) per ``engine`` label, resets found per engine."""
+    prev, now = _engines(before, (name,), match), _engines(after, (name,), match)
+    if not prev or not now:
+        return EngineCounter(None)
+    engines = tuple(sorted(prev | now, key=_numeric_first))
+    per = {e: counter_delta(_engine_view(before, e), _engine_view(after, e), name, **match) for e in engines}
+    reset = tuple(e for e in engines if per[e].reset)
+    held = [per[e].value for e in engines if not per[e].reset] or [d.value for d in per.values()]
+    return EngineCounter(math.fsum(held), engines, reset)
 
 
 def _positions(snap: Snapshot, match: Mapping[str, str]) -> list[str]:
@@ -110,6 +157,32 @@ def spec_decode_delta(before: Snapshot, after: Snapshot, **match: str) -> SpecDe
     reset = any(d.reset for d in (drafts, tokens, accepted, *per_pos))
     per_pos_values = tuple(d.value for d in per_pos)
     return SpecDecodeCounters(drafts.value, tokens.value, accepted.value, per_pos_values, reset)
+
+
+def spec_decode_held(before: Snapshot, after: Snapshot, **match: str) -> SpecDecodeCounters | None:
+    """Spec-decode deltas from the engines whose counters held (what a cell's acceptance is computed from).
+
+    Per ``engine`` label, :func:`spec_decode_delta`; an engine with a reset (a series down or vanished)
+    is left out and named in ``reset_engines``; the others are summed (positions padded with 0), with
+    ``reset`` False. When no engine held (the whole server restarted, or its only engine): the
+    ``increase()`` sum over all engines with ``reset`` True. None when ``after`` has no spec-decode series
+    or drafts, draft tokens or accepted tokens are absent from either snapshot (unavailable, not 0).
+    """
+    names = (NUM_DRAFTS, NUM_DRAFT_TOKENS, NUM_ACCEPTED)
+    whole = spec_decode_delta(before, after, **match)
+    if whole is None or any(not snap.values(n, **match) for n in names for snap in (before, after)):
+        return None
+    engines = tuple(sorted(_engines(before, names, match) | _engines(after, names, match), key=_numeric_first))
+    per = {e: spec_decode_delta(_engine_view(before, e), _engine_view(after, e), **match) for e in engines}
+    reset = tuple(e for e in engines if (c := per[e]) is None or c.reset)
+    held = [c for e in engines if e not in reset and (c := per[e]) is not None]
+    if not held:
+        return replace(whole, reset=True, engines=engines, reset_engines=reset)
+    width = max(len(c.accepted_per_position) for c in held)
+    per_pos = tuple(math.fsum(c.accepted_per_position[i] for c in held if i < len(c.accepted_per_position))
+                    for i in range(width))
+    return SpecDecodeCounters(math.fsum(c.num_drafts for c in held), math.fsum(c.num_draft_tokens for c in held),
+                              math.fsum(c.num_accepted_tokens for c in held), per_pos, False, engines, reset)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
-from loadgen.report.designcard import cell_rows, crossover_rows, design_rows
+from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.workloadcard import context_rows
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
 from loadgen.serve.modeproof import proof_line
@@ -44,12 +44,6 @@ def _ratio(r: dict[str, Any] | None) -> str:
     if r and r.get("unavailable"):
         return "n/a (bursts)"
     return ratio(r, 3) + (" ≈ noise" if (r or {}).get("effect") == "not distinguishable" else "")
-
-
-def _level(cell: dict[str, Any]) -> str:
-    if cell.get("rate_rps") is not None:
-        return f"{cell['rate_rps']:g} req/s (cap {cell['concurrency']})"
-    return f"concurrency {cell['concurrency']}"
 
 
 def _server_rows(cell: dict[str, Any]) -> list[str]:
@@ -117,7 +111,8 @@ def _diagnosis_rows(cell: dict[str, Any]) -> list[str]:
     loss = cell.get("lossless")
     if loss and loss.get("match_rate") is not None:
         lines.append(f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
-                     f"({100 * loss['match_rate']:.0f}%)")
+                     f"({100 * loss['match_rate']:.0f}%)"
+                     + (f" (lossy: {loss.get('lossy_reason')}; reported, not judged)" if loss.get("lossy") else ""))
     cost = cell.get("cost") or {}
     if cost.get("unavailable"):
         lines.append(f"- cost decomposition: not given: {cost['unavailable']}")
@@ -165,7 +160,8 @@ def _model_line(label: str, model: dict[str, Any] | None) -> str:
     if model is None:
         return f"- **{label}**: none"
     pin = model.get("content_sha256") or model.get("revision") or "unpinned"
-    return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`)"
+    vocab = f"; draft vocabulary {model['draft_vocab_size']} tokens" if model.get("draft_vocab_size") else ""
+    return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`{vocab})"
 
 
 def _cell_table(cell: dict[str, Any]) -> list[str]:
@@ -186,6 +182,9 @@ def _cell_table(cell: dict[str, Any]) -> list[str]:
                                   ("request throughput (req/s)", "request_throughput_rps", "request_throughput")):
         p = _num(plain.get(key)) if plain else "–"
         s = _num(spec.get(key)) if spec else "–"
+        if key == "peak_output_throughput_tps":  # a window under two whole buckets has no peak: say why
+            p, s = ("window too short for a peak" if side and side.get("peak_output_note") else shown
+                    for side, shown in ((plain, p), (spec, s)))
         lines.append(f"| {label} | {p} | | | {s} | | | {_ratio(ratios.get(ratio_key))} |")
     return lines
 
@@ -200,13 +199,13 @@ def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
         spec: dict[str, Any] = cell.get("speculative") or {}
         acc = spec.get("acceptance")
         if not acc and spec.get("acceptance_unmeasurable"):
-            lines.append(f"| {cell['workload']} | {_level(cell)} | not measurable: {spec['acceptance_unmeasurable']} |"
-                         " | | | | | |")
+            lines.append(f"| {cell['workload']} | {level_label(cell)} | not measurable: "
+                         f"{spec['acceptance_unmeasurable']} | | | | | | |")
         if not acc:
             continue
         per_pos = ", ".join(f"{x:.3f}" for x in acc["per_position"]) or "–"
         lines.append(
-            f"| {cell['workload']} | {_level(cell)} | {_num(acc['acceptance_rate'], 3)} | "
+            f"| {cell['workload']} | {level_label(cell)} | {_num(acc['acceptance_rate'], 3)} | "
             f"{_num(acc['mean_acceptance_length'], 3)} | {per_pos} | "
             f"{acc['num_accepted_tokens']:.0f} / {acc['num_draft_tokens']:.0f} | {acc['num_drafts']:.0f} | "
             f"{_num(spec['mean_tokens_per_chunk'], 3)} | {_num(spec['mean_tokens_per_decode_chunk'], 3)} |"
@@ -217,7 +216,7 @@ def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
 def _head_rows(card: Card) -> list[str]:
     state = "complete" if card["complete"] else f"INCOMPLETE: {card.get('failure') or 'run did not finish'}"
     out = [f"# Pair card: {card['pair']}", "", f"Status: **{state}** · generated {card['generated_utc']} · "
-           f"schema `{card['schema']}`", "", "## What was compared", "",
+           f"schema `{card['schema']}`", "", *blocking_rows(card), "## What was compared", "",
            _model_line("target", card["target"]), _model_line("draft", card.get("draft")),
            f"- **speculative config**: `{json.dumps(card['speculative_config'], sort_keys=True)}`",
            f"- **engine version**: plain {card['engine_version'].get('plain')}, speculative "
@@ -257,7 +256,7 @@ def _servers_rows(card: Card) -> list[str]:
 def _results_rows(card: Card) -> list[str]:
     out = ["## Results per workload and concurrency", ""]
     for cell in card["cells"]:
-        out += [f"### {cell['workload']} · {_level(cell)}", ""]
+        out += [f"### {cell['workload']} · {level_label(cell)}", ""]
         if not cell.get("plain") and not cell.get("speculative"):
             out += ["Not measured.", ""]
             continue

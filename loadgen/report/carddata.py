@@ -15,7 +15,7 @@ from typing import Any
 
 from loadgen.measure.blockstate import state_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
-from loadgen.measure.diagnosis import capacity, goodput, holds, lossless, lossless_note
+from loadgen.measure.diagnosis import capacity, goodput, holds, lossless, lossless_note, lossy_rejection
 from loadgen.measure.judging import card_verdict, judged_resources
 from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
 from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
@@ -23,7 +23,7 @@ from loadgen.measure.ratios import crossover, crossover_range
 from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
-from loadgen.profile.pair import SLO
+from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
@@ -34,6 +34,31 @@ from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import Card, CellLine
 
 CARD_SCHEMA = "loadgen.card/1"
+#: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
+DECLARED_OFF = "speculation off by the declared config at this level"
+#: The words of the blocking note of a lookup method's cell without a single draft (card.py raises it).
+NOT_SPECULATIVE = "this was not a speculative comparison"
+
+
+def declared_notes(spec_config: dict[str, Any], planned: dict[str, Any],
+                   spec_entries: list[CellLine]) -> list[str]:
+    """Notes from the declared speculative config (protocol's ``speculative_config``) for one planned cell
+    (``concurrency``, ``rate_rps``) and its speculative entries (one per block): :data:`DECLARED_OFF` with the
+    key and numbers where the config switches speculation off at this level (pair.speculation_on_at);
+    where it is on, for a lookup method (pair.LOOKUP_METHODS), :data:`NOT_SPECULATIVE` when every block's
+    ``spec_decode.num_drafts`` is 0 (a cell with drafts > 0 but little accepted is not that case)."""
+    if not spec_config or not spec_entries:
+        return []
+    conc, open_loop = int(planned.get("concurrency") or 0), planned.get("rate_rps") is not None
+    if not speculation_on_at(spec_config, conc, open_loop):
+        return [f"speculative: {DECLARED_OFF} ({off_reason(spec_config, 1 if open_loop else conc)}); measured and "
+                "compared like any other cell, no fallback"]
+    counted = [c for e in spec_entries if (c := e.get("spec_decode"))]
+    if (spec_config.get("method") in LOOKUP_METHODS and counted and len(counted) == len(spec_entries)
+            and all(not c.get("num_drafts") for c in counted)):
+        return [f"BLOCKING: {NOT_SPECULATIVE}: {spec_config['method']} proposed 0 drafts in all "
+                f"{len(counted)} block(s) of this cell, so both servers decoded without speculation"]
+    return []
 
 
 def _notes(stats: dict[str, CellStats], ratios: dict[str, dict[str, Any]],
@@ -118,7 +143,7 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
     for role, s in stats.items():
         extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
     greedy = (proto.get("sampling") or {}).get("temperature") == 0
-    diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy)
+    diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy, _lossy(proto))
     notes = _notes(stats, ratios, role_entries) + noise_notes(ratios, floor)
     notes += [n for role, st in stats.items() for n in side_notes(role, st.to_json() | extras[role])]
     notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
@@ -134,7 +159,9 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
         "notes": [*notes, *([note] if note else []),
                   *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))},
                               proto["speculative_config"] or {}),
-                  *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))})],
+                  *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))}),
+                  *declared_notes(proto["speculative_config"] or {}, planned,
+                                  entries.get((*key, "speculative")) or [])],
     }
     apply_step_times(cell, {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
                             for role in ROLES}, role_entries)
@@ -203,12 +230,21 @@ def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict
             "slo_holds": holds({"ttft_s": ttft, "tpot_s": [x for x in tpot if x is not None], "e2e_s": e2e}, slo)}
 
 
+def _lossy(proto: dict[str, Any]) -> str | None:
+    """Why the run's speculative config is lossy by design (diagnosis.lossy_rejection over protocol.json's
+    speculative config and the speculative server's environment), None when it keeps the target's output."""
+    engine = proto.get("engine") or {}
+    env = {**(engine.get("env") or {}), **(engine.get("speculative_env") or {})}
+    return lossy_rejection(proto.get("speculative_config") or {}, env)
+
+
 def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict[str, CellStats],
-              greedy: bool) -> dict[str, Any]:
-    """The lossless check (greedy only) of one cell (diagnosis.py); the cost decomposition is steptime.py's."""
+              greedy: bool, lossy: str | None = None) -> dict[str, Any]:
+    """The lossless check (greedy only) of one cell (diagnosis.py; ``lossy``: why the speculative config is
+    lossy by design, its match rate then information); the cost decomposition is steptime.py's."""
     if len(stats) < 2:
         return {}
-    return {"lossless": lossless(*lossless_inputs(plain, spec)) if greedy else None}
+    return {"lossless": lossless(*lossless_inputs(plain, spec), lossy=lossy) if greedy else None}
 
 
 def _capacities(cells: list[dict[str, Any]], slo: SLO) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The card's Markdown about how sure it is (pure): the measurement design and the A/A noise floor, each cell's
-blocks and spreads, and where speculation stops paying with the crossover's uncertainty (a range between
-measured levels). Definitions: docs/metrics.md, "Blocks" and "The A/A noise floor"."""
+blocks and spreads, where speculation stops paying with the crossover's uncertainty (a range between
+measured levels), and the blocking notes of cells that compared no speculation at all. Definitions:
+docs/metrics.md, "Blocks" and "The A/A noise floor"."""
 
 from __future__ import annotations
 
@@ -75,3 +76,17 @@ def crossover_rows(card: Mapping[str, Any]) -> list[str]:
                 "none within the tested levels"
         out.append(f"- {workload}: {shown}; crossover: {where}")
     return [*out, ""]
+
+
+def level_label(cell: Mapping[str, Any]) -> str:
+    """A cell's load as the card names it: "concurrency N", or "R req/s (cap N)" for an open-loop level."""
+    if cell.get("rate_rps") is not None:
+        return f"{cell['rate_rps']:g} req/s (cap {cell['concurrency']})"
+    return f"concurrency {cell['concurrency']}"
+
+
+def blocking_rows(card: Mapping[str, Any]) -> list[str]:
+    """A quoted line per blocking cell note (``BLOCKING: ...``): that cell compared no speculation at all."""
+    lines = [f"> **BLOCKING** ({cell['workload']} · {level_label(cell)}): {note.removeprefix('BLOCKING: ')}"
+             for cell in card["cells"] for note in cell.get("notes") or [] if note.startswith("BLOCKING: ")]
+    return [*lines, ""] if lines else []

@@ -5,7 +5,8 @@ formulas, measure/cellratios.py the ratios).
   within-run bootstrap CIs for a run of older code) and, with a placebo, its ``noise_floor``: the placebo /
   plain ratio of every metric with its block CI and whether that CI covers 1 (``holds``). Each speculative
   ratio then carries its ``effect`` against the noise floor's band: faster, slower or not distinguishable.
-- :func:`noise_notes`: one line per cell where the A/A interval excludes 1, or an effect is inside the noise.
+- :func:`noise_notes`: per shown metric of a cell, one line where its A/A interval excludes 1 and one where its
+  effect is inside the noise.
 - :func:`noise_summary`: the card's noise floor over every cell, for the headline.
 - :func:`design_summary`: the design the run was measured with (protocol.json's ``design`` without its order).
 """
@@ -52,8 +53,8 @@ def _ci(r: Mapping[str, Any]) -> str:
 
 
 def noise_notes(ratios: Mapping[str, Mapping[str, Any]], floor: Mapping[str, Any] | None) -> list[str]:
-    """One line when the placebo's TPOT interval excludes 1 (the design did not hold), and one per shown
-    metric whose ratio is not distinguishable from the noise floor."""
+    """Per shown metric (:data:`SHOWN`): one line when the placebo's interval excludes 1 (the design did not
+    hold for that metric), and one when the speculative ratio is not distinguishable from the noise floor."""
     out = []
     aa = (floor or {}).get("ratios") or {}
     for m in SHOWN:

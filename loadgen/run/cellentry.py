@@ -1,8 +1,10 @@
 """A cell's ``cells.jsonl`` entry from what its run produced (pure: no scrape, no clock, no file).
 
 ``cell.run_cell_on`` times the cell and scrapes ``/metrics``; this module turns its records, the two
-snapshots and the client's own use into the entry: counter deltas (prom/deltas.py), server histograms,
-the error budget and the fallback notes (docs/metrics.md, "Acceptance").
+snapshots and the client's own use into the entry: counter deltas read per ``engine`` (prom/deltas.py:
+an engine whose counters went backwards is left out and named), K and the mean verified tokens per step
+(measure/counterchecks.py), server histograms, the error budget and the fallback notes (docs/metrics.md,
+"Counter deltas, resets and restart evidence", "Acceptance").
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters
+from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters, verification_depth
 from loadgen.measure.faults import categories, over_budget
 from loadgen.measure.metrics import ClientUse, MeasuredRequest
 from loadgen.profile.cells import CellSpec, speculates
@@ -48,10 +50,11 @@ class CellRun:
 
     @property
     def counters(self) -> deltas.SpecDecodeCounters | None:
-        """The spec-decode counter deltas over the cell (None without both snapshots)."""
+        """The spec-decode counter deltas over the cell from the engines whose counters held
+        (``deltas.spec_decode_held``); None without both snapshots or the counters in both."""
         if self.before is None or self.after is None:
             return None
-        return deltas.spec_decode_delta(self.before, self.after)
+        return deltas.spec_decode_held(self.before, self.after)
 
     def measured(self) -> list[MeasuredRequest]:
         """The records as metrics.py reads them."""
@@ -86,7 +89,8 @@ def cell_entry(run: CellRun, pair: Pair) -> CellLine:
     """The cell's line of ``cells.jsonl`` (before the observers add theirs)."""
     cell, records, b, after = run.cell, run.records, run.before, run.after
     counters = run.counters
-    finished = deltas.counter_delta(b, after, "vllm:request_success_total").value if b and after else None
+    server = server_counters(b, after) if b is not None and after is not None else {}
+    finished = server.get("server_finished_requests")  # None: the counter is unavailable, not 0
     errors = [r.error for r in records if r.error]
     entry: dict[str, Any] = {
         "role": run.role, "workload": cell.workload, "concurrency": cell.concurrency, "level": cell.level.label,
@@ -95,12 +99,13 @@ def cell_entry(run: CellRun, pair: Pair) -> CellLine:
         "measured_prompt_ids": [p.prompt_id for p in cell.measured],
         "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
         "spec_decode": None if counters is None else asdict(counters) | {
-            "accepted_per_position": list(counters.accepted_per_position)},
+            "accepted_per_position": list(counters.accepted_per_position), "engines": list(counters.engines),
+            "reset_engines": list(counters.reset_engines)} | verification_depth(counters, pair.speculative),
         "server_histograms": server_histograms(b, after) if b is not None and after is not None else {},
         "gauges": run.gauges, "server_finished_requests": finished,
         "client_sent_requests": run.sent,
         "foreign_traffic": finished is not None and finished > run.sent,
-        **run.window.to_json(), **(server_counters(b, after) if b is not None and after is not None else {}),
+        **run.window.to_json(), **server,
         "errors": len(errors), "error_categories": categories(errors),
         "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
         "output_length_mismatches": len(length_mismatches(records)),

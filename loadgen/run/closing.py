@@ -6,6 +6,10 @@ the disk filled up, or that a kill stopped, can still be finished by ``loadgen r
 end, the first SIGINT/SIGTERM that arrives while the card is written is held off (writing it takes a
 moment, plots included); another one stops the writing, and the final message then says that no card
 was written and that ``loadgen report RUN_DIR`` writes it.
+
+A full or read-only folder makes every later write fail too (the servers' teardown records, another
+appender, status.json); the stop line and status.json name the write that failed first
+(:func:`first_unwritable`, from the chain of errors Python keeps in ``__context__``), not the last one.
 """
 
 from __future__ import annotations
@@ -82,6 +86,18 @@ def held_signals(note: Callable[[str], None]) -> Iterator[None]:
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
+def first_unwritable(error: BaseException | None) -> BaseException | None:
+    """The earliest RunDirUnwritable in ``error``'s chain (``__context__`` / ``__cause__``: an error raised
+    while an earlier one was being handled, e.g. a teardown record written in a ``finally``), else ``error``."""
+    first, seen, link = error, set(), error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, RunDirUnwritable):
+            first = link
+        link = link.__context__ or link.__cause__
+    return first
+
+
 def _stderr(line: str) -> None:
     # straight to the descriptor: a signal handler may run while stdout or stderr is mid-write
     with contextlib.suppress(OSError):
@@ -93,7 +109,10 @@ def close_run(run_dir: Path, status: dict[str, Any], write_card: Callable[[Path,
     """Write ``status`` and the card (``write_card(run_dir, log)``) with signals held off; return what the
     run ends with: None (done), ``error`` as it was, or an error whose one line adds where the data is
     and whether the card was written. ``not_written`` request records could not be written (status.json
-    and the card say so)."""
+    and the card say so). A RunDirUnwritable ``error`` is replaced by the first one in its chain
+    (:func:`first_unwritable`), in ``status["failure"]`` too."""
+    if isinstance(error, RunDirUnwritable) and (first := first_unwritable(error)) is not error:
+        error, status["failure"] = first, str(first)
     if not_written:
         status["requests_not_written"] = not_written
     problem: str | None = None

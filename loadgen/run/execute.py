@@ -58,10 +58,11 @@ class Session:
                  for a in self.arms.values() if a.name in used}
         checks = [(a, spec) for a, spec in specs.values() if spec.attach_url]
         by_role = {spec.role: a for a, spec in checks}
+        workloads = {w.name: (w.name, w.input_tokens, w.output_tokens) for a, _ in checks for w in a.pair.workloads}
         attached.preflight([spec for _, spec in checks],
                            lambda role, snap: modeproof.prove_mode(mode_role(by_role[role]), snap,
                                                                    by_role[role].pair.num_speculative_tokens),
-                           self.log)
+                           self.log, list(workloads.values()))
 
     def run(self, slots: Sequence[Slot]) -> None:
         """Measure ``slots`` in order (module docstring). Raises what a cell or a server raises; the servers

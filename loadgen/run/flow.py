@@ -68,7 +68,8 @@ def plan_measurement(pair: Pair, speculative: Mapping[str, Pair], attach: Mappin
     a recorded ``design.order`` to repeat exactly. Raises ProfileError when the recorded order names a block
     the cells do not hold."""
     arms = build_arms(pair, speculative, attach)
-    co, why = co_resident(arms, len(resources.hardware()["gpus"]))
+    co, why = co_resident(arms, len(resources.hardware()["gpus"]), resources.host_available_bytes(),
+                          resources.gpu_free_share())
     if order is not None:
         try:
             slots = replay_order(order, cells)
@@ -106,9 +107,9 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
     in every case after the run folder exists, the card is written (``complete: false`` if cut short).
     """
-    engine_version, findings = run_pair_check(pair, allow_unpinned, log)
+    engine_version, findings = run_pair_check(pair, allow_unpinned, log, attached=attached_version(attach, api_key))
     cells, order = cells if isinstance(cells, tuple) else (cells, None)
-    cells = cells if cells is not None else plan_cells(pair)
+    cells = cells if cells is not None else plan_cells(pair, log)
     m = plan_measurement(pair, {"speculative": pair}, attach or {}, cells, order)
     run_dir = new_run_dir(runs_root, pair.name)
     log(f"run folder: {run_dir}")
@@ -123,6 +124,13 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     log(design_line(m))
     execute_run(run_dir, m, log, observe, api_key, pair.name)
     return run_dir
+
+
+def attached_version(attach: Mapping[str, str] | None, api_key: str | None) -> str | None:
+    """The engine version the first attached server reports on ``/version`` (serve/attached.py), None when
+    nothing is attached or none answers: the pair is then checked against the installed engine."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return next((v for url in (attach or {}).values() if (v := attached.engine_version(url, headers))), None)
 
 
 def design_line(m: Measurement) -> str:

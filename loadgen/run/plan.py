@@ -4,6 +4,12 @@ identical for both servers, and ``protocol.json``, which holds everything needed
 
 Prompts for every cell are generated up front (seeded) and saved, so both servers get the identical list;
 each cell gets its own consecutive slice of its workload's prompt set (warmup, measured, cooldown).
+
+Before anything is generated, :func:`check_plan_size` counts the prompts the plan needs from the pair alone
+(the same arithmetic as :func:`plan_cells`): above :data:`PLAN_REFUSE` prompts the run is refused (exit 2)
+naming the level responsible, above :data:`PLAN_SLOW` one line says planning will take a while. The
+thresholds come from the measured cost of planning: ``concurrency = [100000]`` on demo-cpu (3 blocks, 2
+workloads, some 3 million prompts) took 3 minutes and 375 MB, about 17,000 prompts/s and 125 bytes each.
 """
 
 from __future__ import annotations
@@ -11,14 +17,14 @@ from __future__ import annotations
 import json
 import math
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from loadgen import __version__
 from loadgen.check.hashes import model_hashes
-from loadgen.errors import ProfileError
+from loadgen.errors import BadInput, ProfileError
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
@@ -35,33 +41,97 @@ from loadgen.profile.workload import (
 from loadgen.serve import resources
 from loadgen.util.redact import redact_argv, redact_env
 
+#: Prompts above which planning is refused (BadInput, exit 2): some 30 s and 60 MB of generation alone
+#: (module docstring), for a plan whose requests would take hours to send.
+PLAN_REFUSE = 500_000
+#: Prompts above which one line says that planning will take a while (a few seconds).
+PLAN_SLOW = 50_000
 
-def plan_cells(pair: Pair) -> list[CellSpec]:
+Size = tuple[Level, int, int, int, int]  # (level, block, warmup, measured, cooldown) prompts of one cell
+
+
+def _sizes(pair: Pair) -> list[Size]:
+    """The prompts each cell of one workload needs, in plan order (blocks, then levels)."""
+    stop, sizes = pair.stop, []
+    for rep in range(pair.planned_blocks):
+        for level in pair.load.levels():
+            if level.rate_rps is None:
+                n, cool = stop.measured_requests(level.concurrency), stop.cooldown_requests(level.concurrency)
+            elif stop.duration_s is not None:
+                n, cool = min(stop.max_requests, math.ceil(level.rate_rps * stop.duration_s) + 1), 0
+            else:
+                n, cool = stop.min_requests, 0
+            sizes.append((level, rep, stop.warmup_requests, n, cool))
+    return sizes
+
+
+def _pool(sizes: Sequence[Size]) -> dict[int, int]:
+    """A prompt-file workload's shared sample per block: as many prompts as its largest level measures."""
+    return {rep: max(n for _, r, _, n, _ in sizes if r == rep) for rep in {r for _, r, *_ in sizes}}
+
+
+def _total(sizes: Sequence[Size], shared: bool) -> int:
+    """Prompts one workload generates (measured ones once per block when ``shared``: a prompt file)."""
+    own = sum(w + c + (0 if shared else n) for _, _, w, n, c in sizes)
+    return own + (sum(_pool(sizes).values()) if shared else 0)
+
+
+def plan_size(pair: Pair) -> tuple[int, Level | None, int]:
+    """The prompts :func:`plan_cells` would generate (sum over workloads, blocks and levels of warmup +
+    measured + cooldown), the level that needs the most of them and how many that is; from the pair alone,
+    nothing generated (the level is None when there is none). A prompt file's shared measured sample is
+    counted in the total, not charged to a level."""
+    sizes, total, by_level = _sizes(pair), 0, dict[Level, int]()
+    for workload in pair.workloads:
+        shared = workload.kind == "file"
+        total += _total(sizes, shared)
+        for level in pair.load.levels():
+            own = [s for s in sizes if s[0] == level]
+            by_level[level] = by_level.get(level, 0) + sum(w + c + (0 if shared else n) for _, _, w, n, c in own)
+    worst = max(by_level, key=lambda lv: by_level[lv], default=None)
+    return total, worst, by_level.get(worst, 0) if worst is not None else 0
+
+
+def check_plan_size(pair: Pair, log: Callable[[str], None]) -> int:
+    """Count the plan's prompts (:func:`plan_size`) before any is generated; returns the count. Logs one
+    line above :data:`PLAN_SLOW`. Raises BadInput (exit 2) above :data:`PLAN_REFUSE`, naming the count, the
+    level responsible and the keys that shrink it."""
+    total, level, worst = plan_size(pair)
+    if level is None or total <= PLAN_SLOW:
+        return total
+    where = (f"concurrency {level.concurrency} ([run].concurrency; {pair.stop.rounds} rounds of measured requests "
+             "plus 4 cooldown fillers per other slot)" if level.rate_rps is None
+             else f"rate {level.rate_rps:g} req/s ([run].rates_rps, [stop].duration_s and max_requests)")
+    blocks = f"{pair.planned_blocks} blocks x {len(pair.workloads)} workloads"
+    if total > PLAN_REFUSE:
+        raise BadInput(f"{pair.path}: the plan needs {total:,} prompts ({blocks}; {worst:,} of them at {where}), "
+                       f"over the {PLAN_REFUSE:,} loadgen plans; lower that level, or [stop].rounds / cooldown = "
+                       "false / [design].blocks, or split the run")
+    log(f"planning {total:,} prompts ({blocks}; {worst:,} of them at {where}): this takes a while "
+        f"(at least {total / 17_000:.0f} s)")
+    return total
+
+
+def plan_cells(pair: Pair, log: Callable[[str], None] | None = None) -> list[CellSpec]:
     """The blocks of every cell (``pair.planned_blocks`` per workload and level; docs/metrics.md "Blocks"),
     each with its own consecutive slice of its workload's seeded prompt set (warmup, measured, cooldown)
     and, for open-loop levels, its seeded arrival schedule. A prompt-file workload measures the same prompts
     at every level: block ``b`` of each level takes the first prompts of block ``b``'s shared sample (a
-    level of n requests its first n), so the levels differ in load alone."""
-    stop, load = pair.stop, pair.load
+    level of n requests its first n), so the levels differ in load alone.
+
+    The plan's size is checked first, before the tokenizer is loaded or any prompt generated
+    (:func:`check_plan_size`; its line goes to ``log``, default stdout). Raises BadInput (exit 2) above
+    :data:`PLAN_REFUSE` prompts."""
+    check_plan_size(pair, log or print)
+    load = pair.load
     tokenizer = None
     if any(needs_tokenizer(w) for w in pair.workloads):
         tokenizer = load_tokenizer(pair.target.model)
-    cells = []
+    cells, sizes = [], _sizes(pair)
     for workload in pair.workloads:
-        sizes = []
-        for rep in range(pair.planned_blocks):
-            for level in load.levels():
-                if level.rate_rps is None:
-                    n, cool = stop.measured_requests(level.concurrency), stop.cooldown_requests(level.concurrency)
-                elif stop.duration_s is not None:
-                    n, cool = min(stop.max_requests, math.ceil(level.rate_rps * stop.duration_s) + 1), 0
-                else:
-                    n, cool = stop.min_requests, 0
-                sizes.append((level, rep, stop.warmup_requests, n, cool))
         shared = workload.kind == "file"
-        pool = {rep: max(n for lv, r, _, n, _ in sizes if r == rep) for rep in {r for _, r, *_ in sizes}}
-        total = sum(w + c + (0 if shared else n) for _, _, w, n, c in sizes) + (sum(pool.values()) if shared else 0)
-        prompts = generate(workload, total, tokenizer)
+        pool = _pool(sizes)
+        prompts = generate(workload, _total(sizes, shared), tokenizer)
         offset, common = 0, {}
         if shared:
             for rep, n in sorted(pool.items()):
@@ -149,7 +219,9 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host:
         "draft": model_hashes(pair.draft) if pair.draft else None,
         "speculative_config": dict(pair.speculative),
         "engine": {"command": list(pair.engine.command), "args": redact_argv(pair.engine.args),
-                   "env": redact_env(pair.engine.env), "seed": pair.engine.seed},
+                   "env": redact_env(pair.engine.env), "seed": pair.engine.seed,
+                   "speculative_env": redact_env(pair.servers["speculative"].env) if "speculative" in pair.servers
+                   else {}},
         "sampling": asdict(pair.sampling),
         "fairness": {"ignore_eos": pair.sampling.ignore_eos, "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
                      "return_token_ids": True},

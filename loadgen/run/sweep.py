@@ -77,9 +77,10 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
         path.write_text(tomlwrite.dumps(candidate_doc(doc, c, name)))
         pairs[c.name] = load_pair(str(path), workloads_dir=o.workloads_dir)
     version, findings = None, {}
+    attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
     for c in candidates:
         log(f"[{c.name}] check")
-        version, found = run_pair_check(pairs[c.name], o.allow_unpinned, log)
+        version, found = run_pair_check(pairs[c.name], o.allow_unpinned, log, attached=attached)
         findings[c.name] = [f.__dict__ for f in found]
     return name, candidates, pairs, version, findings
 
@@ -138,7 +139,7 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
     with tempfile.TemporaryDirectory() as tmp:
         name, candidates, pairs, version, findings = _load(sweep_file, Path(tmp) / "candidates", o, log)
         first = pairs[candidates[0].name]
-        m = flow.plan_measurement(first, pairs, attach, plan_cells(first))
+        m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
         announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
         sweep_dir = _new_sweep_dir(o.runs_dir, name, sweep_file)
         shutil.copytree(Path(tmp) / "candidates", sweep_dir / "candidates")
@@ -216,7 +217,9 @@ def report_sweep(sweep_dir: Path, log: Log = print) -> None:
 
 
 def _say(card: dict[str, Any], sweep_dir: Path, log: Log) -> None:
-    for line in [*card["recommendation"]["lines"], *(f"WARNING {w}" for w in card["drift_warnings"])]:
+    noise = (card.get("noise_floor") or {}).get("line")
+    for line in [*([noise] if noise else []), *card["recommendation"]["lines"],
+                 *(f"WARNING {w}" for w in card["drift_warnings"])]:
         log(line)
     log(f"sweep card: {sweep_dir / 'sweep.md'}")
 

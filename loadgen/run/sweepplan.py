@@ -1,9 +1,10 @@
 """The wall time a sweep will take, estimated before it starts (``loadgen sweep`` prints it, refuses a
 ``--budget-min`` it cannot meet and then names the candidates that would fit).
 
-Estimate = for each phase left (plain-before, each candidate, plain-after): a server start unless the
-phase attaches to a running server, :data:`PHASE_OVERHEAD_S`, and the phase's cells; then
-:data:`FINISH_S` for the sweep card. The history (:func:`history`) comes from earlier run folders under
+Estimate = every server start the slot order makes (run/design.py: one per launched server when they are
+co-resident, else one per phase; an attached server starts nothing), each with :data:`PHASE_OVERHEAD_S`;
+every slot's cell on its arm's kind of server plus :data:`SLOT_OVERHEAD_S`; and :data:`FINISH_S` per
+candidate card and for the sweep card. The history (:func:`history`) comes from earlier run folders under
 the runs folder and any ``--history`` folders:
 
 - a start is the median ``ready_s`` of the servers they launched (``servers/<role>-effective.json``;
@@ -191,11 +192,16 @@ def estimate_s(m: Measurement, hist: History, slots: Sequence[Slot] | None = Non
     server start the order makes (run/design.py) at the history's start time plus :data:`PHASE_OVERHEAD_S`,
     the slots, and :data:`FINISH_S` per candidate card and for the sweep card."""
     slots = m.slots if slots is None else slots
+    spec = sum(1 for a in m.arms if a.speculative)
+    return (starts_of(m, slots) * (hist.start_s + PHASE_OVERHEAD_S) + slots_s(slots, arm_kinds(m), hist)
+            + FINISH_S * (1 + spec))
+
+
+def starts_of(m: Measurement, slots: Sequence[Slot]) -> int:
+    """The server starts measuring ``slots`` makes with ``m``'s arms (attached servers start nothing)."""
     by_name = {a.name: a for a in m.arms}
     attached = frozenset(a.server for a in m.arms if a.attach_url is not None)
-    starts = server_starts(slots, lambda arm: by_name[arm].server, m.co_resident, attached)
-    spec = sum(1 for a in m.arms if a.speculative)
-    return starts * (hist.start_s + PHASE_OVERHEAD_S) + slots_s(slots, arm_kinds(m), hist) + FINISH_S * (1 + spec)
+    return server_starts(slots, lambda arm: by_name[arm].server, m.co_resident, attached)
 
 
 def fitting(m: Measurement, hist: History, budget_s: float) -> tuple[list[str], float] | None:
@@ -230,7 +236,8 @@ def announce(m: Measurement, roots: Sequence[Path], budget_min: float | None, lo
                 f"{max(c.repetition for c in m.planned) + 1} blocks to reach ±{m.goal:g}"
                 + (f" (the budget stops it at {budget_min:g} min)" if budget_min is not None else ""))
     log(f"sweep: {len(spec)} candidates, {len(m.slots)} slots; estimated wall time {est / 60:.1f} min "
-        f"({hist.source}; start {hist.start_s:.0f} s, plain TPOT {1000 * hist.plain_tpot_s:.1f} ms){most}")
+        f"({starts_of(m, m.slots)} server starts of {hist.start_s:.0f} s; {hist.source}; plain TPOT "
+        f"{1000 * hist.plain_tpot_s:.1f} ms){most}")
     if budget_min is None or est <= 60 * budget_min:
         return
     fit = fitting(m, hist, 60 * budget_min)

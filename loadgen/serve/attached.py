@@ -5,13 +5,18 @@ A bad URL is bad input (exit 2) found at once, before anything starts. An attach
 running: one that refuses the connection fails within seconds (``connection refused at URL``), not after
 the start-up timeout. :func:`preflight` checks every attached server of the run (reachable, serving the
 model name loadgen requests, exposing speculative-decoding metrics as its role declares) before the first
-cell, so a broken speculative server is not found after the whole plain half. The URLs are recorded in
+cell, so a broken speculative server is not found after the whole plain half; it also reads what the server
+says of itself (:class:`AttachedFacts`: ``max_model_len`` per model from ``/v1/models``, a field of vLLM's
+``ModelCard``, vllm/entrypoints/openai/protocol.py; the engine version from ``GET /version``,
+``{"version": "0.24.0"}``, vllm/entrypoints/openai/api_server.py) and refuses a workload whose input plus
+output tokens cannot fit (BadInput, exit 2, naming both numbers). The URLs are recorded in
 protocol.json without credentials (:func:`loadgen.redact.redact_url`) and reused by ``--resume``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -82,6 +87,51 @@ def listing_problem(spec: LaunchSpec, listing: httpx.Response) -> str | None:
     return None if spec.served_model in ids else wrong_model(spec, ids)
 
 
+@dataclass(frozen=True)
+class AttachedFacts:
+    """What an attached server says of itself: ``version`` (``GET /version``; None when it does not answer
+    one) and ``max_model_len`` (tokens, ``/v1/models`` entry of the served model; None when not listed)."""
+
+    version: str | None
+    max_model_len: int | None
+
+
+def listed_max_model_len(listing: Any, served_model: str) -> int | None:
+    """``max_model_len`` (tokens) of ``served_model`` in a ``/v1/models`` JSON answer; None when absent."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    for m in data if isinstance(data, list) else []:
+        if isinstance(m, dict) and m.get("id") == served_model:
+            n = m.get("max_model_len")
+            return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+    return None
+
+
+def engine_version(url: str, headers: Mapping[str, str]) -> str | None:
+    """The engine version an attached server at ``url`` reports on ``GET /version`` (vLLM: ``{"version":
+    "0.24.0"}``); None when it answers no such JSON or cannot be reached. Never raises."""
+    try:
+        answer = httpx.get(url.rstrip("/") + "/version", timeout=httpx.Timeout(10.0, connect=5.0),
+                           headers=dict(headers))
+        version = answer.json().get("version") if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) and version.strip() else None
+
+
+def check_fit(spec: LaunchSpec, max_model_len: int | None, workloads: Sequence[tuple[str, int | None, int]]) -> None:
+    """Raise BadInput (exit 2) when a workload ((name, input tokens or None for natural lengths, output
+    tokens)) needs more tokens (input + output) than the attached server's ``max_model_len``, naming both
+    numbers; natural-length workloads and an unknown ``max_model_len`` are not judged here."""
+    if max_model_len is None:
+        return
+    over = [(name, i, o) for name, i, o in workloads if i is not None and i + o > max_model_len]
+    if over:
+        name, i, o = max(over, key=lambda w: (w[1] or 0) + w[2])
+        raise BadInput(f"workload {name!r} needs {i + o} tokens ({i} input + {o} output) but the {spec.role} "
+                       f"server at {redact_url(spec.base_url)} serves max_model_len {max_model_len} (/v1/models); "
+                       "shorten the workload or restart the server with a larger --max-model-len")
+
+
 def where_to_look(spec: LaunchSpec) -> str:
     """Where a server's own output is: its log for a launched one; for an attached one (loadgen writes no
     log of it) its URL."""
@@ -91,12 +141,15 @@ def where_to_look(spec: LaunchSpec) -> str:
 
 
 def preflight(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot], Any],
-              log: Callable[[str], None] = print) -> None:
+              log: Callable[[str], None] = print,
+              workloads: Sequence[tuple[str, int | None, int]] = ()) -> dict[str, AttachedFacts]:
     """Check every attached server in ``specs`` (the others are skipped) before any is measured:
-    its URL, ``/v1/models`` listing ``served_model``, and ``prove(role, snapshot of /metrics)`` (which
-    raises FallbackDetected when the mode is not the declared one; skipped when ``/metrics`` is unavailable,
-    which the start-up proof handles). Raises BadInput (bad URL) or ServerError (unreachable, HTTP error,
-    wrong model name)."""
+    its URL, ``/v1/models`` listing ``served_model``, the ``workloads`` ((name, input tokens or None, output
+    tokens)) against its ``max_model_len`` (:func:`check_fit`), and ``prove(role, snapshot of /metrics)``
+    (which raises FallbackDetected when the mode is not the declared one; skipped when ``/metrics`` is
+    unavailable, which the start-up proof handles). Returns role -> :class:`AttachedFacts`. Raises BadInput
+    (bad URL, a workload that cannot fit) or ServerError (unreachable, HTTP error, wrong model name)."""
+    facts: dict[str, AttachedFacts] = {}
     for spec in specs:
         if not spec.attach_url:
             continue
@@ -111,13 +164,26 @@ def preflight(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot],
             raise ServerError(f"{role} server at {redact_url(url)}: /v1/models failed ({exc})") from None
         if (problem := listing_problem(spec, listing)) is not None:
             raise ServerError(f"{role} server at {redact_url(url)} {problem}")
+        facts[role] = found = _facts(spec, listing)
+        check_fit(spec, found.max_model_len, workloads)
+        serves = (f"serves {spec.served_model!r} (vLLM {found.version or 'version unknown'}, max_model_len "
+                  f"{found.max_model_len or 'not listed'})")
         try:
             snap = scrape(url, headers=spec.headers)[1]
         except RunFailed as exc:  # no /metrics: the mode is proven without it at start-up (modeproof.py)
-            log(f"[{role}] checked {redact_url(url)}: serves {spec.served_model!r}; /metrics unavailable ({exc})")
+            log(f"[{role}] checked {redact_url(url)}: {serves}; /metrics unavailable ({exc})")
             continue
         prove(role, snap)
-        log(f"[{role}] checked {redact_url(url)}: serves {spec.served_model!r}, speculative decoding as declared")
+        log(f"[{role}] checked {redact_url(url)}: {serves}, speculative decoding as declared")
+    return facts
+
+
+def _facts(spec: LaunchSpec, listing: httpx.Response) -> AttachedFacts:
+    try:
+        body = listing.json()
+    except ValueError:
+        body = None
+    return AttachedFacts(engine_version(spec.base_url, spec.headers), listed_max_model_len(body, spec.served_model))
 
 
 def record(attach: Mapping[str, str]) -> dict[str, dict[str, Any]]:

@@ -9,16 +9,47 @@ KV-cache capacity.
   after KV-cache initialisation, vllm/config/cache.py ``metrics_info``; on the CPU backend the blocks
   are CPU blocks), cross-checked with the startup log's ``KV cache size: N tokens``
   (vllm/v1/core/kv_cache_utils.py).
+- Between launches (:func:`settle`): after a launched server is stopped, NVML's memory used on each device
+  (``nvmlDeviceGetMemoryInfo.used``) is polled every :data:`SETTLE_POLL_S` s for up to :data:`SETTLE_S` s
+  until it is back within :data:`SETTLE_SLACK` of its reading before that launch, and the compute processes
+  still on a device that loadgen did not start are listed; without NVML the record says "not measured".
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import psutil
+
+T = TypeVar("T")
+#: How long a teardown waits for the accelerator's memory to come back (s), how often it reads NVML (s), and
+#: the difference still counted as back (bytes: the driver's own bookkeeping moves by a few MiB).
+SETTLE_S, SETTLE_POLL_S, SETTLE_SLACK = 30.0, 0.5, 64 * 2**20
+NOT_MEASURED = "not measured (no NVML: no NVIDIA driver, GPU or nvidia-ml-py)"
+
+
+def _nvml(read: Callable[[Any], T]) -> T | None:
+    """``read(pynvml)`` between nvmlInit and nvmlShutdown; None without nvidia-ml-py, a driver or a GPU
+    (or on any NVML error: a figure not read, never a failed run)."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # NVMLError: no driver or no GPU; anything else from a broken binding alike
+        return None
+    try:
+        return read(pynvml)
+    except Exception:
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
 
 
 def process_tree(pid: int) -> list[psutil.Process]:
@@ -72,36 +103,23 @@ def gpu_memory(pids: Iterable[int]) -> dict[str, Any] | None:
     ``{"bytes": int, "devices": [{index, name, total_bytes, used_by_pids_bytes}]}``; None when NVML is not
     available (no driver, no GPU, no nvidia-ml-py), or when NVML lists compute processes but none of
     ``pids`` (another PID namespace, as in a container: the figure would read 0)."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
     wanted = set(pids)
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return None
-    try:
+
+    def read(nv: Any) -> dict[str, Any] | None:
         devices, total, listed = [], 0, 0
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+        for index in range(nv.nvmlDeviceGetCount()):
+            handle = nv.nvmlDeviceGetHandleByIndex(index)
+            procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
             listed += len(procs)
             used = sum(int(p.usedGpuMemory or 0) for p in procs if p.pid in wanted)
             if used:
-                name = pynvml.nvmlDeviceGetName(handle)
+                name = nv.nvmlDeviceGetName(handle)
                 devices.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
-                                "total_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                                "total_bytes": int(nv.nvmlDeviceGetMemoryInfo(handle).total),
                                 "used_by_pids_bytes": used})
                 total += used
-        if listed and not devices:
-            return None
-        return {"bytes": total, "devices": devices}
-    except pynvml.NVMLError:
-        return None
-    finally:
-        with contextlib.suppress(pynvml.NVMLError):
-            pynvml.nvmlShutdown()
+        return None if listed and not devices else {"bytes": total, "devices": devices}
+    return _nvml(read)
 
 
 def kv_capacity_tokens(cache_info: Mapping[str, str]) -> int | None:
@@ -177,21 +195,32 @@ def hardware() -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu_model = line.split(":", 1)[1].strip()
                 break
-    gpus: list[dict[str, Any]] = []
-    with contextlib.suppress(ImportError, Exception):
-        import pynvml
 
-        pynvml.nvmlInit()
-        try:
-            for index in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                name = pynvml.nvmlDeviceGetName(handle)
-                gpus.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
-                             "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)})
-        finally:
-            pynvml.nvmlShutdown()
+    def read(nv: Any) -> list[dict[str, Any]]:
+        gpus = []
+        for index in range(nv.nvmlDeviceGetCount()):
+            handle = nv.nvmlDeviceGetHandleByIndex(index)
+            name = nv.nvmlDeviceGetName(handle)
+            gpus.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
+                         "memory_bytes": int(nv.nvmlDeviceGetMemoryInfo(handle).total)})
+        return gpus
+    gpus = _nvml(read) or []
     return {"cpu_model": cpu_model, "cpu_cores": psutil.cpu_count(logical=True),
             "memory_bytes": psutil.virtual_memory().total, "gpus": gpus}
+
+
+def gpu_free_share() -> float | None:
+    """The smallest free share of any visible GPU's memory now (NVML ``free / total``), None without NVML:
+    what servers launched now can still take beside those already running (an attached server's included)."""
+    def read(nv: Any) -> float | None:
+        infos = [nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(nv.nvmlDeviceGetCount())]
+        return min((int(x.free) / int(x.total) for x in infos), default=None)
+    return _nvml(read)
+
+
+def host_available_bytes() -> int:
+    """The host memory available to new processes now (bytes; ``psutil.virtual_memory().available``)."""
+    return int(psutil.virtual_memory().available)
 
 
 def pid_listening_on(port: int) -> int | None:
@@ -202,3 +231,63 @@ def pid_listening_on(port: int) -> int | None:
             if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
                 return int(conn.pid)
     return None
+
+
+def gpu_used() -> list[int] | None:
+    """Memory used on each visible device now (bytes, NVML ``nvmlDeviceGetMemoryInfo.used``, in device order;
+    every process's, loadgen's servers and others alike); None without NVML."""
+    return _nvml(lambda nv: [int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used)
+                             for i in range(nv.nvmlDeviceGetCount())])
+
+
+def gpu_holders(ours: Iterable[int]) -> list[dict[str, Any]]:
+    """The NVML compute processes on any device whose PID is not in ``ours`` nor among loadgen's own
+    descendants (the servers it launched): ``[{pid, name, device, used_bytes}]``, ``name`` None when the PID
+    is not visible here (another user's, or another PID namespace); [] without NVML."""
+    mine = {*ours, os.getpid(), *(p.pid for p in process_tree(os.getpid()))}
+
+    def read(nv: Any) -> list[dict[str, Any]]:
+        return [{"pid": int(p.pid), "device": i, "used_bytes": int(p.usedGpuMemory or 0)}
+                for i in range(nv.nvmlDeviceGetCount())
+                for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))
+                if p.pid not in mine]
+    found = _nvml(read) or []
+    for holder in found:
+        holder["name"] = None
+        with contextlib.suppress(psutil.Error):
+            holder["name"] = psutil.Process(holder["pid"]).name()
+    return found
+
+
+def settle(before: list[int] | None, ours: Iterable[int], timeout_s: float | None = None) -> dict[str, Any]:
+    """Wait (up to ``timeout_s``, default :data:`SETTLE_S`) until every device's memory used is back within
+    :data:`SETTLE_SLACK` of ``before`` (:func:`gpu_used` read before the launch). Returns ``{"measured": True,
+    "back": bool, "waited_s", "before_bytes", "after_bytes", "above_bytes" (sum of what each device is still
+    over its reading before), "foreign": gpu_holders(ours)}``, or ``{"measured": False, "note": ...}``."""
+    deadline = time.monotonic() + (SETTLE_S if timeout_s is None else timeout_s)
+    start, ours = time.monotonic(), set(ours)
+    while True:
+        after = gpu_used() if before is not None else None
+        if after is None or before is None or len(after) != len(before):
+            return {"measured": False, "note": NOT_MEASURED}
+        above = sum(max(0, a - b) for a, b in zip(after, before, strict=True))
+        back = all(a - b <= SETTLE_SLACK for a, b in zip(after, before, strict=True))
+        if back or time.monotonic() >= deadline:
+            return {"measured": True, "back": back, "waited_s": round(time.monotonic() - start, 1),
+                    "before_bytes": before, "after_bytes": after, "above_bytes": above, "foreign": gpu_holders(ours)}
+        time.sleep(SETTLE_POLL_S)
+
+
+def settle_line(record: Mapping[str, Any]) -> str | None:
+    """One line for a teardown's :func:`settle` record when memory is not back or a process loadgen did not
+    start holds a device (None otherwise, and when not measured)."""
+    if not record.get("measured"):
+        return None
+    parts = [] if record["back"] else [
+        f"accelerator memory still {record['above_bytes'] / 2**20:,.0f} MiB above its level before the launch "
+        f"after {record['waited_s']:g} s"]
+    if record["foreign"]:
+        held = ", ".join(f"pid {h['pid']} {h['name'] or '(not visible here)'} ({h['used_bytes'] / 2**20:,.0f} MiB "
+                         f"on GPU {h['device']})" for h in record["foreign"])
+        parts.append(f"processes loadgen did not start hold the accelerator: {held}")
+    return "; ".join(parts) or None

@@ -4,7 +4,9 @@ A server is started in its own process session (``start_new_session``) so that t
 the whole tree: the API server and its EngineCore children. Readiness is ``/health`` 200, the served
 model listed in ``/v1/models``, and one minimal successful completion, which is saved
 (docs/architecture.md). Two servers on one GPU must start one after the other (docs/vllm-notes.md: started together,
-the second one's memory profiling fails).
+the second one's memory profiling fails). After a launched server is stopped, teardown waits until the
+accelerator's memory is back to its reading before the launch, or records by how much it is not
+(resources.settle).
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ class Server:
     minimal_request: dict[str, Any] = field(default_factory=dict)
     minimal_response: dict[str, Any] = field(default_factory=dict)
     effective: dict[str, Any] = field(default_factory=dict)  # what effective_config() read last
+    gpu_before: list[int] | None = None  # each device's memory used before the launch (resources.gpu_used)
 
     @property
     def base_url(self) -> str:
@@ -191,9 +194,11 @@ class Server:
 
     def stop(self, grace_s: float = 20.0) -> dict[str, Any]:
         """Terminate the whole tree (API server and EngineCore children): SIGTERM to the process group,
-        SIGKILL to whatever is left after ``grace_s``, then verify nothing survived.
+        SIGKILL to whatever is left after ``grace_s``, then verify nothing survived and wait for the accelerator's
+        memory (up to resources.SETTLE_S).
 
-        Returns ``{"survivors": [pids], "gpu_memory_after": ...}``; a no-op ({}) for attached servers.
+        Returns ``{"survivors": [pids], "gpu_memory_after": ..., "gpu_settle": resources.settle(...)}``; a no-op
+        ({}) for attached servers.
         """
         proc = self.process
         if proc is None:
@@ -216,7 +221,8 @@ class Server:
         while survivors and time.monotonic() < deadline:
             time.sleep(0.2)
             survivors = resources.alive(tree) + resources.group_members(proc.pid)
-        return {"survivors": sorted(set(survivors)), "gpu_memory_after": resources.gpu_memory(tree)}
+        return {"survivors": sorted(set(survivors)), "gpu_memory_after": resources.gpu_memory(tree),
+                "gpu_settle": resources.settle(self.gpu_before, tree)}
 
     def fetch(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
         """GET ``path`` on the server."""
@@ -259,7 +265,7 @@ def launch(spec: LaunchSpec) -> Server:
                           "or set [engine].port to a free port")
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **spec.env}
-    log = spec.log_path.open("wb")
+    log, before = spec.log_path.open("wb"), resources.gpu_used()
     try:
         proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, preexec_fn=die_with_parent)
@@ -268,7 +274,7 @@ def launch(spec: LaunchSpec) -> Server:
                           "(`make engine` creates .venv-vllm for the embedded CPU pairs)") from None
     finally:
         log.close()
-    return Server(spec=spec, process=proc, started_at=time.monotonic())
+    return Server(spec=spec, process=proc, started_at=time.monotonic(), gpu_before=before)
 
 
 def attach(spec: LaunchSpec) -> Server:

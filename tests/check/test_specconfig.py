@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -268,3 +270,29 @@ def test_hub_draft_revision() -> None:
     assert failed(warned) == [] and any("allowed by --allow-unpinned" in w.message for w in warned)
     assert failed(check({**hub, "revision": "a" * 40}, "0.32.0")) == []
     assert failed(check(hub, "0.32.0", draft_is_local=True)) == []
+
+
+def notes_key_table() -> dict[str, str]:
+    """docs/vllm-notes.md "Keys added 0.24-0.33": key -> first release."""
+    text = Path("docs/vllm-notes.md").read_text()
+    section = text.split("**Keys added 0.24–0.33**", 1)[1].split("\n- **", 1)[0]
+    return dict(re.findall(r"^\s*\| `(\w+)` \| (0\.\d+) \|$", section, re.M))
+
+
+def test_keys_added_from_024_follow_the_notes_and_name_their_version() -> None:
+    table = notes_key_table()
+    assert table == {k: first for k, (first, _) in FIELD_RANGES.items() if parse_version(first) >= (0, 24, 0)}
+    for key, first in table.items():
+        minor = parse_version(first)[1]
+        assert key not in FIELDS_BY_VERSION[f"0.{minor - 1}"] and key in FIELDS_BY_VERSION[f"0.{minor}"], key
+    adaptive = {**DRAFT, "enable_adaptive_verification": True}
+    f = only_failure(check(adaptive, "0.27.0"))
+    assert f.check == "speculative.enable_adaptive_verification" and f.message == (
+        "'enable_adaptive_verification' is not a speculative-config field of vLLM 0.27.0 (added in 0.28); vLLM would "
+        "fail at start-up with 'Unexpected keyword argument'; upgrade vLLM or remove it")
+    assert failed(check(adaptive, "0.28.0")) == [] and failed(check(adaptive, "0.33.0")) == []
+    schedule = {**DRAFT, "num_speculative_tokens_per_batch_size": [[1, 8, 4], [9, 64, 0]]}
+    assert "(added in 0.24)" in only_failure(check(schedule, "0.23.1")).message
+    for version in ("0.24.0", "0.28.0", "0.33.0"):
+        (ok,) = check(schedule, version)
+        assert ok.ok and f"valid for vLLM {version}" in ok.message

@@ -23,11 +23,13 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 def make_pair(target: Path | str, draft: Path | str | None, target_revision: str | None = None,
               args: tuple[str, ...] = ("--max-model-len", "1024"), env: dict[str, str] | None = None,
               **spec: Any) -> Pair:
+    """demo-cpu (one chat workload) on ``target`` and ``draft``; ``--chat-template`` is appended to ``args``
+    since tokfactory's model folders carry no chat template (tests/check/test_targetcheck.py checks that)."""
     base = load_pair("demo-cpu")
     speculative = {"method": "draft_model", "num_speculative_tokens": 3, **spec}
     if draft is not None:
         speculative["model"] = str(draft)
-    engine = Engine(command=base.engine.command, args=args, env=env or {})
+    engine = Engine(command=base.engine.command, args=(*args, "--chat-template", "{{ messages }}"), env=env or {})
     return dataclasses.replace(base, target=ModelRef(str(target), target_revision), speculative=speculative,
                                engine=engine)
 

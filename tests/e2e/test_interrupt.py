@@ -43,7 +43,8 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     deadline = time.monotonic() + 900
     for line in proc.stdout:
         lines.append(line)
-        # the speculative server is up and has finished its first cell: interrupt the second one
+        # the speculative server has finished its first block: interrupt the next one (its second block of the
+        # first cell: block 1 takes the arms in reverse order)
         if line.startswith("[speculative] short-homogeneous c1"):
             time.sleep(1.0)
             proc.send_signal(signal.SIGINT)
@@ -63,16 +64,16 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
         teardown = json.loads((run_dir / "servers" / f"{role}-teardown.json").read_text())
         assert teardown["survivors"] == []
 
-    # everything measured is on disk: all plain cells, the finished speculative cell
+    # everything measured is on disk: the first block of the first cell on every arm, in the balanced order
     status = json.loads((run_dir / "status.json").read_text())
     assert status["complete"] is False and "interrupted" in status["failure"]
     cells = list(read_jsonl(run_dir / "cells.jsonl"))
-    assert [(c["role"], c["workload"], c["level"]) for c in cells][:5] == [
-        ("plain", "short-homogeneous", "c1"), ("plain", "short-homogeneous", "c2"),
-        ("plain", "long-diverse", "c1"), ("plain", "long-diverse", "c2"),
-        ("speculative", "short-homogeneous", "c1")]
+    assert [(c["role"], c["workload"], c["level"], c["repetition"]) for c in cells][:3] == [
+        ("plain", "short-homogeneous", "c1", 0), ("placebo", "short-homogeneous", "c1", 0),
+        ("speculative", "short-homogeneous", "c1", 0)]
+    finished = sum(1 for c in cells if not c.get("failure"))
     records = [r for r in load_records(run_dir) if not r.warmup]
-    assert sum(1 for r in records if r.role == "plain") == 12
+    assert sum(1 for r in records if r.role == "plain") == 3
     assert all(r.error is None and r.output_tokens == 33 for r in records if r.role == "plain")
     card = (run_dir / "card.md").read_text()
     assert "INCOMPLETE: interrupted" in card
@@ -87,8 +88,8 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
         cwd=ROOT, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
-    assert f"{8 - len(cells)} of 8 cells left" in resumed.stdout
-    assert "[plain] starting" not in resumed.stdout  # the plain role had nothing left to do
+    # 3 arms x 2 blocks x 4 cells = 24 slots
+    assert f"{24 - finished} of 24 slots left" in resumed.stdout
     assert (run_dir / "protocol.json").read_text() == protocol_before
     final = json.loads((run_dir / "card.json").read_text())
     assert final["complete"] is True and final["verdict"]["passed"] is True
@@ -99,8 +100,9 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     expected = protocol(pair, fresh, prompts, probe_host())
     saved = json.loads(protocol_before)
     assert saved["cells"] == expected["cells"] and saved["prompts_sha256"] == expected["prompts_sha256"]
-    assert [(c["workload"], c["level"]) for c in final["cells"]] == [(c.workload, c.level.label) for c in fresh]
+    assert [(c["workload"], c["level"]) for c in final["cells"]] == list(
+        dict.fromkeys((c.workload, c.level.label) for c in fresh))  # one card cell per (workload, level)
     assert all(c["complete"] for c in final["cells"])
     records = [r for r in load_records(run_dir) if not r.warmup]
-    assert len(records) == 24 and all(r.error is None for r in records)
+    assert len(records) == 24 * 3 and all(r.error is None for r in records)
     assert (run_dir / "requests.partial.jsonl").is_file()

@@ -1,5 +1,6 @@
 """`loadgen sweep` on real vLLM (CPU): the target as its own draft at K = 1, 2 plus ngram against one
-plain baseline measured before and after. Ground truth: the self-draft accepts every draft token at
+plain baseline, every arm (plain, the A/A placebo, each candidate) in interleaved blocks on servers that stay
+up together. Ground truth: the self-draft accepts every draft token at
 every K (acceptance rate 1.0, acceptance length and tokens per decode chunk K + 1), so its perfect-draft
 upper bound (K + 1) / step_time_ratio is its predicted speedup."""
 
@@ -39,8 +40,12 @@ def test_sweep_finishes_and_writes_a_valid_card(sweep_run: dict[str, Any]) -> No
     jsonschema.validate(card, json.loads((ROOT / "loadgen/report/sweep.schema.json").read_text()))
     assert [c["name"] for c in card["candidates"]] == ["self-k1", "self-k2", "ngram-k2"]
     assert all(c["complete"] for c in card["candidates"])
-    assert set(card["times_s"]) == {"plain-before", "self-k1", "self-k2", "ngram-k2", "plain-after"}
-    assert card["cells"][0]["drift"]["pairs"] == 3
+    assert set(card["times_s"]) == {"plain", "placebo", "self-k1", "self-k2", "ngram-k2"}
+    assert card["design"]["blocks"] == 2 and card["design"]["co_resident"] is True
+    assert card["design"]["placebo"] == "blocks" and card["noise_floor"]["measured"] is True
+    assert card["cells"][0]["drift"] is None  # no before/after baseline: the blocks carry the drift
+    assert all(e["blocks"] == 2 for e in card["cells"][0]["entries"])
+    assert "A/A noise floor (placebo / plain)" in (sweep_run["dir"] / "sweep.md").read_text()
     # vLLM 0.32 has num_speculative_tokens_per_batch_size (0.24+): the schedule line is in its syntax
     assert card["recommendation"]["workloads"][0]["schedule"]["supported"] is True
 
@@ -60,5 +65,6 @@ def test_each_candidate_folder_repeats_with_compare_protocol(sweep_run: dict[str
     from loadgen.run.plan import replay_protocol
 
     folder: Path = sweep_run["dir"] / "self-k2"
-    pair, cells = replay_protocol(folder / "protocol.json")
-    assert pair.num_speculative_tokens == 2 and len(cells) == 1
+    pair, cells, order = replay_protocol(folder / "protocol.json")
+    assert pair.num_speculative_tokens == 2 and len(cells) == 2  # one cell, two blocks
+    assert order is not None and {arm for arm, *_ in order} == {"plain", "placebo", "speculative"}

@@ -129,9 +129,15 @@ def test_a_prompt_files_requests_reach_the_server_byte_identical_from_both_roles
                 proxy.shutdown()
                 proxy.server_close()
             seen[role] = bodies
-        assert seen["plain"] == seen["speculative"] and len(seen["plain"]) == 3
+        # identical but for the prefix-cache salt, which names the arm (profile/cells.py CellSpec.cache_salt)
+        unsalted = {role: [(path, {k: v for k, v in json.loads(body).items() if k != "cache_salt"})
+                           for path, body in bodies] for role, bodies in seen.items()}
+        assert unsalted["plain"] == unsalted["speculative"] and len(seen["plain"]) == 3
+        for role in ("plain", "speculative"):
+            assert {json.loads(body)["cache_salt"] for _, body in seen[role]} == {f"loadgen-{role}-{name}-c1-b0"}
         for (path, body), prompt in zip(seen["plain"], prompts, strict=True):
             sent = json.loads(body)
-            assert sent == build_payload(prompt, pair.sampling, server.spec.served_model)
+            assert sent == build_payload(prompt, pair.sampling, server.spec.served_model) | {
+                "cache_salt": f"loadgen-plain-{name}-c1-b0"}
             assert path == ("/v1/chat/completions" if w.endpoint == "chat" else "/v1/completions")
             assert sent["min_tokens"] == prompt.output_tokens and sent["ignore_eos"] is True

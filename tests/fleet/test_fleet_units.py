@@ -158,8 +158,9 @@ def test_a_node_task_runs_a_sweep_and_ships_the_sweep_folder(tmp_path: Path) -> 
     assert result.archive is not None
     with tarfile.open(fileobj=io.BytesIO(result.archive), mode="r:gz") as tar:
         names = set(tar.getnames())
-    assert {"./sweep.json", "./plain-before/card.json", "./plain-after/protocol.json"} <= names
-    assert any(n.endswith("/card.json") and "k1" in n for n in names), sorted(names)[:20]
+    # one sweep folder: the interleaved blocks of every arm, then each candidate's own compare folder cut out
+    assert {"./sweep.json", "./protocol.json", "./requests.jsonl", "./ngram-k1/card.json",
+            "./ngram-k2/protocol.json", "./servers/placebo.log"} <= names, sorted(names)[:20]
 
 
 def _done(task: taskfile.Task, code: int) -> taskfile.Task:

@@ -16,12 +16,15 @@ import pytest
 from loadgen.measure.counterchecks import (
     WindowTally,
     cell_notes,
+    depth_note,
     invariant_violations,
+    k_variable,
     kv_capacity_note,
     restart_evidence,
     server_counters,
     token_mismatch,
     usable_counters,
+    verification_depth,
 )
 from loadgen.measure.serverside import agreement, compare
 from loadgen.prom import deltas
@@ -207,7 +210,10 @@ def test_an_invariant_violation_is_a_card_note() -> None:
                              "accepted_per_position": [70, 50, 30], "reset": False}}
     assert cell_notes({"speculative": [entry]}, {"method": "draft_model", "num_speculative_tokens": 3}) == [
         "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
-    assert cell_notes({"speculative": [entry]}, {"method": "ngram", "num_speculative_tokens": 3}) == []
+    # ngram proposes only the matches it finds: no inconsistency, the mean depth beside K instead
+    assert cell_notes({"speculative": [entry]}, {"method": "ngram", "num_speculative_tokens": 3}) == [
+        "speculative: mean verified tokens per step 2.90 of K = 3 (ngram proposes only the matches it finds: "
+        "fewer than K per step is by design)"]
 
 
 # --- 5. server against client token counts -------------------------------------------------------------
@@ -255,3 +261,103 @@ def test_entries_of_older_runs_subtract_their_failed_requests() -> None:
     older = {"server_finished_requests": 8.0, "client_sent_requests": 10, "errors": 2}
     assert restart_evidence(older) == []
     assert restart_evidence(older | {"errors": 1}) == ["server finished 8 requests, loadgen completed 9"]
+
+
+# --- 7. counters per engine (data parallel) ------------------------------------------------------------
+
+
+def held_entry(before: prom.Snapshot, after: prom.Snapshot, sent: int) -> dict[str, Any]:
+    """The fields cellentry.py records, spec-decode deltas from the engines whose counters held."""
+    counters = deltas.spec_decode_held(before, after)
+    assert counters is not None
+    return {"spec_decode": {**counters.__dict__, "accepted_per_position": list(counters.accepted_per_position),
+                            "engines": list(counters.engines), "reset_engines": list(counters.reset_engines)},
+            "client_sent_requests": sent, "client_window_failed": 0, **server_counters(before, after)}
+
+
+def test_one_engine_reset_keeps_the_other_engines_acceptance() -> None:
+    # spec_t1 -> spec_t2: engine 1 restarted (its drafts 80 -> 10, finished requests and tokens went down);
+    # engine 0 held: +30 drafts, +90 draft tokens, +45 accepted, +(20, 15, 10)
+    entry = held_entry(started(text("spec_t1"), 5.0), started(text("spec_t2_engine1_restarted"), 5.0), sent=3)
+    assert (entry["server_engines"], entry["server_reset_engines"]) == (["0", "1"], ["1"])
+    assert entry["server_generation_tokens"] == 100.0  # engine 0's 800 - 700; engine 1 left out
+    assert restart_evidence(entry) == []  # the finished-requests comparison skips a partly reset server
+    counters, why = usable_counters([entry])
+    assert why is None and counters == SpecDecodeCounters(30.0, 90.0, 45.0, (20.0, 15.0, 10.0), False,
+                                                          ("0", "1"), ("1",))
+    assert counters.num_accepted_tokens / counters.num_draft_tokens == 0.5  # acceptance rate of engine 0
+    assert token_mismatch(entry | {"client_window_output_tokens": 130}) is None  # engine 1's tokens uncounted
+    notes = cell_notes({"speculative": [entry]}, {"method": "draft_model", "num_speculative_tokens": 3})
+    assert notes == ["speculative: counters of engine 1 went backwards inside the cell (reset), left out: "
+                     "acceptance from engine 0 whose counters held"]
+
+
+def test_every_engine_reset_is_a_whole_restart() -> None:
+    entry = {"server_engines": ["0", "1"], "server_reset_engines": ["0", "1"], "server_finished_requests": 9.0,
+             "client_sent_requests": 4,
+             "spec_decode": {"num_drafts": 7, "num_draft_tokens": 14, "num_accepted_tokens": 6,
+                             "accepted_per_position": [4, 2], "reset": True, "engines": ["0", "1"],
+                             "reset_engines": ["0", "1"]}}
+    assert restart_evidence(entry) == ["spec-decode counters went backwards on every engine (0, 1)",
+                                       "request and token counters went backwards on every engine (0, 1)"]
+    assert usable_counters([entry]) == (None, "server restarted inside the cell: spec-decode counters went "
+                                              "backwards on every engine (0, 1); request and token counters "
+                                              "went backwards on every engine (0, 1)")
+
+
+def test_a_missing_request_counter_is_no_restart_evidence() -> None:
+    # a /metrics without vllm:request_success_total: unavailable (None), not "the server finished 0"
+    before, after = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
+    strip = "vllm:request_success"
+    cut = [prom.Snapshot(tuple(x for x in s.samples if not x.name.startswith(strip)), s.types) for s in (before, after)]
+    entry = held_entry(cut[0], cut[1], sent=10)
+    assert entry["server_finished_requests"] is None and entry["server_generation_tokens"] == 500.0
+    assert restart_evidence(entry) == []
+    assert usable_counters([entry])[0] is not None
+
+
+# --- 8. K as declared: adaptive verification -----------------------------------------------------------
+
+
+SHORT = {"spec_decode": {"num_drafts": 100, "num_draft_tokens": 290, "num_accepted_tokens": 150,
+                         "accepted_per_position": [70, 50, 30], "reset": False}}
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    ({"enable_adaptive_verification": True}, "enable_adaptive_verification = true"),
+    ({"num_speculative_tokens_per_batch_size": [[1, 3], [8, 1]]},
+     "num_speculative_tokens_per_batch_size sets K per batch size"),
+    ({"method": "suffix"}, "suffix proposes only the matches it finds"),
+    ({"method": "custom_class"}, "custom_class: the proposer decides its draft lengths"),
+])
+def test_a_declared_adaptive_config_has_no_fixed_k(extra: dict[str, Any], why: str) -> None:
+    config = {"method": "eagle3", "num_speculative_tokens": 3} | extra
+    assert k_variable(config) == why
+    # 290 < 3 x 100 is by design here: no inconsistency, the mean depth beside K
+    assert cell_notes({"speculative": [SHORT]}, config) == [
+        f"speculative: mean verified tokens per step 2.90 of K = 3 ({why}: fewer than K per step is by design)"]
+    # never more than K per draft, adaptive or not
+    over = {"spec_decode": SHORT["spec_decode"] | {"num_draft_tokens": 310}}
+    assert cell_notes({"speculative": [over]}, config)[0] == (
+        "speculative: spec-decode counters inconsistent: draft tokens 310 ≠ K × drafts = 3 × 100 = 300")
+
+
+def test_adaptive_verification_off_keeps_k_fixed() -> None:
+    config = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": False}
+    assert k_variable(config) is None
+    assert cell_notes({"speculative": [SHORT]}, config) == [
+        "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
+
+
+def test_mean_verified_tokens_per_step_beside_k() -> None:
+    c = SpecDecodeCounters(100.0, 290.0, 150.0, (70.0, 50.0, 30.0), False)
+    adaptive = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": True}
+    assert verification_depth(c, adaptive) == {"k": 3, "k_fixed": False, "mean_verified_tokens_per_step": 2.9,
+                                               "k_variable_reason": "enable_adaptive_verification = true"}
+    assert depth_note("speculative", c, adaptive) == (
+        "speculative: mean verified tokens per step 2.90 of K = 3 (enable_adaptive_verification = true: fewer "
+        "than K per step is by design)")
+    fixed = {"method": "eagle3", "num_speculative_tokens": 3}
+    assert verification_depth(c, fixed)["k_fixed"] is True and depth_note("speculative", c, fixed) is None
+    assert verification_depth(SpecDecodeCounters(0.0, 0.0, 0.0, (0.0,) * 3, False), adaptive)[
+        "mean_verified_tokens_per_step"] is None

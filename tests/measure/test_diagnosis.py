@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import ProfileError
-from loadgen.measure.diagnosis import capacity, cost_decomposition, goodput, holds, lossless, lossless_note
+from loadgen.measure.diagnosis import (
+    capacity,
+    cost_decomposition,
+    goodput,
+    holds,
+    lossless,
+    lossless_note,
+    lossy_rejection,
+)
 from loadgen.measure.verdict import judge
 from loadgen.profile.criteria import parse_criteria
 from loadgen.profile.pair import SLO
@@ -91,3 +99,22 @@ def test_lossless_note_names_length_and_finish_differences_not_nondeterminism() 
     mixed = lossless({"a": [1, 2, 3, 4], "b": [1, 2, 3, 4]}, {"a": [1, 2, 3, 9], "b": [1, 2, 3, 4, 5]})
     assert mixed["stop_differences"] == 1 and mixed["late"] is True
     assert "the others start late" in (lossless_note(mixed) or "")
+
+
+def test_a_lossy_rejection_reports_the_match_rate_without_judging_it() -> None:
+    reason = lossy_rejection({"method": "eagle3", "rejection_sample_method": "fly"}, {})
+    assert reason == "rejection_sample_method = fly"
+    assert lossy_rejection({"rejection_sample_method": "standard"}, {"VLLM_EARS_TOLERANCE": "0"}) is None
+    assert lossy_rejection({"rejection_sample_method": "block"}, {"VLLM_EARS_TOLERANCE": "0.05"}) == \
+        "VLLM_EARS_TOLERANCE=0.05"
+    plain = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "c": [9, 9, 9, 9], "d": [4, 4, 4, 4]}
+    spec = {"a": [1, 2, 3, 4], "b": [5, 0, 7, 8], "c": [9, 9, 9, 9], "d": [4, 4, 4, 4]}
+    r = lossless(plain, spec, lossy=reason)
+    assert r["lossy"] is True and r["lossy_reason"] == "rejection_sample_method = fly"
+    assert r["match_rate"] == pytest.approx(0.75) and r["first_difference"] == [1]
+    assert lossless_note(r) == ("lossy rejection (rejection_sample_method = fly): outputs differ from the target's "
+                                "by design; match rate 75% reported, not judged")
+    identical = lossless({"a": [1]}, {"a": [1]}, lossy=reason)  # stated even when every output matches
+    assert lossless_note(identical) == ("lossy rejection (rejection_sample_method = fly): outputs differ from the "
+                                        "target's by design; match rate 100% reported, not judged")
+    assert "lossy" not in lossless(plain, spec)  # a lossless run's dict is unchanged

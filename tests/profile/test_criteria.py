@@ -226,3 +226,23 @@ def test_pair_files_without_criteria_load_with_none(tmp_path: Path) -> None:
     assert load_pair(str(path)).criteria is None
     assert all(load_pair(p.stem).criteria is not None for p in Path("profiles/pairs").glob("*.toml")
                if not is_sweep(tomllib.loads(p.read_text())))
+
+
+def test_a_cell_with_a_blocking_note_is_not_measured_whatever_its_ratio() -> None:
+    blocked = cell("short", 1, tpot_p50=ratio(0.5, 0.4, 0.6)) | {
+        "notes": ["BLOCKING: this was not a speculative comparison: ngram proposed no draft in any block"]}
+    v = judge(Criteria(), [blocked, cell("short", 2, tpot_p50=ratio(0.8, 0.7, 0.9))], None)
+    first = v.cells[0]
+    assert first.status == "not-measured" and first.reasons[0].startswith("BLOCKING: this was not a speculative")
+    assert not v.passed and "not measured (require_measured = true)" in v.summary
+    assert judge(Criteria(require_measured=False), [blocked], None).summary.startswith("FAIL: nothing measured")
+
+
+def test_a_lossy_run_reports_its_match_rate_without_judging_it() -> None:
+    lossy = cell("short", 1, tpot_p50=ratio(0.8, 0.7, 0.9)) | {
+        "lossless": {"match_rate": 0.4, "lossy": True, "lossy_reason": "rejection_sample_method = fly"}}
+    v = judge(Criteria(min_lossless_match=0.99), [lossy], None)
+    check = next(c for c in v.cells[0].checks if c.name == "lossless_match")
+    assert check.status == "not-judged" and check.judged == 0.4
+    assert check.reason == "lossless match not judged: rejection_sample_method = fly is lossy by design"
+    assert v.passed  # the primary metric passes; the match rate does not fail a lossy run

@@ -42,8 +42,8 @@ BAD = [
     (RUN, RUN + "\nmax_concurrency = 10000000",
      r"max_concurrency must be an integer >= 1 and <= 100,000"),
     (RUN, "concurrency = [1, 2, 99999999999999999]", r"concurrency\[2\] must be an integer"),
-    ("min_requests = 8", "min_requests = 100000000", r"min_requests must be an integer >= 1 and <= 10,000,000"),
-    ("min_requests = 8", "min_requests = 10000000", r"cell c1 would send 10,000,001 requests; a cell holds at most "
+    ("min_requests = 4", "min_requests = 100000000", r"min_requests must be an integer >= 1 and <= 10,000,000"),
+    ("min_requests = 4", "min_requests = 10000000", r"cell c1 would send 10,000,001 requests; a cell holds at most "
      r"10,000,000"),
     ("temperature = 0.0", "temperature = -0.5", r"\[sampling\]\.temperature must be a number >= 0 and <= 100"),
     ("top_p = 1.0", "top_p = 0", r"\[sampling\]\.top_p must be a number > 0 and <= 1"),

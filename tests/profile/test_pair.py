@@ -26,7 +26,8 @@ def test_embedded_pairs_load() -> None:
 
 def test_stop_rule() -> None:
     stop = load_pair("demo-cpu").stop
-    assert [stop.measured_requests(c) for c in (1, 2, 4, 16)] == [8, 8, 8, 32]
+    # min_requests = 4, rounds = 1 (per block): max(4, 1 x concurrency)
+    assert [stop.measured_requests(c) for c in (1, 2, 4, 16)] == [4, 4, 4, 16]
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -19,7 +19,8 @@ CARD: dict[str, Any] = {
     "cells": [
         {"workload": "w", "level": "c1", "concurrency": 1, "plain": _side(0.25, 0.02, 150.4, 0),
          "speculative": _side(0.5, 0.01, 299.6, 1, 0.625),
-         "ratios": {"tpot_p50": {"value": 0.5, "ci_low": 0.454, "ci_high": 0.556}}},
+         "ratios": {"tpot_p50": {"value": 0.5, "ci_low": 0.454, "ci_high": 0.556, "effect": "faster"}},
+         "noise_floor": {"ratios": {"tpot_p50": {"value": 1.01, "ci_low": 0.97, "ci_high": 1.05}}}},
         {"workload": "w", "level": "r2.5", "concurrency": 4, "plain": _side(0.1, 0.03, None, 2),
          "ratios": {"tpot_p50": {"value": None}}},
     ],
@@ -41,12 +42,13 @@ def _cells(text: str) -> list[list[str]]:
 
 def test_each_cell_is_one_row_in_ms_with_the_ratio_and_its_ci() -> None:
     rows = _cells(_text(CARD))
-    assert rows[0] == ["w", "c1", "250.0 / 500.0", "20.0 / 10.0", "0.50 [0.45, 0.56]", "0.625", "150 / 300", "0 / 1"]
+    assert rows[0] == ["w", "c1", "250.0 / 500.0", "20.0 / 10.0", "0.50 [0.45, 0.56] faster", "1.01 [0.97, 1.05]",
+                       "0.625", "150 / 300", "0 / 1"]
 
 
 def test_a_cell_missing_a_side_shows_dashes() -> None:
     rows = _cells(_text(CARD))
-    assert rows[1] == ["w", "r2.5", "100.0 / –", "30.0 / –", "–", "–", "– / –", "2 / –"]
+    assert rows[1] == ["w", "r2.5", "100.0 / –", "30.0 / –", "–", "–", "–", "– / –", "2 / –"]
 
 
 def test_the_title_and_the_verdict_line() -> None:
@@ -61,4 +63,4 @@ def test_a_cell_without_level_falls_back_to_its_concurrency() -> None:
     cell = {"workload": "w", "concurrency": 8, "ratios": {}}
     table = summary_table({"pair": "t", "complete": True, "cells": [cell]})
     assert [next(iter(col.cells)) for col in table.columns][:2] == ["w", "8"]
-    assert list(table.columns[7].cells) == ["– / –"]
+    assert list(table.columns[8].cells) == ["– / –"]

@@ -16,7 +16,9 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.errors import RunDirUnwritable
-from loadgen.report.rundir import JsonlAppender, read_jsonl
+from loadgen.report.rundir import JsonlAppender, read_jsonl, write_json
+from loadgen.run import execute
+from loadgen.run.closing import first_unwritable
 from tests.support.fakerun import (
     attach_roles,
     cell,
@@ -142,3 +144,38 @@ def test_a_read_only_run_folder_is_one_line_before_any_request(tmp_path: Path,
             assert result.output.count("\n") == 1 and "Read-only file system" in result.output, result.output
             assert result.output.startswith("loadgen: error: cannot write ")
         remount(mnt, "rw")
+
+
+def test_the_stop_line_names_the_write_that_failed_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = cell(2, 6, "m")
+    pair, run_dir = run_folder(tmp_path, [c])
+    (run_dir / "metrics" / f"{c.stem('plain')}__gauges.jsonl").mkdir()  # the first write to fail
+    (run_dir / "servers" / "plain-teardown.json").mkdir()  # and the teardown record, written later in a finally
+
+    def close_with_teardown_record(self: execute.Session) -> None:
+        write_json(self.run_dir / "servers" / "plain-teardown.json", {"survivors": []})
+
+    monkeypatch.setattr(execute.Session, "close", close_with_teardown_record)
+    with scripted_server({"*": stream(0.0)}) as url:
+        attach_roles(monkeypatch, url)
+        with pytest.raises(RunDirUnwritable) as err:
+            execute_roles(pair, run_dir, {"plain": [c]})
+    first = f"cannot write plain__short-homogeneous__c2__rep0__gauges.jsonl in {run_dir / 'metrics'} (Is a directory;"
+    assert str(err.value).startswith(first) and "plain-teardown.json" not in str(err.value).split("; no card")[0]
+    assert json.loads((run_dir / "status.json").read_text())["failure"].startswith(first)
+
+
+def test_first_unwritable_walks_the_chain_to_the_earliest_failed_write() -> None:
+    first, later = RunDirUnwritable("cannot write requests.jsonl"), RunDirUnwritable("cannot write status.json")
+    try:
+        try:
+            raise first
+        finally:
+            try:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            except OSError:
+                raise later from None
+    except RunDirUnwritable as exc:
+        assert exc is later and first_unwritable(exc) is first
+    other = RuntimeError("not a write")
+    assert first_unwritable(other) is other and first_unwritable(None) is None

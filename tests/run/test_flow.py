@@ -38,14 +38,15 @@ def test_plan_cells_slices_are_disjoint_and_seeded(tmp_path: Path) -> None:
     pair = load_pair(str(_pair_without_exact_lengths(tmp_path)), workloads_dir=tmp_path / "profiles" / "workloads")
     cells = plan_cells(pair)
     blocks = pair.design.blocks
-    assert blocks == 3  # the default design
+    assert blocks == 3  # demo-cpu's design
     levels = [("c1", 0), ("c4", 0), ("r2", 0), ("c1", 1), ("c4", 1), ("r2", 1), ("c1", 2), ("c4", 2), ("r2", 2)]
     assert [(c.workload, c.level.label, c.repetition) for c in cells] == [
         (w, lv, b) for w in ("short-homogeneous", "long-diverse") for lv, b in levels]
     c1, c4, r2 = cells[:3]
-    assert (len(c1.warmup), len(c1.measured), len(c1.cooldown)) == (1, 8, 0)
-    assert (len(c4.warmup), len(c4.measured), len(c4.cooldown)) == (1, 8, 12)
-    assert r2.arrivals_s is not None and len(r2.arrivals_s) == 8 and r2.arrivals_s[0] == 0.0
+    # demo-cpu per block: min_requests = 4, rounds = 1; cooldown fillers 4 x (concurrency - 1)
+    assert (len(c1.warmup), len(c1.measured), len(c1.cooldown)) == (1, 4, 0)
+    assert (len(c4.warmup), len(c4.measured), len(c4.cooldown)) == (1, 4, 12)
+    assert r2.arrivals_s is not None and len(r2.arrivals_s) == 4 and r2.arrivals_s[0] == 0.0
     ids = [p.prompt_id for c in cells[:3 * blocks] for p in (*c.warmup, *c.measured, *c.cooldown)]
     assert len(ids) == len(set(ids))  # every block of every level has prompts of its own
     again = plan_cells(pair)

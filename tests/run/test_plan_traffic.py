@@ -44,8 +44,8 @@ def test_prompt_file_and_context_lengths_in_the_protocol_and_its_replay(tmp_path
     assert cells == plan_cells(pair)  # seeded: the identical list for every arm, every time
     prompts = unique_prompts(cells)
     file_texts = [p.text for p in prompts if p.workload == "f"]
-    # 3 blocks x (1 warmup + 8 measured) = 27 prompts over the file's 12 completions lines
-    assert len(file_texts) == 27 and len(set(file_texts)) == 12
+    # 3 blocks x (1 warmup + 4 measured) = 15 prompts over the file's 12 completions lines
+    assert len(file_texts) == 15 and len(set(file_texts)) == 12
     proto = protocol(pair, cells, prompts, probe_host())
     f = proto["workloads"][0]
     data = tmp_path / "p.jsonl"

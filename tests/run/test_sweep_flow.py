@@ -56,6 +56,7 @@ warmup_requests = 1
 cooldown = false
 [design]
 placebo = "blocks"
+co_resident = true
 """
 WORKLOAD = 'name = "w"\nkind = "short-homogeneous"\nendpoint = "completions"\noutput_tokens = 7\nseed = 1\n'
 GETS = {"/v1/models": (200, models_body("target"))}
@@ -112,7 +113,7 @@ def test_sweep_measures_every_candidate_in_interleaved_blocks(tmp_path: Path, mo
     assert json.loads((sweep_dir / "status.json").read_text())["complete"] is True
     proto = json.loads((sweep_dir / "protocol.json").read_text())
     order = proto["design"]["order"]
-    # co-resident (no GPU here): per cell and block the five arms in the balanced order
+    # co-resident (declared): per cell and block the five arms in the balanced order
     assert proto["design"]["co_resident"] is True and proto["design"]["placebo_effective"] == "blocks"
     first = [a for a, w, lv, b in order if (lv, b) == ("c1", 0)]
     second = [a for a, w, lv, b in order if (lv, b) == ("c1", 1)]
@@ -192,13 +193,14 @@ def test_sweep_resume_finishes_the_slots_left(tmp_path: Path, monkeypatch: pytes
 def test_sweep_estimate_reads_history_folders_and_names_the_candidates_that_fit(tmp_path: Path) -> None:
     """With docs/examples/h200 as history (server start 89.7 s: the median of six launched servers, the
     attached plain servers left out) and the plain server attached, only the three candidates start a
-    server: a 4-minute budget holds the plain phases and the first two."""
+    server: a 4-minute budget holds the plain arms and the first two."""
     o, path = _options(tmp_path, budget_min=4.0)
     o = replace(o, attach_plain="http://127.0.0.1:9", history_dirs=(Path("docs/examples/h200"),))
     lines: list[str] = []
-    with pytest.raises(BadInput, match=r"more than --budget-min 4 \(it fits ngram-k1, ngram-k2 \(3\.3 min\)\)"):
+    with pytest.raises(BadInput, match=r"more than --budget-min 4 \(it fits ngram-k1, ngram-k2 \(3\.5 min\)\)"):
         run_sweep(path, o, lines.append)
     estimate = next(line for line in lines if "estimated wall time" in line)
-    assert "estimated wall time 4.9 min (3 server starts of 90 s" in estimate
+    # co-resident (no GPU visible): the plain server attached, each candidate started once; 30 slots of 0.5 s
+    assert "30 slots; estimated wall time 5.1 min (3 server starts of 90 s" in estimate
     assert "6 earlier server starts and 144 earlier cells under" in estimate and "docs/examples/h200" in estimate
     assert not (tmp_path / "runs").exists()

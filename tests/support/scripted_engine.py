@@ -8,6 +8,12 @@ one token on a plain one. So the speculative / plain TPOT ratio is close to 1 / 
 
 Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (default 0.01);
 ``SCRIPTED_ENGINE_FAIL`` set: log a fatal line and exit 1 before listening (a server that never gets ready).
+A shared host effect (every server started with the same environment slows down alike, at the same wall-clock
+moment): ``SCRIPTED_ENGINE_EPOCH`` a ``time.time()`` value, and ``SCRIPTED_ENGINE_DRIFT`` either
+``linear:R`` (every step takes ``1 + R * t`` times its base, ``t`` the seconds since the epoch) or
+``step:F@T`` (``F`` times its base from ``T`` seconds after the epoch on). ``SCRIPTED_ENGINE_JITTER`` = S:
+each request's steps take a lognormal factor of log-SD ``S`` more (seeded by the port), the request-to-request
+spread of a real server.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
+import random
 import socket
 import sys
 import time
@@ -62,6 +70,8 @@ class _Engine(BaseHTTPRequestHandler):
     model: ClassVar[str] = "m"
     k: ClassVar[int] = 0
     step_s: ClassVar[float] = 0.01
+    jitter_sd: ClassVar[float] = 0.0
+    jitter: ClassVar[random.Random] = random.Random(0)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -98,8 +108,9 @@ class _Engine(BaseHTTPRequestHandler):
             sizes.append(min(self.k + 1, left))
             left -= sizes[-1]
         at = 0
+        noise = math.exp(self.jitter.gauss(0.0, self.jitter_sd)) if self.jitter_sd else 1.0
         for i, size in enumerate(sizes):
-            time.sleep(self.step_s)
+            time.sleep(self.step_s * noise * drift_factor(time.time()))
             ids = list(range(at + 1, at + size + 1))
             at += size
             self._chunk(completion_chunk(" t" * size, ids, "length" if i == len(sizes) - 1 else None))
@@ -110,6 +121,19 @@ class _Engine(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def drift_factor(now: float) -> float:
+    """The host slow-down at wall-clock ``now`` (module docstring); 1.0 without ``SCRIPTED_ENGINE_DRIFT``."""
+    drift = os.environ.get("SCRIPTED_ENGINE_DRIFT")
+    if not drift:
+        return 1.0
+    t = now - float(os.environ.get("SCRIPTED_ENGINE_EPOCH", "0"))
+    kind, _, arg = drift.partition(":")
+    if kind == "linear":
+        return 1.0 + float(arg) * max(t, 0.0)
+    factor, _, at = arg.partition("@")
+    return float(factor) if t >= float(at) else 1.0
 
 
 def main(argv: list[str]) -> int:
@@ -124,6 +148,8 @@ def main(argv: list[str]) -> int:
     _Engine.model = args.served_model_name or args.model
     _Engine.k = int(spec["num_speculative_tokens"]) if spec else 0
     _Engine.step_s = float(os.environ.get("SCRIPTED_ENGINE_STEP_S", "0.01"))
+    _Engine.jitter_sd = float(os.environ.get("SCRIPTED_ENGINE_JITTER", "0"))
+    _Engine.jitter = random.Random(int(args.port))
     shown = (f"SpeculativeConfig(method='{spec.get('method')}', num_spec_tokens={_Engine.k})" if spec else "None")
     print(f"Initializing an LLM engine (v{VERSION}) with config: model={args.model!r}, "
           f"speculative_config={shown}", flush=True)
