@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.metricnames import OLDER_NAMES
@@ -43,8 +44,6 @@ REQUEST_SUCCESS = "vllm:request_success_total"
 TOKEN_TOLERANCE = 0.01
 #: above this fraction of the plain server's KV-cache tokens lost, the card notes it (declared limit or not)
 KV_LOSS_NOTE = 0.10
-#: methods that may propose fewer than K tokens per draft (lookup of the text: a match can be short)
-ADAPTIVE_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
 #: a user's proposer class (vLLM 0.22+): nothing holds its drafts at K
 SELF_DECLARED_METHODS = frozenset({"custom_class"})
 _OLD = {old: new for new, olds in OLDER_NAMES.items() for old in olds}
@@ -163,14 +162,14 @@ def k_variable(spec_config: Mapping[str, Any]) -> str | None:
     """Why the declared speculative config does not hold every draft at K tokens (a phrase), or None when
     K is fixed: ``enable_adaptive_verification`` on (vLLM 0.28+), a ``num_speculative_tokens_per_batch_size``
     schedule (0.24+; K follows the batch, which moves within a cell), a lookup method
-    (:data:`ADAPTIVE_METHODS`: a match in the text can be shorter than K) or a user proposer class
+    (:data:`~loadgen.profile.pair.LOOKUP_METHODS`: a match in the text can be shorter than K) or a user proposer class
     (:data:`SELF_DECLARED_METHODS`). Key ranges: ``profile/fields.py``."""
     method = spec_config.get("method")
     if spec_config.get("enable_adaptive_verification"):
         return "enable_adaptive_verification = true"
     if spec_config.get("num_speculative_tokens_per_batch_size"):
         return "num_speculative_tokens_per_batch_size sets K per batch size"
-    if method in ADAPTIVE_METHODS:
+    if method in LOOKUP_METHODS:
         return f"{method} proposes only the matches it finds"
     if method in SELF_DECLARED_METHODS:
         return f"{method}: the proposer decides its draft lengths"

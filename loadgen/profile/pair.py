@@ -31,14 +31,25 @@ def k_at(speculative: Mapping[str, Any], batch: int) -> int:
     of ``[low, high, K]``, bounds inclusive, K = 0 off; vLLM 0.24+, measure/ranking.k_schedule writes it)
     says 0; else that range's K, else ``num_speculative_tokens``. A batch no range holds keeps the declared
     K (nothing in the config switches it off). Malformed entries are skipped (check/ reports them)."""
-    limit = speculative.get("disable_by_batch_size")
-    if isinstance(limit, int) and not isinstance(limit, bool) and batch >= limit:
+    if _disabled_at(speculative, batch):
         return 0
+    row = _schedule_row(speculative, batch)
+    return int(row[2]) if row is not None else int(speculative.get("num_speculative_tokens") or 0)
+
+
+def _disabled_at(speculative: Mapping[str, Any], batch: int) -> int | None:
+    """``disable_by_batch_size`` when it switches speculation off at ``batch`` running requests, else None."""
+    limit = speculative.get("disable_by_batch_size")
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and batch >= limit else None
+
+
+def _schedule_row(speculative: Mapping[str, Any], batch: int) -> tuple[int, int, int] | None:
+    """The well-formed ``[low, high, K]`` range of the per-batch-size schedule holding ``batch``, else None."""
     for row in speculative.get(SCHEDULE_KEY) or ():
         if (isinstance(row, (list, tuple)) and len(row) == 3 and all(isinstance(x, int) for x in row)
                 and row[0] <= batch <= row[1]):
-            return int(row[2])
-    return int(speculative.get("num_speculative_tokens") or 0)
+            return int(row[0]), int(row[1]), int(row[2])
+    return None
 
 
 def speculation_on_at(speculative: Mapping[str, Any], concurrency: int, open_loop: bool = False) -> bool:
@@ -53,11 +64,9 @@ def speculation_on_at(speculative: Mapping[str, Any], concurrency: int, open_loo
 def off_reason(speculative: Mapping[str, Any], concurrency: int) -> str:
     """Which declared key switches speculation off at ``concurrency`` running requests, with its numbers
     (one phrase, for a card note)."""
-    limit = speculative.get("disable_by_batch_size")
-    if isinstance(limit, int) and not isinstance(limit, bool) and concurrency >= limit:
+    if (limit := _disabled_at(speculative, concurrency)) is not None:
         return f"disable_by_batch_size = {limit} <= {concurrency} running requests"
-    row = next((r for r in speculative.get(SCHEDULE_KEY) or () if isinstance(r, (list, tuple)) and len(r) == 3
-                and r[0] <= concurrency <= r[1]), None)
+    row = _schedule_row(speculative, concurrency)
     return (f"{SCHEDULE_KEY} gives K = 0 for batch sizes {row[0]}-{row[1]}" if row is not None
             else "num_speculative_tokens = 0")
 

@@ -16,15 +16,12 @@ from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_
 from loadgen.measure.faults import categories, over_budget
 from loadgen.measure.metrics import ClientUse, MeasuredRequest
 from loadgen.profile.cells import CellSpec, speculates
-from loadgen.profile.pair import Pair
+from loadgen.profile.pair import LOOKUP_METHODS, Pair
 from loadgen.prom import deltas
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.scrape import server_histograms
 from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import CellLine
-
-#: Draft-free methods that propose only where the text repeats itself: no draft in a cell is possible.
-LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from loadgen.serve.resources import with_nvml
+
 #: NVML clock-event reasons (nvmlClocksEventReasons, formerly throttle reasons; nvml.h) by bit.
 THROTTLE_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
                     0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
@@ -39,21 +41,7 @@ def _device(pynvml: Any, index: int) -> dict[str, Any]:
 
 
 def _gpus() -> list[dict[str, Any]]:
-    try:
-        import pynvml
-    except ImportError:
-        return []
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return []
-    try:
-        return [_device(pynvml, i) for i in range(pynvml.nvmlDeviceGetCount())]
-    except pynvml.NVMLError:
-        return []
-    finally:
-        with contextlib.suppress(pynvml.NVMLError):
-            pynvml.nvmlShutdown()
+    return with_nvml(lambda nv: [_device(nv, i) for i in range(nv.nvmlDeviceGetCount())]) or []
 
 
 def _cpu_times() -> dict[str, float] | None:

@@ -32,7 +32,7 @@ SETTLE_S, SETTLE_POLL_S, SETTLE_SLACK = 30.0, 0.5, 64 * 2**20
 NOT_MEASURED = "not measured (no NVML: no NVIDIA driver, GPU or nvidia-ml-py)"
 
 
-def _nvml(read: Callable[[Any], T]) -> T | None:
+def with_nvml(read: Callable[[Any], T]) -> T | None:
     """``read(pynvml)`` between nvmlInit and nvmlShutdown; None without nvidia-ml-py, a driver or a GPU
     (or on any NVML error: a figure not read, never a failed run)."""
     try:
@@ -119,7 +119,7 @@ def gpu_memory(pids: Iterable[int]) -> dict[str, Any] | None:
                                 "used_by_pids_bytes": used})
                 total += used
         return None if listed and not devices else {"bytes": total, "devices": devices}
-    return _nvml(read)
+    return with_nvml(read)
 
 
 def kv_capacity_tokens(cache_info: Mapping[str, str]) -> int | None:
@@ -204,7 +204,7 @@ def hardware() -> dict[str, Any]:
             gpus.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
                          "memory_bytes": int(nv.nvmlDeviceGetMemoryInfo(handle).total)})
         return gpus
-    gpus = _nvml(read) or []
+    gpus = with_nvml(read) or []
     return {"cpu_model": cpu_model, "cpu_cores": psutil.cpu_count(logical=True),
             "memory_bytes": psutil.virtual_memory().total, "gpus": gpus}
 
@@ -215,7 +215,7 @@ def gpu_free_share() -> float | None:
     def read(nv: Any) -> float | None:
         infos = [nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(nv.nvmlDeviceGetCount())]
         return min((int(x.free) / int(x.total) for x in infos), default=None)
-    return _nvml(read)
+    return with_nvml(read)
 
 
 def host_available_bytes() -> int:
@@ -236,7 +236,7 @@ def pid_listening_on(port: int) -> int | None:
 def gpu_used() -> list[int] | None:
     """Memory used on each visible device now (bytes, NVML ``nvmlDeviceGetMemoryInfo.used``, in device order;
     every process's, loadgen's servers and others alike); None without NVML."""
-    return _nvml(lambda nv: [int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used)
+    return with_nvml(lambda nv: [int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used)
                              for i in range(nv.nvmlDeviceGetCount())])
 
 
@@ -251,7 +251,7 @@ def gpu_holders(ours: Iterable[int]) -> list[dict[str, Any]]:
                 for i in range(nv.nvmlDeviceGetCount())
                 for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))
                 if p.pid not in mine]
-    found = _nvml(read) or []
+    found = with_nvml(read) or []
     for holder in found:
         holder["name"] = None
         with contextlib.suppress(psutil.Error):
