@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadgen import cli
+from loadgen.cli import commands as cli
 from loadgen.cli import main
 from loadgen.errors import CriteriaFailed
 from tests.profile.test_pairfile import BASE
