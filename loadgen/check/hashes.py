@@ -35,7 +35,9 @@ def model_hashes(model: ModelRef) -> dict[str, Any]:
     Returns ``{"model", "revision", "local": bool, "files": {name: sha256}, "content_sha256"}``; a hub id
     (not a local directory) gets ``local: False`` and no files. A head whose config.json declares a reduced
     ``draft_vocab_size`` (an EAGLE-3 head with a ``d2t``/``t2d`` mapping, check/headvocab.py) also gets
-    ``"draft_vocab_size"`` (tokens), which the card prints beside the draft.
+    ``"draft_vocab_size"`` (tokens), which the card prints beside the draft. A folder whose build marker
+    (``.build-complete.json``, written by scripts/build_demo_models.py and scripts/widen_target.py) holds a
+    ``"summary"`` string gets it as ``"build"``: what the model is and how it was checked, for the card.
     """
     root = Path(model.model)
     out: dict[str, Any] = {"model": model.model, "revision": model.revision, "local": root.is_dir()}
@@ -51,4 +53,15 @@ def model_hashes(model: ModelRef) -> dict[str, Any]:
         reduced = None
     if isinstance(reduced, int) and not isinstance(reduced, bool):
         out["draft_vocab_size"] = reduced
+    summary = _build_summary(root / ".build-complete.json")
+    if summary:
+        out["build"] = summary
     return out
+
+
+def _build_summary(marker: Path) -> str | None:
+    try:
+        summary = json.loads(marker.read_text()).get("summary")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return summary if isinstance(summary, str) and summary else None

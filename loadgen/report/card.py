@@ -161,7 +161,8 @@ def _model_line(label: str, model: dict[str, Any] | None) -> str:
         return f"- **{label}**: none"
     pin = model.get("content_sha256") or model.get("revision") or "unpinned"
     vocab = f"; draft vocabulary {model['draft_vocab_size']} tokens" if model.get("draft_vocab_size") else ""
-    return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`{vocab})"
+    build = f"; {model['build']}" if model.get("build") else ""
+    return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`{vocab}){build}"
 
 
 def _cell_table(cell: dict[str, Any]) -> list[str]:

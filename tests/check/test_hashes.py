@@ -1,0 +1,33 @@
+"""check/hashes.py: every file of a local model is hashed (dot files left out), and a build marker's
+``summary`` (scripts/widen_target.py, scripts/verify_widened.py) reaches the protocol record and the card."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from loadgen.check.hashes import model_hashes
+from loadgen.profile.pair import ModelRef
+from loadgen.report.card import _model_line
+
+
+def test_the_build_summary_rides_with_the_hashes_to_the_card_line(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    summary = "widened from m to 7.18 B parameters; logprobs within 0.05 of the source"
+    (tmp_path / ".build-complete.json").write_text(json.dumps({"recipe": {}, "summary": summary}))
+    hashes = model_hashes(ModelRef(str(tmp_path)))
+    assert hashes["files"] == {"config.json": hashlib.sha256(b"{}").hexdigest(),
+                               "model.safetensors": hashlib.sha256(b"weights").hexdigest()}
+    assert hashes["build"] == summary
+    assert _model_line("target", hashes).endswith(f"`{hashes['content_sha256']}`); {summary}")
+
+
+def test_no_marker_or_no_summary_adds_nothing(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    assert "build" not in model_hashes(ModelRef(str(tmp_path)))
+    (tmp_path / ".build-complete.json").write_text(json.dumps({"recipe": {"version": 1}}))
+    assert "build" not in model_hashes(ModelRef(str(tmp_path)))
+    (tmp_path / ".build-complete.json").write_text("not json")
+    assert "build" not in model_hashes(ModelRef(str(tmp_path)))
