@@ -20,42 +20,24 @@ import pytest
 
 from loadgen.fleet.flow import run_fleet
 from loadgen.report.rundir import read_jsonl
-from loadgen.report.runlock import LOCK_NAME, FolderBusy, locked
+from loadgen.report.runlock import LOCK_NAME, FolderBusy
+from loadgen.run import flow
 from loadgen.run.flow import resume_compare
 from loadgen.run.sweep import SweepOptions, run_sweep
+from tests.support.fakerun import cell, run_folder
+from tests.support.lockholder import hold
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
-
-#: Takes the lock of argv[1], says so, then sleeps (or, with argv[2] == "die", is SIGKILLed while holding it).
-HOLDER = """import os, signal, sys, time
-from pathlib import Path
-from loadgen.report.runlock import locked
-with locked(Path(sys.argv[1]), print):
-    print("held", flush=True)
-    if sys.argv[2:] == ["die"]:
-        os.kill(os.getpid(), signal.SIGKILL)
-    time.sleep(60)
-"""
 
 
 def _env() -> dict[str, str]:
     return os.environ | {"PYTHONPATH": str(REPO)}
 
 
-def _hold(folder: Path, die: bool = False) -> subprocess.Popen[str]:
-    """A real process holding ``folder``'s lock (or one killed while holding it: gone when this returns)."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder), *(["die"] if die else [])],
-                            stdout=subprocess.PIPE, text=True, env=_env())
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    if die:
-        proc.wait(timeout=10)
-    return proc
-
-
 @pytest.fixture
 def holder(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     folder = tmp_path / "held"
     folder.mkdir()
-    proc = _hold(folder)
+    proc = hold(folder)
     yield folder, proc
     proc.kill()
     proc.wait(timeout=10)
@@ -139,20 +121,23 @@ def test_a_second_process_on_a_run_folder_is_refused_and_the_first_card_is_compl
     assert "Status: **complete**" in (run_dir / "card.md").read_text()
 
 
-def test_a_lock_left_by_a_killed_process_is_taken_over_with_one_note(tmp_path: Path) -> None:
-    folder = tmp_path / "run"
-    folder.mkdir()
-    dead = _hold(folder, die=True)
+def test_a_lock_left_by_a_killed_process_is_taken_over_with_one_note(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    _, folder = run_folder(tmp_path, [cell(1, 2, "a")])
+    dead = hold(folder, die=True)
     assert dead.returncode == -signal.SIGKILL and json.loads((folder / LOCK_NAME).read_text())["pid"] == dead.pid
-    notes: list[str] = []
-    with locked(folder, notes.append) as me:
-        assert me.pid == os.getpid()
-        assert json.loads((folder / LOCK_NAME).read_text())["pid"] == os.getpid()
-    assert len(notes) == 1 and f"took over the lock of pid {dead.pid} " in notes[0] and "ended without" in notes[0]
-    assert not (folder / LOCK_NAME).exists()  # released: the next holder takes it without a note
-    with locked(folder, notes.append):
-        pass
-    assert len(notes) == 1
+    held_by: list[int] = []
+    monkeypatch.setattr(flow, "execute_run", lambda rd, *a, **k: held_by.append(
+        json.loads((rd / LOCK_NAME).read_text())["pid"]))
+    lines: list[str] = []
+    flow.resume_compare(folder, log=lines.append)
+    assert held_by == [os.getpid()]  # the resume measured holding the lock it took over
+    assert lines[0].startswith(f"{folder}: took over the lock of pid {dead.pid} on {socket.gethostname()}, started ")
+    assert lines[0].endswith("which ended without releasing it") and lines[1].startswith(f"resuming {folder}: ")
+    assert len(lines) == 2 and not (folder / LOCK_NAME).exists()  # released: the next holder takes it quietly
+    lines.clear()
+    flow.resume_compare(folder, log=lines.append)
+    assert len(lines) == 1 and lines[0].startswith("resuming ")
 
 
 def test_a_held_folder_is_refused_before_anything_is_read_or_rewritten(
