@@ -116,3 +116,16 @@ def test_a_run_refused_before_measuring_leaves_only_its_plan_and_a_refused_marke
     assert f"{run_dir} was refused before measuring (" in report.output
     assert f"run `loadgen compare --resume {run_dir}`" in report.output
     assert not (run_dir / "card.json").exists()
+
+
+def test_report_of_a_refused_sweep_exits_2_and_names_sweep_resume(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep-20260101T000000Z"
+    (sweep / "candidates").mkdir(parents=True)
+    (sweep / "sweep.toml").write_text('name = "s"\n')
+    _write(sweep / "refused.json", {"reason": "plain server: connection refused at http://h:1", "exit_code": 1,
+                                    "refused_utc": "2026-01-01T00:00:00+00:00"})
+    result = CliRunner().invoke(main, ["report", str(sweep)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "(plain server: connection refused at http://h:1)" in result.output
+    assert f"run `loadgen sweep --resume {sweep}`" in result.output
+    assert sorted(p.name for p in sweep.iterdir()) == ["candidates", "refused.json", "sweep.toml"]

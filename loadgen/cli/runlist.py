@@ -22,7 +22,7 @@ import click
 
 from loadgen.cli.commands import _handles_errors
 from loadgen.errors import BadInput
-from loadgen.report.refused import read_refusal
+from loadgen.report.refused import no_card_for_refused, read_refusal
 from loadgen.report.rundir import read_json
 from loadgen.report.runlock import LOCK_NAME, Holder, locked
 from loadgen.run.closing import STOPPED
@@ -142,6 +142,8 @@ def runs(pair: str | None, runs_dir: Path) -> None:
 
 def report_locked(run_dir: Path, log: Any = click.echo) -> Any:
     """``loadgen report RUN_DIR``'s writing, with the folder's lock held (a sweep folder: report_sweep;
-    else the card, returned). Raises FolderBusy (exit 2) while another process measures the folder."""
+    else the card, returned). Raises FolderBusy (exit 2) while another process measures the folder, BadInput
+    for a folder refused before measuring (report/refused.py)."""
+    no_card_for_refused(run_dir)
     with locked(run_dir, log):
         return report_sweep(run_dir, log) if (run_dir / "sweep.toml").is_file() else finish_card(run_dir, log)
