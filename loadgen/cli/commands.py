@@ -258,9 +258,9 @@ def _print_fleet_card(fleet_dir: Path, card: Path) -> None:
 @_handles_errors
 def fleet_report(fleet_dir: Path) -> None:
     """Merge the run folders of FLEET_DIR into the fleet card (fleet.json, fleet.md)."""
-    from loadgen.fleet.fleetcard import write_fleet_card
+    from loadgen.cli.runlist import fleet_card_locked  # holds the folder's lock while it writes
 
-    _print_fleet_card(fleet_dir, write_fleet_card(fleet_dir))
+    _print_fleet_card(fleet_dir, fleet_card_locked(fleet_dir))
 
 
 @main.command()

@@ -1,5 +1,6 @@
 """``loadgen runs [PAIR]``: the run, sweep and fleet folders under ``--runs-dir``, one line each with its
-status and verdict; and ``loadgen report`` holding the folder's lock (report/runlock.py) while it writes.
+status and verdict; and ``loadgen report`` and ``loadgen fleet report`` holding the folder's lock
+(report/runlock.py) while they write.
 
 Where folders are (README.md, "One process per folder"): run folders ``RUNS/<pair>/<timestamp>/``
 (protocol.json), sweep folders ``RUNS/<pair>/sweep-<timestamp>/`` (sweep.toml; their candidates' folders
@@ -25,12 +26,9 @@ from loadgen.errors import BadInput
 from loadgen.report.refused import no_card_for_refused, read_refusal
 from loadgen.report.rundir import read_json
 from loadgen.report.runlock import LOCK_NAME, Holder, locked
-from loadgen.run.closing import STOPPED
-from loadgen.run.flow import finish_card
-from loadgen.run.sweep import report_sweep
 
-#: The failures a run may be resumed after without fixing anything (status.json ``failure``).
-RESUMABLE = (STOPPED, "interrupted (Ctrl-C or SIGTERM)")
+#: A run's failure (status.json) when it was stopped by Ctrl-C or SIGTERM: resumed without fixing anything.
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
 STATUSES = ("running", "refused", "complete", "partial", "failed")
 
 
@@ -63,12 +61,14 @@ def _holder(folder: Path) -> Holder | None:
 
 def run_status(status: dict[str, Any] | None) -> tuple[str, str | None]:
     """(status, failure) of a run or sweep folder from its status.json (None: killed before it was written)."""
+    from loadgen.run.closing import STOPPED  # imported when used: the CLI starts without the run layer
+
     if not isinstance(status, dict):
         return "partial", STOPPED
     if status.get("complete"):
         return "complete", None
     failure = status.get("failure")
-    return ("partial" if failure in RESUMABLE or failure is None else "failed"), failure
+    return ("partial" if failure in (STOPPED, INTERRUPTED) or failure is None else "failed"), failure
 
 
 def _run_entry(folder: Path, kind: str) -> RunEntry:
@@ -144,6 +144,18 @@ def report_locked(run_dir: Path, log: Any = click.echo) -> Any:
     """``loadgen report RUN_DIR``'s writing, with the folder's lock held (a sweep folder: report_sweep;
     else the card, returned). Raises FolderBusy (exit 2) while another process measures the folder, BadInput
     for a folder refused before measuring (report/refused.py)."""
+    from loadgen.run.flow import finish_card
+    from loadgen.run.sweep import report_sweep
+
     no_card_for_refused(run_dir)
     with locked(run_dir, log):
         return report_sweep(run_dir, log) if (run_dir / "sweep.toml").is_file() else finish_card(run_dir, log)
+
+
+def fleet_card_locked(fleet_dir: Path) -> Path:
+    """``loadgen fleet report DIR``: the fleet card written with the folder's lock held; its path. Raises
+    FolderBusy (exit 2) while a ``loadgen fleet run`` holds the folder."""
+    from loadgen.fleet.fleetcard import write_fleet_card
+
+    with locked(fleet_dir, click.echo):
+        return write_fleet_card(fleet_dir)

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from loadgen.cli import main
 from loadgen.fleet.flow import run_fleet
 from loadgen.report.rundir import read_jsonl
 from loadgen.report.runlock import LOCK_NAME, FolderBusy
@@ -165,3 +167,8 @@ def test_a_sweep_folder_lock_covers_its_arms_and_a_fleet_is_locked_before_ray(
     with pytest.raises(FolderBusy, match=f"is in use by pid {proc.pid} "):  # no cluster at that address: not tried
         run_fleet(None, "127.0.0.1:9", lambda _: None, resume=folder)
     assert time.monotonic() - t0 < 2
+    for command in (["report", str(folder)], ["fleet", "report", str(folder)]):  # nor is a card written into it
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        assert f"{folder} is in use by pid {proc.pid} " in result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["cand", LOCK_NAME, "sweep.toml"]
