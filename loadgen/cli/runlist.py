@@ -25,7 +25,7 @@ from loadgen.cli.commands import _handles_errors
 from loadgen.errors import BadInput
 from loadgen.report.refused import no_card_for_refused, read_refusal
 from loadgen.report.rundir import read_json
-from loadgen.report.runlock import LOCK_NAME, Holder, locked
+from loadgen.report.runlock import locked, probe
 
 #: A run's failure (status.json) when it was stopped by Ctrl-C or SIGTERM: resumed without fixing anything.
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
@@ -53,10 +53,13 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _holder(folder: Path) -> Holder | None:
-    path = folder / LOCK_NAME
-    holder = Holder.parse(path.read_text(errors="replace")) if path.is_file() else None
-    return holder if holder is not None and holder.alive() else None
+def _running(folder: Path, kind: str) -> RunEntry | None:
+    """The entry of a folder a process holds now (report/runlock.py ``probe``), else None."""
+    held, holder = probe(folder)
+    if not held:
+        return None
+    return RunEntry(kind, folder, "running", f"held by pid {holder.pid} since {holder.started_utc}" if holder
+                    else "held by a process starting now")
 
 
 def run_status(status: dict[str, Any] | None) -> tuple[str, str | None]:
@@ -72,8 +75,8 @@ def run_status(status: dict[str, Any] | None) -> tuple[str, str | None]:
 
 
 def _run_entry(folder: Path, kind: str) -> RunEntry:
-    if (holder := _holder(folder)) is not None:
-        return RunEntry(kind, folder, "running", f"held by pid {holder.pid} since {holder.started_utc}")
+    if (running := _running(folder, kind)) is not None:
+        return running
     if (refusal := read_refusal(folder)) is not None:
         return RunEntry(kind, folder, "refused", refusal.reason)
     status, failure = run_status(_json(folder / "status.json"))
@@ -89,8 +92,8 @@ def _run_entry(folder: Path, kind: str) -> RunEntry:
 
 
 def _fleet_entry(folder: Path) -> RunEntry:
-    if (holder := _holder(folder)) is not None:
-        return RunEntry("fleet", folder, "running", f"held by pid {holder.pid} since {holder.started_utc}")
+    if (running := _running(folder, "fleet")) is not None:
+        return running
     tasks = [t for t in ((_json(folder / "tasks.json") or {}).get("tasks") or []) if isinstance(t, dict)]
     states = [t.get("status") for t in tasks]
     status = ("complete" if tasks and all(s == "done" for s in states) else

@@ -21,6 +21,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -63,18 +64,6 @@ class Holder:
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}, started {self.started_utc}: `{self.command}`"
 
-    def alive(self) -> bool:
-        """Whether the process still runs (only knowable on this host; another host's counts as alive)."""
-        if self.host != socket.gethostname():
-            return True
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
 
 def busy(folder: Path, holder: Holder | None) -> FolderBusy:
     """The error for a folder held by ``holder`` (None: a holder whose record is not written yet)."""
@@ -83,17 +72,44 @@ def busy(folder: Path, holder: Holder | None) -> FolderBusy:
                       f"{holder.pid if holder else 'PID'}), then run again")
 
 
-def _outer_holder(folder: Path) -> tuple[Path, Holder] | None:
-    """The nearest folder above ``folder`` whose lock file names a live holder other than this process."""
+def probe(folder: Path) -> tuple[bool, Holder | None]:
+    """Whether ``folder``'s lock is held now (a shared flock tried on its lock file and let go at once: the
+    kernel's answer, not the pid's), and the holder the file names (None: no file, or no record yet)."""
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return False, None
+    try:
+        holder = Holder.parse(os.pread(fd, 4096, 0).decode(errors="replace"))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True, holder
+        return False, holder
+    finally:
+        os.close(fd)
+
+
+def _outer_holder(folder: Path) -> tuple[Path, Holder | None] | None:
+    """The nearest folder above ``folder`` that another process holds, with its holder."""
     for parent in folder.resolve().parents:
-        lock = parent / LOCK_NAME
-        if not lock.is_file():
-            continue
-        with contextlib.suppress(OSError):
-            holder = Holder.parse(lock.read_text())
-            if holder is not None and holder.pid != os.getpid() and holder.alive():
-                return parent, holder
+        held, holder = probe(parent)
+        if held and (holder is None or holder.pid != os.getpid()):
+            return parent, holder
     return None
+
+
+def _try_flock(fd: int, tries: int = 3) -> bool:
+    """Take the exclusive flock of ``fd`` without waiting on a holder: a few tries 50 ms apart, so that a
+    :func:`probe` of another process, which holds a shared flock for an instant, is not taken for one."""
+    for i in range(tries):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if i + 1 < tries:
+                time.sleep(0.05)
+    return False
 
 
 def _open_locked(folder: Path) -> tuple[int, Holder | None]:
@@ -106,12 +122,10 @@ def _open_locked(folder: Path) -> tuple[int, Holder | None]:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise unwritable(path, exc) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _try_flock(fd):
             text = os.pread(fd, 4096, 0).decode(errors="replace")
             os.close(fd)
-            raise busy(folder, Holder.parse(text)) from None
+            raise busy(folder, Holder.parse(text))
         try:
             same = os.fstat(fd).st_ino == os.stat(path).st_ino
         except FileNotFoundError:
