@@ -1,4 +1,4 @@
-"""Command line: ``loadgen check|compare|sweep|report|diff|fleet|pairs``.
+"""Command line: ``loadgen check|compare|sweep|report|diff|fleet|pairs`` (``runs``: cli/runlist.py).
 
 Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit code (0 done, 1 run failed,
 2 bad input, 3 criteria failed); they are printed as one line, never as a traceback.
@@ -258,9 +258,9 @@ def _print_fleet_card(fleet_dir: Path, card: Path) -> None:
 @_handles_errors
 def fleet_report(fleet_dir: Path) -> None:
     """Merge the run folders of FLEET_DIR into the fleet card (fleet.json, fleet.md)."""
-    from loadgen.fleet.fleetcard import write_fleet_card
+    from loadgen.cli.runlist import fleet_card_locked  # holds the folder's lock while it writes
 
-    _print_fleet_card(fleet_dir, write_fleet_card(fleet_dir))
+    _print_fleet_card(fleet_dir, fleet_card_locked(fleet_dir))
 
 
 @main.command()
@@ -268,12 +268,11 @@ def fleet_report(fleet_dir: Path) -> None:
 @_handles_errors
 def report(run_dir: Path) -> None:
     """Re-render RUN_DIR's card.json, card.md from its saved data alone (a sweep folder: each card, then sweep.md)."""
-    from loadgen.run.flow import finish_card
-    from loadgen.run.sweep import report_sweep
+    from loadgen.cli.runlist import report_locked  # holds the folder's lock while it writes
 
-    if (run_dir / "sweep.toml").is_file():
-        return report_sweep(run_dir, click.echo)
-    print_summary(finish_card(run_dir))
+    if (card := report_locked(run_dir)) is None:  # a sweep folder: report_sweep has said everything
+        return
+    print_summary(card)
     click.echo(f"card: {run_dir / 'card.md'}")
 
 

@@ -9,6 +9,7 @@ are not done (fleet/tasks.py ``to_rerun``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import signal
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from loadgen.fleet.nodes import FleetNode, alive_nodes, has_gpu
 from loadgen.fleet.nodetask import TaskSpec, run_on_node
 from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path
 from loadgen.report.rundir import write_text
+from loadgen.report.runlock import locked
 
 Log = Callable[[str], None]
 
@@ -55,9 +57,12 @@ def resume_command(fleet_dir: Path, ray_address: str | None) -> str:
     return f"loadgen fleet run --resume {fleet_dir}{where}"
 
 
-def _new_fleet_dir(fleet: FleetFile, out: Path | None, runs_dir: Path) -> Path:
+def _new_fleet_dir(fleet: FleetFile, out: Path | None, runs_dir: Path, held: contextlib.ExitStack, log: Log) -> Path:
+    """Create the fleet folder and take its lock (``held`` keeps it) before anything is written in it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     fleet_dir = out if out is not None else runs_dir / f"fleet-{fleet.name}-{stamp}"
+    fleet_dir.mkdir(parents=True, exist_ok=True)
+    held.enter_context(locked(fleet_dir, log))
     if (fleet_dir / "tasks.json").exists():
         raise BadInput(f"{fleet_dir} already holds a fleet; continue it with --resume {fleet_dir} or pick a new --out")
     for sub in ("pairs", "runs", "logs"):
@@ -155,10 +160,20 @@ def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFi
 def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out: Path | None = None,
               runs_dir: Path = Path("runs"), resume: Path | None = None, reload_pairs: bool = False) -> FleetOutcome:
     """Run the fleet file (or continue the fleet folder ``resume``) on the Ray cluster at ``ray_address``
-    and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster; a resume
+    and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster, FolderBusy
+    (exit 2) when another process holds the fleet folder (report/runlock.py); a resume
     with nothing left to run only writes the card again (no cluster needed)."""
     if (fleet_file is None) == (resume is None):
         raise BadInput("give exactly one of FLEET.toml or --resume FLEET_DIR")
+    with contextlib.ExitStack() as held:  # the fleet folder's lock (report/runlock.py), to the card
+        if resume is not None:
+            held.enter_context(locked(resume, log))
+        return _run_held(fleet_file, ray_address, log, held, (out, runs_dir, resume, reload_pairs))
+
+
+def _run_held(fleet_file: Path | None, ray_address: str | None, log: Log, held: contextlib.ExitStack,
+              where: tuple[Path | None, Path, Path | None, bool]) -> FleetOutcome:
+    out, runs_dir, resume, reload_pairs = where
     if resume is not None:
         fleet, tasks, todo, changed = _resume_plan(resume, reload_pairs, log)
         fleet_dir, sources = resume, {}
@@ -174,7 +189,7 @@ def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out
         nodes = alive_nodes(ray.nodes())
         if resume is None:
             tasks = todo = runner.plan_fleet(fleet, nodes, sources)
-            fleet_dir = _new_fleet_dir(fleet, out, runs_dir)
+            fleet_dir = _new_fleet_dir(fleet, out, runs_dir, held, log)
             _save_sources(fleet_dir, sources)
         else:
             todo = _on_current_nodes(todo, nodes, fleet.gpu_resource)

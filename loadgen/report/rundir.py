@@ -26,13 +26,19 @@ from loadgen.util.schemas import CellLine
 
 
 def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path:
-    """Create and return ``root/<pair>/<YYYYmmddTHHMMSSZ>`` (a suffix is added if it exists)."""
+    """Create and return ``root/<pair>/<YYYYmmddTHHMMSSZ>`` (a suffix is added if it exists; created
+    exclusively, so two runs started in the same second get two folders)."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     base = root / pair_name / stamp
     path, n = base, 1
-    while path.exists():
-        path, n = base.with_name(f"{stamp}-{n}"), n + 1
     try:
+        base.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                path, n = base.with_name(f"{stamp}-{n}"), n + 1
         for sub in ("servers", "metrics"):
             (path / sub).mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -10,7 +10,7 @@ rewritten when blocks are added (run/sizing.py), so ``--protocol`` repeats it an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,17 +52,8 @@ class Session:
                           self.api_key)
 
     def preflight(self, slots: Sequence[Slot]) -> None:
-        """Check every attached server the slots use before any is measured (serve/attached.py)."""
-        used = {s.arm for s in slots}
-        specs = {a.server: (a, arm_specs.arm_spec(a, self.run_dir, self.api_key))
-                 for a in self.arms.values() if a.name in used}
-        checks = [(a, spec) for a, spec in specs.values() if spec.attach_url]
-        by_role = {spec.role: a for a, spec in checks}
-        workloads = {w.name: (w.name, w.input_tokens, w.output_tokens) for a, _ in checks for w in a.pair.workloads}
-        attached.preflight([spec for _, spec in checks],
-                           lambda role, snap: modeproof.prove_mode(mode_role(by_role[role]), snap,
-                                                                   by_role[role].pair.num_speculative_tokens),
-                           self.log, list(workloads.values()))
+        """Check every attached server the slots use before any is measured (:func:`check_attached`)."""
+        check_attached(self.arms, slots, self.run_dir, self.log, self.api_key)
 
     def run(self, slots: Sequence[Slot]) -> None:
         """Measure ``slots`` in order (module docstring). Raises what a cell or a server raises; the servers
@@ -86,6 +77,21 @@ class Session:
     def close(self) -> None:
         """Stop every server still open (records after load, teardown)."""
         self.bench.close_all()
+
+
+def check_attached(arms: Mapping[str, Arm], slots: Sequence[Slot], run_dir: Path, log: Log,
+                   api_key: str | None) -> None:
+    """Check every attached server ``slots`` use before any is measured (serve/attached.py ``preflight``);
+    writes nothing. Raises BadInput, ServerError or FallbackDetected as that does."""
+    used = {s.arm for s in slots}
+    specs = {a.server: (a, arm_specs.arm_spec(a, run_dir, api_key)) for a in arms.values() if a.name in used}
+    checks = [(a, spec) for a, spec in specs.values() if spec.attach_url]
+    by_role = {spec.role: a for a, spec in checks}
+    workloads = {w.name: (w.name, w.input_tokens, w.output_tokens) for a, _ in checks for w in a.pair.workloads}
+    attached.preflight([spec for _, spec in checks],
+                       lambda role, snap: modeproof.prove_mode(mode_role(by_role[role]), snap,
+                                                               by_role[role].pair.num_speculative_tokens),
+                       log, list(workloads.values()))
 
 
 def write_order(run_dir: Path, order: Sequence[Slot], extra: dict[str, Any] | None = None) -> None:

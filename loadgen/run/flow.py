@@ -21,6 +21,7 @@ from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
 from loadgen.profile.pair import Pair
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
+from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused, no_card_for_refused
 from loadgen.report.rundir import (
     JsonlAppender,
     copy_pair_file,
@@ -31,11 +32,12 @@ from loadgen.report.rundir import (
     write_json,
     write_text,
 )
+from loadgen.report.runlock import locked
 from loadgen.report.savedcard import refresh_saved_card, saved_only
 from loadgen.run.arms import Arm, build_arms, co_resident, describe
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
-from loadgen.run.execute import Session
+from loadgen.run.execute import Session, check_attached
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sizing import grow
@@ -113,16 +115,17 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     m = plan_measurement(pair, {"speculative": pair}, attach or {}, cells, order)
     run_dir = new_run_dir(runs_root, pair.name)
     log(f"run folder: {run_dir}")
-    prompts = unique_prompts(cells)
-    write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
-    copy_pair_file(pair.path, run_dir)
-    proto = protocol(pair, cells, prompts, probe_host()) | {"engine_version": engine_version,
-                                                            "attach": attached.record(attach or {})}
-    proto["design"] = proto["design"] | design_record(m)
-    write_json(run_dir / "protocol.json", proto)
-    write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
-    log(design_line(m))
-    execute_run(run_dir, m, log, observe, api_key, pair.name)
+    with locked(run_dir, log):
+        prompts = unique_prompts(cells)
+        write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
+        copy_pair_file(pair.path, run_dir)
+        proto = protocol(pair, cells, prompts, probe_host()) | {"engine_version": engine_version,
+                                                                "attach": attached.record(attach or {})}
+        proto["design"] = proto["design"] | design_record(m)
+        write_json(run_dir / "protocol.json", proto)
+        write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
+        log(design_line(m))
+        execute_run(run_dir, m, log, observe, api_key, pair.name)
     return run_dir
 
 
@@ -148,8 +151,15 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
     ``requests.partial.jsonl``, so nothing is deleted). A server with nothing left is not started. A run of
     older code (no recorded order) finishes in its own order: every plain cell, then every speculative one.
 
-    Raises ProfileError when ``run_dir`` cannot be replayed (see plan.replay_protocol).
+    Raises ProfileError when ``run_dir`` cannot be replayed (see plan.replay_protocol), FolderBusy (exit 2)
+    before anything is read or rewritten when another process holds ``run_dir`` (report/runlock.py).
     """
+    with locked(run_dir, log):
+        return _resume_locked(run_dir, log, attach, observe, api_key)
+
+
+def _resume_locked(run_dir: Path, log: Log, attach: dict[str, str] | None, observe: ObserveOptions | None,
+                   api_key: str | None) -> Path:
     pair, cells, order = replay_protocol(run_dir / "protocol.json")
     if order is None:
         order = [[role, c.workload, c.level.label, c.repetition] for role in ROLES for c in cells]
@@ -194,8 +204,15 @@ def execute_run(run_dir: Path, m: Measurement, log: Log, observe: ObserveOptions
                 name: str, write_card: Callable[[Path, Log], Any] | None = None) -> None:
     """Run ``m``'s slots (then size its cells, run/sizing.py) into ``run_dir``; always write the status and
     the card (``write_card``, default :func:`finish_card`)."""
+    try:  # before anything is written: a folder that never measured is marked refused (report/refused.py)
+        check_attached({a.name: a for a in m.arms}, m.slots, run_dir, log, api_key)
+    except LoadgenError as exc:
+        if mark_refused(run_dir, exc) is not None:
+            log(f"nothing measured; {run_dir} is marked refused ({REFUSED_NAME})")
+        raise
     status: dict[str, Any] = {"complete": False, "failure": None}
     open_status(run_dir)
+    clear_refusal(run_dir)
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(name, observe or ObserveOptions(progress=False), log)
     session = Session(run_dir, {a.name: a for a in m.arms}, m.co_resident, log, requests, cells_log, observers,
@@ -203,7 +220,6 @@ def execute_run(run_dir: Path, m: Measurement, log: Log, observe: ObserveOptions
     error: BaseException | None = None
     try:
         try:
-            session.preflight(m.slots)
             session.run(m.slots)
             if m.goal is not None:
                 why = grow(session, m.planned, [a.name for a in m.arms], m.metric, m.goal, m.deadline)
@@ -227,7 +243,9 @@ def execute_run(run_dir: Path, m: Measurement, log: Log, observe: ObserveOptions
 
 def finish_card(run_dir: Path, log: Log = print) -> Card:
     """(Re)build card.json, card.md and the plots from the run folder's saved data alone (without
-    requests.jsonl: from card.json's statistics, plots kept; savedcard.py)."""
+    requests.jsonl: from card.json's statistics, plots kept; savedcard.py). Raises BadInput for a folder
+    refused before measuring (report/refused.py)."""
+    no_card_for_refused(run_dir)
     saved = saved_only(run_dir)
     if saved:
         log(f"{run_dir} has no requests.jsonl: statistics kept from card.json, diagnosis and verdict recomputed")

@@ -15,6 +15,7 @@ re-renders with ``loadgen report``.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -34,6 +35,7 @@ from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.report.rundir import read_json, write_json, write_text
+from loadgen.report.runlock import locked
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweepdata import build_sweep_card
 from loadgen.run import flow
@@ -85,14 +87,17 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
     return name, candidates, pairs, version, findings
 
 
-def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path) -> Path:
+def _new_sweep_dir(runs_dir: Path, name: str) -> Path:
+    """Create ``runs_dir/<name>/sweep-<ts>`` (exclusively: a suffix is added if it exists) and return it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path, n = runs_dir / name / f"sweep-{stamp}", 1
-    while path.exists():
-        path, n = runs_dir / name / f"sweep-{stamp}-{n}", n + 1
-    path.mkdir(parents=True)
-    shutil.copyfile(sweep_file, path / "sweep.toml")
-    return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            path, n = runs_dir / name / f"sweep-{stamp}-{n}", n + 1
 
 
 def _require_sweep_dir(path: Path) -> None:
@@ -133,16 +138,28 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
         if _old_layout(resume):
             raise BadInput(f"{resume} was measured by older code (plain-before / plain-after phases) and cannot be "
                            f"resumed; `loadgen report {resume}` re-renders it, `loadgen sweep` measures it anew")
-        return _resume(resume, o, log)
+        with locked(resume, log):  # before anything is read or rewritten (report/runlock.py)
+            return _resume(resume, o, log)
     sweep_file = resolve_pair_path(pair or "", o.pairs_dir)
     attach = {"plain": o.attach_plain} if o.attach_plain else {}
-    with tempfile.TemporaryDirectory() as tmp:
-        name, candidates, pairs, version, findings = _load(sweep_file, Path(tmp) / "candidates", o, log)
-        first = pairs[candidates[0].name]
-        m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
-        announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
-        sweep_dir = _new_sweep_dir(o.runs_dir, name, sweep_file)
-        shutil.copytree(Path(tmp) / "candidates", sweep_dir / "candidates")
+    with contextlib.ExitStack() as held:
+        with tempfile.TemporaryDirectory() as tmp:
+            name, candidates, pairs, version, findings = _load(sweep_file, Path(tmp) / "candidates", o, log)
+            first = pairs[candidates[0].name]
+            m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
+            announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
+            sweep_dir = _new_sweep_dir(o.runs_dir, name)
+            held.enter_context(locked(sweep_dir, log))  # the sweep's lock covers its arms' folders
+            shutil.copyfile(sweep_file, sweep_dir / "sweep.toml")
+            shutil.copytree(Path(tmp) / "candidates", sweep_dir / "candidates")
+        return _start(sweep_dir, candidates, pairs, attach, (m, version, findings), o, log)
+
+
+def _start(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair], attach: dict[str, str],
+           planned: tuple[flow.Measurement, str | None, dict[str, Any]], o: SweepOptions, log: Log) -> Path:
+    """Measure the new sweep folder ``sweep_dir`` (its candidates' pair files written): ``planned`` holds the
+    measurement, the engine version and the checks' findings."""
+    m, version, findings = planned
     pairs = {n: load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir) for n in pairs}
     m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned)
     if o.budget_min is not None:

@@ -1,0 +1,131 @@
+"""``loadgen runs [PAIR]`` over hand-written run, sweep and fleet folders (and one a live process holds), and a
+run refused before measuring: marked ``refused.json`` with nothing else written, listed as refused, and
+``loadgen report`` on it exits 2 (report/refused.py, cli/runlist.py)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from loadgen.cli import main
+from loadgen.errors import ServerError
+from loadgen.profile.pairfile import load_pair
+from loadgen.run.flow import run_compare
+from tests.support.lockholder import hold
+from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
+
+
+def _write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def _run(root: Path, pair: str, stamp: str, status: dict[str, object] | None, verdict: str | None = None) -> Path:
+    folder = root / pair / stamp
+    _write(folder / "protocol.json", {"pair": pair})
+    if status is not None:
+        _write(folder / "status.json", status)
+    if verdict is not None:
+        _write(folder / "card.json", {"verdict": {"summary": verdict}})
+    return folder
+
+
+def test_runs_lists_every_folder_with_its_status_and_verdict(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    done = _run(runs, "a", "20260101T000000Z", {"complete": True, "failure": None}, "PASS: tpot_p50 0.61 <= 0.9")
+    cut = _run(runs, "a", "20260101T010000Z", {"complete": False, "failure": "interrupted (Ctrl-C or SIGTERM)"})
+    died = _run(runs, "a", "20260101T020000Z", {"complete": False, "failure": "plain server died (exit -9)"},
+                "INCONCLUSIVE: nothing measured")
+    killed = _run(runs, "a", "20260101T030000Z", None)  # killed before its status was written
+    refused = runs / "a" / "20260101T040000Z"
+    _write(refused / "refused.json", {"reason": "plain server: connection refused at http://h:1", "exit_code": 1,
+                                      "refused_utc": "2026-01-01T04:00:00+00:00"})
+    sweep = runs / "b" / "sweep-20260101T000000Z"
+    _write(sweep / "status.json", {"complete": True, "failure": None})
+    _write(sweep / "sweep.json", {"recommendation": {"lines": ["speculate with k2 at every level"]}})
+    (sweep / "sweep.toml").write_text('name = "b"\n')
+    _write(sweep / "k2" / "protocol.json", {})  # a candidate's folder: part of the sweep, not listed
+    fleet = runs / "fleet-f-20260101T000000Z"
+    _write(fleet / "tasks.json", {"tasks": [{"pair": "a", "status": "done", "exit_code": 3},
+                                            {"pair": "c", "status": "failed", "exit_code": 1}]})
+    live = _run(runs, "b", "20260101T050000Z", {"complete": False, "failure": "the run stopped"})
+    holder = hold(live)
+    try:
+        result = CliRunner().invoke(main, ["runs", "--runs-dir", str(runs)])
+        only_b = CliRunner().invoke(main, ["runs", "b", "--runs-dir", str(runs)])
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"complete  run   {done}  PASS: tpot_p50 0.61 <= 0.9",
+        f"partial   run   {cut}  no card (`loadgen report` writes it); stopped: interrupted (Ctrl-C or SIGTERM)",
+        f"failed    run   {died}  INCONCLUSIVE: nothing measured; stopped: plain server died (exit -9)",
+        f"partial   run   {killed}  no card (`loadgen report` writes it); stopped: the run stopped before it wrote "
+        "its status (killed, or its folder could not be written)",
+        f"refused   run   {refused}  plain server: connection refused at http://h:1",
+        f"running   run   {live}  held by pid {holder.pid} since " + result.output.split(" since ")[1].split("\n")[0],
+        f"complete  sweep {sweep}  speculate with k2 at every level",
+        f"failed    fleet {fleet}  1 of 2 tasks done, 1 failed their declared criteria",
+    ]
+    assert only_b.exit_code == 0 and [line.split()[2] for line in only_b.output.splitlines()] == [str(live), str(sweep)]
+    none = CliRunner().invoke(main, ["runs", "zz", "--runs-dir", str(runs)])
+    assert none.exit_code == 0 and none.output == f"no run folders of zz under {runs}\n"
+    missing = CliRunner().invoke(main, ["runs", "--runs-dir", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and missing.output.count("\n") == 1 and "pass --runs-dir DIR" in missing.output
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_run_refused_before_measuring_leaves_only_its_plan_and_a_refused_marker(tmp_path: Path) -> None:
+    (tmp_path / "workloads").mkdir()
+    (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
+    path = tmp_path / "refused.toml"
+    path.write_text(PAIR.format(name="refused", k=1, python=sys.executable, repo=REPO)
+                    + '[design]\nplacebo = "off"\n')
+    pair = load_pair(str(path), workloads_dir=tmp_path / "workloads")
+    plain, spec = f"http://127.0.0.1:{_closed_port()}", f"http://127.0.0.1:{_closed_port()}"
+    lines: list[str] = []
+    try:
+        run_compare(pair, tmp_path / "runs", log=lines.append, attach={"plain": plain, "speculative": spec},
+                    allow_unpinned=True)
+        raise AssertionError("an unreachable attached server was measured")
+    except ServerError as exc:
+        error = str(exc)
+    (run_dir,) = (tmp_path / "runs" / "refused").iterdir()
+    assert f"connection refused at {plain}" in error
+    marker = json.loads((run_dir / "refused.json").read_text())
+    assert marker["reason"] == error and marker["exit_code"] == 1
+    assert lines[-1] == f"nothing measured; {run_dir} is marked refused (refused.json)"
+    written = sorted(p.name for p in run_dir.iterdir())
+    assert written == ["checks.json", "metrics", "pair.toml", "prompts.jsonl", "protocol.json", "refused.json",
+                       "servers"]
+    assert not any((run_dir / "servers").iterdir()) and not any((run_dir / "metrics").iterdir())
+    listed = CliRunner().invoke(main, ["runs", "--runs-dir", str(tmp_path / "runs")])
+    assert listed.output == f"refused   run   {run_dir}  {error}\n"
+    report = CliRunner().invoke(main, ["report", str(run_dir)])
+    assert report.exit_code == 2 and report.output.count("\n") == 1
+    assert f"{run_dir} was refused before measuring (" in report.output
+    assert f"run `loadgen compare --resume {run_dir}`" in report.output
+    assert not (run_dir / "card.json").exists()
+
+
+def test_report_of_a_refused_sweep_exits_2_and_names_sweep_resume(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep-20260101T000000Z"
+    (sweep / "candidates").mkdir(parents=True)
+    (sweep / "sweep.toml").write_text('name = "s"\n')
+    _write(sweep / "refused.json", {"reason": "plain server: connection refused at http://h:1", "exit_code": 1,
+                                    "refused_utc": "2026-01-01T00:00:00+00:00"})
+    result = CliRunner().invoke(main, ["report", str(sweep)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "(plain server: connection refused at http://h:1)" in result.output
+    assert f"run `loadgen sweep --resume {sweep}`" in result.output
+    assert sorted(p.name for p in sweep.iterdir()) == ["candidates", "refused.json", "sweep.toml"]
