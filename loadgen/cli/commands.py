@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import click
 
 from loadgen.cli.diffcmd import Tolerance, run_diff
-from loadgen.errors import BadInput, CriteriaFailed, LoadgenError
+from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
+from loadgen.errors import BadInput, LoadgenError
 from loadgen.profile.pairfile import available_pairs, load_pair
 from loadgen.report.rundir import read_json
 from loadgen.report.summary import print_summary
@@ -181,8 +182,7 @@ def _verdict_exit(run_dir: Path) -> None:
     verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
     click.echo(f"card: {run_dir / 'card.md'}")
     if verdict and verdict.get("passed") is False:
-        click.echo("exit 3: the run finished and its verdict failed the criteria declared in the pair file")
-        raise CriteriaFailed("")
+        criteria_exit(RUN_FAILED)
 
 
 @main.command()
@@ -212,7 +212,8 @@ def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, history_dir
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     options = SweepOptions(runs_dir, budget_min, attach_plain, allow_unpinned, api_key,
                            history_dirs=tuple(history_dirs))
-    run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [api_key])), resume=resume_dir)
+    end_sweep(lambda: run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [api_key])),
+                                resume=resume_dir))
 
 
 @main.group()
