@@ -227,17 +227,21 @@ def test_loadgen_diff_of_a_sweep_folder_and_a_run_folder_names_what_to_pass(tmp_
                              "folder\n")
 
 
-@pytest.mark.parametrize(("card_json", "sweep_json"), [('{"cells": [{"level": "c1"}]}', None),
-                                                       (None, '{"candidates": [{"folder": "k1"}]}'),
-                                                       (None, "[]")])
-def test_loadgen_diff_of_a_card_or_sweep_json_of_the_wrong_shape_is_one_line_exit_2(
-        tmp_path: Path, card_json: str | None, sweep_json: str | None) -> None:
-    a = _sweep(tmp_path / "sa", {"k1": card({"c1": 0.9})})
-    b = _sweep(tmp_path / "sb", {"k1": card({"c1": 0.9})})
-    if card_json is not None:
-        (tmp_path / "sb" / "k1" / "card.json").write_text(card_json)
-    if sweep_json is not None:
-        (tmp_path / "sb" / "sweep.json").write_text(sweep_json)
+def test_loadgen_diff_of_a_card_whose_cells_have_the_wrong_shape_is_one_line_exit_2(tmp_path: Path) -> None:
+    a, b = _runs(tmp_path, card({"c1": 0.9}), card({"c1": 0.9}))
+    (tmp_path / "b" / "card.json").write_text('{"cells": [{"level": "c1"}]}')
     result = CliRunner().invoke(main, ["diff", a, b])
     assert result.exit_code == 2
-    assert result.output.count("\n") == 1 and result.output.startswith("loadgen: error: ")
+    assert result.output == (f"loadgen: error: {tmp_path / 'b' / 'card.json'} is not a loadgen card; run `loadgen "
+                             f"report {b}` to write it again\n")
+
+
+@pytest.mark.parametrize("sweep_json", ['{"candidates": [{"folder": "k1"}]}', "[]"])
+def test_loadgen_diff_of_a_sweep_json_without_candidates_is_one_line_exit_2(tmp_path: Path, sweep_json: str) -> None:
+    a = _sweep(tmp_path / "sa", {"k1": card({"c1": 0.9})})
+    b = _sweep(tmp_path / "sb", {"k1": card({"c1": 0.9})})
+    (tmp_path / "sb" / "sweep.json").write_text(sweep_json)
+    result = CliRunner().invoke(main, ["diff", a, b])
+    assert result.exit_code == 2
+    assert result.output == (f"loadgen: error: {tmp_path / 'sb' / 'sweep.json'} lists no candidates; run `loadgen "
+                             f"report {b}` to write it again\n")
