@@ -35,7 +35,7 @@ models: engine
 # models build. A finished run whose verdict fails its declared criteria ends make with status 0 after the
 # verdict, the first reason and the card's path; GATE=1 makes make fail on it (make's own status is 2 for any
 # failed recipe: a CI gate that needs loadgen's 3 calls .venv/bin/loadgen, README.md "The CI gate").
-NEEDS_MODELS := $(filter $(PAIR),$(DEMO_PAIRS))
+NEEDS_MODELS := $(filter $(basename $(notdir $(PAIR))),$(DEMO_PAIRS))
 GATE ?=
 
 # PAIR is a name in profiles/pairs/ or the path of a pair file (as loadgen takes it); anything else exits 2
@@ -57,7 +57,7 @@ compare:
 # unless GATE=1, as for compare.
 sweep:
 	$(CHECK_PAIR)
-	@$(MAKE) --no-print-directory -j2 install $(if $(filter demo-cpu-sweep,$(PAIR)),models)
+	@$(MAKE) --no-print-directory -j2 install $(if $(filter demo-cpu-sweep,$(basename $(notdir $(PAIR)))),models)
 	@$(LOADGEN) sweep $(PAIR) $(SWEEP_ARGS); $(GATE_EXIT)
 
 # A fleet file (profiles/fleets/, docs/fleet/README.md): every (pair x node) of the Ray cluster at
