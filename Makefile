@@ -33,26 +33,32 @@ models: engine
 
 # The two environments install side by side (-j2): loadgen's own while the engine's installs and the demo
 # models build. A finished run whose verdict fails its declared criteria ends make with status 0 after the
-# verdict, the first reason and the card's path; GATE=1 passes loadgen's exit 3 on (for CI gates).
-NEEDS_MODELS := $(filter $(PAIR),$(DEMO_PAIRS))
+# verdict, the first reason and the card's path; GATE=1 makes make fail on it (make's own status is 2 for any
+# failed recipe: a CI gate that needs loadgen's 3 calls .venv/bin/loadgen, README.md "The CI gate").
+NEEDS_MODELS := $(filter $(basename $(notdir $(PAIR))),$(DEMO_PAIRS))
 GATE ?=
 
+# PAIR is a name in profiles/pairs/ or the path of a pair file (as loadgen takes it); anything else exits 2
+# before the install, naming it as the name or the path it is.
+CHECK_PAIR = @if [ -f '$(PAIR)' ] || [ -f 'profiles/pairs/$(PAIR).toml' ]; then :; \
+	elif case '$(PAIR)' in */*|*.toml) true;; *) false;; esac; then echo "no pair file $(PAIR); pass PAIR=<name> or the path of an existing .toml file" >&2; exit 2; \
+	else echo "unknown pair '$(PAIR)': no profiles/pairs/$(PAIR).toml; available pairs: $$(cd profiles/pairs && ls *.toml | sed 's/\.toml$$//' | tr '\n' ' ')" >&2; exit 2; fi
+# loadgen's exit 3 (a finished run whose declared criteria failed) ends make with status 0 unless GATE=1,
+# the same line for compare and sweep.
+GATE_EXIT = status=$$?; if [ $$status -eq 3 ] && [ -z "$(GATE)" ]; then echo "make $@: done (exit 3: the declared criteria failed; GATE=1 makes make fail on it)"; exit 0; fi; exit $$status
+
 compare:
-	@test -f profiles/pairs/$(PAIR).toml || { echo "unknown pair '$(PAIR)': no profiles/pairs/$(PAIR).toml; available pairs: $$(cd profiles/pairs && ls *.toml | sed 's/\.toml$$//' | tr '\n' ' ')" >&2; exit 2; }
+	$(CHECK_PAIR)
 	@$(MAKE) --no-print-directory -j2 install $(if $(NEEDS_MODELS),models)
-	@$(LOADGEN) compare $(PAIR); status=$$?; \
-	if [ $$status -eq 3 ] && [ -z "$(GATE)" ]; then echo "make compare: done (verdict FAIL; GATE=1 makes make exit 3 on it)"; exit 0; fi; \
-	exit $$status
+	@$(LOADGEN) compare $(PAIR); $(GATE_EXIT)
 
 # A sweep pair file (profiles/README.md, Sweeps): every candidate against one plain baseline, then the
 # sweep card and its recommendation; exit 3 (no candidate meets the criteria) ends make with status 0
 # unless GATE=1, as for compare.
 sweep:
-	@test -f profiles/pairs/$(PAIR).toml || { echo "unknown pair '$(PAIR)': no profiles/pairs/$(PAIR).toml" >&2; exit 2; }
-	@$(MAKE) --no-print-directory -j2 install $(if $(filter demo-cpu-sweep,$(PAIR)),models)
-	@$(LOADGEN) sweep $(PAIR) $(SWEEP_ARGS); status=$$?; \
-	if [ $$status -eq 3 ] && [ -z "$(GATE)" ]; then echo "make sweep: done (no candidate meets the criteria; GATE=1 makes make exit 3 on it)"; exit 0; fi; \
-	exit $$status
+	$(CHECK_PAIR)
+	@$(MAKE) --no-print-directory -j2 install $(if $(filter demo-cpu-sweep,$(basename $(notdir $(PAIR)))),models)
+	@$(LOADGEN) sweep $(PAIR) $(SWEEP_ARGS); $(GATE_EXIT)
 
 # A fleet file (profiles/fleets/, docs/fleet/README.md): every (pair x node) of the Ray cluster at
 # RAY_ADDRESS, one Ray task each; exit 1 when a task failed (FLEET_ARGS="--resume DIR" reruns only those).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
@@ -34,3 +35,29 @@ def test_check_and_compare_point_a_sweep_file_at_sweep() -> None:
 def test_a_history_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--history", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "--history" in result.output and "does not exist" in result.output
+
+
+def test_a_sweep_whose_criteria_fail_ends_as_a_compare_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real sweep flow on scripted servers (tests/run/test_sweep_flow.py) under criteria no candidate can
+    meet: the card's path, then compare's kind of exit 3 line, and no error line after it."""
+    from loadgen.cli.ending import RUN_FAILED, SWEEP_FAILED
+    from tests.run.test_sweep_flow import GETS, SWEEP, WORKLOAD, _attach, _stream
+    from tests.support.scripted_server import scripted_server
+
+    (tmp_path / "profiles" / "workloads").mkdir(parents=True)
+    (tmp_path / "profiles" / "workloads" / "w.toml").write_text(WORKLOAD)
+    one = SWEEP[:SWEEP.index("[[candidates]]")] + SWEEP[SWEEP.index("[engine]"):]  # plain, placebo, K = 1 and 2
+    one = one.replace("concurrency = [1, 2]", "concurrency = [2]").replace("min_requests = 4", "min_requests = 2")
+    (tmp_path / "sweep.toml").write_text(one + '[criteria]\nprimary = ["tpot_p50"]\nmin_speedup = 10.0\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("tests.run.test_sweep_flow.STEP_S", 0.005)
+    with (scripted_server(_stream(0), None, GETS) as p, scripted_server(_stream(1), None, GETS) as k1,
+          scripted_server(_stream(2), None, GETS) as k2):
+        _attach(monkeypatch, {0: p, 1: k1, 2: k2})
+        result = CliRunner().invoke(main, ["sweep", str(tmp_path / "sweep.toml"), "--runs-dir", str(tmp_path / "r")])
+    assert result.exit_code == 3
+    sweep_dir = next((tmp_path / "r" / "scripted-sweep").glob("sweep-*"))
+    assert result.output.splitlines()[-2:] == [f"sweep card: {sweep_dir / 'sweep.md'}", SWEEP_FAILED]
+    assert "loadgen: error" not in result.output
+    assert SWEEP_FAILED.replace("the sweep finished and no candidate meets", "") == RUN_FAILED.replace(
+        "the run finished and its verdict failed", "")  # the same words after what failed

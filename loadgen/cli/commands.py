@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 
 import click
 
-from loadgen.errors import BadInput, CriteriaFailed, LoadgenError
+from loadgen.cli.diffcmd import Tolerance, run_diff
+from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
+from loadgen.errors import BadInput, LoadgenError
 from loadgen.profile.pairfile import available_pairs, load_pair
 from loadgen.report.rundir import read_json
 from loadgen.report.summary import print_summary
@@ -180,8 +182,7 @@ def _verdict_exit(run_dir: Path) -> None:
     verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
     click.echo(f"card: {run_dir / 'card.md'}")
     if verdict and verdict.get("passed") is False:
-        click.echo("exit 3: the run finished and its verdict failed the criteria declared in the pair file")
-        raise CriteriaFailed("")
+        criteria_exit(RUN_FAILED)
 
 
 @main.command()
@@ -211,7 +212,8 @@ def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, history_dir
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     options = SweepOptions(runs_dir, budget_min, attach_plain, allow_unpinned, api_key,
                            history_dirs=tuple(history_dirs))
-    run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [api_key])), resume=resume_dir)
+    end_sweep(lambda: run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [api_key])),
+                                resume=resume_dir))
 
 
 @main.group()
@@ -279,21 +281,10 @@ def report(run_dir: Path) -> None:
 @main.command()
 @click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--max-regression", type=Tolerance(), help="Tolerance such as 5%: the bar is RUN_A's ratio worsened "
+              "by that much instead of RUN_A's 95% CI.")
 @_handles_errors
-def diff(run_a: Path, run_b: Path) -> None:
-    """Compare two cards of the same pair (RUN_A the baseline, RUN_B the candidate); exit 3 when RUN_B's
-    verdict fails its declared criteria where RUN_A's passed, or a judged cell went from pass to fail."""
-    from loadgen.report.diffing import diff_cards
-
-    for d in (run_a, run_b):
-        if not (d / "card.json").is_file():
-            raise BadInput(f"{d} holds no card.json; pass run folders (run `loadgen report {d}` first)")
-    cards = [read_json(d / "card.json") for d in (run_a, run_b)]
-    for d, card in zip((run_a, run_b), cards, strict=True):
-        if not isinstance(card, dict) or "cells" not in card:
-            raise BadInput(f"{d / 'card.json'} is not a loadgen card; run `loadgen report {d}` to write it again")
-    result = diff_cards(cards[0], cards[1])
-    for line in result.lines:
-        click.echo(line)
-    if result.regressed:
-        raise CriteriaFailed(f"{run_b} regressed against {run_a}: {result.summary}")
+def diff(run_a: Path, run_b: Path, max_regression: float | None) -> None:
+    """Compare two run folders of the same pair (or two sweep folders, candidate by candidate), RUN_A the baseline;
+    exit 3 when RUN_B regressed on a declared primary metric (its CI beyond RUN_A's) or lost a cell."""
+    run_diff(run_a, run_b, max_regression)

@@ -12,6 +12,7 @@ repository root when run through ``make``).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,23 +59,30 @@ def available_pairs(pairs_dir: Path = PAIRS_DIR) -> list[str]:
 
 
 def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
-    """Map a pair name (``demo-cpu``) or a path to its TOML file.
+    """Map a pair name (``demo-cpu``) or a path (it holds a ``/`` or ends in ``.toml``) to its TOML file.
 
-    Raises ProfileError listing the available pairs when nothing matches.
-    """
+    Raises ProfileError naming a path that is no file as that path (with the file of the same name in ``pairs_dir``
+    when there is one), and a name that is no pair with the available pairs and the closest name (difflib)."""
     candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" and candidate.is_file():
-        return candidate
+    if "/" in name_or_path or candidate.suffix == ".toml":
+        if candidate.is_file():
+            return candidate
+        same = pairs_dir / (candidate.name if candidate.suffix == ".toml" else f"{candidate.name}.toml")
+        hint = (f"; did you mean {same}?" if same.is_file() and same.resolve() != candidate.resolve()
+                else f"; pass an existing .toml file or a pair name ({', '.join(available_pairs(pairs_dir)) or '-'})")
+        raise ProfileError(f"no pair file {name_or_path} ({'a folder' if candidate.is_dir() else 'no such file'})"
+                           + hint)
     by_name = pairs_dir / f"{name_or_path}.toml"
     if by_name.is_file():
         return by_name
-    names = ", ".join(available_pairs(pairs_dir)) or (
+    names = available_pairs(pairs_dir)
+    close = difflib.get_close_matches(name_or_path, names, n=1)
+    listed = ", ".join(names) or (
         f"none in {pairs_dir.resolve()} (pair names are read from the repository's profiles/pairs/: run loadgen "
         "from the repository root)")
-    raise ProfileError(
-        f"unknown pair {name_or_path!r}: no {by_name}; available pairs: {names} "
-        f"(use PAIR=<name> or a path to a .toml file)"
-    )
+    raise ProfileError(f"unknown pair {name_or_path!r}: no {by_name}; "
+                       + (f"did you mean {close[0]!r}? " if close else "")
+                       + f"available pairs: {listed} (give a pair name or the path to a .toml file)")
 
 
 def _load(run: Table, path: Path) -> Load:

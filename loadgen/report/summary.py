@@ -44,10 +44,25 @@ def summary_table(card: Card) -> Table:
     return table
 
 
+#: The width a console that is no terminal measures the table at, before it takes the table's own width.
+UNBOUNDED = 10_000
+
+
+def stdout_console(table: Table) -> Console:
+    """A console on stdout: a terminal's own width; when stdout is no terminal (a log, a CI job, a pipe), the
+    table's natural width (at least 80), so no column is squeezed or cut at rich's default of 80 columns
+    (or ``$COLUMNS``, which a log does not have)."""
+    out = Console()
+    if out.is_terminal:
+        return out
+    return Console(width=max(80, Console(width=UNBOUNDED).measure(table).maximum))
+
+
 def print_summary(card: Card, console: Console | None = None) -> None:
-    """Print :func:`summary_table` and the verdict line."""
-    out = console or Console()
-    out.print(summary_table(card))
+    """Print :func:`summary_table` and the verdict line (never wrapped), on ``console`` or :func:`stdout_console`."""
+    table = summary_table(card)
+    out = console or stdout_console(table)
+    out.print(table)
     verdict = card.get("verdict")
     if verdict:
-        out.print(f"verdict: {verdict['summary']}", markup=False)
+        out.print(f"verdict: {verdict['summary']}", markup=False, soft_wrap=True)

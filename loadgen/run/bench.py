@@ -2,8 +2,9 @@
 profiling sees what is already on the accelerator, docs/vllm-notes.md) or attached, each proven in the mode
 its arm declares, its records written under ``servers/`` (``<server>-launch.json``, ``-minimal.json``,
 ``-effective.json``, ``-resources.json``, ``-teardown.json``, the log ``<server>.log``), and stopped (the whole
-process tree) when the run lets go of it. A launched server's stop waits until the accelerator's memory is
-back to its reading before the launch (serve/resources.py ``settle``); ``-teardown.json`` holds that record
+process tree) when the run lets go of it, a launched one only: an attached server is left running, its line
+and ``-teardown.json`` say so (:data:`ATTACHED_TEARDOWN`). A launched server's stop waits until the accelerator's
+memory is back to its reading before the launch (serve/resources.py ``settle``); ``-teardown.json`` holds that record
 (``gpu_settle``) and the stop line says by how much it is not back, and which processes loadgen did not
 start still hold the accelerator.
 """
@@ -27,6 +28,9 @@ from loadgen.serve import modeproof, resources, servers
 from loadgen.util.redact import redact_argv, redact_env, redact_url
 
 Log = Callable[[str], None]
+#: Why an attached server is not stopped, and its ``-teardown.json`` record (nothing was stopped).
+LEFT_RUNNING = "attached: loadgen does not stop a server it did not start"
+ATTACHED_TEARDOWN: dict[str, Any] = {"attached": True, "stopped": False, "reason": LEFT_RUNNING}
 
 
 def mode_role(arm: Arm) -> str:
@@ -61,6 +65,9 @@ class Bench:
                 settled = resources.settle_line(report.get("gpu_settle") or {})
                 self.log(f"[{key}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else "")
                          + (f"; {settled}" if settled else ""))
+            else:  # loadgen never stops a server it did not start
+                report = ATTACHED_TEARDOWN
+                self.log(f"[{key}] left running at {redact_url(spec.base_url)} ({LEFT_RUNNING})")
             write_json(self.run_dir / "servers" / f"{key}-teardown.json", report)
 
         stack = contextlib.ExitStack()

@@ -145,3 +145,27 @@ def test_a_name_that_cannot_name_a_run_folder_is_refused(tmp_path: Path, name: s
     path.write_text(BASE.replace('name = "mini"', f"name = {name!r}", 1))
     with pytest.raises(ProfileError, match="cannot name a run folder"):
         load_pair(str(path))
+
+
+def test_a_path_that_is_no_file_is_reported_as_that_path(tmp_path: Path) -> None:
+    (tmp_path / "pairs").mkdir()
+    (tmp_path / "pairs" / "mini.toml").write_text("")
+    with pytest.raises(ProfileError) as missing:
+        resolve_pair_path("profiles/pairs/nonexistent.toml", tmp_path / "pairs")
+    assert str(missing.value) == ("no pair file profiles/pairs/nonexistent.toml (no such file); pass an existing .toml "
+                                  "file or a pair name (mini)")
+    with pytest.raises(ProfileError) as elsewhere:
+        resolve_pair_path(str(tmp_path / "mini.toml"), tmp_path / "pairs")
+    assert str(elsewhere.value) == (f"no pair file {tmp_path / 'mini.toml'} (no such file); did you mean "
+                                    f"{tmp_path / 'pairs' / 'mini.toml'}?")
+    with pytest.raises(ProfileError, match="^no pair file .*/pairs \\(a folder\\)"):
+        resolve_pair_path(str(tmp_path / "pairs"), tmp_path / "pairs")
+
+
+def test_a_name_that_is_no_pair_lists_the_pairs_and_the_closest_one(tmp_path: Path) -> None:
+    (tmp_path / "mini.toml").write_text("")
+    (tmp_path / "other.toml").write_text("")
+    with pytest.raises(ProfileError) as unknown:
+        resolve_pair_path("minii", tmp_path)
+    assert str(unknown.value) == (f"unknown pair 'minii': no {tmp_path / 'minii.toml'}; did you mean 'mini'? "
+                                  "available pairs: mini, other (give a pair name or the path to a .toml file)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from loadgen.report.summary import print_summary, summary_table
@@ -64,3 +65,19 @@ def test_a_cell_without_level_falls_back_to_its_concurrency() -> None:
     table = summary_table({"pair": "t", "complete": True, "cells": [cell]})
     assert [next(iter(col.cells)) for col in table.columns][:2] == ["w", "8"]
     assert list(table.columns[8].cells) == ["– / –"]
+
+
+def test_on_stdout_that_is_no_terminal_the_table_and_verdict_keep_their_full_width(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # what a shell passes on to a CI job or a log
+    long = "long-diverse-prompts-from-the-production-sample@4096"
+    verdict = "FAIL: 1 failed check(s), first: " + "x" * 150
+    card = CARD | {"cells": [CARD["cells"][0] | {"workload": long}], "verdict": {"summary": verdict}}
+    print_summary(card)
+    lines = capsys.readouterr().out.splitlines()
+    [row] = [line for line in lines if long in line]
+    assert [x.strip() for x in row.strip().strip("│").split("│")] == [
+        long, "c1", "250.0 / 500.0", "20.0 / 10.0", "0.50 [0.45, 0.56] faster", "1.01 [0.97, 1.05]", "0.625",
+        "150 / 300", "0 / 1"]
+    assert lines[-1] == f"verdict: {verdict}"
+    assert len({len(line) for line in lines[1:-1]}) == 1 and len(lines[1]) > 80  # one table width, over 80

@@ -1,0 +1,100 @@
+"""``loadgen diff RUN_A RUN_B``: the regression gate between two run folders, or two sweep folders candidate by
+candidate (report/diffing.py has the rules); exit 3 (CriteriaFailed) on any regression, 2 on bad input.
+
+``--max-regression`` takes a tolerance as a percentage (``5%``) or a fraction (``0.05``): the candidate
+regressed where its whole 95% CI lies beyond the baseline's ratio worsened by that much, instead of beyond
+the baseline's CI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import click
+
+from loadgen.errors import BadInput, CriteriaFailed
+from loadgen.report.diffing import Diff, diff_cards, prefixed
+from loadgen.report.rundir import read_json
+from loadgen.util.schemas import Card
+
+
+class Tolerance(click.ParamType[float, Any]):
+    """A tolerance as ``5%`` or ``0.05`` -> the fraction 0.05 (>= 0, below 10 = 1000%)."""
+
+    name = "PERCENT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        """The fraction; click's usage error (exit 2) naming the value and the form wanted otherwise."""
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        try:
+            fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            fraction = -1.0
+        if not 0 <= fraction < 10:
+            self.fail(f"{value!r} is no tolerance; give a percentage such as 5% (or the fraction 0.05)", param, ctx)
+        return fraction
+
+
+def _card(run_dir: Path) -> Card:
+    """The card.json of a run folder; BadInput naming the folder and the fix otherwise."""
+    if not (run_dir / "card.json").is_file():
+        raise BadInput(f"{run_dir} holds no card.json; pass run folders or sweep folders "
+                       f"(`loadgen report {run_dir}` writes the card of a run folder that has its data)")
+    card = read_json(run_dir / "card.json")
+    cells = card.get("cells") if isinstance(card, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and {"workload", "level", "concurrency"} <= set(c)
+                                              for c in cells):
+        raise BadInput(f"{run_dir / 'card.json'} is not a loadgen card; run `loadgen report {run_dir}` to write it "
+                       "again")
+    return cast(Card, card)
+
+
+def _is_sweep(folder: Path) -> bool:
+    return (folder / "sweep.toml").is_file()
+
+
+def _candidates(sweep_dir: Path) -> dict[str, Path]:
+    """Candidate name -> its run folder, from sweep.json (``candidates[].name`` / ``folder``)."""
+    if not (sweep_dir / "sweep.json").is_file():
+        raise BadInput(f"{sweep_dir} holds no sweep.json; run `loadgen report {sweep_dir}` to write it")
+    sweep = read_json(sweep_dir / "sweep.json")
+    listed = sweep.get("candidates") if isinstance(sweep, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in listed):
+        raise BadInput(f"{sweep_dir / 'sweep.json'} lists no candidates; run `loadgen report {sweep_dir}` to write "
+                       "it again")
+    return {c["name"]: sweep_dir / str(c.get("folder") or c["name"]) for c in listed}
+
+
+def _diff_sweeps(sweep_a: Path, sweep_b: Path, tolerance: float | None) -> Diff:
+    """Each candidate of the baseline sweep against the same candidate of the other (a candidate the baseline
+    measured and the other lacks is a regression; one only in the other is listed, not judged)."""
+    a, b = _candidates(sweep_a), _candidates(sweep_b)
+    measured = {n: d for n, d in a.items() if (d / "card.json").is_file()}
+    diffs = {n: diff_cards(_card(d), _card(b[n]), tolerance) for n, d in measured.items()
+             if n in b and (b[n] / "card.json").is_file()}
+    missing = [n for n in measured if n not in diffs]
+    only_b = [n for n in b if n not in a]
+    out = prefixed(diffs, missing)
+    return Diff(out.lines + tuple(f"[{n}] only in the candidate sweep" for n in only_b), out.regressions)
+
+
+def run_diff(run_a: Path, run_b: Path, tolerance: float | None) -> None:
+    """Print the diff of RUN_B against RUN_A (both run folders or both sweep folders); raise CriteriaFailed
+    (exit 3) naming every regression, BadInput (exit 2) for a folder that is neither or a mixed pair."""
+    sweeps = (_is_sweep(run_a), _is_sweep(run_b))
+    if sweeps[0] != sweeps[1]:
+        sweep, run = (run_a, run_b) if sweeps[0] else (run_b, run_a)
+        raise BadInput(f"{sweep} is a sweep folder and {run} a run folder; diff two run folders, two sweep folders, "
+                       f"or a candidate's folder of the sweep ({sweep}/<candidate>) with the run folder")
+    result = _diff_sweeps(run_a, run_b, tolerance) if sweeps[0] else diff_cards(_card(run_a), _card(run_b),
+                                                                                  tolerance)
+    for line in result.lines:
+        click.echo(line)
+    for line in result.regressions:
+        click.echo(f"REGRESSION {line}")
+    if result.regressed:
+        raise CriteriaFailed(f"{run_b} regressed against {run_a}: {len(result.regressions)} regression(s), first: "
+                             f"{result.regressions[0]}")
