@@ -29,12 +29,15 @@ def serving_context(args: tuple[str, ...] | list[str]) -> int | None:
 
 
 def pair_workloads(names: tuple[str, ...], workloads_dir: Path, target_model: str, args: tuple[str, ...],
-                   output_tokens: int | None = None, input_tokens: int | None = None) -> tuple[Workload, ...]:
-    """The workloads the pair runs, in order, variants expanded. Raises ProfileError."""
+                   output_tokens: int | None = None, input_tokens: int | None = None,
+                   beside: Path | None = None) -> tuple[Workload, ...]:
+    """The workloads the pair runs, in order, variants expanded; ``beside``: the pair file's folder, where a
+    relative workload path not found from the current directory is looked up (profile/locate.py). Raises
+    ProfileError."""
     context = serving_context(args)
     out: list[Workload] = []
     for name in names:
-        variants = load_workloads(name, workloads_dir)
+        variants = load_workloads(name, workloads_dir, beside)
         if input_tokens is not None:  # the pair's one length replaces the workload's list
             variants = (replace(variants[0], name=variants[0].name.split("@")[0]),)
         for w in variants:
