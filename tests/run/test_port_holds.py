@@ -44,8 +44,7 @@ def test_a_busy_speculative_port_is_found_before_the_plain_server_starts(tmp_pat
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", port + 1))
         busy.listen()
-        with pytest.raises(LoadgenError, match=f"port {port + 1} on 127.0.0.1 \\(the speculative server's\\) is "
-                                               "already in use"):
+        with pytest.raises(LoadgenError, match=f"port {port + 1} on 127.0.0.1 .*is already in use"):
             _compare(tmp_path, port, log)
     assert not [line for line in log if "starting" in line], log  # no server was launched
     (run_dir,) = (tmp_path / "runs" / "ports").iterdir()
