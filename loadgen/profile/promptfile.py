@@ -108,12 +108,12 @@ def _records(path: Path, raw: bytes) -> tuple[list[tuple[int, Any]], list[tuple[
     return out, bad
 
 
-def unknown_key(n: int, rec: dict[str, Any]) -> str | None:
+def unknown_key(n: int, rec: dict[str, Any], known: tuple[str, ...] = JSONL_KEYS) -> str | None:
     """``line N has an unknown key 'k' (did you mean 'k2'?)`` for the first key of JSONL record ``rec`` outside
-    :data:`JSONL_KEYS` (the suggestion from difflib.get_close_matches); None when every key is known."""
+    ``known`` (the suggestion from difflib.get_close_matches); None when every key is known."""
     for key in rec:
-        if key not in JSONL_KEYS:
-            close = difflib.get_close_matches(str(key), JSONL_KEYS, n=1)
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
             return f"line {n} has an unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
     return None
 
@@ -204,7 +204,9 @@ def read_prompt_file(path: Path, endpoint: str | None = None, beside: Path | Non
         raise ProfileError(f"{path}: the prompt file is empty; write one JSON object per line")
     for n, rec in records:
         if not isinstance(rec, dict) or not ({"prompt", "messages", "conversations"} & rec.keys()):
-            bad.append((f"line {n} has no prompt", "prompt"))
+            typo = unknown_key(n, rec, (*JSONL_KEYS, "conversations")) if isinstance(rec, dict) else None
+            hint = f" ({typo.split(' has an ', 1)[1]})" if typo and "did you mean" in typo else ""
+            bad.append((f"line {n} has no prompt{hint}", "prompt"))
         elif "conversations" not in rec and (typo := unknown_key(n, rec)) is not None:
             bad.append((typo, "key"))
     if bad:

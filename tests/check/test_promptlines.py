@@ -37,3 +37,15 @@ def test_the_pair_file_can_allow_skipping(tmp_path: Path) -> None:
     assert (f"warn prompt file: workload f: 2 of the 4 lines of {tmp_path}/p/f.jsonl would be skipped: line 2: a chat "
             "line in a completions file; line 4: prompt is not a non-empty string; allowed by "
             "[run].allow_skipped_lines") in out.splitlines()
+
+
+def test_check_names_the_bad_lines_of_every_prompt_file_not_only_the_first(tmp_path: Path) -> None:
+    model = write_model(tmp_path / "m", trained_vocab())
+    a = write_workload(tmp_path / "p" / "a.toml", "a.jsonl", [{"prompt": "the cat", "output_token": 3}])
+    b = write_workload(tmp_path / "p" / "b.toml", "b.jsonl", [{"prompt": "a dog"}, {"promt": "x"}])
+    result = CliRunner().invoke(main, ["check", str(write_pair(tmp_path / "p", model, ["a.toml", "b.toml"]))])
+    assert result.exit_code == 2
+    assert result.output == (f"loadgen: error: {a}: line 1 has an unknown key 'output_token' (did you mean "
+                             "'output_tokens'?); a JSONL line has only the keys prompt, messages, output_tokens | "
+                             f"{b}: line 2 has no prompt (unknown key 'promt' (did you mean 'prompt'?)); each line "
+                             "needs \"prompt\", \"messages\" or \"conversations\"\n")
