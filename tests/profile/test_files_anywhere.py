@@ -67,3 +67,14 @@ def test_a_missing_workload_path_names_where_it_was_looked_for(tmp_path: Path) -
     with pytest.raises(ProfileError, match=r"workload file 'nope/w.toml' not found: no .*nope/w.toml nor "
                                            rf"{tmp_path}/a/nope/w.toml; give its absolute path"):
         load_pair(str(write_pair(tmp_path / "a", model, ["nope/w.toml"])))
+
+
+def test_a_sweeps_candidate_files_keep_workload_paths_from_the_sweep_files_folder(tmp_path: Path) -> None:
+    from loadgen.profile.locate import anchor_workloads
+
+    (tmp_path / "s" / "wl").mkdir(parents=True)
+    (tmp_path / "s" / "wl" / "x.toml").write_text("")
+    doc = {"name": "s", "run": {"workloads": ["wl/x.toml", "short-homogeneous"], "concurrency": [1]}}
+    assert anchor_workloads(doc, tmp_path / "s" / "sweep.toml")["run"] == {
+        "workloads": [str(tmp_path / "s" / "wl" / "x.toml"), "short-homogeneous"], "concurrency": [1]}
+    assert doc["run"]["workloads"][0] == "wl/x.toml"  # the sweep file's own table is left as it was
