@@ -24,6 +24,7 @@ from loadgen.check.finding import Finding
 from loadgen.check.hashes import ARTIFACTS, artifact_hashes, model_hashes, sha256_file
 from loadgen.check.headvocab import head_vocab_findings
 from loadgen.check.lossy import lossy_findings
+from loadgen.check.promptlines import skipped_line_findings
 from loadgen.check.specconfig import (
     HEX40,
     check_draft_revision,
@@ -126,8 +127,9 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
 
 def _declared_findings(pair: Pair, target_dir: Path | None, env: Mapping[str, str]) -> list[Finding]:
     """What the declared pair lets loadgen know before launch: a lossy rejection (lossy.py, ``env`` the
-    speculative server's), a speculators checkpoint as target and the chat template (targetcheck.py)."""
-    out = lossy_findings(pair.speculative, env, pair.criteria)
+    speculative server's), prompt-file lines that would be skipped (promptlines.py), a speculators checkpoint as
+    target and the chat template (targetcheck.py)."""
+    out = lossy_findings(pair.speculative, env, pair.criteria) + skipped_line_findings(pair)
     if target_dir is not None:
         out += speculators_target(_json(target_dir / "config.json"), f"the target {target_dir}")
     return out + chat_template_findings(pair, target_dir)

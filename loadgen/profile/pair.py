@@ -212,6 +212,7 @@ class Pair:
     slo: SLO = field(default_factory=SLO)
     servers: Mapping[str, RoleServer] = field(default_factory=dict)
     design: Design = field(default_factory=Design)
+    allow_skipped_lines: bool = False  # [run].allow_skipped_lines: prompt-file lines may be skipped
 
     @property
     def planned_blocks(self) -> int:

@@ -191,8 +191,9 @@ def _sampling(top: Table) -> Sampling:
     return sampling
 
 
-def _run(top: Table, path: Path) -> tuple[Load, tuple[str, ...], int | None, int | None]:
-    """[run]: the load, the workload names and the output / input token overrides."""
+def _run(top: Table, path: Path) -> tuple[Load, tuple[str, ...], int | None, int | None, bool]:
+    """[run]: the load, the workload names, the output / input token overrides and whether prompt-file lines
+    may be skipped (``allow_skipped_lines``, check/promptlines.py)."""
     run = top.table("run")
     load = _load(run, path)
     workload_names = run.str_list("workloads")
@@ -200,8 +201,9 @@ def _run(top: Table, path: Path) -> tuple[Load, tuple[str, ...], int | None, int
         raise ProfileError(f"{path}: [run].workloads must name at least one workload")
     output_tokens = run.positive_int("output_tokens", None) if "output_tokens" in run.data else None
     input_tokens = run.positive_int("input_tokens", None) if "input_tokens" in run.data else None
+    allow_skipped = run.get("allow_skipped_lines", bool, False)
     run.finish()
-    return load, workload_names, output_tokens, input_tokens
+    return load, workload_names, output_tokens, input_tokens, allow_skipped
 
 
 def _stop(top: Table, path: Path) -> StopRule:
@@ -255,9 +257,12 @@ def _design(top: Table, load: Load, path: Path) -> Design:
     return parse_design(table, path)
 
 
-def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
+def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR,
+              beside: Path | None = None) -> Pair:
     """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError), one
-    table at a time in the file's order of checks."""
+    table at a time in the file's order of checks. A workload given as a relative path is looked up from the
+    current directory, else from ``beside`` (default: the pair file's folder; a run folder's copy passes the
+    original's, profile/locate.py)."""
     path = resolve_pair_path(name_or_path, pairs_dir)
     doc = read_toml(path)
     if is_sweep(doc):
@@ -266,7 +271,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     check_document(path, doc, PAIR_DOMAINS)
     top = Table(path, "", doc)
     target, spec, engine, sampling = _target(top), _speculative(top, path), _engine(top, path), _sampling(top)
-    load, workload_names, output_tokens, input_tokens = _run(top, path)
+    load, workload_names, output_tokens, input_tokens, allow_skipped = _run(top, path)
     stop = _stop(top, path)
     table = top.get("criteria", dict, None)
     criteria = None if table is None else parse_criteria(table, path)
@@ -283,13 +288,14 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         engine=engine,
         sampling=sampling,
         workloads=pair_workloads(workload_names, workloads_dir, target.model, engine.args, output_tokens,
-                                 input_tokens),
+                                 input_tokens, beside or path.parent),
         load=load,
         stop=stop,
         criteria=criteria,
         slo=slo,
         servers=role_servers,
         design=design,
+        allow_skipped_lines=allow_skipped,
     )
     top.finish()
     names = [n for w in pair.workloads for n in (w.name, w.name.split("@")[0])]

@@ -13,17 +13,22 @@ Two layouts, told apart by their lines:
   completions file cannot carry one: that line is skipped); one that opens with the assistant (or any turn
   other than system or human) is skipped with its reason, never sent in another shape.
 
-A file that cannot serve as a workload raises ProfileError (exit 2) with one line: missing, empty, a line
-that is not JSON, a line with no prompt, a JSONL prompt whose input plus output tokens exceed the serving
-context (``--max-model-len``), or no usable line at all. Lines that cannot be used but do not make the
-file wrong (a line of the other endpoint's shape, a conversation without a human turn or a reply, one that
-opens with the assistant, a
+A file that cannot serve as a workload raises ProfileError (exit 2) with one line naming every bad line
+(:data:`MAX_NAMED` of them, then their count): missing, empty, a line that is not JSON, a line with no
+prompt, a JSONL line with a key other than ``prompt``, ``messages`` and ``output_tokens`` (with the closest
+known key, difflib: ``"output_token"`` is a typo, never a line silently given the workload's length), a
+JSONL prompt whose input plus output tokens exceed the serving context (``--max-model-len``), or no usable
+line at all. ShareGPT records may carry other keys (the public dumps have ``id``). Lines that cannot be used
+but do not make the file wrong (a line of the other endpoint's shape, a conversation without a human turn or
+a reply, one that opens with the assistant, a
 ShareGPT conversation too long for the serving context, as ``vllm bench serve`` also drops them) are
-skipped, counted and named (``line N: reason``), never dropped silently.
+skipped, counted and named (``line N: reason``), never dropped silently; the pair check refuses them unless
+the pair allows skipping (``[run].allow_skipped_lines``, check/validate.py).
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import random
@@ -37,6 +42,13 @@ from loadgen.errors import ProfileError
 
 _HUMAN, _REPLY = ("human", "user"), ("gpt", "assistant", "chatgpt", "bard", "model")
 _SYSTEM = ("system",)
+#: The keys of a JSONL line; any other is a bad line (a typo such as ``output_token`` would otherwise be ignored).
+JSONL_KEYS = ("prompt", "messages", "output_tokens")
+#: The most bad lines one error names; the rest are counted.
+MAX_NAMED = 20
+_FIX = {"json": "write one JSON object per line, e.g. {\"prompt\": \"...\"}",
+        "prompt": "each line needs \"prompt\", \"messages\" or \"conversations\"",
+        "unicode": "fix or remove that line", "key": f"a JSONL line has only the keys {', '.join(JSONL_KEYS)}"}
 
 
 @dataclass(frozen=True)
@@ -67,35 +79,54 @@ class PromptFile:
     skipped: tuple[str, ...]
 
 
-def _records(path: Path, raw: bytes) -> list[tuple[int, Any]]:
+def _records(path: Path, raw: bytes) -> tuple[list[tuple[int, Any]], list[tuple[str, str]]]:
+    """The records of the file with their line numbers, and its bad lines (text, kind of fix)."""
     text = raw.decode("utf-8-sig", errors="replace")  # a byte-order mark is no part of the first line
     if text.lstrip().startswith("["):
         try:
             doc = json.loads(text)
         except ValueError as exc:
             raise ProfileError(f"{path}: not a JSON array nor JSONL ({exc}); write one JSON object per line") from None
-        return [(i + 1, rec) for i, rec in enumerate(doc)]
-    out = []
+        return [(i + 1, rec) for i, rec in enumerate(doc)], []
+    out: list[tuple[int, Any]] = []
+    bad: list[tuple[str, str]] = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line)))
+            rec = json.loads(line)
         except ValueError:
-            raise ProfileError(f"{path}: line {n} is not JSON, so the file is not JSONL; write one JSON object "
-                               "per line, e.g. {\"prompt\": \"...\"}") from None
-        _unicode(path, n, line, out[-1][1])
-    return out
+            bad.append((f"line {n} is not JSON, so the file is not JSONL", "json"))
+            continue
+        try:  # text no tokenizer or request can carry (a lone surrogate such as \\ud800)
+            json.dumps(rec, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            bad.append((f"line {n} holds text that is not valid Unicode (a lone surrogate escape such as \\ud800)",
+                        "unicode"))
+            continue
+        out.append((n, rec))
+    return out, bad
 
 
-def _unicode(path: Path, n: int, line: str, rec: Any) -> None:
-    """Raise ProfileError when line ``n`` decodes to text no tokenizer or request can carry (a lone
-    surrogate such as ``\\ud800``)."""
-    try:
-        json.dumps(rec, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise ProfileError(f"{path}: line {n} holds text that is not valid Unicode (a lone surrogate escape such "
-                           "as \\ud800); fix or remove that line") from None
+def unknown_key(n: int, rec: dict[str, Any], known: tuple[str, ...] = JSONL_KEYS) -> str | None:
+    """``line N has an unknown key 'k' (did you mean 'k2'?)`` for the first key of JSONL record ``rec`` outside
+    ``known`` (the suggestion from difflib.get_close_matches); None when every key is known."""
+    for key in rec:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            return f"line {n} has an unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    return None
+
+
+def bad_lines_error(path: Path | str, bad: list[tuple[str, str]], fixes: dict[str, str] | None = None) -> ProfileError:
+    """One ProfileError line naming the bad lines of ``path`` (text, kind of fix; :data:`MAX_NAMED` named, the rest
+    counted) and each kind's fix (``fixes`` adds kinds to the module's own)."""
+    fix = {**_FIX, **(fixes or {})}
+    named = "; ".join(text for text, _ in bad[:MAX_NAMED])
+    more = f"; and {len(bad) - MAX_NAMED} more" if len(bad) > MAX_NAMED else ""
+    head = f"{path}: " if len(bad) == 1 else f"{path}: {len(bad)} bad lines: "
+    how = "; ".join(dict.fromkeys(fix[kind] for _, kind in bad))
+    return ProfileError(f"{head}{named}{more}; {how}")
 
 
 def _sharegpt(n: int, rec: dict[str, Any]) -> FileEntry | str:
@@ -154,24 +185,32 @@ def _shaped(got: FileEntry | str, endpoint: str) -> FileEntry | str:
     return got
 
 
-def read_prompt_file(path: Path, endpoint: str | None = None) -> PromptFile:
+def read_prompt_file(path: Path, endpoint: str | None = None, beside: Path | None = None) -> PromptFile:
     """Read ``path`` (JSONL prompts or ShareGPT-style conversations; see the module docstring).
 
     ``endpoint``: ``completions`` or ``chat`` (None: the shape of the first record; ShareGPT: chat).
-    Raises ProfileError (one line) for a missing, empty or non-JSONL file, a record with no prompt, or a
-    file with no usable line.
+    ``beside``: the workload file's folder, named in the not-found line (profile/locate.py). Raises
+    ProfileError (one line naming every bad line) for a missing, empty or non-JSONL file, records with no prompt
+    or an unknown key, or a file with no usable line.
     """
     if not path.is_file():
-        raise ProfileError(f"{path}: prompt file not found; set path to a JSONL file (relative to the "
-                           "working directory), e.g. profiles/data/prompts-completions.jsonl")
+        where = f" nor {(beside / path).absolute()}" if beside is not None and not path.is_absolute() else ""
+        raise ProfileError(f"{path}: prompt file not found{where}; set path to a JSONL file (absolute, or relative to "
+                           "the working directory or the workload file's folder), e.g. "
+                           "profiles/data/prompts-completions.jsonl")
     raw = path.read_bytes()
-    records = _records(path, raw)
-    if not records:
+    records, bad = _records(path, raw)
+    if not records and not bad:
         raise ProfileError(f"{path}: the prompt file is empty; write one JSON object per line")
     for n, rec in records:
         if not isinstance(rec, dict) or not ({"prompt", "messages", "conversations"} & rec.keys()):
-            raise ProfileError(f"{path}: line {n} has no prompt: each line needs \"prompt\", \"messages\" or "
-                               "\"conversations\"")
+            typo = unknown_key(n, rec, (*JSONL_KEYS, "conversations")) if isinstance(rec, dict) else None
+            hint = f" ({typo.split(' has an ', 1)[1]})" if typo and "did you mean" in typo else ""
+            bad.append((f"line {n} has no prompt{hint}", "prompt"))
+        elif "conversations" not in rec and (typo := unknown_key(n, rec)) is not None:
+            bad.append((typo, "key"))
+    if bad:
+        raise bad_lines_error(path, sorted(bad, key=lambda b: int(b[0].split()[1])))
     layout = "sharegpt" if "conversations" in records[0][1] else "jsonl"
     if endpoint is None:
         endpoint = "completions" if "prompt" in records[0][1] else "chat"
@@ -204,10 +243,10 @@ def fit_lengths(pf: PromptFile, default_output: int, tokenizer: Tokenizer,
     """(entry, input tokens, output tokens) per usable entry, and the newly skipped lines.
 
     The output length is the line's ``output_tokens``, the ShareGPT reply's token count, or
-    ``default_output``. With ``context`` (the serving context, ``--max-model-len``): a JSONL prompt whose
-    input + output exceeds it raises ProfileError naming its line; a ShareGPT conversation is skipped.
+    ``default_output``. With ``context`` (the serving context, ``--max-model-len``): JSONL prompts whose
+    input + output exceeds it raise one ProfileError naming every such line; a ShareGPT conversation is skipped.
     """
-    out, skipped = [], []
+    out, skipped, too_long = [], [], []
     for e in pf.entries:
         n_in = input_tokens(e, tokenizer)
         n_out = (e.output_tokens if e.output_tokens is not None
@@ -219,9 +258,12 @@ def fit_lengths(pf: PromptFile, default_output: int, tokenizer: Tokenizer,
             if pf.layout == "sharegpt":
                 skipped.append(why)
                 continue
-            raise ProfileError(f"{pf.path}: {why}; shorten the prompt or its output_tokens, or raise "
-                               "--max-model-len in [engine].args")
+            too_long.append((why, "context"))
+            continue
         out.append((e, n_in, max(n_out, 1)))
+    if too_long:
+        raise bad_lines_error(pf.path, too_long, {"context": "shorten the prompt or its output_tokens, or raise "
+                                                             "--max-model-len in [engine].args"})
     if not out:
         raise ProfileError(f"{pf.path}: no line fits the serving context ({context} tokens); first: {skipped[0]}")
     return out, skipped

@@ -30,6 +30,7 @@ from tokenizers import Tokenizer
 from loadgen.errors import ProfileError
 from loadgen.profile.domains import WORKLOAD_DOMAINS, check_document
 from loadgen.profile.grounded import grounded_prompt
+from loadgen.profile.locate import is_path, locate, looked_in
 from loadgen.profile.promptfile import FileEntry, fit_lengths, read_prompt_file, sample
 from loadgen.profile.tomlread import Table, read_toml
 
@@ -65,14 +66,20 @@ def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
     return variants[0]
 
 
-def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Workload, ...]:
-    """Load ``workloads_dir/<name>.toml`` strictly: one Workload, or with a list ``input_tokens`` one
-    variant ``<name>@<tokens>`` per length. A ``file`` workload's file is read and checked here
+def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path | None = None) -> tuple[Workload, ...]:
+    """Load ``workloads_dir/<name>.toml``, or the workload file ``name`` is the path of (locate.py: absolute,
+    relative to the current directory, else to ``beside``, the pair file's folder), strictly: one Workload, or
+    with a list ``input_tokens`` one variant ``<name>@<tokens>`` per length. A ``file`` workload's file
+    (relative: to the current directory, else to the workload file's folder) is read and checked here
     (promptfile.read_prompt_file). Raises ProfileError."""
-    path = workloads_dir / f"{name}.toml"
+    path = locate(name, beside) if is_path(name) else workloads_dir / f"{name}.toml"
+    if is_path(name) and not path.is_file():
+        raise ProfileError(f"workload file {name!r} not found: no {looked_in(name, beside)}; give its absolute path, "
+                           "or one relative to the current directory or to the pair file's folder")
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in workloads_dir.glob("*.toml"))) or "(none)"
-        raise ProfileError(f"unknown workload {name!r}: no {path}; available workloads: {known}")
+        raise ProfileError(f"unknown workload {name!r}: no {path}; available workloads: {known} (or give a workload "
+                           "file's path)")
     doc = read_toml(path)
     check_document(path, doc, WORKLOAD_DOMAINS)
     top = Table(path, "", doc)
@@ -89,12 +96,12 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Work
     if kind == "file":
         if lengths is not None:
             raise ProfileError(f"{path}: a file workload sends its prompts as written; remove input_tokens")
-        file = read_prompt_file(Path(top.get("path", str)), endpoint)
+        file = read_prompt_file(locate(top.get("path", str), path.parent), endpoint, path.parent)
         endpoint = file.endpoint
         extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines,
                  "skipped": file.skipped}
     workload = Workload(
-        name=top.get("name", str, name),
+        name=top.get("name", str, path.stem if is_path(name) else name),
         kind=kind,
         endpoint=endpoint or "completions",
         output_tokens=top.positive_int("output_tokens"),

@@ -29,26 +29,44 @@ def serving_context(args: tuple[str, ...] | list[str]) -> int | None:
 
 
 def pair_workloads(names: tuple[str, ...], workloads_dir: Path, target_model: str, args: tuple[str, ...],
-                   output_tokens: int | None = None, input_tokens: int | None = None) -> tuple[Workload, ...]:
-    """The workloads the pair runs, in order, variants expanded. Raises ProfileError."""
+                   output_tokens: int | None = None, input_tokens: int | None = None,
+                   beside: Path | None = None) -> tuple[Workload, ...]:
+    """The workloads the pair runs, in order, variants expanded; ``beside``: the pair file's folder, where a
+    relative workload path not found from the current directory is looked up (profile/locate.py). Raises
+    ProfileError: one line naming what is wrong with every workload (each bad prompt file's bad lines), not
+    only the first."""
+    out: list[Workload] = []
+    errors: list[str] = []
+    for name in names:
+        try:
+            out += _variants(name, workloads_dir, target_model, args, output_tokens, input_tokens, beside)
+        except ProfileError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise ProfileError(" | ".join(errors))
+    return tuple(out)
+
+
+def _variants(name: str, workloads_dir: Path, target_model: str, args: tuple[str, ...], output_tokens: int | None,
+              input_tokens: int | None, beside: Path | None) -> list[Workload]:
+    """Workload ``name``'s variants with the pair's overrides and serving context applied and checked."""
     context = serving_context(args)
     out: list[Workload] = []
-    for name in names:
-        variants = load_workloads(name, workloads_dir)
-        if input_tokens is not None:  # the pair's one length replaces the workload's list
-            variants = (replace(variants[0], name=variants[0].name.split("@")[0]),)
-        for w in variants:
-            changes: dict[str, object] = {"context_tokens": context}
-            if output_tokens is not None:
-                changes["output_tokens"] = output_tokens
-            if input_tokens is not None and w.kind != "file":
-                changes["input_tokens"] = input_tokens
-            w = replace(w, **changes)  # type: ignore[arg-type]
-            if context is not None and w.input_tokens is not None and w.input_tokens + w.output_tokens > context:
-                raise ProfileError(f"workload {w.name}: {w.input_tokens} input + {w.output_tokens} output tokens "
-                                   f"exceed the serving context ({context} tokens, --max-model-len); lower "
-                                   "input_tokens or raise --max-model-len in [engine].args")
-            if w.kind == "file":
-                w = resolve_file(w, load_tokenizer(target_model))
-            out.append(w)
-    return tuple(out)
+    variants = load_workloads(name, workloads_dir, beside)
+    if input_tokens is not None:  # the pair's one length replaces the workload's list
+        variants = (replace(variants[0], name=variants[0].name.split("@")[0]),)
+    for w in variants:
+        changes: dict[str, object] = {"context_tokens": context}
+        if output_tokens is not None:
+            changes["output_tokens"] = output_tokens
+        if input_tokens is not None and w.kind != "file":
+            changes["input_tokens"] = input_tokens
+        w = replace(w, **changes)  # type: ignore[arg-type]
+        if context is not None and w.input_tokens is not None and w.input_tokens + w.output_tokens > context:
+            raise ProfileError(f"workload {w.name}: {w.input_tokens} input + {w.output_tokens} output tokens "
+                               f"exceed the serving context ({context} tokens, --max-model-len); lower "
+                               "input_tokens or raise --max-model-len in [engine].args")
+        if w.kind == "file":
+            w = resolve_file(w, load_tokenizer(target_model))
+        out.append(w)
+    return out

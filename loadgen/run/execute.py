@@ -4,7 +4,9 @@ Co-resident: every server is opened before the first slot, in the arms' base ord
 and stays up to the end; only the server of the slot being measured gets load. One server at a time: each
 phase opens its server and closes it when the next slot is on another. Every attached server is checked
 (reachable, serving the model, in its declared mode) before the first slot, so a broken one is not found
-halfway. protocol.json's ``design`` records the order (``order``: every slot, ``[arm, workload, level, block]``),
+halfway; every launched server's port is checked and held against other loadgen runs before the first
+server starts, until its server answers (serve/portlock.py), so a busy port is not found after a whole phase.
+protocol.json's ``design`` records the order (``order``: every slot, ``[arm, workload, level, block]``),
 rewritten when blocks are added (run/sizing.py), so ``--protocol`` repeats it and ``--resume`` finishes it.
 """
 
@@ -22,7 +24,8 @@ from loadgen.run.bench import Bench, mode_role
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.design import Slot
 from loadgen.run.observe import Observers
-from loadgen.serve import attached, modeproof
+from loadgen.serve import attached, modeproof, servers
+from loadgen.serve.portlock import PortHolds
 
 Log = Callable[[str], None]
 
@@ -42,9 +45,20 @@ class Session:
     api_key: str | None = None
     done: list[Slot] = field(default_factory=list)
     bench: Bench = field(init=False)
+    holds: PortHolds = field(init=False)
 
     def __post_init__(self) -> None:
-        self.bench = Bench(self.run_dir, self.log, self.api_key)
+        self.bench, self.holds = Bench(self.run_dir, self.log, self.api_key), PortHolds()
+
+    def _open(self, arm: Arm) -> servers.Server:
+        """The arm's server (Bench.open), its port held from before its launch (again for a server started
+        anew, one at a time) until it answers."""
+        if arm.server not in self.bench.open_keys():
+            spec = arm_specs.arm_spec(arm, self.run_dir, self.api_key)
+            self.holds.take([] if spec.attach_url else [(arm.server, spec.host, spec.port)])
+        server = self.bench.open(arm)
+        self.holds.answered(arm.server)
+        return server
 
     def context(self, arm: Arm) -> RunContext:
         """The run context of one arm's slots (its pair: stop rule, sampling, method and K)."""
@@ -52,7 +66,13 @@ class Session:
                           self.api_key)
 
     def preflight(self, slots: Sequence[Slot]) -> None:
-        """Check every attached server the slots use before any is measured (:func:`check_attached`)."""
+        """Hold the port of every server the slots launch (ServerError when one is busy or held by another
+        loadgen run, serve/portlock.py), then check every attached one (:func:`check_attached`), before any
+        starts."""
+        used = {s.arm for s in slots}
+        specs = {a.server: arm_specs.arm_spec(a, self.run_dir, self.api_key) for a in self.arms.values()
+                 if a.name in used}
+        self.holds.take((key, spec.host, spec.port) for key, spec in specs.items() if not spec.attach_url)
         check_attached(self.arms, slots, self.run_dir, self.log, self.api_key)
 
     def run(self, slots: Sequence[Slot]) -> None:
@@ -64,19 +84,22 @@ class Session:
             used = {s.arm for s in slots}
             for arm in self.arms.values():
                 if arm.name in used:
-                    self.bench.open(arm)
+                    self._open(arm)
         for slot in slots:
             arm = self.arms[slot.arm]
             if not self.co_resident:
                 for key in [k for k in self.bench.open_keys() if k != arm.server]:
                     self.bench.close(key)
-            server = self.bench.open(arm)
+            server = self._open(arm)
             run_cell_on(self.context(arm), arm.name, server, slot.cell)
             self.done.append(slot)
 
     def close(self) -> None:
-        """Stop every server still open (records after load, teardown)."""
-        self.bench.close_all()
+        """Stop every server still open (records after load, teardown) and release the ports still held."""
+        try:
+            self.bench.close_all()
+        finally:
+            self.holds.release_all()
 
 
 def check_attached(arms: Mapping[str, Arm], slots: Sequence[Slot], run_dir: Path, log: Log,

@@ -179,7 +179,8 @@ def replay_protocol(protocol_path: Path, workloads_dir: Path = WORKLOADS_DIR) ->
     if prompts_digest(prompts.values()) != proto.get("prompts_sha256"):
         raise ProfileError(f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; "
                            "the run folder was modified")
-    pair = load_pair(str(folder / "pair.toml"), workloads_dir=workloads_dir)
+    original = Path(str(proto.get("pair_file") or folder / "pair.toml"))  # its workload paths' folder
+    pair = load_pair(str(folder / "pair.toml"), workloads_dir=workloads_dir, beside=original.parent)
     workloads = {w["name"]: w for w in proto["workloads"]}
     pair = replace(pair, workloads=tuple(Workload(**(w | {"skipped": tuple(w.get("skipped") or ())}))
                                          for w in proto["workloads"]))

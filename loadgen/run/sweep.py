@@ -30,6 +30,7 @@ from loadgen.check.preflight import run_pair_check
 from loadgen.errors import BadInput, CriteriaFailed, ProfileError
 from loadgen.profile.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.profile.cells import PLAIN_ARMS
+from loadgen.profile.locate import anchor_workloads
 from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
@@ -65,7 +66,7 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
                                                                           str | None, dict[str, Any]]:
     """Expand, write (``out/<candidate>.toml``), read and check every candidate: the sweep's name, the
     candidates, their pairs, the engine version and each one's findings."""
-    doc = read_toml(sweep_file)
+    doc = anchor_workloads(read_toml(sweep_file), sweep_file)  # the candidates are written elsewhere
     name = str(doc.get("name", sweep_file.stem))
     candidates = expand_candidates(doc, sweep_file)
     bad = next((c.name for c in candidates if c.name.startswith(PLAIN_ARMS)), None)

@@ -34,7 +34,7 @@ def _workload(tmp_path: Path, file: Path, extra: str = "") -> Path:
     ("", "the prompt file is empty; write one JSON object per line"),
     ("\n\n", "the prompt file is empty"),
     ('{"prompt": "the cat"}\nthe dog ran\n', "line 2 is not JSON, so the file is not JSONL"),
-    ('{"prompt": "the cat"}\n{"text": "the dog"}\n', 'line 2 has no prompt: each line needs "prompt", "messages"'),
+    ('{"prompt": "the cat"}\n{"text": "the dog"}\n', 'line 2 has no prompt; each line needs "prompt", "messages"'),
     ('["the cat"]\n', "line 1 has no prompt"),
 ])
 def test_bad_files_are_one_line_profile_errors(tmp_path: Path, content: str | None, message: str) -> None:
@@ -135,3 +135,33 @@ def test_a_lone_surrogate_is_one_line_naming_its_line(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="line 2 holds text that is not valid Unicode") as err:
         read_prompt_file(path)
     assert "\n" not in str(err.value)
+
+
+def test_an_unknown_key_is_a_bad_line_with_did_you_mean(tmp_path: Path) -> None:
+    path = _lines(tmp_path, {"prompt": "the cat"}, {"prompt": "the dog", "output_token": 16})
+    with pytest.raises(ProfileError) as err:
+        load_workloads("f", _workload(tmp_path, path))
+    assert str(err.value) == (f"{path}: line 2 has an unknown key 'output_token' (did you mean 'output_tokens'?); "
+                              "a JSONL line has only the keys prompt, messages, output_tokens")
+
+
+def test_every_bad_line_is_named_not_only_the_first(tmp_path: Path) -> None:
+    path = _lines(tmp_path, {"prompt": "the cat"}, "the dog ran", {"prompt": "a", "output_tokenz": 3},
+                  {"text": "x"}, {"messages": [], "role": "user"})
+    with pytest.raises(ProfileError) as err:
+        read_prompt_file(path)
+    assert str(err.value) == (
+        f"{path}: 4 bad lines: line 2 is not JSON, so the file is not JSONL; line 3 has an unknown key "
+        "'output_tokenz' (did you mean 'output_tokens'?); line 4 has no prompt; line 5 has an unknown key 'role'; "
+        "write one JSON object per line, e.g. {\"prompt\": \"...\"}; a JSONL line has only the keys prompt, "
+        "messages, output_tokens; each line needs \"prompt\", \"messages\" or \"conversations\"")
+
+
+def test_every_prompt_too_long_for_the_context_is_named(tmp_path: Path) -> None:
+    model = str(write_model(tmp_path / "m", trained_vocab()))
+    path = _lines(tmp_path, {"prompt": "the cat sat on the mat " * 3}, {"prompt": "the cat"},
+                  {"prompt": "the dog ran to the park " * 3})
+    with pytest.raises(ProfileError) as err:
+        pair_workloads(("f",), _workload(tmp_path, path), model, ("--max-model-len", "20"))
+    assert str(err.value).startswith(f"{path}: 2 bad lines: line 1: 18 prompt + 5 output tokens exceed the serving "
+                                     "context (20 tokens, --max-model-len); line 3: 18 prompt + 5")
