@@ -12,7 +12,6 @@ repository root when run through ``make``).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,16 +25,16 @@ from loadgen.profile.design import Design, parse_design
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
 from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule
+from loadgen.profile.pairpath import PAIRS_DIR, available_pairs, resolve_pair_path
 from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.profile.workloadset import pair_workloads
 
-PAIRS_DIR = Path("profiles/pairs")
-
 #: Every field vLLM's ``SpeculativeConfig`` has had in 0.10-0.33 (profile/fields.py); per-version checks of
 #: the installed engine happen in `loadgen check`.
 SPECULATIVE_KEYS = ALL_FIELDS
+__all__ = ["PAIRS_DIR", "available_pairs", "load_pair", "pair_name", "resolve_pair_path"]
 
 
 def check_scope(criteria: Criteria | None, workloads: Sequence[str], concurrency: Sequence[int], path: Path) -> None:
@@ -51,38 +50,6 @@ def check_scope(criteria: Criteria | None, workloads: Sequence[str], concurrency
     if criteria.concurrency and not any(criteria.concurrency[0] <= c <= criteria.concurrency[1] for c in concurrency):
         raise ProfileError(f"{path}: [criteria].concurrency {list(criteria.concurrency)} holds none of the levels "
                            f"{list(concurrency)}; widen it or add a level")
-
-
-def available_pairs(pairs_dir: Path = PAIRS_DIR) -> list[str]:
-    """Names of the pair files in ``pairs_dir`` (sorted)."""
-    return sorted(p.stem for p in pairs_dir.glob("*.toml"))
-
-
-def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
-    """Map a pair name (``demo-cpu``) or a path (it holds a ``/`` or ends in ``.toml``) to its TOML file.
-
-    Raises ProfileError naming a path that is no file as that path (with the file of the same name in ``pairs_dir``
-    when there is one), and a name that is no pair with the available pairs and the closest name (difflib)."""
-    candidate = Path(name_or_path)
-    if "/" in name_or_path or candidate.suffix == ".toml":
-        if candidate.is_file():
-            return candidate
-        same = pairs_dir / (candidate.name if candidate.suffix == ".toml" else f"{candidate.name}.toml")
-        hint = (f"; did you mean {same}?" if same.is_file() and same.resolve() != candidate.resolve()
-                else f"; pass an existing .toml file or a pair name ({', '.join(available_pairs(pairs_dir)) or '-'})")
-        raise ProfileError(f"no pair file {name_or_path} ({'a folder' if candidate.is_dir() else 'no such file'})"
-                           + hint)
-    by_name = pairs_dir / f"{name_or_path}.toml"
-    if by_name.is_file():
-        return by_name
-    names = available_pairs(pairs_dir)
-    close = difflib.get_close_matches(name_or_path, names, n=1)
-    listed = ", ".join(names) or (
-        f"none in {pairs_dir.resolve()} (pair names are read from the repository's profiles/pairs/: run loadgen "
-        "from the repository root)")
-    raise ProfileError(f"unknown pair {name_or_path!r}: no {by_name}; "
-                       + (f"did you mean {close[0]!r}? " if close else "")
-                       + f"available pairs: {listed} (give a pair name or the path to a .toml file)")
 
 
 def _load(run: Table, path: Path) -> Load:

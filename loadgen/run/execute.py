@@ -65,15 +65,13 @@ class Session:
         return RunContext(arm.pair, self.run_dir, self.requests, self.cells_log, self.log, self.observers,
                           self.api_key)
 
-    def preflight(self, slots: Sequence[Slot]) -> None:
-        """Hold the port of every server the slots launch (ServerError when one is busy or held by another
-        loadgen run, serve/portlock.py), then check every attached one (:func:`check_attached`), before any
-        starts."""
+    def hold_ports(self, slots: Sequence[Slot]) -> None:
+        """Hold the port of every server the slots launch, before any starts (ServerError when one is busy or
+        held by another loadgen run, serve/portlock.py); each is released once its server answers."""
         used = {s.arm for s in slots}
         specs = {a.server: arm_specs.arm_spec(a, self.run_dir, self.api_key) for a in self.arms.values()
                  if a.name in used}
         self.holds.take((key, spec.host, spec.port) for key, spec in specs.items() if not spec.attach_url)
-        check_attached(self.arms, slots, self.run_dir, self.log, self.api_key)
 
     def run(self, slots: Sequence[Slot]) -> None:
         """Measure ``slots`` in order (module docstring). Raises what a cell or a server raises; the servers

@@ -220,6 +220,7 @@ def execute_run(run_dir: Path, m: Measurement, log: Log, observe: ObserveOptions
     error: BaseException | None = None
     try:
         try:
+            session.hold_ports(m.slots)
             session.run(m.slots)
             if m.goal is not None:
                 why = grow(session, m.planned, [a.name for a in m.arms], m.metric, m.goal, m.deadline)
