@@ -21,6 +21,7 @@ import click
 
 from loadgen.errors import BadInput, CriteriaFailed, LoadgenError
 from loadgen.profile.pairfile import available_pairs, load_pair
+from loadgen.profile.pairkind import pair_lines
 from loadgen.report.rundir import read_json
 from loadgen.report.summary import print_summary
 from loadgen.run.observe import ObserveOptions
@@ -70,13 +71,12 @@ def main() -> None:
 @main.command()
 @_handles_errors
 def pairs() -> None:
-    """List the pair profiles in profiles/pairs/ (relative to the current folder: the repository root)."""
+    """List the pair profiles in profiles/pairs/ (from the repository root), each marked CPU demo / GPU / sweep."""
     names = available_pairs()
     if not names:
         raise BadInput(f"no pair profiles in {Path('profiles/pairs').resolve()}; run loadgen from the repository "
                        "root, or pass a pair file's path to check / compare")
-    for name in names:
-        click.echo(name)
+    click.echo("\n".join(pair_lines(names)))
 
 
 @main.command()
