@@ -24,6 +24,7 @@ from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.design import Design, parse_design
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
+from loadgen.profile.overrides import Overrides, apply_overrides
 from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule
 from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml
@@ -247,11 +248,13 @@ def _design(top: Table, load: Load, path: Path) -> Design:
     return parse_design(table, path)
 
 
-def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR) -> Pair:
+def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR,
+              overrides: Overrides | None = None) -> Pair:
     """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError), one
-    table at a time in the file's order of checks."""
+    table at a time in the file's order of checks; ``overrides`` (the command line's, profile/overrides.py)
+    are written into the document first and checked like the file's own values."""
     path = resolve_pair_path(name_or_path, pairs_dir)
-    doc = read_toml(path)
+    doc = apply_overrides(read_toml(path), overrides, path)
     if is_sweep(doc):
         raise ProfileError(f"{path} is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep "
                            f"{name_or_path}` (make sweep PAIR=...), or give [speculative] one K")
@@ -282,6 +285,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         slo=slo,
         servers=role_servers,
         design=design,
+        overrides=overrides or None,
     )
     top.finish()
     names = [n for w in pair.workloads for n in (w.name, w.name.split("@")[0])]

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.errors import ProfileError
+from loadgen.errors import BadInput, ProfileError
 from loadgen.profile.candidates import is_sweep
-from loadgen.profile.pairfile import PAIRS_DIR
+from loadgen.profile.pairfile import PAIRS_DIR, available_pairs
 from loadgen.profile.tomlread import read_toml
 
 #: Engine arguments that only a GPU engine takes (vLLM engine arguments).
@@ -48,8 +48,9 @@ def _sections(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
 
 def _device(table: Mapping[str, Any]) -> str | None:
-    args = [str(a) for a in table.get("args") or ()] if isinstance(table.get("args"), list) else []
-    env = table.get("env") if isinstance(table.get("env"), Mapping) else {}
+    raw_args, raw_env = table.get("args"), table.get("env")
+    args = [str(a) for a in raw_args] if isinstance(raw_args, list) else []
+    env: Mapping[str, Any] = raw_env if isinstance(raw_env, Mapping) else {}
     for i, arg in enumerate(args):
         value = args[i + 1] if arg == "--device" and i + 1 < len(args) else arg.partition("=")[2] if (
             arg.startswith("--device=")) else None
@@ -68,9 +69,14 @@ def pair_kind(doc: Mapping[str, Any]) -> PairKind:
     return PairKind(device, is_sweep(doc))
 
 
-def pair_lines(names: list[str], pairs_dir: Path = PAIRS_DIR) -> list[str]:
-    """One line per pair name: ``<name>  <kind label>`` (names padded to one width); a file that cannot be
-    read says so instead of a kind (``unreadable: <why>``)."""
+def pair_lines(pairs_dir: Path = PAIRS_DIR) -> list[str]:
+    """One line per pair file of ``pairs_dir`` (sorted by name): ``<name>  <kind label>`` (names padded to one
+    width); a file that cannot be read says so instead of a kind (``unreadable: <why>``). Raises BadInput
+    (exit 2) when there is none."""
+    names = available_pairs(pairs_dir)
+    if not names:
+        raise BadInput(f"no pair profiles in {pairs_dir.resolve()}; run loadgen from the repository root, or pass "
+                       "a pair file's path to check / compare")
     width = max((len(n) for n in names), default=0)
     lines = []
     for name in names:

@@ -66,10 +66,10 @@ def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
 
 
 def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Workload, ...]:
-    """Load ``workloads_dir/<name>.toml`` strictly: one Workload, or with a list ``input_tokens`` one
-    variant ``<name>@<tokens>`` per length. A ``file`` workload's file is read and checked here
-    (promptfile.read_prompt_file). Raises ProfileError."""
-    path = workloads_dir / f"{name}.toml"
+    """Load ``workloads_dir/<name>.toml`` (or ``name`` itself when it is a ``.toml`` path: ``--workload FILE``)
+    strictly: one Workload, or with a list ``input_tokens`` one variant ``<name>@<tokens>`` per length. A
+    ``file`` workload's file is read and checked here (promptfile.read_prompt_file). Raises ProfileError."""
+    path = Path(name) if name.endswith(".toml") else workloads_dir / f"{name}.toml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in workloads_dir.glob("*.toml"))) or "(none)"
         raise ProfileError(f"unknown workload {name!r}: no {path}; available workloads: {known}")
@@ -94,7 +94,7 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Work
         extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines,
                  "skipped": file.skipped}
     workload = Workload(
-        name=top.get("name", str, name),
+        name=top.get("name", str, path.stem),
         kind=kind,
         endpoint=endpoint or "completions",
         output_tokens=top.positive_int("output_tokens"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
+from loadgen.profile.overrides import Overrides, described
 from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.workloadcard import context_rows
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
@@ -225,10 +226,17 @@ def _head_rows(card: Card) -> list[str]:
            "ignore_eos with min_tokens = max_tokens)",
            f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card['concurrency'])}; "
            f"stop rule `{json.dumps(card['stop_rule'], sort_keys=True)}`",
-           f"- **prompts sha256**: `{card['prompts_sha256']}`",
+           *_command_line_rows(card), f"- **prompts sha256**: `{card['prompts_sha256']}`",
            f"- **hardware**: {_hardware(card.get('hardware') or {})}", "",
            f"> {card['workloads_statement']}", "", "## Servers", ""]
     return out
+
+
+def _command_line_rows(card: Card) -> list[str]:
+    """The values the command line gave instead of the pair file (``--concurrency``, ``--requests``,
+    ``--workload``; profile/overrides.py), when it gave any."""
+    given = Overrides.from_json(card.get("command_line") or None)
+    return [f"- **from the command line** (not the pair file): {described(given)}"] if given else []
 
 
 def _servers_rows(card: Card) -> list[str]:

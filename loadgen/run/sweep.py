@@ -29,6 +29,7 @@ from loadgen.check.preflight import run_pair_check
 from loadgen.errors import BadInput, CriteriaFailed, ProfileError
 from loadgen.profile.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.profile.cells import PLAIN_ARMS
+from loadgen.profile.overrides import Overrides, apply_overrides, pair_text
 from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
@@ -57,13 +58,14 @@ class SweepOptions:
     pairs_dir: Path = PAIRS_DIR
     workloads_dir: Path = WORKLOADS_DIR
     history_dirs: tuple[Path, ...] = ()
+    overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
 
 
 def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, list[Candidate], dict[str, Pair],
                                                                           str | None, dict[str, Any]]:
     """Expand, write (``out/<candidate>.toml``), read and check every candidate: the sweep's name, the
     candidates, their pairs, the engine version and each one's findings."""
-    doc = read_toml(sweep_file)
+    doc = apply_overrides(read_toml(sweep_file), o.overrides, sweep_file)
     name = str(doc.get("name", sweep_file.stem))
     candidates = expand_candidates(doc, sweep_file)
     bad = next((c.name for c in candidates if c.name.startswith(PLAIN_ARMS)), None)
@@ -85,13 +87,16 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
     return name, candidates, pairs, version, findings
 
 
-def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path) -> Path:
+def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path, n = runs_dir / name / f"sweep-{stamp}", 1
     while path.exists():
         path, n = runs_dir / name / f"sweep-{stamp}-{n}", n + 1
     path.mkdir(parents=True)
-    shutil.copyfile(sweep_file, path / "sweep.toml")
+    if overrides:  # the sweep file as the command line changed it (profile/overrides.py)
+        write_text(path / "sweep.toml", pair_text(sweep_file, overrides))
+    else:
+        shutil.copyfile(sweep_file, path / "sweep.toml")
     return path
 
 
@@ -141,9 +146,10 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
         first = pairs[candidates[0].name]
         m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
         announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
-        sweep_dir = _new_sweep_dir(o.runs_dir, name, sweep_file)
+        sweep_dir = _new_sweep_dir(o.runs_dir, name, sweep_file, o.overrides)
         shutil.copytree(Path(tmp) / "candidates", sweep_dir / "candidates")
-    pairs = {n: load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir) for n in pairs}
+    pairs = {n: replace(load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir),
+                        overrides=o.overrides) for n in pairs}
     m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned)
     if o.budget_min is not None:
         m = replace(m, deadline=time.monotonic() + 60 * o.budget_min)
