@@ -196,7 +196,10 @@ def _build(sweep_dir: Path, saved: dict[str, Any] | None) -> dict[str, Any]:
     for proto in (sweep_dir / "protocol.json", sweep_dir / "plain-before" / "protocol.json"):
         if version is None and proto.is_file():
             version = read_json(proto).get("engine_version")
-    return build_sweep_card(sweep_dir, candidates, times, version, saved)
+    card = build_sweep_card(sweep_dir, candidates, times, version, saved)
+    proto_file = sweep_dir / "protocol.json"
+    given = read_json(proto_file).get("command_line") if proto_file.is_file() else None
+    return card | ({"command_line": given} if given else {})
 
 
 def rerender_sweep(sweep_dir: Path, log: Log = print) -> dict[str, Any]:

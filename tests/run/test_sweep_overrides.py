@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from loadgen.profile.overrides import Overrides
@@ -37,3 +38,10 @@ def test_a_sweep_runs_and_records_the_command_lines_values(tmp_path: Path, monke
     assert [(c["level"], len(c["measured"])) for c in proto["cells"]] == [("c3", 3)]
     card = json.loads((sweep_dir / "sweep.json").read_text())
     assert [c["level"] for c in card["cells"]] == ["c3"]
+    assert card["command_line"] == {"concurrency": [3], "requests": 2}
+    md = (sweep_dir / "sweep.md").read_text()
+    assert ("From the command line (not the sweep file): --concurrency 3 ([run].concurrency); --requests 2 "
+            "([stop].min_requests and rounds = 1, or max_requests by duration).") in md
+    jsonschema.validate(card, json.loads(Path("loadgen/report/sweep.schema.json").read_text()))
+    cut = json.loads((sweep_dir / "ngram-k1" / "card.json").read_text())  # each candidate's own pair card
+    assert cut["command_line"] == {"concurrency": [3], "requests": 2}
