@@ -27,8 +27,14 @@ def _cell_rows(cell: Mapping[str, Any]) -> list[str]:
                     f"{e.get('effect') or '-'} | {_x(e.get('half_width'))} | {_floor(cell)} | "
                     f"{_x(e['acceptance_rate'])} | {_x(e['mean_acceptance_length'])} | {pos} | "
                     f"{_x(e['tokens_per_decode_chunk'], '.2f')} | {_x(e['predicted_speedup'])} | "
-                    f"{_x(e['upper_bound'])} | {e.get('criteria_status') or '-'} |")
+                    f"{_x(e['upper_bound'])} | {_ttft(e)} | {e.get('criteria_status') or '-'} |")
     return rows
+
+
+def _ttft(e: Mapping[str, Any]) -> str:
+    """The TTFT p50 / p95 / p99 ratios, speculative / plain (an older sweep.json has none: '-')."""
+    ratios = e.get("ttft_ratios") or {}
+    return " / ".join(_x(ratios.get(p)) for p in ("p50", "p95", "p99"))
 
 
 def _floor(cell: Mapping[str, Any]) -> str:
@@ -80,8 +86,8 @@ def render_sweep_markdown(card: Mapping[str, Any]) -> str:
     out += ["", "## Cells", "",
             "| workload | level | candidate | speedup | 95% CI | effect | half-width | A/A noise floor "
             "| acceptance rate | acceptance length | per position | tokens / decode chunk | predicted | upper bound "
-            "| criteria |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| TTFT spec/plain p50 / p95 / p99 | criteria |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cell in card["cells"]:
         out += _cell_rows(cell)
     drifts = [c for c in card["cells"] if c.get("drift")]

@@ -45,3 +45,8 @@ def test_a_sweep_runs_and_records_the_command_lines_values(tmp_path: Path, monke
     jsonschema.validate(card, json.loads(Path("loadgen/report/sweep.schema.json").read_text()))
     cut = json.loads((sweep_dir / "ngram-k1" / "card.json").read_text())  # each candidate's own pair card
     assert cut["command_line"] == {"concurrency": [3], "requests": 2}
+    # the sweep card's TTFT ratios at p50, p95 and p99: every arm's first token comes after one step (ratio 1)
+    assert "| TTFT spec/plain p50 / p95 / p99 | criteria |" in md
+    for e in card["cells"][0]["entries"]:
+        assert list(e["ttft_ratios"]) == ["p50", "p95", "p99"]
+        assert all(v == pytest.approx(1.0, rel=0.3) for v in e["ttft_ratios"].values())
