@@ -77,7 +77,7 @@ def with_overrides(fn: F) -> F:
     options = (
         click.option("--concurrency", type=LevelList(),
                      help="Closed-loop concurrency levels instead of [run].concurrency, e.g. 1,4,16."),
-        click.option("--requests", type=click.IntRange(1, MAX_CELL_REQUESTS),
+        click.option("--requests", type=click.IntRange(1, MAX_CELL_REQUESTS), metavar="N",
                      help="Measured requests per cell: [stop].min_requests = N with rounds = 1 (a level c sends "
                           "max(N, c)); with [stop].duration_s, [stop].max_requests = N."),
         click.option("--workload", type=WorkloadList(), multiple=True,
