@@ -68,34 +68,37 @@ def test_the_overrides_read_as_the_files_own_values() -> None:
         load_pair("demo-cpu", overrides=Overrides(requests=0))  # checked like the file's own values
 
 
-def test_a_compare_with_overrides_records_them_as_the_pair_files_and_protocol_repeats_it(tmp_path: Path) -> None:
+def test_a_compare_with_overrides_records_them_as_the_pair_files_and_protocol_repeats_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real compare (the scripted engine, launched) with all three overrides: the run folder's pair.toml and
-    protocol.json hold them as the pair file's own values, the card names them, and `--protocol`'s replay
-    reads back the same pair and cells."""
+    protocol.json hold them as the pair file's own values (the workload file given relative, recorded absolute),
+    the card names them, and `--protocol`'s replay reads back the same pair and cells."""
     (tmp_path / "w2.toml").write_text(WORKLOAD.replace('name = "w"', 'name = "w2"').replace("seed = 1", "seed = 2"))
     pair_file = tmp_path / "scripted.toml"
     pair_file.write_text(PAIR.format(name="handy", k=1, python=sys.executable, repo=REPO)
                          .replace("port = 8300", f"port = {_free_port_block()}")
                          + '[design]\nblocks = 1\nplacebo = "off"\n')
+    monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["compare", str(pair_file), "--runs-dir", str(tmp_path / "runs"),
                                        "--allow-unpinned", "--no-progress", "--concurrency", "1,2",
-                                       "--requests", "3", "--workload", str(tmp_path / "w2.toml")])
+                                       "--requests", "3", "--workload", "w2.toml"])
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "runs" / "handy").iterdir()
+    w2 = str((tmp_path / "w2.toml").resolve())
     proto = json.loads((run_dir / "protocol.json").read_text())
     assert proto["concurrency"] == [1, 2] and proto["load"]["concurrency"] == [1, 2]
     assert (proto["stop_rule"]["min_requests"], proto["stop_rule"]["rounds"]) == (3, 1)
     assert [w["name"] for w in proto["workloads"]] == ["w2"]
     assert [(c["level"], len(c["measured"])) for c in proto["cells"]] == [("c1", 3), ("c2", 3)]
-    assert proto["command_line"] == {"concurrency": [1, 2], "requests": 3, "workload": [str(tmp_path / "w2.toml")]}
+    assert proto["command_line"] == {"concurrency": [1, 2], "requests": 3, "workload": [w2]}
     again = load_pair(str(run_dir / "pair.toml"))  # the run folder's pair file says them itself
     assert again.load.concurrency == (1, 2) and (again.stop.min_requests, again.stop.rounds) == (3, 1)
     assert [w.name for w in again.workloads] == ["w2"] and again.overrides is None
     replayed, cells, _ = replay_protocol(run_dir / "protocol.json")
     assert [(c.level.label, len(c.measured)) for c in cells] == [("c1", 3), ("c2", 3)]
-    assert replayed.load == again.load and replayed.overrides == Overrides((1, 2), 3, (str(tmp_path / "w2.toml"),))
+    assert replayed.load == again.load and replayed.overrides == Overrides((1, 2), 3, (w2,))
     card_md = (run_dir / "card.md").read_text()
     assert ("- **from the command line** (not the pair file): --concurrency 1,2 ([run].concurrency); --requests 3 "
             "([stop].min_requests and rounds = 1, or max_requests by duration); --workload "
-            f"{tmp_path / 'w2.toml'} ([run].workloads)") in card_md
+            f"{w2} ([run].workloads)") in card_md
     assert json.loads((run_dir / "card.json").read_text())["command_line"] == proto["command_line"]

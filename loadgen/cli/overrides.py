@@ -42,7 +42,7 @@ class LevelList(click.ParamType[tuple[int, ...]]):
 
 class WorkloadList(click.ParamType[tuple[str, ...]]):
     """``chat,code`` or ``path/to/workload.toml``: names of the pair's workloads and/or workload files (which
-    must exist); repeatable."""
+    must exist; given back as absolute paths); repeatable."""
 
     name = "NAME|FILE[,...]"
 
@@ -57,7 +57,8 @@ class WorkloadList(click.ParamType[tuple[str, ...]]):
         if missing:
             self.fail(f"workload file {missing[0]!r} does not exist; give a workload .toml file or a workload name "
                       "of the pair", param, ctx)
-        return parts
+        # a file as an absolute path, so that protocol.json's record repeats the run from any folder
+        return tuple(str(Path(p).resolve()) if p.endswith(".toml") else p for p in parts)
 
 
 def with_overrides(fn: F) -> F:
