@@ -21,8 +21,10 @@ import click
 
 from loadgen.cli.diffcmd import Tolerance, run_diff
 from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
+from loadgen.cli.overrides import Overrides, with_overrides
 from loadgen.errors import BadInput, LoadgenError
-from loadgen.profile.pairfile import available_pairs, load_pair
+from loadgen.profile.pairfile import load_pair
+from loadgen.profile.pairkind import pair_lines
 from loadgen.report.rundir import read_json
 from loadgen.report.summary import print_summary
 from loadgen.run.observe import ObserveOptions
@@ -72,13 +74,8 @@ def main() -> None:
 @main.command()
 @_handles_errors
 def pairs() -> None:
-    """List the pair profiles in profiles/pairs/ (relative to the current folder: the repository root)."""
-    names = available_pairs()
-    if not names:
-        raise BadInput(f"no pair profiles in {Path('profiles/pairs').resolve()}; run loadgen from the repository "
-                       "root, or pass a pair file's path to check / compare")
-    for name in names:
-        click.echo(name)
+    """List the pair profiles in profiles/pairs/ (from the repository root), each marked CPU demo / GPU / sweep."""
+    click.echo("\n".join(pair_lines()))
 
 
 @main.command()
@@ -115,6 +112,7 @@ def check(pair: str, allow_unpinned: bool) -> None:
 @click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY",
               help="Bearer token for servers started with --api-key (default: $OPENAI_API_KEY); never written.")
 @_handles_errors
+@with_overrides
 def compare(pair: str | None, **options: Any) -> None:
     """Launch the plain and speculative servers of PAIR one after the other (or attach to running
     ones), replay the workloads on both, and write the pair card."""
@@ -138,6 +136,7 @@ class CompareOptions:
     prometheus_selector: str
     progress: bool
     api_key: str | None
+    overrides: Overrides | None = None  # --concurrency, --requests, --workload (cli/overrides.py)
 
 
 def _compare(pair: str | None, o: CompareOptions) -> None:
@@ -169,7 +168,7 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
             loaded, cells, order = replay_protocol(protocol_file)
             repeat = (cells, order)
         else:
-            loaded = load_pair(str(pair))
+            loaded = load_pair(str(pair), overrides=o.overrides)
         run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=attach, cells=repeat,
                               allow_unpinned=o.allow_unpinned, observe=observe, api_key=api_key)
     print_summary(json.loads((run_dir / "card.json").read_text()))
@@ -199,8 +198,9 @@ def _verdict_exit(run_dir: Path) -> None:
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY", help="Bearer token, as for compare.")
 @_handles_errors
+@with_overrides
 def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, history_dirs: tuple[Path, ...],
-          budget_min: float | None, attach_plain: str | None, allow_unpinned: bool, api_key: str | None) -> None:
+          budget_min: float | None, attach_plain: str | None, **flags: Any) -> None:
     """Measure every candidate of the sweep pair file PAIR against one plain baseline, in interleaved blocks, and
     write the sweep card with its recommendation; exit 3 when no candidate meets the declared criteria."""
     from loadgen.run.sweep import SweepOptions, run_sweep
@@ -210,9 +210,9 @@ def sweep(pair: str | None, resume_dir: Path | None, runs_dir: Path, history_dir
     if attach_plain is not None:
         check_url(attach_plain, "--attach-plain")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    options = SweepOptions(runs_dir, budget_min, attach_plain, allow_unpinned, api_key,
-                           history_dirs=tuple(history_dirs))
-    end_sweep(lambda: run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [api_key])),
+    options = SweepOptions(runs_dir, budget_min, attach_plain, flags["allow_unpinned"], flags["api_key"],
+                           history_dirs=tuple(history_dirs), overrides=flags["overrides"])
+    end_sweep(lambda: run_sweep(pair, options, log=lambda line: click.echo(redact_text(line, [flags["api_key"]])),
                                 resume=resume_dir))
 
 

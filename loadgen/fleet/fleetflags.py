@@ -27,7 +27,8 @@ from typing import Any
 
 #: The names of the ratios as docs/metrics.md writes them.
 METRIC_NAMES = {"tpot_p50": "TPOT p50", "ttft_p50": "TTFT p50", "e2e_p50": "E2E latency p50",
-                "ttft_p99": "TTFT p99", "itl_p50": "ITL p50", "e2e_p99": "E2E latency p99"}
+                "ttft_p95": "TTFT p95", "ttft_p99": "TTFT p99", "itl_p50": "ITL p50", "e2e_p95": "E2E latency p95",
+                "e2e_p99": "E2E latency p99"}
 #: The smallest relative difference between two nodes' values that is flagged (5%).
 MIN_RELATIVE_GAP = 0.05
 CAUSES = ("look for a sick GPU (clocks, ECC errors, a degraded link), a different driver or CUDA version, or a "

@@ -26,7 +26,8 @@ from loadgen.stream.client import RequestRecord
 PAIRED = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
 #: The ratios of two cells' statistics (no per-prompt pairing): metric -> the statistic it reads.
 SIDES: dict[str, Callable[[CellStats], float | None]] = {
-    "itl_p50": lambda s: s.itl_s.p50, "ttft_p99": lambda s: s.ttft_s.p99, "e2e_p99": lambda s: s.e2e_s.p99,
+    "itl_p50": lambda s: s.itl_s.p50, "ttft_p95": lambda s: s.ttft_s.p95, "ttft_p99": lambda s: s.ttft_s.p99,
+    "e2e_p95": lambda s: s.e2e_s.p95, "e2e_p99": lambda s: s.e2e_s.p99,
     "output_throughput": lambda s: s.output_throughput_tps, "request_throughput": lambda s: s.request_throughput_rps,
 }
 METRICS = (*PAIRED, *SIDES)

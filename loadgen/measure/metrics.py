@@ -28,7 +28,7 @@ from loadgen.prom.deltas import SpecDecodeCounters
 if TYPE_CHECKING:
     from loadgen.stream.client import RequestRecord
 
-PERCENTILES = (50, 90, 99)
+PERCENTILES = (50, 90, 95, 99)
 
 
 @dataclass(frozen=True)
@@ -67,22 +67,24 @@ def request_timings(send_s: float, arrivals_s: Sequence[float], tokens: Sequence
 
 @dataclass(frozen=True)
 class Distribution:
-    """Summary of a sample: count, mean and the docs/metrics.md percentiles (p50/p90/p99), in the sample's unit."""
+    """Summary of a sample: count, mean and the docs/metrics.md percentiles (p50/p90/p95/p99), in the sample's
+    unit."""
 
     count: int
     mean: float | None
     p50: float | None
     p90: float | None
+    p95: float | None
     p99: float | None
 
     @classmethod
     def of(cls, values: Sequence[float]) -> Distribution:
         """Summarize ``values`` (numpy linear-interpolated percentiles); all None when empty."""
         if len(values) == 0:
-            return cls(0, None, None, None, None)
+            return cls(0, None, None, None, None, None)
         arr = np.asarray(values, dtype=float)
         p = np.percentile(arr, PERCENTILES)
-        return cls(int(arr.size), float(arr.mean()), float(p[0]), float(p[1]), float(p[2]))
+        return cls(int(arr.size), float(arr.mean()), *(float(x) for x in p))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from loadgen.profile.criteria import Criteria
 from loadgen.profile.design import Design
+from loadgen.profile.overrides import Overrides
 from loadgen.profile.workload import Workload
 
 #: Draft-free lookup methods that propose only where the text repeats itself, so a cell may see no draft at
@@ -213,6 +214,7 @@ class Pair:
     servers: Mapping[str, RoleServer] = field(default_factory=dict)
     design: Design = field(default_factory=Design)
     allow_skipped_lines: bool = False  # [run].allow_skipped_lines: prompt-file lines may be skipped
+    overrides: Overrides | None = None  # values given on the command line (profile/overrides.py), in the fields
 
     @property
     def planned_blocks(self) -> int:

@@ -24,6 +24,7 @@ from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.design import Design, parse_design
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
+from loadgen.profile.overrides import Overrides, apply_overrides
 from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule
 from loadgen.profile.pairpath import PAIRS_DIR, available_pairs, resolve_pair_path
 from loadgen.profile.schedule import ARRIVALS
@@ -225,13 +226,14 @@ def _design(top: Table, load: Load, path: Path) -> Design:
 
 
 def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR,
-              beside: Path | None = None) -> Pair:
+              beside: Path | None = None, overrides: Overrides | None = None) -> Pair:
     """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError), one
-    table at a time in the file's order of checks. A workload given as a relative path is looked up from the
-    current directory, else from ``beside`` (default: the pair file's folder; a run folder's copy passes the
-    original's, profile/locate.py)."""
+    table at a time in the file's order of checks; ``overrides`` (the command line's, profile/overrides.py)
+    are written into the document first and checked like the file's own values. A workload given as a
+    relative path is looked up from the current directory, else from ``beside`` (default: the pair file's
+    folder; a run folder's copy passes the original's, profile/locate.py)."""
     path = resolve_pair_path(name_or_path, pairs_dir)
-    doc = read_toml(path)
+    doc = apply_overrides(read_toml(path), overrides, path)
     if is_sweep(doc):
         raise ProfileError(f"{path} is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep "
                            f"{name_or_path}` (make sweep PAIR=...), or give [speculative] one K")
@@ -263,6 +265,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         servers=role_servers,
         design=design,
         allow_skipped_lines=allow_skipped,
+        overrides=overrides or None,
     )
     top.finish()
     names = [n for w in pair.workloads for n in (w.name, w.name.split("@")[0])]

@@ -12,6 +12,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
+from loadgen.profile.overrides import Overrides, described
 from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.workloadcard import context_rows
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
@@ -168,14 +169,15 @@ def _model_line(label: str, model: dict[str, Any] | None) -> str:
 def _cell_table(cell: dict[str, Any]) -> list[str]:
     plain, spec, ratios = cell.get("plain"), cell.get("speculative"), cell.get("ratios", {})
     lines = [
-        "| metric | plain p50 | plain p90 | plain p99 | spec p50 | spec p90 | spec p99 | spec/plain p50 [95% CI] |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| metric | plain p50 | plain p90 | plain p95 | plain p99 | spec p50 | spec p90 | spec p95 | spec p99 "
+        "| spec/plain p50 [95% CI] |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, key, scale, unit, ratio_key in _LATENCIES:
         row = [f"{label} ({unit})"]
         for side in (plain, spec):
             dist: dict[str, Any] = side[key] if side else {}
-            row += [_num(None if dist.get(p) is None else dist[p] * scale) for p in ("p50", "p90", "p99")]
+            row += [_num(None if dist.get(p) is None else dist[p] * scale) for p in ("p50", "p90", "p95", "p99")]
         row.append(_ratio(ratios.get(ratio_key)) if ratio_key else "–")
         lines.append("| " + " | ".join(row) + " |")
     for label, key, ratio_key in (("output throughput (tokens/s)", "output_throughput_tps", "output_throughput"),
@@ -186,7 +188,7 @@ def _cell_table(cell: dict[str, Any]) -> list[str]:
         if key == "peak_output_throughput_tps":  # a window under two whole buckets has no peak: say why
             p, s = ("window too short for a peak" if side and side.get("peak_output_note") else shown
                     for side, shown in ((plain, p), (spec, s)))
-        lines.append(f"| {label} | {p} | | | {s} | | | {_ratio(ratios.get(ratio_key))} |")
+        lines.append(f"| {label} | {p} | | | | {s} | | | | {_ratio(ratios.get(ratio_key))} |")
     return lines
 
 
@@ -226,10 +228,17 @@ def _head_rows(card: Card) -> list[str]:
            "ignore_eos with min_tokens = max_tokens)",
            f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card['concurrency'])}; "
            f"stop rule `{json.dumps(card['stop_rule'], sort_keys=True)}`",
-           f"- **prompts sha256**: `{card['prompts_sha256']}`",
+           *_command_line_rows(card), f"- **prompts sha256**: `{card['prompts_sha256']}`",
            f"- **hardware**: {_hardware(card.get('hardware') or {})}", "",
            f"> {card['workloads_statement']}", "", "## Servers", ""]
     return out
+
+
+def _command_line_rows(card: Card) -> list[str]:
+    """The values the command line gave instead of the pair file (``--concurrency``, ``--requests``,
+    ``--workload``; profile/overrides.py), when it gave any."""
+    given = Overrides.from_json(card.get("command_line") or None)
+    return [f"- **from the command line** (not the pair file): {described(given)}"] if given else []
 
 
 def _servers_rows(card: Card) -> list[str]:

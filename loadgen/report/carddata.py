@@ -187,7 +187,7 @@ def card_of(files: RunFiles) -> Card:
         "ready") for role in ROLES}
     workloads = proto["workloads"]
     diff = difference(usage["plain"], usage["speculative"])
-    return {
+    card: Card = {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
         "generated_utc": files.generated_utc,
@@ -219,6 +219,9 @@ def card_of(files: RunFiles) -> Card:
         "verdict": card_verdict(proto.get("criteria"), cells, judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
     }
+    if proto.get("command_line"):
+        card["command_line"] = proto["command_line"]
+    return card
 
 
 def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, Any]:

@@ -10,9 +10,13 @@ from rich.table import Table
 from loadgen.util.numbers import ms, ratio
 from loadgen.util.schemas import Card
 
+#: The percentiles printed for each latency (docs/metrics.md): the median and the tail beside it.
+SHOWN = ("p50", "p95", "p99")
+
 
 def _ms(dist: dict[str, Any] | None) -> str:
-    return ms((dist or {}).get("p50"), 1)
+    """``p50/p95/p99`` in ms ('–' for a percentile the card does not hold)."""
+    return "/".join(ms((dist or {}).get(p), 1) for p in SHOWN)
 
 
 def _ratio(r: dict[str, Any] | None) -> str:
@@ -20,11 +24,12 @@ def _ratio(r: dict[str, Any] | None) -> str:
 
 
 def summary_table(card: Card) -> Table:
-    """A table of TTFT/TPOT p50 (ms), the TPOT ratio with its 95% CI and its effect against the A/A noise
-    floor, the A/A placebo's TPOT ratio (the noise floor; '–' without a placebo), acceptance, throughput and
-    failed requests (the card's count, as in cells.jsonl) per cell."""
+    """A table of TTFT/TPOT p50/p95/p99 (ms) per server, the TPOT p50 ratio with its 95% CI and its effect
+    against the A/A noise floor, the A/A placebo's TPOT ratio (the noise floor; '–' without a placebo),
+    acceptance, throughput and failed requests (the card's count, as in cells.jsonl) per cell."""
     table = Table(title=f"{card['pair']}: speculative vs plain ({'complete' if card['complete'] else 'INCOMPLETE'})")
-    for col in ("workload", "load", "TTFT p50 ms plain/spec", "TPOT p50 ms plain/spec", "TPOT spec/plain [95% CI]",
+    for col in ("workload", "load", "TTFT ms plain p50/p95/p99", "TTFT ms spec p50/p95/p99",
+                "TPOT ms plain p50/p95/p99", "TPOT ms spec p50/p95/p99", "TPOT p50 spec/plain [95% CI]",
                 "A/A TPOT [95% CI]", "acceptance", "tokens/s plain/spec", "failed plain/spec"):
         table.add_column(col, justify="left" if col in ("workload", "load") else "right")
     for cell in card["cells"]:
@@ -35,7 +40,7 @@ def summary_table(card: Card) -> Table:
         tps = [x.get("output_throughput_tps") for x in (p, s)]
         table.add_row(
             cell["workload"], cell.get("level", str(cell["concurrency"])),
-            f"{_ms(p.get('ttft_s'))} / {_ms(s.get('ttft_s'))}", f"{_ms(p.get('tpot_s'))} / {_ms(s.get('tpot_s'))}",
+            _ms(p.get("ttft_s")), _ms(s.get("ttft_s")), _ms(p.get("tpot_s")), _ms(s.get("tpot_s")),
             _ratio(tpot) + (f" {effect}" if (effect := (tpot or {}).get("effect")) else ""),
             "–" if aa is None else _ratio(aa), "–" if acc is None else f"{acc:.3f}",
             " / ".join("–" if t is None else f"{t:.0f}" for t in tps),

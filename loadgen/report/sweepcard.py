@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from loadgen.profile.overrides import Overrides, described
+
 
 def _x(v: float | None, fmt: str = ".3f") -> str:
     return "-" if v is None else format(v, fmt)
@@ -25,8 +27,14 @@ def _cell_rows(cell: Mapping[str, Any]) -> list[str]:
                     f"{e.get('effect') or '-'} | {_x(e.get('half_width'))} | {_floor(cell)} | "
                     f"{_x(e['acceptance_rate'])} | {_x(e['mean_acceptance_length'])} | {pos} | "
                     f"{_x(e['tokens_per_decode_chunk'], '.2f')} | {_x(e['predicted_speedup'])} | "
-                    f"{_x(e['upper_bound'])} | {e.get('criteria_status') or '-'} |")
+                    f"{_x(e['upper_bound'])} | {_ttft(e)} | {e.get('criteria_status') or '-'} |")
     return rows
+
+
+def _ttft(e: Mapping[str, Any]) -> str:
+    """The TTFT p50 / p95 / p99 ratios, speculative / plain (an older sweep.json has none: '-')."""
+    ratios = e.get("ttft_ratios") or {}
+    return " / ".join(_x(ratios.get(p)) for p in ("p50", "p95", "p99"))
 
 
 def _floor(cell: Mapping[str, Any]) -> str:
@@ -42,6 +50,12 @@ def _bytes(v: float | None, same_budget: bool | None = None) -> str:
     return f"{v / 2**20:,.0f} MiB" + (" (same budget: not the draft's cost)" if same_budget else "")
 
 
+def _command_line(card: Mapping[str, Any]) -> list[str]:
+    """The values the command line gave instead of the sweep file (profile/overrides.py), when it gave any."""
+    given = Overrides.from_json(card.get("command_line") or None)
+    return [f"From the command line (not the sweep file): {described(given)}.", ""] if given else []
+
+
 def render_sweep_markdown(card: Mapping[str, Any]) -> str:
     """``sweep.md``: recommendation, how sure (design, noise floor, precision), candidates, per-cell table,
     an older sweep's drift."""
@@ -49,7 +63,7 @@ def render_sweep_markdown(card: Mapping[str, Any]) -> str:
     out = [f"# Sweep card: {card['pair']}", "",
            f"Schema {card['schema']}; engine vLLM {card.get('engine_version') or 'unknown'}; primary metric "
            f"{card['primary_metric']}. Speedup = {card['speedup_definition']}. Upper bound = "
-           f"{card['upper_bound_formula']} (a perfect draft).", "", "## Recommendation", ""]
+           f"{card['upper_bound_formula']} (a perfect draft).", "", *_command_line(card), "## Recommendation", ""]
     out += [f"- {line}" for line in rec["lines"]]
     design, noise = card.get("design") or {}, card.get("noise_floor") or {}
     out += ["", "## How sure", "", f"- design: {design.get('line', '-')}", f"- {noise.get('line', '-')}"]
@@ -72,8 +86,8 @@ def render_sweep_markdown(card: Mapping[str, Any]) -> str:
     out += ["", "## Cells", "",
             "| workload | level | candidate | speedup | 95% CI | effect | half-width | A/A noise floor "
             "| acceptance rate | acceptance length | per position | tokens / decode chunk | predicted | upper bound "
-            "| criteria |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| TTFT spec/plain p50 / p95 / p99 | criteria |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cell in card["cells"]:
         out += _cell_rows(cell)
     drifts = [c for c in card["cells"] if c.get("drift")]

@@ -56,6 +56,10 @@ def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
     return {"timing": field, "value": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high, "pairs": r.pairs}
 
 
+#: The TTFT percentiles whose speculative / plain ratios each entry carries (the pair card's cell ratios).
+TAIL = ("p50", "p95", "p99")
+
+
 def _entry(c: Candidate, cell: dict[str, Any], metric: str,
            verdict_cells: dict[tuple[str, int], str]) -> dict[str, Any]:
     spec = cell.get("speculative") or {}
@@ -71,7 +75,8 @@ def _entry(c: Candidate, cell: dict[str, Any], metric: str,
             "tokens_per_decode_chunk": spec.get("mean_tokens_per_decode_chunk"),
             "predicted_speedup": cost.get("predicted_speedup"), "step_time_ratio": cost.get("step_time_ratio"),
             "upper_bound": upper_bound(c.k, cost.get("step_time_ratio")),
-            "criteria_status": verdict_cells.get((cell["workload"], int(cell.get("concurrency") or 0)))}
+            "criteria_status": verdict_cells.get((cell["workload"], int(cell.get("concurrency") or 0))),
+            "ttft_ratios": {p: ((cell.get("ratios") or {}).get(f"ttft_{p}") or {}).get("value") for p in TAIL}}
 
 
 def _arm_seconds(sweep_dir: Path) -> dict[str, float]:

@@ -179,7 +179,7 @@ class Exporter:
             self.tokens_per_chunk.labels(**labels).set(stats.mean_tokens_per_chunk)
         for name in _DISTRIBUTIONS:
             dist: Distribution = getattr(stats, name)
-            for stat in ("mean", "p50", "p90", "p99"):
+            for stat in ("mean", "p50", "p90", "p95", "p99"):
                 value = getattr(dist, stat)
                 if value is not None:
                     self.cell_latency.labels(**labels, metric=name.removesuffix("_s"), stat=stat).set(value)

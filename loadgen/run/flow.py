@@ -18,6 +18,7 @@ from typing import Any
 from loadgen.check.preflight import run_pair_check
 from loadgen.errors import LoadgenError, ProfileError
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
+from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
@@ -118,7 +119,7 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     with locked(run_dir, log):
         prompts = unique_prompts(cells)
         write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
-        copy_pair_file(pair.path, run_dir)
+        write_pair_file(pair, run_dir)
         proto = protocol(pair, cells, prompts, probe_host()) | {"engine_version": engine_version,
                                                                 "attach": attached.record(attach or {})}
         proto["design"] = proto["design"] | design_record(m)
@@ -127,6 +128,15 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         log(design_line(m))
         execute_run(run_dir, m, log, observe, api_key, pair.name)
     return run_dir
+
+
+def write_pair_file(pair: Pair, run_dir: Path) -> None:
+    """The run folder's pair.toml: the pair file, with the command line's values written in when it gave any
+    (profile/overrides.py), so that ``--protocol`` reads them back as the file's own."""
+    if pair.overrides:
+        write_text(run_dir / "pair.toml", pair_text(pair.path, pair.overrides))
+    else:
+        copy_pair_file(pair.path, run_dir)
 
 
 def attached_version(attach: Mapping[str, str] | None, api_key: str | None) -> str | None:

@@ -26,6 +26,7 @@ from loadgen import __version__
 from loadgen.check.hashes import model_hashes
 from loadgen.errors import BadInput, ProfileError
 from loadgen.profile.cells import CellSpec
+from loadgen.profile.overrides import Overrides
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.schedule import arrival_offsets
@@ -183,7 +184,8 @@ def replay_protocol(protocol_path: Path, workloads_dir: Path = WORKLOADS_DIR) ->
     pair = load_pair(str(folder / "pair.toml"), workloads_dir=workloads_dir, beside=original.parent)
     workloads = {w["name"]: w for w in proto["workloads"]}
     pair = replace(pair, workloads=tuple(Workload(**(w | {"skipped": tuple(w.get("skipped") or ())}))
-                                         for w in proto["workloads"]))
+                                         for w in proto["workloads"]),
+                   overrides=Overrides.from_json(proto.get("command_line")))
     cells = []
     for c in proto["cells"]:
         pick = [[prompts[f"{pid}@{c['workload']}"] for pid in c[part]] for part in ("warmup", "measured", "cooldown")]
@@ -244,4 +246,4 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host:
                    "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
         "client_host": host.get("client_host"),
         "hardware": host.get("hardware"),
-    }
+    } | ({"command_line": pair.overrides.to_json()} if pair.overrides else {})

@@ -31,6 +31,7 @@ from loadgen.errors import BadInput, CriteriaFailed, ProfileError
 from loadgen.profile.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.profile.locate import anchor_workloads
+from loadgen.profile.overrides import Overrides, apply_overrides, pair_text
 from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
@@ -60,13 +61,14 @@ class SweepOptions:
     pairs_dir: Path = PAIRS_DIR
     workloads_dir: Path = WORKLOADS_DIR
     history_dirs: tuple[Path, ...] = ()
+    overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
 
 
 def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, list[Candidate], dict[str, Pair],
                                                                           str | None, dict[str, Any]]:
     """Expand, write (``out/<candidate>.toml``), read and check every candidate: the sweep's name, the
     candidates, their pairs, the engine version and each one's findings."""
-    doc = anchor_workloads(read_toml(sweep_file), sweep_file)  # the candidates are written elsewhere
+    doc = apply_overrides(anchor_workloads(read_toml(sweep_file), sweep_file), o.overrides, sweep_file)
     name = str(doc.get("name", sweep_file.stem))
     candidates = expand_candidates(doc, sweep_file)
     bad = next((c.name for c in candidates if c.name.startswith(PLAIN_ARMS)), None)
@@ -88,17 +90,23 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
     return name, candidates, pairs, version, findings
 
 
-def _new_sweep_dir(runs_dir: Path, name: str) -> Path:
-    """Create ``runs_dir/<name>/sweep-<ts>`` (exclusively: a suffix is added if it exists) and return it."""
+def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
+    """Create ``runs_dir/<name>/sweep-<ts>`` (exclusively: a suffix is added if it exists) holding the sweep
+    file as run (with the command line's overrides written in, profile/overrides.py) and return it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path, n = runs_dir / name / f"sweep-{stamp}", 1
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         try:
             path.mkdir()
-            return path
+            break
         except FileExistsError:
             path, n = runs_dir / name / f"sweep-{stamp}-{n}", n + 1
+    if overrides:
+        write_text(path / "sweep.toml", pair_text(sweep_file, overrides))
+    else:
+        shutil.copyfile(sweep_file, path / "sweep.toml")
+    return path
 
 
 def _require_sweep_dir(path: Path) -> None:
@@ -149,9 +157,8 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
             first = pairs[candidates[0].name]
             m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
             announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
-            sweep_dir = _new_sweep_dir(o.runs_dir, name)
+            sweep_dir = _new_sweep_dir(o.runs_dir, name, sweep_file, o.overrides)
             held.enter_context(locked(sweep_dir, log))  # the sweep's lock covers its arms' folders
-            shutil.copyfile(sweep_file, sweep_dir / "sweep.toml")
             shutil.copytree(Path(tmp) / "candidates", sweep_dir / "candidates")
         return _start(sweep_dir, candidates, pairs, attach, (m, version, findings), o, log)
 
@@ -161,7 +168,8 @@ def _start(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair],
     """Measure the new sweep folder ``sweep_dir`` (its candidates' pair files written): ``planned`` holds the
     measurement, the engine version and the checks' findings."""
     m, version, findings = planned
-    pairs = {n: load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir) for n in pairs}
+    pairs = {n: replace(load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir),
+                        overrides=o.overrides) for n in pairs}
     m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned)
     if o.budget_min is not None:
         m = replace(m, deadline=time.monotonic() + 60 * o.budget_min)
@@ -208,7 +216,10 @@ def _build(sweep_dir: Path, saved: dict[str, Any] | None) -> dict[str, Any]:
     for proto in (sweep_dir / "protocol.json", sweep_dir / "plain-before" / "protocol.json"):
         if version is None and proto.is_file():
             version = read_json(proto).get("engine_version")
-    return build_sweep_card(sweep_dir, candidates, times, version, saved)
+    card = build_sweep_card(sweep_dir, candidates, times, version, saved)
+    proto_file = sweep_dir / "protocol.json"
+    given = read_json(proto_file).get("command_line") if proto_file.is_file() else None
+    return card | ({"command_line": given} if given else {})
 
 
 def rerender_sweep(sweep_dir: Path, log: Log = print) -> dict[str, Any]:

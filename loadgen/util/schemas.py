@@ -68,6 +68,7 @@ class Card(TypedDict, total=False):
     concurrency: list[int]
     load: dict[str, Any] | None
     stop_rule: dict[str, Any]
+    command_line: dict[str, Any]  # only when the command line gave values (profile/overrides.py)
     prompts_sha256: str
     cells: list[dict[str, Any]]  # one per workload x level; keys in report/card.schema.json
     crossover: dict[str, Any]

@@ -52,8 +52,9 @@ def test_distribution_percentiles() -> None:
     assert d.mean == pytest.approx(50.5)
     assert d.p50 == pytest.approx(50.5)
     assert d.p90 == pytest.approx(90.1)
+    assert d.p95 == pytest.approx(95.05)  # linear interpolation: 1 + 0.95 * 99
     assert d.p99 == pytest.approx(99.01)
-    assert Distribution.of([]).p50 is None
+    assert Distribution.of([]).p50 is None and Distribution.of([]).p95 is None
 
 
 def test_acceptance_formulas() -> None:

@@ -9,13 +9,14 @@ from typing import Any
 from loadgen.report.card import render_markdown
 
 
-def _dist(p50: float | None, p90: float | None = None, p99: float | None = None) -> dict[str, Any]:
-    return {"count": 4, "mean": p50, "p50": p50, "p90": p90, "p99": p99}
+def _dist(p50: float | None, p90: float | None = None, p99: float | None = None,
+          p95: float | None = None) -> dict[str, Any]:
+    return {"count": 4, "mean": p50, "p50": p50, "p90": p90, "p95": p95, "p99": p99}
 
 
 def _side(tpot: float, **extra: Any) -> dict[str, Any]:
-    return {"ttft_s": _dist(0.25, 0.37, 0.397), "tpot_s": _dist(tpot, tpot, tpot), "itl_s": _dist(tpot),
-            "icl_s": _dist(None), "e2e_s": _dist(1.5, 2.0, 2.25), "output_throughput_tps": 100.0,
+    return {"ttft_s": _dist(0.25, 0.37, 0.397, 0.381), "tpot_s": _dist(tpot, tpot, tpot, tpot), "itl_s": _dist(tpot),
+            "icl_s": _dist(None), "e2e_s": _dist(1.5, 2.0, 2.25, 2.125), "output_throughput_tps": 100.0,
             "peak_output_throughput_tps": 120.0, "request_throughput_rps": 2.5, "errors": 0,
             "mean_tokens_per_chunk": 2.5, "mean_tokens_per_decode_chunk": 2.75, "acceptance": None} | extra
 
@@ -90,13 +91,16 @@ def test_servers_show_placement_launch_and_readiness() -> None:
 def test_the_cell_table_scales_units_and_shows_the_ratio_with_its_ci() -> None:
     out = lines(card())
     assert "### w · concurrency 2" in out
-    assert "| TTFT (ms) | 250.00 | 370.00 | 397.00 | 250.00 | 370.00 | 397.00 | 1.000 |" in out
-    assert "| TPOT (ms/token) | 20.00 | 20.00 | 20.00 | 10.00 | 10.00 | 10.00 | 0.500 [0.450, 0.550] |" in out
-    assert "| ITL (ms/token) | 20.00 | – | – | 10.00 | – | – | n/a (bursts) |" in out
-    assert "| inter-chunk latency (ms) | – | – | – | – | – | – | – |" in out
-    assert "| E2E latency (s) | 1.50 | 2.00 | 2.25 | 1.50 | 2.00 | 2.25 | – |" in out  # seconds, ratio None
-    assert "| output throughput (tokens/s) | 100.00 | | | 100.00 | | | 1.250 |" in out
-    assert "| request throughput (req/s) | 2.50 | | | 2.50 | | | – |" in out
+    assert ("| metric | plain p50 | plain p90 | plain p95 | plain p99 | spec p50 | spec p90 | spec p95 | spec p99 "
+            "| spec/plain p50 [95% CI] |") in out
+    assert "| TTFT (ms) | 250.00 | 370.00 | 381.00 | 397.00 | 250.00 | 370.00 | 381.00 | 397.00 | 1.000 |" in out
+    assert ("| TPOT (ms/token) | 20.00 | 20.00 | 20.00 | 20.00 | 10.00 | 10.00 | 10.00 | 10.00 | 0.500 [0.450, 0.550] |"
+            in out)
+    assert "| ITL (ms/token) | 20.00 | – | – | – | 10.00 | – | – | – | n/a (bursts) |" in out
+    assert "| inter-chunk latency (ms) | – | – | – | – | – | – | – | – | – |" in out
+    assert "| E2E latency (s) | 1.50 | 2.00 | 2.12 | 2.25 | 1.50 | 2.00 | 2.12 | 2.25 | – |" in out  # seconds
+    assert "| output throughput (tokens/s) | 100.00 | | | | 100.00 | | | | 1.250 |" in out
+    assert "| request throughput (req/s) | 2.50 | | | | 2.50 | | | | – |" in out
 
 
 def test_notes_goodput_and_finish_reasons_follow_the_table() -> None:

@@ -11,7 +11,9 @@ from loadgen.report.summary import print_summary, summary_table
 
 
 def _side(ttft: float, tpot: float, tps: float | None, errors: int, acc: float | None = None) -> dict[str, Any]:
-    return {"ttft_s": {"p50": ttft}, "tpot_s": {"p50": tpot}, "output_throughput_tps": tps, "errors": errors,
+    # p95 = 1.5 x p50 and p99 = 2 x p50: each percentile lands in its own place
+    return {"ttft_s": {"p50": ttft, "p95": 1.5 * ttft, "p99": 2 * ttft},
+            "tpot_s": {"p50": tpot, "p95": 1.5 * tpot, "p99": 2 * tpot}, "output_throughput_tps": tps, "errors": errors,
             "acceptance": None if acc is None else {"acceptance_rate": acc}}
 
 
@@ -30,7 +32,7 @@ CARD: dict[str, Any] = {
 
 
 def _text(card: dict[str, Any]) -> str:
-    console = Console(width=200, record=True, color_system=None)
+    console = Console(width=260, record=True, color_system=None)
     print_summary(card, console)
     return console.export_text()
 
@@ -41,15 +43,21 @@ def _cells(text: str) -> list[list[str]]:
             if line.startswith("│") and "workload" not in line]
 
 
-def test_each_cell_is_one_row_in_ms_with_the_ratio_and_its_ci() -> None:
+def test_each_cell_is_one_row_in_ms_with_p50_p95_p99_the_ratio_and_its_ci() -> None:
     rows = _cells(_text(CARD))
-    assert rows[0] == ["w", "c1", "250.0 / 500.0", "20.0 / 10.0", "0.50 [0.45, 0.56] faster", "1.01 [0.97, 1.05]",
-                       "0.625", "150 / 300", "0 / 1"]
+    assert rows[0] == ["w", "c1", "250.0/375.0/500.0", "500.0/750.0/1000.0", "20.0/30.0/40.0", "10.0/15.0/20.0",
+                       "0.50 [0.45, 0.56] faster", "1.01 [0.97, 1.05]", "0.625", "150 / 300", "0 / 1"]
+
+
+def test_the_header_names_the_three_percentiles() -> None:
+    text = _text(CARD)
+    assert "TTFT ms plain p50/p95/p99" in text and "TPOT ms spec p50/p95/p99" in text
 
 
 def test_a_cell_missing_a_side_shows_dashes() -> None:
     rows = _cells(_text(CARD))
-    assert rows[1] == ["w", "r2.5", "100.0 / –", "30.0 / –", "–", "–", "–", "– / –", "2 / –"]
+    assert rows[1] == ["w", "r2.5", "100.0/150.0/200.0", "–/–/–", "30.0/45.0/60.0", "–/–/–", "–", "–", "–",
+                       "– / –", "2 / –"]
 
 
 def test_the_title_and_the_verdict_line() -> None:
@@ -64,7 +72,7 @@ def test_a_cell_without_level_falls_back_to_its_concurrency() -> None:
     cell = {"workload": "w", "concurrency": 8, "ratios": {}}
     table = summary_table({"pair": "t", "complete": True, "cells": [cell]})
     assert [next(iter(col.cells)) for col in table.columns][:2] == ["w", "8"]
-    assert list(table.columns[8].cells) == ["– / –"]
+    assert list(table.columns[10].cells) == ["– / –"]
 
 
 def test_on_stdout_that_is_no_terminal_the_table_and_verdict_keep_their_full_width(
