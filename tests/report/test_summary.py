@@ -85,7 +85,7 @@ def test_on_stdout_that_is_no_terminal_the_table_and_verdict_keep_their_full_wid
     lines = capsys.readouterr().out.splitlines()
     [row] = [line for line in lines if long in line]
     assert [x.strip() for x in row.strip().strip("│").split("│")] == [
-        long, "c1", "250.0 / 500.0", "20.0 / 10.0", "0.50 [0.45, 0.56] faster", "1.01 [0.97, 1.05]", "0.625",
-        "150 / 300", "0 / 1"]
+        long, "c1", "250.0/375.0/500.0", "500.0/750.0/1000.0", "20.0/30.0/40.0", "10.0/15.0/20.0",
+        "0.50 [0.45, 0.56] faster", "1.01 [0.97, 1.05]", "0.625", "150 / 300", "0 / 1"]
     assert lines[-1] == f"verdict: {verdict}"
     assert len({len(line) for line in lines[1:-1]}) == 1 and len(lines[1]) > 80  # one table width, over 80

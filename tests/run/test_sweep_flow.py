@@ -83,7 +83,7 @@ def _attach(monkeypatch: pytest.MonkeyPatch, urls: dict[int, str]) -> None:
                                                  self.run_dir / "servers" / f"{arm.server}.log", attach_url=urls[k]))
 
     monkeypatch.setattr(bench.Bench, "open", open_bare)
-    monkeypatch.setattr(execute.Session, "preflight", lambda self, slots: None)
+    monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
 
 
 def _options(tmp_path: Path, criteria: str = "", budget_min: float | None = None) -> tuple[SweepOptions, str]:

@@ -102,7 +102,7 @@ def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
                                                  self.run_dir / "servers" / f"{arm.server}.log", attach_url=url))
 
     monkeypatch.setattr(bench.Bench, "open", open_bare)
-    monkeypatch.setattr(execute.Session, "preflight", lambda self, slots: None)
+    monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
 
 
 def execute_roles(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]],
