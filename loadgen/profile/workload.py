@@ -11,7 +11,7 @@ machine, and both servers receive the identical list.
   explanations), long outputs.
 - ``grounded``: a passage and a task whose answer reuses it (grounded.py).
 - ``file``: the prompts of a JSONL or ShareGPT-style file (promptfile.py), sampled with the seed.
-
+- ``trace``: a request trace replayed at its recorded times (trace.py), one variant per ``time_scale``.
 ``input_tokens`` may list several lengths (``[128, 1024]``): the workload then expands into one variant
 per length, named ``<workload>@<tokens>``, each its own cell row (the context-length axis).
 """
@@ -32,9 +32,10 @@ from loadgen.profile.domains import WORKLOAD_DOMAINS, check_document
 from loadgen.profile.grounded import grounded_prompt
 from loadgen.profile.promptfile import FileEntry, fit_lengths, read_prompt_file, sample
 from loadgen.profile.tomlread import Table, read_toml
+from loadgen.profile.trace import scaled_name, trace_fields
 
 WORKLOADS_DIR = Path("profiles/workloads")
-KINDS = ("short-homogeneous", "long-diverse", "grounded", "file")
+KINDS = ("short-homogeneous", "long-diverse", "grounded", "file", "trace")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class Workload:
     source_lines: int | None = None
     skipped: tuple[str, ...] = ()
     context_tokens: int | None = None
+    time_scale: float | None = None  # kind trace: offsets x time_scale; block_tokens per hash id (trace.py)
+    block_tokens: int | None = None
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
@@ -85,14 +88,16 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Work
     lengths = top.get("input_tokens", (int, list), None, "a positive integer or a list of them")
     if isinstance(lengths, list) and (not lengths or len(set(lengths)) != len(lengths)):
         raise ProfileError(f"{path}: input_tokens must list distinct lengths, e.g. [128, 1024], got {lengths!r}")
-    extra: dict[str, object] = {}
+    if kind in ("file", "trace") and lengths is not None:
+        raise ProfileError(f"{path}: a {kind} workload sends its prompts as written; remove input_tokens")
+    extra, scales = dict[str, object](), tuple[float, ...]()
     if kind == "file":
-        if lengths is not None:
-            raise ProfileError(f"{path}: a file workload sends its prompts as written; remove input_tokens")
         file = read_prompt_file(Path(top.get("path", str)), endpoint)
         endpoint = file.endpoint
         extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines,
                  "skipped": file.skipped}
+    elif kind == "trace":
+        endpoint, extra, scales = trace_fields(top, endpoint)
     workload = Workload(
         name=top.get("name", str, name),
         kind=kind,
@@ -104,6 +109,8 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Work
         **extra,  # type: ignore[arg-type]
     )
     top.finish()
+    if scales:
+        return tuple(replace(workload, name=scaled_name(workload.name, s, scales), time_scale=s) for s in scales)
     if not isinstance(lengths, list):
         return (workload,)
     return tuple(replace(workload, name=f"{workload.name}@{n}", input_tokens=n) for n in lengths)
@@ -111,7 +118,7 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Work
 
 def needs_tokenizer(workload: Workload) -> bool:
     """Whether generating ``workload`` needs the target's tokenizer (exact lengths, file lengths)."""
-    return workload.input_tokens is not None or workload.kind == "file"
+    return workload.input_tokens is not None or workload.kind in ("file", "trace")
 
 
 _SHORT_TEMPLATES = (
