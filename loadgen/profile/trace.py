@@ -42,6 +42,8 @@ from loadgen.profile.tomlread import Table
 #: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
 MOONCAKE_BLOCK_TOKENS = 512
 MOONCAKE, PROMPTS = "mooncake", "prompts"
+#: The card's time window over a replay, s (docs/metrics.md "Trace replay").
+WINDOW_S = 30.0
 
 _WORDS = (
     "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his",
@@ -263,7 +265,7 @@ def trace_requests(trace: TraceFile, replay: Replay, tokenizer: Tokenizer) -> tu
 
 def trace_fields(top: Table, endpoint: str | None) -> tuple[str, dict[str, object], tuple[float, ...]]:
     """A ``trace`` workload's keys read from its table: the endpoint, the Workload fields (``path``,
-    ``source_sha256``, ``source_lines``, ``skipped``, ``block_tokens``) and the declared time scales (one
+    ``source_sha256``, ``source_lines``, ``skipped``, ``block_tokens``, ``window_s``) and the declared time scales (one
     variant each). Raises ProfileError for a bad trace or a time scale that is not a distinct positive number."""
     trace = read_trace(Path(top.get("path", str)), endpoint)
     declared = top.get("time_scale", (int, float, list), 1.0, "a number > 0 or a list of distinct ones")
@@ -272,8 +274,13 @@ def trace_fields(top: Table, endpoint: str | None) -> tuple[str, dict[str, objec
             isinstance(s, int | float) and not isinstance(s, bool) and s > 0 for s in scales):
         raise ProfileError(f"{top.path}: time_scale must be a number > 0 or a list of distinct ones (0.5 replays "
                            f"twice as fast), got {declared!r}")
+    window = top.get("window_s", (int, float), WINDOW_S, "a number of seconds > 0")
+    if window <= 0:
+        raise ProfileError(f"{top.path}: window_s must be a number of seconds > 0 (the card's time windows), "
+                           f"got {window!r}")
     fields = {"path": trace.path, "source_sha256": trace.sha256, "source_lines": trace.lines,
-              "skipped": trace.skipped, "block_tokens": top.positive_int("block_tokens", MOONCAKE_BLOCK_TOKENS)}
+              "skipped": trace.skipped, "block_tokens": top.positive_int("block_tokens", MOONCAKE_BLOCK_TOKENS),
+              "window_s": float(window)}
     return trace.endpoint, fields, tuple(float(s) for s in scales)
 
 

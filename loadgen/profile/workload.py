@@ -40,9 +40,9 @@ KINDS = ("short-homogeneous", "long-diverse", "grounded", "file", "trace")
 
 @dataclass(frozen=True)
 class Workload:
-    """A prompt set (``profiles/workloads/<name>.toml``). For kind ``file``: ``path`` the prompt file,
-    ``source_sha256`` / ``source_lines`` its sha256 and record count, ``skipped`` its unusable lines
-    (``line N: reason``); ``context_tokens`` the serving context (``--max-model-len``) when declared."""
+    """A prompt set (``profiles/workloads/<name>.toml``). Kinds ``file``, ``trace``: ``path``, ``source_sha256``,
+    ``source_lines`` (records), ``skipped`` (``line N: reason``); trace.py: offsets x ``time_scale``, ``block_tokens``
+    per hash id, card windows of ``window_s`` s. ``context_tokens``: the serving context (--max-model-len) if set."""
 
     name: str
     kind: str  # one of KINDS
@@ -56,8 +56,9 @@ class Workload:
     source_lines: int | None = None
     skipped: tuple[str, ...] = ()
     context_tokens: int | None = None
-    time_scale: float | None = None  # kind trace: offsets x time_scale; block_tokens per hash id (trace.py)
+    time_scale: float | None = None
     block_tokens: int | None = None
+    window_s: float | None = None
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
@@ -109,10 +110,9 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR) -> tuple[Work
         **extra,  # type: ignore[arg-type]
     )
     top.finish()
-    if scales:
-        return tuple(replace(workload, name=scaled_name(workload.name, s, scales), time_scale=s) for s in scales)
     if not isinstance(lengths, list):
-        return (workload,)
+        return tuple(replace(workload, name=scaled_name(workload.name, s, scales), time_scale=s) for s in scales) or (
+            workload,)
     return tuple(replace(workload, name=f"{workload.name}@{n}", input_tokens=n) for n in lengths)
 
 

@@ -27,6 +27,7 @@ from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
+from loadgen.report.tracedata import trace_card
 from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
@@ -218,6 +219,7 @@ def card_of(files: RunFiles) -> Card:
         "placement": {role: placement(servers[role]) for role in ROLES},
         "verdict": card_verdict(proto.get("criteria"), cells, judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
+        "trace": trace_card(files),
     }
 
 
