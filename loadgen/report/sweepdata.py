@@ -25,6 +25,7 @@ from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.report.rundir import load_records, read_cell_lines, read_json
 from loadgen.report.sweeprec import entry_of, recommend
+from loadgen.report.tracedata import sweep_trace
 
 SWEEP_SCHEMA = "loadgen.sweep/2"
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
@@ -203,4 +204,5 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
         "drift_warnings": [c["drift_warning"] for c in cells if c["drift_warning"]]
         + ([noise["line"].split("; ", 1)[1]] if noise.get("excluding_1") else []),
         "recommendation": recommend(cells, rows, criteria, engine_version),
+        "trace": sweep_trace(sweep_dir),
     }

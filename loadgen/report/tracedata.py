@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from loadgen.measure.tracewindows import offsets, schedule_lag, shares, trace_wi
 from loadgen.profile.cells import PLACEBO, PLAIN, PLAIN_ARMS
 from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
+from loadgen.report.rundir import load_records, read_json
 from loadgen.report.runfiles import RunFiles
 from loadgen.stream.client import RequestRecord
 
@@ -110,11 +112,28 @@ def _recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any] | 
     return out
 
 
-def trace_card(files: RunFiles) -> dict[str, Any] | None:
-    """The card's ``trace`` section of a run folder's contents (module docstring); None without a trace."""
-    traces = [w for w in files.protocol.get("workloads") or () if w.get("kind") == "trace"]
+def trace_section(protocol: Mapping[str, Any], records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+    """The ``trace`` section (module docstring) of a run's protocol.json and records; None without a trace."""
+    traces = [w for w in protocol.get("workloads") or () if w.get("kind") == "trace"]
     if not traces:
         return None
-    slo = SLO(**(files.protocol.get("slo") or {}))
-    rows = [row for w in traces if (row := trace_workload(w, files.records, slo)) is not None]
+    slo = SLO(**(protocol.get("slo") or {}))
+    rows = [row for w in traces if (row := trace_workload(w, records, slo)) is not None]
     return {"workloads": rows, "capacity": _capacity(rows), "recommendation": _recommend(rows)}
+
+
+def trace_card(files: RunFiles) -> dict[str, Any] | None:
+    """The card's ``trace`` section of a run folder's contents."""
+    return trace_section(files.protocol, files.records)
+
+
+def sweep_trace(sweep_dir: Path) -> dict[str, Any] | None:
+    """The sweep card's ``trace`` section: every arm of the sweep folder (plain, the placebo, each candidate)
+    over the trace, the recommendation among all of them; None without protocol.json, requests.jsonl or a
+    trace workload."""
+    if not (sweep_dir / "protocol.json").is_file() or not (sweep_dir / "requests.jsonl").is_file():
+        return None
+    protocol = read_json(sweep_dir / "protocol.json")
+    if not any(w.get("kind") == "trace" for w in protocol.get("workloads") or ()):
+        return None
+    return trace_section(protocol, list(load_records(sweep_dir)))

@@ -1,0 +1,62 @@
+"""tracedata / tracecard: a sweep folder's trace section over every arm (closed-form records): SLO attainment
+per server, capacity over the time-scale variants, the recommendation among plain and the candidates, and its
+Markdown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from loadgen.report.sweepcard import render_sweep_markdown
+from loadgen.report.tracecard import trace_rows
+from loadgen.report.tracedata import sweep_trace
+from loadgen.stream.client import RequestRecord
+
+
+def _rec(role: str, workload: str, i: int, tpot: float) -> RequestRecord:
+    due = 100.0 + i * 0.5
+    arrivals = [due + 0.05 + k * tpot for k in range(5)]
+    return RequestRecord(f"{workload}-{i}", role, workload, 64, "measured", due, arrival_s=due, send_s=due,
+                         chunk_arrivals_s=arrivals, chunk_tokens=[1] * 5, done_s=arrivals[-1])
+
+
+# TPOT (s) per arm at each time scale: k2 is fastest at real time but misses the 50 ms SLO when twice as fast
+TPOT = {"tr@ts1": {"plain": 0.040, "k1": 0.030, "k2": 0.020}, "tr@ts0.5": {"plain": 0.045, "k1": 0.048, "k2": 0.060}}
+
+
+def _sweep(tmp_path: Path) -> Path:
+    proto = {"workloads": [{"name": w, "kind": "trace", "time_scale": s, "window_s": 5.0, "output_tokens": 5}
+                           for w, s in (("tr@ts1", 1.0), ("tr@ts0.5", 0.5))],
+             "slo": {"percentile": 90.0, "tpot_s": 0.05}}
+    (tmp_path / "protocol.json").write_text(json.dumps(proto))
+    records = [_rec(arm, w, i, tpot * (1 + 0.01 * (i % 3))) for w, arms in TPOT.items() for arm, tpot in arms.items()
+               for i in range(20)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
+    return tmp_path
+
+
+def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_path: Path) -> None:
+    trace = sweep_trace(_sweep(tmp_path))
+    assert trace is not None
+    rows = {r["workload"]: r for r in trace["workloads"]}
+    assert set(rows["tr@ts1"]["arms"]) == {"k1", "k2"}  # every candidate against plain
+    assert round(rows["tr@ts1"]["arms"]["k2"]["speedup"], 2) == 2.0
+    assert [round(w["speedup"], 2) for w in rows["tr@ts1"]["arms"]["k1"]["windows"]] == [1.33, 1.33]
+    assert rows["tr@ts0.5"]["servers"]["k2"]["slo"] == {"requests": 20, "shares": {"tpot_s": 0.0}, "every": 0.0,
+                                                        "hold": False}
+    assert trace["capacity"] == {"tr": {"k1": 2.0, "k2": 1.0, "plain": 2.0}}
+    rec = trace["recommendation"]["tr"]
+    assert (rec["server"], rec["time_scale"]) == ("k2", 1.0) and abs(rec["tpot_p50_s"] - 0.0202) < 1e-9
+    md = "\n".join(trace_rows({"trace": trace}))
+    assert "k1 holds 2x this trace, k2 holds 1x this trace, plain holds 2x this trace" in md
+    assert "recommendation on tr: k2 (lowest TPOT p50 20.2 ms at time_scale 1" in md
+    assert "speculation pays during 100% of the trace's time (100% of its requests)" in md
+
+
+def test_no_trace_no_section(tmp_path: Path) -> None:
+    (tmp_path / "protocol.json").write_text(json.dumps({"workloads": [{"name": "w", "kind": "file"}]}))
+    (tmp_path / "requests.jsonl").write_text("")
+    assert sweep_trace(tmp_path) is None and trace_rows({"trace": None}) == []
+    assert "Trace replay" not in render_sweep_markdown(
+        {"pair": "p", "schema": "s", "primary_metric": "tpot_p50", "speedup_definition": "", "upper_bound_formula": "",
+         "recommendation": {"lines": []}, "candidates": [], "cells": [], "drift_warnings": [], "times_s": {}})
