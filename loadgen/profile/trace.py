@@ -180,7 +180,8 @@ def one_token_words(tokenizer: Tokenizer) -> tuple[str, ...]:
 
 
 def block_words(hash_id: int, block_tokens: int, words: tuple[str, ...], seed: int) -> list[str]:
-    """The ``block_tokens`` words of prompt block ``hash_id`` (seeded by ``seed`` and the hash alone)."""
+    """The first ``block_tokens`` words of prompt block ``hash_id`` (seeded by ``seed`` and the hash alone: fewer
+    words are a prefix of more)."""
     rng = random.Random(f"trace-block:{seed}:{hash_id}")
     return [rng.choice(words) for _ in range(block_tokens)]
 
@@ -194,7 +195,7 @@ def mooncake_text(entry: TraceEntry, block_tokens: int, words: tuple[str, ...], 
     for h in entry.hash_ids:
         if len(out) >= want:
             break
-        out += block_words(h, block_tokens, words, seed)
+        out += block_words(h, min(block_tokens, want - len(out)), words, seed)
     rng = random.Random(f"trace-tail:{seed}:{entry.line}")
     out = out[:want] + [rng.choice(words) for _ in range(want - len(out))]
     return "".join(" " + w for w in out)

@@ -122,3 +122,13 @@ def test_a_trace_workload_records_its_file_and_expands_its_time_scales(tmp_path:
     (tmp_path / "bad.toml").write_text(f'kind = "trace"\npath = "{path}"\noutput_tokens = 4\ntime_scale = 0\n')
     with pytest.raises(ProfileError, match="time_scale must be a number > 0"):
         load_workloads("bad", tmp_path)
+
+
+def test_a_huge_block_size_costs_only_the_tokens_sent_and_domains_bound_the_keys(tmp_path: Path) -> None:
+    path = _lines(tmp_path, [{"timestamp": 0, "input_length": 6, "output_length": 2, "hash_ids": [5]}])
+    tok = _word_tokenizer(tmp_path)
+    big = trace_requests(read_trace(path), Replay(block_tokens=10**9), tok)[0][0].text  # at once, not 10^9 words
+    assert big == trace_requests(read_trace(path), Replay(block_tokens=6), tok)[0][0].text
+    (tmp_path / "w.toml").write_text(f'kind = "trace"\npath = "{path}"\noutput_tokens = 4\nwindow_s = -1\n')
+    with pytest.raises(ProfileError, match="window_s must be a number of seconds > 0"):
+        load_workloads("w", tmp_path)
