@@ -77,3 +77,22 @@ def test_slo_attainment_counts_each_objective_and_capacity_takes_the_fastest_hol
     assert attainment(recs, SLO()).every is None
     assert trace_capacity([1.0, 0.625, 0.5], [True, True, False]) == 1.6
     assert trace_capacity([1.0], [False]) is None
+
+
+def test_bisection_brackets_each_servers_capacity_from_below() -> None:
+    from loadgen.measure.traceslo import bisect_capacity
+    truth = {"plain": 1.6, "speculative": 1.3}
+    calls: list[float] = []
+
+    def measure(speed: float) -> dict[str, bool]:
+        calls.append(speed)
+        return {s: speed <= limit for s, limit in truth.items()}
+
+    found, tested = bisect_capacity(measure, 0.5, 4.0, steps=10)
+    assert calls[:3] == [4.0, 0.5, pytest.approx(2 ** 0.5)] and set(tested) == set(calls)
+    for server, limit in truth.items():
+        got = found[server]
+        # 10 midpoints, shared between two servers: about 5 halvings of a 3-octave interval each, 2 ** (3 / 32)
+        assert got is not None and got <= limit and limit / got < 2 ** (3 / 32), (server, got)
+    assert bisect_capacity(measure, 0.5, 1.0, steps=5)[0] == {"plain": 1.0, "speculative": 1.0}  # held at the top
+    assert bisect_capacity(measure, 2.0, 4.0, steps=5)[0] == {"plain": None, "speculative": None}
