@@ -75,7 +75,7 @@ def offsets(block: Sequence[RequestRecord]) -> dict[str, float]:
     return {r.prompt_id: r.arrival_s - t0 for r in block if r.arrival_s is not None}
 
 
-def _intervals(block: Sequence[RequestRecord]) -> np.ndarray:
+def intervals(block: Sequence[RequestRecord]) -> np.ndarray:
     """(n, 2) send and end times of a block's requests on the trace's clock (s; end = last byte)."""
     due = [r.arrival_s for r in block if r.arrival_s is not None]
     t0 = min(due) if due else 0.0
@@ -112,7 +112,7 @@ def arm_window(blocks: Blocks, ids: Sequence[set[str]], start: float, end: float
         n += len(mine)
         tpot += per_prompt(mine, "tpot_s").values()
         ttft += per_prompt(mine, "ttft_s").values()
-        mean, peak = in_flight(_intervals(block), start, end)
+        mean, peak = in_flight(intervals(block), start, end)
         means.append(mean)
         peaks.append(peak)
     return ArmWindow(n, float(np.mean(means)) if means else 0.0, max(peaks, default=0), _pct(tpot, 50),

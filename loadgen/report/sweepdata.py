@@ -191,6 +191,7 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
     seconds = times or _arm_seconds(sweep_dir)
     rows = [_candidate(c, cards.get(c.name), seconds.get(c.name)) for c in candidates]
     noise = _noise(cells)
+    rec = recommend(cells, rows, criteria, engine_version)
     return {
         "schema": SWEEP_SCHEMA, "pair": (saved or {}).get("pair") or sweep_dir.parent.name,
         "sweep_dir": (saved or {}).get("sweep_dir") or str(sweep_dir),
@@ -203,6 +204,5 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
         "times_s": dict(seconds), "candidates": rows, "cells": cells,
         "drift_warnings": [c["drift_warning"] for c in cells if c["drift_warning"]]
         + ([noise["line"].split("; ", 1)[1]] if noise.get("excluding_1") else []),
-        "recommendation": recommend(cells, rows, criteria, engine_version),
-        "trace": sweep_trace(sweep_dir),
+        "recommendation": rec, "trace": sweep_trace(sweep_dir, rec, rows),
     }

@@ -69,6 +69,16 @@ def _lag_line(servers: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def _schedule_lines(sched: Mapping[str, Any] | None) -> list[str]:
+    if not sched:
+        return []
+    hold = sched["slo"]["hold"]
+    ks = ", ".join(f"{w['start_s']:g} s: batch {w['batch']} -> K {w['k']} ({w['arm']})" for w in sched["windows"])
+    return [f"- the sweep's K schedule (from {sched['from_workload']}'s fixed-level cells) on this trace, estimated "
+            f"from the arms' own windows: TPOT p50 {_ms(sched['tpot_p50_s'])} ms, met all SLOs "
+            f"{_pct(sched['slo']['every'])}, SLOs hold {'-' if hold is None else 'yes' if hold else 'no'}; {ks}", ""]
+
+
 def trace_rows(card: Mapping[str, Any]) -> list[str]:
     """The "Trace replay" section's lines; [] without ``card["trace"]``."""
     trace = card.get("trace")
@@ -83,6 +93,7 @@ def trace_rows(card: Mapping[str, Any]) -> list[str]:
             out += [f"- {arm} over the whole trace: speedup {whole}",
                     _shares_line(arm, entry["shares"]), "", *_window_rows(arm, entry), ""]
         out += ["SLO attainment over the whole trace:", "", *_slo_rows(row["servers"]), ""]
+        out += _schedule_lines(row.get("schedule"))
     for base, caps in trace["capacity"].items():
         said = ", ".join(f"{s} holds {v:g}x this trace" if v is not None else f"{s} holds none of the declared speeds"
                          for s, v in caps.items())

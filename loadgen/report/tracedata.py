@@ -5,7 +5,8 @@ Shape (``card["trace"]``, None without a trace workload)::
 
     {"workloads": [{"workload", "base", "time_scale", "window_s", "requests", "span_s",
                     "servers": {server: {"slo": Attainment, "lag_p50_s", "lag_p99_s", "behind", "tpot_p50_s"}},
-                    "arms": {arm: {"speedup", "ci_low", "ci_high", "windows": [TraceWindow], "shares": Shares}}}],
+                    "arms": {arm: {"speedup", "ci_low", "ci_high", "windows": [TraceWindow], "shares": Shares}},
+                    "schedule": a sweep's K schedule on the trace (report/traceschedule.py) or None}],
      "capacity": {base: {server: speed or None}},
      "recommendation": {base: {"server", "tpot_p50_s", "time_scale"} or None}}
 
@@ -33,9 +34,14 @@ from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
 from loadgen.report.rundir import load_records, read_json
 from loadgen.report.runfiles import RunFiles
+from loadgen.report.traceschedule import schedule_on_trace
 from loadgen.stream.client import RequestRecord
 
 Blocks = list[list[RequestRecord]]
+#: ((workload it came from, K schedule config), {arm: speculative config}) of a sweep, or None.
+Schedule = tuple[tuple[str, Mapping[str, Any]], Mapping[str, Mapping[str, Any]]] | None
+#: The name the K schedule's estimate takes among the servers in the recommendation.
+SCHEDULE_NAME = "K schedule (estimate)"
 
 
 def _blocks(records: Sequence[RequestRecord], workload: str) -> dict[str, Blocks]:
@@ -59,14 +65,17 @@ def _speedup_band(blocks: Mapping[str, Blocks]) -> tuple[float, float]:
 def _server(blocks: Blocks, slo: SLO) -> dict[str, Any]:
     flat = [r for b in blocks for r in b]
     lag50, lag99 = schedule_lag(blocks)
-    tpot = list(per_prompt(flat, "tpot_s").values()) if flat else []
+    tpot = [v for b in blocks for v in per_prompt(b, "tpot_s").values()]  # per block: prompt ids recur
     return {"slo": asdict(attainment(flat, slo)), "lag_p50_s": lag50, "lag_p99_s": lag99,
             "behind": lag99 is not None and lag99 > CLIENT_SEND_LAG_LIMIT_S,
             "tpot_p50_s": float(np.median(tpot)) if tpot else None}
 
 
-def trace_workload(workload: Mapping[str, Any], records: Sequence[RequestRecord], slo: SLO) -> dict[str, Any] | None:
-    """One trace workload's entry (module docstring); None when it has no plain records."""
+def trace_workload(workload: Mapping[str, Any], records: Sequence[RequestRecord], slo: SLO,
+                   schedule: Schedule = None) -> dict[str, Any] | None:
+    """One trace workload's entry (module docstring); None when it has no plain records. ``schedule``: a sweep's
+    K schedule (the workload it came from, its config) and the arms' speculative configs, judged on the trace
+    (report/traceschedule.py)."""
     name = workload["name"]
     blocks = _blocks(records, name)
     if PLAIN not in blocks:
@@ -81,9 +90,15 @@ def trace_workload(workload: Mapping[str, Any], records: Sequence[RequestRecord]
         speedup, low, high, _ = window_speedup(blocks[PLAIN], blocks[arm], ids)
         arms[arm] = {"speedup": speedup, "ci_low": low, "ci_high": high,
                      "windows": [asdict(w) for w in windows], "shares": asdict(shares(windows, span))}
+    estimate = None
+    if schedule is not None:
+        (source, config), configs = schedule
+        estimate = schedule_on_trace(blocks, window, config, configs, slo)
+        estimate = None if estimate is None else estimate | {"from_workload": source, "config": dict(config)}
     return {"workload": name, "base": name.split("@ts")[0], "time_scale": workload.get("time_scale") or 1.0,
             "window_s": window, "requests": len(ids[0]) if ids else 0, "span_s": span,
-            "servers": {role: _server(b, slo) for role, b in sorted(blocks.items())}, "arms": arms}
+            "servers": {role: _server(b, slo) for role, b in sorted(blocks.items())}, "arms": arms,
+            "schedule": estimate}
 
 
 def _capacity(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -104,7 +119,9 @@ def _recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any] | 
     out: dict[str, dict[str, Any] | None] = {}
     for base in dict.fromkeys(r["base"] for r in rows):
         row = max((r for r in rows if r["base"] == base), key=lambda r: (r["time_scale"] == 1.0, r["time_scale"]))
-        ok = [(s["tpot_p50_s"], name) for name, s in row["servers"].items() if name != PLACEBO
+        sched = row.get("schedule")
+        judged = {**row["servers"], **({SCHEDULE_NAME: sched} if sched else {})}
+        ok = [(s["tpot_p50_s"], name) for name, s in judged.items() if name != PLACEBO
               and s["tpot_p50_s"] is not None and s["slo"]["hold"] is not False]
         best = min(ok, default=None)
         out[base] = None if best is None else {"server": best[1], "tpot_p50_s": best[0],
@@ -112,13 +129,14 @@ def _recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any] | 
     return out
 
 
-def trace_section(protocol: Mapping[str, Any], records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+def trace_section(protocol: Mapping[str, Any], records: Sequence[RequestRecord],
+                  schedule: Schedule = None) -> dict[str, Any] | None:
     """The ``trace`` section (module docstring) of a run's protocol.json and records; None without a trace."""
     traces = [w for w in protocol.get("workloads") or () if w.get("kind") == "trace"]
     if not traces:
         return None
     slo = SLO(**(protocol.get("slo") or {}))
-    rows = [row for w in traces if (row := trace_workload(w, records, slo)) is not None]
+    rows = [row for w in traces if (row := trace_workload(w, records, slo, schedule)) is not None]
     return {"workloads": rows, "capacity": _capacity(rows), "recommendation": _recommend(rows)}
 
 
@@ -127,13 +145,18 @@ def trace_card(files: RunFiles) -> dict[str, Any] | None:
     return trace_section(files.protocol, files.records)
 
 
-def sweep_trace(sweep_dir: Path) -> dict[str, Any] | None:
+def sweep_trace(sweep_dir: Path, recommendation: Mapping[str, Any] | None = None,
+                candidates: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any] | None:
     """The sweep card's ``trace`` section: every arm of the sweep folder (plain, the placebo, each candidate)
-    over the trace, the recommendation among all of them; None without protocol.json, requests.jsonl or a
-    trace workload."""
+    over the trace, the K schedule of the sweep's ``recommendation`` (the first workload's that has one, from
+    its fixed-level cells; ``candidates``: the sweep card's rows, name and speculative_config) judged on it,
+    and the recommendation among all of them; None without protocol.json, requests.jsonl or a trace workload."""
     if not (sweep_dir / "protocol.json").is_file() or not (sweep_dir / "requests.jsonl").is_file():
         return None
     protocol = read_json(sweep_dir / "protocol.json")
     if not any(w.get("kind") == "trace" for w in protocol.get("workloads") or ()):
         return None
-    return trace_section(protocol, list(load_records(sweep_dir)))
+    found = next(((w["workload"], w["schedule"]["config"]) for w in (recommendation or {}).get("workloads", [])
+                  if (w.get("schedule") or {}).get("config")), None)
+    configs = {c["name"]: c.get("speculative_config") or {} for c in candidates}
+    return trace_section(protocol, list(load_records(sweep_dir)), None if found is None else (found, configs))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.tracedata import sweep_trace
@@ -69,3 +71,39 @@ def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> Non
                                 "block_tokens": 64, "output_tokens": 5}], [])
     assert ("tr (trace, completions; trace t.jsonl (sha256 ab, 7 lines, 1 skipped: line 7: too long; replayed at "
             "its times x 0.5, blocks of 64 tokens)") in text
+
+
+def _rec2(role: str, i: int, tpot: float, tokens: int) -> RequestRecord:
+    due = 100.0 + i * 0.25
+    arrivals = [due + 0.05 + k * tpot for k in range(tokens)]
+    return RequestRecord(f"tr-{i}", role, "tr", 64, "measured", due, arrival_s=due, send_s=due,
+                         chunk_arrivals_s=arrivals, chunk_tokens=[1] * tokens, done_s=arrivals[-1])
+
+
+def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(tmp_path: Path) -> None:
+    from loadgen.profile.pair import SCHEDULE_KEY
+    from loadgen.report.tracedata import SCHEDULE_NAME
+    # 0-5 s: short requests, under one in flight; 5-10 s: 100-token requests every 0.25 s, up to 16 in flight
+    tpot = {"plain": (0.040, 0.040), "k1": (0.030, 0.060), "k2": (0.020, 0.080)}
+    records = [_rec2(arm, i, t[i >= 20] * (1 + 0.01 * (i % 3)), 5 if i < 20 else 100)
+               for arm, t in tpot.items() for i in range(40)]
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
+    (tmp_path / "protocol.json").write_text(json.dumps({
+        "workloads": [{"name": "tr", "kind": "trace", "time_scale": 1.0, "window_s": 5.0, "output_tokens": 5}],
+        "slo": {"percentile": 90.0, "tpot_s": 0.05}}))
+    ngram = {"method": "ngram", "prompt_lookup_max": 4}
+    schedule = {**ngram, "num_speculative_tokens": 2, SCHEDULE_KEY: [[1, 3, 2], [4, 64, 0]]}
+    rec = {"workloads": [{"workload": "w", "schedule": {"config": schedule}}]}
+    rows = [{"name": f"k{k}", "speculative_config": {**ngram, "num_speculative_tokens": k}} for k in (1, 2)]
+    trace = sweep_trace(tmp_path, rec, rows)
+    assert trace is not None
+    (row,) = trace["workloads"]
+    sched = row["schedule"]
+    # the second window fills up over 4 s (each request lasts 4 s), then holds 16: a mean of (4 x 8 + 16) / 5 = 9.6
+    assert [(w["batch"], w["k"], w["arm"]) for w in sched["windows"]] == [(1, 2, "k2"), (10, 0, "plain")]
+    # pooled: k2's 20 requests of the first window (20 ms) and plain's 20 of the second (40 ms)
+    assert sched["tpot_p50_s"] == pytest.approx((0.0204 + 0.040) / 2) and sched["slo"]["hold"] is True
+    assert row["servers"]["k1"]["slo"]["hold"] is False and row["servers"]["plain"]["slo"]["hold"] is True
+    assert trace["recommendation"]["tr"]["server"] == SCHEDULE_NAME
+    md = "\n".join(trace_rows({"trace": trace}))
+    assert "the sweep's K schedule (from w's fixed-level cells) on this trace" in md
