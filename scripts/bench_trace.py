@@ -30,7 +30,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
-from loadgen.profile.trace import _WORDS, Replay, read_trace, trace_requests
+from loadgen.profile.trace import WORDS, Replay, read_trace, trace_requests
 from loadgen.profile.workload import Prompt
 from loadgen.stream.runner import run_cell_async, run_in_cell_loop
 
@@ -50,7 +50,7 @@ def write_trace(path: Path, rate: float, duration_s: float, seed: int) -> int:
 
 def word_tokenizer() -> Tokenizer:
     """A word-level tokenizer over the trace reader's word list (each word one token)."""
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(["<unk>", *_WORDS]))}
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(["<unk>", *WORDS]))}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     return tok

@@ -45,7 +45,8 @@ MOONCAKE, PROMPTS = "mooncake", "prompts"
 #: The card's time window over a replay, s (docs/metrics.md "Trace replay").
 WINDOW_S = 30.0
 
-_WORDS = (
+#: Common English words; those that are one token of the target's tokenizer make Mooncake prompts.
+WORDS = (
     "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his",
     "her", "they", "this", "which", "had", "not", "are", "but", "one", "have", "were", "all", "their", "there",
     "been", "when", "who", "will", "more", "would", "them", "some", "into", "time", "only", "other", "new", "can",
@@ -172,7 +173,7 @@ def offsets_s(entries: tuple[TraceEntry, ...] | list[TraceEntry], time_scale: fl
 def one_token_words(tokenizer: Tokenizer) -> tuple[str, ...]:
     """The words of the built-in list that encode to exactly one token after a space with ``tokenizer``.
     Raises ProfileError when fewer than 16 do (no natural text of exact length can be built)."""
-    words = tuple(dict.fromkeys(w for w in _WORDS if len(tokenizer.encode(" " + w, add_special_tokens=False).ids) == 1))
+    words = tuple(dict.fromkeys(w for w in WORDS if len(tokenizer.encode(" " + w, add_special_tokens=False).ids) == 1))
     if len(words) < 16:
         raise ProfileError(f"the target's tokenizer encodes only {len(words)} common English words as one token; "
                            "a Mooncake trace needs at least 16 (use prompt lines with a timestamp instead)")

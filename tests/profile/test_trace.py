@@ -10,7 +10,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
-from loadgen.profile.trace import _WORDS, Replay, offsets_s, read_trace, specials_added, trace_requests
+from loadgen.profile.trace import WORDS, Replay, offsets_s, read_trace, specials_added, trace_requests
 from loadgen.profile.workload import load_tokenizer, load_workloads
 from tests.support.tokfactory import trained_vocab, write_model
 
@@ -24,7 +24,7 @@ def _lines(tmp_path: Path, rows: list[object], name: str = "t.jsonl") -> Path:
 
 
 def _word_tokenizer(tmp_path: Path) -> Tokenizer:
-    return load_tokenizer(str(write_model(tmp_path / "m", trained_vocab((" ".join(_WORDS),)))))
+    return load_tokenizer(str(write_model(tmp_path / "m", trained_vocab((" ".join(WORDS),)))))
 
 
 def _tokenizers(tmp_path: Path) -> list[Tokenizer]:

@@ -20,8 +20,8 @@ ROWS = [{"timestamp": 4000 + 250 * i, "input_length": 20, "output_length": 3, "h
 
 
 def _pair(tmp_path: Path) -> Path:
-    from loadgen.profile.trace import _WORDS
-    model = write_model(tmp_path / "model", trained_vocab((" ".join(_WORDS),)))
+    from loadgen.profile.trace import WORDS
+    model = write_model(tmp_path / "model", trained_vocab((" ".join(WORDS),)))
     data = tmp_path / "t.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     wl = tmp_path / "profiles" / "workloads"

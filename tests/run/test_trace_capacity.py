@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from loadgen.cli import main
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
-from loadgen.profile.trace import _WORDS
+from loadgen.profile.trace import WORDS
 from loadgen.run.tracecapacity import search_capacity
 from tests.run.test_drift import _free_port_block, _toml_table
 from tests.support.scripted_engine import PAIR, REPO
@@ -23,7 +23,7 @@ from tests.support.tokfactory import trained_vocab, write_model
 
 
 def _pair(tmp_path: Path, slo: str = "[slo]\npercentile = 90.0\ntpot_s = 0.07\n") -> Path:
-    model = write_model(tmp_path / "model", trained_vocab((" ".join(_WORDS),)))
+    model = write_model(tmp_path / "model", trained_vocab((" ".join(WORDS),)))
     (tmp_path / "trace.jsonl").write_text("".join(json.dumps({"timestamp": 200 * i, "input_length": 6,
                                                               "output_length": 11}) + "\n" for i in range(20)))
     (tmp_path / "workloads").mkdir(exist_ok=True)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from loadgen.profile.pairfile import load_pair
-from loadgen.profile.trace import _WORDS
+from loadgen.profile.trace import WORDS
 from loadgen.run.flow import run_compare
 from tests.run.test_drift import _free_port_block, _toml_table
 from tests.support.scripted_engine import PAIR, REPO
@@ -43,7 +43,7 @@ def _scripted_pays_share(last_s: float) -> float:
 
 
 def test_a_burst_trace_on_scripted_servers_follows_the_script(tmp_path: Path) -> None:
-    model = write_model(tmp_path / "model", trained_vocab((" ".join(_WORDS),)))
+    model = write_model(tmp_path / "model", trained_vocab((" ".join(WORDS),)))
     _trace(tmp_path / "trace.jsonl")
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "tr.toml").write_text(
