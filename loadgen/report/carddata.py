@@ -188,7 +188,7 @@ def card_of(files: RunFiles) -> Card:
         "ready") for role in ROLES}
     workloads = proto["workloads"]
     diff = difference(usage["plain"], usage["speculative"])
-    return {
+    card: Card = {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
         "generated_utc": files.generated_utc,
@@ -219,8 +219,10 @@ def card_of(files: RunFiles) -> Card:
         "placement": {role: placement(servers[role]) for role in ROLES},
         "verdict": card_verdict(proto.get("criteria"), cells, judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
-        "trace": trace_card(files),
     }
+    if (trace := trace_card(files)) is not None:  # absent without a trace workload: older cards re-render alike
+        card["trace"] = trace
+    return card
 
 
 def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, Any]:

@@ -204,5 +204,5 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
         "times_s": dict(seconds), "candidates": rows, "cells": cells,
         "drift_warnings": [c["drift_warning"] for c in cells if c["drift_warning"]]
         + ([noise["line"].split("; ", 1)[1]] if noise.get("excluding_1") else []),
-        "recommendation": rec, "trace": sweep_trace(sweep_dir, rec, rows),
-    }
+        "recommendation": rec,
+    } | ({"trace": trace} if (trace := sweep_trace(sweep_dir, rec, rows)) is not None else {})
