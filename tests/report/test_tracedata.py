@@ -107,3 +107,17 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
     assert trace["recommendation"]["tr"]["server"] == SCHEDULE_NAME
     md = "\n".join(trace_rows({"trace": trace}))
     assert "the sweep's K schedule (from w's fixed-level cells) on this trace" in md
+
+
+def test_a_client_behind_the_trace_says_so(tmp_path: Path) -> None:
+    from dataclasses import replace as copy
+
+    from loadgen.report.tracedata import trace_section
+    late = [copy(r, send_s=r.send_s + 0.012) for r in (_rec2("speculative", i, 0.02, 5) for i in range(10))]
+    on_time = [_rec2("plain", i, 0.04, 5) for i in range(10)]
+    trace = trace_section({"workloads": [{"name": "tr", "kind": "trace", "window_s": 5.0}]}, on_time + late)
+    assert trace is not None
+    servers = trace["workloads"][0]["servers"]
+    assert servers["plain"]["behind"] is False and servers["speculative"]["behind"] is True
+    assert servers["speculative"]["lag_p99_s"] == pytest.approx(0.012)
+    assert "the client fell behind the trace on speculative" in "\n".join(trace_rows({"trace": trace}))
