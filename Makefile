@@ -88,12 +88,14 @@ check: install
 	$(VENV)/bin/mypy
 
 # Benchmarks, not tests: numbers that issues name are measured here (docs/benchmarks.md): the timing
-# accuracy, loadgen's client against peers, then a soak of SOAK_S seconds (RSS and event-loop lag over
-# time). Each runs even when one before it failed; the exit status is non-zero when any missed a goal.
+# accuracy, the trace replay's send lag, loadgen's client against peers, then a soak of SOAK_S seconds (RSS
+# and event-loop lag over time). Each runs even when one before it failed; the exit status is non-zero when
+# any missed a goal.
 SOAK_S ?= 1800
 bench: install bench-peers-env
 	@status=0; \
 	$(VENV)/bin/python scripts/bench_timing.py || status=1; \
+	$(VENV)/bin/python scripts/bench_trace.py || status=1; \
 	$(VENV)/bin/python scripts/bench_peers.py || status=1; \
 	$(VENV)/bin/python scripts/bench_soak.py --duration-s $(SOAK_S) || status=1; \
 	exit $$status

@@ -121,6 +121,9 @@ PAIR_DOMAINS: dict[str, Domain] = {
 WORKLOAD_DOMAINS: dict[str, Domain] = {
     "output_tokens": _int(1, MAX_TOKENS, "tokens"), "input_tokens": _int(1, MAX_TOKENS, "tokens"),
     "input_tokens[]": _int(1, MAX_TOKENS, "tokens"), "seed": _int(0),
+    "block_tokens": _int(1, MAX_TOKENS, "tokens"), "window_s": _SECONDS,
+    "time_scale": _num(0, 1000, why="trace offsets x time_scale"),
+    "time_scale[]": _num(0, 1000, why="trace offsets x time_scale"),
 }
 
 

@@ -11,7 +11,7 @@ machine, and both servers receive the identical list.
   explanations), long outputs.
 - ``grounded``: a passage and a task whose answer reuses it (grounded.py).
 - ``file``: the prompts of a JSONL or ShareGPT-style file (promptfile.py), sampled with the seed.
-
+- ``trace``: a request trace replayed at its recorded times (trace.py), one variant per ``time_scale``.
 ``input_tokens`` may list several lengths (``[128, 1024]``): the workload then expands into one variant
 per length, named ``<workload>@<tokens>``, each its own cell row (the context-length axis).
 """
@@ -33,16 +33,17 @@ from loadgen.profile.grounded import grounded_prompt
 from loadgen.profile.locate import is_path, locate, looked_in
 from loadgen.profile.promptfile import FileEntry, fit_lengths, read_prompt_file, sample
 from loadgen.profile.tomlread import Table, read_toml
+from loadgen.profile.trace import scaled_name, trace_fields
 
 WORKLOADS_DIR = Path("profiles/workloads")
-KINDS = ("short-homogeneous", "long-diverse", "grounded", "file")
+KINDS = ("short-homogeneous", "long-diverse", "grounded", "file", "trace")
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A prompt set (``profiles/workloads/<name>.toml``). For kind ``file``: ``path`` the prompt file,
-    ``source_sha256`` / ``source_lines`` its sha256 and record count, ``skipped`` its unusable lines
-    (``line N: reason``); ``context_tokens`` the serving context (``--max-model-len``) when declared."""
+    """A prompt set (``profiles/workloads/<name>.toml``). Kinds ``file``, ``trace``: ``path``, ``source_sha256``,
+    ``source_lines`` (records), ``skipped`` (``line N: reason``); trace.py: offsets x ``time_scale``, ``block_tokens``
+    per hash id, card windows of ``window_s`` s. ``context_tokens``: the serving context (--max-model-len) if set."""
 
     name: str
     kind: str  # one of KINDS
@@ -56,6 +57,9 @@ class Workload:
     source_lines: int | None = None
     skipped: tuple[str, ...] = ()
     context_tokens: int | None = None
+    time_scale: float | None = None
+    block_tokens: int | None = None
+    window_s: float | None = None
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
@@ -92,7 +96,9 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
     lengths = top.get("input_tokens", (int, list), None, "a positive integer or a list of them")
     if isinstance(lengths, list) and (not lengths or len(set(lengths)) != len(lengths)):
         raise ProfileError(f"{path}: input_tokens must list distinct lengths, e.g. [128, 1024], got {lengths!r}")
-    extra: dict[str, object] = {}
+    if kind in ("file", "trace") and lengths is not None:
+        raise ProfileError(f"{path}: a {kind} workload sends its prompts as written; remove input_tokens")
+    extra, scales = dict[str, object](), tuple[float, ...]()
     if kind == "file":
         if lengths is not None:
             raise ProfileError(f"{path}: a file workload sends its prompts as written; remove input_tokens")
@@ -100,6 +106,8 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
         endpoint = file.endpoint
         extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines,
                  "skipped": file.skipped}
+    elif kind == "trace":
+        endpoint, extra, scales = trace_fields(top, endpoint)
     workload = Workload(
         name=top.get("name", str, path.stem if is_path(name) else name),
         kind=kind,
@@ -112,13 +120,14 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
     )
     top.finish()
     if not isinstance(lengths, list):
-        return (workload,)
+        return tuple(replace(workload, name=scaled_name(workload.name, s, scales), time_scale=s) for s in scales) or (
+            workload,)
     return tuple(replace(workload, name=f"{workload.name}@{n}", input_tokens=n) for n in lengths)
 
 
 def needs_tokenizer(workload: Workload) -> bool:
     """Whether generating ``workload`` needs the target's tokenizer (exact lengths, file lengths)."""
-    return workload.input_tokens is not None or workload.kind == "file"
+    return workload.input_tokens is not None or workload.kind in ("file", "trace")
 
 
 _SHORT_TEMPLATES = (

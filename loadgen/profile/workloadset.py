@@ -5,7 +5,7 @@ length (``<name>@<tokens>``: the context-length axis). The pair's overrides (``[
 ``[run].input_tokens``) apply to every one. The serving context is ``--max-model-len`` of
 ``[engine].args`` (vLLM's engine argument; None when not given): a synthetic workload whose input plus
 output exceeds it raises ProfileError, and a ``file`` workload's lines are checked against it with the
-target's tokenizer (promptfile.fit_lengths).
+target's tokenizer (promptfile.fit_lengths); a ``trace`` workload's too (trace.trace_requests).
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from tokenizers import Tokenizer
+
 from loadgen.errors import ProfileError
+from loadgen.profile.trace import MOONCAKE_BLOCK_TOKENS, Replay, TraceRequest, read_trace, trace_requests
 from loadgen.profile.workload import Workload, load_tokenizer, load_workloads, resolve_file
 
 
@@ -68,5 +71,20 @@ def _variants(name: str, workloads_dir: Path, target_model: str, args: tuple[str
                                "input_tokens or raise --max-model-len in [engine].args")
         if w.kind == "file":
             w = resolve_file(w, load_tokenizer(target_model))
+        elif w.kind == "trace":  # the lines too long for the serving context join the skipped ones
+            w = replace(w, skipped=(*w.skipped, *replay_trace(w, load_tokenizer(target_model))[1]))
         out.append(w)
     return out
+
+
+def replay_trace(workload: Workload, tokenizer: Tokenizer) -> tuple[list[TraceRequest], list[str]]:
+    """The requests of a ``trace`` workload in send order (offsets time-scaled, prompts of exact length;
+    profile/trace.py) and the lines skipped for the serving context. Raises ProfileError when the file
+    changed since the workload was loaded, or as trace.trace_requests does."""
+    trace = read_trace(Path(workload.path or ""), workload.endpoint)
+    if trace.sha256 != workload.source_sha256:
+        raise ProfileError(f"{trace.path} changed since the workload was loaded (sha256 {trace.sha256[:12]}, "
+                           f"expected {str(workload.source_sha256)[:12]}); load the pair again")
+    replay = Replay(workload.time_scale or 1.0, workload.block_tokens or MOONCAKE_BLOCK_TOKENS, workload.seed,
+                    workload.output_tokens, workload.context_tokens)
+    return trace_requests(trace, replay, tokenizer)

@@ -14,6 +14,7 @@ from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import Overrides, described
 from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
+from loadgen.report.tracecard import trace_rows
 from loadgen.report.workloadcard import context_rows
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
 from loadgen.serve.modeproof import proof_line
@@ -288,7 +289,7 @@ def render_markdown(card: Card) -> str:
     out += context_rows(card.get("context_axis") or {})
     out += _results_rows(card)
     out += _capacity_rows(card)
-    out += crossover_rows(card)
+    out += crossover_rows(card) + trace_rows(card)
     if card.get("plots"):
         out += ["## Plots", "", *[f"![{p}]({p})" for p in card["plots"]], ""]
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]

@@ -27,6 +27,7 @@ from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
+from loadgen.report.tracedata import trace_card
 from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
@@ -221,6 +222,8 @@ def card_of(files: RunFiles) -> Card:
     }
     if proto.get("command_line"):
         card["command_line"] = proto["command_line"]
+    if (trace := trace_card(files)) is not None:  # absent without a trace workload: older cards re-render alike
+        card["trace"] = trace
     return card
 
 

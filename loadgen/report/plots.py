@@ -33,6 +33,7 @@ from loadgen.measure.metrics import request_timings
 from loadgen.measure.ratios import crossover
 from loadgen.profile.cells import ROLES, CellKey
 from loadgen.report.contextplot import render_context_plot
+from loadgen.report.traceplot import render_trace_plots
 from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import Card
 
@@ -296,4 +297,4 @@ def render_plots(card: Card, records: Sequence[RequestRecord], out_dir: Path) ->
         _ratio_plot(card, kind, out_dir, paths)
     _acceptance(card, out_dir, paths)
     _ttft_distribution(card, records, out_dir, paths)
-    return paths + render_context_plot(card, out_dir)
+    return paths + render_context_plot(card, out_dir) + render_trace_plots(card, out_dir)

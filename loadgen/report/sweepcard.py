@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loadgen.profile.overrides import Overrides, described
+from loadgen.report.tracecard import trace_rows
 
 
 def _x(v: float | None, fmt: str = ".3f") -> str:
@@ -99,6 +100,6 @@ def render_sweep_markdown(card: Mapping[str, Any]) -> str:
         out.append(f"- {cell['workload']} {cell['level']}: {d['timing']} {_x(d['value'])}{ci}, {d['pairs']} prompts")
     out += ["", *[f"- WARNING {w}" for w in card["drift_warnings"]]] if card["drift_warnings"] else []
     times = ", ".join(f"{k} {v / 60:.1f} min" for k, v in card["times_s"].items())
-    out += ["", "## Time spent", "", times or "-", ""]
+    out += ["", "## Time spent", "", times or "-", "", *trace_rows(card)]
     out += [f"![{p}]({p})" for p in card.get("plots", [])]
     return "\n".join(out) + "\n"

@@ -25,6 +25,7 @@ from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.report.rundir import load_records, read_cell_lines, read_json
 from loadgen.report.sweeprec import entry_of, recommend
+from loadgen.report.tracedata import sweep_trace
 
 SWEEP_SCHEMA = "loadgen.sweep/2"
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
@@ -195,6 +196,7 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
     seconds = times or _arm_seconds(sweep_dir)
     rows = [_candidate(c, cards.get(c.name), seconds.get(c.name)) for c in candidates]
     noise = _noise(cells)
+    rec = recommend(cells, rows, criteria, engine_version)
     return {
         "schema": SWEEP_SCHEMA, "pair": (saved or {}).get("pair") or sweep_dir.parent.name,
         "sweep_dir": (saved or {}).get("sweep_dir") or str(sweep_dir),
@@ -207,5 +209,5 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
         "times_s": dict(seconds), "candidates": rows, "cells": cells,
         "drift_warnings": [c["drift_warning"] for c in cells if c["drift_warning"]]
         + ([noise["line"].split("; ", 1)[1]] if noise.get("excluding_1") else []),
-        "recommendation": recommend(cells, rows, criteria, engine_version),
-    }
+        "recommendation": rec,
+    } | ({"trace": trace} if (trace := sweep_trace(sweep_dir, rec, rows)) is not None else {})

@@ -28,11 +28,13 @@ def length_summary(values: Sequence[int]) -> str:
 
 
 def _source(w: dict[str, Any]) -> str:
-    if w.get("kind") == "file":
+    if w.get("kind") in ("file", "trace"):
         skipped = list(w.get("skipped") or ())
         shown = "; ".join(skipped[:5]) + ("; …" if len(skipped) > 5 else "")
-        return (f"file {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
-                f"{len(skipped)} skipped{': ' + shown if skipped else ''}; sampled with seed {w.get('seed', 0)})")
+        how = (f"sampled with seed {w.get('seed', 0)}" if w["kind"] == "file" else
+               f"replayed at its times x {w.get('time_scale') or 1:g}, blocks of {w.get('block_tokens')} tokens")
+        return (f"{w['kind']} {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
+                f"{len(skipped)} skipped{': ' + shown if skipped else ''}; {how})")
     return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
 
 

@@ -39,6 +39,7 @@ from loadgen.profile.workload import (
     needs_tokenizer,
     prompts_digest,
 )
+from loadgen.run.traceplan import trace_cells
 from loadgen.serve import resources
 from loadgen.util.redact import redact_argv, redact_env
 
@@ -84,6 +85,9 @@ def plan_size(pair: Pair) -> tuple[int, Level | None, int]:
     counted in the total, not charged to a level."""
     sizes, total, by_level = _sizes(pair), 0, dict[Level, int]()
     for workload in pair.workloads:
+        if workload.kind == "trace":  # the whole trace per block (run/traceplan.py)
+            total += (workload.source_lines or 0) * pair.planned_blocks
+            continue
         shared = workload.kind == "file"
         total += _total(sizes, shared)
         for level in pair.load.levels():
@@ -118,7 +122,8 @@ def plan_cells(pair: Pair, log: Callable[[str], None] | None = None) -> list[Cel
     each with its own consecutive slice of its workload's seeded prompt set (warmup, measured, cooldown)
     and, for open-loop levels, its seeded arrival schedule. A prompt-file workload measures the same prompts
     at every level: block ``b`` of each level takes the first prompts of block ``b``'s shared sample (a
-    level of n requests its first n), so the levels differ in load alone.
+    level of n requests its first n), so the levels differ in load alone. A trace workload's cells replay the
+    trace at its own offsets (run/traceplan.py).
 
     The plan's size is checked first, before the tokenizer is loaded or any prompt generated
     (:func:`check_plan_size`; its line goes to ``log``, default stdout). Raises BadInput (exit 2) above
@@ -130,6 +135,9 @@ def plan_cells(pair: Pair, log: Callable[[str], None] | None = None) -> list[Cel
         tokenizer = load_tokenizer(pair.target.model)
     cells, sizes = [], _sizes(pair)
     for workload in pair.workloads:
+        if workload.kind == "trace" and tokenizer is not None:
+            cells += trace_cells(pair, workload, tokenizer)
+            continue
         shared = workload.kind == "file"
         pool = _pool(sizes)
         prompts = generate(workload, _total(sizes, shared), tokenizer)

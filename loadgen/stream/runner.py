@@ -55,6 +55,10 @@ P = ParamSpec("P")
 #: gives none (a cell's comes from loadgen.timeouts: [stop].read_timeout_s or derived from the profile).
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
+#: The open loop sleeps until this long before a request is due (s), then yields to the loop until it is:
+#: uvloop's timers round to whole milliseconds, so a plain sleep left requests up to 1 ms late (p50 1.2 ms at
+#: 200 requests/s; docs/benchmarks.md "Trace replay: send lag against the schedule").
+FINE_WAIT_S = 0.001
 
 
 def _read_timeout(plan: CellSpec) -> float:
@@ -125,8 +129,8 @@ class _Cell:
             due = start + offset
             if self.plan.duration_s is not None and offset > self.plan.duration_s:
                 break
-            while (delay := due - self.clock()) > 0:  # again after an early wake-up (uvloop rounds to ms)
-                await asyncio.sleep(delay)
+            while (delay := due - self.clock()) > 0:  # timers round to ms: sleep to 1 ms before, then yield
+                await asyncio.sleep(delay - FINE_WAIT_S if delay > FINE_WAIT_S else 0)
             # a free slot: the request was sendable when due; otherwise from the moment a slot frees up
             scheduled = due
             if slots.locked():
@@ -241,8 +245,8 @@ def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """The event loop cells run on: uvloop's where it is installed (its C loop costs less CPU per chunk than
     asyncio's, docs/benchmarks.md), else asyncio's. Its timers round to whole milliseconds, which only the open
-    loop's sleeps until an arrival use: the schedule and the send lag (``send_s - scheduled_s``) account for an
-    early or late wake-up."""
+    loop's sleeps until an arrival use: it sleeps to :data:`FINE_WAIT_S` before the due time and yields to the
+    loop from there, and the send lag (``send_s - scheduled_s``) accounts for any late wake-up."""
     try:
         import uvloop
     except ImportError:

@@ -82,3 +82,4 @@ class Card(TypedDict, total=False):
     hardware: dict[str, Any] | None
     plots: list[str]
     statistics_from: str
+    trace: dict[str, Any] | None  # trace workloads over time (report/tracedata.py); None without one

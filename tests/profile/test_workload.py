@@ -103,7 +103,7 @@ def test_the_shipped_workloads_load() -> None:
 
 @pytest.mark.parametrize(("body", "message"), [
     ('kind = "random"\noutput_tokens = 8\n',
-     "kind must be one of short-homogeneous, long-diverse, grounded, file, got 'random'"),
+     "kind must be one of short-homogeneous, long-diverse, grounded, file, trace, got 'random'"),
     ('kind = "long-diverse"\nendpoint = "embeddings"\noutput_tokens = 8\n',
      "endpoint must be 'completions' or 'chat', got 'embeddings'"),
     ('kind = "long-diverse"\noutput_tokens = 0\n', "output_tokens"),

@@ -13,7 +13,9 @@ moment): ``SCRIPTED_ENGINE_EPOCH`` a ``time.time()`` value, and ``SCRIPTED_ENGIN
 ``linear:R`` (every step takes ``1 + R * t`` times its base, ``t`` the seconds since the epoch) or
 ``step:F@T`` (``F`` times its base from ``T`` seconds after the epoch on). ``SCRIPTED_ENGINE_JITTER`` = S:
 each request's steps take a lognormal factor of log-SD ``S`` more (seeded by the port), the request-to-request
-spread of a real server.
+spread of a real server. ``SCRIPTED_ENGINE_CROWD`` = ``N:F``: every step takes ``F`` times its base while ``N``
+or more requests are in flight on this server (counted from a request's arrival to its last chunk), a per-token
+delay that depends on the batch.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import os
 import random
 import socket
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -72,6 +75,8 @@ class _Engine(BaseHTTPRequestHandler):
     step_s: ClassVar[float] = 0.01
     jitter_sd: ClassVar[float] = 0.0
     jitter: ClassVar[random.Random] = random.Random(0)
+    in_flight: ClassVar[int] = 0
+    lock: ClassVar[threading.Lock] = threading.Lock()
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -98,7 +103,16 @@ class _Engine(BaseHTTPRequestHandler):
         if self.path != "/v1/completions":
             self._send(404, b'{"error": "only /v1/completions"}')
             return
-        n = int(body.get("max_tokens") or 16)
+        with self.lock:
+            _Engine.in_flight += 1
+        try:
+            self._stream(body)
+        finally:
+            with self.lock:
+                _Engine.in_flight -= 1
+
+    def _stream(self, body: dict[str, object]) -> None:
+        n = int(str(body.get("max_tokens") or 16))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -110,7 +124,7 @@ class _Engine(BaseHTTPRequestHandler):
         at = 0
         noise = math.exp(self.jitter.gauss(0.0, self.jitter_sd)) if self.jitter_sd else 1.0
         for i, size in enumerate(sizes):
-            time.sleep(self.step_s * noise * drift_factor(time.time()))
+            time.sleep(self.step_s * noise * drift_factor(time.time()) * crowd_factor(_Engine.in_flight))
             ids = list(range(at + 1, at + size + 1))
             at += size
             self._chunk(completion_chunk(" t" * size, ids, "length" if i == len(sizes) - 1 else None))
@@ -134,6 +148,15 @@ def drift_factor(now: float) -> float:
         return 1.0 + float(arg) * max(t, 0.0)
     factor, _, at = arg.partition("@")
     return float(factor) if t >= float(at) else 1.0
+
+
+def crowd_factor(in_flight: int) -> float:
+    """The step-time factor at ``in_flight`` requests (module docstring); 1.0 without ``SCRIPTED_ENGINE_CROWD``."""
+    crowd = os.environ.get("SCRIPTED_ENGINE_CROWD")
+    if not crowd:
+        return 1.0
+    at, _, factor = crowd.partition(":")
+    return float(factor) if in_flight >= int(at) else 1.0
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,291 @@
+"""Trace files: the user's traffic as it arrived, one request per JSONL line (pure apart from reading the file).
+
+Two line shapes, one per file:
+
+- **Mooncake** (the trace format of Mooncake, https://github.com/kvcache-ai/Mooncake, FAST'25 traces, which
+  AIPerf also replays): ``{"timestamp": ms, "input_length": tokens, "output_length": tokens, "hash_ids":
+  [int, ...]}``; ``hash_ids`` (optional) names the request's prompt blocks of ``block_tokens`` tokens each
+  (Mooncake's block is 512 tokens): two requests whose first ``n`` hashes agree share their first
+  ``n * block_tokens`` prompt tokens, the prefix-cache sharing of production;
+- **prompt lines** (loadgen's prompt-file lines, profile/promptfile.py, with a ``timestamp``):
+  ``{"timestamp": ms, "prompt": "..."}`` or ``{"timestamp": ms, "messages": [...]}``, each with an optional
+  ``output_tokens``.
+
+``timestamp`` is in milliseconds (any origin); a request is due ``(timestamp - first timestamp) / 1000 *
+time_scale`` seconds after the replay starts (``time_scale`` 0.5 replays twice as fast). Lines are sorted by
+timestamp (stable). A line that cannot be read (not JSON, no or a negative timestamp, a length that is not a
+positive integer, ``hash_ids`` not a list of integers, a line of the other shape) raises ProfileError (exit 2)
+naming it. Lines that are fine but cannot be sent here are skipped and named (``line N: reason``): a prompt
+line of the other endpoint's shape, a request whose input plus output exceeds the serving context
+(``--max-model-len``).
+
+Mooncake prompts are natural words, never random token ids (profile/workload.py): every word is one token of
+the target's tokenizer after a space, so a block of ``block_tokens`` words is exactly that many tokens and
+blocks concatenate without merging; the same hash gives the same words, on every server and every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from loadgen.errors import ProfileError
+from loadgen.profile.tomlread import Table
+
+#: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
+MOONCAKE_BLOCK_TOKENS = 512
+MOONCAKE, PROMPTS = "mooncake", "prompts"
+#: The card's time window over a replay, s (docs/metrics.md "Trace replay").
+WINDOW_S = 30.0
+
+#: Common English words; those that are one token of the target's tokenizer make Mooncake prompts.
+WORDS = (
+    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his",
+    "her", "they", "this", "which", "had", "not", "are", "but", "one", "have", "were", "all", "their", "there",
+    "been", "when", "who", "will", "more", "would", "them", "some", "into", "time", "only", "other", "new", "can",
+    "about", "could", "than", "first", "these", "may", "like", "over", "such", "years", "after", "most", "where",
+    "made", "many", "before", "through", "back", "water", "well", "people", "also", "good", "well", "long",
+    "little", "work", "world", "day", "place", "old", "great", "year", "same", "both", "under", "three", "life",
+    "house", "small", "every", "own", "found", "still", "between", "home", "while", "last", "land", "high", "city",
+    "night", "school", "light", "next", "road", "river", "story", "hand", "open", "early", "paper", "music",
+    "field", "money", "north", "south", "state", "family", "market", "garden", "window", "table", "letter",
+    "station", "morning", "evening", "summer", "winter", "train", "bridge", "church", "island", "forest", "village",
+    "mountain", "street", "teacher", "doctor", "friend", "mother", "father", "child", "power", "value", "plan",
+    "idea", "order", "word", "voice", "answer", "change", "number", "point", "group", "country", "question",
+    "system", "program", "report", "service", "office", "price", "study", "history", "member",
+)
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One request of a trace: its ``line``, ``timestamp_ms``; Mooncake: ``input_length``, ``output_length``
+    (tokens) and ``hash_ids``; prompt lines: ``text`` (completions) or ``messages`` (chat) and an optional
+    ``output_length``."""
+
+    line: int
+    timestamp_ms: float
+    input_length: int | None = None
+    output_length: int | None = None
+    hash_ids: tuple[int, ...] = ()
+    text: str | None = None
+    messages: tuple[dict[str, str], ...] | None = None
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """A trace read and checked: ``layout`` ``mooncake`` or ``prompts``; ``lines`` the records in the file;
+    ``entries`` sorted by timestamp; ``skipped`` one ``line N: reason`` per record left out."""
+
+    path: str
+    sha256: str
+    lines: int
+    layout: str
+    endpoint: str
+    entries: tuple[TraceEntry, ...]
+    skipped: tuple[str, ...]
+
+
+def _positive(path: Path, n: int, rec: dict[str, Any], key: str, required: bool) -> int | None:
+    value = rec.get(key)
+    if value is None and not required:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ProfileError(f"{path}: line {n}: {key} must be a positive integer (tokens), got {value!r}; fix "
+                           "or remove that line")
+    return value
+
+
+def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
+    """The entry of line ``n`` (a JSON value) of a ``layout`` trace; ProfileError naming the line otherwise."""
+    if not isinstance(rec, dict):
+        raise ProfileError(f"{path}: line {n} is not a JSON object; write one request per line")
+    ts = rec.get("timestamp")
+    if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts) or ts < 0:
+        raise ProfileError(f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}")
+    shape = MOONCAKE if "input_length" in rec else PROMPTS if {"prompt", "messages"} & rec.keys() else None
+    if shape != layout:
+        want = ("input_length/output_length (Mooncake)" if layout == MOONCAKE else "prompt or messages")
+        raise ProfileError(f"{path}: line {n} has no {want} like the first line; one trace holds one line shape")
+    if layout == PROMPTS:
+        text, msgs = rec.get("prompt"), rec.get("messages")
+        if text is not None and (not isinstance(text, str) or not text):
+            raise ProfileError(f"{path}: line {n}: prompt must be a non-empty string")
+        if msgs is not None and not (isinstance(msgs, list) and msgs and all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in msgs)):
+            raise ProfileError(f"{path}: line {n}: messages must be a non-empty list of {{\"role\", \"content\"}}")
+        messages = tuple({"role": m["role"], "content": m["content"]} for m in msgs) if msgs else None
+        return TraceEntry(n, float(ts), None, _positive(path, n, rec, "output_tokens", False), (), text, messages)
+    hashes = rec.get("hash_ids", [])
+    if not isinstance(hashes, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hashes):
+        raise ProfileError(f"{path}: line {n}: hash_ids must be a list of integers, got {hashes!r}")
+    return TraceEntry(n, float(ts), _positive(path, n, rec, "input_length", True),
+                      _positive(path, n, rec, "output_length", True), tuple(hashes))
+
+
+def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
+    """Read ``path`` (module docstring). ``endpoint``: ``completions`` or ``chat`` (None: chat for a first
+    prompt line with messages, else completions). Raises ProfileError (one line) for a missing or empty file,
+    a bad line, or a file whose every line is skipped."""
+    if not path.is_file():
+        raise ProfileError(f"{path}: trace file not found; set path to a JSONL trace (relative to the working "
+                           "directory), e.g. profiles/data/trace-example.jsonl")
+    raw = path.read_bytes()
+    records: list[tuple[int, Any]] = []
+    for n, line in enumerate(raw.decode("utf-8-sig", errors="replace").splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append((n, json.loads(line)))
+            except ValueError:
+                raise ProfileError(f"{path}: line {n} is not JSON; write one JSON object per line, e.g. "
+                                   '{"timestamp": 0, "input_length": 512, "output_length": 64}') from None
+    if not records:
+        raise ProfileError(f"{path}: the trace is empty; write one request per line")
+    first = records[0][1]
+    layout = MOONCAKE if isinstance(first, dict) and "input_length" in first else PROMPTS
+    entries = [_entry(path, n, rec, layout) for n, rec in records]
+    endpoint = endpoint or ("chat" if layout == PROMPTS and entries[0].messages is not None else "completions")
+    skipped = [f"line {e.line}: a {'chat' if e.messages else 'completions'} line in a {endpoint} trace"
+               for e in entries if layout == PROMPTS and (e.messages is not None) != (endpoint == "chat")]
+    kept = [e for e in entries if layout == MOONCAKE or (e.messages is not None) == (endpoint == "chat")]
+    if not kept:
+        raise ProfileError(f"{path}: no usable line ({len(skipped)} skipped; first: {skipped[0]}); fix the trace")
+    kept.sort(key=lambda e: e.timestamp_ms)
+    return TraceFile(str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint, tuple(kept),
+                     tuple(skipped))
+
+
+def offsets_s(entries: tuple[TraceEntry, ...] | list[TraceEntry], time_scale: float) -> tuple[float, ...]:
+    """Each entry's send offset in seconds after the first: ``(timestamp - first) / 1000 * time_scale``."""
+    if not entries:
+        return ()
+    t0 = entries[0].timestamp_ms
+    return tuple((e.timestamp_ms - t0) / 1000.0 * time_scale for e in entries)
+
+
+def one_token_words(tokenizer: Tokenizer) -> tuple[str, ...]:
+    """The words of the built-in list that encode to exactly one token after a space with ``tokenizer``.
+    Raises ProfileError when fewer than 16 do (no natural text of exact length can be built)."""
+    words = tuple(dict.fromkeys(w for w in WORDS if len(tokenizer.encode(" " + w, add_special_tokens=False).ids) == 1))
+    if len(words) < 16:
+        raise ProfileError(f"the target's tokenizer encodes only {len(words)} common English words as one token; "
+                           "a Mooncake trace needs at least 16 (use prompt lines with a timestamp instead)")
+    return words
+
+
+def block_words(hash_id: int, block_tokens: int, words: tuple[str, ...], seed: int) -> list[str]:
+    """The first ``block_tokens`` words of prompt block ``hash_id`` (seeded by ``seed`` and the hash alone: fewer
+    words are a prefix of more)."""
+    rng = random.Random(f"trace-block:{seed}:{hash_id}")
+    return [rng.choice(words) for _ in range(block_tokens)]
+
+
+def mooncake_text(entry: TraceEntry, block_tokens: int, words: tuple[str, ...], seed: int, n_special: int) -> str:
+    """The prompt text of a Mooncake entry: its hash blocks' words in order, cut to ``input_length -
+    n_special`` words (the tokenizer's special tokens complete the length), then words of its own (seeded
+    by its line) up to that length. Each word is one token, so the text is exactly ``input_length`` tokens."""
+    want = max((entry.input_length or 1) - n_special, 1)
+    out: list[str] = []
+    for h in entry.hash_ids:
+        if len(out) >= want:
+            break
+        out += block_words(h, min(block_tokens, want - len(out)), words, seed)
+    rng = random.Random(f"trace-tail:{seed}:{entry.line}")
+    out = out[:want] + [rng.choice(words) for _ in range(want - len(out))]
+    return "".join(" " + w for w in out)
+
+
+def specials_added(tokenizer: Tokenizer) -> int:
+    """Special tokens ``tokenizer`` adds around a text (a BOS, say), as the server counts them."""
+    return len(tokenizer.encode("the").ids) - len(tokenizer.encode("the", add_special_tokens=False).ids)
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """One request ready to send: its trace ``line``, ``offset_s`` (s after the first, time-scaled), the
+    ``text`` (completions) or ``messages`` (chat) and ``output_tokens``."""
+
+    line: int
+    offset_s: float
+    text: str | None
+    messages: tuple[dict[str, str], ...] | None
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Replay:
+    """How a trace is replayed (the workload's keys): ``time_scale`` (offsets multiplied by it),
+    ``block_tokens`` (tokens per hash id), ``seed`` (the words of blocks and tails), ``output_tokens`` (for
+    prompt lines without one), ``context_tokens`` (the serving context, None: unchecked)."""
+
+    time_scale: float = 1.0
+    block_tokens: int = MOONCAKE_BLOCK_TOKENS
+    seed: int = 0
+    output_tokens: int = 1
+    context_tokens: int | None = None
+
+
+def _input_tokens(e: TraceEntry, tokenizer: Tokenizer) -> int:
+    if e.input_length is not None:
+        return e.input_length
+    if e.text is not None:
+        return len(tokenizer.encode(e.text).ids)
+    return sum(len(tokenizer.encode(m["content"]).ids) for m in e.messages or ())
+
+
+def trace_requests(trace: TraceFile, replay: Replay, tokenizer: Tokenizer) -> tuple[list[TraceRequest], list[str]]:
+    """The requests of ``trace`` in send order with their offsets, and the lines skipped for the serving
+    context (``line N: reason``). Mooncake lines become exact-length natural text (:func:`mooncake_text`);
+    for chat, the text is the user message. Raises ProfileError when no line fits the serving context."""
+    words = one_token_words(tokenizer) if trace.layout == MOONCAKE else ()
+    n_special = specials_added(tokenizer)
+    out, skipped = [], []
+    for e, offset in zip(trace.entries, offsets_s(trace.entries, replay.time_scale), strict=True):
+        n_out = e.output_length or replay.output_tokens
+        n_in = _input_tokens(e, tokenizer)
+        if replay.context_tokens is not None and n_in + n_out > replay.context_tokens:
+            skipped.append(f"line {e.line}: {n_in} prompt + {n_out} output tokens exceed the serving context "
+                           f"({replay.context_tokens} tokens, --max-model-len)")
+            continue
+        text, messages = e.text, e.messages
+        if trace.layout == MOONCAKE:
+            body = mooncake_text(e, replay.block_tokens, words, replay.seed, n_special)
+            text, messages = (None, ({"role": "user", "content": body},)) if trace.endpoint == "chat" else (body, None)
+        out.append(TraceRequest(e.line, offset, text, messages, n_out))
+    if not out:
+        raise ProfileError(f"{trace.path}: no line fits the serving context ({replay.context_tokens} tokens); "
+                           f"first: {skipped[0]}")
+    return out, skipped
+
+
+def trace_fields(top: Table, endpoint: str | None) -> tuple[str, dict[str, object], tuple[float, ...]]:
+    """A ``trace`` workload's keys read from its table: the endpoint, the Workload fields (``path``,
+    ``source_sha256``, ``source_lines``, ``skipped``, ``block_tokens``, ``window_s``) and the declared time scales (one
+    variant each). Raises ProfileError for a bad trace or a time scale that is not a distinct positive number."""
+    trace = read_trace(Path(top.get("path", str)), endpoint)
+    declared = top.get("time_scale", (int, float, list), 1.0, "a number > 0 or a list of distinct ones")
+    scales = declared if isinstance(declared, list) else [declared]
+    if not scales or len(set(scales)) != len(scales) or not all(
+            isinstance(s, int | float) and not isinstance(s, bool) and s > 0 for s in scales):
+        raise ProfileError(f"{top.path}: time_scale must be a number > 0 or a list of distinct ones (0.5 replays "
+                           f"twice as fast), got {declared!r}")
+    window = top.get("window_s", (int, float), WINDOW_S, "a number of seconds > 0")
+    if window <= 0:
+        raise ProfileError(f"{top.path}: window_s must be a number of seconds > 0 (the card's time windows), "
+                           f"got {window!r}")
+    fields = {"path": trace.path, "source_sha256": trace.sha256, "source_lines": trace.lines,
+              "skipped": trace.skipped, "block_tokens": top.positive_int("block_tokens", MOONCAKE_BLOCK_TOKENS),
+              "window_s": float(window)}
+    return trace.endpoint, fields, tuple(float(s) for s in scales)
+
+
+def scaled_name(name: str, scale: float, scales: tuple[float, ...]) -> str:
+    """The workload variant's name at ``scale``: ``<name>@ts<scale>`` when several are declared, else ``name``."""
+    return f"{name}@ts{scale:g}" if len(scales) > 1 else name

@@ -1,0 +1,69 @@
+"""A sweep's per-batch-size K schedule (report/sweeprec.py, from the fixed-level cells) judged on a trace: an
+estimate assembled from the arms' own replays of it (pure; docs/metrics.md "Trace replay").
+
+Every arm of a sweep replays the same trace, so in each time window the schedule's choice was measured: the
+window's batch is the plain server's mean number of requests in flight there (rounded, at least 1; the load the
+trace offers), the schedule's K at that batch (profile/pair.k_at: 0 = speculation off) names the arm of that K
+in the schedule's family (method and draft; K = 0: plain), and that arm's requests of the window stand for the
+schedule's. Pooled over windows and blocks they give the schedule's TPOT p50 and SLO attainment on the trace.
+It is an estimate: a server switching K as its batch moves was not itself measured (nor its switching cost).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from loadgen.measure.metrics import per_prompt
+from loadgen.measure.traceslo import attainment
+from loadgen.measure.tracewindows import in_flight, intervals, offsets
+from loadgen.profile.cells import PLAIN
+from loadgen.profile.pair import SCHEDULE_KEY, SLO, k_at
+from loadgen.stream.client import RequestRecord
+
+Blocks = Sequence[Sequence[RequestRecord]]
+
+
+def _family(config: Mapping[str, Any]) -> str:
+    keep = {k: v for k, v in config.items() if k not in ("num_speculative_tokens", SCHEDULE_KEY)}
+    return json.dumps(keep, sort_keys=True)
+
+
+def arm_of_k(schedule: Mapping[str, Any], configs: Mapping[str, Mapping[str, Any]], k: int) -> str | None:
+    """The arm that runs the schedule's family at ``k`` draft tokens (``plain`` for 0); None when none was measured."""
+    if k == 0:
+        return PLAIN
+    family = _family(schedule)
+    return next((name for name, c in configs.items()
+                 if _family(c) == family and int(c.get("num_speculative_tokens") or 0) == k), None)
+
+
+def schedule_on_trace(blocks: Mapping[str, Blocks], window_s: float, schedule: Mapping[str, Any],
+                      configs: Mapping[str, Mapping[str, Any]], slo: SLO) -> dict[str, Any] | None:
+    """The schedule's estimate on one trace workload (module docstring): ``{"tpot_p50_s", "slo", "windows":
+    [{"start_s", "batch", "k", "arm"}]}``; None without plain records or when a window needs a K no arm ran."""
+    plain = blocks.get(PLAIN)
+    if not plain:
+        return None
+    due = [offsets(b) for b in plain]
+    span = max((max(d.values(), default=0.0) for d in due), default=0.0)
+    pooled: list[list[RequestRecord]] = [[] for _ in plain]  # per block: a prompt id recurs across blocks
+    chosen = []
+    for w in range(max(1, math.floor(span / window_s) + 1)):
+        start, end = w * window_s, (w + 1) * window_s
+        batch = max(1, round(float(np.mean([in_flight(intervals(b), start, end)[0] for b in plain]))))
+        k = k_at(schedule, batch)
+        arm = arm_of_k(schedule, configs, k)
+        if arm is None or arm not in blocks:
+            return None
+        for mine, block, ids in zip(pooled, blocks[arm], due, strict=False):
+            mine += [r for r in block if start <= ids.get(r.prompt_id, -1.0) < end]
+        chosen.append({"start_s": start, "batch": batch, "k": k, "arm": arm})
+    tpot = [v for mine in pooled for v in per_prompt(mine, "tpot_s").values()]
+    return {"tpot_p50_s": float(np.median(tpot)) if tpot else None,
+            "slo": asdict(attainment([r for mine in pooled for r in mine], slo)), "windows": chosen}
