@@ -32,6 +32,7 @@ from loadgen.profile.domains import WORKLOAD_DOMAINS, check_document
 from loadgen.profile.grounded import grounded_prompt
 from loadgen.profile.locate import is_path, locate, looked_in
 from loadgen.profile.promptfile import FileEntry, fit_lengths, read_prompt_file, sample
+from loadgen.profile.texts import FILLER, long_text, short_text
 from loadgen.profile.tomlread import Table, read_toml
 from loadgen.profile.trace import scaled_name, trace_fields
 
@@ -130,53 +131,6 @@ def needs_tokenizer(workload: Workload) -> bool:
     return workload.input_tokens is not None or workload.kind in ("file", "trace")
 
 
-_SHORT_TEMPLATES = (
-    "The history of {topic} began when",
-    "Here is a short story about a {adjective} {animal}:",
-    "In one sentence, {city} is known for",
-    "The most important thing to know about {topic} is that",
-    "Once upon a time, a {adjective} {animal} lived in {city}. One day,",
-)
-_TOPICS = (
-    "the printing press", "steam engines", "the bicycle", "coffee", "the telescope", "paper money",
-    "the violin", "chess", "glass", "the compass", "vaccines", "the railway", "photography", "tea",
-    "the postal service", "bridges", "maps", "clocks", "the piano", "bread",
-)
-_ADJECTIVES = ("brave", "curious", "sleepy", "clever", "tiny", "grumpy", "kind", "lonely", "happy", "old")
-_ANIMALS = ("fox", "owl", "cat", "turtle", "rabbit", "horse", "whale", "sparrow", "bear", "dog")
-_CITIES = ("Paris", "Tokyo", "Cairo", "Lima", "Oslo", "Rome", "Sydney", "Toronto", "Nairobi", "Lisbon")
-
-_LONG_FORMATS = (
-    "Write a numbered list of practical tips about {subject}.",
-    "Explain {subject} to a twelve-year-old, in a few paragraphs.",
-    "Write a short Python function related to {subject}, then explain how it works.",
-    "Write a polite letter to a neighbour about {subject}.",
-    "Compare two different approaches to {subject}, with their advantages and drawbacks.",
-    "Write a short poem about {subject}.",
-    "Give a step-by-step plan for a beginner who wants to learn about {subject}.",
-    "Summarize the main arguments for and against {subject}.",
-)
-_SUBJECTS = (
-    "growing tomatoes on a balcony", "saving money on groceries", "learning a second language",
-    "training for a first marathon", "keeping bees", "reducing screen time", "sorting a list of numbers",
-    "planning a trip by train", "composting kitchen waste", "writing clear emails", "repairing a bicycle tyre",
-    "baking sourdough bread", "studying for exams", "working from home", "caring for houseplants",
-    "recycling electronics", "public libraries", "electric cars", "night-time photography", "board games",
-)
-
-
-_FILLER = (
-    "It was a quiet morning and the streets were still empty.",
-    "Many people remember the details differently, but the main facts are clear.",
-    "The idea spread slowly at first, then all at once.",
-    "Nobody expected the results to change so much over the following years.",
-    "Some of the old records were lost, yet enough survived to tell the story.",
-    "Teachers, merchants and travellers all carried the news from town to town.",
-    "The weather that season was unusually warm and dry.",
-    "Small improvements added up, one careful step after another.",
-)
-
-
 @dataclass(frozen=True)
 class Prompt:
     """One request's input. ``text`` for /v1/completions; ``messages`` for /v1/chat/completions."""
@@ -195,24 +149,12 @@ class Prompt:
         return out
 
 
-def _short_text(rng: random.Random) -> str:
-    template = rng.choice(_SHORT_TEMPLATES)
-    return template.format(
-        topic=rng.choice(_TOPICS), adjective=rng.choice(_ADJECTIVES),
-        animal=rng.choice(_ANIMALS), city=rng.choice(_CITIES),
-    )
-
-
-def _long_text(rng: random.Random) -> str:
-    return rng.choice(_LONG_FORMATS).format(subject=rng.choice(_SUBJECTS))
-
-
 def fit_to_tokens(text: str, tokens: int, tokenizer: Tokenizer, rng: random.Random) -> str:
     """``text`` lengthened with natural filler sentences, then cut at a token boundary, so that it
     encodes to exactly ``tokens`` tokens with ``tokenizer`` (special tokens included, as the server
     counts them). Raises ValueError when no cut gives the exact length."""
     while len(tokenizer.encode(text).ids) < tokens:
-        text = f"{text} {rng.choice(_FILLER)}"
+        text = f"{text} {rng.choice(FILLER)}"
     enc = tokenizer.encode(text)
     offsets = [o for o, special in zip(enc.offsets, enc.special_tokens_mask, strict=True) if not special]
     n_special = len(enc.ids) - len(offsets)
@@ -261,7 +203,7 @@ def _body(workload: Workload, rng: random.Random, tokenizer: Tokenizer | None) -
             return grounded_prompt(rng, workload.input_tokens, tokenizer)[0]
         except ValueError as exc:
             raise ProfileError(f"workload {workload.name}: {exc}; raise input_tokens") from None
-    body = _short_text(rng) if workload.kind == "short-homogeneous" else _long_text(rng)
+    body = short_text(rng) if workload.kind == "short-homogeneous" else long_text(rng)
     if workload.input_tokens is not None and tokenizer is not None:
         body = fit_to_tokens(body, workload.input_tokens, tokenizer, rng)
     return body
