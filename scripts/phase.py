@@ -5,8 +5,9 @@ Usage (the system python, standard library only: it runs before any environment 
     python3 scripts/phase.py NAME [--quiet-s S] -- COMMAND [ARG...]
 
 Prints ``==> NAME: started`` when the phase starts, every line the command writes (stdout and stderr
-merged) prefixed with the phase's name and its elapsed seconds, ``(no output for S s, still running)``
-whenever the command is silent for ``--quiet-s`` seconds (30 by default), and one end line::
+merged) prefixed with the phase's name and its elapsed seconds (of a progress bar redrawn with carriage
+returns, its last state), ``(no output for S s, still running)`` whenever the command is silent for
+``--quiet-s`` seconds (30 by default), and one end line::
 
     ==> NAME: done in 73.2 s (longest silence 41.0 s, after: Collecting ray>=2.40)
     ==> NAME: FAILED (exit 1) after 12.0 s (longest silence ...)
@@ -49,7 +50,9 @@ def end_line(name: str, status: int, elapsed_s: float, silence: Silence) -> str:
 
 def _pump(stream: object, lines: queue.Queue[str | None]) -> None:
     for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
-        lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        # a progress bar redraws its line with carriage returns: its last state stands for the line
+        parts = [part for part in raw.decode("utf-8", "replace").rstrip("\r\n").split("\r") if part.strip()]
+        lines.put(parts[-1] if parts else "")
     lines.put(None)
 
 

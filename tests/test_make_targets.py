@@ -53,7 +53,8 @@ def _phase(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_phase_says_when_it_starts_and_ends_and_where_it_waited(tmp_path: Path) -> None:
-    script = "import time; print('Collecting a'); print('Collecting slow', flush=True); time.sleep(0.8); print('done')"
+    script = ("import time; print('Collecting a'); print('Collecting slow', flush=True); time.sleep(0.8); "
+              "print('bar 10%\\rbar 100%\\r')")
     proc = _phase("env", "--quiet-s", "0.3", "--", sys.executable, "-c", script + "; raise SystemExit(3)")
     lines = proc.stdout.splitlines()
     assert proc.returncode == 3
@@ -61,6 +62,7 @@ def test_a_phase_says_when_it_starts_and_ends_and_where_it_waited(tmp_path: Path
     assert [re.sub(r"\+ *\d+\.\ds", "+T", line) for line in lines[1:3]] == ["    env +T | Collecting a",
                                                                             "    env +T | Collecting slow"]
     assert any(re.fullmatch(r"    env \+ *\d+\.\ds \| \(no output for 0 s, still running\)", ln) for ln in lines)
+    assert re.fullmatch(r"    env \+ *\d+\.\ds \| bar 100%", lines[-2])  # a progress bar's last state
     end = re.fullmatch(r"==> env: FAILED \(exit 3\) after (\d+\.\d) s \(longest silence (\d+\.\d) s, after: "
                        r"Collecting slow\)", lines[-1])
     assert end is not None, lines
