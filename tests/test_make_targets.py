@@ -5,6 +5,7 @@ folder: what make would run from a fresh clone, nothing installed."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -14,11 +15,16 @@ REPO = Path(__file__).resolve().parents[1]
 PHASE = REPO / "scripts" / "phase.py"
 
 
+def _own_make_env() -> dict[str, str]:
+    """This process's environment without what an enclosing make exports (`make test` runs these tests)."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+
+
 def _dry_run(target: str, tmp_path: Path, *extra: str) -> str:
     """What `make -n TARGET` would run, with every environment and the models in ``tmp_path``."""
     proc = subprocess.run(["make", "--no-print-directory", "-n", target, f"VENV={tmp_path}/venv",
                            f"VLLM_VENV={tmp_path}/venv-vllm", f"MODELS={tmp_path}/models", *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+                          cwd=REPO, capture_output=True, text=True, timeout=60, env=_own_make_env())
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
