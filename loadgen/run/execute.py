@@ -89,7 +89,9 @@ class Session:
                 for key in [k for k in self.bench.open_keys() if k != arm.server]:
                     self.bench.close(key)
             server = self._open(arm)
-            run_cell_on(self.context(arm), arm.name, server, slot.cell)
+            cell = slot.cell  # its end line, with the elapsed time, is run/cell.py's
+            self.log(f"[{arm.name}] {cell.workload} {cell.level.label} block {cell.repetition}: started")
+            run_cell_on(self.context(arm), arm.name, server, cell)
             self.done.append(slot)
 
     def close(self) -> None:

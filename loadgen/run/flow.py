@@ -10,6 +10,7 @@ cells, /metrics snapshots and server records are written as they happen; the car
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -110,7 +111,10 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
     in every case after the run folder exists, the card is written (``complete: false`` if cut short).
     """
+    t0 = time.monotonic()  # the pair check's start and end lines (README.md, "The two commands")
+    log("pair check: started")
     engine_version, findings = run_pair_check(pair, allow_unpinned, log, attached=attached_version(attach, api_key))
+    log(f"pair check: done in {time.monotonic() - t0:.1f} s")
     cells, order = cells if isinstance(cells, tuple) else (cells, None)
     cells = cells if cells is not None else plan_cells(pair, log)
     m = plan_measurement(pair, {"speculative": pair}, attach or {}, cells, order)
