@@ -1,22 +1,29 @@
-"""Prove in vLLM, in bfloat16, that a widened target (scripts/widen_target.py) computes its source's function.
+"""Prove that a widened target (scripts/widen_target.py) served by vLLM in bfloat16 computes its source's function.
 
-    # 1. before any server starts (vLLM's memory profiling must see a free GPU): the source, offline
+    # 1. the source's exact function (float32) and its own bfloat16 rounding, with transformers
     python scripts/verify_widened.py reference --model .models/smollm2-135m-instruct --out ref.json
-    # 2. against the running plain server of the widened target
+    # 2. against the running vLLM server of the widened target
     python scripts/verify_widened.py compare --ref ref.json --url http://127.0.0.1:8400 \
         --marker .models/smollm2-7b-widened/.build-complete.json
 
-``reference`` runs the source with vLLM's offline ``LLM`` (eager, 8% of the GPU) on 16 held-out prompts,
-64 greedy tokens each with the top-5 logprobs, twice: all prompts in one batch, then one at a time. The
-two runs differ only in batch shape, so their disagreement is the engine's own bf16 noise, the baseline.
-``compare`` sends the same prompts, all at once, to the widened target's server (``/v1/completions``,
-``temperature`` 0, ``ignore_eos``, ``logprobs`` 5, ``return_tokens_as_token_ids``) and measures against the
-source's batch run: greedy continuations identical (count and first differing position) and the largest
-difference of a top-5 logprob at the positions before the first difference (tokens in both top-5 sets).
-The figures and a one-line ``summary`` go into the widened model's build marker, which the pair card
-prints beside the target (loadgen/check/hashes.py). Exit 0 when the widened target is no further from the
-source than the source from itself (logprobs within 2x the baseline + 0.05 nats, at least as many
-identical continuations minus one), 1 when it is further, 2 on bad input.
+``reference`` decodes 16 held-out prompts greedily for 64 tokens with the source in transformers (one prompt
+at a time, KV cache, no EOS stop, on the GPU when there is one), in float32 (the exact function) and in
+bfloat16, keeping the top-5 logprobs of each step. The bfloat16 run against the float32 one is the noise of
+bfloat16 rounding for this very function: the baseline. ``compare`` sends the same prompts, all at once, to
+the widened target's server (``/v1/completions``, ``temperature`` 0, ``ignore_eos``, ``logprobs`` 5,
+``return_tokens_as_token_ids``) and measures it against the float32 reference the same way: greedy
+continuations identical (count and first differing position) and the largest and median difference of a
+top-5 logprob at the positions before the first difference (tokens in both top-5 sets). The figures and a
+one-line ``summary`` go into the widened model's build marker, which the pair card prints beside the target
+(loadgen/check/hashes.py). Exit 0 when the widened target is no further from the exact function than the
+source in bfloat16 is (:func:`verdict`), 1 when it is further, 2 on bad input. Greedy continuations part
+where the exact function's top two tokens are nearly tied; with 16 prompts their count is a coarse
+statistic, so it is compared by Fisher's exact test, not as a number.
+
+Seen on the CPU (2026-12-02): SmolLM2-135M-Instruct widened to hidden 1024 in float32 gives the source's
+log-probabilities within 4e-5 and the same greedy tokens; the source itself in bfloat16 moves them by up to
+1.26 nats (median 0.06). So a batch-shape baseline (the source against itself in bfloat16) understates
+the noise a widened model may legitimately show, which an earlier version of this script used.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import math
 import sys
 import urllib.request
 from pathlib import Path
@@ -44,21 +52,34 @@ TOP = 5
 
 
 def run_reference(model: str) -> dict[str, Any]:
-    """The source's greedy continuations and top-5 logprobs, batched and one at a time (offline vLLM)."""
-    from vllm import LLM, SamplingParams
+    """The source's greedy continuations with top-5 logprobs, in float32 and bfloat16 (transformers)."""
+    import torch
+    import transformers
 
-    llm = LLM(model=model, dtype="bfloat16", enforce_eager=True, gpu_memory_utilization=0.08, max_model_len=2048,
-              seed=0)
-    params = SamplingParams(temperature=0.0, max_tokens=TOKENS, logprobs=TOP, ignore_eos=True)
-
-    def pack(out: Any) -> dict[str, Any]:
-        o = out.outputs[0]
-        return {"ids": list(o.token_ids),
-                "top": [{str(t): lp.logprob for t, lp in pos.items()} for pos in (o.logprobs or [])]}
-
-    batch = [pack(o) for o in llm.generate(PROMPTS, params)]
-    single = [pack(llm.generate([p], params)[0]) for p in PROMPTS]
-    return {"model": model, "batch": batch, "single": single}
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tok = transformers.AutoTokenizer.from_pretrained(model)
+    out: dict[str, Any] = {"model": model, "device": device}
+    for dtype in ("float32", "bfloat16"):
+        lm = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=getattr(torch, dtype)).to(device).eval()
+        runs = []
+        with torch.no_grad():
+            for prompt in PROMPTS:
+                ids = tok(prompt, return_tensors="pt").input_ids.to(device)
+                step = lm(ids, use_cache=True)
+                got: dict[str, Any] = {"ids": [], "top": []}
+                for _ in range(TOKENS):
+                    logprobs = torch.log_softmax(step.logits[0, -1].float(), -1)
+                    top = torch.topk(logprobs, TOP)
+                    pairs = zip(top.indices.tolist(), top.values.tolist(), strict=True)
+                    got["top"].append({str(i): v for i, v in pairs})
+                    nxt = int(torch.argmax(step.logits[0, -1]))
+                    got["ids"].append(nxt)
+                    step = lm(torch.tensor([[nxt]], device=device), past_key_values=step.past_key_values,
+                              use_cache=True)
+                runs.append(got)
+        out[dtype] = runs
+        del lm
+    return out
 
 
 def _ask(url: str, name: str, prompt: str) -> dict[str, Any]:
@@ -74,7 +95,7 @@ def _ask(url: str, name: str, prompt: str) -> dict[str, Any]:
 
 
 def run_server(url: str) -> list[dict[str, Any]]:
-    """The server's answers to :data:`PROMPTS`, all in flight at once (one batch, as the reference's)."""
+    """The server's answers to :data:`PROMPTS`, all in flight at once (one batch)."""
     with urllib.request.urlopen(f"{url}/v1/models", timeout=30) as resp:
         name = json.loads(resp.read())["data"][0]["id"]
     with concurrent.futures.ThreadPoolExecutor(len(PROMPTS)) as pool:
@@ -100,20 +121,39 @@ def agreement(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any
             "logprob_p50_diff": deltas[len(deltas) // 2] if deltas else None, "compared_logprobs": len(deltas)}
 
 
+def fisher_p(a: int, n_a: int, b: int, n_b: int) -> float:
+    """Two-sided Fisher exact test p-value that a/n_a and b/n_b identical continuations share one rate
+    (hypergeometric, the tables no more likely than the observed one; Fisher 1922)."""
+    total, ones = n_a + n_b, a + b
+
+    def prob(x: int) -> float:
+        return math.comb(ones, x) * math.comb(total - ones, n_a - x) / math.comb(total, n_a)
+
+    seen = prob(a)
+    tables = (prob(x) for x in range(max(0, ones - n_b), min(ones, n_a) + 1))
+    return min(1.0, sum(p for p in tables if p <= seen * (1 + 1e-9)))
+
+
 def verdict(wide: dict[str, Any], base: dict[str, Any]) -> bool:
-    """True when the widened target is within the source's own bf16 noise (the module docstring's rule)."""
-    limit = 2 * (base["logprob_max_diff"] or 0.0) + 0.05
-    return (wide["logprob_max_diff"] or 0.0) <= limit and wide["identical"] >= base["identical"] - 1
+    """True when the widened target is within the source's own bf16 noise: its largest and median top-5
+    logprob differences from the exact function within 2x the source's in bf16 (+0.05 and +0.01 nats), and
+    its count of identical continuations not below the source's by more than chance (Fisher p >= 0.05)."""
+    fewer = wide["identical"] < base["identical"] and fisher_p(wide["identical"], wide["of"], base["identical"],
+                                                               base["of"]) < 0.05
+    return ((wide["logprob_max_diff"] or 0.0) <= 2 * (base["logprob_max_diff"] or 0.0) + 0.05
+            and (wide["logprob_p50_diff"] or 0.0) <= 2 * (base["logprob_p50_diff"] or 0.0) + 0.01 and not fewer)
 
 
 def summary(marker: dict[str, Any], wide: dict[str, Any], base: dict[str, Any]) -> str:
     """The one line the card prints beside the target."""
     src = Path(marker.get("recipe", {}).get("source", "the source")).name
+    p = fisher_p(wide["identical"], wide["of"], base["identical"], base["of"])
     return (f"widened from {src} to {marker.get('parameters', 0) / 1e9:.2f} B parameters (scripts/widen_target.py),"
-            f" the same function: in vLLM bf16 on {wide['of']} held-out prompts x {TOKENS} greedy tokens, top-{TOP}"
-            f" logprobs within {wide['logprob_max_diff']:.3f} nats of the source's (the source against itself in"
-            f" another batch shape: {base['logprob_max_diff']:.3f}), {wide['identical']}/{wide['of']} continuations"
-            f" identical (source against itself: {base['identical']}/{base['of']})")
+            f" checked in vLLM bf16 on {wide['of']} held-out prompts x {TOKENS} greedy tokens against the source in"
+            f" float32: top-{TOP} logprobs within {wide['logprob_max_diff']:.3f} nats (median"
+            f" {wide['logprob_p50_diff']:.3f}), {wide['identical']}/{wide['of']} continuations identical; the source"
+            f" itself in bf16: {base['logprob_max_diff']:.3f} (median {base['logprob_p50_diff']:.3f}),"
+            f" {base['identical']}/{base['of']} (Fisher p = {p:.2f})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verify_widened: cannot read {exc}: run `reference` first and pass the widened model's marker",
               file=sys.stderr)
         return 2
-    base = agreement(reference["batch"], reference["single"])
-    wide = agreement(run_server(args.url.rstrip("/")), reference["batch"])
-    marker["function_check"] = {"widened_vs_source": wide, "source_vs_itself": base, "prompts": len(PROMPTS),
-                                "tokens": TOKENS, "top_logprobs": TOP, "engine": "vLLM, bfloat16",
-                                "same_function": verdict(wide, base)}
+    base = agreement(reference["bfloat16"], reference["float32"])
+    wide = agreement(run_server(args.url.rstrip("/")), reference["float32"])
+    marker["function_check"] = {"widened_bf16_vs_source_fp32": wide, "source_bf16_vs_source_fp32": base,
+                                "prompts": len(PROMPTS), "tokens": TOKENS, "top_logprobs": TOP,
+                                "engine": "vLLM bfloat16 vs transformers float32", "same_function": verdict(wide, base)}
     marker["summary"] = summary(marker, wide, base)
     args.marker.write_text(json.dumps(marker, indent=1))
     print(f"verify: {marker['summary']}")

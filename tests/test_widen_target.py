@@ -126,7 +126,22 @@ def test_agreement_counts_identical_continuations_and_compares_logprobs_before_t
     # prompt 1: all 3 positions (diffs 0.05, 0, 0.2); prompt 2: position 0 only (0.4), the rest is after it
     assert got["identical"] == 1 and got["first_differences"] == [1] and got["compared_logprobs"] == 4
     assert got["logprob_max_diff"] == pytest.approx(0.4)
-    base = {"identical": 1, "logprob_max_diff": 0.2}
-    assert verify.verdict(got, base)  # 0.4 <= 2 x 0.2 + 0.05
+    assert got["logprob_p50_diff"] == pytest.approx(0.2)  # sorted 0, 0.05, 0.2, 0.4: the upper median
+    base = {"identical": 1, "of": 2, "logprob_max_diff": 0.2, "logprob_p50_diff": 0.1}
+    assert verify.verdict(got, base)  # 0.4 <= 2 x 0.2 + 0.05, 0.2 <= 2 x 0.1 + 0.01
     assert not verify.verdict(got | {"logprob_max_diff": 0.5}, base)
-    assert not verify.verdict(got, base | {"identical": 3})
+    assert not verify.verdict(got | {"logprob_p50_diff": 0.25}, base)
+    many = got | {"identical": 0, "of": 16}
+    assert verify.verdict(many, base | {"identical": 4, "of": 16})  # 0/16 against 4/16: p = 0.10, chance
+    assert not verify.verdict(many, base | {"identical": 8, "of": 16})  # 0/16 against 8/16: p = 0.002
+
+
+def test_fisher_exact_p_closed_forms() -> None:
+    import verify_widened as verify
+
+    # all 16 identical against none: 2 tables of C(32, 16) are as extreme, two-sided
+    assert verify.fisher_p(0, 16, 16, 16) == pytest.approx(2 / 601_080_390)
+    assert verify.fisher_p(8, 16, 8, 16) == pytest.approx(1.0)
+    # the 2026-12-02 H200 function check: 5/16 widened against 10/16 for the source in bf16
+    assert verify.fisher_p(5, 16, 10, 16) == pytest.approx(0.1556, abs=1e-4)
+    assert verify.fisher_p(10, 16, 5, 16) == pytest.approx(verify.fisher_p(5, 16, 10, 16))
