@@ -13,8 +13,8 @@ Two line shapes, one per file:
 
 ``timestamp`` is in milliseconds (any origin); a request is due ``(timestamp - first timestamp) / 1000 *
 time_scale`` seconds after the replay starts (``time_scale`` 0.5 replays twice as fast). Lines are sorted by
-timestamp (stable). A line that cannot be read (not JSON, no or a negative timestamp, a length that is not a
-positive integer, ``hash_ids`` not a list of integers, a line of the other shape) raises ProfileError (exit 2)
+timestamp (stable). A line that cannot be read (not JSON, no or a negative timestamp, a length not an integer
+in 1..MAX_TOKENS, ``hash_ids`` not integers, a line of the other shape), or a span over 30 days, raises ProfileError
 naming it. Lines that are fine but cannot be sent here are skipped and named (``line N: reason``): a prompt
 line of the other endpoint's shape, a request whose input plus output exceeds the serving context
 (``--max-model-len``).
@@ -26,6 +26,7 @@ blocks concatenate without merging; the same hash gives the same words, on every
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -44,6 +45,9 @@ MOONCAKE_BLOCK_TOKENS = 512
 MOONCAKE, PROMPTS = "mooncake", "prompts"
 #: The card's time window over a replay, s (docs/metrics.md "Trace replay").
 WINDOW_S = 30.0
+#: A line's longest length, tokens (over any model's context; Llama 4 Scout's 10M is the largest published), and the
+#: longest trace, ms (30 days; longer is timestamps of two origins, a replay that would wait for years).
+MAX_TOKENS, MAX_SPAN_MS = 10_000_000, 30 * 86_400_000
 
 #: Common English words; those that are one token of the target's tokenizer make Mooncake prompts.
 WORDS = (
@@ -96,9 +100,9 @@ def _positive(path: Path, n: int, rec: dict[str, Any], key: str, required: bool)
     value = rec.get(key)
     if value is None and not required:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ProfileError(f"{path}: line {n}: {key} must be a positive integer (tokens), got {value!r}; fix "
-                           "or remove that line")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
+        raise ProfileError(f"{path}: line {n}: {key} must be a positive integer (tokens) up to {MAX_TOKENS:,}, got "
+                           f"{value!r}; fix or remove that line")
     return value
 
 
@@ -108,7 +112,9 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
         raise ProfileError(f"{path}: line {n} is not a JSON object; write one request per line")
     ts = rec.get("timestamp")
     if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts) or ts < 0:
-        raise ProfileError(f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}")
+        close = difflib.get_close_matches("timestamp", [str(k) for k in rec], n=1) if ts is None else []
+        raise ProfileError(f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}"
+                           + "".join(f" (the line has {c!r}: did you mean 'timestamp'?)" for c in close))
     shape = MOONCAKE if "input_length" in rec else PROMPTS if {"prompt", "messages"} & rec.keys() else None
     if shape != layout:
         want = ("input_length/output_length (Mooncake)" if layout == MOONCAKE else "prompt or messages")
@@ -158,6 +164,9 @@ def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
     if not kept:
         raise ProfileError(f"{path}: no usable line ({len(skipped)} skipped; first: {skipped[0]}); fix the trace")
     kept.sort(key=lambda e: e.timestamp_ms)
+    if (span := kept[-1].timestamp_ms - kept[0].timestamp_ms) > MAX_SPAN_MS:
+        raise ProfileError(f"{path}: the trace spans {span / 86_400_000:,.0f} days (line {kept[0].line} to line "
+                           f"{kept[-1].line}), over 30; give every timestamp in milliseconds from one origin")
     return TraceFile(str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint, tuple(kept),
                      tuple(skipped))
 
