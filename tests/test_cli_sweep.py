@@ -32,6 +32,15 @@ def test_check_and_compare_point_a_sweep_file_at_sweep() -> None:
     assert "loadgen sweep demo-cpu-sweep" in result.output
 
 
+def test_the_sweep_command_named_for_a_path_with_a_space_can_be_pasted(tmp_path: Path) -> None:
+    """`loadgen check "my pairs/s.toml"` said to run `loadgen sweep my pairs/s.toml`: two arguments once pasted."""
+    pair = tmp_path / "my pairs" / "s.toml"
+    pair.parent.mkdir()
+    pair.write_text(Path("profiles/pairs/demo-cpu-sweep.toml").read_text())
+    result = CliRunner().invoke(main, ["check", str(pair)])
+    assert result.exit_code == 2 and f"run `loadgen sweep '{pair}'` (make sweep PAIR=...)" in result.output
+
+
 def test_a_history_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--history", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "--history" in result.output and "does not exist" in result.output
