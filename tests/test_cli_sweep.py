@@ -70,3 +70,13 @@ def test_a_sweep_whose_criteria_fail_ends_as_a_compare_does(tmp_path: Path, monk
     assert "loadgen: error" not in result.output
     assert SWEEP_FAILED.replace("the sweep finished and no candidate meets", "") == RUN_FAILED.replace(
         "the run finished and its verdict failed", "")  # the same words after what failed
+
+
+@pytest.mark.parametrize("bad", ["-5", "0", "nan", "inf", "ten"])
+def test_a_budget_that_is_no_positive_finite_number_is_a_usage_error(bad: str, tmp_path: Path) -> None:
+    """`--budget-min -5` or `nan` was taken and refused the sweep as over it ("more than --budget-min nan")."""
+    result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--budget-min", bad,
+                                       "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and result.output.startswith("Usage: ")
+    assert f"{bad!r} is no budget; give the minutes the sweep may take, a number above 0 such as 30" in result.output
+    assert not (tmp_path / "runs").exists()
