@@ -38,6 +38,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
+from loadgen.profile.domains import MAX_TOKENS
 from loadgen.profile.tomlread import Table
 
 #: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
@@ -45,9 +46,8 @@ MOONCAKE_BLOCK_TOKENS = 512
 MOONCAKE, PROMPTS = "mooncake", "prompts"
 #: The card's time window over a replay, s (docs/metrics.md "Trace replay").
 WINDOW_S = 30.0
-#: A line's longest length, tokens (over any model's context; Llama 4 Scout's 10M is the largest published), and the
-#: longest trace, ms (30 days; longer is timestamps of two origins, a replay that would wait for years).
-MAX_TOKENS, MAX_SPAN_MS = 10_000_000, 30 * 86_400_000
+#: The longest trace, ms (30 days: longer is timestamps of two origins); a line's lengths: domains.MAX_TOKENS (10M).
+MAX_SPAN_MS = 30 * 86_400_000
 
 #: Common English words; those that are one token of the target's tokenizer make Mooncake prompts.
 WORDS = (
