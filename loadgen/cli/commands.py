@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -87,7 +88,7 @@ def check(pair: str, allow_unpinned: bool) -> None:
     """Check PAIR (a name in profiles/pairs/ or a .toml path) without starting any server."""
     from loadgen.check.preflight import run_pair_check
 
-    run_pair_check(load_pair(pair), allow_unpinned, click.echo, again=f"loadgen check {pair}")
+    run_pair_check(load_pair(pair), allow_unpinned, click.echo, again=f"loadgen check {shlex.quote(pair)}")
 
 
 @main.command()
