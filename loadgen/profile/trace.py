@@ -39,32 +39,19 @@ from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
 from loadgen.profile.domains import MAX_TOKENS
+from loadgen.profile.promptfile import JSONL_KEYS, unknown_key
+from loadgen.profile.texts import WORDS
 from loadgen.profile.tomlread import Table
 
 #: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
 MOONCAKE_BLOCK_TOKENS = 512
 MOONCAKE, PROMPTS = "mooncake", "prompts"
+KEYS = ("timestamp", "input_length", "output_length", "hash_ids", *JSONL_KEYS)  # a line's keys, Mooncake's first
+EXAMPLE = '{"timestamp": 0, "input_length": 512, "output_length": 64}'
 #: The card's time window over a replay, s (docs/metrics.md "Trace replay").
 WINDOW_S = 30.0
 #: The longest trace, ms (30 days: longer is timestamps of two origins); a line's lengths: domains.MAX_TOKENS (10M).
 MAX_SPAN_MS = 30 * 86_400_000
-
-#: Common English words; those that are one token of the target's tokenizer make Mooncake prompts.
-WORDS = (
-    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his",
-    "her", "they", "this", "which", "had", "not", "are", "but", "one", "have", "were", "all", "their", "there",
-    "been", "when", "who", "will", "more", "would", "them", "some", "into", "time", "only", "other", "new", "can",
-    "about", "could", "than", "first", "these", "may", "like", "over", "such", "years", "after", "most", "where",
-    "made", "many", "before", "through", "back", "water", "well", "people", "also", "good", "well", "long",
-    "little", "work", "world", "day", "place", "old", "great", "year", "same", "both", "under", "three", "life",
-    "house", "small", "every", "own", "found", "still", "between", "home", "while", "last", "land", "high", "city",
-    "night", "school", "light", "next", "road", "river", "story", "hand", "open", "early", "paper", "music",
-    "field", "money", "north", "south", "state", "family", "market", "garden", "window", "table", "letter",
-    "station", "morning", "evening", "summer", "winter", "train", "bridge", "church", "island", "forest", "village",
-    "mountain", "street", "teacher", "doctor", "friend", "mother", "father", "child", "power", "value", "plan",
-    "idea", "order", "word", "voice", "answer", "change", "number", "point", "group", "country", "question",
-    "system", "program", "report", "service", "office", "price", "study", "history", "member",
-)
 
 
 @dataclass(frozen=True)
@@ -116,9 +103,13 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
         raise ProfileError(f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}"
                            + "".join(f" (the line has {c!r}: did you mean 'timestamp'?)" for c in close))
     shape = MOONCAKE if "input_length" in rec else PROMPTS if {"prompt", "messages"} & rec.keys() else None
+    if shape != MOONCAKE and (typo := unknown_key(n, rec, ("timestamp", *JSONL_KEYS) if shape else KEYS)):
+        raise ProfileError(f"{path}: {typo}; a trace line has {', '.join(KEYS[:4])} (Mooncake) or timestamp, "
+                           f"{', '.join(JSONL_KEYS)}")  # a Mooncake line may carry more
     if shape != layout:
         want = ("input_length/output_length (Mooncake)" if layout == MOONCAKE else "prompt or messages")
-        raise ProfileError(f"{path}: line {n} has no {want} like the first line; one trace holds one line shape")
+        raise ProfileError(f"{path}: line {n} has no {want}" + (" like the first line; one trace holds one line "
+                           "shape" if shape else f"; write one request per line, e.g. {EXAMPLE}"))
     if layout == PROMPTS:
         text, msgs = rec.get("prompt"), rec.get("messages")
         if text is not None and (not isinstance(text, str) or not text):
@@ -150,8 +141,8 @@ def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
             try:
                 records.append((n, json.loads(line)))
             except ValueError:
-                raise ProfileError(f"{path}: line {n} is not JSON; write one JSON object per line, e.g. "
-                                   '{"timestamp": 0, "input_length": 512, "output_length": 64}') from None
+                raise ProfileError(f"{path}: line {n} is not JSON; write one JSON object per line, e.g. {EXAMPLE}"
+                                   ) from None
     if not records:
         raise ProfileError(f"{path}: the trace is empty; write one request per line")
     first = records[0][1]
