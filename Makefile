@@ -68,7 +68,7 @@ GATE_EXIT = status=$$?; if [ $$status -eq 3 ] && [ -z "$(GATE)" ]; then echo "ma
 compare:
 	$(CHECK_PAIR)
 	@$(MAKE) --no-print-directory -j2 install $(if $(NEEDS_MODELS),models)
-	@$(LOADGEN) compare $(PAIR); $(GATE_EXIT)
+	@$(LOADGEN) compare '$(PAIR)'; $(GATE_EXIT)
 
 # A sweep pair file (profiles/README.md, Sweeps): every candidate against one plain baseline, then the
 # sweep card and its recommendation; exit 3 (no candidate meets the criteria) ends make with status 0
@@ -76,7 +76,7 @@ compare:
 sweep:
 	$(CHECK_PAIR)
 	@$(MAKE) --no-print-directory -j2 install $(if $(filter demo-cpu-sweep,$(basename $(notdir $(PAIR)))),models)
-	@$(LOADGEN) sweep $(PAIR) $(SWEEP_ARGS); $(GATE_EXIT)
+	@$(LOADGEN) sweep '$(PAIR)' $(SWEEP_ARGS); $(GATE_EXIT)
 
 # A fleet file (profiles/fleets/, docs/fleet/README.md): every (pair x node) of the Ray cluster at
 # RAY_ADDRESS, one Ray task each; exit 1 when a task failed (FLEET_ARGS="--resume DIR" reruns only those).

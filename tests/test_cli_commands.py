@@ -50,6 +50,20 @@ def test_check_with_blocking_findings_exits_2_and_says_how_many(tmp_path: Path,
         f"blocking finding(s); fix them and run `loadgen check {pair}` again")
 
 
+def test_the_check_command_to_run_again_is_shell_quoted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair path with a space was named as `loadgen check /x/my pairs/p.toml`: two arguments once pasted."""
+    from loadgen.check import engine
+
+    monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: None)
+    pair = tmp_path / "my pairs" / "p.toml"
+    pair.parent.mkdir()
+    pair.write_text(BASE.replace('model = "t"', f'model = "{tmp_path / "none"}"'))
+    result = CliRunner().invoke(main, ["check", str(pair)])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1].endswith(f"blocking finding(s); fix them and run `loadgen check '{pair}'` "
+                                                   "again")
+
+
 @pytest.mark.parametrize("args", [[], ["demo-cpu", "--resume", "x"], ["demo-cpu", "--protocol", "p.json"]])
 def test_compare_needs_exactly_one_source(args: list[str]) -> None:
     result = CliRunner().invoke(main, ["compare", *args])

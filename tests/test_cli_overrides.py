@@ -53,6 +53,17 @@ def test_a_workload_the_pair_does_not_run_is_named_with_a_suggestion() -> None:
     assert "did you mean 'long-diverse'?" in result.output
 
 
+def test_a_workload_the_pair_gives_by_path_is_chosen_by_its_files_stem() -> None:
+    """A pair listing `workloads = ["/data/w.toml", "long-diverse"]` refused `--workload w` ("runs no workload of
+    that name (/data/w.toml)"); the stem now picks the declared path, as written in the pair file."""
+    doc = {"run": {"workloads": ["/data/w.toml", "long-diverse"]}}
+    chosen = apply_overrides(doc, Overrides(workloads=("w",)), Path("p.toml"))
+    assert chosen["run"]["workloads"] == ["/data/w.toml"]
+    with pytest.raises(ProfileError, match=r"--workload ww: p.toml runs no workload of that name \(/data/w.toml, "
+                                           r"long-diverse\); did you mean 'w'\?"):
+        apply_overrides(doc, Overrides(workloads=("ww",)), Path("p.toml"))
+
+
 def test_the_overrides_read_as_the_files_own_values() -> None:
     plain = load_pair("demo-cpu")
     pair = load_pair("demo-cpu", overrides=Overrides((1, 8), 5, ("long-diverse",)))

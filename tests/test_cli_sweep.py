@@ -32,6 +32,15 @@ def test_check_and_compare_point_a_sweep_file_at_sweep() -> None:
     assert "loadgen sweep demo-cpu-sweep" in result.output
 
 
+def test_the_sweep_command_named_for_a_path_with_a_space_can_be_pasted(tmp_path: Path) -> None:
+    """`loadgen check "my pairs/s.toml"` said to run `loadgen sweep my pairs/s.toml`: two arguments once pasted."""
+    pair = tmp_path / "my pairs" / "s.toml"
+    pair.parent.mkdir()
+    pair.write_text(Path("profiles/pairs/demo-cpu-sweep.toml").read_text())
+    result = CliRunner().invoke(main, ["check", str(pair)])
+    assert result.exit_code == 2 and f"run `loadgen sweep '{pair}'` (make sweep PAIR=...)" in result.output
+
+
 def test_a_history_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--history", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "--history" in result.output and "does not exist" in result.output
@@ -61,3 +70,13 @@ def test_a_sweep_whose_criteria_fail_ends_as_a_compare_does(tmp_path: Path, monk
     assert "loadgen: error" not in result.output
     assert SWEEP_FAILED.replace("the sweep finished and no candidate meets", "") == RUN_FAILED.replace(
         "the run finished and its verdict failed", "")  # the same words after what failed
+
+
+@pytest.mark.parametrize("bad", ["-5", "0", "nan", "inf", "ten"])
+def test_a_budget_that_is_no_positive_finite_number_is_a_usage_error(bad: str, tmp_path: Path) -> None:
+    """`--budget-min -5` or `nan` was taken and refused the sweep as over it ("more than --budget-min nan")."""
+    result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--budget-min", bad,
+                                       "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and result.output.startswith("Usage: ")
+    assert f"{bad!r} is no budget; give the minutes the sweep may take, a number above 0 such as 30" in result.output
+    assert not (tmp_path / "runs").exists()

@@ -83,3 +83,20 @@ def test_a_phase_that_succeeds_or_cannot_start(tmp_path: Path) -> None:
     missing = _phase("models", "--", str(tmp_path / "no-such-program"))
     assert missing.returncode == 127 and "==> models: FAILED: cannot run" in missing.stdout
     assert _phase("models", "true").returncode == 2  # no "--": a usage line, exit 2
+
+
+def test_a_pair_path_with_a_space_reaches_loadgen_as_one_argument(tmp_path: Path) -> None:
+    """`make compare PAIR="my pairs/p.toml"` (a path with a space, as README allows a pair file's path) ran
+    `loadgen compare my pairs/p.toml`, two arguments; the loadgen line make runs (a stand-in loadgen that prints
+    its arguments) now gets the path whole, on compare and sweep."""
+    pair = tmp_path / "my pairs" / "p.toml"
+    pair.parent.mkdir()
+    pair.write_text('name = "p"\n')
+    fake = tmp_path / "venv" / "bin" / "loadgen"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\nfor a in \"$@\"; do echo \"arg=$a\"; done\n")
+    fake.chmod(0o755)
+    for target in ("compare", "sweep"):
+        line = next(c for c in _dry_run(target, tmp_path, f"PAIR={pair}").splitlines() if c.startswith(str(fake)))
+        ran = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=30)
+        assert ran.stdout.splitlines() == [f"arg={target}", f"arg={pair}"], line

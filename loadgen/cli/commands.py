@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 import click
 
+from loadgen.cli.budget import Minutes
 from loadgen.cli.diffcmd import Tolerance, run_diff
 from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
 from loadgen.cli.overrides import Overrides, with_overrides
@@ -86,7 +88,7 @@ def check(pair: str, allow_unpinned: bool) -> None:
     """Check PAIR (a name in profiles/pairs/ or a .toml path) without starting any server."""
     from loadgen.check.preflight import run_pair_check
 
-    run_pair_check(load_pair(pair), allow_unpinned, click.echo, again=f"loadgen check {pair}")
+    run_pair_check(load_pair(pair), allow_unpinned, click.echo, again=f"loadgen check {shlex.quote(pair)}")
 
 
 @main.command()
@@ -193,7 +195,7 @@ def _verdict_exit(run_dir: Path) -> None:
 @click.option("--history", "history_dirs", multiple=True, metavar="DIR",
               type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Also read earlier run folders under DIR for the estimate (repeatable), e.g. docs/examples/h200.")
-@click.option("--budget-min", type=float, help="Refuse (exit 2) when the estimated wall time exceeds this.")
+@click.option("--budget-min", type=Minutes(), help="Refuse (exit 2) when the estimated wall time exceeds this.")
 @click.option("--attach-plain", metavar="URL", help="Use the plain server already running at URL (the plain arm).")
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY", help="Bearer token, as for compare.")

@@ -20,7 +20,8 @@ from loadgen.util.schemas import Card
 
 
 class Tolerance(click.ParamType[float, Any]):
-    """A tolerance as ``5%`` or ``0.05`` -> the fraction 0.05 (>= 0, below 10 = 1000%)."""
+    """A tolerance as ``5%`` or ``0.05`` -> the fraction 0.05 (>= 0, below 10 = 1000%; a fraction of 1 or more
+    only with ``%``: a bare ``5`` is refused, since it reads as 500%)."""
 
     name = "PERCENT"
 
@@ -35,6 +36,9 @@ class Tolerance(click.ParamType[float, Any]):
             fraction = -1.0
         if not 0 <= fraction < 10:
             self.fail(f"{value!r} is no tolerance; give a percentage such as 5% (or the fraction 0.05)", param, ctx)
+        if fraction >= 1 and not text.endswith("%"):  # "5" meant as 5% would be a gate that never fails
+            self.fail(f"{value!r} reads as the fraction {fraction:g} ({fraction:.0%}); write {text}% for "
+                      f"{text} percent, or {fraction:.0%} if you mean it", param, ctx)
         return fraction
 
 

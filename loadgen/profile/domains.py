@@ -36,6 +36,7 @@ MAX_RATE_RPS = 100_000.0
 MAX_SECONDS = 604_800.0  # one week
 MAX_TOKENS = 10_000_000
 MAX_REPETITIONS = 1_000
+MAX_TIME_SCALE = 1_000  # a trace replayed at most 1,000 times slower than recorded
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,8 @@ WORKLOAD_DOMAINS: dict[str, Domain] = {
     "output_tokens": _int(1, MAX_TOKENS, "tokens"), "input_tokens": _int(1, MAX_TOKENS, "tokens"),
     "input_tokens[]": _int(1, MAX_TOKENS, "tokens"), "seed": _int(0),
     "block_tokens": _int(1, MAX_TOKENS, "tokens"), "window_s": _SECONDS,
-    "time_scale": _num(0, 1000, why="trace offsets x time_scale"),
-    "time_scale[]": _num(0, 1000, why="trace offsets x time_scale"),
+    "time_scale": _num(0, MAX_TIME_SCALE, why="trace offsets x time_scale"),
+    "time_scale[]": _num(0, MAX_TIME_SCALE, why="trace offsets x time_scale"),
 }
 
 

@@ -8,7 +8,8 @@ and ``--protocol`` repeats the run.
   ``[stop].rounds = 1``, so a closed-loop cell at concurrency c sends max(N, c) (every slot at least once,
   pair.StopRule.measured_requests); with ``[stop].duration_s`` it sets ``[stop].max_requests = N``.
 - ``workloads``: replaces ``[run].workloads`` with names the pair runs (a base name, or a context-length
-  variant's base) or paths of workload files (``.toml``).
+  variant's base; a workload the pair gives by its file's path also by that file's stem, ``w`` for
+  ``/data/w.toml``) or paths of workload files (``.toml``).
 """
 
 from __future__ import annotations
@@ -58,14 +59,15 @@ class Overrides:
 
 def _workloads(declared: Any, chosen: tuple[str, ...], path: Path) -> list[str]:
     names = [str(n) for n in declared] if isinstance(declared, list) else []
+    by_stem = {Path(n).stem: n for n in names if n.endswith(".toml")}  # a workload the pair gives by its file
     out = []
     for name in chosen:
         if name.endswith(".toml"):
             out.append(str(Path(name).resolve()))
-        elif name in names:
-            out.append(name)
+        elif name in names or name in by_stem:
+            out.append(by_stem.get(name, name))
         else:
-            close = difflib.get_close_matches(name, names, n=1)
+            close = difflib.get_close_matches(name, [*names, *by_stem], n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             runs = ", ".join(names) or "none"
             raise ProfileError(f"--workload {name}: {path} runs no workload of that name ({runs}); {hint}give one "

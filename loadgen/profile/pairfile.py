@@ -13,6 +13,7 @@ repository root when run through ``make``).
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -236,7 +237,7 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     doc = apply_overrides(read_toml(path), overrides, path)
     if is_sweep(doc):
         raise ProfileError(f"{path} is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep "
-                           f"{name_or_path}` (make sweep PAIR=...), or give [speculative] one K")
+                           f"{shlex.quote(name_or_path)}` (make sweep PAIR=...), or give [speculative] one K")
     check_document(path, doc, PAIR_DOMAINS)
     top = Table(path, "", doc)
     target, spec, engine, sampling = _target(top), _speculative(top, path), _engine(top, path), _sampling(top)

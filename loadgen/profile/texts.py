@@ -1,6 +1,7 @@
 """The text the synthetic workloads are made of: one-line templates (short-homogeneous), varied chat
 questions (long-diverse) and natural filler sentences that lengthen a prompt to an exact token count
-(workload.fit_to_tokens). Pure; seeded by the caller's ``random.Random``."""
+(workload.fit_to_tokens), and the one-token words of Mooncake trace prompts (trace.py). Pure; seeded by the
+caller's ``random.Random``."""
 
 from __future__ import annotations
 
@@ -63,3 +64,20 @@ def short_text(rng: random.Random) -> str:
 
 def long_text(rng: random.Random) -> str:
     return rng.choice(LONG_FORMATS).format(subject=rng.choice(SUBJECTS))
+
+#: Common English words; those that are one token of the target's tokenizer make Mooncake prompts (profile/trace.py).
+WORDS = (
+    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his",
+    "her", "they", "this", "which", "had", "not", "are", "but", "one", "have", "were", "all", "their", "there",
+    "been", "when", "who", "will", "more", "would", "them", "some", "into", "time", "only", "other", "new", "can",
+    "about", "could", "than", "first", "these", "may", "like", "over", "such", "years", "after", "most", "where",
+    "made", "many", "before", "through", "back", "water", "well", "people", "also", "good", "well", "long",
+    "little", "work", "world", "day", "place", "old", "great", "year", "same", "both", "under", "three", "life",
+    "house", "small", "every", "own", "found", "still", "between", "home", "while", "last", "land", "high", "city",
+    "night", "school", "light", "next", "road", "river", "story", "hand", "open", "early", "paper", "music",
+    "field", "money", "north", "south", "state", "family", "market", "garden", "window", "table", "letter",
+    "station", "morning", "evening", "summer", "winter", "train", "bridge", "church", "island", "forest", "village",
+    "mountain", "street", "teacher", "doctor", "friend", "mother", "father", "child", "power", "value", "plan",
+    "idea", "order", "word", "voice", "answer", "change", "number", "point", "group", "country", "question",
+    "system", "program", "report", "service", "office", "price", "study", "history", "member",
+)

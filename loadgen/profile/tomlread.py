@@ -3,6 +3,7 @@ left over are errors naming the file, the table and the known keys (ProfileError
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -33,12 +34,18 @@ class Table:
             f"{self.path}: {self.where}.{key} must be {expected}, got {self.data[key]!r}"
         )
 
+    def _near(self, key: str) -> str:
+        """``; the file has 'kye': did you mean 'key'?`` when a key of this table is close to the missing ``key``
+        (difflib), else ""."""
+        close = difflib.get_close_matches(key, [str(k) for k in self.data if k not in self.seen], n=1)
+        return f"; the file has {close[0]!r} there: did you mean {key!r}?" if close else ""
+
     def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., expected: str = "") -> Any:
         self.seen.add(key)
         if key not in self.data:
             if default is ...:
                 name = f"{self.where}.{key}" if self.where else key
-                raise ProfileError(f"{self.path}: missing key {name}; add it (see profiles/README.md)")
+                raise ProfileError(f"{self.path}: missing key {name}; add it (see profiles/README.md){self._near(key)}")
             return default
         value = self.data[key]
         if isinstance(value, bool) and kind in (int, float, (int, float)):
@@ -63,14 +70,16 @@ class Table:
         name = f"[{key}]" if self.where == "" else f"{self.where}.{key}"
         if default is ... and key not in self.data:
             shown = name if self.where == "" else f"[{self.where.strip('[]')}.{key}]"
-            raise ProfileError(f"{self.path}: missing table {shown}; add it (see profiles/README.md)")
+            raise ProfileError(f"{self.path}: missing table {shown}; add it (see profiles/README.md){self._near(key)}")
         return Table(self.path, name, self.get(key, dict, default))
 
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.seen)
         if unknown:
             where = self.where or "top level"
+            close = difflib.get_close_matches(str(unknown[0]), sorted(self.seen), n=1)
             raise ProfileError(
                 f"{self.path}: unknown key {unknown[0]!r} in {where}; "
                 f"known keys: {', '.join(sorted(self.seen))} (see profiles/README.md)"
+                + "".join(f"; did you mean {c!r}?" for c in close)
             )

@@ -13,8 +13,8 @@ Two line shapes, one per file:
 
 ``timestamp`` is in milliseconds (any origin); a request is due ``(timestamp - first timestamp) / 1000 *
 time_scale`` seconds after the replay starts (``time_scale`` 0.5 replays twice as fast). Lines are sorted by
-timestamp (stable). A line that cannot be read (not JSON, no or a negative timestamp, a length that is not a
-positive integer, ``hash_ids`` not a list of integers, a line of the other shape) raises ProfileError (exit 2)
+timestamp (stable). A line that cannot be read (not JSON, no or a negative timestamp, a length not an integer
+in 1..MAX_TOKENS, ``hash_ids`` not integers, a line of the other shape), or a span over 30 days, raises ProfileError
 naming it. Lines that are fine but cannot be sent here are skipped and named (``line N: reason``): a prompt
 line of the other endpoint's shape, a request whose input plus output exceeds the serving context
 (``--max-model-len``).
@@ -26,6 +26,7 @@ blocks concatenate without merging; the same hash gives the same words, on every
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -37,30 +38,20 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
+from loadgen.profile.domains import MAX_TOKENS
+from loadgen.profile.promptfile import JSONL_KEYS, unknown_key
+from loadgen.profile.texts import WORDS
 from loadgen.profile.tomlread import Table
 
 #: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
 MOONCAKE_BLOCK_TOKENS = 512
 MOONCAKE, PROMPTS = "mooncake", "prompts"
+KEYS = ("timestamp", "input_length", "output_length", "hash_ids", *JSONL_KEYS)  # a line's keys, Mooncake's first
+EXAMPLE = '{"timestamp": 0, "input_length": 512, "output_length": 64}'
 #: The card's time window over a replay, s (docs/metrics.md "Trace replay").
 WINDOW_S = 30.0
-
-#: Common English words; those that are one token of the target's tokenizer make Mooncake prompts.
-WORDS = (
-    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his",
-    "her", "they", "this", "which", "had", "not", "are", "but", "one", "have", "were", "all", "their", "there",
-    "been", "when", "who", "will", "more", "would", "them", "some", "into", "time", "only", "other", "new", "can",
-    "about", "could", "than", "first", "these", "may", "like", "over", "such", "years", "after", "most", "where",
-    "made", "many", "before", "through", "back", "water", "well", "people", "also", "good", "well", "long",
-    "little", "work", "world", "day", "place", "old", "great", "year", "same", "both", "under", "three", "life",
-    "house", "small", "every", "own", "found", "still", "between", "home", "while", "last", "land", "high", "city",
-    "night", "school", "light", "next", "road", "river", "story", "hand", "open", "early", "paper", "music",
-    "field", "money", "north", "south", "state", "family", "market", "garden", "window", "table", "letter",
-    "station", "morning", "evening", "summer", "winter", "train", "bridge", "church", "island", "forest", "village",
-    "mountain", "street", "teacher", "doctor", "friend", "mother", "father", "child", "power", "value", "plan",
-    "idea", "order", "word", "voice", "answer", "change", "number", "point", "group", "country", "question",
-    "system", "program", "report", "service", "office", "price", "study", "history", "member",
-)
+#: The longest trace, ms (30 days: longer is timestamps of two origins); a line's lengths: domains.MAX_TOKENS (10M).
+MAX_SPAN_MS = 30 * 86_400_000
 
 
 @dataclass(frozen=True)
@@ -96,9 +87,9 @@ def _positive(path: Path, n: int, rec: dict[str, Any], key: str, required: bool)
     value = rec.get(key)
     if value is None and not required:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ProfileError(f"{path}: line {n}: {key} must be a positive integer (tokens), got {value!r}; fix "
-                           "or remove that line")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
+        raise ProfileError(f"{path}: line {n}: {key} must be a positive integer (tokens) up to {MAX_TOKENS:,}, got "
+                           f"{value!r}; fix or remove that line")
     return value
 
 
@@ -108,11 +99,17 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
         raise ProfileError(f"{path}: line {n} is not a JSON object; write one request per line")
     ts = rec.get("timestamp")
     if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts) or ts < 0:
-        raise ProfileError(f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}")
+        close = difflib.get_close_matches("timestamp", [str(k) for k in rec], n=1) if ts is None else []
+        raise ProfileError(f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}"
+                           + "".join(f" (the line has {c!r}: did you mean 'timestamp'?)" for c in close))
     shape = MOONCAKE if "input_length" in rec else PROMPTS if {"prompt", "messages"} & rec.keys() else None
+    if shape != MOONCAKE and (typo := unknown_key(n, rec, ("timestamp", *JSONL_KEYS) if shape else KEYS)):
+        raise ProfileError(f"{path}: {typo}; a trace line has {', '.join(KEYS[:4])} (Mooncake) or timestamp, "
+                           f"{', '.join(JSONL_KEYS)}")  # a Mooncake line may carry more
     if shape != layout:
         want = ("input_length/output_length (Mooncake)" if layout == MOONCAKE else "prompt or messages")
-        raise ProfileError(f"{path}: line {n} has no {want} like the first line; one trace holds one line shape")
+        raise ProfileError(f"{path}: line {n} has no {want}" + (" like the first line; one trace holds one line "
+                           "shape" if shape else f"; write one request per line, e.g. {EXAMPLE}"))
     if layout == PROMPTS:
         text, msgs = rec.get("prompt"), rec.get("messages")
         if text is not None and (not isinstance(text, str) or not text):
@@ -144,8 +141,8 @@ def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
             try:
                 records.append((n, json.loads(line)))
             except ValueError:
-                raise ProfileError(f"{path}: line {n} is not JSON; write one JSON object per line, e.g. "
-                                   '{"timestamp": 0, "input_length": 512, "output_length": 64}') from None
+                raise ProfileError(f"{path}: line {n} is not JSON; write one JSON object per line, e.g. {EXAMPLE}"
+                                   ) from None
     if not records:
         raise ProfileError(f"{path}: the trace is empty; write one request per line")
     first = records[0][1]
@@ -158,6 +155,9 @@ def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
     if not kept:
         raise ProfileError(f"{path}: no usable line ({len(skipped)} skipped; first: {skipped[0]}); fix the trace")
     kept.sort(key=lambda e: e.timestamp_ms)
+    if (span := kept[-1].timestamp_ms - kept[0].timestamp_ms) > MAX_SPAN_MS:
+        raise ProfileError(f"{path}: the trace spans {span / 86_400_000:,.0f} days (line {kept[0].line} to line "
+                           f"{kept[-1].line}), over 30; give every timestamp in milliseconds from one origin")
     return TraceFile(str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint, tuple(kept),
                      tuple(skipped))
 

@@ -18,6 +18,7 @@ per length, named ``<workload>@<tokens>``, each its own cell row (the context-le
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import random
@@ -82,15 +83,19 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
         raise ProfileError(f"workload file {name!r} not found: no {looked_in(name, beside)}; give its absolute path, "
                            "or one relative to the current directory or to the pair file's folder")
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in workloads_dir.glob("*.toml"))) or "(none)"
-        raise ProfileError(f"unknown workload {name!r}: no {path}; available workloads: {known} (or give a workload "
-                           "file's path)")
+        names = sorted(p.stem for p in workloads_dir.glob("*.toml"))
+        close = "".join(f"did you mean {c!r}? " for c in difflib.get_close_matches(name, names, n=1))
+        known = ", ".join(names) or (f"none in {workloads_dir.resolve()} (workload names are read from the "
+                                     "repository's profiles/workloads/: run loadgen from the repository root)")
+        raise ProfileError(f"unknown workload {name!r}: no {path}; {close}available workloads: {known} (or give a "
+                           "workload file's path)")
     doc = read_toml(path)
     check_document(path, doc, WORKLOAD_DOMAINS)
     top = Table(path, "", doc)
     kind = top.get("kind", str)
     if kind not in KINDS:
-        raise ProfileError(f"{path}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        close = "".join(f" (did you mean {c!r}?)" for c in difflib.get_close_matches(str(kind), KINDS, n=1))
+        raise ProfileError(f"{path}: kind must be one of {', '.join(KINDS)}, got {kind!r}{close}")
     endpoint = top.get("endpoint", str, None)
     if endpoint not in (None, "completions", "chat"):
         raise ProfileError(f"{path}: endpoint must be 'completions' or 'chat', got {endpoint!r}")

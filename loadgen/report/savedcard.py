@@ -33,10 +33,12 @@ def saved_only(run_dir: Path) -> bool:
 
 def refresh_saved_card(run_dir: Path) -> Card:
     """card.json of ``run_dir`` with the cell-level diagnosis recomputed (module docstring); the same
-    card again when run twice. Raises BadInput when card.json or cells.jsonl is missing."""
+    card again when run twice. Raises BadInput when card.json, cells.jsonl or protocol.json is missing."""
     if not (run_dir / "cells.jsonl").is_file() or not (run_dir / "card.json").is_file():
         raise BadInput(f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "
                        "from; pass a run folder written by `loadgen compare`")
+    if not (run_dir / "protocol.json").is_file():  # the criteria the verdict is recomputed against
+        raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
     card: Card = finite(read_json(run_dir / "card.json"))  # a card of older code may hold Infinity
     for cell in card["cells"]:
         for role in ROLES:

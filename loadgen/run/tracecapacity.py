@@ -5,6 +5,7 @@ measure/traceslo.bisect_capacity. Speed = 1 / ``time_scale`` (2.0 replays the tr
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from loadgen.errors import BadInput
 from loadgen.measure.traceslo import Holds, bisect_capacity
 from loadgen.profile.cells import PLACEBO
+from loadgen.profile.domains import MAX_TIME_SCALE
 from loadgen.profile.pair import Pair
 from loadgen.run.flow import Log, run_compare
 
@@ -30,7 +32,8 @@ def search_capacity(pair: Pair, workload: str, speeds: tuple[float, float], step
                     log: Log = print, allow_unpinned: bool = False) -> CapacitySearch:
     """Bisect the replay speed of the trace ``workload`` of ``pair`` within ``speeds`` (low, high), ``steps``
     midpoints after both ends; each replay is a compare of that workload alone. Raises BadInput (exit 2)
-    without ``[slo]``, for a workload that is not one of the pair's traces, or speeds not 0 < low < high."""
+    without ``[slo]``, for a workload that is not one of the pair's traces, or speeds not 0.001 <= low <
+    high < inf (time_scale's domain, profile/domains.py)."""
     if not pair.slo.limits():
         raise BadInput(f"{pair.path}: a capacity search needs service-level objectives; declare [slo] (ttft_s, "
                        "tpot_s or e2e_s)")
@@ -39,8 +42,9 @@ def search_capacity(pair: Pair, workload: str, speeds: tuple[float, float], step
         raise BadInput(f"--workload {workload!r} is not a trace workload of {pair.path}; its traces: "
                        f"{', '.join(traces) or '(none)'}")
     low, high = speeds
-    if not 0 < low < high:
-        raise BadInput(f"--speeds must be LOW:HIGH with 0 < LOW < HIGH, e.g. 0.5:2, got {low:g}:{high:g}")
+    if not 1 / MAX_TIME_SCALE <= low < high < math.inf:  # a slower replay waits for ever, as time_scale's cap says
+        raise BadInput(f"--speeds must be LOW:HIGH with {1 / MAX_TIME_SCALE:g} <= LOW < HIGH (a time_scale of at most "
+                       f"{MAX_TIME_SCALE:,}, as in a workload file), e.g. 0.5:2, got {low:g}:{high:g}")
     dirs: dict[float, Path] = {}
 
     def measure(speed: float) -> Holds:

@@ -104,12 +104,48 @@ def test_requests_over_the_serving_context_are_skipped_and_named(tmp_path: Path)
     ({"timestamp": 5, "input_length": 4, "output_length": 2, "hash_ids": ["a"]}, "line 2: hash_ids must be a list"),
     ({"timestamp": 5, "prompt": "x"}, "line 2 has no input_length/output_length"),
     ([1, 2], "line 2 is not a JSON object"),
+    # a typo'd key is named with the fix; a length no context holds is refused before a prompt of that many words
+    # is built (it hung check and compare)
+    ({"timestmp": 5, "input_length": 4, "output_length": 2}, "got None \\(the line has 'timestmp': did you mean "),
+    ({"timestamp": 5, "input_length": 2_000_000_000, "output_length": 2},
+     "line 2: input_length must be a positive integer \\(tokens\\) up to 10,000,000, got 2000000000"),
+    ({"timestamp": 5, "input_length": 4, "output_length": 10_000_001}, "output_length must be a positive integer"),
+    # a second origin (0 among epoch milliseconds, or 1e300) would make the replay wait for years
+    ({"timestamp": 1.7e12, "input_length": 4, "output_length": 2},
+     "the trace spans 19,676 days \\(line 1 to line 2\\), over 30; give every timestamp in milliseconds"),
 ])
 def test_a_bad_line_is_one_line_profile_error(tmp_path: Path, row: object, message: str) -> None:
     path = _lines(tmp_path, [{"timestamp": 0, "input_length": 4, "output_length": 2}, row])
     with pytest.raises(ProfileError, match=message) as err:
         read_trace(path)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"timestamp": 0, "promt": "x"}, "line 1 has an unknown key 'promt' \\(did you mean 'prompt'\\?\\); a trace "
+                                     "line has timestamp, input_length, output_length, hash_ids \\(Mooncake\\) or "
+                                     "timestamp, prompt, messages, output_tokens$"),
+    ({"timestamp": 0, "input_lenght": 5, "output_length": 3}, "unknown key 'input_lenght' \\(did you mean 'input_l"),
+    ({"timestamp": 0, "prompt": "x", "output_tokns": 3}, "unknown key 'output_tokns' \\(did you mean 'output_tokens"),
+    ({"timestamp": 0}, "line 1 has no prompt or messages; write one request per line, e.g. \\{\"timestamp\": 0, "),
+])
+def test_a_first_line_with_a_typo_is_named_with_did_you_mean(tmp_path: Path, row: object, message: str) -> None:
+    """A first line with `promt` read "has no prompt or messages like the first line; one trace holds one line
+    shape" (it is the first line), and `output_tokns` on a prompt line was ignored: the output length silently
+    became the workload's."""
+    with pytest.raises(ProfileError, match=message):
+        read_trace(_lines(tmp_path, [row]))
+
+
+def test_a_mooncake_line_may_carry_more_keys(tmp_path: Path) -> None:
+    row = {"timestamp": 0, "input_length": 5, "output_length": 3, "session_id": 7}
+    assert read_trace(_lines(tmp_path, [row])).entries[0].input_length == 5
+
+
+def test_a_trace_of_30_days_and_lengths_of_10m_tokens_are_read(tmp_path: Path) -> None:
+    path = _lines(tmp_path, [{"timestamp": 0, "input_length": 10_000_000, "output_length": 10_000_000},
+                             {"timestamp": 30 * 86_400_000, "input_length": 4, "output_length": 2}])
+    assert [e.timestamp_ms for e in read_trace(path).entries] == [0.0, 2_592_000_000.0]
 
 
 def test_a_trace_workload_records_its_file_and_expands_its_time_scales(tmp_path: Path) -> None:

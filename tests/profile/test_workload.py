@@ -115,6 +115,24 @@ def test_bad_workload_files_are_one_line_profile_errors(tmp_path: Path, body: st
     assert "\n" not in str(err.value) and str(tmp_path / "x.toml") in str(err.value)
 
 
+def test_a_near_miss_of_a_workload_name_or_kind_is_told_and_an_empty_folder_says_where_names_are_read(
+        tmp_path: Path) -> None:
+    """`loadgen check /abs/profiles/pairs/demo-cpu.toml` from another folder said "available workloads: (none)"
+    with no fix; a kind or name one letter off said no "did you mean"."""
+    with pytest.raises(ProfileError) as err:
+        load_workload("short", tmp_path / "empty")
+    assert str(err.value) == (f"unknown workload 'short': no {tmp_path / 'empty' / 'short.toml'}; available workloads: "
+                              f"none in {tmp_path / 'empty'} (workload names are read from the repository's "
+                              "profiles/workloads/: run loadgen from the repository root) (or give a workload file's "
+                              "path)")
+    _write(tmp_path, 'kind = "short-homogenous"\noutput_tokens = 8\n', "short-homogeneous")
+    with pytest.raises(ProfileError, match=r"got 'short-homogenous' \(did you mean 'short-homogeneous'\?\)$"):
+        load_workload("short-homogeneous", tmp_path)
+    with pytest.raises(ProfileError, match="no .*short-homogenous.toml; did you mean 'short-homogeneous'\\? "
+                                           "available workloads: short-homogeneous"):
+        load_workload("short-homogenous", tmp_path)
+
+
 def test_an_unknown_workload_names_the_available_ones(tmp_path: Path) -> None:
     _write(tmp_path, 'kind = "long-diverse"\noutput_tokens = 8\n', "b")
     _write(tmp_path, 'kind = "long-diverse"\noutput_tokens = 8\n', "a")

@@ -179,6 +179,17 @@ def test_loadgen_diff_refuses_a_tolerance_that_is_no_percentage(tmp_path: Path, 
     assert f"{bad!r} is no tolerance; give a percentage such as 5% (or the fraction 0.05)" in result.output
 
 
+@pytest.mark.parametrize(("bad", "fix"), [("5", "write 5% for 5 percent, or 500% if you mean it"),
+                                          ("1", "write 1% for 1 percent, or 100% if you mean it")])
+def test_loadgen_diff_refuses_a_bare_number_that_reads_as_100_percent_or_more(tmp_path: Path, bad: str,
+                                                                              fix: str) -> None:
+    """`--max-regression 5` meant 5% but read as 500%: a gate that never failed; now a usage error naming both."""
+    a, b = _runs(tmp_path, card({}), card({}))
+    result = CliRunner().invoke(main, ["diff", a, b, "--max-regression", bad])
+    assert result.exit_code == 2 and f"{bad!r} reads as the fraction {bad} ({bad}00%); {fix}" in result.output
+    assert CliRunner().invoke(main, ["diff", a, b, "--max-regression", f"{bad}00%"]).exit_code == 0
+
+
 def test_loadgen_diff_exits_2_on_a_folder_without_card_or_different_pairs(tmp_path: Path) -> None:
     a, b = _runs(tmp_path, card({}), card({}, pair="u"))
     result = CliRunner().invoke(main, ["diff", a, b])

@@ -56,3 +56,16 @@ def test_a_built_card_is_dated_by_its_last_cell_end(tmp_path: Path) -> None:
     assert build_card(run)["generated_utc"] == "2026-01-02T03:04:15+00:00"
     again = json.loads(json.dumps(build_card(run)))
     assert again["generated_utc"] == "2026-01-02T03:04:15+00:00"
+
+
+def test_loadgen_report_of_a_saved_card_without_protocol_json_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A committed example's copy that lost protocol.json (no requests.jsonl either) ended in a traceback
+    (FileNotFoundError) while the verdict was recomputed; now one line naming the folder, exit 2, nothing written."""
+    copy = tmp_path / "run"
+    shutil.copytree(EXAMPLES[0], copy)
+    (copy / "protocol.json").unlink()
+    result = CliRunner().invoke(main, ["report", str(copy)])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (f"loadgen: error: {copy} is not a run folder (no protocol.json); "
+                                              "pass runs/<pair>/<timestamp>")
+    assert (copy / "card.json").read_bytes() == (EXAMPLES[0] / "card.json").read_bytes()
