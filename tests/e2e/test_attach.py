@@ -52,7 +52,10 @@ def test_plain_server_in_the_speculative_role_is_a_fallback(plain_server: server
     assert not cells_log.exists() or not cells_log.read_text().strip()
     protocol = json.loads((run_dir / "protocol.json").read_text())
     assert protocol["attach"]["speculative"] == {"url": url, "complete": True}
-    assert "INCOMPLETE" in (run_dir / "card.md").read_text()
+    # refused before its first request: the plan kept, refused.json instead of a status and a card
+    refusal = json.loads((run_dir / "refused.json").read_text())
+    assert refusal["exit_code"] == 1 and "exposes no vllm:spec_decode_* metrics" in refusal["reason"]
+    assert not (run_dir / "card.md").exists() and not (run_dir / "status.json").exists()
     # attached servers are not ours to stop
     assert plain_server.alive()
     assert plain_server.fetch("/health").status_code == 200

@@ -68,6 +68,8 @@ def test_each_port_is_held_until_its_server_answers(tmp_path: Path) -> None:
     port, seen = _free_port_block(2), []
 
     def probe(line: str) -> None:  # what a second run would meet at each server's start and readiness
+        if line.endswith(": started"):  # a cell's start line; its end line, after the server answered, counts
+            return
         if line.startswith(("[plain] starting", "[plain] w c1", "[speculative] starting", "[speculative] w c1")):
             for p in (port, port + 1):
                 try:
