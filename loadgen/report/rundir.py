@@ -25,20 +25,26 @@ from loadgen.util import strictjson
 from loadgen.util.schemas import CellLine
 
 
+def exclusive_dir(parent: Path, name: str) -> Path:
+    """Create ``parent/name`` (parents too), or ``parent/name-1``, ``-2``, ... when it exists: exclusively, so
+    two processes never get one folder. Returns the folder made; raises OSError as ``mkdir`` does."""
+    parent.mkdir(parents=True, exist_ok=True)
+    path, n = parent / name, 1
+    while True:
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            path, n = parent / f"{name}-{n}", n + 1
+
+
 def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path:
     """Create and return ``root/<pair>/<YYYYmmddTHHMMSSZ>`` (a suffix is added if it exists; created
     exclusively, so two runs started in the same second get two folders)."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    base = root / pair_name / stamp
-    path, n = base, 1
+    path = root / pair_name / stamp
     try:
-        base.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            try:
-                path.mkdir()
-                break
-            except FileExistsError:
-                path, n = base.with_name(f"{stamp}-{n}"), n + 1
+        path = exclusive_dir(root / pair_name, stamp)
         for sub in ("servers", "metrics"):
             (path / sub).mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -36,7 +36,7 @@ from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
-from loadgen.report.rundir import read_json, write_json, write_text
+from loadgen.report.rundir import exclusive_dir, read_json, write_json, write_text
 from loadgen.report.runlock import locked
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweepdata import build_sweep_card
@@ -93,15 +93,7 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
 def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
     """Create ``runs_dir/<name>/sweep-<ts>`` (exclusively: a suffix is added if it exists) holding the sweep
     file as run (with the command line's overrides written in, profile/overrides.py) and return it."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path, n = runs_dir / name / f"sweep-{stamp}", 1
-    path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        try:
-            path.mkdir()
-            break
-        except FileExistsError:
-            path, n = runs_dir / name / f"sweep-{stamp}-{n}", n + 1
+    path = exclusive_dir(runs_dir / name, "sweep-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
     if overrides:
         write_text(path / "sweep.toml", pair_text(sweep_file, overrides))
     else:

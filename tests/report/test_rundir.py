@@ -112,3 +112,10 @@ def test_copy_pair_file_copies_to_pair_toml(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     dest = copy_pair_file(src, tmp_path / "run")
     assert dest == tmp_path / "run" / "pair.toml" and dest.read_text() == "[target]\n"
+
+
+def test_an_existing_folder_gets_the_next_suffix_never_the_same_folder(tmp_path: Path) -> None:
+    from loadgen.report.rundir import exclusive_dir
+
+    made = [exclusive_dir(tmp_path / "p", "sweep-x") for _ in range(3)]
+    assert [m.name for m in made] == ["sweep-x", "sweep-x-1", "sweep-x-2"] and all(m.is_dir() for m in made)
