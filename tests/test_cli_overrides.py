@@ -16,7 +16,7 @@ from loadgen.errors import ProfileError
 from loadgen.profile.overrides import Overrides, apply_overrides
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.plan import replay_protocol
-from tests.run.test_drift import _free_port_block
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
@@ -87,7 +87,7 @@ def test_a_compare_with_overrides_records_them_as_the_pair_files_and_protocol_re
     (tmp_path / "w2.toml").write_text(WORKLOAD.replace('name = "w"', 'name = "w2"').replace("seed = 1", "seed = 2"))
     pair_file = tmp_path / "scripted.toml"
     pair_file.write_text(PAIR.format(name="handy", k=1, python=sys.executable, repo=REPO)
-                         .replace("port = 8300", f"port = {_free_port_block()}")
+                         .replace("port = 8300", f"port = {free_port_block()}")
                          + '[design]\nblocks = 1\nplacebo = "off"\n')
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["compare", str(pair_file), "--runs-dir", str(tmp_path / "runs"),

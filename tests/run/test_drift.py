@@ -12,7 +12,6 @@ than the plain one at every moment (K = 1: two tokens per step, every step as lo
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from loadgen.measure.cellratios import stats_of, within_run_ratios
 from loadgen.profile.pairfile import load_pair
 from loadgen.report.rundir import load_records
 from loadgen.run.flow import run_compare
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 #: The scripted engine's pair (ngram at K = 1: two tokens per step) with this test's engine environment, port,
@@ -33,24 +33,6 @@ env = {spec_env}
 {design}
 """
 STEP_S = 0.01
-
-
-def _free_port_block(n: int = 4) -> int:
-    """A port ``p`` with ``p .. p + n - 1`` free on loopback now."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n >= 65535:
-            continue
-        try:
-            for i in range(1, n):
-                with socket.socket() as t:
-                    t.bind(("127.0.0.1", base + i))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free block of ports")
 
 
 def _toml_table(d: dict[str, str]) -> str:
@@ -65,7 +47,7 @@ def _compare(tmp_path: Path, design: str, requests: int, env: dict[str, str], st
     base_env = {"PYTHONPATH": str(REPO), "SCRIPTED_ENGINE_STEP_S": str(step_s)} | env
     text = (PAIR.format(name="drift", k=1, python=sys.executable, repo=REPO)
             .replace(f'env = {{ PYTHONPATH = "{REPO}" }}', f"env = {_toml_table(base_env)}")
-            .replace("port = 8300", f"port = {_free_port_block()}")
+            .replace("port = 8300", f"port = {free_port_block()}")
             .replace("min_requests = 6", f"min_requests = {requests}")
             + EXTRA.format(spec_env=_toml_table(base_env | {"SCRIPTED_ENGINE_STEP_S": str(spec_step_s or step_s)}),
                            design=design))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.flow import run_compare
-from tests.run.test_drift import _free_port_block
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
@@ -18,7 +18,7 @@ def test_a_compare_prints_start_and_end_lines_for_each_phase(tmp_path: Path) -> 
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
     text = (PAIR.format(name="phases", k=1, python=sys.executable, repo=REPO)
-            .replace("port = 8300", f"port = {_free_port_block()}").replace("min_requests = 6", "min_requests = 2")
+            .replace("port = 8300", f"port = {free_port_block()}").replace("min_requests = 6", "min_requests = 2")
             + '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n')
     (tmp_path / "phases.toml").write_text(text)
     lines: list[str] = []

@@ -14,8 +14,8 @@ from loadgen.errors import LoadgenError, ServerError
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.flow import run_compare
 from loadgen.serve.portlock import ENV_DIR, hold
-from tests.run.test_drift import _free_port_block
 from tests.serve.test_portlock import _holder
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
@@ -40,7 +40,7 @@ def _compare(tmp_path: Path, port: int, log: list[str]) -> Path:
 
 
 def test_a_busy_speculative_port_is_found_before_the_plain_server_starts(tmp_path: Path) -> None:
-    port, log = _free_port_block(2), []
+    port, log = free_port_block(2), []
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", port + 1))
         busy.listen()
@@ -52,7 +52,7 @@ def test_a_busy_speculative_port_is_found_before_the_plain_server_starts(tmp_pat
 
 
 def test_a_port_held_by_another_loadgen_process_is_refused_naming_its_pid(tmp_path: Path) -> None:
-    port, log = _free_port_block(2), []
+    port, log = free_port_block(2), []
     proc = _holder(port)
     try:
         with pytest.raises(LoadgenError, match=f"port {port} \\(the plain server's\\) is held by loadgen process "
@@ -65,7 +65,7 @@ def test_a_port_held_by_another_loadgen_process_is_refused_naming_its_pid(tmp_pa
 
 
 def test_each_port_is_held_until_its_server_answers(tmp_path: Path) -> None:
-    port, seen = _free_port_block(2), []
+    port, seen = free_port_block(2), []
 
     def probe(line: str) -> None:  # what a second run would meet at each server's start and readiness
         if line.endswith(": started"):  # a cell's start line; its end line, after the server answered, counts

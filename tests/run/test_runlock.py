@@ -28,6 +28,7 @@ from loadgen.run.flow import resume_compare
 from loadgen.run.sweep import SweepOptions, run_sweep
 from tests.support.fakerun import cell, run_folder
 from tests.support.lockholder import hold
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
@@ -45,21 +46,6 @@ def holder(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     proc.wait(timeout=10)
 
 
-def _free_port_block(n: int = 4) -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        try:
-            for i in range(1, n):
-                with socket.socket() as t:
-                    t.bind(("127.0.0.1", base + i))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free block of ports")
-
-
 def _scripted_pair(tmp_path: Path) -> Path:
     """The scripted engines' pair (ngram, K = 1: spec/plain TPOT 0.5), 2 blocks of 8 requests per arm."""
     (tmp_path / "profiles" / "workloads").mkdir(parents=True)
@@ -67,7 +53,7 @@ def _scripted_pair(tmp_path: Path) -> Path:
     text = (PAIR.format(name="locked", k=1, python=sys.executable, repo=REPO)
             .replace(f'env = {{ PYTHONPATH = "{REPO}" }}',
                      f'env = {{ PYTHONPATH = "{REPO}", SCRIPTED_ENGINE_STEP_S = "0.02" }}')
-            .replace("port = 8300", f"port = {_free_port_block()}")
+            .replace("port = 8300", f"port = {free_port_block()}")
             .replace("min_requests = 6", "min_requests = 8")
             + '[design]\nblocks = 2\nplacebo = "blocks"\nco_resident = true\n')
     path = tmp_path / "locked.toml"

@@ -17,7 +17,8 @@ from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.trace import WORDS
 from loadgen.run.tracecapacity import search_capacity
-from tests.run.test_drift import _free_port_block, _toml_table
+from tests.run.test_drift import _toml_table
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO
 from tests.support.tokfactory import trained_vocab, write_model
 
@@ -34,7 +35,7 @@ def _pair(tmp_path: Path, slo: str = "[slo]\npercentile = 90.0\ntpot_s = 0.07\n"
             .replace(f'env = {{ PYTHONPATH = "{REPO}" }}', f"env = {_toml_table(env)}")
             .replace('model = "org/target"\nrevision = "0123456789abcdef0123456789abcdef01234567"',
                      f'model = "{model}"')
-            .replace("port = 8300", f"port = {_free_port_block()}").replace('workloads = ["w"]', 'workloads = ["tr"]')
+            .replace("port = 8300", f"port = {free_port_block()}").replace('workloads = ["w"]', 'workloads = ["tr"]')
             + f"[servers.speculative]\nenv = {_toml_table(env | {'SCRIPTED_ENGINE_CROWD': '8:4'})}\n"
             '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n' + slo)
     (tmp_path / "pair.toml").write_text(text)

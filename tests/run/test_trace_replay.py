@@ -13,7 +13,8 @@ from pathlib import Path
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.trace import WORDS
 from loadgen.run.flow import run_compare
-from tests.run.test_drift import _free_port_block, _toml_table
+from tests.run.test_drift import _toml_table
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO
 from tests.support.tokfactory import trained_vocab, write_model
 
@@ -54,7 +55,7 @@ def test_a_burst_trace_on_scripted_servers_follows_the_script(tmp_path: Path) ->
             .replace(f'env = {{ PYTHONPATH = "{REPO}" }}', f"env = {_toml_table(env)}")
             .replace('model = "org/target"\nrevision = "0123456789abcdef0123456789abcdef01234567"',
                      f'model = "{model}"')
-            .replace("port = 8300", f"port = {_free_port_block()}").replace('workloads = ["w"]', 'workloads = ["tr"]')
+            .replace("port = 8300", f"port = {free_port_block()}").replace('workloads = ["w"]', 'workloads = ["tr"]')
             + f"[servers.speculative]\nenv = {_toml_table(env | {'SCRIPTED_ENGINE_CROWD': f'{CROWD}:{FACTOR}'})}\n"
             '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n[slo]\npercentile = 90.0\ntpot_s = 0.07\n')
     (tmp_path / "pair.toml").write_text(text)

@@ -49,6 +49,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_port_block(n: int = 4) -> int:
+    """A port ``p`` with ``p .. p + n - 1`` free on loopback a moment ago (a pair's plain, speculative and
+    placebo ports)."""
+    for _ in range(50):
+        base = free_port()
+        if base + n >= 65535:
+            continue
+        try:
+            for i in range(1, n):
+                with socket.socket() as t:
+                    t.bind(("127.0.0.1", base + i))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free block of ports")
+
+
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.1) -> None:
     """Poll ``predicate`` until it is true; fails the test after ``timeout_s`` seconds naming ``what``."""
     deadline = time.monotonic() + timeout_s
