@@ -35,7 +35,7 @@ from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.metricnames import OLDER_NAMES
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 PROCESS_START = "process_start_time_seconds"
 GENERATION_TOKENS = "vllm:generation_tokens_total"

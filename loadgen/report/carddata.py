@@ -24,6 +24,7 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
+from loadgen.records.request import RequestRecord
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
@@ -31,7 +32,6 @@ from loadgen.report.tracedata import trace_card
 from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
-from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import Card, CellLine
 
 CARD_SCHEMA = "loadgen.card/1"

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from loadgen.profile.cells import CellKey
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import read_jsonl
-from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import CellLine
 
 T = TypeVar("T")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from loadgen.errors import BadInput, RunDirUnwritable
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 from loadgen.util import strictjson
 from loadgen.util.schemas import CellLine
 
@@ -101,16 +101,23 @@ def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellLine]
 def read_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """Yield the objects of a JSON-lines file, skipping torn lines (a write cut short by a crash); each
     skipped line is appended to ``torn`` when given, so the caller can say how many."""
+    return (value for _, value in numbered_jsonl(path, torn))
+
+
+def numbered_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[tuple[str, Any]]:
+    """As :func:`read_jsonl`, each value with its place for a one-line error: ``"<path> line <n>"``."""
     if not path.exists():
         return
-    for line in path.read_text(errors="replace").splitlines():  # undecodable bytes make a torn line
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):  # undecodable bytes: torn
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError:
             if torn is not None:
                 torn.append(line)
+            continue
+        yield f"{path} line {n}", value
 
 
 class JsonlAppender:
@@ -168,8 +175,9 @@ def append_records(appender: JsonlAppender, records: Iterable[RequestRecord]) ->
 
 
 def load_records(run_dir: Path) -> list[RequestRecord]:
-    """All request records of a run (warmup included; filter on ``.warmup``)."""
-    return [RequestRecord.from_json(d) for d in read_jsonl(run_dir / "requests.jsonl")]
+    """All request records of a run (warmup included; filter on ``.warmup``). Raises BadInput (exit 2) naming
+    the line and the field when a line is no request record (records/request.py)."""
+    return [RequestRecord.from_json(d, source=where) for where, d in numbered_jsonl(run_dir / "requests.jsonl")]
 
 
 def copy_pair_file(src: Path, run_dir: Path) -> Path:

@@ -10,10 +10,10 @@ from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.profile.cells import PLACEBO, ROLES
+from loadgen.records.request import RequestRecord
 from loadgen.report.partial import on_disk
 from loadgen.report.rundir import load_records, read_cell_lines, read_json
 from loadgen.serve.enginepath import parse_engine_path
-from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import CellLine
 
 #: The per-server files under ``servers/`` (``<role>-<part>.json``).

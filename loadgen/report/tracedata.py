@@ -32,10 +32,10 @@ from loadgen.measure.tracewindows import offsets, schedule_lag, shares, trace_wi
 from loadgen.profile.cells import PLACEBO, PLAIN, PLAIN_ARMS
 from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import load_records, read_json
 from loadgen.report.runfiles import RunFiles
 from loadgen.report.traceschedule import schedule_on_trace
-from loadgen.stream.client import RequestRecord
 
 Blocks = list[list[RequestRecord]]
 #: ((workload it came from, K schedule config), {arm: speculative config}) of a sweep, or None.

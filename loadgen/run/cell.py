@@ -32,12 +32,12 @@ from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import JsonlAppender, write_text
 from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, length_mismatches
 from loadgen.run.observe import Observers
 from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
-from loadgen.stream.client import RequestRecord
 from loadgen.stream.runner import run_cell
 from loadgen.stream.timeouts import read_timeout_s
 from loadgen.util import strictjson

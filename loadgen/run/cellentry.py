@@ -20,7 +20,7 @@ from loadgen.profile.pair import LOOKUP_METHODS, Pair
 from loadgen.prom import deltas
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.scrape import server_histograms
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 from loadgen.util.schemas import CellLine
 
 

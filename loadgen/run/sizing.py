@@ -19,10 +19,10 @@ from loadgen.measure.cellratios import blocked_ratios
 from loadgen.measure.sizing import needed
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey, CellSpec
 from loadgen.profile.criteria import LATENCY_METRICS
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import load_records, read_cell_lines
 from loadgen.run.design import Slot, next_blocks
 from loadgen.run.execute import Session, append_order
-from loadgen.stream.client import RequestRecord
 
 
 def _ratios(records: Sequence[RequestRecord], metric: str, arms: Sequence[str]) -> tuple[

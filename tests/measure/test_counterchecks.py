@@ -32,7 +32,7 @@ from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.metricnames import resolve
 from loadgen.prom.scrape import read_gauges, server_histograms, summarize_gauges
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.records.request import RequestRecord
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.tracedata import sweep_trace
-from loadgen.stream.client import RequestRecord
 
 
 def _rec(role: str, workload: str, i: int, tpot: float) -> RequestRecord:

@@ -13,8 +13,8 @@ from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.prom.exposition import Snapshot, parse_metrics
+from loadgen.records.request import RequestRecord
 from loadgen.run.cellentry import CellRun, cell_entry
-from loadgen.stream.client import RequestRecord
 
 
 def scrape(engines: dict[str, tuple[int, int, int, int, int]], finished: bool = True) -> Snapshot:
