@@ -11,8 +11,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "loadgen"
 #: Lowest first; a module may import its own layer and any layer below it.
-LAYERS = ("errors", "util", "records", "profile", "check", "prom", "serve", "stream", "measure", "report", "run", "fleet",
-          "cli")
+LAYERS = ("errors", "util", "records", "profile", "check", "prom", "serve", "stream", "measure", "report", "run",
+          "fleet", "cli")
 #: Layers that import none of each other although the order above ranks them (docs/architecture.md).
 SIBLINGS = ("check", "serve", "stream")
 #: Layers whose modules import nothing of stream/ (the request record lives in records/).

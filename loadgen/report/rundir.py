@@ -17,12 +17,12 @@ import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from loadgen.errors import BadInput, RunDirUnwritable
+from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 from loadgen.util import strictjson
-from loadgen.util.schemas import CellLine
 
 
 def exclusive_dir(parent: Path, name: str) -> Path:
@@ -93,9 +93,10 @@ def read_json(path: Path) -> Any:
                        "or pass another run folder") from None
 
 
-def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellLine]:
-    """The lines of a ``cells.jsonl`` (torn ones skipped, as :func:`read_jsonl`)."""
-    return [cast(CellLine, line) for line in read_jsonl(path, torn)]
+def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellEntry]:
+    """The lines of a ``cells.jsonl`` (torn ones skipped, as :func:`read_jsonl`). Raises BadInput (exit 2)
+    naming the line and the field when a line is no cell entry (records/cell.py)."""
+    return [CellEntry.from_json(line, source=where) for where, line in numbered_jsonl(path, torn)]
 
 
 def read_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[dict[str, Any]]:
@@ -174,10 +175,12 @@ def append_records(appender: JsonlAppender, records: Iterable[RequestRecord]) ->
         appender.append(r.to_json())
 
 
-def load_records(run_dir: Path) -> list[RequestRecord]:
-    """All request records of a run (warmup included; filter on ``.warmup``). Raises BadInput (exit 2) naming
-    the line and the field when a line is no request record (records/request.py)."""
-    return [RequestRecord.from_json(d, source=where) for where, d in numbered_jsonl(run_dir / "requests.jsonl")]
+def load_records(run_dir: Path, torn: list[str] | None = None) -> list[RequestRecord]:
+    """All request records of a run (warmup included; filter on ``.warmup``); torn lines are skipped (and
+    appended to ``torn``, as :func:`read_jsonl`). Raises BadInput (exit 2) naming the line and the field when
+    a line is no request record (records/request.py)."""
+    return [RequestRecord.from_json(d, source=where)
+            for where, d in numbered_jsonl(run_dir / "requests.jsonl", torn)]
 
 
 def copy_pair_file(src: Path, run_dir: Path) -> Path:

@@ -84,7 +84,7 @@ def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
     """Seconds each arm measured (the sum of its slots' durations in cells.jsonl) plus its server's start."""
     out: dict[str, float] = defaultdict(float)
     for e in read_cell_lines(sweep_dir / "cells.jsonl") if (sweep_dir / "cells.jsonl").is_file() else []:
-        out[e["role"]] += float(e.get("duration_s") or 0.0)
+        out[e.role] += e.duration_s
     for path in sorted((sweep_dir / "servers").glob("*-effective.json")):
         ready = (read_json(path) or {}).get("ready_s")
         out[path.name.removesuffix("-effective.json")] += float(ready or 0.0)
