@@ -84,8 +84,9 @@ class CellEntry:
         return replace(self, **values, keys=(*self.keys, *(k for k in values if k not in self.keys)))
 
     def to_json(self) -> dict[str, Any]:
-        """The ``cells.jsonl`` line: the line's keys in their order (:attr:`keys`)."""
-        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys}
+        """The ``cells.jsonl`` line: the line's keys in their order (:attr:`keys`; every field's for one built
+        anew)."""
+        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys or _KINDS}
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:

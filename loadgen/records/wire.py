@@ -10,7 +10,7 @@ expected (it stays an ``int``, so the file writes back byte-identically), a bool
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -22,40 +22,53 @@ RESTORE = "restore the file from its run folder, or measure the run again"
 
 @dataclass(frozen=True)
 class Kind:
-    """What a field must hold: ``name`` for the message (``a number``), ``test`` the check."""
+    """What a field must hold: ``name`` for the message (``a number``), ``test`` the check, ``schema`` the same
+    as JSON Schema (draft 2020-12), so a record's schema is generated from its kinds."""
 
     name: str
     test: Callable[[object], bool]
+    schema: Mapping[str, Any]
 
 
 def _number(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-STR = Kind("a string", lambda v: isinstance(v, str))
-INT = Kind("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
-NUM = Kind("a number", _number)
-BOOL = Kind("true or false", lambda v: isinstance(v, bool))
-OBJ = Kind("an object", lambda v: isinstance(v, dict))
-LIST = Kind("a list", lambda v: isinstance(v, list))
-ANY = Kind("any value", lambda v: True)
+STR = Kind("a string", lambda v: isinstance(v, str), {"type": "string"})
+INT = Kind("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool), {"type": "integer"})
+NUM = Kind("a number", _number, {"type": "number"})
+BOOL = Kind("true or false", lambda v: isinstance(v, bool), {"type": "boolean"})
+OBJ = Kind("an object", lambda v: isinstance(v, dict), {"type": "object"})
+LIST = Kind("a list", lambda v: isinstance(v, list), {"type": "array"})
+ANY = Kind("any value", lambda v: True, {})
+
+
+def _plural(kind: Kind) -> str:
+    return kind.name.removeprefix("a ").removeprefix("an ") + "s"
 
 
 def maybe(kind: Kind) -> Kind:
     """``kind`` or null."""
-    return Kind(f"{kind.name} or null", lambda v: v is None or kind.test(v))
+    return Kind(f"{kind.name} or null", lambda v: v is None or kind.test(v),
+                {"anyOf": [dict(kind.schema), {"type": "null"}]})
 
 
 def list_of(kind: Kind) -> Kind:
     """A list whose every item is ``kind``."""
-    return Kind(f"a list of {kind.name.removeprefix('a ').removeprefix('an ')}s",
-                lambda v: isinstance(v, list) and all(kind.test(x) for x in v))
+    return Kind(f"a list of {_plural(kind)}", lambda v: isinstance(v, list) and all(map(kind.test, v)),
+                {"type": "array", "items": dict(kind.schema)})
 
 
 def map_of(kind: Kind) -> Kind:
     """An object whose every value is ``kind``."""
-    return Kind(f"an object of {kind.name.removeprefix('a ').removeprefix('an ')}s",
-                lambda v: isinstance(v, dict) and all(kind.test(x) for x in v.values()))
+    return Kind(f"an object of {_plural(kind)}", lambda v: isinstance(v, dict) and all(map(kind.test, v.values())),
+                {"type": "object", "additionalProperties": dict(kind.schema)})
+
+
+def object_schema(kinds: Mapping[str, Kind], required: Sequence[str], title: str) -> dict[str, Any]:
+    """The JSON Schema of an object whose fields have ``kinds`` (other keys allowed: files of other code)."""
+    return {"title": title, "type": "object", "properties": {k: dict(kind.schema) for k, kind in kinds.items()},
+            "required": list(required)}
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 from loadgen.errors import BadInput, RunDirUnwritable
 from loadgen.records.cell import CellEntry
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 from loadgen.util import strictjson
 
@@ -91,6 +92,12 @@ def read_json(path: Path) -> Any:
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadInput(f"{path} is not a readable JSON file ({type(exc).__name__}: {str(exc)[:80]}); restore it "
                        "or pass another run folder") from None
+
+
+def read_protocol(path: Path) -> Protocol:
+    """A run or sweep folder's ``protocol.json``, checked (records/protocol.py). Raises BadInput (exit 2) naming
+    the file, and the field when one does not read; OSError when the file is missing."""
+    return Protocol.from_json(read_json(path), source=str(path))
 
 
 def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellEntry]:

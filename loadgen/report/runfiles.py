@@ -13,7 +13,7 @@ from loadgen.profile.cells import PLACEBO, ROLES
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 from loadgen.report.partial import on_disk
-from loadgen.report.rundir import load_records, read_cell_lines, read_json
+from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.serve.enginepath import parse_engine_path
 
 #: The per-server files under ``servers/`` (``<role>-<part>.json``).
@@ -22,7 +22,8 @@ SERVER_PARTS = ("launch", "effective", "resources", "teardown")
 
 @dataclass(frozen=True)
 class RunFiles:
-    """What the card needs from a run folder: protocol.json, status.json, requests.jsonl's records,
+    """What the card needs from a run folder: protocol.json (checked, report/rundir.py ``read_protocol``),
+    status.json, requests.jsonl's records,
     cells.jsonl's lines, ``servers[role][part]`` (None when absent), the card's ``failure`` and
     ``requests_on_disk`` (partial.on_disk), where protocol.json lies and the card's ``generated_utc``."""
 
@@ -50,7 +51,7 @@ def read_run(run_dir: Path) -> RunFiles:
         servers[role]["effective"] = with_engine_path(servers[role]["effective"], run_dir, role)
     torn: list[str] = []
     records = load_records(run_dir, torn)
-    return RunFiles(read_json(run_dir / "protocol.json"), status, records, entries, servers,
+    return RunFiles(read_protocol(run_dir / "protocol.json").to_json(), status, records, entries, servers,
                     on_disk(records, entries, torn, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
 
 

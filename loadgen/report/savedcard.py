@@ -21,7 +21,7 @@ from loadgen.measure.serverside import bounds_of, json_bounds
 from loadgen.measure.steptime import apply
 from loadgen.profile.cells import ROLES
 from loadgen.records.cell import CellEntry
-from loadgen.report.rundir import read_cell_lines, read_json
+from loadgen.report.rundir import read_cell_lines, read_json, read_protocol
 from loadgen.report.runfiles import with_engine_path
 from loadgen.util.schemas import Card
 from loadgen.util.strictjson import finite
@@ -55,9 +55,9 @@ def refresh_saved_card(run_dir: Path) -> Card:
                            if (line := entries.get((cell["workload"], cell["level"], role))) is not None})
     for role, server in (card.get("servers") or {}).items():  # a card of older code: the engine path from the log
         server["effective"] = with_engine_path(server.get("effective"), run_dir, role)
-    proto = read_json(run_dir / "protocol.json")
+    proto = read_protocol(run_dir / "protocol.json")
     diff = (card.get("resources") or {}).get("difference") or {}
-    card["verdict"] = card_verdict(proto.get("criteria"), card["cells"], judged_resources(diff),
+    card["verdict"] = card_verdict(proto.criteria, card["cells"], judged_resources(diff),
                                    run_dir / "protocol.json")
     card["statistics_from"] = "card.json"
     return card

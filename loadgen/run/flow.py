@@ -32,7 +32,7 @@ from loadgen.report.rundir import (
     new_run_dir,
     numbered_jsonl,
     read_cell_lines,
-    read_json,
+    read_protocol,
     write_json,
     write_text,
 )
@@ -126,10 +126,10 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         prompts = unique_prompts(cells)
         write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
         write_pair_file(pair, run_dir)
-        proto = protocol(pair, cells, prompts, probe_host()) | {"engine_version": engine_version,
-                                                                "attach": attached.record(attach or {})}
-        proto["design"] = proto["design"] | design_record(m)
-        write_json(run_dir / "protocol.json", proto)
+        proto = protocol(pair, cells, prompts, probe_host()).with_fields(engine_version=engine_version,
+                                                                         attach=attached.record(attach or {}))
+        proto = proto.with_fields(design={**(proto.design or {}), **design_record(m)})
+        write_json(run_dir / "protocol.json", proto.to_json())
         write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
         log(design_line(m))
         execute_run(run_dir, m, log, observe, api_key, pair.name)
@@ -180,7 +180,7 @@ def _resume_locked(run_dir: Path, log: Log, attach: dict[str, str] | None, obser
     if order is None:
         order = [[role, c.workload, c.level.label, c.repetition] for role in ROLES for c in cells]
     done, moved = keep_finished(run_dir)
-    recorded = read_json(run_dir / "protocol.json").get("attach") or {}
+    recorded = read_protocol(run_dir / "protocol.json").attach or {}
     m = plan_measurement(pair, {"speculative": pair}, {}, cells, order)
     todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
     urls = attached.resume_urls(recorded, attach or {}, sorted({s.arm for s in todo}))

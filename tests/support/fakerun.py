@@ -89,7 +89,8 @@ def run_folder(root: Path, cells: list[CellSpec]) -> tuple[Pair, Path]:
         (run_dir / sub).mkdir(parents=True)
     prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     (run_dir / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
-    (run_dir / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts, probe_host()), default=str))
+    proto = protocol(pair, cells, prompts, probe_host()).to_json()
+    (run_dir / "protocol.json").write_text(json.dumps(proto, default=str))
     shutil.copyfile(pair.path, run_dir / "pair.toml")
     return pair, run_dir
 
