@@ -105,13 +105,13 @@ class Protocol:
     pair_file: str | None = None
     target: Mapping[str, Any] | None = None
     draft: Mapping[str, Any] | None = None
-    speculative_config: Mapping[str, Any] = field(default_factory=dict)
-    engine: Mapping[str, Any] = field(default_factory=dict)
-    sampling: Mapping[str, Any] = field(default_factory=dict)
-    fairness: Mapping[str, Any] = field(default_factory=dict)
+    speculative_config: Mapping[str, Any] | None = None
+    engine: Mapping[str, Any] | None = None
+    sampling: Mapping[str, Any] | None = None
+    fairness: Mapping[str, Any] | None = None
     concurrency: list[int] = field(default_factory=list)
-    load: Mapping[str, Any] = field(default_factory=dict)
-    stop_rule: Mapping[str, Any] = field(default_factory=dict)
+    load: Mapping[str, Any] | None = None
+    stop_rule: Mapping[str, Any] | None = None
     prompts_file: str = "prompts.jsonl"
     prompts_sha256: str | None = None
     criteria: Mapping[str, Any] | None = None
@@ -158,8 +158,8 @@ class Protocol:
 _MAP = maybe(OBJ)
 _KINDS: dict[str, Kind] = {
     "schema": STR, "loadgen_version": maybe(STR), "pair": STR, "pair_file": maybe(STR), "target": _MAP,
-    "draft": _MAP, "speculative_config": OBJ, "engine": OBJ, "sampling": OBJ, "fairness": OBJ,
-    "workloads": list_of(OBJ), "concurrency": list_of(INT), "load": OBJ, "stop_rule": OBJ, "prompts_file": STR,
+    "draft": _MAP, "speculative_config": _MAP, "engine": _MAP, "sampling": _MAP, "fairness": _MAP,
+    "workloads": list_of(OBJ), "concurrency": list_of(INT), "load": _MAP, "stop_rule": _MAP, "prompts_file": STR,
     "prompts_sha256": maybe(STR), "criteria": _MAP, "slo": _MAP, "design": _MAP, "cells": list_of(CELL),
     "client_host": _MAP, "hardware": _MAP, "command_line": _MAP, "engine_version": maybe(STR), "attach": _MAP,
     "candidates": _MAP, "sweep_candidate": maybe(STR),
