@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from loadgen.records.cell import CellEntry
 from loadgen.records.wire import RESTORE
 from loadgen.report.rundir import read_cell_lines
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 FILES = sorted(DOCS.rglob("cells.jsonl"))
 EXAMPLE = DOCS / "examples" / "h200" / "h200-1b-draft"
 
@@ -94,3 +96,11 @@ def test_loadgen_report_on_a_bad_cells_line_is_one_line_exit_2(tmp_path: Path) -
     assert result.exit_code == 2
     assert result.output.splitlines()[-1] == (f"loadgen: error: {run / 'cells.jsonl'} line 3: duration_s: expected a "
                                               f"number, got 'abc'; {RESTORE}")
+
+
+def test_no_cast_makes_a_record_of_an_unchecked_value() -> None:
+    """A record is made by its checked ``from_json``, never by ``typing.cast`` of a dict (the cell line was)."""
+    pattern = re.compile(r"\bcast\(\s*(CellLine|CellEntry|RequestRecord|Protocol|ProtocolCell)\b")
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "loadgen").rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert found == []
