@@ -488,7 +488,7 @@ def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> 
     from loadgen.profile.cells import CellSpec
     from loadgen.profile.pair import Level, Sampling
     from loadgen.profile.workload import Prompt
-    from loadgen.stream.client import RequestRecord
+    from loadgen.records.request import RequestRecord
     from loadgen.stream.runner import new_event_loop, run_cell_async
 
     prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)

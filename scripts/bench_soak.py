@@ -47,7 +47,7 @@ from sse_server import spawn
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 from loadgen.stream.runner import run_cell_async, run_in_cell_loop
 
 SECTION = "## Soak: memory and event-loop lag over time"

@@ -44,7 +44,7 @@ from loadgen.measure.metrics import request_timings
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 from loadgen.stream.runner import run_cell_async, run_in_cell_loop
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "loadgen"
 #: Lowest first; a module may import its own layer and any layer below it.
-LAYERS = ("errors", "util", "profile", "check", "prom", "serve", "stream", "measure", "report", "run", "fleet", "cli")
+LAYERS = ("errors", "util", "records", "profile", "check", "prom", "serve", "stream", "measure", "report", "run",
+          "fleet", "cli")
+#: Layers that import none of each other although the order above ranks them (docs/architecture.md).
+SIBLINGS = ("check", "serve", "stream")
+#: Layers whose modules import nothing of stream/ (the request record lives in records/).
+WITHOUT_STREAM = ("measure", "report")
 #: Top-level modules and the layer they sit in (``loadgen`` itself holds only ``__version__``).
 TOP_LEVEL = {"loadgen": "errors", "loadgen.errors": "errors", "loadgen.__main__": "cli"}
 MAX_LINES = 300
@@ -115,10 +120,30 @@ def test_no_import_cycle() -> None:
 def test_every_subpackage_says_its_job_and_the_order() -> None:
     for layer in LAYERS:
         init = PACKAGE / layer / "__init__.py"
-        if not init.exists():
+        if not init.exists() or layer == "records":  # records/: one line, pointing at docs/architecture.md
             continue
         doc = ast.get_docstring(TREES[f"loadgen.{layer}"]) or ""
         assert "May import" in doc and " < ".join(LAYERS[1:4]) in doc, init
+
+
+def _importers(layers: tuple[str, ...], target: tuple[str, ...]) -> list[str]:
+    """``module line N: imported`` for every import from a module of ``layers`` into one of ``target``."""
+    return [f"{m} line {line}: {t}" for m in MODULES if layer_of(m) in layers
+            for line, t in _imports(TREES[m], m, runtime_only=False)
+            if layer_of(t) in target and layer_of(t) != layer_of(m)]
+
+
+def test_measure_and_report_import_nothing_of_stream() -> None:
+    assert _importers(WITHOUT_STREAM, ("stream",)) == []
+
+
+def test_check_serve_and_stream_are_siblings() -> None:
+    assert [hit for layer in SIBLINGS for hit in _importers((layer,), tuple(s for s in SIBLINGS if s != layer))] == []
+
+
+def test_records_import_only_util_and_errors() -> None:
+    assert [hit for hit in _importers(("records",), LAYERS) if layer_of(hit.rsplit(": ", 1)[1]) not in
+            ("errors", "util")] == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -29,6 +29,7 @@ from typing import Any
 from loadgen.profile.cells import speculates
 from loadgen.prom.deltas import counter_delta
 from loadgen.prom.exposition import Snapshot
+from loadgen.records.cell import CellEntry
 
 CLOCK_GAP, TEMP_GAP_C, LOAD_GAP, STEAL, HIT_GAP = 0.05, 10.0, 1.0, 0.02, 0.05
 _HITS, _QUERIES, _PREEMPT = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", \
@@ -120,38 +121,38 @@ def pair_flags(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, names: 
     return out
 
 
-def _queue_notes(role: str, lines: Sequence[Mapping[str, Any]]) -> list[str]:
+def _queue_notes(role: str, lines: Sequence[CellEntry]) -> list[str]:
     """A note when requests waited in the engine's queue (the sampled ``vllm:num_requests_waiting`` gauge) in
     closed-loop blocks: the engine did not batch all ``concurrency`` requests at once (KV cache full,
     preemption, ``max_num_seqs`` or a token budget below it), so queueing, not decoding, is in their TTFT."""
-    waits = [(e, w) for e in lines if (w := ((e.get("state") or {}).get("engine") or {}).get("waiting_max"))]
-    if not waits or any(e.get("rate_rps") is not None for e, _ in waits):
+    waits = [(e, w) for e in lines if (w := ((e.state or {}).get("engine") or {}).get("waiting_max"))]
+    if not waits or any(e.rate_rps is not None for e, _ in waits):
         return []
     most = max(w for _, w in waits)
     return [f"{role}: up to {most:.0f} requests waited in the engine's queue (vllm:num_requests_waiting) in "
-            f"{len(waits)} of {len(lines)} blocks at concurrency {waits[0][0].get('concurrency')}: queueing, not "
+            f"{len(waits)} of {len(lines)} blocks at concurrency {waits[0][0].concurrency}: queueing, not "
             "decoding, is part of their TTFT"]
 
 
-def state_notes(entries: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+def state_notes(entries: Mapping[str, Sequence[CellEntry]]) -> list[str]:
     """Card notes for one cell from its cells.jsonl lines by role: per block, the plain block against each
     other arm's block of the same index (:func:`pair_flags`), requests waiting in an arm's queue in a
     closed-loop cell, and the speculative arm whose decode batch runs above the CUDA-graph capture ceiling where
     plain's does not."""
     out: list[str] = []
-    plain = {int(e.get("repetition", 0)): e.get("state") for e in entries.get("plain") or []}
+    plain = {e.repetition: e.state for e in entries.get("plain") or []}
     for role, lines in entries.items():
         if role == "plain":
             out += _queue_notes(role, lines)
             continue
         for e in lines:
-            b = int(e.get("repetition", 0))
-            flags = pair_flags(plain.get(b), e.get("state"), ("plain", role))
+            b = e.repetition
+            flags = pair_flags(plain.get(b), e.state, ("plain", role))
             if flags:
                 out.append(f"block {b}: the state differs between plain and {role}: {'; '.join(flags)}")
         out += _queue_notes(role, lines)
-        g = next((e["state"]["graphs"] for e in lines if (e.get("state") or {}).get("graphs", {}).get("eager")
-                  and not ((plain.get(int(e.get("repetition", 0))) or {}).get("graphs") or {}).get("eager")), None)
+        g = next((e.state["graphs"] for e in lines if e.state and e.state.get("graphs", {}).get("eager")
+                  and not ((plain.get(e.repetition) or {}).get("graphs") or {}).get("eager")), None)
         if not speculates(role):
             g = None
         if g is not None:

@@ -20,7 +20,7 @@ from typing import Any
 from loadgen.measure.blocks import block_ratio
 from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, per_prompt
 from loadgen.measure.ratios import Ratio, paired_median_ratio, paired_median_with_sd, simple_ratio
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 #: The paired p50 latencies and the per-request timing each is the median of.
 PAIRED = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}

@@ -35,7 +35,8 @@ from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.metricnames import OLDER_NAMES
-from loadgen.stream.client import RequestRecord
+from loadgen.records.cell import CellEntry
+from loadgen.records.request import RequestRecord
 
 PROCESS_START = "process_start_time_seconds"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
@@ -92,48 +93,48 @@ def _names(engines: Sequence[str]) -> str:
     return ", ".join(e or "(unlabelled)" for e in engines)
 
 
-def _held(entry: Mapping[str, Any], reset: Sequence[str]) -> list[str]:
-    seen = [*((entry.get("spec_decode") or {}).get("engines") or []), *(entry.get("server_engines") or [])]
+def _held(entry: CellEntry, reset: Sequence[str]) -> list[str]:
+    seen = [*((entry.spec_decode or {}).get("engines") or []), *entry.server_engines]
     return [e for e in dict.fromkeys(seen) if e not in reset]
 
 
-def partial_resets(entry: Mapping[str, Any]) -> list[str]:
+def partial_resets(entry: CellEntry) -> list[str]:
     """The engines whose counters went backwards inside the cell while others held (their deltas are left
     out of the entry's counts; a reset of every engine is :func:`restart_evidence` instead)."""
-    sd = entry.get("spec_decode") or {}
+    sd = entry.spec_decode or {}
     found = [] if sd.get("reset") else list(sd.get("reset_engines") or [])
-    engines, reset = entry.get("server_engines") or [], entry.get("server_reset_engines") or []
+    engines, reset = entry.server_engines, entry.server_reset_engines
     if not set(engines) <= set(reset):
         found += reset
     return list(dict.fromkeys(found))
 
 
-def restart_evidence(entry: Mapping[str, Any]) -> list[str]:
+def restart_evidence(entry: CellEntry) -> list[str]:
     """The signs in a cell entry that the server restarted between the cell's scrapes (one phrase each,
     naming the numbers); [] when none. Fields of older entries that are missing are skipped, and so is
     the finished-requests comparison when one engine reset (its requests are not counted)."""
     out = []
-    sd = entry.get("spec_decode") or {}
+    sd = entry.spec_decode or {}
     if sd.get("reset"):
         many = len(sd.get("engines") or []) > 1
         out.append("spec-decode counters went backwards" + (f" on every engine ({_names(sd['engines'])})"
                                                              if many else ""))
-    start = entry.get("process_start_time_s") or [None, None]
+    start = entry.process_start_time_s or [None, None]
     if None not in start and start[0] != start[1]:
         out.append(f"process_start_time_seconds changed {start[0]:.0f} → {start[1]:.0f}")
-    engines, reset = entry.get("server_engines") or [], entry.get("server_reset_engines") or []
+    engines, reset = entry.server_engines, entry.server_reset_engines
     if engines and set(engines) <= set(reset):
         out.append(f"request and token counters went backwards on every engine ({_names(engines)})")
-    finished, sent = entry.get("server_finished_requests"), entry.get("client_sent_requests")
+    finished, sent, failed = entry.server_finished_requests, entry.client_sent_requests, entry.client_window_failed
     if finished is not None and sent is not None and not reset:
-        completed = sent - (entry.get("client_window_failed", entry.get("errors")) or 0)  # older entries: errors
+        completed = sent - ((entry.errors if failed is None else failed) or 0)  # older entries: errors
         if finished < completed:
             out.append(f"server finished {finished:.0f} requests, loadgen completed {completed}")
     return out
 
 
-def _counters(entry: Mapping[str, Any]) -> SpecDecodeCounters | None:
-    sd = entry.get("spec_decode")
+def _counters(entry: CellEntry) -> SpecDecodeCounters | None:
+    sd = entry.spec_decode
     if not sd:
         return None
     return SpecDecodeCounters(sd["num_drafts"], sd["num_draft_tokens"], sd["num_accepted_tokens"],
@@ -141,7 +142,7 @@ def _counters(entry: Mapping[str, Any]) -> SpecDecodeCounters | None:
                               tuple(sd.get("engines") or ()), tuple(sd.get("reset_engines") or ()))
 
 
-def usable_counters(entries: Sequence[Mapping[str, Any]]) -> tuple[SpecDecodeCounters | None, str | None]:
+def usable_counters(entries: Sequence[CellEntry]) -> tuple[SpecDecodeCounters | None, str | None]:
     """Spec-decode counter deltas summed over a cell's repetitions, leaving out those with
     :func:`restart_evidence`. Returns (counters or None, why the acceptance is not measurable or None)."""
     kept = [(c, e) for e in entries if (c := _counters(e)) is not None]
@@ -223,14 +224,14 @@ def invariant_violations(c: SpecDecodeCounters, k: int | None, adaptive: bool = 
     return out
 
 
-def token_mismatch(entry: Mapping[str, Any]) -> str | None:
+def token_mismatch(entry: CellEntry) -> str | None:
     """Δ``vllm:generation_tokens_total`` against the tokens loadgen received between the scrapes, as a
     phrase when they differ by more than :data:`TOKEN_TOLERANCE` of the client's count; None when within
     it, unknown, or the counters are already explained (foreign traffic, restart, one engine reset)."""
-    server, client = entry.get("server_generation_tokens"), entry.get("client_window_output_tokens")
-    if server is None or not client or entry.get("foreign_traffic") or restart_evidence(entry):
+    server, client = entry.server_generation_tokens, entry.client_window_output_tokens
+    if server is None or not client or entry.foreign_traffic or restart_evidence(entry):
         return None
-    if entry.get("server_reset_engines"):  # the reset engine's tokens are not in the server's count
+    if entry.server_reset_engines:  # the reset engine's tokens are not in the server's count
         return None
     if abs(server - client) <= TOKEN_TOLERANCE * client:
         return None
@@ -238,14 +239,14 @@ def token_mismatch(entry: Mapping[str, Any]) -> str | None:
             f"{client} ({100 * (server - client) / client:+.1f}%)")
 
 
-def older_names(entry: Mapping[str, Any]) -> list[str]:
+def older_names(entry: CellEntry) -> list[str]:
     """The older vLLM metric names a cell entry's gauges and server histograms were read under."""
-    used = [g.get("metric") for g in (entry.get("gauges") or {}).values() if isinstance(g, Mapping)]
-    used += [h.get("metric") for h in (entry.get("server_histograms") or {}).values()]
+    used = [g.get("metric") for g in (entry.gauges or {}).values() if isinstance(g, Mapping)]
+    used += [h.get("metric") for h in entry.server_histograms.values()]
     return sorted({f"{m} (for {_OLD[m]})" for m in used if m in _OLD})
 
 
-def cell_notes(entries: Mapping[str, Sequence[Mapping[str, Any]]], spec_config: Mapping[str, Any]) -> list[str]:
+def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Mapping[str, Any]) -> list[str]:
     """Card notes (one line each) for one cell: per role and repetition, a server restart, violated
     spec-decode invariants, an engine reset, a server/client token count difference, older metric names
     read; per speculative role, the mean verified tokens per step beside K where K is not fixed.
@@ -257,8 +258,8 @@ def cell_notes(entries: Mapping[str, Sequence[Mapping[str, Any]]], spec_config: 
     notes = []
     for role, role_entries in entries.items():
         for e in role_entries:
-            who = role + (f" rep {e.get('repetition', 0)}" if len(role_entries) > 1 else "")
-            what = "acceptance" if e.get("spec_decode") else "server-side figures"
+            who = role + (f" rep {e.repetition}" if len(role_entries) > 1 else "")
+            what = "acceptance" if e.spec_decode else "server-side figures"
             if evidence := restart_evidence(e):
                 notes.append(f"{who}: {what} not measurable, the server restarted inside the cell "
                              f"({'; '.join(evidence)})")

@@ -26,7 +26,7 @@ from loadgen.measure.throughput import peak_output
 from loadgen.prom.deltas import SpecDecodeCounters
 
 if TYPE_CHECKING:
-    from loadgen.stream.client import RequestRecord
+    from loadgen.records.request import RequestRecord
 
 PERCENTILES = (50, 90, 95, 99)
 

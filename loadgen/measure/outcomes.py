@@ -23,7 +23,7 @@ from typing import Any
 
 from loadgen.measure.faults import categories
 from loadgen.profile.cells import ROLES
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 Key = tuple[str, int]
 

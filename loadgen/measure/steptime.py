@@ -30,6 +30,7 @@ import numpy as np
 
 from loadgen.measure.diagnosis import cost_decomposition
 from loadgen.profile.cells import ROLES
+from loadgen.records.cell import CellEntry
 
 #: Inter-chunk gaps shorter than this (s) are back-to-back delivery, not engine steps.
 BURST_GAP_S = 1e-4
@@ -102,7 +103,7 @@ def _note(role: str, steps: Mapping[str, Any], client_cores: float | None) -> st
 
 
 def apply(cell: dict[str, Any], requests: Mapping[str, Sequence[Sequence[float]]] | None,
-          entries: Mapping[str, Mapping[str, Any]]) -> None:
+          entries: Mapping[str, CellEntry]) -> None:
     """Add ``step_time`` to each role of ``cell`` (a card cell dict), set its ``cost`` from those step
     times (diagnosis.cost_decomposition), withhold the ITL p50 ratio when either p50 is a burst artefact,
     and append one note per bursty role. ``requests`` maps role -> chunk arrivals (s) per measured request
@@ -111,11 +112,12 @@ def apply(cell: dict[str, Any], requests: Mapping[str, Sequence[Sequence[float]]
     steps: dict[str, dict[str, Any]] = {}
     for role in ROLES:
         if cell.get(role):
-            entry = entries.get(role) or {}
+            entry = entries.get(role)
             steps[role] = role_steps(cell[role], None if requests is None else requests.get(role, []),
-                                     entry.get("server_histograms"))
+                                     None if entry is None else entry.server_histograms)
             cell[role]["step_time"] = steps[role]
-            if (note := _note(role, steps[role], (entry.get("client") or {}).get("cpu_cores"))) is not None:
+            cores = None if entry is None else entry.client.get("cpu_cores")
+            if (note := _note(role, steps[role], cores)) is not None:
                 cell.setdefault("notes", []).append(note)
     if len(steps) < 2:
         return

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from loadgen.measure.diagnosis import capacity, holds
 from loadgen.measure.metrics import request_timings
 from loadgen.profile.pair import SLO
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 
 @dataclass(frozen=True)

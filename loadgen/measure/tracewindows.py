@@ -30,7 +30,7 @@ import numpy as np
 from loadgen.measure.blocks import block_ratio
 from loadgen.measure.metrics import per_prompt
 from loadgen.measure.ratios import paired_median_with_sd
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 PAYS, EVEN, LOSES, UNKNOWN = "pays", "breaks even", "loses", "unknown"
 OUTCOMES = (PAYS, EVEN, LOSES, UNKNOWN)

@@ -1,7 +1,7 @@
 """The card: the run folder on disk (rundir), card data from saved files (carddata, savedcard, partial),
 Markdown, plots, the terminal summary and the diff of two cards.
 
-May import: every layer below (errors, util, profile, check, prom, serve, stream, measure).
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
-(tests/test_layers.py enforces it).
+May import: every layer below but stream (errors, util, records, profile, check, prom, serve, measure).
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

@@ -9,7 +9,7 @@ statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
+from loadgen.records.cell import CellEntry
+from loadgen.records.request import RequestRecord
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
@@ -31,8 +33,7 @@ from loadgen.report.tracedata import trace_card
 from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
-from loadgen.stream.client import RequestRecord
-from loadgen.util.schemas import Card, CellLine
+from loadgen.util.schemas import Card
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
@@ -42,7 +43,7 @@ NOT_SPECULATIVE = "this was not a speculative comparison"
 
 
 def declared_notes(spec_config: dict[str, Any], planned: dict[str, Any],
-                   spec_entries: list[CellLine]) -> list[str]:
+                   spec_entries: list[CellEntry]) -> list[str]:
     """Notes from the declared speculative config (protocol's ``speculative_config``) for one planned cell
     (``concurrency``, ``rate_rps``) and its speculative entries (one per block): :data:`DECLARED_OFF` with the
     key and numbers where the config switches speculation off at this level (pair.speculation_on_at);
@@ -54,7 +55,7 @@ def declared_notes(spec_config: dict[str, Any], planned: dict[str, Any],
     if not speculation_on_at(spec_config, conc, open_loop):
         return [f"speculative: {DECLARED_OFF} ({off_reason(spec_config, 1 if open_loop else conc)}); measured and "
                 "compared like any other cell, no fallback"]
-    counted = [c for e in spec_entries if (c := e.get("spec_decode"))]
+    counted = [c for e in spec_entries if (c := e.spec_decode)]
     if (spec_config.get("method") in LOOKUP_METHODS and counted and len(counted) == len(spec_entries)
             and all(not c.get("num_drafts") for c in counted)):
         return [f"BLOCKING: {NOT_SPECULATIVE}: {spec_config['method']} proposed 0 drafts in all "
@@ -63,13 +64,13 @@ def declared_notes(spec_config: dict[str, Any], planned: dict[str, Any],
 
 
 def _notes(stats: dict[str, CellStats], ratios: dict[str, dict[str, Any]],
-           entries: dict[str, dict[str, Any]]) -> list[str]:
-    notes = [note for entry in entries.values() for note in entry.get("notes") or []]
+           entries: dict[str, CellEntry]) -> list[str]:
+    notes = [note for entry in entries.values() for note in entry.notes]
     for role, entry in entries.items():
-        if entry.get("output_length_mismatches"):
-            notes.append(f"{role}: {entry['output_length_mismatches']} requests did not return their requested "
+        if entry.output_length_mismatches:
+            notes.append(f"{role}: {entry.output_length_mismatches} requests did not return their requested "
                          "output length; per-token figures stay valid, summed times do not")
-        if entry.get("foreign_traffic"):
+        if entry.foreign_traffic:
             notes.append(f"{role}: the server finished more requests than loadgen sent (foreign traffic): "
                          "its counters include other clients")
     spec = stats.get("speculative")
@@ -83,21 +84,21 @@ def _notes(stats: dict[str, CellStats], ratios: dict[str, dict[str, Any]],
     return notes
 
 
-def _summed(lines: list[CellLine]) -> dict[str, Any]:
+def _summed(lines: list[CellEntry]) -> CellEntry:
     """The first repetition's line with the counts summed over every repetition."""
-    return {**lines[0], "errors": sum(e.get("errors") or 0 for e in lines),
-            "output_length_mismatches": sum(e.get("output_length_mismatches") or 0 for e in lines),
-            "usage_mismatches": sum(e.get("usage_mismatches") or 0 for e in lines),
-            "foreign_traffic": any(e.get("foreign_traffic") for e in lines)}
+    return replace(lines[0], errors=sum(e.errors for e in lines),
+                   output_length_mismatches=sum(e.output_length_mismatches for e in lines),
+                   usage_mismatches=sum(e.usage_mismatches for e in lines),
+                   foreign_traffic=any(e.foreign_traffic for e in lines))
 
 
-def _server_vs_client(stats: CellStats, entries: list[CellLine]) -> dict[str, Any]:
+def _server_vs_client(stats: CellStats, entries: list[CellEntry]) -> dict[str, Any]:
     """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta; serverside.py)."""
-    hists = entries[0].get("server_histograms", {}) if entries else {}
+    hists = entries[0].server_histograms if entries else {}
     return {key: compare(getattr(stats, key).p50, hists[key]) for key in ("ttft_s", "e2e_s") if hists.get(key)}
 
 
-def _role_cell(records: list[RequestRecord], entries: list[CellLine]) -> tuple[CellStats, dict[str, Any]]:
+def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[CellStats, dict[str, Any]]:
     measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
                 for r in records]
     counters, unmeasurable = usable_counters(entries)  # repetitions with a server restart left out
@@ -108,9 +109,9 @@ def _role_cell(records: list[RequestRecord], entries: list[CellLine]) -> tuple[C
     extra = {
         "repetitions": len(entries),
         "tpot_p50_per_repetition_s": per_rep_tpot,
-        "failure": next((e["failure"] for e in entries if e.get("failure")), None),
+        "failure": next((e.failure for e in entries if e.failure), None),
         "server_vs_client": _server_vs_client(stats, entries),
-        "gauges": [e.get("gauges") for e in entries],
+        "gauges": [e.gauges for e in entries],
         **side_outcomes(records),
         "acceptance_unmeasurable": unmeasurable,
     }
@@ -127,7 +128,7 @@ def build_card(run_dir: Path) -> Card:
 
 
 def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str, str], list[RequestRecord]],
-          entries: dict[tuple[str, str, str], list[CellLine]]) -> dict[str, Any]:
+          entries: dict[tuple[str, str, str], list[CellEntry]]) -> dict[str, Any]:
     """One card cell (both roles, ratios, diagnosis and notes) of the planned cell ``planned``."""
     key = CellKey.of(planned)
     proto = files.protocol
@@ -176,9 +177,9 @@ def card_of(files: RunFiles) -> Card:
     for r in files.records:
         if not r.warmup:
             by_cell[(*CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
-    entries: dict[tuple[str, str, str], list[CellLine]] = defaultdict(list)
+    entries: dict[tuple[str, str, str], list[CellEntry]] = defaultdict(list)
     for e in files.entries:
-        entries[(*CellKey.of(e), e["role"])].append(e)
+        entries[(*e.key, e.role)].append(e)
     planned: dict[CellKey, dict[str, Any]] = {}
     for c in proto["cells"]:  # repetitions share one card cell: the first planned line of each key
         planned.setdefault(CellKey.of(c), c)

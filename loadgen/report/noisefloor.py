@@ -20,7 +20,7 @@ from loadgen.measure.blocks import NOT_DISTINGUISHABLE, aa_holds, effect, half_w
 from loadgen.measure.cellratios import blocked_ratios, within_run_ratios
 from loadgen.measure.metrics import CellStats
 from loadgen.profile.criteria import LATENCY_METRICS
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 #: The metrics whose noise floor the card prints (the paired p50 latencies).
 SHOWN = ("tpot_p50", "ttft_p50", "e2e_p50")

@@ -2,29 +2,28 @@
 full disk), torn lines, and request records that could not be written, so the card counts every finished
 request on disk and says how many are not, and why.
 
-Pure apart from reading the run folder's JSON-lines files (rundir.py).
+Pure: the run folder's records and cell entries come read (report/runfiles.py).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from loadgen.profile.cells import CellKey
-from loadgen.report.rundir import read_jsonl
-from loadgen.stream.client import RequestRecord
-from loadgen.util.schemas import CellLine
+from loadgen.records.cell import CellEntry
+from loadgen.records.request import RequestRecord
 
 T = TypeVar("T")
 
 
-def mark_partial(side: tuple[T, dict[str, Any]], entries: list[CellLine], records: list[RequestRecord],
+def mark_partial(side: tuple[T, dict[str, Any]], entries: Sequence[CellEntry], records: list[RequestRecord],
                  status: dict[str, Any]) -> tuple[T, dict[str, Any]]:
     """``side`` (one role's statistics and extras of a card cell) with ``partial`` and ``partial_requests``
     set in the extras, and a failure line added, when some of ``records`` (measured) belong to a
     repetition with no entry in ``entries`` (its cell was cut short); otherwise ``side`` unchanged."""
     stats, extra = side
-    reps = {int(e.get("repetition", 0)) for e in entries}
+    reps = {e.repetition for e in entries}
     orphans = sum(1 for r in records if r.repetition not in reps)
     if not orphans:
         return side
@@ -35,19 +34,18 @@ def mark_partial(side: tuple[T, dict[str, Any]], entries: list[CellLine], record
                            "failure": "; ".join(x for x in (extra.get("failure"), line) if x)}
 
 
-def on_disk(run_dir: Path, status: dict[str, Any]) -> dict[str, Any]:
+def on_disk(records: Sequence[RequestRecord], entries: Sequence[CellEntry], torn: Sequence[str],
+            status: dict[str, Any]) -> dict[str, Any]:
     """The card's ``failure`` (:func:`failure_line`) and ``requests_on_disk``: counts of the run's request
-    records, ``measured`` on disk, ``partial`` of them in cells with no entry in cells.jsonl,
-    ``torn_lines`` skipped in requests.jsonl, ``not_written`` (from status.json)."""
-    done = {(e["role"], *CellKey.of(e), int(e.get("repetition", 0)))
-            for e in read_jsonl(run_dir / "cells.jsonl")}
-    torn: list[str] = []
+    records (requests.jsonl), ``measured`` on disk, ``partial`` of them in cells with no entry in ``entries``
+    (cells.jsonl), ``torn_lines`` skipped in requests.jsonl, ``not_written`` (from status.json)."""
+    done = {(e.role, *e.key, e.repetition) for e in entries}
     measured = partial = 0
-    for r in read_jsonl(run_dir / "requests.jsonl", torn):
-        if (r.get("phase") or ("warmup" if r.get("warmup") else "measured")) != "measured":
+    for r in records:
+        if r.phase != "measured":
             continue
         measured += 1
-        key = (r["role"], *CellKey.of(r), int(r.get("repetition", 0)))
+        key = (r.role, *CellKey.named(r.workload, r.level, r.concurrency), r.repetition)
         partial += key not in done
     counts = {"measured": measured, "partial": partial, "torn_lines": len(torn),
               "not_written": int(status.get("requests_not_written") or 0)}

@@ -32,9 +32,9 @@ from matplotlib.figure import Figure
 from loadgen.measure.metrics import request_timings
 from loadgen.measure.ratios import crossover
 from loadgen.profile.cells import ROLES, CellKey
+from loadgen.records.request import RequestRecord
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.traceplot import render_trace_plots
-from loadgen.stream.client import RequestRecord
 from loadgen.util.schemas import Card
 
 __all__ = ["crossover", "crossover_points", "render_plots"]

@@ -17,12 +17,13 @@ import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from loadgen.errors import BadInput, RunDirUnwritable
-from loadgen.stream.client import RequestRecord
+from loadgen.records.cell import CellEntry
+from loadgen.records.protocol import Protocol
+from loadgen.records.request import RequestRecord
 from loadgen.util import strictjson
-from loadgen.util.schemas import CellLine
 
 
 def exclusive_dir(parent: Path, name: str) -> Path:
@@ -93,24 +94,38 @@ def read_json(path: Path) -> Any:
                        "or pass another run folder") from None
 
 
-def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellLine]:
-    """The lines of a ``cells.jsonl`` (torn ones skipped, as :func:`read_jsonl`)."""
-    return [cast(CellLine, line) for line in read_jsonl(path, torn)]
+def read_protocol(path: Path) -> Protocol:
+    """A run or sweep folder's ``protocol.json``, checked (records/protocol.py). Raises BadInput (exit 2) naming
+    the file, and the field when one does not read; OSError when the file is missing."""
+    return Protocol.from_json(read_json(path), source=str(path))
+
+
+def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellEntry]:
+    """The lines of a ``cells.jsonl`` (torn ones skipped, as :func:`read_jsonl`). Raises BadInput (exit 2)
+    naming the line and the field when a line is no cell entry (records/cell.py)."""
+    return [CellEntry.from_json(line, source=where) for where, line in numbered_jsonl(path, torn)]
 
 
 def read_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """Yield the objects of a JSON-lines file, skipping torn lines (a write cut short by a crash); each
     skipped line is appended to ``torn`` when given, so the caller can say how many."""
+    return (value for _, value in numbered_jsonl(path, torn))
+
+
+def numbered_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[tuple[str, Any]]:
+    """As :func:`read_jsonl`, each value with its place for a one-line error: ``"<path> line <n>"``."""
     if not path.exists():
         return
-    for line in path.read_text(errors="replace").splitlines():  # undecodable bytes make a torn line
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):  # undecodable bytes: torn
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError:
             if torn is not None:
                 torn.append(line)
+            continue
+        yield f"{path} line {n}", value
 
 
 class JsonlAppender:
@@ -167,9 +182,12 @@ def append_records(appender: JsonlAppender, records: Iterable[RequestRecord]) ->
         appender.append(r.to_json())
 
 
-def load_records(run_dir: Path) -> list[RequestRecord]:
-    """All request records of a run (warmup included; filter on ``.warmup``)."""
-    return [RequestRecord.from_json(d) for d in read_jsonl(run_dir / "requests.jsonl")]
+def load_records(run_dir: Path, torn: list[str] | None = None) -> list[RequestRecord]:
+    """All request records of a run (warmup included; filter on ``.warmup``); torn lines are skipped (and
+    appended to ``torn``, as :func:`read_jsonl`). Raises BadInput (exit 2) naming the line and the field when
+    a line is no request record (records/request.py)."""
+    return [RequestRecord.from_json(d, source=where)
+            for where, d in numbered_jsonl(run_dir / "requests.jsonl", torn)]
 
 
 def copy_pair_file(src: Path, run_dir: Path) -> Path:

@@ -10,11 +10,11 @@ from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.profile.cells import PLACEBO, ROLES
+from loadgen.records.cell import CellEntry
+from loadgen.records.request import RequestRecord
 from loadgen.report.partial import on_disk
-from loadgen.report.rundir import load_records, read_cell_lines, read_json
+from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.serve.enginepath import parse_engine_path
-from loadgen.stream.client import RequestRecord
-from loadgen.util.schemas import CellLine
 
 #: The per-server files under ``servers/`` (``<role>-<part>.json``).
 SERVER_PARTS = ("launch", "effective", "resources", "teardown")
@@ -22,14 +22,15 @@ SERVER_PARTS = ("launch", "effective", "resources", "teardown")
 
 @dataclass(frozen=True)
 class RunFiles:
-    """What the card needs from a run folder: protocol.json, status.json, requests.jsonl's records,
+    """What the card needs from a run folder: protocol.json (checked, report/rundir.py ``read_protocol``),
+    status.json, requests.jsonl's records,
     cells.jsonl's lines, ``servers[role][part]`` (None when absent), the card's ``failure`` and
     ``requests_on_disk`` (partial.on_disk), where protocol.json lies and the card's ``generated_utc``."""
 
     protocol: dict[str, Any]
     status: dict[str, Any]
     records: list[RequestRecord]
-    entries: list[CellLine]
+    entries: list[CellEntry]
     servers: dict[str, dict[str, Any]]
     on_disk: dict[str, Any]
     protocol_path: Path
@@ -48,16 +49,17 @@ def read_run(run_dir: Path) -> RunFiles:
                for role in roles}
     for role in roles:
         servers[role]["effective"] = with_engine_path(servers[role]["effective"], run_dir, role)
-    return RunFiles(read_json(run_dir / "protocol.json"), status, list(load_records(run_dir)), entries, servers,
-                    on_disk(run_dir, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
+    torn: list[str] = []
+    records = load_records(run_dir, torn)
+    return RunFiles(read_protocol(run_dir / "protocol.json").to_json(), status, records, entries, servers,
+                    on_disk(records, entries, torn, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
 
 
-def run_ended_utc(entries: Iterable[CellLine], run_dir: Path) -> str:
+def run_ended_utc(entries: Iterable[CellEntry], run_dir: Path) -> str:
     """When the run's last cell ended (its ``started_utc`` + ``duration_s``, ISO 8601 to the second, UTC):
     the card's ``generated_utc``, so that rebuilding a card gives the same bytes. Without any cell line,
     when protocol.json was last written."""
-    ends = [datetime.fromisoformat(e["started_utc"]) + timedelta(seconds=float(e.get("duration_s") or 0.0))
-            for e in entries if e.get("started_utc")]
+    ends = [datetime.fromisoformat(e.started_utc) + timedelta(seconds=e.duration_s) for e in entries if e.started_utc]
     when = max(ends) if ends else datetime.fromtimestamp((run_dir / "protocol.json").stat().st_mtime, UTC)
     return when.astimezone(UTC).replace(microsecond=0).isoformat(timespec="seconds")
 

@@ -19,10 +19,11 @@ from loadgen.errors import BadInput
 from loadgen.measure.judging import card_verdict, judged_resources
 from loadgen.measure.serverside import bounds_of, json_bounds
 from loadgen.measure.steptime import apply
-from loadgen.profile.cells import ROLES, CellKey
-from loadgen.report.rundir import read_cell_lines, read_json
+from loadgen.profile.cells import ROLES
+from loadgen.records.cell import CellEntry
+from loadgen.report.rundir import read_cell_lines, read_json, read_protocol
 from loadgen.report.runfiles import with_engine_path
-from loadgen.util.schemas import Card, CellLine
+from loadgen.util.schemas import Card
 from loadgen.util.strictjson import finite
 
 
@@ -45,17 +46,18 @@ def refresh_saved_card(run_dir: Path) -> Card:
             for row in ((cell.get(role) or {}).get("server_vs_client") or {}).values():
                 if "bucket_bounds" in row:
                     row["bucket_bounds"] = json_bounds(bounds_of({"upper_bounds": row["bucket_bounds"]}))
-    entries: dict[tuple[str, str, str], CellLine] = {}
+    entries: dict[tuple[str, str, str], CellEntry] = {}
     for e in read_cell_lines(run_dir / "cells.jsonl"):  # the first repetition's line, as carddata.py reads them
-        entries.setdefault((*CellKey.of(e), e["role"]), e)
+        entries.setdefault((*e.key, e.role), e)
     for cell in card["cells"]:
         cell["notes"] = [n for n in cell.get("notes") or [] if not any(n.startswith(f"{r}: bursty") for r in ROLES)]
-        apply(cell, None, {role: entries.get((cell["workload"], cell["level"], role)) or {} for role in ROLES})
+        apply(cell, None, {role: line for role in ROLES
+                           if (line := entries.get((cell["workload"], cell["level"], role))) is not None})
     for role, server in (card.get("servers") or {}).items():  # a card of older code: the engine path from the log
         server["effective"] = with_engine_path(server.get("effective"), run_dir, role)
-    proto = read_json(run_dir / "protocol.json")
+    proto = read_protocol(run_dir / "protocol.json")
     diff = (card.get("resources") or {}).get("difference") or {}
-    card["verdict"] = card_verdict(proto.get("criteria"), card["cells"], judged_resources(diff),
+    card["verdict"] = card_verdict(proto.criteria, card["cells"], judged_resources(diff),
                                    run_dir / "protocol.json")
     card["statistics_from"] = "card.json"
     return card

@@ -23,7 +23,7 @@ from loadgen.measure.ratios import paired_median_ratio
 from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS
-from loadgen.report.rundir import load_records, read_cell_lines, read_json
+from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
 
@@ -84,7 +84,7 @@ def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
     """Seconds each arm measured (the sum of its slots' durations in cells.jsonl) plus its server's start."""
     out: dict[str, float] = defaultdict(float)
     for e in read_cell_lines(sweep_dir / "cells.jsonl") if (sweep_dir / "cells.jsonl").is_file() else []:
-        out[e["role"]] += float(e.get("duration_s") or 0.0)
+        out[e.role] += e.duration_s
     for path in sorted((sweep_dir / "servers").glob("*-effective.json")):
         ready = (read_json(path) or {}).get("ready_s")
         out[path.name.removesuffix("-effective.json")] += float(ready or 0.0)
@@ -151,13 +151,13 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, di
 
 def _design(sweep_dir: Path, cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """How the sweep was measured: the design of its protocol.json (an older sweep: one window per server)."""
-    proto = read_json(sweep_dir / "protocol.json") if (sweep_dir / "protocol.json").is_file() else {}
-    design = proto.get("design")
+    proto = read_protocol(sweep_dir / "protocol.json") if (sweep_dir / "protocol.json").is_file() else None
+    design = None if proto is None else proto.design
     if design is None:
         return {"blocks": None, "ci_method": "within-run",
                 "line": "measured by older code: one time window per server (plain-before, each candidate, "
                         "plain-after); its 95% CIs cover the prompts of one window only, not the server's own movement"}
-    goal = ((proto.get("criteria") or {}).get("ci_half_width"))
+    goal = ((proto.criteria if proto is not None else None) or {}).get("ci_half_width")
     short = [f"{c['workload']} {c['level']} {e['candidate']} (±{e['half_width']:.3f} after {e['blocks']} blocks)"
              for c in cells for e in c["entries"] if goal is not None and e.get("half_width") is not None
              and e["half_width"] > goal and e.get("effect") not in ("faster", "slower")]

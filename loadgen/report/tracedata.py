@@ -32,10 +32,10 @@ from loadgen.measure.tracewindows import offsets, schedule_lag, shares, trace_wi
 from loadgen.profile.cells import PLACEBO, PLAIN, PLAIN_ARMS
 from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
-from loadgen.report.rundir import load_records, read_json
+from loadgen.records.request import RequestRecord
+from loadgen.report.rundir import load_records, read_protocol
 from loadgen.report.runfiles import RunFiles
 from loadgen.report.traceschedule import schedule_on_trace
-from loadgen.stream.client import RequestRecord
 
 Blocks = list[list[RequestRecord]]
 #: ((workload it came from, K schedule config), {arm: speculative config}) of a sweep, or None.
@@ -153,10 +153,10 @@ def sweep_trace(sweep_dir: Path, recommendation: Mapping[str, Any] | None = None
     and the recommendation among all of them; None without protocol.json, requests.jsonl or a trace workload."""
     if not (sweep_dir / "protocol.json").is_file() or not (sweep_dir / "requests.jsonl").is_file():
         return None
-    protocol = read_json(sweep_dir / "protocol.json")
-    if not any(w.get("kind") == "trace" for w in protocol.get("workloads") or ()):
+    protocol = read_protocol(sweep_dir / "protocol.json")
+    if not any(w.get("kind") == "trace" for w in protocol.workloads):
         return None
     found = next(((w["workload"], w["schedule"]["config"]) for w in (recommendation or {}).get("workloads", [])
                   if (w.get("schedule") or {}).get("config")), None)
     configs = {c["name"]: c.get("speculative_config") or {} for c in candidates}
-    return trace_section(protocol, list(load_records(sweep_dir)), None if found is None else (found, configs))
+    return trace_section(protocol.to_json(), load_records(sweep_dir), None if found is None else (found, configs))

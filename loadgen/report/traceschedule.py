@@ -24,7 +24,7 @@ from loadgen.measure.traceslo import attainment
 from loadgen.measure.tracewindows import in_flight, intervals, offsets
 from loadgen.profile.cells import PLAIN
 from loadgen.profile.pair import SCHEDULE_KEY, SLO, k_at
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 Blocks = Sequence[Sequence[RequestRecord]]
 

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 __all__ = ["context_axis", "context_rows", "length_summary", "workload_statement"]
 

@@ -32,16 +32,16 @@ from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
+from loadgen.records.cell import CellEntry
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import JsonlAppender, write_text
 from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, length_mismatches
 from loadgen.run.observe import Observers
 from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
-from loadgen.stream.client import RequestRecord
 from loadgen.stream.runner import run_cell
 from loadgen.stream.timeouts import read_timeout_s
 from loadgen.util import strictjson
-from loadgen.util.schemas import CellLine
 
 
 @dataclass
@@ -114,31 +114,30 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     done = CellRun(role, cell, records, started, duration, before.get("snap"), after, summarize_gauges(gauges),
                    tuple(metrics_errors), sent["measured"] + sent["cooldown"], window, client, died)
     entry = cell_entry(done, pair)
-    usable = None if entry["restart_evidence"] else done.counters  # a restart leaves no measurable acceptance
-    line = {**entry, **observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
-                                     cell_stats(done.measured(), usable), usable)}
-    line["state"] = _state(host, done, entry, server, run.pair)
-    run.cells_log.append(line)
+    usable = None if entry.restart_evidence else done.counters  # a restart leaves no measurable acceptance
+    line = entry.with_fields(**observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
+                                                       cell_stats(done.measured(), usable), usable))
+    run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair)).to_json())
     later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl", "".join(strictjson.dumps(g) + "\n" for g in gauges)))
     for path, text in later:
         write_text(path, text)
     _report(run, server, done, entry)
 
 
-def _state(host: list[dict[str, Any]], done: CellRun, entry: CellLine, server: servers.Server,
+def _state(host: list[dict[str, Any]], done: CellRun, entry: CellEntry, server: servers.Server,
            pair: Pair) -> dict[str, Any]:
     """The block's state (measure/blockstate.py) from the host samples at its measured window's start and end."""
     first, last = (host[0], host[-1]) if host else ({}, {})
     k = k_at(pair.speculative, done.cell.concurrency) if speculates(done.role) else 0  # K as declared there
-    return block_state((first, last), (done.before, done.after), entry["gauges"], entry["server_histograms"],
+    return block_state((first, last), (done.before, done.after), entry.gauges or {}, entry.server_histograms,
                        done.cell.concurrency * (1 + k), server.effective.get("cudagraph_ceiling"),
                        hoststate.steal_share(first, last))
 
 
-def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellLine) -> None:
+def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellEntry) -> None:
     """Log the finished cell and stop the run when it must (see run_cell_on)."""
     role, cell, records, pair = done.role, done.cell, done.records, run.pair
-    ok, counters, failure = len(records) - entry["errors"], done.counters, entry["failure"]
+    ok, counters, failure = len(records) - entry.errors, done.counters, entry.failure
     run.log(f"[{role}] {cell.workload} {cell.level.label} block {cell.repetition}: {ok}/{len(records)} ok in "
             f"{done.duration_s:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
                                   f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
@@ -148,7 +147,7 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellL
                         f"that finished are kept in {run.run_dir / 'requests.jsonl'}; see {where_to_look(server.spec)}")
     # a server that does not honour min_tokens = max_tokens breaks the comparison's premise: it stops the run
     # like errors over the budget (with ignore_eos off, shorter outputs are the server's right)
-    broken = entry["errors"] or (pair.sampling.ignore_eos and length_mismatches(records))
+    broken = entry.errors or (pair.sampling.ignore_eos and length_mismatches(records))
     if failure and broken and pair.stop.on_error_budget == "stop":
         raise RunFailed(f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
                         "[stop].max_error_rate / on_error_budget = \"continue\" to go on")

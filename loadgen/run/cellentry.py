@@ -10,7 +10,7 @@ an engine whose counters went backwards is left out and named), K and the mean v
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from typing import Any
 
 from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters, verification_depth
 from loadgen.measure.faults import categories, over_budget
@@ -20,8 +20,8 @@ from loadgen.profile.pair import LOOKUP_METHODS, Pair
 from loadgen.prom import deltas
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.scrape import server_histograms
-from loadgen.stream.client import RequestRecord
-from loadgen.util.schemas import CellLine
+from loadgen.records.cell import CellEntry
+from loadgen.records.request import RequestRecord
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,8 @@ def _failure(records: list[RequestRecord], pair: Pair, died: bool, role: str) ->
     return None
 
 
-def cell_entry(run: CellRun, pair: Pair) -> CellLine:
-    """The cell's line of ``cells.jsonl`` (before the observers add theirs)."""
+def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
+    """The cell's line of ``cells.jsonl`` (before the observers add theirs, run/cell.py)."""
     cell, records, b, after = run.cell, run.records, run.before, run.after
     counters = run.counters
     server = server_counters(b, after) if b is not None and after is not None else {}
@@ -111,15 +111,13 @@ def cell_entry(run: CellRun, pair: Pair) -> CellLine:
         "client": {"cpu_s": run.client.cpu_s, "cpu_cores": run.client.cores,
                    "send_lag_s": asdict(run.client.send_lag)},
     }
-    entry["restart_evidence"] = restart_evidence(entry)  # every key of CellLine (util/schemas.py) is set above
-    if (busy := run.client.saturation_note()) is not None:
-        entry["notes"].append(busy)
+    notes = [] if (busy := run.client.saturation_note()) is None else [busy]
     if flat_drafts(run) and pair.method in LOOKUP_METHODS:
-        entry["notes"].append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
+        notes.append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
     if entry["metrics_error"]:
-        entry["notes"].append(f"server metrics unavailable for this cell ({run.role} server): "
-                              f"{entry['metrics_error']}")
-    return cast(CellLine, entry)
+        notes.append(f"server metrics unavailable for this cell ({run.role} server): {entry['metrics_error']}")
+    built = CellEntry.of(entry | {"notes": notes})
+    return built.with_fields(restart_evidence=restart_evidence(built))
 
 
 def flat_drafts(run: CellRun) -> bool:

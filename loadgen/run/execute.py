@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loadgen.report.rundir import JsonlAppender, read_json, write_json
+from loadgen.report.rundir import JsonlAppender, read_protocol, write_json
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
 from loadgen.run.bench import Bench, mode_role
@@ -120,16 +120,15 @@ def check_attached(arms: Mapping[str, Arm], slots: Sequence[Slot], run_dir: Path
 def write_order(run_dir: Path, order: Sequence[Slot], extra: dict[str, Any] | None = None) -> None:
     """Write ``order`` (and ``extra`` keys) into protocol.json's ``design``."""
     path = run_dir / "protocol.json"
-    proto = read_json(path)
-    proto["design"] = {**(proto.get("design") or {}), **(extra or {}), "order": [s.to_json() for s in order]}
-    write_json(path, proto)
+    proto = read_protocol(path)
+    design = {**(proto.design or {}), **(extra or {}), "order": [s.to_json() for s in order]}
+    write_json(path, proto.with_fields(design=design).to_json())
 
 
 def append_order(run_dir: Path, slots: Sequence[Slot]) -> None:
     """Append ``slots`` to protocol.json's ``design.order`` (blocks added by run/sizing.py)."""
     path = run_dir / "protocol.json"
-    proto = read_json(path)
-    design = proto.get("design") or {}
+    proto = read_protocol(path)
+    design = dict(proto.design or {})
     design["order"] = [*(design.get("order") or []), *(s.to_json() for s in slots)]
-    proto["design"] = design
-    write_json(path, proto)
+    write_json(path, proto.with_fields(design=design).to_json())

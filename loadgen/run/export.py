@@ -39,7 +39,7 @@ from prometheus_client.registry import Collector
 from loadgen import __version__
 from loadgen.measure.metrics import CellStats, Distribution, request_timings
 from loadgen.profile.cells import CellKey
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 CELL_LABELS = ("pair", "role", "workload", "concurrency", "level")
 PUSH_JOB = "loadgen"

@@ -21,6 +21,7 @@ from loadgen.errors import LoadgenError, ProfileError
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
 from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
+from loadgen.records.request import RequestRecord
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused, no_card_for_refused
@@ -29,8 +30,9 @@ from loadgen.report.rundir import (
     copy_pair_file,
     load_records,
     new_run_dir,
-    read_json,
-    read_jsonl,
+    numbered_jsonl,
+    read_cell_lines,
+    read_protocol,
     write_json,
     write_text,
 )
@@ -124,10 +126,10 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         prompts = unique_prompts(cells)
         write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
         write_pair_file(pair, run_dir)
-        proto = protocol(pair, cells, prompts, probe_host()) | {"engine_version": engine_version,
-                                                                "attach": attached.record(attach or {})}
-        proto["design"] = proto["design"] | design_record(m)
-        write_json(run_dir / "protocol.json", proto)
+        proto = protocol(pair, cells, prompts, probe_host()).with_fields(engine_version=engine_version,
+                                                                         attach=attached.record(attach or {}))
+        proto = proto.with_fields(design={**(proto.design or {}), **design_record(m)})
+        write_json(run_dir / "protocol.json", proto.to_json())
         write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
         log(design_line(m))
         execute_run(run_dir, m, log, observe, api_key, pair.name)
@@ -178,7 +180,7 @@ def _resume_locked(run_dir: Path, log: Log, attach: dict[str, str] | None, obser
     if order is None:
         order = [[role, c.workload, c.level.label, c.repetition] for role in ROLES for c in cells]
     done, moved = keep_finished(run_dir)
-    recorded = read_json(run_dir / "protocol.json").get("attach") or {}
+    recorded = read_protocol(run_dir / "protocol.json").attach or {}
     m = plan_measurement(pair, {"speculative": pair}, {}, cells, order)
     todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
     urls = attached.resume_urls(recorded, attach or {}, sorted({s.arm for s in todo}))
@@ -192,13 +194,13 @@ def _resume_locked(run_dir: Path, log: Log, attach: dict[str, str] | None, obser
 def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
     """The (arm, workload, level, block) slots of ``run_dir`` that finished without failure, and how many
     requests of the other slots moved to ``requests.partial.jsonl`` (nothing is deleted; their cell lines go)."""
-    entries = list(read_jsonl(run_dir / "cells.jsonl"))
-    done = {(e["role"], e["workload"], e["level"], int(e.get("repetition", 0)))
-            for e in entries if not e.get("failure")}
+    entries = read_cell_lines(run_dir / "cells.jsonl")
+    done = {(e.role, e.workload, e.level, e.repetition) for e in entries if not e.failure}
     kept: list[dict[str, Any]] = []
     partial: list[dict[str, Any]] = []
-    for r in read_jsonl(run_dir / "requests.jsonl"):  # one pass: a finished slot's requests stay
-        finished = (r["role"], *CellKey.of(r), int(r.get("repetition", 0))) in done
+    for where, r in numbered_jsonl(run_dir / "requests.jsonl"):  # one pass: a finished slot's requests stay
+        rec = RequestRecord.from_json(r, source=where)  # checked; the line is kept as written
+        finished = (rec.role, *CellKey.named(rec.workload, rec.level, rec.concurrency), rec.repetition) in done
         (kept if finished else partial).append(r)
     moved = JsonlAppender(run_dir / "requests.partial.jsonl")
     try:
@@ -208,9 +210,8 @@ def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
         moved.close()
     # atomic rewrites: a full disk leaves the old files whole
     write_text(run_dir / "requests.jsonl", "".join(strictjson.dumps(r) + "\n" for r in kept))
-    write_text(run_dir / "cells.jsonl", "".join(strictjson.dumps(e) + "\n" for e in entries
-                                                if (e["role"], e["workload"], e["level"],
-                                                    int(e.get("repetition", 0))) in done))
+    write_text(run_dir / "cells.jsonl", "".join(strictjson.dumps(e.to_json()) + "\n" for e in entries
+                                                if (e.role, e.workload, e.level, e.repetition) in done))
     return done, len(partial)
 
 

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from loadgen.errors import BadInput
 from loadgen.measure.metrics import CellStats
 from loadgen.prom.deltas import SpecDecodeCounters
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ from loadgen.profile.workload import (
     needs_tokenizer,
     prompts_digest,
 )
+from loadgen.records.protocol import Protocol
+from loadgen.report.rundir import read_protocol
 from loadgen.run.traceplan import trace_cells
 from loadgen.serve import resources
 from loadgen.util.redact import redact_argv, redact_env
@@ -179,30 +181,28 @@ def replay_protocol(protocol_path: Path, workloads_dir: Path = WORKLOADS_DIR) ->
     """
     folder = protocol_path.parent
     try:
-        proto = json.loads(protocol_path.read_text())
+        proto = read_protocol(protocol_path)  # BadInput naming the field when a field does not read
         prompts = {d["prompt_id"] + "@" + d["workload"]: _prompt(d)
                    for d in map(json.loads, (folder / "prompts.jsonl").read_text().splitlines())}
     except (OSError, ValueError, KeyError) as exc:
         raise ProfileError(f"{protocol_path}: cannot replay ({exc}); pass the protocol.json of a run folder "
                            "that still holds pair.toml and prompts.jsonl") from None
-    if prompts_digest(prompts.values()) != proto.get("prompts_sha256"):
+    if prompts_digest(prompts.values()) != proto.prompts_sha256:
         raise ProfileError(f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; "
                            "the run folder was modified")
-    original = Path(str(proto.get("pair_file") or folder / "pair.toml"))  # its workload paths' folder
+    original = Path(proto.pair_file or folder / "pair.toml")  # its workload paths' folder
     pair = load_pair(str(folder / "pair.toml"), workloads_dir=workloads_dir, beside=original.parent)
-    workloads = {w["name"]: w for w in proto["workloads"]}
-    pair = replace(pair, workloads=tuple(Workload(**(w | {"skipped": tuple(w.get("skipped") or ())}))
-                                         for w in proto["workloads"]),
-                   overrides=Overrides.from_json(proto.get("command_line")))
+    workloads = {w["name"]: w for w in proto.workloads}
+    pair = replace(pair, workloads=tuple(Workload(**(dict(w) | {"skipped": tuple(w.get("skipped") or ())}))
+                                         for w in proto.workloads),
+                   overrides=Overrides.from_json(proto.command_line))
     cells = []
-    for c in proto["cells"]:
-        pick = [[prompts[f"{pid}@{c['workload']}"] for pid in c[part]] for part in ("warmup", "measured", "cooldown")]
-        rate = c.get("rate_rps")
-        level = Level(c["concurrency"], rate)
-        cells.append(CellSpec(c["workload"], workloads[c["workload"]]["endpoint"], level, c.get("repetition", 0),
-                              tuple(pick[0]), tuple(pick[1]), tuple(pick[2]),
-                              tuple(c["arrivals_s"]) if c.get("arrivals_s") is not None else None))
-    order = (proto.get("design") or {}).get("order")
+    for c in proto.cells:
+        pick = [[prompts[f"{pid}@{c.workload}"] for pid in part] for part in (c.warmup, c.measured, c.cooldown)]
+        cells.append(CellSpec(c.workload, workloads[c.workload]["endpoint"], Level(c.concurrency, c.rate_rps),
+                              c.repetition, tuple(pick[0]), tuple(pick[1]), tuple(pick[2]),
+                              tuple(c.arrivals_s) if c.arrivals_s is not None else None))
+    order = (proto.design or {}).get("order")
     return pair, cells, order
 
 
@@ -219,9 +219,9 @@ def probe_host() -> dict[str, Any]:
             "hardware": resources.hardware()}
 
 
-def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything needed to repeat the run (protocol.json); ``host`` is :func:`probe_host`'s."""
-    return {
+def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host: Mapping[str, Any]) -> Protocol:
+    """Everything needed to repeat the run (protocol.json, records/protocol.py); ``host`` is :func:`probe_host`'s."""
+    return Protocol.from_json({
         "schema": "loadgen.protocol/1",
         "loadgen_version": __version__,
         "pair": pair.name,
@@ -254,4 +254,4 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host:
                    "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
         "client_host": host.get("client_host"),
         "hardware": host.get("hardware"),
-    } | ({"command_line": pair.overrides.to_json()} if pair.overrides else {})
+    } | ({"command_line": pair.overrides.to_json()} if pair.overrides else {}), source="the protocol being written")

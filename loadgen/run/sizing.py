@@ -19,10 +19,10 @@ from loadgen.measure.cellratios import blocked_ratios
 from loadgen.measure.sizing import needed
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey, CellSpec
 from loadgen.profile.criteria import LATENCY_METRICS
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import load_records, read_cell_lines
 from loadgen.run.design import Slot, next_blocks
 from loadgen.run.execute import Session, append_order
-from loadgen.stream.client import RequestRecord
 
 
 def _ratios(records: Sequence[RequestRecord], metric: str, arms: Sequence[str]) -> tuple[
@@ -45,7 +45,7 @@ def _round_s(session: Session, slots: Sequence[Slot]) -> float:
     lines = read_cell_lines(session.run_dir / "cells.jsonl")
     seen: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for e in lines:
-        seen[(e["role"], e["workload"], e["level"])].append(float(e.get("duration_s") or 0.0))
+        seen[(e.role, e.workload, e.level)].append(e.duration_s)
     every = [d for ds in seen.values() for d in ds] or [0.0]
     return sum(statistics.median(seen.get((s.arm, s.cell.workload, s.cell.level.label)) or every) for s in slots)
 

@@ -36,7 +36,7 @@ from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
-from loadgen.report.rundir import exclusive_dir, read_json, write_json, write_text
+from loadgen.report.rundir import exclusive_dir, read_json, read_protocol, write_json, write_text
 from loadgen.report.runlock import locked
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweepdata import build_sweep_card
@@ -121,11 +121,11 @@ def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measure
     prompts = unique_prompts(m.planned)
     write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
-    proto = protocol(first, m.planned, prompts, probe_host()) | {"engine_version": version, "attach": {}}
-    proto["design"] = proto["design"] | flow.design_record(m)
-    proto["candidates"] = {n: {"pair": p.name, "pair_file": str(p.path), "speculative_config": dict(p.speculative),
-                               "draft": model_hashes(p.draft) if p.draft else None} for n, p in pairs.items()}
-    write_json(sweep_dir / "protocol.json", proto)
+    proto = protocol(first, m.planned, prompts, probe_host()).with_fields(engine_version=version, attach={})
+    proto = proto.with_fields(design={**(proto.design or {}), **flow.design_record(m)}, candidates={
+        n: {"pair": p.name, "pair_file": str(p.path), "speculative_config": dict(p.speculative),
+            "draft": model_hashes(p.draft) if p.draft else None} for n, p in pairs.items()})
+    write_json(sweep_dir / "protocol.json", proto.to_json())
     write_json(sweep_dir / "checks.json", findings)
 
 
@@ -173,10 +173,10 @@ def _start(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair],
 
 def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
     """Finish the slots of ``sweep_dir`` not done, in the recorded order."""
-    proto = read_json(sweep_dir / "protocol.json")
+    proto = read_protocol(sweep_dir / "protocol.json")
     first, cells, order = replay_protocol(sweep_dir / "protocol.json", o.workloads_dir)
     pairs = {n: load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir)
-             for n in proto.get("candidates") or {}}
+             for n in proto.candidates or {}}
     done, moved = flow.keep_finished(sweep_dir)
     m = flow.plan_measurement(first, pairs, {"plain": o.attach_plain} if o.attach_plain else {}, cells, order)
     todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
@@ -196,7 +196,7 @@ def _measure(sweep_dir: Path, m: flow.Measurement, o: SweepOptions, log: Log) ->
 
 def _cards_and_sweep(sweep_dir: Path, log: Log) -> None:
     """Each candidate's folder and pair card, then the sweep card (the run's card writer)."""
-    for name in (read_json(sweep_dir / "protocol.json").get("candidates") or {}):
+    for name in read_protocol(sweep_dir / "protocol.json").candidates or {}:
         flow.finish_card(split_candidate(sweep_dir, name), log=lambda _: None)
     _say(_write_sweep_card(sweep_dir, _build(sweep_dir, None), log), sweep_dir, log)
 
@@ -207,10 +207,10 @@ def _build(sweep_dir: Path, saved: dict[str, Any] | None) -> dict[str, Any]:
     version = (saved or {}).get("engine_version")
     for proto in (sweep_dir / "protocol.json", sweep_dir / "plain-before" / "protocol.json"):
         if version is None and proto.is_file():
-            version = read_json(proto).get("engine_version")
+            version = read_protocol(proto).engine_version
     card = build_sweep_card(sweep_dir, candidates, times, version, saved)
     proto_file = sweep_dir / "protocol.json"
-    given = read_json(proto_file).get("command_line") if proto_file.is_file() else None
+    given = read_protocol(proto_file).command_line if proto_file.is_file() else None
     return card | ({"command_line": given} if given else {})
 
 
@@ -232,7 +232,7 @@ def report_sweep(sweep_dir: Path, log: Log = print) -> None:
         for phase in sorted(p for p in sweep_dir.iterdir() if (p / "status.json").is_file()):
             flow.finish_card(phase, log=log)
     else:
-        for name in (read_json(sweep_dir / "protocol.json").get("candidates") or {}):
+        for name in read_protocol(sweep_dir / "protocol.json").candidates or {}:
             flow.finish_card(split_candidate(sweep_dir, name), log=log)
     _say(rerender_sweep(sweep_dir, log), sweep_dir, log)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.profile.cells import PLAIN_ARMS
-from loadgen.report.rundir import read_json, read_jsonl, write_json, write_text
+from loadgen.report.rundir import read_json, read_jsonl, read_protocol, write_json, write_text
 from loadgen.util import strictjson
 
 
@@ -67,7 +67,7 @@ def _copy_renamed(src_dir: Path, dst_dir: Path, candidate: str, sep: str) -> Non
 
 def split_candidate(sweep_dir: Path, candidate: str) -> Path:
     """Write ``sweep_dir/<candidate>/`` from the sweep folder (module docstring); returns it."""
-    proto = read_json(sweep_dir / "protocol.json")
+    proto = read_protocol(sweep_dir / "protocol.json").to_json()
     out = sweep_dir / candidate
     out.mkdir(exist_ok=True)
     write_json(out / "protocol.json", candidate_protocol(proto, candidate))

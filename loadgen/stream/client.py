@@ -1,4 +1,4 @@
-"""Streaming OpenAI-API client: one request in, one :class:`RequestRecord` out.
+"""Streaming OpenAI-API client: one request in, one :class:`~loadgen.records.request.RequestRecord` out.
 
 Errors (HTTP status, connection reset, timeouts, error events, malformed chunks) are recorded on the
 record, never raised, so a failing request cannot lose the measurements of the others.
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
+from loadgen.records.request import RequestRecord, no_tokens_error
 from loadgen.stream.chunks import StreamChunk, common_tokens, interpret, load_object, parse_chunk
 from loadgen.stream.http1 import TransportError
 from loadgen.stream.sse import SSEDecoder
@@ -29,24 +30,11 @@ from loadgen.stream.transport import StreamConnection
 from loadgen.util import strictjson
 
 
-@dataclass
-class RequestRecord:
-    """The client-side timeline of one streamed request (one line of requests.jsonl).
+@dataclass(slots=True)
+class _Timeline:
+    """What a request's stream fills in while it runs (the client's accumulator); the frozen
+    :class:`RequestRecord` is made from it once the request ended (:func:`stream_request`)."""
 
-    Times are seconds relative to the cell's clock origin. ``chunk_arrivals_s[i]`` is the arrival of
-    the i-th token-bearing chunk and ``chunk_tokens[i]`` the number of tokens it carried. ``phase`` is
-    ``warmup``, ``measured`` or ``cooldown``; only measured requests enter statistics.
-    """
-
-    prompt_id: str
-    role: str
-    workload: str
-    concurrency: int
-    phase: str
-    scheduled_s: float
-    arrival_s: float | None = None
-    level: str = ""
-    repetition: int = 0
     send_s: float = 0.0
     chunk_arrivals_s: list[float] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
@@ -54,47 +42,9 @@ class RequestRecord:
     finish_reason: str | None = None
     usage_prompt_tokens: int | None = None
     usage_completion_tokens: int | None = None
-    requested_output_tokens: int = 0
     http_status: int | None = None
     error: str | None = None
     done_s: float | None = None
-
-    @property
-    def warmup(self) -> bool:
-        """True for requests excluded from statistics (warmup and cooldown)."""
-        return self.phase != "measured"
-
-    @property
-    def output_tokens(self) -> int:
-        """Generated tokens counted from the chunks' token ids."""
-        return sum(self.chunk_tokens)
-
-    @property
-    def ok(self) -> bool:
-        """True when the stream finished without error and carried at least one token."""
-        return self.error is None and bool(self.chunk_tokens)
-
-    @property
-    def usage_mismatch(self) -> bool:
-        """True when the final usage's completion_tokens disagrees with the counted token ids."""
-        return self.usage_completion_tokens is not None and self.usage_completion_tokens != self.output_tokens
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RequestRecord:
-        """Inverse of :meth:`to_json`; unknown keys are ignored (records of older runs load too). A record
-        of an older run that ended with neither error nor token gets the ``no-tokens`` error it has today."""
-        known = {f.name for f in fields(cls)}
-        data = dict(data)
-        if "phase" not in data:
-            data["phase"] = "warmup" if data.get("warmup") else "measured"
-        record = cls(**{k: v for k, v in data.items() if k in known})
-        if record.error is None and not record.chunk_tokens:
-            record.error = no_tokens_error(record)
-        return record
 
 
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> dict[str, Any]:
@@ -137,59 +87,53 @@ async def stream_request(
     record: RequestRecord,
     endpoint: str = "completions",
 ) -> RequestRecord:
-    """Send ``body`` as a streaming POST on ``conn`` and fill ``record`` with its timeline.
+    """Send ``body`` as a streaming POST on ``conn``; returns ``record`` with its timeline filled in.
 
     Times come from ``conn.clock`` (seconds on the cell's clock): ``send_s`` right before the request
     bytes were written (the call's start when it never was, e.g. connection refused), chunk arrivals
     as their bytes came off the socket, ``done_s`` when the response was read to its end. The response
     is always drained to its end, even after ``[DONE]`` or an error event, so ``conn`` stays reusable.
-    Never raises for request failures: they end up in ``record.error`` (``record.http_status`` holds
+    Never raises for request failures: they end up in the record's ``error`` (``http_status`` holds
     the status when one came). A transport failure after ``[DONE]`` (while draining) is not an error
     of the request: its timeline is complete, and the connection reconnects for the next one. A NaN or
     infinite number in ``body`` is never sent: ValueError (strictjson.body).
     """
     clock = conn.clock
     payload = strictjson.body(body)
-    record.send_s = clock()
-    reader = _Reader(record)
+    line = _Timeline(send_s=clock())
+    reader = _Reader(line)
     try:
         response = await conn.post_stream(endpoint_path(endpoint), payload)
-        record.send_s, record.http_status = response.sent_s, response.status
+        line.send_s, line.http_status = response.sent_s, response.status
         if response.status != 200:
-            record.error = f"HTTP {response.status}"  # kept if the error body cannot be read
+            line.error = f"HTTP {response.status}"  # kept if the error body cannot be read
             text = (await response.read()).decode("utf-8", "replace")
-            record.error = f"HTTP {response.status}: {text[:300]}"
-            return record
-        reader.last = record.send_s
-        await response.deliver(reader.feed)
-        reader.close()
+            line.error = f"HTTP {response.status}: {text[:300]}"
+        else:
+            reader.last = line.send_s
+            await response.deliver(reader.feed)
+            reader.close()
     except TransportError as exc:
         if conn.sent_s is not None:
-            record.send_s = conn.sent_s
-        if not reader.over and record.error is None:
-            record.error = str(exc)
+            line.send_s = conn.sent_s
+        if not reader.over and line.error is None:
+            line.error = str(exc)
     finally:
-        record.done_s = clock()
-        if record.error is None and not record.chunk_tokens:
-            record.error = no_tokens_error(record)
-    return record
-
-
-def no_tokens_error(record: RequestRecord) -> str:
-    """The error line of a request that ended without error and without a token-bearing chunk (only
-    ``[DONE]``, a role chunk or a usage chunk): it failed, category ``no_tokens`` (faults.py)."""
-    return (f"no-tokens: HTTP {record.http_status} stream ended with no token-bearing chunk (finish_reason "
-            f"{record.finish_reason}, usage completion_tokens {record.usage_completion_tokens})")
+        line.done_s = clock()
+    done = replace(record, **{name: getattr(line, name) for name in _Timeline.__slots__})
+    if done.error is None and not done.chunk_tokens:
+        done = replace(done, error=no_tokens_error(done))
+    return done
 
 
 class _Reader:
-    """Folds a response body, piece by piece, into a record: SSE events, then chunks (:func:`_absorb`).
+    """Folds a response body, piece by piece, into a request's timeline: SSE events, then chunks (:func:`_absorb`).
     ``over`` once ``[DONE]``, an error event or a malformed chunk was seen: later pieces are ignored."""
 
-    __slots__ = ("decoder", "last", "over", "record")
+    __slots__ = ("decoder", "last", "line", "over")
 
-    def __init__(self, record: RequestRecord) -> None:
-        self.record, self.decoder, self.over, self.last = record, SSEDecoder(), False, 0.0
+    def __init__(self, line: _Timeline) -> None:
+        self.line, self.decoder, self.over, self.last = line, SSEDecoder(), False, 0.0
 
     def feed(self, arrival_s: float, raw: bytes) -> None:
         """One body piece read at ``arrival_s`` (s, the cell clock)."""
@@ -199,12 +143,12 @@ class _Reader:
         if (data := self.decoder.lone_data(raw)) is not None and (obj := load_object(data)) is not None:
             # the common piece, one whole event: no decoding; the common chunk: no StreamChunk either
             if (common := common_tokens(obj)) is not None:
-                _take_tokens(self.record, common[0], common[1], arrival_s)
+                _take_tokens(self.line, common[0], common[1], arrival_s)
             else:
-                self.over = _absorb(self.record, interpret(obj), arrival_s)
+                self.over = _absorb(self.line, interpret(obj), arrival_s)
             return
         for event in self.decoder.feed(raw):
-            if _absorb(self.record, parse_chunk(event.data), arrival_s):
+            if _absorb(self.line, parse_chunk(event.data), arrival_s):
                 self.over = True
                 return
 
@@ -212,37 +156,37 @@ class _Reader:
         """The body ended: an event left without its closing blank line counts too."""
         if not self.over:
             for event in self.decoder.close():
-                if _absorb(self.record, parse_chunk(event.data), self.last):
+                if _absorb(self.line, parse_chunk(event.data), self.last):
                     self.over = True
                     return
 
 
-def _absorb(record: RequestRecord, chunk: StreamChunk, now: float) -> bool:
-    """Fold one interpreted SSE event into ``record``; True when the stream is over (done or error)."""
+def _absorb(line: _Timeline, chunk: StreamChunk, now: float) -> bool:
+    """Fold one interpreted SSE event into ``line``; True when the stream is over (done or error)."""
     if chunk.kind == "done":
         return True
     if chunk.kind in ("error", "malformed"):
-        record.error = f"{chunk.kind}: {chunk.error}"
+        line.error = f"{chunk.kind}: {chunk.error}"
         return True
     if chunk.text and not chunk.has_token_ids:
-        record.error = ("no-token-ids: the server streamed text without token_ids, so tokens cannot be counted; "
-                        "it needs the return_token_ids request field (vLLM >= 0.10.2)")
+        line.error = ("no-token-ids: the server streamed text without token_ids, so tokens cannot be counted; "
+                      "it needs the return_token_ids request field (vLLM >= 0.10.2)")
         return True
-    _take_tokens(record, chunk.token_ids, chunk.finish_reason, now)
+    _take_tokens(line, chunk.token_ids, chunk.finish_reason, now)
     if chunk.usage is not None:
-        record.usage_prompt_tokens = chunk.usage.prompt_tokens
-        record.usage_completion_tokens = chunk.usage.completion_tokens
+        line.usage_prompt_tokens = chunk.usage.prompt_tokens
+        line.usage_completion_tokens = chunk.usage.completion_tokens
     return False
 
 
-def _take_tokens(record: RequestRecord, token_ids: Sequence[int], finish_reason: str | None, now: float) -> None:
+def _take_tokens(line: _Timeline, token_ids: Sequence[int], finish_reason: str | None, now: float) -> None:
     """A data chunk's tokens (a token-bearing chunk when ``token_ids`` is not empty) and finish reason."""
     if token_ids:
-        record.chunk_arrivals_s.append(now)
-        record.chunk_tokens.append(len(token_ids))
-        record.token_ids.extend(token_ids)
+        line.chunk_arrivals_s.append(now)
+        line.chunk_tokens.append(len(token_ids))
+        line.token_ids.extend(token_ids)
     if finish_reason is not None:
-        record.finish_reason = finish_reason
+        line.finish_reason = finish_reason
 
 
 def monotonic_clock(origin: float) -> Callable[[], float]:

@@ -45,7 +45,8 @@ import httpx
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
-from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.records.request import RequestRecord
+from loadgen.stream.client import build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
 
 T = TypeVar("T")
@@ -84,7 +85,7 @@ class _Cell:
             level=self.plan.level.label, repetition=self.plan.repetition,
         )
         body = build_payload(prompt, self.sampling, self.model) | {"cache_salt": self.plan.cache_salt}
-        await stream_request(conn, body, record, self.plan.endpoint)
+        record = await stream_request(conn, body, record, self.plan.endpoint)
         if phase == "measured":
             self.records.append(record)
         self.on_record(record)

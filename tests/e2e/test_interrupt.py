@@ -97,7 +97,7 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     pair = load_pair("tests/data/pairs/interrupt.toml")
     fresh = plan_cells(pair)
     prompts = [p for c in fresh for p in (*c.warmup, *c.measured, *c.cooldown)]
-    expected = protocol(pair, fresh, prompts, probe_host())
+    expected = protocol(pair, fresh, prompts, probe_host()).to_json()
     saved = json.loads(protocol_before)
     assert saved["cells"] == expected["cells"] and saved["prompts_sha256"] == expected["prompts_sha256"]
     assert [(c["workload"], c["level"]) for c in final["cells"]] == list(

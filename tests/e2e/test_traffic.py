@@ -19,9 +19,10 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt, Workload, generate, load_tokenizer
 from loadgen.prom.deltas import spec_decode_delta
 from loadgen.prom.scrape import scrape
+from loadgen.records.request import RequestRecord
 from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
-from loadgen.stream.client import RequestRecord, build_payload
+from loadgen.stream.client import build_payload
 from loadgen.stream.runner import run_cell
 from tests.e2e.conftest import _require_engine
 

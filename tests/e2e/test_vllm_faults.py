@@ -10,8 +10,8 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
+from loadgen.records.request import RequestRecord
 from loadgen.serve import servers
-from loadgen.stream.client import RequestRecord
 from loadgen.stream.runner import run_cell
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from loadgen.measure.blockstate import block_state, pair_flags, state_notes
 from loadgen.prom.exposition import Snapshot, parse_metrics
+from loadgen.records.cell import CellEntry
 
 NAMES = ("plain", "speculative")
 
@@ -206,9 +207,9 @@ def test_every_difference_is_listed_in_order_with_the_given_names() -> None:
 # --- state_notes ------------------------------------------------------------------------------------------
 
 
-def line(block: int, st: dict[str, Any] | None) -> dict[str, Any]:
+def line(block: int, st: dict[str, Any] | None) -> CellEntry:
     """A cells.jsonl line of block ``block`` with its state."""
-    return {"repetition": block, "state": st}
+    return CellEntry("speculative", "w", 1, repetition=block, state=st)
 
 
 def eager(st: dict[str, Any], batch: int, ceiling: int = 512) -> dict[str, Any]:
@@ -236,7 +237,11 @@ def test_state_notes_skip_a_block_that_plain_did_not_record() -> None:
 
 
 def test_state_notes_treat_a_line_without_repetition_as_block_zero() -> None:
-    entries = {"plain": [{"state": state(load=0.0)}], "speculative": [{"state": state(load=4.0)}]}
+    def unnumbered(role: str, load: float) -> CellEntry:  # a line with no repetition key
+        return CellEntry.from_json({"role": role, "workload": "w", "concurrency": 1, "state": state(load=load)},
+                                   source="test")
+
+    entries = {"plain": [unnumbered("plain", 0.0)], "speculative": [unnumbered("speculative", 4.0)]}
     assert state_notes(entries) == [
         "block 0: the state differs between plain and speculative: host load average plain 0.00 vs "
         "speculative 4.00"]
@@ -262,9 +267,8 @@ def test_state_notes_do_not_flag_eager_steps_when_plain_runs_eager_too() -> None
     assert state_notes(entries) == []
 
 
-def _line(role: str, block: int, waiting: float | None, rate: float | None = None) -> dict[str, Any]:
-    return {"role": role, "repetition": block, "concurrency": 64, "rate_rps": rate,
-            "state": {"engine": {"waiting_max": waiting}}}
+def _line(role: str, block: int, waiting: float | None, rate: float | None = None) -> CellEntry:
+    return CellEntry(role, "w", 64, repetition=block, rate_rps=rate, state={"engine": {"waiting_max": waiting}})
 
 
 def test_waiting_requests_in_closed_loop_blocks_are_named_with_their_count() -> None:

@@ -8,6 +8,7 @@ generated, 100 drafts of K = 3 (300 draft tokens), 150 accepted (70, 50, 30 per 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.metricnames import resolve
 from loadgen.prom.scrape import read_gauges, server_histograms, summarize_gauges
-from loadgen.stream.client import RequestRecord
+from loadgen.records.cell import CellEntry
+from loadgen.records.request import RequestRecord
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -56,6 +58,19 @@ def entry_of(before: prom.Snapshot, after: prom.Snapshot, sent: int, failed: int
             "client_sent_requests": sent, "client_window_failed": failed, **server_counters(before, after)}
 
 
+def _e(fields: Mapping[str, Any]) -> CellEntry:
+    """A cells.jsonl line of these fields (role, workload and concurrency filled in)."""
+    return CellEntry.from_json({"role": "speculative", "workload": "w", "concurrency": 1, **fields}, source="test")
+
+
+def _es(lines: Sequence[Mapping[str, Any]]) -> list[CellEntry]:
+    return [_e(x) for x in lines]
+
+
+def _roles(by_role: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, list[CellEntry]]:
+    return {role: _es(lines) for role, lines in by_role.items()}
+
+
 # --- 1. a restart inside a cell ------------------------------------------------------------------------
 
 
@@ -63,8 +78,8 @@ def test_counters_going_backwards_are_a_restart() -> None:
     before = prom.parse_metrics(text("spec_t1"))
     after = prom.parse_metrics(text("spec_t2_engine1_restarted"))
     entry = entry_of(before, after, sent=3)
-    assert restart_evidence(entry) == ["spec-decode counters went backwards"]
-    counters, why = usable_counters([entry])
+    assert restart_evidence(_e(entry)) == ["spec-decode counters went backwards"]
+    counters, why = usable_counters(_es([entry]))
     assert counters is None
     assert why == "server restarted inside the cell: spec-decode counters went backwards"
 
@@ -74,28 +89,29 @@ def test_a_changed_process_start_time_is_a_restart_the_counters_miss() -> None:
     before, after = started(text("spec_t0"), 1795982598.0), started(text("spec_t1"), 1795982700.0)
     entry = entry_of(before, after, sent=10)
     assert entry["spec_decode"]["reset"] is False
-    assert restart_evidence(entry) == ["process_start_time_seconds changed 1795982598 → 1795982700"]
-    assert usable_counters([entry])[0] is None
+    assert restart_evidence(_e(entry)) == ["process_start_time_seconds changed 1795982598 → 1795982700"]
+    assert usable_counters(_es([entry]))[0] is None
     same = entry_of(started(text("spec_t0"), 1795982598.0), started(text("spec_t1"), 1795982598.0), sent=10)
-    assert restart_evidence(same) == []
-    assert usable_counters([same])[0] == SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0, 30.0), False)
+    assert restart_evidence(_e(same)) == []
+    assert usable_counters(_es([same]))[0] == SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0, 30.0), False)
 
 
 def test_fewer_finished_requests_than_loadgen_completed_is_a_restart() -> None:
     before, after = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
-    assert restart_evidence(entry_of(before, after, sent=10)) == []
+    assert restart_evidence(_e(entry_of(before, after, sent=10))) == []
     # 2 of 12 failed on the client: the server need not have finished them
-    assert restart_evidence(entry_of(before, after, sent=12, failed=2)) == []
-    assert restart_evidence(entry_of(before, after, sent=11)) == ["server finished 10 requests, loadgen completed 11"]
+    assert restart_evidence(_e(entry_of(before, after, sent=12, failed=2))) == []
+    assert restart_evidence(_e(entry_of(before, after, sent=11))) == [
+        "server finished 10 requests, loadgen completed 11"]
 
 
 def test_a_restarted_repetition_is_left_out_of_the_cells_acceptance() -> None:
     before, after = started(text("spec_t0"), 1.0), started(text("spec_t1"), 1.0)
     good = entry_of(before, after, sent=10) | {"repetition": 0}
     bad = entry_of(before, started(text("spec_t1"), 2.0), sent=10) | {"repetition": 1}
-    counters, why = usable_counters([good, bad])
+    counters, why = usable_counters(_es([good, bad]))
     assert counters == SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0, 30.0), False) and why is None
-    notes = cell_notes({"speculative": [good, bad]}, {"method": "draft_model", "num_speculative_tokens": 3})
+    notes = cell_notes(_roles({"speculative": [good, bad]}), {"method": "draft_model", "num_speculative_tokens": 3})
     assert notes == ["speculative rep 1: acceptance not measurable, the server restarted inside the cell "
                      "(process_start_time_seconds changed 1 → 2)"]
 
@@ -173,7 +189,7 @@ def test_older_names_give_the_same_figures_and_say_so() -> None:
     icl = server_histograms(before, after)["icl_s"]
     assert icl["metric"] == "vllm:time_per_output_token_seconds" and icl["count"] == 20.0
     assert icl["p50"] == pytest.approx(0.01)
-    notes = cell_notes({"plain": [{"gauges": summary, "server_histograms": {"icl_s": icl}}]}, {})
+    notes = cell_notes(_roles({"plain": [{"gauges": summary, "server_histograms": {"icl_s": icl}}]}), {})
     assert notes == ["plain: read older vLLM metric names: vllm:gpu_cache_usage_perc (for vllm:kv_cache_usage_perc), "
                      "vllm:time_per_output_token_seconds (for vllm:inter_token_latency_seconds)"]
 
@@ -208,10 +224,10 @@ def test_invariant_violations_name_the_numbers() -> None:
 def test_an_invariant_violation_is_a_card_note() -> None:
     entry = {"spec_decode": {"num_drafts": 100, "num_draft_tokens": 290, "num_accepted_tokens": 150,
                              "accepted_per_position": [70, 50, 30], "reset": False}}
-    assert cell_notes({"speculative": [entry]}, {"method": "draft_model", "num_speculative_tokens": 3}) == [
+    assert cell_notes(_roles({"speculative": [entry]}), {"method": "draft_model", "num_speculative_tokens": 3}) == [
         "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
     # ngram proposes only the matches it finds: no inconsistency, the mean depth beside K instead
-    assert cell_notes({"speculative": [entry]}, {"method": "ngram", "num_speculative_tokens": 3}) == [
+    assert cell_notes(_roles({"speculative": [entry]}), {"method": "ngram", "num_speculative_tokens": 3}) == [
         "speculative: mean verified tokens per step 2.90 of K = 3 (ngram proposes only the matches it finds: "
         "fewer than K per step is by design)"]
 
@@ -235,12 +251,12 @@ def test_generation_tokens_against_the_clients_count() -> None:
     before, after = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
     entry = entry_of(before, after, sent=10) | {"client_window_output_tokens": 500}
     assert entry["server_generation_tokens"] == 500.0
-    assert token_mismatch(entry) is None
-    assert token_mismatch(entry | {"client_window_output_tokens": 496}) is None  # within 1%
-    assert token_mismatch(entry | {"client_window_output_tokens": 480}) == (
+    assert token_mismatch(_e(entry)) is None
+    assert token_mismatch(_e(entry | {"client_window_output_tokens": 496})) is None  # within 1%
+    assert token_mismatch(_e(entry | {"client_window_output_tokens": 480})) == (
         "server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 (+4.2%)")
-    assert token_mismatch(entry | {"client_window_output_tokens": 480, "foreign_traffic": True}) is None
-    notes = cell_notes({"plain": [entry | {"client_window_output_tokens": 480, "spec_decode": None}]}, {})
+    assert token_mismatch(_e(entry | {"client_window_output_tokens": 480, "foreign_traffic": True})) is None
+    notes = cell_notes(_roles({"plain": [entry | {"client_window_output_tokens": 480, "spec_decode": None}]}), {})
     assert notes == ["plain: server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 "
                      "(+4.2%)"]
 
@@ -259,8 +275,8 @@ def test_kv_capacity_loss_over_ten_percent_is_a_note() -> None:
 def test_entries_of_older_runs_subtract_their_failed_requests() -> None:
     # no client_window_failed field: the entry's measured errors stand in for it
     older = {"server_finished_requests": 8.0, "client_sent_requests": 10, "errors": 2}
-    assert restart_evidence(older) == []
-    assert restart_evidence(older | {"errors": 1}) == ["server finished 8 requests, loadgen completed 9"]
+    assert restart_evidence(_e(older)) == []
+    assert restart_evidence(_e(older | {"errors": 1})) == ["server finished 8 requests, loadgen completed 9"]
 
 
 # --- 7. counters per engine (data parallel) ------------------------------------------------------------
@@ -281,13 +297,13 @@ def test_one_engine_reset_keeps_the_other_engines_acceptance() -> None:
     entry = held_entry(started(text("spec_t1"), 5.0), started(text("spec_t2_engine1_restarted"), 5.0), sent=3)
     assert (entry["server_engines"], entry["server_reset_engines"]) == (["0", "1"], ["1"])
     assert entry["server_generation_tokens"] == 100.0  # engine 0's 800 - 700; engine 1 left out
-    assert restart_evidence(entry) == []  # the finished-requests comparison skips a partly reset server
-    counters, why = usable_counters([entry])
+    assert restart_evidence(_e(entry)) == []  # the finished-requests comparison skips a partly reset server
+    counters, why = usable_counters(_es([entry]))
     assert why is None and counters == SpecDecodeCounters(30.0, 90.0, 45.0, (20.0, 15.0, 10.0), False,
                                                           ("0", "1"), ("1",))
     assert counters.num_accepted_tokens / counters.num_draft_tokens == 0.5  # acceptance rate of engine 0
-    assert token_mismatch(entry | {"client_window_output_tokens": 130}) is None  # engine 1's tokens uncounted
-    notes = cell_notes({"speculative": [entry]}, {"method": "draft_model", "num_speculative_tokens": 3})
+    assert token_mismatch(_e(entry | {"client_window_output_tokens": 130})) is None  # engine 1's tokens uncounted
+    notes = cell_notes(_roles({"speculative": [entry]}), {"method": "draft_model", "num_speculative_tokens": 3})
     assert notes == ["speculative: counters of engine 1 went backwards inside the cell (reset), left out: "
                      "acceptance from engine 0 whose counters held"]
 
@@ -298,9 +314,9 @@ def test_every_engine_reset_is_a_whole_restart() -> None:
              "spec_decode": {"num_drafts": 7, "num_draft_tokens": 14, "num_accepted_tokens": 6,
                              "accepted_per_position": [4, 2], "reset": True, "engines": ["0", "1"],
                              "reset_engines": ["0", "1"]}}
-    assert restart_evidence(entry) == ["spec-decode counters went backwards on every engine (0, 1)",
+    assert restart_evidence(_e(entry)) == ["spec-decode counters went backwards on every engine (0, 1)",
                                        "request and token counters went backwards on every engine (0, 1)"]
-    assert usable_counters([entry]) == (None, "server restarted inside the cell: spec-decode counters went "
+    assert usable_counters(_es([entry])) == (None, "server restarted inside the cell: spec-decode counters went "
                                               "backwards on every engine (0, 1); request and token counters "
                                               "went backwards on every engine (0, 1)")
 
@@ -312,8 +328,8 @@ def test_a_missing_request_counter_is_no_restart_evidence() -> None:
     cut = [prom.Snapshot(tuple(x for x in s.samples if not x.name.startswith(strip)), s.types) for s in (before, after)]
     entry = held_entry(cut[0], cut[1], sent=10)
     assert entry["server_finished_requests"] is None and entry["server_generation_tokens"] == 500.0
-    assert restart_evidence(entry) == []
-    assert usable_counters([entry])[0] is not None
+    assert restart_evidence(_e(entry)) == []
+    assert usable_counters(_es([entry]))[0] is not None
 
 
 # --- 8. K as declared: adaptive verification -----------------------------------------------------------
@@ -334,18 +350,18 @@ def test_a_declared_adaptive_config_has_no_fixed_k(extra: dict[str, Any], why: s
     config = {"method": "eagle3", "num_speculative_tokens": 3} | extra
     assert k_variable(config) == why
     # 290 < 3 x 100 is by design here: no inconsistency, the mean depth beside K
-    assert cell_notes({"speculative": [SHORT]}, config) == [
+    assert cell_notes(_roles({"speculative": [SHORT]}), config) == [
         f"speculative: mean verified tokens per step 2.90 of K = 3 ({why}: fewer than K per step is by design)"]
     # never more than K per draft, adaptive or not
     over = {"spec_decode": SHORT["spec_decode"] | {"num_draft_tokens": 310}}
-    assert cell_notes({"speculative": [over]}, config)[0] == (
+    assert cell_notes(_roles({"speculative": [over]}), config)[0] == (
         "speculative: spec-decode counters inconsistent: draft tokens 310 ≠ K × drafts = 3 × 100 = 300")
 
 
 def test_adaptive_verification_off_keeps_k_fixed() -> None:
     config = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": False}
     assert k_variable(config) is None
-    assert cell_notes({"speculative": [SHORT]}, config) == [
+    assert cell_notes(_roles({"speculative": [SHORT]}), config) == [
         "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
 
 

@@ -18,12 +18,12 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
+from loadgen.records.request import RequestRecord
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from loadgen.report.rundir import load_records
 from loadgen.report.summary import print_summary
 from loadgen.run.cell import run_cell_on
-from loadgen.stream.client import RequestRecord
 from tests.support.fakerun import attached, fetch_one, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
@@ -54,10 +54,10 @@ def test_an_old_record_without_error_or_token_loads_as_no_tokens() -> None:
     old = {"prompt_id": "p", "role": "plain", "workload": "w", "concurrency": 1, "warmup": False,
            "scheduled_s": 0.0, "send_s": 0.1, "http_status": 200, "error": None, "chunk_arrivals_s": [],
            "chunk_tokens": []}  # an older requests.jsonl line: no phase, no finish_reason
-    r = RequestRecord.from_json(old)
+    r = RequestRecord.from_json(old, source="requests.jsonl line 1")
     assert r.phase == "measured" and r.finish_reason is None
     assert r.error is not None and classify(r.error) == "no_tokens"
-    ok = RequestRecord.from_json(old | {"chunk_arrivals_s": [0.2], "chunk_tokens": [1]})
+    ok = RequestRecord.from_json(old | {"chunk_arrivals_s": [0.2], "chunk_tokens": [1]}, source="requests.jsonl line 2")
     assert ok.error is None and ok.finish_reason is None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loadgen.measure.cellratios import METRICS, blocked_ratios
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 
 def _records(role: str, ttfts: list[float], block: int) -> list[RequestRecord]:

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from loadgen.measure.steptime import burst_share, client_step_s, role_steps, server_step_s
+from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import build_card
 from loadgen.run.flow import finish_card
-from loadgen.stream.client import RequestRecord
 
 STEP_S = 0.0025  # the engine's step
 EPS_S = 30e-6  # the client's cost per event: chunks read together are stamped this far apart

@@ -10,7 +10,7 @@ import pytest
 from loadgen.measure.traceslo import attainment, trace_capacity
 from loadgen.measure.tracewindows import EVEN, LOSES, PAYS, UNKNOWN, in_flight, schedule_lag, shares, trace_windows
 from loadgen.profile.pair import SLO
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 
 
 def _rec(role: str, i: int, due: float, tpot: float, ttft: float = 0.1, lag: float = 0.0, tokens: int = 5,

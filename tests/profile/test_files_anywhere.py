@@ -48,7 +48,7 @@ def test_a_workload_and_its_prompt_file_beside_the_pair_file(tmp_path: Path) -> 
     run.mkdir(parents=True)
     (run / "pair.toml").write_text(pair.path.read_text())
     (run / "prompts.jsonl").write_text("")
-    (run / "protocol.json").write_text(json.dumps(protocol(pair, [], [], {}) | {"cells": []}))
+    (run / "protocol.json").write_text(json.dumps(protocol(pair, [], [], {}).to_json() | {"cells": []}))
     assert [w.name for w in replay_protocol(run / "protocol.json")[0].workloads] == ["chat"]
 
 

@@ -22,11 +22,11 @@ from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.prom import exposition as prom
+from loadgen.records.request import RequestRecord
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from loadgen.run import cell as cell_module
 from loadgen.run.cell import run_cell_on
-from loadgen.stream.client import RequestRecord
 from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 

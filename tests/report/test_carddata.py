@@ -18,8 +18,8 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.measure.judging import NOT_DECLARED
+from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import CARD_SCHEMA, build_card
-from loadgen.stream.client import RequestRecord
 
 PLAIN_TPOT = {1: 0.02, 2: 0.02}
 SPEC_TPOT = {1: 0.01, 2: 0.03}

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from loadgen.records.request import RequestRecord
 from loadgen.report.plots import crossover, crossover_points, render_plots
-from loadgen.stream.client import RequestRecord
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LEVELS = (1, 2, 4, 8)

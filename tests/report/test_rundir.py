@@ -7,6 +7,7 @@ import math
 from datetime import UTC, datetime
 from pathlib import Path
 
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import (
     JsonlAppender,
     append_records,
@@ -18,7 +19,6 @@ from loadgen.report.rundir import (
     write_json,
     write_text,
 )
-from loadgen.stream.client import RequestRecord
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 

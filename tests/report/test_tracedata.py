@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from loadgen.records.request import RequestRecord
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.tracedata import sweep_trace
-from loadgen.stream.client import RequestRecord
 
 
 def _rec(role: str, workload: str, i: int, tpot: float) -> RequestRecord:
@@ -29,7 +29,7 @@ TPOT = {"tr@ts1": {"plain": 0.040, "k1": 0.030, "k2": 0.020}, "tr@ts0.5": {"plai
 def _sweep(tmp_path: Path) -> Path:
     proto = {"workloads": [{"name": w, "kind": "trace", "time_scale": s, "window_s": 5.0, "output_tokens": 5}
                            for w, s in (("tr@ts1", 1.0), ("tr@ts0.5", 0.5))],
-             "slo": {"percentile": 90.0, "tpot_s": 0.05}}
+             "slo": {"percentile": 90.0, "tpot_s": 0.05}, "cells": []}
     (tmp_path / "protocol.json").write_text(json.dumps(proto))
     records = [_rec(arm, w, i, tpot * (1 + 0.01 * (i % 3))) for w, arms in TPOT.items() for arm, tpot in arms.items()
                for i in range(20)]
@@ -56,7 +56,7 @@ def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_pa
 
 
 def test_no_trace_no_section(tmp_path: Path) -> None:
-    (tmp_path / "protocol.json").write_text(json.dumps({"workloads": [{"name": "w", "kind": "file"}]}))
+    (tmp_path / "protocol.json").write_text(json.dumps({"workloads": [{"name": "w", "kind": "file"}], "cells": []}))
     (tmp_path / "requests.jsonl").write_text("")
     assert sweep_trace(tmp_path) is None and trace_rows({"trace": None}) == []
     assert "Trace replay" not in render_sweep_markdown(
@@ -90,7 +90,7 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
     (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
     (tmp_path / "protocol.json").write_text(json.dumps({
         "workloads": [{"name": "tr", "kind": "trace", "time_scale": 1.0, "window_s": 5.0, "output_tokens": 5}],
-        "slo": {"percentile": 90.0, "tpot_s": 0.05}}))
+        "slo": {"percentile": 90.0, "tpot_s": 0.05}, "cells": []}))
     ngram = {"method": "ngram", "prompt_lookup_max": 4}
     schedule = {**ngram, "num_speculative_tokens": 2, SCHEDULE_KEY: [[1, 3, 2], [4, 64, 0]]}
     rec = {"workloads": [{"workload": "w", "schedule": {"config": schedule}}]}

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loadgen.records.request import RequestRecord
 from loadgen.report.card import render_markdown
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
-from loadgen.stream.client import RequestRecord
 
 
 def _rec(workload: str, role: str, prompt_tokens: int | None, out: int, phase: str = "measured") -> RequestRecord:

@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadgen.measure.metrics import MeasuredRequest, cell_stats
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.promql import PromQLReader
+from loadgen.records.request import RequestRecord
 from loadgen.run.export import LATENCY_BUCKETS_S, Exporter, PushError
-from loadgen.stream.client import RequestRecord
 from tests.support.promstack import ManagedProcess, PrometheusServer, wait_until
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "loadgen-dashboard.json"

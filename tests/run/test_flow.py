@@ -61,7 +61,7 @@ def test_protocol_replay_gives_the_same_cells(tmp_path: Path) -> None:
     run.mkdir()
     prompts = unique_prompts(cells)
     (run / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
-    proto = protocol(pair, cells, prompts, probe_host())
+    proto = protocol(pair, cells, prompts, probe_host()).to_json()
     order = [["plain", "short-homogeneous", "c1", 0], ["speculative", "short-homogeneous", "c1", 0]]
     (run / "protocol.json").write_text(json.dumps(proto | {"design": proto["design"] | {"order": order}}))
     shutil.copyfile(pair.path, run / "pair.toml")

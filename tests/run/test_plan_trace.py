@@ -54,7 +54,7 @@ def test_a_trace_replays_whole_in_every_block_and_its_protocol_replays(tmp_path:
     assert [p.prompt_id for p in cells[0].measured][:2] == ["tr@ts1-00000-line1", "tr@ts1-00001-line2"]
     assert plan_size(pair)[0] == 7 * 3 * 2  # counted from the line count before anything is generated
     prompts = unique_prompts(cells)
-    proto = protocol(pair, cells, prompts, probe_host())
+    proto = protocol(pair, cells, prompts, probe_host()).to_json()
     w = proto["workloads"][0]
     data = tmp_path / "t.jsonl"
     assert (w["kind"], w["path"], w["source_sha256"], w["source_lines"], list(w["skipped"]), w["time_scale"],

@@ -46,7 +46,7 @@ def test_prompt_file_and_context_lengths_in_the_protocol_and_its_replay(tmp_path
     file_texts = [p.text for p in prompts if p.workload == "f"]
     # 3 blocks x (1 warmup + 4 measured) = 15 prompts over the file's 12 completions lines
     assert len(file_texts) == 15 and len(set(file_texts)) == 12
-    proto = protocol(pair, cells, prompts, probe_host())
+    proto = protocol(pair, cells, prompts, probe_host()).to_json()
     f = proto["workloads"][0]
     data = tmp_path / "p.jsonl"
     assert (f["kind"], f["path"], f["source_sha256"], f["source_lines"], list(f["skipped"])) == (

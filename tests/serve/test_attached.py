@@ -153,7 +153,7 @@ def test_resume_of_an_attach_run_reuses_the_recorded_urls(tmp_path: Path) -> Non
     shutil.copyfile(pair.path, run_dir / "pair.toml")
     with fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, _), \
             fake_server("wrong-name", "vllm032_spec_t0.prom") as (spec_url, _):
-        proto = protocol(pair, cells, prompts, probe_host()) | {
+        proto = protocol(pair, cells, prompts, probe_host()).to_json() | {
             "attach": record({"plain": plain_url, "speculative": spec_url})}
         (run_dir / "protocol.json").write_text(json.dumps(proto))
         # the resumed run checks the recorded servers (here the speculative one serves the wrong name),

@@ -8,8 +8,9 @@ import orjson
 
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
+from loadgen.records.request import RequestRecord
 from loadgen.stream.chunks import common_tokens, interpret
-from loadgen.stream.client import RequestRecord, _absorb, _Reader, build_payload
+from loadgen.stream.client import _absorb, _Reader, _Timeline, build_payload
 from tests.support.fakerun import fetch_one
 from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 
@@ -141,7 +142,7 @@ _MISSING = object()
 def test_the_common_chunk_path_matches_the_general_interpretation() -> None:
     taken = 0
     for obj in _variants():
-        general, fast = _record(), _record()
+        general, fast = _Timeline(), _Timeline()
         general_over = _absorb(general, interpret(obj), 1.5)
         reader = _Reader(fast)
         reader.feed(0.5, b'data: {"x":1}\n\n')  # a first event: the decoder is clean afterwards
@@ -153,7 +154,3 @@ def test_the_common_chunk_path_matches_the_general_interpretation() -> None:
     assert common_tokens({"choices": [{"delta": {"content": "b"}, "token_ids": [7], "finish_reason": "stop"}]}) == (
         [7], "stop")
     assert common_tokens({"choices": [{"text": "a", "token_ids": [True]}]}) is None
-
-
-def _record() -> RequestRecord:
-    return RequestRecord("p", "plain", "w", 1, "measured", 0.0)

@@ -12,7 +12,7 @@ import pytest
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
-from loadgen.stream.client import RequestRecord
+from loadgen.records.request import RequestRecord
 from loadgen.stream.runner import run_cell
 from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 

@@ -14,7 +14,8 @@ import pytest
 
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
-from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.records.request import RequestRecord
+from loadgen.stream.client import build_payload, monotonic_clock, stream_request
 from loadgen.stream.http1 import ChunkedDecoder, TransportError
 from loadgen.stream.transport import StreamConnection, StreamResponse
 from loadgen.stream.wire import _Wire

@@ -19,6 +19,7 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair, Sampling
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
+from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import JsonlAppender, read_jsonl
 from loadgen.run import bench, execute, flow
 from loadgen.run.arms import Arm, build_arms
@@ -26,7 +27,7 @@ from loadgen.run.cell import RunContext
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import probe_host, protocol
 from loadgen.serve import servers
-from loadgen.stream.client import RequestRecord, build_payload, monotonic_clock, stream_request
+from loadgen.stream.client import build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
 from tests.support.scripted_server import DONE, Script, completion_chunk, scripted_server, usage_chunk
 
@@ -88,7 +89,8 @@ def run_folder(root: Path, cells: list[CellSpec]) -> tuple[Pair, Path]:
         (run_dir / sub).mkdir(parents=True)
     prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     (run_dir / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
-    (run_dir / "protocol.json").write_text(json.dumps(protocol(pair, cells, prompts, probe_host()), default=str))
+    proto = protocol(pair, cells, prompts, probe_host()).to_json()
+    (run_dir / "protocol.json").write_text(json.dumps(proto, default=str))
     shutil.copyfile(pair.path, run_dir / "pair.toml")
     return pair, run_dir
 

@@ -1,0 +1,119 @@
+"""One cell on one server, one block: :class:`CellEntry`, one line of ``cells.jsonl``.
+
+Built by run/cellentry.py (``cell_entry``) from what the cell produced, completed by run/cell.py with the
+observers' fields (``push_error``, ``promql``: run/observe.py) and the block's ``state``
+(measure/blockstate.py), appended to ``cells.jsonl`` when the cell ends; read back by report/ (the card,
+the sweep card), run/ (``--resume``, sizing, the sweep split) and measure/ (counter checks, block state,
+step times). Times in s, rates per s, counts in requests or tokens (docs/metrics.md, "Counter deltas,
+resets and restart evidence").
+
+Server data that loadgen passes on as read keeps its shape as a documented mapping: ``spec_decode`` (the
+spec-decode counter deltas, prom/deltas.py ``SpecDecodeCounters`` fields, with K and the mean verified
+tokens per step of measure/counterchecks.py ``verification_depth``; None without spec-decode counters),
+``server_histograms`` (prom/scrape.py ``server_histograms``), ``gauges`` (prom/scrape.py
+``summarize_gauges``), ``client`` (``cpu_s``, ``cpu_cores``, ``send_lag_s``: measure/metrics.py
+``ClientUse``), ``promql`` (run/observe.py) and ``state`` (measure/blockstate.py ``block_state``).
+
+A line of older code lacks some fields: each takes the default below (None where absence means "not
+recorded"), and ``keys`` keeps the line's own keys in their order, so it writes back byte-identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Self
+
+from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, Where, list_of, map_of, maybe, obj
+from loadgen.records.wire import field as read
+
+_NONE = maybe(NUM)
+
+
+@dataclass(frozen=True)
+class CellEntry:
+    """One ``cells.jsonl`` line (module docstring). ``role``, ``workload`` and ``concurrency`` are required."""
+
+    role: str
+    workload: str
+    concurrency: int
+    level: str = ""
+    rate_rps: float | None = None
+    repetition: int = 0
+    started_utc: str | None = None
+    duration_s: float = 0.0
+    measured_prompt_ids: list[str] = field(default_factory=list)
+    warmup_prompt_ids: list[str] = field(default_factory=list)
+    spec_decode: Mapping[str, Any] | None = None
+    server_histograms: Mapping[str, Any] = field(default_factory=dict)
+    gauges: Mapping[str, Any] | None = None  # None: a line without the summarized gauges
+    server_finished_requests: float | None = None
+    client_sent_requests: int | None = None
+    foreign_traffic: bool = False
+    client_window_failed: int | None = None  # older lines: None, the errors count stands in
+    client_window_output_tokens: int | None = None
+    server_generation_tokens: float | None = None
+    server_engines: list[str] = field(default_factory=list)
+    server_reset_engines: list[str] = field(default_factory=list)
+    process_start_time_s: list[float | None] = field(default_factory=lambda: [None, None])
+    errors: int = 0
+    error_categories: Mapping[str, int] = field(default_factory=dict)
+    usage_mismatches: int = 0
+    output_length_mismatches: int = 0
+    metrics_error: str | None = None
+    failure: str | None = None
+    notes: list[str] = field(default_factory=list)
+    client: Mapping[str, Any] = field(default_factory=dict)
+    restart_evidence: list[str] = field(default_factory=list)
+    push_error: str | None = None
+    promql: Mapping[str, Any] | None = None
+    state: Mapping[str, Any] | None = None
+    #: The line's keys in their order on disk (every field's, in this order, for an entry built anew).
+    keys: tuple[str, ...] = field(default=(), compare=False)
+    #: Keys this code does not know (a line of other code), kept as read.
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The cell's (workload, level label); ``c<concurrency>`` for a line written before levels had labels
+        (as profile/cells.py ``CellKey.named``)."""
+        return self.workload, self.level or f"c{int(self.concurrency or 0)}"
+
+    def with_fields(self, **values: Any) -> Self:
+        """This entry with ``values`` set, new keys written after the line's own."""
+        return replace(self, **values, keys=(*self.keys, *(k for k in values if k not in self.keys)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``cells.jsonl`` line: the line's keys in their order (:attr:`keys`; every field's for one built
+        anew)."""
+        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys or _KINDS}
+
+    @classmethod
+    def from_json(cls, data: object, *, source: str) -> Self:
+        """Inverse of :meth:`to_json`, checked: a missing required field or a value of the wrong kind raises
+        BadInput (exit 2) naming ``source`` (the file and line), the field and the fix."""
+        where = Where(source)
+        d = obj(data, where)
+        values = {k: read(d, k, kind, where) for k, kind in _KINDS.items() if k in d or k in _REQUIRED}
+        return cls(**values, keys=tuple(d), extra={k: v for k, v in d.items() if k not in _KINDS})
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Self:
+        """An entry built anew from its fields (run/cellentry.py), checked as a line read back would be."""
+        return cls.from_json(dict(values), source="the cell entry being built")
+
+
+#: Each field's kind on disk.
+_KINDS: dict[str, Kind] = {
+    "role": STR, "workload": STR, "concurrency": INT, "level": STR, "rate_rps": _NONE, "repetition": INT,
+    "started_utc": maybe(STR), "duration_s": NUM, "measured_prompt_ids": list_of(STR),
+    "warmup_prompt_ids": list_of(STR), "spec_decode": maybe(OBJ), "server_histograms": OBJ, "gauges": maybe(OBJ),
+    "server_finished_requests": _NONE, "client_sent_requests": maybe(INT), "foreign_traffic": BOOL,
+    "client_window_failed": maybe(INT), "client_window_output_tokens": maybe(INT),
+    "server_generation_tokens": _NONE, "server_engines": list_of(STR), "server_reset_engines": list_of(STR),
+    "process_start_time_s": list_of(_NONE), "errors": INT, "error_categories": map_of(INT),
+    "usage_mismatches": INT, "output_length_mismatches": INT, "metrics_error": maybe(STR), "failure": maybe(STR),
+    "notes": list_of(STR), "client": OBJ, "restart_evidence": list_of(STR), "push_error": maybe(STR),
+    "promql": maybe(OBJ), "state": maybe(OBJ),
+}
+_REQUIRED = ("role", "workload", "concurrency")

@@ -1,0 +1,167 @@
+"""How a run was measured, everything needed to repeat it: :class:`Protocol`, ``protocol.json``
+(``loadgen.protocol/1``), with its cells (:class:`ProtocolCell`).
+
+Written by run/plan.py (``protocol``) when a run or sweep folder is made, completed by run/flow.py and
+run/sweep.py (``engine_version``, ``attach``, the design's arms and order, a sweep's ``candidates``),
+rewritten by run/execute.py when blocks are added and cut per candidate by run/sweepsplit.py
+(``sweep_candidate``); read back by ``loadgen compare --protocol`` / ``--resume`` (run/plan.py
+``replay_protocol``), ``loadgen sweep --resume`` and ``loadgen report`` (report/runfiles.py, savedcard.py,
+sweepdata.py, tracedata.py), always through report/rundir.py ``read_protocol``, which checks it here.
+
+The parts a run passes on as declared or probed keep their shape as documented mappings: ``target`` and
+``draft`` (check/hashes.py ``model_hashes``), ``speculative_config`` (the pair file's ``[speculative]``
+table, vLLM's ``SpeculativeConfig`` fields: profile/fields.py), ``engine``, ``sampling``, ``fairness``,
+``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
+(profile/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (profile/design.py plus
+run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
+``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``) and ``candidates``.
+A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
+back byte-identically. Its JSON Schema is generated from the kinds below (:meth:`Protocol.json_schema`,
+committed as records/protocol.schema.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Self
+
+from loadgen.records.wire import (
+    INT,
+    NUM,
+    OBJ,
+    STR,
+    Kind,
+    Where,
+    list_of,
+    maybe,
+    obj,
+    object_schema,
+)
+from loadgen.records.wire import field as read
+
+SCHEMA = "loadgen.protocol/1"
+#: The fix a protocol.json that does not read gets.
+FIX = "restore protocol.json from the run folder's copy, or measure the run again"
+
+
+@dataclass(frozen=True)
+class ProtocolCell:
+    """One planned block of one cell: its workload and level, the prompt ids of each phase, and the arrival
+    offsets (s from the measured phase's start; None for a closed loop). Only ``workload`` is required: a card
+    needs no more of a cell (its level label or concurrency names it)."""
+
+    workload: str
+    concurrency: int = 0
+    level: str = ""
+    rate_rps: float | None = None
+    repetition: int = 0
+    warmup: list[str] = field(default_factory=list)
+    measured: list[str] = field(default_factory=list)
+    cooldown: list[str] = field(default_factory=list)
+    arrivals_s: list[float] | None = None
+    #: The cell's keys in their order on disk.
+    keys: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The cell's (workload, level label); ``c<concurrency>`` for a cell written before levels had labels."""
+        return self.workload, self.level or f"c{self.concurrency}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell as protocol.json lists it."""
+        return {k: getattr(self, k) for k in self.keys or _CELL_KINDS}
+
+    @classmethod
+    def from_json(cls, data: object, *, source: str) -> Self:
+        """Inverse of :meth:`to_json`, checked (BadInput naming ``source`` and the field)."""
+        return cls.read(data, Where(source, fix=FIX))
+
+    @classmethod
+    def read(cls, data: object, where: Where) -> Self:
+        """:meth:`from_json` at ``where`` (a cell inside protocol.json)."""
+        d = obj(data, where)
+        return cls(**{k: read(d, k, kind, where) for k, kind in _CELL_KINDS.items() if k in d or k in _CELL_REQUIRED},
+                   keys=tuple(k for k in d if k in _CELL_KINDS))
+
+
+_CELL_KINDS: dict[str, Kind] = {
+    "workload": STR, "concurrency": INT, "level": STR, "rate_rps": maybe(NUM), "repetition": INT,
+    "warmup": list_of(STR), "measured": list_of(STR), "cooldown": list_of(STR), "arrivals_s": maybe(list_of(NUM)),
+}
+_CELL_REQUIRED = ("workload",)
+CELL = Kind("a cell object", lambda v: isinstance(v, dict), object_schema(_CELL_KINDS, _CELL_REQUIRED, "cell"))
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """``protocol.json`` (module docstring). ``workloads`` and ``cells`` are required."""
+
+    workloads: list[Mapping[str, Any]]
+    cells: list[ProtocolCell]
+    schema: str = SCHEMA
+    loadgen_version: str | None = None
+    pair: str = ""
+    pair_file: str | None = None
+    target: Mapping[str, Any] | None = None
+    draft: Mapping[str, Any] | None = None
+    speculative_config: Mapping[str, Any] | None = None
+    engine: Mapping[str, Any] | None = None
+    sampling: Mapping[str, Any] | None = None
+    fairness: Mapping[str, Any] | None = None
+    concurrency: list[int] = field(default_factory=list)
+    load: Mapping[str, Any] | None = None
+    stop_rule: Mapping[str, Any] | None = None
+    prompts_file: str = "prompts.jsonl"
+    prompts_sha256: str | None = None
+    criteria: Mapping[str, Any] | None = None
+    slo: Mapping[str, Any] | None = None
+    design: Mapping[str, Any] | None = None
+    client_host: Mapping[str, Any] | None = None
+    hardware: Mapping[str, Any] | None = None
+    command_line: Mapping[str, Any] | None = None
+    engine_version: str | None = None
+    attach: Mapping[str, Any] | None = None
+    candidates: Mapping[str, Mapping[str, Any]] | None = None
+    sweep_candidate: str | None = None
+    #: The file's keys in their order on disk.
+    keys: tuple[str, ...] = field(default=(), compare=False)
+    #: Keys this code does not know (a file of other code), kept as read.
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """protocol.json: the file's keys in their order (:attr:`keys`; every field's for one built anew)."""
+        return {k: self.extra[k] if k in self.extra else
+                [c.to_json() for c in self.cells] if k == "cells" else getattr(self, k) for k in self.keys or _KINDS}
+
+    @classmethod
+    def from_json(cls, data: object, *, source: str) -> Self:
+        """Inverse of :meth:`to_json`, checked: a missing required field or a value of the wrong kind raises
+        BadInput (exit 2) naming ``source``, the field path (``cells[3].rate_rps``) and the fix."""
+        where = Where(source, fix=FIX)
+        d = obj(data, where)
+        values = {k: read(d, k, kind, where) for k, kind in _KINDS.items() if k in d or k in _REQUIRED}
+        values["cells"] = [ProtocolCell.read(c, where.at("cells").at(i)) for i, c in enumerate(values["cells"])]
+        return cls(**values, keys=tuple(d), extra={k: v for k, v in d.items() if k not in _KINDS})
+
+    def with_fields(self, **values: Any) -> Self:
+        """This protocol with ``values`` set, new keys written after the file's own."""
+        return replace(self, **values, keys=(*self.keys, *(k for k in values if k not in self.keys)))
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """protocol.json's JSON Schema (draft 2020-12), generated from the fields' kinds."""
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                **object_schema(_KINDS, _REQUIRED, "loadgen protocol.json (loadgen.protocol/1)")}
+
+
+_MAP = maybe(OBJ)
+_KINDS: dict[str, Kind] = {
+    "schema": STR, "loadgen_version": maybe(STR), "pair": STR, "pair_file": maybe(STR), "target": _MAP,
+    "draft": _MAP, "speculative_config": _MAP, "engine": _MAP, "sampling": _MAP, "fairness": _MAP,
+    "workloads": list_of(OBJ), "concurrency": list_of(INT), "load": _MAP, "stop_rule": _MAP, "prompts_file": STR,
+    "prompts_sha256": maybe(STR), "criteria": _MAP, "slo": _MAP, "design": _MAP, "cells": list_of(CELL),
+    "client_host": _MAP, "hardware": _MAP, "command_line": _MAP, "engine_version": maybe(STR), "attach": _MAP,
+    "candidates": _MAP, "sweep_candidate": maybe(STR),
+}
+_REQUIRED = ("workloads", "cells")

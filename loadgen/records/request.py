@@ -1,0 +1,107 @@
+"""The client-side timeline of one streamed request: :class:`RequestRecord`, one line of ``requests.jsonl``.
+
+Written by the streaming client (stream/client.py) when a request ends, read by measure/ (statistics,
+ratios, outcomes), report/ (the card, plots) and run/ (the cell's entry, sizing, the live exporter). Times
+follow docs/metrics.md: seconds on the cell's monotonic clock (``time.perf_counter`` minus the cell origin).
+Token counts per chunk come from ``token_ids`` (vLLM's ``return_token_ids`` request field), never from text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Self
+
+from loadgen.records.wire import BOOL, INT, NUM, STR, Kind, Where, list_of, maybe, obj
+from loadgen.records.wire import field as read
+
+#: Each field's kind on disk (requests.jsonl), in the dataclass's order; the first six are required.
+_KINDS: dict[str, Kind] = {
+    "prompt_id": STR, "role": STR, "workload": STR, "concurrency": INT, "phase": STR, "scheduled_s": NUM,
+    "arrival_s": maybe(NUM), "level": STR, "repetition": INT, "send_s": NUM, "chunk_arrivals_s": list_of(NUM),
+    "chunk_tokens": list_of(INT), "token_ids": list_of(INT), "finish_reason": maybe(STR),
+    "usage_prompt_tokens": maybe(INT), "usage_completion_tokens": maybe(INT), "requested_output_tokens": INT,
+    "http_status": maybe(INT), "error": maybe(STR), "done_s": maybe(NUM),
+}
+_REQUIRED = ("prompt_id", "role", "workload", "concurrency", "phase", "scheduled_s")
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """The client-side timeline of one streamed request (one line of requests.jsonl).
+
+    Times are seconds relative to the cell's clock origin. ``chunk_arrivals_s[i]`` is the arrival of
+    the i-th token-bearing chunk and ``chunk_tokens[i]`` the number of tokens it carried. ``phase`` is
+    ``warmup``, ``measured`` or ``cooldown``; only measured requests enter statistics. ``error`` is None for a
+    request that streamed to its end; ``http_status`` the status when one came.
+    """
+
+    prompt_id: str
+    role: str
+    workload: str
+    concurrency: int
+    phase: str
+    scheduled_s: float
+    arrival_s: float | None = None
+    level: str = ""
+    repetition: int = 0
+    send_s: float = 0.0
+    chunk_arrivals_s: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage_prompt_tokens: int | None = None
+    usage_completion_tokens: int | None = None
+    requested_output_tokens: int = 0
+    http_status: int | None = None
+    error: str | None = None
+    done_s: float | None = None
+
+    @property
+    def warmup(self) -> bool:
+        """True for requests excluded from statistics (warmup and cooldown)."""
+        return self.phase != "measured"
+
+    @property
+    def output_tokens(self) -> int:
+        """Generated tokens counted from the chunks' token ids."""
+        return sum(self.chunk_tokens)
+
+    @property
+    def ok(self) -> bool:
+        """True when the stream finished without error and carried at least one token."""
+        return self.error is None and bool(self.chunk_tokens)
+
+    @property
+    def usage_mismatch(self) -> bool:
+        """True when the final usage's completion_tokens disagrees with the counted token ids."""
+        return self.usage_completion_tokens is not None and self.usage_completion_tokens != self.output_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        """The requests.jsonl line: every field, in the dataclass's order."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object, *, source: str) -> Self:
+        """Inverse of :meth:`to_json`, checked: a missing required field or a value of the wrong kind raises
+        BadInput (exit 2) naming ``source`` (the file and line) and the field. Unknown keys are ignored and
+        a record of older code without ``phase`` takes it from its ``warmup`` flag, so older runs load too. A
+        record of an older run that ended with neither error nor token gets the ``no-tokens`` error it has
+        today."""
+        where = Where(source)
+        d = obj(data, where)
+        if "phase" not in d:
+            d = {**d, "phase": "warmup" if d.get("warmup") else "measured"}
+        read(d, "warmup", BOOL, where, None)
+        values = {k: read(d, k, kind, where, *(() if k in _REQUIRED else (None,)))
+                  for k, kind in _KINDS.items()}
+        record = cls(**{k: v for k, v in values.items() if v is not None or k in d})
+        if record.error is None and not record.chunk_tokens:
+            record = replace(record, error=no_tokens_error(record))
+        return record
+
+
+def no_tokens_error(record: RequestRecord) -> str:
+    """The error line of a request that ended without error and without a token-bearing chunk (only
+    ``[DONE]``, a role chunk or a usage chunk): it failed, category ``no_tokens`` (measure/faults.py)."""
+    return (f"no-tokens: HTTP {record.http_status} stream ended with no token-bearing chunk (finish_reason "
+            f"{record.finish_reason}, usage completion_tokens {record.usage_completion_tokens})")
