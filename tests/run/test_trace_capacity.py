@@ -43,6 +43,7 @@ def _pair(tmp_path: Path, slo: str = "[slo]\npercentile = 90.0\ntpot_s = 0.07\n"
     return tmp_path / "pair.toml"
 
 
+@pytest.mark.slow
 def test_the_bisection_finds_where_the_crowded_server_stops_holding(tmp_path: Path) -> None:
     pair = load_pair(str(_pair(tmp_path)), workloads_dir=tmp_path / "workloads")
     found = search_capacity(pair, "tr", (1.0, 8.0), 1, tmp_path / "runs", log=lambda _: None)
