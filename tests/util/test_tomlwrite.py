@@ -65,9 +65,16 @@ def test_a_character_beyond_the_basic_plane_reads_back() -> None:
     assert tomllib.loads(dumps({"k": "\U00010000"})) == {"k": "\U00010000"}
 
 
-# the Basic Multilingual Plane only: beyond it, see the known bug above
+@pytest.mark.xfail(strict=True, reason="known bug: _BARE's `$` matches before a trailing newline, so the key "
+                                       "'a\\n' is written bare and the line does not parse; tomlwrite should use "
+                                       "fullmatch")
+def test_a_key_ending_in_a_newline_reads_back() -> None:
+    assert tomllib.loads(dumps({"a\n": 1})) == {"a\n": 1}
+
+
+# the Basic Multilingual Plane only, and no key ending in a newline: see the known bugs above
 CHARS = st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",))
-KEYS = st.text(CHARS, min_size=1, max_size=8)
+KEYS = st.text(CHARS, min_size=1, max_size=8).filter(lambda k: not k.endswith("\n"))
 SCALARS = st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(CHARS, max_size=12)
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
                       max_leaves=8)
@@ -75,7 +82,7 @@ DOCS = st.recursive(st.dictionaries(KEYS, VALUES, max_size=4), lambda inner: st.
                     max_leaves=6)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(DOCS)
 def test_any_document_of_these_types_reads_back_the_same(doc: dict[str, Any]) -> None:
     assert tomllib.loads(dumps(doc)) == doc
