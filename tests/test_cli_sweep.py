@@ -46,6 +46,7 @@ def test_a_history_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None
     assert result.exit_code == 2 and "--history" in result.output and "does not exist" in result.output
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_criteria_fail_ends_as_a_compare_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real sweep flow on scripted servers (tests/run/test_sweep_flow.py) under criteria no candidate can
     meet: the card's path, then compare's kind of exit 3 line, and no error line after it."""

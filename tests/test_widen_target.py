@@ -64,6 +64,7 @@ SOURCES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ENGINE_PY.exists(), reason="needs the engine venv (.venv-vllm): make engine")
 @pytest.mark.parametrize("case", sorted(SOURCES))
 def test_a_widened_llama_computes_the_same_logits(case: str, tmp_path: Path) -> None:

@@ -82,6 +82,7 @@ def test_a_serving_length_beyond_the_draft_warns(tmp_path: Path) -> None:
     assert "set --max-model-len 512 in [engine].args" in finding.message
 
 
+@pytest.mark.slow
 def test_check_exits_2_naming_the_draft_kind_and_the_fix(tmp_path: Path) -> None:
     target = write_model(tmp_path / "t", VOCAB)
     draft = write_model(tmp_path / "neutral", VOCAB, config={"architectures": ["DFlashDraftModel"]})

@@ -61,6 +61,7 @@ def test_detect_where_vllm_is_not_installed() -> None:
                                  {"PYTHONPATH": ""}) is None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not VLLM_PYTHON.exists(), reason="needs the CPU build of vLLM in .venv-vllm (make engine)")
 def test_detect_real_cpu_build() -> None:
     version = detect_engine_version([str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server"], {})

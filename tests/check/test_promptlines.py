@@ -19,7 +19,8 @@ def _check(tmp_path: Path, run_extra: str) -> tuple[int, str]:
     model = write_model(tmp_path / "m", trained_vocab())
     write_workload(tmp_path / "p" / "f.toml", "f.jsonl", LINES)
     result = CliRunner().invoke(main, ["check", str(write_pair(tmp_path / "p", model, ["f.toml"], run_extra))])
-    assert "Traceback" not in result.output
+    # CliRunner catches every exception: an uncaught one is result.exception, never a traceback in the output
+    assert result.exception is None or isinstance(result.exception, SystemExit), (result.exception, result.output)
     return result.exit_code, result.output
 
 

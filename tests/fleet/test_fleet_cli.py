@@ -59,6 +59,7 @@ def test_an_address_that_is_no_ray_address_is_one_line(tmp_path: Path, address: 
                                                   or "Ray Client addresses are not supported" in out), out
 
 
+@pytest.mark.slow
 def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from loadgen.fleet import runner

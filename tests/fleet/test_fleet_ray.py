@@ -25,6 +25,8 @@ from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a local Ray cluster of three nodes
+
 FLEET = """name = "three"
 gpu_resource = "test_gpu"
 workdir = "{workdir}"

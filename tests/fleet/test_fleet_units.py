@@ -132,6 +132,7 @@ def test_reason_is_the_error_line_else_the_last_line() -> None:
     assert reason_of(137, "starting\nKilled\n") == "exit 137: Killed"
 
 
+@pytest.mark.slow
 def test_a_node_task_runs_compare_and_ships_its_run_folder(tmp_path: Path) -> None:
     (tmp_path / "profiles" / "workloads").mkdir(parents=True)
     (tmp_path / "profiles" / "workloads" / "w.toml").write_text(WORKLOAD)
@@ -149,6 +150,7 @@ def test_a_node_task_runs_compare_and_ships_its_run_folder(tmp_path: Path) -> No
     assert failed.exit_code == 2 and failed.archive is None and "cannot run loadgen in" in failed.output
 
 
+@pytest.mark.slow
 def test_a_node_task_runs_a_sweep_and_ships_the_sweep_folder(tmp_path: Path) -> None:
     (tmp_path / "profiles" / "workloads").mkdir(parents=True)
     (tmp_path / "profiles" / "workloads" / "w.toml").write_text(WORKLOAD)

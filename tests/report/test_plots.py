@@ -19,6 +19,7 @@ import pytest
 
 from loadgen.records.request import RequestRecord
 from loadgen.report.plots import crossover, crossover_points, render_plots
+from tests.support.figures import capture_figures, labels, line, xy
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LEVELS = (1, 2, 4, 8)
@@ -99,8 +100,10 @@ def test_crossover_points_of_the_synthetic_card() -> None:
     assert crossover_points(card, "rate") == {"short": pytest.approx(1.25)}
 
 
-def test_render_plots_writes_readable_pngs(tmp_path: Path) -> None:
+def test_render_plots_writes_readable_pngs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    figures = capture_figures(monkeypatch)
     paths = render_plots(synthetic_card(), records(), tmp_path / "plots")
+    assert list(figures) == [p.name for p in paths]
     names = [p.name for p in paths]
     assert names == ["latency_short.png", "latency_long.png", "throughput.png", "tpot_ratio.png",
                      "latency_short_rate.png", "throughput_rate.png", "tpot_ratio_rate.png",
@@ -110,6 +113,47 @@ def test_render_plots_writes_readable_pngs(tmp_path: Path) -> None:
         width, height = png_size(path)
         assert 700 <= width <= 2400 and 400 <= height <= 1200, (path.name, width, height)
         assert 20_000 < path.stat().st_size < 1_500_000, path.name
+
+
+def test_the_figures_draw_the_cards_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drawn series against the closed forms of the module docstring (TPOT 20 ms x ratio, TTFT of records())."""
+    figures = capture_figures(monkeypatch)
+    render_plots(synthetic_card(), records(), tmp_path)
+    ttft_ax, tpot_ax, e2e_ax = figures["latency_short.png"].axes
+    assert labels(tpot_ax) == ["plain p50", "plain p99", "speculative p50", "speculative p99"]
+    assert line(tpot_ax, "plain p50") == ([1, 2, 4, 8], pytest.approx([20.0] * 4))
+    assert line(tpot_ax, "plain p99") == ([1, 2, 4, 8], pytest.approx([30.0] * 4))  # p99 = 1.5 x p50
+    assert line(tpot_ax, "speculative p50") == ([1, 2, 4, 8], pytest.approx([16.0, 18.0, 22.0, 30.0]))
+    assert line(ttft_ax, "plain p50")[1] == pytest.approx([62.5, 75.0, 100.0, 150.0])  # 50 ms x (1 + c / 4)
+    assert line(e2e_ax, "plain p50")[1] == pytest.approx([0.05 + 63 * 0.02] * 4)
+    assert line(figures["latency_short_rate.png"].axes[1], "speculative p50") == (
+        [0.5, 1.0, 2.0], pytest.approx([18.0, 19.0, 23.0]))
+
+    out_ax, req_ax = figures["throughput.png"].axes
+    assert line(out_ax, "long · plain") == ([1, 2, 4, 8], pytest.approx([64 * c / 1.31 for c in LEVELS]))
+    assert line(req_ax, "short · plain")[1] == pytest.approx([c / 1.31 for c in LEVELS])
+
+    (ratio_ax,) = figures["tpot_ratio.png"].axes
+    assert line(ratio_ax, "short") == ([1, 2, 4, 8], pytest.approx([0.8, 0.9, 1.1, 1.5]))
+    assert line(ratio_ax, "long") == ([1, 2, 4, 8], pytest.approx([1.15, 1.1, 1.0, 0.8]))
+    crossings = [xy(x) for x in ratio_ax.get_lines() if x.get_marker() == "X"]
+    assert crossings == [([pytest.approx(3.0)], [1.0]), ([pytest.approx(4.0)], [1.0])]
+    band = ratio_ax.collections[0].get_paths()[0].vertices  # fill_between: lows forward, highs back
+    assert band[:, 1].min() == pytest.approx(0.75) and band[:, 1].max() == pytest.approx(1.54)
+    assert [xy(x) for x in figures["tpot_ratio_rate.png"].axes[0].get_lines() if x.get_marker() == "X"] == [
+        ([pytest.approx(1.25)], [1.0])]
+
+    acc_short, acc_long = figures["acceptance.png"].axes
+    heights = [[round(bar.get_height(), 9) for container in ax.containers for bar in container]
+               for ax in (acc_short, acc_long)]
+    assert heights == [[0.8, 0.6, 0.4] * 7, [0.8, 0.6, 0.4] * 4]  # short: 4 closed-loop and 3 open-loop cells
+    assert acc_short.get_legend_handles_labels()[1][0] == "c1: rate 0.60, length 2.80"
+
+    short_ax, long_ax = figures["ttft_distribution.png"].axes
+    xs, ys = line(short_ax, "plain c1 (n=6)")  # warmup and failed requests left out
+    assert xs == pytest.approx([62.5, 62.5, 68.75, 75.0, 81.25, 87.5, 93.75])
+    assert ys == pytest.approx([i / 6 for i in range(7)])
+    assert line(long_ax, "speculative c8 (n=6)")[0][1] == pytest.approx(240.0)  # 80 ms x (1 + 8 / 4)
 
 
 def test_incomplete_cards_draw_what_they_can(tmp_path: Path) -> None:

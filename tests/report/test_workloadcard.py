@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loadgen.records.request import RequestRecord
 from loadgen.report.card import render_markdown
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
+from tests.support.figures import capture_figures, labels, line
 
 
 def _rec(workload: str, role: str, prompt_tokens: int | None, out: int, phase: str = "measured") -> RequestRecord:
@@ -59,11 +62,16 @@ def test_context_axis_rows_per_input_length_and_level() -> None:
     assert context_rows(context_axis(CELLS[3:])) == []
 
 
-def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path) -> None:
+def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.report.test_card import card as one_cell_card
     base = one_cell_card()
     card = base | {"context_axis": context_axis(CELLS)}
     assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in render_markdown(card)
+    figures = capture_figures(monkeypatch)
     (path,) = render_context_plot(card, tmp_path)
     assert path.name == "context_length.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    acc_ax, ratio_ax = figures["context_length.png"].axes
+    assert labels(acc_ax) == ["g c1", "g c4"]
+    assert line(acc_ax, "g c1") == ([128, 1024], [0.7, 0.5]) and line(acc_ax, "g c4") == ([128], [0.6])
+    assert line(ratio_ax, "g c1") == ([128, 1024], [0.8, 0.9]) and line(ratio_ax, "g c4") == ([128], [1.1])
     assert render_context_plot(base, tmp_path / "none") == []

@@ -8,12 +8,14 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from loadgen.run.flow import run_compare
 from tests.run.test_metrics_unavailable import GETS, PLAIN, SPEC, _pair
 from tests.support.scripted_server import scripted_server
 
 
+@pytest.mark.slow
 def test_an_attached_server_is_left_running_and_the_run_says_so(tmp_path: Path) -> None:
     lines: list[str] = []
     with scripted_server(PLAIN, None, GETS) as p_url, scripted_server(SPEC, None, GETS) as s_url:

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loadgen.measure.cellratios import stats_of, within_run_ratios
 from loadgen.profile.pairfile import load_pair
 from loadgen.report.rundir import load_records
@@ -75,6 +77,7 @@ def _drift_env(drift: str) -> dict[str, str]:
 LINEAR = "linear:0.06"
 
 
+@pytest.mark.slow
 def test_a_drift_misleads_one_window_per_server_and_not_the_interleaved_blocks(tmp_path: Path) -> None:
     # the old design: one window per server, the plain one first, then the speculative one
     old_dir, old = _compare(tmp_path, 'blocks = 1\nplacebo = "off"\nco_resident = false', 24, _drift_env(LINEAR))
@@ -93,12 +96,14 @@ def test_a_drift_misleads_one_window_per_server_and_not_the_interleaved_blocks(t
     assert new["ratios"]["tpot_p50"]["blocks"] == 6
 
 
+@pytest.mark.slow
 def test_a_step_up_mid_run_is_carried_by_both_arms_alike(tmp_path: Path) -> None:
     _, cell = _compare(tmp_path, "blocks = 6\nco_resident = true", 6, _drift_env("step:1.5@6"))
     value, low, high = _speedup(cell["ratios"]["tpot_p50"])
     assert low <= 2.0 <= high and 1.8 < value < 2.2, (value, low, high)
 
 
+@pytest.mark.slow
 def test_the_a_a_placebo_on_steady_servers_lies_within_2_percent_of_1(tmp_path: Path) -> None:
     jitter = {"SCRIPTED_ENGINE_JITTER": "0.01"}  # steady servers: 1% request-to-request spread
     _, cell = _compare(tmp_path, "blocks = 6\nco_resident = true", 8, jitter, step_s=0.02)
@@ -107,6 +112,7 @@ def test_the_a_a_placebo_on_steady_servers_lies_within_2_percent_of_1(tmp_path: 
     assert 0.98 <= aa["ci_low"] <= aa["value"] <= aa["ci_high"] <= 1.02, aa
 
 
+@pytest.mark.slow
 def test_a_candidate_1_percent_faster_is_not_distinguishable_from_the_noise_floor(tmp_path: Path) -> None:
     jitter = {"SCRIPTED_ENGINE_JITTER": "0.05"}  # a real server's request-to-request spread
     # steps of 20 ms keep the per-chunk cost (the speculative server sends half the chunks) under 0.5%

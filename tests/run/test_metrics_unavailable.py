@@ -75,6 +75,7 @@ def _run(tmp_path: Path, plain: dict[str, Any], spec: dict[str, Any], criteria: 
                            attach={"plain": p_url, "speculative": s_url})
 
 
+@pytest.mark.slow
 def test_metrics_unavailable_from_the_start_still_measures(tmp_path: Path) -> None:
     run_dir = _run(tmp_path, PLAIN, SPEC)
     card = json.loads((run_dir / "card.json").read_text())
@@ -103,6 +104,7 @@ def test_a_plain_server_sending_several_tokens_per_chunk_is_a_fallback(tmp_path:
         _run(tmp_path, SPEC, SPEC)
 
 
+@pytest.mark.slow
 def test_declared_criteria_are_still_judged(tmp_path: Path) -> None:
     run_dir = _run(tmp_path, PLAIN, SPEC, '[criteria]\nprimary = ["e2e_p50"]\nmin_speedup = 1000.0\n')
     card = json.loads((run_dir / "card.json").read_text())

@@ -77,6 +77,7 @@ def _measuring(runs: Path, timeout_s: float = 60.0) -> Path:
     raise AssertionError("the first run measured nothing in time")
 
 
+@pytest.mark.slow
 def test_a_second_process_on_a_run_folder_is_refused_and_the_first_card_is_complete(tmp_path: Path) -> None:
     pair = _scripted_pair(tmp_path)
     first = _loadgen(tmp_path, "compare", str(pair), "--runs-dir", "runs", "--allow-unpinned", "--no-progress")

@@ -104,6 +104,7 @@ def _sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, criteria: str = "",
         return run_sweep(None if resume else path, o, lines.append, resume=resume), lines
 
 
+@pytest.mark.slow
 def test_sweep_measures_every_candidate_in_interleaved_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sweep_dir, lines = _sweep(tmp_path, monkeypatch)
     assert sweep_dir is not None and sweep_dir.name.startswith("sweep-")
@@ -158,6 +159,7 @@ def test_sweep_measures_every_candidate_in_interleaved_blocks(tmp_path: Path, mo
     assert (sweep_dir / "plots" / "sweep_acceptance_length.png").is_file() is False  # no /metrics: no acceptance
 
 
+@pytest.mark.slow
 def test_sweep_exits_3_when_no_candidate_meets_the_criteria(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(CriteriaFailed):
         _sweep(tmp_path, monkeypatch, '[criteria]\nprimary = ["tpot_p50"]\nmin_speedup = 10.0\n')
@@ -173,6 +175,7 @@ def test_sweep_refuses_a_budget_it_cannot_meet(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()  # refused before anything started
 
 
+@pytest.mark.slow
 def test_sweep_resume_finishes_the_slots_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sweep_dir, _ = _sweep(tmp_path, monkeypatch)
     assert sweep_dir is not None

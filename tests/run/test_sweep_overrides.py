@@ -19,6 +19,7 @@ from tests.run.test_sweep_flow import GETS, _attach, _options, _stream
 from tests.support.scripted_server import scripted_server
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_and_records_the_command_lines_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     o, path = _options(tmp_path)
     (tmp_path / "sweep.toml").write_text((tmp_path / "sweep.toml").read_text().replace(

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.trace import WORDS
 from loadgen.run.flow import run_compare
@@ -43,6 +45,7 @@ def _scripted_pays_share(last_s: float) -> float:
     return (last_s - (BURST[1] - BURST[0]) - drain) / last_s
 
 
+@pytest.mark.slow
 def test_a_burst_trace_on_scripted_servers_follows_the_script(tmp_path: Path) -> None:
     model = write_model(tmp_path / "model", trained_vocab((" ".join(WORDS),)))
     _trace(tmp_path / "trace.jsonl")

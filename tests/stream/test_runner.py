@@ -107,6 +107,7 @@ def test_one_keep_alive_connection_per_slot() -> None:
     assert opened.connections <= 6
 
 
+@pytest.mark.slow
 def test_an_interrupt_near_the_end_of_a_cell_is_never_lost() -> None:
     # SIGINT at moments spread over a cell's last part and just after it: every one must surface as
     # KeyboardInterrupt, from run_cell or (after the cell) from the code that runs next. asyncio.Runner's

@@ -1,0 +1,74 @@
+"""serve/readiness.py's pure parts: the minimal request's body, the fold of a recorded vLLM 0.32 stream
+(tests/data/vllm032_completions_stream.txt: a speculative server, 24 tokens in 7 chunks) and of streams without
+token ids or with errors, and the tokens a response returned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loadgen.serve import readiness
+from loadgen.serve.enginepath import cudagraph_ceiling, engine_path_note
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_the_minimal_body_is_greedy_streamed_with_token_ids() -> None:
+    assert readiness.minimal_body("m") == {
+        "model": "m", "prompt": "Hello", "max_tokens": 16, "temperature": 0.0, "stream": True,
+        "stream_options": {"include_usage": True}, "return_token_ids": True}
+    assert readiness.minimal_body("x", "Hi", 2)["max_tokens"] == 2
+
+
+def test_a_recorded_speculative_stream() -> None:
+    folded = readiness.read_stream((DATA / "vllm032_completions_stream.txt").read_text().splitlines())
+    assert folded == {"choices": [{"text": " Sir Isaac Newton discovered gravity in 1687. Since then, it has been used "
+                                           "to study numerous phenomena,"}],
+                      "usage": {"prompt_tokens": 7, "total_tokens": 31, "completion_tokens": 24},
+                      "chunk_tokens": [1, 4, 4, 4, 4, 4, 3], "chunk_tokens_exact": True}
+    assert readiness.tokens_returned(folded) == 24
+
+
+def test_without_token_ids_each_text_chunk_counts_one_and_is_not_exact() -> None:
+    lines = ['data: {"choices": [{"text": "a b"}]}', "", ": keep-alive", 'data: {"choices": [{"text": ""}]}',
+             'data: {"choices": [{"text": "c"}]}', "data: [DONE]"]
+    folded = readiness.read_stream(lines)
+    assert folded == {"choices": [{"text": "a bc"}], "usage": None, "chunk_tokens": [1, 1],
+                      "chunk_tokens_exact": False}
+    assert readiness.tokens_returned(folded) == 2  # no usage: the chunks' sum
+    assert readiness.tokens_returned({"usage": {"completion_tokens": 0}, "chunk_tokens": [3]}) == 3
+    assert readiness.tokens_returned({}) == 0
+
+
+def test_broken_events_are_errors() -> None:
+    assert readiness.read_stream(["data: {oops"]) == {"error": "not JSON: 'data: {oops'"}
+    assert readiness.read_stream(["data: [1, 2]"]) == {"error": "not an object: 'data: [1, 2]'"}
+    assert readiness.read_stream(['data: {"choices": [{"text": "a", "token_ids": [1]}]}',
+                                  'data: {"error": "overloaded"}']) == {"error": "overloaded"}
+    assert readiness.read_stream([]) == {"choices": [{"text": ""}], "usage": None, "chunk_tokens": [],
+                                         "chunk_tokens_exact": True}
+
+
+def _path(async_on: bool | None, runner: str | None, *reasons: str) -> dict[str, object]:
+    return {"engine_path": {"async_scheduling": async_on, "model_runner": runner, "fallback_reasons": list(reasons)}}
+
+
+def test_engine_path_notes() -> None:
+    assert engine_path_note(_path(True, "V2"), _path(True, "V2")) is None
+    assert engine_path_note(_path(False, "V1"), _path(False, "V1")) is None  # both off: no change to separate
+    assert engine_path_note(_path(None, None), _path(None, "V2")) is None  # an unknown plain runner: only V1 counts
+    assert engine_path_note(_path(True, "V2"), _path(False, "V1", "no async with draft_model")) == (
+        'Engine path: the speculative server runs without async scheduling and on the V1 model runner (vLLM: "no '
+        'async with draft_model"); the plain server: async scheduling on, model runner V2. The measured step-time '
+        "ratio includes that engine-path change, not only the draft's work; compare against a plain server launched "
+        "with `--no-async-scheduling` and `VLLM_USE_V2_MODEL_RUNNER=0` to separate the two.")
+    assert engine_path_note({}, _path(None, "V1")) == (
+        "Engine path: the speculative server runs on the V1 model runner; the plain server: async scheduling "
+        "unknown, model runner unknown. The measured step-time ratio includes that engine-path change, not only the "
+        "draft's work; compare against a plain server launched with `VLLM_USE_V2_MODEL_RUNNER=0` to separate the two.")
+
+
+def test_cudagraph_ceiling() -> None:
+    assert cudagraph_ceiling("compilation_config={'level': 3, 'max_cudagraph_capture_size': 512}") == 512
+    assert cudagraph_ceiling('"max_cudagraph_capture_size": 64, enforce_eager=False') == 64
+    assert cudagraph_ceiling("enforce_eager=True, 'max_cudagraph_capture_size': 512") is None
+    assert cudagraph_ceiling("") is None
