@@ -82,3 +82,41 @@ def test_loadgen_report_on_a_bad_requests_line_is_one_line_exit_2(tmp_path: Path
     assert result.exit_code == 2
     assert result.output.splitlines()[-1] == (f"loadgen: error: {run / 'requests.jsonl'} line 2: send_s: expected a "
                                               f"number, got 'soon'; {RESTORE}")
+
+
+def test_the_derived_values_of_a_record() -> None:
+    record = RequestRecord.from_json(GOOD | {"usage_completion_tokens": 3}, source="r")
+    assert (record.output_tokens, record.ok, record.warmup, record.usage_mismatch) == (3, True, False, False)
+    record = RequestRecord.from_json(GOOD | {"usage_completion_tokens": 4, "phase": "cooldown"}, source="r")
+    assert (record.warmup, record.usage_mismatch) == (True, True)  # 4 said, 3 counted
+    failed = RequestRecord.from_json(GOOD | {"error": "HTTP 500", "http_status": 500}, source="r")
+    assert (failed.ok, failed.output_tokens, failed.usage_mismatch) == (False, 3, False)  # no usage: no mismatch
+
+
+def test_a_record_of_older_code_reads() -> None:
+    older = {k: v for k, v in GOOD.items() if k != "phase"} | {"warmup": True, "retired_field": 1}
+    record = RequestRecord.from_json(older, source="r")
+    assert record.phase == "warmup" and "retired_field" not in record.to_json() and "warmup" not in record.to_json()
+    assert RequestRecord.from_json(older | {"warmup": False}, source="r").phase == "measured"
+    with pytest.raises(BadInput) as caught:
+        RequestRecord.from_json(older | {"warmup": "yes"}, source="r line 1")
+    assert str(caught.value) == f"r line 1: warmup: expected true or false, got 'yes'; {RESTORE}"
+
+
+def test_an_older_record_without_error_or_token_gets_the_no_tokens_error() -> None:
+    line = GOOD | {"chunk_arrivals_s": [], "chunk_tokens": [], "token_ids": [], "http_status": 200,
+                   "finish_reason": "stop", "usage_completion_tokens": 0}
+    record = RequestRecord.from_json(line, source="r")
+    assert record.error == ("no-tokens: HTTP 200 stream ended with no token-bearing chunk (finish_reason stop, usage "
+                            "completion_tokens 0)") and not record.ok
+    assert RequestRecord.from_json(line | {"error": "timeout"}, source="r").error == "timeout"  # its own kept
+
+
+def test_optional_fields_absent_take_their_defaults_and_null_only_where_allowed() -> None:
+    record = RequestRecord.from_json(GOOD, source="r")
+    assert (record.arrival_s, record.level, record.repetition, record.send_s, record.done_s) == (None, "", 0, 0.0,
+                                                                                                 None)
+    assert RequestRecord.from_json(GOOD | {"arrival_s": None, "done_s": 1.25}, source="r").done_s == 1.25
+    with pytest.raises(BadInput) as caught:
+        RequestRecord.from_json(GOOD | {"send_s": None}, source="r line 5")
+    assert str(caught.value) == f"r line 5: send_s: expected a number, got None; {RESTORE}"

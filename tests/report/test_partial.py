@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 from loadgen.report.partial import failure_line, mark_partial, on_disk
+from loadgen.report.rundir import load_records, read_cell_lines
 
 
 def req(role: str, level: str, rep: int, phase: str = "measured") -> dict[str, object]:
     return RequestRecord(f"p{rep}", role, "w", 4, phase, 0.0, level=level, repetition=rep).to_json()
+
+
+def on_disk_of(run: Path, status: dict[str, Any]) -> dict[str, Any]:
+    """``on_disk`` of the run folder ``run``, its files read as report/runfiles.py reads them."""
+    torn: list[str] = []
+    records = load_records(run, torn)
+    return on_disk(records, read_cell_lines(run / "cells.jsonl"), torn, status)
 
 
 def write_run(run: Path) -> None:
@@ -30,7 +40,7 @@ def write_run(run: Path) -> None:
 
 def test_on_disk_counts_measured_partial_torn_and_not_written(tmp_path: Path) -> None:
     write_run(tmp_path / "run")
-    got = on_disk(tmp_path / "run", {"failure": "interrupted (Ctrl-C)", "requests_not_written": 2})
+    got = on_disk_of(tmp_path / "run", {"failure": "interrupted (Ctrl-C)", "requests_not_written": 2})
     # 7 measured: repetition 1 of speculative c4 (2) and speculative c8 (1) have no cells.jsonl entry
     assert got["requests_on_disk"] == {"measured": 7, "partial": 3, "torn_lines": 1, "not_written": 2}
     assert got["failure"] == (
@@ -42,10 +52,11 @@ def test_on_disk_counts_measured_partial_torn_and_not_written(tmp_path: Path) ->
 def test_a_complete_run_has_no_failure_line(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    (run / "cells.jsonl").write_text(json.dumps({"role": "plain", "workload": "w", "level": "c4"}) + "\n")
+    cell = {"role": "plain", "workload": "w", "level": "c4", "concurrency": 4}
+    (run / "cells.jsonl").write_text(json.dumps(cell) + "\n")
     (run / "requests.jsonl").write_text(json.dumps(req("plain", "c4", 0)) + "\n")
-    assert on_disk(run, {}) == {"failure": None, "requests_on_disk": {"measured": 1, "partial": 0, "torn_lines": 0,
-                                                                       "not_written": 0}}
+    assert on_disk_of(run, {}) == {"failure": None, "requests_on_disk": {"measured": 1, "partial": 0, "torn_lines": 0,
+                                                                          "not_written": 0}}
     assert failure_line("server died", {"partial": 0, "torn_lines": 0, "not_written": 0}) == "server died"
 
 
@@ -53,14 +64,13 @@ def test_mark_partial_adds_the_count_and_the_line() -> None:
     records = [RequestRecord(f"p{i}", "plain", "w", 4, "measured", 0.0, repetition=rep)
                for i, rep in enumerate((0, 0, 1, 2, 2))]
     stats = object()
-    entries = [{"repetition": 0}, {"repetition": 1}]
-    got_stats, extra = mark_partial((stats, {"failure": "earlier"}), entries, records,  # type: ignore[arg-type]
-                                    {"failure": "disk full"})
+    entries = [CellEntry("plain", "w", 4, repetition=0), CellEntry("plain", "w", 4, repetition=1)]
+    got_stats, extra = mark_partial((stats, {"failure": "earlier"}), entries, records, {"failure": "disk full"})
     assert got_stats is stats and extra == {
         "partial": True, "partial_requests": 2,
         "failure": "earlier; partial: 2 measured requests finished before the cell was cut short (disk full); they "
                    "are kept, without the cell's server counters"}
     whole = (stats, {"x": 1})
-    assert mark_partial(whole, [*entries, {"repetition": 2}], records, {}) is whole  # type: ignore[arg-type]
-    _, extra = mark_partial((stats, {}), [], records[:1], {})  # type: ignore[arg-type]
+    assert mark_partial(whole, [*entries, CellEntry("plain", "w", 4, repetition=2)], records, {}) is whole
+    _, extra = mark_partial((stats, {}), [], records[:1], {})
     assert extra["failure"].endswith("cut short (the run stopped); they are kept, without the cell's server counters")

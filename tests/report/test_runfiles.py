@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import BadInput
+from loadgen.records.cell import CellEntry
 from loadgen.report.runfiles import read_run, run_ended_utc, with_engine_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram"
@@ -24,7 +25,8 @@ def test_the_example_folder() -> None:
     assert files.protocol == json.loads((EXAMPLE / "protocol.json").read_text())
     assert files.status == {"complete": True, "failure": None} and files.records == []
     lines = [json.loads(x) for x in (EXAMPLE / "cells.jsonl").read_text().splitlines()]
-    assert len(files.entries) == len(lines) and files.entries[0]["role"] == lines[0]["role"]
+    assert len(files.entries) == len(lines) and files.entries[0].role == lines[0]["role"]
+    assert [e.to_json() for e in files.entries] == lines  # each line read back whole
     assert sorted(files.servers) == ["plain", "speculative"]
     assert files.servers["plain"]["launch"] == json.loads((EXAMPLE / "servers" / "plain-launch.json").read_text())
     assert files.on_disk["requests_on_disk"] == {"measured": 0, "partial": 0, "torn_lines": 0, "not_written": 0}
@@ -61,8 +63,9 @@ def test_run_ended_utc_without_cell_lines_is_protocols_time(tmp_path: Path) -> N
     (tmp_path / "protocol.json").write_text("{}")
     os.utime(tmp_path / "protocol.json", (1_800_000_000.7, 1_800_000_000.7))
     assert run_ended_utc([], tmp_path) == "2027-01-15T08:00:00+00:00"
-    lines = [{"started_utc": "2026-01-01T00:00:00+01:00", "duration_s": 59.9}, {"started_utc": None}]
-    assert run_ended_utc(lines, tmp_path) == "2025-12-31T23:00:59+00:00"  # type: ignore[arg-type]
+    lines = [CellEntry("plain", "w", 4, started_utc="2026-01-01T00:00:00+01:00", duration_s=59.9),
+             CellEntry("plain", "w", 4, started_utc=None)]
+    assert run_ended_utc(lines, tmp_path) == "2025-12-31T23:00:59+00:00"
 
 
 def test_a_folder_without_protocol_is_bad_input(tmp_path: Path) -> None:

@@ -1,20 +1,25 @@
 """run/sweepsplit.py: a candidate's compare folder cut out of a sweep folder written here with three arms
-besides plain and the placebo (k1, k2, k10: a name that starts like k1's), checked file by file."""
+besides plain and the placebo (k1, k2, k10: a name that starts like k1's), checked file by file. Its protocol is
+the committed example docs/examples/h200/h200-1b-ngram's with a sweep's fields set, so it reads as a Protocol."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from loadgen.records.protocol import Protocol
+from loadgen.report.rundir import read_protocol
 from loadgen.run.sweepsplit import candidate_protocol, split_candidate
 
-PROTO = {"pair": "sweep-pair", "seed": 3,
-         "candidates": {name: {"pair": f"pair-{name}", "pair_file": f"candidates/{name}.toml", "draft": None,
-                               "speculative_config": {"method": "ngram", "num_speculative_tokens": k}}
-                        for name, k in (("k1", 1), ("k2", 2), ("k10", 10))},
-         "design": {"blocks": 2, "arms": [{"arm": a, "x": 1} for a in ("plain", "placebo", "k1", "k2", "k10")],
-                    "order": [["plain", "w", "c1", 0], ["k2", "w", "c1", 0], ["k1", "w", "c1", 0],
-                              ["placebo", "w", "c1", 0], ["k10", "w", "c1", 0]]}}
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram" / "protocol.json"
+PROTO = json.loads(EXAMPLE.read_text()) | {
+    "pair": "sweep-pair", "seed": 3,
+    "candidates": {name: {"pair": f"pair-{name}", "pair_file": f"candidates/{name}.toml", "draft": None,
+                          "speculative_config": {"method": "ngram", "num_speculative_tokens": k}}
+                   for name, k in (("k1", 1), ("k2", 2), ("k10", 10))},
+    "design": {"blocks": 2, "arms": [{"arm": a, "x": 1} for a in ("plain", "placebo", "k1", "k2", "k10")],
+               "order": [["plain", "w", "c1", 0], ["k2", "w", "c1", 0], ["k1", "w", "c1", 0],
+                         ["placebo", "w", "c1", 0], ["k10", "w", "c1", 0]]}}
 
 
 def write_sweep(sweep: Path) -> None:
@@ -62,6 +67,9 @@ def test_the_candidates_folder_holds_what_its_compare_would(tmp_path: Path) -> N
         '{"role": "placebo", "prompt_id": "p-placebo", "v": 1}']  # NaN written as null (strict JSON)
     assert (out / "cells.jsonl").read_text() == '{"role": "speculative", "repetition": 0}\n'
     assert json.loads((out / "checks.json").read_text()) == [{"check": "draft", "ok": True}]
+    cut = read_protocol(out / "protocol.json")  # what compare --protocol reads back
+    whole = Protocol.from_json(PROTO, source="PROTO")
+    assert (cut.pair, cut.sweep_candidate, cut.cells, cut.workloads) == ("pair-k1", "k1", whole.cells, whole.workloads)
     assert sorted(p.name for p in (out / "servers").iterdir()) == [
         "placebo-effective.json", "plain-launch.json", "speculative-launch.json", "speculative.log"]
     assert (out / "servers" / "speculative-launch.json").read_text() == "k1-launch.json"  # not k10's
