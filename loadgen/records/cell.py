@@ -81,7 +81,8 @@ class CellEntry:
 
     def with_fields(self, **values: Any) -> Self:
         """This entry with ``values`` set, new keys written after the line's own."""
-        return replace(self, **values, keys=(*self.keys, *(k for k in values if k not in self.keys)))
+        own = self.keys or tuple(_KINDS)
+        return replace(self, **values, keys=(*own, *(k for k in values if k not in own)))
 
     def to_json(self) -> dict[str, Any]:
         """The ``cells.jsonl`` line: the line's keys in their order (:attr:`keys`; every field's for one built

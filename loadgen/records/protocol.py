@@ -146,7 +146,8 @@ class Protocol:
 
     def with_fields(self, **values: Any) -> Self:
         """This protocol with ``values`` set, new keys written after the file's own."""
-        return replace(self, **values, keys=(*self.keys, *(k for k in values if k not in self.keys)))
+        own = self.keys or tuple(_KINDS)
+        return replace(self, **values, keys=(*own, *(k for k in values if k not in own)))
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
