@@ -92,6 +92,12 @@
 # caches, each `loadgen check` of a candidate ~25 s (hashing 14.4 GB). The machine went back when the next
 # call came more than 30 s after a call ended, with the sweep running: have every next call written before
 # the current one returns, and send it at once.
+# The sweep itself, on 2026-12-03 (docs/examples/h200/README.md): carry calls 4-5 s each, models 123 s (with the
+# source's float32 reference, 59 s), plain server 182 s, speculative servers 89 s (distilled K = 2) and 99 s
+# (SmolLM2 K = 4), co-resident at 0.3 of the GPU each, the sweep (2 workloads x 5 levels x 4 arms x 3 blocks)
+# 8.8 min against an estimate of 25.0 min made without history; 12.5 min from the first call to the packed
+# results. Six earlier calls found no machine and cost about 100 s of device time each: retry about every
+# 10 minutes, and trim the sweep with SWEEP_ARGS to what is left.
 set -euo pipefail
 results=${1:?usage: scripts/h200_sweep.sh RESULTS_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
