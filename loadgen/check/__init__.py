@@ -3,7 +3,8 @@ rules, the draft checks (draftcheck, headvocab: a head's vocabulary), the target
 speculators checkpoint as target, the chat template), lossy rejection (lossy), the engine probe; each check's
 outcome is one Finding.
 
-May import: errors, util, profile.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
+May import: errors, util, records, profile.
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli
 (tests/test_layers.py enforces it).
 """

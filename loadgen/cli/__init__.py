@@ -2,7 +2,7 @@
 (``runlist.py``), ``trace-capacity`` (``tracecap.py``) and the modules each command's own flags and output
 live in.
 
-May import every layer: util < profile < check < prom < serve < stream < measure < report < run < fleet < cli.
+May import every layer: util < records < profile < check < prom < serve < stream < measure < report < run < fleet < cli.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 workloads, the strict TOML reader and its value domains, arrival schedules, the declared criteria, and the
 tables of vLLM's speculative-config fields per version (fields).
 
-May import: errors, util.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
+May import: errors, util, records.
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli
 (tests/test_layers.py enforces it).
 """

@@ -1,7 +1,8 @@
 """Prometheus text: exposition parsing and snapshots, reset-aware deltas, vLLM metric names across versions,
 scraping /metrics, and the PromQL reader of a Prometheus server.
 
-May import: errors, util, profile, check.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
+May import: errors, util, records, profile, check.
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli
 (tests/test_layers.py enforces it).
 """

@@ -2,6 +2,7 @@
 cross-check), closing a run.
 
 May import: every layer below (errors ... report).
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli
 (tests/test_layers.py enforces it).
 """

@@ -1,7 +1,8 @@
 """The servers under test: launch, attach, readiness, teardown, fatal start-up log lines, resource
 accounting, GPU placement, and the proof of mode (plain or speculative).
 
-May import: errors, util, profile, check, prom.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
+May import: errors, util, records, profile, check, prom.
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli
 (tests/test_layers.py enforces it).
 """

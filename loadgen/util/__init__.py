@@ -2,6 +2,7 @@
 vLLM argv (argv) and number formatting (numbers).
 
 May import: loadgen.errors only.
-Layers, lowest first: errors, util < profile < check < prom < serve < stream < measure < report < run < fleet < cli
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli
 (tests/test_layers.py enforces it).
 """
