@@ -28,7 +28,7 @@ from loadgen.errors import BadInput, LoadgenError
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
 from loadgen.report.rundir import read_json
-from loadgen.report.summary import print_summary
+from loadgen.report.summary import print_saved_summary, print_summary
 from loadgen.run.observe import ObserveOptions
 from loadgen.serve.attached import check_url
 from loadgen.util.redact import redact_text
@@ -173,7 +173,7 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
             loaded = load_pair(str(pair), overrides=o.overrides)
         run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=attach, cells=repeat,
                               allow_unpinned=o.allow_unpinned, observe=observe, api_key=api_key)
-    print_summary(json.loads((run_dir / "card.json").read_text()))
+    print_saved_summary(run_dir)
     _verdict_exit(run_dir)
 
 

@@ -41,7 +41,7 @@ class Crossover(Wire):
     ratios: tuple[float | None, ...]
     crossover_concurrency: float | None
     metric: str | None = None
-    ratio_cis: tuple[tuple[float | None, ...], ...] | None = None
+    ratio_cis: tuple[tuple[float | None, ...] | None, ...] | None = None
     crossover_range: tuple[float | None, ...] | None = None
 
 

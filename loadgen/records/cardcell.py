@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loadgen.records.cardwire import Wire
+from loadgen.util.numbers import ratio
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,10 @@ class Ratio(Wire):
     between_block_sd: float | None = None
     within_block_sd: float | None = None
     block_ratios: tuple[float | None, ...] | None = None
+
+    def text(self, digits: int = 3) -> str:
+        """``value [ci_low, ci_high]`` to ``digits`` decimals (util/numbers.py ratio; the en dash unmeasured)."""
+        return ratio({"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}, digits)
 
 
 @dataclass(frozen=True)

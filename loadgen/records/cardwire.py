@@ -114,7 +114,7 @@ def _read(tp: Any, value: object, source: str, path: str) -> Any:
     if isinstance(tp, type) and issubclass(tp, Wire):
         return _record(tp, value, source, path)
     if origin is tuple:
-        if not isinstance(value, list):
+        if not isinstance(value, list | tuple):  # a tuple: a card built in code (report/carddata.py)
             raise _fail(source, path, "a list", value)
         return tuple(_read(get_args(tp)[0], v, source, f"{path}[{i}]") for i, v in enumerate(value))
     if origin in (dict, Mapping):

@@ -2,8 +2,9 @@
 
 From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json (read once by
 runfiles.py; ``card_of`` itself reads nothing), computes every cell's
-statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns a JSON-ready dict
-(schema ``loadgen.card/1``, written out as JSON Schema in report/card.schema.json) that card.py renders.
+statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns the card's JSON
+form (schema ``loadgen.card/1``: records/card.py ``PairCard``, whose ``from_json`` run/flow.py applies before
+card.py renders it; report/card.schema.json is generated from that type).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
 from loadgen.stream.client import RequestRecord
-from loadgen.util.schemas import Card, CellLine
+from loadgen.util.schemas import CellLine
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
@@ -117,8 +118,8 @@ def _role_cell(records: list[RequestRecord], entries: list[CellLine]) -> tuple[C
     return stats, extra
 
 
-def build_card(run_dir: Path) -> Card:
-    """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring): ``card_of`` over the
+def build_card(run_dir: Path) -> dict[str, Any]:
+    """The card of the run in ``run_dir`` in its JSON form (see module docstring): ``card_of`` over the
     run folder read once (runfiles.py).
 
     Raises BadInput when ``run_dir`` is not a run folder.
@@ -169,7 +170,7 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
     return cell
 
 
-def card_of(files: RunFiles) -> Card:
+def card_of(files: RunFiles) -> dict[str, Any]:
     """The card of a run folder's contents (pure: no file is read; see the module docstring)."""
     proto, servers = files.protocol, files.servers
     by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
@@ -188,7 +189,7 @@ def card_of(files: RunFiles) -> Card:
         "ready") for role in ROLES}
     workloads = proto["workloads"]
     diff = difference(usage["plain"], usage["speculative"])
-    card: Card = {
+    card: dict[str, Any] = {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
         "generated_utc": files.generated_utc,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,6 @@ from loadgen.profile.cells import ROLES, CellKey
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.traceplot import render_trace_plots
 from loadgen.stream.client import RequestRecord
-from loadgen.util.schemas import Card
 
 __all__ = ["crossover", "crossover_points", "render_plots"]
 
@@ -55,7 +54,7 @@ def _num(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else math.nan
 
 
-def _cells(card: Card, workload: str, kind: str) -> list[tuple[float, dict[str, Any]]]:
+def _cells(card: Mapping[str, Any], workload: str, kind: str) -> list[tuple[float, dict[str, Any]]]:
     """(x, cell) of one workload and load kind, sorted by x; x = concurrency or rate_rps."""
     out = []
     for cell in card.get("cells") or []:
@@ -66,7 +65,7 @@ def _cells(card: Card, workload: str, kind: str) -> list[tuple[float, dict[str, 
     return sorted(out, key=lambda t: t[0])
 
 
-def _workloads(card: Card) -> list[str]:
+def _workloads(card: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(str(c["workload"]) for c in card.get("cells") or []
                               if isinstance(c, dict) and c.get("workload") is not None))
 
@@ -82,7 +81,7 @@ def _ratio(cell: dict[str, Any], name: str = "tpot_p50") -> tuple[float, float, 
     return _num(r.get("value")), _num(r.get("ci_low")), _num(r.get("ci_high"))
 
 
-def crossover_points(card: Card, kind: str = "concurrency") -> dict[str, float | None]:
+def crossover_points(card: Mapping[str, Any], kind: str = "concurrency") -> dict[str, float | None]:
     """Per workload: the load level (concurrency, or req/s with ``kind="rate"``) where the speculative /
     plain TPOT p50 ratio crosses 1, by :func:`crossover` (linear interpolation between the two tested
     levels around the first crossing); None when it never crosses or ratios are missing. Workloads with
@@ -119,7 +118,7 @@ def _save(fig: Figure, path: Path, paths: list[Path]) -> None:
     paths.append(path)
 
 
-def _latency(card: Card, workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _latency(card: Mapping[str, Any], workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     cells = _cells(card, workload, kind[0])
     panels = (("TTFT", "ttft_s", 1e3, "ms"), ("TPOT", "tpot_s", 1e3, "ms/token"), ("E2E latency", "e2e_s", 1.0, "s"))
     xs = [x for x, _ in cells]
@@ -145,7 +144,7 @@ def _latency(card: Card, workload: str, kind: tuple[str, str, str], out: Path, p
         _save(fig, out / f"latency_{_slug(workload)}{kind[2]}.png", paths)
 
 
-def _throughput(card: Card, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _throughput(card: Mapping[str, Any], kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     fig = _new_figure(2)
     axes, xs_all, drawn = fig.subplots(1, 2), [], False
     for w, workload in enumerate(_workloads(card)):
@@ -171,7 +170,7 @@ def _throughput(card: Card, kind: tuple[str, str, str], out: Path, paths: list[P
     _save(fig, out / f"throughput{kind[2]}.png", paths)
 
 
-def _ratio_plot(card: Card, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _ratio_plot(card: Mapping[str, Any], kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     fig = _new_figure(1, width=7.5, height=4.6)
     ax, xs_all, drawn = fig.subplots(), [], False
     points = crossover_points(card, kind[0])
@@ -208,7 +207,7 @@ def _ratio_plot(card: Card, kind: tuple[str, str, str], out: Path, paths: list[P
     _save(fig, out / f"tpot_ratio{kind[2]}.png", paths)
 
 
-def _acceptance(card: Card, out: Path, paths: list[Path]) -> None:
+def _acceptance(card: Mapping[str, Any], out: Path, paths: list[Path]) -> None:
     rows = []
     for workload in _workloads(card):
         cells = [(x, c) for kind, *_ in _KINDS for x, c in _cells(card, workload, kind)]
@@ -250,7 +249,7 @@ def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str]
     return out
 
 
-def _ttft_distribution(card: Card, records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
+def _ttft_distribution(card: Mapping[str, Any], records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
     samples = _ttft_samples(records)
     workloads = [w for w in dict.fromkeys([*_workloads(card), *(k[0] for k in samples)])
                  if any(k[0] == w for k in samples)]
@@ -280,7 +279,7 @@ def _ttft_distribution(card: Card, records: Sequence[RequestRecord], out: Path, 
     _save(fig, out / "ttft_distribution.png", paths)
 
 
-def render_plots(card: Card, records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
+def render_plots(card: Mapping[str, Any], records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
     """Write the figures of ``card`` (report.build_card's dict) and ``records`` (requests.jsonl; warmup,
     cooldown and failed requests are ignored) as PNG files under ``out_dir`` (created if needed).
 

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from loadgen.stream.client import RequestRecord
@@ -89,7 +89,7 @@ def _fmt(x: Any, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if isinstance(x, int | float) else "–"
 
 
-def context_rows(axis: dict[str, list[dict[str, Any]]]) -> list[str]:
+def context_rows(axis: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
     """Markdown: one table per base workload, input length x level -> acceptance rate, TPOT p50 ratio."""
     if not axis:
         return []

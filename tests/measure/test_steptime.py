@@ -99,7 +99,7 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
     run = tmp_path / "h200-1b-draft"
     shutil.copytree(EXAMPLE, run)
     before = json.loads((run / "card.json").read_text())
-    card = finish_card(run, log=lambda _line: None)
+    card = finish_card(run, log=lambda _line: None).to_json()
     assert card["statistics_from"] == "card.json"
     assert len(card["cells"]) == 8
     # its protocol.json declares no criteria (the run judged invented defaults): not judged now
@@ -112,7 +112,7 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
     assert long64["cost"]["step_time_ratio"] == pytest.approx((805.14 / 48704) / (124.095 / 48705), rel=1e-3)
     assert long64["cost"]["agrees"] is True  # predicted 0.15x, measured 0.16x (was 0.00x against 0.16x)
     assert sum(n.startswith("plain: bursty delivery: over half") for n in long64["notes"]) == 1
-    again = finish_card(run, log=lambda _line: None)  # idempotent: no second note
+    again = finish_card(run, log=lambda _line: None).to_json()  # idempotent: no second note
     assert again["cells"] == card["cells"]
     assert "n/a (bursts)" in (run / "card.md").read_text()
 

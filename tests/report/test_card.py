@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from loadgen.report.card import render_markdown
+from tests.support.cards import markdown
 
 
 def _dist(p50: float | None, p90: float | None = None, p99: float | None = None,
@@ -47,7 +47,7 @@ def card(**over: Any) -> dict[str, Any]:
                    "speculative": _side(0.01, acceptance=ACC, goodput_rps=1.25),
                    "ratios": {"tpot_p50": {"value": 0.5, "ci_low": 0.45, "ci_high": 0.55},
                               "ttft_p50": {"value": 1.0, "ci_low": None, "ci_high": None},
-                              "e2e_p50": {"value": None}, "itl_p50": {"unavailable": "bursts"},
+                              "e2e_p50": {"value": None}, "itl_p50": {"value": None, "unavailable": "bursts"},
                               "output_throughput": {"value": 1.25}},
                    "notes": ["a note naming 3 numbers"]}],
         "crossover": {"w": {"levels": [1, 2], "ratios": [0.5, None], "crossover_concurrency": None}},
@@ -57,7 +57,7 @@ def card(**over: Any) -> dict[str, Any]:
 
 
 def lines(c: dict[str, Any]) -> list[str]:
-    return render_markdown(c).splitlines()
+    return markdown(c).splitlines()
 
 
 def test_the_header_names_pair_status_schema_and_what_was_compared() -> None:
@@ -157,7 +157,8 @@ def test_a_declared_verdict_lists_declared_keys_defaults_and_lines() -> None:
     verdict = {"declared": True, "passed": False, "summary": "FAIL: 1 failed check(s)",
                "criteria": {"primary": ["tpot_p50"], "min_speedup": 1.0, "max_regression": {}},
                "declared_keys": ["primary"], "lines": ["w c=2: fail: because"],
-               "resources": [{"name": "kv_capacity_loss", "status": "pass", "reason": "0.05 <= 0.2"}]}
+               "resources": [{"name": "kv_capacity_loss", "kind": "resource", "status": "pass", "judged": 0.05,
+                              "threshold": 0.2, "reason": "0.05 <= 0.2"}]}
     out = lines(card(verdict=verdict))
     i = out.index("## Verdict against the criteria declared before the run")
     assert out[i + 2] == "**FAIL: 1 failed check(s)**"
@@ -188,7 +189,7 @@ def test_resource_rows_in_gib_with_the_kv_loss_percentage() -> None:
 def test_files_table_lists_pinned_files() -> None:
     assert lines(card())[-5:] == ["## Files", "", "| model | file | sha256 |", "|---|---|---|",
                                   "| target | config.json | `c0` |"]
-    assert render_markdown(card()).endswith("| target | config.json | `c0` |\n")
+    assert markdown(card()).endswith("| target | config.json | `c0` |\n")
 
 
 def test_lossless_and_cost_decomposition_lines() -> None:

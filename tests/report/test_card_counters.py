@@ -22,11 +22,11 @@ from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.prom import exposition as prom
-from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from loadgen.run import cell as cell_module
 from loadgen.run.cell import run_cell_on
 from loadgen.stream.client import RequestRecord
+from tests.support.cards import markdown
 from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
@@ -75,7 +75,7 @@ def test_a_reset_cell_has_no_acceptance_and_says_why(tmp_path: Path) -> None:
                                                               "counters went backwards")
     assert ("speculative: acceptance not measurable, the server restarted inside the cell (spec-decode counters "
             "went backwards)") in cell["notes"]
-    md = render_markdown(card)
+    md = markdown(card)
     assert "| w | concurrency 2 | not measurable: server restarted inside the cell" in md
     assert "| 0.500 |" not in md  # no acceptance rate computed across the restart
 
@@ -115,21 +115,21 @@ def test_a_server_quantile_above_the_last_bucket_is_not_called_agreeing(tmp_path
     assert row["client_p50"] == pytest.approx(200.0)
     assert row["agrees"] is None and row["server_above_bound"] is True
     assert ("server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (not comparable: beyond the histogram's "
-            "last finite bucket)") in render_markdown(card)
+            "last finite bucket)") in markdown(card)
 
 
 def test_a_server_quantile_above_the_last_bucket_disagrees_with_a_client_inside_it(tmp_path: Path) -> None:
     card = build_card(_run_dir(tmp_path, {}, {"server_histograms": {"e2e_s": E2E_200}}))  # client p50 0.09 s
     row = card["cells"][0]["plain"]["server_vs_client"]["e2e_s"]
     assert row["server_above_bound"] is True and row["agrees"] is False
-    assert "server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (DISAGREE" in render_markdown(card)
+    assert "server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (DISAGREE" in markdown(card)
 
 
 def test_kv_capacity_loss_over_ten_percent_is_noted_without_a_declared_limit(tmp_path: Path) -> None:
     card = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 80000)))
     assert card["resources"]["notes"] == ["KV-cache capacity: the speculative server holds 20000 tokens (20.0%) "
                                           "fewer than the plain one, so fewer requests fit at once"]
-    assert "- KV-cache capacity: the speculative server holds 20000 tokens (20.0%) fewer" in render_markdown(card)
+    assert "- KV-cache capacity: the speculative server holds 20000 tokens (20.0%) fewer" in markdown(card)
     small = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 95000)))
     assert small["resources"]["notes"] == []
 

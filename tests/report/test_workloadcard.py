@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadgen.report.card import render_markdown
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
 from loadgen.stream.client import RequestRecord
+from tests.support.cards import markdown
 
 
 def _rec(workload: str, role: str, prompt_tokens: int | None, out: int, phase: str = "measured") -> RequestRecord:
@@ -63,7 +63,7 @@ def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path) -> None:
     from tests.report.test_card import card as one_cell_card
     base = one_cell_card()
     card = base | {"context_axis": context_axis(CELLS)}
-    assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in render_markdown(card)
+    assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in markdown(card)
     (path,) = render_context_plot(card, tmp_path)
     assert path.name == "context_length.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert render_context_plot(base, tmp_path / "none") == []
