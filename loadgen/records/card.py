@@ -73,6 +73,8 @@ class ResourceDifference(Wire):
     extra_gpu_memory_bytes: int | None = None
     kv_cache_tokens_lost: int | None = None
     kv_capacity_loss: float | None = None
+    same_memory_budget: bool | None = field(
+        default=None, metadata={"doc": "both servers ran under the same gpu_memory_utilization"})
 
 
 @dataclass(frozen=True)
