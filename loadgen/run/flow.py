@@ -265,18 +265,18 @@ def finish_card(run_dir: Path, log: Log = print) -> PairCard:
     if saved:
         log(f"{run_dir} has no requests.jsonl: statistics kept from card.json, diagnosis and verdict recomputed")
     built = refresh_saved_card(run_dir) if saved else build_card(run_dir)
+    card = PairCard.from_json(built, source=str(run_dir / "card.json"))  # the record the renderers read
     try:
         from loadgen.report.plots import render_plots
 
         if not saved:
-            built["plots"] = [str(p.relative_to(run_dir)) for p in
-                              render_plots(built, [r for r in load_records(run_dir)], run_dir / "plots")]
+            card = replace(card, plots=tuple(str(p.relative_to(run_dir)) for p in
+                                             render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")))
     except Exception as exc:  # a plot must never cost the card
         plots_error: Exception | None = exc
-        built["plots"] = []
+        card = replace(card, plots=())
     else:
         plots_error = None
-    card = PairCard.from_json(built, source=str(run_dir / "card.json"))  # the record the renderers read
     write_json(run_dir / "card.json", card.to_json())
     write_text(run_dir / "card.md", render_markdown(card))
     if plots_error is not None:  # said once the card is written (a full disk says more than this, above)

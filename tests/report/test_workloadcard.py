@@ -64,6 +64,6 @@ def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path) -> None:
     base = one_cell_card()
     card = base | {"context_axis": context_axis(CELLS)}
     assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in markdown(card)
-    (path,) = render_context_plot(card, tmp_path)
+    (path,) = render_context_plot(card["pair"], card["context_axis"], tmp_path)
     assert path.name == "context_length.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert render_context_plot(base, tmp_path / "none") == []
+    assert render_context_plot(base["pair"], base.get("context_axis"), tmp_path / "none") == []
