@@ -25,6 +25,7 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
+from loadgen.records.cardcell import CardCell
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
@@ -218,7 +219,9 @@ def card_of(files: RunFiles) -> dict[str, Any]:
         "resources": {**usage, "difference": diff,
                       "notes": [n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n]},
         "placement": {role: placement(servers[role]) for role in ROLES},
-        "verdict": card_verdict(proto.get("criteria"), cells, judged_resources(diff), files.protocol_path),
+        "verdict": card_verdict(proto.get("criteria"), [CardCell.from_json(c, source=f"{files.protocol_path.parent} "
+                                                                           "card cell") for c in cells],
+                                judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
     }
     if proto.get("command_line"):

@@ -64,7 +64,7 @@ def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
         server["effective"] = with_engine_path(server.get("effective"), run_dir, role)
     proto = read_json(run_dir / "protocol.json")
     diff = (card.get("resources") or {}).get("difference") or {}
-    card["verdict"] = card_verdict(proto.get("criteria"), card["cells"], judged_resources(diff),
-                                   run_dir / "protocol.json")
+    cells = PairCard.from_json(card, source=str(run_dir / "card.json")).cells
+    card["verdict"] = card_verdict(proto.get("criteria"), cells, judged_resources(diff), run_dir / "protocol.json")
     card["statistics_from"] = "card.json"
     return card

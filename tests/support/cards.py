@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen.records.card import PairCard
+from loadgen.records.cardcell import CardCell
 
 CARD: dict[str, Any] = {
     "schema": "loadgen.card/1", "pair": "t", "generated_utc": "2026-01-01T00:00:00+00:00", "complete": True,
@@ -49,3 +50,9 @@ def markdown(data: dict[str, Any]) -> str:
     from loadgen.report.card import render_markdown
 
     return render_markdown(card_record(data))
+
+
+def card_cell(data: dict[str, Any]) -> CardCell:
+    """A card cell from a part of one (its level ``c<concurrency>`` and every other required field filled)."""
+    [cell] = full_card({"cells": [{"level": f"c{data.get('concurrency', 1)}", **data}]})["cells"]
+    return CardCell.from_json(cell, source="test cell")
