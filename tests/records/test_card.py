@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from loadgen.cli import main
 from loadgen.errors import BadInput
 from loadgen.records.card import PairCard, card_schema
-from loadgen.records.cardwire import FIX
+from loadgen.records.cardwire import FIX, Wire
+from loadgen.report.carddata import build_card
 from loadgen.util.strictjson import dumps
+from tests.report.test_carddata import write_run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "docs").rglob("card.json"))
@@ -33,7 +38,41 @@ def test_a_committed_card_reads_and_writes_back_byte_identically(path: Path) -> 
     text = path.read_text()
     card = PairCard.from_json(json.loads(text), source=str(path))
     assert dumps(card.to_json(), indent=2, sort_keys=False) + "\n" == text
-    assert not card.extra and all(not c.extra for c in card.cells)  # the types name every key the cards hold
+    assert unnamed(card) == []  # the types name every key the committed cards hold
+
+
+def unnamed(value: object, path: str = "") -> list[str]:
+    """The paths of the keys no record type names (kept verbatim in ``extra``), anywhere in ``value``."""
+    if isinstance(value, Wire):
+        own = [f"{path}.{k}" for k in value.extra]
+        return own + [p for f in fields(value) if f.name not in ("keys", "extra")
+                      for p in unnamed(getattr(value, f.name), f"{path}.{f.name}")]
+    if isinstance(value, tuple | list):
+        return [p for i, v in enumerate(value) for p in unnamed(v, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in unnamed(v, f"{path}.{k}")]
+    return []
+
+
+def test_a_built_card_has_no_key_its_types_do_not_name(tmp_path: Path) -> None:
+    built = build_card(write_run(tmp_path / "r"))
+    card = PairCard.from_json(built, source="built")
+    assert unnamed(card) == []
+    assert card.to_json() == json.loads(json.dumps(built))  # the same JSON, key for key, in order
+    assert [c.level for c in card.cells] == [c["level"] for c in built["cells"]]
+
+
+def test_loadgen_report_of_a_card_that_does_not_match_is_one_line_exit_2(tmp_path: Path) -> None:
+    run = tmp_path / "h200-1b-draft"
+    shutil.copytree(next(p.parent for p in EXAMPLES if p.parent.name == "h200-1b-draft"), run)
+    data = json.loads((run / "card.json").read_text())
+    data["cells"][3]["ratios"]["tpot_p50"]["value"] = "abc"
+    (run / "card.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(main, ["report", str(run)])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"loadgen: error: {run / 'card.json'}: cells[3].ratios.tpot_p50.value: expected a number, got 'abc'; "
+        "re-render with `loadgen report` or restore the file")
 
 
 def test_the_record_reads_attributes_of_the_committed_values() -> None:
