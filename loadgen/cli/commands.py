@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import json
 import shlex
 import signal
 import sys
@@ -28,6 +27,7 @@ from loadgen.errors import BadInput, LoadgenError
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
 from loadgen.report.rundir import read_json
+from loadgen.report.savedcard import read_card
 from loadgen.report.summary import print_saved_summary, print_summary
 from loadgen.run.observe import ObserveOptions
 from loadgen.serve.attached import check_url
@@ -180,9 +180,9 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
 def _verdict_exit(run_dir: Path) -> None:
     """End a finished run plainly: the card's path after the verdict (printed by print_summary), then CriteriaFailed
     (exit 3, no error line: the run did not crash) when the verdict failed its declared criteria (none: exit 0)."""
-    verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
+    verdict = read_card(run_dir / "card.json").verdict
     click.echo(f"card: {run_dir / 'card.md'}")
-    if verdict and verdict.get("passed") is False:
+    if verdict.passed is False:
         criteria_exit(RUN_FAILED)
 
 
