@@ -185,6 +185,7 @@ def card_of(files: RunFiles) -> dict[str, Any]:
     for c in proto["cells"]:  # repetitions share one card cell: the first planned line of each key
         planned.setdefault(CellKey.of(c), c)
     cells = [_cell(files, c, by_cell, entries) for c in planned.values()]
+    typed = [CardCell.from_json(c, source=f"{files.protocol_path.parent} card cell") for c in cells]
     slo = SLO(**(proto.get("slo") or {}))
     usage = {role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get(
         "ready") for role in ROLES}
@@ -211,17 +212,15 @@ def card_of(files: RunFiles) -> dict[str, Any]:
         "stop_rule": proto["stop_rule"],
         "prompts_sha256": proto["prompts_sha256"],
         "cells": cells,
-        "crossover": _crossovers(cells),
+        "crossover": _crossovers(typed),
         "design": design_summary(proto),
         "noise_floor": noise_summary(cells),
         "slo": asdict(slo),
-        "capacity": _capacities(cells, slo),
+        "capacity": _capacities(typed, slo),
         "resources": {**usage, "difference": diff,
                       "notes": [n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n]},
         "placement": {role: placement(servers[role]) for role in ROLES},
-        "verdict": card_verdict(proto.get("criteria"), [CardCell.from_json(c, source=f"{files.protocol_path.parent} "
-                                                                           "card cell") for c in cells],
-                                judged_resources(diff), files.protocol_path),
+        "verdict": card_verdict(proto.get("criteria"), typed, judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
     }
     if proto.get("command_line"):
@@ -257,36 +256,38 @@ def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict
     return {"lossless": lossless(*lossless_inputs(plain, spec), lossy=lossy) if greedy else None}
 
 
-def _capacities(cells: list[dict[str, Any]], slo: SLO) -> dict[str, Any]:
+def _closed(cells: list[CardCell], workload: str) -> list[CardCell]:
+    """The closed-loop cells of ``workload``, by concurrency."""
+    return sorted((c for c in cells if c.workload == workload and c.rate_rps is None), key=lambda c: c.concurrency)
+
+
+def _capacities(cells: list[CardCell], slo: SLO) -> dict[str, Any]:
     """Per workload and server: the highest closed-loop concurrency holding every SLO, and its goodput."""
     if not slo.limits():
         return {}
     out: dict[str, Any] = {}
-    for workload in dict.fromkeys(c["workload"] for c in cells):
-        closed = sorted((c for c in cells if c["workload"] == workload and c.get("rate_rps") is None),
-                        key=lambda c: c["concurrency"])
+    for workload in dict.fromkeys(c.workload for c in cells):
         for role in ROLES:
-            sides: list[tuple[int, dict[str, Any]]] = [(c["concurrency"], c[role]) for c in closed if c.get(role)]
-            held = [side.get("slo_holds") for _, side in sides]
+            sides = [(c.concurrency, side) for c in _closed(cells, workload) if (side := c.role(role)) is not None]
+            held = [side.slo_holds for _, side in sides]
             best = capacity([lv for lv, _ in sides], held)
-            good = next((side.get("goodput_rps") for lv, side in sides if lv == best), None)
+            good = next((side.goodput_rps for lv, side in sides if lv == best), None)
             out.setdefault(workload, {})[role] = {"levels": [lv for lv, _ in sides], "holds": held,
                                                   "capacity_concurrency": best, "goodput_rps": good}
     return out
 
 
-def _crossovers(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _crossovers(cells: list[CardCell]) -> dict[str, Any]:
     """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1, and the range it lies in:
     from the last level whose ratio's CI is below 1 to the first level after it whose CI is above 1
     (ratios.crossover_range; None when the CIs do not bracket a crossing)."""
     out: dict[str, Any] = {}
-    for workload in dict.fromkeys(c["workload"] for c in cells):
-        closed = sorted((c for c in cells if c["workload"] == workload and c.get("rate_rps") is None),
-                        key=lambda c: c["concurrency"])
-        levels = [c["concurrency"] for c in closed]
-        tpot = [c["ratios"].get("tpot_p50") or {} for c in closed]
-        ratios = [r.get("value") for r in tpot]
-        cis = [[r.get("ci_low"), r.get("ci_high")] for r in tpot]
+    for workload in dict.fromkeys(c.workload for c in cells):
+        closed = _closed(cells, workload)
+        levels = [c.concurrency for c in closed]
+        tpot = [c.ratio("tpot_p50") for c in closed]
+        ratios = [None if r is None else r.value for r in tpot]
+        cis = [[None, None] if r is None else [r.ci_low, r.ci_high] for r in tpot]
         out[workload] = {"metric": "tpot_p50", "levels": levels, "ratios": ratios, "ratio_cis": cis,
                          "crossover_concurrency": crossover(levels, ratios),
                          "crossover_range": crossover_range(levels, cis)}
