@@ -4,12 +4,12 @@ and the context-length table and figure over ``<workload>@<tokens>`` cells."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from loadgen.records.cardcell import CardCell
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
 from loadgen.stream.client import RequestRecord
-from tests.support.cards import markdown
+from tests.support.cards import card_cell, markdown
 
 
 def _rec(workload: str, role: str, prompt_tokens: int | None, out: int, phase: str = "measured") -> RequestRecord:
@@ -36,11 +36,11 @@ def test_the_statement_names_kind_source_lengths_sent_and_scope() -> None:
     assert length_summary([]) == "none sent" and length_summary([4, 1]) == "1/2.5/4"
 
 
-def _cell(workload: str, level: str, c: int, acc: float | None, ratio: float | None) -> dict[str, Any]:
-    return {"workload": workload, "level": level, "concurrency": c,
-            "speculative": {"acceptance": {"acceptance_rate": acc}} if acc is not None else {},
-            "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05}}
-            if ratio is not None else {}}
+def _cell(workload: str, level: str, c: int, acc: float | None, ratio: float | None) -> CardCell:
+    return card_cell({"workload": workload, "level": level, "concurrency": c,
+                      **({"speculative": {"acceptance": {"acceptance_rate": acc}}} if acc is not None else {}),
+                      "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05}}
+                      if ratio is not None else {}})
 
 
 CELLS = [_cell("g@1024", "c1", 1, 0.5, 0.9), _cell("g@128", "c1", 1, 0.7, 0.8), _cell("g@128", "c4", 4, 0.6, 1.1),
