@@ -7,7 +7,10 @@ fails while the file and the types differ.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loadgen.records.card import card_schema
 

@@ -6,7 +6,8 @@ same hints, so the schema cannot drift from the type (report/card.schema.json is
 
 Field types understood: ``str``, ``int``, ``float`` (an int in the file stays an int), ``bool``, ``X | None``,
 ``Literal[...]``, ``tuple[X, ...]`` (a JSON array), ``Mapping[str, X]`` (a JSON object), ``Any`` (free-form
-engine or protocol data, copied verbatim) and :class:`Wire` subclasses. A field without a default is required;
+engine or protocol data, copied verbatim) and :class:`Wire` subclasses; a union of two types besides None
+(``float | str``) is taken as it is, unchecked. A field without a default is required;
 a field with one may be absent from the file, and stays absent when the record is written back. Field metadata:
 ``doc`` (the schema's description) and ``pattern`` (a string's regex). Keys the type does not name are kept
 verbatim (``extra``), so a card of newer code survives a re-render of older code.
