@@ -2,9 +2,10 @@
 
 From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json (read once by
 runfiles.py; ``card_of`` itself reads nothing), computes every cell's
-statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns the card's JSON
-form (schema ``loadgen.card/1``: records/card.py ``PairCard``, whose ``from_json`` run/flow.py applies before
-card.py renders it; report/card.schema.json is generated from that type).
+statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns the card as the
+records/card.py ``PairCard`` (schema ``loadgen.card/1``; report/card.schema.json is generated from that type)
+that card.py renders. The cells are assembled in their JSON form (measure/steptime.py amends them in place)
+and read as records once whole.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
+from loadgen.records.card import PairCard
 from loadgen.records.cardcell import CardCell
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
@@ -119,8 +121,8 @@ def _role_cell(records: list[RequestRecord], entries: list[CellLine]) -> tuple[C
     return stats, extra
 
 
-def build_card(run_dir: Path) -> dict[str, Any]:
-    """The card of the run in ``run_dir`` in its JSON form (see module docstring): ``card_of`` over the
+def build_card(run_dir: Path) -> PairCard:
+    """The card of the run in ``run_dir`` (see module docstring): ``card_of`` over the
     run folder read once (runfiles.py).
 
     Raises BadInput when ``run_dir`` is not a run folder.
@@ -171,7 +173,7 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
     return cell
 
 
-def card_of(files: RunFiles) -> dict[str, Any]:
+def card_of(files: RunFiles) -> PairCard:
     """The card of a run folder's contents (pure: no file is read; see the module docstring)."""
     proto, servers = files.protocol, files.servers
     by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
@@ -227,7 +229,7 @@ def card_of(files: RunFiles) -> dict[str, Any]:
         card["command_line"] = proto["command_line"]
     if (trace := trace_card(files)) is not None:  # absent without a trace workload: older cards re-render alike
         card["trace"] = trace
-    return card
+    return PairCard.from_json(card, source=f"the card of {files.protocol_path.parent}")
 
 
 def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, Any]:

@@ -14,7 +14,6 @@ The card keeps its own ``generated_utc`` (re-rendering gives the same bytes) and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.measure.judging import card_verdict, judged_resources
@@ -39,9 +38,9 @@ def saved_only(run_dir: Path) -> bool:
     return not (run_dir / "requests.jsonl").exists() and (run_dir / "card.json").is_file()
 
 
-def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
+def refresh_saved_card(run_dir: Path) -> PairCard:
     """card.json of ``run_dir`` (checked by :func:`read_card`) with the cell-level diagnosis recomputed (module
-    docstring), in its JSON form; the same card again when run twice. Raises BadInput when card.json,
+    docstring); the same card again when run twice. Raises BadInput when card.json,
     cells.jsonl or protocol.json is missing, or naming the field of a card.json that does not match its type."""
     if not (run_dir / "cells.jsonl").is_file() or not (run_dir / "card.json").is_file():
         raise BadInput(f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "
@@ -67,4 +66,4 @@ def refresh_saved_card(run_dir: Path) -> dict[str, Any]:
     cells = PairCard.from_json(card, source=str(run_dir / "card.json")).cells
     card["verdict"] = card_verdict(proto.get("criteria"), cells, judged_resources(diff), run_dir / "protocol.json")
     card["statistics_from"] = "card.json"
-    return card
+    return PairCard.from_json(card, source=str(run_dir / "card.json"))

@@ -264,8 +264,7 @@ def finish_card(run_dir: Path, log: Log = print) -> PairCard:
     saved = saved_only(run_dir)
     if saved:
         log(f"{run_dir} has no requests.jsonl: statistics kept from card.json, diagnosis and verdict recomputed")
-    built = refresh_saved_card(run_dir) if saved else build_card(run_dir)
-    card = PairCard.from_json(built, source=str(run_dir / "card.json"))  # the record the renderers read
+    card = refresh_saved_card(run_dir) if saved else build_card(run_dir)
     try:
         from loadgen.report.plots import render_plots
 

@@ -113,7 +113,7 @@ def test_failed_counts_agree_everywhere_and_the_card_shows_outcomes(tmp_path: Pa
     lines = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
     assert all("finish_reason" in line for line in lines)
 
-    card = build_card(run)
+    card = build_card(run).to_json()
     cell = card["cells"][0]
     plain, spec = cell["plain"], cell["speculative"]
     assert plain["errors"] == spec["errors"] == 1
@@ -145,7 +145,7 @@ def test_failed_counts_agree_everywhere_and_the_card_shows_outcomes(tmp_path: Pa
 
 
 def test_peak_output_throughput_is_on_the_card(tmp_path: Path) -> None:
-    card: dict[str, Any] = build_card(_run_folder(tmp_path))
+    card: dict[str, Any] = build_card(_run_folder(tmp_path)).to_json()
     side = card["cells"][0]["speculative"]
     md = markdown(card)
     # the scripted cell's window is a fraction of a second: under two whole 1-second buckets, no peak

@@ -71,7 +71,7 @@ def _run_dir(tmp_path: Path, histograms: bool) -> Path:
 
 
 def test_a_bursty_cell_gets_the_true_step_time_and_no_itl_ratio(tmp_path: Path) -> None:
-    cell = build_card(_run_dir(tmp_path, histograms=False))["cells"][0]
+    cell = build_card(_run_dir(tmp_path, histograms=False)).to_json()["cells"][0]
     assert cell["plain"]["icl_s"]["p50"] == pytest.approx(EPS_S)  # the burst artefact is still shown...
     assert cell["ratios"]["itl_p50"]["value"] is None  # ...but no ratio is built on it
     assert "burst artefact" in cell["ratios"]["itl_p50"]["unavailable"]
@@ -86,7 +86,7 @@ def test_a_bursty_cell_gets_the_true_step_time_and_no_itl_ratio(tmp_path: Path) 
 
 
 def test_the_server_histogram_gives_the_step_time_when_present(tmp_path: Path) -> None:
-    cell = build_card(_run_dir(tmp_path, histograms=True))["cells"][0]
+    cell = build_card(_run_dir(tmp_path, histograms=True)).to_json()["cells"][0]
     assert cell["cost"]["step_source"] == "server"
     # the example's vllm:inter_token_latency_seconds deltas: 124.095 s / 48,705 and 805.14 s / 48,704
     plain = cell["plain"]["step_time"]["server_step_s"]

@@ -24,7 +24,7 @@ def _card(tmp_path: Path, speculative: dict[str, Any], spec_decode: dict[str, An
     root = write_run(tmp_path, entries=entries)
     proto = json.loads((root / "protocol.json").read_text())
     (root / "protocol.json").write_text(json.dumps(proto | {"speculative_config": speculative}))
-    return dict(build_card(root))
+    return dict(build_card(root).to_json())
 
 
 def test_a_level_the_config_switches_off_is_noted_and_still_compared(tmp_path: Path) -> None:
