@@ -40,7 +40,7 @@ class Crossover(Wire):
     levels: tuple[int, ...]
     ratios: tuple[float | None, ...]
     crossover_concurrency: float | None
-    metric: str | None = None
+    metric: str = field(metadata={"doc": "the ratio crossing 1: tpot_p50"})
     ratio_cis: tuple[tuple[float | None, ...] | None, ...] | None = None
     crossover_range: tuple[float | None, ...] | None = None
 
@@ -117,7 +117,7 @@ class CardVerdict(Wire):
 
     passed: bool | None
     summary: str
-    declared: bool | None = None
+    declared: bool = field(metadata={"doc": "whether the pair file had a [criteria] table"})
     status: str | None = None
     criteria: Mapping[str, Any] | None = field(
         default=None, metadata={"doc": "the criteria applied (profile/criteria.py Criteria)"})

@@ -50,7 +50,8 @@ def card(**over: Any) -> dict[str, Any]:
                               "e2e_p50": {"value": None}, "itl_p50": {"value": None, "unavailable": "bursts"},
                               "output_throughput": {"value": 1.25}},
                    "notes": ["a note naming 3 numbers"]}],
-        "crossover": {"w": {"levels": [1, 2], "ratios": [0.5, None], "crossover_concurrency": None}},
+        "crossover": {"w": {"metric": "tpot_p50", "levels": [1, 2], "ratios": [0.5, None],
+                            "crossover_concurrency": None}},
         "verdict": None, "capacity": {}, "resources": {},
     }
     return base | over
@@ -137,11 +138,13 @@ def test_a_cell_with_no_server_is_not_measured_and_a_failed_side_is_shown() -> N
 
 def test_the_crossover_line_with_and_without_a_crossing() -> None:
     assert "- w: c=1: 0.500, c=2: –; crossover: none within the tested levels" in lines(card())
-    c = card(crossover={"w": {"levels": [1, 2], "ratios": [0.5, 1.5], "crossover_concurrency": 1.5}})
+    c = card(crossover={"w": {"metric": "tpot_p50", "levels": [1, 2], "ratios": [0.5, 1.5],
+                              "crossover_concurrency": 1.5}})
     assert "- w: c=1: 0.500, c=2: 1.500; crossover: concurrency ≈ 1.5 (interpolated; the CIs do not bracket it)" \
         in lines(c)
     # with the ratios' CIs: the crossover is the range between the last faster and the first slower level
-    c = card(crossover={"w": {"levels": [1, 4, 16], "ratios": [0.5, 0.98, 1.5], "crossover_concurrency": 4.1,
+    c = card(crossover={"w": {"metric": "tpot_p50", "levels": [1, 4, 16], "ratios": [0.5, 0.98, 1.5],
+                              "crossover_concurrency": 4.1,
                               "ratio_cis": [[0.45, 0.55], [0.9, 1.05], [1.4, 1.6]], "crossover_range": [1, 16]}})
     assert ("- w: c=1: 0.500 [0.450, 0.550], c=4: 0.980 [0.900, 1.050], c=16: 1.500 [1.400, 1.600]; crossover: "
             "between concurrency 1 and 16 (interpolated ≈ 4.1)") in lines(c)

@@ -37,7 +37,8 @@ def cell_rows(cell: dict[str, Any]) -> list[str]:
 
 def crossover_rows(card: dict[str, Any]) -> list[str]:
     """designcard.crossover_rows of the card's ``crossover`` (crossover_concurrency None unless given)."""
-    return designcard.crossover_rows({w: Crossover.from_json({"crossover_concurrency": None, **c}, source="test")
+    return designcard.crossover_rows({w: Crossover.from_json({"crossover_concurrency": None, "metric": "tpot_p50", **c},
+                                                             source="test")
                                       for w, c in (card.get("crossover") or {}).items()})
 
 

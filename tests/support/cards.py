@@ -14,7 +14,7 @@ CARD: dict[str, Any] = {
     "engine_version": {"plain": None, "speculative": None}, "servers": {}, "workloads": [],
     "workloads_statement": "", "concurrency": [], "stop_rule": {}, "prompts_sha256": "", "cells": [],
     "crossover": {}, "slo": {}, "capacity": {}, "resources": {}, "placement": {},
-    "verdict": {"passed": None, "summary": "not judged"}}
+    "verdict": {"passed": None, "summary": "not judged", "declared": False}}
 CELL: dict[str, Any] = {"workload": "w", "level": "c1", "concurrency": 1, "rate_rps": None, "complete": True,
                         "ratios": {}, "notes": []}
 ROLE: dict[str, Any] = {"requests": 0, "errors": 0, "output_throughput_tps": None, "request_throughput_rps": None,
