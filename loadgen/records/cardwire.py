@@ -11,6 +11,10 @@ engine or protocol data, copied verbatim) and :class:`Wire` subclasses; a union 
 a field with one may be absent from the file, and stays absent when the record is written back. Field metadata:
 ``doc`` (the schema's description) and ``pattern`` (a string's regex). Keys the type does not name are kept
 verbatim (``extra``), so a card of newer code survives a re-render of older code.
+
+Built on records/wire.py, the one set of readers every record uses: a scalar is checked by, and its schema
+is, the :class:`~loadgen.records.wire.Kind` of its type (``SCALARS``), and a mismatch is raised by
+:class:`~loadgen.records.wire.Where` (the same one-line message as a ``cells.jsonl`` line gets).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
 
-from loadgen.errors import BadInput
+from loadgen.records.wire import BOOL, INT, NUM, STR, Kind, Where
 
 #: The fix a card that does not match its type is given.
 FIX = "re-render with `loadgen report` or restore the file"
@@ -41,7 +45,7 @@ class Wire:
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:
         """The record of ``data`` (a parsed JSON value); BadInput naming ``source`` and the field otherwise."""
-        record: Self = _read(cls, data, source, "")
+        record: Self = _read(cls, data, Where(source, fix=FIX))
         return record
 
     def to_json(self) -> dict[str, Any]:
@@ -93,12 +97,7 @@ def _required(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
-def _fail(source: str, path: str, expected: str, got: object) -> BadInput:
-    shown = repr(got) if len(repr(got)) <= 40 else f"{type(got).__name__} {repr(got)[:37]}..."
-    return BadInput(f"{source}: {path or 'the file'}: expected {expected}, got {shown}; {FIX}")
-
-
-def _read(tp: Any, value: object, source: str, path: str) -> Any:
+def _read(tp: Any, value: object, where: Where) -> Any:
     """``value`` checked against the type ``tp`` (module docstring), as the record's field values."""
     if tp is Any:
         return value
@@ -107,48 +106,55 @@ def _read(tp: Any, value: object, source: str, path: str) -> Any:
         options = [a for a in get_args(tp) if a is not type(None)]
         if value is None and len(options) < len(get_args(tp)):
             return None
-        return _read(options[0] if len(options) == 1 else Any, value, source, path)
+        return _read(options[0] if len(options) == 1 else Any, value, where)
     if origin is Literal:
         if value not in get_args(tp):
-            raise _fail(source, path, " or ".join(repr(a) for a in get_args(tp)), value)
+            where.fail(_expected(tp), value)
         return value
     if isinstance(tp, type) and issubclass(tp, Wire):
-        return _record(tp, value, source, path)
+        return _record(tp, value, where)
     if origin is tuple:
         if not isinstance(value, list | tuple):  # a tuple: a card built in code (report/carddata.py)
-            raise _fail(source, path, "a list", value)
-        return tuple(_read(get_args(tp)[0], v, source, f"{path}[{i}]") for i, v in enumerate(value))
+            where.fail("a list", value)
+        return tuple(_read(get_args(tp)[0], v, where.at(i)) for i, v in enumerate(value))
     if origin in (dict, Mapping):
         if not isinstance(value, dict):
-            raise _fail(source, path, "an object", value)
-        return {k: _read(get_args(tp)[1], v, source, f"{path}.{k}" if path else k) for k, v in value.items()}
-    return _scalar(tp, value, source, path)
-
-
-_SCALARS: dict[Any, tuple[str, tuple[type, ...]]] = {
-    str: ("a string", (str,)), bool: ("true or false", (bool,)), int: ("an integer", (int,)),
-    float: ("a number", (int, float)),
-}
-
-
-def _scalar(tp: Any, value: object, source: str, path: str) -> Any:
-    what, kinds = _SCALARS[tp]
-    if not isinstance(value, kinds) or (tp is not bool and isinstance(value, bool)):
-        raise _fail(source, path, what, value)
+            where.fail("an object", value)
+        return {k: _read(get_args(tp)[1], v, where.at(k)) for k, v in value.items()}
+    if not SCALARS[tp].test(value):
+        where.fail(SCALARS[tp].name, value)
     return value
 
 
-def _record(cls: type[Wire], value: object, source: str, path: str) -> Wire:
+#: The wire kind of each scalar field type.
+SCALARS: dict[Any, Kind] = {str: STR, bool: BOOL, int: INT, float: NUM}
+
+
+def _expected(tp: Any) -> str:
+    """What a field of type ``tp`` must hold, for the message of a missing or mismatching value."""
+    origin = get_origin(tp)
+    if origin is Literal:
+        return " or ".join(repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        options = [a for a in get_args(tp) if a is not type(None)]
+        return f"{_expected(options[0])} or null" if len(options) == 1 else "any value"
+    if origin is tuple:
+        return "a list"
+    if origin in (dict, Mapping) or (isinstance(tp, type) and issubclass(tp, Wire)):
+        return "an object"
+    return SCALARS[tp].name if tp in SCALARS else "any value"
+
+
+def _record(cls: type[Wire], value: object, where: Where) -> Wire:
     if not isinstance(value, dict):
-        raise _fail(source, path, "an object", value)
+        where.fail("an object", value)
     names, hints = wire_fields(cls), _hints(cls)
     kwargs: dict[str, Any] = {}
     for name, f in names.items():
-        where = f"{path}.{name}" if path else name
         if name in value:
-            kwargs[name] = _read(hints[name], value[name], source, where)
+            kwargs[name] = _read(hints[name], value[name], where.at(name))
         elif _required(f):
-            raise BadInput(f"{source}: {where}: missing; {FIX}")
+            where.at(name).missing(_expected(hints[name]))
     extra = {k: v for k, v in value.items() if k not in names}
     return cls(**kwargs, keys=tuple(value), extra=extra)
 
@@ -177,7 +183,7 @@ def json_schema(tp: Any) -> dict[str, Any]:
     if origin in (dict, Mapping):
         values = json_schema(get_args(tp)[1])
         return {"type": "object", **({"additionalProperties": values} if values else {})}
-    return {"type": {str: "string", bool: "boolean", int: "integer", float: "number"}[tp]}
+    return dict(SCALARS[tp].schema)
 
 
 def _record_schema(cls: type[Wire]) -> dict[str, Any]:

@@ -245,8 +245,8 @@ def test_loadgen_diff_of_a_card_whose_cells_have_the_wrong_shape_is_one_line_exi
     (tmp_path / "b" / "card.json").write_text('{"cells": [{"level": "c1"}]}')
     result = CliRunner().invoke(main, ["diff", a, b])
     assert result.exit_code == 2
-    assert result.output == (f"loadgen: error: {tmp_path / 'b' / 'card.json'}: schema: missing; re-render with "
-                             "`loadgen report` or restore the file\n")
+    assert result.output == (f"loadgen: error: {tmp_path / 'b' / 'card.json'}: schema: missing (expected "
+                             "'loadgen.card/1'); re-render with `loadgen report` or restore the file\n")
     broken = full_card({"cells": [{"level": "c1", "ratios": {"tpot_p50": {"value": "0.9"}}}]})
     (tmp_path / "b" / "card.json").write_text(json.dumps(broken))
     result = CliRunner().invoke(main, ["diff", a, b])
