@@ -119,7 +119,7 @@ def test_render_plots_writes_readable_pngs(tmp_path: Path, monkeypatch: pytest.M
 def test_the_figures_draw_the_cards_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The drawn series against the closed forms of the module docstring (TPOT 20 ms x ratio, TTFT of records())."""
     figures = capture_figures(monkeypatch)
-    render_plots(synthetic_card(), records(), tmp_path)
+    render_plots(card_record(synthetic_card()), records(), tmp_path)
     ttft_ax, tpot_ax, e2e_ax = figures["latency_short.png"].axes
     assert labels(tpot_ax) == ["plain p50", "plain p99", "speculative p50", "speculative p99"]
     assert line(tpot_ax, "plain p50") == ([1, 2, 4, 8], pytest.approx([20.0] * 4))
