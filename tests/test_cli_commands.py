@@ -14,6 +14,7 @@ from loadgen.cli import main
 from loadgen.errors import CriteriaFailed
 from tests.profile.test_pairfile import BASE
 from tests.report.test_carddata import write_run
+from tests.support.cards import full_card
 
 
 def test_pairs_lists_every_profile_in_order() -> None:
@@ -105,7 +106,7 @@ def test_report_on_a_folder_without_protocol_exits_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("passed", "code"), [(False, 3), (True, 0), (None, 0)])
 def test_the_verdict_decides_compares_exit(tmp_path: Path, passed: bool | None, code: int,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "card.json").write_text(json.dumps({"verdict": {"passed": passed}}))
+    (tmp_path / "card.json").write_text(json.dumps(full_card({"verdict": {"passed": passed}})))
     if code == 3:  # a finished run is no crash: its last lines say so on stdout, and no error line follows
         with pytest.raises(CriteriaFailed) as failed:
             cli._verdict_exit(tmp_path)

@@ -14,6 +14,7 @@ from loadgen.cli.diffcmd import Tolerance
 from loadgen.cli.overrides import LevelList, WorkloadList
 from loadgen.cli.runlist import INTERRUPTED, RunEntry, list_runs, run_status
 from loadgen.run.closing import STOPPED
+from tests.support.cards import full_card
 
 
 def fails(kind: click.ParamType, value: object) -> str:  # type: ignore[type-arg]
@@ -70,7 +71,7 @@ def write(path: Path, data: object) -> None:
 def test_list_runs(tmp_path: Path) -> None:
     write(tmp_path / "p" / "a" / "protocol.json", {})
     write(tmp_path / "p" / "a" / "status.json", {"complete": True})
-    write(tmp_path / "p" / "a" / "card.json", {"verdict": {"summary": "PASS: 4 cells"}})
+    write(tmp_path / "p" / "a" / "card.json", full_card({"verdict": {"summary": "PASS: 4 cells"}}))
     write(tmp_path / "p" / "b" / "status.json", {"complete": False, "failure": "server died"})
     write(tmp_path / "p" / "c" / "refused.json", {"reason": "unreachable", "exit_code": 1, "refused_utc": ""})
     write(tmp_path / "p" / "s" / "status.json", {"complete": True})

@@ -15,6 +15,7 @@ from loadgen.cli import main
 from loadgen.errors import ServerError
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.flow import run_compare
+from tests.support.cards import full_card
 from tests.support.lockholder import hold
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
@@ -30,7 +31,7 @@ def _run(root: Path, pair: str, stamp: str, status: dict[str, object] | None, ve
     if status is not None:
         _write(folder / "status.json", status)
     if verdict is not None:
-        _write(folder / "card.json", {"verdict": {"summary": verdict}})
+        _write(folder / "card.json", full_card({"verdict": {"summary": verdict}}))
     return folder
 
 
@@ -129,3 +130,13 @@ def test_report_of_a_refused_sweep_exits_2_and_names_sweep_resume(tmp_path: Path
     assert "(plain server: connection refused at http://h:1)" in result.output
     assert f"run `loadgen sweep --resume {sweep}`" in result.output
     assert sorted(p.name for p in sweep.iterdir()) == ["candidates", "refused.json", "sweep.toml"]
+
+
+def test_runs_names_a_card_that_does_not_match_its_type(tmp_path: Path) -> None:
+    folder = _run(tmp_path / "runs", "a", "20260101T000000Z", {"complete": True, "failure": None}, "PASS")
+    _write(folder / "card.json", full_card({"verdict": {"summary": "PASS", "passed": "yes"}}))
+    result = CliRunner().invoke(main, ["runs", "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 0
+    assert result.output.splitlines() == [
+        f"complete  run   {folder}  unreadable card ({folder / 'card.json'}: verdict.passed: expected true or "
+        "false, got 'yes'; re-render with `loadgen report` or restore the file)"]

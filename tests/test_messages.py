@@ -15,6 +15,7 @@ from loadgen.errors import RunFailed
 from loadgen.prom.scrape import scrape
 from loadgen.run import flow
 from tests.run.test_cell import FAULTY, _run
+from tests.support.cards import full_card
 from tests.support.scripted_server import scripted_server
 
 
@@ -50,7 +51,7 @@ def test_compare_prints_the_verdict_once(tmp_path: Path, monkeypatch: pytest.Mon
 
     def fake_run(*args: Any, **kwargs: Any) -> Path:
         card = {"pair": "demo-cpu", "complete": True, "cells": [], "verdict": {"summary": summary, "passed": passed}}
-        (tmp_path / "card.json").write_text(json.dumps(card))
+        (tmp_path / "card.json").write_text(json.dumps(full_card(card)))
         return tmp_path
 
     monkeypatch.setattr(flow, "run_compare", fake_run)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import json
 import shlex
 import signal
 import sys
@@ -28,7 +27,8 @@ from loadgen.errors import BadInput, LoadgenError
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
 from loadgen.report.rundir import read_json
-from loadgen.report.summary import print_summary
+from loadgen.report.savedcard import read_card
+from loadgen.report.summary import print_saved_summary, print_summary
 from loadgen.run.observe import ObserveOptions
 from loadgen.serve.attached import check_url
 from loadgen.util.redact import redact_text
@@ -173,16 +173,16 @@ def _compare(pair: str | None, o: CompareOptions) -> None:
             loaded = load_pair(str(pair), overrides=o.overrides)
         run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=attach, cells=repeat,
                               allow_unpinned=o.allow_unpinned, observe=observe, api_key=api_key)
-    print_summary(json.loads((run_dir / "card.json").read_text()))
+    print_saved_summary(run_dir)
     _verdict_exit(run_dir)
 
 
 def _verdict_exit(run_dir: Path) -> None:
     """End a finished run plainly: the card's path after the verdict (printed by print_summary), then CriteriaFailed
     (exit 3, no error line: the run did not crash) when the verdict failed its declared criteria (none: exit 0)."""
-    verdict = json.loads((run_dir / "card.json").read_text()).get("verdict") or {}
+    verdict = read_card(run_dir / "card.json").verdict
     click.echo(f"card: {run_dir / 'card.md'}")
-    if verdict and verdict.get("passed") is False:
+    if verdict.passed is False:
         criteria_exit(RUN_FAILED)
 
 

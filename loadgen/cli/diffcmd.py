@@ -9,14 +9,14 @@ the baseline's CI.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
 from loadgen.errors import BadInput, CriteriaFailed
+from loadgen.records.card import PairCard
 from loadgen.report.diffing import Diff, diff_cards, prefixed
 from loadgen.report.rundir import read_json
-from loadgen.util.schemas import Card
 
 
 class Tolerance(click.ParamType[float, Any]):
@@ -42,18 +42,12 @@ class Tolerance(click.ParamType[float, Any]):
         return fraction
 
 
-def _card(run_dir: Path) -> Card:
-    """The card.json of a run folder; BadInput naming the folder and the fix otherwise."""
+def _card(run_dir: Path) -> PairCard:
+    """The card.json of a run folder; BadInput naming the folder (or the file and its field) and the fix otherwise."""
     if not (run_dir / "card.json").is_file():
         raise BadInput(f"{run_dir} holds no card.json; pass run folders or sweep folders "
                        f"(`loadgen report {run_dir}` writes the card of a run folder that has its data)")
-    card = read_json(run_dir / "card.json")
-    cells = card.get("cells") if isinstance(card, dict) else None
-    if not isinstance(cells, list) or not all(isinstance(c, dict) and {"workload", "level", "concurrency"} <= set(c)
-                                              for c in cells):
-        raise BadInput(f"{run_dir / 'card.json'} is not a loadgen card; run `loadgen report {run_dir}` to write it "
-                       "again")
-    return cast(Card, card)
+    return PairCard.from_json(read_json(run_dir / "card.json"), source=str(run_dir / "card.json"))
 
 
 def _is_sweep(folder: Path) -> bool:

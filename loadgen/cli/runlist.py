@@ -26,6 +26,7 @@ from loadgen.errors import BadInput
 from loadgen.report.refused import no_card_for_refused, read_refusal
 from loadgen.report.rundir import read_json
 from loadgen.report.runlock import locked, probe
+from loadgen.report.savedcard import read_card
 
 #: A run's failure (status.json) when it was stopped by Ctrl-C or SIGTERM: resumed without fixing anything.
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
@@ -51,6 +52,16 @@ def _json(path: Path) -> Any:
         return read_json(path) if path.is_file() else None
     except BadInput:
         return None
+
+
+def _card_verdict(path: Path) -> str:
+    """The verdict's summary of the card at ``path`` (savedcard.read_card), or why there is none to show."""
+    if not path.is_file():
+        return "no card (`loadgen report` writes it)"
+    try:
+        return read_card(path).verdict.summary or "no criteria declared"
+    except BadInput as exc:
+        return f"unreadable card ({exc})"
 
 
 def _running(folder: Path, kind: str) -> RunEntry | None:
@@ -84,10 +95,7 @@ def _run_entry(folder: Path, kind: str) -> RunEntry:
         lines = ((_json(folder / "sweep.json") or {}).get("recommendation") or {}).get("lines") or []
         verdict = lines[0] if lines else "no sweep card (`loadgen report` writes it)"
     else:
-        card = _json(folder / "card.json")
-        v = (card or {}).get("verdict")
-        verdict = (v["summary"] if isinstance(v, dict) and v.get("summary") else
-                   "no criteria declared" if card is not None else "no card (`loadgen report` writes it)")
+        verdict = _card_verdict(folder / "card.json")
     return RunEntry(kind, folder, status, verdict if failure is None else f"{verdict}; stopped: {failure}")
 
 

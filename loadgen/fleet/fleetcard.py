@@ -16,6 +16,7 @@ from loadgen.errors import BadInput
 from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetmd import fleet_summary_lines, render_fleet_markdown
 from loadgen.fleet.tasks import Task, parse_tasks, tasks_problem
+from loadgen.records.card import PairCard
 from loadgen.report.rundir import read_json, write_json, write_text
 
 __all__ = ["fleet_summary_lines", "read_fleet_dir", "write_fleet_card"]
@@ -57,18 +58,29 @@ def _read(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | No
     return doc, None
 
 
+def _read_card(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | None, str | None]:
+    """:func:`_read` of a pair card, checked against its type (records/card.py PairCard): a card that does not
+    match is (None, the one line naming the file, the field and the fix)."""
+    doc, problem = _read(fleet_dir, run_dir, name)
+    try:
+        return (None, problem) if doc is None else (PairCard.from_json(doc, source=f"{run_dir.rstrip('/')}/{name}")
+                                                   .to_json(), None)
+    except BadInput as exc:
+        return None, str(exc)
+
+
 def _task_files(fleet_dir: Path, t: Task) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
     """(pair card, sweep card, why the task's own card is missing) of one task; for a sweep the pair card
     is plain-before's (else the first candidate's that can be read): the node's hardware and engine."""
     if t.run_dir is None:
         return None, None, None
     if t.kind == "compare":
-        card, problem = _read(fleet_dir, t.run_dir, "card.json")
+        card, problem = _read_card(fleet_dir, t.run_dir, "card.json")
         return card, None, problem
     sweep, problem = _read(fleet_dir, t.run_dir, "sweep.json")
     folders = [c.get("folder") for c in (sweep or {}).get("candidates") or [] if isinstance(c, dict)]
     for folder in ["plain-before", *(f for f in folders if isinstance(f, str))]:
-        baseline, _ = _read(fleet_dir, t.run_dir, f"{folder}/card.json")
+        baseline, _ = _read_card(fleet_dir, t.run_dir, f"{folder}/card.json")
         if baseline is not None:
             return baseline, sweep, problem
     return None, sweep, problem

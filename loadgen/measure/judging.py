@@ -13,6 +13,7 @@ from typing import Any
 
 from loadgen.measure.verdict import judge
 from loadgen.profile.criteria import parse_criteria
+from loadgen.records.cardcell import CardCell
 
 #: The verdict's summary when the pair file has no ``[criteria]`` table.
 NOT_DECLARED = "no criteria declared: not judged"
@@ -28,7 +29,7 @@ def judged_resources(difference: Mapping[str, Any]) -> dict[str, Any]:
             "kv_capacity_loss": difference.get("kv_capacity_loss")}
 
 
-def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[Mapping[str, Any]],
+def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[CardCell],
                  resources: Mapping[str, Any] | None, path: Path) -> dict[str, Any]:
     """The card's ``verdict``: ``raw`` is protocol.json's ``criteria`` (``Criteria.to_json()``, or None when
     the pair file had no ``[criteria]``); ``cells`` and ``resources`` as :func:`criteria.judge` takes them.

@@ -23,6 +23,7 @@ from typing import Any
 
 from loadgen.measure.faults import categories
 from loadgen.profile.cells import ROLES
+from loadgen.records.cardcell import CardCell
 from loadgen.records.request import RequestRecord
 
 Key = tuple[str, int]
@@ -96,11 +97,12 @@ def lossless_inputs(plain: Sequence[RequestRecord], speculative: Sequence[Reques
             {k: r.finish_reason for k, r in p.items()}, {k: r.finish_reason for k, r in s.items()})
 
 
-def finish_line(cell: Mapping[str, Any]) -> str | None:
+def finish_line(cell: CardCell) -> str | None:
     """``finish reasons: plain length 2, stop 1; speculative length 3`` for card.md, None without any."""
     parts = []
     for role in ROLES:
-        counts = (cell.get(role) or {}).get("finish_reasons")
+        side = cell.role(role)
+        counts = None if side is None else side.finish_reasons
         if counts:
             parts.append(f"{role} " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())))
     return "finish reasons: " + "; ".join(parts) if parts else None

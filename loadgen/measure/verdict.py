@@ -16,6 +16,7 @@ from loadgen.profile.criteria import (
     PASS,
     Criteria,
 )
+from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.util.numbers import bytes_and_gib
 
 
@@ -71,7 +72,7 @@ class Verdict:
                 "resources": [asdict(r) for r in self.resources]}
 
 
-def _metric(name: str, kind: str, ratio: Mapping[str, Any] | None, criteria: Criteria) -> Check:
+def _metric(name: str, kind: str, ratio: Ratio | None, criteria: Criteria) -> Check:
     lower = name in LATENCY_METRICS
     if kind == "primary":
         threshold = 1.0 / criteria.min_speedup if lower else criteria.min_speedup
@@ -79,10 +80,10 @@ def _metric(name: str, kind: str, ratio: Mapping[str, Any] | None, criteria: Cri
     else:
         factor = criteria.max_regression[name]
         threshold, rule = (factor if lower else 1.0 / factor), f"max_regression {factor:g}"
-    value = None if ratio is None else ratio.get("value")
-    if value is None:
+    value = None if ratio is None else ratio.value
+    if ratio is None or value is None:
         return Check(name, kind, NOT_MEASURED, None, threshold, f"{name} not measured ({rule})")
-    low, high = ((ratio or {}).get("ci_low"), (ratio or {}).get("ci_high")) if kind == "primary" else (None, None)
+    low, high = (ratio.ci_low, ratio.ci_high) if kind == "primary" else (None, None)
     use_ci = criteria.use_confidence_interval and low is not None and high is not None
     worst, best = (high, low) if lower else (low, high)
     judged = float(worst if use_ci and worst is not None else value)
@@ -101,18 +102,17 @@ def _metric(name: str, kind: str, ratio: Mapping[str, Any] | None, criteria: Cri
                  f"{name} spec/plain {value:.3f}{ci} {word} {op} {threshold:.3f} ({rule}{tail})")
 
 
-def _cell(cell: Mapping[str, Any], criteria: Criteria) -> CellVerdict:
-    workload, level = str(cell["workload"]), int(cell["concurrency"])
+def _cell(cell: CardCell, criteria: Criteria) -> CellVerdict:
+    workload, level = cell.workload, cell.concurrency
     if not criteria.in_scope(workload, level):
         return CellVerdict(workload, level, NOT_JUDGED, (), ("outside the declared workloads/concurrency",))
-    if not cell.get("complete"):
+    if not cell.complete:
         return CellVerdict(workload, level, NOT_MEASURED, (), ("incomplete: not run on both servers",))
-    blocking = [n for n in cell.get("notes") or [] if str(n).startswith("BLOCKING:")]
+    blocking = [n for n in cell.notes if n.startswith("BLOCKING:")]
     if blocking:  # e.g. a lookup method that proposed no draft in the whole cell: no speculative comparison
-        return CellVerdict(workload, level, NOT_MEASURED, (), (str(blocking[0]),))
-    ratios = cell.get("ratios") or {}
-    checks = tuple([_metric(m, "primary", ratios.get(m), criteria) for m in criteria.primary]
-                   + [_metric(m, "regression", ratios.get(m), criteria) for m in criteria.max_regression]
+        return CellVerdict(workload, level, NOT_MEASURED, (), (blocking[0],))
+    checks = tuple([_metric(m, "primary", cell.ratio(m), criteria) for m in criteria.primary]
+                   + [_metric(m, "regression", cell.ratio(m), criteria) for m in criteria.max_regression]
                    + _lossless(cell, criteria))
     statuses = {c.status for c in checks}
     status = next((s for s in (FAIL, NOT_MEASURED, INCONCLUSIVE) if s in statuses), PASS)
@@ -120,15 +120,16 @@ def _cell(cell: Mapping[str, Any], criteria: Criteria) -> CellVerdict:
     return CellVerdict(workload, level, status, checks, reasons)
 
 
-def _lossless(cell: Mapping[str, Any], criteria: Criteria) -> list[Check]:
+def _lossless(cell: CardCell, criteria: Criteria) -> list[Check]:
     """The lossless check (diagnosis.py): share of greedy requests with identical tokens on both servers."""
     limit = criteria.min_lossless_match
     if limit is None:
         return []
-    rate = (cell.get("lossless") or {}).get("match_rate")
-    if (cell.get("lossless") or {}).get("lossy"):  # check refuses this pairing; a re-rendered run may still hold it
+    lossless = cell.lossless or {}
+    rate = lossless.get("match_rate")
+    if lossless.get("lossy"):  # check refuses this pairing; a re-rendered run may still hold it
         return [Check("lossless_match", "lossless", NOT_JUDGED, rate, limit,
-                      f"lossless match not judged: {cell['lossless'].get('lossy_reason')} is lossy by design")]
+                      f"lossless match not judged: {lossless.get('lossy_reason')} is lossy by design")]
     if rate is None:
         return [Check("lossless_match", "lossless", NOT_MEASURED, None, limit,
                       f"lossless match not measured (needs greedy sampling; min_lossless_match {limit:g})")]
@@ -163,9 +164,9 @@ def _resources(criteria: Criteria, resources: Mapping[str, Any] | None) -> tuple
     return tuple(out)
 
 
-def judge(criteria: Criteria, cells: Sequence[Mapping[str, Any]], resources: Mapping[str, Any] | None) -> Verdict:
-    """Judge the card's ``cells`` (each ``{"workload", "concurrency", "complete", "ratios": {metric:
-    {"value", "ci_low", "ci_high", "pairs"}}}``) and ``resources`` (``{"extra_memory_bytes": int|None,
+def judge(criteria: Criteria, cells: Sequence[CardCell], resources: Mapping[str, Any] | None) -> Verdict:
+    """Judge the card's ``cells`` (their workload, concurrency, completeness, notes, ratios and lossless check)
+    and ``resources`` (``{"extra_memory_bytes": int|None,
     "kv_capacity_loss": float|None}``, None = unknown) against ``criteria``. Fails when a judged cell or
     a resource fails, when nothing in the declared range was measured, and (``require_measured``) when
     something declared was not measured."""

@@ -6,6 +6,10 @@ Each record's ``from_json(data, *, source=...)`` reads its fields with :func:`fi
 (the file, the path so far, the fix); ``Where.at`` descends into an object key or a list index. JSON has
 no integer/float split that Python keeps apart on the way in: an integer is accepted where a number is
 expected (it stays an ``int``, so the file writes back byte-identically), a bool is never a number.
+
+The request, cell and protocol records name their fields' kinds here by hand; the pair card's records are read
+from their type hints by records/cardwire.py's ``Wire`` base, which checks each scalar with the same kinds and
+raises through the same :class:`Where`, so every record file fails with the same one-line message.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Render the pair card (a ``loadgen.card/1`` dict from carddata.py) as Markdown (pure).
+"""Render the pair card (the ``loadgen.card/1`` record, records/card.py, from carddata.py) as Markdown (pure).
 
 Units: latencies are shown in milliseconds (``ms``, TPOT/ITL in ms per token), E2E latency in seconds,
 throughputs in tokens/s and requests/s. Ratios are speculative / plain with their 95% confidence interval as
@@ -8,20 +8,22 @@ throughputs in tokens/s and requests/s. Ratios are speculative / plain with thei
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import Overrides, described
+from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
+from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.workloadcard import context_rows
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
 from loadgen.serve.modeproof import proof_line
-from loadgen.util.numbers import gib, ratio
+from loadgen.util.numbers import gib
 from loadgen.util.numbers import ms as _ms
 from loadgen.util.numbers import num as _num
-from loadgen.util.schemas import Card
 
 
 def _or_dash(value: Any) -> str:
@@ -42,80 +44,78 @@ _LATENCIES = (
 )
 
 
-def _ratio(r: dict[str, Any] | None) -> str:
-    if r and r.get("unavailable"):
-        return "n/a (bursts)"
-    return ratio(r, 3) + (" ≈ noise" if (r or {}).get("effect") == "not distinguishable" else "")
+def _ratio(r: Ratio | None) -> str:
+    if r is None or r.unavailable:
+        return "–" if r is None else "n/a (bursts)"
+    return r.text(3) + (" ≈ noise" if r.effect == "not distinguishable" else "")
 
 
-def _server_rows(cell: dict[str, Any]) -> list[str]:
+def _server_rows(cell: CardCell) -> list[str]:
     lines = []
     for role in ROLES:
-        side = cell.get(role) or {}
-        for key, check in (side.get("server_vs_client") or {}).items():
+        side = cell.role(role)
+        for key, check in ((side.server_vs_client if side else None) or {}).items():
             label = "TTFT" if key == "ttft_s" else "E2E latency"
-            verdict = {True: "agree", False: "DISAGREE", None: "–"}[check["agrees"]]
+            verdict = {True: "agree", False: "DISAGREE", None: "–"}[check.agrees]
             verdict += " within the histogram's bucket resolution"
-            above = "> " if check.get("server_above_bound") else ""  # beyond the last finite bucket
-            if above and check["agrees"] is None:
+            above = "> " if check.server_above_bound else ""  # beyond the last finite bucket
+            if above and check.agrees is None:
                 verdict = "not comparable: beyond the histogram's last finite bucket"
-            lines.append(f"- {role} {label}: client p50 {_ms(check['client_p50'])} ms, server `{check['metric']}` "
-                         f"p50 {above}{_ms(check['server_p50'])} ms ({verdict})")
+            lines.append(f"- {role} {label}: client p50 {_ms(check.client_p50)} ms, server `{check.metric}` "
+                         f"p50 {above}{_ms(check.server_p50)} ms ({verdict})")
     return lines
 
 
-def _resource_rows(res: dict[str, Any]) -> list[str]:
+def _resource_rows(res: Resources) -> list[str]:
     """Memory and KV-cache capacity of both servers and the draft's cost (their difference)."""
-    if not res:
+    if not res.to_json():  # a card of older code without resources
         return []
     lines = ["## Resources (measured per server after the load; the draft's cost is the difference)", "",
              "| | plain | speculative | difference |", "|---|---:|---:|---:|"]
-    p, s, d = res.get("plain") or {}, res.get("speculative") or {}, res.get("difference") or {}
+    p, s, d = res.plain or {}, res.speculative or {}, res.difference or ResourceDifference()
     gpu = [(x.get("gpu_memory") or {}).get("bytes") for x in (p, s)]
     lines += [
         f"| GPU memory (NVML, process tree) | {gib(gpu[0])} | {gib(gpu[1])} | "
-        f"{gib(d.get('extra_gpu_memory_bytes'))} |",
+        f"{gib(d.extra_gpu_memory_bytes)} |",
         f"| CPU RSS (process tree) | {gib(p.get('cpu_rss_bytes'))} | {gib(s.get('cpu_rss_bytes'))} | "
-        f"{gib(d.get('extra_cpu_rss_bytes'))} |",
+        f"{gib(d.extra_cpu_rss_bytes)} |",
         f"| KV-cache capacity (tokens, cache_config_info) | {_or_dash(p.get('kv_cache_tokens'))} | "
-        f"{_or_dash(s.get('kv_cache_tokens'))} | {_or_dash(d.get('kv_cache_tokens_lost'))} lost "
-        f"({_num(None if d.get('kv_capacity_loss') is None else 100 * d['kv_capacity_loss'], 1)} %) |",
+        f"{_or_dash(s.get('kv_cache_tokens'))} | {_or_dash(d.kv_cache_tokens_lost)} lost "
+        f"({_num(None if d.kv_capacity_loss is None else 100 * d.kv_capacity_loss, 1)} %) |",
         f"| KV-cache blocks × block size | {_or_dash(p.get('num_gpu_blocks'))} × {_or_dash(p.get('block_size'))} | "
         f"{_or_dash(s.get('num_gpu_blocks'))} × {_or_dash(s.get('block_size'))} | |",
-        *(["", *[f"- {note}" for note in res["notes"]]] if res.get("notes") else []),
+        *(["", *[f"- {note}" for note in res.notes]] if res.notes else []),
         "",
     ]
     return lines
 
 
-def _verdict_rows(verdict: dict[str, Any] | None) -> list[str]:
+def _verdict_rows(verdict: CardVerdict) -> list[str]:
     """The verdict against the criteria the pair file declared before the run."""
-    if not verdict:
-        return []
-    if verdict.get("declared") is False:  # no [criteria] table: nothing was judged (judging.py)
-        return ["## Verdict", "", f"**{verdict['summary']}** (add a [criteria] table to the pair file to judge)", ""]
-    crit = verdict.get("criteria") or {}
-    keys = verdict.get("declared_keys", list(crit))
+    if verdict.declared is False:  # no [criteria] table: nothing was judged (judging.py)
+        return ["## Verdict", "", f"**{verdict.summary}** (add a [criteria] table to the pair file to judge)", ""]
+    crit = verdict.criteria or {}
+    keys = list(crit) if verdict.declared_keys is None else verdict.declared_keys
     shown = [", ".join(f"{k} = {json.dumps(v)}" for k, v in crit.items()
                        if v not in (None, {}, []) and (k in keys) == d) for d in (True, False)]
     lines = ["## Verdict against the criteria declared before the run", "",
-             f"**{verdict['summary']}**", "",
+             f"**{verdict.summary}**", "",
              f"Declared: {shown[0] or 'an empty [criteria] table'}" + (f"; defaults: {shown[1]}" if shown[1] else ""),
              ""]
-    lines += [f"- {line}" for line in verdict.get("lines") or []]
-    lines += [f"- resource {r['name']}: {r['status']}: {r['reason']}" for r in verdict.get("resources") or []]
+    lines += [f"- {line}" for line in verdict.lines or []]
+    lines += [f"- resource {r.name}: {r.status}: {r.reason}" for r in verdict.resources]
     return [*lines, ""]
 
 
-def _diagnosis_rows(cell: dict[str, Any]) -> list[str]:
+def _diagnosis_rows(cell: CardCell) -> list[str]:
     """Lossless check, cost decomposition and goodput of one cell (diagnosis.py)."""
     lines = []
-    loss = cell.get("lossless")
+    loss = cell.lossless
     if loss and loss.get("match_rate") is not None:
         lines.append(f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
                      f"({100 * loss['match_rate']:.0f}%)"
                      + (f" (lossy: {loss.get('lossy_reason')}; reported, not judged)" if loss.get("lossy") else ""))
-    cost = cell.get("cost") or {}
+    cost = cell.cost or {}
     if cost.get("unavailable"):
         lines.append(f"- cost decomposition: not given: {cost['unavailable']}")
     if cost.get("predicted_speedup") is not None:
@@ -128,37 +128,37 @@ def _diagnosis_rows(cell: dict[str, Any]) -> list[str]:
             f"{_ms(cost['spec_step_s'])} ms (ratio {cost['step_time_ratio']:.2f}: drafting + verification); "
             f"mean acceptance length {cost['acceptance_length']:.2f} predicts a speedup of "
             f"{cost['predicted_speedup']:.2f}x; measured TPOT speedup {cost['measured_tpot_speedup']:.2f}x ({verdict})")
-    good = [f"{role} {(cell.get(role) or {}).get('goodput_rps'):.2f} req/s" for role in ROLES
-            if (cell.get(role) or {}).get("goodput_rps") is not None]
+    good = [f"{role} {side.goodput_rps:.2f} req/s" for role in ROLES
+            if (side := cell.role(role)) is not None and side.goodput_rps is not None]
     if good:
         lines.append(f"- goodput (requests meeting every SLO): {', '.join(good)}")
     return lines
 
 
-def _capacity_rows(card: Card) -> list[str]:
+def _capacity_rows(card: PairCard) -> list[str]:
     """The highest tested concurrency at which every declared SLO holds, per server and workload."""
-    cap = card.get("capacity") or {}
+    cap, slo = card.capacity, card.slo
     if not cap:
         return []
-    slo = card.get("slo") or {}
-    limits = ", ".join(f"{k.removesuffix('_s')} ≤ {v:g} s" for k, v in slo.items() if k != "percentile" and v)
-    lines = ["## Capacity at SLO", "", f"SLOs judged at p{slo.get('percentile', 99):g}: {limits}.", "",
+    limits = ", ".join(f"{k.removesuffix('_s')} ≤ {v:g} s" for k, v in slo.to_json().items() if k != "percentile" and v)
+    lines = ["## Capacity at SLO", "", f"SLOs judged at p{99 if slo.percentile is None else slo.percentile:g}: "
+             f"{limits}.", "",
              "| workload | server | highest concurrency holding every SLO | goodput there (req/s) |",
              "|---|---|---:|---:|"]
     for workload, roles in cap.items():
         for role, c in roles.items():
-            best = c["capacity_concurrency"]
+            best = c.capacity_concurrency
             lines.append(f"| {workload} | {role} | {best if best is not None else 'none tested'} | "
-                         f"{_num(c['goodput_rps'])} |")
+                         f"{_num(c.goodput_rps)} |")
     return [*lines, ""]
 
 
-def _hardware(hw: dict[str, Any]) -> str:
+def _hardware(hw: Mapping[str, Any]) -> str:
     gpus = ", ".join(f"{g['name']} ({gib(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
     return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {gib(hw.get('memory_bytes'))} memory; {gpus}"
 
 
-def _model_line(label: str, model: dict[str, Any] | None) -> str:
+def _model_line(label: str, model: Mapping[str, Any] | None) -> str:
     if model is None:
         return f"- **{label}**: none"
     pin = model.get("content_sha256") or model.get("revision") or "unpinned"
@@ -167,8 +167,8 @@ def _model_line(label: str, model: dict[str, Any] | None) -> str:
     return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`{vocab}){build}"
 
 
-def _cell_table(cell: dict[str, Any]) -> list[str]:
-    plain, spec, ratios = cell.get("plain"), cell.get("speculative"), cell.get("ratios", {})
+def _cell_table(cell: CardCell) -> list[str]:
+    plain, spec, ratios = cell.plain, cell.speculative, cell.ratios
     lines = [
         "| metric | plain p50 | plain p90 | plain p95 | plain p99 | spec p50 | spec p90 | spec p95 | spec p99 "
         "| spec/plain p50 [95% CI] |",
@@ -177,76 +177,77 @@ def _cell_table(cell: dict[str, Any]) -> list[str]:
     for label, key, scale, unit, ratio_key in _LATENCIES:
         row = [f"{label} ({unit})"]
         for side in (plain, spec):
-            dist: dict[str, Any] = side[key] if side else {}
-            row += [_num(None if dist.get(p) is None else dist[p] * scale) for p in ("p50", "p90", "p95", "p99")]
+            dist = getattr(side, key) if side else None
+            row += [_num(None if (v := getattr(dist, p, None)) is None else v * scale)
+                    for p in ("p50", "p90", "p95", "p99")]
         row.append(_ratio(ratios.get(ratio_key)) if ratio_key else "–")
         lines.append("| " + " | ".join(row) + " |")
     for label, key, ratio_key in (("output throughput (tokens/s)", "output_throughput_tps", "output_throughput"),
                                   ("peak output throughput (tokens/s, 1 s buckets)", "peak_output_throughput_tps", ""),
                                   ("request throughput (req/s)", "request_throughput_rps", "request_throughput")):
-        p = _num(plain.get(key)) if plain else "–"
-        s = _num(spec.get(key)) if spec else "–"
+        p = _num(getattr(plain, key)) if plain else "–"
+        s = _num(getattr(spec, key)) if spec else "–"
         if key == "peak_output_throughput_tps":  # a window under two whole buckets has no peak: say why
-            p, s = ("window too short for a peak" if side and side.get("peak_output_note") else shown
+            p, s = ("window too short for a peak" if side and side.peak_output_note else shown
                     for side, shown in ((plain, p), (spec, s)))
         lines.append(f"| {label} | {p} | | | | {s} | | | | {_ratio(ratios.get(ratio_key))} |")
     return lines
 
 
-def _acceptance_rows(cells: list[dict[str, Any]]) -> list[str]:
+def _acceptance_rows(cells: Sequence[CardCell]) -> list[str]:
     lines = [
         "| workload | load | acceptance rate | mean acceptance length | per-position acceptance | "
         "accepted / draft tokens | drafts | client tokens per chunk | client tokens per decode chunk |",
         "|---|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for cell in cells:
-        spec: dict[str, Any] = cell.get("speculative") or {}
-        acc = spec.get("acceptance")
-        if not acc and spec.get("acceptance_unmeasurable"):
-            lines.append(f"| {cell['workload']} | {level_label(cell)} | not measurable: "
-                         f"{spec['acceptance_unmeasurable']} | | | | | | |")
-        if not acc:
+        spec = cell.speculative
+        acc = None if spec is None else spec.acceptance
+        if spec is not None and not acc and spec.acceptance_unmeasurable:
+            lines.append(f"| {cell.workload} | {level_label(cell)} | not measurable: "
+                         f"{spec.acceptance_unmeasurable} | | | | | | |")
+        if spec is None or not acc:
             continue
-        per_pos = ", ".join(f"{x:.3f}" for x in acc["per_position"]) or "–"
+        per_pos = ", ".join(f"{x:.3f}" for x in acc.per_position) or "–"
         lines.append(
-            f"| {cell['workload']} | {level_label(cell)} | {_num(acc['acceptance_rate'], 3)} | "
-            f"{_num(acc['mean_acceptance_length'], 3)} | {per_pos} | "
-            f"{acc['num_accepted_tokens']:.0f} / {acc['num_draft_tokens']:.0f} | {acc['num_drafts']:.0f} | "
-            f"{_num(spec['mean_tokens_per_chunk'], 3)} | {_num(spec['mean_tokens_per_decode_chunk'], 3)} |"
+            f"| {cell.workload} | {level_label(cell)} | {_num(acc.acceptance_rate, 3)} | "
+            f"{_num(acc.mean_acceptance_length, 3)} | {per_pos} | "
+            f"{acc.num_accepted_tokens:.0f} / {acc.num_draft_tokens:.0f} | {acc.num_drafts:.0f} | "
+            f"{_num(spec.mean_tokens_per_chunk, 3)} | {_num(spec.mean_tokens_per_decode_chunk, 3)} |"
         )
     return lines
 
 
-def _head_rows(card: Card) -> list[str]:
-    state = "complete" if card["complete"] else f"INCOMPLETE: {card.get('failure') or 'run did not finish'}"
-    out = [f"# Pair card: {card['pair']}", "", f"Status: **{state}** · generated {card['generated_utc']} · "
-           f"schema `{card['schema']}`", "", *blocking_rows(card), "## What was compared", "",
-           _model_line("target", card["target"]), _model_line("draft", card.get("draft")),
-           f"- **speculative config**: `{json.dumps(card['speculative_config'], sort_keys=True)}`",
-           f"- **engine version**: plain {card['engine_version'].get('plain')}, speculative "
-           f"{card['engine_version'].get('speculative')}",
-           f"- **sampling**: `{json.dumps(card['sampling'], sort_keys=True)}` (identical on both servers; "
+def _head_rows(card: PairCard) -> list[str]:
+    state = "complete" if card.complete else f"INCOMPLETE: {card.failure or 'run did not finish'}"
+    out = [f"# Pair card: {card.pair}", "", f"Status: **{state}** · generated {card.generated_utc} · "
+           f"schema `{card.schema}`", "", *blocking_rows(card), "## What was compared", "",
+           _model_line("target", card.target), _model_line("draft", card.draft),
+           f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
+           f"- **engine version**: plain {card.engine_version.plain}, speculative "
+           f"{card.engine_version.speculative}",
+           f"- **sampling**: `{json.dumps(card.sampling, sort_keys=True)}` (identical on both servers; "
            "ignore_eos with min_tokens = max_tokens)",
-           f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card['concurrency'])}; "
-           f"stop rule `{json.dumps(card['stop_rule'], sort_keys=True)}`",
-           *_command_line_rows(card), f"- **prompts sha256**: `{card['prompts_sha256']}`",
-           f"- **hardware**: {_hardware(card.get('hardware') or {})}", "",
-           f"> {card['workloads_statement']}", "", "## Servers", ""]
+           f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
+           f"stop rule `{json.dumps(card.stop_rule, sort_keys=True)}`",
+           *_command_line_rows(card), f"- **prompts sha256**: `{card.prompts_sha256}`",
+           f"- **hardware**: {_hardware(card.hardware or {})}", "",
+           f"> {card.workloads_statement}", "", "## Servers", ""]
     return out
 
 
-def _command_line_rows(card: Card) -> list[str]:
+def _command_line_rows(card: PairCard) -> list[str]:
     """The values the command line gave instead of the pair file (``--concurrency``, ``--requests``,
     ``--workload``; profile/overrides.py), when it gave any."""
-    given = Overrides.from_json(card.get("command_line") or None)
+    given = Overrides.from_json(dict(card.command_line) if card.command_line else None)
     return [f"- **from the command line** (not the pair file): {described(given)}"] if given else []
 
 
-def _servers_rows(card: Card) -> list[str]:
+def _servers_rows(card: PairCard) -> list[str]:
     out: list[str] = []
-    for role, server in card["servers"].items():
+    for role, server in card.servers.items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}
-        place = (card.get("placement") or {}).get(role) or {}
+        place = card.placement.get(role) or {}
         where = (f"attached to {place.get('base_url')}" if place.get("attached") else
                  f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
                  f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}")
@@ -259,41 +260,41 @@ def _servers_rows(card: Card) -> list[str]:
                 f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
                 f"{_num(eff.get('ready_s'), 0)} s",
                 *[f"- {line}" for line in [proof_line(eff)] if line], ""]
-    effective = {role: (server.get("effective") or {}) for role, server in card["servers"].items()}
+    effective = {role: (server.get("effective") or {}) for role, server in card.servers.items()}
     note = engine_path_note(effective.get("plain") or {}, effective.get("speculative") or {})
     return out + ([f"> {note}", ""] if note else [])
 
 
-def _results_rows(card: Card) -> list[str]:
+def _results_rows(card: PairCard) -> list[str]:
     out = ["## Results per workload and concurrency", ""]
-    for cell in card["cells"]:
-        out += [f"### {cell['workload']} · {level_label(cell)}", ""]
-        if not cell.get("plain") and not cell.get("speculative"):
+    for cell in card.cells:
+        out += [f"### {cell.workload} · {level_label(cell)}", ""]
+        if not cell.plain and not cell.speculative:
             out += ["Not measured.", ""]
             continue
-        failures = [f"- **{role} cell FAILED**: {cell[role]['failure']}" for role in ROLES
-                    if (cell.get(role) or {}).get("failure")]
+        failures = [f"- **{role} cell FAILED**: {side.failure}" for role in ROLES
+                    if (side := cell.role(role)) is not None and side.failure]
         out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
-        out += [f"- {note}" for note in cell.get("notes", [])]
+        out += [f"- {note}" for note in cell.notes]
         out += [*cell_rows(cell), *_diagnosis_rows(cell), *[f"- {f}" for f in [finish_line(cell)] if f],
                 *_server_rows(cell), ""]
     return out
 
 
-def render_markdown(card: Card) -> str:
+def render_markdown(card: PairCard) -> str:
     """The card as Markdown text."""
-    out = _head_rows(card) + design_rows(card) + _servers_rows(card)
-    out += _verdict_rows(card.get("verdict"))
-    out += _resource_rows(card.get("resources") or {})
-    out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card["cells"]), ""]
-    out += context_rows(card.get("context_axis") or {})
+    out = _head_rows(card) + design_rows(card.design, card.noise_floor) + _servers_rows(card)
+    out += _verdict_rows(card.verdict)
+    out += _resource_rows(card.resources)
+    out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card.cells), ""]
+    out += context_rows(card.context_axis or {})
     out += _results_rows(card)
     out += _capacity_rows(card)
-    out += crossover_rows(card) + trace_rows(card)
-    if card.get("plots"):
-        out += ["## Plots", "", *[f"![{p}]({p})" for p in card["plots"]], ""]
+    out += crossover_rows(card.crossover) + trace_rows({"trace": card.trace})
+    if card.plots:
+        out += ["## Plots", "", *[f"![{p}]({p})" for p in card.plots], ""]
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
-    for label, model in (("target", card.get("target")), ("draft", card.get("draft"))):
+    for label, model in (("target", card.target), ("draft", card.draft)):
         for name, digest in ((model or {}).get("files") or {}).items():
             out.append(f"| {label} | {name} | `{digest}` |")
     return "\n".join(out) + "\n"

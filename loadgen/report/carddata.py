@@ -2,8 +2,10 @@
 
 From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json (read once by
 runfiles.py; ``card_of`` itself reads nothing), computes every cell's
-statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns a JSON-ready dict
-(schema ``loadgen.card/1``, written out as JSON Schema in report/card.schema.json) that card.py renders.
+statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns the card as the
+records/card.py ``PairCard`` (schema ``loadgen.card/1``; report/card.schema.json is generated from that type)
+that card.py renders. The cells are assembled in their JSON form (measure/steptime.py amends them in place)
+and read as records once whole.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
+from loadgen.records.card import PairCard
+from loadgen.records.cardcell import CardCell
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
@@ -33,7 +37,6 @@ from loadgen.report.tracedata import trace_card
 from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
-from loadgen.util.schemas import Card
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
@@ -118,8 +121,8 @@ def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[
     return stats, extra
 
 
-def build_card(run_dir: Path) -> Card:
-    """The card of the run in ``run_dir`` as a JSON-ready dict (see module docstring): ``card_of`` over the
+def build_card(run_dir: Path) -> PairCard:
+    """The card of the run in ``run_dir`` (see module docstring): ``card_of`` over the
     run folder read once (runfiles.py).
 
     Raises BadInput when ``run_dir`` is not a run folder.
@@ -170,7 +173,7 @@ def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str
     return cell
 
 
-def card_of(files: RunFiles) -> Card:
+def card_of(files: RunFiles) -> PairCard:
     """The card of a run folder's contents (pure: no file is read; see the module docstring)."""
     proto, servers = files.protocol, files.servers
     by_cell: dict[tuple[str, str, str], list[RequestRecord]] = defaultdict(list)
@@ -184,12 +187,13 @@ def card_of(files: RunFiles) -> Card:
     for c in proto["cells"]:  # repetitions share one card cell: the first planned line of each key
         planned.setdefault(CellKey.of(c), c)
     cells = [_cell(files, c, by_cell, entries) for c in planned.values()]
+    typed = [CardCell.from_json(c, source=f"{files.protocol_path.parent} card cell") for c in cells]
     slo = SLO(**(proto.get("slo") or {}))
     usage = {role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get(
         "ready") for role in ROLES}
     workloads = proto["workloads"]
     diff = difference(usage["plain"], usage["speculative"])
-    card: Card = {
+    card: dict[str, Any] = {
         "schema": CARD_SCHEMA,
         "pair": proto["pair"],
         "generated_utc": files.generated_utc,
@@ -204,28 +208,28 @@ def card_of(files: RunFiles) -> Card:
         "servers": servers,
         "workloads": workloads,
         "workloads_statement": workload_statement(workloads, list(files.records)),
-        "context_axis": context_axis(cells),
+        "context_axis": context_axis(typed),
         "concurrency": proto["concurrency"],
         "load": proto.get("load"),
         "stop_rule": proto["stop_rule"],
         "prompts_sha256": proto["prompts_sha256"],
         "cells": cells,
-        "crossover": _crossovers(cells),
+        "crossover": _crossovers(typed),
         "design": design_summary(proto),
-        "noise_floor": noise_summary(cells),
+        "noise_floor": noise_summary(typed),
         "slo": asdict(slo),
-        "capacity": _capacities(cells, slo),
+        "capacity": _capacities(typed, slo),
         "resources": {**usage, "difference": diff,
                       "notes": [n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n]},
         "placement": {role: placement(servers[role]) for role in ROLES},
-        "verdict": card_verdict(proto.get("criteria"), cells, judged_resources(diff), files.protocol_path),
+        "verdict": card_verdict(proto.get("criteria"), typed, judged_resources(diff), files.protocol_path),
         "hardware": proto.get("hardware"),
     }
     if proto.get("command_line"):
         card["command_line"] = proto["command_line"]
     if (trace := trace_card(files)) is not None:  # absent without a trace workload: older cards re-render alike
         card["trace"] = trace
-    return card
+    return PairCard.from_json(card, source=f"the card of {files.protocol_path.parent}")
 
 
 def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, Any]:
@@ -254,36 +258,38 @@ def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict
     return {"lossless": lossless(*lossless_inputs(plain, spec), lossy=lossy) if greedy else None}
 
 
-def _capacities(cells: list[dict[str, Any]], slo: SLO) -> dict[str, Any]:
+def _closed(cells: list[CardCell], workload: str) -> list[CardCell]:
+    """The closed-loop cells of ``workload``, by concurrency."""
+    return sorted((c for c in cells if c.workload == workload and c.rate_rps is None), key=lambda c: c.concurrency)
+
+
+def _capacities(cells: list[CardCell], slo: SLO) -> dict[str, Any]:
     """Per workload and server: the highest closed-loop concurrency holding every SLO, and its goodput."""
     if not slo.limits():
         return {}
     out: dict[str, Any] = {}
-    for workload in dict.fromkeys(c["workload"] for c in cells):
-        closed = sorted((c for c in cells if c["workload"] == workload and c.get("rate_rps") is None),
-                        key=lambda c: c["concurrency"])
+    for workload in dict.fromkeys(c.workload for c in cells):
         for role in ROLES:
-            sides: list[tuple[int, dict[str, Any]]] = [(c["concurrency"], c[role]) for c in closed if c.get(role)]
-            held = [side.get("slo_holds") for _, side in sides]
+            sides = [(c.concurrency, side) for c in _closed(cells, workload) if (side := c.role(role)) is not None]
+            held = [side.slo_holds for _, side in sides]
             best = capacity([lv for lv, _ in sides], held)
-            good = next((side.get("goodput_rps") for lv, side in sides if lv == best), None)
+            good = next((side.goodput_rps for lv, side in sides if lv == best), None)
             out.setdefault(workload, {})[role] = {"levels": [lv for lv, _ in sides], "holds": held,
                                                   "capacity_concurrency": best, "goodput_rps": good}
     return out
 
 
-def _crossovers(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _crossovers(cells: list[CardCell]) -> dict[str, Any]:
     """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1, and the range it lies in:
     from the last level whose ratio's CI is below 1 to the first level after it whose CI is above 1
     (ratios.crossover_range; None when the CIs do not bracket a crossing)."""
     out: dict[str, Any] = {}
-    for workload in dict.fromkeys(c["workload"] for c in cells):
-        closed = sorted((c for c in cells if c["workload"] == workload and c.get("rate_rps") is None),
-                        key=lambda c: c["concurrency"])
-        levels = [c["concurrency"] for c in closed]
-        tpot = [c["ratios"].get("tpot_p50") or {} for c in closed]
-        ratios = [r.get("value") for r in tpot]
-        cis = [[r.get("ci_low"), r.get("ci_high")] for r in tpot]
+    for workload in dict.fromkeys(c.workload for c in cells):
+        closed = _closed(cells, workload)
+        levels = [c.concurrency for c in closed]
+        tpot = [c.ratio("tpot_p50") for c in closed]
+        ratios = [None if r is None else r.value for r in tpot]
+        cis = [[None, None] if r is None else [r.ci_low, r.ci_high] for r in tpot]
         out[workload] = {"metric": "tpot_p50", "levels": levels, "ratios": ratios, "ratio_cis": cis,
                          "crossover_concurrency": crossover(levels, ratios),
                          "crossover_range": crossover_range(levels, cis)}

@@ -5,7 +5,7 @@ written when no workload lists several input lengths."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,9 @@ def _num(x: Any) -> float:
     return float(x) if isinstance(x, int | float) else float("nan")
 
 
-def render_context_plot(card: Mapping[str, Any], out_dir: Path) -> list[Path]:
-    """Write ``out_dir/context_length.png`` when the card has a context-length axis; return the paths."""
-    axis: dict[str, list[dict[str, Any]]] = card.get("context_axis") or {}
+def render_context_plot(pair: str, axis: Mapping[str, Sequence[Mapping[str, Any]]] | None, out_dir: Path) -> list[Path]:
+    """Write ``out_dir/context_length.png`` when the card of ``pair`` has a context-length axis (its
+    ``context_axis``); return the paths."""
     if not axis:
         return []
     fig = Figure(figsize=(10.4, 4.0), layout="constrained")
@@ -37,7 +37,7 @@ def render_context_plot(card: Mapping[str, Any], out_dir: Path) -> list[Path]:
         ax.set_xscale("log", base=2)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
-    fig.suptitle(f"{card.get('pair', '?')}: acceptance and TPOT ratio against context length")
+    fig.suptitle(f"{pair}: acceptance and TPOT ratio against context length")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "context_length.png"
     fig.savefig(path, dpi=110)

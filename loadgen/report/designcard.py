@@ -8,16 +8,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.util.numbers import num, ratio
+from loadgen.records.card import Crossover, PairCard
+from loadgen.records.cardcell import CardCell
+from loadgen.util.numbers import num
 
 WITHIN_RUN = ("CIs are within-run only: this run was measured by older code, each server in one time window, so "
               "its intervals cover the prompts of that window, not the server's own movement between windows")
 
 
-def design_rows(card: Mapping[str, Any]) -> list[str]:
+def design_rows(design: Mapping[str, Any] | None, noise_floor: Mapping[str, Any] | None) -> list[str]:
     """The "How sure" section: the design (blocks, arms, order, co-residency, server starts) and the noise
-    floor over every cell, or the within-run warning for a run of older code."""
-    design = card.get("design")
+    floor over every cell (the card's ``design`` and ``noise_floor``), or the within-run warning for a run of
+    older code (no design)."""
     out = ["## How sure: measurement design and noise floor", ""]
     if not design:
         return [*out, f"- {WITHIN_RUN}.", ""]
@@ -29,7 +31,7 @@ def design_rows(card: Mapping[str, Any]) -> list[str]:
             f"- servers {where}: {design.get('co_resident_reason')}; {design.get('server_starts')} server starts",
             "- each ratio: geometric mean of the block ratios, 95% CI a t interval on their logs; a CI from one "
             "block alone is never given"]
-    floor = card.get("noise_floor") or {}
+    floor = noise_floor or {}
     if not floor.get("measured"):
         out.append("- no A/A placebo ([design].placebo = \"off\"): no noise floor; an effect is judged against 1")
     for metric, f in (floor.get("metrics") or {}).items():
@@ -42,33 +44,33 @@ def design_rows(card: Mapping[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-def cell_rows(cell: Mapping[str, Any]) -> list[str]:
+def cell_rows(cell: CardCell) -> list[str]:
     """Under a cell's table: its blocks and the TPOT spreads, and the A/A placebo's p50 ratios."""
-    tpot = (cell.get("ratios") or {}).get("tpot_p50") or {}
+    tpot = cell.ratio("tpot_p50")
     out = []
-    if tpot.get("ci_method") == "blocks":
-        out.append(f"- {tpot.get('blocks')} blocks; TPOT p50 log ratio spread between blocks "
-                   f"{num(tpot.get('between_block_sd'), 3)}, within a block {num(tpot.get('within_block_sd'), 3)}"
-                   f" (SD); effect against the noise floor: {tpot.get('effect')}")
-    aa = (cell.get("noise_floor") or {}).get("ratios") or {}
+    if tpot is not None and tpot.ci_method == "blocks":
+        out.append(f"- {tpot.blocks} blocks; TPOT p50 log ratio spread between blocks "
+                   f"{num(tpot.between_block_sd, 3)}, within a block {num(tpot.within_block_sd, 3)}"
+                   f" (SD); effect against the noise floor: {tpot.effect}")
+    aa = (cell.noise_floor.ratios if cell.noise_floor else None) or {}
     if aa:
-        shown = ", ".join(f"{m} {ratio(aa.get(m))}" for m in ("ttft_p50", "tpot_p50", "e2e_p50") if aa.get(m))
+        shown = ", ".join(f"{m} {r.text()}" for m in ("ttft_p50", "tpot_p50", "e2e_p50") if (r := aa.get(m)))
         out.append(f"- A/A placebo / plain p50 [95% CI]: {shown}")
     return out
 
 
-def crossover_rows(card: Mapping[str, Any]) -> list[str]:
+def crossover_rows(crossover: Mapping[str, Crossover]) -> list[str]:
     """Where speculation stops paying: per workload the TPOT ratio per level with its CI and the crossover,
     as the range between the last level that is faster and the first that is slower (both clear of the
     noise floor), with the interpolated point as a guide."""
     out = ["## Where speculation stops paying", "",
            "TPOT p50 ratio (speculative / plain) [95% CI] against closed-loop concurrency; the crossover lies "
            "between the last level where speculation is faster and the first where it is slower.", ""]
-    for workload, cross in (card.get("crossover") or {}).items():
-        cis = cross.get("ratio_cis") or [None] * len(cross["levels"])
+    for workload, cross in crossover.items():
+        cis = cross.ratio_cis or [None] * len(cross.levels)
         shown = ", ".join(f"c={c}: {num(r, 3)}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and ci[0] is not None else "")
-                          for c, r, ci in zip(cross["levels"], cross["ratios"], cis, strict=True))
-        span, at = cross.get("crossover_range"), cross.get("crossover_concurrency")
+                          for c, r, ci in zip(cross.levels, cross.ratios, cis, strict=True))
+        span, at = cross.crossover_range, cross.crossover_concurrency
         if span:
             where = f"between concurrency {span[0]} and {span[1]}" + (f" (interpolated ≈ {at:.1f})" if at else "")
         else:
@@ -78,15 +80,15 @@ def crossover_rows(card: Mapping[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-def level_label(cell: Mapping[str, Any]) -> str:
+def level_label(cell: CardCell) -> str:
     """A cell's load as the card names it: "concurrency N", or "R req/s (cap N)" for an open-loop level."""
-    if cell.get("rate_rps") is not None:
-        return f"{cell['rate_rps']:g} req/s (cap {cell['concurrency']})"
-    return f"concurrency {cell['concurrency']}"
+    if cell.rate_rps is not None:
+        return f"{cell.rate_rps:g} req/s (cap {cell.concurrency})"
+    return f"concurrency {cell.concurrency}"
 
 
-def blocking_rows(card: Mapping[str, Any]) -> list[str]:
+def blocking_rows(card: PairCard) -> list[str]:
     """A quoted line per blocking cell note (``BLOCKING: ...``): that cell compared no speculation at all."""
-    lines = [f"> **BLOCKING** ({cell['workload']} · {level_label(cell)}): {note.removeprefix('BLOCKING: ')}"
-             for cell in card["cells"] for note in cell.get("notes") or [] if note.startswith("BLOCKING: ")]
+    lines = [f"> **BLOCKING** ({cell.workload} · {level_label(cell)}): {note.removeprefix('BLOCKING: ')}"
+             for cell in card.cells for note in cell.notes if note.startswith("BLOCKING: ")]
     return [*lines, ""] if lines else []

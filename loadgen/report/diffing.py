@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.profile.criteria import LATENCY_METRICS
+from loadgen.records.card import PairCard
+from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.util.numbers import MISSING, num, ratio
-from loadgen.util.schemas import Card
 
 #: The card statistic behind each ratio: metric -> (the role's key, its field or None, unit, scale).
 ABSOLUTE: dict[str, tuple[str, str | None, str, float]] = {
@@ -68,12 +68,11 @@ class Interval:
     has_ci: bool = True
 
     @staticmethod
-    def of(r: Mapping[str, Any] | None) -> Interval | None:
-        """From a card's ratio dict (``value``, ``ci_low``, ``ci_high``); None when not measured."""
-        value = (r or {}).get("value")
-        if value is None:
+    def of(r: Ratio | None) -> Interval | None:
+        """From a card's ratio (``value``, ``ci_low``, ``ci_high``); None when not measured."""
+        if r is None or r.value is None:
             return None
-        low, high = (r or {}).get("ci_low"), (r or {}).get("ci_high")
+        value, low, high = r.value, r.ci_low, r.ci_high
         return Interval(value, value, value, False) if low is None or high is None else Interval(value, low, high)
 
 
@@ -104,51 +103,51 @@ def ratio_text(i: Interval | None) -> str:
     return ratio({"value": i.value, "ci_low": i.low if i.has_ci else None, "ci_high": i.high})
 
 
-def primary_metrics(baseline: Card, candidate: Card) -> tuple[str, ...]:
+def primary_metrics(baseline: PairCard, candidate: PairCard) -> tuple[str, ...]:
     """The declared primary metrics of both cards, the baseline's first (``("tpot_p50",)`` when none)."""
     out: list[str] = []
     for card in (baseline, candidate):
-        declared = ((card.get("verdict") or {}).get("criteria") or {}).get("primary") or []
-        out += [str(m) for m in declared if m not in out]
+        declared = card.verdict.criteria.get("primary") if card.verdict.criteria else None
+        out += [str(m) for m in declared or [] if m not in out]
     return tuple(out) or ("tpot_p50",)
 
 
-def _absolute(cell: Mapping[str, Any] | None, role: str, metric: str) -> float | None:
+def _absolute(cell: CardCell | None, role: str, metric: str) -> float | None:
     key, field, _, scale = ABSOLUTE[metric]
-    stat = ((cell or {}).get(role) or {}).get(key)
-    value = (stat or {}).get(field) if field is not None else stat
+    side = None if cell is None else cell.role(role)
+    stat = None if side is None else getattr(side, key)
+    value = getattr(stat, field) if field is not None and stat is not None else stat
     return None if value is None else float(value) * scale
 
 
-def _absolute_text(old: Mapping[str, Any], new: Mapping[str, Any] | None, metric: str) -> str:
+def _absolute_text(old: CardCell, new: CardCell | None, metric: str) -> str:
     unit = ABSOLUTE[metric][2]
     return ", ".join(f"{role} {num(_absolute(old, role, metric))} -> {num(_absolute(new, role, metric))} {unit}"
                      for role in ("plain", "speculative"))
 
 
-def _cell_status(card: Card) -> dict[tuple[str, int], str]:
-    verdict = card.get("verdict") or {}
-    return {(c["workload"], c["concurrency"]): c["status"] for c in verdict.get("cells", [])}
+def _cell_status(card: PairCard) -> dict[tuple[str, int], str]:
+    return {(c.workload, c.concurrency): c.status for c in card.verdict.cells}
 
 
-def _failed(cell: Mapping[str, Any]) -> str | None:
+def _failed(cell: CardCell) -> str | None:
     """Why a candidate's cell counts as failed (incomplete, or a server's failure), or None."""
     for role in ("plain", "speculative"):
-        failure = (cell.get(role) or {}).get("failure")
-        if failure:
-            return f"failed on the {role} server ({failure})"
-    return None if cell.get("complete", True) else "incomplete"
+        side = cell.role(role)
+        if side is not None and side.failure:
+            return f"failed on the {role} server ({side.failure})"
+    return None if cell.complete else "incomplete"
 
 
-def _cell_lines(name: str, old: Mapping[str, Any], new: Mapping[str, Any] | None, metrics: Sequence[str],
+def _cell_lines(name: str, old: CardCell, new: CardCell | None, metrics: Sequence[str],
                 tolerance: float | None) -> tuple[list[str], list[str]]:
     """The lines and regressions of one cell of the baseline (``new``: the candidate's, None when missing)."""
     lines: list[str] = []
     regressions: list[str] = []
     failed = "missing" if new is None else _failed(new)
     for metric in metrics:
-        before = Interval.of((old.get("ratios") or {}).get(metric))
-        after = None if new is None else Interval.of((new.get("ratios") or {}).get(metric))
+        before = Interval.of(old.ratio(metric))
+        after = None if new is None else Interval.of(new.ratio(metric))
         lines.append(f"{name}: {metric} spec/plain {ratio_text(before)} -> {ratio_text(after)}; "
                      f"{_absolute_text(old, new, metric)}")
         if before is None:
@@ -163,32 +162,30 @@ def _cell_lines(name: str, old: Mapping[str, Any], new: Mapping[str, Any] | None
     return lines, regressions
 
 
-def diff_cards(baseline: Card, candidate: Card, tolerance: float | None = None) -> Diff:
-    """Diff ``candidate`` against ``baseline`` (card.json dicts; module docstring for the rules); ``tolerance``
-    as :func:`worse_beyond`. Raises BadInput for cards of different pairs."""
-    if baseline.get("pair") != candidate.get("pair"):
-        raise BadInput(f"the cards are of different pairs ({baseline.get('pair')!r} vs {candidate.get('pair')!r}); "
+def diff_cards(baseline: PairCard, candidate: PairCard, tolerance: float | None = None) -> Diff:
+    """Diff ``candidate`` against ``baseline`` (module docstring for the rules); ``tolerance`` as
+    :func:`worse_beyond`. Raises BadInput for cards of different pairs."""
+    if baseline.pair != candidate.pair:
+        raise BadInput(f"the cards are of different pairs ({baseline.pair!r} vs {candidate.pair!r}); "
                        "diff compares two runs of the same pair")
     metrics = primary_metrics(baseline, candidate)
     before, after = _cell_status(baseline), _cell_status(candidate)
-    cells_b = {(c["workload"], c["level"]): c for c in candidate["cells"]}
     lines: list[str] = []
     regressions: list[str] = []
-    for cell in baseline["cells"]:
-        key = (cell["workload"], cell["level"])
+    for cell in baseline.cells:
+        key = (cell.workload, cell.level)
         name = f"{key[0]} {key[1]}"
-        cell_lines, cell_regressions = _cell_lines(name, cell, cells_b.get(key), metrics, tolerance)
-        status = (key[0], cell["concurrency"])
+        cell_lines, cell_regressions = _cell_lines(name, cell, candidate.cell(*key), metrics, tolerance)
+        status = (key[0], cell.concurrency)
         s_old, s_new = before.get(status), after.get(status)
         lines += [*cell_lines[:-1], f"{cell_lines[-1]}; verdict {s_old or MISSING} -> {s_new or MISSING}"]
         regressions += cell_regressions
         if s_old == "pass" and s_new in ("fail", "not-measured"):
             regressions.append(f"{name} went from pass to {s_new}")
-    shared = {(c["workload"], c["level"]) for c in baseline["cells"]}
-    lines += [f"{c['workload']} {c['level']}: only in the candidate" for c in candidate["cells"]
-              if (c["workload"], c["level"]) not in shared]
-    v_old = (baseline.get("verdict") or {}).get("passed")
-    v_new = (candidate.get("verdict") or {}).get("passed")
+    shared = {(c.workload, c.level) for c in baseline.cells}
+    lines += [f"{c.workload} {c.level}: only in the candidate" for c in candidate.cells
+              if (c.workload, c.level) not in shared]
+    v_old, v_new = baseline.verdict.passed, candidate.verdict.passed
     shown = {True: "PASS", False: "FAIL", None: "not judged (no criteria declared)"}
     lines.append(f"verdict: baseline {shown[v_old]}, candidate {shown[v_new]}")
     if v_old is True and v_new is False:

@@ -20,6 +20,7 @@ from loadgen.measure.blocks import NOT_DISTINGUISHABLE, aa_holds, effect, half_w
 from loadgen.measure.cellratios import blocked_ratios, within_run_ratios
 from loadgen.measure.metrics import CellStats
 from loadgen.profile.criteria import LATENCY_METRICS
+from loadgen.records.cardcell import CardCell
 from loadgen.records.request import RequestRecord
 
 #: The metrics whose noise floor the card prints (the paired p50 latencies).
@@ -68,23 +69,22 @@ def noise_notes(ratios: Mapping[str, Mapping[str, Any]], floor: Mapping[str, Any
     return out
 
 
-def noise_summary(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def noise_summary(cells: Sequence[CardCell]) -> dict[str, Any]:
     """Over every cell with a placebo: per shown metric the A/A ratios' range, the widest half-width (log
     scale) and the cells whose A/A interval excludes 1; ``measured`` False without a placebo."""
-    floors = [(c, c["noise_floor"]) for c in cells if c.get("noise_floor")]
+    floors = [(c, c.noise_floor.ratios or {}) for c in cells if c.noise_floor is not None]
     if not floors:
         return {"measured": False}
     out: dict[str, Any] = {"measured": True, "cells": len(floors), "metrics": {}}
     for m in SHOWN:
-        rs = [(c, f["ratios"][m]) for c, f in floors if (f["ratios"].get(m) or {}).get("value") is not None]
+        rs = [(c, r, r.value) for c, f in floors if (r := f.get(m)) is not None and r.value is not None]
         if not rs:
             continue
-        widths = [w for _, r in rs if (w := half_width(r["ci_low"], r["ci_high"])) is not None]
+        widths = [w for _, r, _ in rs if (w := half_width(r.ci_low, r.ci_high)) is not None]
         out["metrics"][m] = {
-            "min": min(r["value"] for _, r in rs), "max": max(r["value"] for _, r in rs),
+            "min": min(v for *_, v in rs), "max": max(v for *_, v in rs),
             "widest_half_width": max(widths) if widths else None,
-            "excluding_1": [f"{c['workload']} {c['level']}" for c, r in rs
-                            if aa_holds(r["ci_low"], r["ci_high"]) is False]}
+            "excluding_1": [f"{c.workload} {c.level}" for c, r, _ in rs if aa_holds(r.ci_low, r.ci_high) is False]}
     return out
 
 

@@ -1,6 +1,6 @@
 """PNG figures of a pair card (matplotlib's Agg canvas on private Figures: no pyplot, no global state).
 
-Inputs: the card dict of carddata.py (schema ``loadgen.card/1``) and the run's request records (only
+Inputs: the pair card (records/card.py ``PairCard``, schema ``loadgen.card/1``) and the run's request records (only
 measured, successful ones are drawn). Figures, one file each (``<kind>[_<workload>][_rate].png``):
 
 - ``latency_<workload>``: TTFT (ms), TPOT (ms/token), E2E latency (s) p50 (solid) and p99 (dashed),
@@ -12,7 +12,7 @@ measured, successful ones are drawn). Figures, one file each (``<kind>[_<workloa
 - ``ttft_distribution``: empirical CDF of per-request TTFT (ms), plain vs speculative, per workload.
 
 Closed-loop cells (``rate_rps`` None) are drawn against concurrency; open-loop cells, if any, in separate
-``_rate`` figures against the offered rate (req/s). Anything the card lacks (a role, a cell, a ratio,
+``_rate`` figures against the offered rate (req/s). Anything the card lacks (a role, a ratio, a percentile,
 acceptance) is skipped, never an error: a figure with nothing to draw is not written.
 """
 
@@ -22,7 +22,6 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -32,10 +31,11 @@ from matplotlib.figure import Figure
 from loadgen.measure.metrics import request_timings
 from loadgen.measure.ratios import crossover
 from loadgen.profile.cells import ROLES, CellKey
+from loadgen.records.card import PairCard
+from loadgen.records.cardcell import Acceptance, CardCell
 from loadgen.records.request import RequestRecord
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.traceplot import render_trace_plots
-from loadgen.util.schemas import Card
 
 __all__ = ["crossover", "crossover_points", "render_plots"]
 
@@ -50,39 +50,32 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "workload"
 
 
-def _num(value: Any) -> float:
-    """A finite float, or NaN for None/missing/non-numbers (matplotlib breaks lines at NaN)."""
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else math.nan
+def _num(value: float | None) -> float:
+    """A finite float, or NaN for None or a non-finite number (matplotlib breaks lines at NaN)."""
+    return float(value) if value is not None and math.isfinite(value) else math.nan
 
 
-def _cells(card: Card, workload: str, kind: str) -> list[tuple[float, dict[str, Any]]]:
+def _cells(card: PairCard, workload: str, kind: str) -> list[tuple[float, CardCell]]:
     """(x, cell) of one workload and load kind, sorted by x; x = concurrency or rate_rps."""
-    out = []
-    for cell in card.get("cells") or []:
-        if isinstance(cell, dict) and cell.get("workload") == workload and (
-                (cell.get("rate_rps") is None) == (kind == "concurrency")):
-            x = _num(cell.get("concurrency" if kind == "concurrency" else "rate_rps"))
-            out += [] if math.isnan(x) else [(x, cell)]
-    return sorted(out, key=lambda t: t[0])
+    return sorted(((float(c.concurrency if c.rate_rps is None else c.rate_rps), c) for c in card.cells
+                   if c.workload == workload and (c.rate_rps is None) == (kind == "concurrency")), key=lambda t: t[0])
 
 
-def _workloads(card: Card) -> list[str]:
-    return list(dict.fromkeys(str(c["workload"]) for c in card.get("cells") or []
-                              if isinstance(c, dict) and c.get("workload") is not None))
+def _workloads(card: PairCard) -> list[str]:
+    return list(dict.fromkeys(c.workload for c in card.cells))
 
 
-def _stat(cell: dict[str, Any], role: str, key: str, stat: str | None = None) -> float:
-    side = cell.get(role)
-    value = side.get(key) if isinstance(side, dict) else None
-    return _num(value.get(stat) if isinstance(value, dict) and stat else value)
+def _stat(cell: CardCell, role: str, key: str, stat: str | None = None) -> float:
+    value = getattr(cell.role(role), key, None)
+    return _num(getattr(value, stat, None) if stat else value)
 
 
-def _ratio(cell: dict[str, Any], name: str = "tpot_p50") -> tuple[float, float, float]:
-    r = (cell.get("ratios") or {}).get(name) or {}
-    return _num(r.get("value")), _num(r.get("ci_low")), _num(r.get("ci_high"))
+def _ratio(cell: CardCell, name: str = "tpot_p50") -> tuple[float, float, float]:
+    r = cell.ratio(name)
+    return (math.nan,) * 3 if r is None else (_num(r.value), _num(r.ci_low), _num(r.ci_high))
 
 
-def crossover_points(card: Card, kind: str = "concurrency") -> dict[str, float | None]:
+def crossover_points(card: PairCard, kind: str = "concurrency") -> dict[str, float | None]:
     """Per workload: the load level (concurrency, or req/s with ``kind="rate"``) where the speculative /
     plain TPOT p50 ratio crosses 1, by :func:`crossover` (linear interpolation between the two tested
     levels around the first crossing); None when it never crosses or ratios are missing. Workloads with
@@ -119,7 +112,7 @@ def _save(fig: Figure, path: Path, paths: list[Path]) -> None:
     paths.append(path)
 
 
-def _latency(card: Card, workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _latency(card: PairCard, workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     cells = _cells(card, workload, kind[0])
     panels = (("TTFT", "ttft_s", 1e3, "ms"), ("TPOT", "tpot_s", 1e3, "ms/token"), ("E2E latency", "e2e_s", 1.0, "s"))
     xs = [x for x, _ in cells]
@@ -141,11 +134,11 @@ def _latency(card: Card, workload: str, kind: tuple[str, str, str], out: Path, p
         if seen:
             ax.legend(fontsize="small")
     if drawn:
-        fig.suptitle(f"{card.get('pair', '?')} · {workload}: latency vs {kind[0]}")
+        fig.suptitle(f"{card.pair} · {workload}: latency vs {kind[0]}")
         _save(fig, out / f"latency_{_slug(workload)}{kind[2]}.png", paths)
 
 
-def _throughput(card: Card, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _throughput(card: PairCard, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     fig = _new_figure(2)
     axes, xs_all, drawn = fig.subplots(1, 2), [], False
     for w, workload in enumerate(_workloads(card)):
@@ -167,11 +160,11 @@ def _throughput(card: Card, kind: tuple[str, str, str], out: Path, paths: list[P
         _level_axis(ax, xs_all, kind[1])
         ax.set(ylabel=ylabel, title=title, ylim=(0, None))
         ax.legend(fontsize="small")
-    fig.suptitle(f"{card.get('pair', '?')}: throughput vs {kind[0]} (color: role, marker: workload)")
+    fig.suptitle(f"{card.pair}: throughput vs {kind[0]} (color: role, marker: workload)")
     _save(fig, out / f"throughput{kind[2]}.png", paths)
 
 
-def _ratio_plot(card: Card, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+def _ratio_plot(card: PairCard, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
     fig = _new_figure(1, width=7.5, height=4.6)
     ax, xs_all, drawn = fig.subplots(), [], False
     points = crossover_points(card, kind[0])
@@ -204,16 +197,16 @@ def _ratio_plot(card: Card, kind: tuple[str, str, str], out: Path, paths: list[P
     _level_axis(ax, xs_all, kind[1])
     ax.set_ylabel("speculative / plain TPOT p50")
     ax.legend(fontsize="small")
-    ax.set_title(f"{card.get('pair', '?')}: TPOT p50 ratio vs {kind[0]} (band: 95% paired-bootstrap CI)")
+    ax.set_title(f"{card.pair}: TPOT p50 ratio vs {kind[0]} (band: 95% paired-bootstrap CI)")
     _save(fig, out / f"tpot_ratio{kind[2]}.png", paths)
 
 
-def _acceptance(card: Card, out: Path, paths: list[Path]) -> None:
+def _acceptance(card: PairCard, out: Path, paths: list[Path]) -> None:
     rows = []
     for workload in _workloads(card):
         cells = [(x, c) for kind, *_ in _KINDS for x, c in _cells(card, workload, kind)]
-        found = [(c, acc) for _, c in cells if isinstance(acc := (c.get("speculative") or {}).get("acceptance"), dict)
-                 and acc.get("per_position")]
+        found: list[tuple[CardCell, Acceptance]] = [
+            (c, acc) for _, c in cells if c.speculative and (acc := c.speculative.acceptance) and acc.per_position]
         if found:
             rows.append((workload, found))
     if not rows:
@@ -221,21 +214,20 @@ def _acceptance(card: Card, out: Path, paths: list[Path]) -> None:
     fig = _new_figure(len(rows), width=5.6)
     axes = fig.subplots(1, len(rows), squeeze=False)[0]
     for ax, (workload, found) in zip(axes, rows, strict=True):
-        k = max(len(acc["per_position"]) for _, acc in found)
+        k = max(len(acc.per_position) for _, acc in found)
         width = 0.8 / len(found)
         for i, (cell, acc) in enumerate(found):
-            pos = np.arange(len(acc["per_position"]))
-            level = CellKey.of(cell).level
-            label = (f"{level}: rate {_num(acc.get('acceptance_rate')):.2f}, "
-                     f"length {_num(acc.get('mean_acceptance_length')):.2f}")
-            ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc["per_position"]], width, label=label)
+            pos = np.arange(len(acc.per_position))
+            label = (f"{cell.level}: rate {_num(acc.acceptance_rate):.2f}, "
+                     f"length {_num(acc.mean_acceptance_length):.2f}")
+            ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc.per_position], width, label=label)
         ax.set_xticks(range(k), [str(i) for i in range(k)])
         ax.set(xlabel="draft position i (0-based)", ylabel="accepted_per_pos[i] / drafts", ylim=(0, 1.05),
                title=workload)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize="small", title="level: acceptance rate, mean acceptance length", title_fontsize="small",
                   loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
-    fig.suptitle(f"{card.get('pair', '?')}: per-position acceptance (vLLM counter deltas per cell)")
+    fig.suptitle(f"{card.pair}: per-position acceptance (vLLM counter deltas per cell)")
     _save(fig, out / "acceptance.png", paths)
 
 
@@ -250,7 +242,7 @@ def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str]
     return out
 
 
-def _ttft_distribution(card: Card, records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
+def _ttft_distribution(card: PairCard, records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
     samples = _ttft_samples(records)
     workloads = [w for w in dict.fromkeys([*_workloads(card), *(k[0] for k in samples)])
                  if any(k[0] == w for k in samples)]
@@ -276,12 +268,12 @@ def _ttft_distribution(card: Card, records: Sequence[RequestRecord], out: Path, 
         ax.set(xlabel="TTFT (ms)", ylabel="fraction of requests ≤ x", ylim=(0, 1.02), title=workload)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="x-small")
-    fig.suptitle(f"{card.get('pair', '?')}: TTFT distribution (ECDF of measured requests)")
+    fig.suptitle(f"{card.pair}: TTFT distribution (ECDF of measured requests)")
     _save(fig, out / "ttft_distribution.png", paths)
 
 
-def render_plots(card: Card, records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
-    """Write the figures of ``card`` (report.build_card's dict) and ``records`` (requests.jsonl; warmup,
+def render_plots(card: PairCard, records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
+    """Write the figures of ``card`` and ``records`` (requests.jsonl; warmup,
     cooldown and failed requests are ignored) as PNG files under ``out_dir`` (created if needed).
 
     Returns the paths written, in a stable order (latency per workload, throughput, TPOT ratio,
@@ -297,4 +289,4 @@ def render_plots(card: Card, records: Sequence[RequestRecord], out_dir: Path) ->
         _ratio_plot(card, kind, out_dir, paths)
     _acceptance(card, out_dir, paths)
     _ttft_distribution(card, records, out_dir, paths)
-    return paths + render_context_plot(card, out_dir) + render_trace_plots(card, out_dir)
+    return paths + render_context_plot(card.pair, card.context_axis, out_dir) + render_trace_plots(card.trace, out_dir)

@@ -20,11 +20,17 @@ from loadgen.measure.judging import card_verdict, judged_resources
 from loadgen.measure.serverside import bounds_of, json_bounds
 from loadgen.measure.steptime import apply
 from loadgen.profile.cells import ROLES
+from loadgen.records.card import PairCard
 from loadgen.records.cell import CellEntry
 from loadgen.report.rundir import read_cell_lines, read_json, read_protocol
 from loadgen.report.runfiles import with_engine_path
-from loadgen.util.schemas import Card
 from loadgen.util.strictjson import finite
+
+
+def read_card(path: Path) -> PairCard:
+    """The card at ``path`` (``loadgen.card/1``; an Infinity of older code read as null). Raises BadInput
+    (exit 2) naming the file, and the field and the fix when it does not match the card's type."""
+    return PairCard.from_json(finite(read_json(path)), source=str(path))
 
 
 def saved_only(run_dir: Path) -> bool:
@@ -32,15 +38,16 @@ def saved_only(run_dir: Path) -> bool:
     return not (run_dir / "requests.jsonl").exists() and (run_dir / "card.json").is_file()
 
 
-def refresh_saved_card(run_dir: Path) -> Card:
-    """card.json of ``run_dir`` with the cell-level diagnosis recomputed (module docstring); the same
-    card again when run twice. Raises BadInput when card.json, cells.jsonl or protocol.json is missing."""
+def refresh_saved_card(run_dir: Path) -> PairCard:
+    """card.json of ``run_dir`` (checked by :func:`read_card`) with the cell-level diagnosis recomputed (module
+    docstring); the same card again when run twice. Raises BadInput when card.json,
+    cells.jsonl or protocol.json is missing, or naming the field of a card.json that does not match its type."""
     if not (run_dir / "cells.jsonl").is_file() or not (run_dir / "card.json").is_file():
         raise BadInput(f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "
                        "from; pass a run folder written by `loadgen compare`")
     if not (run_dir / "protocol.json").is_file():  # the criteria the verdict is recomputed against
         raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
-    card: Card = finite(read_json(run_dir / "card.json"))  # a card of older code may hold Infinity
+    card = read_card(run_dir / "card.json").to_json()
     for cell in card["cells"]:
         for role in ROLES:
             for row in ((cell.get(role) or {}).get("server_vs_client") or {}).values():
@@ -57,7 +64,7 @@ def refresh_saved_card(run_dir: Path) -> Card:
         server["effective"] = with_engine_path(server.get("effective"), run_dir, role)
     proto = read_protocol(run_dir / "protocol.json")
     diff = (card.get("resources") or {}).get("difference") or {}
-    card["verdict"] = card_verdict(proto.criteria, card["cells"], judged_resources(diff),
-                                   run_dir / "protocol.json")
+    cells = PairCard.from_json(card, source=str(run_dir / "card.json")).cells
+    card["verdict"] = card_verdict(proto.criteria, cells, judged_resources(diff), run_dir / "protocol.json")
     card["statistics_from"] = "card.json"
-    return card
+    return PairCard.from_json(card, source=str(run_dir / "card.json"))

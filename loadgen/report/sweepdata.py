@@ -10,7 +10,6 @@ the only measure of the server's movement it has (its warning rule: measure/rank
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +22,10 @@ from loadgen.measure.ratios import paired_median_ratio
 from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS
+from loadgen.records.card import PairCard, ResourceDifference
+from loadgen.records.cardcell import Acceptance, CardCell
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
+from loadgen.report.savedcard import read_card
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
 
@@ -61,23 +63,23 @@ def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
 TAIL = ("p50", "p95", "p99")
 
 
-def _entry(c: Candidate, cell: dict[str, Any], metric: str,
-           verdict_cells: dict[tuple[str, int], str]) -> dict[str, Any]:
-    spec = cell.get("speculative") or {}
-    acc = spec.get("acceptance") or {}
-    cost = cell.get("cost") or {}
-    ratio = (cell.get("ratios") or {}).get(metric)
+def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: dict[tuple[str, int], str]) -> dict[str, Any]:
+    spec = cell.speculative
+    acc = (spec.acceptance if spec else None) or Acceptance()
+    cost = cell.cost or {}
+    ratio = None if (r := cell.ratio(metric)) is None else r.to_json()
     value, low, high = speedup_of(metric, ratio)
     return {"candidate": c.name, "k": c.k, "method": c.speculative.get("method"), "draft_weights": c.draft_weights,
             "ratio": ratio, "speedup": value, "speedup_ci_low": low, "speedup_ci_high": high,
-            "effect": (ratio or {}).get("effect"), "half_width": half_width(low, high),
-            "blocks": (ratio or {}).get("blocks"), "acceptance_rate": acc.get("acceptance_rate"),
-            "mean_acceptance_length": acc.get("mean_acceptance_length"), "per_position": acc.get("per_position"),
-            "tokens_per_decode_chunk": spec.get("mean_tokens_per_decode_chunk"),
+            "effect": r and r.effect, "half_width": half_width(low, high),
+            "blocks": r and r.blocks, "acceptance_rate": acc.acceptance_rate,
+            "mean_acceptance_length": acc.mean_acceptance_length,
+            "per_position": None if spec is None or spec.acceptance is None else list(acc.per_position),
+            "tokens_per_decode_chunk": spec and spec.mean_tokens_per_decode_chunk,
             "predicted_speedup": cost.get("predicted_speedup"), "step_time_ratio": cost.get("step_time_ratio"),
             "upper_bound": upper_bound(c.k, cost.get("step_time_ratio")),
-            "criteria_status": verdict_cells.get((cell["workload"], int(cell.get("concurrency") or 0))),
-            "ttft_ratios": {p: ((cell.get("ratios") or {}).get(f"ttft_{p}") or {}).get("value") for p in TAIL}}
+            "criteria_status": verdict_cells.get((cell.workload, cell.concurrency)),
+            "ttft_ratios": {p: None if (t := cell.ratio(f"ttft_{p}")) is None else t.value for p in TAIL}}
 
 
 def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
@@ -91,57 +93,50 @@ def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
     return dict(out)
 
 
-def _candidate(c: Candidate, card: dict[str, Any] | None, seconds: float | None) -> dict[str, Any]:
-    res = (card or {}).get("resources") or {}
-    diff = res.get("difference") or {}
-    verdict = (card or {}).get("verdict") or {}
+def _candidate(c: Candidate, card: PairCard | None, seconds: float | None) -> dict[str, Any]:
+    diff = (None if card is None else card.resources.difference) or ResourceDifference()
+    verdict = None if card is None else card.verdict
     return {"name": c.name, "speculative_config": dict(c.speculative), "k": c.k, "draft_weights": c.draft_weights,
-            "folder": c.name, "measured": card is not None, "complete": bool((card or {}).get("complete")),
-            "verdict_passed": verdict.get("passed"), "verdict_status": verdict.get("status"),
-            "verdict_summary": verdict.get("summary"), "kv_capacity_loss": diff.get("kv_capacity_loss"),
-            "kv_cache_tokens_lost": diff.get("kv_cache_tokens_lost"),
-            "extra_cpu_rss_bytes": diff.get("extra_cpu_rss_bytes"),
-            "extra_gpu_memory_bytes": diff.get("extra_gpu_memory_bytes"),
-            "same_memory_budget": diff.get("same_memory_budget"), "time_s": seconds}
+            "folder": c.name, "measured": card is not None, "complete": card is not None and card.complete,
+            "verdict_passed": verdict and verdict.passed, "verdict_status": verdict and verdict.status,
+            "verdict_summary": verdict and verdict.summary, "kv_capacity_loss": diff.kv_capacity_loss,
+            "kv_cache_tokens_lost": diff.kv_cache_tokens_lost, "extra_cpu_rss_bytes": diff.extra_cpu_rss_bytes,
+            "extra_gpu_memory_bytes": diff.extra_gpu_memory_bytes, "same_memory_budget": diff.same_memory_budget,
+            "time_s": seconds}
 
 
-def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, dict[str, Any]]:
-    out = {}
-    for c in candidates:
-        path = sweep_dir / c.name / "card.json"
-        if path.is_file():
-            out[c.name] = json.loads(path.read_text())
-    return out
+def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, PairCard]:
+    """Each measured candidate's card (savedcard.read_card: BadInput naming the file and field of a bad one)."""
+    return {c.name: read_card(path) for c in candidates if (path := sweep_dir / c.name / "card.json").is_file()}
 
 
-def _primary(cards: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+def _primary(cards: dict[str, PairCard]) -> tuple[str, Mapping[str, Any] | None]:
     for card in cards.values():
-        criteria = (card.get("verdict") or {}).get("criteria")
+        criteria = card.verdict.criteria
         if criteria:
             return str((criteria.get("primary") or ["tpot_p50"])[0]), criteria
     return "tpot_p50", None
 
 
-def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, dict[str, Any]],
+def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, PairCard],
            metric: str, saved: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     drifts = {CellKey.of(c): c["drift"] for c in (saved or {}).get("cells", []) if c.get("drift")}
     keys: dict[CellKey, dict[str, Any]] = {}
     for card in cards.values():
-        for cell in card.get("cells", []):
-            keys.setdefault(CellKey.of(cell), {"workload": cell["workload"], "level": CellKey.of(cell).level,
-                                               "concurrency": cell.get("concurrency"), "rate_rps": cell.get("rate_rps"),
-                                               "noise_floor": ((cell.get("noise_floor") or {}).get("ratios") or {})
-                                               .get(metric)})
+        for cell in card.cells:
+            aa = None if cell.noise_floor is None else (cell.noise_floor.ratios or {}).get(metric)
+            keys.setdefault(CellKey(cell.workload, cell.level), {
+                "workload": cell.workload, "level": cell.level, "concurrency": cell.concurrency,
+                "rate_rps": cell.rate_rps, "noise_floor": None if aa is None else aa.to_json()})
     out = []
     for key, head in keys.items():
         entries = []
         for c in candidates:
-            card = cards.get(c.name) or {}
-            cell = next((x for x in card.get("cells", []) if CellKey.of(x) == key), None)
-            if cell is not None:
-                verdict_cells = {(v["workload"], int(v["concurrency"])): v["status"]
-                                 for v in (card.get("verdict") or {}).get("cells", [])}
-                entries.append(_entry(c, cell, metric, verdict_cells))
+            found = cards.get(c.name)
+            mine = None if found is None else found.cell(key.workload, key.level)
+            if found is not None and mine is not None:
+                verdict_cells = {(v.workload, v.concurrency): v.status for v in found.verdict.cells}
+                entries.append(_entry(c, mine, metric, verdict_cells))
         drift = plain_drift(sweep_dir, key, metric, drifts)
         warning = drift_warning(f"{key.workload} {key.level}", drift, [entry_of(e) for e in entries],
                                 metric in LATENCY_METRICS) if drift else None

@@ -37,10 +37,11 @@ def _figure(workload: str, arm: str, windows: list[dict[str, Any]], path: Path) 
     fig.savefig(path, dpi=110)
 
 
-def render_trace_plots(card: Mapping[str, Any], out_dir: Path) -> list[Path]:
-    """Write one figure per trace workload and arm under ``out_dir``; return the paths (none without a trace)."""
+def render_trace_plots(trace: Mapping[str, Any] | None, out_dir: Path) -> list[Path]:
+    """Write one figure per trace workload and arm of the card's ``trace`` under ``out_dir``; return the paths
+    (none without a trace)."""
     paths: list[Path] = []
-    for row in (card.get("trace") or {}).get("workloads") or ():
+    for row in (trace or {}).get("workloads") or ():
         for arm, entry in row["arms"].items():
             out_dir.mkdir(parents=True, exist_ok=True)
             path = out_dir / re.sub(r"[^A-Za-z0-9_.-]", "_", f"trace_{row['workload']}_{arm}.png")

@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from loadgen.records.cardcell import Acceptance, CardCell, Ratio
 from loadgen.records.request import RequestRecord
 
 __all__ = ["context_axis", "context_rows", "length_summary", "workload_statement"]
@@ -66,20 +67,20 @@ def _input_length(name: str) -> int | None:
     return int(n) if base and n.isdigit() else None
 
 
-def context_axis(cells: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def context_axis(cells: Iterable[CardCell]) -> dict[str, list[dict[str, Any]]]:
     """Per base workload with variants ``<workload>@<tokens>``: rows ``{input_tokens, level,
     acceptance_rate, tpot_ratio}`` sorted by level then input length (None where not measured)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for c in cells:
-        n = _input_length(str(c["workload"]))
+        n = _input_length(c.workload)
         if n is None:
             continue
-        acc = (c.get("speculative") or {}).get("acceptance") or {}
-        ratio = (c.get("ratios") or {}).get("tpot_p50") or {}
-        out.setdefault(str(c["workload"]).rpartition("@")[0], []).append({
-            "input_tokens": n, "level": c.get("level"), "concurrency": c.get("concurrency"),
-            "acceptance_rate": acc.get("acceptance_rate"), "tpot_ratio": ratio.get("value"),
-            "tpot_ratio_ci": [ratio.get("ci_low"), ratio.get("ci_high")]})
+        acc = (c.speculative.acceptance if c.speculative else None) or Acceptance()
+        ratio = c.ratio("tpot_p50") or Ratio(None)
+        out.setdefault(c.workload.rpartition("@")[0], []).append({
+            "input_tokens": n, "level": c.level, "concurrency": c.concurrency,
+            "acceptance_rate": acc.acceptance_rate, "tpot_ratio": ratio.value,
+            "tpot_ratio_ci": [ratio.ci_low, ratio.ci_high]})
     for rows in out.values():
         rows.sort(key=lambda r: (r["concurrency"] or 0, str(r["level"]), r["input_tokens"]))
     return out
@@ -89,7 +90,7 @@ def _fmt(x: Any, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if isinstance(x, int | float) else "–"
 
 
-def context_rows(axis: dict[str, list[dict[str, Any]]]) -> list[str]:
+def context_rows(axis: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
     """Markdown: one table per base workload, input length x level -> acceptance rate, TPOT p50 ratio."""
     if not axis:
         return []

@@ -21,6 +21,7 @@ from loadgen.errors import LoadgenError, ProfileError
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
 from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
+from loadgen.records.card import PairCard
 from loadgen.records.request import RequestRecord
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
@@ -47,7 +48,6 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, 
 from loadgen.run.sizing import grow
 from loadgen.serve import attached, resources
 from loadgen.util import strictjson
-from loadgen.util.schemas import Card
 
 Log = Callable[[str], None]
 
@@ -257,10 +257,10 @@ def execute_run(run_dir: Path, m: Measurement, log: Log, observe: ObserveOptions
         raise ending from None
 
 
-def finish_card(run_dir: Path, log: Log = print) -> Card:
+def finish_card(run_dir: Path, log: Log = print) -> PairCard:
     """(Re)build card.json, card.md and the plots from the run folder's saved data alone (without
     requests.jsonl: from card.json's statistics, plots kept; savedcard.py). Raises BadInput for a folder
-    refused before measuring (report/refused.py)."""
+    refused before measuring (report/refused.py), or naming the field of a card that does not match its type."""
     no_card_for_refused(run_dir)
     saved = saved_only(run_dir)
     if saved:
@@ -270,14 +270,14 @@ def finish_card(run_dir: Path, log: Log = print) -> Card:
         from loadgen.report.plots import render_plots
 
         if not saved:
-            card["plots"] = [str(p.relative_to(run_dir)) for p in
-                             render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")]
+            card = replace(card, plots=tuple(str(p.relative_to(run_dir)) for p in
+                                             render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")))
     except Exception as exc:  # a plot must never cost the card
         plots_error: Exception | None = exc
-        card["plots"] = []
+        card = replace(card, plots=())
     else:
         plots_error = None
-    write_json(run_dir / "card.json", card)
+    write_json(run_dir / "card.json", card.to_json())
     write_text(run_dir / "card.md", render_markdown(card))
     if plots_error is not None:  # said once the card is written (a full disk says more than this, above)
         log(f"could not draw the plots ({type(plots_error).__name__}: {plots_error})")

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadgen.errors import BadInput
 from loadgen.profile.cells import CellSpec
+from loadgen.report.savedcard import read_card
 from loadgen.run.design import Slot, balanced_order, server_starts
 
 if TYPE_CHECKING:
@@ -121,24 +122,24 @@ def _launched_start(effective: Path) -> float | None:
     return _number(doc.get("ready_s")) if isinstance(doc, dict) else None
 
 
-def _card_timings(card: Any) -> list[Timing]:
-    """The (kind, concurrency, TTFT p50, TPOT p50, K) of every cell and server of a card."""
-    if not isinstance(card, dict):
+def _card_timings(path: Path) -> list[Timing]:
+    """The (kind, concurrency, TTFT p50, TPOT p50, K) of every cell and server of the card at ``path``; none
+    when it is unreadable or does not match its type (savedcard.read_card)."""
+    try:
+        card = read_card(path)
+    except (BadInput, OSError):
         return []
-    config = card.get("speculative_config") or {}
+    config = card.speculative_config or {}
     method = str(config.get("method") or "speculative")
     k = config.get("num_speculative_tokens") if isinstance(config.get("num_speculative_tokens"), int) else None
     found = []
-    for cell in card.get("cells") or []:
-        concurrency = _number(cell.get("concurrency")) if isinstance(cell, dict) else None
-        if concurrency is None:
-            continue
+    for cell in card.cells:
         for role, kind, kk in ((PLAIN, PLAIN, None), ("speculative", method, k)):
-            stats = cell.get(role) or {}
-            ttft = _number((stats.get("ttft_s") or {}).get("p50"))
-            tpot = _number((stats.get("tpot_s") or {}).get("p50"))
+            stats = cell.role(role)
+            ttft = None if stats is None or stats.ttft_s is None else stats.ttft_s.p50
+            tpot = None if stats is None or stats.tpot_s is None else stats.tpot_s.p50
             if ttft and tpot:
-                found.append(Timing(kind, concurrency, ttft, tpot, kk))
+                found.append(Timing(kind, float(cell.concurrency), ttft, tpot, kk))
     return found
 
 
@@ -153,7 +154,7 @@ def history(roots: Iterable[Path], limit: int = 200) -> History:
             if (ready := _launched_start(path)) is not None:
                 starts.append(ready)
         for path in sorted(root.glob("**/card.json"))[-limit:]:
-            cells += _card_timings(_read(path))
+            cells += _card_timings(path)
     where = ", ".join(str(r) for r in roots)
     if starts or cells:
         source = f"{len(starts)} earlier server starts and {len(cells)} earlier cells under {where}"

@@ -4,7 +4,6 @@ measure/traceslo.bisect_capacity. Speed = 1 / ``time_scale`` (2.0 replays the tr
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -15,6 +14,7 @@ from loadgen.measure.traceslo import Holds, bisect_capacity
 from loadgen.profile.cells import PLACEBO
 from loadgen.profile.domains import MAX_TIME_SCALE
 from loadgen.profile.pair import Pair
+from loadgen.report.savedcard import read_card
 from loadgen.run.flow import Log, run_compare
 
 
@@ -51,8 +51,7 @@ def search_capacity(pair: Pair, workload: str, speeds: tuple[float, float], step
         w = replace(traces[workload], name=f"{workload}@ts{1 / speed:.4g}", time_scale=1 / speed)
         run_dir = dirs[speed] = run_compare(replace(pair, workloads=(w,)), runs_root, log=log,
                                             allow_unpinned=allow_unpinned)
-        card = json.loads((run_dir / "card.json").read_text())
-        rows = (card.get("trace") or {}).get("workloads") or []
+        rows = (read_card(run_dir / "card.json").trace or {}).get("workloads") or []
         holds = {s: v["slo"]["hold"] for s, v in rows[0]["servers"].items() if s != PLACEBO} if rows else {}
         log(f"speed {speed:.4g}x (time_scale {1 / speed:.4g}): "
             + ", ".join(f"{s} {'holds' if h else 'fails'}" for s, h in holds.items()))

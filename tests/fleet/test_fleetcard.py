@@ -238,6 +238,17 @@ def test_a_finished_task_whose_card_is_unreadable_is_shown_failed(fleet: Path) -
     assert card["flags"] == []  # stg-b's draft card and stg-a's sweep are gone: nothing left to disagree
 
 
+def test_a_finished_task_whose_card_does_not_match_its_type_is_shown_failed_naming_the_field(fleet: Path) -> None:
+    card = _card("h200-1b-draft", "stg-b")
+    card["cells"][0]["ratios"]["tpot_p50"]["value"] = "abc"
+    _write(fleet / "runs/h200-1b-draft__stg-b/card.json", card)
+    tasks = {t["id"]: t for t in read_fleet_dir(fleet)["tasks"]}
+    assert tasks["h200-1b-draft__stg-b"]["status"] == "failed"
+    assert tasks["h200-1b-draft__stg-b"]["reason"] == (
+        "finished (exit 0) but runs/h200-1b-draft__stg-b/card.json: cells[0].ratios.tpot_p50.value: expected a "
+        "number, got 'abc'; re-render with `loadgen report` or restore the file; see logs/h200-1b-draft__stg-b.log")
+
+
 @pytest.mark.parametrize(("doc", "problem"), [
     ("not json {", "is not a readable JSON file"),
     ({"schema": "loadgen.fleet-tasks/0", "name": "x", "tasks": []}, "its schema is 'loadgen.fleet-tasks/0'"),

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from loadgen.errors import ProfileError
+from loadgen.measure import verdict
 from loadgen.measure.diagnosis import (
     capacity,
     cost_decomposition,
@@ -16,10 +18,16 @@ from loadgen.measure.diagnosis import (
     lossless_note,
     lossy_rejection,
 )
-from loadgen.measure.verdict import judge
-from loadgen.profile.criteria import parse_criteria
+from loadgen.measure.verdict import Verdict
+from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.pair import SLO
 from loadgen.profile.pairfile import load_pair
+from tests.support.cards import card_cell
+
+
+def judge(criteria: Criteria, cells: list[dict[str, Any]], resources: Any) -> Verdict:
+    """verdict.judge of the card cells ``cells`` (parts of cells, the rest filled: tests/support/cards.py)."""
+    return verdict.judge(criteria, [card_cell(c) for c in cells], resources)
 
 
 def test_lossless_identical_and_first_difference() -> None:

@@ -19,11 +19,11 @@ from loadgen.profile.pair import Level
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
-from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from loadgen.report.rundir import load_records
 from loadgen.report.summary import print_summary
 from loadgen.run.cell import run_cell_on
+from tests.support.cards import card_record, markdown
 from tests.support.fakerun import attached, fetch_one, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
@@ -113,7 +113,7 @@ def test_failed_counts_agree_everywhere_and_the_card_shows_outcomes(tmp_path: Pa
     lines = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
     assert all("finish_reason" in line for line in lines)
 
-    card = build_card(run)
+    card = build_card(run).to_json()
     cell = card["cells"][0]
     plain, spec = cell["plain"], cell["speculative"]
     assert plain["errors"] == spec["errors"] == 1
@@ -135,19 +135,19 @@ def test_failed_counts_agree_everywhere_and_the_card_shows_outcomes(tmp_path: Pa
     assert "nondeterminism" not in lossless
     assert "1 of 1 differing requests differ in length or finish reason" in lossless
 
-    md = render_markdown(card)
+    md = markdown(card)
     assert "plain: 1 of 4 requests failed (no_tokens: 1)" in md
     assert "finish reasons: plain length 2, stop 1; speculative length 3" in md
     console = Console(width=250, record=True)
-    print_summary(card, console)
+    print_summary(card_record(card), console)
     text = console.export_text()
     assert "failed" in text and "1 / 1" in text
 
 
 def test_peak_output_throughput_is_on_the_card(tmp_path: Path) -> None:
-    card: dict[str, Any] = build_card(_run_folder(tmp_path))
+    card: dict[str, Any] = build_card(_run_folder(tmp_path)).to_json()
     side = card["cells"][0]["speculative"]
-    md = render_markdown(card)
+    md = markdown(card)
     # the scripted cell's window is a fraction of a second: under two whole 1-second buckets, no peak
     assert side["window_s"] < 2 and side["peak_output_throughput_tps"] is None
     assert side["peak_output_note"].startswith("window too short for a peak (")

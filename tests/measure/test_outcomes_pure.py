@@ -8,6 +8,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line, lossless_inputs, side_notes, side_outcomes, stop_notes
 from loadgen.records.request import RequestRecord
+from tests.support.cards import card_cell
 
 
 def rec(prompt: str, role: str = "plain", chunks: tuple[int, ...] = (1, 1), finish: str | None = "stop",
@@ -75,5 +76,5 @@ def test_lossless_inputs_keep_successful_requests_by_prompt() -> None:
 
 def test_finish_line() -> None:
     cell = {"plain": {"finish_reasons": {"stop": 1, "length": 2}}, "speculative": {"finish_reasons": {"length": 3}}}
-    assert finish_line(cell) == "finish reasons: plain length 2, stop 1; speculative length 3"
-    assert finish_line({"plain": {"finish_reasons": {}}, "speculative": None}) is None
+    assert finish_line(card_cell(cell)) == "finish reasons: plain length 2, stop 1; speculative length 3"
+    assert finish_line(card_cell({"plain": {"finish_reasons": {}}, "speculative": None})) is None

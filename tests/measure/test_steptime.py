@@ -71,7 +71,7 @@ def _run_dir(tmp_path: Path, histograms: bool) -> Path:
 
 
 def test_a_bursty_cell_gets_the_true_step_time_and_no_itl_ratio(tmp_path: Path) -> None:
-    cell = build_card(_run_dir(tmp_path, histograms=False))["cells"][0]
+    cell = build_card(_run_dir(tmp_path, histograms=False)).to_json()["cells"][0]
     assert cell["plain"]["icl_s"]["p50"] == pytest.approx(EPS_S)  # the burst artefact is still shown...
     assert cell["ratios"]["itl_p50"]["value"] is None  # ...but no ratio is built on it
     assert "burst artefact" in cell["ratios"]["itl_p50"]["unavailable"]
@@ -86,7 +86,7 @@ def test_a_bursty_cell_gets_the_true_step_time_and_no_itl_ratio(tmp_path: Path) 
 
 
 def test_the_server_histogram_gives_the_step_time_when_present(tmp_path: Path) -> None:
-    cell = build_card(_run_dir(tmp_path, histograms=True))["cells"][0]
+    cell = build_card(_run_dir(tmp_path, histograms=True)).to_json()["cells"][0]
     assert cell["cost"]["step_source"] == "server"
     # the example's vllm:inter_token_latency_seconds deltas: 124.095 s / 48,705 and 805.14 s / 48,704
     plain = cell["plain"]["step_time"]["server_step_s"]
@@ -99,7 +99,7 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
     run = tmp_path / "h200-1b-draft"
     shutil.copytree(EXAMPLE, run)
     before = json.loads((run / "card.json").read_text())
-    card = finish_card(run, log=lambda _line: None)
+    card = finish_card(run, log=lambda _line: None).to_json()
     assert card["statistics_from"] == "card.json"
     assert len(card["cells"]) == 8
     # its protocol.json declares no criteria (the run judged invented defaults): not judged now
@@ -112,7 +112,7 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
     assert long64["cost"]["step_time_ratio"] == pytest.approx((805.14 / 48704) / (124.095 / 48705), rel=1e-3)
     assert long64["cost"]["agrees"] is True  # predicted 0.15x, measured 0.16x (was 0.00x against 0.16x)
     assert sum(n.startswith("plain: bursty delivery: over half") for n in long64["notes"]) == 1
-    again = finish_card(run, log=lambda _line: None)  # idempotent: no second note
+    again = finish_card(run, log=lambda _line: None).to_json()  # idempotent: no second note
     assert again["cells"] == card["cells"]
     assert "n/a (bursts)" in (run / "card.md").read_text()
 

@@ -10,11 +10,23 @@ from typing import Any
 import pytest
 
 from loadgen.errors import ProfileError
-from loadgen.measure.judging import card_verdict
-from loadgen.measure.verdict import judge
+from loadgen.measure import judging, verdict
+from loadgen.measure.verdict import Verdict
 from loadgen.profile.candidates import is_sweep
 from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.pairfile import check_scope, load_pair
+from tests.support.cards import card_cell
+
+
+def judge(criteria: Criteria, cells: list[dict[str, Any]], resources: Any) -> Verdict:
+    """verdict.judge of the card cells ``cells`` (parts of cells, the rest filled: tests/support/cards.py)."""
+    return verdict.judge(criteria, [card_cell(c) for c in cells], resources)
+
+
+def card_verdict(raw: Any, cells: list[dict[str, Any]], resources: Any, path: Path) -> dict[str, Any]:
+    """judging.card_verdict of the card cells ``cells`` (as :func:`judge`)."""
+    return judging.card_verdict(raw, [card_cell(c) for c in cells], resources, path)
+
 
 PATH = Path("profiles/pairs/x.toml")
 

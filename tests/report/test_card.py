@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from loadgen.report.card import render_markdown
+from tests.support.cards import markdown
 
 
 def _dist(p50: float | None, p90: float | None = None, p99: float | None = None,
@@ -47,17 +47,18 @@ def card(**over: Any) -> dict[str, Any]:
                    "speculative": _side(0.01, acceptance=ACC, goodput_rps=1.25),
                    "ratios": {"tpot_p50": {"value": 0.5, "ci_low": 0.45, "ci_high": 0.55},
                               "ttft_p50": {"value": 1.0, "ci_low": None, "ci_high": None},
-                              "e2e_p50": {"value": None}, "itl_p50": {"unavailable": "bursts"},
+                              "e2e_p50": {"value": None}, "itl_p50": {"value": None, "unavailable": "bursts"},
                               "output_throughput": {"value": 1.25}},
                    "notes": ["a note naming 3 numbers"]}],
-        "crossover": {"w": {"levels": [1, 2], "ratios": [0.5, None], "crossover_concurrency": None}},
+        "crossover": {"w": {"metric": "tpot_p50", "levels": [1, 2], "ratios": [0.5, None],
+                            "crossover_concurrency": None}},
         "verdict": None, "capacity": {}, "resources": {},
     }
     return base | over
 
 
 def lines(c: dict[str, Any]) -> list[str]:
-    return render_markdown(c).splitlines()
+    return markdown(c).splitlines()
 
 
 def test_the_header_names_pair_status_schema_and_what_was_compared() -> None:
@@ -137,11 +138,13 @@ def test_a_cell_with_no_server_is_not_measured_and_a_failed_side_is_shown() -> N
 
 def test_the_crossover_line_with_and_without_a_crossing() -> None:
     assert "- w: c=1: 0.500, c=2: –; crossover: none within the tested levels" in lines(card())
-    c = card(crossover={"w": {"levels": [1, 2], "ratios": [0.5, 1.5], "crossover_concurrency": 1.5}})
+    c = card(crossover={"w": {"metric": "tpot_p50", "levels": [1, 2], "ratios": [0.5, 1.5],
+                              "crossover_concurrency": 1.5}})
     assert "- w: c=1: 0.500, c=2: 1.500; crossover: concurrency ≈ 1.5 (interpolated; the CIs do not bracket it)" \
         in lines(c)
     # with the ratios' CIs: the crossover is the range between the last faster and the first slower level
-    c = card(crossover={"w": {"levels": [1, 4, 16], "ratios": [0.5, 0.98, 1.5], "crossover_concurrency": 4.1,
+    c = card(crossover={"w": {"metric": "tpot_p50", "levels": [1, 4, 16], "ratios": [0.5, 0.98, 1.5],
+                              "crossover_concurrency": 4.1,
                               "ratio_cis": [[0.45, 0.55], [0.9, 1.05], [1.4, 1.6]], "crossover_range": [1, 16]}})
     assert ("- w: c=1: 0.500 [0.450, 0.550], c=4: 0.980 [0.900, 1.050], c=16: 1.500 [1.400, 1.600]; crossover: "
             "between concurrency 1 and 16 (interpolated ≈ 4.1)") in lines(c)
@@ -157,7 +160,8 @@ def test_a_declared_verdict_lists_declared_keys_defaults_and_lines() -> None:
     verdict = {"declared": True, "passed": False, "summary": "FAIL: 1 failed check(s)",
                "criteria": {"primary": ["tpot_p50"], "min_speedup": 1.0, "max_regression": {}},
                "declared_keys": ["primary"], "lines": ["w c=2: fail: because"],
-               "resources": [{"name": "kv_capacity_loss", "status": "pass", "reason": "0.05 <= 0.2"}]}
+               "resources": [{"name": "kv_capacity_loss", "kind": "resource", "status": "pass", "judged": 0.05,
+                              "threshold": 0.2, "reason": "0.05 <= 0.2"}]}
     out = lines(card(verdict=verdict))
     i = out.index("## Verdict against the criteria declared before the run")
     assert out[i + 2] == "**FAIL: 1 failed check(s)**"
@@ -188,7 +192,7 @@ def test_resource_rows_in_gib_with_the_kv_loss_percentage() -> None:
 def test_files_table_lists_pinned_files() -> None:
     assert lines(card())[-5:] == ["## Files", "", "| model | file | sha256 |", "|---|---|---|",
                                   "| target | config.json | `c0` |"]
-    assert render_markdown(card()).endswith("| target | config.json | `c0` |\n")
+    assert markdown(card()).endswith("| target | config.json | `c0` |\n")
 
 
 def test_lossless_and_cost_decomposition_lines() -> None:

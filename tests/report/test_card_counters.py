@@ -23,10 +23,10 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.prom import exposition as prom
 from loadgen.records.request import RequestRecord
-from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from loadgen.run import cell as cell_module
 from loadgen.run.cell import run_cell_on
+from tests.support.cards import markdown
 from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
@@ -68,21 +68,21 @@ def _run_dir(tmp_path: Path, spec_extra: dict[str, Any], plain_extra: dict[str, 
 
 
 def test_a_reset_cell_has_no_acceptance_and_says_why(tmp_path: Path) -> None:
-    card = build_card(_run_dir(tmp_path, {"spec_decode": SPEC | {"reset": True}}))
+    card = build_card(_run_dir(tmp_path, {"spec_decode": SPEC | {"reset": True}})).to_json()
     cell = card["cells"][0]
     assert cell["speculative"]["acceptance"] is None
     assert cell["speculative"]["acceptance_unmeasurable"] == ("server restarted inside the cell: spec-decode "
                                                               "counters went backwards")
     assert ("speculative: acceptance not measurable, the server restarted inside the cell (spec-decode counters "
             "went backwards)") in cell["notes"]
-    md = render_markdown(card)
+    md = markdown(card)
     assert "| w | concurrency 2 | not measurable: server restarted inside the cell" in md
     assert "| 0.500 |" not in md  # no acceptance rate computed across the restart
 
 
 def test_a_restart_the_counters_miss_is_found_by_the_process_start_time(tmp_path: Path) -> None:
     # counters zeroed and grown past their earlier values: reset false, but the process is a new one
-    card = build_card(_run_dir(tmp_path, {"process_start_time_s": [1795982598.0, 1795982700.0]}))
+    card = build_card(_run_dir(tmp_path, {"process_start_time_s": [1795982598.0, 1795982700.0]})).to_json()
     cell = card["cells"][0]
     assert cell["speculative"]["acceptance"] is None
     assert ("speculative: acceptance not measurable, the server restarted inside the cell "
@@ -90,14 +90,14 @@ def test_a_restart_the_counters_miss_is_found_by_the_process_start_time(tmp_path
 
 
 def test_a_restart_is_found_by_the_server_finishing_fewer_requests(tmp_path: Path) -> None:
-    card = build_card(_run_dir(tmp_path, {"server_finished_requests": 1.0}))
+    card = build_card(_run_dir(tmp_path, {"server_finished_requests": 1.0})).to_json()
     cell = card["cells"][0]
     assert cell["speculative"]["acceptance"] is None
     assert any("server finished 1 requests, loadgen completed 4" in n for n in cell["notes"])
 
 
 def test_an_unbroken_cell_keeps_its_acceptance(tmp_path: Path) -> None:
-    card = build_card(_run_dir(tmp_path, {"process_start_time_s": [1795982598.0, 1795982598.0]}))
+    card = build_card(_run_dir(tmp_path, {"process_start_time_s": [1795982598.0, 1795982598.0]})).to_json()
     acc = card["cells"][0]["speculative"]["acceptance"]
     assert (acc["acceptance_rate"], acc["mean_acceptance_length"]) == (0.5, 2.5)
     assert card["cells"][0]["notes"] == []
@@ -110,27 +110,27 @@ E2E_200 = {"metric": "vllm:e2e_request_latency_seconds", "count": 4.0, "sum": 80
 
 def test_a_server_quantile_above_the_last_bucket_is_not_called_agreeing(tmp_path: Path) -> None:
     # the client's E2E p50 is 200 s too: once read as "agree" (60 s and 200 s in neighbouring buckets)
-    card = build_card(_run_dir(tmp_path, {}, {"server_histograms": {"e2e_s": E2E_200}}, last_chunk_s=200.0))
+    card = build_card(_run_dir(tmp_path, {}, {"server_histograms": {"e2e_s": E2E_200}}, last_chunk_s=200.0)).to_json()
     row = card["cells"][0]["plain"]["server_vs_client"]["e2e_s"]
     assert row["client_p50"] == pytest.approx(200.0)
     assert row["agrees"] is None and row["server_above_bound"] is True
     assert ("server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (not comparable: beyond the histogram's "
-            "last finite bucket)") in render_markdown(card)
+            "last finite bucket)") in markdown(card)
 
 
 def test_a_server_quantile_above_the_last_bucket_disagrees_with_a_client_inside_it(tmp_path: Path) -> None:
-    card = build_card(_run_dir(tmp_path, {}, {"server_histograms": {"e2e_s": E2E_200}}))  # client p50 0.09 s
+    card = build_card(_run_dir(tmp_path, {}, {"server_histograms": {"e2e_s": E2E_200}})).to_json()  # client p50 0.09 s
     row = card["cells"][0]["plain"]["server_vs_client"]["e2e_s"]
     assert row["server_above_bound"] is True and row["agrees"] is False
-    assert "server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (DISAGREE" in render_markdown(card)
+    assert "server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (DISAGREE" in markdown(card)
 
 
 def test_kv_capacity_loss_over_ten_percent_is_noted_without_a_declared_limit(tmp_path: Path) -> None:
-    card = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 80000)))
+    card = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 80000))).to_json()
     assert card["resources"]["notes"] == ["KV-cache capacity: the speculative server holds 20000 tokens (20.0%) "
                                           "fewer than the plain one, so fewer requests fit at once"]
-    assert "- KV-cache capacity: the speculative server holds 20000 tokens (20.0%) fewer" in render_markdown(card)
-    small = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 95000)))
+    assert "- KV-cache capacity: the speculative server holds 20000 tokens (20.0%) fewer" in markdown(card)
+    small = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 95000))).to_json()
     assert small["resources"]["notes"] == []
 
 

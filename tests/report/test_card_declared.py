@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from tests.report.test_carddata import _entry, write_run
+from tests.support.cards import markdown
 
 NO_DRAFTS = {"num_drafts": 0.0, "num_draft_tokens": 0.0, "num_accepted_tokens": 0.0,
              "accepted_per_position": [0.0, 0.0, 0.0], "reset": False}
@@ -24,7 +24,7 @@ def _card(tmp_path: Path, speculative: dict[str, Any], spec_decode: dict[str, An
     root = write_run(tmp_path, entries=entries)
     proto = json.loads((root / "protocol.json").read_text())
     (root / "protocol.json").write_text(json.dumps(proto | {"speculative_config": speculative}))
-    return dict(build_card(root))
+    return dict(build_card(root).to_json())
 
 
 def test_a_level_the_config_switches_off_is_noted_and_still_compared(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_a_lookup_method_without_a_single_draft_is_a_blocking_note(tmp_path: Pat
     note = ("BLOCKING: this was not a speculative comparison: ngram proposed 0 drafts in all 1 block(s) of this "
             "cell, so both servers decoded without speculation")
     assert [note in c["notes"] for c in card["cells"]] == [True, True]
-    md = render_markdown(card)  # type: ignore[arg-type]
+    md = markdown(card)  # type: ignore[arg-type]
     head = md.split("## What was compared")[0]
     assert ("> **BLOCKING** (w · concurrency 2): this was not a speculative comparison: ngram proposed 0 drafts in "
             "all 1 block(s) of this cell, so both servers decoded without speculation") in head
@@ -58,4 +58,4 @@ def test_a_lookup_method_without_a_single_draft_is_a_blocking_note(tmp_path: Pat
     low = _card(tmp_path / "low", {"method": "ngram", "num_speculative_tokens": 3}, drafts)
     assert low["cells"][0]["speculative"]["acceptance"]["acceptance_rate"] < 0.01
     assert not any("not a speculative comparison" in n for c in low["cells"] for n in c["notes"])
-    assert "**BLOCKING**" not in render_markdown(low)  # type: ignore[arg-type]
+    assert "**BLOCKING**" not in markdown(low)  # type: ignore[arg-type]

@@ -86,12 +86,12 @@ def test_a_run_folder_of_older_code_reads_the_path_from_its_saved_log(tmp_path: 
     for role in ("plain", "speculative"):
         (run / "servers" / f"{role}-effective.json").write_text(json.dumps({"version": "0.24.0"}))
     (run / "servers" / "speculative.log").write_text(_log("draft"))
-    eff = {role: s["effective"] for role, s in build_card(run)["servers"].items()}
+    eff = {role: s["effective"] for role, s in build_card(run).to_json()["servers"].items()}
     assert eff["speculative"]["engine_path"]["model_runner"] == "V1"
     assert "engine_path" not in eff["plain"]  # no log kept: the card says unknown
     recorded = {"version": "0.24.0", "engine_path": {"async_scheduling": True, "model_runner": "V2"}}
     (run / "servers" / "speculative-effective.json").write_text(json.dumps(recorded))
-    assert build_card(run)["servers"]["speculative"]["effective"]["engine_path"]["model_runner"] == "V2"
+    assert build_card(run).to_json()["servers"]["speculative"]["effective"]["engine_path"]["model_runner"] == "V2"
 
 
 def test_a_saved_card_re_rendered_with_both_logs_gets_the_note(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def test_a_committed_example_card_follows_the_schema(card: Path) -> None:
 
 def test_a_built_card_follows_the_schema_and_a_broken_one_does_not(tmp_path: Path) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    card = json.loads(json.dumps(build_card(write_run(tmp_path / "r"))))
+    card = json.loads(json.dumps(build_card(write_run(tmp_path / "r")).to_json()))
     jsonschema.validate(card, _schema(), cls=jsonschema.Draft202012Validator)
     card["cells"][0]["level"] = 4
     with pytest.raises(jsonschema.ValidationError, match="4 is not of type 'string'"):

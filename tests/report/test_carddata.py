@@ -80,7 +80,7 @@ FAIL_C2 = ("w c=2: fail: tpot_p50 spec/plain 1.500 [95% CI 1.500, 1.500], judged
 
 
 def test_percentiles_of_known_timelines_are_numpys_linear_ones(tmp_path: Path) -> None:
-    card = build_card(write_run(tmp_path))
+    card = build_card(write_run(tmp_path)).to_json()
     plain, spec = _cell(card, "c1")["plain"], _cell(card, "c1")["speculative"]
     # plain TTFT 0.1, 0.2, 0.3, 0.4 s: p50 0.25, p90 0.3 + 0.7 * 0.1, p99 0.3 + 0.97 * 0.1
     assert [plain["ttft_s"][k] for k in ("count", "p50", "p90", "p99")] == pytest.approx([4, 0.25, 0.37, 0.397])
@@ -93,7 +93,7 @@ def test_percentiles_of_known_timelines_are_numpys_linear_ones(tmp_path: Path) -
 
 
 def test_window_and_throughputs_span_first_send_to_last_chunk(tmp_path: Path) -> None:
-    plain = _cell(build_card(write_run(tmp_path)), "c1")["plain"]
+    plain = _cell(build_card(write_run(tmp_path)).to_json(), "c1")["plain"]
     # last request sent at 3 s, its last chunk at 3 + 0.4 + 0.04 s; 4 requests x 3 tokens
     assert (plain["requests"], plain["errors"], plain["output_tokens"]) == (4, 0, 12)
     assert plain["window_s"] == pytest.approx(3.44)
@@ -103,7 +103,7 @@ def test_window_and_throughputs_span_first_send_to_last_chunk(tmp_path: Path) ->
 
 
 def test_ratios_are_paired_medians_with_their_bootstrap_interval(tmp_path: Path) -> None:
-    ratios = _cell(build_card(write_run(tmp_path)), "c1")["ratios"]
+    ratios = _cell(build_card(write_run(tmp_path)).to_json(), "c1")["ratios"]
     # every speculative TTFT is twice its plain one: every resample gives 2 too
     assert [ratios["ttft_p50"][k] for k in ("value", "ci_low", "ci_high")] == pytest.approx([2.0, 2.0, 2.0])
     assert ratios["ttft_p50"]["pairs"] == 4
@@ -119,14 +119,14 @@ def test_ratios_are_paired_medians_with_their_bootstrap_interval(tmp_path: Path)
 
 
 def test_the_crossover_is_interpolated_where_the_tpot_ratio_crosses_one(tmp_path: Path) -> None:
-    cross = build_card(write_run(tmp_path))["crossover"]["w"]
+    cross = build_card(write_run(tmp_path)).to_json()["crossover"]["w"]
     assert cross["metric"] == "tpot_p50" and cross["levels"] == [1, 2]
     assert cross["ratios"] == pytest.approx([0.5, 1.5])
     assert cross["crossover_concurrency"] == pytest.approx(1.5)  # 1 + (1 - 0.5) / (1.5 - 0.5)
 
 
 def test_capacity_at_slo_is_the_highest_level_holding_it_with_its_goodput(tmp_path: Path) -> None:
-    card = build_card(write_run(tmp_path, slo={"percentile": 50, "tpot_s": 0.025}))
+    card = build_card(write_run(tmp_path, slo={"percentile": 50, "tpot_s": 0.025})).to_json()
     cap = card["capacity"]["w"]
     assert cap["plain"] == {"levels": [1, 2], "holds": [True, True], "capacity_concurrency": 2,
                             "goodput_rps": pytest.approx(4 / 3.44)}
@@ -137,35 +137,35 @@ def test_capacity_at_slo_is_the_highest_level_holding_it_with_its_goodput(tmp_pa
 
 
 def test_no_slo_means_no_capacity_and_no_goodput(tmp_path: Path) -> None:
-    card = build_card(write_run(tmp_path))
+    card = build_card(write_run(tmp_path)).to_json()
     assert card["capacity"] == {}
     assert _cell(card, "c1")["plain"]["goodput_rps"] is None and _cell(card, "c1")["plain"]["slo_holds"] is None
 
 
 def test_declared_criteria_fail_on_the_cell_that_misses_them(tmp_path: Path) -> None:
-    verdict = build_card(write_run(tmp_path, criteria={"primary": ["tpot_p50"], "declared": ["primary"]}))["verdict"]
-    assert verdict["passed"] is False and verdict["declared"] is True
-    assert [c["status"] for c in verdict["cells"]] == ["pass", "fail"]
-    assert verdict["lines"][1] == FAIL_C2
-    assert verdict["summary"] == f"FAIL: 1 failed check(s), first: {FAIL_C2}"
+    verdict = build_card(write_run(tmp_path, criteria={"primary": ["tpot_p50"], "declared": ["primary"]})).verdict
+    assert verdict.passed is False and verdict.declared is True
+    assert [c.status for c in verdict.cells] == ["pass", "fail"]
+    assert verdict.lines is not None and verdict.lines[1] == FAIL_C2
+    assert verdict.summary == f"FAIL: 1 failed check(s), first: {FAIL_C2}"
 
 
 def test_declared_criteria_pass_when_only_the_good_level_is_in_scope(tmp_path: Path) -> None:
     criteria = {"primary": ["tpot_p50"], "concurrency": [1, 1], "declared": ["primary", "concurrency"]}
-    verdict = build_card(write_run(tmp_path, criteria=criteria))["verdict"]
+    verdict = build_card(write_run(tmp_path, criteria=criteria)).to_json()["verdict"]
     assert verdict["passed"] is True
     assert [(c["concurrency"], c["status"]) for c in verdict["cells"]] == [(1, "pass"), (2, "not-judged")]
     assert verdict["declared_keys"] == ["primary", "concurrency"]
 
 
 def test_without_criteria_nothing_is_judged(tmp_path: Path) -> None:
-    verdict = build_card(write_run(tmp_path))["verdict"]
+    verdict = build_card(write_run(tmp_path)).to_json()["verdict"]
     assert verdict == {"declared": False, "passed": None, "summary": NOT_DECLARED, "criteria": None, "cells": [],
                        "resources": [], "lines": []}
 
 
 def test_card_header_fields_come_from_the_protocol(tmp_path: Path) -> None:
-    card = build_card(write_run(tmp_path))
+    card = build_card(write_run(tmp_path)).to_json()
     assert (card["schema"], card["pair"], card["complete"], card["failure"]) == (CARD_SCHEMA, "t", True, None)
     assert card["workloads_statement"].startswith(
         "Conclusions hold for the workloads tested only: w (short-homogeneous, completions; generator "
@@ -179,7 +179,7 @@ def test_warmup_requests_stay_out_and_failed_ones_count_as_errors(tmp_path: Path
     records = [_record(role, 1, i) for role in ("plain", "speculative") for i in range(4)]
     records.append(_record("plain", 1, 9, phase="warmup"))
     records[0] = _record("plain", 1, 0, error="http 500")
-    card = build_card(write_run(tmp_path, levels=(1,), records=records))
+    card = build_card(write_run(tmp_path, levels=(1,), records=records)).to_json()
     plain = card["cells"][0]["plain"]
     assert (plain["requests"], plain["errors"], plain["ttft_s"]["count"]) == (4, 1, 3)
     assert plain["ttft_s"]["p50"] == pytest.approx(0.3)  # 0.2, 0.3, 0.4 left
@@ -190,19 +190,19 @@ def test_warmup_requests_stay_out_and_failed_ones_count_as_errors(tmp_path: Path
 def test_a_missing_status_file_reads_as_an_incomplete_run(tmp_path: Path) -> None:
     run = write_run(tmp_path)
     (run / "status.json").unlink()
-    card = build_card(run)
+    card = build_card(run).to_json()
     assert card["complete"] is False and card["failure"] == "unknown"
 
 
 def test_a_folder_without_protocol_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="is not a run folder \\(no protocol.json\\)"):
-        build_card(tmp_path)
+        build_card(tmp_path).to_json()
 
 
 def test_a_cell_measured_on_one_server_only_has_no_ratios_and_is_incomplete(tmp_path: Path) -> None:
     entries = [_entry("plain", 1)]
     records = [_record("plain", 1, i) for i in range(4)]
-    cell = build_card(write_run(tmp_path, levels=(1,), entries=entries, records=records))["cells"][0]
+    cell = build_card(write_run(tmp_path, levels=(1,), entries=entries, records=records)).to_json()["cells"][0]
     assert cell["complete"] is False and cell["ratios"] == {} and "speculative" not in cell
     assert cell["plain"]["requests"] == 4
 
@@ -212,7 +212,7 @@ def test_requests_of_a_cell_cut_short_are_kept_and_marked_partial(tmp_path: Path
     records = [_record(role, c, i) for c in (1, 2) for role in ("plain", "speculative") for i in range(4)
                if not (c == 2 and role == "speculative" and i >= 2)]
     card = build_card(write_run(tmp_path, entries=entries, records=records,
-                                status={"complete": False, "failure": "interrupted (SIGINT)"}))
+                                status={"complete": False, "failure": "interrupted (SIGINT)"})).to_json()
     spec = _cell(card, "c2")["speculative"]
     assert spec["partial"] is True and spec["partial_requests"] == 2 and spec["requests"] == 2
     assert spec["failure"] == ("partial: 2 measured requests finished before the cell was cut short (interrupted "
@@ -225,7 +225,7 @@ def test_requests_of_a_cell_cut_short_are_kept_and_marked_partial(tmp_path: Path
 
 def test_output_length_mismatches_and_foreign_traffic_are_noted(tmp_path: Path) -> None:
     entries = [_entry("plain", 1, output_length_mismatches=2), _entry("speculative", 1, foreign_traffic=True)]
-    notes = build_card(write_run(tmp_path, levels=(1,), entries=entries))["cells"][0]["notes"]
+    notes = build_card(write_run(tmp_path, levels=(1,), entries=entries)).to_json()["cells"][0]["notes"]
     assert ("plain: 2 requests did not return their requested output length; per-token figures stay valid, "
             "summed times do not") in notes
     assert ("speculative: the server finished more requests than loadgen sent (foreign traffic): its counters "
@@ -235,7 +235,7 @@ def test_output_length_mismatches_and_foreign_traffic_are_noted(tmp_path: Path) 
 def test_good_acceptance_with_worse_latency_is_noted(tmp_path: Path) -> None:
     entries = [_entry(r, c, spec_decode=SPEC if r == "speculative" else None, server_finished_requests=4.0)
                for c in (1, 2) for r in ("plain", "speculative")]
-    card = build_card(write_run(tmp_path, entries=entries))
+    card = build_card(write_run(tmp_path, entries=entries)).to_json()
     note = "acceptance good but latency worse: check draft and verification cost"
     assert _cell(card, "c2")["speculative"]["acceptance"]["acceptance_rate"] == 0.5
     assert note in _cell(card, "c2")["notes"] and note not in _cell(card, "c1")["notes"]  # TPOT ratio 1.5 vs 0.5
@@ -245,7 +245,7 @@ def test_low_acceptance_is_noted(tmp_path: Path) -> None:
     low = SPEC | {"num_accepted_tokens": 30.0, "accepted_per_position": [20.0, 7.0, 3.0]}
     entries = [_entry(r, 1, spec_decode=low if r == "speculative" else None, server_finished_requests=4.0)
                for r in ("plain", "speculative")]
-    cell = build_card(write_run(tmp_path, levels=(1,), entries=entries))["cells"][0]
+    cell = build_card(write_run(tmp_path, levels=(1,), entries=entries)).to_json()["cells"][0]
     assert cell["speculative"]["acceptance"]["acceptance_rate"] == pytest.approx(0.1)
     assert "acceptance low: check the draft's fit to the task and target" in cell["notes"]
 
@@ -254,7 +254,7 @@ def test_server_resources_give_the_difference(tmp_path: Path) -> None:
     run = write_run(tmp_path)
     for role, tokens in (("plain", 1000), ("speculative", 950)):
         (run / "servers" / f"{role}-resources.json").write_text(json.dumps({"ready": {"kv_cache_tokens": tokens}}))
-    card = build_card(run)
+    card = build_card(run).to_json()
     assert card["resources"]["plain"] == {"kv_cache_tokens": 1000}
     assert card["resources"]["difference"]["kv_cache_tokens_lost"] == 50
     assert card["resources"]["difference"]["kv_capacity_loss"] == pytest.approx(0.05)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.report.designcard import WITHIN_RUN, cell_rows, crossover_rows, design_rows
+from loadgen.records.card import Crossover
+from loadgen.records.cardcell import CardCell
+from loadgen.report import designcard
+from loadgen.report.designcard import WITHIN_RUN
+from tests.support.cards import full_card
 
 HOW_SURE = "## How sure: measurement design and noise floor"
 CROSSOVER_HEAD = ["## Where speculation stops paying", "",
@@ -18,6 +22,24 @@ def design(**over: Any) -> dict[str, Any]:
             "server_starts": 0,
             "arms": [{"arm": "plain", "server": "plain"}, {"arm": "placebo", "server": "plain"},
                      {"arm": "speculative", "server": "speculative", "attached": True}]} | over
+
+
+def design_rows(card: dict[str, Any]) -> list[str]:
+    return designcard.design_rows(card.get("design"), card.get("noise_floor"))
+
+
+def cell_rows(cell: dict[str, Any]) -> list[str]:
+    """designcard.cell_rows of the card cell ``cell`` (its ratios' values None unless given)."""
+    ratios = {m: {"value": None, **r} for m, r in (cell.get("ratios") or {}).items()}
+    [full] = full_card({"cells": [cell | {"ratios": ratios}]})["cells"]
+    return designcard.cell_rows(CardCell.from_json(full, source="test cell"))
+
+
+def crossover_rows(card: dict[str, Any]) -> list[str]:
+    """designcard.crossover_rows of the card's ``crossover`` (crossover_concurrency None unless given)."""
+    return designcard.crossover_rows({w: Crossover.from_json({"crossover_concurrency": None, "metric": "tpot_p50", **c},
+                                                             source="test")
+                                      for w, c in (card.get("crossover") or {}).items()})
 
 
 # --- design_rows ------------------------------------------------------------------------------------------

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.errors import BadInput
+from loadgen.records.card import PairCard
 from loadgen.report.diffing import Interval, diff_cards, worse_beyond
+from tests.support.cards import card_record, full_card
 
 Tpot = float | None | tuple[float, float, float]
 
 
 def card(tpot: dict[str, Tpot], statuses: dict[int, str] | None = None, passed: bool | None = None,
-         primary: list[str] | None = None, pair: str = "t", plain_tpot_s: float = 0.01) -> dict[str, Any]:
+         primary: list[str] | None = None, pair: str = "t", plain_tpot_s: float = 0.01) -> PairCard:
     """A card of ``pair`` with one cell per ``c<level>`` in ``tpot`` (its tpot_p50 ratio, or (value, ci_low,
     ci_high)), the plain TPOT p50 ``plain_tpot_s`` and the speculative one at that times the ratio, judged cells
     ``statuses`` (level -> status) and verdict ``passed``."""
@@ -34,7 +35,7 @@ def card(tpot: dict[str, Tpot], statuses: dict[int, str] | None = None, passed: 
     verdict = None if statuses is None else {
         "passed": passed, "criteria": {"primary": primary} if primary else {},
         "cells": [{"workload": "w", "concurrency": c, "status": s} for c, s in statuses.items()]}
-    return {"pair": pair, "cells": cells, "verdict": verdict}
+    return card_record({"pair": pair, "cells": cells, "verdict": verdict})
 
 
 def test_shared_cells_are_listed_side_by_side_with_absolute_figures() -> None:
@@ -96,8 +97,9 @@ def test_a_cell_measured_in_the_baseline_and_missing_or_not_measured_in_the_cand
 
 
 def test_a_server_failure_in_the_candidate_cell_regresses() -> None:
-    b = card({"c1": 0.8})
-    b["cells"][0]["speculative"]["failure"] = "server died"
+    data = card({"c1": 0.8}).to_json()
+    data["cells"][0]["speculative"]["failure"] = "server died"
+    b = PairCard.from_json(data, source="test card")
     assert diff_cards(card({"c1": 0.8}), b).regressions == (
         "w c1: measured in the baseline, failed on the speculative server (server died) in the candidate",)
 
@@ -135,10 +137,10 @@ def test_cards_of_different_pairs_are_bad_input() -> None:
         diff_cards(card({}), card({}, pair="u"))
 
 
-def _runs(tmp_path: Path, a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str]:
+def _runs(tmp_path: Path, a: PairCard, b: PairCard) -> tuple[str, str]:
     for name, c in (("a", a), ("b", b)):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "card.json").write_text(json.dumps(c))
+        (tmp_path / name / "card.json").write_text(json.dumps(c.to_json()))
     return str(tmp_path / "a"), str(tmp_path / "b")
 
 
@@ -200,14 +202,14 @@ def test_loadgen_diff_exits_2_on_a_folder_without_card_or_different_pairs(tmp_pa
     assert f"{tmp_path / 'empty'} holds no card.json; pass run folders or sweep folders" in result.output
 
 
-def _sweep(folder: Path, cards: dict[str, dict[str, Any]]) -> str:
+def _sweep(folder: Path, cards: dict[str, PairCard]) -> str:
     """A sweep folder (sweep.toml, sweep.json naming the candidates) with each candidate's card."""
     folder.mkdir()
     (folder / "sweep.toml").write_text("")
     (folder / "sweep.json").write_text(json.dumps({"candidates": [{"name": n, "folder": n} for n in cards]}))
     for name, c in cards.items():
         (folder / name).mkdir()
-        (folder / name / "card.json").write_text(json.dumps(c))
+        (folder / name / "card.json").write_text(json.dumps(c.to_json()))
     return str(folder)
 
 
@@ -243,8 +245,14 @@ def test_loadgen_diff_of_a_card_whose_cells_have_the_wrong_shape_is_one_line_exi
     (tmp_path / "b" / "card.json").write_text('{"cells": [{"level": "c1"}]}')
     result = CliRunner().invoke(main, ["diff", a, b])
     assert result.exit_code == 2
-    assert result.output == (f"loadgen: error: {tmp_path / 'b' / 'card.json'} is not a loadgen card; run `loadgen "
-                             f"report {b}` to write it again\n")
+    assert result.output == (f"loadgen: error: {tmp_path / 'b' / 'card.json'}: schema: missing (expected "
+                             "'loadgen.card/1'); re-render with `loadgen report` or restore the file\n")
+    broken = full_card({"cells": [{"level": "c1", "ratios": {"tpot_p50": {"value": "0.9"}}}]})
+    (tmp_path / "b" / "card.json").write_text(json.dumps(broken))
+    result = CliRunner().invoke(main, ["diff", a, b])
+    assert result.exit_code == 2
+    assert result.output == (f"loadgen: error: {tmp_path / 'b' / 'card.json'}: cells[0].ratios.tpot_p50.value: "
+                             "expected a number, got '0.9'; re-render with `loadgen report` or restore the file\n")
 
 
 @pytest.mark.parametrize("sweep_json", ['{"candidates": [{"folder": "k1"}]}', "[]"])

@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 
 from loadgen.measure.blocks import FASTER, NOT_DISTINGUISHABLE
-from loadgen.report.noisefloor import design_summary, noise_notes, noise_summary
+from loadgen.records.cardcell import CardCell
+from loadgen.report import noisefloor
+from loadgen.report.noisefloor import design_summary, noise_notes
+from tests.support.cards import card_cell
 
 
 def r(value: float | None, low: float | None = None, high: float | None = None, **extra: Any) -> dict[str, Any]:
@@ -82,6 +85,12 @@ def test_a_cell_whose_aa_intervals_all_exclude_one_gets_one_aa_line_per_metric()
                tpot_p50=r(1.1, 1.05, 1.15), ttft_p50=r(1.2, 1.1, 1.3), e2e_p50=r(1.1, 1.05, 1.15))
     aa_lines = [n for n in noise_notes({}, aa) if n.startswith("A/A ")]
     assert [n.split()[1] for n in aa_lines] == ["tpot_p50", "ttft_p50", "e2e_p50"]
+
+
+def noise_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """noisefloor.noise_summary of the card cells ``cells`` (parts of cells: tests/support/cards.py)."""
+    typed: list[CardCell] = [card_cell(c) for c in cells]
+    return noisefloor.noise_summary(typed)
 
 
 # --- noise_summary ----------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 
 from loadgen.records.request import RequestRecord
 from loadgen.report.plots import crossover, crossover_points, render_plots
+from tests.support.cards import card_record
 from tests.support.figures import capture_figures, labels, line, xy
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -94,7 +95,7 @@ def test_crossover_closed_form(levels: tuple[int, ...], ratios: tuple[float | No
 
 
 def test_crossover_points_of_the_synthetic_card() -> None:
-    card = synthetic_card()
+    card = card_record(synthetic_card())
     points = crossover_points(card)
     assert points == {"short": pytest.approx(3.0), "long": pytest.approx(4.0)}
     assert crossover_points(card, "rate") == {"short": pytest.approx(1.25)}
@@ -102,7 +103,7 @@ def test_crossover_points_of_the_synthetic_card() -> None:
 
 def test_render_plots_writes_readable_pngs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     figures = capture_figures(monkeypatch)
-    paths = render_plots(synthetic_card(), records(), tmp_path / "plots")
+    paths = render_plots(card_record(synthetic_card()), records(), tmp_path / "plots")
     assert list(figures) == [p.name for p in paths]
     names = [p.name for p in paths]
     assert names == ["latency_short.png", "latency_long.png", "throughput.png", "tpot_ratio.png",
@@ -118,7 +119,7 @@ def test_render_plots_writes_readable_pngs(tmp_path: Path, monkeypatch: pytest.M
 def test_the_figures_draw_the_cards_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The drawn series against the closed forms of the module docstring (TPOT 20 ms x ratio, TTFT of records())."""
     figures = capture_figures(monkeypatch)
-    render_plots(synthetic_card(), records(), tmp_path)
+    render_plots(card_record(synthetic_card()), records(), tmp_path)
     ttft_ax, tpot_ax, e2e_ax = figures["latency_short.png"].axes
     assert labels(tpot_ax) == ["plain p50", "plain p99", "speculative p50", "speculative p99"]
     assert line(tpot_ax, "plain p50") == ([1, 2, 4, 8], pytest.approx([20.0] * 4))
@@ -157,14 +158,13 @@ def test_the_figures_draw_the_cards_values(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_incomplete_cards_draw_what_they_can(tmp_path: Path) -> None:
-    assert render_plots({}, [], tmp_path / "empty") == []
-    assert render_plots({"cells": None, "pair": "x"}, [], tmp_path / "none") == []
+    assert render_plots(card_record({}), [], tmp_path / "empty") == []
 
     card = synthetic_card()
     for c in card["cells"]:
         c.pop("speculative")
         c["ratios"] = {}
-    only_plain = [p.name for p in render_plots(card, [], tmp_path / "plain")]
+    only_plain = [p.name for p in render_plots(card_record(card), [], tmp_path / "plain")]
     assert only_plain == ["latency_short.png", "latency_long.png", "throughput.png", "latency_short_rate.png",
                           "throughput_rate.png"]
 
@@ -173,9 +173,7 @@ def test_incomplete_cards_draw_what_they_can(tmp_path: Path) -> None:
     broken["cells"][1]["speculative"] = None
     broken["cells"][2]["ratios"]["tpot_p50"] = {"value": None}
     broken["cells"][3]["speculative"]["acceptance"] = {"per_position": []}
-    broken["cells"][4].pop("concurrency")
     broken["cells"].append({"workload": "ghost"})
-    broken["cells"].append("not a cell")
-    names = [p.name for p in render_plots(broken, records()[:3], tmp_path / "broken")]
+    names = [p.name for p in render_plots(card_record(broken), records()[:3], tmp_path / "broken")]
     assert {"latency_short.png", "latency_long.png", "tpot_ratio.png", "acceptance.png",
             "ttft_distribution.png"} <= set(names)

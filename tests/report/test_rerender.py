@@ -55,8 +55,8 @@ def test_a_built_card_is_dated_by_its_last_cell_end(tmp_path: Path) -> None:
     entries = [_entry("plain", 1, started_utc="2026-01-02T03:04:05.500000+00:00", duration_s=10.0),
                _entry("speculative", 1, started_utc="2026-01-02T03:04:00+00:00", duration_s=2.0)]
     run = write_run(tmp_path / "r", levels=(1,), entries=entries)
-    assert build_card(run)["generated_utc"] == "2026-01-02T03:04:15+00:00"
-    again = json.loads(json.dumps(build_card(run)))
+    assert build_card(run).to_json()["generated_utc"] == "2026-01-02T03:04:15+00:00"
+    again = json.loads(json.dumps(build_card(run).to_json()))
     assert again["generated_utc"] == "2026-01-02T03:04:15+00:00"
 
 

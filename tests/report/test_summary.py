@@ -8,6 +8,7 @@ import pytest
 from rich.console import Console
 
 from loadgen.report.summary import print_summary, summary_table
+from tests.support.cards import card_record
 
 
 def _side(ttft: float, tpot: float, tps: float | None, errors: int, acc: float | None = None) -> dict[str, Any]:
@@ -33,7 +34,7 @@ CARD: dict[str, Any] = {
 
 def _text(card: dict[str, Any]) -> str:
     console = Console(width=260, record=True, color_system=None)
-    print_summary(card, console)
+    print_summary(card_record(card), console)
     return console.export_text()
 
 
@@ -64,15 +65,17 @@ def test_the_title_and_the_verdict_line() -> None:
     text = _text(CARD)
     assert "t: speculative vs plain (complete)" in text
     assert text.rstrip().splitlines()[-1] == "verdict: PASS: every judged cell passed [criteria]"
-    incomplete = _text(CARD | {"complete": False, "verdict": None})
-    assert "t: speculative vs plain (INCOMPLETE)" in incomplete and "verdict:" not in incomplete
+    incomplete = _text(CARD | {"complete": False, "verdict": {"passed": None, "summary": "not judged"}})
+    assert "t: speculative vs plain (INCOMPLETE)" in incomplete
+    assert incomplete.rstrip().splitlines()[-1] == "verdict: not judged"
 
 
-def test_a_cell_without_level_falls_back_to_its_concurrency() -> None:
-    cell = {"workload": "w", "concurrency": 8, "ratios": {}}
-    table = summary_table({"pair": "t", "complete": True, "cells": [cell]})
-    assert [next(iter(col.cells)) for col in table.columns][:2] == ["w", "8"]
+def test_a_cell_that_neither_server_measured_shows_its_level_and_dashes() -> None:
+    cell = {"workload": "w", "level": "c8", "concurrency": 8, "ratios": {}}
+    table = summary_table(card_record({"pair": "t", "complete": True, "cells": [cell]}))
+    assert [next(iter(col.cells)) for col in table.columns][:2] == ["w", "c8"]
     assert list(table.columns[10].cells) == ["– / –"]
+    assert [next(iter(col.cells)) for col in table.columns][2:10] == ["–/–/–"] * 4 + ["–"] * 3 + ["– / –"]
 
 
 def test_on_stdout_that_is_no_terminal_the_table_and_verdict_keep_their_full_width(
@@ -81,7 +84,7 @@ def test_on_stdout_that_is_no_terminal_the_table_and_verdict_keep_their_full_wid
     long = "long-diverse-prompts-from-the-production-sample@4096"
     verdict = "FAIL: 1 failed check(s), first: " + "x" * 150
     card = CARD | {"cells": [CARD["cells"][0] | {"workload": long}], "verdict": {"summary": verdict}}
-    print_summary(card)
+    print_summary(card_record(card))
     lines = capsys.readouterr().out.splitlines()
     [row] = [line for line in lines if long in line]
     assert [x.strip() for x in row.strip().strip("│").split("│")] == [

@@ -25,7 +25,7 @@ CARD = {"trace": {"workloads": [{"workload": "chat/x", "arms": {"speculative": {
 def test_the_figure_draws_speedup_and_in_flight_at_window_midpoints(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     figures = capture_figures(monkeypatch)
-    (path,) = render_trace_plots(CARD, tmp_path / "plots")
+    (path,) = render_trace_plots(CARD["trace"], tmp_path / "plots")
     assert path == tmp_path / "plots" / "trace_chat_x_speculative.png" and path.is_file()
     top, bottom = figures[path.name].axes
     xs, ys = line(top, "speedup plain / speculative (TPOT p50)")

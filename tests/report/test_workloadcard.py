@@ -4,14 +4,14 @@ and the context-length table and figure over ``<workload>@<tokens>`` cells."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from loadgen.records.cardcell import CardCell
 from loadgen.records.request import RequestRecord
-from loadgen.report.card import render_markdown
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
+from tests.support.cards import card_cell, markdown
 from tests.support.figures import capture_figures, labels, line
 
 
@@ -39,11 +39,11 @@ def test_the_statement_names_kind_source_lengths_sent_and_scope() -> None:
     assert length_summary([]) == "none sent" and length_summary([4, 1]) == "1/2.5/4"
 
 
-def _cell(workload: str, level: str, c: int, acc: float | None, ratio: float | None) -> dict[str, Any]:
-    return {"workload": workload, "level": level, "concurrency": c,
-            "speculative": {"acceptance": {"acceptance_rate": acc}} if acc is not None else {},
-            "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05}}
-            if ratio is not None else {}}
+def _cell(workload: str, level: str, c: int, acc: float | None, ratio: float | None) -> CardCell:
+    return card_cell({"workload": workload, "level": level, "concurrency": c,
+                      **({"speculative": {"acceptance": {"acceptance_rate": acc}}} if acc is not None else {}),
+                      "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05}}
+                      if ratio is not None else {}})
 
 
 CELLS = [_cell("g@1024", "c1", 1, 0.5, 0.9), _cell("g@128", "c1", 1, 0.7, 0.8), _cell("g@128", "c4", 4, 0.6, 1.1),
@@ -66,12 +66,12 @@ def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path, monkeypatc
     from tests.report.test_card import card as one_cell_card
     base = one_cell_card()
     card = base | {"context_axis": context_axis(CELLS)}
-    assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in render_markdown(card)
+    assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in markdown(card)
     figures = capture_figures(monkeypatch)
-    (path,) = render_context_plot(card, tmp_path)
+    (path,) = render_context_plot(card["pair"], card["context_axis"], tmp_path)
     assert path.name == "context_length.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     acc_ax, ratio_ax = figures["context_length.png"].axes
     assert labels(acc_ax) == ["g c1", "g c4"]
     assert line(acc_ax, "g c1") == ([128, 1024], [0.7, 0.5]) and line(acc_ax, "g c4") == ([128], [0.6])
     assert line(ratio_ax, "g c1") == ([128, 1024], [0.8, 0.9]) and line(ratio_ax, "g c4") == ([128], [1.1])
-    assert render_context_plot(base, tmp_path / "none") == []
+    assert render_context_plot(base["pair"], base.get("context_axis"), tmp_path / "none") == []

@@ -105,5 +105,5 @@ def test_a_third_interrupt_stops_the_card_and_says_so(tmp_path: Path, monkeypatc
     assert status == {"complete": False, "failure": "interrupted (Ctrl-C or SIGTERM)"}
     # the report writes it from the folder alone, the cut cell included
     monkeypatch.undo()
-    card = flow.finish_card(run_dir, lambda _: None)
+    card = flow.finish_card(run_dir, lambda _: None).to_json()
     assert card["requests_on_disk"]["partial"] == measured_on_disk(run_dir, "c4") > 0

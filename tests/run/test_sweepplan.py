@@ -31,6 +31,7 @@ from loadgen.run.sweepplan import (
     fitting,
     history,
 )
+from tests.support.cards import full_card
 from tests.support.scripted_engine import PAIR, WORKLOAD
 
 H200 = Path("docs/examples/h200")
@@ -87,7 +88,7 @@ def _card(run: Path, k: int, tpot_s: float) -> None:
             "cells": [{"concurrency": 2, "plain": {"ttft_s": {"p50": 0.1}, "tpot_s": {"p50": 0.01}},
                        "speculative": {"ttft_s": {"p50": 0.2}, "tpot_s": {"p50": tpot_s}}}]}
     run.mkdir(parents=True, exist_ok=True)
-    (run / "card.json").write_text(json.dumps(card))
+    (run / "card.json").write_text(json.dumps(full_card(card)))
 
 
 def test_a_cell_phase_and_sweep_in_closed_form(tmp_path: Path) -> None:
