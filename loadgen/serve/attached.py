@@ -37,12 +37,13 @@ ATTACH_REFUSED_S = 2.0
 def check_url(url: str, where: str) -> str:
     """``url`` when it is ``http(s)://host[:port][/prefix]`` with a port in 1..65535 and no space or
     control character; else BadInput (exit 2) naming ``where`` (e.g. ``--attach-plain``) and the fix."""
-    if (problem := _url_problem(url)) is not None:
+    if (problem := url_problem(url)) is not None:
         raise BadInput(f"{where} {redact_url(url)!r} {problem}; give a URL such as http://127.0.0.1:8000")
     return url
 
 
-def _url_problem(url: str) -> str | None:
+def url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as a server's base URL (check_url's rule), or None when nothing is."""
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
         return "holds a space or a control character"
     try:
