@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.cli.options import SWEEP_ONLY, RunOptions, run_options
-from loadgen.cli.paramtypes import LevelList, Minutes, Tolerance, Url, WorkloadList
+from loadgen.cli.paramtypes import LevelList, Minutes, SpeedRange, Tolerance, Url, WorkloadList
 from loadgen.profile.overrides import Overrides
 
 
@@ -36,6 +36,8 @@ def _refusal(kind: click.ParamType, value: str) -> str:
     (Tolerance(), "0", 0.0),
     (Url(), "http://127.0.0.1:8000", "http://127.0.0.1:8000"),
     (Url(), "https://host.example/v1", "https://host.example/v1"),
+    (SpeedRange(), "0.5:2", (0.5, 2.0)),
+    (SpeedRange(), "0.001:1e3", (0.001, 1000.0)),
 ])
 def test_a_good_value_converts(kind: click.ParamType, value: str, expected: Any) -> None:
     assert kind.convert(value, None, None) == expected
@@ -65,6 +67,10 @@ def test_a_workload_file_becomes_its_absolute_path(tmp_path: Path, monkeypatch: 
     (Url(), "http://u:secret@:8000/?token=t", "'http://:8000/' names no host; give a URL such as "
                                                "http://127.0.0.1:8000"),
     (Url(), "http://h:0", "'http://h:0' has a port outside 1..65535; give a URL such as http://127.0.0.1:8000"),
+    (SpeedRange(), "fast", "'fast' is no range of speeds; give LOW:HIGH with 0.001 <= LOW < HIGH (a time_scale of "
+                           "at most 1,000, as in a workload file), e.g. 0.5:2"),
+    (SpeedRange(), "2:nan", "'2:nan' is no range of speeds; give LOW:HIGH with 0.001 <= LOW < HIGH (a time_scale of "
+                            "at most 1,000, as in a workload file), e.g. 0.5:2"),
 ])
 def test_a_bad_value_is_refused_with_the_fix(kind: click.ParamType, value: str, message: str) -> None:
     assert _refusal(kind, value) == message

@@ -7,6 +7,7 @@ before any file is read or server started, the same way for ``compare``, ``sweep
 - :class:`Minutes`: ``--budget-min M`` (a finite number of minutes above 0).
 - :class:`Tolerance`: ``--max-regression 5%`` (a percentage, or a fraction below 1).
 - :class:`Url`: ``--attach-plain/--attach-speculative/--pushgateway/--prometheus-url URL`` (``http(s)://host``).
+- :class:`SpeedRange`: ``trace-capacity --speeds LOW:HIGH`` (replay speeds, 1 / time_scale).
 
 ``--requests`` and ``--metrics-port`` are click.IntRange (bounds: profile/domains.py, 1..65535).
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 import click
 
-from loadgen.profile.domains import MAX_CONCURRENCY
+from loadgen.profile.domains import MAX_CONCURRENCY, MAX_TIME_SCALE
 from loadgen.serve.attached import url_problem
 from loadgen.util.redact import redact_url
 
@@ -121,3 +122,25 @@ class Url(click.ParamType[str, Any]):
         if (problem := url_problem(url)) is not None:
             self.fail(f"{redact_url(url)!r} {problem}; give a URL such as http://127.0.0.1:8000", param, ctx)
         return url
+
+
+class SpeedRange(click.ParamType[tuple[float, float], Any]):
+    """``0.5:2`` -> ``(0.5, 2.0)``: the replay speeds a capacity search bisects (1 / time_scale), with
+    1 / domains.MAX_TIME_SCALE <= LOW < HIGH < inf (a slower replay is a time_scale over a workload file's cap,
+    and waits for ever)."""
+
+    name = "LOW:HIGH"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[float, float]:
+        """The two speeds; click's usage error naming the value and the form wanted otherwise."""
+        if isinstance(value, tuple):
+            return value
+        low, _, high = str(value).partition(":")
+        try:
+            speeds = float(low), float(high)
+        except ValueError:
+            speeds = math.nan, math.nan
+        if not 1 / MAX_TIME_SCALE <= speeds[0] < speeds[1] < math.inf:
+            self.fail(f"{value!r} is no range of speeds; give LOW:HIGH with {1 / MAX_TIME_SCALE:g} <= LOW < HIGH "
+                      f"(a time_scale of at most {MAX_TIME_SCALE:,}, as in a workload file), e.g. 0.5:2", param, ctx)
+        return speeds
