@@ -107,7 +107,7 @@ def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_
     """Run FLEET_FILE's pairs and sweeps on its nodes, one Ray task per (pair x node), and write the
     fleet card. Exit 0 all done; 1 a task failed (the others' results are kept); 2 bad input; 3 every
     task finished but a verdict failed its declared criteria."""
-    from loadgen.fleet.flow import fleet_exit, run_fleet
+    from loadgen.fleet.fleetflow import fleet_exit, run_fleet
 
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     if reload_pairs and resume_dir is None:

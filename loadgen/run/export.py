@@ -133,7 +133,7 @@ class Exporter:
 
     def _labels(self, role: str, workload: str, concurrency: int, level: str | None) -> dict[str, str]:
         return {"pair": self.pair, "role": role, "workload": workload, "concurrency": str(int(concurrency)),
-                "level": CellKey.named(workload, level, concurrency).level}
+                "level": CellKey.named(workload, level, concurrency).label}
 
     def observe_request(self, record: RequestRecord) -> bool:
         """Observe one finished request (a ``requests.jsonl`` record); returns False for a warmup or

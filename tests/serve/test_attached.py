@@ -25,7 +25,7 @@ from loadgen.run.arms import launch_spec
 from loadgen.run.flow import execute_run, plan_measurement, resume_compare
 from loadgen.run.plan import plan_cells, probe_host, protocol
 from loadgen.serve import servers
-from loadgen.serve.attached import record, resume_urls
+from loadgen.serve.attached import attach_record, resume_urls
 from loadgen.util.redact import redact_url
 from tests.run.test_flow import _pair_without_exact_lengths
 
@@ -131,7 +131,8 @@ def test_both_attached_servers_are_checked_before_either_is_measured(tmp_path: P
 
 
 def test_attach_urls_are_recorded_without_credentials() -> None:
-    rec = record({"plain": "http://127.0.0.1:8000", "speculative": "https://user:pw@example.org:8443/v?token=t0k"})
+    rec = attach_record({"plain": "http://127.0.0.1:8000",
+                         "speculative": "https://user:pw@example.org:8443/v?token=t0k"})
     assert rec == {"plain": {"url": "http://127.0.0.1:8000", "complete": True},
                    "speculative": {"url": "https://example.org:8443/v", "complete": False}}
     assert "pw" not in json.dumps(rec) and "t0k" not in json.dumps(rec)
@@ -155,7 +156,7 @@ def test_resume_of_an_attach_run_reuses_the_recorded_urls(tmp_path: Path) -> Non
     with fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, _), \
             fake_server("wrong-name", "vllm032_spec_t0.prom") as (spec_url, _):
         proto = protocol(pair, cells, prompts, probe_host()).to_json() | {
-            "attach": record({"plain": plain_url, "speculative": spec_url})}
+            "attach": attach_record({"plain": plain_url, "speculative": spec_url})}
         (run_dir / "protocol.json").write_text(json.dumps(proto))
         # the resumed run checks the recorded servers (here the speculative one serves the wrong name),
         # rather than launching servers of its own
