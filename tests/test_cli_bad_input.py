@@ -25,11 +25,15 @@ def _one_error_line(output: str) -> str:
 
 
 @pytest.mark.parametrize("command", ["compare", "sweep"])
-@pytest.mark.parametrize("url", ["", "http://", "http://127.0.0.1:70000", "http://a b"])
-def test_a_bad_attach_url_is_a_usage_error_even_when_empty(command: str, url: str) -> None:
+@pytest.mark.parametrize(("url", "problem"), [("", "does not start with http:// or https://"),
+                                              ("http://", "names no host"),
+                                              ("http://127.0.0.1:70000", "has a port outside 1..65535"),
+                                              ("http://a b", "holds a space or a control character")])
+def test_a_bad_attach_url_is_a_usage_error_even_when_empty(command: str, url: str, problem: str) -> None:
     result = CliRunner().invoke(main, [command, "demo-cpu", "--attach-plain", url])
     assert result.exit_code == 2 and result.output.startswith("Usage: ")
-    assert result.output.splitlines()[-1].startswith(f"Error: Invalid value for '--attach-plain': {url!r} ")
+    assert result.output.splitlines()[-1] == (f"Error: Invalid value for '--attach-plain': {url!r} {problem}; give a "
+                                              "URL such as http://127.0.0.1:8000")
 
 
 def test_a_metrics_port_out_of_range_is_a_usage_error() -> None:
