@@ -153,7 +153,7 @@ def _compare_node(row: Mapping[str, Any], card: Doc | None) -> dict[str, Any]:
 
 
 def _head(cell: Mapping[str, Any]) -> dict[str, Any]:
-    return {"workload": cell["workload"], "level": CellKey.of(cell).level, "concurrency": cell.get("concurrency"),
+    return {"workload": cell["workload"], "level": CellKey.of(cell).label, "concurrency": cell.get("concurrency"),
             "rate_rps": cell.get("rate_rps"), "nodes": []}
 
 

@@ -8,7 +8,7 @@ protocol.json records their hashes. Two tasks may share a node (one GPU each), s
 servers two free ports of its node: the pair file it runs (kept in the run folder as pair.toml) has
 ``[engine].port`` set to the first (the speculative server takes the next) and no per-role port.
 
-This module runs inside a Ray worker but does not import Ray: the runner (fleet/runner.py) wraps
+This module runs inside a Ray worker but does not import Ray: the runner (fleet/taskrun.py) wraps
 :func:`run_on_node` in a Ray task.
 """
 
@@ -102,7 +102,7 @@ def with_ports(pair_text: str) -> tuple[str, tuple[int, int] | None]:
     for role in servers.values():
         if isinstance(role, dict):
             role.pop("port", None)
-    return tomlwrite.dumps(doc), ports
+    return tomlwrite.to_toml(doc), ports
 
 
 def _pack(folder: Path) -> bytes:

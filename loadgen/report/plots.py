@@ -225,7 +225,7 @@ def _acceptance(card: Card, out: Path, paths: list[Path]) -> None:
         width = 0.8 / len(found)
         for i, (cell, acc) in enumerate(found):
             pos = np.arange(len(acc["per_position"]))
-            level = CellKey.of(cell).level
+            level = CellKey.of(cell).label
             label = (f"{level}: rate {_num(acc.get('acceptance_rate')):.2f}, "
                      f"length {_num(acc.get('mean_acceptance_length')):.2f}")
             ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc["per_position"]], width, label=label)

@@ -128,7 +128,7 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, di
     keys: dict[CellKey, dict[str, Any]] = {}
     for card in cards.values():
         for cell in card.get("cells", []):
-            keys.setdefault(CellKey.of(cell), {"workload": cell["workload"], "level": CellKey.of(cell).level,
+            keys.setdefault(CellKey.of(cell), {"workload": cell["workload"], "level": CellKey.of(cell).label,
                                                "concurrency": cell.get("concurrency"), "rate_rps": cell.get("rate_rps"),
                                                "noise_floor": ((cell.get("noise_floor") or {}).get("ratios") or {})
                                                .get(metric)})
@@ -143,7 +143,7 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, di
                                  for v in (card.get("verdict") or {}).get("cells", [])}
                 entries.append(_entry(c, cell, metric, verdict_cells))
         drift = plain_drift(sweep_dir, key, metric, drifts)
-        warning = drift_warning(f"{key.workload} {key.level}", drift, [entry_of(e) for e in entries],
+        warning = drift_warning(f"{key.workload} {key.label}", drift, [entry_of(e) for e in entries],
                                 metric in LATENCY_METRICS) if drift else None
         out.append(head | {"entries": entries, "drift": drift, "drift_warning": warning})
     return out

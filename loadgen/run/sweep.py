@@ -79,7 +79,7 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
     pairs: dict[str, Pair] = {}
     for c in candidates:
         path = out / f"{c.name}.toml"
-        path.write_text(tomlwrite.dumps(candidate_doc(doc, c, name)))
+        path.write_text(tomlwrite.to_toml(candidate_doc(doc, c, name)))
         pairs[c.name] = load_pair(str(path), workloads_dir=o.workloads_dir)
     version, findings = None, {}
     attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
@@ -119,7 +119,7 @@ def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measure
     for sub in ("servers", "metrics"):
         (sweep_dir / sub).mkdir(exist_ok=True)
     prompts = unique_prompts(m.planned)
-    write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
+    write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
     proto = protocol(first, m.planned, prompts, probe_host()).with_fields(engine_version=version, attach={})
     proto = proto.with_fields(design={**(proto.design or {}), **flow.design_record(m)}, candidates={

@@ -168,7 +168,7 @@ def _unpack(archive: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
-def record(fleet_dir: Path, task: taskfile.Task, result: TaskResult) -> taskfile.Task:
+def keep_result(fleet_dir: Path, task: taskfile.Task, result: TaskResult) -> taskfile.Task:
     """Write a result's log and run folder into the fleet folder and return the task updated."""
     output = result.output
     if result.run_path:
