@@ -20,6 +20,7 @@ from loadgen.measure.ranking import (
     static_choice,
     upper_bound,
 )
+from loadgen.records.sweep import SweepCard
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweeprec import recommend
 
@@ -159,7 +160,7 @@ def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
     card = {"pair": "p", "schema": "loadgen.sweep/2", "engine_version": "0.32.0", "primary_metric": "tpot_p50",
             "speedup_definition": "-", "upper_bound_formula": "-", "recommendation": rec, "candidates": [],
             "cells": [], "drift_warnings": [], "times_s": {}, "design": {"line": "-"}, "noise_floor": {"line": "-"}}
-    md = render_sweep_markdown(card)
+    md = render_sweep_markdown(SweepCard.from_json(card, source="test"))
     assert "c1: d-k2 (tie with d-k3)" in md and "c4: d-k2 (tie with d-k3)" in md
 
 
