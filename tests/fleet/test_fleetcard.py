@@ -23,6 +23,8 @@ from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetflags import disagree, disjoint
 from loadgen.fleet.fleetmd import render_fleet_markdown
 from loadgen.fleet.gputype import ray_accelerator_type
+from loadgen.records.fleettasks import TaskList
+from loadgen.records.sweep import FIX as SWEEP_FIX
 from loadgen.report.sweeprec import recommend
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,16 +242,25 @@ def test_a_finished_task_whose_card_is_unreadable_is_shown_failed(fleet: Path) -
 
 @pytest.mark.parametrize(("doc", "problem"), [
     ("not json {", "is not a readable JSON file"),
-    ({"schema": "loadgen.fleet-tasks/0", "name": "x", "tasks": []}, "its schema is 'loadgen.fleet-tasks/0'"),
+    ({"schema": "loadgen.fleet-tasks/0", "name": "x", "tasks": []},
+     "schema: expected one of loadgen.fleet-tasks/1, got 'loadgen.fleet-tasks/0'"),
+    ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [
+        {"id": "p__n", "pair": "p", "kind": "compare", "status": "done", "node": NODES["stg-a"]},
+        {"id": "p__n", "pair": "p", "kind": "sweep", "status": "done", "node": NODES["stg-a"]}]},
+     "tasks[1].id: expected an id no other task has, got 'p__n'"),
+    ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [
+        {"id": "p__n", "pair": "p", "kind": "compare", "status": "done", "node": NODES["stg-a"],
+         "run_dir": "runs/../../etc"}]},
+     "tasks[0].run_dir: expected a folder under runs/ of the fleet folder, or null, got 'runs/../../etc'"),
     ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [{"id": "p__n", "pair": "p", "kind": "compare",
                                                                    "status": "running", "node": NODES["stg-a"]}]},
-     "task 1: 'status' is 'running', not one of done, failed, pending"),
+     "tasks[0].status: expected one of done, failed, pending, got 'running'"),
     ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [{"id": "p__n", "pair": "p", "kind": "compare",
                                                                    "status": "done", "node": {"id": "1"}}]},
-     "task 1: node 'name' is missing or not a string"),
+     "tasks[0].node.name: missing (expected a non-empty string)"),
     ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [
         {"id": "p__n", "pair": "p", "kind": "compare", "status": "done", "node": NODES["stg-a"], "wall_s": "ten"}]},
-     "task 1: 'wall_s' is str, not a number"),
+     "tasks[0].wall_s: expected a number or null, got 'ten'"),
 ])
 def test_a_malformed_tasks_json_is_one_bad_input_line(tmp_path: Path, doc: Any, problem: str) -> None:
     (tmp_path / "tasks.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
@@ -289,16 +300,26 @@ def test_a_card_of_the_wrong_shape_is_shown_without_a_traceback() -> None:
                        "speculative": {"acceptance": "none"}}, {"workload": "w", "concurrency": "many"}, "cell"],
             "hardware": {"cpu_model": 7, "gpus": [1, {"name": "NVIDIA H200", "memory_bytes": "big"}]},
             "verdict": {"passed": "yes", "summary": 3}, "engine_version": {"plain": 1, "speculative": 1}}
-    sweep = {"cells": [{"workload": "w", "level": "c1", "entries": [1, {"candidate": 2, "speedup": "fast"}]}],
-             "recommendation": {"static": 3, "workloads": [{"levels": [{"level": "c1", "best": 4, "tied": "x"}]}]}}
-    card = build_fleet_card({"schema": "loadgen.fleet-tasks/1", "name": "junk", "tasks": tasks},
-                            {"p__stg-a": junk, "p__stg-b": "not a card"}, {"s__stg-a": sweep})  # type: ignore[dict-item]
+    card = build_fleet_card(TaskList.from_json({"schema": "loadgen.fleet-tasks/1", "name": "junk", "tasks": tasks},
+                                               source="tasks.json"),
+                            {"p__stg-a": junk, "p__stg-b": "not a card"}, {"s__stg-a": None})  # type: ignore[dict-item]
     [cell] = card["pairs"][0]["cells"]
     assert [(e["node"], e["ratios"]["tpot_p50"], e["acceptance_rate"]) for e in cell["nodes"]] == [
         ("stg-a", None, None)]
     assert card["pairs"][0]["nodes"][0]["verdict"] == {"declared": None, "passed": None, "summary": None}
     assert card["nodes"][0]["hardware"] == {"cpu_model": None, "cpu_cores": None, "memory_bytes": None,
                                             "gpus": [{"index": None, "name": "NVIDIA H200", "memory_bytes": None}]}
-    [sweep_cell] = card["sweeps"][0]["cells"]
-    assert sweep_cell["nodes"][0]["best"] is None and card["sweeps"][0]["nodes"][0]["recommendation"] is None
+    assert card["sweeps"][0]["cells"] == [] and card["sweeps"][0]["nodes"][0]["recommendation"] is None
     assert "# Fleet card: junk" in render_fleet_markdown(card)
+
+
+def test_a_sweep_card_of_the_wrong_shape_shows_its_task_failed_naming_the_field(fleet: Path) -> None:
+    path = fleet / "runs/demo-sweep__stg-a/sweep.json"
+    doc = json.loads(path.read_text())
+    doc["cells"][0]["entries"][0]["speedup"] = "fast"
+    path.write_text(json.dumps(doc))
+    task = {t["id"]: t for t in read_fleet_dir(fleet)["tasks"]}["demo-sweep__stg-a"]
+    assert (task["status"], task["runner_status"]) == ("failed", "done")
+    assert task["reason"] == (
+        "finished (exit 0) but runs/demo-sweep__stg-a/sweep.json: cells[0].entries[0].speedup: expected a number "
+        f"or null, got 'fast'; {SWEEP_FIX}; see logs/demo-sweep__stg-a.log")
