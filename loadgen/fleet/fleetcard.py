@@ -16,11 +16,12 @@ from loadgen.errors import BadInput
 from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetmd import fleet_summary_lines, render_fleet_markdown
 from loadgen.fleet.tasks import read_tasks
+from loadgen.records.fleet import FleetCard
 from loadgen.records.fleettasks import Task, TaskList
 from loadgen.records.sweep import SweepCard
 from loadgen.report.rundir import read_json, write_json, write_text
 
-__all__ = ["fleet_summary_lines", "read_fleet_dir", "write_fleet_card"]
+__all__ = ["fleet_summary_lines", "read_fleet_card", "read_fleet_dir", "write_fleet_card"]
 
 TASKS_FILE = "tasks.json"
 CARD_JSON = "fleet.json"
@@ -84,7 +85,7 @@ def _task_files(fleet_dir: Path, t: Task) -> tuple[dict[str, Any] | None, SweepC
     return None, sweep, problem
 
 
-def read_fleet_dir(fleet_dir: Path) -> dict[str, Any]:
+def read_fleet_dir(fleet_dir: Path) -> FleetCard:
     """The fleet card's data of ``fleet_dir`` (fleet/fleetdata.py) from its files; writes nothing.
 
     Raises BadInput (exit 2) when ``tasks.json`` is missing or not a fleet task list."""
@@ -105,7 +106,13 @@ def write_fleet_card(fleet_dir: Path) -> Path:
     Raises BadInput (exit 2) for a missing or malformed ``tasks.json``, RunDirUnwritable (exit 1) when the
     folder cannot be written."""
     card = read_fleet_dir(fleet_dir)
-    write_json(fleet_dir / CARD_JSON, card)
+    write_json(fleet_dir / CARD_JSON, card.to_json())
     path = fleet_dir / CARD_MD
     write_text(path, render_fleet_markdown(card))
     return path
+
+
+def read_fleet_card(path: Path) -> FleetCard:
+    """The fleet card written in ``path`` (fleet.json), checked (records/fleet.py): BadInput (exit 2), one line
+    naming the file, the field and the fix, when it is not JSON or not a fleet card."""
+    return FleetCard.from_json(read_json(path), source=str(path))

@@ -41,10 +41,11 @@ from typing import Any
 from loadgen.fleet.fleetflags import FLAG_RULE, ratio_flags, sweep_flags
 from loadgen.fleet.gputype import gpu_type_of
 from loadgen.profile.cells import CellKey
+from loadgen.records.fleet import SCHEMA as FLEET_SCHEMA
+from loadgen.records.fleet import FleetCard
 from loadgen.records.fleettasks import STATUSES, Task, TaskList
 from loadgen.records.sweep import LevelChoice, SweepCard, SweepCell, SweepEntry
 
-FLEET_SCHEMA = "loadgen.fleet/1"
 #: The ratios the fleet card carries per cell (TTFT p95 beside p50 and p99).
 RATIO_METRICS = ("tpot_p50", "ttft_p50", "e2e_p50", "ttft_p95", "ttft_p99")
 RATIO_DEFINITION = ("speculative / plain of each metric (docs/metrics.md); a latency ratio below 1 means the "
@@ -233,7 +234,7 @@ def _sweep_pair(pair: str, rows: Sequence[Mapping[str, Any]], sweeps: Mapping[st
 
 
 def build_fleet_card(fleet: TaskList, cards: Mapping[str, Doc | None], sweeps: Mapping[str, SweepCard | None],
-                     unreadable: Mapping[str, str] | None = None) -> dict[str, Any]:
+                     unreadable: Mapping[str, str] | None = None) -> FleetCard:
     """The fleet card of a task list (records/fleettasks.py) and its cards by task id (shape: the module
     docstring)."""
     nodes = _nodes(fleet.tasks, cards, sweeps)
@@ -249,7 +250,8 @@ def build_fleet_card(fleet: TaskList, cards: Mapping[str, Doc | None], sweeps: M
     sweep_pairs = [_sweep_pair(p, sorted(rs, key=lambda r: r["node"]), sweeps)
                    for (kind, p), rs in by_pair.items() if kind == "sweep"]
     counts = {"tasks": len(rows), **{s: sum(r["status"] == s for r in rows) for s in STATUSES}}
-    return {"schema": FLEET_SCHEMA, "name": fleet.name, "ratio_definition": RATIO_DEFINITION,
+    return FleetCard.from_json({"schema": FLEET_SCHEMA, "name": fleet.name, "ratio_definition": RATIO_DEFINITION,
             "metrics": list(RATIO_METRICS), "flag_rule": FLAG_RULE, "counts": counts, "tasks": rows,
             "nodes": list(nodes.values()), "pairs": pairs, "sweeps": sweep_pairs,
-            "flags": ratio_flags(pairs, RATIO_METRICS) + sweep_flags(sweep_pairs)}
+            "flags": ratio_flags(pairs, RATIO_METRICS) + sweep_flags(sweep_pairs)},
+                               source=f"the fleet card being built for {fleet.name}")

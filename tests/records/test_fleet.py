@@ -16,10 +16,12 @@ from click.testing import CliRunner
 from loadgen.cli import main
 from loadgen.errors import BadInput
 from loadgen.fleet import tasks as taskfile
+from loadgen.records.fleet import FleetCard
 from loadgen.records.fleettasks import FIX, FleetNode, Task, TaskList
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "loadgen" / "records" / "fleet-tasks.schema.json"
+CARD_SCHEMA = ROOT / "loadgen" / "records" / "fleet.schema.json"
 NODE = {"id": "ab12", "name": "stg-a", "address": "10.0.0.1", "hostname": "gpu-a", "gpu_type": "H200",
         "resources": {"GPU": 8.0, "accelerator_type:H200": 1.0}, "labels": {"loadgen.io/node": "stg-a"}}
 
@@ -89,3 +91,9 @@ def test_loadgen_fleet_report_on_a_bad_task_list_is_exit_2_naming_the_field(tmp_
     assert result.exit_code == 2, result.output
     assert result.output.splitlines()[-1] == (f"loadgen: error: {tmp_path / 'tasks.json'}: tasks[0].status: expected "
                                               f"one of done, failed, pending, got 'running'; {FIX}")
+
+
+def test_the_committed_fleet_card_schema_is_the_one_the_type_generates() -> None:
+    assert CARD_SCHEMA.read_text() == json.dumps(FleetCard.json_schema(), indent=2) + "\n"
+    row = FleetCard.json_schema()["properties"]["pairs"]["items"]["properties"]["cells"]["items"]
+    assert row["properties"]["nodes"]["items"]["required"] == ["node", "status"]
