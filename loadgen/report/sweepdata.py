@@ -24,7 +24,7 @@ from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
-from loadgen.records.sweep import Drift, SweepCard
+from loadgen.records.sweep import Drift, SweepCandidate, SweepCard, SweepCell, SweepEntry
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
@@ -32,6 +32,8 @@ from loadgen.report.tracedata import sweep_trace
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
 _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
 _PLAIN_PHASES = ("plain-before", "plain-after")
+#: Where a record being built is said to come from, should it not read (a bug, never the user's input).
+_BUILT = "the sweep card being built"
 
 
 def read_sweep(path: Path) -> SweepCard:
@@ -150,7 +152,8 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, di
                                  for v in (card.get("verdict") or {}).get("cells", [])}
                 entries.append(_entry(c, cell, metric, verdict_cells))
         drift = plain_drift(sweep_dir, key, metric, drifts)
-        warning = drift_warning(f"{key.workload} {key.level}", drift, [entry_of(e) for e in entries],
+        warning = drift_warning(f"{key.workload} {key.level}", drift,
+                                [entry_of(SweepEntry.from_json(e, source=_BUILT)) for e in entries],
                                 metric in LATENCY_METRICS) if drift else None
         out.append(head | {"entries": entries, "drift": drift, "drift_warning": warning})
     return out
@@ -204,7 +207,8 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
     seconds = times or _arm_seconds(sweep_dir)
     rows = [_candidate(c, cards.get(c.name), seconds.get(c.name)) for c in candidates]
     noise = _noise(cells)
-    rec = recommend(cells, rows, criteria, engine_version)
+    rec = recommend([SweepCell.from_json(c, source=_BUILT) for c in cells],
+                    [SweepCandidate.from_json(r, source=_BUILT) for r in rows], criteria, engine_version).to_json()
     doc = {
         "schema": SWEEP_SCHEMA, "pair": (saved.pair if saved else None) or sweep_dir.parent.name,
         "sweep_dir": (saved.sweep_dir if saved else None) or str(sweep_dir),

@@ -28,6 +28,7 @@ from loadgen.records.fleet import FIX as CARD_FIX
 from loadgen.records.fleet import CompareEntry, FleetCard, SweepNodeEntry
 from loadgen.records.fleettasks import TaskList
 from loadgen.records.sweep import FIX as SWEEP_FIX
+from loadgen.records.sweep import SweepCandidate, SweepCell
 from loadgen.report.sweeprec import recommend
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +91,9 @@ def _sweep(node: str) -> dict[str, Any]:
     return {"schema": "loadgen.sweep/1", "pair": "demo-sweep", "engine_version": "0.24.0",
             "primary_metric": "tpot_p50", "speedup_definition": "plain / speculative of the primary metric",
             "criteria_declared": False, "criteria": None, "candidates": rows, "cells": cells,
-            "recommendation": recommend(cells, rows, None, "0.24.0")}
+            "recommendation": recommend([SweepCell.from_json(c, source="cells") for c in cells],
+                                        [SweepCandidate.from_json(r, source="rows") for r in rows], None,
+                                        "0.24.0").to_json()}
 
 
 def _task(pair: str, node: str, kind: str = "compare", status: str = "done") -> dict[str, Any]:
