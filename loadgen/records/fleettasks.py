@@ -1,5 +1,6 @@
 """The fleet's task list: :class:`TaskList`, ``DIR/tasks.json`` (``loadgen.fleet-tasks/1``), one :class:`Task`
-per (pair x node) with the :class:`FleetNode` it runs on (docs/fleet/README.md).
+per (pair x node) with the :class:`FleetNode` it runs on (docs/fleet/README.md), and what a task's node sends
+back (:class:`TaskResult`).
 
 Planned by fleet/tasks.py (``plan``, from the fleet file and the cluster's nodes: fleet/nodes.py
 ``node_of``), updated by fleet/runner.py as each task comes back, written by fleet/tasks.py ``save``, read
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, ClassVar, Self
 
+from loadgen import __version__
 from loadgen.records.nested import Part, part_kind
 from loadgen.records.wire import INT, NUM, STR, Kind, Where, list_of, map_of, maybe
 
@@ -119,3 +121,23 @@ class TaskList(Part):
     def json_schema(cls) -> dict[str, Any]:
         """tasks.json's JSON Schema (draft 2020-12), generated from the fields' kinds."""
         return {"$schema": "https://json-schema.org/draft/2020-12/schema", **super().json_schema()}
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What comes back from a task's node (fleet/nodetask.py ``run_on_node``, through Ray, never the disk: the
+    runner records it into tasks.json and the fleet folder, fleet/runner.py ``record``): the exit code of the
+    command, its output, the run folder as a gzipped tar (None when no run folder was made), the node's
+    hostname, the ports used, and the UTC start and end (ISO 8601) with the wall time in seconds; ``run_path``
+    is where the run folder was on the node (gone now: the fleet folder's copy replaces it in messages)."""
+
+    exit_code: int
+    output: str
+    archive: bytes | None
+    hostname: str
+    ports: tuple[int, int] | None
+    started: str
+    finished: str
+    wall_s: float
+    run_path: str | None = None
+    loadgen_version: str = __version__
