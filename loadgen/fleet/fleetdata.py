@@ -1,11 +1,12 @@
 """The fleet card's data (``fleet.json``, schema ``loadgen.fleet/1``), purely: no I/O, no clock, so the
 same fleet folder always gives the same card (docs/fleet/README.md, "The fleet card").
 
-Inputs: the task list (``tasks.json``, fleet/tasks.py), each compare task's pair card (``card.json``,
-report/card.schema.json) and each sweep task's sweep card (``sweep.json``, report/sweep.schema.json) with
-its ``plain-before`` pair card (for the node's hardware and engine version), by task id; None where the
-file is missing or unreadable, with the reason in ``unreadable``. A task that finished (``done``) without
-its card is shown as failed with that reason.
+Inputs: the task list (``tasks.json``, records/fleettasks.py ``TaskList``), each compare task's pair card
+(``card.json``, report/card.schema.json) and each sweep task's sweep card (``sweep.json``, records/sweep.py
+``SweepCard``, checked when read) with its ``plain-before`` pair card (for the node's hardware and engine
+version), by task id; None where the file is missing or unreadable, with the reason in ``unreadable``. A task
+that finished (``done``) without its card is shown as failed with that reason. The card is returned as
+records/fleet.py ``FleetCard``, checked as a fleet.json read back would be.
 
 Shape (every key always present; None where not measured)::
 
