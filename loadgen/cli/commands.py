@@ -24,7 +24,6 @@ from loadgen.cli.paramtypes import Tolerance
 from loadgen.errors import BadInput, LoadgenError
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
-from loadgen.report.rundir import read_json
 from loadgen.report.summary import print_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -119,9 +118,9 @@ def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_
 
 
 def _print_fleet_card(fleet_dir: Path, card: Path) -> None:
-    from loadgen.fleet.fleetcard import fleet_summary_lines
+    from loadgen.fleet.fleetcard import fleet_summary_lines, read_fleet_card
 
-    click.echo("\n".join([*fleet_summary_lines(read_json(fleet_dir / "fleet.json")), f"fleet card: {card}"]))
+    click.echo("\n".join([*fleet_summary_lines(read_fleet_card(fleet_dir / "fleet.json")), f"fleet card: {card}"]))
 
 
 @fleet.command("report")

@@ -24,9 +24,10 @@ from loadgen.errors import BadInput, CriteriaFailed, RunFailed
 from loadgen.fleet import taskrun
 from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.fleetcard import write_fleet_card
-from loadgen.fleet.nodes import FleetNode, alive_nodes, has_gpu
+from loadgen.fleet.nodes import alive_nodes, has_gpu
 from loadgen.fleet.nodetask import TaskSpec, run_on_node
 from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path
+from loadgen.records.fleettasks import FleetNode, Task
 from loadgen.report.rundir import write_text
 from loadgen.report.runlock import locked
 
@@ -39,7 +40,7 @@ class FleetOutcome:
 
     fleet_dir: Path
     card: Path
-    tasks: list[taskfile.Task]
+    tasks: list[Task]
     ray_address: str | None = None
 
     @property
@@ -47,7 +48,7 @@ class FleetOutcome:
         return resume_command(self.fleet_dir, self.ray_address)
 
     @property
-    def failed(self) -> list[taskfile.Task]:
+    def failed(self) -> list[Task]:
         return [t for t in self.tasks if t.status != "done"]
 
 
@@ -76,7 +77,7 @@ def _save_sources(fleet_dir: Path, sources: dict[tuple[str, str], taskrun.PairSo
         write_text(fleet_dir / "pairs" / f"{src.name}.toml", src.text)
 
 
-def _on_current_nodes(tasks: list[taskfile.Task], nodes: list[FleetNode], gpu_resource: str) -> list[taskfile.Task]:
+def _on_current_nodes(tasks: list[Task], nodes: list[FleetNode], gpu_resource: str) -> list[Task]:
     """Resumed tasks bound to the alive node of the same name, or failed when there is none."""
     by_name = {n.name: n for n in nodes if has_gpu(n, gpu_resource)}
     return [dataclasses.replace(t, node=by_name[t.node.name]) if t.node.name in by_name else
@@ -92,8 +93,8 @@ def _options(ray: Any, node: FleetNode, gpu_resource: str) -> dict[str, Any]:
             "scheduling_strategy": NodeAffinitySchedulingStrategy(node.id, soft=False), **gpu}
 
 
-def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, taskfile.Task],
-                todo: list[taskfile.Task], log: Log, again: str) -> None:
+def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, Task],
+                todo: list[Task], log: Log, again: str) -> None:
     """Submit ``todo`` and record each result in ``state`` (saved after every one) as it comes back."""
     remote = ray.remote(run_on_node)
     workdir = fleet.workdir or str(Path.cwd())
@@ -130,8 +131,8 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFile, list[taskfile.Task],
-                                                                        list[taskfile.Task], dict[str, str]]:
+def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFile, list[Task],
+                                                                        list[Task], dict[str, str]]:
     """The fleet, its tasks, those to run again, and the changed pair files to save (name -> text, written
     only once their tasks are reset in tasks.json, so an aborted resume never mixes two versions); with
     ``reload_pairs`` the pair files are read again from the fleet file's references and every task of a

@@ -112,7 +112,7 @@ def test_plan_save_load_and_what_resume_reruns(tmp_path: Path) -> None:
     assert name == "stg" and loaded == tasks
     assert [t.id for t in taskfile.to_rerun(tmp_path, loaded)] == ["p__stg-b", "s__10.0.0.1"]
     (tmp_path / "tasks.json").write_text('{"schema": "other"}')
-    with pytest.raises(BadInput, match="is not a fleet task list"):
+    with pytest.raises(BadInput, match=r"tasks.json: schema: expected one of loadgen.fleet-tasks/1, got 'other'"):
         taskfile.load(tmp_path)
 
 

@@ -128,7 +128,7 @@ def test_sweep_measures_every_candidate_in_interleaved_blocks(tmp_path: Path, mo
         assert {r["role"] for r in map(json.loads, (sweep_dir / name / "requests.jsonl").read_text().splitlines())} \
             == {"plain", "placebo", "speculative"}
     card = json.loads((sweep_dir / "sweep.json").read_text())
-    schema = json.loads((Path("loadgen/report/sweep.schema.json")).read_text())
+    schema = json.loads((Path("loadgen/records/sweep.schema.json")).read_text())
     jsonschema.validate(card, schema)
     assert card["schema"] == "loadgen.sweep/2" and card["primary_metric"] == "tpot_p50"
     assert set(card["times_s"]) == {"plain", "placebo", *names}
