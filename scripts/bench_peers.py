@@ -489,7 +489,7 @@ def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> 
     from loadgen.profile.pair import Level, Sampling
     from loadgen.profile.workload import Prompt
     from loadgen.records.request import RequestRecord
-    from loadgen.stream.runner import new_event_loop, run_cell_async
+    from loadgen.stream.loadloop import new_event_loop, run_cell_async
 
     prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)
     plan = CellSpec(role="plain", workload="bench", endpoint="completions", level=Level(concurrency),

@@ -45,7 +45,7 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
-from loadgen.stream.runner import run_cell_async, run_in_cell_loop
+from loadgen.stream.loadloop import run_cell_async, run_in_cell_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Timing accuracy against a scripted server"

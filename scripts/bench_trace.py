@@ -32,7 +32,7 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.trace import WORDS, Replay, read_trace, trace_requests
 from loadgen.profile.workload import Prompt
-from loadgen.stream.runner import run_cell_async, run_in_cell_loop
+from loadgen.stream.loadloop import run_cell_async, run_in_cell_loop
 
 TITLE = "## Trace replay: send lag against the schedule"
 

@@ -40,7 +40,7 @@ def main() -> int:
         written = []
         for c in candidates:
             target = args.out / f"{c.name}.toml"
-            target.write_text(tomlwrite.dumps(candidate_doc(doc, c, str(doc.get("name", path.stem)))))
+            target.write_text(tomlwrite.to_toml(candidate_doc(doc, c, str(doc.get("name", path.stem)))))
             written.append((c.name, target))
         pair = load_pair(str(written[0][1]))
     except (LoadgenError, OSError) as exc:

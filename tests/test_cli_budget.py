@@ -1,4 +1,4 @@
-"""cli/budget.py: ``--budget-min`` as a click parameter type: finite minutes above 0 pass as floats, anything
+"""cli/paramtypes.py: ``--budget-min`` as a click parameter type: finite minutes above 0 pass as floats, anything
 else is click's usage error (exit 2) naming the value, both alone and on ``loadgen sweep``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
-from loadgen.cli.budget import Minutes
+from loadgen.cli.paramtypes import Minutes
 from tests.support.clirun import exited
 
 

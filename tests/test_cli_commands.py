@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import commands as cli
-from loadgen.cli import main
+from loadgen.cli import main, verdict_exit
 from loadgen.errors import CriteriaFailed
 from tests.profile.test_pairfile import BASE
 from tests.report.test_carddata import write_run
@@ -76,7 +76,8 @@ def test_compare_with_a_bad_attach_url_exits_2_before_any_server(tmp_path: Path)
     result = CliRunner().invoke(main, ["compare", "demo-cpu", "--runs-dir", str(tmp_path),
                                        "--attach-plain", "localhost:8000"])
     assert result.exit_code == 2
-    assert "--attach-plain 'localhost:8000' does not start with http:// or https://" in result.output
+    assert result.output.splitlines()[-1] == ("Error: Invalid value for '--attach-plain': 'localhost:8000' does not "
+                                              "start with http:// or https://; give a URL such as http://127.0.0.1:8000")
     assert list(tmp_path.iterdir()) == []  # no run folder made
 
 
@@ -109,10 +110,10 @@ def test_the_verdict_decides_compares_exit(tmp_path: Path, passed: bool | None, 
     (tmp_path / "card.json").write_text(json.dumps(full_card({"verdict": {"passed": passed}})))
     if code == 3:  # a finished run is no crash: its last lines say so on stdout, and no error line follows
         with pytest.raises(CriteriaFailed) as failed:
-            cli._verdict_exit(tmp_path)
+            verdict_exit(tmp_path)
         assert str(failed.value) == "" and failed.value.exit_code == 3
     else:
-        cli._verdict_exit(tmp_path)
+        verdict_exit(tmp_path)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"card: {tmp_path / 'card.md'}"
     assert out[1:] == (["exit 3: the run finished and its verdict failed the criteria declared in the pair file"]

@@ -1,5 +1,5 @@
 """The command line's own parameter types and listing, called directly: ``--concurrency``/``--workload`` lists
-(cli/overrides.py), ``--tolerance`` (cli/diffcmd.py), and the status of each folder ``loadgen runs`` lists
+and ``--tolerance`` (cli/paramtypes.py), and the status of each folder ``loadgen runs`` lists
 (cli/runlist.py) on a runs folder written here."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 import click
 import pytest
 
-from loadgen.cli.diffcmd import Tolerance
-from loadgen.cli.overrides import LevelList, WorkloadList
+from loadgen.cli.paramtypes import LevelList, Tolerance, WorkloadList
 from loadgen.cli.runlist import INTERRUPTED, RunEntry, list_runs, run_status
 from loadgen.run.closing import STOPPED
 from tests.support.cards import full_card

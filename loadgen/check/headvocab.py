@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.check.finding import Finding
-from loadgen.check.vocab import read_json
+from loadgen.check.vocab import read_model_json
 
 MAPPING_NAMES = ("d2t", "t2d")
 #: A safetensors header above this many bytes is not read (a real one is a few hundred kB at most).
@@ -52,7 +52,7 @@ def mapping_source(draft_dir: Path, config: Mapping[str, Any]) -> str | None:
     ``d2t.*``/``t2d.*``; None when none is found (``pytorch_model.bin`` is not read)."""
     if keys := [k for k in MAPPING_NAMES if k in config]:
         return "config.json " + "/".join(keys)
-    index = read_json(draft_dir / "model.safetensors.index.json").get("weight_map")
+    index = read_model_json(draft_dir / "model.safetensors.index.json").get("weight_map")
     candidates = [(p.name, safetensors_names(p)) for p in sorted(draft_dir.glob("*.safetensors"))]
     candidates.append(("model.safetensors.index.json", frozenset(index) if isinstance(index, dict) else frozenset()))
     for name, tensors in candidates:
@@ -68,7 +68,7 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
     (``draft_vocab_size`` < the target's) with a d2t/t2d mapping; a warning for a reduced one without a
     mapping found, or a full vocabulary of another size; blocking when ``draft_vocab_size`` exceeds the
     target's. ``data`` records ``draft_vocab_size`` and ``target_vocab_size`` (tokens)."""
-    t_cfg, d_cfg = read_json(target_dir / "config.json"), read_json(draft_dir / "config.json")
+    t_cfg, d_cfg = read_model_json(target_dir / "config.json"), read_model_json(draft_dir / "config.json")
     target = _size(t_cfg, "text_config")
     full = _size(d_cfg, "transformer_layer_config", "text_config")
     dvs = d_cfg.get("draft_vocab_size")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.check.finding import Finding
-from loadgen.check.vocab import read_json
+from loadgen.check.vocab import read_model_json
 from loadgen.profile.pair import Pair
 from loadgen.util.argv import flag_value
 
@@ -47,7 +47,7 @@ def speculators_target(config: Mapping[str, Any], where: str) -> list[Finding]:
 def template_source(tokenizer_dir: Path) -> str | None:
     """Where ``tokenizer_dir`` keeps a chat template (``"tokenizer_config.json chat_template"`` or a
     :data:`TEMPLATE_FILES` name); None when it has none (an empty string or list counts as none)."""
-    template = read_json(tokenizer_dir / "tokenizer_config.json").get("chat_template")
+    template = read_model_json(tokenizer_dir / "tokenizer_config.json").get("chat_template")
     if isinstance(template, str | list) and template:
         return "tokenizer_config.json chat_template"
     return next((name for name in TEMPLATE_FILES if (tokenizer_dir / name).is_file()), None)

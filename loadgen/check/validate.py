@@ -39,7 +39,7 @@ from loadgen.check.vocab import (
     compare_vocabularies,
     load_tokenizer_info,
 )
-from loadgen.check.vocab import read_json as _json
+from loadgen.check.vocab import read_model_json as _json
 from loadgen.check.vocabrules import check_vocabulary, vocab_findings
 from loadgen.profile.fields import METHOD_RANGES
 from loadgen.profile.pair import ModelRef, Pair

@@ -21,8 +21,9 @@ ROLES = ("bos", "eos", "pad", "unk")
 PIPELINE = ("normalizer", "pre_tokenizer", "post_processor", "decoder")
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file's content; ``{}`` when it is missing, unreadable or not an object."""
+def read_model_json(path: Path) -> dict[str, Any]:
+    """A JSON object file of a model folder (config.json, tokenizer.json, ...); ``{}`` when it is missing,
+    unreadable or not an object (a run folder's JSON: report/rundir.read_json, which refuses instead)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -52,9 +53,9 @@ class TokenizerInfo:
 def load_tokenizer_info(model_dir: Path) -> TokenizerInfo | None:
     """Read ``tokenizer.json`` (or ``vocab.json`` + tokenizer_config's ``added_tokens_decoder``),
     ``tokenizer_config.json``, ``special_tokens_map.json`` and ``config.json``. None: no token map."""
-    tok_json, cfg = read_json(model_dir / "tokenizer.json"), read_json(model_dir / "config.json")
-    tcfg = read_json(model_dir / "special_tokens_map.json")
-    tcfg |= {k: v for k, v in read_json(model_dir / "tokenizer_config.json").items() if v is not None}
+    tok_json, cfg = read_model_json(model_dir / "tokenizer.json"), read_model_json(model_dir / "config.json")
+    tcfg = read_model_json(model_dir / "special_tokens_map.json")
+    tcfg |= {k: v for k, v in read_model_json(model_dir / "tokenizer_config.json").items() if v is not None}
     decoder = tcfg.get("added_tokens_decoder")
     decoded = decoder.items() if isinstance(decoder, dict) else []
     added = [{"id": int(i), **v} for i, v in decoded if isinstance(v, dict)]
@@ -67,7 +68,7 @@ def load_tokenizer_info(model_dir: Path) -> TokenizerInfo | None:
             vocab = {str(k): int(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
             vocab |= {str(a["content"]): int(a["id"]) for a in added if "content" in a and "id" in a}
     elif (model_dir / "vocab.json").is_file():
-        vocab = {k: int(v) for k, v in read_json(model_dir / "vocab.json").items()}
+        vocab = {k: int(v) for k, v in read_model_json(model_dir / "vocab.json").items()}
         vocab |= {str(a["content"]): a["id"] for a in added if "content" in a}
     else:
         return None

@@ -19,7 +19,7 @@ from loadgen.check.vocab import (
     describe,
     load_tokenizer_info,
 )
-from loadgen.check.vocab import read_json as _json
+from loadgen.check.vocab import read_model_json as _json
 from loadgen.profile.fields import parse_version
 
 

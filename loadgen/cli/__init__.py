@@ -1,6 +1,7 @@
-"""The command line: ``loadgen check|compare|sweep|report|diff|fleet|pairs`` (``commands.py``), ``runs``
-(``runlist.py``), ``trace-capacity`` (``tracecap.py``) and the modules each command's own flags and output
-live in.
+"""The command line: ``loadgen check|report|diff|fleet|pairs`` (``commands.py``), ``compare|sweep``
+(``runcmds.py``, their options record: ``options.py``), ``runs`` (``runlist.py``), ``trace-capacity``
+(``tracecap.py``), the click types of flag values (``paramtypes.py``) and the modules each command's own flags
+and output live in.
 
 May import every layer: util < records < profile < check < prom < serve < stream < measure < report < run < fleet
 < cli.
@@ -8,11 +9,12 @@ May import every layer: util < records < profile < check < prom < serve < stream
 
 from __future__ import annotations
 
-from loadgen.cli.commands import _sigterm_as_interrupt, _verdict_exit, main
+from loadgen.cli.commands import _sigterm_as_interrupt, main
+from loadgen.cli.runcmds import compare, sweep, verdict_exit
 from loadgen.cli.runlist import runs
 from loadgen.cli.tracecap import trace_capacity
 
-main.add_command(runs)
-main.add_command(trace_capacity)
+for _command in (compare, sweep, runs, trace_capacity):
+    main.add_command(_command)
 
-__all__ = ["_sigterm_as_interrupt", "_verdict_exit", "main"]
+__all__ = ["_sigterm_as_interrupt", "main", "verdict_exit"]

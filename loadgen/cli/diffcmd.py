@@ -1,15 +1,14 @@
 """``loadgen diff RUN_A RUN_B``: the regression gate between two run folders, or two sweep folders candidate by
 candidate (report/diffing.py has the rules); exit 3 (CriteriaFailed) on any regression, 2 on bad input.
 
-``--max-regression`` takes a tolerance as a percentage (``5%``) or a fraction (``0.05``): the candidate
-regressed where its whole 95% CI lies beyond the baseline's ratio worsened by that much, instead of beyond
-the baseline's CI.
+``--max-regression`` takes a tolerance as a percentage (``5%``) or a fraction (``0.05``; its click type:
+cli/paramtypes.Tolerance): the candidate regressed where its whole 95% CI lies beyond the baseline's ratio
+worsened by that much, instead of beyond the baseline's CI.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -17,29 +16,6 @@ from loadgen.errors import BadInput, CriteriaFailed
 from loadgen.records.card import PairCard
 from loadgen.report.diffing import Diff, diff_cards, prefixed
 from loadgen.report.rundir import read_json
-
-
-class Tolerance(click.ParamType[float, Any]):
-    """A tolerance as ``5%`` or ``0.05`` -> the fraction 0.05 (>= 0, below 10 = 1000%; a fraction of 1 or more
-    only with ``%``: a bare ``5`` is refused, since it reads as 500%)."""
-
-    name = "PERCENT"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        """The fraction; click's usage error (exit 2) naming the value and the form wanted otherwise."""
-        if isinstance(value, float):
-            return value
-        text = str(value).strip()
-        try:
-            fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        except ValueError:
-            fraction = -1.0
-        if not 0 <= fraction < 10:
-            self.fail(f"{value!r} is no tolerance; give a percentage such as 5% (or the fraction 0.05)", param, ctx)
-        if fraction >= 1 and not text.endswith("%"):  # "5" meant as 5% would be a gate that never fails
-            self.fail(f"{value!r} reads as the fraction {fraction:g} ({fraction:.0%}); write {text}% for "
-                      f"{text} percent, or {fraction:.0%} if you mean it", param, ctx)
-        return fraction
 
 
 def _card(run_dir: Path) -> PairCard:

@@ -9,22 +9,15 @@ from pathlib import Path
 import click
 
 from loadgen.cli.commands import _handles_errors, _sigterm_as_interrupt
+from loadgen.cli.paramtypes import SpeedRange
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
-
-
-def _speeds(ctx: click.Context, param: click.Parameter, value: str) -> tuple[float, float]:
-    low, _, high = value.partition(":")
-    try:
-        return float(low), float(high)
-    except ValueError:
-        raise click.BadParameter(f"give LOW:HIGH speeds (1 / time_scale), e.g. 0.5:2, got {value!r}") from None
 
 
 @click.command("trace-capacity")
 @click.argument("pair")
 @click.option("--workload", required=True, help="The trace workload of PAIR to replay faster and slower.")
-@click.option("--speeds", default="0.5:2", show_default=True, callback=_speeds, metavar="LOW:HIGH",
+@click.option("--speeds", type=SpeedRange(), default="0.5:2", show_default=True,
               help="The replay speeds to search (1 / time_scale; 2 = twice as fast as recorded).")
 @click.option("--steps", type=click.IntRange(0, 20), default=3, show_default=True,
               help="Bisection steps after the two ends (one compare each).")

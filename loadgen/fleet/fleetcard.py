@@ -15,30 +15,29 @@ from typing import Any
 from loadgen.errors import BadInput
 from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetmd import fleet_summary_lines, render_fleet_markdown
-from loadgen.fleet.tasks import Task, parse_tasks, tasks_problem
+from loadgen.fleet.tasks import read_tasks
 from loadgen.records.card import PairCard
+from loadgen.records.fleet import FleetCard
+from loadgen.records.fleettasks import Task, TaskList
+from loadgen.records.sweep import SweepCard
 from loadgen.report.rundir import read_json, write_json, write_text
 
-__all__ = ["fleet_summary_lines", "read_fleet_dir", "write_fleet_card"]
+__all__ = ["fleet_summary_lines", "read_fleet_card", "read_fleet_dir", "write_fleet_card"]
 
 TASKS_FILE = "tasks.json"
 CARD_JSON = "fleet.json"
 CARD_MD = "fleet.md"
 
 
-def _tasks_doc(fleet_dir: Path) -> Any:
+def _tasks(fleet_dir: Path) -> TaskList:
     path = fleet_dir / TASKS_FILE
     if not path.is_file():
         raise BadInput(f"{fleet_dir} has no {TASKS_FILE}: it is not a fleet folder; pass the folder that "
                        "`loadgen fleet run` wrote (runs/fleet-<name>-<timestamp>/, or its --out)")
     try:
-        doc = read_json(path)
+        return read_tasks(path)
     except OSError as exc:
         raise BadInput(f"cannot read {path} ({exc.strerror or exc}); make it readable") from None
-    if (problem := tasks_problem(doc)) is not None:
-        raise BadInput(f"{path} is not a fleet task list ({problem}); restore the {TASKS_FILE} that "
-                       "`loadgen fleet run` wrote, or run the fleet again")
-    return doc
 
 
 def _read(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -69,7 +68,19 @@ def _read_card(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any]
         return None, str(exc)
 
 
-def _task_files(fleet_dir: Path, t: Task) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+def _sweep(fleet_dir: Path, run_dir: str) -> tuple[SweepCard | None, str | None]:
+    """(the sweep card in ``fleet_dir/run_dir/sweep.json``, None) or (None, why it could not be read: the
+    field that does not read, records/sweep.py)."""
+    doc, problem = _read(fleet_dir, run_dir, "sweep.json")
+    if doc is None:
+        return None, problem
+    try:
+        return SweepCard.from_json(doc, source=f"{run_dir.rstrip('/')}/sweep.json"), None
+    except BadInput as exc:
+        return None, str(exc)
+
+
+def _task_files(fleet_dir: Path, t: Task) -> tuple[dict[str, Any] | None, SweepCard | None, str | None]:
     """(pair card, sweep card, why the task's own card is missing) of one task; for a sweep the pair card
     is plain-before's (else the first candidate's that can be read): the node's hardware and engine."""
     if t.run_dir is None:
@@ -77,24 +88,24 @@ def _task_files(fleet_dir: Path, t: Task) -> tuple[dict[str, Any] | None, dict[s
     if t.kind == "compare":
         card, problem = _read_card(fleet_dir, t.run_dir, "card.json")
         return card, None, problem
-    sweep, problem = _read(fleet_dir, t.run_dir, "sweep.json")
-    folders = [c.get("folder") for c in (sweep or {}).get("candidates") or [] if isinstance(c, dict)]
-    for folder in ["plain-before", *(f for f in folders if isinstance(f, str))]:
+    sweep, problem = _sweep(fleet_dir, t.run_dir)
+    folders = [c.folder for c in sweep.candidates if c.folder] if sweep else []
+    for folder in ["plain-before", *folders]:
         baseline, _ = _read_card(fleet_dir, t.run_dir, f"{folder}/card.json")
         if baseline is not None:
             return baseline, sweep, problem
     return None, sweep, problem
 
 
-def read_fleet_dir(fleet_dir: Path) -> dict[str, Any]:
+def read_fleet_dir(fleet_dir: Path) -> FleetCard:
     """The fleet card's data of ``fleet_dir`` (fleet/fleetdata.py) from its files; writes nothing.
 
     Raises BadInput (exit 2) when ``tasks.json`` is missing or not a fleet task list."""
-    doc = _tasks_doc(fleet_dir)
+    doc = _tasks(fleet_dir)
     cards: dict[str, dict[str, Any] | None] = {}
-    sweeps: dict[str, dict[str, Any] | None] = {}
+    sweeps: dict[str, SweepCard | None] = {}
     unreadable: dict[str, str] = {}
-    for t in parse_tasks(doc).tasks:
+    for t in doc.tasks:
         cards[t.id], sweeps[t.id], problem = _task_files(fleet_dir, t)
         if problem is not None:
             unreadable[t.id] = f"finished (exit {t.exit_code}) but {problem}; see {t.log or 'its log'}"
@@ -107,7 +118,13 @@ def write_fleet_card(fleet_dir: Path) -> Path:
     Raises BadInput (exit 2) for a missing or malformed ``tasks.json``, RunDirUnwritable (exit 1) when the
     folder cannot be written."""
     card = read_fleet_dir(fleet_dir)
-    write_json(fleet_dir / CARD_JSON, card)
+    write_json(fleet_dir / CARD_JSON, card.to_json())
     path = fleet_dir / CARD_MD
     write_text(path, render_fleet_markdown(card))
     return path
+
+
+def read_fleet_card(path: Path) -> FleetCard:
+    """The fleet card written in ``path`` (fleet.json), checked (records/fleet.py): BadInput (exit 2), one line
+    naming the file, the field and the fix, when it is not JSON or not a fleet card."""
+    return FleetCard.from_json(read_json(path), source=str(path))

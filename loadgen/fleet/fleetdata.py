@@ -1,11 +1,12 @@
 """The fleet card's data (``fleet.json``, schema ``loadgen.fleet/1``), purely: no I/O, no clock, so the
 same fleet folder always gives the same card (docs/fleet/README.md, "The fleet card").
 
-Inputs: the task list (``tasks.json``, fleet/tasks.py), each compare task's pair card (``card.json``,
-report/card.schema.json) and each sweep task's sweep card (``sweep.json``, report/sweep.schema.json) with
-its ``plain-before`` pair card (for the node's hardware and engine version), by task id; None where the
-file is missing or unreadable, with the reason in ``unreadable``. A task that finished (``done``) without
-its card is shown as failed with that reason.
+Inputs: the task list (``tasks.json``, records/fleettasks.py ``TaskList``), each compare task's pair card
+(``card.json``, report/card.schema.json) and each sweep task's sweep card (``sweep.json``, records/sweep.py
+``SweepCard``, checked when read) with its ``plain-before`` pair card (for the node's hardware and engine
+version), by task id; None where the file is missing or unreadable, with the reason in ``unreadable``. A task
+that finished (``done``) without its card is shown as failed with that reason. The card is returned as
+records/fleet.py ``FleetCard``, checked as a fleet.json read back would be.
 
 Shape (every key always present; None where not measured)::
 
@@ -40,10 +41,12 @@ from typing import Any
 
 from loadgen.fleet.fleetflags import FLAG_RULE, ratio_flags, sweep_flags
 from loadgen.fleet.gputype import gpu_type_of
-from loadgen.fleet.tasks import STATUSES, Task, parse_tasks
 from loadgen.profile.cells import CellKey
+from loadgen.records.fleet import SCHEMA as FLEET_SCHEMA
+from loadgen.records.fleet import FleetCard
+from loadgen.records.fleettasks import STATUSES, Task, TaskList
+from loadgen.records.sweep import LevelChoice, SweepCard, SweepCell, SweepEntry
 
-FLEET_SCHEMA = "loadgen.fleet/1"
 #: The ratios the fleet card carries per cell (TTFT p95 beside p50 and p99).
 RATIO_METRICS = ("tpot_p50", "ttft_p50", "e2e_p50", "ttft_p95", "ttft_p99")
 RATIO_DEFINITION = ("speculative / plain of each metric (docs/metrics.md); a latency ratio below 1 means the "
@@ -106,7 +109,8 @@ def _engine(version: Any) -> str | None:
     return f"plain {plain or 'unknown'} / speculative {spec or 'unknown'}"
 
 
-def _task_row(t: Task, gpu_type: str | None, doc: Doc | None, unreadable: Mapping[str, str]) -> dict[str, Any]:
+def _task_row(t: Task, gpu_type: str | None, doc: Doc | SweepCard | None,
+              unreadable: Mapping[str, str]) -> dict[str, Any]:
     status, reason = t.status, t.reason
     if status == "done" and doc is None:
         name = "card.json" if t.kind == "compare" else "sweep.json"
@@ -120,7 +124,7 @@ def _task_row(t: Task, gpu_type: str | None, doc: Doc | None, unreadable: Mappin
 
 
 def _nodes(tasks: Sequence[Task], cards: Mapping[str, Doc | None],
-           sweeps: Mapping[str, Doc | None]) -> dict[str, dict[str, Any]]:
+           sweeps: Mapping[str, SweepCard | None]) -> dict[str, dict[str, Any]]:
     """Per node name (sorted): the node's facts, its hardware (the first card that has it) and engine versions."""
     out: dict[str, dict[str, Any]] = {}
     for t in sorted(tasks, key=lambda t: t.node.name):
@@ -132,7 +136,8 @@ def _nodes(tasks: Sequence[Task], cards: Mapping[str, Doc | None],
         card = _dict(cards.get(t.id))
         if node["hardware"] is None:
             node["hardware"] = _hardware(card.get("hardware"))
-        versions = [*_dict(card.get("engine_version")).values(), _dict(sweeps.get(t.id)).get("engine_version")]
+        sweep = sweeps.get(t.id)
+        versions = [*_dict(card.get("engine_version")).values(), sweep.engine_version if sweep else None]
         node["engine_versions"] = sorted({*node["engine_versions"], *(v for v in versions if isinstance(v, str))})
     for t in tasks:
         node = out[t.node.name]
@@ -153,7 +158,7 @@ def _compare_node(row: Mapping[str, Any], card: Doc | None) -> dict[str, Any]:
 
 
 def _head(cell: Mapping[str, Any]) -> dict[str, Any]:
-    return {"workload": cell["workload"], "level": CellKey.of(cell).level, "concurrency": cell.get("concurrency"),
+    return {"workload": cell["workload"], "level": CellKey.of(cell).label, "concurrency": cell.get("concurrency"),
             "rate_rps": cell.get("rate_rps"), "nodes": []}
 
 
@@ -176,64 +181,63 @@ def _compare_pair(pair: str, rows: Sequence[Mapping[str, Any]], cards: Mapping[s
             "cells": list(cells.values())}
 
 
-def _sweep_node(row: Mapping[str, Any], sweep: Doc | None) -> dict[str, Any]:
-    s = _dict(sweep)
-    rec = _dict(s.get("recommendation"))
-    workloads = [{"workload": _str(w.get("workload")), "static": _str(w.get("static")),
-                  "static_speedup": _num(w.get("static_speedup")),
-                  "off_above_concurrency": w.get("off_above_concurrency")}
-                 for w in rec.get("workloads") or [] if isinstance(w, dict)]
+def _f(x: float | None) -> float | None:
+    """A sweep card's number as the fleet card writes it (a float)."""
+    return None if x is None else float(x)
+
+
+def _sweep_node(row: Mapping[str, Any], sweep: SweepCard | None) -> dict[str, Any]:
+    rec = sweep.recommendation if sweep else None
+    workloads = [{"workload": w.workload, "static": w.static, "static_speedup": _f(w.static_speedup),
+                  "off_above_concurrency": w.off_above_concurrency} for w in (rec.workloads if rec else [])]
     return {"node": row["node"], "gpu_type": row["gpu_type"], "task": row["id"], "status": row["status"],
             "reason": row["reason"], "exit_code": row["exit_code"], "measured": sweep is not None,
-            "engine": _engine(s.get("engine_version")), "recommendation": _str(rec.get("static")),
-            "criteria_declared": s.get("criteria_declared") is True, "meets_criteria": _bool(rec.get("meets_criteria")),
-            "workloads": workloads,
-            "lines": [x for x in rec.get("lines") or [] if isinstance(x, str)]}
+            "engine": sweep.engine_version if sweep else None, "recommendation": rec.static if rec else None,
+            "criteria_declared": sweep is not None and sweep.criteria_declared,
+            "meets_criteria": rec.meets_criteria if rec else None, "workloads": workloads,
+            "lines": list(rec.lines) if rec else []}
 
 
-def _speedup(e: Mapping[str, Any]) -> dict[str, Any]:
-    low, high = _num(e.get("speedup_ci_low")), _num(e.get("speedup_ci_high"))
-    both = low is not None and high is not None
-    return {"candidate": _str(e.get("candidate")), "speedup": _num(e.get("speedup")),
-            "speedup_ci_low": low if both else None, "speedup_ci_high": high if both else None,
-            "acceptance_rate": _num(e.get("acceptance_rate")),
-            "mean_acceptance_length": _num(e.get("mean_acceptance_length"))}
+def _speedup(e: SweepEntry) -> dict[str, Any]:
+    both = e.speedup_ci_low is not None and e.speedup_ci_high is not None
+    return {"candidate": e.candidate, "speedup": _f(e.speedup),
+            "speedup_ci_low": _f(e.speedup_ci_low) if both else None,
+            "speedup_ci_high": _f(e.speedup_ci_high) if both else None,
+            "acceptance_rate": _f(e.acceptance_rate), "mean_acceptance_length": _f(e.mean_acceptance_length)}
 
 
-def _sweep_entry(row: Mapping[str, Any], cell: Mapping[str, Any], level: Mapping[str, Any]) -> dict[str, Any]:
-    entries = [_speedup(e) for e in cell.get("entries") or [] if isinstance(e, dict)]
-    best = _str(level.get("best"))
-    tied = level.get("tied")
+def _sweep_entry(row: Mapping[str, Any], cell: SweepCell, level: LevelChoice | None) -> dict[str, Any]:
+    entries = [_speedup(e) for e in cell.entries]
+    best = level.best if level else None
     chosen = next((e for e in entries if best is not None and e["candidate"] == best), None) or {}
     return {"node": row["node"], "gpu_type": row["gpu_type"], "status": row["status"], "best": best,
-            "tied": [t for t in tied if isinstance(t, str)] if isinstance(tied, list) else [],
-            "speedup": chosen.get("speedup"),
+            "tied": list(level.tied) if level else [], "speedup": chosen.get("speedup"),
             "speedup_ci_low": chosen.get("speedup_ci_low"), "speedup_ci_high": chosen.get("speedup_ci_high"),
             "entries": entries}
 
 
-def _sweep_pair(pair: str, rows: Sequence[Mapping[str, Any]], sweeps: Mapping[str, Doc | None]) -> dict[str, Any]:
+def _sweep_pair(pair: str, rows: Sequence[Mapping[str, Any]], sweeps: Mapping[str, SweepCard | None]) -> dict[str, Any]:
     cells: dict[CellKey, dict[str, Any]] = {}
     metric, definition = None, None
     for row in rows:
-        s = _dict(sweeps.get(row["id"]))
-        metric, definition = metric or _str(s.get("primary_metric")), definition or _str(s.get("speedup_definition"))
-        workloads = _dict(s.get("recommendation")).get("workloads") or []
-        levels = {(w.get("workload"), lv.get("level")): lv for w in workloads if isinstance(w, dict)
-                  for lv in w.get("levels") or [] if isinstance(lv, dict)}
-        for cell in _cells_of(s):
-            key = CellKey.of(cell)
-            cells.setdefault(key, _head(cell))["nodes"].append(_sweep_entry(row, cell, levels.get(key, {})))
+        s = sweeps.get(row["id"])
+        if s is None:
+            continue
+        metric, definition = metric or s.primary_metric, definition or s.speedup_definition or None
+        levels = {(w.workload, lv.level): lv for w in s.recommendation.workloads for lv in w.levels}
+        for cell in s.cells:
+            key = CellKey.named(cell.workload, cell.level, cell.concurrency)
+            head: dict[str, Any] = {"workload": cell.workload, "level": key.label, "concurrency": cell.concurrency,
+                    "rate_rps": cell.rate_rps, "nodes": []}
+            cells.setdefault(key, head)["nodes"].append(_sweep_entry(row, cell, levels.get(key)))
     return {"pair": pair, "kind": "sweep", "primary_metric": metric, "speedup_definition": definition,
             "nodes": [_sweep_node(r, sweeps.get(r["id"])) for r in rows], "cells": list(cells.values())}
 
 
-def build_fleet_card(tasks_doc: Any, cards: Mapping[str, Doc | None], sweeps: Mapping[str, Doc | None],
-                     unreadable: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The fleet card of a task list and its cards by task id (shape: the module docstring).
-
-    Raises BadInput (exit 2) when ``tasks_doc`` is not a ``loadgen.fleet-tasks/1`` task list."""
-    fleet = parse_tasks(tasks_doc)
+def build_fleet_card(fleet: TaskList, cards: Mapping[str, Doc | None], sweeps: Mapping[str, SweepCard | None],
+                     unreadable: Mapping[str, str] | None = None) -> FleetCard:
+    """The fleet card of a task list (records/fleettasks.py) and its cards by task id (shape: the module
+    docstring)."""
     nodes = _nodes(fleet.tasks, cards, sweeps)
     docs = {t.id: cards.get(t.id) if t.kind == "compare" else sweeps.get(t.id) for t in fleet.tasks}
     rows = [_task_row(t, nodes[t.node.name]["gpu_type"], docs[t.id], unreadable or {}) for t in fleet.tasks]
@@ -247,7 +251,8 @@ def build_fleet_card(tasks_doc: Any, cards: Mapping[str, Doc | None], sweeps: Ma
     sweep_pairs = [_sweep_pair(p, sorted(rs, key=lambda r: r["node"]), sweeps)
                    for (kind, p), rs in by_pair.items() if kind == "sweep"]
     counts = {"tasks": len(rows), **{s: sum(r["status"] == s for r in rows) for s in STATUSES}}
-    return {"schema": FLEET_SCHEMA, "name": fleet.name, "ratio_definition": RATIO_DEFINITION,
+    return FleetCard.from_json({"schema": FLEET_SCHEMA, "name": fleet.name, "ratio_definition": RATIO_DEFINITION,
             "metrics": list(RATIO_METRICS), "flag_rule": FLAG_RULE, "counts": counts, "tasks": rows,
             "nodes": list(nodes.values()), "pairs": pairs, "sweeps": sweep_pairs,
-            "flags": ratio_flags(pairs, RATIO_METRICS) + sweep_flags(sweep_pairs)}
+            "flags": ratio_flags(pairs, RATIO_METRICS) + sweep_flags(sweep_pairs)},
+                               source=f"the fleet card being built for {fleet.name}")

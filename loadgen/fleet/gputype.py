@@ -9,7 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loadgen.fleet.nodes import ACCELERATOR_RESOURCE, GPU_TYPE_LABEL, FleetNode, declared_gpu_types
+from loadgen.fleet.nodes import ACCELERATOR_RESOURCE, GPU_TYPE_LABEL, declared_gpu_types
+from loadgen.records.fleettasks import FleetNode
 
 #: Ray's accelerator type from an NVIDIA device name: ``NVIDIA_GPU_NAME_PATTERN`` and its fallback in
 #: ``NvidiaGPUAcceleratorManager._gpu_name_to_accelerator_type`` (ray-project/ray,

@@ -5,44 +5,21 @@ A node's **name** is its Ray label ``loadgen.io/node`` when set (``ray start --l
 loadgen.io/node=stg-a``), else its IP address (``NodeManagerAddress``). Its **GPU type** is the label
 ``loadgen.io/gpu-type`` when set, else the ``accelerator_type:<type>`` resource Ray detects on GPU nodes
 (e.g. ``accelerator_type:H200``), else None (the fleet card then reads the GPU name from the run's card).
+The node record itself, as tasks.json holds it: records/fleettasks.py ``FleetNode``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.profile.fleetfile import NodeSelector
+from loadgen.records.fleettasks import FleetNode
 
 NAME_LABEL = "loadgen.io/node"
 GPU_TYPE_LABEL = "loadgen.io/gpu-type"
 ACCELERATOR_RESOURCE = "accelerator_type:"
-
-
-@dataclass(frozen=True)
-class FleetNode:
-    """One alive Ray node: ``id`` (Ray node id, hex), ``name``, ``address`` (IP), ``hostname``,
-    ``gpu_type``, its ``resources`` (Ray resource name -> amount) and ``labels``."""
-
-    id: str
-    name: str
-    address: str
-    hostname: str | None
-    gpu_type: str | None
-    resources: Mapping[str, float] = field(default_factory=dict)
-    labels: Mapping[str, str] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        """The node as tasks.json records it (docs/fleet/README.md)."""
-        return {"id": self.id, "name": self.name, "address": self.address, "hostname": self.hostname,
-                "gpu_type": self.gpu_type, "resources": dict(self.resources), "labels": dict(self.labels)}
-
-    @staticmethod
-    def from_json(doc: Mapping[str, Any]) -> FleetNode:
-        return FleetNode(str(doc["id"]), str(doc["name"]), str(doc.get("address") or ""), doc.get("hostname"),
-                         doc.get("gpu_type"), dict(doc.get("resources") or {}), dict(doc.get("labels") or {}))
 
 
 def declared_gpu_types(labels: Mapping[str, str], resources: Mapping[str, float]) -> tuple[str | None, str | None]:

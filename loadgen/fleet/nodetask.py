@@ -8,7 +8,7 @@ protocol.json records their hashes. Two tasks may share a node (one GPU each), s
 servers two free ports of its node: the pair file it runs (kept in the run folder as pair.toml) has
 ``[engine].port`` set to the first (the speculative server takes the next) and no per-role port.
 
-This module runs inside a Ray worker but does not import Ray: the runner (fleet/runner.py) wraps
+This module runs inside a Ray worker but does not import Ray: the runner (fleet/taskrun.py) wraps
 :func:`run_on_node` in a Ray task.
 """
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from loadgen import __version__
+from loadgen.records.fleettasks import TaskResult
 from loadgen.serve.servers import die_with_parent
 from loadgen.util import tomlwrite
 
@@ -48,25 +48,6 @@ class TaskSpec:
     pair: str
     pair_text: str
     workdir: str
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    """What comes back: the exit code of the command, its output, the run folder as a gzipped tar
-    (None when no run folder was made), the node's hostname, the ports used, and the UTC start and end
-    (ISO 8601) with the wall time in seconds; ``run_path`` is where the run folder was on the node (gone
-    now: the fleet folder's copy replaces it in messages)."""
-
-    exit_code: int
-    output: str
-    archive: bytes | None
-    hostname: str
-    ports: tuple[int, int] | None
-    started: str
-    finished: str
-    wall_s: float
-    run_path: str | None = None
-    loadgen_version: str = __version__
 
 
 def free_port_pair(host: str = "127.0.0.1", tries: int = 50) -> tuple[int, int]:
@@ -102,7 +83,7 @@ def with_ports(pair_text: str) -> tuple[str, tuple[int, int] | None]:
     for role in servers.values():
         if isinstance(role, dict):
             role.pop("port", None)
-    return tomlwrite.dumps(doc), ports
+    return tomlwrite.to_toml(doc), ports
 
 
 def _pack(folder: Path) -> bytes:

@@ -158,7 +158,8 @@ def holds(samples: Mapping[str, Sequence[float]], slo: SLO) -> bool | None:
     return True
 
 
-def capacity(levels: Sequence[float], held: Sequence[bool | None]) -> float | None:
-    """The highest tested level whose SLOs hold (levels ascending); None when none does."""
-    ok = [lv for lv, h in zip(levels, held, strict=True) if h]
+def capacity(loads: Sequence[float], held: Sequence[bool | None]) -> float | None:
+    """The highest tested load (a level's concurrency or rate, ``loads`` ascending) whose SLOs hold; None when
+    none does."""
+    ok = [lv for lv, h in zip(loads, held, strict=True) if h]
     return max(ok) if ok else None

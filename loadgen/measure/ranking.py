@@ -168,14 +168,14 @@ def static_choice(scores: Mapping[str, tuple[bool, float | None]], cost: Mapping
     return min((n for n in eligible if n == leader or tied(n)), key=lambda n: cost[n])
 
 
-def k_schedule(levels: Sequence[tuple[int, int]]) -> list[list[int]]:
+def k_schedule(best_ks: Sequence[tuple[int, int]]) -> list[list[int]]:
     """``num_speculative_tokens_per_batch_size`` (vLLM 0.24+, vllm/config/speculative.py: a list of
     ``[lo, hi, K]`` batch-size ranges; K = 0 turns speculation off) from (concurrency, best K or 0)
     per measured level: each level covers the batch sizes above the previous level up to its own;
     neighbouring ranges with the same K merge. Nothing is claimed above the highest level measured."""
     out: list[list[int]] = []
     lo = 1
-    for conc, k in sorted(levels):
+    for conc, k in sorted(best_ks):
         if out and out[-1][2] == k:
             out[-1][1] = conc
         else:

@@ -80,12 +80,12 @@ def simple_ratio(plain: float | None, speculative: float | None) -> Ratio:
     return Ratio(speculative / plain)
 
 
-def crossover(levels: Sequence[float], ratios: Sequence[float | None]) -> float | None:
-    """The first load level where ``ratios`` (speculative / plain, ordered by ``levels``) crosses 1,
-    by linear interpolation between the two tested levels around the crossing; a level whose ratio is
-    exactly 1 is itself the crossover. None when the ratio stays on one side (or is unknown).
+def crossover(loads: Sequence[float], ratios: Sequence[float | None]) -> float | None:
+    """The first load where ``ratios`` (speculative / plain, ordered by ``loads``: each level's concurrency or
+    rate) crosses 1, by linear interpolation between the two tested loads around the crossing; a load whose ratio
+    is exactly 1 is itself the crossover. None when the ratio stays on one side (or is unknown).
     """
-    points = [(x, r) for x, r in zip(levels, ratios, strict=True) if r is not None]
+    points = [(x, r) for x, r in zip(loads, ratios, strict=True) if r is not None]
     for (x0, r0), (x1, r1) in itertools.pairwise(points):
         if r0 == 1.0:
             return float(x0)
@@ -96,13 +96,13 @@ def crossover(levels: Sequence[float], ratios: Sequence[float | None]) -> float 
     return None
 
 
-def crossover_range(levels: Sequence[float], cis: Sequence[Sequence[float | None]]) -> list[float] | None:
-    """The levels the crossing lies between, from each level's ratio CI (speculative / plain, ordered by
-    ``levels``): ``[a, b]`` with ``a`` the last level whose CI lies below 1 before ``b``, the first level whose
-    CI lies above 1 (levels in between are not distinguishable from 1). None when no level is clearly below 1
-    before one clearly above it."""
-    below = [lv for lv, ci in zip(levels, cis, strict=True) if ci[1] is not None and ci[1] < 1.0]
-    for lv, ci in zip(levels, cis, strict=True):
+def crossover_range(loads: Sequence[float], cis: Sequence[Sequence[float | None]]) -> list[float] | None:
+    """The loads the crossing lies between, from each level's ratio CI (speculative / plain, ordered by
+    ``loads``: each level's concurrency or rate): ``[a, b]`` with ``a`` the last load whose CI lies below 1
+    before ``b``, the first whose CI lies above 1 (loads in between are not distinguishable from 1). None when
+    no load is clearly below 1 before one clearly above it."""
+    below = [lv for lv, ci in zip(loads, cis, strict=True) if ci[1] is not None and ci[1] < 1.0]
+    for lv, ci in zip(loads, cis, strict=True):
         if ci[0] is not None and ci[0] > 1.0:
             earlier = [b for b in below if b < lv]
             return [float(earlier[-1]), float(lv)] if earlier else None

@@ -2,7 +2,7 @@
 
 ``CellKey`` is the (workload, level label) pair that names a cell across protocol.json, cells.jsonl,
 requests.jsonl and the card; ``CellSpec`` is the cell with its prompts and arrival schedule, the same for
-both servers, and, once ``on(role, ...)`` has bound it, what the stream runner sends.
+both servers, and, once ``on(role, ...)`` has bound it, what the load loop (stream/loadloop.py) sends.
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ def speculates(role: str) -> bool:
 
 
 class CellKey(NamedTuple):
-    """A cell's name: its workload and its level label (``c4`` closed loop, ``r2.5`` open loop)."""
+    """A cell's name: its workload and its level's label (``c4`` closed loop, ``r2.5`` open loop; the files'
+    ``level`` key)."""
 
     workload: str
-    level: str
+    label: str
 
     @classmethod
     def of(cls, line: Mapping[str, Any]) -> CellKey:
@@ -41,9 +42,9 @@ class CellKey(NamedTuple):
         return cls.named(line["workload"], line.get("level"), line.get("concurrency"))
 
     @classmethod
-    def named(cls, workload: str, level: str | None, concurrency: float | None) -> CellKey:
-        """The key from a workload, a level label (may be empty) and the concurrency it falls back on."""
-        return cls(workload, level or f"c{int(concurrency or 0)}")
+    def named(cls, workload: str, label: str | None, concurrency: float | None) -> CellKey:
+        """The key from a workload, a level's label (may be empty) and the concurrency it falls back on."""
+        return cls(workload, label or f"c{int(concurrency or 0)}")
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class CellSpec:
     ``arrivals_s`` (open loop) gives each measured prompt's due time (s after the first); None = closed
     loop. Bound to a server by ``on``: ``role``, ``duration_s`` (stop sending measured prompts that many
     seconds after the first one; None = a request count) and ``read_timeout_s`` (the longest silence
-    since a stream's last byte, s; None = the runner's default; stream/timeouts.py).
+    since a stream's last byte, s; None = the load loop's default; stream/timeouts.py).
     """
 
     workload: str

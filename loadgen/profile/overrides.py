@@ -113,4 +113,4 @@ def described(given: Overrides) -> str:
 def pair_text(path: Path, given: Overrides) -> str:
     """The pair file at ``path`` with ``given`` written in, as TOML text (util/tomlwrite.py): the run folder's
     pair.toml, which then holds the overridden values as its own (comments are not kept)."""
-    return tomlwrite.dumps(apply_overrides(read_toml(path), given, path))
+    return tomlwrite.to_toml(apply_overrides(read_toml(path), given, path))

@@ -3,7 +3,7 @@ per folder").
 
 A new run or sweep folder whose servers fail the check before measuring (an attached server unreachable,
 serving another model, in the wrong mode, or too short a ``max_model_len`` for the workloads:
-serve/attached.py ``preflight``) keeps its plan (protocol.json, prompts.jsonl, pair.toml, checks.json) and
+serve/attached.py ``probe_attached``) keeps its plan (protocol.json, prompts.jsonl, pair.toml, checks.json) and
 gets ``refused.json`` instead of ``status.json`` and a card. ``loadgen runs`` lists it as refused,
 ``loadgen report`` refuses it (exit 2), and ``loadgen compare|sweep --resume`` measures it once the cause is
 fixed (the marker goes when measuring starts). A folder that has measured before (it has a status.json) is

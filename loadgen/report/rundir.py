@@ -68,7 +68,7 @@ def unwritable(path: Path, exc: OSError) -> RunDirUnwritable:
 
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented JSON (atomically: temp file then rename). Raises RunDirUnwritable."""
-    write_text(path, strictjson.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    write_text(path, strictjson.dumps_strict(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def write_text(path: Path, text: str) -> None:
@@ -158,7 +158,7 @@ class JsonlAppender:
 
     def append(self, obj: Mapping[str, Any]) -> None:
         """Write ``obj`` as one line. Raises RunDirUnwritable (nothing of the line stays on disk)."""
-        line = (strictjson.dumps(obj, default=str) + "\n").encode()
+        line = (strictjson.dumps_strict(obj, default=str) + "\n").encode()
         if self._failed is None:
             try:
                 self._write(line)

@@ -1,4 +1,4 @@
-"""The sweep card's data (``sweep.json``, schema ``loadgen.sweep/2``, report/sweep.schema.json) from a sweep
+"""The sweep card's data (``sweep.json``: records/sweep.py ``SweepCard``, schema ``loadgen.sweep/2``) from a sweep
 folder: each candidate's pair card, the A/A noise floor per cell, the design it was measured with, the cells
 that stopped short of a declared precision, and the recommendation (report/sweeprec.py; measure/ranking.py
 holds the rules and formulas).
@@ -24,15 +24,24 @@ from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.records.card import PairCard, ResourceDifference
 from loadgen.records.cardcell import Acceptance, CardCell
+from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
+from loadgen.records.sweep import Drift, SweepCandidate, SweepCard, SweepCell, SweepEntry
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.report.savedcard import read_card
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
 
-SWEEP_SCHEMA = "loadgen.sweep/2"
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
 _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
 _PLAIN_PHASES = ("plain-before", "plain-after")
+#: Where a record being built is said to come from, should it not read (a bug, never the user's input).
+_BUILT = "the sweep card being built"
+
+
+def read_sweep(path: Path) -> SweepCard:
+    """The sweep card in ``path`` (a sweep folder's sweep.json), checked: BadInput (exit 2), one line naming
+    the file, the field and the fix, when it is not JSON or not a sweep card (records/sweep.py)."""
+    return SweepCard.from_json(read_json(path), source=str(path))
 
 
 def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
@@ -43,7 +52,7 @@ def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
 
 
 def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
-                saved: Mapping[CellKey, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+                saved: Mapping[CellKey, Drift] | None = None) -> dict[str, Any] | None:
     """An older sweep's plain-after / plain-before of ``metric``'s per-request timing at cell ``key`` (paired by
     prompt, bootstrap 95% CI, measure/ratios.py); TPOT for a metric without a per-request timing. Without both
     plain phases' requests.jsonl (a committed example keeps statistics only) the drift ``saved`` in the
@@ -53,7 +62,7 @@ def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
     field = _TIMING.get(metric, "tpot_s")
     kept = (saved or {}).get(key)
     if kept is not None and not all((sweep_dir / p / "requests.jsonl").is_file() for p in _PLAIN_PHASES):
-        return dict(kept)
+        return kept.to_json()
     r = paired_median_ratio(_per_prompt(sweep_dir / "plain-before", key, field),
                             _per_prompt(sweep_dir / "plain-after", key, field))
     return {"timing": field, "value": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high, "pairs": r.pairs}
@@ -119,8 +128,8 @@ def _primary(cards: dict[str, PairCard]) -> tuple[str, Mapping[str, Any] | None]
 
 
 def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, PairCard],
-           metric: str, saved: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    drifts = {CellKey.of(c): c["drift"] for c in (saved or {}).get("cells", []) if c.get("drift")}
+           metric: str, saved: SweepCard | None) -> list[dict[str, Any]]:
+    drifts = {CellKey(c.workload, c.level): c.drift for c in saved.cells if c.drift} if saved else {}
     keys: dict[CellKey, dict[str, Any]] = {}
     for card in cards.values():
         for cell in card.cells:
@@ -133,12 +142,13 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, Pa
         entries = []
         for c in candidates:
             found = cards.get(c.name)
-            mine = None if found is None else found.cell(key.workload, key.level)
+            mine = None if found is None else found.cell(key.workload, key.label)
             if found is not None and mine is not None:
                 verdict_cells = {(v.workload, v.concurrency): v.status for v in found.verdict.cells}
                 entries.append(_entry(c, mine, metric, verdict_cells))
         drift = plain_drift(sweep_dir, key, metric, drifts)
-        warning = drift_warning(f"{key.workload} {key.level}", drift, [entry_of(e) for e in entries],
+        warning = drift_warning(f"{key.workload} {key.label}", drift,
+                                [entry_of(SweepEntry.from_json(e, source=_BUILT)) for e in entries],
                                 metric in LATENCY_METRICS) if drift else None
         out.append(head | {"entries": entries, "drift": drift, "drift_warning": warning})
     return out
@@ -181,20 +191,22 @@ def _noise(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: dict[str, float],
-                     engine_version: str | None, saved: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The sweep card of ``sweep_dir`` (shape: report/sweep.schema.json). ``saved``: the earlier sweep.json
-    when re-rendering; its pair name and folder (where it was measured) and an older sweep's drifts where
-    the plain phases' requests.jsonl are gone are kept; ``times``: an older sweep's seconds per phase."""
+                     engine_version: str | None, saved: SweepCard | None = None) -> SweepCard:
+    """The sweep card of ``sweep_dir`` (records/sweep.py, checked as a file read back would be). ``saved``: the
+    earlier sweep.json when re-rendering; its pair name and folder (where it was measured) and an older
+    sweep's drifts where the plain phases' requests.jsonl are gone are kept; ``times``: an older sweep's
+    seconds per phase."""
     cards = _cards(sweep_dir, candidates)
     metric, criteria = _primary(cards)
     cells = _cells(sweep_dir, candidates, cards, metric, saved)
     seconds = times or _arm_seconds(sweep_dir)
     rows = [_candidate(c, cards.get(c.name), seconds.get(c.name)) for c in candidates]
     noise = _noise(cells)
-    rec = recommend(cells, rows, criteria, engine_version)
-    return {
-        "schema": SWEEP_SCHEMA, "pair": (saved or {}).get("pair") or sweep_dir.parent.name,
-        "sweep_dir": (saved or {}).get("sweep_dir") or str(sweep_dir),
+    rec = recommend([SweepCell.from_json(c, source=_BUILT) for c in cells],
+                    [SweepCandidate.from_json(r, source=_BUILT) for r in rows], criteria, engine_version).to_json()
+    doc = {
+        "schema": SWEEP_SCHEMA, "pair": (saved.pair if saved else None) or sweep_dir.parent.name,
+        "sweep_dir": (saved.sweep_dir if saved else None) or str(sweep_dir),
         "engine_version": engine_version, "primary_metric": metric,
         "speedup_definition": ("plain / speculative of the primary metric (1 / the pair card's ratio) for a latency, "
                                "the ratio itself for a throughput; > 1 is faster"),
@@ -206,3 +218,4 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
         + ([noise["line"].split("; ", 1)[1]] if noise.get("excluding_1") else []),
         "recommendation": rec,
     } | ({"trace": trace} if (trace := sweep_trace(sweep_dir, rec, rows)) is not None else {})
+    return SweepCard.from_json(doc, source=f"the sweep card being built for {sweep_dir}")

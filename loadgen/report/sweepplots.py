@@ -12,12 +12,12 @@ Closed-loop cells only; a figure with nothing to draw is not written.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from loadgen.records.sweep import SweepCard
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -27,43 +27,43 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def _ratio_plot(card: Mapping[str, Any], workload: str, out: Path) -> Path | None:
-    cells = [c for c in card["cells"] if c["workload"] == workload and c.get("rate_rps") is None]
+def _ratio_plot(card: SweepCard, workload: str, out: Path) -> Path | None:
+    cells = [c for c in card.cells if c.workload == workload and c.rate_rps is None]
     fig = Figure(figsize=(6.5, 4))
     ax = fig.add_subplot()
     drawn = False
-    for cand in card["candidates"]:
-        pts = sorted((c["concurrency"], e) for c in cells for e in c["entries"]
-                     if e["candidate"] == cand["name"] and e["speedup"] is not None)
+    for cand in card.candidates:
+        pts = sorted(((c.concurrency or 0, e.speedup, e) for c in cells for e in c.entries
+                      if e.candidate == cand.name and e.speedup is not None), key=lambda p: p[0])
         if not pts:
             continue
-        xs, ys = [p[0] for p in pts], [p[1]["speedup"] for p in pts]
-        lows = [p[1]["speedup_ci_low"] for p in pts]
-        highs = [p[1]["speedup_ci_high"] for p in pts]
+        xs, ys = [p[0] for p in pts], [float(p[1] or 0.0) for p in pts]
+        lows = [p[2].speedup_ci_low for p in pts]
+        highs = [p[2].speedup_ci_high for p in pts]
         lo = [y - (low if low is not None else y) for y, low in zip(ys, lows, strict=True)]
         hi = [(high if high is not None else y) - y for y, high in zip(ys, highs, strict=True)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=cand["name"])
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=cand.name)
         drawn = True
-    rec = next((w for w in card["recommendation"]["workloads"] if w["workload"] == workload), None)
-    for lv in (rec or {}).get("levels", []):
-        if lv["best"] and lv["speedup"] is not None:
-            ax.plot([lv["concurrency"]], [lv["speedup"]], marker="*", markersize=14, color="black", linestyle="")
+    rec = next((w for w in card.recommendation.workloads if w.workload == workload), None)
+    for lv in rec.levels if rec else []:
+        if lv.best and lv.speedup is not None:
+            ax.plot([lv.concurrency or 0], [lv.speedup], marker="*", markersize=14, color="black", linestyle="")
     if not drawn:
         return None
     ax.axhline(1.0, color="grey", linewidth=1, linestyle="--")
-    ax.set(xlabel="concurrency", ylabel=f"speedup over plain ({card['primary_metric']})",
+    ax.set(xlabel="concurrency", ylabel=f"speedup over plain ({card.primary_metric})",
            title=f"{workload}: candidates vs plain (star: recommended)")
     ax.legend(fontsize="small")
     return _save(fig, out / f"sweep_ratio_{re.sub(r'[^A-Za-z0-9_.-]', '_', workload)}.png")
 
 
-def _acceptance_plot(card: Mapping[str, Any], out: Path) -> Path | None:
+def _acceptance_plot(card: SweepCard, out: Path) -> Path | None:
     series: dict[str, dict[int, list[float]]] = {}
-    for c in card["cells"]:
-        for e in c["entries"]:
-            if e["mean_acceptance_length"] is not None:
-                family = e["candidate"].rsplit("-k", 1)[0]
-                series.setdefault(family, {}).setdefault(e["k"], []).append(e["mean_acceptance_length"])
+    for c in card.cells:
+        for e in c.entries:
+            if e.mean_acceptance_length is not None:
+                family = e.candidate.rsplit("-k", 1)[0]
+                series.setdefault(family, {}).setdefault(e.k, []).append(e.mean_acceptance_length)
     if not series:
         return None
     fig = Figure(figsize=(6, 4))
@@ -78,8 +78,8 @@ def _acceptance_plot(card: Mapping[str, Any], out: Path) -> Path | None:
     return _save(fig, out / "sweep_acceptance_length.png")
 
 
-def render_sweep_plots(card: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write the sweep figures under ``out``; returns their paths."""
-    paths = [_ratio_plot(card, w, out) for w in dict.fromkeys(c["workload"] for c in card["cells"])]
+def render_sweep_plots(card: SweepCard, out: Path) -> list[Path]:
+    """Write the sweep figures of ``card`` (records/sweep.py) under ``out``; returns their paths."""
+    paths = [_ratio_plot(card, w, out) for w in dict.fromkeys(c.workload for c in card.cells)]
     paths.append(_acceptance_plot(card, out))
     return [p for p in paths if p is not None]

@@ -18,29 +18,30 @@ from typing import Any
 from loadgen.measure.blocks import NOT_DISTINGUISHABLE
 from loadgen.measure.ranking import Entry, best, geomean, k_schedule, off_above, static_choice
 from loadgen.profile.fields import FIELD_RANGES, available, parse_version
+from loadgen.records.sweep import Recommendation, SweepCandidate, SweepCell, SweepEntry
 
 SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
 
 
-def entry_of(e: Mapping[str, Any]) -> Entry:
-    """The ranking's view of a sweep-card cell entry."""
-    return Entry(e["candidate"], e["k"], e["draft_weights"], e["speedup"], e["speedup_ci_low"], e["speedup_ci_high"],
-                 e.get("effect"), e.get("criteria_status"))
+def entry_of(e: SweepEntry) -> Entry:
+    """The ranking's view of a sweep-card cell entry (records/sweep.py)."""
+    return Entry(e.candidate, e.k, e.draft_weights, e.speedup, e.speedup_ci_low, e.speedup_ci_high, e.effect,
+                 e.criteria_status)
 
 
-def _in_range(cell: Mapping[str, Any], criteria: Mapping[str, Any] | None) -> bool:
+def _in_range(cell: SweepCell, criteria: Mapping[str, Any] | None) -> bool:
     if not criteria:
         return True
     lo_hi, workloads = criteria.get("concurrency"), criteria.get("workloads")
-    conc = int(cell.get("concurrency") or 0)
-    return (not lo_hi or lo_hi[0] <= conc <= lo_hi[1]) and (not workloads or cell["workload"] in workloads)
+    conc = int(cell.concurrency or 0)
+    return (not lo_hi or lo_hi[0] <= conc <= lo_hi[1]) and (not workloads or cell.workload in workloads)
 
 
-def _cost(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int, str]]:
-    return {r["name"]: (int(r["draft_weights"]), r["k"], r["name"]) for r in rows}
+def _cost(rows: Sequence[SweepCandidate]) -> dict[str, tuple[int, int, str]]:
+    return {r.name: (int(r.draft_weights), r.k, r.name) for r in rows}
 
 
-def _static(cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], criteria: Mapping[str, Any] | None,
+def _static(cells: Sequence[SweepCell], rows: Sequence[SweepCandidate], criteria: Mapping[str, Any] | None,
             overall: bool = False) -> tuple[str | None, dict[str, tuple[bool, float | None]]]:
     """The static choice over ``cells`` in the declared range and each candidate's (qualifies, geometric-mean
     speedup). A candidate qualifies when it pays at every such cell; with criteria and ``overall``, when its
@@ -48,11 +49,11 @@ def _static(cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]
     judged = [c for c in cells if _in_range(c, criteria)]
     scores = {}
     for row in rows:
-        mine = [entry_of(e) for c in judged for e in c["entries"] if e["candidate"] == row["name"]]
+        mine = [entry_of(e) for c in judged for e in c.entries if e.candidate == row.name]
         every = bool(mine) and len(mine) == len(judged) and all(e.pays(criteria is not None) for e in mine)
-        ok = every and (row.get("verdict_passed") is True if overall and criteria is not None else True)
-        scores[row["name"]] = (ok, geomean([e.speedup for e in mine]) if mine else None)
-    per_cell = [[entry_of(e) for e in c["entries"]] for c in judged]
+        ok = every and (row.verdict_passed is True if overall and criteria is not None else True)
+        scores[row.name] = (ok, geomean([e.speedup for e in mine]) if mine else None)
+    per_cell = [[entry_of(e) for e in c.entries] for c in judged]
     return static_choice(scores, _cost(rows), per_cell), scores
 
 
@@ -60,7 +61,7 @@ def _family(config: Mapping[str, Any]) -> str:
     return json.dumps({k: v for k, v in config.items() if k != "num_speculative_tokens"}, sort_keys=True)
 
 
-def _schedule(levels: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], static: str | None,
+def _schedule(levels: Sequence[Mapping[str, Any]], rows: Sequence[SweepCandidate], static: str | None,
               engine_version: str | None, declared: bool) -> dict[str, Any]:
     """The per-batch-size schedule of the family (method and draft) that pays at the most closed-loop levels
     (the static choice's family when there is one): its best paying K per level, 0 where none pays."""
@@ -69,7 +70,7 @@ def _schedule(levels: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, A
         return {"supported": False, "config": None,
                 "line": f"the installed engine (vLLM {engine_version or 'unknown'}) has no per-batch-size K schedule "
                         f"({SCHEDULE_FIELD} needs vLLM 0.24+)"}
-    config_of = {r["name"]: r["speculative_config"] for r in rows}
+    config_of = {r.name: r.speculative_config for r in rows}
     wins: dict[str, int] = {}
     for lv in levels:
         for name in lv["tied"] or ([lv["best"]] if lv["best"] else []):
@@ -92,10 +93,10 @@ def _schedule(levels: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, A
                     f"'{json.dumps(config)}'"}
 
 
-def _level(cell: Mapping[str, Any], declared: bool) -> dict[str, Any]:
-    entries = [entry_of(e) for e in cell["entries"]]
+def _level(cell: SweepCell, declared: bool) -> dict[str, Any]:
+    entries = [entry_of(e) for e in cell.entries]
     winner, tied = best([e for e in entries if e.pays(declared)])
-    return {"level": cell["level"], "concurrency": cell["concurrency"], "entries": entries,
+    return {"level": cell.level, "concurrency": cell.concurrency, "entries": entries,
             "best": winner.candidate if winner else None, "tied": tied if winner and len(tied) > 1 else [],
             "speedup": winner.speedup if winner else None,
             "not_distinguishable": sorted(e.candidate for e in entries if e.effect == NOT_DISTINGUISHABLE)}
@@ -108,11 +109,11 @@ def _best_text(lv: Mapping[str, Any]) -> str:
     return f"{lv['level']}: {lv['best']}" + (f" (tie with {', '.join(others)})" if others else "")
 
 
-def _workload(name: str, cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+def _workload(name: str, cells: Sequence[SweepCell], rows: Sequence[SweepCandidate],
               criteria: Mapping[str, Any] | None, engine_version: str | None) -> dict[str, Any]:
     declared = criteria is not None
     levels = [_level(c, declared) for c in cells]
-    closed = [lv for lv, c in zip(levels, cells, strict=True) if c.get("rate_rps") is None]
+    closed = [lv for lv, c in zip(levels, cells, strict=True) if c.rate_rps is None]
     above, sentence = off_above([(int(lv["concurrency"]), next((e for e in lv["entries"] if e.candidate == lv["best"]),
                                                                None)) for lv in closed])
     static, scores = _static(cells, rows, criteria)
@@ -141,12 +142,13 @@ def _headline(static: str | None, scores: Mapping[str, tuple[bool, float | None]
     return "recommendation: speculate only where it pays: " + "; ".join(parts)
 
 
-def recommend(cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
-              criteria: Mapping[str, Any] | None, engine_version: str | None) -> dict[str, Any]:
-    """The recommendation of a sweep card: ``workloads`` (one per workload), the overall ``static``
-    candidate (None: no single configuration), ``meets_criteria`` and the printed ``lines``."""
-    names = list(dict.fromkeys(c["workload"] for c in cells))
-    workloads = [_workload(w, [c for c in cells if c["workload"] == w], rows, criteria, engine_version) for w in names]
+def recommend(cells: Sequence[SweepCell], rows: Sequence[SweepCandidate],
+              criteria: Mapping[str, Any] | None, engine_version: str | None) -> Recommendation:
+    """The recommendation of a sweep card from its cells and candidates (records/sweep.py): ``workloads``
+    (one per workload), the overall ``static`` candidate (None: no single configuration), ``meets_criteria``
+    and the printed ``lines``."""
+    names = list(dict.fromkeys(c.workload for c in cells))
+    workloads = [_workload(w, [c for c in cells if c.workload == w], rows, criteria, engine_version) for w in names]
     static, scores = _static(cells, rows, criteria, overall=True)
     meets = any(ok for ok, _ in scores.values()) if criteria is not None else True
     lines = []
@@ -158,4 +160,5 @@ def recommend(cells: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, An
         if shy:
             lines.append(f"{w['workload']}: not distinguishable from the noise floor somewhere: {', '.join(shy)}")
     lines.append(_headline(static, scores, workloads))
-    return {"workloads": workloads, "static": static, "meets_criteria": meets, "lines": lines}
+    return Recommendation.from_json({"workloads": workloads, "static": static, "meets_criteria": meets, "lines": lines},
+                                    source="the recommendation being built")

@@ -39,7 +39,7 @@ from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, length_misma
 from loadgen.run.observe import Observers
 from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
-from loadgen.stream.runner import run_cell
+from loadgen.stream.loadloop import run_cell
 from loadgen.stream.timeouts import read_timeout_s
 from loadgen.util import strictjson
 
@@ -118,7 +118,8 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     line = entry.with_fields(**observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
                                                        cell_stats(done.measured(), usable), usable))
     run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair)).to_json())
-    later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl", "".join(strictjson.dumps(g) + "\n" for g in gauges)))
+    later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl",
+                  "".join(strictjson.dumps_strict(g) + "\n" for g in gauges)))
     for path, text in later:
         write_text(path, text)
     _report(run, server, done, entry)

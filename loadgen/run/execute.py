@@ -104,17 +104,17 @@ class Session:
 
 def check_attached(arms: Mapping[str, Arm], slots: Sequence[Slot], run_dir: Path, log: Log,
                    api_key: str | None) -> None:
-    """Check every attached server ``slots`` use before any is measured (serve/attached.py ``preflight``);
+    """Check every attached server ``slots`` use before any is measured (serve/attached.py ``probe_attached``);
     writes nothing. Raises BadInput, ServerError or FallbackDetected as that does."""
     used = {s.arm for s in slots}
     specs = {a.server: (a, arm_specs.arm_spec(a, run_dir, api_key)) for a in arms.values() if a.name in used}
     checks = [(a, spec) for a, spec in specs.values() if spec.attach_url]
     by_role = {spec.role: a for a, spec in checks}
     workloads = {w.name: (w.name, w.input_tokens, w.output_tokens) for a, _ in checks for w in a.pair.workloads}
-    attached.preflight([spec for _, spec in checks],
-                       lambda role, snap: modeproof.prove_mode(mode_role(by_role[role]), snap,
-                                                               by_role[role].pair.num_speculative_tokens),
-                       log, list(workloads.values()))
+    attached.probe_attached([spec for _, spec in checks],
+                            lambda role, snap: modeproof.prove_mode(mode_role(by_role[role]), snap,
+                                                                    by_role[role].pair.num_speculative_tokens),
+                            log, list(workloads.values()))
 
 
 def write_order(run_dir: Path, order: Sequence[Slot], extra: dict[str, Any] | None = None) -> None:

@@ -131,9 +131,9 @@ class Exporter:
         self.finished_at = gauge("loadgen_cell_finished_timestamp_seconds", "Unix time the cell finished.")
         self.info = gauge("loadgen_cell_info", "A finished cell (value 1).", ("loadgen_version",))
 
-    def _labels(self, role: str, workload: str, concurrency: int, level: str | None) -> dict[str, str]:
+    def _labels(self, role: str, workload: str, concurrency: int, level_label: str | None) -> dict[str, str]:
         return {"pair": self.pair, "role": role, "workload": workload, "concurrency": str(int(concurrency)),
-                "level": CellKey.named(workload, level, concurrency).level}
+                "level": CellKey.named(workload, level_label, concurrency).label}
 
     def observe_request(self, record: RequestRecord) -> bool:
         """Observe one finished request (a ``requests.jsonl`` record); returns False for a warmup or
@@ -161,15 +161,15 @@ class Exporter:
         return True
 
     def cell_finished(self, role: str, workload: str, concurrency: int, stats: CellStats,
-                      level: str | None = None) -> None:
+                      level_label: str | None = None) -> None:
         """Set the cell gauges from its statistics (the card's numbers: metrics.cell_stats, as report/carddata.py
-        computes them). ``level`` is the cell's level label (default ``c<concurrency>``). Called again
+        computes them). ``level_label`` is the cell's level label (default ``c<concurrency>``). Called again
         for the same cell (a repetition), the gauges take the new values.
 
         Acceptance gauges are set only when ``stats.acceptance`` holds values (a speculative cell with
         drafts); percentiles only when the distribution is not empty.
         """
-        labels = self._labels(role, workload, concurrency, level)
+        labels = self._labels(role, workload, concurrency, level_label)
         self.out_tps.labels(**labels).set(stats.output_throughput_tps)
         self.req_rps.labels(**labels).set(stats.request_throughput_rps)
         self.window.labels(**labels).set(stats.window_s)
@@ -221,13 +221,14 @@ class Exporter:
             self._server.server_close()
             self._server = None
 
-    def push(self, gateway_url: str, role: str, workload: str, concurrency: int, level: str | None = None,
+    def push(self, gateway_url: str, role: str, workload: str, concurrency: int, level_label: str | None = None,
              timeout_s: float = 10.0) -> None:
         """Push one cell's series to a Pushgateway (``PUT``: replaces that group's previous push).
 
-        Group: ``job="loadgen"``, grouping key ``{pair, role, workload, concurrency, level}`` (``level``
-        defaults to ``c<concurrency>``), i.e. URL ``<gateway_url>/metrics/job/loadgen/concurrency/<c>/level/
-        <l>/pair/<pair>/role/<role>/workload/<w>`` (Pushgateway README, "URL"); values with ``/`` or spaces
+        Group: ``job="loadgen"``, grouping key ``{pair, role, workload, concurrency, level}`` (``level``:
+        ``level_label``, default ``c<concurrency>``), i.e. URL
+        ``<gateway_url>/metrics/job/loadgen/concurrency/<c>/level/<l>/pair/<pair>/role/<role>/workload/<w>``
+        (Pushgateway README, "URL"); values with ``/`` or spaces
         are base64-encoded by prometheus_client. Only the
         series whose labels match that cell are sent, so each cell is its own group and pushes of
         different cells never overwrite each other. Scrape the gateway with ``honor_labels: true``.
@@ -235,7 +236,7 @@ class Exporter:
         ``gateway_url``: ``http://host:port`` (or ``host:port``). Raises PushError (one line) on any
         failure (unreachable, timeout, non-2xx); the caller logs it and the run goes on.
         """
-        labels = self._labels(role, workload, concurrency, level)
+        labels = self._labels(role, workload, concurrency, level_label)
         view = _CellView(self.registry, tuple(sorted(labels.items())))
         try:
             push_to_gateway(gateway_url, job=PUSH_JOB, registry=view, grouping_key=labels, timeout=timeout_s)

@@ -124,10 +124,10 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
     log(f"run folder: {run_dir}")
     with locked(run_dir, log):
         prompts = unique_prompts(cells)
-        write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
+        write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
         write_pair_file(pair, run_dir)
         proto = protocol(pair, cells, prompts, probe_host()).with_fields(engine_version=engine_version,
-                                                                         attach=attached.record(attach or {}))
+                                                                         attach=attached.attach_record(attach or {}))
         proto = proto.with_fields(design={**(proto.design or {}), **design_record(m)})
         write_json(run_dir / "protocol.json", proto.to_json())
         write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
@@ -209,8 +209,8 @@ def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
     finally:
         moved.close()
     # atomic rewrites: a full disk leaves the old files whole
-    write_text(run_dir / "requests.jsonl", "".join(strictjson.dumps(r) + "\n" for r in kept))
-    write_text(run_dir / "cells.jsonl", "".join(strictjson.dumps(e.to_json()) + "\n" for e in entries
+    write_text(run_dir / "requests.jsonl", "".join(strictjson.dumps_strict(r) + "\n" for r in kept))
+    write_text(run_dir / "cells.jsonl", "".join(strictjson.dumps_strict(e.to_json()) + "\n" for e in entries
                                                 if (e.role, e.workload, e.level, e.repetition) in done))
     return done, len(partial)
 

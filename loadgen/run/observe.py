@@ -100,7 +100,7 @@ class Observers:
             elapsed = max(time.monotonic() - self._started, 1e-9)
             self._progress.update(self._task, advance=1, tps=self._tokens / elapsed, errors=self._errors)
 
-    def cell_finished(self, role: str, workload: str, concurrency: int, level: str, stats: CellStats,
+    def cell_finished(self, role: str, workload: str, concurrency: int, level_label: str, stats: CellStats,
                       direct: SpecDecodeCounters | None) -> dict[str, Any]:
         """A cell ended: update the exporter, push, cross-check with PromQL. Returns fields for the cell's
         ``cells.jsonl`` entry (``promql``: the deltas Prometheus saw and the disagreements)."""
@@ -109,12 +109,12 @@ class Observers:
             self._progress = None
         extra: dict[str, Any] = {}
         if self.exporter is not None:
-            self.exporter.cell_finished(role, workload, concurrency, stats, level=level)
+            self.exporter.cell_finished(role, workload, concurrency, stats, level_label=level_label)
             if self.options.pushgateway:
                 from loadgen.run.export import PushError
 
                 try:
-                    self.exporter.push(self.options.pushgateway, role, workload, concurrency, level)
+                    self.exporter.push(self.options.pushgateway, role, workload, concurrency, level_label)
                 except PushError as exc:
                     self.log(f"warning: {exc}")
                     extra["push_error"] = str(exc)

@@ -68,6 +68,6 @@ def grow(session: Session, planned: Sequence[CellSpec], arm_order: Sequence[str]
         if deadline is not None and time.monotonic() + _round_s(session, slots) > deadline:
             return "the time left (--budget-min) cannot hold another round of blocks"
         session.log(f"sizing: {len(wanted)} cells wider than ±{goal:g}: one more block on "
-                    + ", ".join(f"{k.workload} {k.level} ({', '.join(a)})" for k, a in wanted.items()))
+                    + ", ".join(f"{k.workload} {k.label} ({', '.join(a)})" for k, a in wanted.items()))
         append_order(session.run_dir, slots)
         session.run(slots)

@@ -36,10 +36,11 @@ from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
+from loadgen.records.sweep import SweepCard
 from loadgen.report.rundir import exclusive_dir, read_json, read_protocol, write_json, write_text
 from loadgen.report.runlock import locked
 from loadgen.report.sweepcard import render_sweep_markdown
-from loadgen.report.sweepdata import build_sweep_card
+from loadgen.report.sweepdata import build_sweep_card, read_sweep
 from loadgen.run import flow
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sweepplan import announce
@@ -79,7 +80,7 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
     pairs: dict[str, Pair] = {}
     for c in candidates:
         path = out / f"{c.name}.toml"
-        path.write_text(tomlwrite.dumps(candidate_doc(doc, c, name)))
+        path.write_text(tomlwrite.to_toml(candidate_doc(doc, c, name)))
         pairs[c.name] = load_pair(str(path), workloads_dir=o.workloads_dir)
     version, findings = None, {}
     attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
@@ -119,7 +120,7 @@ def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measure
     for sub in ("servers", "metrics"):
         (sweep_dir / sub).mkdir(exist_ok=True)
     prompts = unique_prompts(m.planned)
-    write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps(p.to_json()) + "\n" for p in prompts))
+    write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
     proto = protocol(first, m.planned, prompts, probe_host()).with_fields(engine_version=version, attach={})
     proto = proto.with_fields(design={**(proto.design or {}), **flow.design_record(m)}, candidates={
@@ -188,8 +189,8 @@ def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
 
 def _measure(sweep_dir: Path, m: flow.Measurement, o: SweepOptions, log: Log) -> Path:
     flow.execute_run(sweep_dir, m, log, None, o.api_key, sweep_dir.parent.name, write_card=_cards_and_sweep)
-    card = read_json(sweep_dir / "sweep.json")
-    if card["criteria_declared"] and not card["recommendation"]["meets_criteria"]:
+    card = read_sweep(sweep_dir / "sweep.json")
+    if card.criteria_declared and not card.recommendation.meets_criteria:
         raise CriteriaFailed(f"no candidate meets the criteria declared in {sweep_dir / 'sweep.toml'}")
     return sweep_dir
 
@@ -201,26 +202,26 @@ def _cards_and_sweep(sweep_dir: Path, log: Log) -> None:
     _say(_write_sweep_card(sweep_dir, _build(sweep_dir, None), log), sweep_dir, log)
 
 
-def _build(sweep_dir: Path, saved: dict[str, Any] | None) -> dict[str, Any]:
+def _build(sweep_dir: Path, saved: SweepCard | None) -> SweepCard:
     candidates = expand_candidates(read_toml(sweep_dir / "sweep.toml"), sweep_dir / "sweep.toml")
     times: dict[str, float] = read_json(sweep_dir / "times.json") if (sweep_dir / "times.json").is_file() else {}
-    version = (saved or {}).get("engine_version")
+    version = saved.engine_version if saved else None
     for proto in (sweep_dir / "protocol.json", sweep_dir / "plain-before" / "protocol.json"):
         if version is None and proto.is_file():
             version = read_protocol(proto).engine_version
     card = build_sweep_card(sweep_dir, candidates, times, version, saved)
     proto_file = sweep_dir / "protocol.json"
     given = read_protocol(proto_file).command_line if proto_file.is_file() else None
-    return card | ({"command_line": given} if given else {})
+    return card.with_fields(command_line=given) if given else card
 
 
-def rerender_sweep(sweep_dir: Path, log: Log = print) -> dict[str, Any]:
+def rerender_sweep(sweep_dir: Path, log: Log = print) -> SweepCard:
     """Write sweep.json, sweep.md and the plots of ``sweep_dir`` again from its saved data alone (``loadgen
     report SWEEP_DIR``); an older sweep keeps its drift from the earlier sweep.json where the plain phases'
     requests.jsonl are gone. Nothing is checked or measured; the card is returned (no exit 3). Raises
-    BadInput when the folder is no sweep."""
+    BadInput when the folder is no sweep, or its sweep.json is not a sweep card (one line naming the field)."""
     _require_sweep_dir(sweep_dir)
-    saved = read_json(sweep_dir / "sweep.json") if (sweep_dir / "sweep.json").is_file() else None
+    saved = read_sweep(sweep_dir / "sweep.json") if (sweep_dir / "sweep.json").is_file() else None
     return _write_sweep_card(sweep_dir, _build(sweep_dir, saved), log)
 
 
@@ -237,22 +238,23 @@ def report_sweep(sweep_dir: Path, log: Log = print) -> None:
     _say(rerender_sweep(sweep_dir, log), sweep_dir, log)
 
 
-def _say(card: dict[str, Any], sweep_dir: Path, log: Log) -> None:
-    noise = (card.get("noise_floor") or {}).get("line")
-    for line in [*([noise] if noise else []), *card["recommendation"]["lines"],
-                 *(f"WARNING {w}" for w in card["drift_warnings"])]:
+def _say(card: SweepCard, sweep_dir: Path, log: Log) -> None:
+    noise = card.noise_floor.line if card.noise_floor else None
+    for line in [*([noise] if noise else []), *card.recommendation.lines,
+                 *(f"WARNING {w}" for w in card.drift_warnings)]:
         log(line)
     log(f"sweep card: {sweep_dir / 'sweep.md'}")
 
 
-def _write_sweep_card(sweep_dir: Path, card: dict[str, Any], log: Log) -> dict[str, Any]:
+def _write_sweep_card(sweep_dir: Path, card: SweepCard, log: Log) -> SweepCard:
     try:
         from loadgen.report.sweepplots import render_sweep_plots
 
-        card["plots"] = [str(p.relative_to(sweep_dir)) for p in render_sweep_plots(card, sweep_dir / "plots")]
+        plots = [str(p.relative_to(sweep_dir)) for p in render_sweep_plots(card, sweep_dir / "plots")]
     except Exception as exc:  # a plot must never cost the card
         log(f"could not draw the sweep plots ({type(exc).__name__}: {exc})")
-        card["plots"] = []
-    write_json(sweep_dir / "sweep.json", card)
+        plots = []
+    card = card.with_fields(plots=plots)
+    write_json(sweep_dir / "sweep.json", card.to_json())
     write_text(sweep_dir / "sweep.md", render_sweep_markdown(card))
     return card

@@ -14,7 +14,7 @@ the runs folder and any ``--history`` folders:
   the median TTFT p50 and TPOT p50 of earlier cards' cells served the same way (the plain server, or a
   speculative server of the same method and K, else of the same method, else of any method, else the plain
   server's) at the nearest concurrency (by ratio); without any, TTFT = TPOT = :data:`DEFAULT_TPOT_S`;
-- a closed-loop cell runs its warmup as a closed loop of its own (``stream/runner.py``), then its measured
+- a closed-loop cell runs its warmup as a closed loop of its own (``stream/loadloop.py``), then its measured
   requests in rounds of ``concurrency``, then, with cooldown fillers, one more round (a slot that frees
   while measured requests are in flight sends a filler, which runs its full length); an open-loop cell
   sends its warmup one by one and its measured requests over ``n / rate`` seconds (at least one request).

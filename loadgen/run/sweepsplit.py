@@ -33,7 +33,7 @@ def _lines(path: Path, candidate: str) -> str:
     for line in read_jsonl(path):
         role = _rename(str(line.get("role")), candidate)
         if role is not None:
-            out.append(strictjson.dumps({**line, "role": role}) + "\n")
+            out.append(strictjson.dumps_strict({**line, "role": role}) + "\n")
     return "".join(out)
 
 

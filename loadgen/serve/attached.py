@@ -3,7 +3,7 @@ URL checks, the check of both servers before either is measured, and their URLs 
 
 A bad URL is bad input (exit 2) found at once, before anything starts. An attached server is meant to be
 running: one that refuses the connection fails within seconds (``connection refused at URL``), not after
-the start-up timeout. :func:`preflight` checks every attached server of the run (reachable, serving the
+the start-up timeout. :func:`probe_attached` checks every attached server of the run (reachable, serving the
 model name loadgen requests, exposing speculative-decoding metrics as its role declares) before the first
 cell, so a broken speculative server is not found after the whole plain half; it also reads what the server
 says of itself (:class:`AttachedFacts`: ``max_model_len`` per model from ``/v1/models``, a field of vLLM's
@@ -37,12 +37,13 @@ ATTACH_REFUSED_S = 2.0
 def check_url(url: str, where: str) -> str:
     """``url`` when it is ``http(s)://host[:port][/prefix]`` with a port in 1..65535 and no space or
     control character; else BadInput (exit 2) naming ``where`` (e.g. ``--attach-plain``) and the fix."""
-    if (problem := _url_problem(url)) is not None:
+    if (problem := url_problem(url)) is not None:
         raise BadInput(f"{where} {redact_url(url)!r} {problem}; give a URL such as http://127.0.0.1:8000")
     return url
 
 
-def _url_problem(url: str) -> str | None:
+def url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as a server's base URL (check_url's rule), or None when nothing is."""
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
         return "holds a space or a control character"
     try:
@@ -140,9 +141,9 @@ def where_to_look(spec: LaunchSpec) -> str:
     return str(spec.log_path)
 
 
-def preflight(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot], Any],
-              log: Callable[[str], None] = print,
-              workloads: Sequence[tuple[str, int | None, int]] = ()) -> dict[str, AttachedFacts]:
+def probe_attached(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot], Any],
+                   log: Callable[[str], None] = print,
+                   workloads: Sequence[tuple[str, int | None, int]] = ()) -> dict[str, AttachedFacts]:
     """Check every attached server in ``specs`` (the others are skipped) before any is measured:
     its URL, ``/v1/models`` listing ``served_model``, the ``workloads`` ((name, input tokens or None, output
     tokens)) against its ``max_model_len`` (:func:`check_fit`), and ``prove(role, snapshot of /metrics)``
@@ -186,7 +187,7 @@ def _facts(spec: LaunchSpec, listing: httpx.Response) -> AttachedFacts:
     return AttachedFacts(engine_version(spec.base_url, spec.headers), listed_max_model_len(body, spec.served_model))
 
 
-def record(attach: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+def attach_record(attach: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """The attach URLs for protocol.json, without credentials: ``{role: {"url": ..., "complete": bool}}``;
     ``complete`` is False when something was stripped (then ``--resume`` asks for the URL again)."""
     return {role: {"url": redact_url(url), "complete": redact_url(url) == url.strip()} for role, url in attach.items()}
@@ -194,7 +195,7 @@ def record(attach: Mapping[str, str]) -> dict[str, dict[str, Any]]:
 
 def resume_urls(recorded: Mapping[str, Any], given: Mapping[str, str], roles: Iterable[str]) -> dict[str, str]:
     """The attach URLs of a resumed run: those ``given`` on the command line, else the ``recorded`` ones
-    (:func:`record`) for ``roles`` (those with cells left). Raises BadInput for a recorded URL that lost
+    (:func:`attach_record`) for ``roles`` (those with cells left). Raises BadInput for a recorded URL that lost
     its credentials and was not given again."""
     out = dict(given)
     for role in roles:

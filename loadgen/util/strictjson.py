@@ -1,7 +1,7 @@
 """Strict JSON out (pure): no ``NaN`` or ``Infinity`` is ever written (RFC 8259 has neither; Python's
 ``json`` writes them by default, and strict readers such as ``jq``, browsers and Go refuse the file).
 
-- :func:`dumps` (run files: protocol.json, card.json, cells.jsonl, requests.jsonl, ...): a non-finite
+- :func:`dumps_strict` (run files: protocol.json, card.json, cells.jsonl, requests.jsonl, ...): a non-finite
   float (a statistic over nothing, a ratio over 0, a NaN gauge) is written as ``null``, the project's
   "not measured".
 - :func:`body` (request bodies): a non-finite number is a bug upstream, never sent: ValueError.
@@ -25,7 +25,7 @@ def finite(obj: Any) -> Any:
     return obj
 
 
-def dumps(obj: Any, **kwargs: Any) -> str:
+def dumps_strict(obj: Any, **kwargs: Any) -> str:
     """``json.dumps(obj, **kwargs)`` with non-finite floats as ``null`` (fast path: one strict dump, the
     copy only when it refuses)."""
     try:

@@ -36,12 +36,12 @@ def _value(v: Any) -> str:
     raise ValueError(f"cannot write {type(v).__name__} as TOML")
 
 
-def dumps(doc: Mapping[str, Any], prefix: str = "") -> str:
+def to_toml(doc: Mapping[str, Any], prefix: str = "") -> str:
     """``doc`` as TOML text: plain keys first, then one ``[section]`` per nested mapping (in order)."""
     lines = [f"{_key(k)} = {_value(v)}" for k, v in doc.items() if not isinstance(v, Mapping)]
     out = "\n".join(lines) + ("\n" if lines else "")
     for k, v in doc.items():
         if isinstance(v, Mapping):
             name = f"{prefix}.{_key(k)}" if prefix else _key(k)
-            out += f"\n[{name}]\n" + dumps(v, name)
+            out += f"\n[{name}]\n" + to_toml(v, name)
     return out

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.check.vocab import TokenizerInfo, compare_vocabularies, describe, load_tokenizer_info, read_json
+from loadgen.check.vocab import TokenizerInfo, compare_vocabularies, describe, load_tokenizer_info, read_model_json
 from loadgen.check.vocabrules import vocab_findings
 from tests.support.tokfactory import trained_vocab, write_model
 
@@ -53,7 +53,7 @@ def test_a_model_directory_written_here(tmp_path: Path) -> None:
     assert got.roles["bos"][0] == "<s>" and got.roles["eos"][0] == "</s>"
     assert load_tokenizer_info(write_model(tmp_path / "bare", vocab, tokenizer=False)) is None
     (tmp_path / "bad.json").write_text("[1]")
-    assert read_json(tmp_path / "bad.json") == {} and read_json(tmp_path / "none.json") == {}
+    assert read_model_json(tmp_path / "bad.json") == {} and read_model_json(tmp_path / "none.json") == {}
 
 
 def findings(t: TokenizerInfo | None, d: TokenizerInfo | None, spec: dict[str, object], version: str | None = "0.32.0",

@@ -18,7 +18,7 @@ from loadgen.prom.scrape import scrape
 from loadgen.run.plan import plan_cells
 from loadgen.serve import servers
 from loadgen.serve.modeproof import prove_mode
-from loadgen.stream.runner import run_cell
+from loadgen.stream.loadloop import run_cell
 
 
 def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> None:

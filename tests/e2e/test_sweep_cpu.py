@@ -37,7 +37,7 @@ def test_sweep_finishes_and_writes_a_valid_card(sweep_run: dict[str, Any]) -> No
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "estimated wall time" in proc.stdout and "recommendation: " in proc.stdout
     card = sweep_run["card"]
-    jsonschema.validate(card, json.loads((ROOT / "loadgen/report/sweep.schema.json").read_text()))
+    jsonschema.validate(card, json.loads((ROOT / "loadgen/records/sweep.schema.json").read_text()))
     assert [c["name"] for c in card["candidates"]] == ["self-k1", "self-k2", "ngram-k2"]
     assert all(c["complete"] for c in card["candidates"])
     assert set(card["times_s"]) == {"plain", "placebo", "self-k1", "self-k2", "ngram-k2"}

@@ -23,7 +23,7 @@ from loadgen.records.request import RequestRecord
 from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
 from loadgen.stream.client import build_payload
-from loadgen.stream.runner import run_cell
+from loadgen.stream.loadloop import run_cell
 from tests.e2e.conftest import _require_engine
 
 PAIR = "tests/data/pairs/ngram-traffic.toml"

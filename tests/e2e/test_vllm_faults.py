@@ -12,7 +12,7 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
 from loadgen.serve import servers
-from loadgen.stream.runner import run_cell
+from loadgen.stream.loadloop import run_cell
 
 
 def _one(server: servers.Server, model: str, prompt: Prompt) -> RequestRecord:

@@ -62,9 +62,9 @@ def test_an_address_that_is_no_ray_address_is_one_line(tmp_path: Path, address: 
 @pytest.mark.slow
 def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from loadgen.fleet import runner
+    from loadgen.fleet import taskrun
 
-    monkeypatch.setattr(runner, "PROBE_TIMEOUT_S", 10.0)
+    monkeypatch.setattr(taskrun, "PROBE_TIMEOUT_S", 10.0)
     (tmp_path / "f.toml").write_text(FLEET)
     server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), http.server.SimpleHTTPRequestHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

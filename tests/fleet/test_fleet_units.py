@@ -16,7 +16,7 @@ import pytest
 
 from loadgen.errors import BadInput, CriteriaFailed, ProfileError, RunFailed
 from loadgen.fleet import tasks as taskfile
-from loadgen.fleet.flow import FleetOutcome, _resume_plan, fleet_exit
+from loadgen.fleet.fleetflow import FleetOutcome, _resume_plan, fleet_exit
 from loadgen.fleet.nodes import alive_nodes, node_of, select
 from loadgen.fleet.nodetask import TaskSpec, reason_of, run_on_node, with_ports
 from loadgen.profile.fleetfile import NodeSelector, load_fleet
@@ -112,7 +112,7 @@ def test_plan_save_load_and_what_resume_reruns(tmp_path: Path) -> None:
     assert name == "stg" and loaded == tasks
     assert [t.id for t in taskfile.to_rerun(tmp_path, loaded)] == ["p__stg-b", "s__10.0.0.1"]
     (tmp_path / "tasks.json").write_text('{"schema": "other"}')
-    with pytest.raises(BadInput, match="is not a fleet task list"):
+    with pytest.raises(BadInput, match=r"tasks.json: schema: expected one of loadgen.fleet-tasks/1, got 'other'"):
         taskfile.load(tmp_path)
 
 

@@ -15,14 +15,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from loadgen.errors import BadInput
-from loadgen.fleet.fleetcard import fleet_summary_lines, read_fleet_dir, write_fleet_card
+from loadgen.fleet.fleetcard import fleet_summary_lines, read_fleet_card, read_fleet_dir, write_fleet_card
 from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetflags import disagree, disjoint
 from loadgen.fleet.fleetmd import render_fleet_markdown
 from loadgen.fleet.gputype import ray_accelerator_type
+from loadgen.records.fleet import FIX as CARD_FIX
+from loadgen.records.fleet import CompareEntry, FleetCard, SweepNodeEntry
+from loadgen.records.fleettasks import TaskList
+from loadgen.records.sweep import FIX as SWEEP_FIX
+from loadgen.records.sweep import SweepCandidate, SweepCell
 from loadgen.report.sweeprec import recommend
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,7 +91,9 @@ def _sweep(node: str) -> dict[str, Any]:
     return {"schema": "loadgen.sweep/1", "pair": "demo-sweep", "engine_version": "0.24.0",
             "primary_metric": "tpot_p50", "speedup_definition": "plain / speculative of the primary metric",
             "criteria_declared": False, "criteria": None, "candidates": rows, "cells": cells,
-            "recommendation": recommend(cells, rows, None, "0.24.0")}
+            "recommendation": recommend([SweepCell.from_json(c, source="cells") for c in cells],
+                                        [SweepCandidate.from_json(r, source="rows") for r in rows], None,
+                                        "0.24.0").to_json()}
 
 
 def _task(pair: str, node: str, kind: str = "compare", status: str = "done") -> dict[str, Any]:
@@ -122,7 +130,7 @@ def _pair(card: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_the_card_lists_every_task_and_the_failed_one_with_its_node_and_reason(fleet: Path) -> None:
-    card = read_fleet_dir(fleet)
+    card = read_fleet_dir(fleet).to_json()
     assert card["schema"] == "loadgen.fleet/1" and card["name"] == "staging"
     assert card["counts"] == {"tasks": 8, "done": 7, "failed": 1, "pending": 0}
     assert sorted((t["pair"], t["node"]) for t in card["tasks"] if t["kind"] == "compare") == [
@@ -140,7 +148,7 @@ def test_the_card_lists_every_task_and_the_failed_one_with_its_node_and_reason(f
 
 
 def test_ratios_cis_and_acceptance_are_copied_through_per_node(fleet: Path) -> None:
-    draft = _pair(read_fleet_dir(fleet), "h200-1b-draft")
+    draft = _pair(read_fleet_dir(fleet).to_json(), "h200-1b-draft")
     assert [n["node"] for n in draft["nodes"]] == ["stg-a", "stg-b", "stg-c"]
     assert [n["verdict"]["passed"] for n in draft["nodes"]] == [True, False, False]
     assert [(c["workload"], c["level"], c["concurrency"]) for c in draft["cells"]] == [
@@ -158,7 +166,7 @@ def test_ratios_cis_and_acceptance_are_copied_through_per_node(fleet: Path) -> N
 
 
 def test_a_flag_only_where_same_gpu_type_cis_do_not_overlap(fleet: Path) -> None:
-    card = read_fleet_dir(fleet)
+    card = read_fleet_dir(fleet).to_json()
     ratio_flags = [f for f in card["flags"] if f["kind"] == "ratio"]
     assert [(f["pair"], f["gpu_type"], f["workload"], f["level"], f["metric"]) for f in ratio_flags] == [
         ("h200-1b-draft", "H200", "short-homogeneous-gpu", "c4", "tpot_p50")]
@@ -179,7 +187,7 @@ def test_a_flag_only_where_same_gpu_type_cis_do_not_overlap(fleet: Path) -> None
 
 
 def test_the_sweep_shows_each_nodes_recommendation_and_flags_the_differences(fleet: Path) -> None:
-    card = read_fleet_dir(fleet)
+    card = read_fleet_dir(fleet).to_json()
     sweep = _pair(card, "demo-sweep")
     assert [(n["node"], n["recommendation"], n["measured"]) for n in sweep["nodes"]] == [
         ("stg-a", "ngram-k2", True), ("stg-b", "ngram-k4", True)]
@@ -194,7 +202,7 @@ def test_the_sweep_shows_each_nodes_recommendation_and_flags_the_differences(fle
 
 
 def test_every_node_has_its_hardware_engine_version_and_gpu_type(fleet: Path) -> None:
-    nodes = {n["name"]: n for n in read_fleet_dir(fleet)["nodes"]}
+    nodes = {n.name: n.to_json() for n in read_fleet_dir(fleet).nodes}
     assert list(nodes) == ["stg-a", "stg-b", "stg-c"]
     got = {k: (n["gpu_type"], n["gpu_type_source"], n["hardware"]["cpu_model"], n["hardware"]["gpus"][0]["name"],
                n["engine_versions"], n["address"], n["tasks"]) for k, n in nodes.items()}
@@ -211,7 +219,7 @@ def test_every_node_has_its_hardware_engine_version_and_gpu_type(fleet: Path) ->
 def test_the_markdown_and_a_re_render_are_byte_identical(fleet: Path) -> None:
     path = write_fleet_card(fleet)
     first = (path.read_bytes(), (fleet / "fleet.json").read_bytes())
-    assert path == fleet / "fleet.md" and json.loads(first[1]) == read_fleet_dir(fleet)
+    assert path == fleet / "fleet.md" and json.loads(first[1]) == read_fleet_dir(fleet).to_json()
     assert (write_fleet_card(fleet).read_bytes(), (fleet / "fleet.json").read_bytes()) == first
     md = first[0].decode()
     assert "| short-homogeneous-gpu | c4 | 0.700 [0.680, 0.720] | 0.950 [0.920, 0.980] | 0.700 [0.660, 0.740] |" in md
@@ -226,7 +234,7 @@ def test_the_markdown_and_a_re_render_are_byte_identical(fleet: Path) -> None:
 def test_a_finished_task_whose_card_is_unreadable_is_shown_failed(fleet: Path) -> None:
     (fleet / "runs/h200-1b-draft__stg-b/card.json").write_text("{torn")
     (fleet / "runs/demo-sweep__stg-a/sweep.json").unlink()
-    card = read_fleet_dir(fleet)
+    card = read_fleet_dir(fleet).to_json()
     tasks = {t["id"]: t for t in card["tasks"]}
     assert card["counts"] == {"tasks": 8, "done": 5, "failed": 3, "pending": 0}
     assert tasks["h200-1b-draft__stg-b"]["runner_status"] == "done"
@@ -251,16 +259,25 @@ def test_a_finished_task_whose_card_does_not_match_its_type_is_shown_failed_nami
 
 @pytest.mark.parametrize(("doc", "problem"), [
     ("not json {", "is not a readable JSON file"),
-    ({"schema": "loadgen.fleet-tasks/0", "name": "x", "tasks": []}, "its schema is 'loadgen.fleet-tasks/0'"),
+    ({"schema": "loadgen.fleet-tasks/0", "name": "x", "tasks": []},
+     "schema: expected one of loadgen.fleet-tasks/1, got 'loadgen.fleet-tasks/0'"),
+    ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [
+        {"id": "p__n", "pair": "p", "kind": "compare", "status": "done", "node": NODES["stg-a"]},
+        {"id": "p__n", "pair": "p", "kind": "sweep", "status": "done", "node": NODES["stg-a"]}]},
+     "tasks[1].id: expected an id no other task has, got 'p__n'"),
+    ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [
+        {"id": "p__n", "pair": "p", "kind": "compare", "status": "done", "node": NODES["stg-a"],
+         "run_dir": "runs/../../etc"}]},
+     "tasks[0].run_dir: expected a folder under runs/ of the fleet folder, or null, got 'runs/../../etc'"),
     ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [{"id": "p__n", "pair": "p", "kind": "compare",
                                                                    "status": "running", "node": NODES["stg-a"]}]},
-     "task 1: 'status' is 'running', not one of done, failed, pending"),
+     "tasks[0].status: expected one of done, failed, pending, got 'running'"),
     ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [{"id": "p__n", "pair": "p", "kind": "compare",
                                                                    "status": "done", "node": {"id": "1"}}]},
-     "task 1: node 'name' is missing or not a string"),
+     "tasks[0].node.name: missing (expected a non-empty string)"),
     ({"schema": "loadgen.fleet-tasks/1", "name": "x", "tasks": [
         {"id": "p__n", "pair": "p", "kind": "compare", "status": "done", "node": NODES["stg-a"], "wall_s": "ten"}]},
-     "task 1: 'wall_s' is str, not a number"),
+     "tasks[0].wall_s: expected a number or null, got 'ten'"),
 ])
 def test_a_malformed_tasks_json_is_one_bad_input_line(tmp_path: Path, doc: Any, problem: str) -> None:
     (tmp_path / "tasks.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
@@ -300,16 +317,54 @@ def test_a_card_of_the_wrong_shape_is_shown_without_a_traceback() -> None:
                        "speculative": {"acceptance": "none"}}, {"workload": "w", "concurrency": "many"}, "cell"],
             "hardware": {"cpu_model": 7, "gpus": [1, {"name": "NVIDIA H200", "memory_bytes": "big"}]},
             "verdict": {"passed": "yes", "summary": 3}, "engine_version": {"plain": 1, "speculative": 1}}
-    sweep = {"cells": [{"workload": "w", "level": "c1", "entries": [1, {"candidate": 2, "speedup": "fast"}]}],
-             "recommendation": {"static": 3, "workloads": [{"levels": [{"level": "c1", "best": 4, "tied": "x"}]}]}}
-    card = build_fleet_card({"schema": "loadgen.fleet-tasks/1", "name": "junk", "tasks": tasks},
-                            {"p__stg-a": junk, "p__stg-b": "not a card"}, {"s__stg-a": sweep})  # type: ignore[dict-item]
+    record = build_fleet_card(TaskList.from_json({"schema": "loadgen.fleet-tasks/1", "name": "junk", "tasks": tasks},
+                                               source="tasks.json"),
+                            {"p__stg-a": junk, "p__stg-b": "not a card"}, {"s__stg-a": None})  # type: ignore[dict-item]
+    card = record.to_json()
     [cell] = card["pairs"][0]["cells"]
     assert [(e["node"], e["ratios"]["tpot_p50"], e["acceptance_rate"]) for e in cell["nodes"]] == [
         ("stg-a", None, None)]
     assert card["pairs"][0]["nodes"][0]["verdict"] == {"declared": None, "passed": None, "summary": None}
     assert card["nodes"][0]["hardware"] == {"cpu_model": None, "cpu_cores": None, "memory_bytes": None,
                                             "gpus": [{"index": None, "name": "NVIDIA H200", "memory_bytes": None}]}
-    [sweep_cell] = card["sweeps"][0]["cells"]
-    assert sweep_cell["nodes"][0]["best"] is None and card["sweeps"][0]["nodes"][0]["recommendation"] is None
-    assert "# Fleet card: junk" in render_fleet_markdown(card)
+    assert card["sweeps"][0]["cells"] == [] and card["sweeps"][0]["nodes"][0]["recommendation"] is None
+    assert "# Fleet card: junk" in render_fleet_markdown(record)
+
+
+def test_a_sweep_card_of_the_wrong_shape_shows_its_task_failed_naming_the_field(fleet: Path) -> None:
+    path = fleet / "runs/demo-sweep__stg-a/sweep.json"
+    doc = json.loads(path.read_text())
+    doc["cells"][0]["entries"][0]["speedup"] = "fast"
+    path.write_text(json.dumps(doc))
+    task = {t.id: t.to_json() for t in read_fleet_dir(fleet).tasks}["demo-sweep__stg-a"]
+    assert (task["status"], task["runner_status"]) == ("failed", "done")
+    assert task["reason"] == (
+        "finished (exit 0) but runs/demo-sweep__stg-a/sweep.json: cells[0].entries[0].speedup: expected a number "
+        f"or null, got 'fast'; {SWEEP_FIX}; see logs/demo-sweep__stg-a.log")
+
+
+def test_fleet_json_reads_back_typed_byte_identically_and_validates_against_the_schema(fleet: Path) -> None:
+    write_fleet_card(fleet)
+    text = (fleet / "fleet.json").read_text()
+    card = read_fleet_card(fleet / "fleet.json")
+    assert json.dumps(card.to_json(), indent=2) + "\n" == text
+    jsonschema.Draft202012Validator(FleetCard.json_schema()).validate(json.loads(text))
+    raw = json.loads(text)
+    entry = card.pairs[0].cells[0].nodes[0]
+    assert isinstance(entry, CompareEntry) and entry.ratios == raw["pairs"][0]["cells"][0]["nodes"][0]["ratios"]
+    best = card.sweeps[0].cells[0].nodes[0]
+    assert isinstance(best, SweepNodeEntry) and best.speedup == raw["sweeps"][0]["cells"][0]["nodes"][0]["speedup"]
+    assert card.counts == {"tasks": 8, "done": 7, "failed": 1, "pending": 0}
+
+
+def test_a_fleet_json_that_does_not_read_is_one_line_naming_the_field(fleet: Path) -> None:
+    write_fleet_card(fleet)
+    doc = json.loads((fleet / "fleet.json").read_text())
+    doc["sweeps"][0]["nodes"][0]["lines"] = "none"
+    (fleet / "fleet.json").write_text(json.dumps(doc))
+    with pytest.raises(BadInput) as caught:
+        read_fleet_card(fleet / "fleet.json")
+    assert str(caught.value) == (f"{fleet / 'fleet.json'}: sweeps[0].nodes[0].lines: expected a list of strings, "
+                                 f"got 'none'; {CARD_FIX}")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, FleetCard.json_schema())

@@ -45,7 +45,7 @@ def test_a_ray_node_entry() -> None:
     got = node_of(raw)
     assert (got.id, got.address, got.hostname, got.resources) == ("ff00", "10.0.0.7", "gpu-7",
                                                                   {"GPU": 8.0, "accelerator_type:H200": 1.0})
-    assert got.as_json()["labels"] == {"loadgen.io/node": "gpu-7"}
+    assert got.to_json()["labels"] == {"loadgen.io/node": "gpu-7"}
 
 
 def test_a_node_task_writes_free_ports_into_the_pair_file() -> None:

@@ -20,6 +20,7 @@ from loadgen.measure.ranking import (
     static_choice,
     upper_bound,
 )
+from loadgen.records.sweep import SweepCandidate, SweepCard, SweepCell
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweeprec import recommend
 
@@ -109,17 +110,24 @@ def _cell(level: int, *entries: dict[str, Any]) -> dict[str, Any]:
     return {"workload": "w", "level": f"c{level}", "concurrency": level, "rate_rps": None, "entries": list(entries)}
 
 
+def _recommend(cells: list[dict[str, Any]], rows: list[dict[str, Any]], criteria: dict[str, Any] | None,
+               version: str) -> dict[str, Any]:
+    """report/sweeprec.py ``recommend`` of cells and candidates as a sweep card holds them, as written."""
+    return recommend([SweepCell.from_json(c, source="cells") for c in cells],
+                     [SweepCandidate.from_json(r, source="rows") for r in rows], criteria, version).to_json()
+
+
 def test_recommendation_with_a_schedule_in_the_engines_syntax() -> None:
     cells = [_cell(1, _entry("d-k1", 1, 1.2, 1.1, 1.3), _entry("d-k3", 3, 1.8, 1.7, 1.9)),
              _cell(8, _entry("d-k1", 1, 1.1, 1.05, 1.15), _entry("d-k3", 3, 0.9, 0.8, 1.0, "fail"))]
     rows = _rows(("d-k1", 1, True), ("d-k3", 3, False))
-    rec = recommend(cells, rows, {"primary": ["tpot_p50"], "concurrency": [1, 8]}, "0.32.0")
+    rec = _recommend(cells, rows, {"primary": ["tpot_p50"], "concurrency": [1, 8]}, "0.32.0")
     w = rec["workloads"][0]
     assert [lv["best"] for lv in w["levels"]] == ["d-k3", "d-k1"]
     assert rec["static"] == "d-k1" and rec["meets_criteria"]  # d-k3 fails at c8
     assert w["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 1, 3], [2, 8, 1]]
     assert w["schedule"]["config"]["num_speculative_tokens"] == 3
-    old = recommend(cells, rows, None, "0.23.1")["workloads"][0]["schedule"]
+    old = _recommend(cells, rows, None, "0.23.1")["workloads"][0]["schedule"]
     assert old["supported"] is False and "needs vLLM 0.24+" in old["line"]
 
 
@@ -129,7 +137,7 @@ def test_a_candidate_that_pays_only_at_low_concurrency_gets_a_schedule_and_one_c
     cells = [_cell(1, _entry("ngram-k3", 3, 1.46, 1.26, 2.21, None, "faster")),
              _cell(4, _entry("ngram-k3", 3, 0.70, 0.65, 0.75, None, "slower"))]
     rows = _rows(("ngram-k3", 3, None))
-    rec = recommend(cells, rows, None, "0.32.0")
+    rec = _recommend(cells, rows, None, "0.32.0")
     w = rec["workloads"][0]
     assert rec["static"] is None and w["static"] is None
     assert [lv["best"] for lv in w["levels"]] == ["ngram-k3", None]
@@ -148,7 +156,7 @@ def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
              _cell(4, _entry("d-k2", 2, 1.20, 1.12, 1.28, None, "faster"),
                    _entry("d-k3", 3, 1.18, 1.10, 1.27, None, "faster"))]
     rows = _rows(("d-k2", 2, None), ("d-k3", 3, None))
-    rec = recommend(cells, rows, None, "0.32.0")
+    rec = _recommend(cells, rows, None, "0.32.0")
     w = rec["workloads"][0]
     assert [lv["best"] for lv in w["levels"]] == ["d-k2", "d-k2"]
     assert all(lv["tied"] == ["d-k2", "d-k3"] for lv in w["levels"])
@@ -159,13 +167,13 @@ def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
     card = {"pair": "p", "schema": "loadgen.sweep/2", "engine_version": "0.32.0", "primary_metric": "tpot_p50",
             "speedup_definition": "-", "upper_bound_formula": "-", "recommendation": rec, "candidates": [],
             "cells": [], "drift_warnings": [], "times_s": {}, "design": {"line": "-"}, "noise_floor": {"line": "-"}}
-    md = render_sweep_markdown(card)
+    md = render_sweep_markdown(SweepCard.from_json(card, source="test"))
     assert "c1: d-k2 (tie with d-k3)" in md and "c4: d-k2 (tie with d-k3)" in md
 
 
 def test_a_candidate_inside_the_noise_floor_is_never_the_winner() -> None:
     cells = [_cell(1, _entry("d-k1", 1, 1.01, 1.005, 1.015, None, "not distinguishable"))]
-    rec = recommend(cells, _rows(("d-k1", 1, None)), None, "0.32.0")
+    rec = _recommend(cells, _rows(("d-k1", 1, None)), None, "0.32.0")
     assert rec["workloads"][0]["levels"][0]["best"] is None and rec["static"] is None
     assert "not distinguishable from the noise floor somewhere: d-k1" in "\n".join(rec["lines"])
     assert rec["lines"][-1].startswith("recommendation: do not speculate")

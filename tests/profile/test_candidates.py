@@ -31,7 +31,7 @@ def test_each_candidate_reads_back_as_a_strict_pair_file(tmp_path: Path) -> None
     for c in expand_candidates(doc, SWEEP):
         out = candidate_doc(doc, c, "demo-cpu-sweep")
         path = tmp_path / f"{c.name}.toml"
-        path.write_text(tomlwrite.dumps(out))
+        path.write_text(tomlwrite.to_toml(out))
         assert tomllib.loads(path.read_text()) == out
         pair = load_pair(str(path))
         assert pair.name == f"demo-cpu-sweep-{c.name}" and pair.num_speculative_tokens == c.k
@@ -78,11 +78,11 @@ def test_a_candidate_key_vllm_lacks_is_refused_by_the_pair_rules(tmp_path: Path)
     doc["candidates"] = [{"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_maxx": 4}]
     bad = expand_candidates(doc, SWEEP)[-1]
     path = tmp_path / "bad.toml"
-    path.write_text(tomlwrite.dumps(candidate_doc(doc, bad, "s")))
+    path.write_text(tomlwrite.to_toml(candidate_doc(doc, bad, "s")))
     with pytest.raises(ProfileError, match="unknown key 'prompt_lookup_maxx' in \\[speculative\\]"):
         load_pair(str(path))
 
 
 def test_toml_writer_round_trips_nested_tables_and_escapes() -> None:
     doc = {"a": 'q"\\x', "b": [1, 2.5, True], "t": {"x": 1, "u": {"y": "z"}}, "l": [{"k": 1}], "odd key": 0}
-    assert tomllib.loads(tomlwrite.dumps(doc)) == doc
+    assert tomllib.loads(tomlwrite.to_toml(doc)) == doc

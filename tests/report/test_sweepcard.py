@@ -9,9 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loadgen.report.sweepcard import render_sweep_markdown
+from loadgen.records.sweep import SweepCard
+from loadgen.report.sweepcard import render_sweep_markdown as _render
 
 SWEEP = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-smollm2-sweep"
+
+
+def render_sweep_markdown_of(data: dict[str, Any]) -> str:
+    return _render(SweepCard.from_json(data, source="test"))
 
 
 def card() -> dict[str, Any]:
@@ -26,7 +31,7 @@ def section(md: str, title: str) -> list[str]:
 
 
 def test_the_committed_sweep_md_re_renders_byte_identically() -> None:
-    assert render_sweep_markdown(card()) == (SWEEP / "sweep.md").read_text()
+    assert render_sweep_markdown_of(card()) == (SWEEP / "sweep.md").read_text()
 
 
 def test_each_candidates_row() -> None:
@@ -40,7 +45,7 @@ def test_each_candidates_row() -> None:
                 "extra_cpu_rss_bytes": None, "extra_gpu_memory_bytes": -2**20, "same_memory_budget": False,
                 "time_s": None, "draft_weights": False},
         base | {"name": "c", "verdict_passed": None, "measured": False, "k": 4}]
-    rows = section(render_sweep_markdown(data), "Candidates")[2:]
+    rows = section(render_sweep_markdown_of(data), "Candidates")[2:]
     assert rows == ["| a | 1 | yes | pass | 12.5% | 3 MiB | 1,536 MiB (same budget: not the draft's cost) | 1.5 min |",
                     "| b | 1 | no | inconclusive | - | - | -1 MiB | - |",
                     "| c | 4 | yes | not measured | 31.4% | 159 MiB | -944 MiB | 4.7 min |"]
@@ -51,7 +56,7 @@ def test_precision_drift_warnings_and_time() -> None:
     data["design"] = {"line": "3 blocks", "ci_half_width": 0.05, "stopped_short": ["grounded c64"]}
     data["drift_warnings"] = ["plain drifted 12% at grounded c4"]
     data["times_s"] = {"plain": 60.0, "k1": 30.0}
-    md = render_sweep_markdown(data)
+    md = render_sweep_markdown_of(data)
     assert section(md, "How sure")[0] == "- design: 3 blocks"
     assert section(md, "How sure")[2] == "- precision goal ±0.05 (log half-width): stopped short at grounded c64"
     drift = section(md, "Plain baseline drift (plain-after / plain-before)")
@@ -61,6 +66,6 @@ def test_precision_drift_warnings_and_time() -> None:
     for cell in data["cells"]:
         cell["drift"] = None
     data["drift_warnings"], data["times_s"], data["design"]["stopped_short"] = [], {}, []
-    md = render_sweep_markdown(data)
+    md = render_sweep_markdown_of(data)
     assert "## Plain baseline drift" not in md and "WARNING" not in md and section(md, "Time spent") == ["-"]
     assert section(md, "How sure")[2] == "- precision goal ±0.05 (log half-width): reached (or decided) in every cell"

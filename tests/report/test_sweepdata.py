@@ -14,6 +14,7 @@ import pytest
 from loadgen.profile.candidates import expand_candidates
 from loadgen.profile.cells import CellKey
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.sweep import Drift, SweepCard
 from loadgen.report.sweepdata import SWEEP_SCHEMA, build_sweep_card, plain_drift
 
 SWEEP = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-smollm2-sweep"
@@ -27,7 +28,8 @@ def saved() -> dict[str, Any]:
 def build(folder: Path, saved_card: dict[str, Any] | None) -> dict[str, Any]:
     candidates = expand_candidates(read_toml(folder / "sweep.toml"), folder / "sweep.toml")
     times = json.loads((folder / "times.json").read_text())
-    return build_sweep_card(folder, candidates, times, saved()["engine_version"], saved_card)
+    kept = SweepCard.from_json(saved_card, source="test") if saved_card is not None else None
+    return build_sweep_card(folder, candidates, times, saved()["engine_version"], kept).to_json()
 
 
 def test_the_recorded_sweep_card_is_rebuilt_from_its_folder() -> None:
@@ -64,7 +66,8 @@ def test_plain_drift_of_a_sweep_kept_as_statistics() -> None:
     key = CellKey("short-homogeneous", "c1")
     (row,) = [c for c in saved()["cells"] if CellKey.of(c) == key]
     assert row["drift"]["value"] == pytest.approx(1.1278, abs=1e-4)
-    assert plain_drift(SWEEP, key, "tpot_p50", {key: row["drift"]}) == row["drift"]  # no requests.jsonl: kept
+    kept = {key: Drift.from_json(row["drift"], source="test")}
+    assert plain_drift(SWEEP, key, "tpot_p50", kept) == row["drift"]  # no requests.jsonl: kept
     # nothing kept and no requests on disk: no pairs; the timing follows the metric (TPOT for a throughput)
     assert plain_drift(SWEEP, key, "ttft_p50") == {"timing": "ttft_s", "value": None, "ci_low": None,
                                                    "ci_high": None, "pairs": 0}

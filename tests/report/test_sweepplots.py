@@ -11,11 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from loadgen.report.sweepplots import render_sweep_plots
+from loadgen.records.sweep import SweepCard
+from loadgen.report.sweepplots import render_sweep_plots as _render
 from tests.support.figures import capture_figures, labels, line
 
 SWEEP = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-smollm2-sweep" / "sweep.json"
 LEVELS = [1, 4, 16, 64]
+
+
+def render_sweep_plots(data: dict[str, Any], out: Path) -> list[Path]:
+    return _render(SweepCard.from_json(data, source="test"), out)
 
 
 def card() -> dict[str, Any]:

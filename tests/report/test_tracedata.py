@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.records.request import RequestRecord
+from loadgen.records.sweep import SweepCard
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.tracedata import sweep_trace
@@ -59,9 +60,10 @@ def test_no_trace_no_section(tmp_path: Path) -> None:
     (tmp_path / "protocol.json").write_text(json.dumps({"workloads": [{"name": "w", "kind": "file"}], "cells": []}))
     (tmp_path / "requests.jsonl").write_text("")
     assert sweep_trace(tmp_path) is None and trace_rows({"trace": None}) == []
-    assert "Trace replay" not in render_sweep_markdown(
+    assert "Trace replay" not in render_sweep_markdown(SweepCard.from_json(
         {"pair": "p", "schema": "s", "primary_metric": "tpot_p50", "speedup_definition": "", "upper_bound_formula": "",
-         "recommendation": {"lines": []}, "candidates": [], "cells": [], "drift_warnings": [], "times_s": {}})
+         "recommendation": {"lines": []}, "candidates": [], "cells": [], "drift_warnings": [], "times_s": {}},
+        source="test"))
 
 
 def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> None:

@@ -134,7 +134,7 @@ def test_push_groups_by_cell(pushgateway: ManagedProcess, prometheus_server: Pro
     exp.cell_finished("speculative", "short", 8, cell_stats([], SpecDecodeCounters(4.0, 12.0, 6.0, (3.0, 2.0, 1.0),
                                                                                     False)))
     exp.push(pushgateway.url, "speculative", "short", 8)
-    exp.push(pushgateway.url.removeprefix("http://"), "plain", "short", 8, level="c8")
+    exp.push(pushgateway.url.removeprefix("http://"), "plain", "short", 8, level_label="c8")
     pushed_at = time.time()
 
     families = {f.name: f for f in text_string_to_metric_families(httpx.get(f"{pushgateway.url}/metrics").text)}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.cli import _verdict_exit
+from loadgen.cli import verdict_exit
 from loadgen.errors import CriteriaFailed, FallbackDetected
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.flow import run_compare
@@ -96,7 +96,7 @@ def test_metrics_unavailable_from_the_start_still_measures(tmp_path: Path) -> No
     # no [criteria]: not judged, and compare's exit is 0
     assert card["verdict"]["declared"] is False and card["verdict"]["summary"] == "no criteria declared: not judged"
     assert "**no criteria declared: not judged**" in md and "Declared:" not in md
-    _verdict_exit(run_dir)
+    verdict_exit(run_dir)
 
 
 def test_a_plain_server_sending_several_tokens_per_chunk_is_a_fallback(tmp_path: Path) -> None:
@@ -113,4 +113,4 @@ def test_declared_criteria_are_still_judged(tmp_path: Path) -> None:
     md = (run_dir / "card.md").read_text()
     assert 'Declared: primary = ["e2e_p50"], min_speedup = 1000.0; defaults: use_confidence_interval = true' in md
     with pytest.raises(CriteriaFailed):
-        _verdict_exit(run_dir)
+        verdict_exit(run_dir)

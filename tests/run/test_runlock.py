@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
-from loadgen.fleet.flow import run_fleet
+from loadgen.fleet.fleetflow import run_fleet
 from loadgen.report.rundir import read_jsonl
 from loadgen.report.runlock import LOCK_NAME, FolderBusy
 from loadgen.run import flow

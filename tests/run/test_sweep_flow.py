@@ -128,7 +128,7 @@ def test_sweep_measures_every_candidate_in_interleaved_blocks(tmp_path: Path, mo
         assert {r["role"] for r in map(json.loads, (sweep_dir / name / "requests.jsonl").read_text().splitlines())} \
             == {"plain", "placebo", "speculative"}
     card = json.loads((sweep_dir / "sweep.json").read_text())
-    schema = json.loads((Path("loadgen/report/sweep.schema.json")).read_text())
+    schema = json.loads((Path("loadgen/records/sweep.schema.json")).read_text())
     jsonschema.validate(card, schema)
     assert card["schema"] == "loadgen.sweep/2" and card["primary_metric"] == "tpot_p50"
     assert set(card["times_s"]) == {"plain", "placebo", *names}
@@ -194,7 +194,7 @@ def test_sweep_resume_finishes_the_slots_left(tmp_path: Path, monkeypatch: pytes
 
 
 def test_sweep_estimate_reads_history_folders_and_names_the_candidates_that_fit(tmp_path: Path) -> None:
-    """With docs/examples/h200 as history (server start 89.7 s: the median of six launched servers, the
+    """With docs/examples/h200 as history (server start about 90 s: the median of the ten launched servers, the
     attached plain servers left out) and the plain server attached, only the three candidates start a
     server: a 4-minute budget holds the plain arms and the first two."""
     o, path = _options(tmp_path, budget_min=4.0)
@@ -204,6 +204,6 @@ def test_sweep_estimate_reads_history_folders_and_names_the_candidates_that_fit(
         run_sweep(path, o, lines.append)
     estimate = next(line for line in lines if "estimated wall time" in line)
     # co-resident (no GPU visible): the plain server attached, each candidate started once; 30 slots of 0.5 s
-    assert "30 slots; estimated wall time 5.1 min (3 server starts of 90 s" in estimate
-    assert "6 earlier server starts and 144 earlier cells under" in estimate and "docs/examples/h200" in estimate
+    assert "30 slots; estimated wall time 5.2 min (3 server starts of 90 s" in estimate
+    assert "10 earlier server starts and 184 earlier cells under" in estimate and "docs/examples/h200" in estimate
     assert not (tmp_path / "runs").exists()

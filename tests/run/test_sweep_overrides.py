@@ -43,7 +43,7 @@ def test_a_sweep_runs_and_records_the_command_lines_values(tmp_path: Path, monke
     md = (sweep_dir / "sweep.md").read_text()
     assert ("From the command line (not the sweep file): --concurrency 3 ([run].concurrency); --requests 2 "
             "([stop].min_requests and rounds = 1, or max_requests by duration).") in md
-    jsonschema.validate(card, json.loads(Path("loadgen/report/sweep.schema.json").read_text()))
+    jsonschema.validate(card, json.loads(Path("loadgen/records/sweep.schema.json").read_text()))
     cut = json.loads((sweep_dir / "ngram-k1" / "card.json").read_text())  # each candidate's own pair card
     assert cut["command_line"] == {"concurrency": [3], "requests": 2}
     # the sweep card's TTFT ratios at p50, p95 and p99: every arm's first token comes after one step (ratio 1)

@@ -25,7 +25,7 @@ from loadgen.run.arms import launch_spec
 from loadgen.run.flow import execute_run, plan_measurement, resume_compare
 from loadgen.run.plan import plan_cells, probe_host, protocol
 from loadgen.serve import servers
-from loadgen.serve.attached import record, resume_urls
+from loadgen.serve.attached import attach_record, resume_urls
 from loadgen.util.redact import redact_url
 from tests.run.test_flow import _pair_without_exact_lengths
 
@@ -89,8 +89,9 @@ def test_bad_attach_url_exits_2_at_once_with_one_line(url: str, problem: str) ->
     t0 = time.monotonic()
     result = CliRunner().invoke(main, ["compare", "demo-cpu", "--attach-speculative", url])
     assert result.exit_code == 2 and time.monotonic() - t0 < 5.0
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and "--attach-speculative" in lines[0] and problem in lines[0], result.output
+    assert result.output.startswith("Usage: "), result.output
+    assert result.output.splitlines()[-1] == (f"Error: Invalid value for '--attach-speculative': {url!r} {problem}; "
+                                              "give a URL such as http://127.0.0.1:8000")
 
 
 def test_refused_attached_server_fails_within_seconds(tmp_path: Path) -> None:
@@ -130,7 +131,8 @@ def test_both_attached_servers_are_checked_before_either_is_measured(tmp_path: P
 
 
 def test_attach_urls_are_recorded_without_credentials() -> None:
-    rec = record({"plain": "http://127.0.0.1:8000", "speculative": "https://user:pw@example.org:8443/v?token=t0k"})
+    rec = attach_record({"plain": "http://127.0.0.1:8000",
+                         "speculative": "https://user:pw@example.org:8443/v?token=t0k"})
     assert rec == {"plain": {"url": "http://127.0.0.1:8000", "complete": True},
                    "speculative": {"url": "https://example.org:8443/v", "complete": False}}
     assert "pw" not in json.dumps(rec) and "t0k" not in json.dumps(rec)
@@ -154,7 +156,7 @@ def test_resume_of_an_attach_run_reuses_the_recorded_urls(tmp_path: Path) -> Non
     with fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, _), \
             fake_server("wrong-name", "vllm032_spec_t0.prom") as (spec_url, _):
         proto = protocol(pair, cells, prompts, probe_host()).to_json() | {
-            "attach": record({"plain": plain_url, "speculative": spec_url})}
+            "attach": attach_record({"plain": plain_url, "speculative": spec_url})}
         (run_dir / "protocol.json").write_text(json.dumps(proto))
         # the resumed run checks the recorded servers (here the speculative one serves the wrong name),
         # rather than launching servers of its own

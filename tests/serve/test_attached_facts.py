@@ -11,7 +11,7 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.serve import servers
-from loadgen.serve.attached import AttachedFacts, preflight
+from loadgen.serve.attached import AttachedFacts, probe_attached
 from tests.support.scripted_server import scripted_server
 
 MODELS = json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "max_model_len": 2048}]}).encode()
@@ -29,14 +29,14 @@ def _never(role: str, snap: object) -> None:
 def test_the_attached_version_and_max_model_len_are_read(tmp_path: Path) -> None:
     lines: list[str] = []
     with scripted_server({}, gets=GETS) as url:
-        facts = preflight([_spec(url, tmp_path)], _never, lines.append, [("w", 1024, 1024)])
+        facts = probe_attached([_spec(url, tmp_path)], _never, lines.append, [("w", 1024, 1024)])
     assert facts == {"plain": AttachedFacts("0.24.0", 2048)}
     assert "serves 'm' (vLLM 0.24.0, max_model_len 2048); /metrics unavailable" in lines[0]
 
 
 def test_a_workload_longer_than_max_model_len_is_bad_input_naming_both_numbers(tmp_path: Path) -> None:
     with scripted_server({}, gets=GETS) as url, pytest.raises(BadInput) as exc:
-        preflight([_spec(url, tmp_path)], _never, lambda _: None, [("short", 100, 10), ("long", 2000, 100)])
+        probe_attached([_spec(url, tmp_path)], _never, lambda _: None, [("short", 100, 10), ("long", 2000, 100)])
     assert str(exc.value).startswith("workload 'long' needs 2100 tokens (2000 input + 100 output) but the plain "
                                       f"server at {url} serves max_model_len 2048 (/v1/models)")
     assert exc.value.exit_code == 2

@@ -12,12 +12,12 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.serve.attached import (
+    attach_record,
     check_fit,
     check_url,
     engine_version,
     listed_max_model_len,
     listing_problem,
-    record,
     resume_urls,
     unreachable,
     where_to_look,
@@ -103,7 +103,7 @@ def test_engine_version_of_nothing_listening_is_none() -> None:
 
 
 def test_urls_across_resume() -> None:
-    rec = record({"plain": "http://a:1/", "speculative": "http://k@b:2/?t=1"})
+    rec = attach_record({"plain": "http://a:1/", "speculative": "http://k@b:2/?t=1"})
     assert rec == {"plain": {"url": "http://a:1/", "complete": True},
                    "speculative": {"url": "http://b:2/", "complete": False}}
     assert resume_urls(rec, {"speculative": "http://k@b:2/?t=1"}, ["plain", "speculative"]) == {

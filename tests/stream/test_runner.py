@@ -13,7 +13,7 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
-from loadgen.stream.runner import run_cell
+from loadgen.stream.loadloop import run_cell
 from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 
 # every request: 3 tokens over ~60 ms

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from loadgen.util.strictjson import body, dumps, finite
+from loadgen.util.strictjson import body, dumps_strict, finite
 
 NAN, INF = math.nan, math.inf
 
@@ -21,13 +21,14 @@ def test_finite_replaces_every_non_finite_float_recursively() -> None:
 
 
 def test_dumps_writes_null_for_non_finite_and_keeps_json_dumps_options() -> None:
-    assert dumps({"ratio": NAN, "p99": INF, "n": 1}) == '{"ratio": null, "p99": null, "n": 1}'
-    assert dumps([NAN, {"x": -INF}], separators=(",", ":")) == "[null,{\"x\":null}]"
-    assert dumps({"b": 1, "a": NAN}, sort_keys=True, indent=1) == '{\n "a": null,\n "b": 1\n}'
+    assert dumps_strict({"ratio": NAN, "p99": INF, "n": 1}) == '{"ratio": null, "p99": null, "n": 1}'
+    assert dumps_strict([NAN, {"x": -INF}], separators=(",", ":")) == "[null,{\"x\":null}]"
+    assert dumps_strict({"b": 1, "a": NAN}, sort_keys=True, indent=1) == '{\n "a": null,\n "b": 1\n}'
     finite_doc = {"p50": 0.1 + 0.2, "é": "ü", "list": [1, 2.5]}
-    assert dumps(finite_doc) == json.dumps(finite_doc)
-    assert dumps(finite_doc, ensure_ascii=False) == '{"p50": 0.30000000000000004, "é": "ü", "list": [1, 2.5]}'
-    assert "NaN" not in dumps({"deep": [[[NAN]]]}) and json.loads(dumps({"deep": [[[NAN]]]})) == {"deep": [[[None]]]}
+    assert dumps_strict(finite_doc) == json.dumps(finite_doc)
+    assert dumps_strict(finite_doc, ensure_ascii=False) == '{"p50": 0.30000000000000004, "é": "ü", "list": [1, 2.5]}'
+    deep = dumps_strict({"deep": [[[NAN]]]})
+    assert "NaN" not in deep and json.loads(deep) == {"deep": [[[None]]]}
 
 
 def test_body_is_compact_utf8_and_refuses_non_finite_numbers() -> None:

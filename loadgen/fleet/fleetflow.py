@@ -21,12 +21,13 @@ from typing import Any
 
 from loadgen import __version__
 from loadgen.errors import BadInput, CriteriaFailed, RunFailed
-from loadgen.fleet import runner
+from loadgen.fleet import taskrun
 from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.fleetcard import write_fleet_card
-from loadgen.fleet.nodes import FleetNode, alive_nodes, has_gpu
+from loadgen.fleet.nodes import alive_nodes, has_gpu
 from loadgen.fleet.nodetask import TaskSpec, run_on_node
 from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path
+from loadgen.records.fleettasks import FleetNode, Task
 from loadgen.report.rundir import write_text
 from loadgen.report.runlock import locked
 
@@ -39,7 +40,7 @@ class FleetOutcome:
 
     fleet_dir: Path
     card: Path
-    tasks: list[taskfile.Task]
+    tasks: list[Task]
     ray_address: str | None = None
 
     @property
@@ -47,7 +48,7 @@ class FleetOutcome:
         return resume_command(self.fleet_dir, self.ray_address)
 
     @property
-    def failed(self) -> list[taskfile.Task]:
+    def failed(self) -> list[Task]:
         return [t for t in self.tasks if t.status != "done"]
 
 
@@ -71,16 +72,16 @@ def _new_fleet_dir(fleet: FleetFile, out: Path | None, runs_dir: Path, held: con
     return fleet_dir
 
 
-def _save_sources(fleet_dir: Path, sources: dict[tuple[str, str], runner.PairSource]) -> None:
+def _save_sources(fleet_dir: Path, sources: dict[tuple[str, str], taskrun.PairSource]) -> None:
     for src in sources.values():
         write_text(fleet_dir / "pairs" / f"{src.name}.toml", src.text)
 
 
-def _on_current_nodes(tasks: list[taskfile.Task], nodes: list[FleetNode], gpu_resource: str) -> list[taskfile.Task]:
+def _on_current_nodes(tasks: list[Task], nodes: list[FleetNode], gpu_resource: str) -> list[Task]:
     """Resumed tasks bound to the alive node of the same name, or failed when there is none."""
     by_name = {n.name: n for n in nodes if has_gpu(n, gpu_resource)}
     return [dataclasses.replace(t, node=by_name[t.node.name]) if t.node.name in by_name else
-            runner.failed(t, f"node {t.node.name!r} is not in the Ray cluster (or has no {gpu_resource!r} resource)")
+            taskrun.failed(t, f"node {t.node.name!r} is not in the Ray cluster (or has no {gpu_resource!r} resource)")
             for t in tasks]
 
 
@@ -92,8 +93,8 @@ def _options(ray: Any, node: FleetNode, gpu_resource: str) -> dict[str, Any]:
             "scheduling_strategy": NodeAffinitySchedulingStrategy(node.id, soft=False), **gpu}
 
 
-def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, taskfile.Task],
-                todo: list[taskfile.Task], log: Log, again: str) -> None:
+def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, Task],
+                todo: list[Task], log: Log, again: str) -> None:
     """Submit ``todo`` and record each result in ``state`` (saved after every one) as it comes back."""
     remote = ray.remote(run_on_node)
     workdir = fleet.workdir or str(Path.cwd())
@@ -112,9 +113,9 @@ def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, ta
                 if result.loadgen_version != __version__:
                     log(f"[{task.id}] warning: {task.node.name} runs loadgen {result.loadgen_version}, this driver "
                         f"{__version__}: install the same loadgen on every node (docs/fleet/README.md)")
-                task = runner.record(fleet_dir, task, result)
+                task = taskrun.keep_result(fleet_dir, task, result)
             except ray.exceptions.RayError as exc:
-                task = runner.failed(task, runner.error_line(exc))
+                task = taskrun.failed(task, taskrun.error_line(exc))
             state[task.id] = task
             taskfile.save(fleet_dir, fleet.name, list(state.values()))
             log(f"[{task.id}] {task.status}" + (f" in {task.wall_s:.0f} s" if task.wall_s is not None else "")
@@ -130,8 +131,8 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFile, list[taskfile.Task],
-                                                                        list[taskfile.Task], dict[str, str]]:
+def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFile, list[Task],
+                                                                        list[Task], dict[str, str]]:
     """The fleet, its tasks, those to run again, and the changed pair files to save (name -> text, written
     only once their tasks are reset in tasks.json, so an aborted resume never mixes two versions); with
     ``reload_pairs`` the pair files are read again from the fleet file's references and every task of a
@@ -143,7 +144,7 @@ def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFi
     changed: dict[str, str] = {}
     if reload_pairs:
         known = {t.pair for t in tasks}
-        for src in runner.read_sources(fleet).values():
+        for src in taskrun.read_sources(fleet).values():
             if src.name not in known:
                 raise BadInput(f"a pair file of {fleet_dir / 'fleet.toml'} is now named {src.name!r}, which no task of "
                                f"this fleet measured ({', '.join(sorted(known))}); run it as a new fleet")
@@ -182,13 +183,13 @@ def _run_held(fleet_file: Path | None, ray_address: str | None, log: Log, held: 
             return FleetOutcome(fleet_dir, write_fleet_card(fleet_dir), tasks)
     else:
         fleet, changed = load_fleet(resolve_fleet_path(str(fleet_file))), {}
-        sources = runner.read_sources(fleet)
-    ray = runner.connect(ray_address)
+        sources = taskrun.read_sources(fleet)
+    ray = taskrun.connect(ray_address)
     signal.signal(signal.SIGTERM, _sigterm)  # ray.init installs its own; a stopped fleet keeps what came back
     try:
         nodes = alive_nodes(ray.nodes())
         if resume is None:
-            tasks = todo = runner.plan_fleet(fleet, nodes, sources)
+            tasks = todo = taskrun.plan_fleet(fleet, nodes, sources)
             fleet_dir = _new_fleet_dir(fleet, out, runs_dir, held, log)
             _save_sources(fleet_dir, sources)
         else:

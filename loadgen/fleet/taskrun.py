@@ -30,12 +30,13 @@ from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.fleet import tasks as taskfile
-from loadgen.fleet.nodes import FleetNode, select
-from loadgen.fleet.nodetask import TaskResult, reason_of
+from loadgen.fleet.nodes import select
+from loadgen.fleet.nodetask import reason_of
 from loadgen.profile.candidates import is_sweep
 from loadgen.profile.fleetfile import FleetFile
 from loadgen.profile.pairfile import load_pair, pair_name, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.fleettasks import FleetNode, Task, TaskResult
 from loadgen.report.rundir import write_text
 
 
@@ -75,7 +76,7 @@ def read_sources(fleet: FleetFile) -> dict[tuple[str, str], PairSource]:
 
 
 def plan_fleet(fleet: FleetFile, nodes: Sequence[FleetNode],
-               sources: dict[tuple[str, str], PairSource]) -> list[taskfile.Task]:
+               sources: dict[tuple[str, str], PairSource]) -> list[Task]:
     """The fleet's tasks on ``nodes`` (fleet/tasks.py ``plan``). Raises BadInput as nodes.select does."""
     entries = []
     for m in fleet.measures:
@@ -168,7 +169,7 @@ def _unpack(archive: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
-def record(fleet_dir: Path, task: taskfile.Task, result: TaskResult) -> taskfile.Task:
+def keep_result(fleet_dir: Path, task: Task, result: TaskResult) -> Task:
     """Write a result's log and run folder into the fleet folder and return the task updated."""
     output = result.output
     if result.run_path:
@@ -185,7 +186,7 @@ def record(fleet_dir: Path, task: taskfile.Task, result: TaskResult) -> taskfile
                                finished=result.finished, wall_s=result.wall_s)
 
 
-def failed(task: taskfile.Task, reason: str) -> taskfile.Task:
+def failed(task: Task, reason: str) -> Task:
     """``task`` failed before any result came back (node lost, worker crashed, never scheduled)."""
     return dataclasses.replace(task, status="failed", reason=reason, exit_code=None,
                                finished=datetime.now(UTC).isoformat(timespec="seconds"))

@@ -1,0 +1,99 @@
+"""``loadgen compare`` and ``loadgen sweep``: the two commands that measure, each given one RunOptions record
+(cli/options.py: the options they share are declared once; their values are checked by cli/paramtypes.py),
+and how a finished compare ends (cli/ending.py for the lines both print)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from loadgen.cli.commands import _handles_errors, _sigterm_as_interrupt
+from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
+from loadgen.cli.options import SWEEP_ONLY, RunOptions, run_options
+from loadgen.cli.paramtypes import Url
+from loadgen.errors import BadInput
+from loadgen.profile.pairfile import load_pair
+from loadgen.report.savedcard import read_card
+from loadgen.report.summary import print_saved_summary
+from loadgen.run.observe import ObserveOptions
+from loadgen.util.redact import redact_text
+
+#: The options only ``loadgen compare`` takes.
+_COMPARE_ONLY = (
+    click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False, path_type=Path),
+                 help="Repeat an earlier run: its protocol.json (same pair file, prompts, cells and settings)."),
+    click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
+                 help="Complete an interrupted run folder in place: finished cells are kept, the rest run."),
+    click.option("--attach-speculative", type=Url(), help="Use the speculative server already running at URL."),
+    click.option("--metrics-port", type=click.IntRange(1, 65535),
+                 help="Serve loadgen's own metrics at http://ADDR:PORT/metrics while it runs."),
+    click.option("--metrics-addr", default="127.0.0.1", show_default=True, help="Address the metrics endpoint binds."),
+    click.option("--pushgateway", type=Url(), help="Push each cell's metrics to this Pushgateway (job=loadgen)."),
+    click.option("--prometheus-url", type=Url(),
+                 help="Also read vLLM's spec-decode counters from this Prometheus server and cross-check them."),
+    click.option("--prometheus-selector", default='instance="{hostport}"', show_default=True,
+                 help="PromQL label selector of the vLLM server's series; {hostport} is its host:port."),
+    click.option("--progress/--no-progress", default=True, help="Show a progress bar per cell (stderr)."),
+)
+
+
+@click.command()
+@_handles_errors
+@run_options("run", *_COMPARE_ONLY)
+def compare(o: RunOptions) -> None:
+    """Launch the plain and speculative servers of PAIR one after the other (or attach to running
+    ones), replay the workloads on both, and write the pair card."""
+    from loadgen.run.flow import resume_compare, run_compare
+    from loadgen.run.plan import replay_protocol
+
+    if sum(x is not None for x in (o.pair, o.protocol_file, o.resume_dir)) != 1:
+        raise BadInput("give exactly one of PAIR, --protocol RUN_DIR/protocol.json or --resume RUN_DIR")
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    observe = ObserveOptions(o.metrics_port, o.metrics_addr, o.pushgateway, o.prometheus_url,
+                             o.prometheus_selector, o.progress and sys.stderr.isatty())
+
+    def echo(line: str) -> None:
+        click.echo(redact_text(line, [o.api_key]))
+
+    if o.resume_dir is not None:
+        run_dir = resume_compare(o.resume_dir, log=echo, attach=o.attach, observe=observe, api_key=o.api_key)
+    else:
+        repeat = None
+        if o.protocol_file is not None:
+            loaded, cells, order = replay_protocol(o.protocol_file)
+            repeat = (cells, order)
+        else:
+            loaded = load_pair(str(o.pair), overrides=o.overrides)
+        run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=o.attach, cells=repeat,
+                              allow_unpinned=o.allow_unpinned, observe=observe, api_key=o.api_key)
+    print_saved_summary(run_dir)
+    verdict_exit(run_dir)
+
+
+def verdict_exit(run_dir: Path) -> None:
+    """End a finished run plainly: the card's path after the verdict (printed by print_summary), then CriteriaFailed
+    (exit 3, no error line: the run did not crash) when the verdict failed its declared criteria (none: exit 0)."""
+    verdict = read_card(run_dir / "card.json").verdict
+    click.echo(f"card: {run_dir / 'card.md'}")
+    if verdict.passed is False:
+        criteria_exit(RUN_FAILED)
+
+
+@click.command()
+@_handles_errors
+@run_options("sweep", *SWEEP_ONLY)
+def sweep(o: RunOptions) -> None:
+    """Measure every candidate of the sweep pair file PAIR against one plain baseline, in interleaved blocks, and
+    write the sweep card with its recommendation; exit 3 when no candidate meets the declared criteria."""
+    from loadgen.run.sweep import SweepOptions, run_sweep
+
+    if (o.pair is None) == (o.resume_dir is None):
+        raise BadInput("give exactly one of PAIR or --resume SWEEP_DIR")
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    options = SweepOptions(o.runs_dir, o.budget_min, o.attach_plain, o.allow_unpinned, o.api_key,
+                           history_dirs=o.history_dirs, overrides=o.overrides)
+    end_sweep(lambda: run_sweep(o.pair, options, log=lambda line: click.echo(redact_text(line, [o.api_key])),
+                                resume=o.resume_dir))

@@ -1,0 +1,264 @@
+"""The sweep card's data: :class:`SweepCard`, ``sweep.json`` (``loadgen.sweep/2``), with its candidates
+(:class:`SweepCandidate`), cells (:class:`SweepCell`, each candidate's :class:`SweepEntry` in it, an older
+sweep's plain :class:`Drift`), design (:class:`SweepDesign`), A/A noise floor (:class:`NoiseFloor`) and
+recommendation (:class:`Recommendation`, per workload :class:`WorkloadChoice`, per level :class:`LevelChoice`).
+
+Built by report/sweepdata.py (``build_sweep_card``; the rules and formulas: report/sweeprec.py and
+measure/ranking.py), written by run/sweep.py, rendered by report/sweepcard.py (sweep.md) and
+report/sweepplots.py, read back by ``loadgen report SWEEP_DIR`` (the drift an older sweep kept), ``loadgen
+sweep`` (the criteria's outcome), ``loadgen diff`` (the candidates' folders) and the fleet card
+(fleet/fleetdata.py). Speedups are plain / speculative of the primary metric (> 1 faster, the card's
+``speedup_definition``); the upper bound is (K + 1) / step_time_ratio (the card's ``upper_bound_formula``).
+
+The parts copied from elsewhere keep their documented shapes: an entry's ``ratio`` and a cell's
+``noise_floor`` (the pair card's ratio: ``value``, ``ci_low``, ``ci_high``, ``pairs``...), ``criteria``
+(profile/criteria.py ``Criteria.to_json``), ``command_line`` (profile/overrides.py), ``trace``
+(report/tracedata.py ``sweep_trace``) and a schedule's ``config`` (vLLM's ``--speculative-config``). Its JSON
+Schema is generated from the kinds below (:meth:`SweepCard.json_schema`, committed as records/sweep.schema.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from loadgen.records.nested import Part, part_kind
+from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
+
+SCHEMA = "loadgen.sweep/2"
+#: The fix a sweep.json that does not read gets.
+FIX = "restore sweep.json from a copy, or remove it and run `loadgen report SWEEP_DIR` to write it again"
+_NUM, _STR, _INT, _OBJ, _BOOL = maybe(NUM), maybe(STR), maybe(INT), maybe(OBJ), maybe(BOOL)
+
+
+@dataclass(frozen=True)
+class Drift(Part):
+    """An older sweep's plain-after / plain-before of one per-request ``timing`` (paired by prompt, bootstrap
+    95% CI: measure/ratios.py)."""
+
+    timing: str
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pairs: int = 0
+    KINDS: ClassVar[dict[str, Kind]] = {"timing": STR, "value": _NUM, "ci_low": _NUM, "ci_high": _NUM, "pairs": INT}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("timing",)
+    TITLE: ClassVar[str] = "drift"
+
+
+@dataclass(frozen=True)
+class SweepEntry(Part):
+    """One candidate at one cell: its speedup with the 95% CI, acceptance, cost model and criteria status."""
+
+    candidate: str
+    k: int = 0
+    method: str | None = None
+    draft_weights: bool = False
+    ratio: Mapping[str, Any] | None = None
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    effect: str | None = None
+    half_width: float | None = None
+    blocks: int | None = None
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    per_position: list[float] | None = None
+    tokens_per_decode_chunk: float | None = None
+    predicted_speedup: float | None = None
+    step_time_ratio: float | None = None
+    upper_bound: float | None = None
+    criteria_status: str | None = None
+    ttft_ratios: Mapping[str, float | None] = field(default_factory=dict)  # an older sweep.json has none
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "candidate": STR, "k": INT, "method": _STR, "draft_weights": BOOL, "ratio": _OBJ, "speedup": _NUM,
+        "speedup_ci_low": _NUM, "speedup_ci_high": _NUM, "effect": _STR, "half_width": _NUM, "blocks": _INT,
+        "acceptance_rate": _NUM, "mean_acceptance_length": _NUM, "per_position": maybe(list_of(NUM)),
+        "tokens_per_decode_chunk": _NUM, "predicted_speedup": _NUM, "step_time_ratio": _NUM, "upper_bound": _NUM,
+        "criteria_status": _STR, "ttft_ratios": map_of(_NUM)}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("candidate",)
+    TITLE: ClassVar[str] = "cell entry"
+
+
+@dataclass(frozen=True)
+class SweepCell(Part):
+    """One cell (workload x level): the A/A noise floor of the primary metric, each candidate's entry, an
+    older sweep's drift and its warning."""
+
+    workload: str
+    level: str = ""
+    concurrency: int | None = None
+    rate_rps: float | None = None
+    noise_floor: Mapping[str, Any] | None = None
+    entries: list[SweepEntry] = field(default_factory=list)
+    drift: Drift | None = None
+    drift_warning: str | None = None
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "workload": STR, "level": STR, "concurrency": _INT, "rate_rps": _NUM, "noise_floor": _OBJ,
+        "entries": list_of(part_kind(SweepEntry)), "drift": maybe(part_kind(Drift)), "drift_warning": _STR}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("workload", "entries")
+    NESTED: ClassVar[dict[str, type[Part]]] = {"entries": SweepEntry, "drift": Drift}
+    TITLE: ClassVar[str] = "cell"
+
+
+@dataclass(frozen=True)
+class SweepCandidate(Part):
+    """One candidate: its config, folder, pair card verdict, resource cost and time measured (s)."""
+
+    name: str
+    speculative_config: Mapping[str, Any] = field(default_factory=dict)
+    k: int = 0
+    draft_weights: bool = False
+    folder: str | None = None
+    measured: bool = False
+    complete: bool = False
+    verdict_passed: bool | None = None
+    verdict_status: str | None = None
+    verdict_summary: str | None = None
+    kv_capacity_loss: float | None = None
+    kv_cache_tokens_lost: float | None = None
+    extra_cpu_rss_bytes: float | None = None
+    extra_gpu_memory_bytes: float | None = None
+    same_memory_budget: bool | None = None
+    time_s: float | None = None
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "name": STR, "speculative_config": OBJ, "k": INT, "draft_weights": BOOL, "folder": _STR, "measured": BOOL,
+        "complete": BOOL, "verdict_passed": _BOOL, "verdict_status": _STR, "verdict_summary": _STR,
+        "kv_capacity_loss": _NUM, "kv_cache_tokens_lost": _NUM, "extra_cpu_rss_bytes": _NUM,
+        "extra_gpu_memory_bytes": _NUM, "same_memory_budget": _BOOL, "time_s": _NUM}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
+    TITLE: ClassVar[str] = "candidate"
+
+
+@dataclass(frozen=True)
+class SweepDesign(Part):
+    """How the sweep was measured: blocks per arm and cell (None: an older sweep, one window per server)."""
+
+    line: str
+    blocks: int | None = None
+    ci_method: str = "within-run"
+    co_resident: bool | None = None
+    placebo: str | None = None  # "server", "blocks" or "off" (profile/design.py)
+    server_starts: int | None = None
+    ci_half_width: float | None = None
+    stopped_short: list[str] = field(default_factory=list)
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "blocks": _INT, "ci_method": STR, "co_resident": _BOOL, "placebo": _STR, "server_starts": _INT,
+        "ci_half_width": _NUM, "stopped_short": list_of(STR), "line": STR}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
+    TITLE: ClassVar[str] = "design"
+
+
+@dataclass(frozen=True)
+class NoiseFloor(Part):
+    """The A/A noise floor (placebo / plain) over the cells: how many, the widest 95% CI (log half-width) and
+    the cells whose CI excludes 1."""
+
+    line: str
+    measured: bool = False
+    cells: int = 0
+    widest_half_width: float | None = None
+    excluding_1: list[str] = field(default_factory=list)
+    KINDS: ClassVar[dict[str, Kind]] = {"measured": BOOL, "cells": INT, "widest_half_width": _NUM,
+                                        "excluding_1": list_of(STR), "line": STR}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
+    TITLE: ClassVar[str] = "noise floor"
+
+
+@dataclass(frozen=True)
+class LevelChoice(Part):
+    """The best paying candidate at one level (None: plain), its ties and speedup."""
+
+    level: str
+    concurrency: int | None = None
+    best: str | None = None
+    tied: list[str] = field(default_factory=list)
+    speedup: float | None = None
+    not_distinguishable: list[str] = field(default_factory=list)
+    KINDS: ClassVar[dict[str, Kind]] = {"level": STR, "concurrency": _INT, "best": _STR, "tied": list_of(STR),
+                                        "speedup": _NUM, "not_distinguishable": list_of(STR)}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("level",)
+    TITLE: ClassVar[str] = "level choice"
+
+
+@dataclass(frozen=True)
+class WorkloadChoice(Part):
+    """One workload's recommendation: the level above which none pays, the static choice, the K schedule
+    (``supported``, ``config``, ``line``) and each level's choice."""
+
+    workload: str
+    off_above_concurrency: int | None = None
+    off_sentence: str = ""
+    static: str | None = None
+    static_speedup: float | None = None
+    schedule: Mapping[str, Any] = field(default_factory=dict)
+    why_no_static: str | None = None
+    levels: list[LevelChoice] = field(default_factory=list)
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "workload": STR, "off_above_concurrency": _INT, "off_sentence": STR, "static": _STR, "static_speedup": _NUM,
+        "schedule": OBJ, "why_no_static": _STR, "levels": list_of(part_kind(LevelChoice))}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("workload",)
+    NESTED: ClassVar[dict[str, type[Part]]] = {"levels": LevelChoice}
+    TITLE: ClassVar[str] = "workload choice"
+
+
+@dataclass(frozen=True)
+class Recommendation(Part):
+    """The sweep's recommendation: per workload, the overall static candidate (None: no single
+    configuration), whether one meets the declared criteria, and the printed lines."""
+
+    lines: list[str]
+    workloads: list[WorkloadChoice] = field(default_factory=list)
+    static: str | None = None
+    meets_criteria: bool = True
+    KINDS: ClassVar[dict[str, Kind]] = {"workloads": list_of(part_kind(WorkloadChoice)), "static": _STR,
+                                        "meets_criteria": BOOL, "lines": list_of(STR)}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("lines",)
+    NESTED: ClassVar[dict[str, type[Part]]] = {"workloads": WorkloadChoice}
+    TITLE: ClassVar[str] = "recommendation"
+
+
+@dataclass(frozen=True)
+class SweepCard(Part):
+    """``sweep.json`` (module docstring). ``pair``, ``primary_metric``, ``candidates``, ``cells`` and
+    ``recommendation`` are required; an older card lacks the rest in part."""
+
+    pair: str
+    primary_metric: str
+    candidates: list[SweepCandidate]
+    cells: list[SweepCell]
+    recommendation: Recommendation
+    schema: str = SCHEMA
+    sweep_dir: str | None = None
+    engine_version: str | None = None
+    speedup_definition: str = ""
+    upper_bound_formula: str = ""
+    criteria_declared: bool = False
+    criteria: Mapping[str, Any] | None = None
+    design: SweepDesign | None = None
+    noise_floor: NoiseFloor | None = None
+    times_s: Mapping[str, float] = field(default_factory=dict)
+    drift_warnings: list[str] = field(default_factory=list)
+    trace: Mapping[str, Any] | None = None
+    plots: list[str] = field(default_factory=list)
+    command_line: Mapping[str, Any] | None = None
+    FIX: ClassVar[str] = FIX
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "schema": STR, "pair": STR, "sweep_dir": _STR, "engine_version": _STR, "primary_metric": STR,
+        "speedup_definition": STR, "upper_bound_formula": STR, "criteria_declared": BOOL, "criteria": _OBJ,
+        "design": maybe(part_kind(SweepDesign)), "noise_floor": maybe(part_kind(NoiseFloor)), "times_s": map_of(NUM),
+        "candidates": list_of(part_kind(SweepCandidate)), "cells": list_of(part_kind(SweepCell)),
+        "drift_warnings": list_of(STR), "recommendation": part_kind(Recommendation), "trace": _OBJ,
+        "plots": list_of(STR), "command_line": _OBJ}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("pair", "primary_metric", "candidates", "cells", "recommendation")
+    NESTED: ClassVar[dict[str, type[Part]]] = {
+        "design": SweepDesign, "noise_floor": NoiseFloor, "candidates": SweepCandidate, "cells": SweepCell,
+        "recommendation": Recommendation}
+    TITLE: ClassVar[str] = f"loadgen sweep.json ({SCHEMA})"
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """sweep.json's JSON Schema (draft 2020-12), generated from the fields' kinds."""
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", **super().json_schema()}
+
