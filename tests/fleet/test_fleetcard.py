@@ -250,9 +250,9 @@ def test_a_finished_task_whose_card_does_not_match_its_type_is_shown_failed_nami
     card = _card("h200-1b-draft", "stg-b")
     card["cells"][0]["ratios"]["tpot_p50"]["value"] = "abc"
     _write(fleet / "runs/h200-1b-draft__stg-b/card.json", card)
-    tasks = {t["id"]: t for t in read_fleet_dir(fleet)["tasks"]}
-    assert tasks["h200-1b-draft__stg-b"]["status"] == "failed"
-    assert tasks["h200-1b-draft__stg-b"]["reason"] == (
+    tasks = {t.id: t for t in read_fleet_dir(fleet).tasks}
+    assert tasks["h200-1b-draft__stg-b"].status == "failed"
+    assert tasks["h200-1b-draft__stg-b"].reason == (
         "finished (exit 0) but runs/h200-1b-draft__stg-b/card.json: cells[0].ratios.tpot_p50.value: expected a "
         "number, got 'abc'; re-render with `loadgen report` or restore the file; see logs/h200-1b-draft__stg-b.log")
 

@@ -20,7 +20,7 @@ from loadgen.errors import BadInput
 from loadgen.records.card import PairCard, card_schema
 from loadgen.records.cardwire import FIX, Wire
 from loadgen.report.carddata import build_card
-from loadgen.util.strictjson import dumps
+from loadgen.util.strictjson import dumps_strict as dumps
 from tests.report.test_carddata import write_run
 
 ROOT = Path(__file__).resolve().parents[2]
