@@ -4,17 +4,34 @@ lists and tables), so that a generated pair file reads back to the same document
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _char(ch: str) -> str:
+    code = ord(ch)
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if 0x20 <= code < 0x7F:
+        return ch
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _string(text: str) -> str:
+    """A TOML basic string in ASCII: the quote, backslash and control characters escaped (U+007F too), every
+    other non-ASCII character as ``\\uXXXX``, or ``\\UXXXXXXXX`` beyond U+FFFF (TOML 1.0, "Basic strings")."""
+    return '"' + "".join(map(_char, text)) + '"'
 
 
 def _key(key: str) -> str:
-    return key if _BARE.match(key) else json.dumps(key)
+    return key if _BARE.fullmatch(key) else _string(key)
 
 
 def _value(v: Any) -> str:
@@ -28,7 +45,7 @@ def _value(v: Any) -> str:
             return ("-" if v < 0 else "") + ("inf" if math.isinf(v) else "nan")
         return repr(v)
     if isinstance(v, str):
-        return json.dumps(v)  # JSON string escapes are TOML basic-string escapes
+        return _string(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     if isinstance(v, Mapping):
