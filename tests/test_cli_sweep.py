@@ -13,9 +13,27 @@ from loadgen.cli import main
 
 def test_sweep_needs_exactly_one_of_pair_or_resume(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sweep"])
-    assert result.exit_code == 2 and "give exactly one of PAIR or --resume SWEEP_DIR" in result.output
+    one_of = "give exactly one of PAIR, --protocol SWEEP_DIR/protocol.json or --resume SWEEP_DIR"
+    assert result.exit_code == 2 and one_of in result.output
     result = CliRunner().invoke(main, ["sweep", "--resume", str(tmp_path)])
     assert result.exit_code == 2 and "is not a sweep folder (no sweep.toml)" in result.output
+    result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--protocol", str(tmp_path / "protocol.json")])
+    assert result.exit_code == 2 and one_of in result.output
+
+
+def test_sweep_protocol_of_a_run_folder_points_at_compare(tmp_path: Path) -> None:
+    run = Path("docs/examples/h200/h200-1b-ngram/protocol.json")
+    result = CliRunner().invoke(main, ["sweep", "--protocol", str(run), "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"loadgen: error: {run} is not a sweep folder's protocol.json (no candidates or no sweep.toml beside it); "
+        "pass SWEEP_DIR/protocol.json, or repeat a run with `loadgen compare --protocol`")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sweep_protocol_refuses_overrides(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["sweep", "--protocol", str(tmp_path / "p.json"), "--concurrency", "1"])
+    assert result.exit_code == 2 and "--protocol repeats or finishes a run as it was recorded" in result.output
 
 
 def test_a_k_listed_twice_is_refused_before_anything_starts(tmp_path: Path) -> None:

@@ -39,8 +39,8 @@ class RunOptions:
     allow_unpinned: bool
     api_key: str | None
     overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
-    # compare only
     protocol_file: Path | None = None
+    # compare only
     attach_speculative: str | None = None
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
@@ -103,6 +103,9 @@ def _shared(kind: str) -> tuple[Decorator, ...]:
 
 #: The options only ``loadgen sweep`` takes.
 SWEEP_ONLY: tuple[Decorator, ...] = (
+    click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False, path_type=Path),
+                 help="Measure an earlier sweep again in a new sweep folder: its SWEEP_DIR/protocol.json (the same "
+                      "candidates, prompts, cells, blocks and order)."),
     click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
                  help="Finish an interrupted sweep folder: the slots not done, in the recorded order."),
     click.option("--history", "history_dirs", multiple=True, metavar="DIR",

@@ -82,13 +82,20 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
         path = out / f"{c.name}.toml"
         path.write_text(tomlwrite.to_toml(candidate_doc(doc, c, name)))
         pairs[c.name] = load_pair(str(path), workloads_dir=o.workloads_dir)
+    version, findings = check_candidates(pairs, o, log)
+    return name, candidates, pairs, version, findings
+
+
+def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple[str | None, dict[str, Any]]:
+    """`loadgen check` of every candidate's pair (in order): the engine version and each one's findings.
+    Raises PairCheckError (exit 2) at the first candidate that fails."""
     version, findings = None, {}
     attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
-    for c in candidates:
-        log(f"[{c.name}] check")
-        version, found = run_pair_check(pairs[c.name], o.allow_unpinned, log, attached=attached)
-        findings[c.name] = [f.__dict__ for f in found]
-    return name, candidates, pairs, version, findings
+    for name, pair in pairs.items():
+        log(f"[{name}] check")
+        version, found = run_pair_check(pair, o.allow_unpinned, log, attached=attached)
+        findings[name] = [f.__dict__ for f in found]
+    return version, findings
 
 
 def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
@@ -130,11 +137,17 @@ def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measure
     write_json(sweep_dir / "checks.json", findings)
 
 
-def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path | None = None) -> Path:
-    """Run the sweep of ``pair`` (or finish the sweep folder ``resume``); returns the sweep folder.
+def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path | None = None,
+              replay: Path | None = None) -> Path:
+    """Run the sweep of ``pair`` (or finish the sweep folder ``resume``, or measure the sweep whose
+    protocol.json is ``replay`` again: run/sweepreplay.py); returns the sweep folder.
 
     Raises ProfileError / PairCheckError / BadInput (exit 2) before anything starts, RunFailed (exit 1)
     midway, CriteriaFailed (exit 3) when criteria are declared and no candidate meets them."""
+    if replay is not None:
+        from loadgen.run.sweepreplay import replay_sweep
+
+        return replay_sweep(replay, o, log)
     if resume is not None:
         _require_sweep_dir(resume)
         if _old_layout(resume):
@@ -164,9 +177,16 @@ def _start(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair],
     pairs = {n: replace(load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir),
                         overrides=o.overrides) for n in pairs}
     m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned)
+    return start_measuring(sweep_dir, pairs[candidates[0].name], pairs, m, (version, findings), o, log)
+
+
+def start_measuring(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measurement,
+                    checked: tuple[str | None, dict[str, Any]], o: SweepOptions, log: Log) -> Path:
+    """Write the new sweep folder's pair.toml, prompts, protocol and checks (``checked``: the engine version
+    and the findings), then measure ``m``'s slots; ``--budget-min`` sets the deadline."""
     if o.budget_min is not None:
         m = replace(m, deadline=time.monotonic() + 60 * o.budget_min)
-    _setup(sweep_dir, pairs[candidates[0].name], pairs, m, version, findings)
+    _setup(sweep_dir, first, pairs, m, *checked)
     log(f"sweep folder: {sweep_dir}")
     log(flow.design_line(m))
     return _measure(sweep_dir, m, o, log)

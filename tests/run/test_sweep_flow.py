@@ -95,13 +95,14 @@ def _options(tmp_path: Path, criteria: str = "", budget_min: float | None = None
 
 
 def _sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, criteria: str = "",
-           resume: Path | None = None) -> tuple[Path | None, list[str]]:
+           resume: Path | None = None, replay: Path | None = None) -> tuple[Path | None, list[str]]:
     o, path = _options(tmp_path, criteria)
     lines: list[str] = []
     with (scripted_server(_stream(0), None, GETS) as p, scripted_server(_stream(1), None, GETS) as k1,
           scripted_server(_stream(2), None, GETS) as k2, scripted_server(_stream(3), None, GETS) as k3):
         _attach(monkeypatch, {0: p, 1: k1, 2: k2, 3: k3})
-        return run_sweep(None if resume else path, o, lines.append, resume=resume), lines
+        again = resume or replay
+        return run_sweep(None if again else path, o, lines.append, resume=resume, replay=replay), lines
 
 
 @pytest.mark.slow
@@ -191,6 +192,27 @@ def test_sweep_resume_finishes_the_slots_left(tmp_path: Path, monkeypatch: pytes
     assert json.loads(status.read_text())["complete"] is True
     assert (sweep_dir / "requests.partial.jsonl").is_file()  # the cut slots' requests kept aside
     assert {json.loads(c)["role"] for c in cut} <= {"plain", "placebo", "ngram-k1", "ngram-k2", "wide-k3"}
+
+
+@pytest.mark.slow
+def test_sweep_protocol_measures_the_same_sweep_again_in_a_new_folder(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    first, _ = _sweep(tmp_path, monkeypatch)
+    assert first is not None
+    (tmp_path / "sweep.toml").write_text("this file changed since; the replay reads the sweep folder's copies")
+    again, lines = _sweep(tmp_path, monkeypatch, replay=first / "protocol.json")
+    assert again is not None and again != first and again.parent == first.parent
+    assert any(line == f"replaying {first / 'protocol.json'}: 30 slots in the recorded order" for line in lines)
+    old, new = (json.loads((d / "protocol.json").read_text()) for d in (first, again))
+    for key in ("cells", "prompts_sha256", "workloads", "candidates"):
+        assert new[key] == old[key], key
+    assert new["design"]["order"] == old["design"]["order"]
+    assert (again / "prompts.jsonl").read_bytes() == (first / "prompts.jsonl").read_bytes()
+    assert (again / "sweep.toml").read_bytes() == (first / "sweep.toml").read_bytes()
+    card = json.loads((again / "sweep.json").read_text())
+    for cell in card["cells"]:  # the same closed-form speedups as the first sweep's
+        by = {e["candidate"]: e["speedup"] for e in cell["entries"]}
+        assert by["ngram-k1"] == pytest.approx(2.0, rel=0.15) and by["ngram-k2"] == pytest.approx(3.0, rel=0.15)
 
 
 def test_sweep_estimate_reads_history_folders_and_names_the_candidates_that_fit(tmp_path: Path) -> None:
