@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
+from loadgen.check.finding import Finding
 from loadgen.check.hashes import model_hashes
 from loadgen.check.preflight import run_pair_check
 from loadgen.errors import BadInput, CriteriaFailed, ProfileError
@@ -65,8 +65,12 @@ class SweepOptions:
     overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
 
 
+#: Each candidate's pair-check findings (check/finding.py), written to the sweep folder's checks.json.
+Findings = dict[str, list[Finding]]
+
+
 def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, list[Candidate], dict[str, Pair],
-                                                                          str | None, dict[str, Any]]:
+                                                                          str | None, Findings]:
     """Expand, write (``out/<candidate>.toml``), read and check every candidate: the sweep's name, the
     candidates, their pairs, the engine version and each one's findings."""
     doc = apply_overrides(anchor_workloads(read_toml(sweep_file), sweep_file), o.overrides, sweep_file)
@@ -86,15 +90,15 @@ def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, 
     return name, candidates, pairs, version, findings
 
 
-def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple[str | None, dict[str, Any]]:
+def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple[str | None, Findings]:
     """`loadgen check` of every candidate's pair (in order): the engine version and each one's findings.
     Raises PairCheckError (exit 2) at the first candidate that fails."""
-    version, findings = None, {}
+    version, findings = None, Findings()
     attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
     for name, pair in pairs.items():
         log(f"[{name}] check")
         version, found = run_pair_check(pair, o.allow_unpinned, log, attached=attached)
-        findings[name] = [f.__dict__ for f in found]
+        findings[name] = list(found)
     return version, findings
 
 
@@ -121,7 +125,7 @@ def _old_layout(sweep_dir: Path) -> bool:
 
 
 def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measurement, version: str | None,
-           findings: dict[str, Any]) -> None:
+           findings: Findings) -> None:
     """The sweep folder as a run folder: pair.toml (the first candidate's: target, engine, workloads),
     prompts.jsonl, protocol.json with every candidate and the design, checks.json."""
     for sub in ("servers", "metrics"):
@@ -134,7 +138,7 @@ def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measure
         n: {"pair": p.name, "pair_file": str(p.path), "speculative_config": dict(p.speculative),
             "draft": model_hashes(p.draft) if p.draft else None} for n, p in pairs.items()})
     write_json(sweep_dir / "protocol.json", proto.to_json())
-    write_json(sweep_dir / "checks.json", findings)
+    write_json(sweep_dir / "checks.json", {n: [f.__dict__ for f in found] for n, found in findings.items()})
 
 
 def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path | None = None,
@@ -170,7 +174,7 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
 
 
 def _start(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair], attach: dict[str, str],
-           planned: tuple[flow.Measurement, str | None, dict[str, Any]], o: SweepOptions, log: Log) -> Path:
+           planned: tuple[flow.Measurement, str | None, Findings], o: SweepOptions, log: Log) -> Path:
     """Measure the new sweep folder ``sweep_dir`` (its candidates' pair files written): ``planned`` holds the
     measurement, the engine version and the checks' findings."""
     m, version, findings = planned
@@ -181,7 +185,7 @@ def _start(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair],
 
 
 def start_measuring(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measurement,
-                    checked: tuple[str | None, dict[str, Any]], o: SweepOptions, log: Log) -> Path:
+                    checked: tuple[str | None, Findings], o: SweepOptions, log: Log) -> Path:
     """Write the new sweep folder's pair.toml, prompts, protocol and checks (``checked``: the engine version
     and the findings), then measure ``m``'s slots; ``--budget-min`` sets the deadline."""
     if o.budget_min is not None:
