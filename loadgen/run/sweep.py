@@ -102,7 +102,7 @@ def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple
     return version, findings
 
 
-def _new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
+def new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
     """Create ``runs_dir/<name>/sweep-<ts>`` (exclusively: a suffix is added if it exists) holding the sweep
     file as run (with the command line's overrides written in, profile/overrides.py) and return it."""
     path = exclusive_dir(runs_dir / name, "sweep-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
@@ -167,7 +167,7 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
             first = pairs[candidates[0].name]
             m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
             announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
-            sweep_dir = _new_sweep_dir(o.runs_dir, name, sweep_file, o.overrides)
+            sweep_dir = new_sweep_dir(o.runs_dir, name, sweep_file, o.overrides)
             held.enter_context(locked(sweep_dir, log))  # the sweep's lock covers its arms' folders
             shutil.copytree(Path(tmp) / "candidates", sweep_dir / "candidates")
         return _start(sweep_dir, candidates, pairs, attach, (m, version, findings), o, log)
