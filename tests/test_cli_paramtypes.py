@@ -107,3 +107,21 @@ def test_click_builds_one_typed_record(tmp_path: Path) -> None:
                            history_dirs=(tmp_path,), budget_min=12.0)
     assert o.attach == {"plain": "http://h:1"}
     assert _built().overrides is None and _built().history_dirs == ()
+
+
+def test_compares_sink_options_arrive_as_one_observe_record() -> None:
+    from loadgen.cli.runcmds import _COMPARE_ONLY
+    from loadgen.run.observe import ObserveOptions
+
+    seen: list[RunOptions] = []
+
+    @click.command()
+    @run_options("run", *_COMPARE_ONLY)
+    def probe(o: RunOptions) -> None:
+        seen.append(o)
+
+    args = ["p", "--metrics-port", "9100", "--pushgateway", "http://pg:9091", "--prometheus-url", "http://pr:9090",
+            "--no-progress"]
+    assert CliRunner().invoke(probe, args, catch_exceptions=False).exit_code == 0
+    assert seen[0].observe == ObserveOptions(metrics_port=9100, pushgateway="http://pg:9091",
+                                             prometheus_url="http://pr:9090", progress=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,11 @@ from loadgen.cli.paramtypes import LevelList, Minutes, Url, WorkloadList
 from loadgen.errors import BadInput
 from loadgen.profile.domains import MAX_CELL_REQUESTS
 from loadgen.profile.overrides import Overrides
+from loadgen.run.observe import ObserveOptions
 
 Command = Callable[["RunOptions"], None]
+#: The options that become RunOptions.observe (compare's sinks: run/observe.py).
+_OBSERVE = tuple(f.name for f in fields(ObserveOptions))
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
@@ -42,12 +45,7 @@ class RunOptions:
     protocol_file: Path | None = None
     # compare only
     attach_speculative: str | None = None
-    metrics_port: int | None = None
-    metrics_addr: str = "127.0.0.1"
-    pushgateway: str | None = None
-    prometheus_url: str | None = None
-    prometheus_selector: str = 'instance="{hostport}"'
-    progress: bool = True
+    observe: ObserveOptions = field(default_factory=ObserveOptions)  # --metrics-*, --pushgateway, --prometheus-*
     # sweep only
     history_dirs: tuple[Path, ...] = ()
     budget_min: float | None = None
@@ -131,6 +129,7 @@ def run_options(kind: str, *own: Decorator) -> Callable[[Command], Callable[...,
                     refuse_with(overrides, option)
             if "history_dirs" in given:
                 given["history_dirs"] = tuple(given["history_dirs"])
+            given["observe"] = ObserveOptions(**{k: given.pop(k) for k in _OBSERVE if k in given})
             fn(RunOptions(overrides=overrides, **given))
 
         command: Callable[..., Any] = wrapper

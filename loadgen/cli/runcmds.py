@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -18,7 +19,6 @@ from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
 from loadgen.report.savedcard import read_card
 from loadgen.report.summary import print_saved_summary
-from loadgen.run.observe import ObserveOptions
 from loadgen.util.redact import redact_text
 
 #: The options only ``loadgen compare`` takes.
@@ -52,8 +52,7 @@ def compare(o: RunOptions) -> None:
     if sum(x is not None for x in (o.pair, o.protocol_file, o.resume_dir)) != 1:
         raise BadInput("give exactly one of PAIR, --protocol RUN_DIR/protocol.json or --resume RUN_DIR")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    observe = ObserveOptions(o.metrics_port, o.metrics_addr, o.pushgateway, o.prometheus_url,
-                             o.prometheus_selector, o.progress and sys.stderr.isatty())
+    observe = replace(o.observe, progress=o.observe.progress and sys.stderr.isatty())
 
     def echo(line: str) -> None:
         click.echo(redact_text(line, [o.api_key]))
