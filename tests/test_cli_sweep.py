@@ -13,7 +13,7 @@ from loadgen.cli import main
 
 def test_sweep_needs_exactly_one_of_pair_or_resume(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sweep"])
-    one_of = "give exactly one of PAIR, --protocol SWEEP_DIR/protocol.json or --resume SWEEP_DIR"
+    one_of = "give exactly one of PAIR, --protocol SWEEP_DIR/protocol.json, --resume SWEEP_DIR or --deploy-schedule"
     assert result.exit_code == 2 and one_of in result.output
     result = CliRunner().invoke(main, ["sweep", "--resume", str(tmp_path)])
     assert result.exit_code == 2 and "is not a sweep folder (no sweep.toml)" in result.output

@@ -43,6 +43,7 @@ class RunOptions:
     api_key: str | None
     overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
     protocol_file: Path | None = None
+    deploy_dir: Path | None = None  # sweep only: --deploy-schedule SWEEP_DIR
     # compare only
     attach_speculative: str | None = None
     observe: ObserveOptions = field(default_factory=ObserveOptions)  # --metrics-*, --pushgateway, --prometheus-*
@@ -106,6 +107,10 @@ SWEEP_ONLY: tuple[Decorator, ...] = (
                       "candidates, prompts, cells, blocks and order)."),
     click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
                  help="Finish an interrupted sweep folder: the slots not done, in the recorded order."),
+    click.option("--deploy-schedule", "deploy_dir", type=click.Path(file_okay=False, path_type=Path),
+                 metavar="SWEEP_DIR", help="Measure the K schedule (num_speculative_tokens_per_batch_size) that "
+                 "sweep recommends, as deployed on one server, on its prompts and cells, and compare each cell "
+                 "with the sweep's prediction (schedule-check.md)."),
     click.option("--history", "history_dirs", multiple=True, metavar="DIR",
                  type=click.Path(exists=True, file_okay=False, path_type=Path),
                  help="Also read earlier run folders under DIR for the estimate (repeatable), e.g. "
@@ -124,7 +129,8 @@ def run_options(kind: str, *own: Decorator) -> Callable[[Command], Callable[...,
         def wrapper(*, concurrency: tuple[int, ...] | None, requests: int | None,
                     workload: tuple[tuple[str, ...], ...], **given: Any) -> None:
             overrides = overrides_given(concurrency, requests, workload)
-            for key, option in (("resume_dir", "--resume"), ("protocol_file", "--protocol")):
+            for key, option in (("resume_dir", "--resume"), ("protocol_file", "--protocol"),
+                                ("deploy_dir", "--deploy-schedule")):
                 if given.get(key) is not None:
                     refuse_with(overrides, option)
             if "history_dirs" in given:

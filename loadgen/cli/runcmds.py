@@ -89,10 +89,11 @@ def sweep(o: RunOptions) -> None:
     write the sweep card with its recommendation; exit 3 when no candidate meets the declared criteria."""
     from loadgen.run.sweep import SweepOptions, run_sweep
 
-    if sum(x is not None for x in (o.pair, o.protocol_file, o.resume_dir)) != 1:
-        raise BadInput("give exactly one of PAIR, --protocol SWEEP_DIR/protocol.json or --resume SWEEP_DIR")
+    if sum(x is not None for x in (o.pair, o.protocol_file, o.resume_dir, o.deploy_dir)) != 1:
+        raise BadInput("give exactly one of PAIR, --protocol SWEEP_DIR/protocol.json, --resume SWEEP_DIR or "
+                       "--deploy-schedule SWEEP_DIR")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     options = SweepOptions(o.runs_dir, o.budget_min, o.attach_plain, o.allow_unpinned, o.api_key,
                            history_dirs=o.history_dirs, overrides=o.overrides)
     end_sweep(lambda: run_sweep(o.pair, options, log=lambda line: click.echo(redact_text(line, [o.api_key])),
-                                resume=o.resume_dir, replay=o.protocol_file))
+                                resume=o.resume_dir, replay=o.protocol_file, deploy=o.deploy_dir))

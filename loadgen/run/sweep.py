@@ -69,8 +69,8 @@ class SweepOptions:
 Findings = dict[str, list[Finding]]
 
 
-def _load(sweep_file: Path, out: Path, o: SweepOptions, log: Log) -> tuple[str, list[Candidate], dict[str, Pair],
-                                                                          str | None, Findings]:
+def load_candidates(sweep_file: Path, out: Path, o: SweepOptions,
+                    log: Log) -> tuple[str, list[Candidate], dict[str, Pair], str | None, Findings]:
     """Expand, write (``out/<candidate>.toml``), read and check every candidate: the sweep's name, the
     candidates, their pairs, the engine version and each one's findings."""
     doc = apply_overrides(anchor_workloads(read_toml(sweep_file), sweep_file), o.overrides, sweep_file)
@@ -142,12 +142,17 @@ def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measure
 
 
 def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path | None = None,
-              replay: Path | None = None) -> Path:
+              replay: Path | None = None, deploy: Path | None = None) -> Path:
     """Run the sweep of ``pair`` (or finish the sweep folder ``resume``, or measure the sweep whose
-    protocol.json is ``replay`` again: run/sweepreplay.py); returns the sweep folder.
+    protocol.json is ``replay`` again: run/sweepreplay.py, or the K schedule the sweep folder ``deploy``
+    recommends: run/scheddeploy.py); returns the sweep folder.
 
     Raises ProfileError / PairCheckError / BadInput (exit 2) before anything starts, RunFailed (exit 1)
     midway, CriteriaFailed (exit 3) when criteria are declared and no candidate meets them."""
+    if deploy is not None:
+        from loadgen.run.scheddeploy import deploy_schedule
+
+        return deploy_schedule(deploy, o, log)
     if replay is not None:
         from loadgen.run.sweepreplay import replay_sweep
 
@@ -163,17 +168,18 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
     attach = {"plain": o.attach_plain} if o.attach_plain else {}
     with contextlib.ExitStack() as held:
         with tempfile.TemporaryDirectory() as tmp:
-            name, candidates, pairs, version, findings = _load(sweep_file, Path(tmp) / "candidates", o, log)
+            loaded = load_candidates(sweep_file, Path(tmp) / "candidates", o, log)
+            name, candidates, pairs, version, findings = loaded
             first = pairs[candidates[0].name]
             m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
             announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
             sweep_dir = new_sweep_dir(o.runs_dir, name, sweep_file, o.overrides)
             held.enter_context(locked(sweep_dir, log))  # the sweep's lock covers its arms' folders
             shutil.copytree(Path(tmp) / "candidates", sweep_dir / "candidates")
-        return _start(sweep_dir, candidates, pairs, attach, (m, version, findings), o, log)
+        return start_new(sweep_dir, candidates, pairs, attach, (m, version, findings), o, log)
 
 
-def _start(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair], attach: dict[str, str],
+def start_new(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair], attach: dict[str, str],
            planned: tuple[flow.Measurement, str | None, Findings], o: SweepOptions, log: Log) -> Path:
     """Measure the new sweep folder ``sweep_dir`` (its candidates' pair files written): ``planned`` holds the
     measurement, the engine version and the checks' findings."""
