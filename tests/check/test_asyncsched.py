@@ -78,3 +78,27 @@ def test_check_pair_reads_each_servers_args(tmp_path: Path) -> None:
     assert [f.check for f in check_pair(refused, "0.32.0") if f.blocking and not f.ok] == ["async scheduling"]
     both_off = dataclasses.replace(pair, engine=dataclasses.replace(pair.engine, args=("--no-async-scheduling",)))
     assert [f for f in check_pair(both_off, "0.32.0") if f.check == "async scheduling"] == []
+
+
+def test_the_h200_crossover_sweep_keeps_async_scheduling_for_both_candidates(tmp_path: Path) -> None:
+    """profiles/pairs/h200-7b-crossover.toml: ngram_gpu (async by default) and draft_model with the flag asked
+    for leave no async-scheduling finding on vLLM 0.24.0; the first 7B sweep's draft_model without it warned."""
+    from loadgen.profile.candidates import candidate_doc, expand_candidates
+    from loadgen.profile.pairfile import load_pair
+    from loadgen.profile.tomlread import read_toml
+    from loadgen.util.tomlwrite import to_toml
+
+    def findings(sweep: str) -> dict[str, list[str]]:
+        doc = read_toml(Path(f"profiles/pairs/{sweep}.toml"))
+        out = {}
+        for c in expand_candidates(doc, Path(sweep)):
+            path = tmp_path / f"{sweep}-{c.name}.toml"
+            path.write_text(to_toml(candidate_doc(doc, c, sweep)))
+            pair = load_pair(str(path))
+            spec = [*pair.engine.args, *pair.servers["speculative"].args]
+            out[c.name] = [f.line().split()[0] for f in async_findings(pair.speculative["method"], "0.24.0",
+                                                                       pair.engine.args, spec) if not f.ok]
+        return out
+
+    assert findings("h200-7b-crossover") == {"ngram-k4": [], "smollm2-k4": []}
+    assert findings("h200-7b-sweep") == {"distilled-k2": ["warn"], "smollm2-k4": ["warn"]}
