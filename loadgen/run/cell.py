@@ -130,9 +130,9 @@ def _state(host: list[dict[str, Any]], done: CellRun, entry: CellEntry, server: 
     """The block's state (measure/blockstate.py) from the host samples at its measured window's start and end."""
     first, last = (host[0], host[-1]) if host else ({}, {})
     k = k_at(pair.speculative, done.cell.concurrency) if speculates(done.role) else 0  # K as declared there
+    ceiling = server.effective.cudagraph_ceiling if server.effective else None
     return block_state((first, last), (done.before, done.after), entry.gauges or {}, entry.server_histograms,
-                       done.cell.concurrency * (1 + k), server.effective.get("cudagraph_ceiling"),
-                       hoststate.steal_share(first, last))
+                       done.cell.concurrency * (1 + k), ceiling, hoststate.steal_share(first, last))
 
 
 def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellEntry) -> None:
