@@ -20,7 +20,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from loadgen.records.fleetparts import CandidateSpeedup, Flag, FleetRatio, NodeHardware, NodeVerdict, WorkloadChoice
+from loadgen.records.fleetparts import (
+    RATIOS,
+    CandidateSpeedup,
+    Flag,
+    FleetRatio,
+    NodeHardware,
+    NodeVerdict,
+    WorkloadChoice,
+)
 from loadgen.records.nested import Part, part_kind
 from loadgen.records.wire import ANY, BOOL, INT, NUM, STR, Kind, list_of, map_of, maybe
 
@@ -118,7 +126,7 @@ class CompareEntry(Part):
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
-        "node": STR, "gpu_type": _STR, "status": STR, "complete": BOOL, "ratios": map_of(maybe(part_kind(FleetRatio))),
+        "node": STR, "gpu_type": _STR, "status": STR, "complete": BOOL, "ratios": RATIOS,
         "acceptance_rate": _NUM, "mean_acceptance_length": _NUM}
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "status")
     MAPPED: ClassVar[dict[str, type[Part]]] = {"ratios": FleetRatio}

@@ -10,11 +10,11 @@ fleet card writes the keys, so a card built anew and one read back write the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from loadgen.records.nested import Part, part_kind
-from loadgen.records.wire import ANY, BOOL, INT, NUM, STR, Kind, list_of, maybe
+from loadgen.records.wire import ANY, BOOL, INT, NUM, STR, Kind, list_of, map_of, maybe
 
 _NUM, _STR, _INT, _BOOL = maybe(NUM), maybe(STR), maybe(INT), maybe(BOOL)
 
@@ -138,3 +138,7 @@ class Flag(Part):
     REQUIRED: ClassVar[tuple[str, ...]] = ("kind", "pair", "gpu_type", "metric", "nodes", "line")
     NESTED: ClassVar[dict[str, type[Part]]] = {"nodes": FlagSide}
     TITLE: ClassVar[str] = "disagreement flag"
+
+
+#: A cell's ratios by metric, each a :class:`FleetRatio` or null (not measured).
+RATIOS = replace(map_of(maybe(part_kind(FleetRatio))), name="an object of ratios (each an object or null)")
