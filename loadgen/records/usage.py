@@ -1,7 +1,9 @@
 """What a server uses and leaves behind, and the machine it runs on (serve/resources.py, README.md "The run
 folder"): :class:`ServerUsage` (each entry of ``servers/<server>-resources.json``) with its :class:`GpuMemory`,
 :class:`Teardown` (``servers/<server>-teardown.json``) with its :class:`GpuSettle` and the :class:`GpuHolder`
-records, and :class:`Hardware` (protocol.json's ``hardware``). Bytes are bytes, times seconds.
+records, :class:`Hardware` (protocol.json's ``hardware``), and the :class:`HostSample` taken beside every block
+(its :class:`GpuState` and :class:`CpuTimes`; in memory only, measure/blockstate.py condenses it into the
+block's ``state``). Bytes are bytes, times seconds.
 
 Each is a frozen :class:`~loadgen.records.cardwire.Wire`: ``to_json`` writes the keys in declared order, a field
 with a default only when it differs from it (a settle record not measured has ``note`` and none of the
@@ -106,3 +108,34 @@ class Hardware(Wire):
     cpu_cores: int | None
     memory_bytes: int
     gpus: tuple[HardwareGpu, ...]
+
+
+@dataclass(frozen=True)
+class GpuState(Wire):
+    """One GPU beside a block (serve/hoststate.py, NVML): SM and memory clocks in MHz, temperature in °C, power
+    in W and the clock-event reasons by their nvml.h names; None for a reading NVML refused."""
+
+    index: int
+    sm_clock_mhz: int | None
+    mem_clock_mhz: int | None
+    temperature_c: int | None
+    power_w: float | None
+    throttle_reasons: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class CpuTimes(Wire):
+    """Aggregate CPU time from /proc/stat's ``cpu`` line, in jiffies: the total and the part stolen."""
+
+    total: float
+    steal: float
+
+
+@dataclass(frozen=True)
+class HostSample(Wire):
+    """The machine's state at one moment (serve/hoststate.py ``sample``): each GPU's (none without NVML), the
+    1-minute load average and the CPU times (None where unreadable); measure/blockstate.py condenses two."""
+
+    gpus: tuple[GpuState, ...]
+    loadavg_1m: float | None
+    cpu_times: CpuTimes | None
