@@ -10,7 +10,6 @@ same folder is byte-identical (nothing on the card depends on the clock or the r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.fleet.fleetdata import build_fleet_card
@@ -40,7 +39,7 @@ def _tasks(fleet_dir: Path) -> TaskList:
         raise BadInput(f"cannot read {path} ({exc.strerror or exc}); make it readable") from None
 
 
-def _read(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | None, str | None]:
+def _read(fleet_dir: Path, run_dir: str, name: str) -> tuple[object, str | None]:
     """(the JSON object in ``fleet_dir/run_dir/name``, None) or (None, why it could not be read)."""
     path = fleet_dir / run_dir / name
     shown = f"{run_dir.rstrip('/')}/{name}"
@@ -57,13 +56,13 @@ def _read(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | No
     return doc, None
 
 
-def _read_card(fleet_dir: Path, run_dir: str, name: str) -> tuple[dict[str, Any] | None, str | None]:
+def _read_card(fleet_dir: Path, run_dir: str, name: str) -> tuple[PairCard | None, str | None]:
     """:func:`_read` of a pair card, checked against its type (records/card.py PairCard): a card that does not
     match is (None, the one line naming the file, the field and the fix)."""
     doc, problem = _read(fleet_dir, run_dir, name)
     try:
-        return (None, problem) if doc is None else (PairCard.from_json(doc, source=f"{run_dir.rstrip('/')}/{name}")
-                                                   .to_json(), None)
+        return (None, problem) if doc is None else (PairCard.from_json(doc, source=f"{run_dir.rstrip('/')}/{name}"),
+                                                   None)
     except BadInput as exc:
         return None, str(exc)
 
@@ -80,7 +79,7 @@ def _sweep(fleet_dir: Path, run_dir: str) -> tuple[SweepCard | None, str | None]
         return None, str(exc)
 
 
-def _task_files(fleet_dir: Path, t: Task) -> tuple[dict[str, Any] | None, SweepCard | None, str | None]:
+def _task_files(fleet_dir: Path, t: Task) -> tuple[PairCard | None, SweepCard | None, str | None]:
     """(pair card, sweep card, why the task's own card is missing) of one task; for a sweep the pair card
     is plain-before's (else the first candidate's that can be read): the node's hardware and engine."""
     if t.run_dir is None:
@@ -102,7 +101,7 @@ def read_fleet_dir(fleet_dir: Path) -> FleetCard:
 
     Raises BadInput (exit 2) when ``tasks.json`` is missing or not a fleet task list."""
     doc = _tasks(fleet_dir)
-    cards: dict[str, dict[str, Any] | None] = {}
+    cards: dict[str, PairCard | None] = {}
     sweeps: dict[str, SweepCard | None] = {}
     unreadable: dict[str, str] = {}
     for t in doc.tasks:

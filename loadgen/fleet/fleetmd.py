@@ -19,7 +19,8 @@ from loadgen.records.fleet import (
     SweepPair,
     SweepPairCell,
 )
-from loadgen.util.numbers import MISSING, gib, num, ratio
+from loadgen.records.fleetparts import FleetRatio, NodeHardware, NodeVerdict
+from loadgen.util.numbers import MISSING, gib, num
 
 #: The per-cell figures of a compare pair, one table each: (title, how one node's entry is written).
 _ACCEPTANCE = (("acceptance rate", "acceptance_rate"), ("mean acceptance length", "mean_acceptance_length"))
@@ -31,18 +32,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _verdict_word(v: Mapping[str, Any] | None) -> str:
-    passed = (v or {}).get("passed")
-    return MISSING if not v else "PASS" if passed is True else "FAIL" if passed is False else "not judged"
+def _verdict_word(v: NodeVerdict | None) -> str:
+    return MISSING if v is None else "PASS" if v.passed is True else "FAIL" if v.passed is False else "not judged"
 
 
-def _yes_no(value: Any) -> str:
+def _yes_no(value: bool | None) -> str:
     return "yes" if value is True else "no" if value is False else MISSING
 
 
-def _verdict(v: Mapping[str, Any] | None) -> str:
+def _verdict(v: NodeVerdict | None) -> str:
     """The card's verdict summary (it starts with PASS or FAIL, or says it was not judged)."""
-    return str((v or {}).get("summary") or _verdict_word(v))
+    return (v.summary if v else None) or _verdict_word(v)
 
 
 def _node_head(nodes: Sequence[CompareNode | SweepNode]) -> list[str]:
@@ -87,8 +87,8 @@ def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
     if not pair.cells:
         return [*out, "No cell was measured on any node.", ""]
     for metric in metrics:
-        ci = " [95% CI]" if any((e.ratios.get(metric) or {}).get("ci_low") is not None
-                                for c in pair.cells for e in c.nodes) else " (no CI)"
+        ci = " [95% CI]" if any(r is not None and r.ci_low is not None
+                                for c in pair.cells for e in c.nodes for r in [e.ratios.get(metric)]) else " (no CI)"
         out += [f"### {METRIC_NAMES.get(metric, metric)} ratio, speculative / plain{ci}", "",
                 *_node_head(nodes), *(_row(c, nodes, _ratio_of(metric)) for c in pair.cells), ""]
     for title, key in _ACCEPTANCE:
@@ -99,7 +99,14 @@ def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
 
 def _ratio_of(metric: str) -> Callable[[CompareEntry], str]:
     """How one node's entry is written in the table of ``metric``'s ratio."""
-    return lambda e: ratio(e.ratios.get(metric))
+    return lambda e: _ratio_text(e.ratios.get(metric))
+
+
+def _ratio_text(r: FleetRatio | None) -> str:
+    """A ratio's value with ``[ci_low, ci_high]`` when it has an interval, 3 decimals."""
+    if r is None:
+        return MISSING
+    return f"{r.value:.3f}" + ("" if r.ci_low is None or r.ci_high is None else f" [{r.ci_low:.3f}, {r.ci_high:.3f}]")
 
 
 def _number_of(key: str) -> Callable[[CompareEntry], str]:
@@ -137,8 +144,8 @@ def _sweep_section(pair: SweepPair) -> list[str]:
 _GENERIC = ("memory", "object_store_memory")
 
 
-def _resources(res: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k, v in sorted(res.items())
+def _resources(res: Mapping[str, float]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(res.items())
                      if k not in _GENERIC and not k.startswith("node:"))
 
 
@@ -146,14 +153,14 @@ def _nodes_table(card: FleetCard) -> list[str]:
     out = ["| node | Ray node id | address | hostname | GPU type | GPUs | CPU | memory | engine | Ray resources "
            "| labels |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for n in card.nodes:
-        hw = n.hardware or {}
-        gpus = ", ".join(f"{g.get('name')} ({gib(g.get('memory_bytes'))})" for g in hw.get("gpus") or []) or MISSING
-        cpu = f"{hw['cpu_model']}, {hw.get('cpu_cores')} cores" if hw.get("cpu_model") else MISSING
+        hw = n.hardware or NodeHardware()
+        gpus = ", ".join(f"{g.name} ({gib(g.memory_bytes)})" for g in hw.gpus) or MISSING
+        cpu = f"{hw.cpu_model}, {hw.cpu_cores} cores" if hw.cpu_model else MISSING
         gpu_type = f"{n.gpu_type}, from {n.gpu_type_source}" if n.gpu_type else "unknown"
         engine = ", ".join(f"vLLM {v}" for v in n.engine_versions) or MISSING
         labels = ", ".join(f"{k}={v}" for k, v in sorted(n.labels.items())) or MISSING
         out.append(f"| {n.name} | {n.id[:12]} | {n.address or MISSING} | {n.hostname or MISSING} | "
-                   f"{gpu_type} | {_cell(gpus)} | {_cell(cpu)} | {gib(hw.get('memory_bytes'))} | {engine} | "
+                   f"{gpu_type} | {_cell(gpus)} | {_cell(cpu)} | {gib(hw.memory_bytes)} | {engine} | "
                    f"{_cell(_resources(n.resources) or MISSING)} | {_cell(labels)} |")
     return [*out, ""]
 
@@ -171,7 +178,7 @@ def render_fleet_markdown(card: FleetCard) -> str:
     for sweep in card.sweeps:
         out += _sweep_section(sweep)
     out += ["## Disagreement flags", "", card.flag_rule, ""]
-    out += [f"- {f['line']}" for f in card.flags] or ["No disagreement between nodes of the same GPU type."]
+    out += [f"- {f.line}" for f in card.flags] or ["No disagreement between nodes of the same GPU type."]
     out += ["", "## Nodes", "", *_nodes_table(card)]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -196,7 +203,7 @@ def fleet_summary_lines(card: FleetCard) -> list[str]:
         out.append("  no disagreement between nodes of the same GPU type")
         return out
     out.append(f"  {len(flags)} disagreement flag{'s' if len(flags) > 1 else ''}:")
-    out += [f"    {f['line']}" for f in flags[:SUMMARY_FLAGS]]
+    out += [f"    {f.line}" for f in flags[:SUMMARY_FLAGS]]
     if len(flags) > SUMMARY_FLAGS:
         out.append(f"    ... {len(flags) - SUMMARY_FLAGS} more in fleet.md")
     return out

@@ -6,10 +6,9 @@ writes an accelerator type (``NVIDIA H200`` -> ``H200``), else unknown (None).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from loadgen.fleet.nodes import ACCELERATOR_RESOURCE, GPU_TYPE_LABEL, declared_gpu_types
+from loadgen.records.fleetparts import NodeHardware
 from loadgen.records.fleettasks import FleetNode
 
 #: Ray's accelerator type from an NVIDIA device name: ``NVIDIA_GPU_NAME_PATTERN`` and its fallback in
@@ -32,7 +31,7 @@ def ray_accelerator_type(device_name: str | None) -> str | None:
     return cleaned.replace(" ", "-") or None
 
 
-def gpu_type_of(node: FleetNode, hardware: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+def gpu_type_of(node: FleetNode, hardware: NodeHardware | None) -> tuple[str | None, str | None]:
     """(GPU type, where it came from) of ``node``: the runner's ``gpu_type`` (named by the label or
     resource it matches), the label ``loadgen.io/gpu-type``, the ``accelerator_type:<type>`` resource, the
     first GPU of a card's ``hardware``; (None, None) when none says."""
@@ -45,7 +44,5 @@ def gpu_type_of(node: FleetNode, hardware: Mapping[str, Any] | None) -> tuple[st
         return label, by_label
     if accel:
         return accel, by_resource
-    gpus: Sequence[Any] = (hardware or {}).get("gpus") or []
-    first = gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else None
-    found = ray_accelerator_type(first) if isinstance(first, str) else None
+    found = ray_accelerator_type(hardware.gpus[0].name) if hardware and hardware.gpus else None
     return (found, "card hardware (first GPU)") if found else (None, None)

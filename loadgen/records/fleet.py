@@ -4,14 +4,13 @@
 :class:`CompareEntry`) and per sweep pair a :class:`SweepPair` (each node's :class:`SweepNode`; per cell a
 :class:`SweepPairCell` of the nodes' :class:`SweepNodeEntry`).
 
-Built by fleet/fleetdata.py (``build_fleet_card``) from the task list (records/fleettasks.py), the pair cards
-and the sweep cards (records/sweep.py), written by fleet/fleetcard.py, rendered by fleet/fleetmd.py, read
-back by ``loadgen fleet run`` for its summary. Ratios are speculative / plain as the pair cards hold them
-(docs/metrics.md, "Ratios and their confidence intervals"); speedups plain / speculative of the sweep's
-primary metric. The parts passed on as read keep their documented shapes: a node's ``hardware`` (the pair
-card's, report/card.schema.json), a compare node's ``verdict`` and ``engine_version``, a ratio (``value``,
-``ci_low``, ``ci_high``, ``pairs``), a sweep node's ``workloads`` and entries, and the ``flags``
-(fleet/fleetflags.py). Its JSON Schema is generated from the kinds below (:meth:`FleetCard.json_schema`,
+Built by fleet/fleetdata.py (``build_fleet_card``) from the task list (records/fleettasks.py), the pair cards and
+the sweep cards (records/sweep.py), written by fleet/fleetcard.py, rendered by fleet/fleetmd.py, read back by
+``loadgen fleet run`` for its summary. Ratios are speculative / plain as the pair cards hold them (docs/metrics.md,
+"Ratios and their confidence intervals"); speedups plain / speculative of the sweep's primary metric. The small
+parts (a node's hardware, a compare node's verdict, a ratio, a sweep node's workloads and entries, the flags of
+fleet/fleetflags.py) are records/fleetparts.py's; a compare node's ``engine_version`` is the pair card's as read
+(``{plain, speculative}``). Its JSON Schema is generated from the kinds below (:meth:`FleetCard.json_schema`,
 committed as records/fleet.schema.json).
 """
 
@@ -21,13 +20,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from loadgen.records.fleetparts import (
+    RATIOS,
+    CandidateSpeedup,
+    Flag,
+    FleetRatio,
+    NodeHardware,
+    NodeVerdict,
+    WorkloadChoice,
+)
 from loadgen.records.nested import Part, part_kind
-from loadgen.records.wire import ANY, BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
+from loadgen.records.wire import ANY, BOOL, INT, NUM, STR, Kind, list_of, map_of, maybe
 
 SCHEMA = "loadgen.fleet/1"
 #: The fix a fleet.json that does not read gets.
 FIX = "write it again with `loadgen fleet report DIR`"
-_NUM, _STR, _INT, _OBJ, _BOOL = maybe(NUM), maybe(STR), maybe(INT), maybe(OBJ), maybe(BOOL)
+_NUM, _STR, _INT, _BOOL = maybe(NUM), maybe(STR), maybe(INT), maybe(BOOL)
 _RUN: dict[str, Kind] = {"node": STR, "gpu_type": _STR, "task": STR, "status": STR, "reason": _STR, "exit_code": _INT}
 
 
@@ -71,14 +79,15 @@ class NodeRow(Part):
     gpu_type_source: str | None = None
     resources: Mapping[str, float] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
-    hardware: Mapping[str, Any] | None = None
+    hardware: NodeHardware | None = None
     engine_versions: list[str] = field(default_factory=list)
     tasks: Mapping[str, int] = field(default_factory=dict)
     KINDS: ClassVar[dict[str, Kind]] = {
         "name": STR, "id": STR, "address": STR, "hostname": _STR, "gpu_type": _STR, "gpu_type_source": _STR,
-        "resources": map_of(NUM), "labels": map_of(STR), "hardware": _OBJ, "engine_versions": list_of(STR),
-        "tasks": map_of(INT)}
+        "resources": map_of(NUM), "labels": map_of(STR), "hardware": maybe(part_kind(NodeHardware)),
+        "engine_versions": list_of(STR), "tasks": map_of(INT)}
     REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
+    NESTED: ClassVar[dict[str, type[Part]]] = {"hardware": NodeHardware}
     TITLE: ClassVar[str] = "node row"
 
 
@@ -94,12 +103,14 @@ class CompareNode(Part):
     exit_code: int | None = None
     complete: bool | None = None
     failure: str | None = None
-    verdict: Mapping[str, Any] | None = None
-    engine_version: Any = None
+    verdict: NodeVerdict | None = None
+    engine_version: Mapping[str, str | None] | str | None = None
     engine: str | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {**_RUN, "complete": _BOOL, "failure": _STR, "verdict": _OBJ,
-                                        "engine_version": ANY, "engine": _STR}
+    KINDS: ClassVar[dict[str, Kind]] = {**_RUN, "complete": _BOOL, "failure": _STR,
+                                        "verdict": maybe(part_kind(NodeVerdict)), "engine_version": ANY,
+                                        "engine": _STR}
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "task", "status")
+    NESTED: ClassVar[dict[str, type[Part]]] = {"verdict": NodeVerdict}
     TITLE: ClassVar[str] = "compare node"
 
 
@@ -111,13 +122,14 @@ class CompareEntry(Part):
     status: str
     gpu_type: str | None = None
     complete: bool = True
-    ratios: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    ratios: Mapping[str, FleetRatio | None] = field(default_factory=dict)
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
-        "node": STR, "gpu_type": _STR, "status": STR, "complete": BOOL, "ratios": map_of(_OBJ),
+        "node": STR, "gpu_type": _STR, "status": STR, "complete": BOOL, "ratios": RATIOS,
         "acceptance_rate": _NUM, "mean_acceptance_length": _NUM}
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "status")
+    MAPPED: ClassVar[dict[str, type[Part]]] = {"ratios": FleetRatio}
     TITLE: ClassVar[str] = "compare entry"
 
 
@@ -169,12 +181,13 @@ class SweepNode(Part):
     recommendation: str | None = None
     criteria_declared: bool = False
     meets_criteria: bool | None = None
-    workloads: list[Mapping[str, Any]] = field(default_factory=list)
+    workloads: list[WorkloadChoice] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     KINDS: ClassVar[dict[str, Kind]] = {
         **_RUN, "measured": BOOL, "engine": _STR, "recommendation": _STR, "criteria_declared": BOOL,
-        "meets_criteria": _BOOL, "workloads": list_of(OBJ), "lines": list_of(STR)}
+        "meets_criteria": _BOOL, "workloads": list_of(part_kind(WorkloadChoice)), "lines": list_of(STR)}
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "task", "status")
+    NESTED: ClassVar[dict[str, type[Part]]] = {"workloads": WorkloadChoice}
     TITLE: ClassVar[str] = "sweep node"
 
 
@@ -190,11 +203,12 @@ class SweepNodeEntry(Part):
     speedup: float | None = None
     speedup_ci_low: float | None = None
     speedup_ci_high: float | None = None
-    entries: list[Mapping[str, Any]] = field(default_factory=list)
+    entries: list[CandidateSpeedup] = field(default_factory=list)
     KINDS: ClassVar[dict[str, Kind]] = {
         "node": STR, "gpu_type": _STR, "status": STR, "best": _STR, "tied": list_of(STR), "speedup": _NUM,
-        "speedup_ci_low": _NUM, "speedup_ci_high": _NUM, "entries": list_of(OBJ)}
+        "speedup_ci_low": _NUM, "speedup_ci_high": _NUM, "entries": list_of(part_kind(CandidateSpeedup))}
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "status")
+    NESTED: ClassVar[dict[str, type[Part]]] = {"entries": CandidateSpeedup}
     TITLE: ClassVar[str] = "sweep node entry"
 
 
@@ -245,15 +259,16 @@ class FleetCard(Part):
     ratio_definition: str = ""
     metrics: list[str] = field(default_factory=list)
     flag_rule: str = ""
-    flags: list[Mapping[str, Any]] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
     FIX: ClassVar[str] = FIX
     KINDS: ClassVar[dict[str, Kind]] = {
         "schema": STR, "name": STR, "ratio_definition": STR, "metrics": list_of(STR), "flag_rule": STR,
         "counts": map_of(INT), "tasks": list_of(part_kind(TaskRow)), "nodes": list_of(part_kind(NodeRow)),
-        "pairs": list_of(part_kind(ComparePair)), "sweeps": list_of(part_kind(SweepPair)), "flags": list_of(OBJ)}
+        "pairs": list_of(part_kind(ComparePair)), "sweeps": list_of(part_kind(SweepPair)),
+        "flags": list_of(part_kind(Flag))}
     REQUIRED: ClassVar[tuple[str, ...]] = ("name", "counts", "tasks", "nodes", "pairs", "sweeps")
     NESTED: ClassVar[dict[str, type[Part]]] = {"tasks": TaskRow, "nodes": NodeRow, "pairs": ComparePair,
-                                               "sweeps": SweepPair}
+                                               "sweeps": SweepPair, "flags": Flag}
     TITLE: ClassVar[str] = f"loadgen fleet.json ({SCHEMA})"
 
     @classmethod

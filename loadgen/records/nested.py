@@ -3,10 +3,10 @@ dataclasses, read and written by their fields' kinds (records/wire.py) in one ge
 
 A subclass declares ``KINDS`` (each field's kind on disk, in the order a record built anew writes them),
 ``REQUIRED`` (the fields a file must hold) and ``NESTED`` (a field holding another :class:`Part`, or a list of
-them, to its class). ``from_json`` checks every field once, descending into the nested parts with their
-field path (``cells[3].entries[0].speedup``), so a file that does not read is one BadInput line (exit 2)
-naming the file, the field and the fix; ``to_json`` writes the file's own keys in their order and keeps the
-keys it does not know as read, so a committed file writes back byte-identically.
+them, to its class) and ``MAPPED`` (a field holding one, or null, per key). ``from_json`` checks every field once,
+descending into the nested parts with their field path (``cells[3].entries[0].speedup``), so a file that does not
+read is one BadInput line (exit 2) naming the file, the field and the fix; ``to_json`` writes the file's own keys
+in their order and keeps the keys it does not know as read, so a committed file writes back byte-identically.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def _out(value: Any) -> Any:
         return value.to_json()
     if isinstance(value, list):
         return [_out(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _out(v) for k, v in value.items()}
     return value
 
 
@@ -39,6 +41,8 @@ class Part:
     KINDS: ClassVar[dict[str, Kind]] = {}
     REQUIRED: ClassVar[tuple[str, ...]] = ()
     NESTED: ClassVar[dict[str, type[Part]]] = {}
+    #: A field holding an object of ``cls`` (or null) under each key, to ``cls``.
+    MAPPED: ClassVar[dict[str, type[Part]]] = {}
     TITLE: ClassVar[str] = "object"
     #: The fix a file that does not read gets.
     FIX: ClassVar[str] = RESTORE
@@ -72,6 +76,8 @@ class Part:
                 value = [sub.read(v, where.at(k).at(i)) for i, v in enumerate(value)]
             elif sub is not None and value is not None:
                 value = sub.read(value, where.at(k))
+            if k in cls.MAPPED and value is not None:
+                value = {m: None if v is None else cls.MAPPED[k].read(v, where.at(k).at(m)) for m, v in value.items()}
             values[k] = value
         return cls(**values, keys=tuple(d), extra={k: v for k, v in d.items() if k not in cls.KINDS})
 

@@ -21,6 +21,7 @@ import httpx
 from loadgen.errors import RunFailed
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
+from loadgen.records.usage import ServerUsage, Teardown
 from loadgen.report.rundir import write_json, write_text
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
@@ -45,7 +46,7 @@ class Bench:
 
     def __init__(self, run_dir: Path, log: Log, api_key: str | None) -> None:
         self.run_dir, self.log, self.api_key = run_dir, log, api_key
-        self._open: dict[str, tuple[servers.Server, contextlib.ExitStack, dict[str, Any], dict[str, Any]]] = {}
+        self._open: dict[str, tuple[servers.Server, contextlib.ExitStack, dict[str, Any], dict[str, ServerUsage]]] = {}
 
     def open(self, arm: Arm) -> servers.Server:
         """The running server of ``arm`` (started, proven and recorded on first use). Raises ServerError,
@@ -60,15 +61,17 @@ class Bench:
         self.log(f"[{key}] attaching to {redact_url(spec.base_url)}" if spec.attach_url
                  else f"[{key}] starting: {' '.join(redact_argv(spec.argv))}")
 
-        def on_stop(report: dict[str, Any]) -> None:
+        def on_stop(report: Teardown | None) -> None:
             if spec.attach_url is None:  # said before the record is written: a full disk must not hide it
-                settled = resources.settle_line(report.get("gpu_settle") or {})
-                self.log(f"[{key}] stopped" + (f"; SURVIVORS {report['survivors']}" if report.get("survivors") else "")
+                settled = resources.settle_line(report.gpu_settle if report else None)
+                survivors = list(report.survivors) if report else []
+                self.log(f"[{key}] stopped" + (f"; SURVIVORS {survivors}" if survivors else "")
                          + (f"; {settled}" if settled else ""))
+                record = report.to_json() if report else {}
             else:  # loadgen never stops a server it did not start
-                report = ATTACHED_TEARDOWN
+                record = ATTACHED_TEARDOWN
                 self.log(f"[{key}] left running at {redact_url(spec.base_url)} ({LEFT_RUNNING})")
-            write_json(self.run_dir / "servers" / f"{key}-teardown.json", report)
+            write_json(self.run_dir / "servers" / f"{key}-teardown.json", record)
 
         stack = contextlib.ExitStack()
         try:
@@ -76,7 +79,7 @@ class Bench:
             self.log(f"[{key}] ready after {server.ready_s:.0f} s at {redact_url(server.base_url)}")
             effective = self._startup_proof(arm, server)
             usage = {"ready": self._resources(server, effective)}
-            write_json(self.run_dir / "servers" / f"{key}-resources.json", usage)
+            write_json(self.run_dir / "servers" / f"{key}-resources.json", {k: u.to_json() for k, u in usage.items()})
         except BaseException:
             stack.close()
             raise
@@ -94,7 +97,7 @@ class Bench:
         server, stack, effective, usage = self._open.pop(key)
         try:
             usage["after_load"] = self._resources(server, effective)
-            write_json(self.run_dir / "servers" / f"{key}-resources.json", usage)
+            write_json(self.run_dir / "servers" / f"{key}-resources.json", {k: u.to_json() for k, u in usage.items()})
         finally:
             stack.close()
 
@@ -118,22 +121,24 @@ class Bench:
             text, snap = scrape(server.base_url, headers=server.spec.headers)
         except RunFailed as exc:
             self.log(f"[{arm.server}] {exc}: measuring without server-side figures")
-            proof = modeproof.prove_without_metrics(role, config, server.minimal_response, server.process is not None,
-                                                    str(exc))
+            proof = modeproof.prove_without_metrics(role, config.speculative_config_log, server.minimal_response,
+                                                    server.process is not None, str(exc))
             snap = prom.parse_metrics("")
         else:
             write_text(self.run_dir / "metrics" / f"{arm.server}__startup.prom", text)
             proof = modeproof.prove_mode(role, snap, pair.num_speculative_tokens)
-        modeproof.check_effective_method(role, pair.method, config.get("speculative_config_log"),
+        modeproof.check_effective_method(role, pair.method, config.speculative_config_log,
                                          pair.num_speculative_tokens)
         write_json(self.run_dir / "servers" / f"{arm.server}-minimal.json",
-                   {"request": server.minimal_request, "response": server.minimal_response})
-        effective = {**config, **proof, "ready_s": server.ready_s, "cache_config_info": prom.cache_config_info(snap)}
+                   {"request": server.minimal_request.to_json() if server.minimal_request else {},
+                    "response": server.minimal_response.to_json() if server.minimal_response else {}})
+        effective = {**config.to_json(), **proof.to_json(), "ready_s": server.ready_s,
+                     "cache_config_info": prom.cache_config_info(snap)}
         write_json(self.run_dir / "servers" / f"{arm.server}-effective.json", effective)
         return effective
 
     @staticmethod
-    def _resources(server: servers.Server, effective: dict[str, Any]) -> dict[str, Any]:
+    def _resources(server: servers.Server, effective: dict[str, Any]) -> ServerUsage:
         pid = server.process.pid if server.process is not None else None
         url = httpx.URL(server.base_url)
         if pid is None and url.host in ("127.0.0.1", "localhost", "::1") and url.port is not None:

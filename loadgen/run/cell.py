@@ -34,6 +34,7 @@ from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
+from loadgen.records.usage import HostSample
 from loadgen.report.rundir import JsonlAppender, write_text
 from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, length_mismatches
 from loadgen.run.observe import Observers
@@ -78,7 +79,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     gauges: list[dict[str, Any]] = []
     later: list[tuple[Path, str]] = []
 
-    host: list[dict[str, Any]] = []
+    host: list[HostSample] = []
 
     def scrape_before() -> None:
         host.append(hoststate.sample())
@@ -125,14 +126,15 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     _report(run, server, done, entry)
 
 
-def _state(host: list[dict[str, Any]], done: CellRun, entry: CellEntry, server: servers.Server,
+def _state(host: list[HostSample], done: CellRun, entry: CellEntry, server: servers.Server,
            pair: Pair) -> dict[str, Any]:
     """The block's state (measure/blockstate.py) from the host samples at its measured window's start and end."""
-    first, last = (host[0], host[-1]) if host else ({}, {})
+    first, last = (host[0], host[-1]) if host else (None, None)
     k = k_at(pair.speculative, done.cell.concurrency) if speculates(done.role) else 0  # K as declared there
-    return block_state((first, last), (done.before, done.after), entry.gauges or {}, entry.server_histograms,
-                       done.cell.concurrency * (1 + k), server.effective.get("cudagraph_ceiling"),
-                       hoststate.steal_share(first, last))
+    ceiling = server.effective.cudagraph_ceiling if server.effective else None
+    samples = (first.to_json() if first else {}, last.to_json() if last else {})  # blockstate reads them as read
+    return block_state(samples, (done.before, done.after), entry.gauges or {}, entry.server_histograms,
+                       done.cell.concurrency * (1 + k), ceiling, hoststate.steal_share(first, last))
 
 
 def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellEntry) -> None:

@@ -74,7 +74,7 @@ def plan_measurement(pair: Pair, speculative: Mapping[str, Pair], attach: Mappin
     a recorded ``design.order`` to repeat exactly. Raises ProfileError when the recorded order names a block
     the cells do not hold."""
     arms = build_arms(pair, speculative, attach)
-    co, why = co_resident(arms, len(resources.hardware()["gpus"]), resources.host_available_bytes(),
+    co, why = co_resident(arms, len(resources.hardware().gpus), resources.host_available_bytes(),
                           resources.gpu_free_share())
     if order is not None:
         try:

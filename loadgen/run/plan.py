@@ -216,7 +216,7 @@ def probe_host() -> dict[str, Any]:
     (serve/resources.py: GPUs and drivers)."""
     return {"client_host": {"python": platform.python_version(), "machine": platform.machine(),
                             "system": platform.platform()},
-            "hardware": resources.hardware()}
+            "hardware": resources.hardware().to_json()}
 
 
 def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host: Mapping[str, Any]) -> Protocol:

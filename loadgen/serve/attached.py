@@ -187,7 +187,7 @@ def _facts(spec: LaunchSpec, listing: httpx.Response) -> AttachedFacts:
     return AttachedFacts(engine_version(spec.base_url, spec.headers), listed_max_model_len(body, spec.served_model))
 
 
-def attach_record(attach: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+def attach_record(attach: Mapping[str, str]) -> dict[str, dict[str, str | bool]]:
     """The attach URLs for protocol.json, without credentials: ``{role: {"url": ..., "complete": bool}}``;
     ``complete`` is False when something was stripped (then ``--resume`` asks for the URL again)."""
     return {role: {"url": redact_url(url), "complete": redact_url(url) == url.strip()} for role, url in attach.items()}

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from loadgen.records.server import EnginePath
 
 #: The prefix vLLM's logger writes before a message (``vllm/logger.py`` ``_FORMAT``), ANSI colours aside.
 _PREFIX_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
@@ -39,28 +40,6 @@ _ASYNC_FALLBACK = re.compile(r"Async scheduling\b[^\n]*\bdisabled|Disabling asyn
 _RUNNER_V2 = re.compile(r"Using V2 Model Runner")
 #: A stated reason for falling back to the V1 model runner.
 _RUNNER_V1 = re.compile(r"Model Runner V2\b[^\n]*\busing the V1 model runner")
-
-
-@dataclass(frozen=True)
-class EnginePath:
-    """What a startup log says of the engine path: ``async_scheduling`` True/False (None: not said),
-    ``model_runner`` "V1"/"V2" (None: not said), ``fallback_reasons`` the messages (log prefix removed)
-    in which vLLM turned async scheduling off or fell back to the V1 model runner, first appearance first."""
-
-    async_scheduling: bool | None = None
-    model_runner: str | None = None
-    fallback_reasons: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"async_scheduling": bool|null, "model_runner": "V1"|"V2"|null, "fallback_reasons": [str]}``."""
-        return {"async_scheduling": self.async_scheduling, "model_runner": self.model_runner,
-                "fallback_reasons": list(self.fallback_reasons)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> EnginePath:
-        """The record of :meth:`to_json` (unknown for None or a record of older code without it)."""
-        data = data or {}
-        return cls(data.get("async_scheduling"), data.get("model_runner"), tuple(data.get("fallback_reasons") or ()))
 
 
 def _message(line: str) -> str:
@@ -105,7 +84,7 @@ def _quoted(reasons: tuple[str, ...]) -> str:
 
 def engine_path_line(effective: Mapping[str, Any]) -> str:
     """The card's line for one server's effective record (``engine_path``; unknown when absent)."""
-    path = EnginePath.from_json(effective.get("engine_path"))
+    path = EnginePath.of(effective.get("engine_path"))
     line = (f"engine path (startup log): async scheduling {_async_word(path)}, "
             f"model runner {path.model_runner or 'unknown'}")
     return line + (f" (vLLM: {_quoted(path.fallback_reasons)})" if path.fallback_reasons else "")
@@ -115,8 +94,8 @@ def engine_path_note(plain_effective: Mapping[str, Any], spec_effective: Mapping
     """One note when the speculative server's engine path differs from the plain server's: its async
     scheduling off while the plain server's is not known to be off, or its model runner known and not the
     plain server's (an unknown plain runner counts only against a V1 fallback). None otherwise."""
-    plain = EnginePath.from_json(plain_effective.get("engine_path"))
-    spec = EnginePath.from_json(spec_effective.get("engine_path"))
+    plain = EnginePath.of(plain_effective.get("engine_path"))
+    spec = EnginePath.of(spec_effective.get("engine_path"))
     no_async = spec.async_scheduling is False and plain.async_scheduling is not False
     runner = (spec.model_runner is not None and spec.model_runner != plain.model_runner
               and (plain.model_runner is not None or spec.model_runner == "V1"))

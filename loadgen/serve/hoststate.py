@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
 from typing import Any
 
+from loadgen.records.usage import CpuTimes, GpuState, HostSample
 from loadgen.serve.resources import with_nvml
 
 #: NVML clock-event reasons (nvmlClocksEventReasons, formerly throttle reasons; nvml.h) by bit.
@@ -20,7 +20,7 @@ THROTTLE_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "s
                     0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
 
 
-def _device(pynvml: Any, index: int) -> dict[str, Any]:
+def _device(pynvml: Any, index: int) -> GpuState:
     """One GPU's clocks, power, temperature and throttle reasons (None for a reading NVML refuses)."""
     h = pynvml.nvmlDeviceGetHandleByIndex(index)
     reads = {"sm_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, (h, pynvml.NVML_CLOCK_SM)),
@@ -28,23 +28,23 @@ def _device(pynvml: Any, index: int) -> dict[str, Any]:
              "power_mw": (pynvml.nvmlDeviceGetPowerUsage, (h,)),
              "temperature_c": (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
              "reasons": (pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, (h,))}
-    gpu: dict[str, Any] = {"index": index}
+    got: dict[str, int | None] = {}
     for key, (fn, args) in reads.items():
         try:
-            gpu[key] = fn(*args)
+            got[key] = fn(*args)
         except pynvml.NVMLError:
-            gpu[key] = None
-    power, bits = gpu.pop("power_mw"), gpu.pop("reasons")
-    gpu["power_w"] = None if power is None else power / 1000.0
-    gpu["throttle_reasons"] = None if bits is None else [n for b, n in THROTTLE_REASONS.items() if bits & b]
-    return gpu
+            got[key] = None
+    power, bits = got["power_mw"], got["reasons"]
+    return GpuState(index, got["sm_clock_mhz"], got["mem_clock_mhz"], got["temperature_c"],
+                    None if power is None else power / 1000.0,
+                    None if bits is None else tuple(n for b, n in THROTTLE_REASONS.items() if bits & b))
 
 
-def _gpus() -> list[dict[str, Any]]:
+def _gpus() -> list[GpuState]:
     return with_nvml(lambda nv: [_device(nv, i) for i in range(nv.nvmlDeviceGetCount())]) or []
 
 
-def _cpu_times() -> dict[str, float] | None:
+def _cpu_times() -> CpuTimes | None:
     """Aggregate CPU jiffies from /proc/stat's ``cpu`` line: ``total`` and ``steal`` (None where unreadable)."""
     try:
         with open("/proc/stat", encoding="ascii") as fh:
@@ -54,20 +54,20 @@ def _cpu_times() -> dict[str, float] | None:
     if not fields or fields[0] != "cpu" or len(fields) < 9:
         return None
     values = [float(x) for x in fields[1:]]
-    return {"total": sum(values[:8]), "steal": values[7]}
+    return CpuTimes(sum(values[:8]), values[7])
 
 
-def sample() -> dict[str, Any]:
-    """The state now: ``{"gpus": [...], "loadavg_1m": float | None, "cpu_times": {...} | None}``."""
+def sample() -> HostSample:
+    """The state now (records/usage.py ``HostSample``: the GPUs, the load average, the CPU times)."""
     load = None
     with contextlib.suppress(OSError, AttributeError):
         load = os.getloadavg()[0]
-    return {"gpus": _gpus(), "loadavg_1m": load, "cpu_times": _cpu_times()}
+    return HostSample(tuple(_gpus()), load, _cpu_times())
 
 
-def steal_share(before: Mapping[str, Any], after: Mapping[str, Any]) -> float | None:
+def steal_share(before: HostSample | None, after: HostSample | None) -> float | None:
     """The share of CPU time stolen between two samples (0..1), None without both counts."""
-    a, b = before.get("cpu_times"), after.get("cpu_times")
-    if not a or not b or b["total"] <= a["total"]:
+    a, b = before and before.cpu_times, after and after.cpu_times
+    if not a or not b or b.total <= a.total:
         return None
-    return float((b["steal"] - a["steal"]) / (b["total"] - a["total"]))
+    return float((b.steal - a.steal) / (b.total - a.total))

@@ -21,6 +21,7 @@ from typing import Any
 from loadgen.errors import FallbackDetected
 from loadgen.prom.deltas import has_spec_decode, spec_decode_positions
 from loadgen.prom.exposition import Snapshot
+from loadgen.records.server import MinimalResponse, ModeProof
 
 _METHOD_RE = re.compile(r"method='([^']*)'")
 _K_RE = re.compile(r"num_spec_tokens=(\d+)")
@@ -66,22 +67,22 @@ def check_effective_method(role: str, declared: str, spec_log: str | None, k: in
                                f"speculative_config) but the pair declares num_speculative_tokens={k}")
 
 
-def prove_without_metrics(role: str, effective: dict[str, Any], minimal: dict[str, Any], launched: bool,
-                          reason: str) -> dict[str, Any]:
+def prove_without_metrics(role: str, spec_log: str | None, minimal: MinimalResponse | None, launched: bool,
+                          reason: str) -> ModeProof:
     """The proof of mode when ``/metrics`` answered no Prometheus text at start-up (``reason``, one line).
 
-    ``effective`` is :meth:`Server.effective_config` (``speculative_config_log``), ``minimal`` the minimal
-    completion (``chunk_tokens``, ``chunk_tokens_exact``), ``launched`` True when loadgen started the
-    server (its command line carries the declared speculative config). Returns the record flow.py saves:
-    ``spec_decode_metrics``/``spec_positions`` None (not measured), ``metrics_unavailable`` (the reason),
-    ``mode_evidence`` (list of lines) and ``mode_proof`` (``"weaker"``, or ``"unproven"`` when nothing
-    shows speculation on the speculative server).
+    ``spec_log`` is the startup log's ``speculative_config`` (records/server.py ``EffectiveConfig``),
+    ``minimal`` the minimal completion (``chunk_tokens``, ``chunk_tokens_exact``; None: none was made),
+    ``launched`` True when loadgen started the server (its command line carries the declared speculative
+    config). Returns the records/server.py ``ModeProof`` run/bench.py saves: ``spec_decode_metrics`` and
+    ``spec_positions`` None (not measured), ``metrics_unavailable`` (the reason), ``mode_evidence`` (the
+    lines) and ``mode_proof`` (``"weaker"``, or ``"unproven"`` when nothing shows speculation on the
+    speculative server).
 
     Raises FallbackDetected when the evidence contradicts the role (check_effective_method, or more than
     one token in a chunk of the plain server's greedy completion)."""
-    spec_log = effective.get("speculative_config_log")
-    chunks = [int(c) for c in minimal.get("chunk_tokens") or []]
-    exact = bool(minimal.get("chunk_tokens_exact", True))
+    chunks = list(minimal.chunk_tokens) if minimal else []
+    exact = minimal.chunk_tokens_exact if minimal else True
     most = max(chunks, default=0)
     evidence: list[str] = []
     if role == "plain" and exact and most > 1:
@@ -98,9 +99,7 @@ def prove_without_metrics(role: str, effective: dict[str, Any], minimal: dict[st
         evidence.append(f"minimal completion tokens per chunk {chunks}" + (" (more than 1: speculation)"
                                                                            if most > 1 else ""))
     shown = role == "plain" or most > 1 or (spec_log not in (None, "None"))
-    return {"spec_decode_metrics": None, "spec_positions": None, "metric_families": [],
-            "metrics_unavailable": reason, "mode_evidence": evidence,
-            "mode_proof": "weaker" if shown and evidence else "unproven"}
+    return ModeProof(None, None, (), reason, tuple(evidence), "weaker" if shown and evidence else "unproven")
 
 
 def proof_line(effective: dict[str, Any]) -> str | None:
@@ -115,7 +114,7 @@ def proof_line(effective: dict[str, Any]) -> str | None:
             f"{what}, from: {evidence}")
 
 
-def prove_mode(role: str, snap: Snapshot, k: int) -> dict[str, Any]:
+def prove_mode(role: str, snap: Snapshot, k: int) -> ModeProof:
     """Check the server runs the mode it was launched for (proof of mode, docs/vllm-notes.md).
 
     Raises FallbackDetected: spec-decode series on the plain server, none on the speculative one, or a
@@ -133,5 +132,4 @@ def prove_mode(role: str, snap: Snapshot, k: int) -> dict[str, Any]:
     if role == "speculative" and positions != k:
         raise FallbackDetected(f"the speculative server runs K={positions} (position labels on /metrics) but "
                                f"the pair declares num_speculative_tokens={k}")
-    return {"spec_decode_metrics": has_spec, "spec_positions": positions,
-            "metric_families": sorted(snap.types)}
+    return ModeProof(has_spec, positions, tuple(sorted(snap.types)))

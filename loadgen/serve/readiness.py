@@ -11,28 +11,37 @@ of the mode when ``/metrics`` is unavailable (modeproof.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 import httpx
+
+from loadgen.records.server import CompletionText, MinimalRequest, MinimalResponse
 
 #: Back-off between failed minimal completions: starts here, doubles, capped at BACKOFF_MAX_S (seconds).
 BACKOFF_S, BACKOFF_MAX_S = 0.25, 2.0
 
 
-def minimal_body(model: str, prompt: str = "Hello", max_tokens: int = 16) -> dict[str, Any]:
+def minimal_body(model: str, prompt: str = "Hello", max_tokens: int = 16) -> MinimalRequest:
     """The minimal request: greedy (temperature 0), streamed, with token ids and the usage chunk."""
-    return {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
-            "stream_options": {"include_usage": True}, "return_token_ids": True}
+    return MinimalRequest(model, prompt, max_tokens, 0.0, True, {"include_usage": True}, True)
 
 
-def read_stream(lines: list[str]) -> dict[str, Any]:
-    """Fold the SSE ``lines`` of a streamed completion into ``{"choices": [{"text"}], "usage",
-    "chunk_tokens": [tokens per content chunk]}`` (pure). A chunk's tokens are ``len(token_ids)`` when
-    the server sends them, else 1 per chunk with text (then ``chunk_tokens_exact`` is False). An error
-    event becomes ``{"error": ...}``."""
+@dataclass(frozen=True)
+class StreamError:
+    """A stream that ended in an error: the event's ``error`` as sent, or what was wrong with a line."""
+
+    error: object
+
+
+def read_stream(lines: list[str]) -> MinimalResponse | StreamError:
+    """Fold the SSE ``lines`` of a streamed completion into a :class:`MinimalResponse` (pure): its text, the
+    ``usage`` chunk and the tokens per content chunk. A chunk's tokens are ``len(token_ids)`` when the server
+    sends them, else 1 per chunk with text (then ``chunk_tokens_exact`` is False). An error event, a line that
+    is not JSON or not an object is a :class:`StreamError`."""
     text, usage, tokens, exact = [], None, [], True
     for line in lines:
         if not line.startswith("data:") or line[5:].strip() == "[DONE]":
@@ -40,12 +49,12 @@ def read_stream(lines: list[str]) -> dict[str, Any]:
         try:
             event = json.loads(line[5:])
         except ValueError:
-            return {"error": f"not JSON: {line[:80]!r}"}
+            return StreamError(f"not JSON: {line[:80]!r}")
         if not isinstance(event, dict):
-            return {"error": f"not an object: {line[:80]!r}"}
+            return StreamError(f"not an object: {line[:80]!r}")
         if event.get("error"):
-            return {"error": event["error"]}
-        usage = event.get("usage") or usage
+            return StreamError(event["error"])
+        usage = event["usage"] if isinstance(event.get("usage"), dict) and event["usage"] else usage
         for choice in event.get("choices") or []:
             ids = choice.get("token_ids")
             if ids:
@@ -54,24 +63,17 @@ def read_stream(lines: list[str]) -> dict[str, Any]:
                 tokens.append(1)
                 exact = False
             text.append(choice.get("text") or "")
-    return {"choices": [{"text": "".join(text)}], "usage": usage, "chunk_tokens": tokens,
-            "chunk_tokens_exact": exact}
+    return MinimalResponse((CompletionText("".join(text)),), usage, tuple(tokens), exact)
 
 
 #: The longest single wait (connect or read, s) of one minimal completion, within the start-up limit.
 MAX_WAIT_S = 120.0
 
 
-def tokens_returned(response: dict[str, Any]) -> int:
-    """Tokens a minimal response returned: ``usage.completion_tokens`` if given, else the chunks' sum."""
-    usage = response.get("usage") or {}
-    return int(usage.get("completion_tokens") or sum(response.get("chunk_tokens") or []))
-
-
-def minimal_completion(http: httpx.Client, base_url: str, body: dict[str, Any], deadline: float,
-                       alive: Callable[[], bool], fail: Callable[[str], Exception]) -> dict[str, Any]:
+def minimal_completion(http: httpx.Client, base_url: str, body: MinimalRequest, deadline: float,
+                       alive: Callable[[], bool], fail: Callable[[str], Exception]) -> MinimalResponse:
     """POST ``body`` to ``base_url``/v1/completions until one answer streams at least one token; returns
-    it (:func:`read_stream`'s shape plus ``attempts``). Between failures (HTTP error status, transport
+    it (:func:`read_stream`'s record with its ``attempts``). Between failures (HTTP error status, transport
     error, error event, zero tokens) wait :data:`BACKOFF_S`, doubling up to :data:`BACKOFF_MAX_S`.
 
     Raises ``fail(what)`` when the process exits or ``deadline`` (time.monotonic) passes, naming the
@@ -83,13 +85,13 @@ def minimal_completion(http: httpx.Client, base_url: str, body: dict[str, Any], 
         # stalls cannot hold the start-up past it
         limit = httpx.Timeout(max(1.0, min(MAX_WAIT_S, deadline - time.monotonic())))
         try:
-            with http.stream("POST", base_url + "/v1/completions", json=body, timeout=limit) as response:
+            with http.stream("POST", base_url + "/v1/completions", json=body.to_json(), timeout=limit) as response:
                 if response.status_code == 200:
                     result = read_stream(list(response.iter_lines()))
-                    if "error" in result:
-                        last = f"an error event: {str(result['error'])[:200]}"
-                    elif tokens_returned(result) > 0:
-                        return result | {"attempts": attempts}
+                    if isinstance(result, StreamError):
+                        last = f"an error event: {str(result.error)[:200]}"
+                    elif result.tokens > 0:
+                        return dataclasses.replace(result, attempts=attempts)
                     else:
                         last = "a completion with no tokens"
                 else:

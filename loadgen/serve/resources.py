@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 
 import psutil
 
+from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, Hardware, HardwareGpu, ServerUsage
+
 T = TypeVar("T")
 #: How long a teardown waits for the accelerator's memory to come back (s), how often it reads NVML (s), and
 #: the difference still counted as back (bytes: the driver's own bookkeeping moves by a few MiB).
@@ -97,15 +99,16 @@ def cpu_rss_bytes(procs: Iterable[psutil.Process]) -> int:
     return total
 
 
-def gpu_memory(pids: Iterable[int]) -> dict[str, Any] | None:
+def gpu_memory(pids: Iterable[int]) -> GpuMemory | None:
     """GPU memory used by ``pids`` through NVML's per-process accounting (never a difference of device
     totals, which would charge one server with another's memory when servers share the device):
-    ``{"bytes": int, "devices": [{index, name, total_bytes, used_by_pids_bytes}]}``; None when NVML is not
+    records/usage.py ``GpuMemory`` (the bytes, and per device its index, name, total and the bytes ``pids``
+    use); None when NVML is not
     available (no driver, no GPU, no nvidia-ml-py), or when NVML lists compute processes but none of
     ``pids`` (another PID namespace, as in a container: the figure would read 0)."""
     wanted = set(pids)
 
-    def read(nv: Any) -> dict[str, Any] | None:
+    def read(nv: Any) -> GpuMemory | None:
         devices, total, listed = [], 0, 0
         for index in range(nv.nvmlDeviceGetCount()):
             handle = nv.nvmlDeviceGetHandleByIndex(index)
@@ -114,11 +117,10 @@ def gpu_memory(pids: Iterable[int]) -> dict[str, Any] | None:
             used = sum(int(p.usedGpuMemory or 0) for p in procs if p.pid in wanted)
             if used:
                 name = nv.nvmlDeviceGetName(handle)
-                devices.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
-                                "total_bytes": int(nv.nvmlDeviceGetMemoryInfo(handle).total),
-                                "used_by_pids_bytes": used})
+                devices.append(GpuDevice(index, name.decode() if isinstance(name, bytes) else name,
+                                         int(nv.nvmlDeviceGetMemoryInfo(handle).total), used))
                 total += used
-        return None if listed and not devices else {"bytes": total, "devices": devices}
+        return None if listed and not devices else GpuMemory(total, tuple(devices))
     return with_nvml(read)
 
 
@@ -130,19 +132,13 @@ def kv_capacity_tokens(cache_info: Mapping[str, str]) -> int | None:
         return None
 
 
-def usage(pid: int | None, cache_info: Mapping[str, str], kv_tokens_log: int | None) -> dict[str, Any]:
+def usage(pid: int | None, cache_info: Mapping[str, str], kv_tokens_log: int | None) -> ServerUsage:
     """One server's resources now (see module docstring); ``pid`` None for an attached server."""
     procs = process_tree(pid) if pid is not None else []
-    return {
-        "processes": len(procs),
-        "cpu_rss_bytes": cpu_rss_bytes(procs) if procs else None,
-        "gpu_memory": gpu_memory(p.pid for p in procs) if procs else None,
-        "kv_cache_tokens": kv_capacity_tokens(cache_info),
-        "kv_cache_tokens_log": kv_tokens_log,
-        "num_gpu_blocks": cache_info.get("num_gpu_blocks"),
-        "block_size": cache_info.get("block_size"),
-        "gpu_memory_utilization": cache_info.get("gpu_memory_utilization"),
-    }
+    return ServerUsage(len(procs), cpu_rss_bytes(procs) if procs else None,
+                       gpu_memory(p.pid for p in procs) if procs else None, kv_capacity_tokens(cache_info),
+                       kv_tokens_log, cache_info.get("num_gpu_blocks"), cache_info.get("block_size"),
+                       cache_info.get("gpu_memory_utilization"))
 
 
 def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -186,7 +182,7 @@ def budget_note(plain: Mapping[str, Any] | None, difference: Mapping[str, Any]) 
             f"the draft's cost, which is {cost}")
 
 
-def hardware() -> dict[str, Any]:
+def hardware() -> Hardware:
     """The machine loadgen runs on (the servers' machine when launched locally): CPU model and cores,
     memory, and the GPUs NVML sees (name, memory); ``gpus`` is [] without NVML."""
     cpu_model = None
@@ -196,17 +192,16 @@ def hardware() -> dict[str, Any]:
                 cpu_model = line.split(":", 1)[1].strip()
                 break
 
-    def read(nv: Any) -> list[dict[str, Any]]:
+    def read(nv: Any) -> list[HardwareGpu]:
         gpus = []
         for index in range(nv.nvmlDeviceGetCount()):
             handle = nv.nvmlDeviceGetHandleByIndex(index)
             name = nv.nvmlDeviceGetName(handle)
-            gpus.append({"index": index, "name": name.decode() if isinstance(name, bytes) else name,
-                         "memory_bytes": int(nv.nvmlDeviceGetMemoryInfo(handle).total)})
+            gpus.append(HardwareGpu(index, name.decode() if isinstance(name, bytes) else name,
+                                    int(nv.nvmlDeviceGetMemoryInfo(handle).total)))
         return gpus
     gpus = with_nvml(read) or []
-    return {"cpu_model": cpu_model, "cpu_cores": psutil.cpu_count(logical=True),
-            "memory_bytes": psutil.virtual_memory().total, "gpus": gpus}
+    return Hardware(cpu_model, psutil.cpu_count(logical=True), psutil.virtual_memory().total, tuple(gpus))
 
 
 def gpu_free_share() -> float | None:
@@ -240,54 +235,56 @@ def gpu_used() -> list[int] | None:
                              for i in range(nv.nvmlDeviceGetCount())])
 
 
-def gpu_holders(ours: Iterable[int]) -> list[dict[str, Any]]:
+def gpu_holders(ours: Iterable[int]) -> list[GpuHolder]:
     """The NVML compute processes on any device whose PID is not in ``ours`` nor among loadgen's own
-    descendants (the servers it launched): ``[{pid, name, device, used_bytes}]``, ``name`` None when the PID
+    descendants (the servers it launched), as records/usage.py ``GpuHolder``; ``name`` None when the PID
     is not visible here (another user's, or another PID namespace); [] without NVML."""
     mine = {*ours, os.getpid(), *(p.pid for p in process_tree(os.getpid()))}
 
-    def read(nv: Any) -> list[dict[str, Any]]:
-        return [{"pid": int(p.pid), "device": i, "used_bytes": int(p.usedGpuMemory or 0)}
-                for i in range(nv.nvmlDeviceGetCount())
+    def read(nv: Any) -> list[tuple[int, int, int]]:
+        return [(int(p.pid), i, int(p.usedGpuMemory or 0)) for i in range(nv.nvmlDeviceGetCount())
                 for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))
                 if p.pid not in mine]
-    found = with_nvml(read) or []
-    for holder in found:
-        holder["name"] = None
-        with contextlib.suppress(psutil.Error):
-            holder["name"] = psutil.Process(holder["pid"]).name()
-    return found
+    return [GpuHolder(pid, device, used, _process_name(pid)) for pid, device, used in with_nvml(read) or []]
 
 
-def settle(before: list[int] | None, ours: Iterable[int], timeout_s: float | None = None) -> dict[str, Any]:
+def _process_name(pid: int) -> str | None:
+    """The name of process ``pid``, None when it is not visible here."""
+    with contextlib.suppress(psutil.Error):
+        return str(psutil.Process(pid).name())
+    return None
+
+
+def settle(before: list[int] | None, ours: Iterable[int], timeout_s: float | None = None) -> GpuSettle:
     """Wait (up to ``timeout_s``, default :data:`SETTLE_S`) until every device's memory used is back within
-    :data:`SETTLE_SLACK` of ``before`` (:func:`gpu_used` read before the launch). Returns ``{"measured": True,
-    "back": bool, "waited_s", "before_bytes", "after_bytes", "above_bytes" (sum of what each device is still
-    over its reading before), "foreign": gpu_holders(ours)}``, or ``{"measured": False, "note": ...}``."""
+    :data:`SETTLE_SLACK` of ``before`` (:func:`gpu_used` read before the launch). Returns the records/usage.py
+    ``GpuSettle``: measured, whether the memory is ``back``, the wait, the readings, ``above_bytes`` (the sum of
+    what each device is still over its reading before) and the ``foreign`` holders (:func:`gpu_holders`); or
+    not measured, with its ``note``."""
     deadline = time.monotonic() + (SETTLE_S if timeout_s is None else timeout_s)
     start, ours = time.monotonic(), set(ours)
     while True:
         after = gpu_used() if before is not None else None
         if after is None or before is None or len(after) != len(before):
-            return {"measured": False, "note": NOT_MEASURED}
+            return GpuSettle(False, note=NOT_MEASURED)
         above = sum(max(0, a - b) for a, b in zip(after, before, strict=True))
         back = all(a - b <= SETTLE_SLACK for a, b in zip(after, before, strict=True))
         if back or time.monotonic() >= deadline:
-            return {"measured": True, "back": back, "waited_s": round(time.monotonic() - start, 1),
-                    "before_bytes": before, "after_bytes": after, "above_bytes": above, "foreign": gpu_holders(ours)}
+            return GpuSettle(True, back, round(time.monotonic() - start, 1), tuple(before), tuple(after), above,
+                             tuple(gpu_holders(ours)))
         time.sleep(SETTLE_POLL_S)
 
 
-def settle_line(record: Mapping[str, Any]) -> str | None:
+def settle_line(record: GpuSettle | None) -> str | None:
     """One line for a teardown's :func:`settle` record when memory is not back or a process loadgen did not
-    start holds a device (None otherwise, and when not measured)."""
-    if not record.get("measured"):
+    start holds a device (None otherwise, when not measured, and for None: no teardown)."""
+    if record is None or not record.measured:
         return None
-    parts = [] if record["back"] else [
-        f"accelerator memory still {record['above_bytes'] / 2**20:,.0f} MiB above its level before the launch "
-        f"after {record['waited_s']:g} s"]
-    if record["foreign"]:
-        held = ", ".join(f"pid {h['pid']} {h['name'] or '(not visible here)'} ({h['used_bytes'] / 2**20:,.0f} MiB "
-                         f"on GPU {h['device']})" for h in record["foreign"])
+    parts = [] if record.back else [
+        f"accelerator memory still {(record.above_bytes or 0) / 2**20:,.0f} MiB above its level before the launch "
+        f"after {record.waited_s or 0:g} s"]
+    if record.foreign:
+        held = ", ".join(f"pid {h.pid} {h.name or '(not visible here)'} ({h.used_bytes / 2**20:,.0f} MiB "
+                         f"on GPU {h.device})" for h in record.foreign)
         parts.append(f"processes loadgen did not start hold the accelerator: {held}")
     return "; ".join(parts) or None

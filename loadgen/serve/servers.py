@@ -21,7 +21,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ import httpx
 
 from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
+from loadgen.records.server import EffectiveConfig, MinimalRequest, MinimalResponse
+from loadgen.records.usage import Teardown
 from loadgen.serve import readiness, resources
 from loadgen.serve.attached import ATTACH_REFUSED_S, listing_problem, unreachable
 from loadgen.serve.enginepath import cudagraph_ceiling, parse_engine_path
@@ -115,9 +117,9 @@ class Server:
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     ready_s: float | None = None
-    minimal_request: dict[str, Any] = field(default_factory=dict)
-    minimal_response: dict[str, Any] = field(default_factory=dict)
-    effective: dict[str, Any] = field(default_factory=dict)  # what effective_config() read last
+    minimal_request: MinimalRequest | None = None
+    minimal_response: MinimalResponse | None = None
+    effective: EffectiveConfig | None = None  # what effective_config() read last
     gpu_before: list[int] | None = None  # each device's memory used before the launch (resources.gpu_used)
 
     @property
@@ -192,17 +194,17 @@ class Server:
                                                                  deadline, self.alive, self._fail)
         self.ready_s = time.monotonic() - self.started_at
 
-    def stop(self, grace_s: float = 20.0) -> dict[str, Any]:
+    def stop(self, grace_s: float = 20.0) -> Teardown | None:
         """Terminate the whole tree (API server and EngineCore children): SIGTERM to the process group,
         SIGKILL to whatever is left after ``grace_s``, then verify nothing survived and wait for the accelerator's
         memory (up to resources.SETTLE_S).
 
-        Returns ``{"survivors": [pids], "gpu_memory_after": ..., "gpu_settle": resources.settle(...)}``; a no-op
-        ({}) for attached servers.
+        Returns the records/usage.py ``Teardown`` (the survivors' PIDs, the GPU memory after, resources.settle);
+        a no-op (None) for attached servers.
         """
         proc = self.process
         if proc is None:
-            return {}
+            return None
         tree = [p.pid for p in resources.process_tree(proc.pid)]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -221,30 +223,29 @@ class Server:
         while survivors and time.monotonic() < deadline:
             time.sleep(0.2)
             survivors = resources.alive(tree) + resources.group_members(proc.pid)
-        return {"survivors": sorted(set(survivors)), "gpu_memory_after": resources.gpu_memory(tree),
-                "gpu_settle": resources.settle(self.gpu_before, tree)}
+        return Teardown(tuple(sorted(set(survivors))), resources.gpu_memory(tree),
+                        resources.settle(self.gpu_before, tree))
 
     def fetch(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
         """GET ``path`` on the server."""
         return httpx.get(self.base_url + path, timeout=timeout_s, headers=self.spec.headers)
 
-    def effective_config(self) -> dict[str, Any]:
+    def effective_config(self) -> EffectiveConfig:
         """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``,
         the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``) and the engine
         path (``engine_path``: async scheduling, model runner, fallback reasons; enginepath.py), unknown for
-        an attached server (no log)."""
-        out: dict[str, Any] = {"base_url": redact_url(self.base_url)}
-        with contextlib.suppress(httpx.HTTPError, ValueError):
-            out["version"] = self.fetch("/version").json().get("version")
+        an attached server (no log); records/server.py ``EffectiveConfig``."""
+        version = None
+        with contextlib.suppress(httpx.HTTPError, ValueError, AttributeError):
+            answer = self.fetch("/version").json().get("version")
+            version = answer if isinstance(answer, str) else None
         log = self.spec.log_path.read_text(errors="replace") if self.spec.log_path.exists() else ""
-        match = _SPEC_LOG_RE.search(log)
-        out["speculative_config_log"] = match.group(1) if match else None
-        kv = _KV_TOKENS_RE.search(log)
-        out["kv_cache_tokens_log"] = int(kv.group(1).replace(",", "")) if kv else None
-        out["engine_path"] = parse_engine_path(log if self.process is not None else "").to_json()
-        out["cudagraph_ceiling"] = cudagraph_ceiling(log)
-        self.effective = out
-        return out
+        match, kv = _SPEC_LOG_RE.search(log), _KV_TOKENS_RE.search(log)
+        self.effective = EffectiveConfig(redact_url(self.base_url), match.group(1) if match else None,
+                                         int(kv.group(1).replace(",", "")) if kv else None,
+                                         parse_engine_path(log if self.process is not None else ""),
+                                         cudagraph_ceiling(log), version=version)
+        return self.effective
 
 
 def die_with_parent() -> None:
@@ -283,7 +284,7 @@ def attach(spec: LaunchSpec) -> Server:
 
 
 @contextlib.contextmanager
-def running(spec: LaunchSpec, on_stop: Callable[[dict[str, Any]], None] = lambda _: None) -> Iterator[Server]:
+def running(spec: LaunchSpec, on_stop: Callable[[Teardown | None], None] = lambda _: None) -> Iterator[Server]:
     """Launch (or attach, when ``spec.attach_url`` is set), wait until ready, yield, and always tear
     down what was launched (also on Ctrl-C); ``on_stop`` receives the teardown report
     (:meth:`Server.stop`). Raises ServerError when a process survives its teardown."""
@@ -294,6 +295,6 @@ def running(spec: LaunchSpec, on_stop: Callable[[dict[str, Any]], None] = lambda
     finally:
         report = server.stop()
         on_stop(report)
-        if report.get("survivors"):
-            raise ServerError(f"{spec.role} server: processes {report['survivors']} survived SIGKILL; "
+        if report is not None and report.survivors:
+            raise ServerError(f"{spec.role} server: processes {list(report.survivors)} survived SIGKILL; "
                               "kill them by hand before the next run")

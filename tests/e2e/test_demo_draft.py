@@ -42,7 +42,7 @@ def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> Non
 def test_wrong_k_is_a_fallback(demo_spec_server: servers.Server) -> None:
     wrong = load_pair(str(Path("tests/data/pairs/wrong-k.toml")))
     _, snap = scrape(demo_spec_server.base_url)
-    assert prove_mode("speculative", snap, load_pair("demo-cpu").num_speculative_tokens)["spec_positions"] == 2
+    assert prove_mode("speculative", snap, load_pair("demo-cpu").num_speculative_tokens).spec_positions == 2
     with pytest.raises(FallbackDetected, match="runs K=2.*num_speculative_tokens=3"):
         prove_mode("speculative", snap, wrong.num_speculative_tokens)
     with pytest.raises(FallbackDetected, match="plain server exposes vllm:spec_decode"):

@@ -24,8 +24,10 @@ from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetflags import disagree, disjoint
 from loadgen.fleet.fleetmd import render_fleet_markdown
 from loadgen.fleet.gputype import ray_accelerator_type
+from loadgen.records.card import PairCard
 from loadgen.records.fleet import FIX as CARD_FIX
 from loadgen.records.fleet import CompareEntry, FleetCard, SweepNodeEntry
+from loadgen.records.fleetparts import FleetRatio, NodeGpu, NodeHardware, NodeVerdict
 from loadgen.records.fleettasks import TaskList
 from loadgen.records.sweep import FIX as SWEEP_FIX
 from loadgen.records.sweep import SweepCandidate, SweepCell
@@ -178,12 +180,13 @@ def test_a_flag_only_where_same_gpu_type_cis_do_not_overlap(fleet: Path) -> None
                             "the 95% CIs do not overlap: stg-a 0.700 (95% CI 0.680-0.720) vs stg-b 0.950 "
                             "(95% CI 0.920-0.980); their engine versions differ (stg-a: vLLM 0.24.0, "
                             "stg-b: vLLM 0.23.1)")
-    assert disjoint({"ci_low": 0.5, "ci_high": 0.7}, {"ci_low": 0.7, "ci_high": 0.9}) is False  # touching
-    assert disjoint({"ci_low": 0.5, "ci_high": 0.7}, {"ci_low": None, "ci_high": None}) is False
+    assert disjoint(FleetRatio(0.6, 0.5, 0.7), FleetRatio(0.8, 0.7, 0.9)) is False  # touching
+    assert disjoint(FleetRatio(0.6, 0.5, 0.7), FleetRatio(0.8)) is False
+    assert disjoint(FleetRatio(0.6, 0.5, 0.7), None) is False
     # apart, but 3% of the smaller value: not a difference a capacity team acts on (MIN_RELATIVE_GAP = 5%)
-    near, far = {"value": 0.97, "ci_low": 0.96, "ci_high": 0.98}, {"value": 1.00, "ci_low": 0.99, "ci_high": 1.01}
+    near, far = FleetRatio(0.97, 0.96, 0.98), FleetRatio(1.00, 0.99, 1.01)
     assert disjoint(near, far) and not disagree(near, far)
-    assert disagree(near, {"value": 1.03, "ci_low": 1.02, "ci_high": 1.04})
+    assert disagree(near, FleetRatio(1.03, 1.02, 1.04)) and not disagree(near, None)
 
 
 def test_the_sweep_shows_each_nodes_recommendation_and_flags_the_differences(fleet: Path) -> None:
@@ -311,24 +314,35 @@ def test_a_card_gpu_name_becomes_rays_accelerator_type(name: str, ray_type: str 
     assert ray_accelerator_type(name) == ray_type
 
 
-def test_a_card_of_the_wrong_shape_is_shown_without_a_traceback() -> None:
+def test_a_typed_card_with_odd_free_form_parts_is_read_tolerantly() -> None:
+    """A pair card that matches its type but whose free-form ``hardware`` holds wrong types, whose ratio has one CI
+    end or no value, whose speculative role is missing and whose verdict is not judged."""
     tasks = [_task("p", "stg-a"), _task("p", "stg-b"), _task("s", "stg-a", kind="sweep")]
-    junk = {"cells": [{"workload": "w", "level": "c1", "ratios": {"tpot_p50": {"value": "0.8", "ci_low": 0.7}},
-                       "speculative": {"acceptance": "none"}}, {"workload": "w", "concurrency": "many"}, "cell"],
-            "hardware": {"cpu_model": 7, "gpus": [1, {"name": "NVIDIA H200", "memory_bytes": "big"}]},
-            "verdict": {"passed": "yes", "summary": 3}, "engine_version": {"plain": 1, "speculative": 1}}
+    junk = _card("p", "stg-a")
+    junk["cells"] = junk["cells"][:1]
+    junk["cells"][0]["ratios"]["tpot_p50"] = {"value": 0.8, "ci_low": 0.7, "ci_high": None, "pairs": 3}
+    junk["cells"][0]["ratios"]["ttft_p50"] = {"value": None, "ci_low": None, "ci_high": None, "pairs": 0}
+    junk["cells"][0]["speculative"] = None
+    junk["hardware"] = {"cpu_model": 7, "cpu_cores": True, "gpus": [1, {"name": "NVIDIA H200", "memory_bytes": "big"}]}
+    junk["verdict"] = {**junk["verdict"], "passed": None, "summary": ""}
+    junk["engine_version"] = {"plain": "0.24.0", "speculative": None}
     record = build_fleet_card(TaskList.from_json({"schema": "loadgen.fleet-tasks/1", "name": "junk", "tasks": tasks},
-                                               source="tasks.json"),
-                            {"p__stg-a": junk, "p__stg-b": "not a card"}, {"s__stg-a": None})  # type: ignore[dict-item]
-    card = record.to_json()
-    [cell] = card["pairs"][0]["cells"]
-    assert [(e["node"], e["ratios"]["tpot_p50"], e["acceptance_rate"]) for e in cell["nodes"]] == [
-        ("stg-a", None, None)]
-    assert card["pairs"][0]["nodes"][0]["verdict"] == {"declared": None, "passed": None, "summary": None}
-    assert card["nodes"][0]["hardware"] == {"cpu_model": None, "cpu_cores": None, "memory_bytes": None,
-                                            "gpus": [{"index": None, "name": "NVIDIA H200", "memory_bytes": None}]}
-    assert card["sweeps"][0]["cells"] == [] and card["sweeps"][0]["nodes"][0]["recommendation"] is None
-    assert "# Fleet card: junk" in render_fleet_markdown(record)
+                                                 source="tasks.json"),
+                              {"p__stg-a": PairCard.from_json(junk, source="card.json"), "p__stg-b": None},
+                              {"s__stg-a": None})
+    [cell] = record.pairs[0].cells
+    [entry] = cell.nodes
+    assert (entry.node, entry.ratios["tpot_p50"], entry.ratios["ttft_p50"], entry.acceptance_rate) == (
+        "stg-a", FleetRatio(0.8, None, None, 3), None, None)
+    a, b = record.pairs[0].nodes
+    assert a.verdict == NodeVerdict(True, None, "") and a.engine == "plain 0.24.0 / speculative unknown"
+    assert (b.node, b.status, b.verdict, b.engine) == ("stg-b", "failed", None, None)
+    assert record.nodes[0].hardware == NodeHardware(None, None, None, [NodeGpu("NVIDIA H200")])
+    assert (record.nodes[0].gpu_type, record.nodes[0].gpu_type_source) == ("H200", "label loadgen.io/gpu-type")
+    assert record.sweeps[0].cells == [] and record.sweeps[0].nodes[0].recommendation is None
+    text = render_fleet_markdown(record)
+    assert "| stg-a | H200 | done | not judged | vLLM plain 0.24.0 / speculative unknown |" in text
+    assert "| short-homogeneous-gpu | c1 | 0.800 | – |" in text and "NVIDIA H200 (–)" in text
 
 
 def test_a_sweep_card_of_the_wrong_shape_shows_its_task_failed_naming_the_field(fleet: Path) -> None:
@@ -351,7 +365,13 @@ def test_fleet_json_reads_back_typed_byte_identically_and_validates_against_the_
     jsonschema.Draft202012Validator(FleetCard.json_schema()).validate(json.loads(text))
     raw = json.loads(text)
     entry = card.pairs[0].cells[0].nodes[0]
-    assert isinstance(entry, CompareEntry) and entry.ratios == raw["pairs"][0]["cells"][0]["nodes"][0]["ratios"]
+    assert isinstance(entry, CompareEntry)
+    assert {m: r and r.to_json() for m, r in entry.ratios.items()} == raw["pairs"][0]["cells"][0]["nodes"][0]["ratios"]
+    assert isinstance(entry.ratios["tpot_p50"], FleetRatio) and entry.ratios["ttft_p99"] == FleetRatio(1.1, pairs=0)
+    assert card.nodes[0].hardware == NodeHardware("Intel(R) Xeon(R) Platinum 8480+", 64, 2 * 2**40,
+                                                  [NodeGpu("NVIDIA H200", 0, 150754820096)])
+    assert [(f.kind, [s.node for s in f.nodes]) for f in card.flags] == [
+        ("ratio", ["stg-a", "stg-b"]), ("recommendation", ["stg-a", "stg-b"]), ("speedup", ["stg-a", "stg-b"])]
     best = card.sweeps[0].cells[0].nodes[0]
     assert isinstance(best, SweepNodeEntry) and best.speedup == raw["sweeps"][0]["cells"][0]["nodes"][0]["speedup"]
     assert card.counts == {"tasks": 8, "done": 7, "failed": 1, "pending": 0}

@@ -12,6 +12,7 @@ import pytest
 from loadgen.fleet.gputype import gpu_type_of, ray_accelerator_type
 from loadgen.fleet.nodes import FleetNode, declared_gpu_types, node_of
 from loadgen.fleet.nodetask import free_port_pair, reason_of, with_ports
+from loadgen.records.fleetparts import NodeGpu, NodeHardware
 
 
 @pytest.mark.parametrize(("name", "ray"), [
@@ -27,7 +28,7 @@ def node(gpu_type: str | None = None, labels: dict[str, str] | None = None,
 
 
 def test_where_a_nodes_gpu_type_comes_from() -> None:
-    hw = {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}
+    hw = NodeHardware(gpus=[NodeGpu("NVIDIA H100 80GB HBM3")])
     label, accel = {"loadgen.io/gpu-type": "H200"}, {"accelerator_type:A100": 1.0, "accelerator_type:H100": 1.0}
     assert declared_gpu_types(label, accel) == ("H200", "A100")  # the first type, sorted
     assert gpu_type_of(node("H200", label), hw) == ("H200", "label loadgen.io/gpu-type")
@@ -36,7 +37,7 @@ def test_where_a_nodes_gpu_type_comes_from() -> None:
     assert gpu_type_of(node(labels=label, resources=accel), hw) == ("H200", "label loadgen.io/gpu-type")
     assert gpu_type_of(node(resources=accel), None) == ("A100", "Ray resource accelerator_type:<type>")
     assert gpu_type_of(node(), hw) == ("H100", "card hardware (first GPU)")
-    assert gpu_type_of(node(), {"gpus": []}) == (None, None) and gpu_type_of(node(), None) == (None, None)
+    assert gpu_type_of(node(), NodeHardware()) == (None, None) and gpu_type_of(node(), None) == (None, None)
 
 
 def test_a_ray_node_entry() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.records.nested import Part, part_kind
-from loadgen.records.wire import INT, NUM, STR, Kind, list_of, maybe
+from loadgen.records.wire import INT, NUM, STR, Kind, list_of, map_of, maybe
 
 
 @dataclass(frozen=True)
@@ -70,3 +70,21 @@ def test_the_schema_is_the_kinds_nested() -> None:
     assert schema["properties"]["leaves"] == {"type": "array", "items": Leaf.json_schema()}
     assert Leaf.json_schema() == {"title": "leaf", "type": "object", "required": ["name"], "properties": {
         "name": {"type": "string"}, "value": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}
+
+
+@dataclass(frozen=True)
+class Grove(Part):
+    by_name: dict[str, Leaf | None] = field(default_factory=dict)
+    KINDS: ClassVar[dict[str, Kind]] = {"by_name": map_of(maybe(part_kind(Leaf)))}
+    MAPPED: ClassVar[dict[str, type[Part]]] = {"by_name": Leaf}
+    FIX: ClassVar[str] = "fix it"
+
+
+def test_a_mapped_field_holds_a_part_or_null_per_key_and_names_the_key_when_wrong() -> None:
+    doc = {"by_name": {"a": {"name": "a", "value": 1.5}, "b": None}}
+    grove = Grove.from_json(doc, source="g.json")
+    assert grove.by_name == {"a": Leaf("a", 1.5), "b": None} and grove.to_json() == doc
+    assert Grove({"c": Leaf("c")}).to_json() == {"by_name": {"c": {"name": "c", "value": None}}}
+    with pytest.raises(BadInput) as caught:
+        Grove.from_json({"by_name": {"a": {"value": 1}}}, source="g.json")
+    assert str(caught.value) == "g.json: by_name.a.name: missing (expected a string); fix it"

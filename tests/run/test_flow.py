@@ -81,8 +81,8 @@ def test_prove_mode_on_recorded_vllm_metrics() -> None:
     spec = prom.parse_metrics((DATA / "vllm032_spec_t0.prom").read_text())
     k = deltas.spec_decode_positions(spec)
     assert k >= 1
-    assert prove_mode("plain", plain, k)["spec_decode_metrics"] is False
-    assert prove_mode("speculative", spec, k)["spec_positions"] == k
+    assert prove_mode("plain", plain, k).spec_decode_metrics is False
+    assert prove_mode("speculative", spec, k).spec_positions == k
     with pytest.raises(FallbackDetected, match="exposes no vllm:spec_decode"):
         prove_mode("speculative", plain, k)
     with pytest.raises(FallbackDetected, match="plain server exposes"):

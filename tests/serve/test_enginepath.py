@@ -64,7 +64,9 @@ def test_the_0_32_wordings() -> None:
 
 def test_the_record_round_trips_through_json_and_older_records_read_unknown() -> None:
     path = parse_engine_path(_log("draft"))
-    assert EnginePath.from_json(path.to_json()) == path
+    assert EnginePath.from_json(path.to_json(), source="x-effective.json") == path == EnginePath.of(path.to_json())
+    unknown = EnginePath(None, None, ())
+    assert EnginePath.of(None) == EnginePath.of({"model_runner": 2, "fallback_reasons": "x"}) == unknown
     assert path.to_json() == {"async_scheduling": False, "model_runner": "V1",
                               "fallback_reasons": [DRAFT_ASYNC, DRAFT_RUNNER]}
     assert engine_path_line({}) == "engine path (startup log): async scheduling unknown, model runner unknown"

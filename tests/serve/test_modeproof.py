@@ -5,11 +5,17 @@ from __future__ import annotations
 import pytest
 
 from loadgen.errors import FallbackDetected
+from loadgen.records.server import MinimalResponse
 from loadgen.serve.modeproof import check_effective_method, log_method, proof_line, prove_without_metrics
 
 # the startup line of vLLM 0.32 (vllm/v1/engine/core.py), as servers.py extracts it
 EAGLE3 = "SpeculativeConfig(method='eagle3', model='/models/neutral', num_spec_tokens=3)"
 DRAFT = "SpeculativeConfig(method='draft_model', model='/models/draft', num_spec_tokens=3)"
+
+
+def _min(chunks: list[int], exact: bool = True) -> MinimalResponse:
+    """A minimal completion of ``chunks`` tokens per chunk (``exact``: counted from token ids)."""
+    return MinimalResponse((), None, tuple(chunks), exact)
 
 
 def test_log_method() -> None:
@@ -32,16 +38,17 @@ def test_an_effective_method_other_than_the_declared_one_is_a_fallback() -> None
 
 
 def test_prove_without_metrics() -> None:
-    launched = prove_without_metrics("speculative", {"speculative_config_log": DRAFT},
-                                     {"chunk_tokens": [1, 1, 1], "chunk_tokens_exact": True}, True, "HTTP 500")
-    assert launched["mode_proof"] == "weaker" and launched["metrics_unavailable"] == "HTTP 500"
-    assert launched["mode_evidence"][:2] == [f"startup log {DRAFT}", "launched by loadgen with --speculative-config"]
-    blind = prove_without_metrics("speculative", {"speculative_config_log": None}, {"chunk_tokens": [1, 1]}, False,
+    launched = prove_without_metrics("speculative", DRAFT,
+                                     _min([1, 1, 1], True), True, "HTTP 500")
+    assert launched.mode_proof == "weaker" and launched.metrics_unavailable == "HTTP 500"
+    assert launched.mode_evidence is not None
+    assert launched.mode_evidence[:2] == (f"startup log {DRAFT}", "launched by loadgen with --speculative-config")
+    blind = prove_without_metrics("speculative", None, _min([1, 1]), False,
                                   "HTTP 500")
-    assert blind["mode_proof"] == "unproven"
-    assert "mode NOT proven" in (proof_line(blind) or "") and proof_line({}) is None
+    assert blind.mode_proof == "unproven"
+    assert "mode NOT proven" in (proof_line(blind.to_json()) or "") and proof_line({}) is None
     with pytest.raises(FallbackDetected, match="plain server sent 2 tokens in one chunk"):
-        prove_without_metrics("plain", {}, {"chunk_tokens": [1, 2], "chunk_tokens_exact": True}, False, "x")
+        prove_without_metrics("plain", None, _min([1, 2], True), False, "x")
     # without token ids a chunk's count is a guess: no verdict from it
-    assert prove_without_metrics("plain", {}, {"chunk_tokens": [1, 1], "chunk_tokens_exact": False}, False,
-                                 "x")["mode_evidence"] == []
+    assert prove_without_metrics("plain", None, _min([1, 1], False), False,
+                                 "x").mode_evidence == ()

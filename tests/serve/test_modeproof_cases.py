@@ -10,6 +10,7 @@ import pytest
 
 from loadgen.errors import FallbackDetected
 from loadgen.prom.exposition import parse_metrics
+from loadgen.records.server import MinimalResponse
 from loadgen.serve.modeproof import (
     canonical,
     check_effective_method,
@@ -21,6 +22,11 @@ from loadgen.serve.modeproof import (
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NGRAM = "SpeculativeConfig(method='ngram', model=None, num_spec_tokens=4)"
+
+
+def _min(chunks: list[int], exact: bool = True) -> MinimalResponse:
+    """A minimal completion of ``chunks`` tokens per chunk (``exact``: counted from token ids)."""
+    return MinimalResponse((), None, tuple(chunks), exact)
 
 
 @pytest.mark.parametrize(("method", "name"), [("deepseek_mtp", "mtp"), ("qwen3_next_mtp", "mtp"), ("mtp", "mtp"),
@@ -46,32 +52,33 @@ def test_k_is_checked_only_when_echoed_and_declared() -> None:
 
 
 def test_every_evidence_line_of_a_proof_without_metrics() -> None:
-    spec = prove_without_metrics("speculative", {"speculative_config_log": NGRAM},
-                                 {"chunk_tokens": [1, 3, 2], "chunk_tokens_exact": True}, True, "HTTP 404")
-    assert spec == {"spec_decode_metrics": None, "spec_positions": None, "metric_families": [],
+    spec = prove_without_metrics("speculative", NGRAM,
+                                 _min([1, 3, 2], True), True, "HTTP 404")
+    assert spec.to_json() == {"spec_decode_metrics": None, "spec_positions": None, "metric_families": [],
                     "metrics_unavailable": "HTTP 404", "mode_proof": "weaker", "mode_evidence": [
                         f"startup log {NGRAM}", "launched by loadgen with --speculative-config",
                         "minimal completion tokens per chunk [1, 3, 2] (more than 1: speculation)"]}
-    assert proof_line(spec) == (
+    assert proof_line(spec.to_json()) == (
         "/metrics unavailable (HTTP 404): acceptance, server histograms and KV-cache capacity not measured; mode "
         f"proven without /metrics (a weaker proof than the spec-decode series), from: startup log {NGRAM}; launched "
         "by loadgen with --speculative-config; minimal completion tokens per chunk [1, 3, 2] (more than 1: "
         "speculation)")
-    plain = prove_without_metrics("plain", {"speculative_config_log": "None"}, {"chunk_tokens": [1, 1]}, True, "r")
-    assert plain["mode_proof"] == "weaker" and plain["mode_evidence"] == [
+    plain = prove_without_metrics("plain", "None", _min([1, 1]), True, "r")
+    assert plain.mode_proof == "weaker" and plain.mode_evidence == (
         "startup log speculative_config=None", "launched by loadgen without --speculative-config",
-        "minimal completion tokens per chunk [1, 1]"]
+        "minimal completion tokens per chunk [1, 1]")
 
 
 def test_nothing_shown_is_unproven_and_said_so() -> None:
-    attached = prove_without_metrics("speculative", {}, {"chunk_tokens": [], "chunk_tokens_exact": True}, False,
+    attached = prove_without_metrics("speculative", None, _min([], True), False,
                                      "connection refused")
-    assert attached["mode_proof"] == "unproven" and attached["mode_evidence"] == []
-    assert proof_line(attached) == ("/metrics unavailable (connection refused): acceptance, server histograms and "
-                                    "KV-cache capacity not measured; mode NOT proven, from: nothing")
+    assert attached.mode_proof == "unproven" and attached.to_json()["mode_evidence"] == []
+    assert proof_line(attached.to_json()) == (
+        "/metrics unavailable (connection refused): acceptance, server histograms and KV-cache capacity not measured; "
+        "mode NOT proven, from: nothing")
     # one-token chunks and a log saying None prove nothing for the speculative server
-    none_log = prove_without_metrics("speculative", {}, {"chunk_tokens": [1, 1]}, True, "x")
-    assert none_log["mode_proof"] == "unproven" and len(none_log["mode_evidence"]) == 2
+    none_log = prove_without_metrics("speculative", None, _min([1, 1]), True, "x")
+    assert none_log.mode_proof == "unproven" and len(none_log.mode_evidence or ()) == 2
     assert proof_line({"metrics_unavailable": ""}) is None
 
 
@@ -79,10 +86,11 @@ def test_the_proof_from_recorded_metrics() -> None:
     spec = parse_metrics((DATA / "vllm032_spec_t0.prom").read_text())
     plain = parse_metrics((DATA / "vllm032_plain_t0.prom").read_text())
     proof = prove_mode("speculative", spec, 3)
-    assert proof["spec_decode_metrics"] is True and proof["spec_positions"] == 3
-    assert "vllm:spec_decode_num_accepted_tokens_per_pos" in proof["metric_families"]  # family names: no _total
-    assert proof["metric_families"] == sorted(proof["metric_families"])
-    assert prove_mode("plain", plain, 3)["spec_positions"] == 0
+    assert proof.spec_decode_metrics is True and proof.spec_positions == 3
+    assert "vllm:spec_decode_num_accepted_tokens_per_pos" in proof.metric_families  # family names: no _total
+    assert list(proof.metric_families) == sorted(proof.metric_families)
+    assert list(proof.to_json()) == ["spec_decode_metrics", "spec_positions", "metric_families"]
+    assert prove_mode("plain", plain, 3).spec_positions == 0
     with pytest.raises(FallbackDetected) as info:
         prove_mode("speculative", spec, 5)
     assert str(info.value) == ("the speculative server runs K=3 (position labels on /metrics) but the pair declares "

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import ServerError
+from loadgen.records.server import MinimalResponse
 from loadgen.serve import readiness, servers
 from tests.support.scripted_server import DONE, Counters, completion_chunk, models_body, scripted_server, usage_chunk
 
@@ -28,17 +29,17 @@ def test_completions_failing_during_startup_are_retried(tmp_path: Path) -> None:
             servers.running(_spec(url, tmp_path, 30.0)) as server:
         response = server.minimal_response
     assert counters.requests == 4
-    assert response["attempts"] == 4
-    assert response["chunk_tokens"] == [1, 2]
-    assert response["choices"][0]["text"] == " a b c"
-    assert readiness.tokens_returned(response) == 3
+    assert response is not None and response.attempts == 4
+    assert response.to_json() == {"choices": [{"text": " a b c"}], "usage": {"prompt_tokens": 1, "completion_tokens": 3,
+                                  "total_tokens": 4}, "chunk_tokens": [1, 2], "chunk_tokens_exact": True, "attempts": 4}
+    assert response.tokens == 3
 
 
 def test_a_completion_without_tokens_is_no_readiness(tmp_path: Path) -> None:
     empty = [(0.0, usage_chunk(1, 0)), (0.0, DONE)]
     with scripted_server({"Hello": [(200, empty), (200, STREAM)]}, None, GETS) as url, \
             servers.running(_spec(url, tmp_path, 30.0)) as server:
-        assert server.minimal_response["attempts"] == 2
+        assert server.minimal_response is not None and server.minimal_response.attempts == 2
 
 
 def test_completions_that_never_succeed_fail_at_the_startup_limit(tmp_path: Path) -> None:
@@ -52,8 +53,9 @@ def test_completions_that_never_succeed_fail_at_the_startup_limit(tmp_path: Path
 
 def test_read_stream_counts_tokens_per_chunk() -> None:
     lines = [line for _, raw in STREAM for line in raw.decode().splitlines()]
-    assert readiness.read_stream(lines)["chunk_tokens"] == [1, 2]
-    assert readiness.read_stream(['data: {"error": {"message": "x"}}']) == {"error": {"message": "x"}}
+    folded = readiness.read_stream(lines)
+    assert isinstance(folded, MinimalResponse) and folded.chunk_tokens == (1, 2)
+    assert readiness.read_stream(['data: {"error": {"message": "x"}}']) == readiness.StreamError({"message": "x"})
 
 
 def test_a_minimal_completion_that_stalls_ends_at_the_startup_limit(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loadgen.records.server import CompletionText, MinimalResponse
 from loadgen.serve import readiness
 from loadgen.serve.enginepath import cudagraph_ceiling, engine_path_note
 
@@ -13,39 +14,39 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_the_minimal_body_is_greedy_streamed_with_token_ids() -> None:
-    assert readiness.minimal_body("m") == {
+    assert readiness.minimal_body("m").to_json() == {
         "model": "m", "prompt": "Hello", "max_tokens": 16, "temperature": 0.0, "stream": True,
         "stream_options": {"include_usage": True}, "return_token_ids": True}
-    assert readiness.minimal_body("x", "Hi", 2)["max_tokens"] == 2
+    assert readiness.minimal_body("x", "Hi", 2).max_tokens == 2
 
 
 def test_a_recorded_speculative_stream() -> None:
     folded = readiness.read_stream((DATA / "vllm032_completions_stream.txt").read_text().splitlines())
-    assert folded == {"choices": [{"text": " Sir Isaac Newton discovered gravity in 1687. Since then, it has been used "
-                                           "to study numerous phenomena,"}],
-                      "usage": {"prompt_tokens": 7, "total_tokens": 31, "completion_tokens": 24},
-                      "chunk_tokens": [1, 4, 4, 4, 4, 4, 3], "chunk_tokens_exact": True}
-    assert readiness.tokens_returned(folded) == 24
+    assert isinstance(folded, MinimalResponse)
+    assert folded.to_json() == {
+        "choices": [{"text": " Sir Isaac Newton discovered gravity in 1687. Since then, it has been used to study "
+                             "numerous phenomena,"}],
+        "usage": {"prompt_tokens": 7, "total_tokens": 31, "completion_tokens": 24},
+        "chunk_tokens": [1, 4, 4, 4, 4, 4, 3], "chunk_tokens_exact": True}
+    assert folded.tokens == 24 and folded.attempts == 0
 
 
 def test_without_token_ids_each_text_chunk_counts_one_and_is_not_exact() -> None:
     lines = ['data: {"choices": [{"text": "a b"}]}', "", ": keep-alive", 'data: {"choices": [{"text": ""}]}',
              'data: {"choices": [{"text": "c"}]}', "data: [DONE]"]
     folded = readiness.read_stream(lines)
-    assert folded == {"choices": [{"text": "a bc"}], "usage": None, "chunk_tokens": [1, 1],
-                      "chunk_tokens_exact": False}
-    assert readiness.tokens_returned(folded) == 2  # no usage: the chunks' sum
-    assert readiness.tokens_returned({"usage": {"completion_tokens": 0}, "chunk_tokens": [3]}) == 3
-    assert readiness.tokens_returned({}) == 0
+    assert folded == MinimalResponse((CompletionText("a bc"),), None, (1, 1), False)
+    assert folded.tokens == 2  # no usage: the chunks' sum
+    assert MinimalResponse((), {"completion_tokens": 0}, (3,), True).tokens == 3
+    assert MinimalResponse((), None, (), True).tokens == 0
 
 
 def test_broken_events_are_errors() -> None:
-    assert readiness.read_stream(["data: {oops"]) == {"error": "not JSON: 'data: {oops'"}
-    assert readiness.read_stream(["data: [1, 2]"]) == {"error": "not an object: 'data: [1, 2]'"}
+    assert readiness.read_stream(["data: {oops"]) == readiness.StreamError("not JSON: 'data: {oops'")
+    assert readiness.read_stream(["data: [1, 2]"]) == readiness.StreamError("not an object: 'data: [1, 2]'")
     assert readiness.read_stream(['data: {"choices": [{"text": "a", "token_ids": [1]}]}',
-                                  'data: {"error": "overloaded"}']) == {"error": "overloaded"}
-    assert readiness.read_stream([]) == {"choices": [{"text": ""}], "usage": None, "chunk_tokens": [],
-                                         "chunk_tokens_exact": True}
+                                  'data: {"error": "overloaded"}']) == readiness.StreamError("overloaded")
+    assert readiness.read_stream([]) == MinimalResponse((CompletionText(""),), None, (), True)
 
 
 def _path(async_on: bool | None, runner: str | None, *reasons: str) -> dict[str, object]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
+from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle
 from loadgen.serve import resources
 from tests.support.fakenvml import FakeDevice, GiB, install
 
@@ -55,7 +56,7 @@ def test_a_gone_pid_has_no_tree() -> None:
     proc = subprocess.Popen(["true"])
     proc.wait()
     assert resources.process_tree(proc.pid) == [] and resources.alive([proc.pid]) == []
-    assert resources.usage(None, {}, None) == {
+    assert resources.usage(None, {}, None).to_json() == {
         "processes": 0, "cpu_rss_bytes": None, "gpu_memory": None, "kv_cache_tokens": None,
         "kv_cache_tokens_log": None, "num_gpu_blocks": None, "block_size": None, "gpu_memory_utilization": None}
 
@@ -63,8 +64,8 @@ def test_a_gone_pid_has_no_tree() -> None:
 def test_usage_reads_the_kv_cache_labels() -> None:
     info = {"num_gpu_blocks": "1000", "block_size": "16", "gpu_memory_utilization": "0.5"}
     got = resources.usage(None, info, 16_000)
-    assert (got["kv_cache_tokens"], got["kv_cache_tokens_log"], got["num_gpu_blocks"], got["block_size"],
-            got["gpu_memory_utilization"]) == (16_000, 16_000, "1000", "16", "0.5")
+    assert (got.kv_cache_tokens, got.kv_cache_tokens_log, got.num_gpu_blocks, got.block_size,
+            got.gpu_memory_utilization) == (16_000, 16_000, "1000", "16", "0.5")
     assert resources.kv_capacity_tokens({"num_gpu_blocks": "x", "block_size": "16"}) is None
     assert resources.kv_capacity_tokens({"block_size": "16"}) is None
 
@@ -75,20 +76,23 @@ DEVICES = [FakeDevice("NVIDIA H200", 141 * GiB, 100 * GiB, ((10, 3 * GiB), (99, 
 
 def test_gpu_memory_is_the_sum_over_our_pids_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = install(monkeypatch, DEVICES)
-    assert resources.gpu_memory([10, 11, 12]) == {"bytes": 5 * GiB, "devices": [
+    found = resources.gpu_memory([10, 11, 12])
+    assert found == GpuMemory(5 * GiB, (GpuDevice(0, "NVIDIA H200", 141 * GiB, 3 * GiB),
+                                        GpuDevice(1, "NVIDIA H200", 141 * GiB, 2 * GiB)))
+    assert found.to_json() == {"bytes": 5 * GiB, "devices": [
         {"index": 0, "name": "NVIDIA H200", "total_bytes": 141 * GiB, "used_by_pids_bytes": 3 * GiB},
         {"index": 1, "name": "NVIDIA H200", "total_bytes": 141 * GiB, "used_by_pids_bytes": 2 * GiB}]}
     assert resources.gpu_memory([4242]) is None  # NVML lists processes but none of ours: another PID namespace
     assert calls == ["init", "shutdown", "init", "shutdown"]
     install(monkeypatch, [FakeDevice("idle", 80 * GiB, 0)])
-    assert resources.gpu_memory([10]) == {"bytes": 0, "devices": []}
+    assert resources.gpu_memory([10]) == GpuMemory(0, ())
 
 
 def test_without_nvml_every_reading_is_none_or_empty(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = install(monkeypatch, DEVICES, init_fails=True)
     assert resources.gpu_memory([10]) is None and resources.gpu_used() is None
-    assert resources.gpu_free_share() is None and resources.gpu_holders([]) == [] and resources.hardware()["gpus"] == []
-    assert resources.settle(None, []) == {"measured": False, "note": resources.NOT_MEASURED}
+    assert resources.gpu_free_share() is None and resources.gpu_holders([]) == [] and resources.hardware().gpus == ()
+    assert resources.settle(None, []).to_json() == {"measured": False, "note": resources.NOT_MEASURED}
     assert calls == ["init"] * 5
     calls = install(monkeypatch, [FakeDevice("broken", 1, 0, refused=frozenset({"memory"}))])
     assert resources.gpu_used() is None and calls == ["init", "shutdown"]  # an NVML error mid-read: not read
@@ -97,10 +101,11 @@ def test_without_nvml_every_reading_is_none_or_empty(monkeypatch: pytest.MonkeyP
 def test_hardware_free_share_and_used_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
     install(monkeypatch, DEVICES)
     found = resources.hardware()
-    assert found["gpus"] == [{"index": 0, "name": "NVIDIA H200", "memory_bytes": 141 * GiB},
-                             {"index": 1, "name": "NVIDIA H200", "memory_bytes": 141 * GiB}]
-    assert found["cpu_cores"] == psutil.cpu_count(logical=True)
-    assert found["memory_bytes"] == psutil.virtual_memory().total
+    assert found.to_json()["gpus"] == [{"index": 0, "name": "NVIDIA H200", "memory_bytes": 141 * GiB},
+                                       {"index": 1, "name": "NVIDIA H200", "memory_bytes": 141 * GiB}]
+    assert list(found.to_json()) == ["cpu_model", "cpu_cores", "memory_bytes", "gpus"]
+    assert found.cpu_cores == psutil.cpu_count(logical=True)
+    assert found.memory_bytes == psutil.virtual_memory().total
     assert resources.gpu_free_share() == pytest.approx(41 / 141)  # the fuller device
     assert resources.gpu_used() == [100 * GiB, 20 * GiB]
     assert 0 < resources.host_available_bytes() <= psutil.virtual_memory().total
@@ -109,7 +114,7 @@ def test_hardware_free_share_and_used_per_device(monkeypatch: pytest.MonkeyPatch
 def test_gpu_holders_are_the_processes_loadgen_did_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
     install(monkeypatch, [FakeDevice("g", 80 * GiB, 0, ((1, 5 * MiB), (os.getpid(), 7 * MiB), (2**22 + 3, None),
                                                          (55, 9 * MiB)))])
-    assert resources.gpu_holders([55]) == [
+    assert [h.to_json() for h in resources.gpu_holders([55])] == [
         {"pid": 1, "device": 0, "used_bytes": 5 * MiB, "name": psutil.Process(1).name()},
         {"pid": 2**22 + 3, "device": 0, "used_bytes": 0, "name": None}]  # not visible here
 
@@ -117,9 +122,9 @@ def test_gpu_holders_are_the_processes_loadgen_did_not_start(monkeypatch: pytest
 def test_settle_returns_at_once_when_memory_is_back(monkeypatch: pytest.MonkeyPatch) -> None:
     install(monkeypatch, [FakeDevice("g", 80 * GiB, 10 * GiB + 32 * MiB)])
     got = resources.settle([10 * GiB], [], timeout_s=5)
-    assert got == {"measured": True, "back": True, "waited_s": 0.0, "before_bytes": [10 * GiB],
+    assert got.to_json() == {"measured": True, "back": True, "waited_s": 0.0, "before_bytes": [10 * GiB],
                    "after_bytes": [10 * GiB + 32 * MiB], "above_bytes": 32 * MiB, "foreign": []}
-    assert resources.settle([1, 2], [], timeout_s=0)["measured"] is False  # the device count changed
+    assert resources.settle([1, 2], [], timeout_s=0).measured is False  # the device count changed
 
 
 def test_pid_listening_on_finds_this_process() -> None:
@@ -153,10 +158,10 @@ def test_the_drafts_cost_and_the_budget_note() -> None:
 
 
 def test_settle_lines() -> None:
-    assert resources.settle_line({"measured": False, "note": "x"}) is None
-    assert resources.settle_line({"measured": True, "back": True, "foreign": []}) is None
-    record = {"measured": True, "back": False, "above_bytes": 1536 * MiB, "waited_s": 30.0,
-              "foreign": [{"pid": 7, "name": None, "used_bytes": 2 * GiB, "device": 1}]}
+    assert resources.settle_line(GpuSettle(False, note="x")) is None and resources.settle_line(None) is None
+    assert resources.settle_line(GpuSettle(True, back=True, foreign=())) is None
+    record = GpuSettle(True, back=False, above_bytes=1536 * MiB, waited_s=30.0,
+                       foreign=(GpuHolder(7, 1, 2 * GiB, None),))
     assert resources.settle_line(record) == (
         "accelerator memory still 1,536 MiB above its level before the launch after 30 s; processes loadgen did "
         "not start hold the accelerator: pid 7 (not visible here) (2,048 MiB on GPU 1)")

@@ -94,8 +94,10 @@ def test_stop_ends_the_whole_tree(tmp_path: Path) -> None:
     tree = [p.pid for p in resources.process_tree(server.process.pid)]
     assert len(tree) == 2
     report = server.stop(grace_s=5.0)
-    assert report["survivors"] == [] and resources.alive(tree) == [] and server.gone(within_s=0.1)
-    assert report["gpu_settle"]["measured"] in (True, False)  # NVML here or not: a record either way
+    assert report is not None and report.survivors == () and resources.alive(tree) == [] and server.gone(within_s=0.1)
+    assert list(report.to_json()) == ["survivors", "gpu_memory_after", "gpu_settle"]
+    assert report.gpu_settle.measured in (True, False)  # NVML here or not: a record either way
+    assert servers.attach(spec(tmp_path, [PY])).stop() is None  # an attached server is never stopped
 
 
 def test_the_effective_config_from_a_recorded_startup_log(tmp_path: Path) -> None:
@@ -107,18 +109,21 @@ def test_the_effective_config_from_a_recorded_startup_log(tmp_path: Path) -> Non
                           + "(EngineCore pid=3399) INFO ... KV cache size: 1,234,567 tokens\n")
     with scripted_server({}, gets={"/version": (200, json.dumps({"version": "0.24.0"}).encode())}) as url:
         s.attach_url = url
-        attached = servers.attach(s).effective_config()
+        attached = servers.attach(s).effective_config().to_json()
         launched = servers.Server(spec=s, process=subprocess.Popen([PY, "-c", "pass"]))
-        got = launched.effective_config()
+        got = launched.effective_config().to_json()
         assert launched.process is not None and launched.process.wait() == 0
     assert attached["engine_path"] == {"async_scheduling": None, "model_runner": None, "fallback_reasons": []}
-    assert got["version"] == "0.24.0" and got["base_url"] == url and launched.effective == got
+    assert got["version"] == "0.24.0" and got["base_url"] == url
+    assert launched.effective is not None and launched.effective.to_json() == got
     assert (got["speculative_config_log"], got["kv_cache_tokens_log"]) == (config, 1_234_567)
+    assert list(got) == ["base_url", "version", "speculative_config_log", "kv_cache_tokens_log", "engine_path",
+                         "cudagraph_ceiling"]
     assert got["engine_path"] == {"async_scheduling": False, "model_runner": "V1", "fallback_reasons": [
         "Async scheduling not supported with draft_model-based speculative decoding and will be disabled.",
         "Model Runner V2 does not yet support speculative method 'draft_model'; using the V1 model runner instead."]}
     s.log_path.write_text("speculative_config=None\n")
     s.attach_url = f"http://127.0.0.1:{free_port()}"
-    got = servers.attach(s).effective_config()
+    got = servers.attach(s).effective_config().to_json()
     assert (got["speculative_config_log"], got["kv_cache_tokens_log"], got["cudagraph_ceiling"]) == ("None", None, None)
     assert "version" not in got  # nothing answered /version

@@ -13,6 +13,7 @@ import pytest
 
 from loadgen.errors import ServerError
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.usage import Teardown
 from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
 from loadgen.serve.startup import LogWatch, fatal_line
@@ -40,13 +41,13 @@ def test_engine_that_fails_to_start_is_reported_within_seconds(tmp_path: Path) -
                                         startup_timeout_s=30.0))
     spec = launch_spec(pair, "plain", tmp_path)
     t0 = time.monotonic()
-    teardown: list[dict[str, object]] = []
+    teardown: list[Teardown | None] = []
     with pytest.raises(ServerError) as info, servers.running(spec, teardown.append):
         pass
     assert time.monotonic() - t0 < 8.0  # not the 30 s start-up timeout
     message = str(info.value)
     assert "EngineCore failed to start." in message and str(tmp_path / "servers" / "plain.log") in message
-    assert teardown and not teardown[0].get("survivors")  # the lingering process was stopped
+    assert teardown and teardown[0] is not None and teardown[0].survivors == ()  # the lingering process was stopped
 
 
 def test_fatal_lines() -> None:

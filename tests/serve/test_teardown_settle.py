@@ -55,24 +55,25 @@ def test_teardown_waits_until_the_memory_is_back_and_names_a_process_it_did_not_
     assert server.gpu_before == [1024 * MiB] and server.process is not None
     procs += [(server.process.pid, 8000 * MiB), (4242, 512 * MiB)]  # the server's own and one loadgen did not start
     report = server.stop(grace_s=5.0)
-    settle = report["gpu_settle"]
-    assert report["survivors"] == [] and left == [1030 * MiB]  # polled until the third reading after the stop
+    assert report is not None
+    settle = report.to_json()["gpu_settle"]  # as -teardown.json holds it
+    assert report.survivors == () and left == [1030 * MiB]  # polled until the third reading after the stop
     assert settle["measured"] is True and settle["back"] is True
     assert settle["before_bytes"] == [1024 * MiB] and settle["after_bytes"] == [1030 * MiB]
     assert settle["above_bytes"] == 6 * MiB  # within the slack: back
     assert [(h["pid"], h["device"], h["used_bytes"]) for h in settle["foreign"]] == [(4242, 0, 512 * MiB)]
     name = settle["foreign"][0]["name"] or "(not visible here)"  # pid 4242 may exist on this machine
-    assert resources.settle_line(settle) == (
+    assert resources.settle_line(report.gpu_settle) == (
         f"processes loadgen did not start hold the accelerator: pid 4242 {name} (512 MiB on GPU 0)")
 
 
 def test_memory_that_does_not_come_back_is_said_with_how_much(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nvml(monkeypatch, [3072 * MiB], [])
     settle = resources.settle([1024 * MiB], [], timeout_s=0.1)
-    assert settle["measured"] is True and settle["back"] is False and settle["above_bytes"] == 2048 * MiB
-    assert settle["foreign"] == [] and 0.1 <= settle["waited_s"] < 1.0
+    assert settle.measured is True and settle.back is False and settle.above_bytes == 2048 * MiB
+    assert settle.foreign == () and settle.waited_s is not None and 0.1 <= settle.waited_s < 1.0
     assert resources.settle_line(settle) == (f"accelerator memory still 2,048 MiB above its level before the launch "
-                                             f"after {settle['waited_s']:g} s")
+                                             f"after {settle.waited_s:g} s")
 
 
 def test_without_nvml_teardown_records_not_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,6 +82,6 @@ def test_without_nvml_teardown_records_not_measured(tmp_path: Path, monkeypatch:
     server = servers.launch(spec)
     report = server.stop(grace_s=5.0)
     assert server.gpu_before is None
-    assert report["gpu_settle"] == {"measured": False, "note": resources.NOT_MEASURED}
-    assert resources.settle_line(report["gpu_settle"]) is None
-    assert servers.attach(spec).stop() == {}  # an attached server is not loadgen's to stop or to wait for
+    assert report is not None and report.to_json()["gpu_settle"] == {"measured": False, "note": resources.NOT_MEASURED}
+    assert resources.settle_line(report.gpu_settle) is None
+    assert servers.attach(spec).stop() is None  # an attached server is not loadgen's to stop or to wait for
