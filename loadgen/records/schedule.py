@@ -1,7 +1,7 @@
 """A recommended K schedule and its check as deployed (``loadgen sweep --deploy-schedule``; the rules:
 report/schedcheck.py, the flow: run/scheddeploy.py).
 
-- :class:`KSchedule`: one workload's recommended speculative config with
+- :class:`DeployedSchedule`: one workload's recommended speculative config with
   ``num_speculative_tokens_per_batch_size`` (vLLM 0.24+, vllm/config/speculative.py: ``[lo, hi, K]`` ranges,
   K = 0 off), the engine's free-form config held verbatim;
 - :class:`ScheduleCell` / :class:`ScheduleCheck`: ``schedule-check.json`` (``loadgen.schedule-check/1``);
@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["SCHEDULE_CHECK_SCHEMA", "KSchedule", "ScheduleCell", "ScheduleCheck", "schedule_sweep_doc"]
+__all__ = ["SCHEDULE_CHECK_SCHEMA", "DeployedSchedule", "ScheduleCell", "ScheduleCheck", "schedule_sweep_doc"]
 
 SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
 SCHEDULE_CHECK_SCHEMA = "loadgen.schedule-check/1"
 
 
 @dataclass(frozen=True)
-class KSchedule:
+class DeployedSchedule:
     """One workload's recommended K schedule: ``config`` is the speculative config as vLLM takes it."""
 
     workload: str
@@ -77,7 +77,8 @@ class ScheduleCheck:
                 "cells": [asdict(c) for c in self.cells]}
 
 
-def schedule_sweep_doc(doc: Mapping[str, Any], schedules: Sequence[KSchedule]) -> tuple[dict[str, Any], dict[str, int]]:
+def schedule_sweep_doc(doc: Mapping[str, Any],
+                       schedules: Sequence[DeployedSchedule]) -> tuple[dict[str, Any], dict[str, int]]:
     """The sweep document that measures ``schedules`` in place of ``doc``'s candidates (one candidate per
     distinct config: ``schedule``, or ``schedule1``, ``schedule2``... in first-seen order; the rest of ``doc``
     kept, its name suffixed ``-schedule``), and workload -> its candidate's index in file order."""

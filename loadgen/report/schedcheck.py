@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from loadgen.profile.pair import SCHEDULE_KEY, k_at
-from loadgen.records.schedule import KSchedule, ScheduleCell, ScheduleCheck
+from loadgen.records.schedule import DeployedSchedule, ScheduleCell, ScheduleCheck
 from loadgen.records.sweep import SweepCard, SweepCell, SweepEntry
 
 __all__ = ["check_schedule", "render_schedule_check", "schedule_configs"]
@@ -30,14 +30,14 @@ WORSE, BETTER, AS_PREDICTED, NOT_MEASURED = ("worse than predicted", "better tha
                                              "not measured")
 
 
-def schedule_configs(card: SweepCard) -> list[KSchedule]:
+def schedule_configs(card: SweepCard) -> list[DeployedSchedule]:
     """Each workload's recommended K schedule (report/sweeprec.py writes it under ``schedule.config``); workloads
     with none (no candidate pays, or the engine has no schedule field) are left out."""
     out = []
     for w in card.recommendation.workloads:
         config = w.schedule.get("config") if w.schedule else None
         if isinstance(config, Mapping) and config.get(SCHEDULE_KEY):
-            out.append(KSchedule(w.workload, config))
+            out.append(DeployedSchedule(w.workload, config))
     return out
 
 
@@ -50,14 +50,14 @@ def _status(pred: tuple[float | None, float | None], meas: tuple[float | None, f
     return BETTER if m_low > p_high else AS_PREDICTED
 
 
-def _prediction(sweep: SweepCard, cell: SweepCell, schedule: KSchedule, k: int
+def _prediction(sweep: SweepCard, cell: SweepCell, schedule: DeployedSchedule, k: int
                 ) -> tuple[str, float | None, float | None, float | None]:
     if k == 0:
         floor = cell.noise_floor
         low, high = (floor.get("ci_low", 1.0), floor.get("ci_high", 1.0)) if floor else (1.0, 1.0)
         return "plain (K = 0)", 1.0, low, high
-    mine = KSchedule.family_of(schedule.config)
-    family = {c.name for c in sweep.candidates if KSchedule.family_of(c.speculative_config) == mine}
+    mine = DeployedSchedule.family_of(schedule.config)
+    family = {c.name for c in sweep.candidates if DeployedSchedule.family_of(c.speculative_config) == mine}
     entry: SweepEntry | None = next((e for e in cell.entries if e.candidate in family and e.k == k), None)
     if entry is None:
         return f"no candidate of K = {k} in this cell", None, None, None
@@ -93,7 +93,7 @@ def _band(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
-def render_schedule_check(check: ScheduleCheck, schedules: Sequence[KSchedule]) -> str:
+def render_schedule_check(check: ScheduleCheck, schedules: Sequence[DeployedSchedule]) -> str:
     """``schedule-check.md``: a line per workload's deployed ``--speculative-config``, the count of cells that
     did worse than predicted, and one table row per cell."""
     worse = [c for c in check.cells if c.status == WORSE]

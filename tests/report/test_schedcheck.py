@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadgen.records.schedule import KSchedule
+from loadgen.records.schedule import DeployedSchedule
 from loadgen.records.sweep import Recommendation, SweepCandidate, SweepCard, SweepCell, SweepEntry, WorkloadChoice
 from loadgen.report.schedcheck import AS_PREDICTED, BETTER, NOT_MEASURED, WORSE, check_schedule, schedule_configs
 from loadgen.report.schedcheck import render_schedule_check as render
@@ -66,13 +66,13 @@ def test_a_cell_the_deployed_sweep_lacks_is_not_measured_and_the_files_say_so() 
     assert doc["candidates"] == {"short": "schedule-k4"} and doc["cells"][1]["measured"] is None
     md = render(check, schedule_configs(_sweep()))
     assert "1 of 3 cells did worse than the sweep predicted: short c1 (K = 4)" in md
-    assert "- short: `--speculative-config '" + KSchedule("short", SCHEDULE).text + "'`" in md
+    assert "- short: `--speculative-config '" + DeployedSchedule("short", SCHEDULE).text + "'`" in md
     row = "| short | c1 | 4 | ngram-k4 | 1.800 | [1.750, 1.850] | 1.000 | [0.960, 1.040] | worse than predicted |"
     assert row in md
     assert "| short | c16 | 2 | ngram-k2 | 1.200 | [1.150, 1.250] | - | - | not measured |" in md
 
 
 def test_only_workloads_with_a_schedule_are_deployed() -> None:
-    assert schedule_configs(_sweep()) == [KSchedule("short", SCHEDULE)]
+    assert schedule_configs(_sweep()) == [DeployedSchedule("short", SCHEDULE)]
     assert schedule_configs(_card([], None)) == []
     assert check_schedule(_sweep(), _deployed({1: 1.8}), {}).cells == ()

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
-from loadgen.records.schedule import KSchedule, schedule_sweep_doc
+from loadgen.records.schedule import DeployedSchedule, schedule_sweep_doc
 from loadgen.run import sweep
 from loadgen.run.sweep import run_sweep
 from tests.run.test_sweep_flow import GETS, _attach, _options, _stream
@@ -62,7 +62,7 @@ def test_two_workloads_with_different_schedules_get_one_candidate_each() -> None
     a = {"method": "ngram", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 4, 3]]}
     b = {**a, "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 16, 0]]}
     doc, index = schedule_sweep_doc({"name": "s", "speculative": {}, "candidates": [{}], "run": {"x": 1}},
-                                    [KSchedule("w1", a), KSchedule("w2", b), KSchedule("w3", a)])
+                                    [DeployedSchedule("w1", a), DeployedSchedule("w2", b), DeployedSchedule("w3", a)])
     assert doc["name"] == "s-schedule" and doc["run"] == {"x": 1}
     assert doc["speculative"] == {"name": "schedule1", **a} and doc["candidates"] == [{"name": "schedule2", **b}]
     assert index == {"w1": 0, "w2": 1, "w3": 0}
