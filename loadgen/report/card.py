@@ -15,7 +15,7 @@ from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
-from loadgen.records.cardcell import CardCell, Ratio
+from loadgen.records.cardcell import CardCell, Cost, Ratio
 from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.workloadcard import context_rows
@@ -115,19 +115,19 @@ def _diagnosis_rows(cell: CardCell) -> list[str]:
         lines.append(f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
                      f"({100 * loss['match_rate']:.0f}%)"
                      + (f" (lossy: {loss.get('lossy_reason')}; reported, not judged)" if loss.get("lossy") else ""))
-    cost = cell.cost or {}
-    if cost.get("unavailable"):
-        lines.append(f"- cost decomposition: not given: {cost['unavailable']}")
-    if cost.get("predicted_speedup") is not None:
-        verdict = "agree within 15%" if cost["agrees"] else f"differ: {cost.get('why')}"
+    cost = cell.cost or Cost()
+    if cost.unavailable:
+        lines.append(f"- cost decomposition: not given: {cost.unavailable}")
+    if cost.predicted_speedup is not None:
+        verdict = "agree within 15%" if cost.agrees else f"differ: {cost.why}"
         source = {"server": "server `vllm:inter_token_latency_seconds` mean",
-                  "client": f"client decode time per chunk, {cost.get('client_basis')}"}.get(
-            str(cost.get("step_source")), "median inter-chunk latency")
+                  "client": f"client decode time per chunk, {cost.client_basis}"}.get(
+            str(cost.step_source), "median inter-chunk latency")
         lines.append(
-            f"- cost decomposition: step time ({source}) plain {_ms(cost['plain_step_s'])} ms, speculative "
-            f"{_ms(cost['spec_step_s'])} ms (ratio {cost['step_time_ratio']:.2f}: drafting + verification); "
-            f"mean acceptance length {cost['acceptance_length']:.2f} predicts a speedup of "
-            f"{cost['predicted_speedup']:.2f}x; measured TPOT speedup {cost['measured_tpot_speedup']:.2f}x ({verdict})")
+            f"- cost decomposition: step time ({source}) plain {_ms(cost.plain_step_s)} ms, speculative "
+            f"{_ms(cost.spec_step_s)} ms (ratio {cost.step_time_ratio:.2f}: drafting + verification); "
+            f"mean acceptance length {cost.acceptance_length:.2f} predicts a speedup of "
+            f"{cost.predicted_speedup:.2f}x; measured TPOT speedup {cost.measured_tpot_speedup:.2f}x ({verdict})")
     good = [f"{role} {side.goodput_rps:.2f} req/s" for role in ROLES
             if (side := cell.role(role)) is not None and side.goodput_rps is not None]
     if good:

@@ -23,7 +23,7 @@ from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.records.card import PairCard, ResourceDifference
-from loadgen.records.cardcell import Acceptance, CardCell
+from loadgen.records.cardcell import Acceptance, CardCell, Cost
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, SweepCandidate, SweepCard, SweepCell, SweepEntry
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
@@ -75,7 +75,7 @@ TAIL = ("p50", "p95", "p99")
 def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: dict[tuple[str, int], str]) -> dict[str, Any]:
     spec = cell.speculative
     acc = (spec.acceptance if spec else None) or Acceptance()
-    cost = cell.cost or {}
+    cost = cell.cost or Cost()
     ratio = None if (r := cell.ratio(metric)) is None else r.to_json()
     value, low, high = speedup_of(metric, ratio)
     return {"candidate": c.name, "k": c.k, "method": c.speculative.get("method"), "draft_weights": c.draft_weights,
@@ -85,8 +85,8 @@ def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: dict[tuple[
             "mean_acceptance_length": acc.mean_acceptance_length,
             "per_position": None if spec is None or spec.acceptance is None else list(acc.per_position),
             "tokens_per_decode_chunk": spec and spec.mean_tokens_per_decode_chunk,
-            "predicted_speedup": cost.get("predicted_speedup"), "step_time_ratio": cost.get("step_time_ratio"),
-            "upper_bound": upper_bound(c.k, cost.get("step_time_ratio")),
+            "predicted_speedup": cost.predicted_speedup, "step_time_ratio": cost.step_time_ratio,
+            "upper_bound": upper_bound(c.k, cost.step_time_ratio),
             "criteria_status": verdict_cells.get((cell.workload, cell.concurrency)),
             "ttft_ratios": {p: None if (t := cell.ratio(f"ttft_{p}")) is None else t.value for p in TAIL}}
 

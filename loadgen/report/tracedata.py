@@ -32,6 +32,7 @@ from loadgen.measure.tracewindows import offsets, schedule_lag, shares, trace_wi
 from loadgen.profile.cells import PLACEBO, PLAIN, PLAIN_ARMS
 from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import load_records, read_protocol
 from loadgen.report.runfiles import RunFiles
@@ -129,13 +130,13 @@ def _recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any] | 
     return out
 
 
-def trace_section(protocol: Mapping[str, Any], records: Sequence[RequestRecord],
+def trace_section(protocol: Protocol, records: Sequence[RequestRecord],
                   schedule: Schedule = None) -> dict[str, Any] | None:
     """The ``trace`` section (module docstring) of a run's protocol.json and records; None without a trace."""
-    traces = [w for w in protocol.get("workloads") or () if w.get("kind") == "trace"]
+    traces = [w for w in protocol.workloads if w.get("kind") == "trace"]
     if not traces:
         return None
-    slo = SLO(**(protocol.get("slo") or {}))
+    slo = SLO(**(protocol.slo or {}))
     rows = [row for w in traces if (row := trace_workload(w, records, slo, schedule)) is not None]
     return {"workloads": rows, "capacity": _capacity(rows), "recommendation": _recommend(rows)}
 
@@ -159,4 +160,4 @@ def sweep_trace(sweep_dir: Path, recommendation: Mapping[str, Any] | None = None
     found = next(((w["workload"], w["schedule"]["config"]) for w in (recommendation or {}).get("workloads", [])
                   if (w.get("schedule") or {}).get("config")), None)
     configs = {c["name"]: c.get("speculative_config") or {} for c in candidates}
-    return trace_section(protocol.to_json(), load_records(sweep_dir), None if found is None else (found, configs))
+    return trace_section(protocol, load_records(sweep_dir), None if found is None else (found, configs))

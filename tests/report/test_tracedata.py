@@ -114,10 +114,12 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
 def test_a_client_behind_the_trace_says_so(tmp_path: Path) -> None:
     from dataclasses import replace as copy
 
+    from loadgen.records.protocol import Protocol
     from loadgen.report.tracedata import trace_section
     late = [copy(r, send_s=r.send_s + 0.012) for r in (_rec2("speculative", i, 0.02, 5) for i in range(10))]
     on_time = [_rec2("plain", i, 0.04, 5) for i in range(10)]
-    trace = trace_section({"workloads": [{"name": "tr", "kind": "trace", "window_s": 5.0}]}, on_time + late)
+    proto = Protocol(workloads=[{"name": "tr", "kind": "trace", "window_s": 5.0}], cells=[])
+    trace = trace_section(proto, on_time + late)
     assert trace is not None
     servers = trace["workloads"][0]["servers"]
     assert servers["plain"]["behind"] is False and servers["speculative"]["behind"] is True

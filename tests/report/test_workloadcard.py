@@ -53,7 +53,7 @@ CELLS = [_cell("g@1024", "c1", 1, 0.5, 0.9), _cell("g@128", "c1", 1, 0.7, 0.8), 
 def test_context_axis_rows_per_input_length_and_level() -> None:
     axis = context_axis(CELLS)
     assert list(axis) == ["g"]
-    assert [(r["input_tokens"], r["level"], r["acceptance_rate"], r["tpot_ratio"]) for r in axis["g"]] == [
+    assert [(r.input_tokens, r.level, r.acceptance_rate, r.tpot_ratio) for r in axis["g"]] == [
         (128, "c1", 0.7, 0.8), (1024, "c1", 0.5, 0.9), (128, "c4", 0.6, 1.1)]
     rows = context_rows(axis)
     assert rows[0] == "## Context length" and "### g" in rows
@@ -65,13 +65,13 @@ def test_context_axis_rows_per_input_length_and_level() -> None:
 def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.report.test_card import card as one_cell_card
     base = one_cell_card()
-    card = base | {"context_axis": context_axis(CELLS)}
+    card = base | {"context_axis": {k: [r.to_json() for r in rows] for k, rows in context_axis(CELLS).items()}}
     assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in markdown(card)
     figures = capture_figures(monkeypatch)
-    (path,) = render_context_plot(card["pair"], card["context_axis"], tmp_path)
+    (path,) = render_context_plot(card["pair"], context_axis(CELLS), tmp_path)
     assert path.name == "context_length.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     acc_ax, ratio_ax = figures["context_length.png"].axes
     assert labels(acc_ax) == ["g c1", "g c4"]
     assert line(acc_ax, "g c1") == ([128, 1024], [0.7, 0.5]) and line(acc_ax, "g c4") == ([128], [0.6])
     assert line(ratio_ax, "g c1") == ([128, 1024], [0.8, 0.9]) and line(ratio_ax, "g c4") == ([128], [1.1])
-    assert render_context_plot(base["pair"], base.get("context_axis"), tmp_path / "none") == []
+    assert render_context_plot(base["pair"], None, tmp_path / "none") == []
