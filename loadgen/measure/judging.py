@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.measure.verdict import JudgedResources, judge
-from loadgen.profile.criteria import parse_criteria
+from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.records.card import CardVerdict, ResourceDifference
 from loadgen.records.cardcell import CardCell
 
@@ -32,6 +32,13 @@ def judged_resources(difference: ResourceDifference | None) -> JudgedResources:
                            difference.kv_capacity_loss)
 
 
+def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
+    """The criteria of protocol.json's or a card verdict's ``criteria`` (``Criteria.to_json()`` plus
+    ``declared``; its nulls are the defaults). Raises ProfileError naming ``path`` when it does not parse."""
+    fields = {k: v for k, v in raw.items() if v is not None and k != "declared"}
+    return dataclasses.replace(parse_criteria(fields, path), declared=tuple(raw.get("declared", fields)))
+
+
 def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[CardCell],
                  resources: JudgedResources | None, path: Path) -> CardVerdict:
     """The card's ``verdict``: ``raw`` is protocol.json's ``criteria`` (``Criteria.to_json()``, or None when
@@ -44,9 +51,7 @@ def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[CardCell],
     if raw is None:
         return CardVerdict(declared=False, passed=None, summary=NOT_DECLARED, lines=()).keyed(
             "declared", "passed", "summary", "criteria", "cells", "resources", "lines")
-    fields = {k: v for k, v in raw.items() if v is not None and k != "declared"}
-    criteria = parse_criteria(fields, path)
-    criteria = dataclasses.replace(criteria, declared=tuple(raw.get("declared", fields)))
+    criteria = criteria_of(raw, path)
     verdict = judge(criteria, cells, resources)
     record = verdict.record()
     return dataclasses.replace(record, declared_keys=criteria.declared, lines=tuple(c.line() for c in verdict.cells),

@@ -34,6 +34,7 @@ from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
+from loadgen.records.sweep import Recommendation, SweepCandidate
 from loadgen.report.rundir import load_records, read_protocol
 from loadgen.report.runfiles import RunFiles
 from loadgen.report.traceschedule import schedule_on_trace
@@ -146,8 +147,8 @@ def trace_card(files: RunFiles) -> dict[str, Any] | None:
     return trace_section(files.protocol, files.records)
 
 
-def sweep_trace(sweep_dir: Path, recommendation: Mapping[str, Any] | None = None,
-                candidates: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any] | None:
+def sweep_trace(sweep_dir: Path, recommendation: Recommendation | None = None,
+                candidates: Sequence[SweepCandidate] = ()) -> dict[str, Any] | None:
     """The sweep card's ``trace`` section: every arm of the sweep folder (plain, the placebo, each candidate)
     over the trace, the K schedule of the sweep's ``recommendation`` (the first workload's that has one, from
     its fixed-level cells; ``candidates``: the sweep card's rows, name and speculative_config) judged on it,
@@ -157,7 +158,7 @@ def sweep_trace(sweep_dir: Path, recommendation: Mapping[str, Any] | None = None
     protocol = read_protocol(sweep_dir / "protocol.json")
     if not any(w.get("kind") == "trace" for w in protocol.workloads):
         return None
-    found = next(((w["workload"], w["schedule"]["config"]) for w in (recommendation or {}).get("workloads", [])
-                  if (w.get("schedule") or {}).get("config")), None)
-    configs = {c["name"]: c.get("speculative_config") or {} for c in candidates}
+    found = next(((w.workload, w.schedule.config) for w in (recommendation.workloads if recommendation else [])
+                  if w.schedule is not None and w.schedule.config), None)
+    configs = {c.name: c.speculative_config for c in candidates}
     return trace_section(protocol, load_records(sweep_dir), None if found is None else (found, configs))

@@ -84,6 +84,7 @@ def _rec2(role: str, i: int, tpot: float, tokens: int) -> RequestRecord:
 
 def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(tmp_path: Path) -> None:
     from loadgen.profile.pair import SCHEDULE_KEY
+    from loadgen.records.sweep import KSchedule, Recommendation, SweepCandidate, WorkloadChoice
     from loadgen.report.tracedata import SCHEDULE_NAME
     # 0-5 s: short requests, under one in flight; 5-10 s: 100-token requests every 0.25 s, up to 16 in flight
     tpot = {"plain": (0.040, 0.040), "k1": (0.030, 0.060), "k2": (0.020, 0.080)}
@@ -95,8 +96,8 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
         "slo": {"percentile": 90.0, "tpot_s": 0.05}, "cells": []}))
     ngram = {"method": "ngram", "prompt_lookup_max": 4}
     schedule = {**ngram, "num_speculative_tokens": 2, SCHEDULE_KEY: [[1, 3, 2], [4, 64, 0]]}
-    rec = {"workloads": [{"workload": "w", "schedule": {"config": schedule}}]}
-    rows = [{"name": f"k{k}", "speculative_config": {**ngram, "num_speculative_tokens": k}} for k in (1, 2)]
+    rec = Recommendation(lines=[], workloads=[WorkloadChoice("w", schedule=KSchedule("", True, schedule))])
+    rows = [SweepCandidate(f"k{k}", {**ngram, "num_speculative_tokens": k}) for k in (1, 2)]
     trace = sweep_trace(tmp_path, rec, rows)
     assert trace is not None
     (row,) = trace["workloads"]
