@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
+from loadgen.records.trace import TraceSection
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The card file's ``$schema`` and title (report/card.schema.json's head).
@@ -206,7 +207,7 @@ class PairCard(Wire):
     plots: tuple[str, ...] | None = field(default=None, metadata={"doc": "the plots' paths in the run folder"})
     statistics_from: Literal["card.json"] | None = field(
         default=None, metadata={"doc": "card.json when re-derived without requests.jsonl"})
-    trace: Mapping[str, Any] | None = field(
+    trace: TraceSection | None = field(
         default=None, metadata={"doc": "trace workloads over time (report/tracedata.py); absent without one"})
 
     def cell(self, workload: str, level: str) -> CardCell | None:

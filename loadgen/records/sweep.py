@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from loadgen.records.nested import Part, part_kind
+from loadgen.records.trace import TraceSection
 from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
 
 SCHEMA = "loadgen.sweep/2"
@@ -270,6 +271,11 @@ class SweepCard(Part):
         "design": SweepDesign, "noise_floor": NoiseFloor, "candidates": SweepCandidate, "cells": SweepCell,
         "recommendation": Recommendation}
     TITLE: ClassVar[str] = f"loadgen sweep.json ({SCHEMA})"
+
+    def trace_section(self) -> TraceSection | None:
+        """The ``trace`` section as its record (records/trace.py); BadInput naming the field when it does not
+        read."""
+        return None if self.trace is None else TraceSection.from_json(self.trace, source="sweep.json trace")
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

@@ -290,7 +290,7 @@ def render_markdown(card: PairCard) -> str:
     out += context_rows(card.context_axis or {})
     out += _results_rows(card)
     out += _capacity_rows(card)
-    out += crossover_rows(card.crossover) + trace_rows({"trace": card.trace})
+    out += crossover_rows(card.crossover) + trace_rows(card.trace)
     if card.plots:
         out += ["## Plots", "", *[f"![{p}]({p})" for p in card.plots], ""]
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]

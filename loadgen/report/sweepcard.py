@@ -103,5 +103,5 @@ def _drifts(card: SweepCard) -> list[str]:
 def _tail(card: SweepCard) -> list[str]:
     """The time spent per arm (min), the trace replay section and the plots."""
     times = ", ".join(f"{k} {v / 60:.1f} min" for k, v in card.times_s.items())
-    return ["", "## Time spent", "", times or "-", "", *trace_rows({"trace": card.trace}),
+    return ["", "## Time spent", "", times or "-", "", *trace_rows(card.trace_section()),
             *(f"![{p}]({p})" for p in card.plots)]

@@ -227,4 +227,5 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
         design=_design(sweep_dir, cells), noise_floor=noise, times_s=dict(seconds), candidates=rows, cells=cells,
         drift_warnings=[c.drift_warning for c in cells if c.drift_warning]
         + ([noise.line.split("; ", 1)[1]] if noise.excluding_1 else []),
-        recommendation=rec, trace=trace, keys=(*_SWEEP_KEYS, *(["trace"] if trace is not None else [])))
+        recommendation=rec, trace=None if trace is None else trace.to_json(),
+        keys=(*_SWEEP_KEYS, *(["trace"] if trace is not None else [])))

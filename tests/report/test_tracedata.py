@@ -39,8 +39,9 @@ def _sweep(tmp_path: Path) -> Path:
 
 
 def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_path: Path) -> None:
-    trace = sweep_trace(_sweep(tmp_path))
-    assert trace is not None
+    section = sweep_trace(_sweep(tmp_path))
+    assert section is not None
+    trace = section.to_json()
     rows = {r["workload"]: r for r in trace["workloads"]}
     assert set(rows["tr@ts1"]["arms"]) == {"k1", "k2"}  # every candidate against plain
     assert round(rows["tr@ts1"]["arms"]["k2"]["speedup"], 2) == 2.0
@@ -50,7 +51,7 @@ def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_pa
     assert trace["capacity"] == {"tr": {"k1": 2.0, "k2": 1.0, "plain": 2.0}}
     rec = trace["recommendation"]["tr"]
     assert (rec["server"], rec["time_scale"]) == ("k2", 1.0) and abs(rec["tpot_p50_s"] - 0.0202) < 1e-9
-    md = "\n".join(trace_rows({"trace": trace}))
+    md = "\n".join(trace_rows(section))
     assert "k1 holds 2x this trace, k2 holds 1x this trace, plain holds 2x this trace" in md
     assert "recommendation on tr: k2 (lowest TPOT p50 20.2 ms at time_scale 1" in md
     assert "speculation pays during 100% of the trace's time (100% of its requests)" in md
@@ -59,7 +60,7 @@ def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_pa
 def test_no_trace_no_section(tmp_path: Path) -> None:
     (tmp_path / "protocol.json").write_text(json.dumps({"workloads": [{"name": "w", "kind": "file"}], "cells": []}))
     (tmp_path / "requests.jsonl").write_text("")
-    assert sweep_trace(tmp_path) is None and trace_rows({"trace": None}) == []
+    assert sweep_trace(tmp_path) is None and trace_rows(None) == []
     assert "Trace replay" not in render_sweep_markdown(SweepCard.from_json(
         {"pair": "p", "schema": "s", "primary_metric": "tpot_p50", "speedup_definition": "", "upper_bound_formula": "",
          "recommendation": {"lines": []}, "candidates": [], "cells": [], "drift_warnings": [], "times_s": {}},
@@ -98,8 +99,9 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
     schedule = {**ngram, "num_speculative_tokens": 2, SCHEDULE_KEY: [[1, 3, 2], [4, 64, 0]]}
     rec = Recommendation(lines=[], workloads=[WorkloadChoice("w", schedule=KSchedule("", True, schedule))])
     rows = [SweepCandidate(f"k{k}", {**ngram, "num_speculative_tokens": k}) for k in (1, 2)]
-    trace = sweep_trace(tmp_path, rec, rows)
-    assert trace is not None
+    section = sweep_trace(tmp_path, rec, rows)
+    assert section is not None
+    trace = section.to_json()
     (row,) = trace["workloads"]
     sched = row["schedule"]
     # the second window fills up over 4 s (each request lasts 4 s), then holds 16: a mean of (4 x 8 + 16) / 5 = 9.6
@@ -108,7 +110,7 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
     assert sched["tpot_p50_s"] == pytest.approx((0.0204 + 0.040) / 2) and sched["slo"]["hold"] is True
     assert row["servers"]["k1"]["slo"]["hold"] is False and row["servers"]["plain"]["slo"]["hold"] is True
     assert trace["recommendation"]["tr"]["server"] == SCHEDULE_NAME
-    md = "\n".join(trace_rows({"trace": trace}))
+    md = "\n".join(trace_rows(section))
     assert "the sweep's K schedule (from w's fixed-level cells) on this trace" in md
 
 
@@ -120,9 +122,9 @@ def test_a_client_behind_the_trace_says_so(tmp_path: Path) -> None:
     late = [copy(r, send_s=r.send_s + 0.012) for r in (_rec2("speculative", i, 0.02, 5) for i in range(10))]
     on_time = [_rec2("plain", i, 0.04, 5) for i in range(10)]
     proto = Protocol(workloads=[{"name": "tr", "kind": "trace", "window_s": 5.0}], cells=[])
-    trace = trace_section(proto, on_time + late)
-    assert trace is not None
-    servers = trace["workloads"][0]["servers"]
+    section = trace_section(proto, on_time + late)
+    assert section is not None
+    servers = section.to_json()["workloads"][0]["servers"]
     assert servers["plain"]["behind"] is False and servers["speculative"]["behind"] is True
     assert servers["speculative"]["lag_p99_s"] == pytest.approx(0.012)
-    assert "the client fell behind the trace on speculative" in "\n".join(trace_rows({"trace": trace}))
+    assert "the client fell behind the trace on speculative" in "\n".join(trace_rows(section))
