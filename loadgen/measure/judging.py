@@ -15,6 +15,7 @@ from loadgen.measure.verdict import JudgedResources, judge
 from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.records.card import CardVerdict, ResourceDifference
 from loadgen.records.cardcell import CardCell
+from loadgen.records.protocol import Protocol
 
 #: The verdict's summary when the pair file has no ``[criteria]`` table.
 NOT_DECLARED = "no criteria declared: not judged"
@@ -39,15 +40,17 @@ def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
     return dataclasses.replace(parse_criteria(fields, path), declared=tuple(raw.get("declared", fields)))
 
 
-def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[CardCell],
-                 resources: JudgedResources | None, path: Path) -> CardVerdict:
-    """The card's ``verdict``: ``raw`` is protocol.json's ``criteria`` (``Criteria.to_json()``, or None when
-    the pair file had no ``[criteria]``); ``cells`` and ``resources`` as :func:`criteria.judge` takes them.
+def card_verdict(proto: Protocol, cells: Sequence[CardCell], resources: JudgedResources | None,
+                 path: Path) -> CardVerdict:
+    """The card's ``verdict`` against protocol.json's ``criteria`` (``Criteria.to_json()`` plus ``declared``, or
+    None when the pair file had no ``[criteria]``; ``path``: the file named when it does not parse); ``cells``
+    and ``resources`` as :func:`criteria.judge` takes them.
 
     Returns :meth:`Verdict.record` with ``declared`` True, ``declared_keys`` (the keys the file set) and
     ``lines`` (one per cell); without criteria ``declared`` False, ``passed`` None, ``summary``
     :data:`NOT_DECLARED` and no cells. Raises ProfileError when ``raw`` does not parse. A protocol written
     before ``declared`` was recorded counts every key as declared (that run was judged by all of them)."""
+    raw = proto.criteria
     if raw is None:
         return CardVerdict(declared=False, passed=None, summary=NOT_DECLARED, lines=()).keyed(
             "declared", "passed", "summary", "criteria", "cells", "resources", "lines")

@@ -8,7 +8,7 @@ throughputs in tokens/s and requests/s. Ratios are speculative / plain with thei
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from loadgen.measure.outcomes import finish_line
@@ -153,13 +153,14 @@ def _capacity_rows(card: PairCard) -> list[str]:
     return [*lines, ""]
 
 
-def _hardware(hw: Mapping[str, Any]) -> str:
+def _hardware(card: PairCard) -> str:
+    hw = card.hardware or {}
     gpus = ", ".join(f"{g['name']} ({gib(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
     return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {gib(hw.get('memory_bytes'))} memory; {gpus}"
 
 
-def _model_line(label: str, model: Mapping[str, Any] | None) -> str:
-    if model is None:
+def _model_line(card: PairCard, label: str) -> str:
+    if (model := card.draft if label == "draft" else card.target) is None:
         return f"- **{label}**: none"
     pin = model.get("content_sha256") or model.get("revision") or "unpinned"
     vocab = f"; draft vocabulary {model['draft_vocab_size']} tokens" if model.get("draft_vocab_size") else ""
@@ -222,7 +223,7 @@ def _head_rows(card: PairCard) -> list[str]:
     state = "complete" if card.complete else f"INCOMPLETE: {card.failure or 'run did not finish'}"
     out = [f"# Pair card: {card.pair}", "", f"Status: **{state}** · generated {card.generated_utc} · "
            f"schema `{card.schema}`", "", *blocking_rows(card), "## What was compared", "",
-           _model_line("target", card.target), _model_line("draft", card.draft),
+           _model_line(card, "target"), _model_line(card, "draft"),
            f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
            f"- **engine version**: plain {card.engine_version.plain}, speculative "
            f"{card.engine_version.speculative}",
@@ -231,7 +232,7 @@ def _head_rows(card: PairCard) -> list[str]:
            f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
            f"stop rule `{json.dumps(card.stop_rule, sort_keys=True)}`",
            *_command_line_rows(card), f"- **prompts sha256**: `{card.prompts_sha256}`",
-           f"- **hardware**: {_hardware(card.hardware or {})}", "",
+           f"- **hardware**: {_hardware(card)}", "",
            f"> {card.workloads_statement}", "", "## Servers", ""]
     return out
 
@@ -284,10 +285,9 @@ def _results_rows(card: PairCard) -> list[str]:
 def render_markdown(card: PairCard) -> str:
     """The card as Markdown text."""
     out = _head_rows(card) + design_rows(card.design, card.noise_floor) + _servers_rows(card)
-    out += _verdict_rows(card.verdict)
-    out += _resource_rows(card.resources)
+    out += _verdict_rows(card.verdict) + _resource_rows(card.resources)
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card.cells), ""]
-    out += context_rows(card.context_axis or {})
+    out += context_rows(card.context_axis)
     out += _results_rows(card)
     out += _capacity_rows(card)
     out += crossover_rows(card.crossover) + trace_rows(card.trace)

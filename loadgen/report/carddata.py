@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from loadgen.measure.blockstate import state_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
@@ -52,13 +52,13 @@ _CARD_KEYS = ("schema", "pair", "generated_utc", "complete", "failure", "request
               "noise_floor", "slo", "capacity", "resources", "placement", "verdict", "hardware")
 
 
-def declared_notes(spec_config: Mapping[str, Any] | None, planned: ProtocolCell,
-                   spec_entries: list[CellEntry]) -> list[str]:
+def declared_notes(proto: Protocol, planned: ProtocolCell, spec_entries: list[CellEntry]) -> list[str]:
     """Notes from the declared speculative config (protocol's ``speculative_config``) for one planned cell
     (``concurrency``, ``rate_rps``) and its speculative entries (one per block): :data:`DECLARED_OFF` with the
     key and numbers where the config switches speculation off at this level (pair.speculation_on_at);
     where it is on, for a lookup method (pair.LOOKUP_METHODS), :data:`NOT_SPECULATIVE` when every block's
     ``spec_decode.num_drafts`` is 0 (a cell with drafts > 0 but little accepted is not that case)."""
+    spec_config = proto.speculative_config
     if not spec_config or not spec_entries:
         return []
     conc, open_loop = planned.concurrency, planned.rate_rps is not None
@@ -160,7 +160,7 @@ def _cell(files: RunFiles, planned: ProtocolCell, by_cell: dict[tuple[str, str, 
     notes += [*([note] if note else []),
               *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))}, spec_config),
               *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))}),
-              *declared_notes(spec_config, planned, entries.get((*key, "speculative")) or [])]
+              *declared_notes(proto, planned, entries.get((*key, "speculative")) or [])]
     cell = CardCell(workload=key[0], level=key[1], concurrency=planned.concurrency, rate_rps=planned.rate_rps,
                     complete=len(stats) == 2 and not any(x.failure for x in sides.values()), ratios=ratios,
                     notes=tuple(notes), plain=sides.get("plain"), speculative=sides.get("speculative"),
@@ -200,7 +200,7 @@ def card_of(files: RunFiles) -> PairCard:
         engine_version=EngineVersion(versions.get("plain"), versions.get("speculative"), keys=tuple(versions),
                                      extra={k: v for k, v in versions.items() if k not in ROLES}),
         servers=servers, workloads=tuple(proto.workloads),
-        workloads_statement=workload_statement(proto.workloads, files.records), context_axis=context_axis(cells),
+        workloads_statement=workload_statement(proto, files.records), context_axis=context_axis(cells),
         concurrency=tuple(proto.concurrency), load=proto.load, stop_rule=proto.stop_rule or {},
         prompts_sha256=proto.prompts_sha256 or "", cells=cells, crossover=_crossovers(cells),
         design=design_summary(proto), noise_floor=noise_summary(cells), slo=Slo(**asdict(slo)).keyed(*asdict(slo)),
@@ -208,7 +208,7 @@ def card_of(files: RunFiles) -> PairCard:
         resources=Resources(plain=usage["plain"], speculative=usage["speculative"], difference=diff, notes=tuple(
             n for n in [kv_capacity_note(diff), budget_note(usage["plain"], raw_diff)] if n)).in_full(),
         placement={role: placement(dict(servers[role])) for role in ROLES},
-        verdict=card_verdict(proto.criteria, cells, judged_resources(diff), files.protocol_path),
+        verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
         hardware=proto.hardware, command_line=proto.command_line or None, trace=trace_card(files))
     return card.keyed(*_CARD_KEYS, *(["command_line"] if proto.command_line else []),
                       *(["trace"] if card.trace is not None else []))  # absent without a trace: older cards alike

@@ -58,7 +58,7 @@ def refresh_saved_card(run_dir: Path) -> PairCard:
     servers = {role: {**server, "effective": with_engine_path(server.get("effective"), run_dir, role)}
                for role, server in card.servers.items()}  # a card of older code: the engine path from the log
     proto = read_protocol(run_dir / "protocol.json")
-    verdict = card_verdict(proto.criteria, cells, judged_resources(card.resources.difference),
+    verdict = card_verdict(proto, cells, judged_resources(card.resources.difference),
                            run_dir / "protocol.json")
     return replace(card, cells=cells, servers=servers, verdict=verdict, statistics_from="card.json")
 

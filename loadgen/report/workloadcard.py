@@ -17,6 +17,7 @@ from typing import Any
 
 from loadgen.records.card import ContextRow
 from loadgen.records.cardcell import Acceptance, CardCell, Ratio
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 
 __all__ = ["context_axis", "context_rows", "length_summary", "workload_statement"]
@@ -40,9 +41,9 @@ def _source(w: Mapping[str, Any]) -> str:
     return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
 
 
-def workload_statement(workloads: Iterable[Mapping[str, Any]], records: Iterable[RequestRecord]) -> str:
+def workload_statement(protocol: Protocol, records: Iterable[RequestRecord]) -> str:
     """One paragraph naming each workload's kind, source and the lengths sent (input and output tokens,
-    min/median/max), ending with the scope of the conclusions. ``workloads``: protocol.json's list."""
+    min/median/max), ending with the scope of the conclusions, for protocol.json's workloads."""
     sent_in: dict[str, list[int]] = {}
     sent_out: dict[str, list[int]] = {}
     for r in records:
@@ -51,7 +52,7 @@ def workload_statement(workloads: Iterable[Mapping[str, Any]], records: Iterable
                 sent_in.setdefault(r.workload, []).append(r.usage_prompt_tokens)
             sent_out.setdefault(r.workload, []).append(r.requested_output_tokens)
     parts = []
-    for w in workloads:
+    for w in protocol.workloads:
         name = w["name"]
         inputs = (length_summary(sent_in[name]) if name in sent_in
                   else f"{w.get('input_tokens') or 'natural'} (declared)")
@@ -89,7 +90,7 @@ def _fmt(x: Any, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if isinstance(x, int | float) else "–"
 
 
-def context_rows(axis: Mapping[str, Sequence[ContextRow]]) -> list[str]:
+def context_rows(axis: Mapping[str, Sequence[ContextRow]] | None) -> list[str]:
     """Markdown: one table per base workload, input length x level -> acceptance rate, TPOT p50 ratio."""
     if not axis:
         return []

@@ -15,6 +15,7 @@ from loadgen.measure.verdict import JudgedResources, Verdict
 from loadgen.profile.candidates import is_sweep
 from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.pairfile import check_scope, load_pair
+from loadgen.records.protocol import Protocol
 from tests.support.cards import card_cell
 
 
@@ -25,7 +26,8 @@ def judge(criteria: Criteria, cells: list[dict[str, Any]], resources: Any) -> Ve
 
 def card_verdict(raw: Any, cells: list[dict[str, Any]], resources: Any, path: Path) -> dict[str, Any]:
     """judging.card_verdict of the card cells ``cells`` (as :func:`judge`)."""
-    return judging.card_verdict(raw, [card_cell(c) for c in cells], resources, path).to_json()
+    proto = Protocol(workloads=[], cells=[], criteria=raw)
+    return judging.card_verdict(proto, [card_cell(c) for c in cells], resources, path).to_json()
 
 
 PATH = Path("profiles/pairs/x.toml")

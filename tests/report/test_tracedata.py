@@ -68,10 +68,12 @@ def test_no_trace_no_section(tmp_path: Path) -> None:
 
 
 def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> None:
+    from loadgen.records.protocol import Protocol
     from loadgen.report.workloadcard import workload_statement
-    text = workload_statement([{"name": "tr", "kind": "trace", "path": "t.jsonl", "source_sha256": "ab",
-                                "source_lines": 7, "skipped": ["line 7: too long"], "time_scale": 0.5,
-                                "block_tokens": 64, "output_tokens": 5}], [])
+    text = workload_statement(Protocol(workloads=[{"name": "tr", "kind": "trace", "path": "t.jsonl",
+                                                   "source_sha256": "ab", "source_lines": 7,
+                                                   "skipped": ["line 7: too long"], "time_scale": 0.5,
+                                                   "block_tokens": 64, "output_tokens": 5}], cells=[]), [])
     assert ("tr (trace, completions; trace t.jsonl (sha256 ab, 7 lines, 1 skipped: line 7: too long; replayed at "
             "its times x 0.5, blocks of 64 tokens)") in text
 

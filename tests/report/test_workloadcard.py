@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.records.cardcell import CardCell
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
@@ -30,7 +31,7 @@ def test_the_statement_names_kind_source_lengths_sent_and_scope() -> None:
     records = [_rec("f", "plain", n, o) for n, o in ((10, 20), (30, 8), (12, 40))]
     records += [_rec("f", "speculative", 999, 999), _rec("f", "plain", 999, 999, phase="warmup")]
     records += [_rec("g@256", "plain", 256, 64) for _ in range(3)]
-    assert workload_statement(workloads, records) == (
+    assert workload_statement(Protocol(workloads=workloads, cells=[]), records) == (
         "Conclusions hold for the workloads tested only: f (file, chat; file data/p.jsonl (sha256 " + "ab" * 32
         + ", 30 lines, 1 skipped: line 2: no human turn; sampled with seed 7); input tokens min/median/max "
         "10/12/30, output tokens 8/20/40); g@256 (grounded, completions; generator grounded, seed 5; input tokens "
