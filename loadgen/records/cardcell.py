@@ -191,3 +191,8 @@ class CardCell(Wire):
     def ratio(self, metric: str) -> Ratio | None:
         """The ratio of ``metric``, None when the card has none."""
         return self.ratios.get(metric)
+
+    def aa_ratio(self, metric: str) -> Ratio | None:
+        """The A/A placebo's ratio (placebo / plain) of ``metric``, None without a noise floor or that metric."""
+        floor = None if self.noise_floor is None else self.noise_floor.ratios
+        return None if floor is None else floor.get(metric)

@@ -156,7 +156,7 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: Mapping[str,
         drift = plain_drift(sweep_dir, key, metric, drifts)
         warning = drift_warning(f"{key.workload} {key.label}", drift, [entry_of(e) for e in entries],
                                 metric in LATENCY_METRICS) if drift else None
-        aa = None if first.noise_floor is None else (first.noise_floor.ratios or {}).get(metric)
+        aa = first.aa_ratio(metric)
         out.append(SweepCell(workload=first.workload, level=first.level, concurrency=first.concurrency,
                              rate_rps=first.rate_rps, noise_floor=None if aa is None else aa.to_json(),
                              entries=entries, drift=drift, drift_warning=warning))
