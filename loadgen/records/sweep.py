@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from loadgen.records.cardcell import Ratio
 from loadgen.records.nested import Part, part_kind
 from loadgen.records.trace import TraceSection
 from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
@@ -102,6 +103,10 @@ class SweepCell(Part):
     REQUIRED: ClassVar[tuple[str, ...]] = ("workload", "entries")
     NESTED: ClassVar[dict[str, type[Part]]] = {"entries": SweepEntry, "drift": Drift}
     TITLE: ClassVar[str] = "cell"
+
+    def floor_ratio(self) -> Ratio | None:
+        """The A/A noise floor of the primary metric as the pair card's ratio record, None without one."""
+        return None if self.noise_floor is None else Ratio.from_json(self.noise_floor, source="sweep cell noise_floor")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
 from loadgen.profile.criteria import LATENCY_METRICS, Criteria
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference
-from loadgen.records.cardcell import Acceptance, CardCell, Cost, Ratio
+from loadgen.records.cardcell import Acceptance, CardCell, Cost
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
@@ -186,7 +186,7 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
 
 
 def _noise(cells: Sequence[SweepCell]) -> NoiseFloor:
-    every = [(c, Ratio.from_json(c.noise_floor, source=_BUILT)) for c in cells if c.noise_floor is not None]
+    every = [(c, f) for c in cells if (f := c.floor_ratio()) is not None]
     floors = [(c, f) for c, f in every if f.value is not None]
     if not floors:
         return NoiseFloor(measured=False, line="no A/A placebo: no noise floor (set [design].placebo)",
