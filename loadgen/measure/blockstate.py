@@ -24,11 +24,13 @@ side only, prefix-cache hit shares more than :data:`HIT_GAP` apart, preemptions 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from loadgen.profile.cells import speculates
 from loadgen.prom.deltas import counter_delta
 from loadgen.prom.exposition import Snapshot
+from loadgen.records.blockstate import BlockState, EngineState, GpuState, Graphs, HostState
 from loadgen.records.cell import CellEntry
 
 CLOCK_GAP, TEMP_GAP_C, LOAD_GAP, STEAL, HIT_GAP = 0.05, 10.0, 1.0, 0.02, 0.05
@@ -41,91 +43,112 @@ def _mean(a: Any, b: Any) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def _gpus(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _gpus(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> tuple[GpuState, ...]:
+    """Per GPU of the end sample (serve/hoststate.py: ``index``, clocks, power, temperature, throttle reasons),
+    matched by index with the start sample."""
     out = []
     for a in after:
         b = next((g for g in before if g.get("index") == a.get("index")), {})
         reasons = sorted({*(a.get("throttle_reasons") or []), *(b.get("throttle_reasons") or [])} - {"gpu_idle"})
-        out.append({"index": a.get("index"), **{k: _mean(b.get(k), a.get(k)) for k in
-                                                ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c")},
-                    "throttle_reasons": reasons})
-    return out
+        out.append(GpuState(index=a.get("index"), sm_clock_mhz=_mean(b.get("sm_clock_mhz"), a.get("sm_clock_mhz")),
+                            mem_clock_mhz=_mean(b.get("mem_clock_mhz"), a.get("mem_clock_mhz")),
+                            power_w=_mean(b.get("power_w"), a.get("power_w")),
+                            temperature_c=_mean(b.get("temperature_c"), a.get("temperature_c")),
+                            throttle_reasons=tuple(reasons)).in_full())
+    return tuple(out)
 
 
-def _engine(before: Snapshot | None, after: Snapshot | None, gauges: Mapping[str, Any],
-            histograms: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"prefix_cache_hit_share": None, "preemptions": None,
-                           "step_time_s": (histograms.get("icl_s") or {}).get("mean"),
-                           "waiting_max": (gauges.get("vllm:num_requests_waiting") or {}).get("max")}
+def _engine(before: Snapshot | None, after: Snapshot | None, entry: CellEntry) -> EngineState:
+    icl = entry.server_histograms.get("icl_s") or {}
+    waiting = (entry.gauges or {}).get("vllm:num_requests_waiting") or {}
+    engine = EngineState(step_time_s=icl.get("mean"), waiting_max=waiting.get("max")).in_full()
     if before is None or after is None:
-        return out
+        return engine
     queries, hits = counter_delta(before, after, _QUERIES), counter_delta(before, after, _HITS)
-    if queries.series and queries.value > 0:
-        out["prefix_cache_hit_share"] = hits.value / queries.value
     preempt = counter_delta(before, after, _PREEMPT)
-    out["preemptions"] = preempt.value if preempt.series else None
-    return out
+    return replace(engine, prefix_cache_hit_share=hits.value / queries.value if queries.series and queries.value > 0
+                   else None, preemptions=preempt.value if preempt.series else None)
 
 
 def block_state(host: tuple[Mapping[str, Any], Mapping[str, Any]], snaps: tuple[Snapshot | None, Snapshot | None],
-                gauges: Mapping[str, Any], histograms: Mapping[str, Any], batch_tokens: int,
-                ceiling: int | None, steal: float | None) -> dict[str, Any]:
-    """One block's ``state`` (module docstring): ``host`` the samples at its start and end, ``snaps`` its
-    ``/metrics`` before and after (None where unavailable), ``gauges`` the summarized gauges, ``histograms``
-    its server histogram deltas, ``batch_tokens`` concurrency x (1 + K), ``ceiling`` the capture ceiling (None:
-    unknown or eager), ``steal`` the stolen CPU share."""
-    return {"gpu": _gpus(host[0].get("gpus") or [], host[1].get("gpus") or []),
-            "host": {"loadavg_1m": host[1].get("loadavg_1m"), "cpu_steal_share": steal},
-            "engine": _engine(*snaps, gauges, histograms),
-            "graphs": {"batch_tokens": batch_tokens, "ceiling": ceiling,
-                       "eager": ceiling is not None and batch_tokens > ceiling}}
+                entry: CellEntry, batch_tokens: int, ceiling: int | None, steal: float | None) -> BlockState:
+    """One block's ``state`` (module docstring): ``host`` the samples at its start and end (serve/hoststate.py),
+    ``snaps`` its ``/metrics`` before and after (None where unavailable), ``entry`` its cells.jsonl line (the
+    summarized gauges and server histogram deltas), ``batch_tokens`` concurrency x (1 + K), ``ceiling`` the
+    capture ceiling (None: unknown or eager), ``steal`` the stolen CPU share. Every field written, null
+    included."""
+    return BlockState(gpu=_gpus(host[0].get("gpus") or [], host[1].get("gpus") or []),
+                      host=HostState(loadavg_1m=host[1].get("loadavg_1m"), cpu_steal_share=steal).in_full(),
+                      engine=_engine(*snaps, entry),
+                      graphs=Graphs(batch_tokens=batch_tokens, ceiling=ceiling,
+                                    eager=ceiling is not None and batch_tokens > ceiling).in_full()).in_full()
 
 
 def _gap(a: float | None, b: float | None, rel: float) -> bool:
     return a is not None and b is not None and max(a, b) > 0 and abs(a - b) / max(a, b) > rel
 
 
-def pair_flags(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, names: tuple[str, str]) -> list[str]:
-    """The differences between two blocks' states that could move their ratio (module docstring), as phrases
-    naming both values; ``names`` labels the two sides. [] when either state is missing."""
-    if not a or not b:
-        return []
+def _gpu_flags(a: BlockState, b: BlockState, names: tuple[str, str]) -> list[str]:
     out = []
-    for ga in a.get("gpu") or []:
-        gb = next((g for g in b.get("gpu") or [] if g.get("index") == ga.get("index")), None)
+    for ga in a.gpu:
+        gb = next((g for g in b.gpu if g.index == ga.index), None)
         if gb is None:
             continue
         for key, unit in (("sm_clock_mhz", "MHz SM clock"), ("mem_clock_mhz", "MHz memory clock")):
-            if _gap(ga.get(key), gb.get(key), CLOCK_GAP):
-                out.append(f"GPU {ga['index']} {names[0]} {ga[key]:.0f} vs {names[1]} {gb[key]:.0f} {unit}")
-        if ga.get("throttle_reasons") != gb.get("throttle_reasons"):
-            out.append(f"GPU {ga['index']} throttle reasons {names[0]} {ga.get('throttle_reasons') or 'none'} vs "
-                       f"{names[1]} {gb.get('throttle_reasons') or 'none'}")
-        ta, tb = ga.get("temperature_c"), gb.get("temperature_c")
+            va, vb = getattr(ga, key), getattr(gb, key)
+            if _gap(va, vb, CLOCK_GAP):
+                out.append(f"GPU {ga.index} {names[0]} {va:.0f} vs {names[1]} {vb:.0f} {unit}")
+        if ga.throttle_reasons != gb.throttle_reasons:
+            out.append(f"GPU {ga.index} throttle reasons {names[0]} {list(ga.throttle_reasons) or 'none'} vs "
+                       f"{names[1]} {list(gb.throttle_reasons) or 'none'}")
+        ta, tb = ga.temperature_c, gb.temperature_c
         if ta is not None and tb is not None and abs(ta - tb) > TEMP_GAP_C:
-            out.append(f"GPU {ga['index']} temperature {names[0]} {ta:.0f} vs {names[1]} {tb:.0f} C")
-    ha, hb = a.get("host") or {}, b.get("host") or {}
-    la, lb = ha.get("loadavg_1m"), hb.get("loadavg_1m")
+            out.append(f"GPU {ga.index} temperature {names[0]} {ta:.0f} vs {names[1]} {tb:.0f} C")
+    return out
+
+
+def pair_flags(a: BlockState | None, b: BlockState | None, names: tuple[str, str]) -> list[str]:
+    """The differences between two blocks' states that could move their ratio (module docstring), as phrases
+    naming both values; ``names`` labels the two sides. [] when either state is missing."""
+    if a is None or b is None:
+        return []
+    out = _gpu_flags(a, b, names)
+    ha, hb = a.host or HostState(), b.host or HostState()
+    la, lb = ha.loadavg_1m, hb.loadavg_1m
     if la is not None and lb is not None and abs(la - lb) > LOAD_GAP:
         out.append(f"host load average {names[0]} {la:.2f} vs {names[1]} {lb:.2f}")
-    sa, sb = ha.get("cpu_steal_share") or 0.0, hb.get("cpu_steal_share") or 0.0
+    sa, sb = ha.cpu_steal_share or 0.0, hb.cpu_steal_share or 0.0
     if (sa > STEAL) != (sb > STEAL):
         out.append(f"CPU steal {names[0]} {100 * sa:.1f}% vs {names[1]} {100 * sb:.1f}%")
-    ea, eb = a.get("engine") or {}, b.get("engine") or {}
-    pa, pb = ea.get("prefix_cache_hit_share"), eb.get("prefix_cache_hit_share")
+    ea, eb = a.engine or EngineState(), b.engine or EngineState()
+    pa, pb = ea.prefix_cache_hit_share, eb.prefix_cache_hit_share
     if pa is not None and pb is not None and abs(pa - pb) > HIT_GAP:
         out.append(f"prefix-cache hit share {names[0]} {100 * pa:.0f}% vs {names[1]} {100 * pb:.0f}%")
-    if bool(ea.get("preemptions")) != bool(eb.get("preemptions")):
-        na, nb = ea.get("preemptions") or 0, eb.get("preemptions") or 0
+    if bool(ea.preemptions) != bool(eb.preemptions):
+        na, nb = ea.preemptions or 0, eb.preemptions or 0
         out.append(f"preemptions {names[0]} {na:.0f} vs {names[1]} {nb:.0f}")
     return out
+
+
+def state_of(entry: CellEntry) -> BlockState | None:
+    """The block state of a cells.jsonl line (None for a line without one); BadInput naming the line's block
+    and the field when it does not read."""
+    if entry.state is None:
+        return None
+    return BlockState.from_json(entry.state, source=f"cells.jsonl {entry.role} {entry.workload} {entry.key[1]} "
+                                                    f"block {entry.repetition} state")
+
+
+def _eager(state: BlockState | None) -> bool:
+    return state is not None and state.graphs is not None and state.graphs.eager
 
 
 def _queue_notes(role: str, lines: Sequence[CellEntry]) -> list[str]:
     """A note when requests waited in the engine's queue (the sampled ``vllm:num_requests_waiting`` gauge) in
     closed-loop blocks: the engine did not batch all ``concurrency`` requests at once (KV cache full,
     preemption, ``max_num_seqs`` or a token budget below it), so queueing, not decoding, is in their TTFT."""
-    waits = [(e, w) for e in lines if (w := ((e.state or {}).get("engine") or {}).get("waiting_max"))]
+    waits = [(e, w) for e in lines if (st := state_of(e)) is not None and st.engine is not None
+             and (w := st.engine.waiting_max)]
     if not waits or any(e.rate_rps is not None for e, _ in waits):
         return []
     most = max(w for _, w in waits)
@@ -140,22 +163,22 @@ def state_notes(entries: Mapping[str, Sequence[CellEntry]]) -> list[str]:
     closed-loop cell, and the speculative arm whose decode batch runs above the CUDA-graph capture ceiling where
     plain's does not."""
     out: list[str] = []
-    plain = {e.repetition: e.state for e in entries.get("plain") or []}
+    plain = {e.repetition: state_of(e) for e in entries.get("plain") or []}
     for role, lines in entries.items():
         if role == "plain":
             out += _queue_notes(role, lines)
             continue
         for e in lines:
             b = e.repetition
-            flags = pair_flags(plain.get(b), e.state, ("plain", role))
+            flags = pair_flags(plain.get(b), state_of(e), ("plain", role))
             if flags:
                 out.append(f"block {b}: the state differs between plain and {role}: {'; '.join(flags)}")
         out += _queue_notes(role, lines)
-        g = next((e.state["graphs"] for e in lines if e.state and e.state.get("graphs", {}).get("eager")
-                  and not ((plain.get(e.repetition) or {}).get("graphs") or {}).get("eager")), None)
+        g = next((st.graphs for e in lines if (st := state_of(e)) is not None and st.graphs and st.graphs.eager
+                  and not _eager(plain.get(e.repetition))), None)
         if not speculates(role):
             g = None
         if g is not None:
-            out.append(f"{role}: decode batch {g['batch_tokens']} tokens (concurrency x (1 + K)) is above the "
-                       f"CUDA-graph capture ceiling {g['ceiling']}: these steps run eager (that can fake a crossover)")
+            out.append(f"{role}: decode batch {g.batch_tokens} tokens (concurrency x (1 + K)) is above the "
+                       f"CUDA-graph capture ceiling {g.ceiling}: these steps run eager (that can fake a crossover)")
     return out

@@ -7,19 +7,18 @@
 - A run of older code (no blocks): the p50 latencies with the paired bootstrap over the prompts of the one
   time window, ``ci_method = "within-run"``: those intervals do not include the server's own movement.
 
-Every ratio dict has ``value``, ``ci_low``, ``ci_high`` and ``pairs`` (measure/ratios.py ``Ratio``); keys in
-report/card.schema.json.
+Every ratio is the card's :class:`~loadgen.records.cardcell.Ratio` with ``value``, ``ci_low``, ``ci_high`` and
+``pairs`` written even when None (measure/ratios.py ``Ratio``), then its method's fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
-from typing import Any
 
 from loadgen.measure.blocks import block_ratio
 from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, per_prompt
 from loadgen.measure.ratios import Ratio, paired_median_ratio, paired_median_with_sd, simple_ratio
+from loadgen.records import cardcell
 from loadgen.records.request import RequestRecord
 
 #: The paired p50 latencies and the per-request timing each is the median of.
@@ -31,6 +30,9 @@ SIDES: dict[str, Callable[[CellStats], float | None]] = {
     "output_throughput": lambda s: s.output_throughput_tps, "request_throughput": lambda s: s.request_throughput_rps,
 }
 METRICS = (*PAIRED, *SIDES)
+#: A block ratio's keys on the card, in their order.
+_BLOCKED = ("value", "ci_low", "ci_high", "pairs", "ci_method", "blocks", "between_block_sd", "within_block_sd",
+            "block_ratios")
 
 
 def stats_of(records: Sequence[RequestRecord]) -> CellStats:
@@ -40,12 +42,13 @@ def stats_of(records: Sequence[RequestRecord]) -> CellStats:
 
 
 def within_run_ratios(plain: Sequence[RequestRecord], arm: Sequence[RequestRecord], p: CellStats,
-                      a: CellStats) -> dict[str, dict[str, Any]]:
+                      a: CellStats) -> dict[str, cardcell.Ratio]:
     """The ratios of a run without blocks (module docstring), as older cards had them, marked within-run."""
     out: dict[str, Ratio] = {m: paired_median_ratio(per_prompt(plain, f), per_prompt(arm, f))
                              for m, f in PAIRED.items()}
     out |= {m: simple_ratio(read(p), read(a)) for m, read in SIDES.items()}
-    return {m: asdict(r) | {"ci_method": "within-run"} for m, r in out.items()}
+    return {m: cardcell.Ratio(r.value, r.ci_low, r.ci_high, r.pairs, ci_method="within-run").keyed(
+        "value", "ci_low", "ci_high", "pairs", "ci_method") for m, r in out.items()}
 
 
 def _by_block(records: Sequence[RequestRecord]) -> dict[int, list[RequestRecord]]:
@@ -55,7 +58,7 @@ def _by_block(records: Sequence[RequestRecord]) -> dict[int, list[RequestRecord]
     return out
 
 
-def blocked_ratios(plain: Sequence[RequestRecord], arm: Sequence[RequestRecord]) -> dict[str, dict[str, Any]]:
+def blocked_ratios(plain: Sequence[RequestRecord], arm: Sequence[RequestRecord]) -> dict[str, cardcell.Ratio]:
     """Every ratio of :data:`METRICS` from the blocks both sides measured (module docstring)."""
     p_blocks, a_blocks = _by_block(plain), _by_block(arm)
     common = sorted(set(p_blocks) & set(a_blocks))
@@ -73,10 +76,10 @@ def blocked_ratios(plain: Sequence[RequestRecord], arm: Sequence[RequestRecord])
         for m, read in SIDES.items():
             per_block[m].append(simple_ratio(read(ps), read(as_)).value)
             pairs[m] += 1
-    out = {}
+    out: dict[str, cardcell.Ratio] = {}
     for m in METRICS:
         br = block_ratio(per_block[m], within.get(m, ()))
-        out[m] = {"value": br.value, "ci_low": br.ci_low, "ci_high": br.ci_high, "pairs": pairs[m],
-                  "ci_method": "blocks", "blocks": br.blocks, "between_block_sd": br.between_block_sd,
-                  "within_block_sd": br.within_block_sd, "block_ratios": list(br.block_ratios)}
+        out[m] = cardcell.Ratio(br.value, br.ci_low, br.ci_high, pairs[m], ci_method="blocks", blocks=br.blocks,
+                                between_block_sd=br.between_block_sd, within_block_sd=br.within_block_sd,
+                                block_ratios=tuple(br.block_ratios)).keyed(*_BLOCKED)
     return out

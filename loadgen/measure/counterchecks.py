@@ -35,6 +35,7 @@ from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.metricnames import OLDER_NAMES
+from loadgen.records.card import ResourceDifference
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 
@@ -277,12 +278,12 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Mapping[
     return notes
 
 
-def kv_capacity_note(difference: Mapping[str, Any]) -> str | None:
+def kv_capacity_note(difference: ResourceDifference) -> str | None:
     """A note when the speculative server holds more than :data:`KV_LOSS_NOTE` fewer KV-cache tokens than
     the plain one (``resources.difference``: ``kv_cache_tokens_lost``, ``kv_capacity_loss``), whether or
     not the pair declared a limit; None otherwise."""
-    loss = difference.get("kv_capacity_loss")
+    loss = difference.kv_capacity_loss
     if loss is None or loss <= KV_LOSS_NOTE:
         return None
-    return (f"KV-cache capacity: the speculative server holds {difference.get('kv_cache_tokens_lost')} tokens "
+    return (f"KV-cache capacity: the speculative server holds {difference.kv_cache_tokens_lost} tokens "
             f"({100 * loss:.1f}%) fewer than the plain one, so fewer requests fit at once")

@@ -22,11 +22,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from loadgen.profile.fields import lossy_reason
 from loadgen.profile.pair import SLO
+from loadgen.records.cardcell import Cost
 
 #: Predicted and measured speedups that differ by more than this fraction get an explanation.
 AGREEMENT_TOLERANCE = 0.15
@@ -107,28 +109,28 @@ def lossless_note(result: Mapping[str, object]) -> str | None:
 
 def cost_decomposition(plain_step_s: float | None, spec_step_s: float | None, acceptance_length: float | None,
                        plain_tpot_s: float | None, spec_tpot_s: float | None,
-                       tokens_per_decode_chunk: float | None) -> dict[str, object]:
+                       tokens_per_decode_chunk: float | None) -> Cost:
     """Step times (s, steptime.py), their ratio, the speedup they predict and the measured TPOT speedup;
-    ``agrees`` within :data:`AGREEMENT_TOLERANCE`, and ``why`` when not."""
-    out: dict[str, object] = {"plain_step_s": plain_step_s, "spec_step_s": spec_step_s,
-                              "acceptance_length": acceptance_length}
+    ``agrees`` within :data:`AGREEMENT_TOLERANCE`, and ``why`` when not. The step times and the acceptance
+    length are written even when None; the rest only when all five inputs are there."""
+    steps = Cost(plain_step_s=plain_step_s, spec_step_s=spec_step_s, acceptance_length=acceptance_length)
+    steps = steps.keyed("plain_step_s", "spec_step_s", "acceptance_length")
     if not (plain_step_s and spec_step_s and acceptance_length and plain_tpot_s and spec_tpot_s):
-        return out
+        return steps
     ratio = spec_step_s / plain_step_s
     predicted = acceptance_length / ratio
     measured = plain_tpot_s / spec_tpot_s
-    out |= {"step_time_ratio": ratio, "predicted_speedup": predicted, "measured_tpot_speedup": measured,
-            "agrees": abs(predicted / measured - 1.0) <= AGREEMENT_TOLERANCE}
-    if not out["agrees"]:
-        reasons = []
-        if tokens_per_decode_chunk and abs(tokens_per_decode_chunk / acceptance_length - 1.0) > 0.05:
-            reasons.append(f"the client saw {tokens_per_decode_chunk:.2f} tokens per chunk, not the server's "
-                           f"{acceptance_length:.2f} per step: chunks merged several steps or steps emitted none")
+    agrees = abs(predicted / measured - 1.0) <= AGREEMENT_TOLERANCE
+    reasons = []
+    if not agrees and tokens_per_decode_chunk and abs(tokens_per_decode_chunk / acceptance_length - 1.0) > 0.05:
+        reasons.append(f"the client saw {tokens_per_decode_chunk:.2f} tokens per chunk, not the server's "
+                       f"{acceptance_length:.2f} per step: chunks merged several steps or steps emitted none")
+    if not agrees:
         reasons.append("TPOT p50 is the median request's, while step times and acceptance length are averages "
                        "over the cell's steps: requests held up by other requests' prefills or scheduling weigh "
                        "differently")
-        out["why"] = "; ".join(reasons)
-    return out
+    return replace(steps, step_time_ratio=ratio, predicted_speedup=predicted, measured_tpot_speedup=measured,
+                   agrees=agrees, why="; ".join(reasons) or None)
 
 
 def goodput(ttft_s: Sequence[float], tpot_s: Sequence[float | None], e2e_s: Sequence[float], window_s: float,

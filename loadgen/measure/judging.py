@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from loadgen.measure.verdict import judge
-from loadgen.profile.criteria import parse_criteria
+from loadgen.measure.verdict import JudgedResources, judge
+from loadgen.profile.criteria import Criteria, parse_criteria
+from loadgen.records.card import CardVerdict, ResourceDifference
 from loadgen.records.cardcell import CardCell
+from loadgen.records.protocol import Protocol
 
 #: The verdict's summary when the pair file has no ``[criteria]`` table.
 NOT_DECLARED = "no criteria declared: not judged"
@@ -21,30 +23,39 @@ NOT_DECLARED = "no criteria declared: not judged"
 
 
 
-def judged_resources(difference: Mapping[str, Any]) -> dict[str, Any]:
-    """What :func:`criteria.judge` judges of ``resources.difference(...)``: the draft's extra memory (GPU
+def judged_resources(difference: ResourceDifference | None) -> JudgedResources:
+    """What :func:`criteria.judge` judges of the card's ``resources.difference``: the draft's extra memory (GPU
     bytes where measured, else CPU RSS bytes) and the KV-cache capacity lost (a fraction)."""
-    extra = difference.get("extra_gpu_memory_bytes")
-    return {"extra_memory_bytes": extra if extra is not None else difference.get("extra_cpu_rss_bytes"),
-            "kv_capacity_loss": difference.get("kv_capacity_loss")}
+    if difference is None:
+        return JudgedResources()
+    extra = difference.extra_gpu_memory_bytes
+    return JudgedResources(extra if extra is not None else difference.extra_cpu_rss_bytes,
+                           difference.kv_capacity_loss)
 
 
-def card_verdict(raw: Mapping[str, Any] | None, cells: Sequence[CardCell],
-                 resources: Mapping[str, Any] | None, path: Path) -> dict[str, Any]:
-    """The card's ``verdict``: ``raw`` is protocol.json's ``criteria`` (``Criteria.to_json()``, or None when
-    the pair file had no ``[criteria]``); ``cells`` and ``resources`` as :func:`criteria.judge` takes them.
-
-    Returns :meth:`Verdict.to_json` plus ``declared: True``, ``declared_keys`` (the keys the file set) and
-    ``lines`` (one per cell); without criteria
-    ``{"declared": False, "passed": None, "summary": NOT_DECLARED, ...}`` with no cells. Raises ProfileError
-    when ``raw`` does not parse. A protocol written before ``declared`` was recorded counts every key as
-    declared (that run was judged by all of them)."""
-    if raw is None:
-        return {"declared": False, "passed": None, "summary": NOT_DECLARED, "criteria": None, "cells": [],
-                "resources": [], "lines": []}
+def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
+    """The criteria of protocol.json's or a card verdict's ``criteria`` (``Criteria.to_json()`` plus
+    ``declared``; its nulls are the defaults). Raises ProfileError naming ``path`` when it does not parse."""
     fields = {k: v for k, v in raw.items() if v is not None and k != "declared"}
-    criteria = parse_criteria(fields, path)
-    criteria = dataclasses.replace(criteria, declared=tuple(raw.get("declared", fields)))
+    return dataclasses.replace(parse_criteria(fields, path), declared=tuple(raw.get("declared", fields)))
+
+
+def card_verdict(proto: Protocol, cells: Sequence[CardCell], resources: JudgedResources | None,
+                 path: Path) -> CardVerdict:
+    """The card's ``verdict`` against protocol.json's ``criteria`` (``Criteria.to_json()`` plus ``declared``, or
+    None when the pair file had no ``[criteria]``; ``path``: the file named when it does not parse); ``cells``
+    and ``resources`` as :func:`criteria.judge` takes them.
+
+    Returns :meth:`Verdict.record` with ``declared`` True, ``declared_keys`` (the keys the file set) and
+    ``lines`` (one per cell); without criteria ``declared`` False, ``passed`` None, ``summary``
+    :data:`NOT_DECLARED` and no cells. Raises ProfileError when ``raw`` does not parse. A protocol written
+    before ``declared`` was recorded counts every key as declared (that run was judged by all of them)."""
+    raw = proto.criteria
+    if raw is None:
+        return CardVerdict(declared=False, passed=None, summary=NOT_DECLARED, lines=()).keyed(
+            "declared", "passed", "summary", "criteria", "cells", "resources", "lines")
+    criteria = criteria_of(raw, path)
     verdict = judge(criteria, cells, resources)
-    return verdict.to_json() | {"declared": True, "declared_keys": list(criteria.declared),
-                                "lines": [c.line() for c in verdict.cells]}
+    record = verdict.record()
+    return dataclasses.replace(record, declared_keys=criteria.declared, lines=tuple(c.line() for c in verdict.cells),
+                               keys=(*record.keys, "declared", "declared_keys", "lines"))

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from loadgen.measure.throughput import peak_output
 from loadgen.prom.deltas import SpecDecodeCounters
+from loadgen.records.cardcell import RoleStats
 
 if TYPE_CHECKING:
     from loadgen.records.request import RequestRecord
@@ -130,9 +131,12 @@ class CellStats:
     #: why there is no peak (a window under two whole 1-second buckets: throughput.py), else None
     peak_output_note: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
+    def record(self, failure: str | None = None) -> RoleStats:
+        """The card's record of these statistics (records/cardcell.py) with the server's ``failure``, written
+        with this class's fields first in their order (``failure`` where it is set again, else after them)."""
+        values = asdict(self)
+        stats = RoleStats.from_json(values | {"failure": failure}, source="the cell statistics being built")
+        return stats.keyed(*values)
 
 
 def tokens_per_decode_chunk(tokens: Sequence[int]) -> float | None:

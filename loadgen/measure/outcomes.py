@@ -18,47 +18,54 @@ the plain and the speculative server, each with its one-line card note.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from loadgen.measure.faults import categories
 from loadgen.profile.cells import ROLES
-from loadgen.records.cardcell import CardCell
+from loadgen.records.cardcell import CardCell, RoleStats
 from loadgen.records.request import RequestRecord
 
 Key = tuple[str, int]
 
 
-def side_outcomes(records: Sequence[RequestRecord]) -> dict[str, Any]:
-    """Outcomes of one server's measured requests of a cell: ``error_categories`` (category -> count),
-    ``finish_reasons`` (reason -> count over successful requests), ``usage_mismatches`` (requests whose
-    usage completion_tokens differs from the counted token ids, as cells.jsonl counts them),
-    ``first_chunk_multi_token_requests`` and ``first_chunk_max_tokens`` (successful requests)."""
+@dataclass(frozen=True)
+class Outcomes:
+    """Outcomes of one server's measured requests of a cell (the card's role statistics' fields of these names):
+    ``error_categories`` (category -> count), ``finish_reasons`` (reason -> count over successful requests),
+    ``usage_mismatches`` (requests whose usage completion_tokens differs from the counted token ids, as
+    cells.jsonl counts them), ``first_chunk_multi_token_requests`` and ``first_chunk_max_tokens`` (successful
+    requests)."""
+
+    error_categories: dict[str, int]
+    finish_reasons: dict[str, int]
+    usage_mismatches: int
+    first_chunk_multi_token_requests: int
+    first_chunk_max_tokens: int
+
+
+def side_outcomes(records: Sequence[RequestRecord]) -> Outcomes:
+    """The :class:`Outcomes` of one server's measured requests of a cell."""
     ok = [r for r in records if r.error is None and r.chunk_tokens]
     first = [r.chunk_tokens[0] for r in ok]
-    return {
-        "error_categories": categories(r.error for r in records),
-        "finish_reasons": dict(Counter(r.finish_reason or "none" for r in ok)),
-        "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
-        "first_chunk_multi_token_requests": sum(1 for k in first if k > 1),
-        "first_chunk_max_tokens": max(first, default=0),
-    }
+    return Outcomes(categories(r.error for r in records), dict(Counter(r.finish_reason or "none" for r in ok)),
+                    sum(1 for r in records if r.usage_mismatch), sum(1 for k in first if k > 1), max(first, default=0))
 
 
-def side_notes(role: str, side: Mapping[str, Any]) -> list[str]:
-    """Card notes of one server in a cell from its card side (CellStats JSON plus :func:`side_outcomes`)."""
+def side_notes(role: str, side: RoleStats) -> list[str]:
+    """Card notes of one server in a cell from its card statistics (CellStats plus :class:`Outcomes`)."""
     notes = []
-    requests, errors = side["requests"], side["errors"]
+    requests, errors = side.requests, side.errors
     ok = requests - errors
     if errors:
-        kinds = ", ".join(f"{k}: {n}" for k, n in sorted(side["error_categories"].items()))
+        kinds = ", ".join(f"{k}: {n}" for k, n in sorted((side.error_categories or {}).items()))
         notes.append(f"{role}: {errors} of {requests} requests failed ({kinds})")
-    if side["usage_mismatches"]:
-        notes.append(f"{role}: {side['usage_mismatches']} of {requests} requests' usage completion_tokens disagreed "
+    if side.usage_mismatches:
+        notes.append(f"{role}: {side.usage_mismatches} of {requests} requests' usage completion_tokens disagreed "
                      "with the counted token ids (the card counts token ids)")
-    if side["first_chunk_multi_token_requests"]:
-        notes.append(f"{role}: {side['first_chunk_multi_token_requests']} of {ok} requests carried more than one "
-                     f"token (up to {side['first_chunk_max_tokens']}) in their first token-bearing chunk: TPOT "
+    if side.first_chunk_multi_token_requests:
+        notes.append(f"{role}: {side.first_chunk_multi_token_requests} of {ok} requests carried more than one "
+                     f"token (up to {side.first_chunk_max_tokens}) in their first token-bearing chunk: TPOT "
                      "divides E2E - TTFT by output tokens - 1 although fewer tokens came after TTFT, so it reads "
                      "below the per-token ITL")
     return notes

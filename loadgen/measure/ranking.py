@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from loadgen.measure.blocks import FASTER
+from loadgen.records.cardcell import Ratio
+from loadgen.records.sweep import Drift
 
 #: Ratios where lower is better (latencies); the others (throughputs) are better higher.
 LOWER_IS_BETTER = frozenset({"ttft_p50", "tpot_p50", "e2e_p50", "itl_p50", "ttft_p99", "e2e_p99"})
@@ -68,13 +70,12 @@ class Entry:
         return other.speedup is not None and low is not None and high is not None and low <= other.speedup <= high
 
 
-def speedup_of(metric: str, ratio: Mapping[str, float | None] | None) -> tuple[float | None, float | None,
-                                                                                 float | None]:
-    """(speedup, ci_low, ci_high) from a card ratio ``{"value", "ci_low", "ci_high"}`` of ``metric``."""
-    value = (ratio or {}).get("value")
-    if not value:
+def speedup_of(metric: str, ratio: Ratio | None) -> tuple[float | None, float | None, float | None]:
+    """(speedup, ci_low, ci_high) from the pair card's ratio (speculative / plain) of ``metric``."""
+    value = None if ratio is None else ratio.value
+    if ratio is None or not value:
         return None, None, None
-    low, high = (ratio or {}).get("ci_low"), (ratio or {}).get("ci_high")
+    low, high = ratio.ci_low, ratio.ci_high
     if metric not in LOWER_IS_BETTER:
         return value, low, high
     return 1 / value, (1 / high if high else None), (1 / low if low else None)
@@ -101,13 +102,13 @@ def _decision(entries: Sequence[Entry], scale: float) -> str:
     return winner.candidate if winner is not None else "plain"
 
 
-def drift_warning(cell: str, drift: Mapping[str, float | None] | None, entries: Sequence[Entry],
+def drift_warning(cell: str, drift: Drift | None, entries: Sequence[Entry],
                   lower_is_better: bool = True) -> str | None:
     """One line when the plain baseline's drift (after / before, with its CI) is distinguishable from 1 and
     the decision at the cell differs between the two baselines; None otherwise (module docstring)."""
-    value = (drift or {}).get("value")
-    low, high = (drift or {}).get("ci_low"), (drift or {}).get("ci_high")
-    if not value or (low is not None and high is not None and low <= 1.0 <= high):
+    value = None if drift is None else drift.value
+    low, high = (None, None) if drift is None else (drift.ci_low, drift.ci_high)
+    if drift is None or not value or (low is not None and high is not None and low <= 1.0 <= high):
         return None
     scale = value if lower_is_better else 1.0 / value  # the speedups against plain-after
     before, after = _decision(entries, 1.0), _decision(entries, scale)

@@ -14,21 +14,23 @@ from typing import Any
 
 from loadgen.measure.metrics import agrees_within_buckets
 from loadgen.prom.deltas import HistogramDelta, above_bound
+from loadgen.records.cardcell import ServerVsClient
 
 
-def bounds_of(entry: Mapping[str, Any]) -> tuple[float, ...]:
-    """The bucket bounds of a saved histogram as floats: ``"+Inf"`` (as scrape.server_histograms writes the
-    last bound in strict JSON) and null (older strict files) read as ``math.inf``."""
-    return tuple(math.inf if b is None else float(b) for b in entry.get("upper_bounds") or ())
+def bounds_of(upper_bounds: Sequence[float | str | None] | None) -> tuple[float, ...]:
+    """The bucket bounds of a saved histogram (its ``upper_bounds``) as floats: ``"+Inf"`` (as
+    scrape.server_histograms writes the last bound in strict JSON) and null (older strict files) read as
+    ``math.inf``."""
+    return tuple(math.inf if b is None else float(b) for b in upper_bounds or ())
 
 
-def json_bounds(bounds: Sequence[float]) -> list[float | str]:
+def json_bounds(bounds: Sequence[float]) -> tuple[float | str, ...]:
     """``bounds`` for strict JSON: the infinite last bound as ``"+Inf"`` (Prometheus' own spelling)."""
-    return [b if math.isfinite(b) else "+Inf" for b in bounds]
+    return tuple(b if math.isfinite(b) else "+Inf" for b in bounds)
 
 
 def _delta(entry: Mapping[str, Any]) -> HistogramDelta:
-    bounds = bounds_of(entry)
+    bounds = bounds_of(entry.get("upper_bounds"))
     counts = tuple(float(c) for c in entry.get("cumulative_counts") or ())
     return HistogramDelta(bounds, counts, float(entry.get("count") or 0), float(entry.get("sum") or 0))
 
@@ -47,15 +49,13 @@ def agreement(client_s: float | None, server_s: float | None, upper_bounds: Sequ
     return None if client_s > finite[-1] else False
 
 
-def compare(client_p50_s: float | None, hist: Mapping[str, Any]) -> dict[str, Any]:
-    """One row of the card's server-vs-client check from a cell entry's ``server_histograms`` item
-    (scrape.server_histograms: ``metric``, ``p50``, ``upper_bounds``, ``cumulative_counts``, ...).
-
-    Returns ``{"client_p50", "server_p50", "server_above_bound", "metric", "agrees", "bucket_bounds"}``;
-    ``server_above_bound`` is recomputed from the stored buckets, so entries of older runs get it too.
-    """
-    bounds = list(bounds_of(hist))
+def compare(client_p50_s: float | None, hist: Mapping[str, Any]) -> ServerVsClient:
+    """One row of the card's server-vs-client check from a cell entry's ``server_histograms`` item (the
+    histogram delta as scrape.server_histograms saved it: ``metric``, ``p50``, ``upper_bounds``,
+    ``cumulative_counts``, ...); every field written, None included. ``server_above_bound`` is recomputed
+    from the stored buckets, so entries of older runs get it too."""
+    bounds = list(bounds_of(hist.get("upper_bounds")))
     above = bool(hist.get("p50_above_bound")) or (bool(bounds) and above_bound(_delta(hist), 0.5))
-    return {"client_p50": client_p50_s, "server_p50": hist.get("p50"), "server_above_bound": above,
-            "metric": hist.get("metric"), "agrees": agreement(client_p50_s, hist.get("p50"), bounds, above),
-            "bucket_bounds": json_bounds(bounds)}
+    return ServerVsClient(client_p50=client_p50_s, server_p50=hist.get("p50"), server_above_bound=above,
+                          metric=hist.get("metric"), agrees=agreement(client_p50_s, hist.get("p50"), bounds, above),
+                          bucket_bounds=json_bounds(bounds)).in_full()

@@ -21,16 +21,14 @@ blocks each cell used.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from loadgen.measure.blocks import FASTER, SLOWER, effect, half_width, noise_band
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey
-
-Ratio = Mapping[str, Any]
+from loadgen.records.cardcell import Ratio
 
 
 def _band(aa: Ratio | None) -> tuple[float, float]:
-    return noise_band((aa or {}).get("ci_low"), (aa or {}).get("ci_high"))
+    return noise_band(None, None) if aa is None else noise_band(aa.ci_low, aa.ci_high)
 
 
 def decided(ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[CellKey, Ratio | None], arm: str,
@@ -38,13 +36,13 @@ def decided(ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[CellKey, 
     """True when ``arm``'s primary ratio is faster or slower than plain, clear of the noise floor, at every
     cell where it was measured (and it was measured somewhere)."""
     seen = [(key, r[arm]) for key, r in ratios.items() if arm in r]
-    return bool(seen) and all(effect(r.get("ci_low"), r.get("ci_high"), _band(aa.get(key)), lower_is_better)
+    return bool(seen) and all(effect(r.ci_low, r.ci_high, _band(aa.get(key)), lower_is_better)
                               in (FASTER, SLOWER) for key, r in seen)
 
 
 def wider(r: Ratio, goal: float) -> bool:
     """True when ``r`` has no CI yet or its log half-width exceeds ``goal``."""
-    w = half_width(r.get("ci_low"), r.get("ci_high"))
+    w = half_width(r.ci_low, r.ci_high)
     return w is None or w > goal
 
 
@@ -72,5 +70,5 @@ def stopped_short(ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[Cel
     for key, by_arm in ratios.items():
         for a in sorted(arms & set(by_arm)):
             if not decided(ratios, aa, a, lower_is_better) and wider(by_arm[a], goal):
-                out.append((key, a, half_width(by_arm[a].get("ci_low"), by_arm[a].get("ci_high"))))
+                out.append((key, a, half_width(by_arm[a].ci_low, by_arm[a].ci_high)))
     return out

@@ -24,12 +24,13 @@ built on it are withheld with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
 from loadgen.measure.diagnosis import cost_decomposition
 from loadgen.profile.cells import ROLES
+from loadgen.records.cardcell import CardCell, Cost, Distribution, Ratio, RoleStats, StepTime
 from loadgen.records.cell import CellEntry
 
 #: Inter-chunk gaps shorter than this (s) are back-to-back delivery, not engine steps.
@@ -58,81 +59,101 @@ def burst_share(requests: Sequence[Sequence[float]]) -> float | None:
     return float((gaps < BURST_GAP_S).mean()) if gaps.size else None
 
 
-def server_step_s(histograms: Mapping[str, Any] | None) -> float | None:
-    """Mean of the server's per-step histogram (sum / count, s), None without observations."""
-    h = (histograms or {}).get(SERVER_STEP_METRIC)
+def server_step_s(entry: CellEntry | None) -> float | None:
+    """Mean of the server's per-step histogram in ``entry``'s ``server_histograms`` (sum / count, s), None
+    without the entry or without observations."""
+    h = None if entry is None else entry.server_histograms.get(SERVER_STEP_METRIC)
     return float(h["sum"]) / float(h["count"]) if h and h.get("count") else None
 
 
-def role_steps(side: Mapping[str, Any], requests: Sequence[Sequence[float]] | None,
-               histograms: Mapping[str, Any] | None) -> dict[str, Any]:
+def role_steps(side: RoleStats, requests: Sequence[Sequence[float]] | None, entry: CellEntry | None) -> StepTime:
     """Step-time estimates and burst check of one role of a cell (``side``: its card statistics;
     ``requests``: each measured request's chunk arrivals, or None when only saved statistics exist: then
-    a client step time and burst share that ``side["step_time"]`` holds from the requests are kept, else
-    the pooled mean inter-chunk latency stands in)."""
-    icl, itl = side.get("icl_s") or {}, side.get("itl_s") or {}
-    saved = side.get("step_time") or {}
+    a client step time and burst share that ``side.step_time`` holds from the requests are kept, else
+    the pooled mean inter-chunk latency stands in; ``entry``: the cell's cells.jsonl line)."""
+    icl, itl, saved = side.icl_s, side.itl_s, side.step_time
     if requests is not None:
         client, basis, share = client_step_s(requests), "median over requests", burst_share(requests)
-    elif saved.get("client_basis") == "median over requests":
-        client, basis, share = saved.get("client_step_s"), saved["client_basis"], saved.get("burst_share")
+    elif saved is not None and saved.client_basis == "median over requests":
+        client, basis, share = saved.client_step_s, saved.client_basis, saved.burst_share
     else:
-        client, basis, share = icl.get("mean"), "pooled (mean inter-chunk latency)", None
-    server = server_step_s(histograms)
-    artefact = [name for name, d in (("ITL", itl), ("inter-chunk latency", icl))
-                if d.get("p50") is not None and d["p50"] < BURST_GAP_S]
-    return {"server_step_s": server, "client_step_s": client, "client_basis": basis,
-            "step_s": server if server else client, "source": "server" if server else "client",
-            "burst_share": share, "icl_p50_s": icl.get("p50"), "burst_artefacts": artefact}
+        client, basis, share = None if icl is None else icl.mean, "pooled (mean inter-chunk latency)", None
+    server = server_step_s(entry)
+    artefact = tuple(name for name, d in (("ITL", itl), ("inter-chunk latency", icl))
+                     if d is not None and d.p50 is not None and d.p50 < BURST_GAP_S)
+    return StepTime(server_step_s=server, client_step_s=client, client_basis=basis,
+                    step_s=server if server else client, source="server" if server else "client",
+                    burst_share=share, icl_p50_s=None if icl is None else icl.p50, burst_artefacts=artefact)
 
 
-def _note(role: str, steps: Mapping[str, Any], client_cores: float | None) -> str | None:
-    share, artefacts = steps.get("burst_share"), steps.get("burst_artefacts") or []
+def _note(role: str, steps: StepTime, client_cores: float | None) -> str | None:
+    share, artefacts = steps.burst_share, steps.burst_artefacts
     if not artefacts and (share is None or share < BURST_NOTE_SHARE):
         return None
     samples = "inter-chunk gaps" if "inter-chunk latency" in artefacts else "per-token ITL samples"
     what = (f"{100 * share:.0f}% of inter-chunk gaps under 0.1 ms" if share is not None else
             f"over half of the {samples} under 0.1 ms (the share itself needs requests.jsonl)")
-    p50 = steps.get("icl_p50_s")
+    p50 = steps.icl_p50_s
     tail = (f"; a p50 under 0.1 ms ({' and '.join(artefacts)}; inter-chunk p50 {p50 * 1e3:.2f} ms) is a burst "
             "artefact: ITL p50 ratio withheld" if artefacts and p50 is not None else "")
     cpu = f"; loadgen's client used {client_cores:.2f} cores" if client_cores is not None else ""
-    source = "the server histogram" if steps["source"] == "server" else "decode time per chunk"
+    source = "the server histogram" if steps.source == "server" else "decode time per chunk"
     return (f"{role}: bursty delivery: {what} (chunks of several engine steps arrived back to back){cpu}{tail}; "
-            f"step time from {source}" + (f": {steps['step_s'] * 1e3:.2f} ms" if steps.get("step_s") else ""))
+            f"step time from {source}" + (f": {steps.step_s * 1e3:.2f} ms" if steps.step_s else ""))
 
 
-def apply(cell: dict[str, Any], requests: Mapping[str, Sequence[Sequence[float]]] | None,
-          entries: Mapping[str, CellEntry]) -> None:
-    """Add ``step_time`` to each role of ``cell`` (a card cell dict), set its ``cost`` from those step
-    times (diagnosis.cost_decomposition), withhold the ITL p50 ratio when either p50 is a burst artefact,
-    and append one note per bursty role. ``requests`` maps role -> chunk arrivals (s) per measured request
+def apply(cell: CardCell, requests: Mapping[str, Sequence[Sequence[float]]] | None,
+          entries: Mapping[str, CellEntry]) -> CardCell:
+    """``cell`` with ``step_time`` on each of its roles, its ``cost`` from those step times
+    (diagnosis.cost_decomposition), the ITL p50 ratio withheld when either p50 is a burst artefact, and one
+    note per bursty role appended. ``requests`` maps role -> chunk arrivals (s) per measured request
     (None: only saved statistics); ``entries`` role -> the cell's cells.jsonl line (``server_histograms``,
     ``client.cpu_cores``)."""
-    steps: dict[str, dict[str, Any]] = {}
+    steps: dict[str, StepTime] = {}
+    sides: dict[str, RoleStats] = {}
+    notes = list(cell.notes)
     for role in ROLES:
-        if cell.get(role):
+        if (side := cell.role(role)) is not None:
             entry = entries.get(role)
-            steps[role] = role_steps(cell[role], None if requests is None else requests.get(role, []),
-                                     None if entry is None else entry.server_histograms)
-            cell[role]["step_time"] = steps[role]
+            steps[role] = role_steps(side, None if requests is None else requests.get(role, []), entry)
+            sides[role] = replace(side, step_time=steps[role])
             cores = None if entry is None else entry.client.get("cpu_cores")
             if (note := _note(role, steps[role], cores)) is not None:
-                cell.setdefault("notes", []).append(note)
+                notes.append(note)
+    cell = replace(cell, plain=sides.get("plain", cell.plain), speculative=sides.get("speculative", cell.speculative),
+                   notes=tuple(notes))
     if len(steps) < 2:
-        return
-    p, s = cell["plain"], cell["speculative"]
-    acc = (s.get("acceptance") or {}).get("mean_acceptance_length")
-    source = "server" if steps["plain"]["source"] == steps["speculative"]["source"] == "server" else "client"
-    step = {role: steps[role][f"{source}_step_s"] for role in ROLES}
+        return cell
+    return _cost(cell, steps)
+
+
+def _cost(cell: CardCell, steps: Mapping[str, StepTime]) -> CardCell:
+    """``cell`` with its cost decomposition and, where a p50 is a burst artefact, its ITL p50 ratio withheld."""
+    p, s = sides_of(cell)
+    acc = None if s.acceptance is None else s.acceptance.mean_acceptance_length
+    source = "server" if steps["plain"].source == steps["speculative"].source == "server" else "client"
+    step = {role: getattr(steps[role], f"{source}_step_s") for role in ROLES}
     if any(v is not None and v < BURST_GAP_S for v in step.values()):
-        cell["cost"] = {"unavailable": "a step time under 0.1 ms is a burst artefact", "step_source": source}
-        return
-    cell["cost"] = cost_decomposition(step["plain"], step["speculative"], acc, p["tpot_s"]["p50"],
-                                      s["tpot_s"]["p50"], s.get("mean_tokens_per_decode_chunk")) | {
-        "step_source": source, "client_basis": steps["plain"]["client_basis"]}
-    artefacts = {role: steps[role]["burst_artefacts"] for role in ROLES if steps[role]["burst_artefacts"]}
-    if artefacts and "itl_p50" in cell.get("ratios", {}):
-        why = "; ".join(f"{role} {' and '.join(a)} p50 under 0.1 ms" for role, a in artefacts.items())
-        cell["ratios"]["itl_p50"] = {"value": None, "ci_low": None, "ci_high": None, "pairs": 0,
-                                     "unavailable": f"burst artefact ({why})"}
+        return replace(cell, cost=Cost(unavailable="a step time under 0.1 ms is a burst artefact",
+                                       step_source=source))
+    decomposed = cost_decomposition(step["plain"], step["speculative"], acc, _p50(p.tpot_s), _p50(s.tpot_s),
+                                    s.mean_tokens_per_decode_chunk)
+    cell = replace(cell, cost=replace(decomposed, step_source=source, client_basis=steps["plain"].client_basis))
+    artefacts = {role: steps[role].burst_artefacts for role in ROLES if steps[role].burst_artefacts}
+    if not artefacts or "itl_p50" not in cell.ratios:
+        return cell
+    why = "; ".join(f"{role} {' and '.join(a)} p50 under 0.1 ms" for role, a in artefacts.items())
+    withheld = Ratio(value=None, ci_low=None, ci_high=None, pairs=0, unavailable=f"burst artefact ({why})")
+    withheld = withheld.keyed("value", "ci_low", "ci_high", "pairs", "unavailable")
+    return replace(cell, ratios={**cell.ratios, "itl_p50": withheld})
+
+
+def sides_of(cell: CardCell) -> tuple[RoleStats, RoleStats]:
+    """The plain and speculative statistics of a cell both servers measured (ValueError otherwise)."""
+    if cell.plain is None or cell.speculative is None:
+        raise ValueError(f"cell {cell.workload} {cell.level} lacks a server's statistics")
+    return cell.plain, cell.speculative
+
+
+def _p50(d: Distribution | None) -> float | None:
+    return None if d is None else d.p50

@@ -15,24 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from loadgen.measure.diagnosis import capacity, holds
 from loadgen.measure.metrics import request_timings
 from loadgen.profile.pair import SLO
 from loadgen.records.request import RequestRecord
-
-
-@dataclass(frozen=True)
-class Attainment:
-    """One server over a replay: ``requests``, the share (0-1) meeting each declared objective
-    (``{"ttft_s": ...}``) and all of them (``every``), and whether the declared percentiles ``hold``
-    (None without SLOs)."""
-
-    requests: int
-    shares: Mapping[str, float]
-    every: float | None
-    hold: bool | None
+from loadgen.records.trace import Attainment
 
 
 def attainment(records: Sequence[RequestRecord], slo: SLO) -> Attainment:

@@ -22,8 +22,7 @@ first one, s), so a window holds the same prompts on every arm and block: the wi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -31,41 +30,13 @@ from loadgen.measure.blocks import block_ratio
 from loadgen.measure.metrics import per_prompt
 from loadgen.measure.ratios import paired_median_with_sd
 from loadgen.records.request import RequestRecord
+from loadgen.records.trace import ArmWindow, Shares, TraceWindow
 
 PAYS, EVEN, LOSES, UNKNOWN = "pays", "breaks even", "loses", "unknown"
 OUTCOMES = (PAYS, EVEN, LOSES, UNKNOWN)
 
 Blocks = Sequence[Sequence[RequestRecord]]  # one arm's measured records, one sequence per block
 
-
-@dataclass(frozen=True)
-class ArmWindow:
-    """One arm over one window: its ``requests`` (over all blocks), requests in flight (mean, max), and the
-    p50 / p90 of TPOT and TTFT (s; None without a value)."""
-
-    requests: int
-    in_flight_mean: float
-    in_flight_max: int
-    tpot_p50_s: float | None
-    tpot_p90_s: float | None
-    ttft_p50_s: float | None
-    ttft_p90_s: float | None
-
-
-@dataclass(frozen=True)
-class TraceWindow:
-    """Window ``[start_s, end_s)`` of the trace: the requests due in it (per block), each arm's figures, the
-    arm's ``speedup`` (plain / arm TPOT) with its 95% CI, ``ci`` (``blocks`` or ``bootstrap``) and ``outcome``."""
-
-    start_s: float
-    end_s: float
-    requests: int
-    arms: Mapping[str, ArmWindow]
-    speedup: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci: str
-    outcome: str
 
 
 def offsets(block: Sequence[RequestRecord]) -> dict[str, float]:
@@ -169,14 +140,6 @@ def trace_windows(plain: Blocks, arm: Blocks, window_s: float, arm_name: str = "
         out.append(TraceWindow(start, end, len(ids[0]) if ids else 0, arms, speedup, low, high, ci,
                                outcome(low, high, band)))
     return out
-
-
-@dataclass(frozen=True)
-class Shares:
-    """Each outcome's share (0-1) of the trace's time and of its requests."""
-
-    time: Mapping[str, float]
-    requests: Mapping[str, float]
 
 
 def shares(windows: Sequence[TraceWindow], last_s: float) -> Shares:

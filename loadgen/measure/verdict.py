@@ -3,9 +3,8 @@ the rules and the statuses' meaning: pass, fail, inconclusive, not measured, not
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from loadgen.profile.criteria import (
     FAIL,
@@ -16,6 +15,7 @@ from loadgen.profile.criteria import (
     PASS,
     Criteria,
 )
+from loadgen.records import card
 from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.util.numbers import bytes_and_gib
 
@@ -65,11 +65,24 @@ class Verdict:
         """``pass``, ``fail`` or ``inconclusive`` (the summary's first word)."""
         return self.summary.split(":")[0].lower()
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict: passed, status, summary, criteria, cells (with checks), resources."""
-        return {"passed": self.passed, "status": self.status, "summary": self.summary,
-                "criteria": self.criteria.to_json(), "cells": [asdict(c) for c in self.cells],
-                "resources": [asdict(r) for r in self.resources]}
+    def record(self) -> card.CardVerdict:
+        """The card's verdict record: passed, status, summary, criteria, cells (with checks), resources."""
+        cells = tuple(card.CellVerdict(workload=c.workload, concurrency=c.concurrency, status=c.status,
+                                       checks=tuple(card.Check(**asdict(k)) for k in c.checks),
+                                       reasons=c.reasons).in_full() for c in self.cells)
+        return card.CardVerdict(passed=self.passed, status=self.status, summary=self.summary, declared=True,
+                                criteria=self.criteria.to_json(), cells=cells,
+                                resources=tuple(card.Check(**asdict(r)) for r in self.resources)).keyed(
+            "passed", "status", "summary", "criteria", "cells", "resources")
+
+
+@dataclass(frozen=True)
+class JudgedResources:
+    """What the verdict judges of the card's resources (judging.judged_resources): the draft's extra memory
+    (bytes) and the KV-cache capacity lost (a fraction); None where not measured."""
+
+    extra_memory_bytes: float | None = None
+    kv_capacity_loss: float | None = None
 
 
 def _metric(name: str, kind: str, ratio: Ratio | None, criteria: Criteria) -> Check:
@@ -145,14 +158,14 @@ def _bytes(x: float) -> str:
 _percent = "{:.1%}".format
 
 
-def _resources(criteria: Criteria, resources: Mapping[str, Any] | None) -> tuple[Check, ...]:
+def _resources(criteria: Criteria, resources: JudgedResources | None) -> tuple[Check, ...]:
     out = []
     limits = (("extra_memory_bytes", criteria.max_extra_memory_bytes), ("kv_capacity_loss",
                                                                          criteria.max_kv_capacity_loss))
     for name, limit in limits:
         if limit is None:
             continue
-        value = (resources or {}).get(name)
+        value = None if resources is None else getattr(resources, name)
         show = _bytes if name == "extra_memory_bytes" else _percent
         if value is None:
             out.append(Check(name, "resource", NOT_MEASURED, None, float(limit), f"{name} not measured "
@@ -164,10 +177,9 @@ def _resources(criteria: Criteria, resources: Mapping[str, Any] | None) -> tuple
     return tuple(out)
 
 
-def judge(criteria: Criteria, cells: Sequence[CardCell], resources: Mapping[str, Any] | None) -> Verdict:
+def judge(criteria: Criteria, cells: Sequence[CardCell], resources: JudgedResources | None) -> Verdict:
     """Judge the card's ``cells`` (their workload, concurrency, completeness, notes, ratios and lossless check)
-    and ``resources`` (``{"extra_memory_bytes": int|None,
-    "kv_capacity_loss": float|None}``, None = unknown) against ``criteria``. Fails when a judged cell or
+    and ``resources`` (None = unknown) against ``criteria``. Fails when a judged cell or
     a resource fails, when nothing in the declared range was measured, and (``require_measured``) when
     something declared was not measured."""
     judged = tuple(_cell(c, criteria) for c in cells)

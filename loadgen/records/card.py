@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
+from loadgen.records.trace import TraceSection
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The card file's ``$schema`` and title (report/card.schema.json's head).
@@ -85,6 +86,39 @@ class Resources(Wire):
     speculative: Mapping[str, Any] | None = None
     difference: ResourceDifference | None = None
     notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextRow(Wire):
+    """One input length of a workload expanded over several (``<workload>@<tokens>``) at one load level:
+    the speculative server's acceptance rate and the TPOT p50 ratio with its CI (report/workloadcard.py)."""
+
+    input_tokens: int
+    level: str
+    concurrency: int | None = None
+    acceptance_rate: float | None
+    tpot_ratio: float | None
+    tpot_ratio_ci: tuple[float | None, ...]
+
+
+@dataclass(frozen=True)
+class NoiseMetric(Wire):
+    """One metric's A/A noise floor over the cells (report/noisefloor.py): the placebo / plain ratios' range,
+    the widest CI half-width (log scale) and the cells whose A/A CI excludes 1."""
+
+    min: float
+    max: float
+    widest_half_width: float | None
+    excluding_1: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NoiseFloor(Wire):
+    """The card's A/A noise floor over every cell with a placebo; ``measured`` False without a placebo."""
+
+    measured: bool
+    cells: int | None = None
+    metrics: Mapping[str, NoiseMetric] | None = None
 
 
 @dataclass(frozen=True)
@@ -159,21 +193,21 @@ class PairCard(Wire):
     verdict: CardVerdict = field(metadata={"doc": "the verdict against the declared criteria"})
     requests_on_disk: Mapping[str, int] | None = field(
         default=None, metadata={"doc": "measured, partial, torn and unwritten request lines"})
-    context_axis: Mapping[str, tuple[Mapping[str, Any], ...]] | None = field(
+    context_axis: Mapping[str, tuple[ContextRow, ...]] | None = field(
         default=None, metadata={"doc": "per base workload: its lengths"})
     load: Mapping[str, Any] | None = field(default=None, metadata={"doc": "the protocol's load section"})
     command_line: Mapping[str, Any] | None = field(
         default=None, metadata={"doc": "only when the command line gave values (profile/overrides.py)"})
     design: Mapping[str, Any] | None = field(
         default=None, metadata={"doc": "the block design without its order (report/noisefloor.py)"})
-    noise_floor: Mapping[str, Any] | None = field(
+    noise_floor: NoiseFloor | None = field(
         default=None, metadata={"doc": "the A/A noise floor over the cells (report/noisefloor.py)"})
     hardware: Mapping[str, Any] | None = field(
         default=None, metadata={"doc": "the machine as the protocol recorded it"})
     plots: tuple[str, ...] | None = field(default=None, metadata={"doc": "the plots' paths in the run folder"})
     statistics_from: Literal["card.json"] | None = field(
         default=None, metadata={"doc": "card.json when re-derived without requests.jsonl"})
-    trace: Mapping[str, Any] | None = field(
+    trace: TraceSection | None = field(
         default=None, metadata={"doc": "trace workloads over time (report/tracedata.py); absent without one"})
 
     def cell(self, workload: str, level: str) -> CardCell | None:

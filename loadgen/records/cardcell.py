@@ -53,6 +53,41 @@ class ServerVsClient(Wire):
 
 
 @dataclass(frozen=True)
+class StepTime(Wire):
+    """One server's decode step time in a cell and the burst check (measure/steptime.py): the server
+    histogram's mean step (s), the client's decode time per chunk (s) and its basis, the one used
+    (``source``), the share of inter-chunk gaps under 0.1 ms and the p50s that are burst artefacts."""
+
+    server_step_s: float | None
+    client_step_s: float | None
+    client_basis: str
+    step_s: float | None
+    source: str = field(metadata={"doc": "server or client"})
+    burst_share: float | None
+    icl_p50_s: float | None
+    burst_artefacts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Cost(Wire):
+    """The step-time cost decomposition of a cell (measure/diagnosis.py cost_decomposition): step times (s),
+    their ratio, the speedup they predict (acceptance length / step-time ratio) against the measured TPOT
+    speedup, ``why`` they disagree; ``unavailable`` instead when a step time is a burst artefact."""
+
+    plain_step_s: float | None = None
+    spec_step_s: float | None = None
+    acceptance_length: float | None = None
+    step_time_ratio: float | None = None
+    predicted_speedup: float | None = None
+    measured_tpot_speedup: float | None = None
+    agrees: bool | None = None
+    why: str | None = None
+    unavailable: str | None = None
+    step_source: str | None = None
+    client_basis: str | None = None
+
+
+@dataclass(frozen=True)
 class RoleStats(Wire):
     """One server's statistics in a cell (measure/metrics.py CellStats plus the run's outcomes); ``failure``
     None when the server measured the cell."""
@@ -91,7 +126,7 @@ class RoleStats(Wire):
     slo_holds: bool | None = None
     partial: bool | None = None
     partial_requests: int | None = None
-    step_time: Mapping[str, Any] | None = field(
+    step_time: StepTime | None = field(
         default=None, metadata={"doc": "the decode step time and its source (measure/steptime.py)"})
 
 
@@ -145,7 +180,7 @@ class CardCell(Wire):
     noise_floor: CellNoiseFloor | None = None
     lossless: Mapping[str, Any] | None = field(
         default=None, metadata={"doc": "the greedy lossless check (measure/diagnosis.py); null unjudged"})
-    cost: Mapping[str, Any] | None = field(
+    cost: Cost | None = field(
         default=None, metadata={"doc": "the step-time cost decomposition (measure/steptime.py)"})
 
     def role(self, name: str) -> RoleStats | None:
@@ -156,3 +191,8 @@ class CardCell(Wire):
     def ratio(self, metric: str) -> Ratio | None:
         """The ratio of ``metric``, None when the card has none."""
         return self.ratios.get(metric)
+
+    def aa_ratio(self, metric: str) -> Ratio | None:
+        """The A/A placebo's ratio (placebo / plain) of ``metric``, None without a noise floor or that metric."""
+        floor = None if self.noise_floor is None else self.noise_floor.ratios
+        return None if floor is None else floor.get(metric)

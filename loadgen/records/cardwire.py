@@ -55,6 +55,21 @@ class Wire:
         order += [n for n in names if n not in order and _present(self, names[n])]
         return {k: dump(getattr(self, k)) if k in names else self.extra[k] for k in order}
 
+    def keyed(self, *keys: str) -> Self:
+        """This record written with ``keys`` first, in this order, each even where it holds its default (a
+        record built in code whose file names a field as null, as a record read from that file would)."""
+        return dataclasses.replace(self, keys=keys)
+
+    def with_fields(self, **values: Any) -> Self:
+        """This record with ``values`` set, written after the record's own keys in the order given, even None
+        (a key a file of this record gains, as assigning it in the file's object would)."""
+        own = self.keys or tuple(n for n, f in wire_fields(type(self)).items() if _present(self, f))
+        return dataclasses.replace(self, **values, keys=(*own, *(k for k in values if k not in own)))
+
+    def in_full(self) -> Self:
+        """This record written with every field, in declared order, None and defaults included."""
+        return self.keyed(*wire_fields(type(self)))
+
 
 def _present(record: Wire, f: dataclasses.Field[Any]) -> bool:
     """A field goes to the file when required or when its value is not its default."""

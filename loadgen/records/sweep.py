@@ -1,7 +1,8 @@
 """The sweep card's data: :class:`SweepCard`, ``sweep.json`` (``loadgen.sweep/2``), with its candidates
 (:class:`SweepCandidate`), cells (:class:`SweepCell`, each candidate's :class:`SweepEntry` in it, an older
 sweep's plain :class:`Drift`), design (:class:`SweepDesign`), A/A noise floor (:class:`NoiseFloor`) and
-recommendation (:class:`Recommendation`, per workload :class:`WorkloadChoice`, per level :class:`LevelChoice`).
+recommendation (:class:`Recommendation`, per workload :class:`WorkloadChoice` with its :class:`KSchedule`, per
+level :class:`LevelChoice`).
 
 Built by report/sweepdata.py (``build_sweep_card``; the rules and formulas: report/sweeprec.py and
 measure/ranking.py), written by run/sweep.py, rendered by report/sweepcard.py (sweep.md) and
@@ -23,7 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from loadgen.records.cardcell import Ratio
 from loadgen.records.nested import Part, part_kind
+from loadgen.records.trace import TraceSection
 from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
 
 SCHEMA = "loadgen.sweep/2"
@@ -100,6 +103,10 @@ class SweepCell(Part):
     REQUIRED: ClassVar[tuple[str, ...]] = ("workload", "entries")
     NESTED: ClassVar[dict[str, type[Part]]] = {"entries": SweepEntry, "drift": Drift}
     TITLE: ClassVar[str] = "cell"
+
+    def floor_ratio(self) -> Ratio | None:
+        """The A/A noise floor of the primary metric as the pair card's ratio record, None without one."""
+        return None if self.noise_floor is None else Ratio.from_json(self.noise_floor, source="sweep cell noise_floor")
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,19 @@ class LevelChoice(Part):
 
 
 @dataclass(frozen=True)
+class KSchedule(Part):
+    """A workload's per-batch-size K schedule: whether the engine supports one, the ``--speculative-config``
+    holding it (vLLM's own syntax; None without one) and the printed line."""
+
+    line: str
+    supported: bool = False
+    config: Mapping[str, Any] | None = None
+    KINDS: ClassVar[dict[str, Kind]] = {"supported": BOOL, "config": _OBJ, "line": STR}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
+    TITLE: ClassVar[str] = "K schedule"
+
+
+@dataclass(frozen=True)
 class WorkloadChoice(Part):
     """One workload's recommendation: the level above which none pays, the static choice, the K schedule
     (``supported``, ``config``, ``line``) and each level's choice."""
@@ -192,14 +212,14 @@ class WorkloadChoice(Part):
     off_sentence: str = ""
     static: str | None = None
     static_speedup: float | None = None
-    schedule: Mapping[str, Any] = field(default_factory=dict)
+    schedule: KSchedule | None = None
     why_no_static: str | None = None
     levels: list[LevelChoice] = field(default_factory=list)
     KINDS: ClassVar[dict[str, Kind]] = {
         "workload": STR, "off_above_concurrency": _INT, "off_sentence": STR, "static": _STR, "static_speedup": _NUM,
-        "schedule": OBJ, "why_no_static": _STR, "levels": list_of(part_kind(LevelChoice))}
+        "schedule": maybe(part_kind(KSchedule)), "why_no_static": _STR, "levels": list_of(part_kind(LevelChoice))}
     REQUIRED: ClassVar[tuple[str, ...]] = ("workload",)
-    NESTED: ClassVar[dict[str, type[Part]]] = {"levels": LevelChoice}
+    NESTED: ClassVar[dict[str, type[Part]]] = {"levels": LevelChoice, "schedule": KSchedule}
     TITLE: ClassVar[str] = "workload choice"
 
 
@@ -256,6 +276,11 @@ class SweepCard(Part):
         "design": SweepDesign, "noise_floor": NoiseFloor, "candidates": SweepCandidate, "cells": SweepCell,
         "recommendation": Recommendation}
     TITLE: ClassVar[str] = f"loadgen sweep.json ({SCHEMA})"
+
+    def trace_section(self) -> TraceSection | None:
+        """The ``trace`` section as its record (records/trace.py); BadInput naming the field when it does not
+        read."""
+        return None if self.trace is None else TraceSection.from_json(self.trace, source="sweep.json trace")
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

@@ -8,14 +8,14 @@ throughputs in tokens/s and requests/s. Ratios are speculative / plain with thei
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
-from loadgen.records.cardcell import CardCell, Ratio
+from loadgen.records.cardcell import CardCell, Cost, Ratio
 from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.workloadcard import context_rows
@@ -115,19 +115,19 @@ def _diagnosis_rows(cell: CardCell) -> list[str]:
         lines.append(f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
                      f"({100 * loss['match_rate']:.0f}%)"
                      + (f" (lossy: {loss.get('lossy_reason')}; reported, not judged)" if loss.get("lossy") else ""))
-    cost = cell.cost or {}
-    if cost.get("unavailable"):
-        lines.append(f"- cost decomposition: not given: {cost['unavailable']}")
-    if cost.get("predicted_speedup") is not None:
-        verdict = "agree within 15%" if cost["agrees"] else f"differ: {cost.get('why')}"
+    cost = cell.cost or Cost()
+    if cost.unavailable:
+        lines.append(f"- cost decomposition: not given: {cost.unavailable}")
+    if cost.predicted_speedup is not None:
+        verdict = "agree within 15%" if cost.agrees else f"differ: {cost.why}"
         source = {"server": "server `vllm:inter_token_latency_seconds` mean",
-                  "client": f"client decode time per chunk, {cost.get('client_basis')}"}.get(
-            str(cost.get("step_source")), "median inter-chunk latency")
+                  "client": f"client decode time per chunk, {cost.client_basis}"}.get(
+            str(cost.step_source), "median inter-chunk latency")
         lines.append(
-            f"- cost decomposition: step time ({source}) plain {_ms(cost['plain_step_s'])} ms, speculative "
-            f"{_ms(cost['spec_step_s'])} ms (ratio {cost['step_time_ratio']:.2f}: drafting + verification); "
-            f"mean acceptance length {cost['acceptance_length']:.2f} predicts a speedup of "
-            f"{cost['predicted_speedup']:.2f}x; measured TPOT speedup {cost['measured_tpot_speedup']:.2f}x ({verdict})")
+            f"- cost decomposition: step time ({source}) plain {_ms(cost.plain_step_s)} ms, speculative "
+            f"{_ms(cost.spec_step_s)} ms (ratio {cost.step_time_ratio:.2f}: drafting + verification); "
+            f"mean acceptance length {cost.acceptance_length:.2f} predicts a speedup of "
+            f"{cost.predicted_speedup:.2f}x; measured TPOT speedup {cost.measured_tpot_speedup:.2f}x ({verdict})")
     good = [f"{role} {side.goodput_rps:.2f} req/s" for role in ROLES
             if (side := cell.role(role)) is not None and side.goodput_rps is not None]
     if good:
@@ -153,13 +153,14 @@ def _capacity_rows(card: PairCard) -> list[str]:
     return [*lines, ""]
 
 
-def _hardware(hw: Mapping[str, Any]) -> str:
+def _hardware(card: PairCard) -> str:
+    hw = card.hardware or {}
     gpus = ", ".join(f"{g['name']} ({gib(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
     return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {gib(hw.get('memory_bytes'))} memory; {gpus}"
 
 
-def _model_line(label: str, model: Mapping[str, Any] | None) -> str:
-    if model is None:
+def _model_line(card: PairCard, label: str) -> str:
+    if (model := card.draft if label == "draft" else card.target) is None:
         return f"- **{label}**: none"
     pin = model.get("content_sha256") or model.get("revision") or "unpinned"
     vocab = f"; draft vocabulary {model['draft_vocab_size']} tokens" if model.get("draft_vocab_size") else ""
@@ -222,7 +223,7 @@ def _head_rows(card: PairCard) -> list[str]:
     state = "complete" if card.complete else f"INCOMPLETE: {card.failure or 'run did not finish'}"
     out = [f"# Pair card: {card.pair}", "", f"Status: **{state}** · generated {card.generated_utc} · "
            f"schema `{card.schema}`", "", *blocking_rows(card), "## What was compared", "",
-           _model_line("target", card.target), _model_line("draft", card.draft),
+           _model_line(card, "target"), _model_line(card, "draft"),
            f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
            f"- **engine version**: plain {card.engine_version.plain}, speculative "
            f"{card.engine_version.speculative}",
@@ -231,7 +232,7 @@ def _head_rows(card: PairCard) -> list[str]:
            f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
            f"stop rule `{json.dumps(card.stop_rule, sort_keys=True)}`",
            *_command_line_rows(card), f"- **prompts sha256**: `{card.prompts_sha256}`",
-           f"- **hardware**: {_hardware(card.hardware or {})}", "",
+           f"- **hardware**: {_hardware(card)}", "",
            f"> {card.workloads_statement}", "", "## Servers", ""]
     return out
 
@@ -284,13 +285,12 @@ def _results_rows(card: PairCard) -> list[str]:
 def render_markdown(card: PairCard) -> str:
     """The card as Markdown text."""
     out = _head_rows(card) + design_rows(card.design, card.noise_floor) + _servers_rows(card)
-    out += _verdict_rows(card.verdict)
-    out += _resource_rows(card.resources)
+    out += _verdict_rows(card.verdict) + _resource_rows(card.resources)
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card.cells), ""]
-    out += context_rows(card.context_axis or {})
+    out += context_rows(card.context_axis)
     out += _results_rows(card)
     out += _capacity_rows(card)
-    out += crossover_rows(card.crossover) + trace_rows({"trace": card.trace})
+    out += crossover_rows(card.crossover) + trace_rows(card.trace)
     if card.plots:
         out += ["## Plots", "", *[f"![{p}]({p})" for p in card.plots], ""]
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]

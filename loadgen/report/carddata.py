@@ -4,16 +4,17 @@ From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json 
 runfiles.py; ``card_of`` itself reads nothing), computes every cell's
 statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns the card as the
 records/card.py ``PairCard`` (schema ``loadgen.card/1``; report/card.schema.json is generated from that type)
-that card.py renders. The cells are assembled in their JSON form (measure/steptime.py amends them in place)
-and read as records once whole.
+that card.py renders. Every part is built as its record (records/card.py, records/cardcell.py), with the keys
+a fresh card.json writes in their order (``keyed``, ``with_fields``: a field that is null stays in the file).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Final
 
 from loadgen.measure.blockstate import state_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
@@ -26,9 +27,10 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
-from loadgen.records.card import PairCard
-from loadgen.records.cardcell import CardCell
+from loadgen.records.card import Crossover, EngineVersion, PairCard, ResourceDifference, Resources, RoleCapacity, Slo
+from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
+from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.request import RequestRecord
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
@@ -38,23 +40,28 @@ from loadgen.report.workloadcard import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
 
-CARD_SCHEMA = "loadgen.card/1"
+CARD_SCHEMA: Final = "loadgen.card/1"
 #: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
 DECLARED_OFF = "speculation off by the declared config at this level"
 #: The words of the blocking note of a lookup method's cell without a single draft (card.py raises it).
 NOT_SPECULATIVE = "this was not a speculative comparison"
+#: A fresh card's keys in their order (``command_line`` and ``trace`` follow when present).
+_CARD_KEYS = ("schema", "pair", "generated_utc", "complete", "failure", "requests_on_disk", "target", "draft",
+              "speculative_config", "sampling", "engine_version", "servers", "workloads", "workloads_statement",
+              "context_axis", "concurrency", "load", "stop_rule", "prompts_sha256", "cells", "crossover", "design",
+              "noise_floor", "slo", "capacity", "resources", "placement", "verdict", "hardware")
 
 
-def declared_notes(spec_config: dict[str, Any], planned: dict[str, Any],
-                   spec_entries: list[CellEntry]) -> list[str]:
+def declared_notes(proto: Protocol, planned: ProtocolCell, spec_entries: list[CellEntry]) -> list[str]:
     """Notes from the declared speculative config (protocol's ``speculative_config``) for one planned cell
     (``concurrency``, ``rate_rps``) and its speculative entries (one per block): :data:`DECLARED_OFF` with the
     key and numbers where the config switches speculation off at this level (pair.speculation_on_at);
     where it is on, for a lookup method (pair.LOOKUP_METHODS), :data:`NOT_SPECULATIVE` when every block's
     ``spec_decode.num_drafts`` is 0 (a cell with drafts > 0 but little accepted is not that case)."""
+    spec_config = proto.speculative_config
     if not spec_config or not spec_entries:
         return []
-    conc, open_loop = int(planned.get("concurrency") or 0), planned.get("rate_rps") is not None
+    conc, open_loop = planned.concurrency, planned.rate_rps is not None
     if not speculation_on_at(spec_config, conc, open_loop):
         return [f"speculative: {DECLARED_OFF} ({off_reason(spec_config, 1 if open_loop else conc)}); measured and "
                 "compared like any other cell, no fallback"]
@@ -66,8 +73,7 @@ def declared_notes(spec_config: dict[str, Any], planned: dict[str, Any],
     return []
 
 
-def _notes(stats: dict[str, CellStats], ratios: dict[str, dict[str, Any]],
-           entries: dict[str, CellEntry]) -> list[str]:
+def _notes(sides: Mapping[str, RoleStats], ratios: Mapping[str, Ratio], entries: Mapping[str, CellEntry]) -> list[str]:
     notes = [note for entry in entries.values() for note in entry.notes]
     for role, entry in entries.items():
         if entry.output_length_mismatches:
@@ -76,8 +82,8 @@ def _notes(stats: dict[str, CellStats], ratios: dict[str, dict[str, Any]],
         if entry.foreign_traffic:
             notes.append(f"{role}: the server finished more requests than loadgen sent (foreign traffic): "
                          "its counters include other clients")
-    spec = stats.get("speculative")
-    tpot = (ratios.get("tpot_p50") or {}).get("value")
+    spec = sides.get("speculative")
+    tpot = None if (r := ratios.get("tpot_p50")) is None else r.value
     if spec is not None and spec.acceptance is not None and tpot is not None:
         rate = spec.acceptance.acceptance_rate
         if rate is not None and rate >= 0.5 and tpot > 1.0:
@@ -95,30 +101,28 @@ def _summed(lines: list[CellEntry]) -> CellEntry:
                    foreign_traffic=any(e.foreign_traffic for e in lines))
 
 
-def _server_vs_client(stats: CellStats, entries: list[CellEntry]) -> dict[str, Any]:
+def _server_vs_client(stats: CellStats, entries: list[CellEntry]) -> dict[str, ServerVsClient]:
     """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta; serverside.py)."""
     hists = entries[0].server_histograms if entries else {}
     return {key: compare(getattr(stats, key).p50, hists[key]) for key in ("ttft_s", "e2e_s") if hists.get(key)}
 
 
-def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[CellStats, dict[str, Any]]:
+def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[CellStats, RoleStats]:
+    """One server's statistics of a cell over its repetitions: measure/metrics.py's, and the card's record of
+    them with the repetitions, the server-vs-client check, the gauges and the outcomes."""
     measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
                 for r in records]
     counters, unmeasurable = usable_counters(entries)  # repetitions with a server restart left out
     stats = cell_stats(measured, counters)
     reps = sorted({r.repetition for r in records})
-    per_rep_tpot = [cell_stats([m for m, r in zip(measured, records, strict=True) if r.repetition == k],
-                               None).tpot_s.p50 for k in reps]
-    extra = {
-        "repetitions": len(entries),
-        "tpot_p50_per_repetition_s": per_rep_tpot,
-        "failure": next((e.failure for e in entries if e.failure), None),
-        "server_vs_client": _server_vs_client(stats, entries),
-        "gauges": [e.gauges for e in entries],
-        **side_outcomes(records),
-        "acceptance_unmeasurable": unmeasurable,
-    }
-    return stats, extra
+    per_rep_tpot = tuple(cell_stats([m for m, r in zip(measured, records, strict=True) if r.repetition == k],
+                                    None).tpot_s.p50 for k in reps)
+    side = stats.record().with_fields(
+        repetitions=len(entries), tpot_p50_per_repetition_s=per_rep_tpot,
+        failure=next((e.failure for e in entries if e.failure), None),
+        server_vs_client=_server_vs_client(stats, entries), gauges=tuple(e.gauges for e in entries),
+        **asdict(side_outcomes(records)), acceptance_unmeasurable=unmeasurable)
+    return stats, side
 
 
 def build_card(run_dir: Path) -> PairCard:
@@ -130,47 +134,42 @@ def build_card(run_dir: Path) -> PairCard:
     return card_of(read_run(run_dir))
 
 
-def _cell(files: RunFiles, planned: dict[str, Any], by_cell: dict[tuple[str, str, str], list[RequestRecord]],
-          entries: dict[tuple[str, str, str], list[CellEntry]]) -> dict[str, Any]:
+def _cell(files: RunFiles, planned: ProtocolCell, by_cell: dict[tuple[str, str, str], list[RequestRecord]],
+          entries: dict[tuple[str, str, str], list[CellEntry]]) -> CardCell:
     """One card cell (both roles, ratios, diagnosis and notes) of the planned cell ``planned``."""
-    key = CellKey.of(planned)
+    key = planned.key
     proto = files.protocol
-    slo = SLO(**(proto.get("slo") or {}))
+    slo = SLO(**(proto.slo or {}))
     stats: dict[str, CellStats] = {}
-    extras: dict[str, dict[str, Any]] = {}
+    sides: dict[str, RoleStats] = {}
     for role in ROLES:
         if entries.get((*key, role)) or by_cell.get((*key, role)):  # requests of a cell cut short count too
-            stats[role], extras[role] = mark_partial(_role_cell(by_cell[(*key, role)], entries[(*key, role)]),
-                                                     entries[(*key, role)], by_cell[(*key, role)], files.status)
+            stats[role], side = _role_cell(by_cell[(*key, role)], entries[(*key, role)])
+            side = mark_partial(side, entries[(*key, role)], by_cell[(*key, role)], files.status)
+            sides[role] = side.with_fields(**_slo_check(by_cell[(*key, role)], stats[role], slo))
     ratios, floor = cell_ratios(proto, by_cell[(*key, "plain")], by_cell[(*key, "speculative")],
                                 by_cell.get((*key, PLACEBO)) or [], stats)
     role_entries = {role: _summed(es) for role in ROLES if (es := entries.get((*key, role)))}
-    for role, s in stats.items():
-        extras[role] |= _slo_check(by_cell[(*key, role)], s, slo)
-    greedy = (proto.get("sampling") or {}).get("temperature") == 0
+    greedy = (proto.sampling or {}).get("temperature") == 0
     diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy, _lossy(proto))
-    notes = _notes(stats, ratios, role_entries) + noise_notes(ratios, floor)
-    notes += [n for role, st in stats.items() for n in side_notes(role, st.to_json() | extras[role])]
+    notes = _notes(sides, ratios, role_entries) + noise_notes(ratios, floor)
+    notes += [n for role, side in sides.items() for n in side_notes(role, side)]
     notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
-    note = lossless_note(diag["lossless"]) if diag.get("lossless") else None
-    cell: dict[str, Any] = {
-        "workload": key[0], "level": key[1], "concurrency": planned["concurrency"],
-        "rate_rps": planned.get("rate_rps"),
-        "complete": len(stats) == 2 and not any(x["failure"] for x in extras.values()),
-        **{role: s.to_json() | extras[role] for role, s in stats.items()},
-        "ratios": ratios,
-        **({"noise_floor": floor} if floor is not None else {}),
-        **diag,
-        "notes": [*notes, *([note] if note else []),
-                  *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))},
-                              proto["speculative_config"] or {}),
-                  *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))}),
-                  *declared_notes(proto["speculative_config"] or {}, planned,
-                                  entries.get((*key, "speculative")) or [])],
-    }
-    apply_step_times(cell, {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
-                            for role in ROLES}, role_entries)
-    return cell
+    note = lossless_note(diag) if diag else None
+    spec_config = proto.speculative_config or {}
+    notes += [*([note] if note else []),
+              *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))}, spec_config),
+              *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))}),
+              *declared_notes(proto, planned, entries.get((*key, "speculative")) or [])]
+    cell = CardCell(workload=key[0], level=key[1], concurrency=planned.concurrency, rate_rps=planned.rate_rps,
+                    complete=len(stats) == 2 and not any(x.failure for x in sides.values()), ratios=ratios,
+                    notes=tuple(notes), plain=sides.get("plain"), speculative=sides.get("speculative"),
+                    noise_floor=floor, lossless=diag)
+    cell = cell.keyed("workload", "level", "concurrency", "rate_rps", "complete", *sides, "ratios",
+                      *(["noise_floor"] if floor is not None else []), *(["lossless"] if len(stats) == 2 else []),
+                      "notes")
+    return apply_step_times(cell, {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
+                                   for role in ROLES}, role_entries)
 
 
 def card_of(files: RunFiles) -> PairCard:
@@ -183,57 +182,41 @@ def card_of(files: RunFiles) -> PairCard:
     entries: dict[tuple[str, str, str], list[CellEntry]] = defaultdict(list)
     for e in files.entries:
         entries[(*e.key, e.role)].append(e)
-    planned: dict[CellKey, dict[str, Any]] = {}
-    for c in proto["cells"]:  # repetitions share one card cell: the first planned line of each key
-        planned.setdefault(CellKey.of(c), c)
-    cells = [_cell(files, c, by_cell, entries) for c in planned.values()]
-    typed = [CardCell.from_json(c, source=f"{files.protocol_path.parent} card cell") for c in cells]
-    slo = SLO(**(proto.get("slo") or {}))
+    planned: dict[tuple[str, str], ProtocolCell] = {}
+    for c in proto.cells:  # repetitions share one card cell: the first planned line of each key
+        planned.setdefault(c.key, c)
+    cells = tuple(_cell(files, c, by_cell, entries) for c in planned.values())
+    slo = SLO(**(proto.slo or {}))
     usage = {role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get(
         "ready") for role in ROLES}
-    workloads = proto["workloads"]
-    diff = difference(usage["plain"], usage["speculative"])
-    card: dict[str, Any] = {
-        "schema": CARD_SCHEMA,
-        "pair": proto["pair"],
-        "generated_utc": files.generated_utc,
-        "complete": bool(files.status.get("complete")),
-        "failure": files.on_disk["failure"],  # the run's own, plus what is partial or lost
-        "requests_on_disk": files.on_disk["requests_on_disk"],
-        "target": proto["target"],
-        "draft": proto["draft"],
-        "speculative_config": proto["speculative_config"],
-        "sampling": proto["sampling"],
-        "engine_version": {role: (s["effective"] or {}).get("version") for role, s in servers.items()},
-        "servers": servers,
-        "workloads": workloads,
-        "workloads_statement": workload_statement(workloads, list(files.records)),
-        "context_axis": context_axis(typed),
-        "concurrency": proto["concurrency"],
-        "load": proto.get("load"),
-        "stop_rule": proto["stop_rule"],
-        "prompts_sha256": proto["prompts_sha256"],
-        "cells": cells,
-        "crossover": _crossovers(typed),
-        "design": design_summary(proto),
-        "noise_floor": noise_summary(typed),
-        "slo": asdict(slo),
-        "capacity": _capacities(typed, slo),
-        "resources": {**usage, "difference": diff,
-                      "notes": [n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n]},
-        "placement": {role: placement(servers[role]) for role in ROLES},
-        "verdict": card_verdict(proto.get("criteria"), typed, judged_resources(diff), files.protocol_path),
-        "hardware": proto.get("hardware"),
-    }
-    if proto.get("command_line"):
-        card["command_line"] = proto["command_line"]
-    if (trace := trace_card(files)) is not None:  # absent without a trace workload: older cards re-render alike
-        card["trace"] = trace
-    return PairCard.from_json(card, source=f"the card of {files.protocol_path.parent}")
+    raw_diff = difference(usage["plain"], usage["speculative"])
+    diff = ResourceDifference.from_json(raw_diff, source=f"the resources of {files.protocol_path.parent}")
+    versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
+    card = PairCard(
+        schema=CARD_SCHEMA, pair=proto.pair, generated_utc=files.generated_utc, complete=files.status.complete,
+        failure=files.on_disk.failure,  # the run's own, plus what is partial or lost
+        requests_on_disk=files.on_disk.requests_on_disk, target=proto.target or {}, draft=proto.draft,
+        speculative_config=proto.speculative_config, sampling=proto.sampling or {},
+        engine_version=EngineVersion(versions.get("plain"), versions.get("speculative"), keys=tuple(versions),
+                                     extra={k: v for k, v in versions.items() if k not in ROLES}),
+        servers=servers, workloads=tuple(proto.workloads),
+        workloads_statement=workload_statement(proto, files.records), context_axis=context_axis(cells),
+        concurrency=tuple(proto.concurrency), load=proto.load, stop_rule=proto.stop_rule or {},
+        prompts_sha256=proto.prompts_sha256 or "", cells=cells, crossover=_crossovers(cells),
+        design=design_summary(proto), noise_floor=noise_summary(cells), slo=Slo(**asdict(slo)).keyed(*asdict(slo)),
+        capacity=_capacities(cells, slo),
+        resources=Resources(plain=usage["plain"], speculative=usage["speculative"], difference=diff, notes=tuple(
+            n for n in [kv_capacity_note(diff), budget_note(usage["plain"], raw_diff)] if n)).in_full(),
+        placement={role: placement(dict(servers[role])) for role in ROLES},
+        verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
+        hardware=proto.hardware, command_line=proto.command_line or None, trace=trace_card(files))
+    return card.keyed(*_CARD_KEYS, *(["command_line"] if proto.command_line else []),
+                      *(["trace"] if card.trace is not None else []))  # absent without a trace: older cards alike
 
 
-def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, Any]:
-    """Goodput (req/s meeting every SLO) and whether the declared percentiles hold, from per-request values."""
+def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, float | bool | None]:
+    """Goodput (req/s meeting every SLO) and whether the declared percentiles hold, from per-request values:
+    the ``goodput_rps`` and ``slo_holds`` fields of the card's role statistics."""
     timings = [t for r in records if r.error is None
                if (t := request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)) is not None]
     ttft, tpot, e2e = [t.ttft_s for t in timings], [t.tpot_s for t in timings], [t.e2e_s for t in timings]
@@ -241,56 +224,57 @@ def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict
             "slo_holds": holds({"ttft_s": ttft, "tpot_s": [x for x in tpot if x is not None], "e2e_s": e2e}, slo)}
 
 
-def _lossy(proto: dict[str, Any]) -> str | None:
+def _lossy(proto: Protocol) -> str | None:
     """Why the run's speculative config is lossy by design (diagnosis.lossy_rejection over protocol.json's
     speculative config and the speculative server's environment), None when it keeps the target's output."""
-    engine = proto.get("engine") or {}
+    engine = proto.engine or {}
     env = {**(engine.get("env") or {}), **(engine.get("speculative_env") or {})}
-    return lossy_rejection(proto.get("speculative_config") or {}, env)
+    return lossy_rejection(proto.speculative_config or {}, env)
 
 
-def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: dict[str, CellStats],
-              greedy: bool, lossy: str | None = None) -> dict[str, Any]:
-    """The lossless check (greedy only) of one cell (diagnosis.py; ``lossy``: why the speculative config is
-    lossy by design, its match rate then information); the cost decomposition is steptime.py's."""
-    if len(stats) < 2:
-        return {}
-    return {"lossless": lossless(*lossless_inputs(plain, spec), lossy=lossy) if greedy else None}
+def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: Mapping[str, CellStats],
+              greedy: bool, lossy: str | None = None) -> dict[str, object] | None:
+    """The lossless check (greedy only; diagnosis.py) of a cell both servers measured (``lossy``: why the
+    speculative config is lossy by design, its match rate then information), None otherwise; the cost
+    decomposition is steptime.py's."""
+    return lossless(*lossless_inputs(plain, spec), lossy=lossy) if greedy and len(stats) == 2 else None
 
 
-def _closed(cells: list[CardCell], workload: str) -> list[CardCell]:
+def _closed(cells: Sequence[CardCell], workload: str) -> list[CardCell]:
     """The closed-loop cells of ``workload``, by concurrency."""
     return sorted((c for c in cells if c.workload == workload and c.rate_rps is None), key=lambda c: c.concurrency)
 
 
-def _capacities(cells: list[CardCell], slo: SLO) -> dict[str, Any]:
+def _capacities(cells: Sequence[CardCell], slo: SLO) -> dict[str, dict[str, RoleCapacity]]:
     """Per workload and server: the highest closed-loop concurrency holding every SLO, and its goodput."""
     if not slo.limits():
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, RoleCapacity]] = {}
     for workload in dict.fromkeys(c.workload for c in cells):
         for role in ROLES:
             sides = [(c.concurrency, side) for c in _closed(cells, workload) if (side := c.role(role)) is not None]
-            held = [side.slo_holds for _, side in sides]
+            held = tuple(side.slo_holds for _, side in sides)
             best = capacity([lv for lv, _ in sides], held)
             good = next((side.goodput_rps for lv, side in sides if lv == best), None)
-            out.setdefault(workload, {})[role] = {"levels": [lv for lv, _ in sides], "holds": held,
-                                                  "capacity_concurrency": best, "goodput_rps": good}
+            out.setdefault(workload, {})[role] = RoleCapacity(tuple(lv for lv, _ in sides), held,
+                                                       None if best is None else int(best), good).in_full()
     return out
 
 
-def _crossovers(cells: list[CardCell]) -> dict[str, Any]:
+def _crossovers(cells: Sequence[CardCell]) -> dict[str, Crossover]:
     """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1, and the range it lies in:
     from the last level whose ratio's CI is below 1 to the first level after it whose CI is above 1
     (ratios.crossover_range; None when the CIs do not bracket a crossing)."""
-    out: dict[str, Any] = {}
+    out: dict[str, Crossover] = {}
     for workload in dict.fromkeys(c.workload for c in cells):
         closed = _closed(cells, workload)
         levels = [c.concurrency for c in closed]
         tpot = [c.ratio("tpot_p50") for c in closed]
         ratios = [None if r is None else r.value for r in tpot]
-        cis = [[None, None] if r is None else [r.ci_low, r.ci_high] for r in tpot]
-        out[workload] = {"metric": "tpot_p50", "levels": levels, "ratios": ratios, "ratio_cis": cis,
-                         "crossover_concurrency": crossover(levels, ratios),
-                         "crossover_range": crossover_range(levels, cis)}
+        cis = [(None, None) if r is None else (r.ci_low, r.ci_high) for r in tpot]
+        span = crossover_range(levels, cis)
+        out[workload] = Crossover(
+            levels=tuple(levels), ratios=tuple(ratios), crossover_concurrency=crossover(levels, ratios),
+            metric="tpot_p50", ratio_cis=tuple(cis), crossover_range=None if span is None else tuple(span)).keyed(
+            "metric", "levels", "ratios", "ratio_cis", "crossover_concurrency", "crossover_range")
     return out

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-
-def _num(x: Any) -> float:
-    return float(x) if isinstance(x, int | float) else float("nan")
+from loadgen.records.card import ContextRow
 
 
-def render_context_plot(pair: str, axis: Mapping[str, Sequence[Mapping[str, Any]]] | None, out_dir: Path) -> list[Path]:
+def _num(x: float | None) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def render_context_plot(pair: str, axis: Mapping[str, Sequence[ContextRow]] | None, out_dir: Path) -> list[Path]:
     """Write ``out_dir/context_length.png`` when the card of ``pair`` has a context-length axis (its
     ``context_axis``); return the paths."""
     if not axis:
@@ -26,11 +27,11 @@ def render_context_plot(pair: str, axis: Mapping[str, Sequence[Mapping[str, Any]
     FigureCanvasAgg(fig)
     acc_ax, ratio_ax = fig.subplots(1, 2)
     for base, rows in axis.items():
-        for level in dict.fromkeys(str(r["level"]) for r in rows):
-            pts = sorted((r for r in rows if str(r["level"]) == level), key=lambda r: r["input_tokens"])
-            xs = [r["input_tokens"] for r in pts]
-            acc_ax.plot(xs, [_num(r["acceptance_rate"]) for r in pts], marker="o", label=f"{base} {level}")
-            ratio_ax.plot(xs, [_num(r["tpot_ratio"]) for r in pts], marker="o", label=f"{base} {level}")
+        for level in dict.fromkeys(r.level for r in rows):
+            pts = sorted((r for r in rows if r.level == level), key=lambda r: r.input_tokens)
+            xs = [r.input_tokens for r in pts]
+            acc_ax.plot(xs, [_num(r.acceptance_rate) for r in pts], marker="o", label=f"{base} {level}")
+            ratio_ax.plot(xs, [_num(r.tpot_ratio) for r in pts], marker="o", label=f"{base} {level}")
     ratio_ax.axhline(1.0, color="black", linewidth=0.8)
     for ax, ylabel in ((acc_ax, "acceptance rate"), (ratio_ax, "TPOT p50 ratio (speculative / plain)")):
         ax.set(xlabel="input length (tokens)", ylabel=ylabel)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loadgen.records.card import Crossover, PairCard
+from loadgen.records.card import Crossover, NoiseFloor, PairCard
 from loadgen.records.cardcell import CardCell
 from loadgen.util.numbers import num
 
@@ -16,7 +16,7 @@ WITHIN_RUN = ("CIs are within-run only: this run was measured by older code, eac
               "its intervals cover the prompts of that window, not the server's own movement between windows")
 
 
-def design_rows(design: Mapping[str, Any] | None, noise_floor: Mapping[str, Any] | None) -> list[str]:
+def design_rows(design: Mapping[str, Any] | None, noise_floor: NoiseFloor | None) -> list[str]:
     """The "How sure" section: the design (blocks, arms, order, co-residency, server starts) and the noise
     floor over every cell (the card's ``design`` and ``noise_floor``), or the within-run warning for a run of
     older code (no design)."""
@@ -31,14 +31,13 @@ def design_rows(design: Mapping[str, Any] | None, noise_floor: Mapping[str, Any]
             f"- servers {where}: {design.get('co_resident_reason')}; {design.get('server_starts')} server starts",
             "- each ratio: geometric mean of the block ratios, 95% CI a t interval on their logs; a CI from one "
             "block alone is never given"]
-    floor = noise_floor or {}
-    if not floor.get("measured"):
+    floor = noise_floor or NoiseFloor(measured=False)
+    if not floor.measured:
         out.append("- no A/A placebo ([design].placebo = \"off\"): no noise floor; an effect is judged against 1")
-    for metric, f in (floor.get("metrics") or {}).items():
-        widest = f.get("widest_half_width")
-        bad = f.get("excluding_1") or []
-        out.append(f"- A/A noise floor {metric} (placebo / plain): {num(f['min'], 3)}-{num(f['max'], 3)} over "
-                   f"{floor.get('cells')} cells, widest CI ±{num(widest, 3)} (log half-width)"
+    for metric, f in (floor.metrics or {}).items():
+        bad = f.excluding_1
+        out.append(f"- A/A noise floor {metric} (placebo / plain): {num(f.min, 3)}-{num(f.max, 3)} over "
+                   f"{floor.cells} cells, widest CI ±{num(f.widest_half_width, 3)} (log half-width)"
                    + (f"; WARNING: the A/A CI excludes 1 at {', '.join(bad)}: the design did not hold there" if bad
                       else "; every A/A CI covers 1"))
     return [*out, ""]

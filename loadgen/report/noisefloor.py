@@ -14,84 +14,87 @@ formulas, measure/cellratios.py the ratios).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from loadgen.measure.blocks import NOT_DISTINGUISHABLE, aa_holds, effect, half_width, noise_band
 from loadgen.measure.cellratios import blocked_ratios, within_run_ratios
 from loadgen.measure.metrics import CellStats
 from loadgen.profile.criteria import LATENCY_METRICS
-from loadgen.records.cardcell import CardCell
+from loadgen.records.card import NoiseFloor, NoiseMetric
+from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 
 #: The metrics whose noise floor the card prints (the paired p50 latencies).
 SHOWN = ("tpot_p50", "ttft_p50", "e2e_p50")
 
 
-def cell_ratios(proto: Mapping[str, Any], plain: Sequence[RequestRecord], spec: Sequence[RequestRecord],
+def cell_ratios(proto: Protocol, plain: Sequence[RequestRecord], spec: Sequence[RequestRecord],
                 placebo: Sequence[RequestRecord], stats: Mapping[str, CellStats]) -> tuple[
-                    dict[str, dict[str, Any]], dict[str, Any] | None]:
+                    dict[str, Ratio], CellNoiseFloor | None]:
     """(ratios, noise floor or None) of one cell (module docstring); no ratios unless both sides have stats."""
-    blocked = proto.get("design") is not None
-    floor: dict[str, Any] | None = None
+    blocked = proto.design is not None
+    floor: CellNoiseFloor | None = None
     if blocked and placebo and plain:
         aa = blocked_ratios(plain, placebo)
-        floor = {"ratios": aa, "holds": {m: aa_holds(r["ci_low"], r["ci_high"]) for m, r in aa.items()}}
+        floor = CellNoiseFloor(ratios=aa, holds={m: aa_holds(r.ci_low, r.ci_high) for m, r in aa.items()})
     if len(stats) < 2:
         return {}, floor
     if not blocked:
         return within_run_ratios(plain, spec, stats["plain"], stats["speculative"]), None
-    ratios = blocked_ratios(plain, spec)
-    aa_all: dict[str, dict[str, Any]] = floor["ratios"] if floor else {}
-    for m, r in ratios.items():
-        aa_r = aa_all.get(m) or {}
-        band = noise_band(aa_r.get("ci_low"), aa_r.get("ci_high"))
-        r["effect"] = effect(r["ci_low"], r["ci_high"], band, m in LATENCY_METRICS)
+    aa_all = (floor.ratios if floor else None) or {}
+    ratios = {}
+    for m, r in blocked_ratios(plain, spec).items():
+        aa_r = aa_all.get(m)
+        band = noise_band(None, None) if aa_r is None else noise_band(aa_r.ci_low, aa_r.ci_high)
+        ratios[m] = r.with_fields(effect=effect(r.ci_low, r.ci_high, band, m in LATENCY_METRICS))
     return ratios, floor
 
 
-def _ci(r: Mapping[str, Any]) -> str:
-    return f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r.get("ci_low") is not None else "(no CI: one block)"
+def _ci(r: Ratio) -> str:
+    return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None and r.ci_high is not None else \
+        "(no CI: one block)"
 
 
-def noise_notes(ratios: Mapping[str, Mapping[str, Any]], floor: Mapping[str, Any] | None) -> list[str]:
+def noise_notes(ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None) -> list[str]:
     """Per shown metric (:data:`SHOWN`): one line when the placebo's interval excludes 1 (the design did not
     hold for that metric), and one when the speculative ratio is not distinguishable from the noise floor."""
     out = []
-    aa = (floor or {}).get("ratios") or {}
+    aa = (floor.ratios if floor else None) or {}
+    holds = (floor.holds if floor else None) or {}
     for m in SHOWN:
-        r, a = ratios.get(m) or {}, aa.get(m) or {}
-        if (floor or {}).get("holds", {}).get(m) is False:
-            out.append(f"A/A {m} {a['value']:.3f} {_ci(a)} excludes 1: the placebo moved against plain, so the design "
+        r, a = ratios.get(m) or Ratio(None), aa.get(m) or Ratio(None)
+        if holds.get(m) is False:
+            out.append(f"A/A {m} {a.value:.3f} {_ci(a)} excludes 1: the placebo moved against plain, so the design "
                        "did not hold on this machine; treat this cell's ratios as unreliable")
-        if r.get("effect") == NOT_DISTINGUISHABLE and r.get("value") is not None:
-            out.append(f"{m} spec/plain {r['value']:.3f} {_ci(r)} is not distinguishable from the A/A noise floor "
-                       + (f"{a['value']:.3f} {_ci(a)}" if a.get("value") is not None else "(no placebo: from 1)"))
+        if r.effect == NOT_DISTINGUISHABLE and r.value is not None:
+            out.append(f"{m} spec/plain {r.value:.3f} {_ci(r)} is not distinguishable from the A/A noise floor "
+                       + (f"{a.value:.3f} {_ci(a)}" if a.value is not None else "(no placebo: from 1)"))
     return out
 
 
-def noise_summary(cells: Sequence[CardCell]) -> dict[str, Any]:
+def noise_summary(cells: Sequence[CardCell]) -> NoiseFloor:
     """Over every cell with a placebo: per shown metric the A/A ratios' range, the widest half-width (log
     scale) and the cells whose A/A interval excludes 1; ``measured`` False without a placebo."""
     floors = [(c, c.noise_floor.ratios or {}) for c in cells if c.noise_floor is not None]
     if not floors:
-        return {"measured": False}
-    out: dict[str, Any] = {"measured": True, "cells": len(floors), "metrics": {}}
+        return NoiseFloor(measured=False)
+    metrics = {}
     for m in SHOWN:
         rs = [(c, r, r.value) for c, f in floors if (r := f.get(m)) is not None and r.value is not None]
         if not rs:
             continue
         widths = [w for _, r, _ in rs if (w := half_width(r.ci_low, r.ci_high)) is not None]
-        out["metrics"][m] = {
-            "min": min(v for *_, v in rs), "max": max(v for *_, v in rs),
-            "widest_half_width": max(widths) if widths else None,
-            "excluding_1": [f"{c.workload} {c.level}" for c, r, _ in rs if aa_holds(r.ci_low, r.ci_high) is False]}
-    return out
+        metrics[m] = NoiseMetric(
+            min=min(v for *_, v in rs), max=max(v for *_, v in rs),
+            widest_half_width=max(widths) if widths else None,
+            excluding_1=tuple(f"{c.workload} {c.level}" for c, r, _ in rs if aa_holds(r.ci_low, r.ci_high) is False))
+    return NoiseFloor(measured=True, cells=len(floors), metrics=metrics).in_full()
 
 
-def design_summary(proto: Mapping[str, Any]) -> dict[str, Any] | None:
+def design_summary(proto: Protocol) -> dict[str, object] | None:
     """protocol.json's ``design`` without its order, plus the slots it ran; None for a run of older code
     (one time window per server: its intervals are within-run only)."""
-    design = proto.get("design")
+    design = proto.design
     if design is None:
         return None
     return {k: v for k, v in design.items() if k != "order"} | {"slots": len(design.get("order") or [])}

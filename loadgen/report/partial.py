@@ -7,35 +7,52 @@ Pure: the run folder's records and cell entries come read (report/runfiles.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from loadgen.profile.cells import CellKey
+from loadgen.records.cardcell import RoleStats
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 
-T = TypeVar("T")
+
+@dataclass(frozen=True)
+class RunStatus:
+    """What the card reads of ``status.json``: whether the run measured every planned cell, its failure and
+    how many request records could not be written. A folder without status.json: incomplete, failure
+    ``unknown``."""
+
+    complete: bool = False
+    failure: str | None = "unknown"
+    requests_not_written: int = 0
 
 
-def mark_partial(side: tuple[T, dict[str, Any]], entries: Sequence[CellEntry], records: list[RequestRecord],
-                 status: dict[str, Any]) -> tuple[T, dict[str, Any]]:
-    """``side`` (one role's statistics and extras of a card cell) with ``partial`` and ``partial_requests``
-    set in the extras, and a failure line added, when some of ``records`` (measured) belong to a
-    repetition with no entry in ``entries`` (its cell was cut short); otherwise ``side`` unchanged."""
-    stats, extra = side
+@dataclass(frozen=True)
+class OnDisk:
+    """The card's ``failure`` (:func:`failure_line`) and ``requests_on_disk`` (:func:`on_disk`)."""
+
+    failure: str | None
+    requests_on_disk: Mapping[str, int]
+
+
+def mark_partial(side: RoleStats, entries: Sequence[CellEntry], records: list[RequestRecord],
+                 status: RunStatus) -> RoleStats:
+    """``side`` (one role's statistics of a card cell) with ``partial`` and ``partial_requests`` set and a
+    failure line added, when some of ``records`` (measured) belong to a repetition with no entry in
+    ``entries`` (its cell was cut short); otherwise ``side`` unchanged."""
     reps = {e.repetition for e in entries}
     orphans = sum(1 for r in records if r.repetition not in reps)
     if not orphans:
         return side
-    why = status.get("failure") or "the run stopped"
+    why = status.failure or "the run stopped"
     line = (f"partial: {orphans} measured requests finished before the cell was cut short ({why}); they are kept, "
             "without the cell's server counters")
-    return stats, extra | {"partial": True, "partial_requests": orphans,
-                           "failure": "; ".join(x for x in (extra.get("failure"), line) if x)}
+    return side.with_fields(partial=True, partial_requests=orphans,
+                            failure="; ".join(x for x in (side.failure, line) if x))
 
 
 def on_disk(records: Sequence[RequestRecord], entries: Sequence[CellEntry], torn: Sequence[str],
-            status: dict[str, Any]) -> dict[str, Any]:
+            status: RunStatus) -> OnDisk:
     """The card's ``failure`` (:func:`failure_line`) and ``requests_on_disk``: counts of the run's request
     records (requests.jsonl), ``measured`` on disk, ``partial`` of them in cells with no entry in ``entries``
     (cells.jsonl), ``torn_lines`` skipped in requests.jsonl, ``not_written`` (from status.json)."""
@@ -48,8 +65,8 @@ def on_disk(records: Sequence[RequestRecord], entries: Sequence[CellEntry], torn
         key = (r.role, *CellKey.named(r.workload, r.level, r.concurrency), r.repetition)
         partial += key not in done
     counts = {"measured": measured, "partial": partial, "torn_lines": len(torn),
-              "not_written": int(status.get("requests_not_written") or 0)}
-    return {"failure": failure_line(status.get("failure"), counts), "requests_on_disk": counts}
+              "not_written": status.requests_not_written}
+    return OnDisk(failure_line(status.failure, counts), counts)
 
 
 def failure_line(failure: str | None, counts: dict[str, int]) -> str | None:

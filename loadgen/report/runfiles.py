@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,8 +11,9 @@ from typing import Any
 from loadgen.errors import BadInput
 from loadgen.profile.cells import PLACEBO, ROLES
 from loadgen.records.cell import CellEntry
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
-from loadgen.report.partial import on_disk
+from loadgen.report.partial import OnDisk, RunStatus, on_disk
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.serve.enginepath import parse_engine_path
 
@@ -27,12 +28,13 @@ class RunFiles:
     cells.jsonl's lines, ``servers[role][part]`` (None when absent), the card's ``failure`` and
     ``requests_on_disk`` (partial.on_disk), where protocol.json lies and the card's ``generated_utc``."""
 
-    protocol: dict[str, Any]
-    status: dict[str, Any]
+    protocol: Protocol
+    status: RunStatus
     records: list[RequestRecord]
     entries: list[CellEntry]
-    servers: dict[str, dict[str, Any]]
-    on_disk: dict[str, Any]
+    #: per role, per part (:data:`SERVER_PARTS`): the server's record as written, None when absent
+    servers: Mapping[str, Mapping[str, Any]]
+    on_disk: OnDisk
     protocol_path: Path
     generated_utc: str
 
@@ -42,7 +44,7 @@ def read_run(run_dir: Path) -> RunFiles:
     if not (run_dir / "protocol.json").is_file():
         raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
     status_path = run_dir / "status.json"
-    status = read_json(status_path) if status_path.exists() else {"complete": False, "failure": "unknown"}
+    status = _status(read_json(status_path)) if status_path.exists() else RunStatus()
     entries = read_cell_lines(run_dir / "cells.jsonl")
     roles = [*ROLES, *([PLACEBO] if (run_dir / "servers" / f"{PLACEBO}-effective.json").is_file() else [])]
     servers = {role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
@@ -51,7 +53,7 @@ def read_run(run_dir: Path) -> RunFiles:
         servers[role]["effective"] = with_engine_path(servers[role]["effective"], run_dir, role)
     torn: list[str] = []
     records = load_records(run_dir, torn)
-    return RunFiles(read_protocol(run_dir / "protocol.json").to_json(), status, records, entries, servers,
+    return RunFiles(read_protocol(run_dir / "protocol.json"), status, records, entries, servers,
                     on_disk(records, entries, torn, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
 
 
@@ -72,6 +74,12 @@ def with_engine_path(effective: dict[str, Any] | None, run_dir: Path, role: str)
     if effective is None or "engine_path" in effective or not log.is_file():
         return effective
     return {**effective, "engine_path": parse_engine_path(log.read_text(errors="replace")).to_json()}
+
+
+def _status(data: Any) -> RunStatus:
+    """status.json's fields the card reads (partial.RunStatus); an absent key: not complete, no failure."""
+    data = data if isinstance(data, dict) else {}
+    return RunStatus(bool(data.get("complete")), data.get("failure"), int(data.get("requests_not_written") or 0))
 
 
 def _optional_json(path: Path) -> Any:

@@ -13,6 +13,7 @@ The card keeps its own ``generated_utc`` (re-rendering gives the same bytes) and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from loadgen.errors import BadInput
@@ -21,6 +22,7 @@ from loadgen.measure.serverside import bounds_of, json_bounds
 from loadgen.measure.steptime import apply
 from loadgen.profile.cells import ROLES
 from loadgen.records.card import PairCard
+from loadgen.records.cardcell import CardCell
 from loadgen.records.cell import CellEntry
 from loadgen.report.rundir import read_cell_lines, read_json, read_protocol
 from loadgen.report.runfiles import with_engine_path
@@ -47,24 +49,26 @@ def refresh_saved_card(run_dir: Path) -> PairCard:
                        "from; pass a run folder written by `loadgen compare`")
     if not (run_dir / "protocol.json").is_file():  # the criteria the verdict is recomputed against
         raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
-    card = read_card(run_dir / "card.json").to_json()
-    for cell in card["cells"]:
-        for role in ROLES:
-            for row in ((cell.get(role) or {}).get("server_vs_client") or {}).values():
-                if "bucket_bounds" in row:
-                    row["bucket_bounds"] = json_bounds(bounds_of({"upper_bounds": row["bucket_bounds"]}))
+    card = read_card(run_dir / "card.json")
     entries: dict[tuple[str, str, str], CellEntry] = {}
     for e in read_cell_lines(run_dir / "cells.jsonl"):  # the first repetition's line, as carddata.py reads them
         entries.setdefault((*e.key, e.role), e)
-    for cell in card["cells"]:
-        cell["notes"] = [n for n in cell.get("notes") or [] if not any(n.startswith(f"{r}: bursty") for r in ROLES)]
-        apply(cell, None, {role: line for role in ROLES
-                           if (line := entries.get((cell["workload"], cell["level"], role))) is not None})
-    for role, server in (card.get("servers") or {}).items():  # a card of older code: the engine path from the log
-        server["effective"] = with_engine_path(server.get("effective"), run_dir, role)
+    cells = tuple(apply(_refreshed(cell), None, {role: line for role in ROLES if (
+        line := entries.get((cell.workload, cell.level, role))) is not None}) for cell in card.cells)
+    servers = {role: {**server, "effective": with_engine_path(server.get("effective"), run_dir, role)}
+               for role, server in card.servers.items()}  # a card of older code: the engine path from the log
     proto = read_protocol(run_dir / "protocol.json")
-    diff = (card.get("resources") or {}).get("difference") or {}
-    cells = PairCard.from_json(card, source=str(run_dir / "card.json")).cells
-    card["verdict"] = card_verdict(proto.criteria, cells, judged_resources(diff), run_dir / "protocol.json")
-    card["statistics_from"] = "card.json"
-    return PairCard.from_json(card, source=str(run_dir / "card.json"))
+    verdict = card_verdict(proto, cells, judged_resources(card.resources.difference),
+                           run_dir / "protocol.json")
+    return replace(card, cells=cells, servers=servers, verdict=verdict, statistics_from="card.json")
+
+
+def _refreshed(cell: CardCell) -> CardCell:
+    """``cell`` without its burst notes (steptime.apply writes them again) and with its server-vs-client
+    bucket bounds in strict JSON (``"+Inf"``, as older cards wrote null)."""
+    sides = {role: replace(side, server_vs_client={k: replace(row, bucket_bounds=json_bounds(bounds_of(
+        row.bucket_bounds))) if "bucket_bounds" in row.keys else row for k, row in side.server_vs_client.items()})
+        for role in ROLES if (side := cell.role(role)) is not None and side.server_vs_client is not None}
+    notes = tuple(n for n in cell.notes if not any(n.startswith(f"{r}: bursty") for r in ROLES))
+    return replace(cell, plain=sides.get("plain", cell.plain), speculative=sides.get("speculative", cell.speculative),
+                   notes=notes)

@@ -31,11 +31,11 @@ WORSE, BETTER, AS_PREDICTED, NOT_MEASURED = ("worse than predicted", "better tha
 
 
 def schedule_configs(card: SweepCard) -> list[DeployedSchedule]:
-    """Each workload's recommended K schedule (report/sweeprec.py writes it under ``schedule.config``); workloads
+    """Each workload's recommended K schedule (report/sweeprec.py writes it as ``schedule.config``); workloads
     with none (no candidate pays, or the engine has no schedule field) are left out."""
     out = []
     for w in card.recommendation.workloads:
-        config = w.schedule.get("config") if w.schedule else None
+        config = w.schedule.config if w.schedule else None
         if isinstance(config, Mapping) and config.get(SCHEDULE_KEY):
             out.append(DeployedSchedule(w.workload, config))
     return out

@@ -39,7 +39,7 @@ def summary_table(card: PairCard) -> Table:
         p, s = cell.plain, cell.speculative
         acc = None if s is None or s.acceptance is None else s.acceptance.acceptance_rate
         tpot = cell.ratio("tpot_p50")
-        aa = (cell.noise_floor.ratios or {}).get("tpot_p50") if cell.noise_floor else None
+        aa = cell.aa_ratio("tpot_p50")
         tps = [None if x is None else x.output_throughput_tps for x in (p, s)]
         table.add_row(
             cell.workload, cell.level, _ms(p, "ttft_s"), _ms(s, "ttft_s"), _ms(p, "tpot_s"), _ms(s, "tpot_s"),

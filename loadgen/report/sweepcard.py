@@ -37,10 +37,11 @@ def _ttft(e: SweepEntry) -> str:
 
 
 def _floor(cell: SweepCell) -> str:
-    f = cell.noise_floor or {}
-    if f.get("value") is None:
+    f = cell.floor_ratio()
+    if f is None or f.value is None:
         return "-"
-    return f"{f['value']:.3f}" + (f" [{f['ci_low']:.3f}, {f['ci_high']:.3f}]" if f.get("ci_low") is not None else "")
+    return f"{f.value:.3f}" + (f" [{f.ci_low:.3f}, {f.ci_high:.3f}]" if f.ci_low is not None and f.ci_high is not None
+                               else "")
 
 
 def _bytes(v: float | None, same_budget: bool | None = None) -> str:
@@ -103,5 +104,5 @@ def _drifts(card: SweepCard) -> list[str]:
 def _tail(card: SweepCard) -> list[str]:
     """The time spent per arm (min), the trace replay section and the plots."""
     times = ", ".join(f"{k} {v / 60:.1f} min" for k, v in card.times_s.items())
-    return ["", "## Time spent", "", times or "-", "", *trace_rows({"trace": card.trace}),
+    return ["", "## Time spent", "", times or "-", "", *trace_rows(card.trace_section()),
             *(f"![{p}]({p})" for p in card.plots)]

@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from loadgen.measure.blocks import half_width
+from loadgen.measure.judging import criteria_of
 from loadgen.measure.metrics import per_prompt
 from loadgen.measure.ranking import drift_warning, speedup_of, upper_bound
 from loadgen.measure.ratios import paired_median_ratio
 from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
-from loadgen.profile.criteria import LATENCY_METRICS
-from loadgen.records.card import PairCard, ResourceDifference
-from loadgen.records.cardcell import Acceptance, CardCell
+from loadgen.profile.criteria import LATENCY_METRICS, Criteria
+from loadgen.records.card import CardVerdict, PairCard, ResourceDifference
+from loadgen.records.cardcell import Acceptance, CardCell, Cost
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
-from loadgen.records.sweep import Drift, SweepCandidate, SweepCard, SweepCell, SweepEntry
+from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.report.savedcard import read_card
 from loadgen.report.sweeprec import entry_of, recommend
@@ -36,6 +36,10 @@ _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
 _PLAIN_PHASES = ("plain-before", "plain-after")
 #: Where a record being built is said to come from, should it not read (a bug, never the user's input).
 _BUILT = "the sweep card being built"
+#: A fresh sweep.json's keys in their order (``trace`` follows with a trace workload).
+_SWEEP_KEYS = ("schema", "pair", "sweep_dir", "engine_version", "primary_metric", "speedup_definition",
+               "upper_bound_formula", "criteria_declared", "criteria", "design", "noise_floor", "times_s",
+               "candidates", "cells", "drift_warnings", "recommendation")
 
 
 def read_sweep(path: Path) -> SweepCard:
@@ -52,7 +56,7 @@ def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
 
 
 def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
-                saved: Mapping[CellKey, Drift] | None = None) -> dict[str, Any] | None:
+                saved: Mapping[CellKey, Drift] | None = None) -> Drift | None:
     """An older sweep's plain-after / plain-before of ``metric``'s per-request timing at cell ``key`` (paired by
     prompt, bootstrap 95% CI, measure/ratios.py); TPOT for a metric without a per-request timing. Without both
     plain phases' requests.jsonl (a committed example keeps statistics only) the drift ``saved`` in the
@@ -62,33 +66,35 @@ def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
     field = _TIMING.get(metric, "tpot_s")
     kept = (saved or {}).get(key)
     if kept is not None and not all((sweep_dir / p / "requests.jsonl").is_file() for p in _PLAIN_PHASES):
-        return kept.to_json()
+        return kept
     r = paired_median_ratio(_per_prompt(sweep_dir / "plain-before", key, field),
                             _per_prompt(sweep_dir / "plain-after", key, field))
-    return {"timing": field, "value": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high, "pairs": r.pairs}
+    return Drift(timing=field, value=r.value, ci_low=r.ci_low, ci_high=r.ci_high, pairs=r.pairs)
 
 
 #: The TTFT percentiles whose speculative / plain ratios each entry carries (the pair card's cell ratios).
 TAIL = ("p50", "p95", "p99")
 
 
-def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: dict[tuple[str, int], str]) -> dict[str, Any]:
+def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: Mapping[tuple[str, int], str]) -> SweepEntry:
     spec = cell.speculative
     acc = (spec.acceptance if spec else None) or Acceptance()
-    cost = cell.cost or {}
-    ratio = None if (r := cell.ratio(metric)) is None else r.to_json()
-    value, low, high = speedup_of(metric, ratio)
-    return {"candidate": c.name, "k": c.k, "method": c.speculative.get("method"), "draft_weights": c.draft_weights,
-            "ratio": ratio, "speedup": value, "speedup_ci_low": low, "speedup_ci_high": high,
-            "effect": r and r.effect, "half_width": half_width(low, high),
-            "blocks": r and r.blocks, "acceptance_rate": acc.acceptance_rate,
-            "mean_acceptance_length": acc.mean_acceptance_length,
-            "per_position": None if spec is None or spec.acceptance is None else list(acc.per_position),
-            "tokens_per_decode_chunk": spec and spec.mean_tokens_per_decode_chunk,
-            "predicted_speedup": cost.get("predicted_speedup"), "step_time_ratio": cost.get("step_time_ratio"),
-            "upper_bound": upper_bound(c.k, cost.get("step_time_ratio")),
-            "criteria_status": verdict_cells.get((cell.workload, cell.concurrency)),
-            "ttft_ratios": {p: None if (t := cell.ratio(f"ttft_{p}")) is None else t.value for p in TAIL}}
+    cost = cell.cost or Cost()
+    r = cell.ratio(metric)
+    value, low, high = speedup_of(metric, r)
+    return SweepEntry(
+        candidate=c.name, k=c.k, method=c.speculative.get("method"), draft_weights=c.draft_weights,
+        ratio=None if r is None else r.to_json(), speedup=value, speedup_ci_low=low, speedup_ci_high=high,
+        effect=None if r is None else r.effect, half_width=half_width(low, high),
+        blocks=None if r is None else r.blocks,
+        acceptance_rate=acc.acceptance_rate, mean_acceptance_length=acc.mean_acceptance_length,
+        per_position=None if spec is None or spec.acceptance is None else [
+            x for x in acc.per_position if x is not None],
+        tokens_per_decode_chunk=None if spec is None else spec.mean_tokens_per_decode_chunk,
+        predicted_speedup=cost.predicted_speedup, step_time_ratio=cost.step_time_ratio,
+        upper_bound=upper_bound(c.k, cost.step_time_ratio),
+        criteria_status=verdict_cells.get((cell.workload, cell.concurrency)),
+        ttft_ratios={p: None if (t := cell.ratio(f"ttft_{p}")) is None else t.value for p in TAIL})
 
 
 def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
@@ -102,16 +108,18 @@ def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
     return dict(out)
 
 
-def _candidate(c: Candidate, card: PairCard | None, seconds: float | None) -> dict[str, Any]:
+def _candidate(c: Candidate, card: PairCard | None, seconds: float | None) -> SweepCandidate:
     diff = (None if card is None else card.resources.difference) or ResourceDifference()
     verdict = None if card is None else card.verdict
-    return {"name": c.name, "speculative_config": dict(c.speculative), "k": c.k, "draft_weights": c.draft_weights,
-            "folder": c.name, "measured": card is not None, "complete": card is not None and card.complete,
-            "verdict_passed": verdict and verdict.passed, "verdict_status": verdict and verdict.status,
-            "verdict_summary": verdict and verdict.summary, "kv_capacity_loss": diff.kv_capacity_loss,
-            "kv_cache_tokens_lost": diff.kv_cache_tokens_lost, "extra_cpu_rss_bytes": diff.extra_cpu_rss_bytes,
-            "extra_gpu_memory_bytes": diff.extra_gpu_memory_bytes, "same_memory_budget": diff.same_memory_budget,
-            "time_s": seconds}
+    return SweepCandidate(
+        name=c.name, speculative_config=dict(c.speculative), k=c.k, draft_weights=c.draft_weights, folder=c.name,
+        measured=card is not None, complete=card is not None and card.complete,
+        verdict_passed=None if verdict is None else verdict.passed,
+        verdict_status=None if verdict is None else verdict.status,
+        verdict_summary=None if verdict is None else verdict.summary, kv_capacity_loss=diff.kv_capacity_loss,
+        kv_cache_tokens_lost=diff.kv_cache_tokens_lost, extra_cpu_rss_bytes=diff.extra_cpu_rss_bytes,
+        extra_gpu_memory_bytes=diff.extra_gpu_memory_bytes, same_memory_budget=diff.same_memory_budget,
+        time_s=seconds)
 
 
 def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, PairCard]:
@@ -119,26 +127,25 @@ def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, PairCa
     return {c.name: read_card(path) for c in candidates if (path := sweep_dir / c.name / "card.json").is_file()}
 
 
-def _primary(cards: dict[str, PairCard]) -> tuple[str, Mapping[str, Any] | None]:
-    for card in cards.values():
-        criteria = card.verdict.criteria
-        if criteria:
-            return str((criteria.get("primary") or ["tpot_p50"])[0]), criteria
-    return "tpot_p50", None
+def _primary(cards: Mapping[str, PairCard], sweep_dir: Path) -> tuple[str, CardVerdict | None, Criteria | None]:
+    """The primary metric, and the verdict and criteria of the first candidate card judged against declared
+    criteria (None, None without)."""
+    for name, card in cards.items():
+        if card.verdict.criteria:
+            criteria = criteria_of(card.verdict.criteria, sweep_dir / name / "card.json")
+            return (criteria.primary or ("tpot_p50",))[0], card.verdict, criteria
+    return "tpot_p50", None, None
 
 
-def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, PairCard],
-           metric: str, saved: SweepCard | None) -> list[dict[str, Any]]:
+def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: Mapping[str, PairCard],
+           metric: str, saved: SweepCard | None) -> list[SweepCell]:
     drifts = {CellKey(c.workload, c.level): c.drift for c in saved.cells if c.drift} if saved else {}
-    keys: dict[CellKey, dict[str, Any]] = {}
+    keys: dict[CellKey, CardCell] = {}
     for card in cards.values():
         for cell in card.cells:
-            aa = None if cell.noise_floor is None else (cell.noise_floor.ratios or {}).get(metric)
-            keys.setdefault(CellKey(cell.workload, cell.level), {
-                "workload": cell.workload, "level": cell.level, "concurrency": cell.concurrency,
-                "rate_rps": cell.rate_rps, "noise_floor": None if aa is None else aa.to_json()})
+            keys.setdefault(CellKey(cell.workload, cell.level), cell)
     out = []
-    for key, head in keys.items():
+    for key, first in keys.items():
         entries = []
         for c in candidates:
             found = cards.get(c.name)
@@ -147,47 +154,52 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: dict[str, Pa
                 verdict_cells = {(v.workload, v.concurrency): v.status for v in found.verdict.cells}
                 entries.append(_entry(c, mine, metric, verdict_cells))
         drift = plain_drift(sweep_dir, key, metric, drifts)
-        warning = drift_warning(f"{key.workload} {key.label}", drift,
-                                [entry_of(SweepEntry.from_json(e, source=_BUILT)) for e in entries],
+        warning = drift_warning(f"{key.workload} {key.label}", drift, [entry_of(e) for e in entries],
                                 metric in LATENCY_METRICS) if drift else None
-        out.append(head | {"entries": entries, "drift": drift, "drift_warning": warning})
+        aa = first.aa_ratio(metric)
+        out.append(SweepCell(workload=first.workload, level=first.level, concurrency=first.concurrency,
+                             rate_rps=first.rate_rps, noise_floor=None if aa is None else aa.to_json(),
+                             entries=entries, drift=drift, drift_warning=warning))
     return out
 
 
-def _design(sweep_dir: Path, cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
     """How the sweep was measured: the design of its protocol.json (an older sweep: one window per server)."""
     proto = read_protocol(sweep_dir / "protocol.json") if (sweep_dir / "protocol.json").is_file() else None
     design = None if proto is None else proto.design
-    if design is None:
-        return {"blocks": None, "ci_method": "within-run",
-                "line": "measured by older code: one time window per server (plain-before, each candidate, "
-                        "plain-after); its 95% CIs cover the prompts of one window only, not the server's own movement"}
-    goal = ((proto.criteria if proto is not None else None) or {}).get("ci_half_width")
-    short = [f"{c['workload']} {c['level']} {e['candidate']} (±{e['half_width']:.3f} after {e['blocks']} blocks)"
-             for c in cells for e in c["entries"] if goal is not None and e.get("half_width") is not None
-             and e["half_width"] > goal and e.get("effect") not in ("faster", "slower")]
+    if proto is None or design is None:
+        return SweepDesign(blocks=None, ci_method="within-run", line=(
+            "measured by older code: one time window per server (plain-before, each candidate, plain-after); its "
+            "95% CIs cover the prompts of one window only, not the server's own movement"),
+            keys=("blocks", "ci_method", "line"))
+    goal = (proto.criteria or {}).get("ci_half_width")
+    short = [f"{c.workload} {c.level} {e.candidate} (±{e.half_width:.3f} after {e.blocks} blocks)"
+             for c in cells for e in c.entries if goal is not None and e.half_width is not None
+             and e.half_width > goal and e.effect not in ("faster", "slower")]
     where = "co-resident" if design.get("co_resident") else "one server at a time"
     line = (f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "
             f"{design.get('placebo_effective')}, servers {where} ({design.get('co_resident_reason')}), "
             f"{design.get('server_starts')} server starts")
-    return {"blocks": design.get("blocks"), "ci_method": "blocks", "co_resident": design.get("co_resident"),
-            "placebo": design.get("placebo_effective"), "server_starts": design.get("server_starts"),
-            "ci_half_width": goal, "stopped_short": short, "line": line}
+    return SweepDesign(blocks=design.get("blocks"), ci_method="blocks", co_resident=design.get("co_resident"),
+                       placebo=design.get("placebo_effective"), server_starts=design.get("server_starts"),
+                       ci_half_width=goal, stopped_short=short, line=line)
 
 
-def _noise(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    floors = [c["noise_floor"] for c in cells if (c.get("noise_floor") or {}).get("value") is not None]
+def _noise(cells: Sequence[SweepCell]) -> NoiseFloor:
+    every = [(c, f) for c in cells if (f := c.floor_ratio()) is not None]
+    floors = [(c, f) for c, f in every if f.value is not None]
     if not floors:
-        return {"measured": False, "line": "no A/A placebo: no noise floor (set [design].placebo)"}
-    widths = [w for f in floors if (w := half_width(f.get("ci_low"), f.get("ci_high"))) is not None]
-    out = [f"{c['workload']} {c['level']}" for c in cells if (f := c.get("noise_floor") or {}).get("ci_low") is not None
-           and not f["ci_low"] <= 1.0 <= f["ci_high"]]
-    line = (f"A/A noise floor (placebo / plain): {min(f['value'] for f in floors):.3f}-"
-            f"{max(f['value'] for f in floors):.3f} over {len(floors)} cells, widest 95% CI ±"
+        return NoiseFloor(measured=False, line="no A/A placebo: no noise floor (set [design].placebo)",
+                          keys=("measured", "line"))
+    widths = [w for _, f in floors if (w := half_width(f.ci_low, f.ci_high)) is not None]
+    out = [f"{c.workload} {c.level}" for c, f in every if f.ci_low is not None and f.ci_high is not None
+           and not f.ci_low <= 1.0 <= f.ci_high]
+    line = (f"A/A noise floor (placebo / plain): {min(f.value or 0 for _, f in floors):.3f}-"
+            f"{max(f.value or 0 for _, f in floors):.3f} over {len(floors)} cells, widest 95% CI ±"
             + (f"{max(widths):.3f}" if widths else "-") + " (log half-width)"
             + (f"; WARNING: the A/A CI excludes 1 at {', '.join(out)}: the design did not hold there" if out else ""))
-    return {"measured": True, "cells": len(floors), "widest_half_width": max(widths) if widths else None,
-            "excluding_1": out, "line": line}
+    return NoiseFloor(measured=True, cells=len(floors), widest_half_width=max(widths) if widths else None,
+                      excluding_1=out, line=line)
 
 
 def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: dict[str, float],
@@ -197,25 +209,23 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
     sweep's drifts where the plain phases' requests.jsonl are gone are kept; ``times``: an older sweep's
     seconds per phase."""
     cards = _cards(sweep_dir, candidates)
-    metric, criteria = _primary(cards)
+    metric, verdict, criteria = _primary(cards, sweep_dir)
     cells = _cells(sweep_dir, candidates, cards, metric, saved)
     seconds = times or _arm_seconds(sweep_dir)
     rows = [_candidate(c, cards.get(c.name), seconds.get(c.name)) for c in candidates]
     noise = _noise(cells)
-    rec = recommend([SweepCell.from_json(c, source=_BUILT) for c in cells],
-                    [SweepCandidate.from_json(r, source=_BUILT) for r in rows], criteria, engine_version).to_json()
-    doc = {
-        "schema": SWEEP_SCHEMA, "pair": (saved.pair if saved else None) or sweep_dir.parent.name,
-        "sweep_dir": (saved.sweep_dir if saved else None) or str(sweep_dir),
-        "engine_version": engine_version, "primary_metric": metric,
-        "speedup_definition": ("plain / speculative of the primary metric (1 / the pair card's ratio) for a latency, "
-                               "the ratio itself for a throughput; > 1 is faster"),
-        "upper_bound_formula": "(K + 1) / step_time_ratio, step_time_ratio = speculative / plain step time",
-        "criteria_declared": criteria is not None, "criteria": criteria,
-        "design": _design(sweep_dir, cells), "noise_floor": noise,
-        "times_s": dict(seconds), "candidates": rows, "cells": cells,
-        "drift_warnings": [c["drift_warning"] for c in cells if c["drift_warning"]]
-        + ([noise["line"].split("; ", 1)[1]] if noise.get("excluding_1") else []),
-        "recommendation": rec,
-    } | ({"trace": trace} if (trace := sweep_trace(sweep_dir, rec, rows)) is not None else {})
-    return SweepCard.from_json(doc, source=f"the sweep card being built for {sweep_dir}")
+    rec = recommend(cells, rows, criteria, engine_version)
+    trace = sweep_trace(sweep_dir, rec, rows)
+    return SweepCard(
+        schema=SWEEP_SCHEMA, pair=(saved.pair if saved else None) or sweep_dir.parent.name,
+        sweep_dir=(saved.sweep_dir if saved else None) or str(sweep_dir), engine_version=engine_version,
+        primary_metric=metric,
+        speedup_definition=("plain / speculative of the primary metric (1 / the pair card's ratio) for a latency, "
+                            "the ratio itself for a throughput; > 1 is faster"),
+        upper_bound_formula="(K + 1) / step_time_ratio, step_time_ratio = speculative / plain step time",
+        criteria_declared=criteria is not None, criteria=None if verdict is None else verdict.criteria,
+        design=_design(sweep_dir, cells), noise_floor=noise, times_s=dict(seconds), candidates=rows, cells=cells,
+        drift_warnings=[c.drift_warning for c in cells if c.drift_warning]
+        + ([noise.line.split("; ", 1)[1]] if noise.excluding_1 else []),
+        recommendation=rec, trace=None if trace is None else trace.to_json(),
+        keys=(*_SWEEP_KEYS, *(["trace"] if trace is not None else [])))

@@ -1,14 +1,10 @@
 """The card's ``trace`` section: each trace workload's replay over time, SLO attainment, capacity on the trace
 and the recommendation on it, from a run folder's records (pure; docs/metrics.md "Trace replay").
 
-Shape (``card["trace"]``, None without a trace workload)::
-
-    {"workloads": [{"workload", "base", "time_scale", "window_s", "requests", "span_s",
-                    "servers": {server: {"slo": Attainment, "lag_p50_s", "lag_p99_s", "behind", "tpot_p50_s"}},
-                    "arms": {arm: {"speedup", "ci_low", "ci_high", "windows": [TraceWindow], "shares": Shares}},
-                    "schedule": a sweep's K schedule on the trace (report/traceschedule.py) or None}],
-     "capacity": {base: {server: speed or None}},
-     "recommendation": {base: {"server", "tpot_p50_s", "time_scale"} or None}}
+Shape: records/trace.py ``TraceSection`` (``card.trace``, None without a trace workload): per workload a
+``TraceRow`` (its servers' attainment and send lag, each arm's speedup, windows and shares, and a sweep's K
+schedule on the trace from report/traceschedule.py or None), per base workload each server's capacity on the
+trace (speed or None) and the recommendation (``TraceChoice`` or None).
 
 Times in seconds; speedups plain / arm of TPOT (above 1: the arm is faster); shares 0-1. ``behind`` is True when
 the send lag against the trace's schedule has a p99 above measure/metrics.CLIENT_SEND_LAG_LIMIT_S: the client
@@ -19,7 +15,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +27,17 @@ from loadgen.measure.tracewindows import offsets, schedule_lag, shares, trace_wi
 from loadgen.profile.cells import PLACEBO, PLAIN, PLAIN_ARMS
 from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
+from loadgen.records.sweep import Recommendation, SweepCandidate
+from loadgen.records.trace import ScheduleEstimate, TraceArm, TraceChoice, TraceRow, TraceSection, TraceServer
 from loadgen.report.rundir import load_records, read_protocol
 from loadgen.report.runfiles import RunFiles
-from loadgen.report.traceschedule import schedule_on_trace
+from loadgen.report.traceschedule import SweepSchedule, schedule_on_trace
 
 Blocks = list[list[RequestRecord]]
-#: ((workload it came from, K schedule config), {arm: speculative config}) of a sweep, or None.
-Schedule = tuple[tuple[str, Mapping[str, Any]], Mapping[str, Mapping[str, Any]]] | None
+#: A sweep's K schedule judged on the trace (report/traceschedule.py), or None.
+Schedule = SweepSchedule | None
 #: The name the K schedule's estimate takes among the servers in the recommendation.
 SCHEDULE_NAME = "K schedule (estimate)"
 
@@ -62,20 +60,20 @@ def _speedup_band(blocks: Mapping[str, Blocks]) -> tuple[float, float]:
     return noise_band(low, high)
 
 
-def _server(blocks: Blocks, slo: SLO) -> dict[str, Any]:
+def _server(blocks: Blocks, slo: SLO) -> TraceServer:
     flat = [r for b in blocks for r in b]
     lag50, lag99 = schedule_lag(blocks)
     tpot = [v for b in blocks for v in per_prompt(b, "tpot_s").values()]  # per block: prompt ids recur
-    return {"slo": asdict(attainment(flat, slo)), "lag_p50_s": lag50, "lag_p99_s": lag99,
-            "behind": lag99 is not None and lag99 > CLIENT_SEND_LAG_LIMIT_S,
-            "tpot_p50_s": float(np.median(tpot)) if tpot else None}
+    return TraceServer(slo=attainment(flat, slo), lag_p50_s=lag50, lag_p99_s=lag99,
+                       behind=lag99 is not None and lag99 > CLIENT_SEND_LAG_LIMIT_S,
+                       tpot_p50_s=float(np.median(tpot)) if tpot else None)
 
 
 def trace_workload(workload: Mapping[str, Any], records: Sequence[RequestRecord], slo: SLO,
-                   schedule: Schedule = None) -> dict[str, Any] | None:
-    """One trace workload's entry (module docstring); None when it has no plain records. ``schedule``: a sweep's
-    K schedule (the workload it came from, its config) and the arms' speculative configs, judged on the trace
-    (report/traceschedule.py)."""
+                   schedule: Schedule = None) -> TraceRow | None:
+    """One trace workload's row (records/trace.py ``TraceRow``) from its protocol entry (``name``, ``window_s``,
+    ``time_scale``); None when it has no plain records. ``schedule``: a sweep's K schedule (the workload it came
+    from, its config) and the arms' speculative configs, judged on the trace (report/traceschedule.py)."""
     name = workload["name"]
     blocks = _blocks(records, name)
     if PLAIN not in blocks:
@@ -88,65 +86,64 @@ def trace_workload(workload: Mapping[str, Any], records: Sequence[RequestRecord]
     for arm in sorted(a for a in blocks if a not in PLAIN_ARMS):
         windows = trace_windows(blocks[PLAIN], blocks[arm], window, arm, band)
         speedup, low, high, _ = window_speedup(blocks[PLAIN], blocks[arm], ids)
-        arms[arm] = {"speedup": speedup, "ci_low": low, "ci_high": high,
-                     "windows": [asdict(w) for w in windows], "shares": asdict(shares(windows, span))}
+        arms[arm] = TraceArm(speedup=speedup, ci_low=low, ci_high=high, windows=tuple(windows),
+                             shares=shares(windows, span))
     estimate = None
     if schedule is not None:
-        (source, config), configs = schedule
-        estimate = schedule_on_trace(blocks, window, config, configs, slo)
-        estimate = None if estimate is None else estimate | {"from_workload": source, "config": dict(config)}
-    return {"workload": name, "base": name.split("@ts")[0], "time_scale": workload.get("time_scale") or 1.0,
-            "window_s": window, "requests": len(ids[0]) if ids else 0, "span_s": span,
-            "servers": {role: _server(b, slo) for role, b in sorted(blocks.items())}, "arms": arms,
-            "schedule": estimate}
+        estimate = schedule_on_trace(blocks, window, schedule, slo)
+    return TraceRow(workload=name, base=name.split("@ts")[0], time_scale=workload.get("time_scale") or 1.0,
+                    window_s=window, requests=len(ids[0]) if ids else 0, span_s=span,
+                    servers={role: _server(b, slo) for role, b in sorted(blocks.items())}, arms=arms,
+                    schedule=estimate)
 
 
-def _capacity(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:
+def _capacity(rows: Sequence[TraceRow]) -> dict[str, dict[str, float | None]]:
     """``{base workload: {server: fastest speed holding the SLOs}}`` over its time-scale variants."""
     out: dict[str, dict[str, float | None]] = {}
-    for base in dict.fromkeys(r["base"] for r in rows):
-        mine = [r for r in rows if r["base"] == base]
-        servers = dict.fromkeys(s for r in mine for s in r["servers"])
-        out[base] = {s: trace_capacity([r["time_scale"] for r in mine if s in r["servers"]],
-                                       [r["servers"][s]["slo"]["hold"] for r in mine if s in r["servers"]])
+    for base in dict.fromkeys(r.base for r in rows):
+        mine = [r for r in rows if r.base == base]
+        servers = dict.fromkeys(s for r in mine for s in r.servers)
+        out[base] = {s: trace_capacity([r.time_scale for r in mine if s in r.servers],
+                                       [r.servers[s].slo.hold for r in mine if s in r.servers])
                      for s in servers}
     return out
 
 
-def _recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any] | None]:
+def _recommend(rows: Sequence[TraceRow]) -> dict[str, TraceChoice | None]:
     """``{base: the server with the lowest TPOT p50 over the replay at its slowest time scale among those whose
     SLOs hold (or with no SLO declared), at time_scale 1 (else the slowest declared)}``; None when none holds."""
-    out: dict[str, dict[str, Any] | None] = {}
-    for base in dict.fromkeys(r["base"] for r in rows):
-        row = max((r for r in rows if r["base"] == base), key=lambda r: (r["time_scale"] == 1.0, r["time_scale"]))
-        sched = row.get("schedule")
-        judged = {**row["servers"], **({SCHEDULE_NAME: sched} if sched else {})}
-        ok = [(s["tpot_p50_s"], name) for name, s in judged.items() if name != PLACEBO
-              and s["tpot_p50_s"] is not None and s["slo"]["hold"] is not False]
+    out: dict[str, TraceChoice | None] = {}
+    for base in dict.fromkeys(r.base for r in rows):
+        row = max((r for r in rows if r.base == base), key=lambda r: (r.time_scale == 1.0, r.time_scale))
+        judged: dict[str, TraceServer | ScheduleEstimate] = {**row.servers}
+        if row.schedule:
+            judged[SCHEDULE_NAME] = row.schedule
+        ok = [(s.tpot_p50_s, name) for name, s in judged.items() if name != PLACEBO
+              and s.tpot_p50_s is not None and s.slo.hold is not False]
         best = min(ok, default=None)
-        out[base] = None if best is None else {"server": best[1], "tpot_p50_s": best[0],
-                                               "time_scale": row["time_scale"]}
+        out[base] = None if best is None else TraceChoice(server=best[1], tpot_p50_s=best[0],
+                                                          time_scale=row.time_scale)
     return out
 
 
-def trace_section(protocol: Mapping[str, Any], records: Sequence[RequestRecord],
-                  schedule: Schedule = None) -> dict[str, Any] | None:
+def trace_section(protocol: Protocol, records: Sequence[RequestRecord],
+                  schedule: Schedule = None) -> TraceSection | None:
     """The ``trace`` section (module docstring) of a run's protocol.json and records; None without a trace."""
-    traces = [w for w in protocol.get("workloads") or () if w.get("kind") == "trace"]
+    traces = [w for w in protocol.workloads if w.get("kind") == "trace"]
     if not traces:
         return None
-    slo = SLO(**(protocol.get("slo") or {}))
+    slo = SLO(**(protocol.slo or {}))
     rows = [row for w in traces if (row := trace_workload(w, records, slo, schedule)) is not None]
-    return {"workloads": rows, "capacity": _capacity(rows), "recommendation": _recommend(rows)}
+    return TraceSection(workloads=tuple(rows), capacity=_capacity(rows), recommendation=_recommend(rows))
 
 
-def trace_card(files: RunFiles) -> dict[str, Any] | None:
+def trace_card(files: RunFiles) -> TraceSection | None:
     """The card's ``trace`` section of a run folder's contents."""
     return trace_section(files.protocol, files.records)
 
 
-def sweep_trace(sweep_dir: Path, recommendation: Mapping[str, Any] | None = None,
-                candidates: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any] | None:
+def sweep_trace(sweep_dir: Path, recommendation: Recommendation | None = None,
+                candidates: Sequence[SweepCandidate] = ()) -> TraceSection | None:
     """The sweep card's ``trace`` section: every arm of the sweep folder (plain, the placebo, each candidate)
     over the trace, the K schedule of the sweep's ``recommendation`` (the first workload's that has one, from
     its fixed-level cells; ``candidates``: the sweep card's rows, name and speculative_config) judged on it,
@@ -156,7 +153,6 @@ def sweep_trace(sweep_dir: Path, recommendation: Mapping[str, Any] | None = None
     protocol = read_protocol(sweep_dir / "protocol.json")
     if not any(w.get("kind") == "trace" for w in protocol.workloads):
         return None
-    found = next(((w["workload"], w["schedule"]["config"]) for w in (recommendation or {}).get("workloads", [])
-                  if (w.get("schedule") or {}).get("config")), None)
-    configs = {c["name"]: c.get("speculative_config") or {} for c in candidates}
-    return trace_section(protocol.to_json(), load_records(sweep_dir), None if found is None else (found, configs))
+    found = next((SweepSchedule(w.workload, w.schedule, candidates) for w in (
+        recommendation.workloads if recommendation else []) if w.schedule is not None and w.schedule.config), None)
+    return trace_section(protocol, load_records(sweep_dir), found)

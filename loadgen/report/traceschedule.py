@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,29 +25,43 @@ from loadgen.measure.tracewindows import in_flight, intervals, offsets
 from loadgen.profile.cells import PLAIN
 from loadgen.profile.pair import SCHEDULE_KEY, SLO, k_at
 from loadgen.records.request import RequestRecord
+from loadgen.records.sweep import KSchedule, SweepCandidate
+from loadgen.records.trace import ScheduleEstimate, ScheduleWindow
 
 Blocks = Sequence[Sequence[RequestRecord]]
 
 
+@dataclass(frozen=True)
+class SweepSchedule:
+    """A sweep's K schedule to judge on a trace: the workload whose fixed-level cells it came from, the schedule
+    (records/sweep.py ``KSchedule``, its ``config`` in vLLM's syntax) and the sweep's candidates (the arms)."""
+
+    workload: str
+    schedule: KSchedule
+    candidates: Sequence[SweepCandidate]
+
+
 def _family(config: Mapping[str, Any]) -> str:
+    """A speculative config's method and draft: the config without K and the K schedule."""
     keep = {k: v for k, v in config.items() if k not in ("num_speculative_tokens", SCHEDULE_KEY)}
     return json.dumps(keep, sort_keys=True)
 
 
-def arm_of_k(schedule: Mapping[str, Any], configs: Mapping[str, Mapping[str, Any]], k: int) -> str | None:
+def arm_of_k(schedule: KSchedule, candidates: Sequence[SweepCandidate], k: int) -> str | None:
     """The arm that runs the schedule's family at ``k`` draft tokens (``plain`` for 0); None when none was measured."""
     if k == 0:
         return PLAIN
-    family = _family(schedule)
-    return next((name for name, c in configs.items()
-                 if _family(c) == family and int(c.get("num_speculative_tokens") or 0) == k), None)
+    family = _family(schedule.config or {})
+    return next((c.name for c in candidates if _family(c.speculative_config) == family
+                 and int(c.speculative_config.get("num_speculative_tokens") or 0) == k), None)
 
 
-def schedule_on_trace(blocks: Mapping[str, Blocks], window_s: float, schedule: Mapping[str, Any],
-                      configs: Mapping[str, Mapping[str, Any]], slo: SLO) -> dict[str, Any] | None:
-    """The schedule's estimate on one trace workload (module docstring): ``{"tpot_p50_s", "slo", "windows":
-    [{"start_s", "batch", "k", "arm"}]}``; None without plain records or when a window needs a K no arm ran."""
+def schedule_on_trace(blocks: Mapping[str, Blocks], window_s: float, sweep: SweepSchedule,
+                      slo: SLO) -> ScheduleEstimate | None:
+    """The schedule's estimate on one trace workload (module docstring; records/trace.py ``ScheduleEstimate``);
+    None without plain records or when a window needs a K no arm ran."""
     plain = blocks.get(PLAIN)
+    config = sweep.schedule.config or {}
     if not plain:
         return None
     due = [offsets(b) for b in plain]
@@ -57,13 +71,14 @@ def schedule_on_trace(blocks: Mapping[str, Blocks], window_s: float, schedule: M
     for w in range(max(1, math.floor(span / window_s) + 1)):
         start, end = w * window_s, (w + 1) * window_s
         batch = max(1, round(float(np.mean([in_flight(intervals(b), start, end)[0] for b in plain]))))
-        k = k_at(schedule, batch)
-        arm = arm_of_k(schedule, configs, k)
+        k = k_at(config, batch)
+        arm = arm_of_k(sweep.schedule, sweep.candidates, k)
         if arm is None or arm not in blocks:
             return None
         for mine, block, ids in zip(pooled, blocks[arm], due, strict=False):
             mine += [r for r in block if start <= ids.get(r.prompt_id, -1.0) < end]
-        chosen.append({"start_s": start, "batch": batch, "k": k, "arm": arm})
+        chosen.append(ScheduleWindow(start_s=start, batch=batch, k=k, arm=arm))
     tpot = [v for mine in pooled for v in per_prompt(mine, "tpot_s").values()]
-    return {"tpot_p50_s": float(np.median(tpot)) if tpot else None,
-            "slo": asdict(attainment([r for mine in pooled for r in mine], slo)), "windows": chosen}
+    return ScheduleEstimate(tpot_p50_s=float(np.median(tpot)) if tpot else None,
+                            slo=attainment([r for mine in pooled for r in mine], slo), windows=tuple(chosen),
+                            from_workload=sweep.workload, config=dict(config))

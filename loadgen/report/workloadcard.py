@@ -15,7 +15,9 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from loadgen.records.card import ContextRow
 from loadgen.records.cardcell import Acceptance, CardCell, Ratio
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 
 __all__ = ["context_axis", "context_rows", "length_summary", "workload_statement"]
@@ -28,7 +30,7 @@ def length_summary(values: Sequence[int]) -> str:
     return f"{min(values)}/{statistics.median(values):g}/{max(values)}"
 
 
-def _source(w: dict[str, Any]) -> str:
+def _source(w: Mapping[str, Any]) -> str:
     if w.get("kind") in ("file", "trace"):
         skipped = list(w.get("skipped") or ())
         shown = "; ".join(skipped[:5]) + ("; …" if len(skipped) > 5 else "")
@@ -39,9 +41,9 @@ def _source(w: dict[str, Any]) -> str:
     return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
 
 
-def workload_statement(workloads: Iterable[dict[str, Any]], records: Iterable[RequestRecord]) -> str:
+def workload_statement(protocol: Protocol, records: Iterable[RequestRecord]) -> str:
     """One paragraph naming each workload's kind, source and the lengths sent (input and output tokens,
-    min/median/max), ending with the scope of the conclusions. ``workloads``: protocol.json's list."""
+    min/median/max), ending with the scope of the conclusions, for protocol.json's workloads."""
     sent_in: dict[str, list[int]] = {}
     sent_out: dict[str, list[int]] = {}
     for r in records:
@@ -50,7 +52,7 @@ def workload_statement(workloads: Iterable[dict[str, Any]], records: Iterable[Re
                 sent_in.setdefault(r.workload, []).append(r.usage_prompt_tokens)
             sent_out.setdefault(r.workload, []).append(r.requested_output_tokens)
     parts = []
-    for w in workloads:
+    for w in protocol.workloads:
         name = w["name"]
         inputs = (length_summary(sent_in[name]) if name in sent_in
                   else f"{w.get('input_tokens') or 'natural'} (declared)")
@@ -67,30 +69,28 @@ def _input_length(name: str) -> int | None:
     return int(n) if base and n.isdigit() else None
 
 
-def context_axis(cells: Iterable[CardCell]) -> dict[str, list[dict[str, Any]]]:
-    """Per base workload with variants ``<workload>@<tokens>``: rows ``{input_tokens, level,
-    acceptance_rate, tpot_ratio}`` sorted by level then input length (None where not measured)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+def context_axis(cells: Iterable[CardCell]) -> dict[str, tuple[ContextRow, ...]]:
+    """Per base workload with variants ``<workload>@<tokens>``: its rows sorted by level then input length
+    (None where not measured)."""
+    out: dict[str, list[ContextRow]] = {}
     for c in cells:
         n = _input_length(c.workload)
         if n is None:
             continue
         acc = (c.speculative.acceptance if c.speculative else None) or Acceptance()
         ratio = c.ratio("tpot_p50") or Ratio(None)
-        out.setdefault(c.workload.rpartition("@")[0], []).append({
-            "input_tokens": n, "level": c.level, "concurrency": c.concurrency,
-            "acceptance_rate": acc.acceptance_rate, "tpot_ratio": ratio.value,
-            "tpot_ratio_ci": [ratio.ci_low, ratio.ci_high]})
-    for rows in out.values():
-        rows.sort(key=lambda r: (r["concurrency"] or 0, str(r["level"]), r["input_tokens"]))
-    return out
+        out.setdefault(c.workload.rpartition("@")[0], []).append(ContextRow(
+            input_tokens=n, level=c.level, concurrency=c.concurrency, acceptance_rate=acc.acceptance_rate,
+            tpot_ratio=ratio.value, tpot_ratio_ci=(ratio.ci_low, ratio.ci_high)))
+    return {base: tuple(sorted(rows, key=lambda r: (r.concurrency or 0, r.level, r.input_tokens)))
+            for base, rows in out.items()}
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if isinstance(x, int | float) else "–"
 
 
-def context_rows(axis: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+def context_rows(axis: Mapping[str, Sequence[ContextRow]] | None) -> list[str]:
     """Markdown: one table per base workload, input length x level -> acceptance rate, TPOT p50 ratio."""
     if not axis:
         return []
@@ -100,9 +100,8 @@ def context_rows(axis: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
         lines += [f"### {base}", "", "| input tokens | level | acceptance rate | TPOT p50 ratio (95% CI) |",
                   "|---:|---:|---:|---:|"]
         for r in rows:
-            lo, hi = r["tpot_ratio_ci"]
+            lo, hi = r.tpot_ratio_ci
             ci = f" ({_fmt(lo)}–{_fmt(hi)})" if isinstance(lo, int | float) and isinstance(hi, int | float) else ""
-            lines.append(f"| {r['input_tokens']} | {r['level']} | {_fmt(r['acceptance_rate'])} | "
-                         f"{_fmt(r['tpot_ratio'])}{ci} |")
+            lines.append(f"| {r.input_tokens} | {r.level} | {_fmt(r.acceptance_rate)} | {_fmt(r.tpot_ratio)}{ci} |")
         lines.append("")
     return lines

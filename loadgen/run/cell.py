@@ -32,6 +32,7 @@ from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
+from loadgen.records.blockstate import BlockState
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 from loadgen.records.usage import HostSample
@@ -118,7 +119,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     usable = None if entry.restart_evidence else done.counters  # a restart leaves no measurable acceptance
     line = entry.with_fields(**observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
                                                        cell_stats(done.measured(), usable), usable))
-    run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair)).to_json())
+    run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair).to_json()).to_json())
     later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl",
                   "".join(strictjson.dumps_strict(g) + "\n" for g in gauges)))
     for path, text in later:
@@ -127,14 +128,14 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
 
 
 def _state(host: list[HostSample], done: CellRun, entry: CellEntry, server: servers.Server,
-           pair: Pair) -> dict[str, Any]:
+           pair: Pair) -> BlockState:
     """The block's state (measure/blockstate.py) from the host samples at its measured window's start and end."""
     first, last = (host[0], host[-1]) if host else (None, None)
     k = k_at(pair.speculative, done.cell.concurrency) if speculates(done.role) else 0  # K as declared there
     ceiling = server.effective.cudagraph_ceiling if server.effective else None
     samples = (first.to_json() if first else {}, last.to_json() if last else {})  # blockstate reads them as read
-    return block_state(samples, (done.before, done.after), entry.gauges or {}, entry.server_histograms,
-                       done.cell.concurrency * (1 + k), ceiling, hoststate.steal_share(first, last))
+    return block_state(samples, (done.before, done.after), entry, done.cell.concurrency * (1 + k), ceiling,
+                       hoststate.steal_share(first, last))
 
 
 def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellEntry) -> None:

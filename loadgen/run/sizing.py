@@ -13,12 +13,12 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from loadgen.measure.cellratios import blocked_ratios
 from loadgen.measure.sizing import needed
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey, CellSpec
 from loadgen.profile.criteria import LATENCY_METRICS
+from loadgen.records.cardcell import Ratio
 from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import load_records, read_cell_lines
 from loadgen.run.design import Slot, next_blocks
@@ -26,7 +26,7 @@ from loadgen.run.execute import Session, append_order
 
 
 def _ratios(records: Sequence[RequestRecord], metric: str, arms: Sequence[str]) -> tuple[
-        dict[CellKey, dict[str, dict[str, Any]]], dict[CellKey, dict[str, Any] | None]]:
+        dict[CellKey, dict[str, Ratio]], dict[CellKey, Ratio | None]]:
     by: dict[tuple[CellKey, str], list[RequestRecord]] = defaultdict(list)
     for r in records:
         if not r.warmup:

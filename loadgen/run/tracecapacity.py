@@ -51,8 +51,9 @@ def search_capacity(pair: Pair, workload: str, speeds: tuple[float, float], step
         w = replace(traces[workload], name=f"{workload}@ts{1 / speed:.4g}", time_scale=1 / speed)
         run_dir = dirs[speed] = run_compare(replace(pair, workloads=(w,)), runs_root, log=log,
                                             allow_unpinned=allow_unpinned)
-        rows = (read_card(run_dir / "card.json").trace or {}).get("workloads") or []
-        holds = {s: v["slo"]["hold"] for s, v in rows[0]["servers"].items() if s != PLACEBO} if rows else {}
+        trace = read_card(run_dir / "card.json").trace
+        rows = trace.workloads if trace else ()
+        holds = {s: v.slo.hold for s, v in rows[0].servers.items() if s != PLACEBO} if rows else {}
         log(f"speed {speed:.4g}x (time_scale {1 / speed:.4g}): "
             + ", ".join(f"{s} {'holds' if h else 'fails'}" for s, h in holds.items()))
         return holds

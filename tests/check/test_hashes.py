@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from loadgen.check.hashes import model_hashes
 from loadgen.profile.pair import ModelRef
@@ -21,7 +22,8 @@ def test_the_build_summary_rides_with_the_hashes_to_the_card_line(tmp_path: Path
     assert hashes["files"] == {"config.json": hashlib.sha256(b"{}").hexdigest(),
                                "model.safetensors": hashlib.sha256(b"weights").hexdigest()}
     assert hashes["build"] == summary
-    assert _model_line("target", hashes).endswith(f"`{hashes['content_sha256']}`); {summary}")
+    card = SimpleNamespace(target=hashes, draft=None)  # what _model_line reads of a PairCard
+    assert _model_line(card, "target").endswith(f"`{hashes['content_sha256']}`); {summary}")  # type: ignore[arg-type]
 
 
 def test_no_marker_or_no_summary_adds_nothing(tmp_path: Path) -> None:

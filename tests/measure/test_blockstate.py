@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from loadgen.measure.blockstate import block_state, pair_flags, state_notes
+from loadgen.measure import blockstate
+from loadgen.measure.blockstate import state_notes
 from loadgen.prom.exposition import Snapshot, parse_metrics
+from loadgen.records.blockstate import BlockState
 from loadgen.records.cell import CellEntry
 
 NAMES = ("plain", "speculative")
@@ -19,6 +21,20 @@ def gpu(index: int = 0, sm: float | None = 1980, mem: float | None = 2619, power
     """One GPU of a host sample (serve/hoststate.py)."""
     return {"index": index, "sm_clock_mhz": sm, "mem_clock_mhz": mem, "power_w": power, "temperature_c": temp,
             "throttle_reasons": reasons or []}
+
+
+def block_state(host: tuple[dict[str, Any], dict[str, Any]], snaps: tuple[Snapshot | None, Snapshot | None],
+                gauges: dict[str, Any], histograms: dict[str, Any], batch: int, ceiling: int | None,
+                steal: float | None) -> dict[str, Any]:
+    """blockstate.block_state of a cells.jsonl line with ``gauges`` and ``histograms``, as the line writes it."""
+    entry = CellEntry("plain", "w", 8, gauges=gauges, server_histograms=histograms)
+    return blockstate.block_state(host, snaps, entry, batch, ceiling, steal).to_json()
+
+
+def pair_flags(a: dict[str, Any] | None, b: dict[str, Any] | None, names: tuple[str, str]) -> list[str]:
+    """blockstate.pair_flags of two states as cells.jsonl lines hold them."""
+    return blockstate.pair_flags(*(None if x is None else BlockState.from_json(x, source="state") for x in (a, b)),
+                                 names)
 
 
 def state(gpus: list[dict[str, Any]] | None = None, load: float | None = 0.5, steal: float | None = 0.0,

@@ -33,6 +33,7 @@ from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.metricnames import resolve
 from loadgen.prom.scrape import read_gauges, server_histograms, summarize_gauges
+from loadgen.records.card import ResourceDifference
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 
@@ -137,16 +138,16 @@ def test_a_quantile_in_the_inf_bucket_is_above_the_bound_and_never_agrees() -> N
     assert hist["p50"] == 60.0 and hist["p50_above_bound"] is True and hist["p90_above_bound"] is True
     # a client p50 of 200 s: both beyond the buckets, nothing to compare (was: "agree")
     row = compare(200.0, hist)
-    assert row["server_above_bound"] is True and row["agrees"] is None
+    assert row.server_above_bound is True and row.agrees is None
     # a client p50 of 30 s against a server p50 above 60 s: they disagree
-    assert compare(30.0, hist)["agrees"] is False
+    assert compare(30.0, hist).agrees is False
     # an entry of an older run without the field: recomputed from the stored buckets
     older = {k: v for k, v in hist.items() if not k.endswith("_above_bound")}
-    assert compare(200.0, older)["server_above_bound"] is True
+    assert compare(200.0, older).server_above_bound is True
     # p50 inside the buckets: 4 of 5 at most 10 s
     inside = server_histograms(empty, prom.parse_metrics(e2e_text((0, 4, 4, 5), 220.0)))["e2e_s"]
     assert inside["p50_above_bound"] is False and inside["p99_above_bound"] is True
-    assert compare(8.0, inside)["agrees"] is True
+    assert compare(8.0, inside).agrees is True
 
 
 def test_agreement_closed_form() -> None:
@@ -265,11 +266,11 @@ def test_generation_tokens_against_the_clients_count() -> None:
 
 
 def test_kv_capacity_loss_over_ten_percent_is_a_note() -> None:
-    assert kv_capacity_note({"kv_cache_tokens_lost": 11000, "kv_capacity_loss": 0.11}) == (
+    assert kv_capacity_note(ResourceDifference(kv_cache_tokens_lost=11000, kv_capacity_loss=0.11)) == (
         "KV-cache capacity: the speculative server holds 11000 tokens (11.0%) fewer than the plain one, so "
         "fewer requests fit at once")
-    assert kv_capacity_note({"kv_cache_tokens_lost": 10000, "kv_capacity_loss": 0.10}) is None
-    assert kv_capacity_note({"kv_cache_tokens_lost": None, "kv_capacity_loss": None}) is None
+    assert kv_capacity_note(ResourceDifference(kv_cache_tokens_lost=10000, kv_capacity_loss=0.10)) is None
+    assert kv_capacity_note(ResourceDifference(kv_cache_tokens_lost=None, kv_capacity_loss=None)) is None
 
 
 def test_entries_of_older_runs_subtract_their_failed_requests() -> None:

@@ -49,14 +49,15 @@ def test_lossless_identical_and_first_difference() -> None:
 def test_cost_decomposition_predicts_the_tpot_speedup() -> None:
     # plain step 20 ms; speculative step 50 ms (2.5x) emitting 3 tokens per step: predicted 3/2.5 = 1.2x
     c = cost_decomposition(0.020, 0.050, 3.0, 0.020, 0.050 / 3, 3.0)
-    assert c["step_time_ratio"] == pytest.approx(2.5)
-    assert c["predicted_speedup"] == pytest.approx(1.2)
-    assert c["measured_tpot_speedup"] == pytest.approx(1.2)
-    assert c["agrees"] is True and "why" not in c
+    assert c.step_time_ratio == pytest.approx(2.5)
+    assert c.predicted_speedup == pytest.approx(1.2)
+    assert c.measured_tpot_speedup == pytest.approx(1.2)
+    assert c.agrees is True and "why" not in c.to_json()
     # measured 0.8x against a predicted 1.2x: explained, and the chunk/step mismatch is named
     off = cost_decomposition(0.020, 0.050, 3.0, 0.020, 0.025, 2.0)
-    assert off["agrees"] is False and "tokens per chunk" in str(off["why"])
-    assert "predicted_speedup" not in cost_decomposition(None, 0.05, 3.0, 0.02, 0.01, 3.0)
+    assert off.agrees is False and "tokens per chunk" in str(off.why)
+    short = cost_decomposition(None, 0.05, 3.0, 0.02, 0.01, 3.0).to_json()
+    assert short == {"plain_step_s": None, "spec_step_s": 0.05, "acceptance_length": 3.0}
 
 
 def test_goodput_and_holds() -> None:

@@ -4,9 +4,10 @@ multi-token first chunks, the stop-rule differences of paired requests and the l
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict
 
 from loadgen.measure.outcomes import finish_line, lossless_inputs, side_notes, side_outcomes, stop_notes
+from loadgen.records.cardcell import RoleStats
 from loadgen.records.request import RequestRecord
 from tests.support.cards import card_cell
 
@@ -26,19 +27,20 @@ SPEC = [rec("a", "speculative", (3, 2), "length"), rec("b", "speculative", (2,),
 
 
 def test_side_outcomes_count_each_ending() -> None:
-    assert side_outcomes(PLAIN) == {"error_categories": {"http_5xx": 2, "timeout": 1},
+    assert asdict(side_outcomes(PLAIN)) == {"error_categories": {"http_5xx": 2, "timeout": 1},
                                     "finish_reasons": {"stop": 1, "length": 1, "none": 1}, "usage_mismatches": 1,
                                     "first_chunk_multi_token_requests": 0, "first_chunk_max_tokens": 1}
-    assert side_outcomes(SPEC) == {"error_categories": {}, "finish_reasons": {"length": 2, "stop": 2},
+    assert asdict(side_outcomes(SPEC)) == {"error_categories": {}, "finish_reasons": {"length": 2, "stop": 2},
                                    "usage_mismatches": 0, "first_chunk_multi_token_requests": 3,
                                    "first_chunk_max_tokens": 4}
-    assert side_outcomes([]) == {"error_categories": {}, "finish_reasons": {}, "usage_mismatches": 0,
+    assert asdict(side_outcomes([])) == {"error_categories": {}, "finish_reasons": {}, "usage_mismatches": 0,
                                  "first_chunk_multi_token_requests": 0, "first_chunk_max_tokens": 0}
 
 
-def side(records: list[RequestRecord]) -> dict[str, Any]:
+def side(records: list[RequestRecord]) -> RoleStats:
     errors = sum(1 for r in records if not r.ok)
-    return {"requests": len(records), "errors": errors, **side_outcomes(records)}
+    return RoleStats(requests=len(records), errors=errors, output_throughput_tps=None, request_throughput_rps=None,
+                     ttft_s=None, tpot_s=None, itl_s=None, e2e_s=None, failure=None, **asdict(side_outcomes(records)))
 
 
 def test_side_notes_name_counts_and_kinds() -> None:

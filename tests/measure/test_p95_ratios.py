@@ -22,6 +22,6 @@ def test_the_p95_ratios_are_each_arms_p95_over_the_plain_one() -> None:
     assert METRICS.index("ttft_p50") < METRICS.index("ttft_p95") < METRICS.index("ttft_p99")
     out = blocked_ratios([*_records("plain", plain, 0), *_records("plain", plain, 1)],
                          [*_records("speculative", spec, 0), *_records("speculative", spec, 1)])
-    assert out["ttft_p95"]["value"] == pytest.approx(2.0)
-    assert out["e2e_p95"]["value"] == pytest.approx((2 * 0.1905 + 0.02) / (0.1905 + 0.02))
-    assert out["ttft_p95"]["blocks"] == 2
+    assert out["ttft_p95"].value == pytest.approx(2.0)
+    assert out["e2e_p95"].value == pytest.approx((2 * 0.1905 + 0.02) / (0.1905 + 0.02))
+    assert out["ttft_p95"].blocks == 2

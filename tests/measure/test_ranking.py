@@ -5,10 +5,12 @@ the perfect-draft upper bound, the static choice, and one recommendation that ev
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from loadgen.measure.judging import criteria_of
 from loadgen.measure.ranking import (
     Entry,
     best,
@@ -20,14 +22,15 @@ from loadgen.measure.ranking import (
     static_choice,
     upper_bound,
 )
-from loadgen.records.sweep import SweepCandidate, SweepCard, SweepCell
+from loadgen.records.cardcell import Ratio
+from loadgen.records.sweep import Drift, SweepCandidate, SweepCard, SweepCell
 from loadgen.report.sweepcard import render_sweep_markdown
 from loadgen.report.sweeprec import recommend
 
 
 def test_speedup_inverts_a_latency_ratio_and_its_ci() -> None:
-    assert speedup_of("tpot_p50", {"value": 0.5, "ci_low": 0.4, "ci_high": 0.8}) == (2.0, 1.25, 2.5)
-    assert speedup_of("output_throughput", {"value": 1.5, "ci_low": None, "ci_high": None}) == (1.5, None, None)
+    assert speedup_of("tpot_p50", Ratio(0.5, ci_low=0.4, ci_high=0.8)) == (2.0, 1.25, 2.5)
+    assert speedup_of("output_throughput", Ratio(1.5, ci_low=None, ci_high=None)) == (1.5, None, None)
     assert speedup_of("tpot_p50", None) == (None, None, None)
 
 
@@ -57,14 +60,14 @@ def test_beating_plain_needs_the_ci_clear_of_the_noise_floor() -> None:
 def test_drift_warns_only_where_the_decision_depends_on_the_baseline() -> None:
     # both candidates lose to plain by about 0.2 under either baseline: a +13.9% drift changes nothing
     losing = [Entry("a", 1, True, 0.80, 0.78, 0.82), Entry("b", 2, True, 0.79, 0.77, 0.81)]
-    assert drift_warning("w c4", {"value": 1.139, "ci_low": 1.10, "ci_high": 1.18}, losing) is None
+    assert drift_warning("w c4", Drift("tpot_s", 1.139, 1.10, 1.18), losing) is None
     # a candidate at 1.05 [1.02, 1.08]: plain-after 6% slower makes it 1.11, 6% faster makes it 0.99
     near = [Entry("a", 1, True, 1.05, 1.02, 1.08)]
-    line = drift_warning("w c4", {"value": 0.94, "ci_low": 0.92, "ci_high": 0.96}, near)
+    line = drift_warning("w c4", Drift("tpot_s", 0.94, 0.92, 0.96), near)
     assert line is not None and "-6.0%" in line and "[95% CI 0.920, 0.960]" in line
     assert "a against plain-before, plain against plain-after" in line
     # a drift whose CI covers 1 raises nothing, whatever its value
-    assert drift_warning("w c4", {"value": 0.80, "ci_low": 0.60, "ci_high": 1.05}, near) is None
+    assert drift_warning("w c4", Drift("tpot_s", 0.80, 0.60, 1.05), near) is None
 
 
 def test_upper_bound_is_k_plus_one_over_the_step_time_ratio() -> None:
@@ -114,7 +117,8 @@ def _recommend(cells: list[dict[str, Any]], rows: list[dict[str, Any]], criteria
                version: str) -> dict[str, Any]:
     """report/sweeprec.py ``recommend`` of cells and candidates as a sweep card holds them, as written."""
     return recommend([SweepCell.from_json(c, source="cells") for c in cells],
-                     [SweepCandidate.from_json(r, source="rows") for r in rows], criteria, version).to_json()
+                     [SweepCandidate.from_json(r, source="rows") for r in rows],
+                     None if criteria is None else criteria_of(criteria, Path("pair.toml")), version).to_json()
 
 
 def test_recommendation_with_a_schedule_in_the_engines_syntax() -> None:

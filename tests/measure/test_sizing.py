@@ -4,20 +4,20 @@ the cells that stopped short (measure/sizing.py)."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 
 from loadgen.measure.sizing import decided, needed, stopped_short, wider
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey
+from loadgen.records.cardcell import Ratio
 
 C1, C4, C16 = CellKey("w", "c1"), CellKey("w", "c4"), CellKey("w", "c16")
 LN2 = math.log(2)
 
 
-def ci(low: float | None, high: float | None) -> dict[str, Any]:
+def ci(low: float | None, high: float | None) -> Ratio:
     """A primary ratio with the 95% CI [low, high]."""
-    return {"value": None if low is None or high is None else math.sqrt(low * high), "ci_low": low, "ci_high": high}
+    return Ratio(None if low is None or high is None else math.sqrt(low * high), ci_low=low, ci_high=high)
 
 
 AA = {C1: ci(0.95, 1.05), C4: ci(0.97, 1.02), C16: None}
@@ -69,9 +69,9 @@ def test_decided_only_looks_at_the_cells_where_the_arm_was_measured() -> None:
 
 
 def test_a_ratio_without_an_interval_is_wider_than_any_goal() -> None:
-    assert wider({}, 10.0) is True
+    assert wider(Ratio(None), 10.0) is True
     assert wider(ci(None, None), 10.0) is True
-    assert wider({"value": 0.9, "ci_low": 0.0, "ci_high": 1.0}, 10.0) is True
+    assert wider(Ratio(0.9, ci_low=0.0, ci_high=1.0), 10.0) is True
 
 
 def test_wider_compares_the_log_half_width_with_the_goal() -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from loadgen.measure.steptime import burst_share, client_step_s, role_steps, server_step_s
+from loadgen.records.cardcell import Distribution, RoleStats
+from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import build_card
 from loadgen.run.flow import finish_card
@@ -40,8 +43,9 @@ def test_bursts_fool_the_median_gap_but_not_the_decode_time_per_chunk() -> None:
     assert burst_share(requests) == pytest.approx(2 / 3)  # two of every three gaps are EPS_S
     assert burst_share([bursty(0.0, 4, per_burst=1)]) == 0.0  # one chunk per step: no bursts
     assert client_step_s([[0.0]]) is None and burst_share([[0.0]]) is None
-    assert server_step_s({"icl_s": {"sum": 124.095, "count": 48705.0}}) == pytest.approx(124.095 / 48705)
-    assert server_step_s({}) is None
+    line = CellEntry("plain", "w", 64, server_histograms={"icl_s": {"sum": 124.095, "count": 48705.0}})
+    assert server_step_s(line) == pytest.approx(124.095 / 48705)
+    assert server_step_s(CellEntry("plain", "w", 64)) is None and server_step_s(None) is None
 
 
 def _run_dir(tmp_path: Path, histograms: bool) -> Path:
@@ -120,13 +124,15 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
 def test_saved_statistics_keep_the_step_time_measured_on_the_requests() -> None:
     """Without requests.jsonl, a client step time and burst share the card computed from the requests are
     kept (they cannot be measured again); a card that never had them falls back on the pooled mean."""
-    side = {"icl_s": {"mean": 0.004, "p50": 0.002}, "itl_s": {"p50": 0.002}}
+    side = RoleStats(requests=2, errors=0, output_throughput_tps=None, request_throughput_rps=None, ttft_s=None,
+                     tpot_s=None, itl_s=Distribution(count=5, p50=0.002, p99=None), e2e_s=None, failure=None,
+                     icl_s=Distribution(count=5, p50=0.002, p99=None, mean=0.004))
     pooled = role_steps(side, None, None)
-    assert (pooled["client_step_s"], pooled["client_basis"], pooled["burst_share"]) == (
+    assert (pooled.client_step_s, pooled.client_basis, pooled.burst_share) == (
         0.004, "pooled (mean inter-chunk latency)", None)
     arrivals = [[0.0, 0.002, 0.004, 0.006], [0.0, 0.003, 0.006]]
     measured = role_steps(side, arrivals, None)
-    assert measured["client_basis"] == "median over requests" and measured["burst_share"] == 0.0
-    kept = role_steps(side | {"step_time": measured}, None, None)
-    assert kept["client_step_s"] == measured["client_step_s"] == client_step_s(arrivals)
-    assert (kept["client_basis"], kept["burst_share"]) == ("median over requests", 0.0)
+    assert measured.client_basis == "median over requests" and measured.burst_share == 0.0
+    kept = role_steps(replace(side, step_time=measured), None, None)
+    assert kept.client_step_s == measured.client_step_s == client_step_s(arrivals)
+    assert (kept.client_basis, kept.burst_share) == ("median over requests", 0.0)

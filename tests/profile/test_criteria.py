@@ -11,10 +11,11 @@ import pytest
 
 from loadgen.errors import ProfileError
 from loadgen.measure import judging, verdict
-from loadgen.measure.verdict import Verdict
+from loadgen.measure.verdict import JudgedResources, Verdict
 from loadgen.profile.candidates import is_sweep
 from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.pairfile import check_scope, load_pair
+from loadgen.records.protocol import Protocol
 from tests.support.cards import card_cell
 
 
@@ -25,7 +26,8 @@ def judge(criteria: Criteria, cells: list[dict[str, Any]], resources: Any) -> Ve
 
 def card_verdict(raw: Any, cells: list[dict[str, Any]], resources: Any, path: Path) -> dict[str, Any]:
     """judging.card_verdict of the card cells ``cells`` (as :func:`judge`)."""
-    return judging.card_verdict(raw, [card_cell(c) for c in cells], resources, path)
+    proto = Protocol(workloads=[], cells=[], criteria=raw)
+    return judging.card_verdict(proto, [card_cell(c) for c in cells], resources, path).to_json()
 
 
 PATH = Path("profiles/pairs/x.toml")
@@ -114,7 +116,7 @@ def test_a_ci_spanning_the_threshold_is_inconclusive_and_one_beyond_it_fails() -
     assert not v.passed and v.status == "inconclusive" and v.cells[0].status == "inconclusive"
     assert "[95% CI 0.507, 1.253], judged at 1.253, spans <= 1.000" in v.cells[0].reasons[0]
     assert v.summary.startswith("INCONCLUSIVE: 1 cell(s) whose CI spans the criterion, first: short c=1")
-    assert v.to_json()["status"] == "inconclusive"
+    assert v.record().to_json()["status"] == "inconclusive"
     assert judge(Criteria(use_confidence_interval=False), [cell("short", 1, tpot_p50=ratio(0.95, 0.85, 1.05))],
                  None).passed  # judged at the point value
     beyond = judge(Criteria(), [cell("short", 1, tpot_p50=ratio(1.10, 1.05, 1.15))], None)
@@ -154,15 +156,15 @@ def test_regression_limit() -> None:
 def test_resources() -> None:
     crit = Criteria(max_extra_memory_bytes=2 * 2**30, max_kv_capacity_loss=0.2)
     cells = [cell("s", 1, tpot_p50=ratio(0.7, 0.6, 0.8))]
-    over = judge(crit, cells, {"extra_memory_bytes": 3 * 2**30, "kv_capacity_loss": 0.146})
+    over = judge(crit, cells, JudgedResources(3 * 2**30, 0.146))
     assert not over.passed
     assert [r.status for r in over.resources] == ["fail", "pass"]
     assert over.resources[0].reason == ("extra_memory_bytes 3,221,225,472 bytes (3.00 GiB) exceeds limit "
                                         "2,147,483,648 bytes (2.00 GiB)")
     assert over.resources[1].reason == "kv_capacity_loss 14.6% within limit 20.0%"
-    within = judge(crit, cells, {"extra_memory_bytes": 2**30, "kv_capacity_loss": 0.146})
+    within = judge(crit, cells, JudgedResources(2**30, 0.146))
     assert within.passed and "resources within limits" in within.summary
-    unknown = judge(crit, cells, {"extra_memory_bytes": None, "kv_capacity_loss": 0.1})
+    unknown = judge(crit, cells, JudgedResources(None, 0.1))
     assert not unknown.passed and "not measured (require_measured = true)" in unknown.summary
     assert unknown.resources[0].status == "not-measured"
     lenient = judge(Criteria(max_extra_memory_bytes=1, require_measured=False), cells, None)
@@ -201,8 +203,8 @@ def test_incomplete_cell_with_require_measured() -> None:
 
 def test_verdict_json_round_trip() -> None:
     v = judge(Criteria(max_kv_capacity_loss=0.5), [cell("s", 1, tpot_p50=ratio(0.8, 0.7, 0.9))],
-              {"kv_capacity_loss": 0.1})
-    data = json.loads(json.dumps(v.to_json()))
+              JudgedResources(kv_capacity_loss=0.1))
+    data = json.loads(json.dumps(v.record().to_json()))
     assert data["passed"] is True and data["summary"] == v.summary
     assert data["cells"][0]["checks"][0]["name"] == "tpot_p50" and data["cells"][0]["status"] == "pass"
     assert data["resources"][0]["judged"] == 0.1 and data["criteria"]["max_kv_capacity_loss"] == 0.5

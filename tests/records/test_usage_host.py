@@ -11,6 +11,7 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.measure.blockstate import block_state
+from loadgen.records.cell import CellEntry
 from loadgen.records.usage import CpuTimes, GpuState, Hardware, HardwareGpu, HostSample
 from loadgen.serve.hoststate import steal_share
 
@@ -45,7 +46,8 @@ def test_two_host_samples_give_the_block_state() -> None:
     after = HostSample((GpuState(0, 1800, 3000, 44, 300.0, ("sw_power_cap",)),), 1.25, CpuTimes(1400.0, 14.0))
     steal = steal_share(before, after)
     assert steal == pytest.approx(4 / 400)  # 4 jiffies stolen of 400
-    state = block_state((before.to_json(), after.to_json()), (None, None), {}, {}, 12, 512, steal)
+    entry = CellEntry("plain", "w", 8)
+    state = block_state((before.to_json(), after.to_json()), (None, None), entry, 12, 512, steal).to_json()
     assert state["gpu"] == [{"index": 0, "sm_clock_mhz": 1900.0, "mem_clock_mhz": 3100.0, "power_w": 350.0,
                              "temperature_c": 42.0, "throttle_reasons": ["sw_power_cap"]}]  # GPU 1 gone after
     assert state["host"] == {"loadavg_1m": 1.25, "cpu_steal_share": pytest.approx(0.01)}

@@ -75,10 +75,10 @@ def test_effective_config_records_the_launched_servers_path_and_not_an_attached_
     done = subprocess.Popen([sys.executable, "-c", ""])
     done.wait()
     launched = servers.Server(spec=spec, process=done).effective_config()
-    assert launched["engine_path"] == {"async_scheduling": False, "model_runner": "V1",
+    assert launched.to_json()["engine_path"] == {"async_scheduling": False, "model_runner": "V1",
                                        "fallback_reasons": [DRAFT_ASYNC, DRAFT_RUNNER]}
     attached = servers.attach(spec).effective_config()
-    assert attached["engine_path"] == {"async_scheduling": None, "model_runner": None, "fallback_reasons": []}
+    assert attached.to_json()["engine_path"] == {"async_scheduling": None, "model_runner": None, "fallback_reasons": []}
 
 
 def test_a_run_folder_of_older_code_reads_the_path_from_its_saved_log(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.records.card import Crossover
+from loadgen.records.card import Crossover, NoiseFloor
 from loadgen.records.cardcell import CardCell
 from loadgen.report import designcard
 from loadgen.report.designcard import WITHIN_RUN
@@ -25,7 +25,9 @@ def design(**over: Any) -> dict[str, Any]:
 
 
 def design_rows(card: dict[str, Any]) -> list[str]:
-    return designcard.design_rows(card.get("design"), card.get("noise_floor"))
+    floor = card.get("noise_floor")
+    typed = None if floor is None else NoiseFloor.from_json(floor, source="noise_floor")
+    return designcard.design_rows(card.get("design"), typed)
 
 
 def cell_rows(cell: dict[str, Any]) -> list[str]:

@@ -8,10 +8,21 @@ from typing import Any
 import pytest
 
 from loadgen.measure.blocks import FASTER, NOT_DISTINGUISHABLE
-from loadgen.records.cardcell import CardCell
+from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
+from loadgen.records.protocol import Protocol
 from loadgen.report import noisefloor
-from loadgen.report.noisefloor import design_summary, noise_notes
 from tests.support.cards import card_cell
+
+
+def noise_notes(ratios: dict[str, dict[str, Any]], floor: dict[str, Any] | None) -> list[str]:
+    """noisefloor.noise_notes of the ratios and the cell noise floor as card.json writes them."""
+    return noisefloor.noise_notes({m: Ratio.from_json(x, source="ratio") for m, x in ratios.items()},
+                                  None if floor is None else CellNoiseFloor.from_json(floor, source="floor"))
+
+
+def design_summary(proto: dict[str, Any]) -> dict[str, object] | None:
+    """noisefloor.design_summary of a protocol with ``proto``'s design."""
+    return noisefloor.design_summary(Protocol(workloads=[], cells=[], design=proto.get("design")))
 
 
 def r(value: float | None, low: float | None = None, high: float | None = None, **extra: Any) -> dict[str, Any]:
@@ -90,7 +101,7 @@ def test_a_cell_whose_aa_intervals_all_exclude_one_gets_one_aa_line_per_metric()
 def noise_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """noisefloor.noise_summary of the card cells ``cells`` (parts of cells: tests/support/cards.py)."""
     typed: list[CardCell] = [card_cell(c) for c in cells]
-    return noisefloor.noise_summary(typed)
+    return noisefloor.noise_summary(typed).to_json()
 
 
 # --- noise_summary ----------------------------------------------------------------------------------------

@@ -4,12 +4,14 @@ and without their cells.jsonl entry, a warmup request, a torn line) and from han
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from loadgen.records.cardcell import RoleStats
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
-from loadgen.report.partial import failure_line, mark_partial, on_disk
+from loadgen.report.partial import RunStatus, failure_line, mark_partial, on_disk
 from loadgen.report.rundir import load_records, read_cell_lines
 
 
@@ -17,11 +19,11 @@ def req(role: str, level: str, rep: int, phase: str = "measured") -> dict[str, o
     return RequestRecord(f"p{rep}", role, "w", 4, phase, 0.0, level=level, repetition=rep).to_json()
 
 
-def on_disk_of(run: Path, status: dict[str, Any]) -> dict[str, Any]:
+def on_disk_of(run: Path, status: RunStatus) -> dict[str, Any]:
     """``on_disk`` of the run folder ``run``, its files read as report/runfiles.py reads them."""
     torn: list[str] = []
     records = load_records(run, torn)
-    return on_disk(records, read_cell_lines(run / "cells.jsonl"), torn, status)
+    return asdict(on_disk(records, read_cell_lines(run / "cells.jsonl"), torn, status))
 
 
 def write_run(run: Path) -> None:
@@ -40,7 +42,7 @@ def write_run(run: Path) -> None:
 
 def test_on_disk_counts_measured_partial_torn_and_not_written(tmp_path: Path) -> None:
     write_run(tmp_path / "run")
-    got = on_disk_of(tmp_path / "run", {"failure": "interrupted (Ctrl-C)", "requests_not_written": 2})
+    got = on_disk_of(tmp_path / "run", RunStatus(failure="interrupted (Ctrl-C)", requests_not_written=2))
     # 7 measured: repetition 1 of speculative c4 (2) and speculative c8 (1) have no cells.jsonl entry
     assert got["requests_on_disk"] == {"measured": 7, "partial": 3, "torn_lines": 1, "not_written": 2}
     assert got["failure"] == (
@@ -55,22 +57,26 @@ def test_a_complete_run_has_no_failure_line(tmp_path: Path) -> None:
     cell = {"role": "plain", "workload": "w", "level": "c4", "concurrency": 4}
     (run / "cells.jsonl").write_text(json.dumps(cell) + "\n")
     (run / "requests.jsonl").write_text(json.dumps(req("plain", "c4", 0)) + "\n")
-    assert on_disk_of(run, {}) == {"failure": None, "requests_on_disk": {"measured": 1, "partial": 0, "torn_lines": 0,
-                                                                          "not_written": 0}}
+    counts = {"measured": 1, "partial": 0, "torn_lines": 0, "not_written": 0}
+    assert on_disk_of(run, RunStatus(failure=None)) == {"failure": None, "requests_on_disk": counts}
     assert failure_line("server died", {"partial": 0, "torn_lines": 0, "not_written": 0}) == "server died"
+
+
+def _side(failure: str | None) -> RoleStats:
+    return RoleStats(requests=5, errors=0, output_throughput_tps=None, request_throughput_rps=None, ttft_s=None,
+                     tpot_s=None, itl_s=None, e2e_s=None, failure=failure)
 
 
 def test_mark_partial_adds_the_count_and_the_line() -> None:
     records = [RequestRecord(f"p{i}", "plain", "w", 4, "measured", 0.0, repetition=rep)
                for i, rep in enumerate((0, 0, 1, 2, 2))]
-    stats = object()
     entries = [CellEntry("plain", "w", 4, repetition=0), CellEntry("plain", "w", 4, repetition=1)]
-    got_stats, extra = mark_partial((stats, {"failure": "earlier"}), entries, records, {"failure": "disk full"})
-    assert got_stats is stats and extra == {
-        "partial": True, "partial_requests": 2,
-        "failure": "earlier; partial: 2 measured requests finished before the cell was cut short (disk full); they "
-                   "are kept, without the cell's server counters"}
-    whole = (stats, {"x": 1})
-    assert mark_partial(whole, [*entries, CellEntry("plain", "w", 4, repetition=2)], records, {}) is whole
-    _, extra = mark_partial((stats, {}), [], records[:1], {})
-    assert extra["failure"].endswith("cut short (the run stopped); they are kept, without the cell's server counters")
+    got = mark_partial(_side("earlier"), entries, records, RunStatus(failure="disk full"))
+    assert (got.partial, got.partial_requests, got.failure) == (
+        True, 2, "earlier; partial: 2 measured requests finished before the cell was cut short (disk full); they "
+                 "are kept, without the cell's server counters")
+    assert list(got.to_json())[-3:] == ["failure", "partial", "partial_requests"]
+    whole = _side(None)
+    assert mark_partial(whole, [*entries, CellEntry("plain", "w", 4, repetition=2)], records, RunStatus()) is whole
+    cut = mark_partial(_side(None), [], records[:1], RunStatus(failure=None))
+    assert str(cut.failure).endswith("cut short (the run stopped); they are kept, without the cell's server counters")

@@ -14,6 +14,7 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.records.cell import CellEntry
+from loadgen.report.partial import RunStatus
 from loadgen.report.runfiles import read_run, run_ended_utc, with_engine_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram"
@@ -22,14 +23,14 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 def test_the_example_folder() -> None:
     files = read_run(EXAMPLE)
-    assert files.protocol == json.loads((EXAMPLE / "protocol.json").read_text())
-    assert files.status == {"complete": True, "failure": None} and files.records == []
+    assert files.protocol.to_json() == json.loads((EXAMPLE / "protocol.json").read_text())
+    assert files.status == RunStatus(complete=True, failure=None) and files.records == []
     lines = [json.loads(x) for x in (EXAMPLE / "cells.jsonl").read_text().splitlines()]
     assert len(files.entries) == len(lines) and files.entries[0].role == lines[0]["role"]
     assert [e.to_json() for e in files.entries] == lines  # each line read back whole
     assert sorted(files.servers) == ["plain", "speculative"]
     assert files.servers["plain"]["launch"] == json.loads((EXAMPLE / "servers" / "plain-launch.json").read_text())
-    assert files.on_disk["requests_on_disk"] == {"measured": 0, "partial": 0, "torn_lines": 0, "not_written": 0}
+    assert files.on_disk.requests_on_disk == {"measured": 0, "partial": 0, "torn_lines": 0, "not_written": 0}
     ends = [datetime.fromisoformat(e["started_utc"]) + timedelta(seconds=e["duration_s"]) for e in lines]
     assert files.generated_utc == max(ends).replace(microsecond=0).isoformat() == "2026-11-29T20:52:00+00:00"
 
@@ -41,7 +42,7 @@ def test_a_placebo_an_older_effective_record_and_no_status(tmp_path: Path) -> No
     shutil.copyfile(DATA / "vllm024_h200_draft_startup.log", run / "servers" / "speculative.log")
     (run / "servers" / "placebo-effective.json").write_text('{"version": "0.24.0"}')
     files = read_run(run)
-    assert files.status == {"complete": False, "failure": "unknown"}
+    assert files.status == RunStatus(complete=False, failure="unknown")
     assert sorted(files.servers) == ["placebo", "plain", "speculative"]
     assert files.servers["placebo"] == {"launch": None, "effective": {"version": "0.24.0"}, "resources": None,
                                         "teardown": None}

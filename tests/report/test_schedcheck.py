@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from loadgen.records.schedule import DeployedSchedule
-from loadgen.records.sweep import Recommendation, SweepCandidate, SweepCard, SweepCell, SweepEntry, WorkloadChoice
+from loadgen.records.sweep import (
+    KSchedule,
+    Recommendation,
+    SweepCandidate,
+    SweepCard,
+    SweepCell,
+    SweepEntry,
+    WorkloadChoice,
+)
 from loadgen.report.schedcheck import AS_PREDICTED, BETTER, NOT_MEASURED, WORSE, check_schedule, schedule_configs
 from loadgen.report.schedcheck import render_schedule_check as render
 
@@ -26,7 +34,7 @@ def _card(cells: list[SweepCell], schedule: dict | None) -> SweepCard:
     candidates = [SweepCandidate(name="ngram-k2", speculative_config={**NGRAM, "num_speculative_tokens": 2}, k=2),
                   SweepCandidate(name="ngram-k4", speculative_config={**NGRAM, "num_speculative_tokens": 4}, k=4),
                   SweepCandidate(name="draft-k4", speculative_config={**DRAFT, "num_speculative_tokens": 4}, k=4)]
-    choice = WorkloadChoice(workload="short", schedule={"config": schedule} if schedule else {"config": None})
+    choice = WorkloadChoice(workload="short", schedule=KSchedule(line="", supported=True, config=schedule))
     return SweepCard(pair="p", primary_metric="tpot_p50", candidates=candidates, cells=cells,
                      recommendation=Recommendation(lines=[], workloads=[choice]))
 

@@ -39,8 +39,9 @@ def _sweep(tmp_path: Path) -> Path:
 
 
 def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_path: Path) -> None:
-    trace = sweep_trace(_sweep(tmp_path))
-    assert trace is not None
+    section = sweep_trace(_sweep(tmp_path))
+    assert section is not None
+    trace = section.to_json()
     rows = {r["workload"]: r for r in trace["workloads"]}
     assert set(rows["tr@ts1"]["arms"]) == {"k1", "k2"}  # every candidate against plain
     assert round(rows["tr@ts1"]["arms"]["k2"]["speedup"], 2) == 2.0
@@ -50,7 +51,7 @@ def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_pa
     assert trace["capacity"] == {"tr": {"k1": 2.0, "k2": 1.0, "plain": 2.0}}
     rec = trace["recommendation"]["tr"]
     assert (rec["server"], rec["time_scale"]) == ("k2", 1.0) and abs(rec["tpot_p50_s"] - 0.0202) < 1e-9
-    md = "\n".join(trace_rows({"trace": trace}))
+    md = "\n".join(trace_rows(section))
     assert "k1 holds 2x this trace, k2 holds 1x this trace, plain holds 2x this trace" in md
     assert "recommendation on tr: k2 (lowest TPOT p50 20.2 ms at time_scale 1" in md
     assert "speculation pays during 100% of the trace's time (100% of its requests)" in md
@@ -59,7 +60,7 @@ def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_pa
 def test_no_trace_no_section(tmp_path: Path) -> None:
     (tmp_path / "protocol.json").write_text(json.dumps({"workloads": [{"name": "w", "kind": "file"}], "cells": []}))
     (tmp_path / "requests.jsonl").write_text("")
-    assert sweep_trace(tmp_path) is None and trace_rows({"trace": None}) == []
+    assert sweep_trace(tmp_path) is None and trace_rows(None) == []
     assert "Trace replay" not in render_sweep_markdown(SweepCard.from_json(
         {"pair": "p", "schema": "s", "primary_metric": "tpot_p50", "speedup_definition": "", "upper_bound_formula": "",
          "recommendation": {"lines": []}, "candidates": [], "cells": [], "drift_warnings": [], "times_s": {}},
@@ -67,10 +68,12 @@ def test_no_trace_no_section(tmp_path: Path) -> None:
 
 
 def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> None:
+    from loadgen.records.protocol import Protocol
     from loadgen.report.workloadcard import workload_statement
-    text = workload_statement([{"name": "tr", "kind": "trace", "path": "t.jsonl", "source_sha256": "ab",
-                                "source_lines": 7, "skipped": ["line 7: too long"], "time_scale": 0.5,
-                                "block_tokens": 64, "output_tokens": 5}], [])
+    text = workload_statement(Protocol(workloads=[{"name": "tr", "kind": "trace", "path": "t.jsonl",
+                                                   "source_sha256": "ab", "source_lines": 7,
+                                                   "skipped": ["line 7: too long"], "time_scale": 0.5,
+                                                   "block_tokens": 64, "output_tokens": 5}], cells=[]), [])
     assert ("tr (trace, completions; trace t.jsonl (sha256 ab, 7 lines, 1 skipped: line 7: too long; replayed at "
             "its times x 0.5, blocks of 64 tokens)") in text
 
@@ -84,6 +87,7 @@ def _rec2(role: str, i: int, tpot: float, tokens: int) -> RequestRecord:
 
 def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(tmp_path: Path) -> None:
     from loadgen.profile.pair import SCHEDULE_KEY
+    from loadgen.records.sweep import KSchedule, Recommendation, SweepCandidate, WorkloadChoice
     from loadgen.report.tracedata import SCHEDULE_NAME
     # 0-5 s: short requests, under one in flight; 5-10 s: 100-token requests every 0.25 s, up to 16 in flight
     tpot = {"plain": (0.040, 0.040), "k1": (0.030, 0.060), "k2": (0.020, 0.080)}
@@ -95,10 +99,11 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
         "slo": {"percentile": 90.0, "tpot_s": 0.05}, "cells": []}))
     ngram = {"method": "ngram", "prompt_lookup_max": 4}
     schedule = {**ngram, "num_speculative_tokens": 2, SCHEDULE_KEY: [[1, 3, 2], [4, 64, 0]]}
-    rec = {"workloads": [{"workload": "w", "schedule": {"config": schedule}}]}
-    rows = [{"name": f"k{k}", "speculative_config": {**ngram, "num_speculative_tokens": k}} for k in (1, 2)]
-    trace = sweep_trace(tmp_path, rec, rows)
-    assert trace is not None
+    rec = Recommendation(lines=[], workloads=[WorkloadChoice("w", schedule=KSchedule("", True, schedule))])
+    rows = [SweepCandidate(f"k{k}", {**ngram, "num_speculative_tokens": k}) for k in (1, 2)]
+    section = sweep_trace(tmp_path, rec, rows)
+    assert section is not None
+    trace = section.to_json()
     (row,) = trace["workloads"]
     sched = row["schedule"]
     # the second window fills up over 4 s (each request lasts 4 s), then holds 16: a mean of (4 x 8 + 16) / 5 = 9.6
@@ -107,19 +112,21 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
     assert sched["tpot_p50_s"] == pytest.approx((0.0204 + 0.040) / 2) and sched["slo"]["hold"] is True
     assert row["servers"]["k1"]["slo"]["hold"] is False and row["servers"]["plain"]["slo"]["hold"] is True
     assert trace["recommendation"]["tr"]["server"] == SCHEDULE_NAME
-    md = "\n".join(trace_rows({"trace": trace}))
+    md = "\n".join(trace_rows(section))
     assert "the sweep's K schedule (from w's fixed-level cells) on this trace" in md
 
 
 def test_a_client_behind_the_trace_says_so(tmp_path: Path) -> None:
     from dataclasses import replace as copy
 
+    from loadgen.records.protocol import Protocol
     from loadgen.report.tracedata import trace_section
     late = [copy(r, send_s=r.send_s + 0.012) for r in (_rec2("speculative", i, 0.02, 5) for i in range(10))]
     on_time = [_rec2("plain", i, 0.04, 5) for i in range(10)]
-    trace = trace_section({"workloads": [{"name": "tr", "kind": "trace", "window_s": 5.0}]}, on_time + late)
-    assert trace is not None
-    servers = trace["workloads"][0]["servers"]
+    proto = Protocol(workloads=[{"name": "tr", "kind": "trace", "window_s": 5.0}], cells=[])
+    section = trace_section(proto, on_time + late)
+    assert section is not None
+    servers = section.to_json()["workloads"][0]["servers"]
     assert servers["plain"]["behind"] is False and servers["speculative"]["behind"] is True
     assert servers["speculative"]["lag_p99_s"] == pytest.approx(0.012)
-    assert "the client fell behind the trace on speculative" in "\n".join(trace_rows({"trace": trace}))
+    assert "the client fell behind the trace on speculative" in "\n".join(trace_rows(section))

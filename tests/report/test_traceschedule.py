@@ -14,7 +14,8 @@ import pytest
 
 from loadgen.profile.pair import SCHEDULE_KEY, SLO
 from loadgen.records.request import RequestRecord
-from loadgen.report.traceschedule import arm_of_k, schedule_on_trace
+from loadgen.records.sweep import KSchedule, SweepCandidate
+from loadgen.report import traceschedule
 from loadgen.run.traceplan import trace_level
 
 SCHEDULE = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4,
@@ -22,6 +23,20 @@ SCHEDULE = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max":
 CONFIGS = {"ngram-k4": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4},
            "ngram-k1": {"prompt_lookup_max": 4, "method": "ngram", "num_speculative_tokens": 1},
            "draft-k1": {"method": "draft_model", "num_speculative_tokens": 1}}
+def arm_of_k(schedule: dict[str, Any], configs: dict[str, dict[str, Any]], k: int) -> str | None:
+    """traceschedule.arm_of_k of a schedule config and the arms' configs."""
+    return traceschedule.arm_of_k(KSchedule("", True, schedule), [SweepCandidate(n, c) for n, c in configs.items()], k)
+
+
+def schedule_on_trace(blocks: dict[str, Any], window_s: float, schedule: dict[str, Any],
+                      configs: dict[str, dict[str, Any]], slo: SLO) -> dict[str, Any] | None:
+    """traceschedule.schedule_on_trace of a schedule config and the arms' configs, as the card writes it."""
+    sweep = traceschedule.SweepSchedule("w", KSchedule("", True, schedule),
+                                        [SweepCandidate(n, c) for n, c in configs.items()])
+    got = traceschedule.schedule_on_trace(blocks, window_s, sweep, slo)
+    return None if got is None else got.to_json()
+
+
 DUE = {"a": 0.0, "b1": 10.0, "b2": 10.0, "b3": 10.0, "b4": 10.0}
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.records.cardcell import CardCell
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 from loadgen.report.contextplot import render_context_plot
 from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
@@ -30,7 +31,7 @@ def test_the_statement_names_kind_source_lengths_sent_and_scope() -> None:
     records = [_rec("f", "plain", n, o) for n, o in ((10, 20), (30, 8), (12, 40))]
     records += [_rec("f", "speculative", 999, 999), _rec("f", "plain", 999, 999, phase="warmup")]
     records += [_rec("g@256", "plain", 256, 64) for _ in range(3)]
-    assert workload_statement(workloads, records) == (
+    assert workload_statement(Protocol(workloads=workloads, cells=[]), records) == (
         "Conclusions hold for the workloads tested only: f (file, chat; file data/p.jsonl (sha256 " + "ab" * 32
         + ", 30 lines, 1 skipped: line 2: no human turn; sampled with seed 7); input tokens min/median/max "
         "10/12/30, output tokens 8/20/40); g@256 (grounded, completions; generator grounded, seed 5; input tokens "
@@ -53,7 +54,7 @@ CELLS = [_cell("g@1024", "c1", 1, 0.5, 0.9), _cell("g@128", "c1", 1, 0.7, 0.8), 
 def test_context_axis_rows_per_input_length_and_level() -> None:
     axis = context_axis(CELLS)
     assert list(axis) == ["g"]
-    assert [(r["input_tokens"], r["level"], r["acceptance_rate"], r["tpot_ratio"]) for r in axis["g"]] == [
+    assert [(r.input_tokens, r.level, r.acceptance_rate, r.tpot_ratio) for r in axis["g"]] == [
         (128, "c1", 0.7, 0.8), (1024, "c1", 0.5, 0.9), (128, "c4", 0.6, 1.1)]
     rows = context_rows(axis)
     assert rows[0] == "## Context length" and "### g" in rows
@@ -65,13 +66,13 @@ def test_context_axis_rows_per_input_length_and_level() -> None:
 def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.report.test_card import card as one_cell_card
     base = one_cell_card()
-    card = base | {"context_axis": context_axis(CELLS)}
+    card = base | {"context_axis": {k: [r.to_json() for r in rows] for k, rows in context_axis(CELLS).items()}}
     assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in markdown(card)
     figures = capture_figures(monkeypatch)
-    (path,) = render_context_plot(card["pair"], card["context_axis"], tmp_path)
+    (path,) = render_context_plot(card["pair"], context_axis(CELLS), tmp_path)
     assert path.name == "context_length.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     acc_ax, ratio_ax = figures["context_length.png"].axes
     assert labels(acc_ax) == ["g c1", "g c4"]
     assert line(acc_ax, "g c1") == ([128, 1024], [0.7, 0.5]) and line(acc_ax, "g c4") == ([128], [0.6])
     assert line(ratio_ax, "g c1") == ([128, 1024], [0.8, 0.9]) and line(ratio_ax, "g c4") == ([128], [1.1])
-    assert render_context_plot(base["pair"], base.get("context_axis"), tmp_path / "none") == []
+    assert render_context_plot(base["pair"], None, tmp_path / "none") == []

@@ -84,7 +84,7 @@ def test_a_drift_misleads_one_window_per_server_and_not_the_interleaved_blocks(t
     records = [r for r in load_records(old_dir) if not r.warmup]
     plain = [r for r in records if r.role == "plain"]
     spec = [r for r in records if r.role == "speculative"]
-    within = within_run_ratios(plain, spec, stats_of(plain), stats_of(spec))["tpot_p50"]
+    within = within_run_ratios(plain, spec, stats_of(plain), stats_of(spec))["tpot_p50"].to_json()
     value, low, high = _speedup(within)
     assert value < 1.8 and high < 2.0, (value, low, high)  # a confident wrong answer: the CI excludes 2.0
     assert old["ratios"]["tpot_p50"]["ci_low"] is None  # the card gives no CI from one window
