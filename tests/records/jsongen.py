@@ -15,7 +15,7 @@ from loadgen.records.wire import Kind
 TEXT = st.text(max_size=6)
 #: Floats as JSON writes them back exactly (no NaN or infinity: not JSON), never one equal to an integer:
 #: JSON Schema counts 2.0 an integer, the readers do not (tests/records/test_wire.py).
-FLOATS = st.floats(allow_nan=False, allow_infinity=False, width=64).filter(lambda f: not f.is_integer())
+FLOATS = st.floats(-1e12, 1e12).map(lambda f: f + 0.5 if f.is_integer() else f)
 INTS = st.integers(min_value=-(2**40), max_value=2**40)
 SCALARS = st.none() | st.booleans() | INTS | FLOATS | TEXT
 #: Any JSON value, small.
@@ -28,20 +28,25 @@ UNKNOWN = "zz_other_code"
 
 
 def from_schema(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
-    """Documents ``schema`` takes, for the subset of JSON Schema records/wire.py generates: type, enum,
+    """Documents ``schema`` takes, for the subset of JSON Schema records/wire.py and the pair card's schema
+    (records/card.py ``card_schema``) use: type, enum,
     anyOf, items, additionalProperties, properties with required (optional ones present or not, in any order),
-    minLength and the ``^runs/`` pattern of records/fleettasks.py ``RUN_DIR``."""
+    minLength, const, a list of types and patterns (the ``^runs/`` of records/fleettasks.py ``RUN_DIR`` as a
+    folder under runs/)."""
     if "anyOf" in schema:
         return st.one_of([from_schema(s) for s in schema["anyOf"]])
-    if "enum" in schema:
-        return st.sampled_from(schema["enum"])
+    if "enum" in schema or "const" in schema:
+        return st.sampled_from(schema["enum"]) if "enum" in schema else st.just(schema["const"])
     kind = schema.get("type")
     if kind is None:
         return JSON
+    if isinstance(kind, list):  # the pair card's ["number", "null"]...
+        return st.one_of([from_schema({**schema, "type": k}) for k in kind])
     if kind == "string":
-        if "pattern" in schema:
-            assert schema["pattern"] == "^runs/", schema  # the only pattern the records use
+        if schema.get("pattern") == "^runs/":  # the reader also refuses a ".." part: none is drawn
             return st.text("abz-_0", min_size=1, max_size=6).map(lambda s: f"runs/{s}")
+        if "pattern" in schema:
+            return st.from_regex(schema["pattern"], fullmatch=True)
         return st.text(min_size=schema.get("minLength", 0), max_size=6)
     if kind == "array":
         return st.lists(from_schema(schema["items"]) if "items" in schema else JSON, max_size=2)
@@ -55,7 +60,7 @@ def from_schema(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
 
 def _object(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     props = schema["properties"]
-    required = set(schema["required"])
+    required = set(schema.get("required", ()))
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
