@@ -160,3 +160,20 @@ def test_a_task_list_of_another_schema_or_with_a_bad_name_is_refused(field: str,
     with pytest.raises(BadInput) as caught:
         TaskList.from_json(doc, source="tasks.json")
     assert str(caught.value) == f"tasks.json: {field}: expected {name}, got {value!r}; {FIX}"
+
+
+@pytest.mark.parametrize("cls", [c for c in PARTS if not c.REQUIRED],
+                         ids=[i for c, i in zip(PARTS, IDS, strict=True) if not c.REQUIRED])
+def test_a_part_read_from_an_empty_object_writes_an_empty_object(cls: type[Part]) -> None:
+    read = cls.from_json({}, source="f.json")
+    assert read.to_json() == {} and read.keys == ()
+    built = cls()
+    assert list(built.to_json()) == list(cls.KINDS) and built == read  # built anew: every field, in KINDS order
+
+
+def test_a_fleet_node_row_with_an_empty_hardware_object_writes_back_as_read() -> None:
+    doc = {"name": "node-a", "hardware": {}, "tasks": {"done": 2}}
+    row = fleet.NodeRow.from_json(doc, source="fleet.json")
+    assert row.hardware == fleetparts.NodeHardware() and json.dumps(row.to_json()) == json.dumps(doc)
+    grown = row.with_fields(hardware=row.hardware.with_fields(cpu_cores=8))
+    assert grown.to_json()["hardware"] == {"cpu_cores": 8}
