@@ -47,14 +47,15 @@ class Part:
     #: The fix a file that does not read gets.
     FIX: ClassVar[str] = RESTORE
 
-    #: The object's keys in their order on disk (every field's, in ``KINDS`` order, for one built anew).
-    keys: tuple[str, ...] = field(default=(), compare=False, kw_only=True)
+    #: The object's keys in their order on disk (None for one built anew: every field's, in ``KINDS`` order).
+    keys: tuple[str, ...] | None = field(default=None, compare=False, kw_only=True)
     #: Keys this code does not know (a file of other code), kept as read.
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, kw_only=True)
 
     def to_json(self) -> dict[str, Any]:
         """The object as its file holds it: its keys in their order (:attr:`keys`), nested parts written out."""
-        return {k: self.extra[k] if k in self.extra else _out(getattr(self, k)) for k in self.keys or self.KINDS}
+        keys = self.KINDS if self.keys is None else self.keys
+        return {k: self.extra[k] if k in self.extra else _out(getattr(self, k)) for k in keys}
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:
@@ -83,7 +84,7 @@ class Part:
 
     def with_fields(self, **values: Any) -> Self:
         """This object with ``values`` set, new keys written after the object's own."""
-        keys = self.keys or tuple(k for k in self.KINDS if hasattr(self, k))
+        keys = self.keys if self.keys is not None else tuple(k for k in self.KINDS if hasattr(self, k))
         return replace(self, **values, keys=(*keys, *(k for k in values if k not in keys)))
 
     @classmethod

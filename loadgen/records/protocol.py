@@ -62,6 +62,8 @@ class ProtocolCell:
     arrivals_s: list[float] | None = None
     #: The cell's keys in their order on disk.
     keys: tuple[str, ...] = field(default=(), compare=False)
+    #: Keys this code does not know (a cell of other code), kept as read.
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -70,7 +72,7 @@ class ProtocolCell:
 
     def to_json(self) -> dict[str, Any]:
         """The cell as protocol.json lists it."""
-        return {k: getattr(self, k) for k in self.keys or _CELL_KINDS}
+        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys or _CELL_KINDS}
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:
@@ -82,7 +84,7 @@ class ProtocolCell:
         """:meth:`from_json` at ``where`` (a cell inside protocol.json)."""
         d = obj(data, where)
         return cls(**{k: read(d, k, kind, where) for k, kind in _CELL_KINDS.items() if k in d or k in _CELL_REQUIRED},
-                   keys=tuple(k for k in d if k in _CELL_KINDS))
+                   keys=tuple(d), extra={k: v for k, v in d.items() if k not in _CELL_KINDS})
 
 
 _CELL_KINDS: dict[str, Kind] = {
