@@ -9,7 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loadgen.records.schedule import SCHEDULE_CHECK_SCHEMA, KSchedule, ScheduleCell, ScheduleCheck, schedule_sweep_doc
+from loadgen.records.schedule import (
+    SCHEDULE_CHECK_SCHEMA,
+    DeployedSchedule,
+    ScheduleCell,
+    ScheduleCheck,
+    schedule_sweep_doc,
+)
 
 DRAFT = {"method": "draft_model", "model": "smollm2-135m", "num_speculative_tokens": 4}
 SCHEDULED = {**DRAFT, "num_speculative_tokens_per_batch_size": [[1, 8, 4], [9, 64, 2], [65, 512, 0]]}
@@ -17,19 +23,19 @@ NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
 
 
 def test_the_text_is_the_speculative_config_as_sorted_json() -> None:
-    schedule = KSchedule("short", {"num_speculative_tokens": 4, "method": "ngram"})
+    schedule = DeployedSchedule("short", {"num_speculative_tokens": 4, "method": "ngram"})
     assert schedule.text == '{"method": "ngram", "num_speculative_tokens": 4}'
-    assert json.loads(KSchedule("x", SCHEDULED).text) == SCHEDULED
+    assert json.loads(DeployedSchedule("x", SCHEDULED).text) == SCHEDULED
     # equal configs in another key order give equal texts; a different K gives another
-    assert KSchedule("a", dict(reversed(list(SCHEDULED.items())))).text == KSchedule("b", SCHEDULED).text
-    assert KSchedule("a", {**DRAFT, "num_speculative_tokens": 2}).text != KSchedule("b", DRAFT).text
+    assert DeployedSchedule("a", dict(reversed(list(SCHEDULED.items())))).text == DeployedSchedule("b", SCHEDULED).text
+    assert DeployedSchedule("a", {**DRAFT, "num_speculative_tokens": 2}).text != DeployedSchedule("b", DRAFT).text
 
 
 def test_the_family_is_everything_but_k_and_the_schedule() -> None:
-    assert KSchedule.family_of(SCHEDULED) == KSchedule.family_of(DRAFT) == (
+    assert DeployedSchedule.family_of(SCHEDULED) == DeployedSchedule.family_of(DRAFT) == (
         '{"method": "draft_model", "model": "smollm2-135m"}')
-    assert KSchedule.family_of(NGRAM) == '{"method": "ngram", "prompt_lookup_max": 4}'
-    assert KSchedule.family_of({"num_speculative_tokens": 1}) == "{}"
+    assert DeployedSchedule.family_of(NGRAM) == '{"method": "ngram", "prompt_lookup_max": 4}'
+    assert DeployedSchedule.family_of({"num_speculative_tokens": 1}) == "{}"
 
 
 def _cell(status: str, k: int = 2, measured: float | None = 1.2) -> ScheduleCell:
@@ -56,7 +62,8 @@ DOC = {"name": "smollm2", "pair": "pair.toml", "workloads": ["short", "long"],
 
 
 def test_one_schedule_for_every_workload_is_the_one_speculative_table() -> None:
-    out, index = schedule_sweep_doc(DOC, [KSchedule("short", SCHEDULED), KSchedule("long", dict(SCHEDULED))])
+    same = [DeployedSchedule("short", SCHEDULED), DeployedSchedule("long", dict(SCHEDULED))]
+    out, index = schedule_sweep_doc(DOC, same)
     assert out == {"name": "smollm2-schedule", "pair": "pair.toml", "workloads": ["short", "long"],
                    "speculative": {"name": "schedule", **SCHEDULED}}
     assert index == {"short": 0, "long": 0}
@@ -64,7 +71,8 @@ def test_one_schedule_for_every_workload_is_the_one_speculative_table() -> None:
 
 
 def test_distinct_schedules_are_numbered_in_first_seen_order() -> None:
-    schedules = [KSchedule("a", NGRAM), KSchedule("b", SCHEDULED), KSchedule("c", NGRAM), KSchedule("d", DRAFT)]
+    schedules = [DeployedSchedule("a", NGRAM), DeployedSchedule("b", SCHEDULED), DeployedSchedule("c", NGRAM),
+                 DeployedSchedule("d", DRAFT)]
     out, index = schedule_sweep_doc({"workloads": ["a"]}, schedules)
     assert out["name"] == "sweep-schedule"  # a document without a name
     assert out["speculative"] == {"name": "schedule1", **NGRAM}
@@ -84,7 +92,7 @@ CONFIGS = st.fixed_dictionaries({"method": st.sampled_from(["ngram", "draft_mode
 @settings(max_examples=40, deadline=None)
 @given(configs=st.lists(CONFIGS, min_size=1, max_size=6))
 def test_every_workload_is_measured_by_a_candidate_with_its_own_config(configs: list[dict[str, Any]]) -> None:
-    schedules = [KSchedule(f"w{i}", c) for i, c in enumerate(configs)]
+    schedules = [DeployedSchedule(f"w{i}", c) for i, c in enumerate(configs)]
     out, index = schedule_sweep_doc(DOC, schedules)
     tables = [out["speculative"], *out.get("candidates", [])]
     assert len(tables) == len({s.text for s in schedules})  # one candidate per distinct config
@@ -101,6 +109,6 @@ def test_every_workload_is_measured_by_a_candidate_with_its_own_config(configs: 
 @given(config=CONFIGS, k=st.integers(1, 8))
 def test_the_family_does_not_change_with_k_and_the_text_reads_back(config: dict[str, Any], k: int) -> None:
     other = {**config, "num_speculative_tokens": k, "num_speculative_tokens_per_batch_size": [[1, 2, k]]}
-    assert KSchedule.family_of(other) == KSchedule.family_of(config)
-    assert json.loads(KSchedule("w", config).text) == config
-    assert (KSchedule("w", other).text == KSchedule("w", config).text) == (other == config)
+    assert DeployedSchedule.family_of(other) == DeployedSchedule.family_of(config)
+    assert json.loads(DeployedSchedule("w", config).text) == config
+    assert (DeployedSchedule("w", other).text == DeployedSchedule("w", config).text) == (other == config)
