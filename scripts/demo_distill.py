@@ -13,8 +13,11 @@ on the CPU or the GPU).
 
 Where the numbers come from: on a 2-core CPU a 12-layer cut trained this way on ~10k target tokens
 reached about 30% greedy agreement on held-out prompts and more data helped more than more trained
-layers or more steps (sweeps of layer count, trained layers, lr, steps and data size); the values
-below are the best found that keep a cold build of both models within about 5 minutes on 2 cores.
+layers or more steps (sweeps of layer count, trained layers, lr, steps and data size). Version 2 of the
+recipe keeps the data and trades 300 steps on the top-32 at lr 3e-3 (held-out agreement 0.515) for 200
+steps on the top-8 at lr 5e-3 (0.480) and reads the shipped continuations: a cold build of both models
+takes an estimated 70-75 s on a quiet 2-core machine instead of 125-145 s (profiles/README.md, "Build time,
+and what was traded").
 
 On a GPU (``device="cuda"``) the same steps run there, with the seeded batch order drawn on the CPU as
 before; the teacher generates ``gen_batch`` prompts at a time. The numbers differ in the last bits
