@@ -3,7 +3,7 @@
 Usage (with a python that has torch, transformers, accelerate and, for the GGUF, gguf: the engine venv)::
 
     python scripts/build_demo_models.py --out .models [--wheel-dir DIR] [--device {auto,cpu,cuda}]
-        [--save-dtype {float32,bfloat16}] [--target-from DIR_OR_HUB_ID]
+        [--save-dtype {float32,bfloat16}] [--target-from DIR_OR_HUB_ID] [--regenerate-teacher]
 
 Outputs, each a plain Hugging Face directory (safetensors) that vLLM loads::
 
@@ -24,9 +24,12 @@ torch sees one (``cuda``), else on the CPU; the GGUF is de-quantized on the CPU 
 and the teacher is then the bfloat16-rounded target, as saved and as served with ``--dtype bfloat16``).
 
 Each output directory gets ``.build-complete.json`` (recipe, source sha256, results); a re-run with
-the same recipe only checks the markers. The default CPU build's recipe is the one it has always been;
-any other device, save dtype or source adds its keys, so a CPU build and a GPU build (or a GGUF and a hub
-target) are never taken for one another: a re-run with other options rebuilds. Builds go to a temporary
+the same recipe only checks the markers. The default CPU build reads the target's greedy continuations
+from ``scripts/demo_teacher.json`` (``scripts/demo_teacher.py``) and its recipe records that file's sha256;
+any other device, save dtype or source generates them and adds its keys, so a CPU build and a GPU build (or
+a GGUF and a hub target) are never taken for one another: a re-run with other options rebuilds.
+``--regenerate-teacher`` (default build only) generates the continuations again and fails unless they are
+byte-identical to the shipped file. Builds go to a temporary
 directory that is renamed into place at the end, so an interrupted build never looks complete.
 """
 
