@@ -25,11 +25,14 @@ and the teacher is then the bfloat16-rounded target, as saved and as served with
 
 Each output directory gets ``.build-complete.json`` (recipe, source sha256, results); a re-run with
 the same recipe only checks the markers. The default CPU build reads the target's greedy continuations
-from ``scripts/demo_teacher.json`` (``scripts/demo_teacher.py``) and its recipe records that file's sha256;
-any other device, save dtype or source generates them and adds its keys, so a CPU build and a GPU build (or
-a GGUF and a hub target) are never taken for one another: a re-run with other options rebuilds.
-``--regenerate-teacher`` (default build only) generates the continuations again and fails unless they are
-byte-identical to the shipped file. Builds go to a temporary
+from ``scripts/demo_teacher.json`` and the target's top-k on them from ``scripts/demo_teacher_topk.npy``
+(``scripts/demo_teacher.py``), so it runs only the target's first layers (the draft's frozen ones) over
+them, and its recipe records both files' sha256; any other device, save dtype or source generates its own
+and adds its keys, so a CPU build and a GPU build (or a GGUF and a hub target) are never taken for one
+another: a re-run with other options rebuilds. ``--regenerate-teacher`` (default build only) generates the
+continuations and the top-k again and fails unless both are byte-identical to the shipped files. The
+default build takes 46-51 s on 2 cores (profiles/README.md, "Build time, and what was traded"). Builds go
+to a temporary
 directory that is renamed into place at the end, so an interrupted build never looks complete.
 """
 

@@ -67,6 +67,12 @@ def test_regenerated_bytes_must_match_the_shipped_file(tmp_path: Path) -> None:
     with pytest.raises(build.BuildError, match="differs from .*demo_teacher.json"):
         build.check_teacher(changed, demo_teacher.TEACHER_FILE, tmp_path, 0.0)
     assert (tmp_path / "demo_teacher.json").read_bytes() == changed
+    top_k = demo_teacher.TOP_K_FILE.read_bytes()
+    build.check_teacher(top_k, demo_teacher.TOP_K_FILE, tmp_path, 0.0)
+    other = top_k[:-2] + bytes([top_k[-2] ^ 1, top_k[-1]])  # the last logit's lowest bit
+    with pytest.raises(build.BuildError, match="differs from .*demo_teacher_topk.npy"):
+        build.check_teacher(other, demo_teacher.TOP_K_FILE, tmp_path, 0.0)
+    assert (tmp_path / "demo_teacher_topk.npy").read_bytes() == other
 
 
 def test_only_the_default_build_reads_the_shipped_file(capsys: pytest.CaptureFixture[str]) -> None:
