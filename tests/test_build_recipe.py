@@ -81,6 +81,7 @@ def test_within_the_build_the_gguf_is_parsed_once_and_gguf_is_restored_after(mon
         readers = [fake.GGUFReader("m.gguf") for _ in range(3)]  # type: ignore[attr-defined]
         assert readers[0] is readers[1] is readers[2]
         fake.GGUFReader("other.gguf")  # type: ignore[attr-defined]
-        assert [fake.get_tensor_name_map("llama", 30) for _ in range(272)][-1] == ("llama", 30)  # type: ignore[attr-defined]
+        maps = [fake.get_tensor_name_map("llama", 30) for _ in range(272)]  # type: ignore[attr-defined]
+        assert maps[-1] == ("llama", 30)
     assert calls == ["m.gguf", "other.gguf", ("llama", 30)]
     assert fake.GGUFReader is Reader and fake.get_tensor_name_map is name_map  # type: ignore[attr-defined]
