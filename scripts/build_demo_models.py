@@ -31,7 +31,8 @@ them, and its recipe records both files' sha256; any other device, save dtype or
 and adds its keys, so a CPU build and a GPU build (or a GGUF and a hub target) are never taken for one
 another: a re-run with other options rebuilds. ``--regenerate-teacher`` (default build only) generates the
 continuations and the top-k again and fails unless both are byte-identical to the shipped files. The
-default build takes 46-51 s on 2 cores (profiles/README.md, "Build time, and what was traded"). Builds go
+default build takes about 49-54 s on a quiet 2-core machine (profiles/README.md, "Build time, and what was
+traded"). Builds go
 to a temporary
 directory that is renamed into place at the end, so an interrupted build never looks complete.
 """

