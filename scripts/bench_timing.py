@@ -115,8 +115,17 @@ def trace_split(records: Sequence[RequestRecord], origin: float, trace: list[dic
 def scripted_server(args: argparse.Namespace) -> Iterator[tuple[str, int]]:
     """Start sse_server.py (pinned to the last CPU when there are >= 2, the client to the others);
     yield its base URL and process id."""
-    options = ["--ttft-ms", str(args.ttft_ms), "--chunk-ms", str(args.chunk_ms), "--pattern",
-               ",".join(map(str, args.pattern)), "--selector", args.selector, *(["--trace"] if args.trace else [])]
+    options = [
+        "--ttft-ms",
+        str(args.ttft_ms),
+        "--chunk-ms",
+        str(args.chunk_ms),
+        "--pattern",
+        ",".join(map(str, args.pattern)),
+        "--selector",
+        args.selector,
+        *(["--trace"] if args.trace else []),
+    ]
     cpus = sorted(os.sched_getaffinity(0))
     pin = len(cpus) >= 2 and not args.no_pin
     with spawn(options, cpus[-1] if pin else None, quiet=False) as (url, proc):
@@ -155,8 +164,12 @@ class CpuMeter:
         """Cores used since construction: ``client``, ``server``, ``other``; also ``client_s`` (CPU s)."""
         end = self._snapshot()
         wall, busy, client, server = (b - a for a, b in zip(self.start, end, strict=True))
-        return {"client": client / wall, "server": server / wall, "other": max(0.0, busy - client - server) / wall,
-                "client_s": client}
+        return {
+            "client": client / wall,
+            "server": server / wall,
+            "other": max(0.0, busy - client - server) / wall,
+            "client_s": client,
+        }
 
 
 def server_get(url: str, path: str) -> Any:
@@ -167,19 +180,27 @@ def server_get(url: str, path: str) -> Any:
 
 def prompts(prefix: str, n: int, output_tokens: int) -> tuple[Prompt, ...]:
     """``n`` chat prompts whose message content is the prompt id (the server trace's key)."""
-    return tuple(Prompt(f"{prefix}{i}", "scripted", "chat", None, ({"role": "user", "content": f"{prefix}{i}"},),
-                        output_tokens) for i in range(n))
+    return tuple(
+        Prompt(f"{prefix}{i}", "scripted", "chat", None, ({"role": "user", "content": f"{prefix}{i}"},), output_tokens)
+        for i in range(n)
+    )
 
 
-def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespace, script: Script,
-              timeout_s: float) -> LevelResult:
+def run_level(
+    url: str, server_pid: int, c: int, n: int, args: argparse.Namespace, script: Script, timeout_s: float
+) -> LevelResult:
     """One closed-loop cell at concurrency ``c`` with ``n`` measured requests; TimeoutError after
     ``timeout_s``."""
     tag = f"c{c}-"
-    plan = CellSpec(role="plain", workload="scripted", endpoint="chat", level=Level(c),
-                    warmup=tuple(prompts(tag + "w", c, args.output_tokens)),
-                    measured=tuple(prompts(tag + "m", n, args.output_tokens)),
-                    cooldown=tuple(prompts(tag + "f", c, args.output_tokens)))
+    plan = CellSpec(
+        role="plain",
+        workload="scripted",
+        endpoint="chat",
+        level=Level(c),
+        warmup=tuple(prompts(tag + "w", c, args.output_tokens)),
+        measured=tuple(prompts(tag + "m", n, args.output_tokens)),
+        cooldown=tuple(prompts(tag + "f", c, args.output_tokens)),
+    )
     all_chunks = [0]
 
     def count(record: RequestRecord) -> None:
@@ -192,8 +213,14 @@ def run_level(url: str, server_pid: int, c: int, n: int, args: argparse.Namespac
     cpu = meter.stop()
     stats = server_get(url, "/stats?reset=1")
     stats["connections"] -= 1  # the connection of this /stats request itself
-    result = LevelResult(c, len(records), cpu.pop("client_s") / max(all_chunks[0], 1) * 1e6,
-                         {m: [] for m in METRICS}, server=stats, cpu=cpu)
+    result = LevelResult(
+        c,
+        len(records),
+        cpu.pop("client_s") / max(all_chunks[0], 1) * 1e6,
+        {m: [] for m in METRICS},
+        server=stats,
+        cpu=cpu,
+    )
     for r in records:
         result.send_lag_ms.append((r.send_s - r.scheduled_s) * 1e3)
         got = expected_errors(r, script)
@@ -219,32 +246,39 @@ def verdict(errors_ms: Sequence[float]) -> tuple[float, float, bool]:
     return med, p99, bool(len(abs_err)) and med <= MEDIAN_LIMIT_MS and p99 <= P99_LIMIT_MS
 
 
-
-
 def section_title(realtime: bool) -> str:
     """The heading of this benchmark's section in docs/benchmarks.md (one per kind of run)."""
     return SECTION + (" (SCHED_FIFO, `--realtime`)" if realtime else "")
 
 
-def render(results: Sequence[LevelResult], args: argparse.Namespace, command: str, verdicts: dict[str, bool],
-           load_at_start: str) -> str:
+def render(
+    results: Sequence[LevelResult],
+    args: argparse.Namespace,
+    command: str,
+    verdicts: dict[str, bool],
+    load_at_start: str,
+) -> str:
     """The Markdown section (also printed)."""
     m = machine()
     lines = [
-        section_title(args.realtime), "",
-        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`"
-        f"{by_make()}", "",
+        section_title(args.realtime),
+        "",
+        f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: `{command}`{by_make()}",
+        "",
         f"Machine: nproc {m['nproc']}, CPU {m['cpu']}, Python {m['python']}, {m['os']}; client (loadgen's runner, "
         f"client and transport) and scripted server (`scripts/sse_server.py`, `{args.selector}` loop) as separate "
         f"processes{'' if args.no_pin else ', each pinned to its own core'}"
-        f"{', both SCHED_FIFO (--realtime)' if args.realtime else ''}; load average at start {load_at_start}.", "",
+        f"{', both SCHED_FIFO (--realtime)' if args.realtime else ''}; load average at start {load_at_start}.",
+        "",
         f"Script: chat endpoint, TTFT {args.ttft_ms:g} ms, a token chunk every {args.chunk_ms:g} ms, tokens per "
         f"chunk {','.join(map(str, args.pattern))} (cycled), {args.output_tokens} output tokens; role-only first "
         "chunk, one token chunk with empty text, usage-only chunk, `[DONE]`. Closed loop (`run_cell`), warmup and "
         "cooldown of one round each. Identical requests keep the streams in step, so the chunks of all "
-        "in-flight requests arrive together, as from one batched engine step.", "",
+        "in-flight requests arrive together, as from one batched engine step.",
+        "",
         "Absolute error of each client-measured value against the scripted one (ms): median / p99; bias = "
-        "median signed error. ICL and ITL: every sample; TTFT, E2E, TPOT: one per request.", "",
+        "median signed error. ICL and ITL: every sample; TTFT, E2E, TPOT: one per request.",
+        "",
         "| concurrency | requests | metric | samples | median abs err | p99 abs err | bias | verdict |",
         "|---:|---:|---|---:|---:|---:|---:|---|",
     ]
@@ -254,41 +288,56 @@ def render(results: Sequence[LevelResult], args: argparse.Namespace, command: st
             med, p99, ok = verdict(errs)
             gated = res.concurrency == args.gate_concurrency and name in GATED
             mark = ("PASS" if ok else "FAIL") if gated else "info"
-            lines.append(f"| {res.concurrency} | {res.requests} | {name} | {len(errs)} | {med:.3f} | {p99:.3f} | "
-                         f"{pct(errs, 50):+.3f} | {mark} |")
-    lines += ["", "Send lag (actual send - scheduled send, ms); the server's own lateness (actual send - deadline of "
-              "token chunks, ms); new TCP connections the server accepted for streams in the measured phase and "
-              "cooldown; CPU over the cell in cores (client = this process, other = every other process on the "
-              "machine) and the client's CPU per received token chunk:", "",
-              "| concurrency | send lag p50 | send lag p99 | server late p50 | server late p99 | connections | "
-              "client CPU | server CPU | other CPU | client us/chunk | failures |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            lines.append(
+                f"| {res.concurrency} | {res.requests} | {name} | {len(errs)} | {med:.3f} | {p99:.3f} | "
+                f"{pct(errs, 50):+.3f} | {mark} |"
+            )
+    lines += [
+        "",
+        "Send lag (actual send - scheduled send, ms); the server's own lateness (actual send - deadline of "
+        "token chunks, ms); new TCP connections the server accepted for streams in the measured phase and "
+        "cooldown; CPU over the cell in cores (client = this process, other = every other process on the "
+        "machine) and the client's CPU per received token chunk:",
+        "",
+        "| concurrency | send lag p50 | send lag p99 | server late p50 | server late p99 | connections | "
+        "client CPU | server CPU | other CPU | client us/chunk | failures |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for res in results:
         s = res.server
-        lines.append(f"| {res.concurrency} | {pct(res.send_lag_ms, 50):.3f} | {pct(res.send_lag_ms, 99):.3f} | "
-                     f"{_ms(s.get('p50_ms'))} | {_ms(s.get('p99_ms'))} | {s.get('connections')} | "
-                     f"{res.cpu['client']:.2f} | {res.cpu['server']:.2f} | {res.cpu['other']:.2f} | "
-                     f"{res.client_us_per_chunk:.0f} | {len(res.failures)} |")
+        lines.append(
+            f"| {res.concurrency} | {pct(res.send_lag_ms, 50):.3f} | {pct(res.send_lag_ms, 99):.3f} | "
+            f"{_ms(s.get('p50_ms'))} | {_ms(s.get('p99_ms'))} | {s.get('connections')} | "
+            f"{res.cpu['client']:.2f} | {res.cpu['server']:.2f} | {res.cpu['other']:.2f} | "
+            f"{res.client_us_per_chunk:.0f} | {len(res.failures)} |"
+        )
     if any(res.split_ms for res in results):
-        lines += ["", "Trace split (ms): request delivery = server body received - client send; client delay = "
-                  "client chunk timestamp - server send:", "",
-                  "| concurrency | part | p50 | p99 | max |", "|---:|---|---:|---:|---:|"]
+        lines += [
+            "",
+            "Trace split (ms): request delivery = server body received - client send; client delay = "
+            "client chunk timestamp - server send:",
+            "",
+            "| concurrency | part | p50 | p99 | max |",
+            "|---:|---|---:|---:|---:|",
+        ]
         for res in results:
             for part, values in res.split_ms.items():
-                lines.append(f"| {res.concurrency} | {part} | {pct(values, 50):.3f} | {pct(values, 99):.3f} | "
-                             f"{max(values, default=float('nan')):.3f} |")
-    lines += ["", f"Requirement (at concurrency {args.gate_concurrency}): median abs error <= {MEDIAN_LIMIT_MS:g} ms "
-              f"and p99 <= {P99_LIMIT_MS:g} ms for TTFT, ICL, ITL, TPOT.", ""]
+                lines.append(
+                    f"| {res.concurrency} | {part} | {pct(values, 50):.3f} | {pct(values, 99):.3f} | "
+                    f"{max(values, default=float('nan')):.3f} |"
+                )
+    lines += [
+        "",
+        f"Requirement (at concurrency {args.gate_concurrency}): median abs error <= {MEDIAN_LIMIT_MS:g} ms "
+        f"and p99 <= {P99_LIMIT_MS:g} ms for TTFT, ICL, ITL, TPOT.",
+        "",
+    ]
     lines += [f"- {name}: {'PASS' if ok else 'FAIL'}" for name, ok in verdicts.items()]
     return "\n".join(lines) + "\n"
 
 
 def _ms(value: float | int | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
-
-
-
-
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -302,11 +351,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4))
     p.add_argument("--output-tokens", type=int, default=64)
     p.add_argument("--selector", choices=("fine", "select", "epoll"), default="fine", help="the server's event loop")
-    p.add_argument("--no-trace", dest="trace", action="store_false",
-                   help="skip the per-chunk split of the errors (the server then writes no trace)")
+    p.add_argument(
+        "--no-trace",
+        dest="trace",
+        action="store_false",
+        help="skip the per-chunk split of the errors (the server then writes no trace)",
+    )
     p.add_argument("--no-pin", action="store_true", help="do not pin client and server to separate cores")
-    p.add_argument("--realtime", action="store_true",
-                   help="run client and server SCHED_FIFO (root), to keep other processes' load out of the numbers")
+    p.add_argument(
+        "--realtime",
+        action="store_true",
+        help="run client and server SCHED_FIFO (root), to keep other processes' load out of the numbers",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md", help="'-' writes nothing")
     return p.parse_args(argv)
 
@@ -325,8 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(c) for c in args.concurrency.split(",")]
     counts = [int(n) for n in args.requests.split(",")]
     if len(counts) != len(levels) or args.gate_concurrency not in levels:
-        print("--requests needs one count per --concurrency level, and --gate-concurrency must be a level",
-              file=sys.stderr)
+        print(
+            "--requests needs one count per --concurrency level, and --gate-concurrency must be a level",
+            file=sys.stderr,
+        )
         return 2
     script = Script(args.ttft_ms / 1e3, args.chunk_ms / 1e3, args.pattern)
     command = describe_command(argv)

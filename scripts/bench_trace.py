@@ -41,8 +41,14 @@ def write_trace(path: Path, rate: float, duration_s: float, seed: int) -> int:
     """A Poisson trace of ``rate`` requests/s over ``duration_s`` s; returns its request count."""
     rng, t, rows = random.Random(seed), 0.0, []
     while t < duration_s:
-        rows.append({"timestamp": round(t * 1000, 3), "input_length": 48, "output_length": 8,
-                     "hash_ids": [0, 1 + len(rows) % 4, 100 + len(rows)]})
+        rows.append(
+            {
+                "timestamp": round(t * 1000, 3),
+                "input_length": 48,
+                "output_length": 8,
+                "hash_ids": [0, 1 + len(rows) % 4, 100 + len(rows)],
+            }
+        )
         t += rng.expovariate(rate)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return len(rows)
@@ -60,8 +66,14 @@ def replay(url: str, path: Path, cap: int) -> list[float]:
     """Replay the trace at ``path`` once; the send lags (ms) of its requests."""
     reqs, _ = trace_requests(read_trace(path), Replay(block_tokens=16, output_tokens=8), word_tokenizer())
     prompts = tuple(Prompt(f"t{i}", "trace", "completions", r.text, None, r.output_tokens) for i, r in enumerate(reqs))
-    plan = CellSpec("trace", "completions", Level(cap, 200.0), measured=prompts,
-                    arrivals_s=tuple(r.offset_s for r in reqs), role="plain")
+    plan = CellSpec(
+        "trace",
+        "completions",
+        Level(cap, 200.0),
+        measured=prompts,
+        arrivals_s=tuple(r.offset_s for r in reqs),
+        role="plain",
+    )
     records, _ = run_in_cell_loop(run_cell_async(url, "scripted", Sampling(), plan, lambda r: None))
     bad = [r.error for r in records if r.error]
     if bad:
@@ -76,14 +88,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration-s", type=float, default=20.0)
     p.add_argument("--limit-ms", type=float, default=2.0)
     p.add_argument("--max-concurrency", type=int, default=256)
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md",
-                   help="'-' writes nothing")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md",
+        help="'-' writes nothing",
+    )
     args = p.parse_args(argv)
     load = load_average()
     cpus = sorted(os.sched_getaffinity(0))
     pin = len(cpus) >= 2
-    with tempfile.TemporaryDirectory() as tmp, spawn(["--ttft-ms", "20", "--chunk-ms", "10", "--pattern", "1"],
-                                                      cpus[-1] if pin else None) as (url, _):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        spawn(["--ttft-ms", "20", "--chunk-ms", "10", "--pattern", "1"], cpus[-1] if pin else None) as (url, _),
+    ):
         if pin:
             os.sched_setaffinity(0, set(cpus[:-1]))
         n = write_trace(Path(tmp) / "trace.jsonl", args.rate, args.duration_s, seed=1)
@@ -93,20 +111,35 @@ def main(argv: list[str] | None = None) -> int:
     p50, p99, top = (float(x) for x in np.percentile(lags, [50, 99, 100]))
     ok = p99 < args.limit_ms
     m = machine()
-    section = "\n".join([
-        TITLE, "",
-        f"Command{by_make()}: `{describe_command(argv)}`. Machine: {m['nproc']} cores ({m['cpu']}), Python "
-        f"{m['python']}, {m['os']}; load average at the start {load} (1, 5, 15 min; other work on the machine).",
-        "", f"A Poisson trace of {args.rate:g} requests/s over {args.duration_s:g} s ({n} requests, 8 output tokens "
-        "each, shared prefix blocks), read by loadgen's trace reader and replayed by its open-loop runner against "
-        "scripts/sse_server.py (TTFT 20 ms, one token per 10 ms chunk; its own core). Send lag = actual send − due "
-        f"time in the trace. Replay took {wall:.1f} s.", "",
-        "| requests | send lag p50 (ms) | p99 (ms) | max (ms) | p99 limit (ms) | result |", "|---|---|---|---|---|---|",
-        f"| {len(lags)} | {p50:.3f} | {p99:.3f} | {top:.3f} | {args.limit_ms:g} | {'pass' if ok else 'FAIL'} |", ""]
-        + ([] if ok or os.getloadavg()[0] <= (os.cpu_count() or 1) else [
-            f"The machine was overloaded (load average above its {os.cpu_count()} cores): the client process waited "
-            "for a core (consecutive requests late together by up to the max above), which no sender can avoid; "
-            "run again on a quieter machine to check the limit.", ""]))
+    section = "\n".join(
+        [
+            TITLE,
+            "",
+            f"Command{by_make()}: `{describe_command(argv)}`. Machine: {m['nproc']} cores ({m['cpu']}), Python "
+            f"{m['python']}, {m['os']}; load average at the start {load} (1, 5, 15 min; other work on the machine).",
+            "",
+            f"A Poisson trace of {args.rate:g} requests/s over {args.duration_s:g} s ({n} requests, 8 output tokens "
+            "each, shared prefix blocks), read by loadgen's trace reader and replayed by its open-loop runner against "
+            "scripts/sse_server.py (TTFT 20 ms, one token per 10 ms chunk; its own core). Send lag = actual send − due "
+            f"time in the trace. Replay took {wall:.1f} s.",
+            "",
+            "| requests | send lag p50 (ms) | p99 (ms) | max (ms) | p99 limit (ms) | result |",
+            "|---|---|---|---|---|---|",
+            f"| {len(lags)} | {p50:.3f} | {p99:.3f} | {top:.3f} | {args.limit_ms:g} | {'pass' if ok else 'FAIL'} |",
+            "",
+        ]
+        + (
+            []
+            if ok or os.getloadavg()[0] <= (os.cpu_count() or 1)
+            else [
+                f"The machine was overloaded (load average above its {os.cpu_count()} cores): "
+                f"the client process waited "
+                "for a core (consecutive requests late together by up to the max above), which no sender can avoid; "
+                "run again on a quieter machine to check the limit.",
+                "",
+            ]
+        )
+    )
     print(section)
     if str(args.out) != "-":
         write_section(args.out, section, TITLE)

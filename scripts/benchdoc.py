@@ -22,8 +22,12 @@ def machine() -> dict[str, str]:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    return {"nproc": str(os.cpu_count()), "cpu": model, "python": platform.python_version(),
-            "os": f"{platform.system()} {platform.release()}"}
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": model,
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+    }
 
 
 def load_average() -> str:
@@ -55,6 +59,6 @@ def write_section(path: Path, section: str, title: str) -> None:
         text = text.rstrip("\n") + "\n\n" + section
     else:
         end = text.find("\n## ", start + 1 + len(title))
-        text = text[:start + 1] + section + ("" if end < 0 else "\n" + text[end + 1:])
+        text = text[: start + 1] + section + ("" if end < 0 else "\n" + text[end + 1 :])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

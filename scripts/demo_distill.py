@@ -45,48 +45,141 @@ CHAT_PROMPTS, CHAT_TOKENS = 40, 64
 HELD_OUT = 16  # raw + chat prompts generated but never trained on: the reported agreement
 STEPS, BATCH, LR, SEED = 200, 6, 6e-3, 0
 RECIPE: dict[str, Any] = {
-    "version": 3, "draft_layers": DRAFT_LAYERS, "train_layers": TRAIN_LAYERS, "top_k": TOP_K,
-    "train_vocab": TRAIN_VOCAB, "raw": [RAW_PROMPTS, RAW_TOKENS], "chat": [CHAT_PROMPTS, CHAT_TOKENS],
-    "held_out": HELD_OUT, "steps": STEPS, "batch": BATCH, "lr": LR, "seed": SEED,
+    "version": 3,
+    "draft_layers": DRAFT_LAYERS,
+    "train_layers": TRAIN_LAYERS,
+    "top_k": TOP_K,
+    "train_vocab": TRAIN_VOCAB,
+    "raw": [RAW_PROMPTS, RAW_TOKENS],
+    "chat": [CHAT_PROMPTS, CHAT_TOKENS],
+    "held_out": HELD_OUT,
+    "steps": STEPS,
+    "batch": BATCH,
+    "lr": LR,
+    "seed": SEED,
 }
 
 # Distillation prompts: continuations in the style of the benchmark's workloads (loadgen/profile/workload.py) but
 # never its templates or fill-ins, and chat questions. The benchmark's own prompts stay unseen.
 RAW_TEMPLATES = (
-    "The story of {topic} started when", "A brief history of {topic}: it all began when",
-    "The early history of {topic} goes back to", "Here is a tale about a {adj} {animal}:",
+    "The story of {topic} started when",
+    "A brief history of {topic}: it all began when",
+    "The early history of {topic} goes back to",
+    "Here is a tale about a {adj} {animal}:",
     "Here is a little story about a {adj} {animal} and its friends:",
     "Below is a bedtime story about a {adj} {animal}:",
-    "In a few words, {city} is famous for", "In one paragraph, {city} can be described as",
-    "Put simply, {city} is best known for", "The first thing you should know about {topic} is that",
-    "The most surprising fact about {topic} is that", "One thing everyone should know about {topic} is that",
+    "In a few words, {city} is famous for",
+    "In one paragraph, {city} can be described as",
+    "Put simply, {city} is best known for",
+    "The first thing you should know about {topic} is that",
+    "The most surprising fact about {topic} is that",
+    "One thing everyone should know about {topic} is that",
     "Long ago, a {adj} {animal} lived near {city}. One morning,",
     "There once was a {adj} {animal} who lived in {city}. Every day,",
     "Once, in the city of {city}, there lived a {adj} {animal}. One evening,",
-    "{city} is a city where", "Q: What is {topic}?\nA:", "Scientists who study {topic} have found that",
+    "{city} is a city where",
+    "Q: What is {topic}?\nA:",
+    "Scientists who study {topic} have found that",
 )
 CHAT_TEMPLATES = (
-    "Give me a few practical tips for {subject}.", "Explain {subject} in simple words.",
-    "Write a short note to a friend about {subject}.", "Write a few lines of verse about {subject}.",
-    "What are the pros and cons of {subject}?", "How should a beginner start with {subject}?",
-    "Write a small Python example about {subject} and explain it.", "What is {topic}?",
+    "Give me a few practical tips for {subject}.",
+    "Explain {subject} in simple words.",
+    "Write a short note to a friend about {subject}.",
+    "Write a few lines of verse about {subject}.",
+    "What are the pros and cons of {subject}?",
+    "How should a beginner start with {subject}?",
+    "Write a small Python example about {subject} and explain it.",
+    "What is {topic}?",
 )
 FILL_INS = {
-    "topic": ("the radio", "windmills", "the alphabet", "volcanoes", "honey bees", "the calendar", "silk",
-              "rockets", "the microscope", "soap", "umbrellas", "lighthouses", "the submarine", "kites",
-              "the typewriter", "salt", "the telephone", "mathematics", "chocolate", "the guitar", "cotton",
-              "the airplane", "cheese", "paper", "the wheel", "electricity", "sugar", "the camera"),
-    "adj": ("shy", "wise", "hungry", "gentle", "proud", "quiet", "silly", "young", "fearless", "patient",
-            "clumsy", "cheerful"),
-    "animal": ("penguin", "wolf", "elephant", "frog", "goat", "parrot", "lion", "mouse", "deer", "octopus",
-               "hedgehog", "squirrel"),
-    "city": ("Berlin", "Madrid", "Mumbai", "Seoul", "Dublin", "Vienna", "Bangkok", "Chicago", "Istanbul",
-             "Prague", "Athens", "Havana"),
+    "topic": (
+        "the radio",
+        "windmills",
+        "the alphabet",
+        "volcanoes",
+        "honey bees",
+        "the calendar",
+        "silk",
+        "rockets",
+        "the microscope",
+        "soap",
+        "umbrellas",
+        "lighthouses",
+        "the submarine",
+        "kites",
+        "the typewriter",
+        "salt",
+        "the telephone",
+        "mathematics",
+        "chocolate",
+        "the guitar",
+        "cotton",
+        "the airplane",
+        "cheese",
+        "paper",
+        "the wheel",
+        "electricity",
+        "sugar",
+        "the camera",
+    ),
+    "adj": (
+        "shy",
+        "wise",
+        "hungry",
+        "gentle",
+        "proud",
+        "quiet",
+        "silly",
+        "young",
+        "fearless",
+        "patient",
+        "clumsy",
+        "cheerful",
+    ),
+    "animal": (
+        "penguin",
+        "wolf",
+        "elephant",
+        "frog",
+        "goat",
+        "parrot",
+        "lion",
+        "mouse",
+        "deer",
+        "octopus",
+        "hedgehog",
+        "squirrel",
+    ),
+    "city": (
+        "Berlin",
+        "Madrid",
+        "Mumbai",
+        "Seoul",
+        "Dublin",
+        "Vienna",
+        "Bangkok",
+        "Chicago",
+        "Istanbul",
+        "Prague",
+        "Athens",
+        "Havana",
+    ),
     "person": ("Marie", "a village baker", "Professor Lee", "my uncle", "the committee", "Sam"),
     "food": ("sushi", "pancakes", "lentil soup", "mango salad", "dumplings", "apple pie"),
-    "subject": ("cooking rice", "learning to swim", "painting a room", "running a small shop", "walking a dog",
-                "keeping a diary", "fixing a leaky tap", "growing herbs indoors", "saving energy at home",
-                "reading more books", "counting words in a text", "organising a bookshelf"),
+    "subject": (
+        "cooking rice",
+        "learning to swim",
+        "painting a room",
+        "running a small shop",
+        "walking a dog",
+        "keeping a diary",
+        "fixing a leaky tap",
+        "growing herbs indoors",
+        "saving energy at home",
+        "reading more books",
+        "counting words in a text",
+        "organising a bookshelf",
+    ),
 }
 
 
@@ -102,9 +195,14 @@ def prompts(tok: Any) -> tuple[list[str], list[int]]:
         return template.format(**{k: rng.choice(v) for k, v in FILL_INS.items()})
 
     raw = [fill(RAW_TEMPLATES[i % len(RAW_TEMPLATES)]) for i in range(RAW_PROMPTS + HELD_OUT)]
-    chat = [tok.apply_chat_template([{"role": "user", "content": fill(CHAT_TEMPLATES[i % len(CHAT_TEMPLATES)])}],
-                                    tokenize=False, add_generation_prompt=True)
-            for i in range(CHAT_PROMPTS + HELD_OUT // 2)]
+    chat = [
+        tok.apply_chat_template(
+            [{"role": "user", "content": fill(CHAT_TEMPLATES[i % len(CHAT_TEMPLATES)])}],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        for i in range(CHAT_PROMPTS + HELD_OUT // 2)
+    ]
     return raw + chat, [RAW_TOKENS] * len(raw) + [CHAT_TOKENS] * len(chat)
 
 
@@ -117,8 +215,11 @@ def _cut(target: Any, device: str) -> Any:
     config = copy.deepcopy(target.config)
     config.num_hidden_layers = DRAFT_LAYERS
     draft = LlamaForCausalLM(config)
-    keep = {k: v for k, v in target.state_dict().items()
-            if not k.startswith("model.layers.") or int(k.split(".")[2]) < DRAFT_LAYERS}
+    keep = {
+        k: v
+        for k, v in target.state_dict().items()
+        if not k.startswith("model.layers.") or int(k.split(".")[2]) < DRAFT_LAYERS
+    }
     missing, unexpected = draft.load_state_dict(keep, strict=False)
     if unexpected or set(missing) - {"lm_head.weight"}:
         raise DistillError(f"draft weights do not match the target's: {missing} {unexpected}")
@@ -138,12 +239,13 @@ def _tensors(data: list[dict[str, Any]], device: str) -> tuple[Any, Any, Any, An
     for j, d in enumerate(data):  # position t predicts token t + 1
         n, p = int(d["ids"].numel()), d["prompt_len"]
         ids[j, :n] = d["ids"]
-        top_v[j, p - 1:n - 1], top_i[j, p - 1:n - 1], mask[j, p - 1:n - 1] = d["top_v"], d["top_i"], 1
+        top_v[j, p - 1 : n - 1], top_i[j, p - 1 : n - 1], mask[j, p - 1 : n - 1] = d["top_v"], d["top_i"], 1
     return ids.to(device), top_v.to(device), top_i.to(device), mask.to(device)
 
 
-def distill(target: Any, data: list[dict[str, Any]], dest: Path, device: str = "cpu",
-            save_dtype: str = "float32") -> float:
+def distill(
+    target: Any, data: list[dict[str, Any]], dest: Path, device: str = "cpu", save_dtype: str = "float32"
+) -> float:
     """Cut the target to DRAFT_LAYERS layers, distill the last TRAIN_LAYERS on ``device``, save the draft
     to ``dest`` in ``save_dtype``; returns the greedy agreement on the held-out prompts."""
     import torch
@@ -151,7 +253,7 @@ def distill(target: Any, data: list[dict[str, Any]], dest: Path, device: str = "
 
     draft = _cut(target, device)
     config = draft.config
-    trained = draft.model.layers[DRAFT_LAYERS - TRAIN_LAYERS:]
+    trained = draft.model.layers[DRAFT_LAYERS - TRAIN_LAYERS :]
     params = [p for layer in trained for p in layer.parameters()] + [draft.model.norm.weight]
     for p in params:
         p.requires_grad_(True)
@@ -167,7 +269,7 @@ def distill(target: Any, data: list[dict[str, Any]], dest: Path, device: str = "
     lengths = torch.tensor([int(d["top_v"].shape[0]) for d in data])
     hidden = torch.zeros(len(data), ids.shape[1], config.hidden_size, device=device)
     for j, d in enumerate(data):  # the frozen layers' output: the target's, from teacher forcing (demo_teacher)
-        hidden[j, :d["frozen"].shape[0]] = d["frozen"].to(device)
+        hidden[j, : d["frozen"].shape[0]] = d["frozen"].to(device)
     held_out = set(range(RAW_PROMPTS, RAW_PROMPTS + HELD_OUT)) | set(range(len(data) - HELD_OUT // 2, len(data)))
     held = torch.tensor(sorted(held_out)).to(device)
     train = torch.tensor([i for i in range(len(data)) if i not in held_out])
@@ -191,7 +293,7 @@ def distill(target: Any, data: list[dict[str, Any]], dest: Path, device: str = "
     def agreement() -> float:
         with torch.no_grad():
             z, sel = logits(held, full=True)
-        return float((z.argmax(-1) == ids[held, 1:sel.shape[1] + 1][sel]).float().mean())
+        return float((z.argmax(-1) == ids[held, 1 : sel.shape[1] + 1][sel]).float().mean())
 
     before = agreement()
     opt = torch.optim.AdamW(params, lr=LR, weight_decay=0.0)

@@ -37,8 +37,12 @@ TOP_K_FILE = Path(__file__).resolve().parent / "demo_teacher_topk.npy"
 #: a top-k record: token ids (uint16: the vocabulary has 49,152 entries) and logits minus the best (float16)
 TOP_K_DTYPE = [("top_i", "<u2", (TOP_K,)), ("top_v", "<f2", (TOP_K,))]
 #: what ``generation_sha256`` covers besides the prompts: the decoding that produced the continuations
-GENERATION = {"decoding": "greedy", "eos": "masked (min_new_tokens = max_new_tokens)", "dtype": "float32",
-              "device": "cpu"}
+GENERATION = {
+    "decoding": "greedy",
+    "eos": "masked (min_new_tokens = max_new_tokens)",
+    "dtype": "float32",
+    "device": "cpu",
+}
 FORWARD_BATCH = 32  # sequences per teacher-forcing forward pass
 
 
@@ -49,17 +53,20 @@ class TeacherError(Exception):
 def generation_sha256(prompt_ids: list[list[int]], lengths: list[int]) -> str:
     """sha256 (hex) of the prompts' token ids, their output lengths and ``GENERATION``: what the
     continuations depend on besides the target's weights."""
-    blob = json.dumps({"prompts": prompt_ids, "lengths": lengths, **GENERATION}, sort_keys=True,
-                      separators=(",", ":"))
+    blob = json.dumps({"prompts": prompt_ids, "lengths": lengths, **GENERATION}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def encode(continuations: list[list[int]], gguf_sha256: str, recipe_sha256: str) -> bytes:
     """The teacher file's bytes: a JSON object with one continuation (token ids) per line, so the same
     continuations always give the same bytes."""
-    head = {"about": "greedy continuations of the demo target (scripts/demo_teacher.py)",
-            "gguf_sha256": gguf_sha256, "generation_sha256": recipe_sha256,
-            "prompts": len(continuations), "tokens": sum(len(c) for c in continuations)}
+    head = {
+        "about": "greedy continuations of the demo target (scripts/demo_teacher.py)",
+        "gguf_sha256": gguf_sha256,
+        "generation_sha256": recipe_sha256,
+        "prompts": len(continuations),
+        "tokens": sum(len(c) for c in continuations),
+    }
     first = json.dumps(head, separators=(", ", ": "))[:-1] + ', "continuations": ['
     rows = [json.dumps(c, separators=(",", ":")) for c in continuations]
     return "\n".join([first, ",\n".join(rows), "]}\n"]).encode()
@@ -73,15 +80,20 @@ def load(path: Path, gguf_sha256: str, recipe_sha256: str, lengths: list[int]) -
         found = (data["gguf_sha256"], data["generation_sha256"])
         continuations = data["continuations"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise TeacherError(f"{path}: not a readable teacher file ({exc}); restore it from git or rebuild "
-                           "it with --regenerate-teacher") from exc
+        raise TeacherError(
+            f"{path}: not a readable teacher file ({exc}); restore it from git or rebuild it with --regenerate-teacher"
+        ) from exc
     if found != (gguf_sha256, recipe_sha256):
-        raise TeacherError(f"{path}: made for GGUF sha256 {found[0]} and generation {found[1]}, not this "
-                           f"build's {gguf_sha256} and {recipe_sha256}; rebuild it with --regenerate-teacher")
+        raise TeacherError(
+            f"{path}: made for GGUF sha256 {found[0]} and generation {found[1]}, not this "
+            f"build's {gguf_sha256} and {recipe_sha256}; rebuild it with --regenerate-teacher"
+        )
     shapes = [len(c) if isinstance(c, list) and all(type(t) is int for t in c) else -1 for c in continuations]
     if shapes != lengths:
-        raise TeacherError(f"{path}: continuations of lengths {shapes[:4]}... do not match the prompts' "
-                           f"{lengths[:4]}...; restore it from git or rebuild it with --regenerate-teacher")
+        raise TeacherError(
+            f"{path}: continuations of lengths {shapes[:4]}... do not match the prompts' "
+            f"{lengths[:4]}...; restore it from git or rebuild it with --regenerate-teacher"
+        )
     return [list(c) for c in continuations]
 
 
@@ -104,16 +116,22 @@ def generate(model: Any, tok: Any, device: str = "cpu", gen_batch: int = GEN_BAT
     for n in sorted(set(lengths)):
         group = sorted((i for i in range(len(encoded)) if lengths[i] == n), key=lambda i: len(encoded[i]))
         for start in range(0, len(group), gen_batch):
-            batch = group[start:start + gen_batch]
+            batch = group[start : start + gen_batch]
             width = max(len(encoded[i]) for i in batch)
             ids = torch.full((len(batch), width), pad)
             mask = torch.zeros_like(ids)
             for j, i in enumerate(batch):  # left padding
-                ids[j, width - len(encoded[i]):] = torch.tensor(encoded[i])
-                mask[j, width - len(encoded[i]):] = 1
+                ids[j, width - len(encoded[i]) :] = torch.tensor(encoded[i])
+                mask[j, width - len(encoded[i]) :] = 1
             with torch.no_grad():
-                out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=n,
-                                     min_new_tokens=n, do_sample=False, pad_token_id=pad)
+                out = model.generate(
+                    input_ids=ids.to(device),
+                    attention_mask=mask.to(device),
+                    max_new_tokens=n,
+                    min_new_tokens=n,
+                    do_sample=False,
+                    pad_token_id=pad,
+                )
             for j, i in enumerate(batch):
                 rows[i] = [int(t) for t in out[j, width:].cpu()]
     return [rows[i] for i in range(len(encoded))]
@@ -136,22 +154,22 @@ def top_k(model: Any, tok: Any, continuations: list[list[int]], device: str = "c
     out = np.zeros(int(starts[-1]), dtype=TOP_K_DTYPE)
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     for first in range(0, len(order), FORWARD_BATCH):
-        batch = order[first:first + FORWARD_BATCH]
+        batch = order[first : first + FORWARD_BATCH]
         width = max(len(seqs[i]) for i in batch) - 1  # the last token predicts nothing kept
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         sel = torch.zeros((len(batch), width), dtype=torch.bool)
         for j, i in enumerate(batch):
             p, n = len(encoded[i]), len(continuations[i])
-            ids[j, :p + n - 1] = torch.tensor(seqs[i][:-1])
-            sel[j, p - 1:p + n - 1] = True
+            ids[j, : p + n - 1] = torch.tensor(seqs[i][:-1])
+            sel[j, p - 1 : p + n - 1] = True
         with torch.no_grad():
             last = model.model(input_ids=ids.to(device)).last_hidden_state[sel.to(device)]
             values, index = model.lm_head(last).float().topk(TOP_K, -1)
         values, index, at = (values - values[:, :1]).cpu().numpy(), index.cpu().numpy(), 0
         for i in batch:  # sel is row-major: the batch's rows in order, each its continuation's positions
             n = len(continuations[i])
-            out["top_v"][starts[i]:starts[i] + n] = values[at:at + n]
-            out["top_i"][starts[i]:starts[i] + n] = index[at:at + n]
+            out["top_v"][starts[i] : starts[i] + n] = values[at : at + n]
+            out["top_i"][starts[i] : starts[i] + n] = index[at : at + n]
             at += n
     return out
 
@@ -178,23 +196,29 @@ def load_top_k(path: Path, continuations: list[list[int]], eos: int) -> Any:
     try:
         records = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise TeacherError(f"{path}: not a readable top-k file ({exc}); restore it from git or rebuild it "
-                           "with --regenerate-teacher") from exc
+        raise TeacherError(
+            f"{path}: not a readable top-k file ({exc}); restore it from git or rebuild it with --regenerate-teacher"
+        ) from exc
     tokens = np.array([t for c in continuations for t in c], dtype=np.int64)
     if records.dtype != np.dtype(TOP_K_DTYPE) or records.shape != tokens.shape:
-        raise TeacherError(f"{path}: {records.shape} records of {records.dtype}, not {tokens.shape} of "
-                           f"{TOP_K_DTYPE} (one top-{TOP_K} per continuation token); rebuild it with "
-                           "--regenerate-teacher")
+        raise TeacherError(
+            f"{path}: {records.shape} records of {records.dtype}, not {tokens.shape} of "
+            f"{TOP_K_DTYPE} (one top-{TOP_K} per continuation token); rebuild it with "
+            "--regenerate-teacher"
+        )
     best, second = records["top_i"][:, 0], records["top_i"][:, 1]
     wrong = int(((best != tokens) & ((best != eos) | (second != tokens))).sum())
     if wrong:
-        raise TeacherError(f"{path}: the best token differs from the continuation's at {wrong} of {tokens.size} "
-                           f"positions (made from other continuations); rebuild it with --regenerate-teacher")
+        raise TeacherError(
+            f"{path}: the best token differs from the continuation's at {wrong} of {tokens.size} "
+            f"positions (made from other continuations); rebuild it with --regenerate-teacher"
+        )
     return records
 
 
-def frozen(model: Any, tok: Any, continuations: list[list[int]], records: Any,
-           device: str = "cpu") -> list[dict[str, Any]]:
+def frozen(
+    model: Any, tok: Any, continuations: list[list[int]], records: Any, device: str = "cpu"
+) -> list[dict[str, Any]]:
     """The distillation rows, one per prompt: ``ids`` (prompt + continuation), ``prompt_len``, ``top_v``
     (float32) and ``top_i`` (int64), shape (continuation length, TOP_K), from ``records``, and ``frozen``, the
     output of the target's layer ``DRAFT_LAYERS - TRAIN_LAYERS`` at every position but the last, shape
@@ -206,15 +230,15 @@ def frozen(model: Any, tok: Any, continuations: list[list[int]], records: Any,
 
     encoded, _ = encoded_prompts(tok)
     seqs = [torch.tensor(p + c) for p, c in zip(encoded, continuations, strict=True)]
-    layers = model.model.layers[:DRAFT_LAYERS - TRAIN_LAYERS]
+    layers = model.model.layers[: DRAFT_LAYERS - TRAIN_LAYERS]
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     hidden: dict[int, Any] = {}
     for first in range(0, len(order), FORWARD_BATCH):
-        batch = order[first:first + FORWARD_BATCH]
+        batch = order[first : first + FORWARD_BATCH]
         width = max(len(seqs[i]) for i in batch) - 1
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         for j, i in enumerate(batch):
-            ids[j, :len(seqs[i]) - 1] = seqs[i][:-1]
+            ids[j, : len(seqs[i]) - 1] = seqs[i][:-1]
         with torch.no_grad(), torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
             x = model.model.embed_tokens(ids.to(device))
             pos = torch.arange(width, device=x.device)[None].expand(len(batch), -1)
@@ -222,13 +246,20 @@ def frozen(model: Any, tok: Any, continuations: list[list[int]], records: Any,
             for layer in layers:
                 x = layer(x, position_ids=pos, position_embeddings=emb)
         for j, i in enumerate(batch):
-            hidden[i] = x[j, :len(seqs[i]) - 1].float().cpu()
+            hidden[i] = x[j, : len(seqs[i]) - 1].float().cpu()
     top_v = torch.from_numpy(records["top_v"].astype("float32"))
     top_i = torch.from_numpy(records["top_i"].astype("int64"))
     rows, at = [], 0
     for i, seq in enumerate(seqs):
         n = len(continuations[i])
-        rows.append({"ids": seq, "prompt_len": len(encoded[i]), "top_v": top_v[at:at + n],
-                     "top_i": top_i[at:at + n], "frozen": hidden[i]})
+        rows.append(
+            {
+                "ids": seq,
+                "prompt_len": len(encoded[i]),
+                "top_v": top_v[at : at + n],
+                "top_i": top_i[at : at + n],
+                "frozen": hidden[i],
+            }
+        )
         at += n
     return rows

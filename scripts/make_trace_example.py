@@ -38,8 +38,14 @@ def requests(seed: int) -> list[dict[str, object]]:
         tail = rng.randrange(2, 60)
         hashes.append(own)
         own += 1
-        out.append({"timestamp": round(ts * 1000), "input_length": BLOCK * (len(hashes) - 1) + tail,
-                    "output_length": rng.randrange(8, 25), "hash_ids": hashes})
+        out.append(
+            {
+                "timestamp": round(ts * 1000),
+                "input_length": BLOCK * (len(hashes) - 1) + tail,
+                "output_length": rng.randrange(8, 25),
+                "hash_ids": hashes,
+            }
+        )
     return out
 
 

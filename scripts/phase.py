@@ -42,8 +42,11 @@ class Silence:
 
 def end_line(name: str, status: int, elapsed_s: float, silence: Silence) -> str:
     """The phase's last line: done or FAILED (exit status), its elapsed seconds and its longest silence."""
-    head = f"==> {name}: done in {elapsed_s:.1f} s" if status == 0 else \
-        f"==> {name}: FAILED (exit {status}) after {elapsed_s:.1f} s"
+    head = (
+        f"==> {name}: done in {elapsed_s:.1f} s"
+        if status == 0
+        else f"==> {name}: FAILED (exit {status}) after {elapsed_s:.1f} s"
+    )
     where = f", after: {silence.after}" if silence.after else " before its first line"
     return f"{head} (longest silence {silence.seconds:.1f} s{where})"
 
@@ -61,8 +64,9 @@ def run_phase(name: str, command: list[str], quiet_s: float = 30.0) -> int:
     t0 = time.monotonic()
     print(f"==> {name}: started", flush=True)
     try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
     except OSError as exc:
         print(f"==> {name}: FAILED: cannot run {command[0]}: {exc.strerror or exc}", flush=True)
         return 127
@@ -74,8 +78,9 @@ def run_phase(name: str, command: list[str], quiet_s: float = 30.0) -> int:
             line = lines.get(timeout=quiet_s)
         except queue.Empty:
             quiet = time.monotonic() - last_t
-            print(f"    {name} +{time.monotonic() - t0:6.1f}s | (no output for {quiet:.0f} s, still running)",
-                  flush=True)
+            print(
+                f"    {name} +{time.monotonic() - t0:6.1f}s | (no output for {quiet:.0f} s, still running)", flush=True
+            )
             continue
         now = time.monotonic()
         if now - last_t > longest.seconds:
@@ -99,9 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name")
     parser.add_argument("--quiet-s", type=float, default=30.0, help="say so after this long without output")
     opts = parser.parse_args(args[:cut])
-    if not args[cut + 1:]:
+    if not args[cut + 1 :]:
         parser.error("no command after --")
-    return run_phase(opts.name, args[cut + 1:], opts.quiet_s)
+    return run_phase(opts.name, args[cut + 1 :], opts.quiet_s)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,16 @@ import httpx
 
 def record(base_url: str, model: str, out_dir: Path) -> list[Path]:
     version = httpx.get(f"{base_url}/version", timeout=10).json()["version"].replace(".", "")[:3]
-    common = {"model": model, "stream": True, "stream_options": {"include_usage": True}, "return_token_ids": True,
-              "temperature": 0.0, "max_tokens": 24, "min_tokens": 24, "ignore_eos": True}
+    common = {
+        "model": model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "return_token_ids": True,
+        "temperature": 0.0,
+        "max_tokens": 24,
+        "min_tokens": 24,
+        "ignore_eos": True,
+    }
     bodies = {
         "completions": ("/v1/completions", common | {"prompt": "The history of the telescope began when"}),
         "chat": ("/v1/chat/completions", common | {"messages": [{"role": "user", "content": "Name three rivers."}]}),

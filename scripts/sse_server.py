@@ -67,8 +67,10 @@ from typing import Any
 _CRLF = b"\r\n"
 _MAX_HEADER_BYTES = 65536
 _TEMPLATE_CACHE_SIZE = 256
-_SSE_HEADERS = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-                b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n")
+_SSE_HEADERS = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
+    b"cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n"
+)
 _LAST_FRAME = b"0\r\n\r\n"
 _CREATED = 1_700_000_000
 _PR_SET_TIMERSLACK = 29
@@ -133,8 +135,9 @@ class StreamTemplates:
 
         role = None
         if chat:
-            role = tail([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                          "finish_reason": None}])
+            role = tail(
+                [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]
+            )
         tokens: list[bytes] = []
         counts = self.script.chunk_tokens(max_tokens)
         position = 0
@@ -165,10 +168,14 @@ class StreamTemplates:
     def usage_tail(chat: bool, model: str, prompt_tokens: int, completion_tokens: int) -> bytes:
         """The usage-only chunk after the id."""
         obj = "chat.completion.chunk" if chat else "text_completion"
-        usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
-                 "completion_tokens": completion_tokens}
-        body = json.dumps({"object": obj, "created": _CREATED, "model": model, "choices": [], "usage": usage},
-                          separators=(",", ":"))
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+        }
+        body = json.dumps(
+            {"object": obj, "created": _CREATED, "model": model, "choices": [], "usage": usage}, separators=(",", ":")
+        )
         return b"," + body[1:].encode() + b"\n\n"
 
 
@@ -214,8 +221,13 @@ class ScriptedServer:
     def counters(self, reset: bool) -> dict[str, int]:
         """Token-bearing chunks and tokens sent, streams started, streams open now and at most
         (since the last reset); ``reset`` clears all but ``open_streams``."""
-        out = {"chunks": self.chunks, "tokens": self.tokens, "requests": self.requests,
-               "open_streams": self.open_streams, "max_open_streams": self.max_open_streams}
+        out = {
+            "chunks": self.chunks,
+            "tokens": self.tokens,
+            "requests": self.requests,
+            "open_streams": self.open_streams,
+            "max_open_streams": self.max_open_streams,
+        }
         if reset:
             self.chunks = self.tokens = self.requests = 0
             self.max_open_streams = self.open_streams
@@ -257,14 +269,23 @@ class ScriptedServer:
         if method == "GET" and route == "/health":
             _respond(writer, 200, b"")
         elif method == "GET" and route == "/v1/models":
-            _respond_json(writer, 200, {"object": "list", "data": [
-                {"id": self.model, "object": "model", "created": _CREATED, "owned_by": "scripted"}]})
+            _respond_json(
+                writer,
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": self.model, "object": "model", "created": _CREATED, "owned_by": "scripted"}],
+                },
+            )
         elif method == "GET" and route == "/trace" and self.trace is not None:
             _respond_json(writer, 200, self.trace)
             self.trace = []
         elif method == "GET" and route == "/stats":
-            _respond_json(writer, 200, {**self.lateness.summary(), "connections": self.connections,
-                                        **self.counters("reset=1" in path)})
+            _respond_json(
+                writer,
+                200,
+                {**self.lateness.summary(), "connections": self.connections, **self.counters("reset=1" in path)},
+            )
             if "reset=1" in path:
                 self.lateness = Lateness()
                 self.connections = 0
@@ -276,8 +297,15 @@ class ScriptedServer:
             except ValueError as exc:
                 _respond_json(writer, 400, {"error": {"message": str(exc), "code": 400}})
             else:
-                _respond_json(writer, 200, {"ttft_ms": self.script.ttft_s * 1e3, "chunk_ms": self.script.chunk_s * 1e3,
-                                            "pattern": list(self.script.pattern)})
+                _respond_json(
+                    writer,
+                    200,
+                    {
+                        "ttft_ms": self.script.ttft_s * 1e3,
+                        "chunk_ms": self.script.chunk_s * 1e3,
+                        "pattern": list(self.script.pattern),
+                    },
+                )
         else:
             _respond_json(writer, 404, {"error": {"message": f"no route {method} {route}", "code": 404}})
         await writer.drain()
@@ -314,9 +342,19 @@ class ScriptedServer:
             self.open_streams -= 1
         return True
 
-    async def _send_chunks(self, loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, t0: float,
-                           script: Script, prefix: bytes, role: bytes | None, tails: list[bytes], counts: list[int],
-                           usage: bytes, key: str) -> None:
+    async def _send_chunks(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        writer: asyncio.StreamWriter,
+        t0: float,
+        script: Script,
+        prefix: bytes,
+        role: bytes | None,
+        tails: list[bytes],
+        counts: list[int],
+        usage: bytes,
+        key: str,
+    ) -> None:
         """Write one stream's frames on the timetable, counting token-bearing chunks and tokens."""
         writer.write(_SSE_HEADERS + (_frame(prefix + role) if role is not None else b""))
         late = self.lateness.samples
@@ -397,8 +435,10 @@ def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
 
 def _respond(writer: asyncio.StreamWriter, status: int, payload: bytes, ctype: str = "text/plain") -> None:
     reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Error")
-    writer.write(b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
-                 % (status, reason.encode(), ctype.encode(), len(payload), payload))
+    writer.write(
+        b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
+        % (status, reason.encode(), ctype.encode(), len(payload), payload)
+    )
 
 
 def _respond_json(writer: asyncio.StreamWriter, status: int, obj: object) -> None:
@@ -451,8 +491,7 @@ def new_loop(selector: str) -> asyncio.AbstractEventLoop:
 
 async def serve(args: argparse.Namespace) -> None:
     """Listen, print the port, serve until SIGTERM/SIGINT."""
-    script = Script(args.ttft_ms / 1e3, args.chunk_ms / 1e3, args.pattern, args.empty_chunk,
-                    args.default_max_tokens)
+    script = Script(args.ttft_ms / 1e3, args.chunk_ms / 1e3, args.pattern, args.empty_chunk, args.default_max_tokens)
     app = ScriptedServer(script, args.model, args.trace)
     server = await asyncio.start_server(app.handle, args.host, args.port, backlog=1024)
     port = server.sockets[0].getsockname()[1]
@@ -470,8 +509,9 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def spawn(options: Sequence[str], cpu: int | None = None,
-          quiet: bool = True) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def spawn(
+    options: Sequence[str], cpu: int | None = None, quiet: bool = True
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """Run this server as a child process (``--port 0`` plus ``options``), pinned to ``cpu`` when given; yield
     its base URL and process once it listens, and terminate it at the end. ``quiet`` drops its stderr (asyncio
     logs every write to a stream whose client went away). RuntimeError when it does not start."""
@@ -497,13 +537,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed when ready)")
     parser.add_argument("--ttft-ms", type=float, default=50.0, help="body received -> first token chunk")
     parser.add_argument("--chunk-ms", type=float, default=20.0, help="interval between token chunks")
-    parser.add_argument("--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4),
-                        help="tokens per chunk, cycled (default 1,4,4,2,4)")
+    parser.add_argument(
+        "--pattern", type=parse_pattern, default=(1, 4, 4, 2, 4), help="tokens per chunk, cycled (default 1,4,4,2,4)"
+    )
     parser.add_argument("--empty-chunk", type=int, default=1, help="index of the token chunk with empty text")
     parser.add_argument("--default-max-tokens", type=int, default=16)
     parser.add_argument("--model", default="scripted")
-    parser.add_argument("--selector", choices=("fine", "select", "epoll"), default="fine",
-                        help="fine (default) and select: microsecond timeouts; epoll: the asyncio default")
+    parser.add_argument(
+        "--selector",
+        choices=("fine", "select", "epoll"),
+        default="fine",
+        help="fine (default) and select: microsecond timeouts; epoll: the asyncio default",
+    )
     parser.add_argument("--trace", action="store_true", help="keep per-request send times for GET /trace")
     args = parser.parse_args(argv)
     reduce_timer_slack()

@@ -38,14 +38,22 @@ from pathlib import Path
 from typing import Any
 
 PROMPTS = [
-    "Explain why the sky is blue in two sentences.", "Write a haiku about a lighthouse in winter.",
-    "What are three uses of baking soda around the house?", "Summarise the plot of Romeo and Juliet.",
-    "How do I reverse a list in Python?", "Give me a packing list for a weekend hike.",
-    "What is the difference between weather and climate?", "Describe how a bicycle gear works.",
-    "List four facts about the planet Mars.", "Why do cats purr?",
-    "Write a short apology email for missing a meeting.", "What does a compiler do?",
-    "Suggest a name for a bakery by the sea.", "How many minutes are in a week? Show the steps.",
-    "What causes the seasons on Earth?", "Translate 'good morning, friend' into French and Spanish.",
+    "Explain why the sky is blue in two sentences.",
+    "Write a haiku about a lighthouse in winter.",
+    "What are three uses of baking soda around the house?",
+    "Summarise the plot of Romeo and Juliet.",
+    "How do I reverse a list in Python?",
+    "Give me a packing list for a weekend hike.",
+    "What is the difference between weather and climate?",
+    "Describe how a bicycle gear works.",
+    "List four facts about the planet Mars.",
+    "Why do cats purr?",
+    "Write a short apology email for missing a meeting.",
+    "What does a compiler do?",
+    "Suggest a name for a bakery by the sea.",
+    "How many minutes are in a week? Show the steps.",
+    "What causes the seasons on Earth?",
+    "Translate 'good morning, friend' into French and Spanish.",
 ]
 TOKENS = 64
 TOP = 5
@@ -74,8 +82,9 @@ def run_reference(model: str) -> dict[str, Any]:
                     got["top"].append({str(i): v for i, v in pairs})
                     nxt = int(torch.argmax(step.logits[0, -1]))
                     got["ids"].append(nxt)
-                    step = lm(torch.tensor([[nxt]], device=device), past_key_values=step.past_key_values,
-                              use_cache=True)
+                    step = lm(
+                        torch.tensor([[nxt]], device=device), past_key_values=step.past_key_values, use_cache=True
+                    )
                 runs.append(got)
         out[dtype] = runs
         del lm
@@ -83,10 +92,18 @@ def run_reference(model: str) -> dict[str, Any]:
 
 
 def _ask(url: str, name: str, prompt: str) -> dict[str, Any]:
-    body = {"model": name, "prompt": prompt, "max_tokens": TOKENS, "temperature": 0.0, "ignore_eos": True,
-            "logprobs": TOP, "return_tokens_as_token_ids": True}
-    req = urllib.request.Request(f"{url}/v1/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    body = {
+        "model": name,
+        "prompt": prompt,
+        "max_tokens": TOKENS,
+        "temperature": 0.0,
+        "ignore_eos": True,
+        "logprobs": TOP,
+        "return_tokens_as_token_ids": True,
+    }
+    req = urllib.request.Request(
+        f"{url}/v1/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=300) as resp:
         lp = json.loads(resp.read())["choices"][0]["logprobs"]
     ids = [int(t.split(":", 1)[1]) for t in lp["tokens"]]
@@ -116,9 +133,14 @@ def agreement(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any
             tx, ty = x["top"][pos], y["top"][pos]
             deltas += [abs(tx[k] - ty[k]) for k in tx.keys() & ty.keys()]
     deltas.sort()
-    return {"identical": same, "of": len(a), "first_differences": sorted(firsts),
-            "logprob_max_diff": deltas[-1] if deltas else None,
-            "logprob_p50_diff": deltas[len(deltas) // 2] if deltas else None, "compared_logprobs": len(deltas)}
+    return {
+        "identical": same,
+        "of": len(a),
+        "first_differences": sorted(firsts),
+        "logprob_max_diff": deltas[-1] if deltas else None,
+        "logprob_p50_diff": deltas[len(deltas) // 2] if deltas else None,
+        "compared_logprobs": len(deltas),
+    }
 
 
 def fisher_p(a: int, n_a: int, b: int, n_b: int) -> float:
@@ -138,22 +160,29 @@ def verdict(wide: dict[str, Any], base: dict[str, Any]) -> bool:
     """True when the widened target is within the source's own bf16 noise: its largest and median top-5
     logprob differences from the exact function within 2x the source's in bf16 (+0.05 and +0.01 nats), and
     its count of identical continuations not below the source's by more than chance (Fisher p >= 0.05)."""
-    fewer = wide["identical"] < base["identical"] and fisher_p(wide["identical"], wide["of"], base["identical"],
-                                                               base["of"]) < 0.05
-    return ((wide["logprob_max_diff"] or 0.0) <= 2 * (base["logprob_max_diff"] or 0.0) + 0.05
-            and (wide["logprob_p50_diff"] or 0.0) <= 2 * (base["logprob_p50_diff"] or 0.0) + 0.01 and not fewer)
+    fewer = (
+        wide["identical"] < base["identical"]
+        and fisher_p(wide["identical"], wide["of"], base["identical"], base["of"]) < 0.05
+    )
+    return (
+        (wide["logprob_max_diff"] or 0.0) <= 2 * (base["logprob_max_diff"] or 0.0) + 0.05
+        and (wide["logprob_p50_diff"] or 0.0) <= 2 * (base["logprob_p50_diff"] or 0.0) + 0.01
+        and not fewer
+    )
 
 
 def summary(marker: dict[str, Any], wide: dict[str, Any], base: dict[str, Any]) -> str:
     """The one line the card prints beside the target."""
     src = Path(marker.get("recipe", {}).get("source", "the source")).name
     p = fisher_p(wide["identical"], wide["of"], base["identical"], base["of"])
-    return (f"widened from {src} to {marker.get('parameters', 0) / 1e9:.2f} B parameters (scripts/widen_target.py),"
-            f" checked in vLLM bf16 on {wide['of']} held-out prompts x {TOKENS} greedy tokens against the source in"
-            f" float32: top-{TOP} logprobs within {wide['logprob_max_diff']:.3f} nats (median"
-            f" {wide['logprob_p50_diff']:.3f}), {wide['identical']}/{wide['of']} continuations identical; the source"
-            f" itself in bf16: {base['logprob_max_diff']:.3f} (median {base['logprob_p50_diff']:.3f}),"
-            f" {base['identical']}/{base['of']} (Fisher p = {p:.2f})")
+    return (
+        f"widened from {src} to {marker.get('parameters', 0) / 1e9:.2f} B parameters (scripts/widen_target.py),"
+        f" checked in vLLM bf16 on {wide['of']} held-out prompts x {TOKENS} greedy tokens against the source in"
+        f" float32: top-{TOP} logprobs within {wide['logprob_max_diff']:.3f} nats (median"
+        f" {wide['logprob_p50_diff']:.3f}), {wide['identical']}/{wide['of']} continuations identical; the source"
+        f" itself in bf16: {base['logprob_max_diff']:.3f} (median {base['logprob_p50_diff']:.3f}),"
+        f" {base['identical']}/{base['of']} (Fisher p = {p:.2f})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,14 +204,22 @@ def main(argv: list[str] | None = None) -> int:
         reference = json.loads(args.ref.read_text())
         marker = json.loads(args.marker.read_text())
     except (OSError, ValueError) as exc:
-        print(f"verify_widened: cannot read {exc}: run `reference` first and pass the widened model's marker",
-              file=sys.stderr)
+        print(
+            f"verify_widened: cannot read {exc}: run `reference` first and pass the widened model's marker",
+            file=sys.stderr,
+        )
         return 2
     base = agreement(reference["bfloat16"], reference["float32"])
     wide = agreement(run_server(args.url.rstrip("/")), reference["float32"])
-    marker["function_check"] = {"widened_bf16_vs_source_fp32": wide, "source_bf16_vs_source_fp32": base,
-                                "prompts": len(PROMPTS), "tokens": TOKENS, "top_logprobs": TOP,
-                                "engine": "vLLM bfloat16 vs transformers float32", "same_function": verdict(wide, base)}
+    marker["function_check"] = {
+        "widened_bf16_vs_source_fp32": wide,
+        "source_bf16_vs_source_fp32": base,
+        "prompts": len(PROMPTS),
+        "tokens": TOKENS,
+        "top_logprobs": TOP,
+        "engine": "vLLM bfloat16 vs transformers float32",
+        "same_function": verdict(wide, base),
+    }
     marker["summary"] = summary(marker, wide, base)
     args.marker.write_text(json.dumps(marker, indent=1))
     print(f"verify: {marker['summary']}")

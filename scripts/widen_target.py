@@ -42,10 +42,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-SHAPE_7B = {"hidden_size": 4096, "num_attention_heads": 64, "num_key_value_heads": 16,
-            "intermediate_size": 14336, "num_hidden_layers": 32}
-COPIED = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json",
-          "chat_template.jinja", "vocab.json", "merges.txt")
+SHAPE_7B = {
+    "hidden_size": 4096,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 16,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+}
+COPIED = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+)
 SHARD_BYTES = 4 * 1024**3
 
 
@@ -67,12 +79,16 @@ def widened_config(src: dict[str, Any], shape: dict[str, int]) -> dict[str, Any]
         if value < src[key]:
             raise WidenError(f"{key} {value} is smaller than the source's {src[key]}: widening only grows")
     if shape["hidden_size"] != shape["num_attention_heads"] * hd:
-        raise WidenError(f"hidden_size {shape['hidden_size']} != num_attention_heads {shape['num_attention_heads']}"
-                         f" x head_dim {hd}: keep head_dim {hd} (rotary embeddings act per head)")
+        raise WidenError(
+            f"hidden_size {shape['hidden_size']} != num_attention_heads {shape['num_attention_heads']}"
+            f" x head_dim {hd}: keep head_dim {hd} (rotary embeddings act per head)"
+        )
     if shape["num_attention_heads"] % shape["num_key_value_heads"]:
         raise WidenError("num_attention_heads must be a multiple of num_key_value_heads")
-    group, group_w = (src["num_attention_heads"] // src["num_key_value_heads"],
-                      shape["num_attention_heads"] // shape["num_key_value_heads"])
+    group, group_w = (
+        src["num_attention_heads"] // src["num_key_value_heads"],
+        shape["num_attention_heads"] // shape["num_key_value_heads"],
+    )
     if group > group_w:
         raise WidenError(f"the source has {group} query heads per KV head, the shape {group_w}: need at least {group}")
     cfg = dict(src) | shape | {"head_dim": hd}
@@ -93,8 +109,9 @@ def _pad(torch: Any, w: Any, shape: tuple[int, ...]) -> Any:
     return out
 
 
-def widen_layer(torch: Any, src: dict[str, Any], cfg: dict[str, Any], weights: dict[str, Any],
-                dtype: Any) -> dict[str, Any]:
+def widen_layer(
+    torch: Any, src: dict[str, Any], cfg: dict[str, Any], weights: dict[str, Any], dtype: Any
+) -> dict[str, Any]:
     """One decoder layer's tensors (names without the ``model.layers.N.`` prefix), widened.
 
     ``weights`` empty: the identity layer (zero projections, norm weights sqrt(hidden / hidden_w))."""
@@ -108,8 +125,8 @@ def widen_layer(torch: Any, src: dict[str, Any], cfg: dict[str, Any], weights: d
     o = torch.zeros((hw, nqw * hd), dtype=dtype)
     if weights:
         for i, j in enumerate(head_map(src, cfg)):
-            q[j * hd:(j + 1) * hd, :h] = weights["self_attn.q_proj.weight"][i * hd:(i + 1) * hd]
-            o[:h, j * hd:(j + 1) * hd] = weights["self_attn.o_proj.weight"][:, i * hd:(i + 1) * hd]
+            q[j * hd : (j + 1) * hd, :h] = weights["self_attn.q_proj.weight"][i * hd : (i + 1) * hd]
+            o[:h, j * hd : (j + 1) * hd] = weights["self_attn.o_proj.weight"][:, i * hd : (i + 1) * hd]
     out["self_attn.q_proj.weight"], out["self_attn.o_proj.weight"] = q, o
     for name in ("k_proj", "v_proj"):
         key = f"self_attn.{name}.weight"
@@ -131,7 +148,7 @@ def widen_state(torch: Any, src: dict[str, Any], cfg: dict[str, Any], state: dic
     yield "model.embed_tokens.weight", _pad(torch, state["model.embed_tokens.weight"], (vocab, hw))
     for n in range(cfg["num_hidden_layers"]):
         prefix = f"model.layers.{n}."
-        real = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+        real = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
         for name, tensor in widen_layer(torch, src, cfg, real, state["model.embed_tokens.weight"].dtype).items():
             yield prefix + name, tensor
     norm = state["model.norm.weight"]
@@ -198,8 +215,9 @@ def write(source: Path, out: Path, shape: dict[str, int], dtype: str) -> dict[st
     if shard:
         flush()
     total = sum((tmp / f).stat().st_size for f in set(weight_map.values()))
-    (tmp / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1))
+    (tmp / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1)
+    )
     (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
     for name in COPIED:
         if (source / name).is_file():
@@ -214,10 +232,16 @@ def write(source: Path, out: Path, shape: dict[str, int], dtype: str) -> dict[st
 def recipe(source: Path, src: dict[str, Any], shape: dict[str, int], dtype: str) -> dict[str, Any]:
     """What makes a widened folder: the source's sha256, both shapes, the dtype and the rules' version."""
     keys = ("hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "num_hidden_layers")
-    return {"version": 1, "source": str(source.resolve()), "source_sha256": folder_sha256(source),
-            "source_shape": {k: src[k] for k in keys}, "shape": shape, "dtype": dtype,
-            "rules": "zero-padded leading blocks; query head i -> (i // G) * G_w + i % G; extra layers identity;"
-                     " norm weights x sqrt(h / h_w), eps x h / h_w"}
+    return {
+        "version": 1,
+        "source": str(source.resolve()),
+        "source_sha256": folder_sha256(source),
+        "source_shape": {k: src[k] for k in keys},
+        "shape": shape,
+        "dtype": dtype,
+        "rules": "zero-padded leading blocks; query head i -> (i // G) * G_w + i % G; extra layers identity;"
+        " norm weights x sqrt(h / h_w), eps x h / h_w",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         marker_path = args.out / ".build-complete.json"
         if marker_path.is_file() and json.loads(marker_path.read_text()).get("recipe") == recipe(
-                args.source, json.loads((args.source / "config.json").read_text()), shape, args.dtype):
+            args.source, json.loads((args.source / "config.json").read_text()), shape, args.dtype
+        ):
             print(f"widen: {args.out} is up to date")
             return 0
         print(f"widen: {args.source} -> {args.out} ({shape}, {args.dtype})", flush=True)
@@ -241,8 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     except (WidenError, OSError, KeyError) as exc:
         print(f"widen_target: {exc}", file=sys.stderr)
         return 2
-    print(f"widen: {marker['parameters'] / 1e9:.2f} B parameters, {marker['bytes'] / 1e9:.1f} GB,"
-          f" in {time.monotonic() - t0:.0f} s", flush=True)
+    print(
+        f"widen: {marker['parameters'] / 1e9:.2f} B parameters, {marker['bytes'] / 1e9:.1f} GB,"
+        f" in {time.monotonic() - t0:.0f} s",
+        flush=True,
+    )
     return 0
 
 

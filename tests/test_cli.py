@@ -14,8 +14,10 @@ def test_unknown_pair_exits_2_with_one_line() -> None:
     result = CliRunner().invoke(main, ["compare", "no-such-pair"])
     lines = exited(result, 2)
     assert len(lines) == 1
-    assert lines[0].startswith("loadgen: error: unknown pair 'no-such-pair': no profiles/pairs/no-such-pair.toml; "
-                               "available pairs: demo-cpu, demo-cpu-ngram, ")
+    assert lines[0].startswith(
+        "loadgen: error: unknown pair 'no-such-pair': no profiles/pairs/no-such-pair.toml; "
+        "available pairs: demo-cpu, demo-cpu-ngram, "
+    )
     assert lines[0].endswith(" (give a pair name or the path to a .toml file)")
 
 

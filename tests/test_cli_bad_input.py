@@ -26,15 +26,21 @@ def _one_error_line(result: Result) -> str:
 
 
 @pytest.mark.parametrize("command", ["compare", "sweep"])
-@pytest.mark.parametrize(("url", "problem"), [("", "does not start with http:// or https://"),
-                                              ("http://", "names no host"),
-                                              ("http://127.0.0.1:70000", "has a port outside 1..65535"),
-                                              ("http://a b", "holds a space or a control character")])
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("", "does not start with http:// or https://"),
+        ("http://", "names no host"),
+        ("http://127.0.0.1:70000", "has a port outside 1..65535"),
+        ("http://a b", "holds a space or a control character"),
+    ],
+)
 def test_a_bad_attach_url_is_a_usage_error_even_when_empty(command: str, url: str, problem: str) -> None:
     result = CliRunner().invoke(main, [command, "demo-cpu", "--attach-plain", url])
     assert result.exit_code == 2 and result.output.startswith("Usage: ")
-    assert result.output.splitlines()[-1] == (f"Error: Invalid value for '--attach-plain': {url!r} {problem}; give a "
-                                              "URL such as http://127.0.0.1:8000")
+    assert result.output.splitlines()[-1] == (
+        f"Error: Invalid value for '--attach-plain': {url!r} {problem}; give a URL such as http://127.0.0.1:8000"
+    )
 
 
 def test_a_metrics_port_out_of_range_is_a_usage_error() -> None:
@@ -90,12 +96,15 @@ def test_undecodable_bytes_in_a_jsonl_file_are_a_torn_line(tmp_path: Path) -> No
 def test_a_malformed_prometheus_url_is_exit_2(option: str) -> None:
     result = CliRunner().invoke(main, ["compare", "demo-cpu", option, "notaurl"])
     assert result.exit_code == 2 and result.output.startswith("Usage: ")
-    assert result.output.splitlines()[-1] == (f"Error: Invalid value for '{option}': 'notaurl' does not start with "
-                                              "http:// or https://; give a URL such as http://127.0.0.1:8000")
+    assert result.output.splitlines()[-1] == (
+        f"Error: Invalid value for '{option}': 'notaurl' does not start with "
+        "http:// or https://; give a URL such as http://127.0.0.1:8000"
+    )
 
 
-def test_pairs_outside_the_repository_root_says_where_it_looked(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pairs_outside_the_repository_root_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["pairs"])
     assert result.exit_code == 2

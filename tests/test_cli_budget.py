@@ -21,11 +21,14 @@ def test_finite_minutes_above_zero(given: object, minutes: float) -> None:
 def test_anything_else_is_a_usage_error(given: object) -> None:
     with pytest.raises(click.BadParameter) as info:
         Minutes().convert(given, None, None)
-    assert info.value.message == (f"{given!r} is no budget; give the minutes the sweep may take, a number above 0 "
-                                  "such as 30")
+    assert info.value.message == (
+        f"{given!r} is no budget; give the minutes the sweep may take, a number above 0 such as 30"
+    )
 
 
 def test_on_the_sweep_command_line() -> None:
     lines = exited(CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--budget-min", "nan"]), 2)
-    assert lines[-1] == ("Error: Invalid value for '--budget-min': 'nan' is no budget; give the minutes the sweep may "
-                         "take, a number above 0 such as 30")
+    assert lines[-1] == (
+        "Error: Invalid value for '--budget-min': 'nan' is no budget; give the minutes the sweep may "
+        "take, a number above 0 such as 30"
+    )

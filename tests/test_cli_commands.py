@@ -21,7 +21,8 @@ def test_pairs_lists_every_profile_in_order() -> None:
     result = CliRunner().invoke(main, ["pairs"])
     assert result.exit_code == 0
     assert [line.split()[0] for line in result.output.splitlines()] == sorted(
-        p.stem for p in Path("profiles/pairs").glob("*.toml"))
+        p.stem for p in Path("profiles/pairs").glob("*.toml")
+    )
 
 
 def test_version_and_help_exit_0() -> None:
@@ -36,8 +37,9 @@ def test_check_of_an_unknown_pair_exits_2_in_one_line() -> None:
     assert result.output.startswith("loadgen: error: unknown pair 'no-such-pair'") and result.output.count("\n") == 1
 
 
-def test_check_with_blocking_findings_exits_2_and_says_how_many(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_with_blocking_findings_exits_2_and_says_how_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from loadgen.check import engine
 
     monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: None)
@@ -48,7 +50,8 @@ def test_check_with_blocking_findings_exits_2_and_says_how_many(tmp_path: Path,
     assert result.output.splitlines()[0] == "engine version (installed): unknown"
     last = result.output.splitlines()[-1]
     assert last.startswith("loadgen: error: ") and last.endswith(
-        f"blocking finding(s); fix them and run `loadgen check {pair}` again")
+        f"blocking finding(s); fix them and run `loadgen check {pair}` again"
+    )
 
 
 def test_the_check_command_to_run_again_is_shell_quoted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,8 +64,9 @@ def test_the_check_command_to_run_again_is_shell_quoted(tmp_path: Path, monkeypa
     pair.write_text(BASE.replace('model = "t"', f'model = "{tmp_path / "none"}"'))
     result = CliRunner().invoke(main, ["check", str(pair)])
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1].endswith(f"blocking finding(s); fix them and run `loadgen check '{pair}'` "
-                                                   "again")
+    assert result.output.splitlines()[-1].endswith(
+        f"blocking finding(s); fix them and run `loadgen check '{pair}'` again"
+    )
 
 
 @pytest.mark.parametrize("args", [[], ["demo-cpu", "--resume", "x"], ["demo-cpu", "--protocol", "p.json"]])
@@ -73,16 +77,18 @@ def test_compare_needs_exactly_one_source(args: list[str]) -> None:
 
 
 def test_compare_with_a_bad_attach_url_exits_2_before_any_server(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["compare", "demo-cpu", "--runs-dir", str(tmp_path),
-                                       "--attach-plain", "localhost:8000"])
+    result = CliRunner().invoke(
+        main, ["compare", "demo-cpu", "--runs-dir", str(tmp_path), "--attach-plain", "localhost:8000"]
+    )
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == ("Error: Invalid value for '--attach-plain': 'localhost:8000' does not "
-                                              "start with http:// or https://; give a URL such as http://127.0.0.1:8000")
+    assert result.output.splitlines()[-1] == (
+        "Error: Invalid value for '--attach-plain': 'localhost:8000' does not "
+        "start with http:// or https://; give a URL such as http://127.0.0.1:8000"
+    )
     assert list(tmp_path.iterdir()) == []  # no run folder made
 
 
-def test_report_on_a_run_folder_writes_the_card_and_exits_0(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_on_a_run_folder_writes_the_card_and_exits_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import loadgen.report.plots
 
     monkeypatch.setattr(loadgen.report.plots, "render_plots", lambda card, records, folder: [])
@@ -99,14 +105,16 @@ def test_report_on_a_run_folder_writes_the_card_and_exits_0(tmp_path: Path,
 def test_report_on_a_folder_without_protocol_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert result.exit_code == 2
-    assert result.output == (f"loadgen: error: {tmp_path} is not a run folder (no protocol.json); pass "
-                             "runs/<pair>/<timestamp>\n")
+    assert result.output == (
+        f"loadgen: error: {tmp_path} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>\n"
+    )
     assert CliRunner().invoke(main, ["report", str(tmp_path / "missing")]).exit_code == 2  # click's own check
 
 
 @pytest.mark.parametrize(("passed", "code"), [(False, 3), (True, 0), (None, 0)])
-def test_the_verdict_decides_compares_exit(tmp_path: Path, passed: bool | None, code: int,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_verdict_decides_compares_exit(
+    tmp_path: Path, passed: bool | None, code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "card.json").write_text(json.dumps(full_card({"verdict": {"passed": passed}})))
     if code == 3:  # a finished run is no crash: its last lines say so on stdout, and no error line follows
         with pytest.raises(CriteriaFailed) as failed:
@@ -116,12 +124,14 @@ def test_the_verdict_decides_compares_exit(tmp_path: Path, passed: bool | None, 
         verdict_exit(tmp_path)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"card: {tmp_path / 'card.md'}"
-    assert out[1:] == (["exit 3: the run finished and its verdict failed the criteria declared in the pair file"]
-                       if code == 3 else [])
+    assert out[1:] == (
+        ["exit 3: the run finished and its verdict failed the criteria declared in the pair file"] if code == 3 else []
+    )
 
 
-def test_a_full_disk_outside_the_runs_own_writes_is_one_line_exit_1(tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_full_disk_outside_the_runs_own_writes_is_one_line_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import errno
 
     @cli._handles_errors

@@ -39,20 +39,33 @@ def test_runs_lists_every_folder_with_its_status_and_verdict(tmp_path: Path) -> 
     runs = tmp_path / "runs"
     done = _run(runs, "a", "20260101T000000Z", {"complete": True, "failure": None}, "PASS: tpot_p50 0.61 <= 0.9")
     cut = _run(runs, "a", "20260101T010000Z", {"complete": False, "failure": "interrupted (Ctrl-C or SIGTERM)"})
-    died = _run(runs, "a", "20260101T020000Z", {"complete": False, "failure": "plain server died (exit -9)"},
-                "INCONCLUSIVE: nothing measured")
+    died = _run(
+        runs,
+        "a",
+        "20260101T020000Z",
+        {"complete": False, "failure": "plain server died (exit -9)"},
+        "INCONCLUSIVE: nothing measured",
+    )
     killed = _run(runs, "a", "20260101T030000Z", None)  # killed before its status was written
     refused = runs / "a" / "20260101T040000Z"
-    _write(refused / "refused.json", {"reason": "plain server: connection refused at http://h:1", "exit_code": 1,
-                                      "refused_utc": "2026-01-01T04:00:00+00:00"})
+    _write(
+        refused / "refused.json",
+        {
+            "reason": "plain server: connection refused at http://h:1",
+            "exit_code": 1,
+            "refused_utc": "2026-01-01T04:00:00+00:00",
+        },
+    )
     sweep = runs / "b" / "sweep-20260101T000000Z"
     _write(sweep / "status.json", {"complete": True, "failure": None})
     _write(sweep / "sweep.json", {"recommendation": {"lines": ["speculate with k2 at every level"]}})
     (sweep / "sweep.toml").write_text('name = "b"\n')
     _write(sweep / "k2" / "protocol.json", {})  # a candidate's folder: part of the sweep, not listed
     fleet = runs / "fleet-f-20260101T000000Z"
-    _write(fleet / "tasks.json", {"tasks": [{"pair": "a", "status": "done", "exit_code": 3},
-                                            {"pair": "c", "status": "failed", "exit_code": 1}]})
+    _write(
+        fleet / "tasks.json",
+        {"tasks": [{"pair": "a", "status": "done", "exit_code": 3}, {"pair": "c", "status": "failed", "exit_code": 1}]},
+    )
     live = _run(runs, "b", "20260101T050000Z", {"complete": False, "failure": "the run stopped"})
     holder = hold(live)
     try:
@@ -90,14 +103,14 @@ def test_a_run_refused_before_measuring_leaves_only_its_plan_and_a_refused_marke
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
     path = tmp_path / "refused.toml"
-    path.write_text(PAIR.format(name="refused", k=1, python=sys.executable, repo=REPO)
-                    + '[design]\nplacebo = "off"\n')
+    path.write_text(PAIR.format(name="refused", k=1, python=sys.executable, repo=REPO) + '[design]\nplacebo = "off"\n')
     pair = load_pair(str(path), workloads_dir=tmp_path / "workloads")
     plain, spec = f"http://127.0.0.1:{_closed_port()}", f"http://127.0.0.1:{_closed_port()}"
     lines: list[str] = []
     try:
-        run_compare(pair, tmp_path / "runs", log=lines.append, attach={"plain": plain, "speculative": spec},
-                    allow_unpinned=True)
+        run_compare(
+            pair, tmp_path / "runs", log=lines.append, attach={"plain": plain, "speculative": spec}, allow_unpinned=True
+        )
         raise AssertionError("an unreachable attached server was measured")
     except ServerError as exc:
         error = str(exc)
@@ -107,8 +120,15 @@ def test_a_run_refused_before_measuring_leaves_only_its_plan_and_a_refused_marke
     assert marker["reason"] == error and marker["exit_code"] == 1
     assert lines[-1] == f"nothing measured; {run_dir} is marked refused (refused.json)"
     written = sorted(p.name for p in run_dir.iterdir())
-    assert written == ["checks.json", "metrics", "pair.toml", "prompts.jsonl", "protocol.json", "refused.json",
-                       "servers"]
+    assert written == [
+        "checks.json",
+        "metrics",
+        "pair.toml",
+        "prompts.jsonl",
+        "protocol.json",
+        "refused.json",
+        "servers",
+    ]
     assert not any((run_dir / "servers").iterdir()) and not any((run_dir / "metrics").iterdir())
     listed = CliRunner().invoke(main, ["runs", "--runs-dir", str(tmp_path / "runs")])
     assert listed.output == f"refused   run   {run_dir}  {error}\n"
@@ -123,8 +143,14 @@ def test_report_of_a_refused_sweep_exits_2_and_names_sweep_resume(tmp_path: Path
     sweep = tmp_path / "sweep-20260101T000000Z"
     (sweep / "candidates").mkdir(parents=True)
     (sweep / "sweep.toml").write_text('name = "s"\n')
-    _write(sweep / "refused.json", {"reason": "plain server: connection refused at http://h:1", "exit_code": 1,
-                                    "refused_utc": "2026-01-01T00:00:00+00:00"})
+    _write(
+        sweep / "refused.json",
+        {
+            "reason": "plain server: connection refused at http://h:1",
+            "exit_code": 1,
+            "refused_utc": "2026-01-01T00:00:00+00:00",
+        },
+    )
     result = CliRunner().invoke(main, ["report", str(sweep)])
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
     assert "(plain server: connection refused at http://h:1)" in result.output
@@ -139,4 +165,5 @@ def test_runs_names_a_card_that_does_not_match_its_type(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.output.splitlines() == [
         f"complete  run   {folder}  unreadable card ({folder / 'card.json'}: verdict.passed: expected true or "
-        "false, got 'yes'; re-render with `loadgen report` or restore the file)"]
+        "false, got 'yes'; re-render with `loadgen report` or restore the file)"
+    ]

@@ -27,7 +27,8 @@ def test_sweep_protocol_of_a_run_folder_points_at_compare(tmp_path: Path) -> Non
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines()[-1] == (
         f"loadgen: error: {run} is not a sweep folder's protocol.json (no candidates or no sweep.toml beside it); "
-        "pass SWEEP_DIR/protocol.json, or repeat a run with `loadgen compare --protocol`")
+        "pass SWEEP_DIR/protocol.json, or repeat a run with `loadgen compare --protocol`"
+    )
     assert not (tmp_path / "runs").exists()
 
 
@@ -74,13 +75,16 @@ def test_a_sweep_whose_criteria_fail_ends_as_a_compare_does(tmp_path: Path, monk
 
     (tmp_path / "profiles" / "workloads").mkdir(parents=True)
     (tmp_path / "profiles" / "workloads" / "w.toml").write_text(WORKLOAD)
-    one = SWEEP[:SWEEP.index("[[candidates]]")] + SWEEP[SWEEP.index("[engine]"):]  # plain, placebo, K = 1 and 2
+    one = SWEEP[: SWEEP.index("[[candidates]]")] + SWEEP[SWEEP.index("[engine]") :]  # plain, placebo, K = 1 and 2
     one = one.replace("concurrency = [1, 2]", "concurrency = [2]").replace("min_requests = 4", "min_requests = 2")
     (tmp_path / "sweep.toml").write_text(one + '[criteria]\nprimary = ["tpot_p50"]\nmin_speedup = 10.0\n')
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("tests.run.test_sweep_flow.STEP_S", 0.005)
-    with (scripted_server(_stream(0), None, GETS) as p, scripted_server(_stream(1), None, GETS) as k1,
-          scripted_server(_stream(2), None, GETS) as k2):
+    with (
+        scripted_server(_stream(0), None, GETS) as p,
+        scripted_server(_stream(1), None, GETS) as k1,
+        scripted_server(_stream(2), None, GETS) as k2,
+    ):
         _attach(monkeypatch, {0: p, 1: k1, 2: k2})
         result = CliRunner().invoke(main, ["sweep", str(tmp_path / "sweep.toml"), "--runs-dir", str(tmp_path / "r")])
     assert result.exit_code == 3
@@ -88,14 +92,16 @@ def test_a_sweep_whose_criteria_fail_ends_as_a_compare_does(tmp_path: Path, monk
     assert result.output.splitlines()[-2:] == [f"sweep card: {sweep_dir / 'sweep.md'}", SWEEP_FAILED]
     assert "loadgen: error" not in result.output
     assert SWEEP_FAILED.replace("the sweep finished and no candidate meets", "") == RUN_FAILED.replace(
-        "the run finished and its verdict failed", "")  # the same words after what failed
+        "the run finished and its verdict failed", ""
+    )  # the same words after what failed
 
 
 @pytest.mark.parametrize("bad", ["-5", "0", "nan", "inf", "ten"])
 def test_a_budget_that_is_no_positive_finite_number_is_a_usage_error(bad: str, tmp_path: Path) -> None:
     """`--budget-min -5` or `nan` was taken and refused the sweep as over it ("more than --budget-min nan")."""
-    result = CliRunner().invoke(main, ["sweep", "demo-cpu-sweep", "--budget-min", bad,
-                                       "--runs-dir", str(tmp_path / "runs")])
+    result = CliRunner().invoke(
+        main, ["sweep", "demo-cpu-sweep", "--budget-min", bad, "--runs-dir", str(tmp_path / "runs")]
+    )
     assert result.exit_code == 2 and result.output.startswith("Usage: ")
     assert f"{bad!r} is no budget; give the minutes the sweep may take, a number above 0 such as 30" in result.output
     assert not (tmp_path / "runs").exists()

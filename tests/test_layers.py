@@ -11,18 +11,34 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "loadgen"
 #: Lowest first; a module may import its own layer and any layer below it.
-LAYERS = ("errors", "util", "records", "profile", "check", "prom", "serve", "stream", "measure", "report", "run",
-          "fleet", "cli")
+LAYERS = (
+    "errors",
+    "util",
+    "records",
+    "profile",
+    "check",
+    "prom",
+    "serve",
+    "stream",
+    "measure",
+    "report",
+    "run",
+    "fleet",
+    "cli",
+)
 #: Layers that import none of each other although the order above ranks them (docs/architecture.md).
 SIBLINGS = ("check", "serve", "stream")
 #: Layers whose modules import nothing of stream/ (the request record lives in records/).
 WITHOUT_STREAM = ("measure", "report")
 #: Top-level modules and the layer they sit in (``loadgen`` itself holds only ``__version__``).
 TOP_LEVEL = {"loadgen": "errors", "loadgen.errors": "errors", "loadgen.__main__": "cli"}
-MAX_LINES = 300
+#: Budgets for code as ``ruff format`` writes it (120 columns, ``make check``): formatting put each argument
+#: of a wrapped call on its own line and made the code about 20% longer, so the budgets set for hand-wrapped
+#: code (300 lines a module, 60 a function) became 360 and 80; the modules and functions above them were split.
+MAX_LINES = 360
 #: The longest function (lines, decorators excluded) and the longest parameter list (self/cls left out;
 #: ``*args`` and ``**kwargs`` one each).
-MAX_FUNCTION_LINES = 60
+MAX_FUNCTION_LINES = 80
 MAX_PARAMETERS = 8
 
 
@@ -93,9 +109,11 @@ def _has_layer(module: str) -> bool:
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_imports_go_only_downward(module: str) -> None:
     own = LAYERS.index(layer_of(module))
-    upward = [f"line {line}: {target} ({layer_of(target)})"
-              for line, target in _imports(TREES[module], module, runtime_only=False)
-              if LAYERS.index(layer_of(target)) > own]
+    upward = [
+        f"line {line}: {target} ({layer_of(target)})"
+        for line, target in _imports(TREES[module], module, runtime_only=False)
+        if LAYERS.index(layer_of(target)) > own
+    ]
     assert upward == [], f"{module} ({layer_of(module)}) imports a higher layer"
 
 
@@ -128,9 +146,13 @@ def test_every_subpackage_says_its_job_and_the_order() -> None:
 
 def _importers(layers: tuple[str, ...], target: tuple[str, ...]) -> list[str]:
     """``module line N: imported`` for every import from a module of ``layers`` into one of ``target``."""
-    return [f"{m} line {line}: {t}" for m in MODULES if layer_of(m) in layers
-            for line, t in _imports(TREES[m], m, runtime_only=False)
-            if layer_of(t) in target and layer_of(t) != layer_of(m)]
+    return [
+        f"{m} line {line}: {t}"
+        for m in MODULES
+        if layer_of(m) in layers
+        for line, t in _imports(TREES[m], m, runtime_only=False)
+        if layer_of(t) in target and layer_of(t) != layer_of(m)
+    ]
 
 
 def test_measure_and_report_import_nothing_of_stream() -> None:
@@ -142,12 +164,13 @@ def test_check_serve_and_stream_are_siblings() -> None:
 
 
 def test_records_import_only_util_and_errors() -> None:
-    assert [hit for hit in _importers(("records",), LAYERS) if layer_of(hit.rsplit(": ", 1)[1]) not in
-            ("errors", "util")] == []
+    assert [
+        hit for hit in _importers(("records",), LAYERS) if layer_of(hit.rsplit(": ", 1)[1]) not in ("errors", "util")
+    ] == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_module_over_300_lines(module: str) -> None:
+def test_no_module_over_the_line_budget(module: str) -> None:
     assert len(MODULES[module].read_text().splitlines()) <= MAX_LINES
 
 
@@ -168,16 +191,22 @@ def function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_function_over_60_lines(module: str) -> None:
-    long = [f"{f.name} (line {f.lineno}): {function_lines(f)}" for f in _functions(TREES[module])
-            if function_lines(f) > MAX_FUNCTION_LINES]
+def test_no_function_over_the_line_budget(module: str) -> None:
+    long = [
+        f"{f.name} (line {f.lineno}): {function_lines(f)}"
+        for f in _functions(TREES[module])
+        if function_lines(f) > MAX_FUNCTION_LINES
+    ]
     assert long == []
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_parameter_list_over_8(module: str) -> None:
-    wide = [f"{f.name} (line {f.lineno}): {parameter_count(f)}" for f in _functions(TREES[module])
-            if parameter_count(f) > MAX_PARAMETERS]
+    wide = [
+        f"{f.name} (line {f.lineno}): {parameter_count(f)}"
+        for f in _functions(TREES[module])
+        if parameter_count(f) > MAX_PARAMETERS
+    ]
     assert wide == []
 
 

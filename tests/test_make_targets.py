@@ -22,9 +22,23 @@ def _own_make_env() -> dict[str, str]:
 
 def _dry_run(target: str, tmp_path: Path, *extra: str) -> str:
     """What `make -n TARGET` would run, with every environment and the models in ``tmp_path``."""
-    proc = subprocess.run(["make", "--no-print-directory", "-n", target, f"VENV={tmp_path}/venv",
-                           f"VLLM_VENV={tmp_path}/venv-vllm", f"MODELS={tmp_path}/models", *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=60, env=_own_make_env())
+    proc = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "-n",
+            target,
+            f"VENV={tmp_path}/venv",
+            f"VLLM_VENV={tmp_path}/venv-vllm",
+            f"MODELS={tmp_path}/models",
+            *extra,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_own_make_env(),
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -59,26 +73,35 @@ def _phase(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_phase_says_when_it_starts_and_ends_and_where_it_waited(tmp_path: Path) -> None:
-    script = ("import time; print('Collecting a'); print('Collecting slow', flush=True); time.sleep(0.8); "
-              "print('bar 10%\\rbar 100%\\r')")
+    script = (
+        "import time; print('Collecting a'); print('Collecting slow', flush=True); time.sleep(0.8); "
+        "print('bar 10%\\rbar 100%\\r')"
+    )
     proc = _phase("env", "--quiet-s", "0.3", "--", sys.executable, "-c", script + "; raise SystemExit(3)")
     lines = proc.stdout.splitlines()
     assert proc.returncode == 3
     assert lines[0] == "==> env: started"
-    assert [re.sub(r"\+ *\d+\.\ds", "+T", line) for line in lines[1:3]] == ["    env +T | Collecting a",
-                                                                            "    env +T | Collecting slow"]
+    assert [re.sub(r"\+ *\d+\.\ds", "+T", line) for line in lines[1:3]] == [
+        "    env +T | Collecting a",
+        "    env +T | Collecting slow",
+    ]
     assert any(re.fullmatch(r"    env \+ *\d+\.\ds \| \(no output for 0 s, still running\)", ln) for ln in lines)
     assert re.fullmatch(r"    env \+ *\d+\.\ds \| bar 100%", lines[-2])  # a progress bar's last state
-    end = re.fullmatch(r"==> env: FAILED \(exit 3\) after (\d+\.\d) s \(longest silence (\d+\.\d) s, after: "
-                       r"Collecting slow\)", lines[-1])
+    end = re.fullmatch(
+        r"==> env: FAILED \(exit 3\) after (\d+\.\d) s \(longest silence (\d+\.\d) s, after: "
+        r"Collecting slow\)",
+        lines[-1],
+    )
     assert end is not None, lines
     assert 0.8 <= float(end[2]) <= float(end[1])
 
 
 def test_a_phase_that_succeeds_or_cannot_start(tmp_path: Path) -> None:
     ok = _phase("models", "--", sys.executable, "-c", "print('built')")
-    end = re.compile(r"==> models: done in \d+\.\d s \(longest silence \d+\.\d s(, after: built| before its "
-                     r"first line)\)")
+    end = re.compile(
+        r"==> models: done in \d+\.\d s \(longest silence \d+\.\d s(, after: built| before its "
+        r"first line)\)"
+    )
     assert ok.returncode == 0 and end.fullmatch(ok.stdout.splitlines()[-1]), ok.stdout
     missing = _phase("models", "--", str(tmp_path / "no-such-program"))
     assert missing.returncode == 127 and "==> models: FAILED: cannot run" in missing.stdout
@@ -94,7 +117,7 @@ def test_a_pair_path_with_a_space_reaches_loadgen_as_one_argument(tmp_path: Path
     pair.write_text('name = "p"\n')
     fake = tmp_path / "venv" / "bin" / "loadgen"
     fake.parent.mkdir(parents=True)
-    fake.write_text("#!/bin/sh\nfor a in \"$@\"; do echo \"arg=$a\"; done\n")
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do echo "arg=$a"; done\n')
     fake.chmod(0o755)
     for target in ("compare", "sweep"):
         line = next(c for c in _dry_run(target, tmp_path, f"PAIR={pair}").splitlines() if c.startswith(str(fake)))

@@ -45,8 +45,9 @@ def test_cell_note_names_the_role_and_the_status_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("passed", "code"), [(True, 0), (False, 3)])
-def test_compare_prints_the_verdict_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, passed: bool,
-                                         code: int) -> None:
+def test_compare_prints_the_verdict_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, passed: bool, code: int
+) -> None:
     summary = "PASS: 3 of 3 cells" if passed else "FAIL: 1 failed check(s)"
 
     def fake_run(*args: Any, **kwargs: Any) -> Path:

@@ -53,14 +53,38 @@ print(json.dumps(result))
 """
 
 SOURCES = {
-    "same groups": ({"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
-                     "num_hidden_layers": 2},
-                    {"hidden_size": 128, "num_attention_heads": 8, "num_key_value_heads": 4, "intermediate_size": 256,
-                     "num_hidden_layers": 3}),
-    "3 -> 4 per KV head": ({"hidden_size": 96, "num_attention_heads": 6, "num_key_value_heads": 2,
-                            "intermediate_size": 128, "num_hidden_layers": 2},
-                           {"hidden_size": 256, "num_attention_heads": 16, "num_key_value_heads": 4,
-                            "intermediate_size": 384, "num_hidden_layers": 4}),
+    "same groups": (
+        {
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "intermediate_size": 96,
+            "num_hidden_layers": 2,
+        },
+        {
+            "hidden_size": 128,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 4,
+            "intermediate_size": 256,
+            "num_hidden_layers": 3,
+        },
+    ),
+    "3 -> 4 per KV head": (
+        {
+            "hidden_size": 96,
+            "num_attention_heads": 6,
+            "num_key_value_heads": 2,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+        },
+        {
+            "hidden_size": 256,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 4,
+            "intermediate_size": 384,
+            "num_hidden_layers": 4,
+        },
+    ),
 }
 
 
@@ -69,8 +93,13 @@ SOURCES = {
 @pytest.mark.parametrize("case", sorted(SOURCES))
 def test_a_widened_llama_computes_the_same_logits(case: str, tmp_path: Path) -> None:
     src, wide = SOURCES[case]
-    done = subprocess.run([str(ENGINE_PY), "-c", PROGRAM, str(ROOT / "scripts"), json.dumps(src), json.dumps(wide),
-                           str(tmp_path)], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [str(ENGINE_PY), "-c", PROGRAM, str(ROOT / "scripts"), json.dumps(src), json.dumps(wide), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     fp32, bf16 = result["float32"], result["bfloat16"]
@@ -81,8 +110,10 @@ def test_a_widened_llama_computes_the_same_logits(case: str, tmp_path: Path) -> 
     assert bf16["wide_vs_src"] <= 2 * bf16["src_vs_fp32"] + 1e-3
     assert bf16["argmax_same"] >= 0.97
     hd = 16
-    h, i, n, q, kv = (wide[k] for k in ("hidden_size", "intermediate_size", "num_hidden_layers",
-                                         "num_attention_heads", "num_key_value_heads"))
+    h, i, n, q, kv = (
+        wide[k]
+        for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads")
+    )
     per_layer = h * q * hd * 2 + h * kv * hd * 2 + 3 * h * i + 2 * h
     assert fp32["params"] == 256 * h + n * per_layer + h  # embeddings (tied) + layers + final norm
 
@@ -95,22 +126,39 @@ def test_query_heads_keep_their_kv_head() -> None:
     assert [j // 4 for j in mapping] == [i // 3 for i in range(9)]  # the engine's KV head of each = the source's
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"hidden_size": 512}, "smaller than the source"),
-    ({"hidden_size": 4032}, "keep head_dim 64"),
-    ({"num_key_value_heads": 32}, "need at least 3"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"hidden_size": 512}, "smaller than the source"),
+        ({"hidden_size": 4032}, "keep head_dim 64"),
+        ({"num_key_value_heads": 32}, "need at least 3"),
+    ],
+)
 def test_a_shape_that_cannot_hold_the_function_is_refused(change: dict[str, int], message: str) -> None:
-    src = {"hidden_size": 576, "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536,
-           "num_hidden_layers": 30, "head_dim": 64, "rms_norm_eps": 1e-5}
+    src = {
+        "hidden_size": 576,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "head_dim": 64,
+        "rms_norm_eps": 1e-5,
+    }
     shape = dict(widen_target.SHAPE_7B) | change
     with pytest.raises(widen_target.WidenError, match=message):
         widen_target.widened_config(src, shape)
 
 
 def test_eps_and_the_seven_b_shape() -> None:
-    src = {"hidden_size": 576, "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536,
-           "num_hidden_layers": 30, "head_dim": 64, "rms_norm_eps": 1e-5}
+    src = {
+        "hidden_size": 576,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "head_dim": 64,
+        "rms_norm_eps": 1e-5,
+    }
     cfg = widen_target.widened_config(src, widen_target.SHAPE_7B)
     assert cfg["rms_norm_eps"] == pytest.approx(1e-5 * 576 / 4096)
     assert cfg["num_attention_heads"] * cfg["head_dim"] == cfg["hidden_size"] == 4096
@@ -119,10 +167,14 @@ def test_eps_and_the_seven_b_shape() -> None:
 def test_agreement_counts_identical_continuations_and_compares_logprobs_before_the_first_difference() -> None:
     import verify_widened as verify
 
-    a = [{"ids": [1, 2, 3], "top": [{"1": -0.1, "9": -2.0}, {"2": -0.2}, {"3": -0.3}]},
-         {"ids": [4, 5, 6], "top": [{"4": -0.5}, {"5": -0.6}, {"6": -0.7}]}]
-    b = [{"ids": [1, 2, 3], "top": [{"1": -0.15, "8": -2.0}, {"2": -0.2}, {"3": -0.1}]},
-         {"ids": [4, 7, 6], "top": [{"4": -0.9}, {"7": -0.1}, {"6": -9.0}]}]
+    a = [
+        {"ids": [1, 2, 3], "top": [{"1": -0.1, "9": -2.0}, {"2": -0.2}, {"3": -0.3}]},
+        {"ids": [4, 5, 6], "top": [{"4": -0.5}, {"5": -0.6}, {"6": -0.7}]},
+    ]
+    b = [
+        {"ids": [1, 2, 3], "top": [{"1": -0.15, "8": -2.0}, {"2": -0.2}, {"3": -0.1}]},
+        {"ids": [4, 7, 6], "top": [{"4": -0.9}, {"7": -0.1}, {"6": -9.0}]},
+    ]
     got = verify.agreement(a, b)
     # prompt 1: all 3 positions (diffs 0.05, 0, 0.2); prompt 2: position 0 only (0.4), the rest is after it
     assert got["identical"] == 1 and got["first_differences"] == [1] and got["compared_logprobs"] == 4

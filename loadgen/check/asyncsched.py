@@ -51,8 +51,13 @@ def cpu_engine(engine_version: str | None, env: Mapping[str, str]) -> bool:
     return "+cpu" in (engine_version or "") or any(k.startswith("VLLM_CPU_") for k in env)
 
 
-def async_findings(method: str | None, engine_version: str | None, plain_args: Sequence[str],
-                   spec_args: Sequence[str], env: Mapping[str, str] | None = None) -> list[Finding]:
+def async_findings(
+    method: str | None,
+    engine_version: str | None,
+    plain_args: Sequence[str],
+    spec_args: Sequence[str],
+    env: Mapping[str, str] | None = None,
+) -> list[Finding]:
     """The findings for the speculative ``method`` on vLLM ``engine_version`` with each server's whole
     argument list (``[engine].args`` + ``[servers.<role>].args``) and the speculative server's environment
     ``env``. A blocking finding when vLLM would refuse to start (``--async-scheduling`` with ``ngram``); a
@@ -70,19 +75,40 @@ def async_findings(method: str | None, engine_version: str | None, plain_args: S
         return []
     spec, plain = explicit(spec_args), explicit(plain_args)
     if method == "ngram" and spec is True:
-        return [Finding(CHECK, False, True, f"vLLM {engine_version} refuses --async-scheduling with method ngram "
-                        "(only EAGLE/MTP, draft_model and ngram_gpu; vllm/config/vllm.py); remove the flag, or use "
-                        "method = \"ngram_gpu\", which keeps async scheduling")]
+        return [
+            Finding(
+                CHECK,
+                False,
+                True,
+                f"vLLM {engine_version} refuses --async-scheduling with method ngram "
+                "(only EAGLE/MTP, draft_model and ngram_gpu; vllm/config/vllm.py); remove the flag, or use "
+                'method = "ngram_gpu", which keeps async scheduling',
+            )
+        ]
     if spec is not None or plain is False:  # set on purpose, or both servers run without it
         return []
     both_off = "or put --no-async-scheduling in [engine].args to compare without it on both"
     if method == "ngram":
-        return [Finding(CHECK, False, False, f"vLLM {engine_version} turns async scheduling off for method ngram "
-                        "while the plain server keeps it, so the step-time ratio includes that loss; method = "
-                        f"\"ngram_gpu\" keeps it, {both_off}")]
+        return [
+            Finding(
+                CHECK,
+                False,
+                False,
+                f"vLLM {engine_version} turns async scheduling off for method ngram "
+                "while the plain server keeps it, so the step-time ratio includes that loss; method = "
+                f'"ngram_gpu" keeps it, {both_off}',
+            )
+        ]
     if version[:2] >= DRAFT_DEFAULT_ON[:2]:
         return []
     seen = "turns" if version[:2] == KNOWN[0][:2] else "may turn (0.24 does; PR #48341 made it default on)"
-    return [Finding(CHECK, False, False, f"vLLM {engine_version} {seen} async scheduling off for draft_model by "
-                    "default although it supports it, while the plain server keeps it; add --async-scheduling to "
-                    f"[servers.speculative].args, {both_off}")]
+    return [
+        Finding(
+            CHECK,
+            False,
+            False,
+            f"vLLM {engine_version} {seen} async scheduling off for draft_model by "
+            "default although it supports it, while the plain server keeps it; add --async-scheduling to "
+            f"[servers.speculative].args, {both_off}",
+        )
+    ]

@@ -22,8 +22,14 @@ from loadgen.check.finding import Finding
 
 #: Substrings of an ``architectures`` entry (case-insensitive) -> the method that serves such a draft,
 #: first match wins (``Eagle3`` before ``Eagle``).
-KINDS = (("dflash", "dflash"), ("eagle3", "eagle3"), ("eagle", "eagle"), ("mtp", "mtp"), ("medusa", "medusa"),
-         ("mlpspeculator", "mlp_speculator"))
+KINDS = (
+    ("dflash", "dflash"),
+    ("eagle3", "eagle3"),
+    ("eagle", "eagle"),
+    ("mtp", "mtp"),
+    ("medusa", "medusa"),
+    ("mlpspeculator", "mlp_speculator"),
+)
 #: Declared methods whose draft is a checkpoint this module can classify.
 CHECKPOINT_METHODS = ("draft_model", "eagle", "eagle3", "dflash", "mtp", "medusa", "mlp_speculator")
 
@@ -62,21 +68,40 @@ def check_draft_kind(method: str, config: Mapping[str, Any], where: str) -> list
     declared = "mtp" if method.endswith("_mtp") else method
     if found == declared:
         return [Finding("draft kind", True, False, f"{where} is a {found} draft ({named}), as declared")]
-    fix = (f"set [speculative].method = \"{found}\"" if found != "draft_model" else
-           "set [speculative].method = \"draft_model\", or use a draft trained for " + repr(method))
-    return [Finding("draft kind", False, True, f"{where} is a {found} draft ({named}) but [speculative].method = "
-                    f"{method!r}: vLLM would load it as the declared kind and measure something else; {fix}")]
+    fix = (
+        f'set [speculative].method = "{found}"'
+        if found != "draft_model"
+        else 'set [speculative].method = "draft_model", or use a draft trained for ' + repr(method)
+    )
+    return [
+        Finding(
+            "draft kind",
+            False,
+            True,
+            f"{where} is a {found} draft ({named}) but [speculative].method = "
+            f"{method!r}: vLLM would load it as the declared kind and measure something else; {fix}",
+        )
+    ]
 
 
-def check_draft_context(config: Mapping[str, Any], spec: Mapping[str, Any], serving: int | None,
-                        workloads: Sequence[tuple[str, int | None, int]]) -> list[Finding]:
+def check_draft_context(
+    config: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    serving: int | None,
+    workloads: Sequence[tuple[str, int | None, int]],
+) -> list[Finding]:
     """The draft's context limit (min of config ``max_position_embeddings`` and ``[speculative].max_model_len``,
     tokens) against ``serving`` (the target's ``--max-model-len``) and ``workloads`` ((name, input tokens or
     None for natural lengths, output tokens)). Blocking when a workload's input + output exceeds it; a
     warning when only the serving length does; nothing when no limit is known."""
-    limits = {k: v for k, v in (("max_position_embeddings", config.get("max_position_embeddings")),
-                                ("[speculative].max_model_len", spec.get("max_model_len")))
-              if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    limits = {
+        k: v
+        for k, v in (
+            ("max_position_embeddings", config.get("max_position_embeddings")),
+            ("[speculative].max_model_len", spec.get("max_model_len")),
+        )
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0
+    }
     if not limits:
         return []
     source = min(limits, key=lambda k: limits[k])
@@ -85,12 +110,35 @@ def check_draft_context(config: Mapping[str, Any], spec: Mapping[str, Any], serv
     over = [(name, i + o) for name, i, o in workloads if i is not None and i + o > limit]
     if over:
         name, need = max(over, key=lambda x: x[1])
-        return [Finding("draft context", False, True, f"the draft sees at most {limit} tokens ({source}) but workload "
-                        f"{name!r} needs {need} (input + output): those requests cannot be drafted for; use a draft "
-                        "with a longer context or shorter workloads ([run].input_tokens/output_tokens)", data)]
+        return [
+            Finding(
+                "draft context",
+                False,
+                True,
+                f"the draft sees at most {limit} tokens ({source}) but workload "
+                f"{name!r} needs {need} (input + output): those requests cannot be drafted for; use a draft "
+                "with a longer context or shorter workloads ([run].input_tokens/output_tokens)",
+                data,
+            )
+        ]
     if serving is not None and serving > limit:
-        return [Finding("draft context", False, False, f"the serving --max-model-len {serving} exceeds the draft's "
-                        f"{limit} tokens ({source}); the workloads fit, longer requests would get no drafts; set "
-                        f"--max-model-len {limit} in [engine].args or use a draft with a longer context", data)]
-    return [Finding("draft context", True, False, f"the draft sees {limit} tokens ({source}), enough for the serving "
-                    "length and the workloads", data)]
+        return [
+            Finding(
+                "draft context",
+                False,
+                False,
+                f"the serving --max-model-len {serving} exceeds the draft's "
+                f"{limit} tokens ({source}); the workloads fit, longer requests would get no drafts; set "
+                f"--max-model-len {limit} in [engine].args or use a draft with a longer context",
+                data,
+            )
+        ]
+    return [
+        Finding(
+            "draft context",
+            True,
+            False,
+            f"the draft sees {limit} tokens ({source}), enough for the serving length and the workloads",
+            data,
+        )
+    ]

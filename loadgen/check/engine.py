@@ -37,8 +37,9 @@ def version_probe(command: Sequence[str]) -> list[str] | None:
     return None
 
 
-def detect_engine_version(command: Sequence[str], env: Mapping[str, str],
-                          timeout_s: float = VERSION_TIMEOUT_S) -> str | None:
+def detect_engine_version(
+    command: Sequence[str], env: Mapping[str, str], timeout_s: float = VERSION_TIMEOUT_S
+) -> str | None:
     """The installed engine's version string (e.g. ``"0.32.0"``, suffixes like ``+cpu`` kept), asked
     without starting a server; ``env`` is laid over this process's environment. Returns None when the
     command is not recognised (:func:`version_probe`), the probe fails, exceeds ``timeout_s`` (seconds)
@@ -47,8 +48,15 @@ def detect_engine_version(command: Sequence[str], env: Mapping[str, str],
     if argv is None:
         return None
     try:  # own session: a timeout kills the whole process group, grandchildren holding the pipe included
-        proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
     except (OSError, ValueError):
         return None
     try:
@@ -66,11 +74,16 @@ def detect_engine_version(command: Sequence[str], env: Mapping[str, str],
 
 #: Removed (<= 0.8.1) and 0.22+ shortcut flags -> the speculative-config key they set, and its type.
 LEGACY_FLAGS: dict[str, tuple[str, type]] = {
-    "--speculative-model": ("model", str), "--num-speculative-tokens": ("num_speculative_tokens", int),
+    "--speculative-model": ("model", str),
+    "--num-speculative-tokens": ("num_speculative_tokens", int),
     "--speculative-draft-tensor-parallel-size": ("draft_tensor_parallel_size", int),
-    "--speculative-max-model-len": ("max_model_len", int), "--speculative-model-quantization": ("quantization", str),
-    "--ngram-prompt-lookup-max": ("prompt_lookup_max", int), "--ngram-prompt-lookup-min": ("prompt_lookup_min", int),
-    "--spec-method": ("method", str), "--spec-model": ("model", str), "--spec-tokens": ("num_speculative_tokens", int),
+    "--speculative-max-model-len": ("max_model_len", int),
+    "--speculative-model-quantization": ("quantization", str),
+    "--ngram-prompt-lookup-max": ("prompt_lookup_max", int),
+    "--ngram-prompt-lookup-min": ("prompt_lookup_min", int),
+    "--spec-method": ("method", str),
+    "--spec-model": ("model", str),
+    "--spec-tokens": ("num_speculative_tokens", int),
 }
 SHORTCUT_FLAGS = frozenset({"--spec-method", "--spec-model", "--spec-tokens"})
 #: Removed flags with no equivalent -> (takes a value, why).
@@ -79,16 +92,22 @@ DROPPED_FLAGS: dict[str, tuple[bool, str]] = {
     "--spec-decoding-acceptance-method": (True, "V0 only; V1 always uses rejection sampling"),
     "--typical-acceptance-sampler-posterior-threshold": (True, "V0 only"),
     "--typical-acceptance-sampler-posterior-alpha": (True, "V0 only"),
-    "--speculative-disable-mqa-scorer": (False, "V0 only"), "--use-v2-block-manager": (False, "a no-op, removed 0.10"),
+    "--speculative-disable-mqa-scorer": (False, "V0 only"),
+    "--use-v2-block-manager": (False, "a no-op, removed 0.10"),
 }
 #: Flags loadgen sets itself -> the fix.
-_SPEC_CONFIG_FIX = "loadgen passes --speculative-config itself, to the speculative server only; move its keys into " \
-                   "[speculative]"
+_SPEC_CONFIG_FIX = (
+    "loadgen passes --speculative-config itself, to the speculative server only; move its keys into [speculative]"
+)
 OWNED_FLAGS: dict[str, str] = {
-    "--speculative-config": _SPEC_CONFIG_FIX, "-sc": _SPEC_CONFIG_FIX,
-    "--model": "loadgen sets it; use [target].model", "--revision": "loadgen sets it; use [target].revision",
-    "--host": "loadgen sets it; use [engine].host", "--port": "loadgen sets it; use [engine].port",
-    "--seed": "loadgen sets it; use [engine].seed", "--served-model-name": "loadgen sets it; remove it",
+    "--speculative-config": _SPEC_CONFIG_FIX,
+    "-sc": _SPEC_CONFIG_FIX,
+    "--model": "loadgen sets it; use [target].model",
+    "--revision": "loadgen sets it; use [target].revision",
+    "--host": "loadgen sets it; use [engine].host",
+    "--port": "loadgen sets it; use [engine].port",
+    "--seed": "loadgen sets it; use [engine].seed",
+    "--served-model-name": "loadgen sets it; remove it",
     "--disable-log-stats": "remove it: with it vLLM exports no vllm:* metrics, which loadgen reads",
 }
 
@@ -128,15 +147,31 @@ def check_engine_args(args: Sequence[str], where: str = "[engine].args") -> list
     out = []
     if legacy:
         names = ", ".join(f for f, _ in legacy)
-        kind = ("are vLLM 0.22+ shortcuts; loadgen passes --speculative-config itself"
-                if all(f in SHORTCUT_FLAGS for f, _ in legacy) else "were removed in vLLM 0.8.3")
+        kind = (
+            "are vLLM 0.22+ shortcuts; loadgen passes --speculative-config itself"
+            if all(f in SHORTCUT_FLAGS for f, _ in legacy)
+            else "were removed in vLLM 0.8.3"
+        )
         spec = json.dumps(legacy_equivalent(legacy))
-        out.append(Finding("engine.args", False, True, f"{names} {kind}: the equivalent is --speculative-config "
-                           f"'{spec}'; put these keys in [speculative] and remove the flags from {where}"))
+        out.append(
+            Finding(
+                "engine.args",
+                False,
+                True,
+                f"{names} {kind}: the equivalent is --speculative-config "
+                f"'{spec}'; put these keys in [speculative] and remove the flags from {where}",
+            )
+        )
     for flag, _ in flags:
         if flag in DROPPED_FLAGS:
-            out.append(Finding("engine.args", False, True, f"{flag} has no equivalent ({DROPPED_FLAGS[flag][1]}); "
-                               f"remove it from {where}"))
+            out.append(
+                Finding(
+                    "engine.args",
+                    False,
+                    True,
+                    f"{flag} has no equivalent ({DROPPED_FLAGS[flag][1]}); remove it from {where}",
+                )
+            )
         elif flag in OWNED_FLAGS:
             out.append(Finding("engine.args", False, True, f"{flag} in {where}: {OWNED_FLAGS[flag]}"))
     return out

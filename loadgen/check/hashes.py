@@ -11,8 +11,16 @@ from typing import Any
 from loadgen.profile.pair import ModelRef
 
 #: Files whose hashes identify a model's tokenizer and configuration.
-ARTIFACTS = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-             "special_tokens_map.json", "vocab.json", "merges.txt", "tokenizer.model")
+ARTIFACTS = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "merges.txt",
+    "tokenizer.model",
+)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -43,8 +51,11 @@ def model_hashes(model: ModelRef) -> dict[str, Any]:
     out: dict[str, Any] = {"model": model.model, "revision": model.revision, "local": root.is_dir()}
     if not root.is_dir():
         return out
-    files = {str(p.relative_to(root)): sha256_file(p)
-             for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+    files = {
+        str(p.relative_to(root)): sha256_file(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".")
+    }
     out["files"] = files
     out["content_sha256"] = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     try:

@@ -73,25 +73,69 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
     full = _size(d_cfg, "transformer_layer_config", "text_config")
     dvs = d_cfg.get("draft_vocab_size")
     reduced = dvs if isinstance(dvs, int) and not isinstance(dvs, bool) else None
-    data: dict[str, Any] = {"kind": "head", "method": method, "target_vocab_size": target,
-                            "draft_vocab_size": reduced or full}
+    data: dict[str, Any] = {
+        "kind": "head",
+        "method": method,
+        "target_vocab_size": target,
+        "draft_vocab_size": reduced or full,
+    }
     head = f"the {method} head {draft_dir}"
     if reduced is not None and target is not None and reduced > target:
-        return [Finding("vocabulary", False, True, f"{head} has draft_vocab_size {reduced}, more than the target's "
-                        f"vocab_size {target}: it was not trained for this target; use a head trained for it", data)]
+        return [
+            Finding(
+                "vocabulary",
+                False,
+                True,
+                f"{head} has draft_vocab_size {reduced}, more than the target's "
+                f"vocab_size {target}: it was not trained for this target; use a head trained for it",
+                data,
+            )
+        ]
     if reduced is not None and target is not None and reduced < target:
         source = mapping_source(draft_dir, d_cfg)
         data |= {"kind": "reduced", "mapping": source}
         if source is None:
-            return [Finding("vocabulary", False, False, f"{head} drafts in a reduced vocabulary (draft_vocab_size "
-                            f"{reduced} of the target's {target}) but no d2t/t2d mapping was found (config.json, "
-                            "*.safetensors): vLLM would take draft id i for target id i and accept almost nothing; "
-                            "use the head's checkpoint with its d2t tensor", data)]
-        return [Finding("vocabulary", True, False, f"{head} drafts in a reduced vocabulary: draft_vocab_size "
-                        f"{reduced} of the target's {target} tokens, mapped to target ids by {source}; it uses "
-                        "the target's tokenizer, so no tokenizer files are needed", data)]
+            return [
+                Finding(
+                    "vocabulary",
+                    False,
+                    False,
+                    f"{head} drafts in a reduced vocabulary (draft_vocab_size "
+                    f"{reduced} of the target's {target}) but no d2t/t2d mapping was found (config.json, "
+                    "*.safetensors): vLLM would take draft id i for target id i and accept almost nothing; "
+                    "use the head's checkpoint with its d2t tensor",
+                    data,
+                )
+            ]
+        return [
+            Finding(
+                "vocabulary",
+                True,
+                False,
+                f"{head} drafts in a reduced vocabulary: draft_vocab_size "
+                f"{reduced} of the target's {target} tokens, mapped to target ids by {source}; it uses "
+                "the target's tokenizer, so no tokenizer files are needed",
+                data,
+            )
+        ]
     if full is not None and target is not None and full != target:
-        return [Finding("vocabulary", False, False, f"{head} has vocab_size {full}, the target {target}: a head "
-                        "drafts in the target's vocabulary; check that it was trained for this target", data)]
-    return [Finding("vocabulary", True, False, f"{head} drafts in the target's vocabulary (vocab_size {target}); "
-                    "it uses the target's tokenizer, so no tokenizer files are needed", data)]
+        return [
+            Finding(
+                "vocabulary",
+                False,
+                False,
+                f"{head} has vocab_size {full}, the target {target}: a head "
+                "drafts in the target's vocabulary; check that it was trained for this target",
+                data,
+            )
+        ]
+    return [
+        Finding(
+            "vocabulary",
+            True,
+            False,
+            f"{head} drafts in the target's vocabulary (vocab_size {target}); "
+            "it uses the target's tokenizer, so no tokenizer files are needed",
+            data,
+        )
+    ]

@@ -25,14 +25,30 @@ def lossy_findings(spec: Mapping[str, Any], env: Mapping[str, str], criteria: Cr
     reason = lossy_reason(spec, env)
     if reason is None:
         return []
-    out = [Finding("lossy rejection", False, False, f"{reason} does not keep the target's distribution: the "
-                   "speculative server's outputs will differ from the target's by design, and the card reports the "
-                   "greedy match rate as information, not judged; for a lossless comparison use "
-                   "rejection_sample_method = \"standard\" (or \"block\") without a tolerance", {"lossy": reason})]
+    out = [
+        Finding(
+            "lossy rejection",
+            False,
+            False,
+            f"{reason} does not keep the target's distribution: the "
+            "speculative server's outputs will differ from the target's by design, and the card reports the "
+            "greedy match rate as information, not judged; for a lossless comparison use "
+            'rejection_sample_method = "standard" (or "block") without a tolerance',
+            {"lossy": reason},
+        )
+    ]
     limit = criteria.min_lossless_match if criteria is not None else None
     if limit is not None:
-        out.append(Finding("criteria.min_lossless_match", False, True, f"[criteria].min_lossless_match = {limit:g} "
-                           f"cannot be judged with a lossy rejection ({reason}): outputs differ from the target's by "
-                           "design; remove min_lossless_match or use a lossless rejection_sample_method (standard, "
-                           "block)", {"lossy": reason, "min_lossless_match": limit}))
+        out.append(
+            Finding(
+                "criteria.min_lossless_match",
+                False,
+                True,
+                f"[criteria].min_lossless_match = {limit:g} "
+                f"cannot be judged with a lossy rejection ({reason}): outputs differ from the target's by "
+                "design; remove min_lossless_match or use a lossless rejection_sample_method (standard, "
+                "block)",
+                {"lossy": reason, "min_lossless_match": limit},
+            )
+        )
     return out

@@ -12,8 +12,9 @@ from loadgen.errors import PairCheckError
 from loadgen.profile.pair import Pair
 
 
-def run_pair_check(pair: Pair, allow_unpinned: bool, log: Callable[[str], None],
-                   again: str | None = None, attached: str | None = None) -> tuple[str | None, list[Finding]]:
+def run_pair_check(
+    pair: Pair, allow_unpinned: bool, log: Callable[[str], None], again: str | None = None, attached: str | None = None
+) -> tuple[str | None, list[Finding]]:
     """Check ``pair`` for the installed engine (engine.detect_engine_version), or for ``attached``: the
     version an attached server reported on ``/version``; log the version and each finding, and return the
     version (None: unknown) and the findings. Raises PairCheckError when a blocking finding failed: naming

@@ -22,10 +22,19 @@ def skipped_line_findings(pair: Pair) -> list[Finding]:
         if w.kind != "file" or not w.skipped or w.path in seen:
             continue
         seen.add(w.path or "")
-        how = ("allowed by [run].allow_skipped_lines" if pair.allow_skipped_lines
-               else "fix them, or set [run].allow_skipped_lines = true in the pair file to sample the other lines")
-        out.append(Finding("prompt file", False, not pair.allow_skipped_lines,
-                           f"workload {w.name}: {len(w.skipped)} of the {w.source_lines} lines of {w.path} would be "
-                           f"skipped: {'; '.join(w.skipped)}; {how}",
-                           {"workload": w.name, "path": w.path, "skipped": list(w.skipped)}))
+        how = (
+            "allowed by [run].allow_skipped_lines"
+            if pair.allow_skipped_lines
+            else "fix them, or set [run].allow_skipped_lines = true in the pair file to sample the other lines"
+        )
+        out.append(
+            Finding(
+                "prompt file",
+                False,
+                not pair.allow_skipped_lines,
+                f"workload {w.name}: {len(w.skipped)} of the {w.source_lines} lines of {w.path} would be "
+                f"skipped: {'; '.join(w.skipped)}; {how}",
+                {"workload": w.name, "path": w.path, "skipped": list(w.skipped)},
+            )
+        )
     return out

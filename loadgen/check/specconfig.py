@@ -50,8 +50,10 @@ def heterogeneous_problems(spec: Mapping[str, Any], version: Version | None) -> 
     if spec.get("method") != "draft_model":
         out.append(f"use_heterogeneous_vocab only works with method='draft_model', not {spec.get('method')!r}")
     if spec.get("draft_sample_method", "greedy") != "greedy":
-        out.append("use_heterogeneous_vocab supports only greedy draft sampling; draft_sample_method="
-                   f"{spec['draft_sample_method']!r} is not supported (omit it or set 'greedy')")
+        out.append(
+            "use_heterogeneous_vocab supports only greedy draft sampling; draft_sample_method="
+            f"{spec['draft_sample_method']!r} is not supported (omit it or set 'greedy')"
+        )
     if spec.get("use_local_argmax_reduction") and version is not None and version[:2] >= (0, 33):
         out.append("use_heterogeneous_vocab is incompatible with use_local_argmax_reduction (0.33); drop one")
     return out
@@ -66,42 +68,90 @@ def _schema(spec: Mapping[str, Any], version: Version, engine: str, newer: bool)
     fields = available(FIELD_RANGES, version)
     for key in spec:
         if key == "tensor_parallel_size":
-            out.append(Finding("speculative.tensor_parallel_size", False, True,
-                               "'tensor_parallel_size' is not a valid key of the speculative config (vLLM 0.15+ "
-                               "raises); write draft_tensor_parallel_size = <target TP> instead"))
+            out.append(
+                Finding(
+                    "speculative.tensor_parallel_size",
+                    False,
+                    True,
+                    "'tensor_parallel_size' is not a valid key of the speculative config (vLLM 0.15+ "
+                    "raises); write draft_tensor_parallel_size = <target TP> instead",
+                )
+            )
         elif key in INTERNAL_FIELDS:
             out.append(Finding(f"speculative.{key}", False, True, f"{key!r} is filled by vLLM itself; remove it"))
         elif key not in fields:
             why = history(key, FIELD_RANGES, version)
-            effect = ("vLLM 0.10-0.15 would ignore it silently" if version[:2] <= (0, 15)
-                      else "vLLM would fail at start-up with 'Unexpected keyword argument'")
+            effect = (
+                "vLLM 0.10-0.15 would ignore it silently"
+                if version[:2] <= (0, 15)
+                else "vLLM would fail at start-up with 'Unexpected keyword argument'"
+            )
             fix = "upgrade vLLM or remove it" if why.startswith("added") else "remove it"
-            out.append(Finding(f"speculative.{key}", False, not newer,
-                               f"{key!r} is not a speculative-config field of vLLM {engine} ({why}); {effect}; {fix}"))
+            out.append(
+                Finding(
+                    f"speculative.{key}",
+                    False,
+                    not newer,
+                    f"{key!r} is not a speculative-config field of vLLM {engine} ({why}); {effect}; {fix}",
+                )
+            )
     for key, ranges in VALUE_RANGES.items():
         allowed = next((vals.split() for first, last, vals in ranges if in_range(version, (first, last))), None)
         if key in spec and allowed is not None and spec[key] not in allowed:
-            out.append(Finding(f"speculative.{key}", False, True, f"{key}={spec[key]!r} is not accepted by vLLM "
-                               f"{engine}; allowed: {', '.join(sorted(allowed))}"))
+            out.append(
+                Finding(
+                    f"speculative.{key}",
+                    False,
+                    True,
+                    f"{key}={spec[key]!r} is not accepted by vLLM {engine}; allowed: {', '.join(sorted(allowed))}",
+                )
+            )
     return out
 
 
 def _method(spec: Mapping[str, Any], version: Version, engine: str) -> list[Finding]:
     method = spec.get("method")
     if not isinstance(method, str):
-        return [Finding("speculative.method", False, True, f"method must be given as a string (got {method!r}); "
-                        "vLLM would guess it from the model name; write e.g. method = \"draft_model\"")]
+        return [
+            Finding(
+                "speculative.method",
+                False,
+                True,
+                f"method must be given as a string (got {method!r}); "
+                'vLLM would guess it from the model name; write e.g. method = "draft_model"',
+            )
+        ]
     if method.endswith("_mtp") and version[:2] >= (0, 11):
-        return [Finding("speculative.method", False, False, f"method {method!r} is deprecated: vLLM 0.11+ rewrites "
-                        "it to 'mtp'; write method = \"mtp\"")]
+        return [
+            Finding(
+                "speculative.method",
+                False,
+                False,
+                f"method {method!r} is deprecated: vLLM 0.11+ rewrites it to 'mtp'; write method = \"mtp\"",
+            )
+        ]
     methods = available(METHOD_RANGES, version)
     if method not in methods:
-        return [Finding("speculative.method", False, True, f"vLLM {engine} has no speculative method {method!r} "
-                        f"({history(method, METHOD_RANGES, version)}); available: {', '.join(sorted(methods))}")]
+        return [
+            Finding(
+                "speculative.method",
+                False,
+                True,
+                f"vLLM {engine} has no speculative method {method!r} "
+                f"({history(method, METHOD_RANGES, version)}); available: {', '.join(sorted(methods))}",
+            )
+        ]
     first_ok, reason = METHOD_WORKS_FROM.get(method, ("0.10", ""))
     if first_ok is None or version < parse_version(first_ok):
-        return [Finding("speculative.method", False, True, f"vLLM {engine} accepts method {method!r} but {reason}; "
-                        "use another method" + ("" if first_ok is None else f" or vLLM >= {first_ok}"))]
+        return [
+            Finding(
+                "speculative.method",
+                False,
+                True,
+                f"vLLM {engine} accepts method {method!r} but {reason}; "
+                "use another method" + ("" if first_ok is None else f" or vLLM >= {first_ok}"),
+            )
+        ]
     return []
 
 
@@ -113,21 +163,36 @@ def _method_switch(spec: Mapping[str, Any], version: Version, draft_model_type: 
     name = model.lower()
     for needle, becomes, since in NAME_SWITCHES:
         if needle in name and version >= parse_version(since):
-            return [Finding("speculative.model", False, True, f"the draft path {model!r} contains {needle!r}, so "
-                            f"vLLM silently runs method {becomes!r} instead of 'draft_model' (SpeculativeConfig."
-                            "__post_init__, vllm/config/speculative.py); rename the directory (every path component) "
-                            f"or set method = {becomes!r} if it is such a head")]
+            return [
+                Finding(
+                    "speculative.model",
+                    False,
+                    True,
+                    f"the draft path {model!r} contains {needle!r}, so "
+                    f"vLLM silently runs method {becomes!r} instead of 'draft_model' (SpeculativeConfig."
+                    "__post_init__, vllm/config/speculative.py); rename the directory (every path component) "
+                    f"or set method = {becomes!r} if it is such a head",
+                )
+            ]
     mtype = draft_model_type or ""
     if mtype == "mtp" or mtype.endswith("_mtp") or (mtype in ("medusa", "mlp_speculator") and version[:2] <= (0, 32)):
         becomes = "mtp" if "mtp" in mtype else mtype
-        return [Finding("speculative.model", False, True, f"the draft's config model_type {mtype!r} makes vLLM "
-                        f"silently run method {becomes!r} instead of 'draft_model' (SpeculativeConfig.__post_init__); "
-                        f"set method = {becomes!r} or use a plain causal-LM draft")]
+        return [
+            Finding(
+                "speculative.model",
+                False,
+                True,
+                f"the draft's config model_type {mtype!r} makes vLLM "
+                f"silently run method {becomes!r} instead of 'draft_model' (SpeculativeConfig.__post_init__); "
+                f"set method = {becomes!r} or use a plain causal-LM draft",
+            )
+        ]
     return []
 
 
-def check_draft_revision(spec: Mapping[str, Any], draft_is_local: bool | None = None,
-                         allow_unpinned: bool = False) -> list[Finding]:
+def check_draft_revision(
+    spec: Mapping[str, Any], draft_is_local: bool | None = None, allow_unpinned: bool = False
+) -> list[Finding]:
     """A hub-id draft (``[speculative].model``) must pin ``revision`` to a 40-hex commit; blocking unless
     ``allow_unpinned`` (then a warning). ``draft_is_local`` None: decided by :func:`looks_like_hub_id`."""
     model, revision = spec.get("model"), spec.get("revision")
@@ -137,10 +202,16 @@ def check_draft_revision(spec: Mapping[str, Any], draft_is_local: bool | None = 
         return []
     if isinstance(revision, str) and HEX40.match(revision):
         return [Finding("draft revision", True, False, f"{model} pinned to commit {revision}")]
-    return [Finding("draft revision", False, not allow_unpinned,
-                    f"draft {model} is a hub id with revision {revision!r}, not a 40-hex commit: a branch or tag "
-                    "can move; set [speculative].revision = \"<commit sha>\"" + (
-                        " (allowed by --allow-unpinned)" if allow_unpinned else " or pass --allow-unpinned"))]
+    return [
+        Finding(
+            "draft revision",
+            False,
+            not allow_unpinned,
+            f"draft {model} is a hub id with revision {revision!r}, not a 40-hex commit: a branch or tag "
+            'can move; set [speculative].revision = "<commit sha>"'
+            + (" (allowed by --allow-unpinned)" if allow_unpinned else " or pass --allow-unpinned"),
+        )
+    ]
 
 
 def lookup_findings(spec: Mapping[str, Any]) -> list[Finding]:
@@ -148,15 +219,113 @@ def lookup_findings(spec: Mapping[str, Any]) -> list[Finding]:
     vLLM release (``SpeculativeConfig.__post_init__``). One blocking finding, or none."""
     lo, hi = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
     if any(v is not None and not _positive_int(v) for v in (lo, hi)) or (
-            isinstance(lo, int) and isinstance(hi, int) and lo > hi):
-        return [Finding("speculative.prompt_lookup_min", False, True, f"prompt_lookup_min={lo!r} must be a positive "
-                        f"integer <= prompt_lookup_max={hi!r}; swap or fix them")]
+        isinstance(lo, int) and isinstance(hi, int) and lo > hi
+    ):
+        return [
+            Finding(
+                "speculative.prompt_lookup_min",
+                False,
+                True,
+                f"prompt_lookup_min={lo!r} must be a positive integer <= prompt_lookup_max={hi!r}; swap or fix them",
+            )
+        ]
     return []
 
 
-def check_speculative_config(spec: Mapping[str, Any], engine_version: str, serving_max_model_len: int | None,
-                             target_tp: int = 1, draft_model_type: str | None = None, *,
-                             draft_is_local: bool | None = None, allow_unpinned: bool = False) -> list[Finding]:
+def _version_findings(engine_version: str) -> tuple[tuple[int, int, int] | None, list[Finding]]:
+    """The parsed ``engine_version`` and its findings: None and a blocking finding when it is no version or
+    older than FIRST_KNOWN; a warning when it is newer than LAST_KNOWN (checked against LAST_KNOWN)."""
+    try:
+        version = parse_version(engine_version)
+    except ValueError:
+        return None, [
+            Finding(
+                "speculative config",
+                False,
+                True,
+                f"engine version {engine_version!r} is not a version "
+                "number; fix the engine command so it reports e.g. 0.32.0",
+            )
+        ]
+    if version < parse_version(FIRST_KNOWN):
+        return None, [
+            Finding(
+                "speculative config",
+                False,
+                True,
+                f"unsupported engine version {engine_version}: loadgen "
+                f"knows the V1 speculative config of vLLM {FIRST_KNOWN}-{LAST_KNOWN}; use vLLM >= 0.15",
+            )
+        ]
+    if version[:2] > parse_version(LAST_KNOWN)[:2]:
+        return version, [
+            Finding(
+                "speculative config",
+                False,
+                False,
+                f"vLLM {engine_version} is newer than loadgen's table "
+                f"({FIRST_KNOWN}-{LAST_KNOWN}); checked against {LAST_KNOWN}",
+            )
+        ]
+    return version, []
+
+
+def _size_findings(spec: Mapping[str, Any], serving_max_model_len: int | None, target_tp: int) -> list[Finding]:
+    """K, the draft's tensor-parallel size and its max_model_len (vllm/config/speculative.py
+    ``__post_init__``, ``_verify_and_get_draft_tp``; vllm/v1/spec_decode/draft_model.py 0.15+)."""
+    out = []
+    k = spec.get("num_speculative_tokens")
+    if not _positive_int(k):
+        out.append(
+            Finding(
+                "speculative.num_speculative_tokens",
+                False,
+                True,
+                f"num_speculative_tokens must be a positive integer (got {k!r}); loadgen needs K to verify the server",
+            )
+        )
+    dtp = spec.get("draft_tensor_parallel_size")
+    if dtp is not None and (
+        not _positive_int(dtp)
+        or (spec.get("method") == "draft_model" and dtp != target_tp)
+        or dtp not in (1, target_tp)
+    ):
+        rule = "equal" if spec.get("method") == "draft_model" else "be 1 or"
+        out.append(
+            Finding(
+                "speculative.draft_tensor_parallel_size",
+                False,
+                True,
+                f"draft_tensor_parallel_size={dtp!r}"
+                f" must {rule} the target's tensor_parallel_size {target_tp} (vLLM 0.15+); set it to "
+                f"{target_tp} or omit it",
+            )
+        )
+    mml = spec.get("max_model_len")
+    if mml is not None and (not _positive_int(mml) or (serving_max_model_len and mml > serving_max_model_len)):
+        bound = "" if serving_max_model_len is None else f" <= the serving max_model_len {serving_max_model_len}"
+        out.append(
+            Finding(
+                "speculative.max_model_len",
+                False,
+                True,
+                f"draft max_model_len={mml!r} must be a positive "
+                f"integer{bound}; lower it or omit it (vLLM defaults it to the smaller of both)",
+            )
+        )
+    return out
+
+
+def check_speculative_config(
+    spec: Mapping[str, Any],
+    engine_version: str,
+    serving_max_model_len: int | None,
+    target_tp: int = 1,
+    draft_model_type: str | None = None,
+    *,
+    draft_is_local: bool | None = None,
+    allow_unpinned: bool = False,
+) -> list[Finding]:
     """Check ``spec`` (the ``[speculative]`` table, passed as ``--speculative-config``) against vLLM
     ``engine_version`` (e.g. ``"0.32.0+cpu"``). Known: 0.10-0.33; older is refused, newer is checked
     against 0.33 with unknown keys as warnings. ``serving_max_model_len`` (tokens, None = unknown) bounds
@@ -164,40 +333,24 @@ def check_speculative_config(spec: Mapping[str, Any], engine_version: str, servi
     ``draft_model_type`` is the draft config.json ``model_type``. Returns findings; never raises. Rules from
     vllm/config/speculative.py (``__post_init__``: method, prompt lookup, max_model_len; ``_verify_and_get_draft_tp``)
     and vllm/v1/spec_decode/draft_model.py (``_raise_if_draft_tp_mismatch``, 0.15+)."""
-    try:
-        version = parse_version(engine_version)
-    except ValueError:
-        return [Finding("speculative config", False, True, f"engine version {engine_version!r} is not a version "
-                        "number; fix the engine command so it reports e.g. 0.32.0")]
-    if version < parse_version(FIRST_KNOWN):
-        return [Finding("speculative config", False, True, f"unsupported engine version {engine_version}: loadgen "
-                        f"knows the V1 speculative config of vLLM {FIRST_KNOWN}-{LAST_KNOWN}; use vLLM >= 0.15")]
+    version, out = _version_findings(engine_version)
+    if version is None:
+        return out
     newer = version[:2] > parse_version(LAST_KNOWN)[:2]
-    out = [Finding("speculative config", False, False, f"vLLM {engine_version} is newer than loadgen's table "
-                   f"({FIRST_KNOWN}-{LAST_KNOWN}); checked against {LAST_KNOWN}")] if newer else []
     out += _schema(spec, version, engine_version, newer) + _method(spec, version, engine_version)
-    k = spec.get("num_speculative_tokens")
-    if not _positive_int(k):
-        out.append(Finding("speculative.num_speculative_tokens", False, True, f"num_speculative_tokens must be a "
-                           f"positive integer (got {k!r}); loadgen needs K to verify the server"))
-    dtp = spec.get("draft_tensor_parallel_size")
-    if dtp is not None and (not _positive_int(dtp) or (spec.get("method") == "draft_model" and dtp != target_tp)
-                            or dtp not in (1, target_tp)):
-        rule = "equal" if spec.get("method") == "draft_model" else "be 1 or"
-        out.append(Finding("speculative.draft_tensor_parallel_size", False, True, f"draft_tensor_parallel_size={dtp!r}"
-                           f" must {rule} the target's tensor_parallel_size {target_tp} (vLLM 0.15+); set it to "
-                           f"{target_tp} or omit it"))
-    mml = spec.get("max_model_len")
-    if mml is not None and (not _positive_int(mml) or (serving_max_model_len and mml > serving_max_model_len)):
-        bound = "" if serving_max_model_len is None else f" <= the serving max_model_len {serving_max_model_len}"
-        out.append(Finding("speculative.max_model_len", False, True, f"draft max_model_len={mml!r} must be a positive "
-                           f"integer{bound}; lower it or omit it (vLLM defaults it to the smaller of both)"))
+    out += _size_findings(spec, serving_max_model_len, target_tp)
     out += lookup_findings(spec)
     if spec.get("use_heterogeneous_vocab") is True and version >= parse_version(HETEROGENEOUS_FROM):
         out += [Finding("heterogeneous vocabulary", False, True, p) for p in heterogeneous_problems(spec, version)]
     out += _method_switch(spec, version, draft_model_type)
     out += check_draft_revision(spec, draft_is_local, allow_unpinned)
     if not any(f.blocking and not f.ok for f in out):
-        out.append(Finding("speculative config", True, False, f"valid for vLLM {engine_version}: "
-                           + json.dumps(dict(spec), sort_keys=True)))
+        out.append(
+            Finding(
+                "speculative config",
+                True,
+                False,
+                f"valid for vLLM {engine_version}: " + json.dumps(dict(spec), sort_keys=True),
+            )
+        )
     return out

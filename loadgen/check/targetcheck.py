@@ -36,12 +36,22 @@ def speculators_target(config: Mapping[str, Any], where: str) -> list[Finding]:
     verifier = sc.get("verifier")
     name = verifier.get("name_or_path") if isinstance(verifier, Mapping) else None
     algorithm = sc.get("algorithm") or config.get("speculators_model_type") or "speculator"
-    fix = (f"set [target].model = \"{name}\" (the verifier named in its speculators_config)" if isinstance(name, str)
-           and name else "set [target].model to its verifier model (speculators_config.verifier names none)")
-    return [Finding("target kind", False, True, f"{where} is a speculators-format checkpoint ({algorithm} draft, "
-                    "config.json speculators_config): vLLM 0.11+ serves it with speculation on, so the plain server "
-                    f"would not be plain; {fix} and put this checkpoint in [speculative].model",
-                    {"speculators_algorithm": algorithm, "verifier": name})]
+    fix = (
+        f'set [target].model = "{name}" (the verifier named in its speculators_config)'
+        if isinstance(name, str) and name
+        else "set [target].model to its verifier model (speculators_config.verifier names none)"
+    )
+    return [
+        Finding(
+            "target kind",
+            False,
+            True,
+            f"{where} is a speculators-format checkpoint ({algorithm} draft, "
+            "config.json speculators_config): vLLM 0.11+ serves it with speculation on, so the plain server "
+            f"would not be plain; {fix} and put this checkpoint in [speculative].model",
+            {"speculators_algorithm": algorithm, "verifier": name},
+        )
+    ]
 
 
 def template_source(tokenizer_dir: Path) -> str | None:
@@ -79,11 +89,29 @@ def chat_template_findings(pair: Pair, target_dir: Path | None) -> list[Finding]
             sources.add(f"{tok_dir}: {found}")
     names = ", ".join(chat)
     if not missing:
-        return [Finding("chat template", True, False, f"chat workloads ({names}) rendered with the chat template "
-                        f"from {'; '.join(sorted(sources))}")] if sources else []
+        return (
+            [
+                Finding(
+                    "chat template",
+                    True,
+                    False,
+                    f"chat workloads ({names}) rendered with the chat template from {'; '.join(sorted(sources))}",
+                )
+            ]
+            if sources
+            else []
+        )
     roles = " and ".join(r for r, _ in missing)
-    return [Finding("chat template", False, True, f"workload(s) {names} use the chat endpoint but the tokenizer "
-                    f"{missing[0][1]} has no chat template (no chat_template in tokenizer_config.json, no "
-                    f"chat_template.jinja) and the pair file gives none for the {roles} server: vLLM would refuse "
-                    "every chat request; add \"--chat-template\", \"<template file>\" to [engine].args, or use "
-                    "completions workloads", {"workloads": chat, "roles": [r for r, _ in missing]})]
+    return [
+        Finding(
+            "chat template",
+            False,
+            True,
+            f"workload(s) {names} use the chat endpoint but the tokenizer "
+            f"{missing[0][1]} has no chat template (no chat_template in tokenizer_config.json, no "
+            f"chat_template.jinja) and the pair file gives none for the {roles} server: vLLM would refuse "
+            'every chat request; add "--chat-template", "<template file>" to [engine].args, or use '
+            "completions workloads",
+            {"workloads": chat, "roles": [r for r, _ in missing]},
+        )
+    ]

@@ -45,8 +45,20 @@ from loadgen.profile.fields import METHOD_RANGES
 from loadgen.profile.pair import ModelRef, Pair
 from loadgen.util.argv import flag_value, vllm_int
 
-__all__ = ["ARTIFACTS", "Finding", "TokenizerInfo", "VocabDiff", "artifact_hashes", "check_pair",
-           "check_vocabulary", "compare_vocabularies", "load_tokenizer_info", "model_hashes", "sha256_file"]
+__all__ = [
+    "ARTIFACTS",
+    "Finding",
+    "TokenizerInfo",
+    "VocabDiff",
+    "artifact_hashes",
+    "check_pair",
+    "check_vocabulary",
+    "compare_vocabularies",
+    "load_tokenizer_info",
+    "model_hashes",
+    "sha256_file",
+]
+
 
 def _locate(role: str, ref: ModelRef, key: str, allow_unpinned: bool) -> tuple[list[Finding], Path | None]:
     path = Path(ref.model)
@@ -54,19 +66,34 @@ def _locate(role: str, ref: ModelRef, key: str, allow_unpinned: bool) -> tuple[l
         content = model_hashes(ref)["content_sha256"]
         ignored = f"; revision {ref.revision!r} is ignored for a local directory" if ref.revision else ""
         data = {"content_sha256": content, "artifacts": artifact_hashes(path)}
-        return [Finding(f"{role} revision", not ignored, False, f"local directory {ref.model} pinned by content "
-                        f"sha256 {content}{ignored}", data)], path
+        return [
+            Finding(
+                f"{role} revision",
+                not ignored,
+                False,
+                f"local directory {ref.model} pinned by content sha256 {content}{ignored}",
+                data,
+            )
+        ], path
     if not looks_like_hub_id(ref.model):
-        return [Finding(role, False, True, f"{ref.model} is not a local directory; build it (`make models`) or fix "
-                        f"{key}")], None
+        return [
+            Finding(role, False, True, f"{ref.model} is not a local directory; build it (`make models`) or fix {key}")
+        ], None
     if role == "draft":
         return [], None
     if ref.revision is not None and HEX40.match(ref.revision):
         return [Finding("target revision", True, False, f"{ref.model} pinned to commit {ref.revision}")], None
-    return [Finding("target revision", False, not allow_unpinned, f"target {ref.model} is not a local directory, so "
-                    f"a hub id, with revision {ref.revision!r}, not a 40-hex commit: a branch or tag can move; set "
-                    "[target].revision = \"<commit sha>\"" + (" (allowed by --allow-unpinned)" if allow_unpinned
-                                                               else " or pass --allow-unpinned"))], None
+    return [
+        Finding(
+            "target revision",
+            False,
+            not allow_unpinned,
+            f"target {ref.model} is not a local directory, so "
+            f"a hub id, with revision {ref.revision!r}, not a 40-hex commit: a branch or tag can move; set "
+            '[target].revision = "<commit sha>"'
+            + (" (allowed by --allow-unpinned)" if allow_unpinned else " or pass --allow-unpinned"),
+        )
+    ], None
 
 
 def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bool = False) -> list[Finding]:
@@ -81,8 +108,9 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
     spec_role, plain_role = pair.servers.get("speculative"), pair.servers.get("plain")
     args = [*pair.engine.args, *(spec_role.args if spec_role else ())]
     env = {**pair.engine.env, **(spec_role.env if spec_role else {})}
-    out += async_findings(pair.method, engine_version, [*pair.engine.args, *(plain_role.args if plain_role else ())],
-                          args, env)
+    out += async_findings(
+        pair.method, engine_version, [*pair.engine.args, *(plain_role.args if plain_role else ())], args, env
+    )
     found, target_dir = _locate("target", pair.target, "[target].model", allow_unpinned)
     out += found + _declared_findings(pair, target_dir, env)
     draft_dir = None
@@ -94,18 +122,30 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
     d_info = load_tokenizer_info(draft_dir) if target_dir and draft_dir and not head else None
     differ = t_info is not None and d_info is not None and compare_vocabularies(t_info, d_info).kind != "identical"
     if engine_version is None:
-        out.append(Finding("speculative config", False, False, "engine version unknown (no vLLM answered through "
-                           "[engine].command; `make engine` installs the CPU build for the embedded pairs): the "
-                           "speculative config was checked against every release 0.10-0.33, not the installed one"))
+        out.append(
+            Finding(
+                "speculative config",
+                False,
+                False,
+                "engine version unknown (no vLLM answered through "
+                "[engine].command; `make engine` installs the CPU build for the embedded pairs): the "
+                "speculative config was checked against every release 0.10-0.33, not the installed one",
+            )
+        )
         out += version_free_findings(pair.speculative)
     else:
         t_cfg = _json(target_dir / "config.json") if target_dir else {}
         max_len = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
         tp = vllm_int(flag_value(args, "--tensor-parallel-size", "-tp")) or 1
         found = check_speculative_config(
-            pair.speculative, engine_version, max_len if isinstance(max_len, int) else None, tp,
+            pair.speculative,
+            engine_version,
+            max_len if isinstance(max_len, int) else None,
+            tp,
             _json(draft_dir / "config.json").get("model_type") if draft_dir else None,
-            draft_is_local=True if draft_dir else None, allow_unpinned=allow_unpinned)
+            draft_is_local=True if draft_dir else None,
+            allow_unpinned=allow_unpinned,
+        )
         # the draft revision is checked above; vocabulary findings restate heterogeneous-mode problems
         skip = {"draft revision"} | ({"heterogeneous vocabulary"} if differ else set())
         out += [f for f in found if f.check not in skip]
@@ -113,15 +153,25 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
         d_cfg, t_cfg = _json(draft_dir / "config.json"), _json(target_dir / "config.json") if target_dir else {}
         serving = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
         out += check_draft_kind(pair.method, d_cfg, f"the draft {draft_dir}") + check_draft_context(
-            d_cfg, pair.speculative, serving if isinstance(serving, int) else None,
-            [(w.name, w.input_tokens, w.output_tokens) for w in pair.workloads])
+            d_cfg,
+            pair.speculative,
+            serving if isinstance(serving, int) else None,
+            [(w.name, w.input_tokens, w.output_tokens) for w in pair.workloads],
+        )
     if target_dir and draft_dir and head:
         out += head_vocab_findings(pair.method, target_dir, draft_dir)
     elif target_dir and draft_dir:
         out += vocab_findings(target_dir, draft_dir, t_info, d_info, pair.speculative, engine_version, env)
     elif pair.draft is not None and not any(f.check in ("target", "draft") for f in out):
-        out.append(Finding("vocabulary", False, False, "not compared: the target or the draft is not a local "
-                           "directory (no tokenizer files here); vLLM checks vocab_size only"))
+        out.append(
+            Finding(
+                "vocabulary",
+                False,
+                False,
+                "not compared: the target or the draft is not a local "
+                "directory (no tokenizer files here); vLLM checks vocab_size only",
+            )
+        )
     return out
 
 
@@ -142,6 +192,13 @@ def version_free_findings(spec: Mapping[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     method = spec.get("method")
     if method is not None and method not in METHOD_RANGES:
-        out.append(Finding("speculative method", False, True, f"[speculative].method {method!r} is no method of "
-                           f"any vLLM release 0.10-0.33 (known: {', '.join(sorted(METHOD_RANGES))}); fix it"))
+        out.append(
+            Finding(
+                "speculative method",
+                False,
+                True,
+                f"[speculative].method {method!r} is no method of "
+                f"any vLLM release 0.10-0.33 (known: {', '.join(sorted(METHOD_RANGES))}); fix it",
+            )
+        )
     return out + lookup_findings(spec)

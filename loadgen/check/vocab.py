@@ -76,8 +76,13 @@ def load_tokenizer_info(model_dir: Path) -> TokenizerInfo | None:
     special |= {t for t in tcfg.get("additional_special_tokens") or [] if isinstance(t, str)}
     roles = {r: (_content(tcfg.get(f"{r}_token")), cfg.get(f"{r}_token_id")) for r in ROLES}
     size = cfg.get("vocab_size", (cfg.get("text_config") or {}).get("vocab_size"))
-    return TokenizerInfo(vocab, frozenset(special), roles, int(size) if isinstance(size, int) else None,
-                         {k: tok_json.get(k) for k in PIPELINE})
+    return TokenizerInfo(
+        vocab,
+        frozenset(special),
+        roles,
+        int(size) if isinstance(size, int) else None,
+        {k: tok_json.get(k) for k in PIPELINE},
+    )
 
 
 def _norm(token: str) -> str:
@@ -121,8 +126,10 @@ def describe(d: VocabDiff) -> str:
     """One clause naming the difference with an example token and the counts (``padding``/``mismatch``)."""
     t, dr = d.target, d.draft
     if d.kind == "padding":
-        return (f"same tokenizer ({len(t.vocab)} tokens) but config vocab_size differs (target {t.vocab_size}, "
-                f"draft {dr.vocab_size}): padding only (embedding rows past the last token id)")
+        return (
+            f"same tokenizer ({len(t.vocab)} tokens) but config vocab_size differs (target {t.vocab_size}, "
+            f"draft {dr.vocab_size}): padding only (embedding rows past the last token id)"
+        )
     parts = []
     if d.remapped:
         tok, ti, di = d.remapped[0]
@@ -130,8 +137,13 @@ def describe(d: VocabDiff) -> str:
     if d.missing_in_draft:
         parts.append(f"{len(d.missing_in_draft)} target tokens missing from the draft (e.g. {d.missing_in_draft[0]!r})")
     if d.missing_in_target:
-        parts.append(f"{len(d.missing_in_target)} draft tokens missing from the target "
-                     f"(e.g. {d.missing_in_target[0]!r})")
+        parts.append(
+            f"{len(d.missing_in_target)} draft tokens missing from the target (e.g. {d.missing_in_target[0]!r})"
+        )
     same = t.vocab_size == dr.vocab_size
-    return ("token-id mismatch: " + ", ".join(parts) + "; renaming a model cannot fix a token-id mismatch"
-            + (f"; vLLM would not notice (it compares vocab_size only, both {t.vocab_size})" if same else ""))
+    return (
+        "token-id mismatch: "
+        + ", ".join(parts)
+        + "; renaming a model cannot fix a token-id mismatch"
+        + (f"; vLLM would not notice (it compares vocab_size only, both {t.vocab_size})" if same else "")
+    )

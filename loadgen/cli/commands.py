@@ -91,18 +91,38 @@ def fleet() -> None:
 
 @fleet.command("run")
 @click.argument("fleet_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--ray-address", default="auto", show_default=True,
-              help="The Ray cluster to run on: HOST:6379 (the head's GCS port), or auto (this node's cluster).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="The fleet folder (default: RUNS_DIR/fleet-<name>-<UTC timestamp>).")
+@click.option(
+    "--ray-address",
+    default="auto",
+    show_default=True,
+    help="The Ray cluster to run on: HOST:6379 (the head's GCS port), or auto (this node's cluster).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The fleet folder (default: RUNS_DIR/fleet-<name>-<UTC timestamp>).",
+)
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Run again only the tasks of this fleet folder that are not done.")
-@click.option("--reload-pairs", is_flag=True,
-              help="With --resume: read the pair files again; every task of a changed pair runs again.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run again only the tasks of this fleet folder that are not done.",
+)
+@click.option(
+    "--reload-pairs",
+    is_flag=True,
+    help="With --resume: read the pair files again; every task of a changed pair runs again.",
+)
 @_handles_errors
-def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_dir: Path,
-              resume_dir: Path | None, reload_pairs: bool) -> None:
+def fleet_run(
+    fleet_file: Path | None,
+    ray_address: str,
+    out: Path | None,
+    runs_dir: Path,
+    resume_dir: Path | None,
+    reload_pairs: bool,
+) -> None:
     """Run FLEET_FILE's pairs and sweeps on its nodes, one Ray task per (pair x node), and write the
     fleet card. Exit 0 all done; 1 a task failed (the others' results are kept); 2 bad input; 3 every
     task finished but a verdict failed its declared criteria."""
@@ -111,8 +131,9 @@ def fleet_run(fleet_file: Path | None, ray_address: str, out: Path | None, runs_
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     if reload_pairs and resume_dir is None:
         raise BadInput("--reload-pairs goes with --resume FLEET_DIR")
-    outcome = run_fleet(fleet_file, ray_address, click.echo, out=out, runs_dir=runs_dir, resume=resume_dir,
-                        reload_pairs=reload_pairs)
+    outcome = run_fleet(
+        fleet_file, ray_address, click.echo, out=out, runs_dir=runs_dir, resume=resume_dir, reload_pairs=reload_pairs
+    )
     _print_fleet_card(outcome.fleet_dir, outcome.card)
     fleet_exit(outcome)
 
@@ -149,8 +170,11 @@ def report(run_dir: Path) -> None:
 @main.command()
 @click.argument("run_a", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--max-regression", type=Tolerance(), help="Tolerance such as 5%: the bar is RUN_A's ratio worsened "
-              "by that much instead of RUN_A's 95% CI.")
+@click.option(
+    "--max-regression",
+    type=Tolerance(),
+    help="Tolerance such as 5%: the bar is RUN_A's ratio worsened by that much instead of RUN_A's 95% CI.",
+)
 @_handles_errors
 def diff(run_a: Path, run_b: Path, max_regression: float | None) -> None:
     """Compare two run folders of the same pair (or two sweep folders, candidate by candidate), RUN_A the baseline;

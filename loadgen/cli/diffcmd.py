@@ -21,8 +21,10 @@ from loadgen.report.rundir import read_json
 def _card(run_dir: Path) -> PairCard:
     """The card.json of a run folder; BadInput naming the folder (or the file and its field) and the fix otherwise."""
     if not (run_dir / "card.json").is_file():
-        raise BadInput(f"{run_dir} holds no card.json; pass run folders or sweep folders "
-                       f"(`loadgen report {run_dir}` writes the card of a run folder that has its data)")
+        raise BadInput(
+            f"{run_dir} holds no card.json; pass run folders or sweep folders "
+            f"(`loadgen report {run_dir}` writes the card of a run folder that has its data)"
+        )
     return PairCard.from_json(read_json(run_dir / "card.json"), source=str(run_dir / "card.json"))
 
 
@@ -37,8 +39,9 @@ def _candidates(sweep_dir: Path) -> dict[str, Path]:
     sweep = read_json(sweep_dir / "sweep.json")
     listed = sweep.get("candidates") if isinstance(sweep, dict) else None
     if not isinstance(listed, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in listed):
-        raise BadInput(f"{sweep_dir / 'sweep.json'} lists no candidates; run `loadgen report {sweep_dir}` to write "
-                       "it again")
+        raise BadInput(
+            f"{sweep_dir / 'sweep.json'} lists no candidates; run `loadgen report {sweep_dir}` to write it again"
+        )
     return {c["name"]: sweep_dir / str(c.get("folder") or c["name"]) for c in listed}
 
 
@@ -47,8 +50,11 @@ def _diff_sweeps(sweep_a: Path, sweep_b: Path, tolerance: float | None) -> Diff:
     measured and the other lacks is a regression; one only in the other is listed, not judged)."""
     a, b = _candidates(sweep_a), _candidates(sweep_b)
     measured = {n: d for n, d in a.items() if (d / "card.json").is_file()}
-    diffs = {n: diff_cards(_card(d), _card(b[n]), tolerance) for n, d in measured.items()
-             if n in b and (b[n] / "card.json").is_file()}
+    diffs = {
+        n: diff_cards(_card(d), _card(b[n]), tolerance)
+        for n, d in measured.items()
+        if n in b and (b[n] / "card.json").is_file()
+    }
     missing = [n for n in measured if n not in diffs]
     only_b = [n for n in b if n not in a]
     out = prefixed(diffs, missing)
@@ -61,14 +67,17 @@ def run_diff(run_a: Path, run_b: Path, tolerance: float | None) -> None:
     sweeps = (_is_sweep(run_a), _is_sweep(run_b))
     if sweeps[0] != sweeps[1]:
         sweep, run = (run_a, run_b) if sweeps[0] else (run_b, run_a)
-        raise BadInput(f"{sweep} is a sweep folder and {run} a run folder; diff two run folders, two sweep folders, "
-                       f"or a candidate's folder of the sweep ({sweep}/<candidate>) with the run folder")
-    result = _diff_sweeps(run_a, run_b, tolerance) if sweeps[0] else diff_cards(_card(run_a), _card(run_b),
-                                                                                  tolerance)
+        raise BadInput(
+            f"{sweep} is a sweep folder and {run} a run folder; diff two run folders, two sweep folders, "
+            f"or a candidate's folder of the sweep ({sweep}/<candidate>) with the run folder"
+        )
+    result = _diff_sweeps(run_a, run_b, tolerance) if sweeps[0] else diff_cards(_card(run_a), _card(run_b), tolerance)
     for line in result.lines:
         click.echo(line)
     for line in result.regressions:
         click.echo(f"REGRESSION {line}")
     if result.regressed:
-        raise CriteriaFailed(f"{run_b} regressed against {run_a}: {len(result.regressions)} regression(s), first: "
-                             f"{result.regressions[0]}")
+        raise CriteriaFailed(
+            f"{run_b} regressed against {run_a}: {len(result.regressions)} regression(s), first: "
+            f"{result.regressions[0]}"
+        )

@@ -54,12 +54,16 @@ class RunOptions:
     @property
     def attach(self) -> dict[str, str]:
         """Role (``plain``, ``speculative``) -> the URL of the running server to use for it, when given."""
-        return {role: url for role, url in (("plain", self.attach_plain), ("speculative", self.attach_speculative))
-                if url is not None}
+        return {
+            role: url
+            for role, url in (("plain", self.attach_plain), ("speculative", self.attach_speculative))
+            if url is not None
+        }
 
 
-def overrides_given(concurrency: tuple[int, ...] | None, requests: int | None,
-                    workload: tuple[tuple[str, ...], ...]) -> Overrides | None:
+def overrides_given(
+    concurrency: tuple[int, ...] | None, requests: int | None, workload: tuple[tuple[str, ...], ...]
+) -> Overrides | None:
     """The Overrides of ``--concurrency``, ``--requests`` and each ``--workload`` (names in first-given order,
     once each); None when none was given."""
     chosen = tuple(dict.fromkeys(name for group in workload for name in group)) or None
@@ -70,51 +74,93 @@ def refuse_with(overrides: Overrides | None, option: str) -> None:
     """Raise BadInput (exit 2) when overrides were given with ``option`` (``--resume`` / ``--protocol``), which
     repeats or finishes a run exactly as recorded."""
     if overrides:
-        raise BadInput(f"--concurrency, --requests and --workload change the pair file's values; {option} repeats "
-                       "or finishes a run as it was recorded: drop them, or give PAIR instead")
+        raise BadInput(
+            f"--concurrency, --requests and --workload change the pair file's values; {option} repeats "
+            "or finishes a run as it was recorded: drop them, or give PAIR instead"
+        )
 
 
-_RUNS_DIR_HELP = {"run": "Where run folders are created.",
-                  "sweep": "Where sweep folders are created (and earlier start times are read)."}
+_RUNS_DIR_HELP = {
+    "run": "Where run folders are created.",
+    "sweep": "Where sweep folders are created (and earlier start times are read).",
+}
 
 
 def _shared(kind: str) -> tuple[Decorator, ...]:
     """The options compare and sweep both take; ``kind`` (``run``/``sweep``) names the folders in the help."""
     return (
         click.argument("pair", required=False),
-        click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-                     show_default=True, help=_RUNS_DIR_HELP[kind]),
+        click.option(
+            "--runs-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=Path("runs"),
+            show_default=True,
+            help=_RUNS_DIR_HELP[kind],
+        ),
         click.option("--attach-plain", type=Url(), help="Use the plain server already running at URL (the plain arm)."),
-        click.option("--allow-unpinned", is_flag=True,
-                     help="Accept hub models without a pinned commit (warning only)."),
-        click.option("--api-key", envvar="OPENAI_API_KEY", metavar="KEY", help="Bearer token for servers started "
-                     "with --api-key (default: $OPENAI_API_KEY); never written."),
-        click.option("--concurrency", type=LevelList(),
-                     help="Closed-loop concurrency levels instead of [run].concurrency, e.g. 1,4,16."),
-        click.option("--requests", type=click.IntRange(1, MAX_CELL_REQUESTS), metavar="N",
-                     help="Measured requests per cell: [stop].min_requests = N with rounds = 1 (a level c sends "
-                          "max(N, c)); with [stop].duration_s, [stop].max_requests = N."),
-        click.option("--workload", type=WorkloadList(), multiple=True,
-                     help="Run only these of the pair's workloads (names, comma-separated, repeatable), or a "
-                          "workload file (.toml) instead of [run].workloads."),
+        click.option(
+            "--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only)."
+        ),
+        click.option(
+            "--api-key",
+            envvar="OPENAI_API_KEY",
+            metavar="KEY",
+            help="Bearer token for servers started with --api-key (default: $OPENAI_API_KEY); never written.",
+        ),
+        click.option(
+            "--concurrency",
+            type=LevelList(),
+            help="Closed-loop concurrency levels instead of [run].concurrency, e.g. 1,4,16.",
+        ),
+        click.option(
+            "--requests",
+            type=click.IntRange(1, MAX_CELL_REQUESTS),
+            metavar="N",
+            help="Measured requests per cell: [stop].min_requests = N with rounds = 1 (a level c sends "
+            "max(N, c)); with [stop].duration_s, [stop].max_requests = N.",
+        ),
+        click.option(
+            "--workload",
+            type=WorkloadList(),
+            multiple=True,
+            help="Run only these of the pair's workloads (names, comma-separated, repeatable), or a "
+            "workload file (.toml) instead of [run].workloads.",
+        ),
     )
 
 
 #: The options only ``loadgen sweep`` takes.
 SWEEP_ONLY: tuple[Decorator, ...] = (
-    click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False, path_type=Path),
-                 help="Measure an earlier sweep again in a new sweep folder: its SWEEP_DIR/protocol.json (the same "
-                      "candidates, prompts, cells, blocks and order)."),
-    click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
-                 help="Finish an interrupted sweep folder: the slots not done, in the recorded order."),
-    click.option("--deploy-schedule", "deploy_dir", type=click.Path(file_okay=False, path_type=Path),
-                 metavar="SWEEP_DIR", help="Measure the K schedule (num_speculative_tokens_per_batch_size) that "
-                 "sweep recommends, as deployed on one server, on its prompts and cells, and compare each cell "
-                 "with the sweep's prediction (schedule-check.md)."),
-    click.option("--history", "history_dirs", multiple=True, metavar="DIR",
-                 type=click.Path(exists=True, file_okay=False, path_type=Path),
-                 help="Also read earlier run folders under DIR for the estimate (repeatable), e.g. "
-                      "docs/examples/h200."),
+    click.option(
+        "--protocol",
+        "protocol_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Measure an earlier sweep again in a new sweep folder: its SWEEP_DIR/protocol.json (the same "
+        "candidates, prompts, cells, blocks and order).",
+    ),
+    click.option(
+        "--resume",
+        "resume_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Finish an interrupted sweep folder: the slots not done, in the recorded order.",
+    ),
+    click.option(
+        "--deploy-schedule",
+        "deploy_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        metavar="SWEEP_DIR",
+        help="Measure the K schedule (num_speculative_tokens_per_batch_size) that "
+        "sweep recommends, as deployed on one server, on its prompts and cells, and compare each cell "
+        "with the sweep's prediction (schedule-check.md).",
+    ),
+    click.option(
+        "--history",
+        "history_dirs",
+        multiple=True,
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Also read earlier run folders under DIR for the estimate (repeatable), e.g. docs/examples/h200.",
+    ),
     click.option("--budget-min", type=Minutes(), help="Refuse (exit 2) when the estimated wall time exceeds this."),
 )
 
@@ -126,11 +172,19 @@ def run_options(kind: str, *own: Decorator) -> Callable[[Command], Callable[...,
 
     def decorate(fn: Command) -> Callable[..., None]:
         @functools.wraps(fn)
-        def wrapper(*, concurrency: tuple[int, ...] | None, requests: int | None,
-                    workload: tuple[tuple[str, ...], ...], **given: Any) -> None:
+        def wrapper(
+            *,
+            concurrency: tuple[int, ...] | None,
+            requests: int | None,
+            workload: tuple[tuple[str, ...], ...],
+            **given: Any,
+        ) -> None:
             overrides = overrides_given(concurrency, requests, workload)
-            for key, option in (("resume_dir", "--resume"), ("protocol_file", "--protocol"),
-                                ("deploy_dir", "--deploy-schedule")):
+            for key, option in (
+                ("resume_dir", "--resume"),
+                ("protocol_file", "--protocol"),
+                ("deploy_dir", "--deploy-schedule"),
+            ):
                 if given.get(key) is not None:
                     refuse_with(overrides, option)
             if "history_dirs" in given:

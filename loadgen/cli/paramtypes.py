@@ -37,8 +37,12 @@ class LevelList(click.ParamType[tuple[int, ...], Any]):
             return value
         parts = [p.strip() for p in str(value).split(",")]
         if not all(p.isdigit() and 1 <= int(p) <= MAX_CONCURRENCY for p in parts):
-            self.fail(f"{value!r} is not a list of concurrency levels; give integers from 1 to {MAX_CONCURRENCY:,} "
-                      "separated by commas, e.g. 1,4,16", param, ctx)
+            self.fail(
+                f"{value!r} is not a list of concurrency levels; give integers from 1 to {MAX_CONCURRENCY:,} "
+                "separated by commas, e.g. 1,4,16",
+                param,
+                ctx,
+            )
         levels = tuple(int(p) for p in parts)
         if len(set(levels)) != len(levels):
             self.fail(f"{value!r} lists a level twice; give each level once, e.g. 1,4,16", param, ctx)
@@ -58,12 +62,17 @@ class WorkloadList(click.ParamType[tuple[str, ...], Any]):
             return value
         parts = tuple(p.strip() for p in str(value).split(","))
         if not all(parts):
-            self.fail(f"{value!r} has an empty workload name; give names or .toml files separated by commas",
-                      param, ctx)
+            self.fail(
+                f"{value!r} has an empty workload name; give names or .toml files separated by commas", param, ctx
+            )
         missing = [p for p in parts if p.endswith(".toml") and not Path(p).is_file()]
         if missing:
-            self.fail(f"workload file {missing[0]!r} does not exist; give a workload .toml file or a workload name "
-                      "of the pair", param, ctx)
+            self.fail(
+                f"workload file {missing[0]!r} does not exist; give a workload .toml file or a workload name "
+                "of the pair",
+                param,
+                ctx,
+            )
         # a file as an absolute path, so that protocol.json's record repeats the run from any folder
         return tuple(str(Path(p).resolve()) if p.endswith(".toml") else p for p in parts)
 
@@ -81,8 +90,9 @@ class Minutes(click.ParamType[float, Any]):
         except (TypeError, ValueError):
             minutes = math.nan
         if not (math.isfinite(minutes) and minutes > 0):
-            self.fail(f"{value!r} is no budget; give the minutes the sweep may take, a number above 0 such as 30",
-                      param, ctx)
+            self.fail(
+                f"{value!r} is no budget; give the minutes the sweep may take, a number above 0 such as 30", param, ctx
+            )
         return minutes
 
 
@@ -104,8 +114,12 @@ class Tolerance(click.ParamType[float, Any]):
         if not 0 <= fraction < 10:
             self.fail(f"{value!r} is no tolerance; give a percentage such as 5% (or the fraction 0.05)", param, ctx)
         if fraction >= 1 and not text.endswith("%"):  # "5" meant as 5% would be a gate that never fails
-            self.fail(f"{value!r} reads as the fraction {fraction:g} ({fraction:.0%}); write {text}% for "
-                      f"{text} percent, or {fraction:.0%} if you mean it", param, ctx)
+            self.fail(
+                f"{value!r} reads as the fraction {fraction:g} ({fraction:.0%}); write {text}% for "
+                f"{text} percent, or {fraction:.0%} if you mean it",
+                param,
+                ctx,
+            )
         return fraction
 
 
@@ -141,6 +155,10 @@ class SpeedRange(click.ParamType[tuple[float, float], Any]):
         except ValueError:
             speeds = math.nan, math.nan
         if not 1 / MAX_TIME_SCALE <= speeds[0] < speeds[1] < math.inf:
-            self.fail(f"{value!r} is no range of speeds; give LOW:HIGH with {1 / MAX_TIME_SCALE:g} <= LOW < HIGH "
-                      f"(a time_scale of at most {MAX_TIME_SCALE:,}, as in a workload file), e.g. 0.5:2", param, ctx)
+            self.fail(
+                f"{value!r} is no range of speeds; give LOW:HIGH with {1 / MAX_TIME_SCALE:g} <= LOW < HIGH "
+                f"(a time_scale of at most {MAX_TIME_SCALE:,}, as in a workload file), e.g. 0.5:2",
+                param,
+                ctx,
+            )
         return speeds

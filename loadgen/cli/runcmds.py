@@ -23,19 +23,37 @@ from loadgen.util.redact import redact_text
 
 #: The options only ``loadgen compare`` takes.
 _COMPARE_ONLY = (
-    click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False, path_type=Path),
-                 help="Repeat an earlier run: its protocol.json (same pair file, prompts, cells and settings)."),
-    click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path),
-                 help="Complete an interrupted run folder in place: finished cells are kept, the rest run."),
+    click.option(
+        "--protocol",
+        "protocol_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Repeat an earlier run: its protocol.json (same pair file, prompts, cells and settings).",
+    ),
+    click.option(
+        "--resume",
+        "resume_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Complete an interrupted run folder in place: finished cells are kept, the rest run.",
+    ),
     click.option("--attach-speculative", type=Url(), help="Use the speculative server already running at URL."),
-    click.option("--metrics-port", type=click.IntRange(1, 65535),
-                 help="Serve loadgen's own metrics at http://ADDR:PORT/metrics while it runs."),
+    click.option(
+        "--metrics-port",
+        type=click.IntRange(1, 65535),
+        help="Serve loadgen's own metrics at http://ADDR:PORT/metrics while it runs.",
+    ),
     click.option("--metrics-addr", default="127.0.0.1", show_default=True, help="Address the metrics endpoint binds."),
     click.option("--pushgateway", type=Url(), help="Push each cell's metrics to this Pushgateway (job=loadgen)."),
-    click.option("--prometheus-url", type=Url(),
-                 help="Also read vLLM's spec-decode counters from this Prometheus server and cross-check them."),
-    click.option("--prometheus-selector", default='instance="{hostport}"', show_default=True,
-                 help="PromQL label selector of the vLLM server's series; {hostport} is its host:port."),
+    click.option(
+        "--prometheus-url",
+        type=Url(),
+        help="Also read vLLM's spec-decode counters from this Prometheus server and cross-check them.",
+    ),
+    click.option(
+        "--prometheus-selector",
+        default='instance="{hostport}"',
+        show_default=True,
+        help="PromQL label selector of the vLLM server's series; {hostport} is its host:port.",
+    ),
     click.option("--progress/--no-progress", default=True, help="Show a progress bar per cell (stderr)."),
 )
 
@@ -66,8 +84,16 @@ def compare(o: RunOptions) -> None:
             repeat = (cells, order)
         else:
             loaded = load_pair(str(o.pair), overrides=o.overrides)
-        run_dir = run_compare(loaded, o.runs_dir, log=echo, attach=o.attach, cells=repeat,
-                              allow_unpinned=o.allow_unpinned, observe=observe, api_key=o.api_key)
+        run_dir = run_compare(
+            loaded,
+            o.runs_dir,
+            log=echo,
+            attach=o.attach,
+            cells=repeat,
+            allow_unpinned=o.allow_unpinned,
+            observe=observe,
+            api_key=o.api_key,
+        )
     print_saved_summary(run_dir)
     verdict_exit(run_dir)
 
@@ -90,10 +116,27 @@ def sweep(o: RunOptions) -> None:
     from loadgen.run.sweep import SweepOptions, run_sweep
 
     if sum(x is not None for x in (o.pair, o.protocol_file, o.resume_dir, o.deploy_dir)) != 1:
-        raise BadInput("give exactly one of PAIR, --protocol SWEEP_DIR/protocol.json, --resume SWEEP_DIR or "
-                       "--deploy-schedule SWEEP_DIR")
+        raise BadInput(
+            "give exactly one of PAIR, --protocol SWEEP_DIR/protocol.json, --resume SWEEP_DIR or "
+            "--deploy-schedule SWEEP_DIR"
+        )
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    options = SweepOptions(o.runs_dir, o.budget_min, o.attach_plain, o.allow_unpinned, o.api_key,
-                           history_dirs=o.history_dirs, overrides=o.overrides)
-    end_sweep(lambda: run_sweep(o.pair, options, log=lambda line: click.echo(redact_text(line, [o.api_key])),
-                                resume=o.resume_dir, replay=o.protocol_file, deploy=o.deploy_dir))
+    options = SweepOptions(
+        o.runs_dir,
+        o.budget_min,
+        o.attach_plain,
+        o.allow_unpinned,
+        o.api_key,
+        history_dirs=o.history_dirs,
+        overrides=o.overrides,
+    )
+    end_sweep(
+        lambda: run_sweep(
+            o.pair,
+            options,
+            log=lambda line: click.echo(redact_text(line, [o.api_key])),
+            resume=o.resume_dir,
+            replay=o.protocol_file,
+            deploy=o.deploy_dir,
+        )
+    )

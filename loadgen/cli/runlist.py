@@ -69,8 +69,12 @@ def _running(folder: Path, kind: str) -> RunEntry | None:
     held, holder = probe(folder)
     if not held:
         return None
-    return RunEntry(kind, folder, "running", f"held by pid {holder.pid} since {holder.started_utc}" if holder
-                    else "held by a process starting now")
+    return RunEntry(
+        kind,
+        folder,
+        "running",
+        f"held by pid {holder.pid} since {holder.started_utc}" if holder else "held by a process starting now",
+    )
 
 
 def run_status(status: dict[str, Any] | None) -> tuple[str, str | None]:
@@ -104,11 +108,11 @@ def _fleet_entry(folder: Path) -> RunEntry:
         return running
     tasks = [t for t in ((_json(folder / "tasks.json") or {}).get("tasks") or []) if isinstance(t, dict)]
     states = [t.get("status") for t in tasks]
-    status = ("complete" if tasks and all(s == "done" for s in states) else
-              "failed" if "failed" in states else "partial")
+    status = "complete" if tasks and all(s == "done" for s in states) else "failed" if "failed" in states else "partial"
     judged = sum(1 for t in tasks if t.get("exit_code") == 3)
     verdict = f"{states.count('done')} of {len(tasks)} tasks done" + (
-        f", {judged} failed their declared criteria" if judged else "")
+        f", {judged} failed their declared criteria" if judged else ""
+    )
     return RunEntry("fleet", folder, status, verdict)
 
 
@@ -129,15 +133,23 @@ def list_runs(runs_dir: Path, pair: str | None = None) -> Iterator[RunEntry]:
         for folder in sorted(p for p in top.iterdir() if p.is_dir()):
             if (folder / "sweep.toml").is_file():
                 yield _run_entry(folder, "sweep")
-            elif (folder / "protocol.json").is_file() or (folder / "refused.json").is_file() \
-                    or (folder / "status.json").is_file():
+            elif (
+                (folder / "protocol.json").is_file()
+                or (folder / "refused.json").is_file()
+                or (folder / "status.json").is_file()
+            ):
                 yield _run_entry(folder, "run")
 
 
 @click.command("runs")
 @click.argument("pair", required=False)
-@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True,
-              help="Where the run, sweep and fleet folders are.")
+@click.option(
+    "--runs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where the run, sweep and fleet folders are.",
+)
 @_handles_errors
 def runs(pair: str | None, runs_dir: Path) -> None:
     """List the run, sweep and fleet folders under --runs-dir (PAIR's only, when given) with their status

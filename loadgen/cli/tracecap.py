@@ -17,16 +17,32 @@ from loadgen.profile.pairfile import load_pair
 @click.command("trace-capacity")
 @click.argument("pair")
 @click.option("--workload", required=True, help="The trace workload of PAIR to replay faster and slower.")
-@click.option("--speeds", type=SpeedRange(), default="0.5:2", show_default=True,
-              help="The replay speeds to search (1 / time_scale; 2 = twice as fast as recorded).")
-@click.option("--steps", type=click.IntRange(0, 20), default=3, show_default=True,
-              help="Bisection steps after the two ends (one compare each).")
-@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-              show_default=True, help="Where each replay's run folder is created.")
+@click.option(
+    "--speeds",
+    type=SpeedRange(),
+    default="0.5:2",
+    show_default=True,
+    help="The replay speeds to search (1 / time_scale; 2 = twice as fast as recorded).",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(0, 20),
+    default=3,
+    show_default=True,
+    help="Bisection steps after the two ends (one compare each).",
+)
+@click.option(
+    "--runs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where each replay's run folder is created.",
+)
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @_handles_errors
-def trace_capacity(pair: str, workload: str, speeds: tuple[float, float], steps: int, runs_dir: Path,
-                   allow_unpinned: bool) -> None:
+def trace_capacity(
+    pair: str, workload: str, speeds: tuple[float, float], steps: int, runs_dir: Path, allow_unpinned: bool
+) -> None:
     """Find, by bisection over the replay speed, the fastest replay of the trace WORKLOAD of PAIR at which each
     server still meets the pair's [slo]: one compare per speed, each with its own run folder and card."""
     from loadgen.run.tracecapacity import search_capacity
@@ -38,6 +54,10 @@ def trace_capacity(pair: str, workload: str, speeds: tuple[float, float], steps:
     found = search_capacity(loaded, workload, speeds, steps, runs_dir, log=click.echo, allow_unpinned=allow_unpinned)
     for speed, folder in sorted(found.run_dirs.items()):
         click.echo(f"speed {speed:.4g}x: {folder / 'card.md'}")
-    said = [f"{s} holds {v:.3g}x this trace" if v is not None else f"{s} holds none of the speeds tested (from "
-            f"{speeds[0]:g}x)" for s, v in found.capacity.items()]
+    said = [
+        f"{s} holds {v:.3g}x this trace"
+        if v is not None
+        else f"{s} holds none of the speeds tested (from {speeds[0]:g}x)"
+        for s, v in found.capacity.items()
+    ]
     click.echo(f"capacity on {workload}: {', '.join(said)}")

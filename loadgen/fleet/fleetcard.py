@@ -31,8 +31,10 @@ CARD_MD = "fleet.md"
 def _tasks(fleet_dir: Path) -> TaskList:
     path = fleet_dir / TASKS_FILE
     if not path.is_file():
-        raise BadInput(f"{fleet_dir} has no {TASKS_FILE}: it is not a fleet folder; pass the folder that "
-                       "`loadgen fleet run` wrote (runs/fleet-<name>-<timestamp>/, or its --out)")
+        raise BadInput(
+            f"{fleet_dir} has no {TASKS_FILE}: it is not a fleet folder; pass the folder that "
+            "`loadgen fleet run` wrote (runs/fleet-<name>-<timestamp>/, or its --out)"
+        )
     try:
         return read_tasks(path)
     except OSError as exc:
@@ -61,8 +63,9 @@ def _read_card(fleet_dir: Path, run_dir: str, name: str) -> tuple[PairCard | Non
     match is (None, the one line naming the file, the field and the fix)."""
     doc, problem = _read(fleet_dir, run_dir, name)
     try:
-        return (None, problem) if doc is None else (PairCard.from_json(doc, source=f"{run_dir.rstrip('/')}/{name}"),
-                                                   None)
+        return (
+            (None, problem) if doc is None else (PairCard.from_json(doc, source=f"{run_dir.rstrip('/')}/{name}"), None)
+        )
     except BadInput as exc:
         return None, str(exc)
 

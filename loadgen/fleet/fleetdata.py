@@ -66,8 +66,10 @@ from loadgen.records.sweep import LevelChoice, SweepCard, SweepCell, SweepEntry
 
 #: The ratios the fleet card carries per cell (TTFT p95 beside p50 and p99).
 RATIO_METRICS = ("tpot_p50", "ttft_p50", "e2e_p50", "ttft_p95", "ttft_p99")
-RATIO_DEFINITION = ("speculative / plain of each metric (docs/metrics.md); a latency ratio below 1 means the "
-                    "speculative server is faster; 95% CI from the paired bootstrap over prompts")
+RATIO_DEFINITION = (
+    "speculative / plain of each metric (docs/metrics.md); a latency ratio below 1 means the "
+    "speculative server is faster; 95% CI from the paired bootstrap over prompts"
+)
 
 
 def _num(x: object) -> float | None:
@@ -90,12 +92,18 @@ def _hardware(hw: object) -> NodeHardware | None:
     dropped; None when it is not an object."""
     if not isinstance(hw, Mapping):
         return None
-    gpus = [NodeGpu(g["name"], g.get("index"), _num(g.get("memory_bytes")))
-            for g in hw.get("gpus") or [] if isinstance(g, Mapping) and isinstance(g.get("name"), str)]
+    gpus = [
+        NodeGpu(g["name"], g.get("index"), _num(g.get("memory_bytes")))
+        for g in hw.get("gpus") or []
+        if isinstance(g, Mapping) and isinstance(g.get("name"), str)
+    ]
     model, cores = hw.get("cpu_model"), hw.get("cpu_cores")
-    return NodeHardware(model if isinstance(model, str) else None,
-                        cores if isinstance(cores, int) and not isinstance(cores, bool) else None,
-                        _num(hw.get("memory_bytes")), gpus)
+    return NodeHardware(
+        model if isinstance(model, str) else None,
+        cores if isinstance(cores, int) and not isinstance(cores, bool) else None,
+        _num(hw.get("memory_bytes")),
+        gpus,
+    )
 
 
 def _engine(version: EngineVersion | None) -> str | None:
@@ -105,16 +113,34 @@ def _engine(version: EngineVersion | None) -> str | None:
     return f"plain {version.plain or 'unknown'} / speculative {version.speculative or 'unknown'}"
 
 
-def _task_row(t: Task, gpu_type: str | None, doc: PairCard | SweepCard | None,
-              unreadable: Mapping[str, str]) -> TaskRow:
+def _task_row(
+    t: Task, gpu_type: str | None, doc: PairCard | SweepCard | None, unreadable: Mapping[str, str]
+) -> TaskRow:
     status, reason = t.status, t.reason
     if status == "done" and doc is None:
         name = "card.json" if t.kind == "compare" else "sweep.json"
         status = "failed"
-        reason = unreadable.get(t.id) or (f"finished (exit {t.exit_code}) but no {name} came back in "
-                                          f"{t.run_dir or 'runs/' + t.id}; see {t.log or 'its log'}")
-    return TaskRow(t.id, t.pair, t.kind, t.node.name, status, t.node.address, gpu_type, t.status, reason,
-                   t.exit_code, t.run_dir, t.log, t.started, t.finished, t.wall_s)
+        reason = unreadable.get(t.id) or (
+            f"finished (exit {t.exit_code}) but no {name} came back in "
+            f"{t.run_dir or 'runs/' + t.id}; see {t.log or 'its log'}"
+        )
+    return TaskRow(
+        t.id,
+        t.pair,
+        t.kind,
+        t.node.name,
+        status,
+        t.node.address,
+        gpu_type,
+        t.status,
+        reason,
+        t.exit_code,
+        t.run_dir,
+        t.log,
+        t.started,
+        t.finished,
+        t.wall_s,
+    )
 
 
 @dataclass
@@ -128,12 +154,23 @@ class _Node:
 
     def row(self, tasks: Mapping[str, int]) -> NodeRow:
         n = self.node
-        return NodeRow(n.name, n.id, n.address, n.hostname, *self.gpu_type, dict(n.resources), dict(n.labels),
-                       self.hardware, sorted(self.versions), tasks)
+        return NodeRow(
+            n.name,
+            n.id,
+            n.address,
+            n.hostname,
+            *self.gpu_type,
+            dict(n.resources),
+            dict(n.labels),
+            self.hardware,
+            sorted(self.versions),
+            tasks,
+        )
 
 
-def _nodes(tasks: Sequence[Task], cards: Mapping[str, PairCard | None],
-           sweeps: Mapping[str, SweepCard | None]) -> dict[str, _Node]:
+def _nodes(
+    tasks: Sequence[Task], cards: Mapping[str, PairCard | None], sweeps: Mapping[str, SweepCard | None]
+) -> dict[str, _Node]:
     """Per node name (sorted): the node's facts, its hardware (the first card that has it) and engine versions."""
     out: dict[str, _Node] = {}
     for t in sorted(tasks, key=lambda t: t.node.name):
@@ -152,17 +189,32 @@ def _nodes(tasks: Sequence[Task], cards: Mapping[str, PairCard | None],
 
 def _compare_node(row: TaskRow, card: PairCard | None) -> CompareNode:
     v = card.verdict if card else None
-    return CompareNode(row.node, row.id, row.status, row.gpu_type, row.reason, row.exit_code,
-                       card.complete if card else None, card.failure if card else None,
-                       NodeVerdict(v.declared, v.passed, v.summary) if v else None,
-                       card.engine_version.to_json() if card else None, _engine(card.engine_version if card else None))
+    return CompareNode(
+        row.node,
+        row.id,
+        row.status,
+        row.gpu_type,
+        row.reason,
+        row.exit_code,
+        card.complete if card else None,
+        card.failure if card else None,
+        NodeVerdict(v.declared, v.passed, v.summary) if v else None,
+        card.engine_version.to_json() if card else None,
+        _engine(card.engine_version if card else None),
+    )
 
 
 def _compare_entry(row: TaskRow, cell: CardCell) -> CompareEntry:
     acc = cell.speculative.acceptance if cell.speculative else None
-    return CompareEntry(row.node, row.status, row.gpu_type, cell.complete is not False,
-                        {m: _ratio(cell.ratios.get(m)) for m in RATIO_METRICS},
-                        _num(acc.acceptance_rate) if acc else None, _num(acc.mean_acceptance_length) if acc else None)
+    return CompareEntry(
+        row.node,
+        row.status,
+        row.gpu_type,
+        cell.complete is not False,
+        {m: _ratio(cell.ratios.get(m)) for m in RATIO_METRICS},
+        _num(acc.acceptance_rate) if acc else None,
+        _num(acc.mean_acceptance_length) if acc else None,
+    )
 
 
 def _compare_pair(pair: str, rows: Sequence[TaskRow], cards: Mapping[str, PairCard | None]) -> ComparePair:
@@ -183,28 +235,54 @@ def _f(x: float | None) -> float | None:
 
 def _sweep_node(row: TaskRow, sweep: SweepCard | None) -> SweepNode:
     rec = sweep.recommendation if sweep else None
-    workloads = [WorkloadChoice(w.workload, w.static, _f(w.static_speedup), w.off_above_concurrency)
-                 for w in (rec.workloads if rec else [])]
-    return SweepNode(row.node, row.id, row.status, row.gpu_type, row.reason, row.exit_code, sweep is not None,
-                     sweep.engine_version if sweep else None, rec.static if rec else None,
-                     sweep is not None and sweep.criteria_declared, rec.meets_criteria if rec else None, workloads,
-                     list(rec.lines) if rec else [])
+    workloads = [
+        WorkloadChoice(w.workload, w.static, _f(w.static_speedup), w.off_above_concurrency)
+        for w in (rec.workloads if rec else [])
+    ]
+    return SweepNode(
+        row.node,
+        row.id,
+        row.status,
+        row.gpu_type,
+        row.reason,
+        row.exit_code,
+        sweep is not None,
+        sweep.engine_version if sweep else None,
+        rec.static if rec else None,
+        sweep is not None and sweep.criteria_declared,
+        rec.meets_criteria if rec else None,
+        workloads,
+        list(rec.lines) if rec else [],
+    )
 
 
 def _speedup(e: SweepEntry) -> CandidateSpeedup:
     both = e.speedup_ci_low is not None and e.speedup_ci_high is not None
-    return CandidateSpeedup(e.candidate, _f(e.speedup), _f(e.speedup_ci_low) if both else None,
-                            _f(e.speedup_ci_high) if both else None, _f(e.acceptance_rate),
-                            _f(e.mean_acceptance_length))
+    return CandidateSpeedup(
+        e.candidate,
+        _f(e.speedup),
+        _f(e.speedup_ci_low) if both else None,
+        _f(e.speedup_ci_high) if both else None,
+        _f(e.acceptance_rate),
+        _f(e.mean_acceptance_length),
+    )
 
 
 def _sweep_entry(row: TaskRow, cell: SweepCell, level: LevelChoice | None) -> SweepNodeEntry:
     entries = [_speedup(e) for e in cell.entries]
     best = level.best if level else None
     chosen = next((e for e in entries if best is not None and e.candidate == best), None)
-    return SweepNodeEntry(row.node, row.status, row.gpu_type, best, list(level.tied) if level else [],
-                          chosen.speedup if chosen else None, chosen.speedup_ci_low if chosen else None,
-                          chosen.speedup_ci_high if chosen else None, entries)
+    return SweepNodeEntry(
+        row.node,
+        row.status,
+        row.gpu_type,
+        best,
+        list(level.tied) if level else [],
+        chosen.speedup if chosen else None,
+        chosen.speedup_ci_low if chosen else None,
+        chosen.speedup_ci_high if chosen else None,
+        entries,
+    )
 
 
 def _sweep_pair(pair: str, rows: Sequence[TaskRow], sweeps: Mapping[str, SweepCard | None]) -> SweepPair:
@@ -220,12 +298,17 @@ def _sweep_pair(pair: str, rows: Sequence[TaskRow], sweeps: Mapping[str, SweepCa
             key = CellKey.named(cell.workload, cell.level, cell.concurrency)
             head = cells.setdefault(key, SweepPairCell(cell.workload, key.label, cell.concurrency, cell.rate_rps))
             head.nodes.append(_sweep_entry(row, cell, levels.get(key)))
-    return SweepPair(pair, "sweep", metric, definition, [_sweep_node(r, sweeps.get(r.id)) for r in rows],
-                     list(cells.values()))
+    return SweepPair(
+        pair, "sweep", metric, definition, [_sweep_node(r, sweeps.get(r.id)) for r in rows], list(cells.values())
+    )
 
 
-def build_fleet_card(fleet: TaskList, cards: Mapping[str, PairCard | None], sweeps: Mapping[str, SweepCard | None],
-                     unreadable: Mapping[str, str] | None = None) -> FleetCard:
+def build_fleet_card(
+    fleet: TaskList,
+    cards: Mapping[str, PairCard | None],
+    sweeps: Mapping[str, SweepCard | None],
+    unreadable: Mapping[str, str] | None = None,
+) -> FleetCard:
     """The fleet card of a task list (records/fleettasks.py) and its cards by task id (shape: the module
     docstring)."""
     nodes = _nodes(fleet.tasks, cards, sweeps)
@@ -234,13 +317,27 @@ def build_fleet_card(fleet: TaskList, cards: Mapping[str, PairCard | None], swee
     by_pair: dict[tuple[str, str], list[TaskRow]] = {}
     for row in rows:
         by_pair.setdefault((row.kind, row.pair), []).append(row)
-    pairs = [_compare_pair(p, sorted(rs, key=lambda r: r.node), cards)
-             for (kind, p), rs in by_pair.items() if kind == "compare"]
-    sweep_pairs = [_sweep_pair(p, sorted(rs, key=lambda r: r.node), sweeps)
-                   for (kind, p), rs in by_pair.items() if kind == "sweep"]
+    pairs = [
+        _compare_pair(p, sorted(rs, key=lambda r: r.node), cards)
+        for (kind, p), rs in by_pair.items()
+        if kind == "compare"
+    ]
+    sweep_pairs = [
+        _sweep_pair(p, sorted(rs, key=lambda r: r.node), sweeps) for (kind, p), rs in by_pair.items() if kind == "sweep"
+    ]
     counts = {"tasks": len(rows), **{s: sum(r.status == s for r in rows) for s in STATUSES}}
-    node_rows = [n.row({s: sum(r.node == name and r.status == s for r in rows) for s in STATUSES})
-                 for name, n in nodes.items()]
-    return FleetCard(fleet.name, counts, rows, node_rows, pairs, sweep_pairs,
-                     ratio_definition=RATIO_DEFINITION, metrics=list(RATIO_METRICS), flag_rule=FLAG_RULE,
-                     flags=ratio_flags(pairs, RATIO_METRICS) + sweep_flags(sweep_pairs))
+    node_rows = [
+        n.row({s: sum(r.node == name and r.status == s for r in rows) for s in STATUSES}) for name, n in nodes.items()
+    ]
+    return FleetCard(
+        fleet.name,
+        counts,
+        rows,
+        node_rows,
+        pairs,
+        sweep_pairs,
+        ratio_definition=RATIO_DEFINITION,
+        metrics=list(RATIO_METRICS),
+        flag_rule=FLAG_RULE,
+        flags=ratio_flags(pairs, RATIO_METRICS) + sweep_flags(sweep_pairs),
+    )

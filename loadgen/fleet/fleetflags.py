@@ -30,20 +30,31 @@ from loadgen.records.fleet import CompareCell, CompareEntry, ComparePair, SweepN
 from loadgen.records.fleetparts import CandidateSpeedup, Flag, FlagSide, FleetRatio
 
 #: The names of the ratios as docs/metrics.md writes them.
-METRIC_NAMES = {"tpot_p50": "TPOT p50", "ttft_p50": "TTFT p50", "e2e_p50": "E2E latency p50",
-                "ttft_p95": "TTFT p95", "ttft_p99": "TTFT p99", "itl_p50": "ITL p50", "e2e_p95": "E2E latency p95",
-                "e2e_p99": "E2E latency p99"}
+METRIC_NAMES = {
+    "tpot_p50": "TPOT p50",
+    "ttft_p50": "TTFT p50",
+    "e2e_p50": "E2E latency p50",
+    "ttft_p95": "TTFT p95",
+    "ttft_p99": "TTFT p99",
+    "itl_p50": "ITL p50",
+    "e2e_p95": "E2E latency p95",
+    "e2e_p99": "E2E latency p99",
+}
 #: The smallest relative difference between two nodes' values that is flagged (5%).
 MIN_RELATIVE_GAP = 0.05
-CAUSES = ("look for a sick GPU (clocks, ECC errors, a degraded link), a different driver or CUDA version, or a "
-          "noisy neighbour (another job on the node's GPUs, CPUs or network)")
-FLAG_RULE = ("Two nodes of the same GPU type disagree when, at the same pair, cell and metric, the 95% CIs of their "
-             "ratios (or of the same candidate's speedup) do not overlap and the values differ by more than "
-             f"{MIN_RELATIVE_GAP:.0%}. Ratios without a CI (TTFT p99, or fewer "
-             "than 2 prompt pairs) and the acceptance rate and mean acceptance length (no CI) are not compared; "
-             "nodes of unknown GPU type and tasks that did not finish are not compared. Two nodes of the same GPU "
-             "type whose sweeps recommend different candidates are flagged too. A disagreement means the nodes "
-             f"are not interchangeable for this pair: {CAUSES}.")
+CAUSES = (
+    "look for a sick GPU (clocks, ECC errors, a degraded link), a different driver or CUDA version, or a "
+    "noisy neighbour (another job on the node's GPUs, CPUs or network)"
+)
+FLAG_RULE = (
+    "Two nodes of the same GPU type disagree when, at the same pair, cell and metric, the 95% CIs of their "
+    "ratios (or of the same candidate's speedup) do not overlap and the values differ by more than "
+    f"{MIN_RELATIVE_GAP:.0%}. Ratios without a CI (TTFT p99, or fewer "
+    "than 2 prompt pairs) and the acceptance rate and mean acceptance length (no CI) are not compared; "
+    "nodes of unknown GPU type and tasks that did not finish are not compared. Two nodes of the same GPU "
+    "type whose sweeps recommend different candidates are flagged too. A disagreement means the nodes "
+    f"are not interchangeable for this pair: {CAUSES}."
+)
 
 
 def disjoint(a: FleetRatio | None, b: FleetRatio | None) -> bool:
@@ -89,14 +100,29 @@ def _engines(pair: ComparePair | SweepPair, a: str, b: str) -> str:
     return f"; their engine versions differ ({a}: vLLM {versions[a]}, {b}: vLLM {versions[b]})"
 
 
-def _flag(kind: str, pair: ComparePair | SweepPair, cell: CompareCell | SweepPairCell | None, metric: str,
-          sides: tuple[tuple[FlagSide, str], ...], gpu_type: str, what: str) -> Flag:
+def _flag(
+    kind: str,
+    pair: ComparePair | SweepPair,
+    cell: CompareCell | SweepPairCell | None,
+    metric: str,
+    sides: tuple[tuple[FlagSide, str], ...],
+    gpu_type: str,
+    what: str,
+) -> Flag:
     """The flag of two nodes' ``sides`` (each with its text) on ``gpu_type``; ``cell`` None for a pair's."""
     where = f"{cell.workload} {cell.level}, " if cell is not None else ""
     (a, text_a), (b, text_b) = sides
     line = f"{pair.pair} on {gpu_type}: {where}{what}: {text_a} vs {text_b}{_engines(pair, a.node, b.node)}"
-    return Flag(kind, pair.pair, gpu_type, metric, [a, b], line, workload=cell.workload if cell else None,
-                level=cell.level if cell else None)
+    return Flag(
+        kind,
+        pair.pair,
+        gpu_type,
+        metric,
+        [a, b],
+        line,
+        workload=cell.workload if cell else None,
+        level=cell.level if cell else None,
+    )
 
 
 def ratio_flags(pairs: Sequence[ComparePair], metrics: Sequence[str]) -> list[Flag]:
@@ -129,8 +155,10 @@ def _speedup_flags(pair: SweepPair, cell: SweepPairCell, metric: str) -> Iterato
             if not disagree(ra, rb) or a.gpu_type is None:
                 continue
             sides = tuple((s, _fmt(s)) for s in (_side(a.node, ra, ea.candidate), _side(b.node, rb, ea.candidate)))
-            what = (f"speedup of {ea.candidate} ({METRIC_NAMES.get(metric, metric)}, plain / speculative), "
-                    "the 95% CIs do not overlap")
+            what = (
+                f"speedup of {ea.candidate} ({METRIC_NAMES.get(metric, metric)}, plain / speculative), "
+                "the 95% CIs do not overlap"
+            )
             yield _flag("speedup", pair, cell, f"speedup:{metric}", sides, a.gpu_type, what)
 
 
@@ -143,10 +171,13 @@ def sweep_flags(sweeps: Sequence[SweepPair]) -> list[Flag]:
         for a, b in combinations(done, 2):
             if a.gpu_type is None or a.gpu_type != b.gpu_type or a.recommendation == b.recommendation:
                 continue
-            sides = tuple((_side(n.node, None, n.recommendation),
-                           f"{n.node} recommends {n.recommendation or 'no speculation'}") for n in (a, b))
-            out.append(_flag("recommendation", pair, None, "recommendation", sides, a.gpu_type,
-                             "different recommendations"))
+            sides = tuple(
+                (_side(n.node, None, n.recommendation), f"{n.node} recommends {n.recommendation or 'no speculation'}")
+                for n in (a, b)
+            )
+            out.append(
+                _flag("recommendation", pair, None, "recommendation", sides, a.gpu_type, "different recommendations")
+            )
         for cell in pair.cells:
             out += _speedup_flags(pair, cell, pair.primary_metric or "tpot_p50")
     return out

@@ -80,21 +80,30 @@ def _save_sources(fleet_dir: Path, sources: dict[tuple[str, str], taskrun.PairSo
 def _on_current_nodes(tasks: list[Task], nodes: list[FleetNode], gpu_resource: str) -> list[Task]:
     """Resumed tasks bound to the alive node of the same name, or failed when there is none."""
     by_name = {n.name: n for n in nodes if has_gpu(n, gpu_resource)}
-    return [dataclasses.replace(t, node=by_name[t.node.name]) if t.node.name in by_name else
-            taskrun.failed(t, f"node {t.node.name!r} is not in the Ray cluster (or has no {gpu_resource!r} resource)")
-            for t in tasks]
+    return [
+        dataclasses.replace(t, node=by_name[t.node.name])
+        if t.node.name in by_name
+        else taskrun.failed(t, f"node {t.node.name!r} is not in the Ray cluster (or has no {gpu_resource!r} resource)")
+        for t in tasks
+    ]
 
 
 def _options(ray: Any, node: FleetNode, gpu_resource: str) -> dict[str, Any]:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     gpu: dict[str, Any] = {"num_gpus": 1} if gpu_resource == "GPU" else {"resources": {gpu_resource: 1}}
-    return {"num_cpus": 0, "max_retries": 0, "retry_exceptions": False,
-            "scheduling_strategy": NodeAffinitySchedulingStrategy(node.id, soft=False), **gpu}
+    return {
+        "num_cpus": 0,
+        "max_retries": 0,
+        "retry_exceptions": False,
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(node.id, soft=False),
+        **gpu,
+    }
 
 
-def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, Task],
-                todo: list[Task], log: Log, again: str) -> None:
+def _submit_all(
+    ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, Task], todo: list[Task], log: Log, again: str
+) -> None:
     """Submit ``todo`` and record each result in ``state`` (saved after every one) as it comes back."""
     remote = ray.remote(run_on_node)
     workdir = fleet.workdir or str(Path.cwd())
@@ -111,28 +120,35 @@ def _submit_all(ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, Ta
             try:
                 result = ray.get(ready[0])
                 if result.loadgen_version != __version__:
-                    log(f"[{task.id}] warning: {task.node.name} runs loadgen {result.loadgen_version}, this driver "
-                        f"{__version__}: install the same loadgen on every node (docs/fleet/README.md)")
+                    log(
+                        f"[{task.id}] warning: {task.node.name} runs loadgen {result.loadgen_version}, this driver "
+                        f"{__version__}: install the same loadgen on every node (docs/fleet/README.md)"
+                    )
                 task = taskrun.keep_result(fleet_dir, task, result)
             except ray.exceptions.RayError as exc:
                 task = taskrun.failed(task, taskrun.error_line(exc))
             state[task.id] = task
             taskfile.save(fleet_dir, fleet.name, list(state.values()))
-            log(f"[{task.id}] {task.status}" + (f" in {task.wall_s:.0f} s" if task.wall_s is not None else "")
-                + (f": {task.reason}" if task.reason else ""))
+            log(
+                f"[{task.id}] {task.status}"
+                + (f" in {task.wall_s:.0f} s" if task.wall_s is not None else "")
+                + (f": {task.reason}" if task.reason else "")
+            )
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref, force=True)
-        raise KeyboardInterrupt(f"fleet interrupted; finished tasks are in {fleet_dir}; run the rest with: {again}"
-                                ) from None
+        raise KeyboardInterrupt(
+            f"fleet interrupted; finished tasks are in {fleet_dir}; run the rest with: {again}"
+        ) from None
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFile, list[Task],
-                                                                        list[Task], dict[str, str]]:
+def _resume_plan(
+    fleet_dir: Path, reload_pairs: bool, log: Log
+) -> tuple[FleetFile, list[Task], list[Task], dict[str, str]]:
     """The fleet, its tasks, those to run again, and the changed pair files to save (name -> text, written
     only once their tasks are reset in tasks.json, so an aborted resume never mixes two versions); with
     ``reload_pairs`` the pair files are read again from the fleet file's references and every task of a
@@ -146,8 +162,10 @@ def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFi
         known = {t.pair for t in tasks}
         for src in taskrun.read_sources(fleet).values():
             if src.name not in known:
-                raise BadInput(f"a pair file of {fleet_dir / 'fleet.toml'} is now named {src.name!r}, which no task of "
-                               f"this fleet measured ({', '.join(sorted(known))}); run it as a new fleet")
+                raise BadInput(
+                    f"a pair file of {fleet_dir / 'fleet.toml'} is now named {src.name!r}, which no task of "
+                    f"this fleet measured ({', '.join(sorted(known))}); run it as a new fleet"
+                )
             saved = fleet_dir / "pairs" / f"{src.name}.toml"
             if not saved.is_file() or saved.read_text() != src.text:
                 ids = [t.id for t in tasks if t.pair == src.name]
@@ -158,8 +176,16 @@ def _resume_plan(fleet_dir: Path, reload_pairs: bool, log: Log) -> tuple[FleetFi
     return fleet, tasks, todo, changed
 
 
-def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out: Path | None = None,
-              runs_dir: Path = Path("runs"), resume: Path | None = None, reload_pairs: bool = False) -> FleetOutcome:
+def run_fleet(
+    fleet_file: Path | None,
+    ray_address: str | None,
+    log: Log,
+    *,
+    out: Path | None = None,
+    runs_dir: Path = Path("runs"),
+    resume: Path | None = None,
+    reload_pairs: bool = False,
+) -> FleetOutcome:
     """Run the fleet file (or continue the fleet folder ``resume``) on the Ray cluster at ``ray_address``
     and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster, FolderBusy
     (exit 2) when another process holds the fleet folder (report/runlock.py); a resume
@@ -172,8 +198,13 @@ def run_fleet(fleet_file: Path | None, ray_address: str | None, log: Log, *, out
         return _run_held(fleet_file, ray_address, log, held, (out, runs_dir, resume, reload_pairs))
 
 
-def _run_held(fleet_file: Path | None, ray_address: str | None, log: Log, held: contextlib.ExitStack,
-              where: tuple[Path | None, Path, Path | None, bool]) -> FleetOutcome:
+def _run_held(
+    fleet_file: Path | None,
+    ray_address: str | None,
+    log: Log,
+    held: contextlib.ExitStack,
+    where: tuple[Path | None, Path, Path | None, bool],
+) -> FleetOutcome:
     out, runs_dir, resume, reload_pairs = where
     if resume is not None:
         fleet, tasks, todo, changed = _resume_plan(resume, reload_pairs, log)
@@ -202,8 +233,15 @@ def _run_held(fleet_file: Path | None, ray_address: str | None, log: Log, held: 
         for t in todo:
             if t.status == "failed":
                 log(f"[{t.id}] failed: {t.reason}")
-        _submit_all(ray, fleet, fleet_dir, state, [t for t in todo if t.status == "pending"], log,
-                    resume_command(fleet_dir, ray_address))
+        _submit_all(
+            ray,
+            fleet,
+            fleet_dir,
+            state,
+            [t for t in todo if t.status == "pending"],
+            log,
+            resume_command(fleet_dir, ray_address),
+        )
     finally:
         ray.shutdown()
     return FleetOutcome(fleet_dir, write_fleet_card(fleet_dir), list(state.values()), ray_address)
@@ -215,11 +253,15 @@ def fleet_exit(outcome: FleetOutcome) -> None:
     compare's exit 3, a sweep's: no candidate met them); else return (exit 0)."""
     if outcome.failed:
         first = outcome.failed[0]
-        raise RunFailed(f"{len(outcome.failed)} of {len(outcome.tasks)} fleet tasks failed (first: {first.id} on "
-                        f"{first.node.name}: {first.reason}); the others' results are in {outcome.fleet_dir}; "
-                        f"fix the cause and run only those again with: {outcome.resume_command} (add "
-                        "--reload-pairs after fixing a pair file)")
+        raise RunFailed(
+            f"{len(outcome.failed)} of {len(outcome.tasks)} fleet tasks failed (first: {first.id} on "
+            f"{first.node.name}: {first.reason}); the others' results are in {outcome.fleet_dir}; "
+            f"fix the cause and run only those again with: {outcome.resume_command} (add "
+            "--reload-pairs after fixing a pair file)"
+        )
     judged = [t for t in outcome.tasks if t.exit_code == 3]
     if judged:
-        raise CriteriaFailed(f"every task finished; {len(judged)} of {len(outcome.tasks)} failed their declared "
-                             f"criteria ({', '.join(t.id for t in judged)}): see {outcome.card}")
+        raise CriteriaFailed(
+            f"every task finished; {len(judged)} of {len(outcome.tasks)} failed their declared "
+            f"criteria ({', '.join(t.id for t in judged)}): see {outcome.card}"
+        )

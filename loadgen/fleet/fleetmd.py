@@ -64,36 +64,64 @@ def _tasks_table(card: FleetCard) -> list[str]:
     bad = [t for t in card.tasks if t.status != "done"]
     if not bad:
         return ["Every task finished.", ""]
-    out = ["| task | pair | node | address | GPU type | status | exit | reason | log |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| task | pair | node | address | GPU type | status | exit | reason | log |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for t in bad:
         code = MISSING if t.exit_code is None else t.exit_code
-        out.append(f"| {t.id} | {t.pair} | {t.node} | {t.address or MISSING} | "
-                   f"{t.gpu_type or 'unknown'} | {t.status} | {code} | {_cell(t.reason or MISSING)} | "
-                   f"{t.log or MISSING} |")
+        out.append(
+            f"| {t.id} | {t.pair} | {t.node} | {t.address or MISSING} | "
+            f"{t.gpu_type or 'unknown'} | {t.status} | {code} | {_cell(t.reason or MISSING)} | "
+            f"{t.log or MISSING} |"
+        )
     return [*out, ""]
 
 
 def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
     nodes = pair.nodes
-    out = [f"## Pair `{pair.pair}` (compare)", "", "| node | GPU type | task | verdict | engine |",
-           "|---|---|---|---|---|"]
+    out = [
+        f"## Pair `{pair.pair}` (compare)",
+        "",
+        "| node | GPU type | task | verdict | engine |",
+        "|---|---|---|---|---|",
+    ]
     for n in nodes:
         task = n.status + (f": {n.reason}" if n.reason and n.status != "done" else "")
         verdict = _verdict(n.verdict) if n.status == "done" else MISSING
-        out.append(f"| {n.node} | {n.gpu_type or 'unknown'} | {_cell(task)} | {_cell(verdict)} | "
-                   f"{'vLLM ' + n.engine if n.engine else MISSING} |")
+        out.append(
+            f"| {n.node} | {n.gpu_type or 'unknown'} | {_cell(task)} | {_cell(verdict)} | "
+            f"{'vLLM ' + n.engine if n.engine else MISSING} |"
+        )
     out.append("")
     if not pair.cells:
         return [*out, "No cell was measured on any node.", ""]
     for metric in metrics:
-        ci = " [95% CI]" if any(r is not None and r.ci_low is not None
-                                for c in pair.cells for e in c.nodes for r in [e.ratios.get(metric)]) else " (no CI)"
-        out += [f"### {METRIC_NAMES.get(metric, metric)} ratio, speculative / plain{ci}", "",
-                *_node_head(nodes), *(_row(c, nodes, _ratio_of(metric)) for c in pair.cells), ""]
+        ci = (
+            " [95% CI]"
+            if any(
+                r is not None and r.ci_low is not None
+                for c in pair.cells
+                for e in c.nodes
+                for r in [e.ratios.get(metric)]
+            )
+            else " (no CI)"
+        )
+        out += [
+            f"### {METRIC_NAMES.get(metric, metric)} ratio, speculative / plain{ci}",
+            "",
+            *_node_head(nodes),
+            *(_row(c, nodes, _ratio_of(metric)) for c in pair.cells),
+            "",
+        ]
     for title, key in _ACCEPTANCE:
-        out += [f"### {title[0].upper() + title[1:]} (speculative server)", "", *_node_head(nodes),
-                *(_row(c, nodes, _number_of(key)) for c in pair.cells), ""]
+        out += [
+            f"### {title[0].upper() + title[1:]} (speculative server)",
+            "",
+            *_node_head(nodes),
+            *(_row(c, nodes, _number_of(key)) for c in pair.cells),
+            "",
+        ]
     return out
 
 
@@ -123,20 +151,32 @@ def _best(e: SweepNodeEntry) -> str:
 
 def _sweep_section(pair: SweepPair) -> list[str]:
     nodes = pair.nodes
-    out = [f"## Sweep `{pair.pair}`", "",
-           f"Speedup = {pair.speedup_definition or 'plain / speculative of the primary metric'}; primary metric "
-           f"{pair.primary_metric or MISSING}.", "",
-           "| node | GPU type | task | recommendation | meets criteria | engine |", "|---|---|---|---|---|---|"]
+    out = [
+        f"## Sweep `{pair.pair}`",
+        "",
+        f"Speedup = {pair.speedup_definition or 'plain / speculative of the primary metric'}; primary metric "
+        f"{pair.primary_metric or MISSING}.",
+        "",
+        "| node | GPU type | task | recommendation | meets criteria | engine |",
+        "|---|---|---|---|---|---|",
+    ]
     for n in nodes:
         task = n.status + (f": {n.reason}" if n.reason and n.status != "done" else "")
         rec = (n.recommendation or "do not speculate") if n.measured else MISSING
         meets = _yes_no(n.meets_criteria) if n.criteria_declared else "none declared"
-        out.append(f"| {n.node} | {n.gpu_type or 'unknown'} | {_cell(task)} | {rec} | {meets} | "
-                   f"{'vLLM ' + n.engine if n.engine else MISSING} |")
+        out.append(
+            f"| {n.node} | {n.gpu_type or 'unknown'} | {_cell(task)} | {rec} | {meets} | "
+            f"{'vLLM ' + n.engine if n.engine else MISSING} |"
+        )
     out.append("")
     if pair.cells:
-        out += ["### Best candidate per cell, speedup [95% CI]", "", *_node_head(nodes),
-                *(_row(c, nodes, _best) for c in pair.cells), ""]
+        out += [
+            "### Best candidate per cell, speedup [95% CI]",
+            "",
+            *_node_head(nodes),
+            *(_row(c, nodes, _best) for c in pair.cells),
+            "",
+        ]
     return out
 
 
@@ -145,13 +185,15 @@ _GENERIC = ("memory", "object_store_memory")
 
 
 def _resources(res: Mapping[str, float]) -> str:
-    return ", ".join(f"{k} {v:g}" for k, v in sorted(res.items())
-                     if k not in _GENERIC and not k.startswith("node:"))
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(res.items()) if k not in _GENERIC and not k.startswith("node:"))
 
 
 def _nodes_table(card: FleetCard) -> list[str]:
-    out = ["| node | Ray node id | address | hostname | GPU type | GPUs | CPU | memory | engine | Ray resources "
-           "| labels |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| node | Ray node id | address | hostname | GPU type | GPUs | CPU | memory | engine | Ray resources "
+        "| labels |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for n in card.nodes:
         hw = n.hardware or NodeHardware()
         gpus = ", ".join(f"{g.name} ({gib(g.memory_bytes)})" for g in hw.gpus) or MISSING
@@ -159,9 +201,11 @@ def _nodes_table(card: FleetCard) -> list[str]:
         gpu_type = f"{n.gpu_type}, from {n.gpu_type_source}" if n.gpu_type else "unknown"
         engine = ", ".join(f"vLLM {v}" for v in n.engine_versions) or MISSING
         labels = ", ".join(f"{k}={v}" for k, v in sorted(n.labels.items())) or MISSING
-        out.append(f"| {n.name} | {n.id[:12]} | {n.address or MISSING} | {n.hostname or MISSING} | "
-                   f"{gpu_type} | {_cell(gpus)} | {_cell(cpu)} | {gib(hw.memory_bytes)} | {engine} | "
-                   f"{_cell(_resources(n.resources) or MISSING)} | {_cell(labels)} |")
+        out.append(
+            f"| {n.name} | {n.id[:12]} | {n.address or MISSING} | {n.hostname or MISSING} | "
+            f"{gpu_type} | {_cell(gpus)} | {_cell(cpu)} | {gib(hw.memory_bytes)} | {engine} | "
+            f"{_cell(_resources(n.resources) or MISSING)} | {_cell(labels)} |"
+        )
     return [*out, ""]
 
 
@@ -169,10 +213,17 @@ def render_fleet_markdown(card: FleetCard) -> str:
     """``fleet.md``: counts, failed and pending tasks, one section per pair and sweep (nodes side by
     side), the disagreement flags and the nodes with their hardware and engine versions."""
     c = card.counts
-    out = [f"# Fleet card: {card.name}", "",
-           f"Schema {card.schema}. {c['tasks']} tasks (pair x node): {c['done']} done, {c['failed']} failed, "
-           f"{c['pending']} pending. Ratios are {card.ratio_definition}. \"(partial)\": the task did not "
-           "finish or the cell was cut short.", "", "## Failed and pending tasks", "", *_tasks_table(card)]
+    out = [
+        f"# Fleet card: {card.name}",
+        "",
+        f"Schema {card.schema}. {c['tasks']} tasks (pair x node): {c['done']} done, {c['failed']} failed, "
+        f'{c["pending"]} pending. Ratios are {card.ratio_definition}. "(partial)": the task did not '
+        "finish or the cell was cut short.",
+        "",
+        "## Failed and pending tasks",
+        "",
+        *_tasks_table(card),
+    ]
     for pair in card.pairs:
         out += _compare_section(pair, card.metrics)
     for sweep in card.sweeps:
@@ -188,15 +239,24 @@ def fleet_summary_lines(card: FleetCard) -> list[str]:
     each pair's verdict (each sweep's recommendation) per node, and the disagreement flags."""
     c = card.counts
     out = [f"fleet {card.name}: {c['tasks']} tasks, {c['done']} done, {c['failed']} failed, {c['pending']} pending"]
-    out += [f"  {t.status}: {t.id} on {t.node} ({t.address or 'address unknown'}): {t.reason or MISSING}"
-            for t in card.tasks if t.status != "done"]
+    out += [
+        f"  {t.status}: {t.id} on {t.node} ({t.address or 'address unknown'}): {t.reason or MISSING}"
+        for t in card.tasks
+        if t.status != "done"
+    ]
     for pair in card.pairs:
-        per_node = [f"{n.node} ({n.gpu_type or 'GPU type unknown'}) "
-                    + (_verdict_word(n.verdict) if n.status == "done" else n.status) for n in pair.nodes]
+        per_node = [
+            f"{n.node} ({n.gpu_type or 'GPU type unknown'}) "
+            + (_verdict_word(n.verdict) if n.status == "done" else n.status)
+            for n in pair.nodes
+        ]
         out.append(f"  {pair.pair}: " + ", ".join(per_node))
     for sweep in card.sweeps:
-        per_sweep = [f"{n.node} ({n.gpu_type or 'GPU type unknown'}) "
-                     + ((n.recommendation or "do not speculate") if n.measured else n.status) for n in sweep.nodes]
+        per_sweep = [
+            f"{n.node} ({n.gpu_type or 'GPU type unknown'}) "
+            + ((n.recommendation or "do not speculate") if n.measured else n.status)
+            for n in sweep.nodes
+        ]
         out.append(f"  {sweep.pair} (sweep): " + ", ".join(per_sweep))
     flags = card.flags
     if not flags:

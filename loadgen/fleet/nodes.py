@@ -25,7 +25,7 @@ ACCELERATOR_RESOURCE = "accelerator_type:"
 def declared_gpu_types(labels: Mapping[str, str], resources: Mapping[str, float]) -> tuple[str | None, str | None]:
     """(the label ``loadgen.io/gpu-type``, the type of Ray's ``accelerator_type:<type>`` resource), each None
     when the node has none (the first type, sorted, when it has several)."""
-    accel = sorted(k[len(ACCELERATOR_RESOURCE):] for k in resources if k.startswith(ACCELERATOR_RESOURCE))
+    accel = sorted(k[len(ACCELERATOR_RESOURCE) :] for k in resources if k.startswith(ACCELERATOR_RESOURCE))
     return labels.get(GPU_TYPE_LABEL), (accel[0] if accel else None)
 
 
@@ -36,8 +36,15 @@ def node_of(raw: Mapping[str, Any]) -> FleetNode:
     resources = {str(k): float(v) for k, v in (raw.get("Resources") or {}).items()}
     address = str(raw.get("NodeManagerAddress") or "")
     label, accel = declared_gpu_types(labels, resources)
-    return FleetNode(str(raw["NodeID"]), labels.get(NAME_LABEL) or address, address,
-                     raw.get("NodeManagerHostname"), label or accel, resources, labels)
+    return FleetNode(
+        str(raw["NodeID"]),
+        labels.get(NAME_LABEL) or address,
+        address,
+        raw.get("NodeManagerHostname"),
+        label or accel,
+        resources,
+        labels,
+    )
 
 
 def alive_nodes(raw_nodes: Iterable[Mapping[str, Any]]) -> list[FleetNode]:
@@ -56,8 +63,10 @@ def select(nodes: Sequence[FleetNode], selector: NodeSelector, gpu_resource: str
     Raises BadInput (one line listing the nodes there are) when a named node is not in the cluster or
     has no ``gpu_resource``, or when the selector matches no node."""
     gpu_nodes = [n for n in nodes if has_gpu(n, gpu_resource)]
-    shown = ", ".join(f"{n.name} ({n.address}, {n.resources.get(gpu_resource, 0):g} {gpu_resource})"
-                      for n in nodes) or "none"
+    shown = (
+        ", ".join(f"{n.name} ({n.address}, {n.resources.get(gpu_resource, 0):g} {gpu_resource})" for n in nodes)
+        or "none"
+    )
     if selector.every_gpu_node:
         picked = gpu_nodes
     elif selector.names:
@@ -74,9 +83,13 @@ def select(nodes: Sequence[FleetNode], selector: NodeSelector, gpu_resource: str
         picked = [n for n in gpu_nodes if all(n.labels.get(k) == v for k, v in selector.labels)]
     names = [n.name for n in picked]
     if dup := sorted({name for name in names if names.count(name) > 1}):
-        raise BadInput(f"two selected Ray nodes are both named {dup[0]!r} (their address); give each its own name "
-                       f"with `ray start --labels {NAME_LABEL}=<name>`")
+        raise BadInput(
+            f"two selected Ray nodes are both named {dup[0]!r} (their address); give each its own name "
+            f"with `ray start --labels {NAME_LABEL}=<name>`"
+        )
     if not picked:
-        raise BadInput(f"{selector.describe()} matches no node with a {gpu_resource!r} resource; "
-                       f"the cluster's alive nodes: {shown}")
+        raise BadInput(
+            f"{selector.describe()} matches no node with a {gpu_resource!r} resource; "
+            f"the cluster's alive nodes: {shown}"
+        )
     return picked

@@ -105,8 +105,14 @@ def _stream(argv: list[str], workdir: str, prefix: str) -> tuple[int, str]:
     the worker dies (serve/servers.py ``die_with_parent``)."""
     lines: list[str] = []
     try:
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=die_with_parent)
+        proc = subprocess.Popen(
+            argv,
+            cwd=workdir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=die_with_parent,
+        )
     except OSError as exc:  # a workdir that does not exist on this node, say
         return 2, f"loadgen: error: cannot run loadgen in {workdir!r} on this node: {exc.strerror}\n"
     assert proc.stdout is not None
@@ -142,9 +148,17 @@ def run_on_node(spec: TaskSpec) -> TaskResult:
             argv.append("--no-progress")
         code, output = _stream(argv, spec.workdir, f"[{spec.task_id}]")
         folder = _run_folder(tmp / "runs")
-        return TaskResult(code, output, _pack(folder) if folder else None, socket.gethostname(), ports,
-                          started.isoformat(timespec="seconds"), datetime.now(UTC).isoformat(timespec="seconds"),
-                          round(time.monotonic() - t0, 3), str(folder) if folder else None)
+        return TaskResult(
+            code,
+            output,
+            _pack(folder) if folder else None,
+            socket.gethostname(),
+            ports,
+            started.isoformat(timespec="seconds"),
+            datetime.now(UTC).isoformat(timespec="seconds"),
+            round(time.monotonic() - t0, 3),
+            str(folder) if folder else None,
+        )
     finally:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)

@@ -61,22 +61,24 @@ def read_sources(fleet: FleetFile) -> dict[tuple[str, str], PairSource]:
                 path = resolve_pair_path(ref)
                 doc = read_toml(path)
                 if is_sweep(doc) != (kind == "sweep"):
-                    where, what, fix = (("pairs", "a sweep", "sweeps") if kind == "compare"
-                                        else ("sweeps", "a pair", "pairs"))
+                    where, what, fix = (
+                        ("pairs", "a sweep", "sweeps") if kind == "compare" else ("sweeps", "a pair", "pairs")
+                    )
                     raise BadInput(f"{fleet.path}: {ref!r} under {where} is {what} file; list it under {fix}")
                 if kind == "compare":
                     load_pair(str(path))  # the pair checks loadgen compare starts with: one line, exit 2
                 src = PairSource(pair_name(str(doc.get("name") or path.stem), path), kind, path.read_text())
                 same = [o for o in out.values() if o.name == src.name and o.text != src.text]
                 if same:
-                    raise BadInput(f"{fleet.path}: two different pair files are both named {src.name!r} (the name key "
-                                   f"of {ref!r} and of another entry); give each its own name")
+                    raise BadInput(
+                        f"{fleet.path}: two different pair files are both named {src.name!r} (the name key "
+                        f"of {ref!r} and of another entry); give each its own name"
+                    )
                 out[(kind, ref)] = src
     return out
 
 
-def plan_fleet(fleet: FleetFile, nodes: Sequence[FleetNode],
-               sources: dict[tuple[str, str], PairSource]) -> list[Task]:
+def plan_fleet(fleet: FleetFile, nodes: Sequence[FleetNode], sources: dict[tuple[str, str], PairSource]) -> list[Task]:
     """The fleet's tasks on ``nodes`` (fleet/tasks.py ``plan``). Raises BadInput as nodes.select does."""
     entries = []
     for m in fleet.measures:
@@ -90,8 +92,10 @@ def _gcs_address(address: str) -> str:
     """``host:port`` that ``address`` names (``auto``: the cluster Ray finds from RAY_ADDRESS or the local
     node's session, through ray._private.services.canonicalize_bootstrap_address, Ray 2.x)."""
     if address.startswith("ray://"):
-        raise BadInput(f"--ray-address {address}: Ray Client addresses are not supported (the driver ships whole run "
-                       "folders); run loadgen fleet on the head node with --ray-address auto, or give HOST:6379")
+        raise BadInput(
+            f"--ray-address {address}: Ray Client addresses are not supported (the driver ships whole run "
+            "folders); run loadgen fleet on the head node with --ray-address auto, or give HOST:6379"
+        )
     try:
         from ray._private.services import canonicalize_bootstrap_address
     except ImportError:
@@ -99,11 +103,14 @@ def _gcs_address(address: str) -> str:
     try:
         return canonicalize_bootstrap_address(address) or address
     except ValueError:
-        raise BadInput(f"--ray-address {address!r} is not a Ray address; give HOST:PORT of the head's GCS "
-                       "(HOST:6379), or auto") from None
+        raise BadInput(
+            f"--ray-address {address!r} is not a Ray address; give HOST:PORT of the head's GCS (HOST:6379), or auto"
+        ) from None
     except ConnectionError:
-        raise BadInput(f"no Ray cluster found for --ray-address {address} (no RAY_ADDRESS and no Ray started "
-                       "on this node); start one with `ray start --head` or pass --ray-address HOST:6379") from None
+        raise BadInput(
+            f"no Ray cluster found for --ray-address {address} (no RAY_ADDRESS and no Ray started "
+            "on this node); start one with `ray start --head` or pass --ray-address HOST:6379"
+        ) from None
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
@@ -113,9 +120,11 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
     except (OSError, ValueError) as exc:
-        raise BadInput(f"no Ray cluster answers at {target} (--ray-address {address}: "
-                       f"{getattr(exc, 'strerror', None) or exc}); check the address, or start the head with "
-                       "`ray start --head --port=6379`") from None
+        raise BadInput(
+            f"no Ray cluster answers at {target} (--ray-address {address}: "
+            f"{getattr(exc, 'strerror', None) or exc}); check the address, or start the head with "
+            "`ray start --head --port=6379`"
+        ) from None
 
 
 #: How long a Ray driver may take to connect in the probe (a Ray head answers in a few seconds).
@@ -127,18 +136,31 @@ def _probe(address: str) -> None:
     """Connect once in a child process that can be stopped: ray.init retries for many minutes against a
     port where something other than a Ray head listens (a dashboard, a web server)."""
     try:
-        out = subprocess.run([sys.executable, "-c", _PROBE, address], capture_output=True, text=True,
-                             timeout=PROBE_TIMEOUT_S, check=False)
+        out = subprocess.run(
+            [sys.executable, "-c", _PROBE, address],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise BadInput(f"no Ray cluster answered at --ray-address {address} within {PROBE_TIMEOUT_S:.0f} s (is it "
-                       "the head's GCS port, 6379 by default, and not the dashboard's 8265?)") from None
+        raise BadInput(
+            f"no Ray cluster answered at --ray-address {address} within {PROBE_TIMEOUT_S:.0f} s (is it "
+            "the head's GCS port, 6379 by default, and not the dashboard's 8265?)"
+        ) from None
     if out.returncode != 0 or "ok" not in out.stdout:
         lines = [ln.strip() for ln in out.stderr.splitlines() if ln.strip()] or ["no output"]
         auth = [ln for ln in lines if "auth" in ln.lower() or "token" in ln.lower()]
-        raise BadInput(f"cannot connect to a Ray cluster at {address} ({(auth or lines)[-1][:200]}); check "
-                       "--ray-address (the head's GCS port, 6379 by default)"
-                       + ("; the cluster uses token authentication: export RAY_AUTH_MODE=token and the head's "
-                          "token here (docs/fleet/README.md)" if auth else ""))
+        raise BadInput(
+            f"cannot connect to a Ray cluster at {address} ({(auth or lines)[-1][:200]}); check "
+            "--ray-address (the head's GCS port, 6379 by default)"
+            + (
+                "; the cluster uses token authentication: export RAY_AUTH_MODE=token and the head's "
+                "token here (docs/fleet/README.md)"
+                if auth
+                else ""
+            )
+        )
 
 
 def connect(address: str | None) -> Any:
@@ -156,8 +178,10 @@ def connect(address: str | None) -> Any:
     try:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise BadInput(f"cannot connect to a Ray cluster at {address or 'auto'} ({str(exc).splitlines()[0]}); "
-                       "start one with `ray start --head` or pass --ray-address HOST:6379") from None
+        raise BadInput(
+            f"cannot connect to a Ray cluster at {address or 'auto'} ({str(exc).splitlines()[0]}); "
+            "start one with `ray start --head` or pass --ray-address HOST:6379"
+        ) from None
     return ray
 
 
@@ -181,15 +205,24 @@ def keep_result(fleet_dir: Path, task: Task, result: TaskResult) -> Task:
         run_dir = f"runs/{task.id}"
     node = dataclasses.replace(task.node, hostname=result.hostname or task.node.hostname)
     reason = reason_of(result.exit_code, output)
-    return dataclasses.replace(task, node=node, status="done" if reason is None else "failed", reason=reason,
-                               exit_code=result.exit_code, run_dir=run_dir, started=result.started,
-                               finished=result.finished, wall_s=result.wall_s)
+    return dataclasses.replace(
+        task,
+        node=node,
+        status="done" if reason is None else "failed",
+        reason=reason,
+        exit_code=result.exit_code,
+        run_dir=run_dir,
+        started=result.started,
+        finished=result.finished,
+        wall_s=result.wall_s,
+    )
 
 
 def failed(task: Task, reason: str) -> Task:
     """``task`` failed before any result came back (node lost, worker crashed, never scheduled)."""
-    return dataclasses.replace(task, status="failed", reason=reason, exit_code=None,
-                               finished=datetime.now(UTC).isoformat(timespec="seconds"))
+    return dataclasses.replace(
+        task, status="failed", reason=reason, exit_code=None, finished=datetime.now(UTC).isoformat(timespec="seconds")
+    )
 
 
 def error_line(exc: BaseException) -> str:

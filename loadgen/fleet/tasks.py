@@ -62,8 +62,9 @@ def read_tasks(path: Path) -> TaskList:
 
 def reset(task: Task) -> Task:
     """``task`` pending again, its outcome cleared."""
-    return dataclasses.replace(task, status="pending", reason=None, exit_code=None, started=None, finished=None,
-                               wall_s=None)
+    return dataclasses.replace(
+        task, status="pending", reason=None, exit_code=None, started=None, finished=None, wall_s=None
+    )
 
 
 def to_rerun(fleet_dir: Path, tasks: Sequence[Task]) -> list[Task]:

@@ -34,8 +34,11 @@ from loadgen.records.blockstate import BlockState, EngineState, GpuState, Graphs
 from loadgen.records.cell import CellEntry
 
 CLOCK_GAP, TEMP_GAP_C, LOAD_GAP, STEAL, HIT_GAP = 0.05, 10.0, 1.0, 0.02, 0.05
-_HITS, _QUERIES, _PREEMPT = "vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total", \
-    "vllm:num_preemptions_total"
+_HITS, _QUERIES, _PREEMPT = (
+    "vllm:prefix_cache_hits_total",
+    "vllm:prefix_cache_queries_total",
+    "vllm:num_preemptions_total",
+)
 
 
 def _mean(a: Any, b: Any) -> float | None:
@@ -50,11 +53,16 @@ def _gpus(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]
     for a in after:
         b = next((g for g in before if g.get("index") == a.get("index")), {})
         reasons = sorted({*(a.get("throttle_reasons") or []), *(b.get("throttle_reasons") or [])} - {"gpu_idle"})
-        out.append(GpuState(index=a.get("index"), sm_clock_mhz=_mean(b.get("sm_clock_mhz"), a.get("sm_clock_mhz")),
-                            mem_clock_mhz=_mean(b.get("mem_clock_mhz"), a.get("mem_clock_mhz")),
-                            power_w=_mean(b.get("power_w"), a.get("power_w")),
-                            temperature_c=_mean(b.get("temperature_c"), a.get("temperature_c")),
-                            throttle_reasons=tuple(reasons)).in_full())
+        out.append(
+            GpuState(
+                index=a.get("index"),
+                sm_clock_mhz=_mean(b.get("sm_clock_mhz"), a.get("sm_clock_mhz")),
+                mem_clock_mhz=_mean(b.get("mem_clock_mhz"), a.get("mem_clock_mhz")),
+                power_w=_mean(b.get("power_w"), a.get("power_w")),
+                temperature_c=_mean(b.get("temperature_c"), a.get("temperature_c")),
+                throttle_reasons=tuple(reasons),
+            ).in_full()
+        )
     return tuple(out)
 
 
@@ -66,22 +74,34 @@ def _engine(before: Snapshot | None, after: Snapshot | None, entry: CellEntry) -
         return engine
     queries, hits = counter_delta(before, after, _QUERIES), counter_delta(before, after, _HITS)
     preempt = counter_delta(before, after, _PREEMPT)
-    return replace(engine, prefix_cache_hit_share=hits.value / queries.value if queries.series and queries.value > 0
-                   else None, preemptions=preempt.value if preempt.series else None)
+    return replace(
+        engine,
+        prefix_cache_hit_share=hits.value / queries.value if queries.series and queries.value > 0 else None,
+        preemptions=preempt.value if preempt.series else None,
+    )
 
 
-def block_state(host: tuple[Mapping[str, Any], Mapping[str, Any]], snaps: tuple[Snapshot | None, Snapshot | None],
-                entry: CellEntry, batch_tokens: int, ceiling: int | None, steal: float | None) -> BlockState:
+def block_state(
+    host: tuple[Mapping[str, Any], Mapping[str, Any]],
+    snaps: tuple[Snapshot | None, Snapshot | None],
+    entry: CellEntry,
+    batch_tokens: int,
+    ceiling: int | None,
+    steal: float | None,
+) -> BlockState:
     """One block's ``state`` (module docstring): ``host`` the samples at its start and end (serve/hoststate.py),
     ``snaps`` its ``/metrics`` before and after (None where unavailable), ``entry`` its cells.jsonl line (the
     summarized gauges and server histogram deltas), ``batch_tokens`` concurrency x (1 + K), ``ceiling`` the
     capture ceiling (None: unknown or eager), ``steal`` the stolen CPU share. Every field written, null
     included."""
-    return BlockState(gpu=_gpus(host[0].get("gpus") or [], host[1].get("gpus") or []),
-                      host=HostState(loadavg_1m=host[1].get("loadavg_1m"), cpu_steal_share=steal).in_full(),
-                      engine=_engine(*snaps, entry),
-                      graphs=Graphs(batch_tokens=batch_tokens, ceiling=ceiling,
-                                    eager=ceiling is not None and batch_tokens > ceiling).in_full()).in_full()
+    return BlockState(
+        gpu=_gpus(host[0].get("gpus") or [], host[1].get("gpus") or []),
+        host=HostState(loadavg_1m=host[1].get("loadavg_1m"), cpu_steal_share=steal).in_full(),
+        engine=_engine(*snaps, entry),
+        graphs=Graphs(
+            batch_tokens=batch_tokens, ceiling=ceiling, eager=ceiling is not None and batch_tokens > ceiling
+        ).in_full(),
+    ).in_full()
 
 
 def _gap(a: float | None, b: float | None, rel: float) -> bool:
@@ -99,8 +119,10 @@ def _gpu_flags(a: BlockState, b: BlockState, names: tuple[str, str]) -> list[str
             if _gap(va, vb, CLOCK_GAP):
                 out.append(f"GPU {ga.index} {names[0]} {va:.0f} vs {names[1]} {vb:.0f} {unit}")
         if ga.throttle_reasons != gb.throttle_reasons:
-            out.append(f"GPU {ga.index} throttle reasons {names[0]} {list(ga.throttle_reasons) or 'none'} vs "
-                       f"{names[1]} {list(gb.throttle_reasons) or 'none'}")
+            out.append(
+                f"GPU {ga.index} throttle reasons {names[0]} {list(ga.throttle_reasons) or 'none'} vs "
+                f"{names[1]} {list(gb.throttle_reasons) or 'none'}"
+            )
         ta, tb = ga.temperature_c, gb.temperature_c
         if ta is not None and tb is not None and abs(ta - tb) > TEMP_GAP_C:
             out.append(f"GPU {ga.index} temperature {names[0]} {ta:.0f} vs {names[1]} {tb:.0f} C")
@@ -135,8 +157,9 @@ def state_of(entry: CellEntry) -> BlockState | None:
     and the field when it does not read."""
     if entry.state is None:
         return None
-    return BlockState.from_json(entry.state, source=f"cells.jsonl {entry.role} {entry.workload} {entry.key[1]} "
-                                                    f"block {entry.repetition} state")
+    return BlockState.from_json(
+        entry.state, source=f"cells.jsonl {entry.role} {entry.workload} {entry.key[1]} block {entry.repetition} state"
+    )
 
 
 def _eager(state: BlockState | None) -> bool:
@@ -147,14 +170,19 @@ def _queue_notes(role: str, lines: Sequence[CellEntry]) -> list[str]:
     """A note when requests waited in the engine's queue (the sampled ``vllm:num_requests_waiting`` gauge) in
     closed-loop blocks: the engine did not batch all ``concurrency`` requests at once (KV cache full,
     preemption, ``max_num_seqs`` or a token budget below it), so queueing, not decoding, is in their TTFT."""
-    waits = [(e, w) for e in lines if (st := state_of(e)) is not None and st.engine is not None
-             and (w := st.engine.waiting_max)]
+    waits = [
+        (e, w)
+        for e in lines
+        if (st := state_of(e)) is not None and st.engine is not None and (w := st.engine.waiting_max)
+    ]
     if not waits or any(e.rate_rps is not None for e, _ in waits):
         return []
     most = max(w for _, w in waits)
-    return [f"{role}: up to {most:.0f} requests waited in the engine's queue (vllm:num_requests_waiting) in "
-            f"{len(waits)} of {len(lines)} blocks at concurrency {waits[0][0].concurrency}: queueing, not "
-            "decoding, is part of their TTFT"]
+    return [
+        f"{role}: up to {most:.0f} requests waited in the engine's queue (vllm:num_requests_waiting) in "
+        f"{len(waits)} of {len(lines)} blocks at concurrency {waits[0][0].concurrency}: queueing, not "
+        "decoding, is part of their TTFT"
+    ]
 
 
 def state_notes(entries: Mapping[str, Sequence[CellEntry]]) -> list[str]:
@@ -174,11 +202,22 @@ def state_notes(entries: Mapping[str, Sequence[CellEntry]]) -> list[str]:
             if flags:
                 out.append(f"block {b}: the state differs between plain and {role}: {'; '.join(flags)}")
         out += _queue_notes(role, lines)
-        g = next((st.graphs for e in lines if (st := state_of(e)) is not None and st.graphs and st.graphs.eager
-                  and not _eager(plain.get(e.repetition))), None)
+        g = next(
+            (
+                st.graphs
+                for e in lines
+                if (st := state_of(e)) is not None
+                and st.graphs
+                and st.graphs.eager
+                and not _eager(plain.get(e.repetition))
+            ),
+            None,
+        )
         if not speculates(role):
             g = None
         if g is not None:
-            out.append(f"{role}: decode batch {g.batch_tokens} tokens (concurrency x (1 + K)) is above the "
-                       f"CUDA-graph capture ceiling {g.ceiling}: these steps run eager (that can fake a crossover)")
+            out.append(
+                f"{role}: decode batch {g.batch_tokens} tokens (concurrency x (1 + K)) is above the "
+                f"CUDA-graph capture ceiling {g.ceiling}: these steps run eager (that can fake a crossover)"
+            )
     return out

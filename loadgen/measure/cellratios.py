@@ -25,30 +25,54 @@ from loadgen.records.request import RequestRecord
 PAIRED = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
 #: The ratios of two cells' statistics (no per-prompt pairing): metric -> the statistic it reads.
 SIDES: dict[str, Callable[[CellStats], float | None]] = {
-    "itl_p50": lambda s: s.itl_s.p50, "ttft_p95": lambda s: s.ttft_s.p95, "ttft_p99": lambda s: s.ttft_s.p99,
-    "e2e_p95": lambda s: s.e2e_s.p95, "e2e_p99": lambda s: s.e2e_s.p99,
-    "output_throughput": lambda s: s.output_throughput_tps, "request_throughput": lambda s: s.request_throughput_rps,
+    "itl_p50": lambda s: s.itl_s.p50,
+    "ttft_p95": lambda s: s.ttft_s.p95,
+    "ttft_p99": lambda s: s.ttft_s.p99,
+    "e2e_p95": lambda s: s.e2e_s.p95,
+    "e2e_p99": lambda s: s.e2e_s.p99,
+    "output_throughput": lambda s: s.output_throughput_tps,
+    "request_throughput": lambda s: s.request_throughput_rps,
 }
 METRICS = (*PAIRED, *SIDES)
 #: A block ratio's keys on the card, in their order.
-_BLOCKED = ("value", "ci_low", "ci_high", "pairs", "ci_method", "blocks", "between_block_sd", "within_block_sd",
-            "block_ratios")
+_BLOCKED = (
+    "value",
+    "ci_low",
+    "ci_high",
+    "pairs",
+    "ci_method",
+    "blocks",
+    "between_block_sd",
+    "within_block_sd",
+    "block_ratios",
+)
 
 
 def stats_of(records: Sequence[RequestRecord]) -> CellStats:
     """cell_stats over ``records`` (no counters)."""
-    return cell_stats([MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens,
-                                       r.error is not None) for r in records], None)
+    return cell_stats(
+        [
+            MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
+            for r in records
+        ],
+        None,
+    )
 
 
-def within_run_ratios(plain: Sequence[RequestRecord], arm: Sequence[RequestRecord], p: CellStats,
-                      a: CellStats) -> dict[str, cardcell.Ratio]:
+def within_run_ratios(
+    plain: Sequence[RequestRecord], arm: Sequence[RequestRecord], p: CellStats, a: CellStats
+) -> dict[str, cardcell.Ratio]:
     """The ratios of a run without blocks (module docstring), as older cards had them, marked within-run."""
-    out: dict[str, Ratio] = {m: paired_median_ratio(per_prompt(plain, f), per_prompt(arm, f))
-                             for m, f in PAIRED.items()}
+    out: dict[str, Ratio] = {
+        m: paired_median_ratio(per_prompt(plain, f), per_prompt(arm, f)) for m, f in PAIRED.items()
+    }
     out |= {m: simple_ratio(read(p), read(a)) for m, read in SIDES.items()}
-    return {m: cardcell.Ratio(r.value, r.ci_low, r.ci_high, r.pairs, ci_method="within-run").keyed(
-        "value", "ci_low", "ci_high", "pairs", "ci_method") for m, r in out.items()}
+    return {
+        m: cardcell.Ratio(r.value, r.ci_low, r.ci_high, r.pairs, ci_method="within-run").keyed(
+            "value", "ci_low", "ci_high", "pairs", "ci_method"
+        )
+        for m, r in out.items()
+    }
 
 
 def _by_block(records: Sequence[RequestRecord]) -> dict[int, list[RequestRecord]]:
@@ -79,7 +103,15 @@ def blocked_ratios(plain: Sequence[RequestRecord], arm: Sequence[RequestRecord])
     out: dict[str, cardcell.Ratio] = {}
     for m in METRICS:
         br = block_ratio(per_block[m], within.get(m, ()))
-        out[m] = cardcell.Ratio(br.value, br.ci_low, br.ci_high, pairs[m], ci_method="blocks", blocks=br.blocks,
-                                between_block_sd=br.between_block_sd, within_block_sd=br.within_block_sd,
-                                block_ratios=tuple(br.block_ratios)).keyed(*_BLOCKED)
+        out[m] = cardcell.Ratio(
+            br.value,
+            br.ci_low,
+            br.ci_high,
+            pairs[m],
+            ci_method="blocks",
+            blocks=br.blocks,
+            between_block_sd=br.between_block_sd,
+            within_block_sd=br.within_block_sd,
+            block_ratios=tuple(br.block_ratios),
+        ).keyed(*_BLOCKED)
     return out

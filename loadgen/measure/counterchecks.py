@@ -84,10 +84,13 @@ def server_counters(before: Snapshot, after: Snapshot) -> dict[str, Any]:
     finished = engine_counter_delta(before, after, REQUEST_SUCCESS)
     tokens = engine_counter_delta(before, after, GENERATION_TOKENS)
     engines = list(dict.fromkeys((*finished.engines, *tokens.engines)))
-    return {"server_finished_requests": finished.value, "server_generation_tokens": tokens.value,
-            "server_engines": engines, "server_reset_engines": [e for e in engines if
-                                                                e in {*finished.reset_engines, *tokens.reset_engines}],
-            "process_start_time_s": [before.total(PROCESS_START), after.total(PROCESS_START)]}
+    return {
+        "server_finished_requests": finished.value,
+        "server_generation_tokens": tokens.value,
+        "server_engines": engines,
+        "server_reset_engines": [e for e in engines if e in {*finished.reset_engines, *tokens.reset_engines}],
+        "process_start_time_s": [before.total(PROCESS_START), after.total(PROCESS_START)],
+    }
 
 
 def _names(engines: Sequence[str]) -> str:
@@ -118,8 +121,9 @@ def restart_evidence(entry: CellEntry) -> list[str]:
     sd = entry.spec_decode or {}
     if sd.get("reset"):
         many = len(sd.get("engines") or []) > 1
-        out.append("spec-decode counters went backwards" + (f" on every engine ({_names(sd['engines'])})"
-                                                             if many else ""))
+        out.append(
+            "spec-decode counters went backwards" + (f" on every engine ({_names(sd['engines'])})" if many else "")
+        )
     start = entry.process_start_time_s or [None, None]
     if None not in start and start[0] != start[1]:
         out.append(f"process_start_time_seconds changed {start[0]:.0f} → {start[1]:.0f}")
@@ -138,9 +142,15 @@ def _counters(entry: CellEntry) -> SpecDecodeCounters | None:
     sd = entry.spec_decode
     if not sd:
         return None
-    return SpecDecodeCounters(sd["num_drafts"], sd["num_draft_tokens"], sd["num_accepted_tokens"],
-                              tuple(sd["accepted_per_position"]), bool(sd.get("reset", False)),
-                              tuple(sd.get("engines") or ()), tuple(sd.get("reset_engines") or ()))
+    return SpecDecodeCounters(
+        sd["num_drafts"],
+        sd["num_draft_tokens"],
+        sd["num_accepted_tokens"],
+        tuple(sd["accepted_per_position"]),
+        bool(sd.get("reset", False)),
+        tuple(sd.get("engines") or ()),
+        tuple(sd.get("reset_engines") or ()),
+    )
 
 
 def usable_counters(entries: Sequence[CellEntry]) -> tuple[SpecDecodeCounters | None, str | None]:
@@ -152,12 +162,20 @@ def usable_counters(entries: Sequence[CellEntry]) -> tuple[SpecDecodeCounters | 
         why = next((restart_evidence(e) for _, e in kept), [])
         return None, ("server restarted inside the cell: " + "; ".join(why)) if why else None
     width = max(len(c.accepted_per_position) for c in counters)
-    per_pos = tuple(sum(c.accepted_per_position[i] for c in counters if i < len(c.accepted_per_position))
-                    for i in range(width))
+    per_pos = tuple(
+        sum(c.accepted_per_position[i] for c in counters if i < len(c.accepted_per_position)) for i in range(width)
+    )
     engines = tuple(dict.fromkeys(e for c in counters for e in c.engines))
     reset = tuple(dict.fromkeys(e for c in counters for e in c.reset_engines))
-    return SpecDecodeCounters(sum(c.num_drafts for c in counters), sum(c.num_draft_tokens for c in counters),
-                              sum(c.num_accepted_tokens for c in counters), per_pos, False, engines, reset), None
+    return SpecDecodeCounters(
+        sum(c.num_drafts for c in counters),
+        sum(c.num_draft_tokens for c in counters),
+        sum(c.num_accepted_tokens for c in counters),
+        per_pos,
+        False,
+        engines,
+        reset,
+    ), None
 
 
 def k_variable(spec_config: Mapping[str, Any]) -> str | None:
@@ -186,18 +204,24 @@ def verification_depth(c: SpecDecodeCounters | None, spec_config: Mapping[str, A
     ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length)."""
     k, why = spec_config.get("num_speculative_tokens"), k_variable(spec_config)
     mean = c.num_draft_tokens / c.num_drafts if c is not None and c.num_drafts > 0 else None
-    return {"k": None if k is None else int(k), "k_fixed": why is None, "k_variable_reason": why,
-            "mean_verified_tokens_per_step": mean}
+    return {
+        "k": None if k is None else int(k),
+        "k_fixed": why is None,
+        "k_variable_reason": why,
+        "mean_verified_tokens_per_step": mean,
+    }
 
 
 def depth_note(role: str, c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> str | None:
-    """"<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed and drafts were
+    """ "<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed and drafts were
     made; None otherwise (with a fixed K the invariant says X = K). For the card (report/carddata.py)."""
     depth = verification_depth(c, spec_config)
     if depth["k_fixed"] or depth["mean_verified_tokens_per_step"] is None or depth["k"] is None:
         return None
-    return (f"{role}: mean verified tokens per step {depth['mean_verified_tokens_per_step']:.2f} of K = "
-            f"{depth['k']} ({depth['k_variable_reason']}: fewer than K per step is by design)")
+    return (
+        f"{role}: mean verified tokens per step {depth['mean_verified_tokens_per_step']:.2f} of K = "
+        f"{depth['k']} ({depth['k_variable_reason']}: fewer than K per step is by design)"
+    )
 
 
 def invariant_violations(c: SpecDecodeCounters, k: int | None, adaptive: bool = False) -> list[str]:
@@ -214,14 +238,16 @@ def invariant_violations(c: SpecDecodeCounters, k: int | None, adaptive: bool = 
         out.append(f"per-position accepted counts sum to {sum(per_pos):.0f}, not the accepted count {accepted:.0f}")
     rise = next((i for i in range(1, len(per_pos)) if per_pos[i] > per_pos[i - 1] + 0.5), None)
     if rise is not None:
-        out.append(f"accepted at position {rise} ({per_pos[rise]:.0f}) exceeds position {rise - 1} "
-                   f"({per_pos[rise - 1]:.0f})")
+        out.append(
+            f"accepted at position {rise} ({per_pos[rise]:.0f}) exceeds position {rise - 1} ({per_pos[rise - 1]:.0f})"
+        )
     if k and c.num_drafts > 0:
         expected = k * c.num_drafts
         off = c.num_draft_tokens - expected
         if off > 0.5 or (off < -0.5 and not adaptive):
-            out.append(f"draft tokens {c.num_draft_tokens:.0f} ≠ K × drafts = {k} × {c.num_drafts:.0f} = "
-                       f"{expected:.0f}")
+            out.append(
+                f"draft tokens {c.num_draft_tokens:.0f} ≠ K × drafts = {k} × {c.num_drafts:.0f} = {expected:.0f}"
+            )
     return out
 
 
@@ -236,8 +262,10 @@ def token_mismatch(entry: CellEntry) -> str | None:
         return None
     if abs(server - client) <= TOKEN_TOLERANCE * client:
         return None
-    return (f"server generated {server:.0f} tokens (Δvllm:generation_tokens_total), loadgen received "
-            f"{client} ({100 * (server - client) / client:+.1f}%)")
+    return (
+        f"server generated {server:.0f} tokens (Δvllm:generation_tokens_total), loadgen received "
+        f"{client} ({100 * (server - client) / client:+.1f}%)"
+    )
 
 
 def older_names(entry: CellEntry) -> list[str]:
@@ -262,13 +290,16 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Mapping[
             who = role + (f" rep {e.repetition}" if len(role_entries) > 1 else "")
             what = "acceptance" if e.spec_decode else "server-side figures"
             if evidence := restart_evidence(e):
-                notes.append(f"{who}: {what} not measurable, the server restarted inside the cell "
-                             f"({'; '.join(evidence)})")
+                notes.append(
+                    f"{who}: {what} not measurable, the server restarted inside the cell ({'; '.join(evidence)})"
+                )
             elif (c := _counters(e)) is not None and (bad := invariant_violations(c, k, adaptive)):
                 notes.append(f"{who}: spec-decode counters inconsistent: {'; '.join(bad)}")
             if not evidence and (engines := partial_resets(e)):
-                notes.append(f"{who}: counters of engine {_names(engines)} went backwards inside the cell (reset), "
-                             f"left out: {what} from engine {_names(_held(e, engines))} whose counters held")
+                notes.append(
+                    f"{who}: counters of engine {_names(engines)} went backwards inside the cell (reset), "
+                    f"left out: {what} from engine {_names(_held(e, engines))} whose counters held"
+                )
             if mismatch := token_mismatch(e):
                 notes.append(f"{who}: {mismatch}")
             if old := older_names(e):
@@ -285,5 +316,7 @@ def kv_capacity_note(difference: ResourceDifference) -> str | None:
     loss = difference.kv_capacity_loss
     if loss is None or loss <= KV_LOSS_NOTE:
         return None
-    return (f"KV-cache capacity: the speculative server holds {difference.kv_cache_tokens_lost} tokens "
-            f"({100 * loss:.1f}%) fewer than the plain one, so fewer requests fit at once")
+    return (
+        f"KV-cache capacity: the speculative server holds {difference.kv_cache_tokens_lost} tokens "
+        f"({100 * loss:.1f}%) fewer than the plain one, so fewer requests fit at once"
+    )

@@ -34,10 +34,14 @@ from loadgen.records.cardcell import Cost
 AGREEMENT_TOLERANCE = 0.15
 
 
-def lossless(plain: Mapping[str, Sequence[int]], speculative: Mapping[str, Sequence[int]],
-             plain_finish: Mapping[str, str | None] | None = None,
-             speculative_finish: Mapping[str, str | None] | None = None, *,
-             lossy: str | None = None) -> dict[str, object]:
+def lossless(
+    plain: Mapping[str, Sequence[int]],
+    speculative: Mapping[str, Sequence[int]],
+    plain_finish: Mapping[str, str | None] | None = None,
+    speculative_finish: Mapping[str, str | None] | None = None,
+    *,
+    lossy: str | None = None,
+) -> dict[str, object]:
     """Compare generated token ids (and finish reasons, when given) per prompt id of successful requests.
 
     Returns ``{"pairs", "identical", "match_rate", "first_difference": [positions], "stop_differences",
@@ -66,9 +70,14 @@ def lossless(plain: Mapping[str, Sequence[int]], speculative: Mapping[str, Seque
             token_first.append((first[-1], len(a)))
     identical = len(keys) - len(first)
     late = bool(token_first) and all(pos > length / 2 for pos, length in token_first)
-    out: dict[str, object] = {"pairs": len(keys), "identical": identical,
-                              "match_rate": identical / len(keys) if keys else None,
-                              "first_difference": first, "stop_differences": stops, "late": late}
+    out: dict[str, object] = {
+        "pairs": len(keys),
+        "identical": identical,
+        "match_rate": identical / len(keys) if keys else None,
+        "first_difference": first,
+        "stop_differences": stops,
+        "late": late,
+    }
     return out | ({"lossy": True, "lossy_reason": lossy} if lossy else {})
 
 
@@ -86,8 +95,10 @@ def lossless_note(result: Mapping[str, object]) -> str | None:
     (``result["lossy"]``) always gets one line stating its match rate as information, not judged."""
     rate = result.get("match_rate")
     if result.get("lossy") and isinstance(rate, float):
-        return (f"lossy rejection ({result.get('lossy_reason')}): outputs differ from the target's by design; "
-                f"match rate {100 * rate:.0f}% reported, not judged")
+        return (
+            f"lossy rejection ({result.get('lossy_reason')}): outputs differ from the target's by design; "
+            f"match rate {100 * rate:.0f}% reported, not judged"
+        )
     if not isinstance(rate, float) or rate >= 1.0:
         return None
     first = result.get("first_difference") or []
@@ -98,18 +109,28 @@ def lossless_note(result: Mapping[str, object]) -> str | None:
     stops = result.get("stop_differences")
     stops = stops if isinstance(stops, int) else 0
     if stops:
-        parts.append(f"{stops} of {differing} differing requests differ in length or finish reason: a stop rule "
-                     "(EOS, stop string, max_tokens) ended the two outputs differently")
+        parts.append(
+            f"{stops} of {differing} differing requests differ in length or finish reason: a stop rule "
+            "(EOS, stop string, max_tokens) ended the two outputs differently"
+        )
     if differing > stops:
-        parts.append("the others start late: typical of numerical nondeterminism across batch shapes (K+1-token "
-                     "verification vs one-token decode), not of a broken draft" if result.get("late") else
-                     "some start early: check that both servers ran the same model, dtype and sampling")
+        parts.append(
+            "the others start late: typical of numerical nondeterminism across batch shapes (K+1-token "
+            "verification vs one-token decode), not of a broken draft"
+            if result.get("late")
+            else "some start early: check that both servers ran the same model, dtype and sampling"
+        )
     return "; ".join(parts)
 
 
-def cost_decomposition(plain_step_s: float | None, spec_step_s: float | None, acceptance_length: float | None,
-                       plain_tpot_s: float | None, spec_tpot_s: float | None,
-                       tokens_per_decode_chunk: float | None) -> Cost:
+def cost_decomposition(
+    plain_step_s: float | None,
+    spec_step_s: float | None,
+    acceptance_length: float | None,
+    plain_tpot_s: float | None,
+    spec_tpot_s: float | None,
+    tokens_per_decode_chunk: float | None,
+) -> Cost:
     """Step times (s, steptime.py), their ratio, the speedup they predict and the measured TPOT speedup;
     ``agrees`` within :data:`AGREEMENT_TOLERANCE`, and ``why`` when not. The step times and the acceptance
     length are written even when None; the rest only when all five inputs are there."""
@@ -123,18 +144,29 @@ def cost_decomposition(plain_step_s: float | None, spec_step_s: float | None, ac
     agrees = abs(predicted / measured - 1.0) <= AGREEMENT_TOLERANCE
     reasons = []
     if not agrees and tokens_per_decode_chunk and abs(tokens_per_decode_chunk / acceptance_length - 1.0) > 0.05:
-        reasons.append(f"the client saw {tokens_per_decode_chunk:.2f} tokens per chunk, not the server's "
-                       f"{acceptance_length:.2f} per step: chunks merged several steps or steps emitted none")
+        reasons.append(
+            f"the client saw {tokens_per_decode_chunk:.2f} tokens per chunk, not the server's "
+            f"{acceptance_length:.2f} per step: chunks merged several steps or steps emitted none"
+        )
     if not agrees:
-        reasons.append("TPOT p50 is the median request's, while step times and acceptance length are averages "
-                       "over the cell's steps: requests held up by other requests' prefills or scheduling weigh "
-                       "differently")
-    return replace(steps, step_time_ratio=ratio, predicted_speedup=predicted, measured_tpot_speedup=measured,
-                   agrees=agrees, why="; ".join(reasons) or None)
+        reasons.append(
+            "TPOT p50 is the median request's, while step times and acceptance length are averages "
+            "over the cell's steps: requests held up by other requests' prefills or scheduling weigh "
+            "differently"
+        )
+    return replace(
+        steps,
+        step_time_ratio=ratio,
+        predicted_speedup=predicted,
+        measured_tpot_speedup=measured,
+        agrees=agrees,
+        why="; ".join(reasons) or None,
+    )
 
 
-def goodput(ttft_s: Sequence[float], tpot_s: Sequence[float | None], e2e_s: Sequence[float], window_s: float,
-            slo: SLO) -> float | None:
+def goodput(
+    ttft_s: Sequence[float], tpot_s: Sequence[float | None], e2e_s: Sequence[float], window_s: float, slo: SLO
+) -> float | None:
     """Requests per second meeting every declared SLO (a 1-token request's missing TPOT counts as met),
     over ``window_s``; None without SLOs or window."""
     limits = slo.limits()

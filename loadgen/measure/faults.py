@@ -11,8 +11,21 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-CATEGORIES = ("http_429", "model_not_found", "context_length", "http_4xx", "http_5xx", "connect", "timeout", "reset",
-              "error_event", "malformed", "no_token_ids", "no_tokens", "other")
+CATEGORIES = (
+    "http_429",
+    "model_not_found",
+    "context_length",
+    "http_4xx",
+    "http_5xx",
+    "connect",
+    "timeout",
+    "reset",
+    "error_event",
+    "malformed",
+    "no_token_ids",
+    "no_tokens",
+    "other",
+)
 _HTTP = re.compile(r"^HTTP (\d{3})")
 #: vLLM's answers (vllm/entrypoints/openai serving code; seen on 0.32 in tests/e2e/test_vllm_faults.py): a model
 #: name it does not serve is a 404 "The model `x` does not exist."; a prompt (plus max_tokens) over max_model_len

@@ -21,16 +21,13 @@ from loadgen.records.protocol import Protocol
 NOT_DECLARED = "no criteria declared: not judged"
 
 
-
-
 def judged_resources(difference: ResourceDifference | None) -> JudgedResources:
     """What :func:`criteria.judge` judges of the card's ``resources.difference``: the draft's extra memory (GPU
     bytes where measured, else CPU RSS bytes) and the KV-cache capacity lost (a fraction)."""
     if difference is None:
         return JudgedResources()
     extra = difference.extra_gpu_memory_bytes
-    return JudgedResources(extra if extra is not None else difference.extra_cpu_rss_bytes,
-                           difference.kv_capacity_loss)
+    return JudgedResources(extra if extra is not None else difference.extra_cpu_rss_bytes, difference.kv_capacity_loss)
 
 
 def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
@@ -40,8 +37,9 @@ def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
     return dataclasses.replace(parse_criteria(fields, path), declared=tuple(raw.get("declared", fields)))
 
 
-def card_verdict(proto: Protocol, cells: Sequence[CardCell], resources: JudgedResources | None,
-                 path: Path) -> CardVerdict:
+def card_verdict(
+    proto: Protocol, cells: Sequence[CardCell], resources: JudgedResources | None, path: Path
+) -> CardVerdict:
     """The card's ``verdict`` against protocol.json's ``criteria`` (``Criteria.to_json()`` plus ``declared``, or
     None when the pair file had no ``[criteria]``; ``path``: the file named when it does not parse); ``cells``
     and ``resources`` as :func:`criteria.judge` takes them.
@@ -53,9 +51,14 @@ def card_verdict(proto: Protocol, cells: Sequence[CardCell], resources: JudgedRe
     raw = proto.criteria
     if raw is None:
         return CardVerdict(declared=False, passed=None, summary=NOT_DECLARED, lines=()).keyed(
-            "declared", "passed", "summary", "criteria", "cells", "resources", "lines")
+            "declared", "passed", "summary", "criteria", "cells", "resources", "lines"
+        )
     criteria = criteria_of(raw, path)
     verdict = judge(criteria, cells, resources)
     record = verdict.record()
-    return dataclasses.replace(record, declared_keys=criteria.declared, lines=tuple(c.line() for c in verdict.cells),
-                               keys=(*record.keys, "declared", "declared_keys", "lines"))
+    return dataclasses.replace(
+        record,
+        declared_keys=criteria.declared,
+        lines=tuple(c.line() for c in verdict.cells),
+        keys=(*record.keys, "declared", "declared_keys", "lines"),
+    )

@@ -242,10 +242,13 @@ class ClientUse:
         if not (busy or lagging):
             return None
         state = "near saturation" if busy else "held up (its event loop was late while not busy)"
-        return (f"loadgen's client was {state} in this cell ({self.cores:.2f} of its one event-loop core"
-                + (f", send lag p99 {lag * 1e3:.1f} ms" if lag is not None else "") + "): its own delays may be in "
-                "the numbers; use fewer concurrent streams per loadgen process or a faster or quieter machine for "
-                "the client")
+        return (
+            f"loadgen's client was {state} in this cell ({self.cores:.2f} of its one event-loop core"
+            + (f", send lag p99 {lag * 1e3:.1f} ms" if lag is not None else "")
+            + "): its own delays may be in "
+            "the numbers; use fewer concurrent streams per loadgen process or a faster or quieter machine for "
+            "the client"
+        )
 
 
 def per_prompt(records: Iterable[RequestRecord], field: str) -> dict[str, float]:

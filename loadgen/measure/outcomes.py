@@ -48,8 +48,13 @@ def side_outcomes(records: Sequence[RequestRecord]) -> Outcomes:
     """The :class:`Outcomes` of one server's measured requests of a cell."""
     ok = [r for r in records if r.error is None and r.chunk_tokens]
     first = [r.chunk_tokens[0] for r in ok]
-    return Outcomes(categories(r.error for r in records), dict(Counter(r.finish_reason or "none" for r in ok)),
-                    sum(1 for r in records if r.usage_mismatch), sum(1 for k in first if k > 1), max(first, default=0))
+    return Outcomes(
+        categories(r.error for r in records),
+        dict(Counter(r.finish_reason or "none" for r in ok)),
+        sum(1 for r in records if r.usage_mismatch),
+        sum(1 for k in first if k > 1),
+        max(first, default=0),
+    )
 
 
 def side_notes(role: str, side: RoleStats) -> list[str]:
@@ -61,13 +66,17 @@ def side_notes(role: str, side: RoleStats) -> list[str]:
         kinds = ", ".join(f"{k}: {n}" for k, n in sorted((side.error_categories or {}).items()))
         notes.append(f"{role}: {errors} of {requests} requests failed ({kinds})")
     if side.usage_mismatches:
-        notes.append(f"{role}: {side.usage_mismatches} of {requests} requests' usage completion_tokens disagreed "
-                     "with the counted token ids (the card counts token ids)")
+        notes.append(
+            f"{role}: {side.usage_mismatches} of {requests} requests' usage completion_tokens disagreed "
+            "with the counted token ids (the card counts token ids)"
+        )
     if side.first_chunk_multi_token_requests:
-        notes.append(f"{role}: {side.first_chunk_multi_token_requests} of {ok} requests carried more than one "
-                     f"token (up to {side.first_chunk_max_tokens}) in their first token-bearing chunk: TPOT "
-                     "divides E2E - TTFT by output tokens - 1 although fewer tokens came after TTFT, so it reads "
-                     "below the per-token ITL")
+        notes.append(
+            f"{role}: {side.first_chunk_multi_token_requests} of {ok} requests carried more than one "
+            f"token (up to {side.first_chunk_max_tokens}) in their first token-bearing chunk: TPOT "
+            "divides E2E - TTFT by output tokens - 1 although fewer tokens came after TTFT, so it reads "
+            "below the per-token ITL"
+        )
     return notes
 
 
@@ -85,23 +94,32 @@ def stop_notes(plain: Sequence[RequestRecord], speculative: Sequence[RequestReco
     past = [k for k in stopped if s[k].output_tokens > p[k].output_tokens]
     notes = []
     if length:
-        notes.append(f"speculative finished {len(length)} of {len(keys)} paired requests with `length` where the "
-                     "plain server stopped (`stop`): a stop (EOS or stop string) did not end them")
+        notes.append(
+            f"speculative finished {len(length)} of {len(keys)} paired requests with `length` where the "
+            "plain server stopped (`stop`): a stop (EOS or stop string) did not end them"
+        )
     if past:
         extra = sum(s[k].output_tokens - p[k].output_tokens for k in past)
-        notes.append(f"speculative returned tokens past the plain server's stop in {len(past)} request"
-                     f"{'s' if len(past) > 1 else ''} ({extra} token{'s' if extra > 1 else ''} in all)")
+        notes.append(
+            f"speculative returned tokens past the plain server's stop in {len(past)} request"
+            f"{'s' if len(past) > 1 else ''} ({extra} token{'s' if extra > 1 else ''} in all)"
+        )
     return notes
 
 
-def lossless_inputs(plain: Sequence[RequestRecord], speculative: Sequence[RequestRecord]) -> tuple[
-        dict[str, list[int]], dict[str, list[int]], dict[str, str | None], dict[str, str | None]]:
+def lossless_inputs(
+    plain: Sequence[RequestRecord], speculative: Sequence[RequestRecord]
+) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[str, str | None], dict[str, str | None]]:
     """Token ids and finish reasons per prompt id of both servers' successful requests, the arguments of
     :func:`loadgen.diagnosis.lossless`."""
     p = {r.prompt_id: r for r in plain if r.error is None and r.token_ids}
     s = {r.prompt_id: r for r in speculative if r.error is None and r.token_ids}
-    return ({k: r.token_ids for k, r in p.items()}, {k: r.token_ids for k, r in s.items()},
-            {k: r.finish_reason for k, r in p.items()}, {k: r.finish_reason for k, r in s.items()})
+    return (
+        {k: r.token_ids for k, r in p.items()},
+        {k: r.token_ids for k, r in s.items()},
+        {k: r.finish_reason for k, r in p.items()},
+        {k: r.finish_reason for k, r in s.items()},
+    )
 
 
 def finish_line(cell: CardCell) -> str | None:

@@ -95,15 +95,22 @@ def best(entries: Sequence[Entry]) -> tuple[Entry | None, list[str]]:
 def _decision(entries: Sequence[Entry], scale: float) -> str:
     """The cell's decision with every speedup (and CI) multiplied by ``scale``: the best candidate that beats
     plain, or ``plain``."""
-    scaled = [Entry(e.candidate, e.k, e.draft_weights, e.speedup * scale if e.speedup is not None else None,
-                    e.ci_low * scale if e.ci_low is not None else None,
-                    e.ci_high * scale if e.ci_high is not None else None) for e in entries]
+    scaled = [
+        Entry(
+            e.candidate,
+            e.k,
+            e.draft_weights,
+            e.speedup * scale if e.speedup is not None else None,
+            e.ci_low * scale if e.ci_low is not None else None,
+            e.ci_high * scale if e.ci_high is not None else None,
+        )
+        for e in entries
+    ]
     winner, _ = best([e for e in scaled if e.beats_plain()])
     return winner.candidate if winner is not None else "plain"
 
 
-def drift_warning(cell: str, drift: Drift | None, entries: Sequence[Entry],
-                  lower_is_better: bool = True) -> str | None:
+def drift_warning(cell: str, drift: Drift | None, entries: Sequence[Entry], lower_is_better: bool = True) -> str | None:
     """One line when the plain baseline's drift (after / before, with its CI) is distinguishable from 1 and
     the decision at the cell differs between the two baselines; None otherwise (module docstring)."""
     value = None if drift is None else drift.value
@@ -115,8 +122,10 @@ def drift_warning(cell: str, drift: Drift | None, entries: Sequence[Entry],
     if before == after:
         return None
     ci = f" [95% CI {low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-    return (f"{cell}: the plain baseline drifted {100 * (value - 1):+.1f}%{ci} between before and after, and the "
-            f"decision depends on it: {before} against plain-before, {after} against plain-after")
+    return (
+        f"{cell}: the plain baseline drifted {100 * (value - 1):+.1f}%{ci} between before and after, and the "
+        f"decision depends on it: {before} against plain-before, {after} against plain-after"
+    )
 
 
 def upper_bound(k: int, step_time_ratio: float | None) -> float | None:
@@ -137,8 +146,10 @@ def off_above(winners: Sequence[tuple[int, Entry | None]]) -> tuple[int | None, 
     if paying[-1] == ordered[-1][0]:
         return None, f"speculation pays up to the highest level measured (concurrency {paying[-1]})"
     nxt = next(c for c, _ in ordered if c > paying[-1])
-    return paying[-1], (f"speculation off above concurrency {paying[-1]} (the crossover lies between the measured "
-                        f"levels {paying[-1]} and {nxt})")
+    return paying[-1], (
+        f"speculation off above concurrency {paying[-1]} (the crossover lies between the measured "
+        f"levels {paying[-1]} and {nxt})"
+    )
 
 
 def geomean(values: Sequence[float | None]) -> float | None:
@@ -148,8 +159,11 @@ def geomean(values: Sequence[float | None]) -> float | None:
     return math.exp(sum(math.log(v) for v in values if v is not None) / len(values))
 
 
-def static_choice(scores: Mapping[str, tuple[bool, float | None]], cost: Mapping[str, tuple[int, int, str]],
-                  cells: Sequence[Sequence[Entry]] = ()) -> str | None:
+def static_choice(
+    scores: Mapping[str, tuple[bool, float | None]],
+    cost: Mapping[str, tuple[int, int, str]],
+    cells: Sequence[Sequence[Entry]] = (),
+) -> str | None:
     """The one static configuration: among candidates meeting the criteria (``scores[name] = (meets,
     geometric-mean speedup over the declared range)``), the highest speedup above 1; a candidate whose speedup
     lies inside the leader's CI at every one of ``cells`` (each cell's entries) ties with it, and a tie goes
@@ -162,8 +176,10 @@ def static_choice(scores: Mapping[str, tuple[bool, float | None]], cost: Mapping
     def tied(name: str) -> bool:
         if not cells:
             return eligible[name] == eligible[leader]
-        pairs = [(next((e for e in c if e.candidate == leader), None), next((e for e in c if e.candidate == name),
-                                                                           None)) for c in cells]
+        pairs = [
+            (next((e for e in c if e.candidate == leader), None), next((e for e in c if e.candidate == name), None))
+            for c in cells
+        ]
         return all(a is not None and b is not None and a.ties(b) for a, b in pairs if a is not None or b is not None)
 
     return min((n for n in eligible if n == leader or tied(n)), key=lambda n: cost[n])

@@ -35,8 +35,9 @@ def _delta(entry: Mapping[str, Any]) -> HistogramDelta:
     return HistogramDelta(bounds, counts, float(entry.get("count") or 0), float(entry.get("sum") or 0))
 
 
-def agreement(client_s: float | None, server_s: float | None, upper_bounds: Sequence[float],
-              server_above: bool) -> bool | None:
+def agreement(
+    client_s: float | None, server_s: float | None, upper_bounds: Sequence[float], server_above: bool
+) -> bool | None:
     """Whether client and server quantiles agree within the histogram's bucket resolution
     (``metrics.agrees_within_buckets``), except when the server's quantile is above the last finite
     bound: never True then; False when the client's figure is within the finite buckets (they
@@ -56,6 +57,11 @@ def compare(client_p50_s: float | None, hist: Mapping[str, Any]) -> ServerVsClie
     from the stored buckets, so entries of older runs get it too."""
     bounds = list(bounds_of(hist.get("upper_bounds")))
     above = bool(hist.get("p50_above_bound")) or (bool(bounds) and above_bound(_delta(hist), 0.5))
-    return ServerVsClient(client_p50=client_p50_s, server_p50=hist.get("p50"), server_above_bound=above,
-                          metric=hist.get("metric"), agrees=agreement(client_p50_s, hist.get("p50"), bounds, above),
-                          bucket_bounds=json_bounds(bounds)).in_full()
+    return ServerVsClient(
+        client_p50=client_p50_s,
+        server_p50=hist.get("p50"),
+        server_above_bound=above,
+        metric=hist.get("metric"),
+        agrees=agreement(client_p50_s, hist.get("p50"), bounds, above),
+        bucket_bounds=json_bounds(bounds),
+    ).in_full()

@@ -31,13 +31,15 @@ def _band(aa: Ratio | None) -> tuple[float, float]:
     return noise_band(None, None) if aa is None else noise_band(aa.ci_low, aa.ci_high)
 
 
-def decided(ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[CellKey, Ratio | None], arm: str,
-            lower_is_better: bool) -> bool:
+def decided(
+    ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[CellKey, Ratio | None], arm: str, lower_is_better: bool
+) -> bool:
     """True when ``arm``'s primary ratio is faster or slower than plain, clear of the noise floor, at every
     cell where it was measured (and it was measured somewhere)."""
     seen = [(key, r[arm]) for key, r in ratios.items() if arm in r]
-    return bool(seen) and all(effect(r.ci_low, r.ci_high, _band(aa.get(key)), lower_is_better)
-                              in (FASTER, SLOWER) for key, r in seen)
+    return bool(seen) and all(
+        effect(r.ci_low, r.ci_high, _band(aa.get(key)), lower_is_better) in (FASTER, SLOWER) for key, r in seen
+    )
 
 
 def wider(r: Ratio, goal: float) -> bool:
@@ -46,9 +48,14 @@ def wider(r: Ratio, goal: float) -> bool:
     return w is None or w > goal
 
 
-def needed(ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[CellKey, Ratio | None],
-           speculative: Sequence[str], goal: float, lower_is_better: bool,
-           placebo: bool) -> dict[CellKey, list[str]]:
+def needed(
+    ratios: Mapping[CellKey, Mapping[str, Ratio]],
+    aa: Mapping[CellKey, Ratio | None],
+    speculative: Sequence[str],
+    goal: float,
+    lower_is_better: bool,
+    placebo: bool,
+) -> dict[CellKey, list[str]]:
     """The cells that need one more block and the arms that measure it (module docstring): ``ratios`` maps
     cell -> arm -> its primary ratio so far, ``aa`` cell -> the placebo's. Arms in base order (plain, the
     placebo when ``placebo``, then the speculative arms in ``speculative``'s order)."""
@@ -61,8 +68,12 @@ def needed(ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[CellKey, R
     return out
 
 
-def stopped_short(ratios: Mapping[CellKey, Mapping[str, Ratio]], aa: Mapping[CellKey, Ratio | None],
-                  goal: float, lower_is_better: bool) -> list[tuple[CellKey, str, float | None]]:
+def stopped_short(
+    ratios: Mapping[CellKey, Mapping[str, Ratio]],
+    aa: Mapping[CellKey, Ratio | None],
+    goal: float,
+    lower_is_better: bool,
+) -> list[tuple[CellKey, str, float | None]]:
     """(cell, arm, half-width) for every undecided speculative arm whose primary CI is still wider than
     ``goal``: what the card lists as stopped short."""
     arms = {a for r in ratios.values() for a in r}

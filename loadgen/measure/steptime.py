@@ -79,11 +79,21 @@ def role_steps(side: RoleStats, requests: Sequence[Sequence[float]] | None, entr
     else:
         client, basis, share = None if icl is None else icl.mean, "pooled (mean inter-chunk latency)", None
     server = server_step_s(entry)
-    artefact = tuple(name for name, d in (("ITL", itl), ("inter-chunk latency", icl))
-                     if d is not None and d.p50 is not None and d.p50 < BURST_GAP_S)
-    return StepTime(server_step_s=server, client_step_s=client, client_basis=basis,
-                    step_s=server if server else client, source="server" if server else "client",
-                    burst_share=share, icl_p50_s=None if icl is None else icl.p50, burst_artefacts=artefact)
+    artefact = tuple(
+        name
+        for name, d in (("ITL", itl), ("inter-chunk latency", icl))
+        if d is not None and d.p50 is not None and d.p50 < BURST_GAP_S
+    )
+    return StepTime(
+        server_step_s=server,
+        client_step_s=client,
+        client_basis=basis,
+        step_s=server if server else client,
+        source="server" if server else "client",
+        burst_share=share,
+        icl_p50_s=None if icl is None else icl.p50,
+        burst_artefacts=artefact,
+    )
 
 
 def _note(role: str, steps: StepTime, client_cores: float | None) -> str | None:
@@ -91,19 +101,29 @@ def _note(role: str, steps: StepTime, client_cores: float | None) -> str | None:
     if not artefacts and (share is None or share < BURST_NOTE_SHARE):
         return None
     samples = "inter-chunk gaps" if "inter-chunk latency" in artefacts else "per-token ITL samples"
-    what = (f"{100 * share:.0f}% of inter-chunk gaps under 0.1 ms" if share is not None else
-            f"over half of the {samples} under 0.1 ms (the share itself needs requests.jsonl)")
+    what = (
+        f"{100 * share:.0f}% of inter-chunk gaps under 0.1 ms"
+        if share is not None
+        else f"over half of the {samples} under 0.1 ms (the share itself needs requests.jsonl)"
+    )
     p50 = steps.icl_p50_s
-    tail = (f"; a p50 under 0.1 ms ({' and '.join(artefacts)}; inter-chunk p50 {p50 * 1e3:.2f} ms) is a burst "
-            "artefact: ITL p50 ratio withheld" if artefacts and p50 is not None else "")
+    tail = (
+        f"; a p50 under 0.1 ms ({' and '.join(artefacts)}; inter-chunk p50 {p50 * 1e3:.2f} ms) is a burst "
+        "artefact: ITL p50 ratio withheld"
+        if artefacts and p50 is not None
+        else ""
+    )
     cpu = f"; loadgen's client used {client_cores:.2f} cores" if client_cores is not None else ""
     source = "the server histogram" if steps.source == "server" else "decode time per chunk"
-    return (f"{role}: bursty delivery: {what} (chunks of several engine steps arrived back to back){cpu}{tail}; "
-            f"step time from {source}" + (f": {steps.step_s * 1e3:.2f} ms" if steps.step_s else ""))
+    return (
+        f"{role}: bursty delivery: {what} (chunks of several engine steps arrived back to back){cpu}{tail}; "
+        f"step time from {source}" + (f": {steps.step_s * 1e3:.2f} ms" if steps.step_s else "")
+    )
 
 
-def apply(cell: CardCell, requests: Mapping[str, Sequence[Sequence[float]]] | None,
-          entries: Mapping[str, CellEntry]) -> CardCell:
+def apply(
+    cell: CardCell, requests: Mapping[str, Sequence[Sequence[float]]] | None, entries: Mapping[str, CellEntry]
+) -> CardCell:
     """``cell`` with ``step_time`` on each of its roles, its ``cost`` from those step times
     (diagnosis.cost_decomposition), the ITL p50 ratio withheld when either p50 is a burst artefact, and one
     note per bursty role appended. ``requests`` maps role -> chunk arrivals (s) per measured request
@@ -120,8 +140,12 @@ def apply(cell: CardCell, requests: Mapping[str, Sequence[Sequence[float]]] | No
             cores = None if entry is None else entry.client.get("cpu_cores")
             if (note := _note(role, steps[role], cores)) is not None:
                 notes.append(note)
-    cell = replace(cell, plain=sides.get("plain", cell.plain), speculative=sides.get("speculative", cell.speculative),
-                   notes=tuple(notes))
+    cell = replace(
+        cell,
+        plain=sides.get("plain", cell.plain),
+        speculative=sides.get("speculative", cell.speculative),
+        notes=tuple(notes),
+    )
     if len(steps) < 2:
         return cell
     return _cost(cell, steps)
@@ -134,10 +158,10 @@ def _cost(cell: CardCell, steps: Mapping[str, StepTime]) -> CardCell:
     source = "server" if steps["plain"].source == steps["speculative"].source == "server" else "client"
     step = {role: getattr(steps[role], f"{source}_step_s") for role in ROLES}
     if any(v is not None and v < BURST_GAP_S for v in step.values()):
-        return replace(cell, cost=Cost(unavailable="a step time under 0.1 ms is a burst artefact",
-                                       step_source=source))
-    decomposed = cost_decomposition(step["plain"], step["speculative"], acc, _p50(p.tpot_s), _p50(s.tpot_s),
-                                    s.mean_tokens_per_decode_chunk)
+        return replace(cell, cost=Cost(unavailable="a step time under 0.1 ms is a burst artefact", step_source=source))
+    decomposed = cost_decomposition(
+        step["plain"], step["speculative"], acc, _p50(p.tpot_s), _p50(s.tpot_s), s.mean_tokens_per_decode_chunk
+    )
     cell = replace(cell, cost=replace(decomposed, step_source=source, client_basis=steps["plain"].client_basis))
     artefacts = {role: steps[role].burst_artefacts for role in ROLES if steps[role].burst_artefacts}
     if not artefacts or "itl_p50" not in cell.ratios:

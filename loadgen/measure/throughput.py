@@ -45,8 +45,9 @@ class Peak:
     partial_s: float
 
 
-def peak_output(start_s: float, end_s: float, arrivals_s: Sequence[Sequence[float]],
-                tokens: Sequence[Sequence[int]]) -> Peak:
+def peak_output(
+    start_s: float, end_s: float, arrivals_s: Sequence[Sequence[float]], tokens: Sequence[Sequence[int]]
+) -> Peak:
     """The peak over the window ``[start_s, end_s]`` (seconds, one clock; see the module docstring).
 
     ``arrivals_s[r][i]`` is the arrival of request r's i-th token-bearing chunk and ``tokens[r][i]`` its
@@ -61,8 +62,12 @@ def peak_output(start_s: float, end_s: float, arrivals_s: Sequence[Sequence[floa
     whole = math.floor(window / BUCKET_S)
     partial = window - whole * BUCKET_S
     if whole < MIN_BUCKETS:
-        return Peak(None, f"window too short for a peak ({window:.2f} s < {MIN_BUCKETS} whole "
-                          f"{BUCKET_S:g} s buckets)", whole, partial)
+        return Peak(
+            None,
+            f"window too short for a peak ({window:.2f} s < {MIN_BUCKETS} whole {BUCKET_S:g} s buckets)",
+            whole,
+            partial,
+        )
     times = np.fromiter((t for request in arrivals_s for t in request), dtype=float)
     counts = np.fromiter((k for request in tokens for k in request), dtype=float)
     index = np.floor((times - start_s) / BUCKET_S).astype(int)

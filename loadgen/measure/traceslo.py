@@ -62,8 +62,9 @@ def _bounds(tested: Mapping[float, Holds], server: str) -> tuple[float | None, f
     return max(ok, default=None), min(bad, default=None)
 
 
-def bisect_capacity(measure: Callable[[float], Holds], low: float, high: float,
-                    steps: int) -> tuple[dict[str, float | None], dict[float, Holds]]:
+def bisect_capacity(
+    measure: Callable[[float], Holds], low: float, high: float, steps: int
+) -> tuple[dict[str, float | None], dict[float, Holds]]:
     """Each server's fastest speed holding its SLOs, searched in [``low``, ``high``] (speeds, > 0): ``measure``
     replays at a speed and says per server whether its SLOs held; ``high`` and ``low`` first, then up to
     ``steps`` geometric midpoints of the widest open interval (module docstring). Returns the fastest holding
@@ -74,8 +75,11 @@ def bisect_capacity(measure: Callable[[float], Holds], low: float, high: float,
         tested[speed] = dict(measure(speed))
     servers = list(dict.fromkeys(s for r in tested.values() for s in r))
     for _ in range(steps):
-        gaps = [(bad / ok, math.sqrt(ok * bad)) for ok, bad in (_bounds(tested, s) for s in servers)
-                if ok is not None and bad is not None and bad > ok]
+        gaps = [
+            (bad / ok, math.sqrt(ok * bad))
+            for ok, bad in (_bounds(tested, s) for s in servers)
+            if ok is not None and bad is not None and bad > ok
+        ]
         if not gaps:
             break
         mid = max(gaps)[1]

@@ -38,7 +38,6 @@ OUTCOMES = (PAYS, EVEN, LOSES, UNKNOWN)
 Blocks = Sequence[Sequence[RequestRecord]]  # one arm's measured records, one sequence per block
 
 
-
 def offsets(block: Sequence[RequestRecord]) -> dict[str, float]:
     """``{prompt_id: offset}`` (s after the block's first due time) of a block's records with a due time."""
     due = [r.arrival_s for r in block if r.arrival_s is not None]
@@ -50,8 +49,10 @@ def intervals(block: Sequence[RequestRecord]) -> np.ndarray:
     """(n, 2) send and end times of a block's requests on the trace's clock (s; end = last byte)."""
     due = [r.arrival_s for r in block if r.arrival_s is not None]
     t0 = min(due) if due else 0.0
-    rows = [(r.send_s - t0, max(r.done_s or 0.0, r.chunk_arrivals_s[-1] if r.chunk_arrivals_s else 0.0, r.send_s)
-             - t0) for r in block]
+    rows = [
+        (r.send_s - t0, max(r.done_s or 0.0, r.chunk_arrivals_s[-1] if r.chunk_arrivals_s else 0.0, r.send_s) - t0)
+        for r in block
+    ]
     return np.asarray(rows, dtype=float).reshape(-1, 2)
 
 
@@ -86,12 +87,20 @@ def arm_window(blocks: Blocks, ids: Sequence[set[str]], start: float, end: float
         mean, peak = in_flight(intervals(block), start, end)
         means.append(mean)
         peaks.append(peak)
-    return ArmWindow(n, float(np.mean(means)) if means else 0.0, max(peaks, default=0), _pct(tpot, 50),
-                     _pct(tpot, 90), _pct(ttft, 50), _pct(ttft, 90))
+    return ArmWindow(
+        n,
+        float(np.mean(means)) if means else 0.0,
+        max(peaks, default=0),
+        _pct(tpot, 50),
+        _pct(tpot, 90),
+        _pct(ttft, 50),
+        _pct(ttft, 90),
+    )
 
 
-def window_speedup(plain: Blocks, arm: Blocks, ids: Sequence[set[str]]) -> tuple[float | None, float | None,
-                                                                                   float | None, str]:
+def window_speedup(
+    plain: Blocks, arm: Blocks, ids: Sequence[set[str]]
+) -> tuple[float | None, float | None, float | None, str]:
     """(speedup, CI low, CI high, ``blocks`` | ``bootstrap``): plain / arm of the median TPOT of the prompts
     ``ids[b]`` of each block b (module docstring)."""
     ratios, sds, single = [], [], None
@@ -122,8 +131,9 @@ def outcome(ci_low: float | None, ci_high: float | None, band: tuple[float, floa
     return EVEN
 
 
-def trace_windows(plain: Blocks, arm: Blocks, window_s: float, arm_name: str = "speculative",
-                  band: tuple[float, float] = (1.0, 1.0)) -> list[TraceWindow]:
+def trace_windows(
+    plain: Blocks, arm: Blocks, window_s: float, arm_name: str = "speculative", band: tuple[float, float] = (1.0, 1.0)
+) -> list[TraceWindow]:
     """The windows of ``window_s`` s over a replay measured on ``plain`` and ``arm`` (records per block, the
     same blocks in the same order; module docstring). Raises ValueError for a window <= 0."""
     if window_s <= 0:
@@ -137,8 +147,9 @@ def trace_windows(plain: Blocks, arm: Blocks, window_s: float, arm_name: str = "
         ids = [{pid for pid, t in d.items() if start <= t < end} for d in due]
         speedup, low, high, ci = window_speedup(plain, arm, ids)
         arms = {"plain": arm_window(plain, ids, start, end), arm_name: arm_window(arm, ids, start, end)}
-        out.append(TraceWindow(start, end, len(ids[0]) if ids else 0, arms, speedup, low, high, ci,
-                               outcome(low, high, band)))
+        out.append(
+            TraceWindow(start, end, len(ids[0]) if ids else 0, arms, speedup, low, high, ci, outcome(low, high, band))
+        )
     return out
 
 

@@ -46,7 +46,8 @@ class CellVerdict:
     def line(self) -> str:
         """``<workload> c=<n>: <status>: <reasons>``."""
         return f"{self.workload} c={self.concurrency}: {self.status}" + (
-            f": {'; '.join(self.reasons)}" if self.reasons else "")
+            f": {'; '.join(self.reasons)}" if self.reasons else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -67,13 +68,25 @@ class Verdict:
 
     def record(self) -> card.CardVerdict:
         """The card's verdict record: passed, status, summary, criteria, cells (with checks), resources."""
-        cells = tuple(card.CellVerdict(workload=c.workload, concurrency=c.concurrency, status=c.status,
-                                       checks=tuple(card.Check(**asdict(k)) for k in c.checks),
-                                       reasons=c.reasons).in_full() for c in self.cells)
-        return card.CardVerdict(passed=self.passed, status=self.status, summary=self.summary, declared=True,
-                                criteria=self.criteria.to_json(), cells=cells,
-                                resources=tuple(card.Check(**asdict(r)) for r in self.resources)).keyed(
-            "passed", "status", "summary", "criteria", "cells", "resources")
+        cells = tuple(
+            card.CellVerdict(
+                workload=c.workload,
+                concurrency=c.concurrency,
+                status=c.status,
+                checks=tuple(card.Check(**asdict(k)) for k in c.checks),
+                reasons=c.reasons,
+            ).in_full()
+            for c in self.cells
+        )
+        return card.CardVerdict(
+            passed=self.passed,
+            status=self.status,
+            summary=self.summary,
+            declared=True,
+            criteria=self.criteria.to_json(),
+            cells=cells,
+            resources=tuple(card.Check(**asdict(r)) for r in self.resources),
+        ).keyed("passed", "status", "summary", "criteria", "cells", "resources")
 
 
 @dataclass(frozen=True)
@@ -111,8 +124,14 @@ def _metric(name: str, kind: str, ratio: Ratio | None, criteria: Criteria) -> Ch
     ci = f" [95% CI {low:.3f}, {high:.3f}], judged at {judged:.3f}," if use_ci and low and high else ""
     word = {PASS: "meets", FAIL: "misses", INCONCLUSIVE: "spans"}[status]
     tail = "; inconclusive: measure more blocks" if status == INCONCLUSIVE else ""
-    return Check(name, kind, status, judged, threshold,
-                 f"{name} spec/plain {value:.3f}{ci} {word} {op} {threshold:.3f} ({rule}{tail})")
+    return Check(
+        name,
+        kind,
+        status,
+        judged,
+        threshold,
+        f"{name} spec/plain {value:.3f}{ci} {word} {op} {threshold:.3f} ({rule}{tail})",
+    )
 
 
 def _cell(cell: CardCell, criteria: Criteria) -> CellVerdict:
@@ -124,9 +143,11 @@ def _cell(cell: CardCell, criteria: Criteria) -> CellVerdict:
     blocking = [n for n in cell.notes if n.startswith("BLOCKING:")]
     if blocking:  # e.g. a lookup method that proposed no draft in the whole cell: no speculative comparison
         return CellVerdict(workload, level, NOT_MEASURED, (), (blocking[0],))
-    checks = tuple([_metric(m, "primary", cell.ratio(m), criteria) for m in criteria.primary]
-                   + [_metric(m, "regression", cell.ratio(m), criteria) for m in criteria.max_regression]
-                   + _lossless(cell, criteria))
+    checks = tuple(
+        [_metric(m, "primary", cell.ratio(m), criteria) for m in criteria.primary]
+        + [_metric(m, "regression", cell.ratio(m), criteria) for m in criteria.max_regression]
+        + _lossless(cell, criteria)
+    )
     statuses = {c.status for c in checks}
     status = next((s for s in (FAIL, NOT_MEASURED, INCONCLUSIVE) if s in statuses), PASS)
     reasons = tuple(c.reason for c in checks if c.status == status or status == PASS)
@@ -141,14 +162,38 @@ def _lossless(cell: CardCell, criteria: Criteria) -> list[Check]:
     lossless = cell.lossless or {}
     rate = lossless.get("match_rate")
     if lossless.get("lossy"):  # check refuses this pairing; a re-rendered run may still hold it
-        return [Check("lossless_match", "lossless", NOT_JUDGED, rate, limit,
-                      f"lossless match not judged: {lossless.get('lossy_reason')} is lossy by design")]
+        return [
+            Check(
+                "lossless_match",
+                "lossless",
+                NOT_JUDGED,
+                rate,
+                limit,
+                f"lossless match not judged: {lossless.get('lossy_reason')} is lossy by design",
+            )
+        ]
     if rate is None:
-        return [Check("lossless_match", "lossless", NOT_MEASURED, None, limit,
-                      f"lossless match not measured (needs greedy sampling; min_lossless_match {limit:g})")]
+        return [
+            Check(
+                "lossless_match",
+                "lossless",
+                NOT_MEASURED,
+                None,
+                limit,
+                f"lossless match not measured (needs greedy sampling; min_lossless_match {limit:g})",
+            )
+        ]
     ok = rate >= limit
-    return [Check("lossless_match", "lossless", PASS if ok else FAIL, rate, limit,
-                  f"lossless match {_percent(rate)} {'meets' if ok else 'misses'} >= {_percent(limit)}")]
+    return [
+        Check(
+            "lossless_match",
+            "lossless",
+            PASS if ok else FAIL,
+            rate,
+            limit,
+            f"lossless match {_percent(rate)} {'meets' if ok else 'misses'} >= {_percent(limit)}",
+        )
+    ]
 
 
 def _bytes(x: float) -> str:
@@ -160,20 +205,31 @@ _percent = "{:.1%}".format
 
 def _resources(criteria: Criteria, resources: JudgedResources | None) -> tuple[Check, ...]:
     out = []
-    limits = (("extra_memory_bytes", criteria.max_extra_memory_bytes), ("kv_capacity_loss",
-                                                                         criteria.max_kv_capacity_loss))
+    limits = (
+        ("extra_memory_bytes", criteria.max_extra_memory_bytes),
+        ("kv_capacity_loss", criteria.max_kv_capacity_loss),
+    )
     for name, limit in limits:
         if limit is None:
             continue
         value = None if resources is None else getattr(resources, name)
         show = _bytes if name == "extra_memory_bytes" else _percent
         if value is None:
-            out.append(Check(name, "resource", NOT_MEASURED, None, float(limit), f"{name} not measured "
-                             f"(limit {show(limit)})"))
+            out.append(
+                Check(name, "resource", NOT_MEASURED, None, float(limit), f"{name} not measured (limit {show(limit)})")
+            )
         else:
             ok = value <= limit
-            out.append(Check(name, "resource", PASS if ok else FAIL, float(value), float(limit),
-                             f"{name} {show(value)} {'within' if ok else 'exceeds'} limit {show(limit)}"))
+            out.append(
+                Check(
+                    name,
+                    "resource",
+                    PASS if ok else FAIL,
+                    float(value),
+                    float(limit),
+                    f"{name} {show(value)} {'within' if ok else 'exceeds'} limit {show(limit)}",
+                )
+            )
     return tuple(out)
 
 
@@ -189,7 +245,8 @@ def judge(criteria: Criteria, cells: Sequence[CardCell], resources: JudgedResour
     unsure = [c.line() for c in in_range if c.status == INCONCLUSIVE]
     failed = [c.line() for c in in_range if c.status == FAIL] + [r.reason for r in res if r.status == FAIL]
     missing = [c.line() for c in in_range if c.status == NOT_MEASURED] + [
-        r.reason for r in res if r.status == NOT_MEASURED]
+        r.reason for r in res if r.status == NOT_MEASURED
+    ]
     outside = len(judged) - len(in_range)
     tail = f"; {outside} cells not judged" if outside else ""
     if not measured:
@@ -199,12 +256,17 @@ def judge(criteria: Criteria, cells: Sequence[CardCell], resources: JudgedResour
     elif missing and criteria.require_measured:
         passed, summary = False, f"FAIL: not measured (require_measured = true): {missing[0]}{tail}"
     elif unsure:
-        passed, summary = False, (f"INCONCLUSIVE: {len(unsure)} cell(s) whose CI spans the criterion, first: "
-                                  f"{unsure[0]}{tail}")
+        passed, summary = (
+            False,
+            (f"INCONCLUSIVE: {len(unsure)} cell(s) whose CI spans the criterion, first: {unsure[0]}{tail}"),
+        )
     else:
         passed = True
-        summary = (f"PASS: {len(measured)} of {len(in_range)} cells in range meet the criteria (primary "
-                   f"{', '.join(criteria.primary)}, min_speedup {criteria.min_speedup:g})"
-                   + (", resources within limits" if res else "")
-                   + (f"; {len(missing)} not measured" if missing else "") + tail)
+        summary = (
+            f"PASS: {len(measured)} of {len(in_range)} cells in range meet the criteria (primary "
+            f"{', '.join(criteria.primary)}, min_speedup {criteria.min_speedup:g})"
+            + (", resources within limits" if res else "")
+            + (f"; {len(missing)} not measured" if missing else "")
+            + tail
+        )
     return Verdict(passed, summary, judged, res, criteria)

@@ -46,8 +46,10 @@ class Candidate:
 def _ks(value: Any, path: Path, where: str) -> list[int]:
     values = value if isinstance(value, list) else [value]
     if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
-        raise ProfileError(f"{path}: {where}.num_speculative_tokens must be a positive integer or a list of them "
-                           f"(e.g. [1, 2, 3]), got {value!r}")
+        raise ProfileError(
+            f"{path}: {where}.num_speculative_tokens must be a positive integer or a list of them "
+            f"(e.g. [1, 2, 3]), got {value!r}"
+        )
     if len(set(values)) != len(values):
         raise ProfileError(f"{path}: {where}.num_speculative_tokens lists a K twice: {value!r}")
     return list(values)
@@ -61,10 +63,13 @@ def _expand(table: Mapping[str, Any], path: Path, where: str) -> list[Candidate]
         raise ProfileError(f"{path}: {where} needs method = ... and num_speculative_tokens = K or [K, ...]")
     label = table.get("name", Path(str(config["model"])).name if config.get("model") else config["method"])
     if not isinstance(label, str) or not _NAME.match(label):
-        raise ProfileError(f"{path}: {where}.name must be letters, digits, '.', '_' or '-' (a folder name), "
-                           f"got {label!r}")
-    return [Candidate(f"{label}-k{k}", {**config, "num_speculative_tokens": k})
-            for k in _ks(config["num_speculative_tokens"], path, where)]
+        raise ProfileError(
+            f"{path}: {where}.name must be letters, digits, '.', '_' or '-' (a folder name), got {label!r}"
+        )
+    return [
+        Candidate(f"{label}-k{k}", {**config, "num_speculative_tokens": k})
+        for k in _ks(config["num_speculative_tokens"], path, where)
+    ]
 
 
 def is_sweep(doc: Mapping[str, Any]) -> bool:
@@ -84,8 +89,10 @@ def expand_candidates(doc: Mapping[str, Any], path: Path) -> list[Candidate]:
     for i, table in enumerate(extra):
         found += _expand(table, path, f"[[candidates]] #{i + 1}")
     if not found:
-        raise ProfileError(f"{path}: a sweep needs [speculative] with num_speculative_tokens = [K, ...] and/or "
-                           "[[candidates]] tables (see profiles/README.md, Sweeps)")
+        raise ProfileError(
+            f"{path}: a sweep needs [speculative] with num_speculative_tokens = [K, ...] and/or "
+            "[[candidates]] tables (see profiles/README.md, Sweeps)"
+        )
     names = [c.name for c in found]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:

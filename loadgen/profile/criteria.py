@@ -48,8 +48,19 @@ from loadgen.errors import ProfileError
 LATENCY_METRICS = ("ttft_p50", "tpot_p50", "e2e_p50", "itl_p50", "ttft_p99", "e2e_p99")
 THROUGHPUT_METRICS = ("output_throughput", "request_throughput")
 METRICS = LATENCY_METRICS + THROUGHPUT_METRICS
-KEYS = ("primary", "min_speedup", "use_confidence_interval", "max_regression", "concurrency", "workloads",
-        "require_measured", "max_extra_memory_bytes", "max_kv_capacity_loss", "min_lossless_match", "ci_half_width")
+KEYS = (
+    "primary",
+    "min_speedup",
+    "use_confidence_interval",
+    "max_regression",
+    "concurrency",
+    "workloads",
+    "require_measured",
+    "max_extra_memory_bytes",
+    "max_kv_capacity_loss",
+    "min_lossless_match",
+    "ci_half_width",
+)
 #: Verdict statuses of a cell, a metric check or a resource check.
 PASS, FAIL, NOT_MEASURED, NOT_JUDGED, INCONCLUSIVE = "pass", "fail", "not-measured", "not-judged", "inconclusive"
 
@@ -97,8 +108,9 @@ def parse_criteria(table: Mapping[str, Any], path: Path) -> Criteria:
 
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise ProfileError(f"{path}: unknown key {unknown[0]!r} in [criteria]; known keys: {', '.join(KEYS)} "
-                           "(see profiles/README.md)")
+        raise ProfileError(
+            f"{path}: unknown key {unknown[0]!r} in [criteria]; known keys: {', '.join(KEYS)} (see profiles/README.md)"
+        )
     names = f"a list of metric names ({', '.join(METRICS)})"
     kw: dict[str, Any] = {}
     if "primary" in table:
@@ -118,13 +130,19 @@ def parse_criteria(table: Mapping[str, Any], path: Path) -> Criteria:
     if "max_regression" in table:
         v = table["max_regression"]
         if not isinstance(v, dict) or not all(m in METRICS and _number(f) and f >= 1.0 for m, f in v.items()):
-            raise fail("max_regression", "a table metric -> number >= 1 (e.g. { ttft_p99 = 1.5 }); metrics: "
-                       + ", ".join(METRICS))
+            raise fail(
+                "max_regression",
+                "a table metric -> number >= 1 (e.g. { ttft_p99 = 1.5 }); metrics: " + ", ".join(METRICS),
+            )
         kw["max_regression"] = {m: float(f) for m, f in v.items()}
     if "concurrency" in table:
         v = table["concurrency"]
-        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(c, int) and not isinstance(c, bool)
-                                                              and c >= 1 for c in v) and v[0] <= v[1]):
+        if not (
+            isinstance(v, list)
+            and len(v) == 2
+            and all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in v)
+            and v[0] <= v[1]
+        ):
             raise fail("concurrency", "[low, high], positive integers with low <= high (e.g. [1, 8])")
         kw["concurrency"] = (v[0], v[1])
     if "workloads" in table:
@@ -137,10 +155,11 @@ def parse_criteria(table: Mapping[str, Any], path: Path) -> Criteria:
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise fail("max_extra_memory_bytes", "an integer number of bytes >= 0 (e.g. 2_000_000_000)")
         kw["max_extra_memory_bytes"] = v
-    for key, what in (("max_kv_capacity_loss", "a fraction between 0 and 1 (e.g. 0.2 for 20%)"),
-                      ("min_lossless_match", "a fraction between 0 and 1 of requests with identical tokens "
-                                             "(e.g. 0.95)"),
-                      ("ci_half_width", "a number between 0 and 1, exclusive (e.g. 0.05 for a CI of about ±5%)")):
+    for key, what in (
+        ("max_kv_capacity_loss", "a fraction between 0 and 1 (e.g. 0.2 for 20%)"),
+        ("min_lossless_match", "a fraction between 0 and 1 of requests with identical tokens (e.g. 0.95)"),
+        ("ci_half_width", "a number between 0 and 1, exclusive (e.g. 0.05 for a CI of about ±5%)"),
+    ):
         if key in table:
             v = table[key]
             open_range = key == "ci_half_width"

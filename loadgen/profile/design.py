@@ -47,8 +47,12 @@ class Design:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict of every field."""
-        return {"blocks": self.blocks, "placebo": self.placebo, "co_resident": self.co_resident,
-                "max_blocks": self.max_blocks}
+        return {
+            "blocks": self.blocks,
+            "placebo": self.placebo,
+            "co_resident": self.co_resident,
+            "max_blocks": self.max_blocks,
+        }
 
 
 def _count(table: Mapping[str, Any], key: str, low: int, path: Path) -> int | None:
@@ -56,8 +60,10 @@ def _count(table: Mapping[str, Any], key: str, low: int, path: Path) -> int | No
         return None
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_BLOCKS:
-        raise ProfileError(f"{path}: [design].{key} must be an integer from {low} to {MAX_BLOCKS}, got {value!r} "
-                           "(see profiles/README.md, Design)")
+        raise ProfileError(
+            f"{path}: [design].{key} must be an integer from {low} to {MAX_BLOCKS}, got {value!r} "
+            "(see profiles/README.md, Design)"
+        )
     return value
 
 
@@ -67,16 +73,17 @@ def parse_design(table: Mapping[str, Any] | None, path: Path) -> Design:
     table = table or {}
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise ProfileError(f"{path}: unknown key {unknown[0]!r} in [design]; known keys: {', '.join(KEYS)} "
-                           "(see profiles/README.md, Design)")
+        raise ProfileError(
+            f"{path}: unknown key {unknown[0]!r} in [design]; known keys: {', '.join(KEYS)} "
+            "(see profiles/README.md, Design)"
+        )
     blocks = _count(table, "blocks", 1, path) or Design.blocks
     placebo = table.get("placebo", Design.placebo)
     if placebo not in PLACEBOS:
-        raise ProfileError(f"{path}: [design].placebo must be one of {', '.join(map(repr, PLACEBOS))}, got "
-                           f"{placebo!r}")
+        raise ProfileError(f"{path}: [design].placebo must be one of {', '.join(map(repr, PLACEBOS))}, got {placebo!r}")
     co = table.get("co_resident", "auto")
     if not (isinstance(co, bool) or co == "auto"):
-        raise ProfileError(f"{path}: [design].co_resident must be true, false or \"auto\", got {co!r}")
+        raise ProfileError(f'{path}: [design].co_resident must be true, false or "auto", got {co!r}')
     most = _count(table, "max_blocks", 1, path) or min(MAX_BLOCKS, 3 * blocks)
     if most < blocks:
         raise ProfileError(f"{path}: [design].max_blocks = {most} is below blocks = {blocks}; raise it or lower blocks")

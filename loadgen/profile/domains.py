@@ -91,38 +91,74 @@ _STR, _BOOL = Domain("str"), Domain("bool")
 
 #: Dotted key patterns (``[]``: each list element, ``*``: any name) -> domain, for pair files.
 PAIR_DOMAINS: dict[str, Domain] = {
-    "engine.port": _PORT, "servers.*.port": _PORT, "engine.startup_timeout_s": _SECONDS,
+    "engine.port": _PORT,
+    "servers.*.port": _PORT,
+    "engine.startup_timeout_s": _SECONDS,
     "sampling.temperature": _num(0, 100, low_open=False, why="0 = greedy"),
     "sampling.top_p": _num(0, 1, why="vLLM's SamplingParams"),
-    "run.concurrency[]": _INFLIGHT, "run.max_concurrency": _INFLIGHT,
-    "run.rates_rps[]": _num(0, MAX_RATE_RPS, why="requests/s"), "run.burstiness": _num(0, 1000),
-    "run.repetitions": _int(1, MAX_REPETITIONS), "run.output_tokens": _int(1, MAX_TOKENS, "tokens"),
+    "run.concurrency[]": _INFLIGHT,
+    "run.max_concurrency": _INFLIGHT,
+    "run.rates_rps[]": _num(0, MAX_RATE_RPS, why="requests/s"),
+    "run.burstiness": _num(0, 1000),
+    "run.repetitions": _int(1, MAX_REPETITIONS),
+    "run.output_tokens": _int(1, MAX_TOKENS, "tokens"),
     "run.input_tokens": _int(1, MAX_TOKENS, "tokens"),
-    "stop.min_requests": _REQUESTS, "stop.max_requests": _REQUESTS, "stop.rounds": _REQUESTS,
-    "stop.warmup_requests": _int(0, MAX_CELL_REQUESTS, "requests per cell"), "stop.duration_s": _SECONDS,
+    "stop.min_requests": _REQUESTS,
+    "stop.max_requests": _REQUESTS,
+    "stop.rounds": _REQUESTS,
+    "stop.warmup_requests": _int(0, MAX_CELL_REQUESTS, "requests per cell"),
+    "stop.duration_s": _SECONDS,
     "stop.max_error_rate": _FRACTION,
-    "slo.percentile": _num(0, 100), "slo.ttft_s": _SECONDS, "slo.tpot_s": _SECONDS, "slo.e2e_s": _SECONDS,
-    "criteria.min_speedup": _num(0, 1000), "criteria.max_regression.*": _num(1, 1000, low_open=False),
-    "criteria.concurrency[]": _INFLIGHT, "criteria.max_extra_memory_bytes": _int(0),
-    "criteria.max_kv_capacity_loss": _FRACTION, "criteria.min_lossless_match": _FRACTION,
+    "slo.percentile": _num(0, 100),
+    "slo.ttft_s": _SECONDS,
+    "slo.tpot_s": _SECONDS,
+    "slo.e2e_s": _SECONDS,
+    "criteria.min_speedup": _num(0, 1000),
+    "criteria.max_regression.*": _num(1, 1000, low_open=False),
+    "criteria.concurrency[]": _INFLIGHT,
+    "criteria.max_extra_memory_bytes": _int(0),
+    "criteria.max_kv_capacity_loss": _FRACTION,
+    "criteria.min_lossless_match": _FRACTION,
     "criteria.ci_half_width": _num(0, 1, why="half the log width of a 95% CI; 0.05 is about ±5%"),
     # vLLM's SpeculativeConfig field types (vllm/config/speculative.py, 0.10-0.33)
-    **{f"speculative.{k}": _STR for k in ("method", "model", "revision", "code_revision", "quantization",
-                                          "speculative_token_tree")},
+    **{
+        f"speculative.{k}": _STR
+        for k in ("method", "model", "revision", "code_revision", "quantization", "speculative_token_tree")
+    },
     "speculative.num_speculative_tokens": _int(1, 1024, "draft tokens per step"),
-    **{f"speculative.{k}": _int(1) for k in ("draft_tensor_parallel_size", "max_model_len", "prompt_lookup_max",
-                                             "prompt_lookup_min", "suffix_decoding_max_tree_depth")},
+    **{
+        f"speculative.{k}": _int(1)
+        for k in (
+            "draft_tensor_parallel_size",
+            "max_model_len",
+            "prompt_lookup_max",
+            "prompt_lookup_min",
+            "suffix_decoding_max_tree_depth",
+        )
+    },
     "speculative.disable_by_batch_size": _int(2),
     "speculative.suffix_decoding_max_spec_factor": _num(0, 1000),
-    "speculative.suffix_decoding_min_token_prob": _FRACTION, "speculative.synthetic_acceptance_rate": _FRACTION,
-    **{f"speculative.{k}": _BOOL for k in ("disable_logprobs", "enforce_eager", "disable_padded_drafter_batch",
-                                           "parallel_drafting", "use_local_argmax_reduction",
-                                           "use_heterogeneous_vocab")},
+    "speculative.suffix_decoding_min_token_prob": _FRACTION,
+    "speculative.synthetic_acceptance_rate": _FRACTION,
+    **{
+        f"speculative.{k}": _BOOL
+        for k in (
+            "disable_logprobs",
+            "enforce_eager",
+            "disable_padded_drafter_batch",
+            "parallel_drafting",
+            "use_local_argmax_reduction",
+            "use_heterogeneous_vocab",
+        )
+    },
 }
 WORKLOAD_DOMAINS: dict[str, Domain] = {
-    "output_tokens": _int(1, MAX_TOKENS, "tokens"), "input_tokens": _int(1, MAX_TOKENS, "tokens"),
-    "input_tokens[]": _int(1, MAX_TOKENS, "tokens"), "seed": _int(0),
-    "block_tokens": _int(1, MAX_TOKENS, "tokens"), "window_s": _SECONDS,
+    "output_tokens": _int(1, MAX_TOKENS, "tokens"),
+    "input_tokens": _int(1, MAX_TOKENS, "tokens"),
+    "input_tokens[]": _int(1, MAX_TOKENS, "tokens"),
+    "seed": _int(0),
+    "block_tokens": _int(1, MAX_TOKENS, "tokens"),
+    "window_s": _SECONDS,
     "time_scale": _num(0, MAX_TIME_SCALE, why="trace offsets x time_scale"),
     "time_scale[]": _num(0, MAX_TIME_SCALE, why="trace offsets x time_scale"),
 }
@@ -161,14 +197,16 @@ def check_document(path: Path, doc: Mapping[str, Any], domains: Mapping[str, Dom
         if isinstance(value, int | float) and not isinstance(value, bool):
             bound = MAX_ABS_INT if isinstance(value, int) else MAX_ABS_FLOAT
             if abs(value) > bound:
-                raise ProfileError(f"{path}: {name} = {value!r} is out of range: numbers in a profile lie "
-                                   f"within ±{bound:.3g}")
+                raise ProfileError(
+                    f"{path}: {name} = {value!r} is out of range: numbers in a profile lie within ±{bound:.3g}"
+                )
         domain = domains.get(pattern) or next((d for p, d in domains.items() if _matches(pattern, p)), None)
         listed = isinstance(value, list) and f"{pattern}[]" in domains  # e.g. input_tokens = [128, 1024]
         if domain is not None and not listed and not domain.admits(value):
             why = f" ({domain.why})" if domain.why else ""
-            raise ProfileError(f"{path}: {name} must be {domain.describe()}{why}, got {value!r} "
-                               "(see profiles/README.md)")
+            raise ProfileError(
+                f"{path}: {name} must be {domain.describe()}{why}, got {value!r} (see profiles/README.md)"
+            )
 
 
 def check_run_size(path: Path, load: Load, stop: StopRule, port: int, speculative: RoleServer | None) -> None:
@@ -181,9 +219,13 @@ def check_run_size(path: Path, load: Load, stop: StopRule, port: int, speculativ
         else:
             n = stop.max_requests if stop.duration_s is not None else stop.min_requests
         if stop.warmup_requests + n > MAX_CELL_REQUESTS:
-            raise ProfileError(f"{path}: cell {level.label} would send {stop.warmup_requests + n:,} requests; a cell "
-                               f"holds at most {MAX_CELL_REQUESTS:,}: lower [stop] rounds/min_requests or the "
-                               "concurrency")
+            raise ProfileError(
+                f"{path}: cell {level.label} would send {stop.warmup_requests + n:,} requests; a cell "
+                f"holds at most {MAX_CELL_REQUESTS:,}: lower [stop] rounds/min_requests or the "
+                "concurrency"
+            )
     if (speculative is None or (speculative.port is None and speculative.url is None)) and port + 1 > 65535:
-        raise ProfileError(f"{path}: [engine].port = {port} leaves no port for the speculative server (port + 1); "
-                           "use a port <= 65534 or set [servers.speculative].port")
+        raise ProfileError(
+            f"{path}: [engine].port = {port} leaves no port for the speculative server (port + 1); "
+            "use a port <= 65534 or set [servers.speculative].port"
+        )

@@ -24,34 +24,79 @@ _ALL: Range = ("0.10", None)
 
 #: User-facing ``SpeculativeConfig`` fields -> (first, last) minor release holding them (reference 2.2).
 FIELD_RANGES: dict[str, Range] = {
-    **dict.fromkeys(("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "quantization",
-              "max_model_len", "revision", "code_revision", "prompt_lookup_max", "prompt_lookup_min"), _ALL),
-    "disable_by_batch_size": ("0.10", "0.16"), "disable_logprobs": ("0.10", "0.11"),
+    **dict.fromkeys(
+        (
+            "method",
+            "model",
+            "num_speculative_tokens",
+            "draft_tensor_parallel_size",
+            "quantization",
+            "max_model_len",
+            "revision",
+            "code_revision",
+            "prompt_lookup_max",
+            "prompt_lookup_min",
+        ),
+        _ALL,
+    ),
+    "disable_by_batch_size": ("0.10", "0.16"),
+    "disable_logprobs": ("0.10", "0.11"),
     "speculative_token_tree": ("0.10", "0.20"),
     **dict.fromkeys(("enforce_eager", "disable_padded_drafter_batch"), ("0.11", None)),
-    **dict.fromkeys(("suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
-              "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"), ("0.12", None)),
+    **dict.fromkeys(
+        (
+            "suffix_decoding_max_tree_depth",
+            "suffix_decoding_max_cached_requests",
+            "suffix_decoding_max_spec_factor",
+            "suffix_decoding_min_token_prob",
+        ),
+        ("0.12", None),
+    ),
     "parallel_drafting": ("0.16", None),
     **dict.fromkeys(("use_local_argmax_reduction", "draft_load_config"), ("0.17", None)),
     "rejection_sample_method": ("0.18", None),
-    "synthetic_acceptance_rate": ("0.19", "0.19"), "moe_backend": ("0.19", None),
+    "synthetic_acceptance_rate": ("0.19", "0.19"),
+    "moe_backend": ("0.19", None),
     **dict.fromkeys(("synthetic_acceptance_rates", "synthetic_acceptance_length"), ("0.20", None)),
     **dict.fromkeys(("attention_backend", "draft_sample_method"), ("0.21", None)),
-    "num_speculative_tokens_per_batch_size": ("0.24", None), "use_heterogeneous_vocab": ("0.25", None),
+    "num_speculative_tokens_per_batch_size": ("0.24", None),
+    "use_heterogeneous_vocab": ("0.25", None),
     "kv_cache_dtype": ("0.26", None),
     **dict.fromkeys(("enable_adaptive_verification", "dspark_draft_topk"), ("0.28", None)),
-    "index_share_for_mtp_iteration": ("0.29", None), "disable_eagle_block_drop": ("0.30", None),
-    **dict.fromkeys(("disable_lookahead_block_hashes", "draft_lm_head_quantization", "xpress_topc", "fly_window_size",
-              "fly_entropy_threshold", "fly_entropy_top_k"), ("0.33", None)),
+    "index_share_for_mtp_iteration": ("0.29", None),
+    "disable_eagle_block_drop": ("0.30", None),
+    **dict.fromkeys(
+        (
+            "disable_lookahead_block_hashes",
+            "draft_lm_head_quantization",
+            "xpress_topc",
+            "fly_window_size",
+            "fly_entropy_threshold",
+            "fly_entropy_top_k",
+        ),
+        ("0.33", None),
+    ),
 }
 #: Filled by vLLM itself; never user input (reference 2.2, last row).
-INTERNAL_FIELDS = frozenset({"target_model_config", "target_parallel_config", "draft_model_config",
-                             "draft_parallel_config", "enable_chunked_prefill", "disable_log_stats"})
+INTERNAL_FIELDS = frozenset(
+    {
+        "target_model_config",
+        "target_parallel_config",
+        "draft_model_config",
+        "draft_parallel_config",
+        "enable_chunked_prefill",
+        "disable_log_stats",
+    }
+)
 #: Allowed values of enumerated fields per range (reference 2.2).
 VALUE_RANGES: dict[str, tuple[tuple[str, str | None, str], ...]] = {
-    "rejection_sample_method": (("0.18", "0.18", "strict probabilistic"), ("0.19", "0.20", "strict probabilistic "
-                                "synthetic"), ("0.21", "0.24", "standard synthetic"), ("0.25", "0.32", "standard "
-                                "synthetic block"), ("0.33", None, "standard synthetic block fly")),
+    "rejection_sample_method": (
+        ("0.18", "0.18", "strict probabilistic"),
+        ("0.19", "0.20", "strict probabilistic synthetic"),
+        ("0.21", "0.24", "standard synthetic"),
+        ("0.25", "0.32", "standard synthetic block"),
+        ("0.33", None, "standard synthetic block fly"),
+    ),
     "draft_sample_method": (("0.21", "0.21", "greedy gumbel"), ("0.22", None, "greedy probabilistic")),
 }
 #: ``SpeculativeMethod`` literal values -> range (reference 2.3).
@@ -60,18 +105,29 @@ METHOD_RANGES: dict[str, Range] = {
     **dict.fromkeys(("medusa", "mlp_speculator"), ("0.10", "0.32")),
     **dict.fromkeys(("ernie_mtp", "qwen3_next_mtp"), ("0.10.2", None)),
     **dict.fromkeys(("mimo_mtp", "longcat_flash_mtp", "mtp"), ("0.11", None)),
-    "suffix": ("0.12", None), "extract_hidden_states": ("0.17", None), "ngram_gpu": ("0.18", None),
-    "dflash": ("0.20", None), "custom_class": ("0.22", None), "dspark": ("0.25", None),
+    "suffix": ("0.12", None),
+    "extract_hidden_states": ("0.17", None),
+    "ngram_gpu": ("0.18", None),
+    "dflash": ("0.20", None),
+    "custom_class": ("0.22", None),
+    "dspark": ("0.25", None),
 }
 #: Methods accepted by the schema but failing at start-up before a version (reference 2.3).
 METHOD_WORKS_FROM: dict[str, tuple[str | None, str]] = {
-    "draft_model": ("0.15", "raises NotImplementedError('Speculative decoding with draft model is not supported "
-                            "yet'); draft models work from vLLM 0.15 (vllm/v1/spec_decode/draft_model.py)"),
+    "draft_model": (
+        "0.15",
+        "raises NotImplementedError('Speculative decoding with draft model is not supported "
+        "yet'); draft models work from vLLM 0.15 (vllm/v1/spec_decode/draft_model.py)",
+    ),
     "mlp_speculator": (None, "has no V1 proposer in any release ('Unknown speculative decoding method')"),
 }
 #: Draft-name substrings that re-classify an explicit draft_model (``SpeculativeConfig.__post_init__``).
-NAME_SWITCHES = (("eagle-", "eagle", "0.10"), ("eagle3", "eagle3", "0.10"), ("dflash", "dflash", "0.20"),
-                 ("dspark", "dspark", "0.25"))
+NAME_SWITCHES = (
+    ("eagle-", "eagle", "0.10"),
+    ("eagle3", "eagle3", "0.10"),
+    ("dflash", "dflash", "0.20"),
+    ("dspark", "dspark", "0.25"),
+)
 HETEROGENEOUS_FROM = "0.25"
 #: ``rejection_sample_method`` values that do not keep the target's output distribution -> first release
 #: accepting them (:data:`VALUE_RANGES`): ``synthetic`` accepts drafts at a declared rate
@@ -145,4 +201,3 @@ def history(name: str, ranges: Mapping[str, Range], version: Version) -> str:
         return f"removed in {major}.{minor + 1}"
     close = difflib.get_close_matches(name.replace("-", "_"), sorted(available(ranges, version)), n=1)
     return "unknown in vLLM 0.10-0.33" + (f"; did you mean {close[0]!r}?" if close else "")
-

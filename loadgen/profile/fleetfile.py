@@ -92,15 +92,18 @@ def load_fleet(path: Path) -> FleetFile:
     doc = Table(path, "", read_toml(path))
     name = doc.get("name", str)
     if not _NAME.match(name):
-        raise ProfileError(f"{path}: name {name!r} must be 1-64 letters, digits, '.', '_' or '-' "
-                           "(it names the fleet folder)")
+        raise ProfileError(
+            f"{path}: name {name!r} must be 1-64 letters, digits, '.', '_' or '-' (it names the fleet folder)"
+        )
     gpu_resource = doc.get("gpu_resource", str, "GPU")
     if not gpu_resource:
-        raise ProfileError(f"{path}: gpu_resource must name a Ray resource (\"GPU\" on GPU nodes)")
+        raise ProfileError(f'{path}: gpu_resource must name a Ray resource ("GPU" on GPU nodes)')
     workdir = doc.get("workdir", str, None)
     if workdir is not None and not Path(workdir).is_absolute():
-        raise ProfileError(f"{path}: workdir {workdir!r} must be an absolute path (the folder on every node "
-                           "that holds profiles/ and the models)")
+        raise ProfileError(
+            f"{path}: workdir {workdir!r} must be an absolute path (the folder on every node "
+            "that holds profiles/ and the models)"
+        )
     entries = doc.get("measure", list, ..., "an array of [[measure]] tables")
     if not entries:
         raise ProfileError(f"{path}: no [[measure]] entry; add one with pairs = [...] and nodes = ...")
@@ -112,29 +115,30 @@ def load_fleet(path: Path) -> FleetFile:
 def _measure(path: Path, index: int, raw: object) -> Measure:
     t = Table(path, f"[[measure]] #{index}", raw)
     pairs, sweeps = t.str_list("pairs", ()), t.str_list("sweeps", ())
-    nodes = t.get("nodes", (str, list), None, f"\"{EVERY_GPU_NODE}\" or a list of node names")
+    nodes = t.get("nodes", (str, list), None, f'"{EVERY_GPU_NODE}" or a list of node names')
     labels = t.get("labels", dict, None, "a table of label = value strings")
     t.finish()  # an unknown key (a typo such as `pair`) is named before anything else
     if not pairs and not sweeps:
-        raise ProfileError(f"{path}: [[measure]] #{index} names no pair and no sweep; add pairs = [\"<pair>\"]")
+        raise ProfileError(f'{path}: [[measure]] #{index} names no pair and no sweep; add pairs = ["<pair>"]')
     for what, names in (("pairs", pairs), ("sweeps", sweeps)):
         if len(set(names)) != len(names):
             raise ProfileError(f"{path}: [[measure]] #{index}.{what} lists a file twice; list each once")
     return Measure(pairs, sweeps, _selector(path, index, nodes, labels))
 
 
-def _selector(path: Path, index: int, nodes: str | list[object] | None,
-              labels: dict[str, object] | None) -> NodeSelector:
+def _selector(
+    path: Path, index: int, nodes: str | list[object] | None, labels: dict[str, object] | None
+) -> NodeSelector:
     where = f"{path}: [[measure]] #{index}"
     if (nodes is None) == (labels is None):
-        raise ProfileError(f"{where} needs exactly one of nodes = \"{EVERY_GPU_NODE}\" | [names] or labels = {{...}}")
+        raise ProfileError(f'{where} needs exactly one of nodes = "{EVERY_GPU_NODE}" | [names] or labels = {{...}}')
     if labels is not None:
         if not labels or not all(isinstance(v, str) for v in labels.values()):
-            raise ProfileError(f"{where}.labels must be a non-empty table of label = \"value\" strings")
+            raise ProfileError(f'{where}.labels must be a non-empty table of label = "value" strings')
         return NodeSelector(labels=tuple(sorted((k, str(v)) for k, v in labels.items())))
     if isinstance(nodes, str):
         if nodes != EVERY_GPU_NODE:
-            raise ProfileError(f"{where}.nodes is {nodes!r}; write \"{EVERY_GPU_NODE}\" or a list of node names")
+            raise ProfileError(f'{where}.nodes is {nodes!r}; write "{EVERY_GPU_NODE}" or a list of node names')
         return NodeSelector(every_gpu_node=True)
     assert nodes is not None
     if not nodes or not all(isinstance(n, str) and n for n in nodes):

@@ -41,9 +41,16 @@ TASKS = (
 def sentence(rng: random.Random) -> str:
     """One seeded passage sentence."""
     return rng.choice(_SENTENCES).format(
-        day=rng.choice(_DAYS), name=rng.choice(_NAMES), name2=rng.choice(_NAMES), place=rng.choice(_PLACES),
-        place2=rng.choice(_PLACES), good=rng.choice(_GOODS), n=rng.randint(2, 990), h=rng.randint(1, 12),
-        m=rng.randint(0, 59))
+        day=rng.choice(_DAYS),
+        name=rng.choice(_NAMES),
+        name2=rng.choice(_NAMES),
+        place=rng.choice(_PLACES),
+        place2=rng.choice(_PLACES),
+        good=rng.choice(_GOODS),
+        n=rng.randint(2, 990),
+        h=rng.randint(1, 12),
+        m=rng.randint(0, 59),
+    )
 
 
 def compose(passage: str, task: str) -> str:
@@ -93,12 +100,12 @@ def grounded_prompt(rng: random.Random, tokens: int | None, tokenizer: Tokenizer
         offsets = [end for (_, end) in tokenizer.encode(passage, add_special_tokens=False).offsets]
         k = min(len(offsets), max(1, tokens - count("")))
         for _ in range(12):  # walk the cut towards the exact count
-            diff = tokens - count(passage[:offsets[k - 1]])
+            diff = tokens - count(passage[: offsets[k - 1]])
             if diff == 0:
                 break
             k = min(len(offsets), max(1, k + diff))
         for k2 in sorted(range(max(1, k - 4), min(len(offsets), k + 4) + 1), key=lambda j: abs(j - k)):
-            if count(passage[:offsets[k2 - 1]]) == tokens:
-                cut = passage[:offsets[k2 - 1]]
+            if count(passage[: offsets[k2 - 1]]) == tokens:
+                cut = passage[: offsets[k2 - 1]]
                 return compose(cut, task), cut, task
     raise ValueError(f"cannot cut a grounded prompt to exactly {tokens} tokens")

@@ -48,6 +48,8 @@ def anchor_workloads(doc: Mapping[str, Any], pair_file: Path) -> dict[str, Any]:
     run = doc.get("run")
     if not isinstance(run, Mapping) or not isinstance(run.get("workloads"), list):
         return dict(doc)
-    refs = [str(locate(r, pair_file.parent).absolute()) if isinstance(r, str) and is_path(r) else r
-            for r in run["workloads"]]
+    refs = [
+        str(locate(r, pair_file.parent).absolute()) if isinstance(r, str) and is_path(r) else r
+        for r in run["workloads"]
+    ]
     return {**doc, "run": {**run, "workloads": refs}}

@@ -53,8 +53,11 @@ class Overrides:
         if not data:
             return None
         given = {k: data.get(k) for k in ("concurrency", "workload")}
-        return cls(tuple(given["concurrency"]) if given["concurrency"] is not None else None, data.get("requests"),
-                   tuple(given["workload"]) if given["workload"] is not None else None)
+        return cls(
+            tuple(given["concurrency"]) if given["concurrency"] is not None else None,
+            data.get("requests"),
+            tuple(given["workload"]) if given["workload"] is not None else None,
+        )
 
 
 def _workloads(declared: Any, chosen: tuple[str, ...], path: Path) -> list[str]:
@@ -70,8 +73,10 @@ def _workloads(declared: Any, chosen: tuple[str, ...], path: Path) -> list[str]:
             close = difflib.get_close_matches(name, [*names, *by_stem], n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             runs = ", ".join(names) or "none"
-            raise ProfileError(f"--workload {name}: {path} runs no workload of that name ({runs}); {hint}give one "
-                               "of them or a workload file path (.toml)")
+            raise ProfileError(
+                f"--workload {name}: {path} runs no workload of that name ({runs}); {hint}give one "
+                "of them or a workload file path (.toml)"
+            )
     return out
 
 

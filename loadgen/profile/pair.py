@@ -47,8 +47,12 @@ def _disabled_at(speculative: Mapping[str, Any], batch: int) -> int | None:
 def _schedule_row(speculative: Mapping[str, Any], batch: int) -> tuple[int, int, int] | None:
     """The well-formed ``[low, high, K]`` range of the per-batch-size schedule holding ``batch``, else None."""
     for row in speculative.get(SCHEDULE_KEY) or ():
-        if (isinstance(row, (list, tuple)) and len(row) == 3 and all(isinstance(x, int) for x in row)
-                and row[0] <= batch <= row[1]):
+        if (
+            isinstance(row, (list, tuple))
+            and len(row) == 3
+            and all(isinstance(x, int) for x in row)
+            and row[0] <= batch <= row[1]
+        ):
             return int(row[0]), int(row[1]), int(row[2])
     return None
 
@@ -68,8 +72,11 @@ def off_reason(speculative: Mapping[str, Any], concurrency: int) -> str:
     if (limit := _disabled_at(speculative, concurrency)) is not None:
         return f"disable_by_batch_size = {limit} <= {concurrency} running requests"
     row = _schedule_row(speculative, concurrency)
-    return (f"{SCHEDULE_KEY} gives K = 0 for batch sizes {row[0]}-{row[1]}" if row is not None
-            else "num_speculative_tokens = 0")
+    return (
+        f"{SCHEDULE_KEY} gives K = 0 for batch sizes {row[0]}-{row[1]}"
+        if row is not None
+        else "num_speculative_tokens = 0"
+    )
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,9 @@ class SLO:
 
     def limits(self) -> dict[str, float]:
         """``{"ttft_s": limit, ...}`` for the declared objectives only."""
-        return {k: v for k, v in (("ttft_s", self.ttft_s), ("tpot_s", self.tpot_s), ("e2e_s", self.e2e_s))
-                if v is not None}
+        return {
+            k: v for k, v in (("ttft_s", self.ttft_s), ("tpot_s", self.tpot_s), ("e2e_s", self.e2e_s)) if v is not None
+        }
 
 
 @dataclass(frozen=True)
@@ -191,8 +199,7 @@ class Load:
 
     def levels(self) -> tuple[Level, ...]:
         """Closed-loop levels first, then open-loop rates (each capped at ``max_concurrency``)."""
-        return (*(Level(c) for c in self.concurrency),
-                *(Level(self.max_concurrency, r) for r in self.rates_rps))
+        return (*(Level(c) for c in self.concurrency), *(Level(self.max_concurrency, r) for r in self.rates_rps))
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,15 @@ def check_scope(criteria: Criteria | None, workloads: Sequence[str], concurrency
         return
     missing = [w for w in criteria.workloads or () if w not in workloads]
     if missing:
-        raise ProfileError(f"{path}: [criteria].workloads names {missing[0]!r}, which [run].workloads does not run "
-                           f"({', '.join(workloads)})")
+        raise ProfileError(
+            f"{path}: [criteria].workloads names {missing[0]!r}, which [run].workloads does not run "
+            f"({', '.join(workloads)})"
+        )
     if criteria.concurrency and not any(criteria.concurrency[0] <= c <= criteria.concurrency[1] for c in concurrency):
-        raise ProfileError(f"{path}: [criteria].concurrency {list(criteria.concurrency)} holds none of the levels "
-                           f"{list(concurrency)}; widen it or add a level")
+        raise ProfileError(
+            f"{path}: [criteria].concurrency {list(criteria.concurrency)} holds none of the levels "
+            f"{list(concurrency)}; widen it or add a level"
+        )
 
 
 def _load(run: Table, path: Path) -> Load:
@@ -59,8 +63,9 @@ def _load(run: Table, path: Path) -> Load:
     levels = run.get("concurrency", list, [], "a list of positive integers")
     rates = run.get("rates_rps", list, [], "a list of request rates (req/s)")
     if not levels and not rates:
-        raise ProfileError(f"{path}: [run] needs concurrency = [...] (closed loop) and/or rates_rps = [...] "
-                           "(open loop)")
+        raise ProfileError(
+            f"{path}: [run] needs concurrency = [...] (closed loop) and/or rates_rps = [...] (open loop)"
+        )
     arrival = run.get("arrival", str, "poisson")
     if arrival not in ARRIVALS:
         raise ProfileError(f"{path}: [run].arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
@@ -86,13 +91,18 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
     t = roles.table(role)
     env = t.get("env", dict, {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise ProfileError(f"{path}: [servers.{role}].env must map names to strings, "
-                           "e.g. { CUDA_VISIBLE_DEVICES = \"0\" }")
+        raise ProfileError(
+            f'{path}: [servers.{role}].env must map names to strings, e.g. {{ CUDA_VISIBLE_DEVICES = "0" }}'
+        )
     url = t.get("url", str, None)
     if url is not None and not url.startswith(("http://", "https://")):
         raise ProfileError(f"{path}: [servers.{role}].url must start with http:// or https://, got {url!r}")
-    out = RoleServer(args=t.str_list("args", []), env=dict(env),
-                     port=t.positive_int("port", None) if "port" in t.data else None, url=url)
+    out = RoleServer(
+        args=t.str_list("args", []),
+        env=dict(env),
+        port=t.positive_int("port", None) if "port" in t.data else None,
+        url=url,
+    )
     t.finish()
     return out
 
@@ -100,8 +110,10 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
 def pair_name(name: str, path: Path) -> str:
     """The pair's name, which names its run folders (``runs/<name>/``): letters, digits, ``.``, ``_``, ``-``."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise ProfileError(f"{path}: name = {name!r} cannot name a run folder; use letters, digits, '.', '_' and '-' "
-                           "(starting with a letter or digit)")
+        raise ProfileError(
+            f"{path}: name = {name!r} cannot name a run folder; use letters, digits, '.', '_' and '-' "
+            "(starting with a letter or digit)"
+        )
     return name
 
 
@@ -118,8 +130,10 @@ def _speculative(top: Table, path: Path) -> dict[str, Any]:
     for key in spec:
         if key not in SPECULATIVE_KEYS:
             why = history(key, FIELD_RANGES, parse_version(LAST_KNOWN))
-            raise ProfileError(f"{path}: unknown key {key!r} in [speculative]: not a field of vLLM's speculative "
-                               f"config ({why}); see profiles/README.md")
+            raise ProfileError(
+                f"{path}: unknown key {key!r} in [speculative]: not a field of vLLM's speculative "
+                f"config ({why}); see profiles/README.md"
+            )
     spec_table.seen.update(spec)
     method = spec_table.get("method", str)
     spec_table.positive_int("num_speculative_tokens")
@@ -132,7 +146,7 @@ def _engine(top: Table, path: Path) -> Engine:
     eng = top.table("engine")
     env = eng.get("env", dict, {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise ProfileError(f"{path}: [engine].env must map names to strings, e.g. {{ HF_HUB_OFFLINE = \"1\" }}")
+        raise ProfileError(f'{path}: [engine].env must map names to strings, e.g. {{ HF_HUB_OFFLINE = "1" }}')
     engine = Engine(
         command=eng.str_list("command"),
         args=eng.str_list("args", []),
@@ -143,7 +157,7 @@ def _engine(top: Table, path: Path) -> Engine:
         seed=eng.get("seed", int, 0),
     )
     if not engine.command:
-        raise ProfileError(f"{path}: [engine].command must not be empty, e.g. [\"vllm\", \"serve\"]")
+        raise ProfileError(f'{path}: [engine].command must not be empty, e.g. ["vllm", "serve"]')
     eng.finish()
     return engine
 
@@ -196,16 +210,17 @@ def _stop(top: Table, path: Path) -> StopRule:
         read_timeout_s=None if read_timeout is None else float(read_timeout),
     )
     if not 0 <= stop.max_error_rate <= 1 or stop.on_error_budget not in ("stop", "continue"):
-        raise ProfileError(f"{path}: [stop].max_error_rate must be in [0, 1] and on_error_budget 'stop' or "
-                           "'continue'")
+        raise ProfileError(f"{path}: [stop].max_error_rate must be in [0, 1] and on_error_budget 'stop' or 'continue'")
     st.finish()
     return stop
 
 
 def _slo(top: Table) -> SLO:
     slo_table = top.table("slo", {})
-    slo = SLO(percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
-              **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")})
+    slo = SLO(
+        percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
+        **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")},
+    )
     slo_table.finish()
     return slo
 
@@ -226,8 +241,13 @@ def _design(top: Table, load: Load, path: Path) -> Design:
     return parse_design(table, path)
 
 
-def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Path = WORKLOADS_DIR,
-              beside: Path | None = None, overrides: Overrides | None = None) -> Pair:
+def load_pair(
+    name_or_path: str,
+    pairs_dir: Path = PAIRS_DIR,
+    workloads_dir: Path = WORKLOADS_DIR,
+    beside: Path | None = None,
+    overrides: Overrides | None = None,
+) -> Pair:
     """Load a pair profile strictly (unknown keys, wrong types and missing keys raise ProfileError), one
     table at a time in the file's order of checks; ``overrides`` (the command line's, profile/overrides.py)
     are written into the document first and checked like the file's own values. A workload given as a
@@ -236,8 +256,10 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
     path = resolve_pair_path(name_or_path, pairs_dir)
     doc = apply_overrides(read_toml(path), overrides, path)
     if is_sweep(doc):
-        raise ProfileError(f"{path} is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep "
-                           f"{shlex.quote(name_or_path)}` (make sweep PAIR=...), or give [speculative] one K")
+        raise ProfileError(
+            f"{path} is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep "
+            f"{shlex.quote(name_or_path)}` (make sweep PAIR=...), or give [speculative] one K"
+        )
     check_document(path, doc, PAIR_DOMAINS)
     top = Table(path, "", doc)
     target, spec, engine, sampling = _target(top), _speculative(top, path), _engine(top, path), _sampling(top)
@@ -257,8 +279,9 @@ def load_pair(name_or_path: str, pairs_dir: Path = PAIRS_DIR, workloads_dir: Pat
         speculative=spec,
         engine=engine,
         sampling=sampling,
-        workloads=pair_workloads(workload_names, workloads_dir, target.model, engine.args, output_tokens,
-                                 input_tokens, beside or path.parent),
+        workloads=pair_workloads(
+            workload_names, workloads_dir, target.model, engine.args, output_tokens, input_tokens, beside or path.parent
+        ),
         load=load,
         stop=stop,
         criteria=criteria,

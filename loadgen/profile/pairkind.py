@@ -41,8 +41,10 @@ class PairKind:
 
 def _sections(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     """``[engine]`` and each ``[servers.<role>]`` table of the document (the tables that hold args and env)."""
-    for table in (doc.get("engine"), *((doc.get("servers") or {}).values() if isinstance(doc.get("servers"), Mapping)
-                                       else ())):
+    for table in (
+        doc.get("engine"),
+        *((doc.get("servers") or {}).values() if isinstance(doc.get("servers"), Mapping) else ()),
+    ):
         if isinstance(table, Mapping):
             yield table
 
@@ -52,8 +54,13 @@ def _device(table: Mapping[str, Any]) -> str | None:
     args = [str(a) for a in raw_args] if isinstance(raw_args, list) else []
     env: Mapping[str, Any] = raw_env if isinstance(raw_env, Mapping) else {}
     for i, arg in enumerate(args):
-        value = args[i + 1] if arg == "--device" and i + 1 < len(args) else arg.partition("=")[2] if (
-            arg.startswith("--device=")) else None
+        value = (
+            args[i + 1]
+            if arg == "--device" and i + 1 < len(args)
+            else arg.partition("=")[2]
+            if (arg.startswith("--device="))
+            else None
+        )
         if value in ("cpu", "cuda"):
             return "cpu" if value == "cpu" else "gpu"
     if any(str(k).startswith("VLLM_CPU_") for k in env):
@@ -75,8 +82,10 @@ def pair_lines(pairs_dir: Path = PAIRS_DIR) -> list[str]:
     (exit 2) when there is none."""
     names = available_pairs(pairs_dir)
     if not names:
-        raise BadInput(f"no pair profiles in {pairs_dir.resolve()}; run loadgen from the repository root, or pass "
-                       "a pair file's path to check / compare")
+        raise BadInput(
+            f"no pair profiles in {pairs_dir.resolve()}; run loadgen from the repository root, or pass "
+            "a pair file's path to check / compare"
+        )
     width = max((len(n) for n in names), default=0)
     lines = []
     for name in names:

@@ -26,10 +26,14 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
         if candidate.is_file():
             return candidate
         same = pairs_dir / (candidate.name if candidate.suffix == ".toml" else f"{candidate.name}.toml")
-        hint = (f"; did you mean {same}?" if same.is_file() and same.resolve() != candidate.resolve()
-                else f"; pass an existing .toml file or a pair name ({', '.join(available_pairs(pairs_dir)) or '-'})")
-        raise ProfileError(f"no pair file {name_or_path} ({'a folder' if candidate.is_dir() else 'no such file'})"
-                           + hint)
+        hint = (
+            f"; did you mean {same}?"
+            if same.is_file() and same.resolve() != candidate.resolve()
+            else f"; pass an existing .toml file or a pair name ({', '.join(available_pairs(pairs_dir)) or '-'})"
+        )
+        raise ProfileError(
+            f"no pair file {name_or_path} ({'a folder' if candidate.is_dir() else 'no such file'})" + hint
+        )
     by_name = pairs_dir / f"{name_or_path}.toml"
     if by_name.is_file():
         return by_name
@@ -37,7 +41,10 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
     close = difflib.get_close_matches(name_or_path, names, n=1)
     listed = ", ".join(names) or (
         f"none in {pairs_dir.resolve()} (pair names are read from the repository's profiles/pairs/: run loadgen "
-        "from the repository root)")
-    raise ProfileError(f"unknown pair {name_or_path!r}: no {by_name}; "
-                       + (f"did you mean {close[0]!r}? " if close else "")
-                       + f"available pairs: {listed} (give a pair name or the path to a .toml file)")
+        "from the repository root)"
+    )
+    raise ProfileError(
+        f"unknown pair {name_or_path!r}: no {by_name}; "
+        + (f"did you mean {close[0]!r}? " if close else "")
+        + f"available pairs: {listed} (give a pair name or the path to a .toml file)"
+    )

@@ -46,9 +46,12 @@ _SYSTEM = ("system",)
 JSONL_KEYS = ("prompt", "messages", "output_tokens")
 #: The most bad lines one error names; the rest are counted.
 MAX_NAMED = 20
-_FIX = {"json": "write one JSON object per line, e.g. {\"prompt\": \"...\"}",
-        "prompt": "each line needs \"prompt\", \"messages\" or \"conversations\"",
-        "unicode": "fix or remove that line", "key": f"a JSONL line has only the keys {', '.join(JSONL_KEYS)}"}
+_FIX = {
+    "json": 'write one JSON object per line, e.g. {"prompt": "..."}',
+    "prompt": 'each line needs "prompt", "messages" or "conversations"',
+    "unicode": "fix or remove that line",
+    "key": f"a JSONL line has only the keys {', '.join(JSONL_KEYS)}",
+}
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,9 @@ def _records(path: Path, raw: bytes) -> tuple[list[tuple[int, Any]], list[tuple[
         try:  # text no tokenizer or request can carry (a lone surrogate such as \\ud800)
             json.dumps(rec, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            bad.append((f"line {n} holds text that is not valid Unicode (a lone surrogate escape such as \\ud800)",
-                        "unicode"))
+            bad.append(
+                (f"line {n} holds text that is not valid Unicode (a lone surrogate escape such as \\ud800)", "unicode")
+            )
             continue
         out.append((n, rec))
     return out, bad
@@ -142,8 +146,10 @@ def _sharegpt(n: int, rec: dict[str, Any]) -> FileEntry | str:
     opener = turns[first].get("from") if first < len(turns) else None
     if opener not in _HUMAN:
         after = "after its system turn " if system is not None else ""
-        return (f"line {n}: opens {after}with a {opener!r} turn, not a human one (a request cannot start with "
-                "the assistant's words)")
+        return (
+            f"line {n}: opens {after}with a {opener!r} turn, not a human one (a request cannot start with "
+            "the assistant's words)"
+        )
     if not isinstance(turns[first].get("value"), str) or not turns[first]["value"].strip():
         return f"line {n}: no human turn"
     reply = turns[first + 1] if first + 1 < len(turns) else None
@@ -164,9 +170,14 @@ def _jsonl(path: Path, n: int, rec: dict[str, Any], endpoint: str) -> FileEntry 
             return f"line {n}: prompt is not a non-empty string"
         return FileEntry(n, rec["prompt"], None, out)
     msgs = rec["messages"]
-    if not (isinstance(msgs, list) and msgs and all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                                                     and isinstance(m.get("content"), str) for m in msgs)):
-        return f"line {n}: messages must be a non-empty list of {{\"role\", \"content\"}} strings"
+    if not (
+        isinstance(msgs, list)
+        and msgs
+        and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in msgs
+        )
+    ):
+        return f'line {n}: messages must be a non-empty list of {{"role", "content"}} strings'
     return FileEntry(n, None, tuple({"role": m["role"], "content": m["content"]} for m in msgs), out)
 
 
@@ -177,11 +188,13 @@ def _shaped(got: FileEntry | str, endpoint: str) -> FileEntry | str:
         return got
     if endpoint == "chat":
         system = ({"role": "system", "content": got.system},) if got.system is not None else ()
-        return FileEntry(got.line, None, (*system, {"role": "user", "content": got.text or ""}), None, got.reply,
-                         got.system)
+        return FileEntry(
+            got.line, None, (*system, {"role": "user", "content": got.text or ""}), None, got.reply, got.system
+        )
     if got.system is not None:
-        return (f"line {got.line}: opens with a system turn, which a completions prompt cannot carry; use "
-                "endpoint = \"chat\"")
+        return (
+            f'line {got.line}: opens with a system turn, which a completions prompt cannot carry; use endpoint = "chat"'
+        )
     return got
 
 
@@ -195,9 +208,11 @@ def read_prompt_file(path: Path, endpoint: str | None = None, beside: Path | Non
     """
     if not path.is_file():
         where = f" nor {(beside / path).absolute()}" if beside is not None and not path.is_absolute() else ""
-        raise ProfileError(f"{path}: prompt file not found{where}; set path to a JSONL file (absolute, or relative to "
-                           "the working directory or the workload file's folder), e.g. "
-                           "profiles/data/prompts-completions.jsonl")
+        raise ProfileError(
+            f"{path}: prompt file not found{where}; set path to a JSONL file (absolute, or relative to "
+            "the working directory or the workload file's folder), e.g. "
+            "profiles/data/prompts-completions.jsonl"
+        )
     raw = path.read_bytes()
     records, bad = _records(path, raw)
     if not records and not bad:
@@ -226,8 +241,9 @@ def read_prompt_file(path: Path, endpoint: str | None = None, beside: Path | Non
         (skipped.append(got) if isinstance(got, str) else entries.append(got))
     if not entries:
         raise ProfileError(f"{path}: no usable line ({len(skipped)} skipped; first: {skipped[0]}); fix the file")
-    return PromptFile(str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint,
-                      tuple(entries), tuple(skipped))
+    return PromptFile(
+        str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint, tuple(entries), tuple(skipped)
+    )
 
 
 def input_tokens(entry: FileEntry, tokenizer: Tokenizer) -> int:
@@ -238,8 +254,9 @@ def input_tokens(entry: FileEntry, tokenizer: Tokenizer) -> int:
     return sum(len(tokenizer.encode(m["content"]).ids) for m in entry.messages or ())
 
 
-def fit_lengths(pf: PromptFile, default_output: int, tokenizer: Tokenizer,
-                context: int | None) -> tuple[list[tuple[FileEntry, int, int]], list[str]]:
+def fit_lengths(
+    pf: PromptFile, default_output: int, tokenizer: Tokenizer, context: int | None
+) -> tuple[list[tuple[FileEntry, int, int]], list[str]]:
     """(entry, input tokens, output tokens) per usable entry, and the newly skipped lines.
 
     The output length is the line's ``output_tokens``, the ShareGPT reply's token count, or
@@ -249,12 +266,18 @@ def fit_lengths(pf: PromptFile, default_output: int, tokenizer: Tokenizer,
     out, skipped, too_long = [], [], []
     for e in pf.entries:
         n_in = input_tokens(e, tokenizer)
-        n_out = (e.output_tokens if e.output_tokens is not None
-                 else len(tokenizer.encode(e.reply, add_special_tokens=False).ids) if e.reply is not None
-                 else default_output)
+        n_out = (
+            e.output_tokens
+            if e.output_tokens is not None
+            else len(tokenizer.encode(e.reply, add_special_tokens=False).ids)
+            if e.reply is not None
+            else default_output
+        )
         if context is not None and n_in + max(n_out, 1) > context:
-            why = (f"line {e.line}: {n_in} prompt + {n_out} output tokens exceed the serving context "
-                   f"({context} tokens, --max-model-len)")
+            why = (
+                f"line {e.line}: {n_in} prompt + {n_out} output tokens exceed the serving context "
+                f"({context} tokens, --max-model-len)"
+            )
             if pf.layout == "sharegpt":
                 skipped.append(why)
                 continue
@@ -262,8 +285,11 @@ def fit_lengths(pf: PromptFile, default_output: int, tokenizer: Tokenizer,
             continue
         out.append((e, n_in, max(n_out, 1)))
     if too_long:
-        raise bad_lines_error(pf.path, too_long, {"context": "shorten the prompt or its output_tokens, or raise "
-                                                             "--max-model-len in [engine].args"})
+        raise bad_lines_error(
+            pf.path,
+            too_long,
+            {"context": "shorten the prompt or its output_tokens, or raise --max-model-len in [engine].args"},
+        )
     if not out:
         raise ProfileError(f"{pf.path}: no line fits the serving context ({context} tokens); first: {skipped[0]}")
     return out, skipped

@@ -30,9 +30,7 @@ class Table:
         self.path, self.where, self.data, self.seen = path, where, data, set[str]()
 
     def _fail(self, key: str, expected: str) -> ProfileError:
-        return ProfileError(
-            f"{self.path}: {self.where}.{key} must be {expected}, got {self.data[key]!r}"
-        )
+        return ProfileError(f"{self.path}: {self.where}.{key} must be {expected}, got {self.data[key]!r}")
 
     def _near(self, key: str) -> str:
         """``; the file has 'kye': did you mean 'key'?`` when a key of this table is close to the missing ``key``

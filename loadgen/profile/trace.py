@@ -88,8 +88,10 @@ def _positive(path: Path, n: int, rec: dict[str, Any], key: str, required: bool)
     if value is None and not required:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
-        raise ProfileError(f"{path}: line {n}: {key} must be a positive integer (tokens) up to {MAX_TOKENS:,}, got "
-                           f"{value!r}; fix or remove that line")
+        raise ProfileError(
+            f"{path}: line {n}: {key} must be a positive integer (tokens) up to {MAX_TOKENS:,}, got "
+            f"{value!r}; fix or remove that line"
+        )
     return value
 
 
@@ -100,31 +102,50 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
     ts = rec.get("timestamp")
     if isinstance(ts, bool) or not isinstance(ts, int | float) or not math.isfinite(ts) or ts < 0:
         close = difflib.get_close_matches("timestamp", [str(k) for k in rec], n=1) if ts is None else []
-        raise ProfileError(f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}"
-                           + "".join(f" (the line has {c!r}: did you mean 'timestamp'?)" for c in close))
+        raise ProfileError(
+            f"{path}: line {n}: timestamp must be a number of milliseconds >= 0, got {ts!r}"
+            + "".join(f" (the line has {c!r}: did you mean 'timestamp'?)" for c in close)
+        )
     shape = MOONCAKE if "input_length" in rec else PROMPTS if {"prompt", "messages"} & rec.keys() else None
     if shape != MOONCAKE and (typo := unknown_key(n, rec, ("timestamp", *JSONL_KEYS) if shape else KEYS)):
-        raise ProfileError(f"{path}: {typo}; a trace line has {', '.join(KEYS[:4])} (Mooncake) or timestamp, "
-                           f"{', '.join(JSONL_KEYS)}")  # a Mooncake line may carry more
+        raise ProfileError(
+            f"{path}: {typo}; a trace line has {', '.join(KEYS[:4])} (Mooncake) or timestamp, {', '.join(JSONL_KEYS)}"
+        )  # a Mooncake line may carry more
     if shape != layout:
-        want = ("input_length/output_length (Mooncake)" if layout == MOONCAKE else "prompt or messages")
-        raise ProfileError(f"{path}: line {n} has no {want}" + (" like the first line; one trace holds one line "
-                           "shape" if shape else f"; write one request per line, e.g. {EXAMPLE}"))
+        want = "input_length/output_length (Mooncake)" if layout == MOONCAKE else "prompt or messages"
+        raise ProfileError(
+            f"{path}: line {n} has no {want}"
+            + (
+                " like the first line; one trace holds one line shape"
+                if shape
+                else f"; write one request per line, e.g. {EXAMPLE}"
+            )
+        )
     if layout == PROMPTS:
         text, msgs = rec.get("prompt"), rec.get("messages")
         if text is not None and (not isinstance(text, str) or not text):
             raise ProfileError(f"{path}: line {n}: prompt must be a non-empty string")
-        if msgs is not None and not (isinstance(msgs, list) and msgs and all(
+        if msgs is not None and not (
+            isinstance(msgs, list)
+            and msgs
+            and all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-                for m in msgs)):
-            raise ProfileError(f"{path}: line {n}: messages must be a non-empty list of {{\"role\", \"content\"}}")
+                for m in msgs
+            )
+        ):
+            raise ProfileError(f'{path}: line {n}: messages must be a non-empty list of {{"role", "content"}}')
         messages = tuple({"role": m["role"], "content": m["content"]} for m in msgs) if msgs else None
         return TraceEntry(n, float(ts), None, _positive(path, n, rec, "output_tokens", False), (), text, messages)
     hashes = rec.get("hash_ids", [])
     if not isinstance(hashes, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hashes):
         raise ProfileError(f"{path}: line {n}: hash_ids must be a list of integers, got {hashes!r}")
-    return TraceEntry(n, float(ts), _positive(path, n, rec, "input_length", True),
-                      _positive(path, n, rec, "output_length", True), tuple(hashes))
+    return TraceEntry(
+        n,
+        float(ts),
+        _positive(path, n, rec, "input_length", True),
+        _positive(path, n, rec, "output_length", True),
+        tuple(hashes),
+    )
 
 
 def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
@@ -132,8 +153,10 @@ def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
     prompt line with messages, else completions). Raises ProfileError (one line) for a missing or empty file,
     a bad line, or a file whose every line is skipped."""
     if not path.is_file():
-        raise ProfileError(f"{path}: trace file not found; set path to a JSONL trace (relative to the working "
-                           "directory), e.g. profiles/data/trace-example.jsonl")
+        raise ProfileError(
+            f"{path}: trace file not found; set path to a JSONL trace (relative to the working "
+            "directory), e.g. profiles/data/trace-example.jsonl"
+        )
     raw = path.read_bytes()
     records: list[tuple[int, Any]] = []
     for n, line in enumerate(raw.decode("utf-8-sig", errors="replace").splitlines(), start=1):
@@ -141,25 +164,32 @@ def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
             try:
                 records.append((n, json.loads(line)))
             except ValueError:
-                raise ProfileError(f"{path}: line {n} is not JSON; write one JSON object per line, e.g. {EXAMPLE}"
-                                   ) from None
+                raise ProfileError(
+                    f"{path}: line {n} is not JSON; write one JSON object per line, e.g. {EXAMPLE}"
+                ) from None
     if not records:
         raise ProfileError(f"{path}: the trace is empty; write one request per line")
     first = records[0][1]
     layout = MOONCAKE if isinstance(first, dict) and "input_length" in first else PROMPTS
     entries = [_entry(path, n, rec, layout) for n, rec in records]
     endpoint = endpoint or ("chat" if layout == PROMPTS and entries[0].messages is not None else "completions")
-    skipped = [f"line {e.line}: a {'chat' if e.messages else 'completions'} line in a {endpoint} trace"
-               for e in entries if layout == PROMPTS and (e.messages is not None) != (endpoint == "chat")]
+    skipped = [
+        f"line {e.line}: a {'chat' if e.messages else 'completions'} line in a {endpoint} trace"
+        for e in entries
+        if layout == PROMPTS and (e.messages is not None) != (endpoint == "chat")
+    ]
     kept = [e for e in entries if layout == MOONCAKE or (e.messages is not None) == (endpoint == "chat")]
     if not kept:
         raise ProfileError(f"{path}: no usable line ({len(skipped)} skipped; first: {skipped[0]}); fix the trace")
     kept.sort(key=lambda e: e.timestamp_ms)
     if (span := kept[-1].timestamp_ms - kept[0].timestamp_ms) > MAX_SPAN_MS:
-        raise ProfileError(f"{path}: the trace spans {span / 86_400_000:,.0f} days (line {kept[0].line} to line "
-                           f"{kept[-1].line}), over 30; give every timestamp in milliseconds from one origin")
-    return TraceFile(str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint, tuple(kept),
-                     tuple(skipped))
+        raise ProfileError(
+            f"{path}: the trace spans {span / 86_400_000:,.0f} days (line {kept[0].line} to line "
+            f"{kept[-1].line}), over 30; give every timestamp in milliseconds from one origin"
+        )
+    return TraceFile(
+        str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint, tuple(kept), tuple(skipped)
+    )
 
 
 def offsets_s(entries: tuple[TraceEntry, ...] | list[TraceEntry], time_scale: float) -> tuple[float, ...]:
@@ -175,8 +205,10 @@ def one_token_words(tokenizer: Tokenizer) -> tuple[str, ...]:
     Raises ProfileError when fewer than 16 do (no natural text of exact length can be built)."""
     words = tuple(dict.fromkeys(w for w in WORDS if len(tokenizer.encode(" " + w, add_special_tokens=False).ids) == 1))
     if len(words) < 16:
-        raise ProfileError(f"the target's tokenizer encodes only {len(words)} common English words as one token; "
-                           "a Mooncake trace needs at least 16 (use prompt lines with a timestamp instead)")
+        raise ProfileError(
+            f"the target's tokenizer encodes only {len(words)} common English words as one token; "
+            "a Mooncake trace needs at least 16 (use prompt lines with a timestamp instead)"
+        )
     return words
 
 
@@ -251,8 +283,10 @@ def trace_requests(trace: TraceFile, replay: Replay, tokenizer: Tokenizer) -> tu
         n_out = e.output_length or replay.output_tokens
         n_in = _input_tokens(e, tokenizer)
         if replay.context_tokens is not None and n_in + n_out > replay.context_tokens:
-            skipped.append(f"line {e.line}: {n_in} prompt + {n_out} output tokens exceed the serving context "
-                           f"({replay.context_tokens} tokens, --max-model-len)")
+            skipped.append(
+                f"line {e.line}: {n_in} prompt + {n_out} output tokens exceed the serving context "
+                f"({replay.context_tokens} tokens, --max-model-len)"
+            )
             continue
         text, messages = e.text, e.messages
         if trace.layout == MOONCAKE:
@@ -260,8 +294,9 @@ def trace_requests(trace: TraceFile, replay: Replay, tokenizer: Tokenizer) -> tu
             text, messages = (None, ({"role": "user", "content": body},)) if trace.endpoint == "chat" else (body, None)
         out.append(TraceRequest(e.line, offset, text, messages, n_out))
     if not out:
-        raise ProfileError(f"{trace.path}: no line fits the serving context ({replay.context_tokens} tokens); "
-                           f"first: {skipped[0]}")
+        raise ProfileError(
+            f"{trace.path}: no line fits the serving context ({replay.context_tokens} tokens); first: {skipped[0]}"
+        )
     return out, skipped
 
 
@@ -272,17 +307,28 @@ def trace_fields(top: Table, endpoint: str | None) -> tuple[str, dict[str, objec
     trace = read_trace(Path(top.get("path", str)), endpoint)
     declared = top.get("time_scale", (int, float, list), 1.0, "a number > 0 or a list of distinct ones")
     scales = declared if isinstance(declared, list) else [declared]
-    if not scales or len(set(scales)) != len(scales) or not all(
-            isinstance(s, int | float) and not isinstance(s, bool) and s > 0 for s in scales):
-        raise ProfileError(f"{top.path}: time_scale must be a number > 0 or a list of distinct ones (0.5 replays "
-                           f"twice as fast), got {declared!r}")
+    if (
+        not scales
+        or len(set(scales)) != len(scales)
+        or not all(isinstance(s, int | float) and not isinstance(s, bool) and s > 0 for s in scales)
+    ):
+        raise ProfileError(
+            f"{top.path}: time_scale must be a number > 0 or a list of distinct ones (0.5 replays "
+            f"twice as fast), got {declared!r}"
+        )
     window = top.get("window_s", (int, float), WINDOW_S, "a number of seconds > 0")
     if window <= 0:
-        raise ProfileError(f"{top.path}: window_s must be a number of seconds > 0 (the card's time windows), "
-                           f"got {window!r}")
-    fields = {"path": trace.path, "source_sha256": trace.sha256, "source_lines": trace.lines,
-              "skipped": trace.skipped, "block_tokens": top.positive_int("block_tokens", MOONCAKE_BLOCK_TOKENS),
-              "window_s": float(window)}
+        raise ProfileError(
+            f"{top.path}: window_s must be a number of seconds > 0 (the card's time windows), got {window!r}"
+        )
+    fields = {
+        "path": trace.path,
+        "source_sha256": trace.sha256,
+        "source_lines": trace.lines,
+        "skipped": trace.skipped,
+        "block_tokens": top.positive_int("block_tokens", MOONCAKE_BLOCK_TOKENS),
+        "window_s": float(window),
+    }
     return trace.endpoint, fields, tuple(float(s) for s in scales)
 
 

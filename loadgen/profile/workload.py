@@ -80,15 +80,21 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
     (promptfile.read_prompt_file). Raises ProfileError."""
     path = locate(name, beside) if is_path(name) else workloads_dir / f"{name}.toml"
     if is_path(name) and not path.is_file():
-        raise ProfileError(f"workload file {name!r} not found: no {looked_in(name, beside)}; give its absolute path, "
-                           "or one relative to the current directory or to the pair file's folder")
+        raise ProfileError(
+            f"workload file {name!r} not found: no {looked_in(name, beside)}; give its absolute path, "
+            "or one relative to the current directory or to the pair file's folder"
+        )
     if not path.is_file():
         names = sorted(p.stem for p in workloads_dir.glob("*.toml"))
         close = "".join(f"did you mean {c!r}? " for c in difflib.get_close_matches(name, names, n=1))
-        known = ", ".join(names) or (f"none in {workloads_dir.resolve()} (workload names are read from the "
-                                     "repository's profiles/workloads/: run loadgen from the repository root)")
-        raise ProfileError(f"unknown workload {name!r}: no {path}; {close}available workloads: {known} (or give a "
-                           "workload file's path)")
+        known = ", ".join(names) or (
+            f"none in {workloads_dir.resolve()} (workload names are read from the "
+            "repository's profiles/workloads/: run loadgen from the repository root)"
+        )
+        raise ProfileError(
+            f"unknown workload {name!r}: no {path}; {close}available workloads: {known} (or give a "
+            "workload file's path)"
+        )
     doc = read_toml(path)
     check_document(path, doc, WORKLOAD_DOMAINS)
     top = Table(path, "", doc)
@@ -110,8 +116,7 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
             raise ProfileError(f"{path}: a file workload sends its prompts as written; remove input_tokens")
         file = read_prompt_file(locate(top.get("path", str), path.parent), endpoint, path.parent)
         endpoint = file.endpoint
-        extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines,
-                 "skipped": file.skipped}
+        extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines, "skipped": file.skipped}
     elif kind == "trace":
         endpoint, extra, scales = trace_fields(top, endpoint)
     workload = Workload(
@@ -127,7 +132,8 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
     top.finish()
     if not isinstance(lengths, list):
         return tuple(replace(workload, name=scaled_name(workload.name, s, scales), time_scale=s) for s in scales) or (
-            workload,)
+            workload,
+        )
     return tuple(replace(workload, name=f"{workload.name}@{n}", input_tokens=n) for n in lengths)
 
 
@@ -181,16 +187,20 @@ def load_tokenizer(model: str) -> Tokenizer:
     """
     path = Path(model) / "tokenizer.json"
     if not path.is_file():
-        raise ProfileError(f"input_tokens and prompt files need the target's tokenizer, but {path} does not "
-                           "exist; use a local model directory or remove input_tokens")
+        raise ProfileError(
+            f"input_tokens and prompt files need the target's tokenizer, but {path} does not "
+            "exist; use a local model directory or remove input_tokens"
+        )
     return Tokenizer.from_file(str(path))
 
 
 def _file_entries(workload: Workload, tokenizer: Tokenizer) -> tuple[list[tuple[FileEntry, int, int]], list[str]]:
     pf = read_prompt_file(Path(workload.path or ""), workload.endpoint)
     if pf.sha256 != workload.source_sha256:
-        raise ProfileError(f"{pf.path} changed since the workload was loaded (sha256 {pf.sha256[:12]}, "
-                           f"expected {str(workload.source_sha256)[:12]}); load the pair again")
+        raise ProfileError(
+            f"{pf.path} changed since the workload was loaded (sha256 {pf.sha256[:12]}, "
+            f"expected {str(workload.source_sha256)[:12]}); load the pair again"
+        )
     entries, skipped = fit_lengths(pf, workload.output_tokens, tokenizer, workload.context_tokens)
     return list(entries), skipped
 
@@ -227,9 +237,17 @@ def generate(workload: Workload, count: int, tokenizer: Tokenizer | None = None)
     is_chat = workload.endpoint == "chat"
     if workload.kind == "file" and tokenizer is not None:
         picked = sample(_file_entries(workload, tokenizer)[0], count, workload.seed)
-        return [Prompt(f"{workload.name}-{i:04d}-line{e.line}", workload.name, workload.endpoint,
-                       None if is_chat else e.text, e.messages if is_chat else None, n_out)
-                for i, (e, _, n_out) in enumerate(picked)]
+        return [
+            Prompt(
+                f"{workload.name}-{i:04d}-line{e.line}",
+                workload.name,
+                workload.endpoint,
+                None if is_chat else e.text,
+                e.messages if is_chat else None,
+                n_out,
+            )
+            for i, (e, _, n_out) in enumerate(picked)
+        ]
     rng = random.Random(f"{workload.kind}:{workload.seed}")
     prompts = []
     for i in range(count):

@@ -24,16 +24,25 @@ def serving_context(args: tuple[str, ...] | list[str]) -> int | None:
     """``--max-model-len N`` (or ``--max-model-len=N``) of the engine arguments, in tokens; None if absent
     or not an integer."""
     for i, arg in enumerate(args):
-        value = args[i + 1] if arg == "--max-model-len" and i + 1 < len(args) else (
-            arg.split("=", 1)[1] if arg.startswith("--max-model-len=") else None)
+        value = (
+            args[i + 1]
+            if arg == "--max-model-len" and i + 1 < len(args)
+            else (arg.split("=", 1)[1] if arg.startswith("--max-model-len=") else None)
+        )
         if value is not None:
             return int(value) if value.isdigit() else None
     return None
 
 
-def pair_workloads(names: tuple[str, ...], workloads_dir: Path, target_model: str, args: tuple[str, ...],
-                   output_tokens: int | None = None, input_tokens: int | None = None,
-                   beside: Path | None = None) -> tuple[Workload, ...]:
+def pair_workloads(
+    names: tuple[str, ...],
+    workloads_dir: Path,
+    target_model: str,
+    args: tuple[str, ...],
+    output_tokens: int | None = None,
+    input_tokens: int | None = None,
+    beside: Path | None = None,
+) -> tuple[Workload, ...]:
     """The workloads the pair runs, in order, variants expanded; ``beside``: the pair file's folder, where a
     relative workload path not found from the current directory is looked up (profile/locate.py). Raises
     ProfileError: one line naming what is wrong with every workload (each bad prompt file's bad lines), not
@@ -50,8 +59,15 @@ def pair_workloads(names: tuple[str, ...], workloads_dir: Path, target_model: st
     return tuple(out)
 
 
-def _variants(name: str, workloads_dir: Path, target_model: str, args: tuple[str, ...], output_tokens: int | None,
-              input_tokens: int | None, beside: Path | None) -> list[Workload]:
+def _variants(
+    name: str,
+    workloads_dir: Path,
+    target_model: str,
+    args: tuple[str, ...],
+    output_tokens: int | None,
+    input_tokens: int | None,
+    beside: Path | None,
+) -> list[Workload]:
     """Workload ``name``'s variants with the pair's overrides and serving context applied and checked."""
     context = serving_context(args)
     out: list[Workload] = []
@@ -66,9 +82,11 @@ def _variants(name: str, workloads_dir: Path, target_model: str, args: tuple[str
             changes["input_tokens"] = input_tokens
         w = replace(w, **changes)  # type: ignore[arg-type]
         if context is not None and w.input_tokens is not None and w.input_tokens + w.output_tokens > context:
-            raise ProfileError(f"workload {w.name}: {w.input_tokens} input + {w.output_tokens} output tokens "
-                               f"exceed the serving context ({context} tokens, --max-model-len); lower "
-                               "input_tokens or raise --max-model-len in [engine].args")
+            raise ProfileError(
+                f"workload {w.name}: {w.input_tokens} input + {w.output_tokens} output tokens "
+                f"exceed the serving context ({context} tokens, --max-model-len); lower "
+                "input_tokens or raise --max-model-len in [engine].args"
+            )
         if w.kind == "file":
             w = resolve_file(w, load_tokenizer(target_model))
         elif w.kind == "trace":  # the lines too long for the serving context join the skipped ones
@@ -83,8 +101,15 @@ def replay_trace(workload: Workload, tokenizer: Tokenizer) -> tuple[list[TraceRe
     changed since the workload was loaded, or as trace.trace_requests does."""
     trace = read_trace(Path(workload.path or ""), workload.endpoint)
     if trace.sha256 != workload.source_sha256:
-        raise ProfileError(f"{trace.path} changed since the workload was loaded (sha256 {trace.sha256[:12]}, "
-                           f"expected {str(workload.source_sha256)[:12]}); load the pair again")
-    replay = Replay(workload.time_scale or 1.0, workload.block_tokens or MOONCAKE_BLOCK_TOKENS, workload.seed,
-                    workload.output_tokens, workload.context_tokens)
+        raise ProfileError(
+            f"{trace.path} changed since the workload was loaded (sha256 {trace.sha256[:12]}, "
+            f"expected {str(workload.source_sha256)[:12]}); load the pair again"
+        )
+    replay = Replay(
+        workload.time_scale or 1.0,
+        workload.block_tokens or MOONCAKE_BLOCK_TOKENS,
+        workload.seed,
+        workload.output_tokens,
+        workload.context_tokens,
+    )
     return trace_requests(trace, replay, tokenizer)

@@ -179,10 +179,18 @@ def spec_decode_held(before: Snapshot, after: Snapshot, **match: str) -> SpecDec
     if not held:
         return replace(whole, reset=True, engines=engines, reset_engines=reset)
     width = max(len(c.accepted_per_position) for c in held)
-    per_pos = tuple(math.fsum(c.accepted_per_position[i] for c in held if i < len(c.accepted_per_position))
-                    for i in range(width))
-    return SpecDecodeCounters(math.fsum(c.num_drafts for c in held), math.fsum(c.num_draft_tokens for c in held),
-                              math.fsum(c.num_accepted_tokens for c in held), per_pos, False, engines, reset)
+    per_pos = tuple(
+        math.fsum(c.accepted_per_position[i] for c in held if i < len(c.accepted_per_position)) for i in range(width)
+    )
+    return SpecDecodeCounters(
+        math.fsum(c.num_drafts for c in held),
+        math.fsum(c.num_draft_tokens for c in held),
+        math.fsum(c.num_accepted_tokens for c in held),
+        per_pos,
+        False,
+        engines,
+        reset,
+    )
 
 
 @dataclass(frozen=True)

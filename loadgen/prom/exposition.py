@@ -118,6 +118,7 @@ def _key(labels: Mapping[str, str], drop: str | None = None) -> _SeriesKey:
 def _series(snap: Snapshot, name: str, match: Mapping[str, str]) -> dict[_SeriesKey, float]:
     return {_key(s.labels): s.value for s in snap.values(name, **match)}
 
+
 def _numeric_first(value: str) -> tuple[int, int | str]:
     return (0, int(value)) if value.isdigit() else (1, value)
 

@@ -33,7 +33,7 @@ _SAMPLE_SUFFIXES = ("", "_total", "_count", "_bucket")
 def candidates(name: str) -> tuple[str, ...]:
     """``name`` (a family name, ``_total`` allowed for counters) followed by its older names."""
     base = name.removesuffix("_total")
-    suffix = name[len(base):]
+    suffix = name[len(base) :]
     return (name, *(old + suffix for old in OLDER_NAMES.get(base, ())))
 
 

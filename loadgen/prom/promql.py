@@ -85,8 +85,9 @@ class PromQLReader:
     def __enter__(self) -> PromQLReader:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def query(self, expr: str, at: float) -> list[Series]:
@@ -102,11 +103,14 @@ class PromQLReader:
         try:
             body: dict[str, Any] = response.json()
         except ValueError:
-            raise PromQLError(f"{url} answered HTTP {response.status_code} without JSON: "
-                              f"{response.text[:120]!r}") from None
+            raise PromQLError(
+                f"{url} answered HTTP {response.status_code} without JSON: {response.text[:120]!r}"
+            ) from None
         if body.get("status") != "success":
-            raise PromQLError(f"query {expr!r} failed (HTTP {response.status_code}, {body.get('errorType')}): "
-                              f"{str(body.get('error', '')).splitlines()[0][:200] if body.get('error') else ''}")
+            raise PromQLError(
+                f"query {expr!r} failed (HTTP {response.status_code}, {body.get('errorType')}): "
+                f"{str(body.get('error', '')).splitlines()[0][:200] if body.get('error') else ''}"
+            )
         data = body["data"]
         if data["resultType"] in ("scalar", "string"):
             return [({}, float(data["result"][1]))]
@@ -124,8 +128,9 @@ class PromQLReader:
         (default now), i.e. the last scrape that saw it; None when Prometheus has no such series."""
         return self.total(f"max(timestamp({_vector(metric, selector)}))", time.time() if at is None else at)
 
-    def wait_for_scrape(self, after: float, selector: str = "", metric: str = NUM_DRAFTS,
-                        timeout_s: float = 60.0, poll_s: float = 0.2) -> float:
+    def wait_for_scrape(
+        self, after: float, selector: str = "", metric: str = NUM_DRAFTS, timeout_s: float = 60.0, poll_s: float = 0.2
+    ) -> float:
         """Block until Prometheus holds a sample of ``metric{selector}`` scraped at or after ``after``
         (unix s); returns that sample's time. Takes up to one scrape interval. Raises PromQLError after
         ``timeout_s`` (e.g. the target is not scraped, or the selector matches nothing).
@@ -137,8 +142,10 @@ class PromQLReader:
                 return latest
             if time.monotonic() > deadline:
                 seen = "no sample" if latest is None else f"the newest sample is from {latest:.3f}"
-                raise PromQLError(f"Prometheus at {self.base_url} did not scrape {_vector(metric, selector)} "
-                                  f"after {after:.3f} within {timeout_s:g} s ({seen}); check its targets")
+                raise PromQLError(
+                    f"Prometheus at {self.base_url} did not scrape {_vector(metric, selector)} "
+                    f"after {after:.3f} within {timeout_s:g} s ({seen}); check its targets"
+                )
             time.sleep(poll_s)
 
     def snapshot_at(self, at: float, selector: str = "") -> prom.Snapshot:
@@ -181,12 +188,16 @@ class PromQLReader:
         if not drafts:
             if self.total(f"count({_vector(NUM_DRAFTS, selector)})", end) is None:
                 return None
-            raise PromQLError(f"fewer than two samples of {_vector(NUM_DRAFTS, selector)} in the {end - start:.3f} "
-                              "s window: make the window span at least one scrape interval")
+            raise PromQLError(
+                f"fewer than two samples of {_vector(NUM_DRAFTS, selector)} in the {end - start:.3f} "
+                "s window: make the window span at least one scrape interval"
+            )
         tokens, accepted = increase(NUM_DRAFT_TOKENS), increase(NUM_ACCEPTED)
         per_pos = sorted(increase(ACCEPTED_PER_POS, " by (position) "), key=lambda s: int(s[0].get("position", -1)))
-        resets = [self.total(f"sum(resets({_vector(m, selector)}{window}))", end)
-                  for m in (NUM_DRAFTS, NUM_DRAFT_TOKENS, NUM_ACCEPTED, ACCEPTED_PER_POS)]
+        resets = [
+            self.total(f"sum(resets({_vector(m, selector)}{window}))", end)
+            for m in (NUM_DRAFTS, NUM_DRAFT_TOKENS, NUM_ACCEPTED, ACCEPTED_PER_POS)
+        ]
         return SpecDecodeCounters(
             num_drafts=drafts[0][1],
             num_draft_tokens=tokens[0][1] if tokens else 0.0,
@@ -196,8 +207,12 @@ class PromQLReader:
         )
 
 
-def cross_check(direct: SpecDecodeCounters | None, via_promql: SpecDecodeCounters | None,
-                tolerance: float = 0.0, abs_tol: float = 1e-6) -> list[str]:
+def cross_check(
+    direct: SpecDecodeCounters | None,
+    via_promql: SpecDecodeCounters | None,
+    tolerance: float = 0.0,
+    abs_tol: float = 1e-6,
+) -> list[str]:
     """Disagreements between the direct scrape's deltas and Prometheus' (one line each; [] = agree).
 
     ``tolerance`` is relative (0.02 = 2%; 0 = exact up to ``abs_tol``, for float summation), applied to
@@ -211,19 +226,23 @@ def cross_check(direct: SpecDecodeCounters | None, via_promql: SpecDecodeCounter
         missing = "the direct scrape" if direct is None else "Prometheus"
         return [f"{missing} has no spec-decode counters while the other side has"]
     problems = []
-    pairs = [("num_drafts", direct.num_drafts, via_promql.num_drafts),
-             ("num_draft_tokens", direct.num_draft_tokens, via_promql.num_draft_tokens),
-             ("num_accepted_tokens", direct.num_accepted_tokens, via_promql.num_accepted_tokens)]
+    pairs = [
+        ("num_drafts", direct.num_drafts, via_promql.num_drafts),
+        ("num_draft_tokens", direct.num_draft_tokens, via_promql.num_draft_tokens),
+        ("num_accepted_tokens", direct.num_accepted_tokens, via_promql.num_accepted_tokens),
+    ]
     if len(direct.accepted_per_position) != len(via_promql.accepted_per_position):
-        problems.append(f"positions: direct has {len(direct.accepted_per_position)}, Prometheus "
-                        f"{len(via_promql.accepted_per_position)}")
+        problems.append(
+            f"positions: direct has {len(direct.accepted_per_position)}, Prometheus "
+            f"{len(via_promql.accepted_per_position)}"
+        )
     else:
-        pairs += [(f"accepted_per_position[{i}]", a, b)
-                  for i, (a, b) in enumerate(zip(direct.accepted_per_position, via_promql.accepted_per_position,
-                                                 strict=True))]
+        pairs += [
+            (f"accepted_per_position[{i}]", a, b)
+            for i, (a, b) in enumerate(zip(direct.accepted_per_position, via_promql.accepted_per_position, strict=True))
+        ]
     for name, a, b in pairs:
         if not math.isclose(a, b, rel_tol=tolerance, abs_tol=abs_tol):
             rel = abs(a - b) / max(abs(a), abs(b))
-            problems.append(f"{name}: direct {a:g}, Prometheus {b:g} (differ by {rel:.2%}, tolerance "
-                            f"{tolerance:.2%})")
+            problems.append(f"{name}: direct {a:g}, Prometheus {b:g} (differ by {rel:.2%}, tolerance {tolerance:.2%})")
     return problems

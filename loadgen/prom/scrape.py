@@ -34,8 +34,7 @@ def _status_hint(status: int) -> str:
     return "its metrics exporter failed" if status >= 500 else "not Prometheus text"
 
 
-def scrape(base_url: str, timeout_s: float = 10.0,
-           headers: dict[str, str] | None = None) -> tuple[str, prom.Snapshot]:
+def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | None = None) -> tuple[str, prom.Snapshot]:
     """GET ``base_url``/metrics and parse it; returns (raw text, snapshot).
 
     Raises RunFailed (one line) when the server cannot be reached (asking whether it is alive), answers
@@ -46,11 +45,13 @@ def scrape(base_url: str, timeout_s: float = 10.0,
         response = httpx.get(url, timeout=timeout_s, headers=headers)
     except httpx.HTTPError as exc:
         detail = (str(exc).splitlines() or [""])[0]
-        raise RunFailed(f"cannot reach {url} ({type(exc).__name__}{': ' + detail if detail else ''}); "
-                        "is the server alive?") from None
+        raise RunFailed(
+            f"cannot reach {url} ({type(exc).__name__}{': ' + detail if detail else ''}); is the server alive?"
+        ) from None
     if response.status_code != 200:
-        raise RunFailed(f"{url} answered HTTP {response.status_code} {response.reason_phrase}: "
-                        f"{_status_hint(response.status_code)}")
+        raise RunFailed(
+            f"{url} answered HTTP {response.status_code} {response.reason_phrase}: {_status_hint(response.status_code)}"
+        )
     try:
         return response.text, prom.parse_metrics(response.text)
     except prom.PromParseError as exc:
@@ -100,8 +101,12 @@ def summarize_gauges(samples: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     for name in GAUGES:
         used = next((n for n in metricnames.candidates(name) if any(s.get(n) is not None for s in samples)), name)
         values = [s[used] for s in samples if s.get(used) is not None]
-        out[name] = {"mean": sum(values) / len(values) if values else None,
-                     "max": max(values) if values else None, "samples": float(len(values)), "metric": used}
+        out[name] = {
+            "mean": sum(values) / len(values) if values else None,
+            "max": max(values) if values else None,
+            "samples": float(len(values)),
+            "metric": used,
+        }
     return out
 
 
@@ -131,8 +136,14 @@ def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, 
         if h.count <= 0:
             continue
         bounds = [b if math.isfinite(b) else "+Inf" for b in h.upper_bounds]  # strict JSON: +Inf as a string
-        out[key] = {"metric": name, "count": h.count, "sum": h.sum, "upper_bounds": bounds,
-                    "cumulative_counts": list(h.cumulative_counts), "reset": h.reset,
-                    **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)},
-                    **{f"p{q}_above_bound": above_bound(h, q / 100) for q in (50, 90, 99)}}
+        out[key] = {
+            "metric": name,
+            "count": h.count,
+            "sum": h.sum,
+            "upper_bounds": bounds,
+            "cumulative_counts": list(h.cumulative_counts),
+            "reset": h.reset,
+            **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)},
+            **{f"p{q}_above_bound": above_bound(h, q / 100) for q in (50, 90, 99)},
+        }
     return out

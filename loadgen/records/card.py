@@ -19,10 +19,12 @@ from loadgen.records.trace import TraceSection
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The card file's ``$schema`` and title (report/card.schema.json's head).
-SCHEMA_HEAD = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-               "title": f"loadgen pair card (card.json), schema {CARD_SCHEMA}",
-               "description": "Generated from loadgen/records/card.py by scripts/card_schema.py; do not edit. Times in "
-               "seconds, throughputs per second, ratios speculative / plain (docs/metrics.md)."}
+SCHEMA_HEAD = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": f"loadgen pair card (card.json), schema {CARD_SCHEMA}",
+    "description": "Generated from loadgen/records/card.py by scripts/card_schema.py; do not edit. Times in "
+    "seconds, throughputs per second, ratios speculative / plain (docs/metrics.md).",
+}
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ class ResourceDifference(Wire):
     kv_cache_tokens_lost: int | None = None
     kv_capacity_loss: float | None = None
     same_memory_budget: bool | None = field(
-        default=None, metadata={"doc": "both servers ran under the same gpu_memory_utilization"})
+        default=None, metadata={"doc": "both servers ran under the same gpu_memory_utilization"}
+    )
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,8 @@ class CardVerdict(Wire):
     declared: bool = field(metadata={"doc": "whether the pair file had a [criteria] table"})
     status: str | None = None
     criteria: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "the criteria applied (profile/criteria.py Criteria)"})
+        default=None, metadata={"doc": "the criteria applied (profile/criteria.py Criteria)"}
+    )
     cells: tuple[CellVerdict, ...] = ()
     resources: tuple[Check, ...] = ()
     declared_keys: tuple[str, ...] | None = None
@@ -176,7 +180,8 @@ class PairCard(Wire):
     sampling: Mapping[str, Any] = field(metadata={"doc": "the sampling parameters sent"})
     engine_version: EngineVersion = field(metadata={"doc": "each server's vLLM version"})
     servers: Mapping[str, Mapping[str, Any]] = field(
-        metadata={"doc": "per server: launch, effective config, resources, teardown"})
+        metadata={"doc": "per server: launch, effective config, resources, teardown"}
+    )
     workloads: tuple[Mapping[str, Any], ...] = field(metadata={"doc": "the protocol's workloads"})
     workloads_statement: str = field(metadata={"doc": "one sentence on what the workloads hold"})
     concurrency: tuple[int, ...] = field(metadata={"doc": "the closed-loop levels planned"})
@@ -186,29 +191,39 @@ class PairCard(Wire):
     crossover: Mapping[str, Crossover] = field(metadata={"doc": "per workload"})
     slo: Slo = field(metadata={"doc": "the declared SLO"})
     capacity: Mapping[str, Mapping[str, RoleCapacity]] = field(
-        metadata={"doc": "per workload and server; empty without an SLO"})
+        metadata={"doc": "per workload and server; empty without an SLO"}
+    )
     resources: Resources = field(metadata={"doc": "memory and KV capacity of both servers"})
     placement: Mapping[str, Mapping[str, Any]] = field(
-        metadata={"doc": "per server: attached, base URL, devices (serve/placement)"})
+        metadata={"doc": "per server: attached, base URL, devices (serve/placement)"}
+    )
     verdict: CardVerdict = field(metadata={"doc": "the verdict against the declared criteria"})
     requests_on_disk: Mapping[str, int] | None = field(
-        default=None, metadata={"doc": "measured, partial, torn and unwritten request lines"})
+        default=None, metadata={"doc": "measured, partial, torn and unwritten request lines"}
+    )
     context_axis: Mapping[str, tuple[ContextRow, ...]] | None = field(
-        default=None, metadata={"doc": "per base workload: its lengths"})
+        default=None, metadata={"doc": "per base workload: its lengths"}
+    )
     load: Mapping[str, Any] | None = field(default=None, metadata={"doc": "the protocol's load section"})
     command_line: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "only when the command line gave values (profile/overrides.py)"})
+        default=None, metadata={"doc": "only when the command line gave values (profile/overrides.py)"}
+    )
     design: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "the block design without its order (report/noisefloor.py)"})
+        default=None, metadata={"doc": "the block design without its order (report/noisefloor.py)"}
+    )
     noise_floor: NoiseFloor | None = field(
-        default=None, metadata={"doc": "the A/A noise floor over the cells (report/noisefloor.py)"})
+        default=None, metadata={"doc": "the A/A noise floor over the cells (report/noisefloor.py)"}
+    )
     hardware: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "the machine as the protocol recorded it"})
+        default=None, metadata={"doc": "the machine as the protocol recorded it"}
+    )
     plots: tuple[str, ...] | None = field(default=None, metadata={"doc": "the plots' paths in the run folder"})
     statistics_from: Literal["card.json"] | None = field(
-        default=None, metadata={"doc": "card.json when re-derived without requests.jsonl"})
+        default=None, metadata={"doc": "card.json when re-derived without requests.jsonl"}
+    )
     trace: TraceSection | None = field(
-        default=None, metadata={"doc": "trace workloads over time (report/tracedata.py); absent without one"})
+        default=None, metadata={"doc": "trace workloads over time (report/tracedata.py); absent without one"}
+    )
 
     def cell(self, workload: str, level: str) -> CardCell | None:
         """The cell of ``workload`` at ``level``, None when the card has none."""

@@ -114,20 +114,23 @@ class RoleStats(Wire):
     tpot_p50_per_repetition_s: tuple[float | None, ...] | None = None
     server_vs_client: Mapping[str, ServerVsClient] | None = None
     gauges: tuple[Any, ...] | None = field(
-        default=None, metadata={"doc": "per repetition: the server's gauges over the window, as scraped"})
+        default=None, metadata={"doc": "per repetition: the server's gauges over the window, as scraped"}
+    )
     error_categories: Mapping[str, int] | None = None
     finish_reasons: Mapping[str, int] | None = None
     usage_mismatches: int | None = None
     first_chunk_multi_token_requests: int | None = None
     first_chunk_max_tokens: int | None = None
     acceptance_unmeasurable: Any = field(
-        default=None, metadata={"doc": "why acceptance is not measured (a server restart), else null"})
+        default=None, metadata={"doc": "why acceptance is not measured (a server restart), else null"}
+    )
     goodput_rps: float | None = None
     slo_holds: bool | None = None
     partial: bool | None = None
     partial_requests: int | None = None
     step_time: StepTime | None = field(
-        default=None, metadata={"doc": "the decode step time and its source (measure/steptime.py)"})
+        default=None, metadata={"doc": "the decode step time and its source (measure/steptime.py)"}
+    )
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ class Ratio(Wire):
     pairs: int | None = None
     unavailable: str | None = None
     effect: str | None = field(
-        default=None, metadata={"doc": "the effect against the A/A noise floor (report/noisefloor.py)"})
+        default=None, metadata={"doc": "the effect against the A/A noise floor (report/noisefloor.py)"}
+    )
     ci_method: str | None = None
     blocks: int | None = None
     between_block_sd: float | None = None
@@ -159,7 +163,8 @@ class CellNoiseFloor(Wire):
 
     ratios: Mapping[str, Ratio] | None = field(default=None, metadata={"doc": "metric -> the placebo's ratio"})
     holds: Mapping[str, bool | None] | None = field(
-        default=None, metadata={"doc": "metric -> whether the placebo's CI holds 1"})
+        default=None, metadata={"doc": "metric -> whether the placebo's CI holds 1"}
+    )
 
 
 @dataclass(frozen=True)
@@ -174,14 +179,15 @@ class CardCell(Wire):
     complete: bool
     ratios: Mapping[str, Ratio] = field(metadata={"doc": "metric (ttft_p50, tpot_p50, ...) -> speculative / plain"})
     notes: tuple[str, ...] = field(
-        metadata={"doc": "what a reader must know about the cell; BLOCKING: ones stop the verdict"})
+        metadata={"doc": "what a reader must know about the cell; BLOCKING: ones stop the verdict"}
+    )
     plain: RoleStats | None = None
     speculative: RoleStats | None = None
     noise_floor: CellNoiseFloor | None = None
     lossless: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "the greedy lossless check (measure/diagnosis.py); null unjudged"})
-    cost: Cost | None = field(
-        default=None, metadata={"doc": "the step-time cost decomposition (measure/steptime.py)"})
+        default=None, metadata={"doc": "the greedy lossless check (measure/diagnosis.py); null unjudged"}
+    )
+    cost: Cost | None = field(default=None, metadata={"doc": "the step-time cost decomposition (measure/steptime.py)"})
 
     def role(self, name: str) -> RoleStats | None:
         """The statistics of the server ``name`` (``plain`` or ``speculative``), None when it did not measure."""

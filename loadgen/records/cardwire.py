@@ -39,8 +39,7 @@ class Wire:
     record built in code: its fields in declared order); ``extra``: keys the type does not name, verbatim."""
 
     keys: tuple[str, ...] = field(default=(), kw_only=True, compare=False, repr=False, metadata=_NOT_WIRE)
-    extra: Mapping[str, Any] = field(default_factory=dict, kw_only=True, compare=False, repr=False,
-                                     metadata=_NOT_WIRE)
+    extra: Mapping[str, Any] = field(default_factory=dict, kw_only=True, compare=False, repr=False, metadata=_NOT_WIRE)
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:
@@ -210,5 +209,9 @@ def _record_schema(cls: type[Wire]) -> dict[str, Any]:
         props[name] = {**doc, **json_schema(hints[name]), **meta}
     required = [n for n, f in names.items() if _required(f)]
     text = re.sub(r"\s+", " ", cls.__doc__ or "").strip()
-    return {"type": "object", **({"description": text} if text else {}),
-            **({"required": required} if required else {}), "properties": props}
+    return {
+        "type": "object",
+        **({"description": text} if text else {}),
+        **({"required": required} if required else {}),
+        "properties": props,
+    }

@@ -60,9 +60,22 @@ class TaskRow(Part):
     finished: str | None = None
     wall_s: float | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
-        "id": STR, "pair": STR, "kind": STR, "node": STR, "address": STR, "gpu_type": _STR, "status": STR,
-        "runner_status": STR, "reason": _STR, "exit_code": _INT, "run_dir": _STR, "log": _STR, "started": _STR,
-        "finished": _STR, "wall_s": _NUM}
+        "id": STR,
+        "pair": STR,
+        "kind": STR,
+        "node": STR,
+        "address": STR,
+        "gpu_type": _STR,
+        "status": STR,
+        "runner_status": STR,
+        "reason": _STR,
+        "exit_code": _INT,
+        "run_dir": _STR,
+        "log": _STR,
+        "started": _STR,
+        "finished": _STR,
+        "wall_s": _NUM,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("id", "pair", "kind", "node", "status")
     TITLE: ClassVar[str] = "task row"
 
@@ -83,9 +96,18 @@ class NodeRow(Part):
     engine_versions: list[str] = field(default_factory=list)
     tasks: Mapping[str, int] = field(default_factory=dict)
     KINDS: ClassVar[dict[str, Kind]] = {
-        "name": STR, "id": STR, "address": STR, "hostname": _STR, "gpu_type": _STR, "gpu_type_source": _STR,
-        "resources": map_of(NUM), "labels": map_of(STR), "hardware": maybe(part_kind(NodeHardware)),
-        "engine_versions": list_of(STR), "tasks": map_of(INT)}
+        "name": STR,
+        "id": STR,
+        "address": STR,
+        "hostname": _STR,
+        "gpu_type": _STR,
+        "gpu_type_source": _STR,
+        "resources": map_of(NUM),
+        "labels": map_of(STR),
+        "hardware": maybe(part_kind(NodeHardware)),
+        "engine_versions": list_of(STR),
+        "tasks": map_of(INT),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
     NESTED: ClassVar[dict[str, type[Part]]] = {"hardware": NodeHardware}
     TITLE: ClassVar[str] = "node row"
@@ -106,9 +128,14 @@ class CompareNode(Part):
     verdict: NodeVerdict | None = None
     engine_version: Mapping[str, str | None] | str | None = None
     engine: str | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {**_RUN, "complete": _BOOL, "failure": _STR,
-                                        "verdict": maybe(part_kind(NodeVerdict)), "engine_version": ANY,
-                                        "engine": _STR}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        **_RUN,
+        "complete": _BOOL,
+        "failure": _STR,
+        "verdict": maybe(part_kind(NodeVerdict)),
+        "engine_version": ANY,
+        "engine": _STR,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "task", "status")
     NESTED: ClassVar[dict[str, type[Part]]] = {"verdict": NodeVerdict}
     TITLE: ClassVar[str] = "compare node"
@@ -126,8 +153,14 @@ class CompareEntry(Part):
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
-        "node": STR, "gpu_type": _STR, "status": STR, "complete": BOOL, "ratios": RATIOS,
-        "acceptance_rate": _NUM, "mean_acceptance_length": _NUM}
+        "node": STR,
+        "gpu_type": _STR,
+        "status": STR,
+        "complete": BOOL,
+        "ratios": RATIOS,
+        "acceptance_rate": _NUM,
+        "mean_acceptance_length": _NUM,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "status")
     MAPPED: ClassVar[dict[str, type[Part]]] = {"ratios": FleetRatio}
     TITLE: ClassVar[str] = "compare entry"
@@ -159,8 +192,12 @@ class ComparePair(Part):
     kind: str = "compare"
     nodes: list[CompareNode] = field(default_factory=list)
     cells: list[CompareCell] = field(default_factory=list)
-    KINDS: ClassVar[dict[str, Kind]] = {"pair": STR, "kind": STR, "nodes": list_of(part_kind(CompareNode)),
-                                        "cells": list_of(part_kind(CompareCell))}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "pair": STR,
+        "kind": STR,
+        "nodes": list_of(part_kind(CompareNode)),
+        "cells": list_of(part_kind(CompareCell)),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("pair", "nodes", "cells")
     NESTED: ClassVar[dict[str, type[Part]]] = {"nodes": CompareNode, "cells": CompareCell}
     TITLE: ClassVar[str] = "compare pair"
@@ -184,8 +221,15 @@ class SweepNode(Part):
     workloads: list[WorkloadChoice] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     KINDS: ClassVar[dict[str, Kind]] = {
-        **_RUN, "measured": BOOL, "engine": _STR, "recommendation": _STR, "criteria_declared": BOOL,
-        "meets_criteria": _BOOL, "workloads": list_of(part_kind(WorkloadChoice)), "lines": list_of(STR)}
+        **_RUN,
+        "measured": BOOL,
+        "engine": _STR,
+        "recommendation": _STR,
+        "criteria_declared": BOOL,
+        "meets_criteria": _BOOL,
+        "workloads": list_of(part_kind(WorkloadChoice)),
+        "lines": list_of(STR),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "task", "status")
     NESTED: ClassVar[dict[str, type[Part]]] = {"workloads": WorkloadChoice}
     TITLE: ClassVar[str] = "sweep node"
@@ -205,8 +249,16 @@ class SweepNodeEntry(Part):
     speedup_ci_high: float | None = None
     entries: list[CandidateSpeedup] = field(default_factory=list)
     KINDS: ClassVar[dict[str, Kind]] = {
-        "node": STR, "gpu_type": _STR, "status": STR, "best": _STR, "tied": list_of(STR), "speedup": _NUM,
-        "speedup_ci_low": _NUM, "speedup_ci_high": _NUM, "entries": list_of(part_kind(CandidateSpeedup))}
+        "node": STR,
+        "gpu_type": _STR,
+        "status": STR,
+        "best": _STR,
+        "tied": list_of(STR),
+        "speedup": _NUM,
+        "speedup_ci_low": _NUM,
+        "speedup_ci_high": _NUM,
+        "entries": list_of(part_kind(CandidateSpeedup)),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("node", "status")
     NESTED: ClassVar[dict[str, type[Part]]] = {"entries": CandidateSpeedup}
     TITLE: ClassVar[str] = "sweep node entry"
@@ -238,8 +290,13 @@ class SweepPair(Part):
     nodes: list[SweepNode] = field(default_factory=list)
     cells: list[SweepPairCell] = field(default_factory=list)
     KINDS: ClassVar[dict[str, Kind]] = {
-        "pair": STR, "kind": STR, "primary_metric": _STR, "speedup_definition": _STR,
-        "nodes": list_of(part_kind(SweepNode)), "cells": list_of(part_kind(SweepPairCell))}
+        "pair": STR,
+        "kind": STR,
+        "primary_metric": _STR,
+        "speedup_definition": _STR,
+        "nodes": list_of(part_kind(SweepNode)),
+        "cells": list_of(part_kind(SweepPairCell)),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("pair", "nodes", "cells")
     NESTED: ClassVar[dict[str, type[Part]]] = {"nodes": SweepNode, "cells": SweepPairCell}
     TITLE: ClassVar[str] = "sweep pair"
@@ -262,13 +319,26 @@ class FleetCard(Part):
     flags: list[Flag] = field(default_factory=list)
     FIX: ClassVar[str] = FIX
     KINDS: ClassVar[dict[str, Kind]] = {
-        "schema": STR, "name": STR, "ratio_definition": STR, "metrics": list_of(STR), "flag_rule": STR,
-        "counts": map_of(INT), "tasks": list_of(part_kind(TaskRow)), "nodes": list_of(part_kind(NodeRow)),
-        "pairs": list_of(part_kind(ComparePair)), "sweeps": list_of(part_kind(SweepPair)),
-        "flags": list_of(part_kind(Flag))}
+        "schema": STR,
+        "name": STR,
+        "ratio_definition": STR,
+        "metrics": list_of(STR),
+        "flag_rule": STR,
+        "counts": map_of(INT),
+        "tasks": list_of(part_kind(TaskRow)),
+        "nodes": list_of(part_kind(NodeRow)),
+        "pairs": list_of(part_kind(ComparePair)),
+        "sweeps": list_of(part_kind(SweepPair)),
+        "flags": list_of(part_kind(Flag)),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("name", "counts", "tasks", "nodes", "pairs", "sweeps")
-    NESTED: ClassVar[dict[str, type[Part]]] = {"tasks": TaskRow, "nodes": NodeRow, "pairs": ComparePair,
-                                               "sweeps": SweepPair, "flags": Flag}
+    NESTED: ClassVar[dict[str, type[Part]]] = {
+        "tasks": TaskRow,
+        "nodes": NodeRow,
+        "pairs": ComparePair,
+        "sweeps": SweepPair,
+        "flags": Flag,
+    }
     TITLE: ClassVar[str] = f"loadgen fleet.json ({SCHEMA})"
 
     @classmethod

@@ -54,8 +54,12 @@ class NodeHardware(Part):
     cpu_cores: int | None = None
     memory_bytes: float | None = None
     gpus: list[NodeGpu] = field(default_factory=list)
-    KINDS: ClassVar[dict[str, Kind]] = {"cpu_model": _STR, "cpu_cores": _INT, "memory_bytes": _NUM,
-                                        "gpus": list_of(part_kind(NodeGpu))}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "cpu_model": _STR,
+        "cpu_cores": _INT,
+        "memory_bytes": _NUM,
+        "gpus": list_of(part_kind(NodeGpu)),
+    }
     NESTED: ClassVar[dict[str, type[Part]]] = {"gpus": NodeGpu}
     TITLE: ClassVar[str] = "hardware"
 
@@ -80,8 +84,12 @@ class WorkloadChoice(Part):
     static: str | None = None
     static_speedup: float | None = None
     off_above_concurrency: int | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"workload": STR, "static": _STR, "static_speedup": _NUM,
-                                        "off_above_concurrency": _INT}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "workload": STR,
+        "static": _STR,
+        "static_speedup": _NUM,
+        "off_above_concurrency": _INT,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("workload",)
     TITLE: ClassVar[str] = "workload recommendation"
 
@@ -97,9 +105,14 @@ class CandidateSpeedup(Part):
     speedup_ci_high: float | None = None
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"candidate": STR, "speedup": _NUM, "speedup_ci_low": _NUM,
-                                        "speedup_ci_high": _NUM, "acceptance_rate": _NUM,
-                                        "mean_acceptance_length": _NUM}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "candidate": STR,
+        "speedup": _NUM,
+        "speedup_ci_low": _NUM,
+        "speedup_ci_high": _NUM,
+        "acceptance_rate": _NUM,
+        "mean_acceptance_length": _NUM,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("candidate",)
     TITLE: ClassVar[str] = "candidate speedup"
 
@@ -113,8 +126,7 @@ class FlagSide(Part):
     ci_low: float | None = None
     ci_high: float | None = None
     candidate: str | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"node": STR, "value": _NUM, "ci_low": _NUM, "ci_high": _NUM,
-                                        "candidate": _STR}
+    KINDS: ClassVar[dict[str, Kind]] = {"node": STR, "value": _NUM, "ci_low": _NUM, "ci_high": _NUM, "candidate": _STR}
     REQUIRED: ClassVar[tuple[str, ...]] = ("node",)
     TITLE: ClassVar[str] = "flag side"
 
@@ -132,9 +144,16 @@ class Flag(Part):
     line: str
     workload: str | None = None
     level: str | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"kind": STR, "pair": STR, "gpu_type": STR, "workload": _STR,
-                                        "level": _STR, "metric": STR, "nodes": list_of(part_kind(FlagSide)),
-                                        "line": STR}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "kind": STR,
+        "pair": STR,
+        "gpu_type": STR,
+        "workload": _STR,
+        "level": _STR,
+        "metric": STR,
+        "nodes": list_of(part_kind(FlagSide)),
+        "line": STR,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("kind", "pair", "gpu_type", "metric", "nodes", "line")
     NESTED: ClassVar[dict[str, type[Part]]] = {"nodes": FlagSide}
     TITLE: ClassVar[str] = "disagreement flag"

@@ -43,8 +43,11 @@ def _under_runs(v: object) -> bool:
     return v is None or (isinstance(v, str) and v.startswith("runs/") and ".." not in PurePosixPath(v).parts)
 
 
-RUN_DIR = Kind("a folder under runs/ of the fleet folder, or null", _under_runs,
-               {"anyOf": [{"type": "string", "pattern": "^runs/"}, {"type": "null"}]})
+RUN_DIR = Kind(
+    "a folder under runs/ of the fleet folder, or null",
+    _under_runs,
+    {"anyOf": [{"type": "string", "pattern": "^runs/"}, {"type": "null"}]},
+)
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,15 @@ class FleetNode(Part):
     resources: Mapping[str, float] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     FIX: ClassVar[str] = FIX
-    KINDS: ClassVar[dict[str, Kind]] = {"id": NAME, "name": NAME, "address": STR, "hostname": maybe(STR),
-                                        "gpu_type": maybe(STR), "resources": map_of(NUM), "labels": map_of(STR)}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "id": NAME,
+        "name": NAME,
+        "address": STR,
+        "hostname": maybe(STR),
+        "gpu_type": maybe(STR),
+        "resources": map_of(NUM),
+        "labels": map_of(STR),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("id", "name")
     TITLE: ClassVar[str] = "node"
 
@@ -85,9 +95,19 @@ class Task(Part):
     wall_s: float | None = None
     FIX: ClassVar[str] = FIX
     KINDS: ClassVar[dict[str, Kind]] = {
-        "id": NAME, "pair": NAME, "kind": one_of(KINDS), "node": part_kind(FleetNode), "status": one_of(STATUSES),
-        "reason": maybe(STR), "exit_code": maybe(INT), "run_dir": RUN_DIR, "log": maybe(STR), "started": maybe(STR),
-        "finished": maybe(STR), "wall_s": maybe(NUM)}
+        "id": NAME,
+        "pair": NAME,
+        "kind": one_of(KINDS),
+        "node": part_kind(FleetNode),
+        "status": one_of(STATUSES),
+        "reason": maybe(STR),
+        "exit_code": maybe(INT),
+        "run_dir": RUN_DIR,
+        "log": maybe(STR),
+        "started": maybe(STR),
+        "finished": maybe(STR),
+        "wall_s": maybe(NUM),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("id", "pair", "kind", "node", "status")
     NESTED: ClassVar[dict[str, type[Part]]] = {"node": FleetNode}
     TITLE: ClassVar[str] = "task"

@@ -83,13 +83,23 @@ class ProtocolCell:
     def read(cls, data: object, where: Where) -> Self:
         """:meth:`from_json` at ``where`` (a cell inside protocol.json)."""
         d = obj(data, where)
-        return cls(**{k: read(d, k, kind, where) for k, kind in _CELL_KINDS.items() if k in d or k in _CELL_REQUIRED},
-                   keys=tuple(d), extra={k: v for k, v in d.items() if k not in _CELL_KINDS})
+        return cls(
+            **{k: read(d, k, kind, where) for k, kind in _CELL_KINDS.items() if k in d or k in _CELL_REQUIRED},
+            keys=tuple(d),
+            extra={k: v for k, v in d.items() if k not in _CELL_KINDS},
+        )
 
 
 _CELL_KINDS: dict[str, Kind] = {
-    "workload": STR, "concurrency": INT, "level": STR, "rate_rps": maybe(NUM), "repetition": INT,
-    "warmup": list_of(STR), "measured": list_of(STR), "cooldown": list_of(STR), "arrivals_s": maybe(list_of(NUM)),
+    "workload": STR,
+    "concurrency": INT,
+    "level": STR,
+    "rate_rps": maybe(NUM),
+    "repetition": INT,
+    "warmup": list_of(STR),
+    "measured": list_of(STR),
+    "cooldown": list_of(STR),
+    "arrivals_s": maybe(list_of(NUM)),
 }
 _CELL_REQUIRED = ("workload",)
 CELL = Kind("a cell object", lambda v: isinstance(v, dict), object_schema(_CELL_KINDS, _CELL_REQUIRED, "cell"))
@@ -133,8 +143,14 @@ class Protocol:
 
     def to_json(self) -> dict[str, Any]:
         """protocol.json: the file's keys in their order (:attr:`keys`; every field's for one built anew)."""
-        return {k: self.extra[k] if k in self.extra else
-                [c.to_json() for c in self.cells] if k == "cells" else getattr(self, k) for k in self.keys or _KINDS}
+        return {
+            k: self.extra[k]
+            if k in self.extra
+            else [c.to_json() for c in self.cells]
+            if k == "cells"
+            else getattr(self, k)
+            for k in self.keys or _KINDS
+        }
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:
@@ -154,17 +170,40 @@ class Protocol:
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         """protocol.json's JSON Schema (draft 2020-12), generated from the fields' kinds."""
-        return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-                **object_schema(_KINDS, _REQUIRED, "loadgen protocol.json (loadgen.protocol/1)")}
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **object_schema(_KINDS, _REQUIRED, "loadgen protocol.json (loadgen.protocol/1)"),
+        }
 
 
 _MAP = maybe(OBJ)
 _KINDS: dict[str, Kind] = {
-    "schema": STR, "loadgen_version": maybe(STR), "pair": STR, "pair_file": maybe(STR), "target": _MAP,
-    "draft": _MAP, "speculative_config": _MAP, "engine": _MAP, "sampling": _MAP, "fairness": _MAP,
-    "workloads": list_of(OBJ), "concurrency": list_of(INT), "load": _MAP, "stop_rule": _MAP, "prompts_file": STR,
-    "prompts_sha256": maybe(STR), "criteria": _MAP, "slo": _MAP, "design": _MAP, "cells": list_of(CELL),
-    "client_host": _MAP, "hardware": _MAP, "command_line": _MAP, "engine_version": maybe(STR), "attach": _MAP,
-    "candidates": _MAP, "sweep_candidate": maybe(STR),
+    "schema": STR,
+    "loadgen_version": maybe(STR),
+    "pair": STR,
+    "pair_file": maybe(STR),
+    "target": _MAP,
+    "draft": _MAP,
+    "speculative_config": _MAP,
+    "engine": _MAP,
+    "sampling": _MAP,
+    "fairness": _MAP,
+    "workloads": list_of(OBJ),
+    "concurrency": list_of(INT),
+    "load": _MAP,
+    "stop_rule": _MAP,
+    "prompts_file": STR,
+    "prompts_sha256": maybe(STR),
+    "criteria": _MAP,
+    "slo": _MAP,
+    "design": _MAP,
+    "cells": list_of(CELL),
+    "client_host": _MAP,
+    "hardware": _MAP,
+    "command_line": _MAP,
+    "engine_version": maybe(STR),
+    "attach": _MAP,
+    "candidates": _MAP,
+    "sweep_candidate": maybe(STR),
 }
 _REQUIRED = ("workloads", "cells")

@@ -16,11 +16,26 @@ from loadgen.records.wire import field as read
 
 #: Each field's kind on disk (requests.jsonl), in the dataclass's order; the first six are required.
 _KINDS: dict[str, Kind] = {
-    "prompt_id": STR, "role": STR, "workload": STR, "concurrency": INT, "phase": STR, "scheduled_s": NUM,
-    "arrival_s": maybe(NUM), "level": STR, "repetition": INT, "send_s": NUM, "chunk_arrivals_s": list_of(NUM),
-    "chunk_tokens": list_of(INT), "token_ids": list_of(INT), "finish_reason": maybe(STR),
-    "usage_prompt_tokens": maybe(INT), "usage_completion_tokens": maybe(INT), "requested_output_tokens": INT,
-    "http_status": maybe(INT), "error": maybe(STR), "done_s": maybe(NUM),
+    "prompt_id": STR,
+    "role": STR,
+    "workload": STR,
+    "concurrency": INT,
+    "phase": STR,
+    "scheduled_s": NUM,
+    "arrival_s": maybe(NUM),
+    "level": STR,
+    "repetition": INT,
+    "send_s": NUM,
+    "chunk_arrivals_s": list_of(NUM),
+    "chunk_tokens": list_of(INT),
+    "token_ids": list_of(INT),
+    "finish_reason": maybe(STR),
+    "usage_prompt_tokens": maybe(INT),
+    "usage_completion_tokens": maybe(INT),
+    "requested_output_tokens": INT,
+    "http_status": maybe(INT),
+    "error": maybe(STR),
+    "done_s": maybe(NUM),
 }
 _REQUIRED = ("prompt_id", "role", "workload", "concurrency", "phase", "scheduled_s")
 
@@ -92,8 +107,7 @@ class RequestRecord:
         if "phase" not in d:
             d = {**d, "phase": "warmup" if d.get("warmup") else "measured"}
         read(d, "warmup", BOOL, where, None)
-        values = {k: read(d, k, kind, where, *(() if k in _REQUIRED else (None,)))
-                  for k, kind in _KINDS.items()}
+        values = {k: read(d, k, kind, where, *(() if k in _REQUIRED else (None,))) for k, kind in _KINDS.items()}
         record = cls(**{k: v for k, v in values.items() if v is not None or k in d})
         if record.error is None and not record.chunk_tokens:
             record = replace(record, error=no_tokens_error(record))
@@ -103,5 +117,7 @@ class RequestRecord:
 def no_tokens_error(record: RequestRecord) -> str:
     """The error line of a request that ended without error and without a token-bearing chunk (only
     ``[DONE]``, a role chunk or a usage chunk): it failed, category ``no_tokens`` (measure/faults.py)."""
-    return (f"no-tokens: HTTP {record.http_status} stream ended with no token-bearing chunk (finish_reason "
-            f"{record.finish_reason}, usage completion_tokens {record.usage_completion_tokens})")
+    return (
+        f"no-tokens: HTTP {record.http_status} stream ended with no token-bearing chunk (finish_reason "
+        f"{record.finish_reason}, usage completion_tokens {record.usage_completion_tokens})"
+    )

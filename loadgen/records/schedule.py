@@ -37,8 +37,9 @@ class DeployedSchedule:
     @staticmethod
     def family_of(config: Mapping[str, Any]) -> str:
         """A config's method and draft: everything but K and the schedule, as sorted JSON."""
-        return json.dumps({k: v for k, v in config.items() if k not in ("num_speculative_tokens", SCHEDULE_FIELD)},
-                          sort_keys=True)
+        return json.dumps(
+            {k: v for k, v in config.items() if k not in ("num_speculative_tokens", SCHEDULE_FIELD)}, sort_keys=True
+        )
 
 
 @dataclass(frozen=True)
@@ -73,12 +74,17 @@ class ScheduleCheck:
 
     def to_json(self) -> dict[str, Any]:
         """The file's object (cells in order, each with every field)."""
-        return {"schema": SCHEDULE_CHECK_SCHEMA, "sweep_dir": self.sweep_dir, "candidates": dict(self.candidates),
-                "cells": [asdict(c) for c in self.cells]}
+        return {
+            "schema": SCHEDULE_CHECK_SCHEMA,
+            "sweep_dir": self.sweep_dir,
+            "candidates": dict(self.candidates),
+            "cells": [asdict(c) for c in self.cells],
+        }
 
 
-def schedule_sweep_doc(doc: Mapping[str, Any],
-                       schedules: Sequence[DeployedSchedule]) -> tuple[dict[str, Any], dict[str, int]]:
+def schedule_sweep_doc(
+    doc: Mapping[str, Any], schedules: Sequence[DeployedSchedule]
+) -> tuple[dict[str, Any], dict[str, int]]:
     """The sweep document that measures ``schedules`` in place of ``doc``'s candidates (one candidate per
     distinct config: ``schedule``, or ``schedule1``, ``schedule2``... in first-seen order; the rest of ``doc``
     kept, its name suffixed ``-schedule``), and workload -> its candidate's index in file order."""

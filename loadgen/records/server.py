@@ -35,9 +35,11 @@ class EnginePath(Wire):
         record of older code without it, or a value of the wrong shape."""
         d = data if isinstance(data, Mapping) else {}
         reasons = d.get("fallback_reasons")
-        return cls(d.get("async_scheduling") if isinstance(d.get("async_scheduling"), bool) else None,
-                   d.get("model_runner") if isinstance(d.get("model_runner"), str) else None,
-                   tuple(str(r) for r in reasons) if isinstance(reasons, list | tuple) else ())
+        return cls(
+            d.get("async_scheduling") if isinstance(d.get("async_scheduling"), bool) else None,
+            d.get("model_runner") if isinstance(d.get("model_runner"), str) else None,
+            tuple(str(r) for r in reasons) if isinstance(reasons, list | tuple) else (),
+        )
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 (:class:`SweepCandidate`), cells (:class:`SweepCell`, each candidate's :class:`SweepEntry` in it, an older
 sweep's plain :class:`Drift`), design (:class:`SweepDesign`), A/A noise floor (:class:`NoiseFloor`) and
 recommendation (:class:`Recommendation`, per workload :class:`WorkloadChoice` with its :class:`KSchedule`, per
-level :class:`LevelChoice`).
+level :class:`LevelChoice`; defined in records/sweepchoice.py, imported from here).
 
 Built by report/sweepdata.py (``build_sweep_card``; the rules and formulas: report/sweeprec.py and
 measure/ranking.py), written by run/sweep.py, rendered by report/sweepcard.py (sweep.md) and
@@ -26,8 +26,25 @@ from typing import Any, ClassVar
 
 from loadgen.records.cardcell import Ratio
 from loadgen.records.nested import Part, part_kind
+from loadgen.records.sweepchoice import KSchedule, LevelChoice, Recommendation, WorkloadChoice
 from loadgen.records.trace import TraceSection
 from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
+
+__all__ = [
+    "FIX",
+    "SCHEMA",
+    "Drift",
+    "KSchedule",
+    "LevelChoice",
+    "NoiseFloor",
+    "Recommendation",
+    "SweepCandidate",
+    "SweepCard",
+    "SweepCell",
+    "SweepDesign",
+    "SweepEntry",
+    "WorkloadChoice",
+]
 
 SCHEMA = "loadgen.sweep/2"
 #: The fix a sweep.json that does not read gets.
@@ -75,11 +92,27 @@ class SweepEntry(Part):
     criteria_status: str | None = None
     ttft_ratios: Mapping[str, float | None] = field(default_factory=dict)  # an older sweep.json has none
     KINDS: ClassVar[dict[str, Kind]] = {
-        "candidate": STR, "k": INT, "method": _STR, "draft_weights": BOOL, "ratio": _OBJ, "speedup": _NUM,
-        "speedup_ci_low": _NUM, "speedup_ci_high": _NUM, "effect": _STR, "half_width": _NUM, "blocks": _INT,
-        "acceptance_rate": _NUM, "mean_acceptance_length": _NUM, "per_position": maybe(list_of(NUM)),
-        "tokens_per_decode_chunk": _NUM, "predicted_speedup": _NUM, "step_time_ratio": _NUM, "upper_bound": _NUM,
-        "criteria_status": _STR, "ttft_ratios": map_of(_NUM)}
+        "candidate": STR,
+        "k": INT,
+        "method": _STR,
+        "draft_weights": BOOL,
+        "ratio": _OBJ,
+        "speedup": _NUM,
+        "speedup_ci_low": _NUM,
+        "speedup_ci_high": _NUM,
+        "effect": _STR,
+        "half_width": _NUM,
+        "blocks": _INT,
+        "acceptance_rate": _NUM,
+        "mean_acceptance_length": _NUM,
+        "per_position": maybe(list_of(NUM)),
+        "tokens_per_decode_chunk": _NUM,
+        "predicted_speedup": _NUM,
+        "step_time_ratio": _NUM,
+        "upper_bound": _NUM,
+        "criteria_status": _STR,
+        "ttft_ratios": map_of(_NUM),
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("candidate",)
     TITLE: ClassVar[str] = "cell entry"
 
@@ -98,8 +131,15 @@ class SweepCell(Part):
     drift: Drift | None = None
     drift_warning: str | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
-        "workload": STR, "level": STR, "concurrency": _INT, "rate_rps": _NUM, "noise_floor": _OBJ,
-        "entries": list_of(part_kind(SweepEntry)), "drift": maybe(part_kind(Drift)), "drift_warning": _STR}
+        "workload": STR,
+        "level": STR,
+        "concurrency": _INT,
+        "rate_rps": _NUM,
+        "noise_floor": _OBJ,
+        "entries": list_of(part_kind(SweepEntry)),
+        "drift": maybe(part_kind(Drift)),
+        "drift_warning": _STR,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("workload", "entries")
     NESTED: ClassVar[dict[str, type[Part]]] = {"entries": SweepEntry, "drift": Drift}
     TITLE: ClassVar[str] = "cell"
@@ -130,10 +170,23 @@ class SweepCandidate(Part):
     same_memory_budget: bool | None = None
     time_s: float | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
-        "name": STR, "speculative_config": OBJ, "k": INT, "draft_weights": BOOL, "folder": _STR, "measured": BOOL,
-        "complete": BOOL, "verdict_passed": _BOOL, "verdict_status": _STR, "verdict_summary": _STR,
-        "kv_capacity_loss": _NUM, "kv_cache_tokens_lost": _NUM, "extra_cpu_rss_bytes": _NUM,
-        "extra_gpu_memory_bytes": _NUM, "same_memory_budget": _BOOL, "time_s": _NUM}
+        "name": STR,
+        "speculative_config": OBJ,
+        "k": INT,
+        "draft_weights": BOOL,
+        "folder": _STR,
+        "measured": BOOL,
+        "complete": BOOL,
+        "verdict_passed": _BOOL,
+        "verdict_status": _STR,
+        "verdict_summary": _STR,
+        "kv_capacity_loss": _NUM,
+        "kv_cache_tokens_lost": _NUM,
+        "extra_cpu_rss_bytes": _NUM,
+        "extra_gpu_memory_bytes": _NUM,
+        "same_memory_budget": _BOOL,
+        "time_s": _NUM,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
     TITLE: ClassVar[str] = "candidate"
 
@@ -151,8 +204,15 @@ class SweepDesign(Part):
     ci_half_width: float | None = None
     stopped_short: list[str] = field(default_factory=list)
     KINDS: ClassVar[dict[str, Kind]] = {
-        "blocks": _INT, "ci_method": STR, "co_resident": _BOOL, "placebo": _STR, "server_starts": _INT,
-        "ci_half_width": _NUM, "stopped_short": list_of(STR), "line": STR}
+        "blocks": _INT,
+        "ci_method": STR,
+        "co_resident": _BOOL,
+        "placebo": _STR,
+        "server_starts": _INT,
+        "ci_half_width": _NUM,
+        "stopped_short": list_of(STR),
+        "line": STR,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
     TITLE: ClassVar[str] = "design"
 
@@ -167,76 +227,15 @@ class NoiseFloor(Part):
     cells: int = 0
     widest_half_width: float | None = None
     excluding_1: list[str] = field(default_factory=list)
-    KINDS: ClassVar[dict[str, Kind]] = {"measured": BOOL, "cells": INT, "widest_half_width": _NUM,
-                                        "excluding_1": list_of(STR), "line": STR}
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "measured": BOOL,
+        "cells": INT,
+        "widest_half_width": _NUM,
+        "excluding_1": list_of(STR),
+        "line": STR,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
     TITLE: ClassVar[str] = "noise floor"
-
-
-@dataclass(frozen=True)
-class LevelChoice(Part):
-    """The best paying candidate at one level (None: plain), its ties and speedup."""
-
-    level: str
-    concurrency: int | None = None
-    best: str | None = None
-    tied: list[str] = field(default_factory=list)
-    speedup: float | None = None
-    not_distinguishable: list[str] = field(default_factory=list)
-    KINDS: ClassVar[dict[str, Kind]] = {"level": STR, "concurrency": _INT, "best": _STR, "tied": list_of(STR),
-                                        "speedup": _NUM, "not_distinguishable": list_of(STR)}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("level",)
-    TITLE: ClassVar[str] = "level choice"
-
-
-@dataclass(frozen=True)
-class KSchedule(Part):
-    """A workload's per-batch-size K schedule: whether the engine supports one, the ``--speculative-config``
-    holding it (vLLM's own syntax; None without one) and the printed line."""
-
-    line: str
-    supported: bool = False
-    config: Mapping[str, Any] | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"supported": BOOL, "config": _OBJ, "line": STR}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
-    TITLE: ClassVar[str] = "K schedule"
-
-
-@dataclass(frozen=True)
-class WorkloadChoice(Part):
-    """One workload's recommendation: the level above which none pays, the static choice, the K schedule
-    (``supported``, ``config``, ``line``) and each level's choice."""
-
-    workload: str
-    off_above_concurrency: int | None = None
-    off_sentence: str = ""
-    static: str | None = None
-    static_speedup: float | None = None
-    schedule: KSchedule | None = None
-    why_no_static: str | None = None
-    levels: list[LevelChoice] = field(default_factory=list)
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "workload": STR, "off_above_concurrency": _INT, "off_sentence": STR, "static": _STR, "static_speedup": _NUM,
-        "schedule": maybe(part_kind(KSchedule)), "why_no_static": _STR, "levels": list_of(part_kind(LevelChoice))}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("workload",)
-    NESTED: ClassVar[dict[str, type[Part]]] = {"levels": LevelChoice, "schedule": KSchedule}
-    TITLE: ClassVar[str] = "workload choice"
-
-
-@dataclass(frozen=True)
-class Recommendation(Part):
-    """The sweep's recommendation: per workload, the overall static candidate (None: no single
-    configuration), whether one meets the declared criteria, and the printed lines."""
-
-    lines: list[str]
-    workloads: list[WorkloadChoice] = field(default_factory=list)
-    static: str | None = None
-    meets_criteria: bool = True
-    KINDS: ClassVar[dict[str, Kind]] = {"workloads": list_of(part_kind(WorkloadChoice)), "static": _STR,
-                                        "meets_criteria": BOOL, "lines": list_of(STR)}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("lines",)
-    NESTED: ClassVar[dict[str, type[Part]]] = {"workloads": WorkloadChoice}
-    TITLE: ClassVar[str] = "recommendation"
 
 
 @dataclass(frozen=True)
@@ -265,16 +264,34 @@ class SweepCard(Part):
     command_line: Mapping[str, Any] | None = None
     FIX: ClassVar[str] = FIX
     KINDS: ClassVar[dict[str, Kind]] = {
-        "schema": STR, "pair": STR, "sweep_dir": _STR, "engine_version": _STR, "primary_metric": STR,
-        "speedup_definition": STR, "upper_bound_formula": STR, "criteria_declared": BOOL, "criteria": _OBJ,
-        "design": maybe(part_kind(SweepDesign)), "noise_floor": maybe(part_kind(NoiseFloor)), "times_s": map_of(NUM),
-        "candidates": list_of(part_kind(SweepCandidate)), "cells": list_of(part_kind(SweepCell)),
-        "drift_warnings": list_of(STR), "recommendation": part_kind(Recommendation), "trace": _OBJ,
-        "plots": list_of(STR), "command_line": _OBJ}
+        "schema": STR,
+        "pair": STR,
+        "sweep_dir": _STR,
+        "engine_version": _STR,
+        "primary_metric": STR,
+        "speedup_definition": STR,
+        "upper_bound_formula": STR,
+        "criteria_declared": BOOL,
+        "criteria": _OBJ,
+        "design": maybe(part_kind(SweepDesign)),
+        "noise_floor": maybe(part_kind(NoiseFloor)),
+        "times_s": map_of(NUM),
+        "candidates": list_of(part_kind(SweepCandidate)),
+        "cells": list_of(part_kind(SweepCell)),
+        "drift_warnings": list_of(STR),
+        "recommendation": part_kind(Recommendation),
+        "trace": _OBJ,
+        "plots": list_of(STR),
+        "command_line": _OBJ,
+    }
     REQUIRED: ClassVar[tuple[str, ...]] = ("pair", "primary_metric", "candidates", "cells", "recommendation")
     NESTED: ClassVar[dict[str, type[Part]]] = {
-        "design": SweepDesign, "noise_floor": NoiseFloor, "candidates": SweepCandidate, "cells": SweepCell,
-        "recommendation": Recommendation}
+        "design": SweepDesign,
+        "noise_floor": NoiseFloor,
+        "candidates": SweepCandidate,
+        "cells": SweepCell,
+        "recommendation": Recommendation,
+    }
     TITLE: ClassVar[str] = f"loadgen sweep.json ({SCHEMA})"
 
     def trace_section(self) -> TraceSection | None:
@@ -286,4 +303,3 @@ class SweepCard(Part):
     def json_schema(cls) -> dict[str, Any]:
         """sweep.json's JSON Schema (draft 2020-12), generated from the fields' kinds."""
         return {"$schema": "https://json-schema.org/draft/2020-12/schema", **super().json_schema()}
-

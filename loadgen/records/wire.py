@@ -41,8 +41,9 @@ def _number(v: object) -> bool:
 
 
 STR = Kind("a string", lambda v: isinstance(v, str), {"type": "string"}, frozenset({str}))
-INT = Kind("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool), {"type": "integer"},
-           frozenset({int}))
+INT = Kind(
+    "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool), {"type": "integer"}, frozenset({int})
+)
 NUM = Kind("a number", _number, {"type": "number"}, frozenset({int, float}))
 BOOL = Kind("true or false", lambda v: isinstance(v, bool), {"type": "boolean"}, frozenset({bool}))
 OBJ = Kind("an object", lambda v: isinstance(v, dict), {"type": "object"})
@@ -56,32 +57,43 @@ def _plural(kind: Kind) -> str:
 
 def maybe(kind: Kind) -> Kind:
     """``kind`` or null."""
-    return Kind(f"{kind.name} or null", lambda v: v is None or kind.test(v),
-                {"anyOf": [dict(kind.schema), {"type": "null"}]})
+    return Kind(
+        f"{kind.name} or null", lambda v: v is None or kind.test(v), {"anyOf": [dict(kind.schema), {"type": "null"}]}
+    )
 
 
 def list_of(kind: Kind) -> Kind:
     """A list whose every item is ``kind`` (a list of scalars checked by the set of its items' types: a
     request record's chunk arrivals run to thousands)."""
     if kind.types:
+
         def test(v: object) -> bool:
             return isinstance(v, list) and set(map(type, v)) <= kind.types
     else:
+
         def test(v: object) -> bool:
             return isinstance(v, list) and all(map(kind.test, v))
+
     return Kind(f"a list of {_plural(kind)}", test, {"type": "array", "items": dict(kind.schema)})
 
 
 def map_of(kind: Kind) -> Kind:
     """An object whose every value is ``kind``."""
-    return Kind(f"an object of {_plural(kind)}", lambda v: isinstance(v, dict) and all(map(kind.test, v.values())),
-                {"type": "object", "additionalProperties": dict(kind.schema)})
+    return Kind(
+        f"an object of {_plural(kind)}",
+        lambda v: isinstance(v, dict) and all(map(kind.test, v.values())),
+        {"type": "object", "additionalProperties": dict(kind.schema)},
+    )
 
 
 def object_schema(kinds: Mapping[str, Kind], required: Sequence[str], title: str) -> dict[str, Any]:
     """The JSON Schema of an object whose fields have ``kinds`` (other keys allowed: files of other code)."""
-    return {"title": title, "type": "object", "properties": {k: dict(kind.schema) for k, kind in kinds.items()},
-            "required": list(required)}
+    return {
+        "title": title,
+        "type": "object",
+        "properties": {k: dict(kind.schema) for k, kind in kinds.items()},
+        "required": list(required),
+    }
 
 
 @dataclass(frozen=True)

@@ -61,8 +61,10 @@ def _server_rows(cell: CardCell) -> list[str]:
             above = "> " if check.server_above_bound else ""  # beyond the last finite bucket
             if above and check.agrees is None:
                 verdict = "not comparable: beyond the histogram's last finite bucket"
-            lines.append(f"- {role} {label}: client p50 {_ms(check.client_p50)} ms, server `{check.metric}` "
-                         f"p50 {above}{_ms(check.server_p50)} ms ({verdict})")
+            lines.append(
+                f"- {role} {label}: client p50 {_ms(check.client_p50)} ms, server `{check.metric}` "
+                f"p50 {above}{_ms(check.server_p50)} ms ({verdict})"
+            )
     return lines
 
 
@@ -70,13 +72,16 @@ def _resource_rows(res: Resources) -> list[str]:
     """Memory and KV-cache capacity of both servers and the draft's cost (their difference)."""
     if not res.to_json():  # a card of older code without resources
         return []
-    lines = ["## Resources (measured per server after the load; the draft's cost is the difference)", "",
-             "| | plain | speculative | difference |", "|---|---:|---:|---:|"]
+    lines = [
+        "## Resources (measured per server after the load; the draft's cost is the difference)",
+        "",
+        "| | plain | speculative | difference |",
+        "|---|---:|---:|---:|",
+    ]
     p, s, d = res.plain or {}, res.speculative or {}, res.difference or ResourceDifference()
     gpu = [(x.get("gpu_memory") or {}).get("bytes") for x in (p, s)]
     lines += [
-        f"| GPU memory (NVML, process tree) | {gib(gpu[0])} | {gib(gpu[1])} | "
-        f"{gib(d.extra_gpu_memory_bytes)} |",
+        f"| GPU memory (NVML, process tree) | {gib(gpu[0])} | {gib(gpu[1])} | {gib(d.extra_gpu_memory_bytes)} |",
         f"| CPU RSS (process tree) | {gib(p.get('cpu_rss_bytes'))} | {gib(s.get('cpu_rss_bytes'))} | "
         f"{gib(d.extra_cpu_rss_bytes)} |",
         f"| KV-cache capacity (tokens, cache_config_info) | {_or_dash(p.get('kv_cache_tokens'))} | "
@@ -96,12 +101,18 @@ def _verdict_rows(verdict: CardVerdict) -> list[str]:
         return ["## Verdict", "", f"**{verdict.summary}** (add a [criteria] table to the pair file to judge)", ""]
     crit = verdict.criteria or {}
     keys = list(crit) if verdict.declared_keys is None else verdict.declared_keys
-    shown = [", ".join(f"{k} = {json.dumps(v)}" for k, v in crit.items()
-                       if v not in (None, {}, []) and (k in keys) == d) for d in (True, False)]
-    lines = ["## Verdict against the criteria declared before the run", "",
-             f"**{verdict.summary}**", "",
-             f"Declared: {shown[0] or 'an empty [criteria] table'}" + (f"; defaults: {shown[1]}" if shown[1] else ""),
-             ""]
+    shown = [
+        ", ".join(f"{k} = {json.dumps(v)}" for k, v in crit.items() if v not in (None, {}, []) and (k in keys) == d)
+        for d in (True, False)
+    ]
+    lines = [
+        "## Verdict against the criteria declared before the run",
+        "",
+        f"**{verdict.summary}**",
+        "",
+        f"Declared: {shown[0] or 'an empty [criteria] table'}" + (f"; defaults: {shown[1]}" if shown[1] else ""),
+        "",
+    ]
     lines += [f"- {line}" for line in verdict.lines or []]
     lines += [f"- resource {r.name}: {r.status}: {r.reason}" for r in verdict.resources]
     return [*lines, ""]
@@ -112,24 +123,31 @@ def _diagnosis_rows(cell: CardCell) -> list[str]:
     lines = []
     loss = cell.lossless
     if loss and loss.get("match_rate") is not None:
-        lines.append(f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
-                     f"({100 * loss['match_rate']:.0f}%)"
-                     + (f" (lossy: {loss.get('lossy_reason')}; reported, not judged)" if loss.get("lossy") else ""))
+        lines.append(
+            f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
+            f"({100 * loss['match_rate']:.0f}%)"
+            + (f" (lossy: {loss.get('lossy_reason')}; reported, not judged)" if loss.get("lossy") else "")
+        )
     cost = cell.cost or Cost()
     if cost.unavailable:
         lines.append(f"- cost decomposition: not given: {cost.unavailable}")
     if cost.predicted_speedup is not None:
         verdict = "agree within 15%" if cost.agrees else f"differ: {cost.why}"
-        source = {"server": "server `vllm:inter_token_latency_seconds` mean",
-                  "client": f"client decode time per chunk, {cost.client_basis}"}.get(
-            str(cost.step_source), "median inter-chunk latency")
+        source = {
+            "server": "server `vllm:inter_token_latency_seconds` mean",
+            "client": f"client decode time per chunk, {cost.client_basis}",
+        }.get(str(cost.step_source), "median inter-chunk latency")
         lines.append(
             f"- cost decomposition: step time ({source}) plain {_ms(cost.plain_step_s)} ms, speculative "
             f"{_ms(cost.spec_step_s)} ms (ratio {cost.step_time_ratio:.2f}: drafting + verification); "
             f"mean acceptance length {cost.acceptance_length:.2f} predicts a speedup of "
-            f"{cost.predicted_speedup:.2f}x; measured TPOT speedup {cost.measured_tpot_speedup:.2f}x ({verdict})")
-    good = [f"{role} {side.goodput_rps:.2f} req/s" for role in ROLES
-            if (side := cell.role(role)) is not None and side.goodput_rps is not None]
+            f"{cost.predicted_speedup:.2f}x; measured TPOT speedup {cost.measured_tpot_speedup:.2f}x ({verdict})"
+        )
+    good = [
+        f"{role} {side.goodput_rps:.2f} req/s"
+        for role in ROLES
+        if (side := cell.role(role)) is not None and side.goodput_rps is not None
+    ]
     if good:
         lines.append(f"- goodput (requests meeting every SLO): {', '.join(good)}")
     return lines
@@ -141,15 +159,20 @@ def _capacity_rows(card: PairCard) -> list[str]:
     if not cap:
         return []
     limits = ", ".join(f"{k.removesuffix('_s')} ≤ {v:g} s" for k, v in slo.to_json().items() if k != "percentile" and v)
-    lines = ["## Capacity at SLO", "", f"SLOs judged at p{99 if slo.percentile is None else slo.percentile:g}: "
-             f"{limits}.", "",
-             "| workload | server | highest concurrency holding every SLO | goodput there (req/s) |",
-             "|---|---|---:|---:|"]
+    lines = [
+        "## Capacity at SLO",
+        "",
+        f"SLOs judged at p{99 if slo.percentile is None else slo.percentile:g}: {limits}.",
+        "",
+        "| workload | server | highest concurrency holding every SLO | goodput there (req/s) |",
+        "|---|---|---:|---:|",
+    ]
     for workload, roles in cap.items():
         for role, c in roles.items():
             best = c.capacity_concurrency
-            lines.append(f"| {workload} | {role} | {best if best is not None else 'none tested'} | "
-                         f"{_num(c.goodput_rps)} |")
+            lines.append(
+                f"| {workload} | {role} | {best if best is not None else 'none tested'} | {_num(c.goodput_rps)} |"
+            )
     return [*lines, ""]
 
 
@@ -179,18 +202,23 @@ def _cell_table(cell: CardCell) -> list[str]:
         row = [f"{label} ({unit})"]
         for side in (plain, spec):
             dist = getattr(side, key) if side else None
-            row += [_num(None if (v := getattr(dist, p, None)) is None else v * scale)
-                    for p in ("p50", "p90", "p95", "p99")]
+            row += [
+                _num(None if (v := getattr(dist, p, None)) is None else v * scale) for p in ("p50", "p90", "p95", "p99")
+            ]
         row.append(_ratio(ratios.get(ratio_key)) if ratio_key else "–")
         lines.append("| " + " | ".join(row) + " |")
-    for label, key, ratio_key in (("output throughput (tokens/s)", "output_throughput_tps", "output_throughput"),
-                                  ("peak output throughput (tokens/s, 1 s buckets)", "peak_output_throughput_tps", ""),
-                                  ("request throughput (req/s)", "request_throughput_rps", "request_throughput")):
+    for label, key, ratio_key in (
+        ("output throughput (tokens/s)", "output_throughput_tps", "output_throughput"),
+        ("peak output throughput (tokens/s, 1 s buckets)", "peak_output_throughput_tps", ""),
+        ("request throughput (req/s)", "request_throughput_rps", "request_throughput"),
+    ):
         p = _num(getattr(plain, key)) if plain else "–"
         s = _num(getattr(spec, key)) if spec else "–"
         if key == "peak_output_throughput_tps":  # a window under two whole buckets has no peak: say why
-            p, s = ("window too short for a peak" if side and side.peak_output_note else shown
-                    for side, shown in ((plain, p), (spec, s)))
+            p, s = (
+                "window too short for a peak" if side and side.peak_output_note else shown
+                for side, shown in ((plain, p), (spec, s))
+            )
         lines.append(f"| {label} | {p} | | | | {s} | | | | {_ratio(ratios.get(ratio_key))} |")
     return lines
 
@@ -205,8 +233,10 @@ def _acceptance_rows(cells: Sequence[CardCell]) -> list[str]:
         spec = cell.speculative
         acc = None if spec is None else spec.acceptance
         if spec is not None and not acc and spec.acceptance_unmeasurable:
-            lines.append(f"| {cell.workload} | {level_label(cell)} | not measurable: "
-                         f"{spec.acceptance_unmeasurable} | | | | | | |")
+            lines.append(
+                f"| {cell.workload} | {level_label(cell)} | not measurable: "
+                f"{spec.acceptance_unmeasurable} | | | | | | |"
+            )
         if spec is None or not acc:
             continue
         per_pos = ", ".join(f"{x:.3f}" for x in acc.per_position) or "–"
@@ -221,19 +251,31 @@ def _acceptance_rows(cells: Sequence[CardCell]) -> list[str]:
 
 def _head_rows(card: PairCard) -> list[str]:
     state = "complete" if card.complete else f"INCOMPLETE: {card.failure or 'run did not finish'}"
-    out = [f"# Pair card: {card.pair}", "", f"Status: **{state}** · generated {card.generated_utc} · "
-           f"schema `{card.schema}`", "", *blocking_rows(card), "## What was compared", "",
-           _model_line(card, "target"), _model_line(card, "draft"),
-           f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
-           f"- **engine version**: plain {card.engine_version.plain}, speculative "
-           f"{card.engine_version.speculative}",
-           f"- **sampling**: `{json.dumps(card.sampling, sort_keys=True)}` (identical on both servers; "
-           "ignore_eos with min_tokens = max_tokens)",
-           f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
-           f"stop rule `{json.dumps(card.stop_rule, sort_keys=True)}`",
-           *_command_line_rows(card), f"- **prompts sha256**: `{card.prompts_sha256}`",
-           f"- **hardware**: {_hardware(card)}", "",
-           f"> {card.workloads_statement}", "", "## Servers", ""]
+    out = [
+        f"# Pair card: {card.pair}",
+        "",
+        f"Status: **{state}** · generated {card.generated_utc} · schema `{card.schema}`",
+        "",
+        *blocking_rows(card),
+        "## What was compared",
+        "",
+        _model_line(card, "target"),
+        _model_line(card, "draft"),
+        f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
+        f"- **engine version**: plain {card.engine_version.plain}, speculative {card.engine_version.speculative}",
+        f"- **sampling**: `{json.dumps(card.sampling, sort_keys=True)}` (identical on both servers; "
+        "ignore_eos with min_tokens = max_tokens)",
+        f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
+        f"stop rule `{json.dumps(card.stop_rule, sort_keys=True)}`",
+        *_command_line_rows(card),
+        f"- **prompts sha256**: `{card.prompts_sha256}`",
+        f"- **hardware**: {_hardware(card)}",
+        "",
+        f"> {card.workloads_statement}",
+        "",
+        "## Servers",
+        "",
+    ]
     return out
 
 
@@ -249,18 +291,26 @@ def _servers_rows(card: PairCard) -> list[str]:
     for role, server in card.servers.items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}
         place = card.placement.get(role) or {}
-        where = (f"attached to {place.get('base_url')}" if place.get("attached") else
-                 f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
-                 f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}")
-        out += [f"### {role}", "", f"- placement: {where}",
-                f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
-                f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
-                f"- {engine_path_line(eff)}",
-                f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
-                f"{eff.get('spec_positions')}",
-                f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
-                f"{_num(eff.get('ready_s'), 0)} s",
-                *[f"- {line}" for line in [proof_line(eff)] if line], ""]
+        where = (
+            f"attached to {place.get('base_url')}"
+            if place.get("attached")
+            else f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
+            f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}"
+        )
+        out += [
+            f"### {role}",
+            "",
+            f"- placement: {where}",
+            f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
+            f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
+            f"- {engine_path_line(eff)}",
+            f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
+            f"{eff.get('spec_positions')}",
+            f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
+            f"{_num(eff.get('ready_s'), 0)} s",
+            *[f"- {line}" for line in [proof_line(eff)] if line],
+            "",
+        ]
     effective = {role: (server.get("effective") or {}) for role, server in card.servers.items()}
     note = engine_path_note(effective.get("plain") or {}, effective.get("speculative") or {})
     return out + ([f"> {note}", ""] if note else [])
@@ -273,12 +323,20 @@ def _results_rows(card: PairCard) -> list[str]:
         if not cell.plain and not cell.speculative:
             out += ["Not measured.", ""]
             continue
-        failures = [f"- **{role} cell FAILED**: {side.failure}" for role in ROLES
-                    if (side := cell.role(role)) is not None and side.failure]
+        failures = [
+            f"- **{role} cell FAILED**: {side.failure}"
+            for role in ROLES
+            if (side := cell.role(role)) is not None and side.failure
+        ]
         out += [*failures, *([""] if failures else []), *_cell_table(cell), ""]
         out += [f"- {note}" for note in cell.notes]
-        out += [*cell_rows(cell), *_diagnosis_rows(cell), *[f"- {f}" for f in [finish_line(cell)] if f],
-                *_server_rows(cell), ""]
+        out += [
+            *cell_rows(cell),
+            *_diagnosis_rows(cell),
+            *[f"- {f}" for f in [finish_line(cell)] if f],
+            *_server_rows(cell),
+            "",
+        ]
     return out
 
 

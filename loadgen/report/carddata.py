@@ -11,27 +11,27 @@ a fresh card.json writes in their order (``keyed``, ``with_fields``: a field tha
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Final
 
 from loadgen.measure.blockstate import state_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
-from loadgen.measure.diagnosis import capacity, goodput, holds, lossless, lossless_note, lossy_rejection
+from loadgen.measure.diagnosis import goodput, holds, lossless, lossless_note, lossy_rejection
 from loadgen.measure.judging import card_verdict, judged_resources
 from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
 from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
-from loadgen.measure.ratios import crossover, crossover_range
 from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
-from loadgen.records.card import Crossover, EngineVersion, PairCard, ResourceDifference, Resources, RoleCapacity, Slo
+from loadgen.records.card import EngineVersion, PairCard, ResourceDifference, Resources, Slo
 from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.request import RequestRecord
+from loadgen.report.cardlevels import capacities, crossovers
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
@@ -46,10 +46,37 @@ DECLARED_OFF = "speculation off by the declared config at this level"
 #: The words of the blocking note of a lookup method's cell without a single draft (card.py raises it).
 NOT_SPECULATIVE = "this was not a speculative comparison"
 #: A fresh card's keys in their order (``command_line`` and ``trace`` follow when present).
-_CARD_KEYS = ("schema", "pair", "generated_utc", "complete", "failure", "requests_on_disk", "target", "draft",
-              "speculative_config", "sampling", "engine_version", "servers", "workloads", "workloads_statement",
-              "context_axis", "concurrency", "load", "stop_rule", "prompts_sha256", "cells", "crossover", "design",
-              "noise_floor", "slo", "capacity", "resources", "placement", "verdict", "hardware")
+_CARD_KEYS = (
+    "schema",
+    "pair",
+    "generated_utc",
+    "complete",
+    "failure",
+    "requests_on_disk",
+    "target",
+    "draft",
+    "speculative_config",
+    "sampling",
+    "engine_version",
+    "servers",
+    "workloads",
+    "workloads_statement",
+    "context_axis",
+    "concurrency",
+    "load",
+    "stop_rule",
+    "prompts_sha256",
+    "cells",
+    "crossover",
+    "design",
+    "noise_floor",
+    "slo",
+    "capacity",
+    "resources",
+    "placement",
+    "verdict",
+    "hardware",
+)
 
 
 def declared_notes(proto: Protocol, planned: ProtocolCell, spec_entries: list[CellEntry]) -> list[str]:
@@ -63,13 +90,21 @@ def declared_notes(proto: Protocol, planned: ProtocolCell, spec_entries: list[Ce
         return []
     conc, open_loop = planned.concurrency, planned.rate_rps is not None
     if not speculation_on_at(spec_config, conc, open_loop):
-        return [f"speculative: {DECLARED_OFF} ({off_reason(spec_config, 1 if open_loop else conc)}); measured and "
-                "compared like any other cell, no fallback"]
+        return [
+            f"speculative: {DECLARED_OFF} ({off_reason(spec_config, 1 if open_loop else conc)}); measured and "
+            "compared like any other cell, no fallback"
+        ]
     counted = [c for e in spec_entries if (c := e.spec_decode)]
-    if (spec_config.get("method") in LOOKUP_METHODS and counted and len(counted) == len(spec_entries)
-            and all(not c.get("num_drafts") for c in counted)):
-        return [f"BLOCKING: {NOT_SPECULATIVE}: {spec_config['method']} proposed 0 drafts in all "
-                f"{len(counted)} block(s) of this cell, so both servers decoded without speculation"]
+    if (
+        spec_config.get("method") in LOOKUP_METHODS
+        and counted
+        and len(counted) == len(spec_entries)
+        and all(not c.get("num_drafts") for c in counted)
+    ):
+        return [
+            f"BLOCKING: {NOT_SPECULATIVE}: {spec_config['method']} proposed 0 drafts in all "
+            f"{len(counted)} block(s) of this cell, so both servers decoded without speculation"
+        ]
     return []
 
 
@@ -77,11 +112,15 @@ def _notes(sides: Mapping[str, RoleStats], ratios: Mapping[str, Ratio], entries:
     notes = [note for entry in entries.values() for note in entry.notes]
     for role, entry in entries.items():
         if entry.output_length_mismatches:
-            notes.append(f"{role}: {entry.output_length_mismatches} requests did not return their requested "
-                         "output length; per-token figures stay valid, summed times do not")
+            notes.append(
+                f"{role}: {entry.output_length_mismatches} requests did not return their requested "
+                "output length; per-token figures stay valid, summed times do not"
+            )
         if entry.foreign_traffic:
-            notes.append(f"{role}: the server finished more requests than loadgen sent (foreign traffic): "
-                         "its counters include other clients")
+            notes.append(
+                f"{role}: the server finished more requests than loadgen sent (foreign traffic): "
+                "its counters include other clients"
+            )
     spec = sides.get("speculative")
     tpot = None if (r := ratios.get("tpot_p50")) is None else r.value
     if spec is not None and spec.acceptance is not None and tpot is not None:
@@ -95,10 +134,13 @@ def _notes(sides: Mapping[str, RoleStats], ratios: Mapping[str, Ratio], entries:
 
 def _summed(lines: list[CellEntry]) -> CellEntry:
     """The first repetition's line with the counts summed over every repetition."""
-    return replace(lines[0], errors=sum(e.errors for e in lines),
-                   output_length_mismatches=sum(e.output_length_mismatches for e in lines),
-                   usage_mismatches=sum(e.usage_mismatches for e in lines),
-                   foreign_traffic=any(e.foreign_traffic for e in lines))
+    return replace(
+        lines[0],
+        errors=sum(e.errors for e in lines),
+        output_length_mismatches=sum(e.output_length_mismatches for e in lines),
+        usage_mismatches=sum(e.usage_mismatches for e in lines),
+        foreign_traffic=any(e.foreign_traffic for e in lines),
+    )
 
 
 def _server_vs_client(stats: CellStats, entries: list[CellEntry]) -> dict[str, ServerVsClient]:
@@ -110,18 +152,26 @@ def _server_vs_client(stats: CellStats, entries: list[CellEntry]) -> dict[str, S
 def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[CellStats, RoleStats]:
     """One server's statistics of a cell over its repetitions: measure/metrics.py's, and the card's record of
     them with the repetitions, the server-vs-client check, the gauges and the outcomes."""
-    measured = [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
-                for r in records]
+    measured = [
+        MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
+        for r in records
+    ]
     counters, unmeasurable = usable_counters(entries)  # repetitions with a server restart left out
     stats = cell_stats(measured, counters)
     reps = sorted({r.repetition for r in records})
-    per_rep_tpot = tuple(cell_stats([m for m, r in zip(measured, records, strict=True) if r.repetition == k],
-                                    None).tpot_s.p50 for k in reps)
+    per_rep_tpot = tuple(
+        cell_stats([m for m, r in zip(measured, records, strict=True) if r.repetition == k], None).tpot_s.p50
+        for k in reps
+    )
     side = stats.record().with_fields(
-        repetitions=len(entries), tpot_p50_per_repetition_s=per_rep_tpot,
+        repetitions=len(entries),
+        tpot_p50_per_repetition_s=per_rep_tpot,
         failure=next((e.failure for e in entries if e.failure), None),
-        server_vs_client=_server_vs_client(stats, entries), gauges=tuple(e.gauges for e in entries),
-        **asdict(side_outcomes(records)), acceptance_unmeasurable=unmeasurable)
+        server_vs_client=_server_vs_client(stats, entries),
+        gauges=tuple(e.gauges for e in entries),
+        **asdict(side_outcomes(records)),
+        acceptance_unmeasurable=unmeasurable,
+    )
     return stats, side
 
 
@@ -134,8 +184,12 @@ def build_card(run_dir: Path) -> PairCard:
     return card_of(read_run(run_dir))
 
 
-def _cell(files: RunFiles, planned: ProtocolCell, by_cell: dict[tuple[str, str, str], list[RequestRecord]],
-          entries: dict[tuple[str, str, str], list[CellEntry]]) -> CardCell:
+def _cell(
+    files: RunFiles,
+    planned: ProtocolCell,
+    by_cell: dict[tuple[str, str, str], list[RequestRecord]],
+    entries: dict[tuple[str, str, str], list[CellEntry]],
+) -> CardCell:
     """One card cell (both roles, ratios, diagnosis and notes) of the planned cell ``planned``."""
     key = planned.key
     proto = files.protocol
@@ -147,8 +201,9 @@ def _cell(files: RunFiles, planned: ProtocolCell, by_cell: dict[tuple[str, str, 
             stats[role], side = _role_cell(by_cell[(*key, role)], entries[(*key, role)])
             side = mark_partial(side, entries[(*key, role)], by_cell[(*key, role)], files.status)
             sides[role] = side.with_fields(**_slo_check(by_cell[(*key, role)], stats[role], slo))
-    ratios, floor = cell_ratios(proto, by_cell[(*key, "plain")], by_cell[(*key, "speculative")],
-                                by_cell.get((*key, PLACEBO)) or [], stats)
+    ratios, floor = cell_ratios(
+        proto, by_cell[(*key, "plain")], by_cell[(*key, "speculative")], by_cell.get((*key, PLACEBO)) or [], stats
+    )
     role_entries = {role: _summed(es) for role in ROLES if (es := entries.get((*key, role)))}
     greedy = (proto.sampling or {}).get("temperature") == 0
     diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy, _lossy(proto))
@@ -157,19 +212,42 @@ def _cell(files: RunFiles, planned: ProtocolCell, by_cell: dict[tuple[str, str, 
     notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
     note = lossless_note(diag) if diag else None
     spec_config = proto.speculative_config or {}
-    notes += [*([note] if note else []),
-              *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))}, spec_config),
-              *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))}),
-              *declared_notes(proto, planned, entries.get((*key, "speculative")) or [])]
-    cell = CardCell(workload=key[0], level=key[1], concurrency=planned.concurrency, rate_rps=planned.rate_rps,
-                    complete=len(stats) == 2 and not any(x.failure for x in sides.values()), ratios=ratios,
-                    notes=tuple(notes), plain=sides.get("plain"), speculative=sides.get("speculative"),
-                    noise_floor=floor, lossless=diag)
-    cell = cell.keyed("workload", "level", "concurrency", "rate_rps", "complete", *sides, "ratios",
-                      *(["noise_floor"] if floor is not None else []), *(["lossless"] if len(stats) == 2 else []),
-                      "notes")
-    return apply_step_times(cell, {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None]
-                                   for role in ROLES}, role_entries)
+    notes += [
+        *([note] if note else []),
+        *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))}, spec_config),
+        *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))}),
+        *declared_notes(proto, planned, entries.get((*key, "speculative")) or []),
+    ]
+    cell = CardCell(
+        workload=key[0],
+        level=key[1],
+        concurrency=planned.concurrency,
+        rate_rps=planned.rate_rps,
+        complete=len(stats) == 2 and not any(x.failure for x in sides.values()),
+        ratios=ratios,
+        notes=tuple(notes),
+        plain=sides.get("plain"),
+        speculative=sides.get("speculative"),
+        noise_floor=floor,
+        lossless=diag,
+    )
+    cell = cell.keyed(
+        "workload",
+        "level",
+        "concurrency",
+        "rate_rps",
+        "complete",
+        *sides,
+        "ratios",
+        *(["noise_floor"] if floor is not None else []),
+        *(["lossless"] if len(stats) == 2 else []),
+        "notes",
+    )
+    return apply_step_times(
+        cell,
+        {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None] for role in ROLES},
+        role_entries,
+    )
 
 
 def card_of(files: RunFiles) -> PairCard:
@@ -187,41 +265,75 @@ def card_of(files: RunFiles) -> PairCard:
         planned.setdefault(c.key, c)
     cells = tuple(_cell(files, c, by_cell, entries) for c in planned.values())
     slo = SLO(**(proto.slo or {}))
-    usage = {role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get(
-        "ready") for role in ROLES}
+    usage = {
+        role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
+        for role in ROLES
+    }
     raw_diff = difference(usage["plain"], usage["speculative"])
     diff = ResourceDifference.from_json(raw_diff, source=f"the resources of {files.protocol_path.parent}")
     versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
     card = PairCard(
-        schema=CARD_SCHEMA, pair=proto.pair, generated_utc=files.generated_utc, complete=files.status.complete,
+        schema=CARD_SCHEMA,
+        pair=proto.pair,
+        generated_utc=files.generated_utc,
+        complete=files.status.complete,
         failure=files.on_disk.failure,  # the run's own, plus what is partial or lost
-        requests_on_disk=files.on_disk.requests_on_disk, target=proto.target or {}, draft=proto.draft,
-        speculative_config=proto.speculative_config, sampling=proto.sampling or {},
-        engine_version=EngineVersion(versions.get("plain"), versions.get("speculative"), keys=tuple(versions),
-                                     extra={k: v for k, v in versions.items() if k not in ROLES}),
-        servers=servers, workloads=tuple(proto.workloads),
-        workloads_statement=workload_statement(proto, files.records), context_axis=context_axis(cells),
-        concurrency=tuple(proto.concurrency), load=proto.load, stop_rule=proto.stop_rule or {},
-        prompts_sha256=proto.prompts_sha256 or "", cells=cells, crossover=_crossovers(cells),
-        design=design_summary(proto), noise_floor=noise_summary(cells), slo=Slo(**asdict(slo)).keyed(*asdict(slo)),
-        capacity=_capacities(cells, slo),
-        resources=Resources(plain=usage["plain"], speculative=usage["speculative"], difference=diff, notes=tuple(
-            n for n in [kv_capacity_note(diff), budget_note(usage["plain"], raw_diff)] if n)).in_full(),
+        requests_on_disk=files.on_disk.requests_on_disk,
+        target=proto.target or {},
+        draft=proto.draft,
+        speculative_config=proto.speculative_config,
+        sampling=proto.sampling or {},
+        engine_version=EngineVersion(
+            versions.get("plain"),
+            versions.get("speculative"),
+            keys=tuple(versions),
+            extra={k: v for k, v in versions.items() if k not in ROLES},
+        ),
+        servers=servers,
+        workloads=tuple(proto.workloads),
+        workloads_statement=workload_statement(proto, files.records),
+        context_axis=context_axis(cells),
+        concurrency=tuple(proto.concurrency),
+        load=proto.load,
+        stop_rule=proto.stop_rule or {},
+        prompts_sha256=proto.prompts_sha256 or "",
+        cells=cells,
+        crossover=crossovers(cells),
+        design=design_summary(proto),
+        noise_floor=noise_summary(cells),
+        slo=Slo(**asdict(slo)).keyed(*asdict(slo)),
+        capacity=capacities(cells, slo),
+        resources=Resources(
+            plain=usage["plain"],
+            speculative=usage["speculative"],
+            difference=diff,
+            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(usage["plain"], raw_diff)] if n),
+        ).in_full(),
         placement={role: placement(dict(servers[role])) for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
-        hardware=proto.hardware, command_line=proto.command_line or None, trace=trace_card(files))
-    return card.keyed(*_CARD_KEYS, *(["command_line"] if proto.command_line else []),
-                      *(["trace"] if card.trace is not None else []))  # absent without a trace: older cards alike
+        hardware=proto.hardware,
+        command_line=proto.command_line or None,
+        trace=trace_card(files),
+    )
+    return card.keyed(
+        *_CARD_KEYS, *(["command_line"] if proto.command_line else []), *(["trace"] if card.trace is not None else [])
+    )  # absent without a trace: older cards alike
 
 
 def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, float | bool | None]:
     """Goodput (req/s meeting every SLO) and whether the declared percentiles hold, from per-request values:
     the ``goodput_rps`` and ``slo_holds`` fields of the card's role statistics."""
-    timings = [t for r in records if r.error is None
-               if (t := request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)) is not None]
+    timings = [
+        t
+        for r in records
+        if r.error is None
+        if (t := request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)) is not None
+    ]
     ttft, tpot, e2e = [t.ttft_s for t in timings], [t.tpot_s for t in timings], [t.e2e_s for t in timings]
-    return {"goodput_rps": goodput(ttft, tpot, e2e, stats.window_s, slo),
-            "slo_holds": holds({"ttft_s": ttft, "tpot_s": [x for x in tpot if x is not None], "e2e_s": e2e}, slo)}
+    return {
+        "goodput_rps": goodput(ttft, tpot, e2e, stats.window_s, slo),
+        "slo_holds": holds({"ttft_s": ttft, "tpot_s": [x for x in tpot if x is not None], "e2e_s": e2e}, slo),
+    }
 
 
 def _lossy(proto: Protocol) -> str | None:
@@ -232,49 +344,14 @@ def _lossy(proto: Protocol) -> str | None:
     return lossy_rejection(proto.speculative_config or {}, env)
 
 
-def _diagnose(plain: list[RequestRecord], spec: list[RequestRecord], stats: Mapping[str, CellStats],
-              greedy: bool, lossy: str | None = None) -> dict[str, object] | None:
+def _diagnose(
+    plain: list[RequestRecord],
+    spec: list[RequestRecord],
+    stats: Mapping[str, CellStats],
+    greedy: bool,
+    lossy: str | None = None,
+) -> dict[str, object] | None:
     """The lossless check (greedy only; diagnosis.py) of a cell both servers measured (``lossy``: why the
     speculative config is lossy by design, its match rate then information), None otherwise; the cost
     decomposition is steptime.py's."""
     return lossless(*lossless_inputs(plain, spec), lossy=lossy) if greedy and len(stats) == 2 else None
-
-
-def _closed(cells: Sequence[CardCell], workload: str) -> list[CardCell]:
-    """The closed-loop cells of ``workload``, by concurrency."""
-    return sorted((c for c in cells if c.workload == workload and c.rate_rps is None), key=lambda c: c.concurrency)
-
-
-def _capacities(cells: Sequence[CardCell], slo: SLO) -> dict[str, dict[str, RoleCapacity]]:
-    """Per workload and server: the highest closed-loop concurrency holding every SLO, and its goodput."""
-    if not slo.limits():
-        return {}
-    out: dict[str, dict[str, RoleCapacity]] = {}
-    for workload in dict.fromkeys(c.workload for c in cells):
-        for role in ROLES:
-            sides = [(c.concurrency, side) for c in _closed(cells, workload) if (side := c.role(role)) is not None]
-            held = tuple(side.slo_holds for _, side in sides)
-            best = capacity([lv for lv, _ in sides], held)
-            good = next((side.goodput_rps for lv, side in sides if lv == best), None)
-            out.setdefault(workload, {})[role] = RoleCapacity(tuple(lv for lv, _ in sides), held,
-                                                       None if best is None else int(best), good).in_full()
-    return out
-
-
-def _crossovers(cells: Sequence[CardCell]) -> dict[str, Crossover]:
-    """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1, and the range it lies in:
-    from the last level whose ratio's CI is below 1 to the first level after it whose CI is above 1
-    (ratios.crossover_range; None when the CIs do not bracket a crossing)."""
-    out: dict[str, Crossover] = {}
-    for workload in dict.fromkeys(c.workload for c in cells):
-        closed = _closed(cells, workload)
-        levels = [c.concurrency for c in closed]
-        tpot = [c.ratio("tpot_p50") for c in closed]
-        ratios = [None if r is None else r.value for r in tpot]
-        cis = [(None, None) if r is None else (r.ci_low, r.ci_high) for r in tpot]
-        span = crossover_range(levels, cis)
-        out[workload] = Crossover(
-            levels=tuple(levels), ratios=tuple(ratios), crossover_concurrency=crossover(levels, ratios),
-            metric="tpot_p50", ratio_cis=tuple(cis), crossover_range=None if span is None else tuple(span)).keyed(
-            "metric", "levels", "ratios", "ratio_cis", "crossover_concurrency", "crossover_range")
-    return out

@@ -12,8 +12,10 @@ from loadgen.records.card import Crossover, NoiseFloor, PairCard
 from loadgen.records.cardcell import CardCell
 from loadgen.util.numbers import num
 
-WITHIN_RUN = ("CIs are within-run only: this run was measured by older code, each server in one time window, so "
-              "its intervals cover the prompts of that window, not the server's own movement between windows")
+WITHIN_RUN = (
+    "CIs are within-run only: this run was measured by older code, each server in one time window, so "
+    "its intervals cover the prompts of that window, not the server's own movement between windows"
+)
 
 
 def design_rows(design: Mapping[str, Any] | None, noise_floor: NoiseFloor | None) -> list[str]:
@@ -23,23 +25,34 @@ def design_rows(design: Mapping[str, Any] | None, noise_floor: NoiseFloor | None
     out = ["## How sure: measurement design and noise floor", ""]
     if not design:
         return [*out, f"- {WITHIN_RUN}.", ""]
-    arms = ", ".join(a["arm"] + (f" (on the {a['server']} server)" if a["server"] != a["arm"] else "")
-                     + (" attached" if a.get("attached") else "") for a in design.get("arms") or [])
+    arms = ", ".join(
+        a["arm"]
+        + (f" (on the {a['server']} server)" if a["server"] != a["arm"] else "")
+        + (" attached" if a.get("attached") else "")
+        for a in design.get("arms") or []
+    )
     where = "co-resident (only the measured server gets load)" if design.get("co_resident") else "one at a time"
-    out += [f"- design: {design.get('blocks')} blocks per arm and cell in a balanced order (run/design.py), "
-            f"{design.get('slots')} slots; arms: {arms}",
-            f"- servers {where}: {design.get('co_resident_reason')}; {design.get('server_starts')} server starts",
-            "- each ratio: geometric mean of the block ratios, 95% CI a t interval on their logs; a CI from one "
-            "block alone is never given"]
+    out += [
+        f"- design: {design.get('blocks')} blocks per arm and cell in a balanced order (run/design.py), "
+        f"{design.get('slots')} slots; arms: {arms}",
+        f"- servers {where}: {design.get('co_resident_reason')}; {design.get('server_starts')} server starts",
+        "- each ratio: geometric mean of the block ratios, 95% CI a t interval on their logs; a CI from one "
+        "block alone is never given",
+    ]
     floor = noise_floor or NoiseFloor(measured=False)
     if not floor.measured:
-        out.append("- no A/A placebo ([design].placebo = \"off\"): no noise floor; an effect is judged against 1")
+        out.append('- no A/A placebo ([design].placebo = "off"): no noise floor; an effect is judged against 1')
     for metric, f in (floor.metrics or {}).items():
         bad = f.excluding_1
-        out.append(f"- A/A noise floor {metric} (placebo / plain): {num(f.min, 3)}-{num(f.max, 3)} over "
-                   f"{floor.cells} cells, widest CI ±{num(f.widest_half_width, 3)} (log half-width)"
-                   + (f"; WARNING: the A/A CI excludes 1 at {', '.join(bad)}: the design did not hold there" if bad
-                      else "; every A/A CI covers 1"))
+        out.append(
+            f"- A/A noise floor {metric} (placebo / plain): {num(f.min, 3)}-{num(f.max, 3)} over "
+            f"{floor.cells} cells, widest CI ±{num(f.widest_half_width, 3)} (log half-width)"
+            + (
+                f"; WARNING: the A/A CI excludes 1 at {', '.join(bad)}: the design did not hold there"
+                if bad
+                else "; every A/A CI covers 1"
+            )
+        )
     return [*out, ""]
 
 
@@ -48,9 +61,11 @@ def cell_rows(cell: CardCell) -> list[str]:
     tpot = cell.ratio("tpot_p50")
     out = []
     if tpot is not None and tpot.ci_method == "blocks":
-        out.append(f"- {tpot.blocks} blocks; TPOT p50 log ratio spread between blocks "
-                   f"{num(tpot.between_block_sd, 3)}, within a block {num(tpot.within_block_sd, 3)}"
-                   f" (SD); effect against the noise floor: {tpot.effect}")
+        out.append(
+            f"- {tpot.blocks} blocks; TPOT p50 log ratio spread between blocks "
+            f"{num(tpot.between_block_sd, 3)}, within a block {num(tpot.within_block_sd, 3)}"
+            f" (SD); effect against the noise floor: {tpot.effect}"
+        )
     aa = (cell.noise_floor.ratios if cell.noise_floor else None) or {}
     if aa:
         shown = ", ".join(f"{m} {r.text()}" for m in ("ttft_p50", "tpot_p50", "e2e_p50") if (r := aa.get(m)))
@@ -62,19 +77,28 @@ def crossover_rows(crossover: Mapping[str, Crossover]) -> list[str]:
     """Where speculation stops paying: per workload the TPOT ratio per level with its CI and the crossover,
     as the range between the last level that is faster and the first that is slower (both clear of the
     noise floor), with the interpolated point as a guide."""
-    out = ["## Where speculation stops paying", "",
-           "TPOT p50 ratio (speculative / plain) [95% CI] against closed-loop concurrency; the crossover lies "
-           "between the last level where speculation is faster and the first where it is slower.", ""]
+    out = [
+        "## Where speculation stops paying",
+        "",
+        "TPOT p50 ratio (speculative / plain) [95% CI] against closed-loop concurrency; the crossover lies "
+        "between the last level where speculation is faster and the first where it is slower.",
+        "",
+    ]
     for workload, cross in crossover.items():
         cis = cross.ratio_cis or [None] * len(cross.levels)
-        shown = ", ".join(f"c={c}: {num(r, 3)}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and ci[0] is not None else "")
-                          for c, r, ci in zip(cross.levels, cross.ratios, cis, strict=True))
+        shown = ", ".join(
+            f"c={c}: {num(r, 3)}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci and ci[0] is not None else "")
+            for c, r, ci in zip(cross.levels, cross.ratios, cis, strict=True)
+        )
         span, at = cross.crossover_range, cross.crossover_concurrency
         if span:
             where = f"between concurrency {span[0]} and {span[1]}" + (f" (interpolated ≈ {at:.1f})" if at else "")
         else:
-            where = f"concurrency ≈ {at:.1f} (interpolated; the CIs do not bracket it)" if at is not None else \
-                "none within the tested levels"
+            where = (
+                f"concurrency ≈ {at:.1f} (interpolated; the CIs do not bracket it)"
+                if at is not None
+                else "none within the tested levels"
+            )
         out.append(f"- {workload}: {shown}; crossover: {where}")
     return [*out, ""]
 
@@ -88,6 +112,10 @@ def level_label(cell: CardCell) -> str:
 
 def blocking_rows(card: PairCard) -> list[str]:
     """A quoted line per blocking cell note (``BLOCKING: ...``): that cell compared no speculation at all."""
-    lines = [f"> **BLOCKING** ({cell.workload} · {level_label(cell)}): {note.removeprefix('BLOCKING: ')}"
-             for cell in card.cells for note in cell.notes if note.startswith("BLOCKING: ")]
+    lines = [
+        f"> **BLOCKING** ({cell.workload} · {level_label(cell)}): {note.removeprefix('BLOCKING: ')}"
+        for cell in card.cells
+        for note in cell.notes
+        if note.startswith("BLOCKING: ")
+    ]
     return [*lines, ""] if lines else []

@@ -31,9 +31,12 @@ from loadgen.util.numbers import MISSING, num, ratio
 
 #: The card statistic behind each ratio: metric -> (the role's key, its field or None, unit, scale).
 ABSOLUTE: dict[str, tuple[str, str | None, str, float]] = {
-    "ttft_p50": ("ttft_s", "p50", "ms", 1e3), "tpot_p50": ("tpot_s", "p50", "ms", 1e3),
-    "e2e_p50": ("e2e_s", "p50", "ms", 1e3), "itl_p50": ("itl_s", "p50", "ms", 1e3),
-    "ttft_p99": ("ttft_s", "p99", "ms", 1e3), "e2e_p99": ("e2e_s", "p99", "ms", 1e3),
+    "ttft_p50": ("ttft_s", "p50", "ms", 1e3),
+    "tpot_p50": ("tpot_s", "p50", "ms", 1e3),
+    "e2e_p50": ("e2e_s", "p50", "ms", 1e3),
+    "itl_p50": ("itl_s", "p50", "ms", 1e3),
+    "ttft_p99": ("ttft_s", "p99", "ms", 1e3),
+    "e2e_p99": ("e2e_s", "p99", "ms", 1e3),
     "output_throughput": ("output_throughput_tps", None, "tok/s", 1.0),
     "request_throughput": ("request_throughput_rps", None, "req/s", 1.0),
 }
@@ -83,16 +86,21 @@ def worse_beyond(metric: str, before: Interval, after: Interval, tolerance: floa
     higher_worse = metric in LATENCY_METRICS
     if tolerance is None:
         bar = before.high if higher_worse else before.low
-        what = (f"the baseline's 95% CI [{before.low:.3f}, {before.high:.3f}]" if before.has_ci
-                else f"the baseline's {before.value:.3f} (no CI)")
+        what = (
+            f"the baseline's 95% CI [{before.low:.3f}, {before.high:.3f}]"
+            if before.has_ci
+            else f"the baseline's {before.value:.3f} (no CI)"
+        )
     else:
         bar = before.value * (1 + tolerance) if higher_worse else before.value / (1 + tolerance)
         what = f"the baseline's {before.value:.3f} {'x' if higher_worse else '/'} {1 + tolerance:g} = {bar:.3f}"
     best = after.low if higher_worse else after.high
     if (best > bar) if higher_worse else (best < bar):
         side = "above" if higher_worse else "below"
-        return (f"{metric} spec/plain {ratio_text(after)} lies {side} {what} "
-                f"({'higher' if higher_worse else 'lower'} is worse)")
+        return (
+            f"{metric} spec/plain {ratio_text(after)} lies {side} {what} "
+            f"({'higher' if higher_worse else 'lower'} is worse)"
+        )
     return None
 
 
@@ -122,8 +130,10 @@ def _absolute(cell: CardCell | None, role: str, metric: str) -> float | None:
 
 def _absolute_text(old: CardCell, new: CardCell | None, metric: str) -> str:
     unit = ABSOLUTE[metric][2]
-    return ", ".join(f"{role} {num(_absolute(old, role, metric))} -> {num(_absolute(new, role, metric))} {unit}"
-                     for role in ("plain", "speculative"))
+    return ", ".join(
+        f"{role} {num(_absolute(old, role, metric))} -> {num(_absolute(new, role, metric))} {unit}"
+        for role in ("plain", "speculative")
+    )
 
 
 def _cell_status(card: PairCard) -> dict[tuple[str, int], str]:
@@ -139,8 +149,9 @@ def _failed(cell: CardCell) -> str | None:
     return None if cell.complete else "incomplete"
 
 
-def _cell_lines(name: str, old: CardCell, new: CardCell | None, metrics: Sequence[str],
-                tolerance: float | None) -> tuple[list[str], list[str]]:
+def _cell_lines(
+    name: str, old: CardCell, new: CardCell | None, metrics: Sequence[str], tolerance: float | None
+) -> tuple[list[str], list[str]]:
     """The lines and regressions of one cell of the baseline (``new``: the candidate's, None when missing)."""
     lines: list[str] = []
     regressions: list[str] = []
@@ -148,8 +159,10 @@ def _cell_lines(name: str, old: CardCell, new: CardCell | None, metrics: Sequenc
     for metric in metrics:
         before = Interval.of(old.ratio(metric))
         after = None if new is None else Interval.of(new.ratio(metric))
-        lines.append(f"{name}: {metric} spec/plain {ratio_text(before)} -> {ratio_text(after)}; "
-                     f"{_absolute_text(old, new, metric)}")
+        lines.append(
+            f"{name}: {metric} spec/plain {ratio_text(before)} -> {ratio_text(after)}; "
+            f"{_absolute_text(old, new, metric)}"
+        )
         if before is None:
             continue
         if failed is not None:
@@ -166,8 +179,10 @@ def diff_cards(baseline: PairCard, candidate: PairCard, tolerance: float | None 
     """Diff ``candidate`` against ``baseline`` (module docstring for the rules); ``tolerance`` as
     :func:`worse_beyond`. Raises BadInput for cards of different pairs."""
     if baseline.pair != candidate.pair:
-        raise BadInput(f"the cards are of different pairs ({baseline.pair!r} vs {candidate.pair!r}); "
-                       "diff compares two runs of the same pair")
+        raise BadInput(
+            f"the cards are of different pairs ({baseline.pair!r} vs {candidate.pair!r}); "
+            "diff compares two runs of the same pair"
+        )
     metrics = primary_metrics(baseline, candidate)
     before, after = _cell_status(baseline), _cell_status(candidate)
     lines: list[str] = []
@@ -183,8 +198,9 @@ def diff_cards(baseline: PairCard, candidate: PairCard, tolerance: float | None 
         if s_old == "pass" and s_new in ("fail", "not-measured"):
             regressions.append(f"{name} went from pass to {s_new}")
     shared = {(c.workload, c.level) for c in baseline.cells}
-    lines += [f"{c.workload} {c.level}: only in the candidate" for c in candidate.cells
-              if (c.workload, c.level) not in shared]
+    lines += [
+        f"{c.workload} {c.level}: only in the candidate" for c in candidate.cells if (c.workload, c.level) not in shared
+    ]
     v_old, v_new = baseline.verdict.passed, candidate.verdict.passed
     shown = {True: "PASS", False: "FAIL", None: "not judged (no criteria declared)"}
     lines.append(f"verdict: baseline {shown[v_old]}, candidate {shown[v_new]}")

@@ -28,9 +28,13 @@ from loadgen.records.request import RequestRecord
 SHOWN = ("tpot_p50", "ttft_p50", "e2e_p50")
 
 
-def cell_ratios(proto: Protocol, plain: Sequence[RequestRecord], spec: Sequence[RequestRecord],
-                placebo: Sequence[RequestRecord], stats: Mapping[str, CellStats]) -> tuple[
-                    dict[str, Ratio], CellNoiseFloor | None]:
+def cell_ratios(
+    proto: Protocol,
+    plain: Sequence[RequestRecord],
+    spec: Sequence[RequestRecord],
+    placebo: Sequence[RequestRecord],
+    stats: Mapping[str, CellStats],
+) -> tuple[dict[str, Ratio], CellNoiseFloor | None]:
     """(ratios, noise floor or None) of one cell (module docstring); no ratios unless both sides have stats."""
     blocked = proto.design is not None
     floor: CellNoiseFloor | None = None
@@ -51,8 +55,9 @@ def cell_ratios(proto: Protocol, plain: Sequence[RequestRecord], spec: Sequence[
 
 
 def _ci(r: Ratio) -> str:
-    return f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None and r.ci_high is not None else \
-        "(no CI: one block)"
+    return (
+        f"[{r.ci_low:.3f}, {r.ci_high:.3f}]" if r.ci_low is not None and r.ci_high is not None else "(no CI: one block)"
+    )
 
 
 def noise_notes(ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None) -> list[str]:
@@ -64,11 +69,15 @@ def noise_notes(ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None) -> li
     for m in SHOWN:
         r, a = ratios.get(m) or Ratio(None), aa.get(m) or Ratio(None)
         if holds.get(m) is False:
-            out.append(f"A/A {m} {a.value:.3f} {_ci(a)} excludes 1: the placebo moved against plain, so the design "
-                       "did not hold on this machine; treat this cell's ratios as unreliable")
+            out.append(
+                f"A/A {m} {a.value:.3f} {_ci(a)} excludes 1: the placebo moved against plain, so the design "
+                "did not hold on this machine; treat this cell's ratios as unreliable"
+            )
         if r.effect == NOT_DISTINGUISHABLE and r.value is not None:
-            out.append(f"{m} spec/plain {r.value:.3f} {_ci(r)} is not distinguishable from the A/A noise floor "
-                       + (f"{a.value:.3f} {_ci(a)}" if a.value is not None else "(no placebo: from 1)"))
+            out.append(
+                f"{m} spec/plain {r.value:.3f} {_ci(r)} is not distinguishable from the A/A noise floor "
+                + (f"{a.value:.3f} {_ci(a)}" if a.value is not None else "(no placebo: from 1)")
+            )
     return out
 
 
@@ -85,9 +94,11 @@ def noise_summary(cells: Sequence[CardCell]) -> NoiseFloor:
             continue
         widths = [w for _, r, _ in rs if (w := half_width(r.ci_low, r.ci_high)) is not None]
         metrics[m] = NoiseMetric(
-            min=min(v for *_, v in rs), max=max(v for *_, v in rs),
+            min=min(v for *_, v in rs),
+            max=max(v for *_, v in rs),
             widest_half_width=max(widths) if widths else None,
-            excluding_1=tuple(f"{c.workload} {c.level}" for c, r, _ in rs if aa_holds(r.ci_low, r.ci_high) is False))
+            excluding_1=tuple(f"{c.workload} {c.level}" for c, r, _ in rs if aa_holds(r.ci_low, r.ci_high) is False),
+        )
     return NoiseFloor(measured=True, cells=len(floors), metrics=metrics).in_full()
 
 

@@ -42,8 +42,10 @@ __all__ = ["crossover", "crossover_points", "render_plots"]
 COLORS = {"plain": "#1f77b4", "speculative": "#d62728"}
 WORKLOAD_MARKERS = ("o", "s", "^", "D", "v", "P")
 DPI = 110
-_KINDS = (("concurrency", "concurrency (closed-loop requests in flight)", ""),
-          ("rate", "offered load (requests/s, open loop)", "_rate"))
+_KINDS = (
+    ("concurrency", "concurrency (closed-loop requests in flight)", ""),
+    ("rate", "offered load (requests/s, open loop)", "_rate"),
+)
 
 
 def _slug(name: str) -> str:
@@ -57,8 +59,14 @@ def _num(value: float | None) -> float:
 
 def _cells(card: PairCard, workload: str, kind: str) -> list[tuple[float, CardCell]]:
     """(x, cell) of one workload and load kind, sorted by x; x = concurrency or rate_rps."""
-    return sorted(((float(c.concurrency if c.rate_rps is None else c.rate_rps), c) for c in card.cells
-                   if c.workload == workload and (c.rate_rps is None) == (kind == "concurrency")), key=lambda t: t[0])
+    return sorted(
+        (
+            (float(c.concurrency if c.rate_rps is None else c.rate_rps), c)
+            for c in card.cells
+            if c.workload == workload and (c.rate_rps is None) == (kind == "concurrency")
+        ),
+        key=lambda t: t[0],
+    )
 
 
 def _workloads(card: PairCard) -> list[str]:
@@ -150,13 +158,23 @@ def _throughput(card: PairCard, kind: tuple[str, str, str], out: Path, paths: li
                 ys = [_stat(c, role, key) for _, c in cells]
                 if any(not math.isnan(y) for y in ys):
                     drawn = True
-                    ax.plot(xs, ys, "-", marker=WORKLOAD_MARKERS[w % len(WORKLOAD_MARKERS)], color=COLORS[role],
-                            alpha=1.0 if role == "speculative" else 0.85, label=f"{workload} · {role}")
+                    ax.plot(
+                        xs,
+                        ys,
+                        "-",
+                        marker=WORKLOAD_MARKERS[w % len(WORKLOAD_MARKERS)],
+                        color=COLORS[role],
+                        alpha=1.0 if role == "speculative" else 0.85,
+                        label=f"{workload} · {role}",
+                    )
     if not drawn:
         return
-    for ax, ylabel, title in zip(axes, ("output throughput (tokens/s)", "request throughput (requests/s)"),
-                                 ("output tokens / measurement window", "successful requests / measurement window"),
-                                 strict=True):
+    for ax, ylabel, title in zip(
+        axes,
+        ("output throughput (tokens/s)", "request throughput (requests/s)"),
+        ("output tokens / measurement window", "successful requests / measurement window"),
+        strict=True,
+    ):
         _level_axis(ax, xs_all, kind[1])
         ax.set(ylabel=ylabel, title=title, ylim=(0, None))
         ax.legend(fontsize="small")
@@ -186,14 +204,21 @@ def _ratio_plot(card: PairCard, kind: tuple[str, str, str], out: Path, paths: li
             ax.axvline(x_cross, color=color, linestyle=":", linewidth=1.2)
             ax.plot([x_cross], [1.0], marker="X", markersize=11, color=color, markeredgecolor="black", zorder=5)
             left = x_cross > (min(xs) + max(xs)) / 2  # keep the label inside the axes
-            ax.annotate(f"{workload}: crossover ≈ {x_cross:.3g}", (x_cross, 1.0), textcoords="offset points",
-                        xytext=(-6 if left else 6, 8 + 13 * w), ha="right" if left else "left", color=color,
-                        fontsize="small")
+            ax.annotate(
+                f"{workload}: crossover ≈ {x_cross:.3g}",
+                (x_cross, 1.0),
+                textcoords="offset points",
+                xytext=(-6 if left else 6, 8 + 13 * w),
+                ha="right" if left else "left",
+                color=color,
+                fontsize="small",
+            )
     if not drawn:
         return
     ax.axhline(1.0, color="black", linewidth=1.0)
-    ax.text(0.01, 0.02, "below 1: speculative faster per token", transform=ax.transAxes, fontsize="small",
-            color="dimgray")
+    ax.text(
+        0.01, 0.02, "below 1: speculative faster per token", transform=ax.transAxes, fontsize="small", color="dimgray"
+    )
     _level_axis(ax, xs_all, kind[1])
     ax.set_ylabel("speculative / plain TPOT p50")
     ax.legend(fontsize="small")
@@ -206,7 +231,8 @@ def _acceptance(card: PairCard, out: Path, paths: list[Path]) -> None:
     for workload in _workloads(card):
         cells = [(x, c) for kind, *_ in _KINDS for x, c in _cells(card, workload, kind)]
         found: list[tuple[CardCell, Acceptance]] = [
-            (c, acc) for _, c in cells if c.speculative and (acc := c.speculative.acceptance) and acc.per_position]
+            (c, acc) for _, c in cells if c.speculative and (acc := c.speculative.acceptance) and acc.per_position
+        ]
         if found:
             rows.append((workload, found))
     if not rows:
@@ -218,15 +244,21 @@ def _acceptance(card: PairCard, out: Path, paths: list[Path]) -> None:
         width = 0.8 / len(found)
         for i, (cell, acc) in enumerate(found):
             pos = np.arange(len(acc.per_position))
-            label = (f"{cell.level}: rate {_num(acc.acceptance_rate):.2f}, "
-                     f"length {_num(acc.mean_acceptance_length):.2f}")
+            label = f"{cell.level}: rate {_num(acc.acceptance_rate):.2f}, length {_num(acc.mean_acceptance_length):.2f}"
             ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc.per_position], width, label=label)
         ax.set_xticks(range(k), [str(i) for i in range(k)])
-        ax.set(xlabel="draft position i (0-based)", ylabel="accepted_per_pos[i] / drafts", ylim=(0, 1.05),
-               title=workload)
+        ax.set(
+            xlabel="draft position i (0-based)", ylabel="accepted_per_pos[i] / drafts", ylim=(0, 1.05), title=workload
+        )
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize="small", title="level: acceptance rate, mean acceptance length", title_fontsize="small",
-                  loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2)
+        ax.legend(
+            fontsize="small",
+            title="level: acceptance rate, mean acceptance length",
+            title_fontsize="small",
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.25),
+            ncol=2,
+        )
     fig.suptitle(f"{card.pair}: per-position acceptance (vLLM counter deltas per cell)")
     _save(fig, out / "acceptance.png", paths)
 
@@ -244,15 +276,18 @@ def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str]
 
 def _ttft_distribution(card: PairCard, records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
     samples = _ttft_samples(records)
-    workloads = [w for w in dict.fromkeys([*_workloads(card), *(k[0] for k in samples)])
-                 if any(k[0] == w for k in samples)]
+    workloads = [
+        w for w in dict.fromkeys([*_workloads(card), *(k[0] for k in samples)]) if any(k[0] == w for k in samples)
+    ]
     if not workloads:
         return
     fig = _new_figure(len(workloads), width=5.6)
     axes = fig.subplots(1, len(workloads), squeeze=False)[0]
     for ax, workload in zip(axes, workloads, strict=True):
-        levels = sorted({k[1] for k in samples if k[0] == workload},
-                        key=lambda s: (s[:1], float(s[1:]) if s[1:].replace(".", "", 1).isdigit() else math.inf))
+        levels = sorted(
+            {k[1] for k in samples if k[0] == workload},
+            key=lambda s: (s[:1], float(s[1:]) if s[1:].replace(".", "", 1).isdigit() else math.inf),
+        )
         values: list[float] = []
         for j, level in enumerate(levels):
             shade = 0.45 + 0.55 * (j + 1) / len(levels)
@@ -260,9 +295,15 @@ def _ttft_distribution(card: PairCard, records: Sequence[RequestRecord], out: Pa
                 data = np.sort(np.asarray(samples.get((workload, level, role), []), dtype=float))
                 if data.size:
                     values += data.tolist()
-                    ax.step(np.concatenate([data[:1], data]), np.arange(data.size + 1) / data.size, where="post",
-                            color=COLORS[role], alpha=shade, linestyle="-" if role == "speculative" else "--",
-                            label=f"{role} {level} (n={data.size})")
+                    ax.step(
+                        np.concatenate([data[:1], data]),
+                        np.arange(data.size + 1) / data.size,
+                        where="post",
+                        color=COLORS[role],
+                        alpha=shade,
+                        linestyle="-" if role == "speculative" else "--",
+                        label=f"{role} {level} (n={data.size})",
+                    )
         if values and max(values) / max(min(values), 1e-9) >= 30:
             ax.set_xscale("log")
         ax.set(xlabel="TTFT (ms)", ylabel="fraction of requests ≤ x", ylim=(0, 1.02), title=workload)

@@ -65,5 +65,7 @@ def no_card_for_refused(run_dir: Path) -> None:
     """Raise BadInput (exit 2) when ``run_dir`` was refused before measuring: it has nothing to report."""
     if (refusal := read_refusal(run_dir)) is not None:
         again = "sweep" if (run_dir / "sweep.toml").is_file() else "compare"
-        raise BadInput(f"{run_dir} was refused before measuring ({refusal.reason}); there is no card to write: "
-                       f"fix that and run `loadgen {again} --resume {run_dir}`")
+        raise BadInput(
+            f"{run_dir} was refused before measuring ({refusal.reason}); there is no card to write: "
+            f"fix that and run `loadgen {again} --resume {run_dir}`"
+        )

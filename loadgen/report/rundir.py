@@ -51,8 +51,10 @@ def new_run_dir(root: Path, pair_name: str, now: datetime | None = None) -> Path
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
             raise unwritable(path, exc) from None
-        raise BadInput(f"cannot create the run folder {path} ({exc.strerror or exc}); give --runs-dir a folder "
-                       "loadgen may create folders in") from None
+        raise BadInput(
+            f"cannot create the run folder {path} ({exc.strerror or exc}); give --runs-dir a folder "
+            "loadgen may create folders in"
+        ) from None
     return path
 
 
@@ -62,8 +64,10 @@ def unwritable(path: Path, exc: OSError) -> RunDirUnwritable:
         free = f"{shutil.disk_usage(path.parent).free / 1024:,.0f} KiB free there"
     except OSError:
         free = "its free space unknown"
-    return RunDirUnwritable(f"cannot write {path.name} in {path.parent} ({exc.strerror or exc}; {free}): free "
-                            "space or make the folder writable")
+    return RunDirUnwritable(
+        f"cannot write {path.name} in {path.parent} ({exc.strerror or exc}; {free}): free "
+        "space or make the folder writable"
+    )
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -90,8 +94,10 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except (UnicodeDecodeError, ValueError) as exc:
-        raise BadInput(f"{path} is not a readable JSON file ({type(exc).__name__}: {str(exc)[:80]}); restore it "
-                       "or pass another run folder") from None
+        raise BadInput(
+            f"{path} is not a readable JSON file ({type(exc).__name__}: {str(exc)[:80]}); restore it "
+            "or pass another run folder"
+        ) from None
 
 
 def read_protocol(path: Path) -> Protocol:
@@ -153,7 +159,7 @@ class JsonlAppender:
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(self._fd, view) :]
         self._end += len(data)
 
     def append(self, obj: Mapping[str, Any]) -> None:
@@ -186,8 +192,7 @@ def load_records(run_dir: Path, torn: list[str] | None = None) -> list[RequestRe
     """All request records of a run (warmup included; filter on ``.warmup``); torn lines are skipped (and
     appended to ``torn``, as :func:`read_jsonl`). Raises BadInput (exit 2) naming the line and the field when
     a line is no request record (records/request.py)."""
-    return [RequestRecord.from_json(d, source=where)
-            for where, d in numbered_jsonl(run_dir / "requests.jsonl", torn)]
+    return [RequestRecord.from_json(d, source=where) for where, d in numbered_jsonl(run_dir / "requests.jsonl", torn)]
 
 
 def copy_pair_file(src: Path, run_dir: Path) -> Path:

@@ -47,14 +47,24 @@ def read_run(run_dir: Path) -> RunFiles:
     status = _status(read_json(status_path)) if status_path.exists() else RunStatus()
     entries = read_cell_lines(run_dir / "cells.jsonl")
     roles = [*ROLES, *([PLACEBO] if (run_dir / "servers" / f"{PLACEBO}-effective.json").is_file() else [])]
-    servers = {role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
-               for role in roles}
+    servers = {
+        role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
+        for role in roles
+    }
     for role in roles:
         servers[role]["effective"] = with_engine_path(servers[role]["effective"], run_dir, role)
     torn: list[str] = []
     records = load_records(run_dir, torn)
-    return RunFiles(read_protocol(run_dir / "protocol.json"), status, records, entries, servers,
-                    on_disk(records, entries, torn, status), run_dir / "protocol.json", run_ended_utc(entries, run_dir))
+    return RunFiles(
+        read_protocol(run_dir / "protocol.json"),
+        status,
+        records,
+        entries,
+        servers,
+        on_disk(records, entries, torn, status),
+        run_dir / "protocol.json",
+        run_ended_utc(entries, run_dir),
+    )
 
 
 def run_ended_utc(entries: Iterable[CellEntry], run_dir: Path) -> str:

@@ -49,8 +49,12 @@ class Holder:
 
     @classmethod
     def me(cls) -> Holder:
-        return cls(os.getpid(), socket.gethostname(), datetime.now(UTC).isoformat(timespec="seconds"),
-                   " ".join(["loadgen", *sys.argv[1:]]))
+        return cls(
+            os.getpid(),
+            socket.gethostname(),
+            datetime.now(UTC).isoformat(timespec="seconds"),
+            " ".join(["loadgen", *sys.argv[1:]]),
+        )
 
     @classmethod
     def parse(cls, text: str) -> Holder | None:
@@ -68,8 +72,10 @@ class Holder:
 def busy(folder: Path, holder: Holder | None) -> FolderBusy:
     """The error for a folder held by ``holder`` (None: a holder whose record is not written yet)."""
     who = holder.describe() if holder is not None else "another process"
-    return FolderBusy(f"{folder} is in use by {who}; wait until it ends or stop it (kill "
-                      f"{holder.pid if holder else 'PID'}), then run again")
+    return FolderBusy(
+        f"{folder} is in use by {who}; wait until it ends or stop it (kill "
+        f"{holder.pid if holder else 'PID'}), then run again"
+    )
 
 
 def probe(folder: Path) -> tuple[bool, Holder | None]:

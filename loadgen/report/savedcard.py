@@ -45,30 +45,50 @@ def refresh_saved_card(run_dir: Path) -> PairCard:
     docstring); the same card again when run twice. Raises BadInput when card.json,
     cells.jsonl or protocol.json is missing, or naming the field of a card.json that does not match its type."""
     if not (run_dir / "cells.jsonl").is_file() or not (run_dir / "card.json").is_file():
-        raise BadInput(f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "
-                       "from; pass a run folder written by `loadgen compare`")
+        raise BadInput(
+            f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "
+            "from; pass a run folder written by `loadgen compare`"
+        )
     if not (run_dir / "protocol.json").is_file():  # the criteria the verdict is recomputed against
         raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
     card = read_card(run_dir / "card.json")
     entries: dict[tuple[str, str, str], CellEntry] = {}
     for e in read_cell_lines(run_dir / "cells.jsonl"):  # the first repetition's line, as carddata.py reads them
         entries.setdefault((*e.key, e.role), e)
-    cells = tuple(apply(_refreshed(cell), None, {role: line for role in ROLES if (
-        line := entries.get((cell.workload, cell.level, role))) is not None}) for cell in card.cells)
-    servers = {role: {**server, "effective": with_engine_path(server.get("effective"), run_dir, role)}
-               for role, server in card.servers.items()}  # a card of older code: the engine path from the log
+    cells = tuple(
+        apply(
+            _refreshed(cell),
+            None,
+            {role: line for role in ROLES if (line := entries.get((cell.workload, cell.level, role))) is not None},
+        )
+        for cell in card.cells
+    )
+    servers = {
+        role: {**server, "effective": with_engine_path(server.get("effective"), run_dir, role)}
+        for role, server in card.servers.items()
+    }  # a card of older code: the engine path from the log
     proto = read_protocol(run_dir / "protocol.json")
-    verdict = card_verdict(proto, cells, judged_resources(card.resources.difference),
-                           run_dir / "protocol.json")
+    verdict = card_verdict(proto, cells, judged_resources(card.resources.difference), run_dir / "protocol.json")
     return replace(card, cells=cells, servers=servers, verdict=verdict, statistics_from="card.json")
 
 
 def _refreshed(cell: CardCell) -> CardCell:
     """``cell`` without its burst notes (steptime.apply writes them again) and with its server-vs-client
     bucket bounds in strict JSON (``"+Inf"``, as older cards wrote null)."""
-    sides = {role: replace(side, server_vs_client={k: replace(row, bucket_bounds=json_bounds(bounds_of(
-        row.bucket_bounds))) if "bucket_bounds" in row.keys else row for k, row in side.server_vs_client.items()})
-        for role in ROLES if (side := cell.role(role)) is not None and side.server_vs_client is not None}
+    sides = {
+        role: replace(
+            side,
+            server_vs_client={
+                k: replace(row, bucket_bounds=json_bounds(bounds_of(row.bucket_bounds)))
+                if "bucket_bounds" in row.keys
+                else row
+                for k, row in side.server_vs_client.items()
+            },
+        )
+        for role in ROLES
+        if (side := cell.role(role)) is not None and side.server_vs_client is not None
+    }
     notes = tuple(n for n in cell.notes if not any(n.startswith(f"{r}: bursty") for r in ROLES))
-    return replace(cell, plain=sides.get("plain", cell.plain), speculative=sides.get("speculative", cell.speculative),
-                   notes=notes)
+    return replace(
+        cell, plain=sides.get("plain", cell.plain), speculative=sides.get("speculative", cell.speculative), notes=notes
+    )

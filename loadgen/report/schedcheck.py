@@ -26,8 +26,12 @@ from loadgen.records.sweep import SweepCard, SweepCell, SweepEntry
 
 __all__ = ["check_schedule", "render_schedule_check", "schedule_configs"]
 
-WORSE, BETTER, AS_PREDICTED, NOT_MEASURED = ("worse than predicted", "better than predicted", "as predicted",
-                                             "not measured")
+WORSE, BETTER, AS_PREDICTED, NOT_MEASURED = (
+    "worse than predicted",
+    "better than predicted",
+    "as predicted",
+    "not measured",
+)
 
 
 def schedule_configs(card: SweepCard) -> list[DeployedSchedule]:
@@ -50,8 +54,9 @@ def _status(pred: tuple[float | None, float | None], meas: tuple[float | None, f
     return BETTER if m_low > p_high else AS_PREDICTED
 
 
-def _prediction(sweep: SweepCard, cell: SweepCell, schedule: DeployedSchedule, k: int
-                ) -> tuple[str, float | None, float | None, float | None]:
+def _prediction(
+    sweep: SweepCard, cell: SweepCell, schedule: DeployedSchedule, k: int
+) -> tuple[str, float | None, float | None, float | None]:
     if k == 0:
         floor = cell.noise_floor
         low, high = (floor.get("ci_low", 1.0), floor.get("ci_high", 1.0)) if floor else (1.0, 1.0)
@@ -64,8 +69,9 @@ def _prediction(sweep: SweepCard, cell: SweepCell, schedule: DeployedSchedule, k
     return entry.candidate, entry.speedup, entry.speedup_ci_low, entry.speedup_ci_high
 
 
-def check_schedule(sweep: SweepCard, deployed: SweepCard, candidate_of: Mapping[str, str],
-                   sweep_dir: str = "") -> ScheduleCheck:
+def check_schedule(
+    sweep: SweepCard, deployed: SweepCard, candidate_of: Mapping[str, str], sweep_dir: str = ""
+) -> ScheduleCheck:
     """Every closed-loop cell of ``sweep`` whose workload has a deployed schedule: ``candidate_of`` maps a
     workload to the deployed sweep's candidate serving its schedule (run/scheddeploy.py); ``sweep_dir`` names
     the source sweep folder in the result."""
@@ -80,8 +86,20 @@ def check_schedule(sweep: SweepCard, deployed: SweepCard, candidate_of: Mapping[
         mine = next((c for c in deployed.cells if (c.workload, c.level) == (cell.workload, cell.level)), None)
         entry = next((e for e in mine.entries if e.candidate == name), None) if mine else None
         m = (entry.speedup, entry.speedup_ci_low, entry.speedup_ci_high) if entry else (None, None, None)
-        out.append(ScheduleCell(cell.workload, cell.level, cell.concurrency, k, source, pred, p_low, p_high, *m,
-                                _status((p_low, p_high), m[1:])))
+        out.append(
+            ScheduleCell(
+                cell.workload,
+                cell.level,
+                cell.concurrency,
+                k,
+                source,
+                pred,
+                p_low,
+                p_high,
+                *m,
+                _status((p_low, p_high), m[1:]),
+            )
+        )
     return ScheduleCheck(sweep_dir, dict(candidate_of), tuple(out))
 
 
@@ -99,13 +117,20 @@ def render_schedule_check(check: ScheduleCheck, schedules: Sequence[DeployedSche
     worse = [c for c in check.cells if c.status == WORSE]
     lines = [f"# The K schedule as deployed, against its sweep ({check.sweep_dir})", ""]
     lines += [f"- {s.workload}: `--speculative-config '{s.text}'`" for s in schedules]
-    lines += ["", f"{len(worse)} of {len(check.cells)} cells did worse than the sweep predicted"
-              + (": " + ", ".join(f"{c.workload} {c.level} (K = {c.k})" for c in worse) if worse else "")
-              + " (measured 95% CI wholly below the predicted one; vLLM issue #49548 reports schedules "
-                "collapsing at their thresholds).", "",
-              "| workload | level | K | predicted from | predicted | 95% CI | measured | 95% CI | status |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.workload} | {c.level} | {c.k} | {c.predicted_from} | {_num(c.predicted)} | "
-              f"{_band(c.predicted_low, c.predicted_high)} | {_num(c.measured)} | "
-              f"{_band(c.measured_low, c.measured_high)} | {c.status} |" for c in check.cells]
+    lines += [
+        "",
+        f"{len(worse)} of {len(check.cells)} cells did worse than the sweep predicted"
+        + (": " + ", ".join(f"{c.workload} {c.level} (K = {c.k})" for c in worse) if worse else "")
+        + " (measured 95% CI wholly below the predicted one; vLLM issue #49548 reports schedules "
+        "collapsing at their thresholds).",
+        "",
+        "| workload | level | K | predicted from | predicted | 95% CI | measured | 95% CI | status |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c.workload} | {c.level} | {c.k} | {c.predicted_from} | {_num(c.predicted)} | "
+        f"{_band(c.predicted_low, c.predicted_high)} | {_num(c.measured)} | "
+        f"{_band(c.measured_low, c.measured_high)} | {c.status} |"
+        for c in check.cells
+    ]
     return "\n".join(lines) + "\n"

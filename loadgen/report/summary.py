@@ -31,9 +31,19 @@ def summary_table(card: PairCard) -> Table:
     against the A/A noise floor, the A/A placebo's TPOT ratio (the noise floor; '–' without a placebo),
     acceptance, throughput and failed requests (the card's count, as in cells.jsonl) per cell."""
     table = Table(title=f"{card.pair}: speculative vs plain ({'complete' if card.complete else 'INCOMPLETE'})")
-    for col in ("workload", "load", "TTFT ms plain p50/p95/p99", "TTFT ms spec p50/p95/p99",
-                "TPOT ms plain p50/p95/p99", "TPOT ms spec p50/p95/p99", "TPOT p50 spec/plain [95% CI]",
-                "A/A TPOT [95% CI]", "acceptance", "tokens/s plain/spec", "failed plain/spec"):
+    for col in (
+        "workload",
+        "load",
+        "TTFT ms plain p50/p95/p99",
+        "TTFT ms spec p50/p95/p99",
+        "TPOT ms plain p50/p95/p99",
+        "TPOT ms spec p50/p95/p99",
+        "TPOT p50 spec/plain [95% CI]",
+        "A/A TPOT [95% CI]",
+        "acceptance",
+        "tokens/s plain/spec",
+        "failed plain/spec",
+    ):
         table.add_column(col, justify="left" if col in ("workload", "load") else "right")
     for cell in card.cells:
         p, s = cell.plain, cell.speculative
@@ -42,9 +52,15 @@ def summary_table(card: PairCard) -> Table:
         aa = cell.aa_ratio("tpot_p50")
         tps = [None if x is None else x.output_throughput_tps for x in (p, s)]
         table.add_row(
-            cell.workload, cell.level, _ms(p, "ttft_s"), _ms(s, "ttft_s"), _ms(p, "tpot_s"), _ms(s, "tpot_s"),
+            cell.workload,
+            cell.level,
+            _ms(p, "ttft_s"),
+            _ms(s, "ttft_s"),
+            _ms(p, "tpot_s"),
+            _ms(s, "tpot_s"),
             _ratio(tpot) + (f" {tpot.effect}" if tpot is not None and tpot.effect else ""),
-            _ratio(aa), "–" if acc is None else f"{acc:.3f}",
+            _ratio(aa),
+            "–" if acc is None else f"{acc:.3f}",
             " / ".join("–" if t is None else f"{t:.0f}" for t in tps),
             " / ".join("–" if x is None else str(x.errors) for x in (p, s)),
         )

@@ -23,11 +23,13 @@ def _cell_rows(cell: SweepCell) -> list[str]:
     rows = []
     for e in cell.entries:
         pos = ", ".join(f"{p:.2f}" for p in e.per_position or []) or "-"
-        rows.append(f"| {cell.workload} | {cell.level} | {e.candidate} | {_x(e.speedup)} | {_ci(e)} | "
-                    f"{e.effect or '-'} | {_x(e.half_width)} | {_floor(cell)} | "
-                    f"{_x(e.acceptance_rate)} | {_x(e.mean_acceptance_length)} | {pos} | "
-                    f"{_x(e.tokens_per_decode_chunk, '.2f')} | {_x(e.predicted_speedup)} | "
-                    f"{_x(e.upper_bound)} | {_ttft(e)} | {e.criteria_status or '-'} |")
+        rows.append(
+            f"| {cell.workload} | {cell.level} | {e.candidate} | {_x(e.speedup)} | {_ci(e)} | "
+            f"{e.effect or '-'} | {_x(e.half_width)} | {_floor(cell)} | "
+            f"{_x(e.acceptance_rate)} | {_x(e.mean_acceptance_length)} | {pos} | "
+            f"{_x(e.tokens_per_decode_chunk, '.2f')} | {_x(e.predicted_speedup)} | "
+            f"{_x(e.upper_bound)} | {_ttft(e)} | {e.criteria_status or '-'} |"
+        )
     return rows
 
 
@@ -40,8 +42,9 @@ def _floor(cell: SweepCell) -> str:
     f = cell.floor_ratio()
     if f is None or f.value is None:
         return "-"
-    return f"{f.value:.3f}" + (f" [{f.ci_low:.3f}, {f.ci_high:.3f}]" if f.ci_low is not None and f.ci_high is not None
-                               else "")
+    return f"{f.value:.3f}" + (
+        f" [{f.ci_low:.3f}, {f.ci_high:.3f}]" if f.ci_low is not None and f.ci_high is not None else ""
+    )
 
 
 def _bytes(v: float | None, same_budget: bool | None = None) -> str:
@@ -59,33 +62,52 @@ def _command_line(card: SweepCard) -> list[str]:
 def render_sweep_markdown(card: SweepCard) -> str:
     """``sweep.md``: recommendation, how sure (design, noise floor, precision), candidates, per-cell table,
     an older sweep's drift."""
-    out = [f"# Sweep card: {card.pair}", "",
-           f"Schema {card.schema}; engine vLLM {card.engine_version or 'unknown'}; primary metric "
-           f"{card.primary_metric}. Speedup = {card.speedup_definition}. Upper bound = "
-           f"{card.upper_bound_formula} (a perfect draft).", "", *_command_line(card), "## Recommendation", ""]
+    out = [
+        f"# Sweep card: {card.pair}",
+        "",
+        f"Schema {card.schema}; engine vLLM {card.engine_version or 'unknown'}; primary metric "
+        f"{card.primary_metric}. Speedup = {card.speedup_definition}. Upper bound = "
+        f"{card.upper_bound_formula} (a perfect draft).",
+        "",
+        *_command_line(card),
+        "## Recommendation",
+        "",
+    ]
     out += [f"- {line}" for line in card.recommendation.lines]
     design, noise = card.design, card.noise_floor
     out += ["", "## How sure", "", f"- design: {design.line if design else '-'}", f"- {noise.line if noise else '-'}"]
     if design is not None and design.ci_half_width is not None:
         short = design.stopped_short
-        out.append(f"- precision goal ±{design.ci_half_width:g} (log half-width): "
-                   + (f"stopped short at {'; '.join(short)}" if short else "reached (or decided) in every cell"))
-    out += ["", "## Candidates", "",
-            "| candidate | K | draft weights | verdict | KV capacity lost | extra CPU RSS | extra GPU memory | time |",
-            "|---|---|---|---|---|---|---|---|"]
+        out.append(
+            f"- precision goal ±{design.ci_half_width:g} (log half-width): "
+            + (f"stopped short at {'; '.join(short)}" if short else "reached (or decided) in every cell")
+        )
+    out += [
+        "",
+        "## Candidates",
+        "",
+        "| candidate | K | draft weights | verdict | KV capacity lost | extra CPU RSS | extra GPU memory | time |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c in card.candidates:
         verdict = {True: "pass", False: "FAIL", None: "not judged"}[c.verdict_passed]
         verdict = "inconclusive" if c.verdict_status == "inconclusive" else verdict
         loss = "-" if c.kv_capacity_loss is None else f"{100 * c.kv_capacity_loss:.1f}%"
         when = "-" if c.time_s is None else f"{c.time_s / 60:.1f} min"
-        out.append(f"| {c.name} | {c.k} | {'yes' if c.draft_weights else 'no'} | "
-                   f"{verdict if c.measured else 'not measured'} | {loss} | {_bytes(c.extra_cpu_rss_bytes)} | "
-                   f"{_bytes(c.extra_gpu_memory_bytes, c.same_memory_budget)} | {when} |")
-    out += ["", "## Cells", "",
-            "| workload | level | candidate | speedup | 95% CI | effect | half-width | A/A noise floor "
-            "| acceptance rate | acceptance length | per position | tokens / decode chunk | predicted | upper bound "
-            "| TTFT spec/plain p50 / p95 / p99 | criteria |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out.append(
+            f"| {c.name} | {c.k} | {'yes' if c.draft_weights else 'no'} | "
+            f"{verdict if c.measured else 'not measured'} | {loss} | {_bytes(c.extra_cpu_rss_bytes)} | "
+            f"{_bytes(c.extra_gpu_memory_bytes, c.same_memory_budget)} | {when} |"
+        )
+    out += [
+        "",
+        "## Cells",
+        "",
+        "| workload | level | candidate | speedup | 95% CI | effect | half-width | A/A noise floor "
+        "| acceptance rate | acceptance length | per position | tokens / decode chunk | predicted | upper bound "
+        "| TTFT spec/plain p50 / p95 / p99 | criteria |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for cell in card.cells:
         out += _cell_rows(cell)
     return "\n".join(out + _drifts(card) + _tail(card)) + "\n"
@@ -104,5 +126,12 @@ def _drifts(card: SweepCard) -> list[str]:
 def _tail(card: SweepCard) -> list[str]:
     """The time spent per arm (min), the trace replay section and the plots."""
     times = ", ".join(f"{k} {v / 60:.1f} min" for k, v in card.times_s.items())
-    return ["", "## Time spent", "", times or "-", "", *trace_rows(card.trace_section()),
-            *(f"![{p}]({p})" for p in card.plots)]
+    return [
+        "",
+        "## Time spent",
+        "",
+        times or "-",
+        "",
+        *trace_rows(card.trace_section()),
+        *(f"![{p}]({p})" for p in card.plots),
+    ]

@@ -37,9 +37,24 @@ _PLAIN_PHASES = ("plain-before", "plain-after")
 #: Where a record being built is said to come from, should it not read (a bug, never the user's input).
 _BUILT = "the sweep card being built"
 #: A fresh sweep.json's keys in their order (``trace`` follows with a trace workload).
-_SWEEP_KEYS = ("schema", "pair", "sweep_dir", "engine_version", "primary_metric", "speedup_definition",
-               "upper_bound_formula", "criteria_declared", "criteria", "design", "noise_floor", "times_s",
-               "candidates", "cells", "drift_warnings", "recommendation")
+_SWEEP_KEYS = (
+    "schema",
+    "pair",
+    "sweep_dir",
+    "engine_version",
+    "primary_metric",
+    "speedup_definition",
+    "upper_bound_formula",
+    "criteria_declared",
+    "criteria",
+    "design",
+    "noise_floor",
+    "times_s",
+    "candidates",
+    "cells",
+    "drift_warnings",
+    "recommendation",
+)
 
 
 def read_sweep(path: Path) -> SweepCard:
@@ -51,12 +66,19 @@ def read_sweep(path: Path) -> SweepCard:
 def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
     if not (run_dir / "requests.jsonl").is_file():
         return {}
-    return per_prompt((r for r in load_records(run_dir)
-                       if r.role == "plain" and r.phase == "measured" and CellKey.of(r.__dict__) == key), field)
+    return per_prompt(
+        (
+            r
+            for r in load_records(run_dir)
+            if r.role == "plain" and r.phase == "measured" and CellKey.of(r.__dict__) == key
+        ),
+        field,
+    )
 
 
-def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
-                saved: Mapping[CellKey, Drift] | None = None) -> Drift | None:
+def plain_drift(
+    sweep_dir: Path, key: CellKey, metric: str, saved: Mapping[CellKey, Drift] | None = None
+) -> Drift | None:
     """An older sweep's plain-after / plain-before of ``metric``'s per-request timing at cell ``key`` (paired by
     prompt, bootstrap 95% CI, measure/ratios.py); TPOT for a metric without a per-request timing. Without both
     plain phases' requests.jsonl (a committed example keeps statistics only) the drift ``saved`` in the
@@ -67,8 +89,9 @@ def plain_drift(sweep_dir: Path, key: CellKey, metric: str,
     kept = (saved or {}).get(key)
     if kept is not None and not all((sweep_dir / p / "requests.jsonl").is_file() for p in _PLAIN_PHASES):
         return kept
-    r = paired_median_ratio(_per_prompt(sweep_dir / "plain-before", key, field),
-                            _per_prompt(sweep_dir / "plain-after", key, field))
+    r = paired_median_ratio(
+        _per_prompt(sweep_dir / "plain-before", key, field), _per_prompt(sweep_dir / "plain-after", key, field)
+    )
     return Drift(timing=field, value=r.value, ci_low=r.ci_low, ci_high=r.ci_high, pairs=r.pairs)
 
 
@@ -83,18 +106,29 @@ def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: Mapping[tup
     r = cell.ratio(metric)
     value, low, high = speedup_of(metric, r)
     return SweepEntry(
-        candidate=c.name, k=c.k, method=c.speculative.get("method"), draft_weights=c.draft_weights,
-        ratio=None if r is None else r.to_json(), speedup=value, speedup_ci_low=low, speedup_ci_high=high,
-        effect=None if r is None else r.effect, half_width=half_width(low, high),
+        candidate=c.name,
+        k=c.k,
+        method=c.speculative.get("method"),
+        draft_weights=c.draft_weights,
+        ratio=None if r is None else r.to_json(),
+        speedup=value,
+        speedup_ci_low=low,
+        speedup_ci_high=high,
+        effect=None if r is None else r.effect,
+        half_width=half_width(low, high),
         blocks=None if r is None else r.blocks,
-        acceptance_rate=acc.acceptance_rate, mean_acceptance_length=acc.mean_acceptance_length,
-        per_position=None if spec is None or spec.acceptance is None else [
-            x for x in acc.per_position if x is not None],
+        acceptance_rate=acc.acceptance_rate,
+        mean_acceptance_length=acc.mean_acceptance_length,
+        per_position=None
+        if spec is None or spec.acceptance is None
+        else [x for x in acc.per_position if x is not None],
         tokens_per_decode_chunk=None if spec is None else spec.mean_tokens_per_decode_chunk,
-        predicted_speedup=cost.predicted_speedup, step_time_ratio=cost.step_time_ratio,
+        predicted_speedup=cost.predicted_speedup,
+        step_time_ratio=cost.step_time_ratio,
         upper_bound=upper_bound(c.k, cost.step_time_ratio),
         criteria_status=verdict_cells.get((cell.workload, cell.concurrency)),
-        ttft_ratios={p: None if (t := cell.ratio(f"ttft_{p}")) is None else t.value for p in TAIL})
+        ttft_ratios={p: None if (t := cell.ratio(f"ttft_{p}")) is None else t.value for p in TAIL},
+    )
 
 
 def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
@@ -112,14 +146,23 @@ def _candidate(c: Candidate, card: PairCard | None, seconds: float | None) -> Sw
     diff = (None if card is None else card.resources.difference) or ResourceDifference()
     verdict = None if card is None else card.verdict
     return SweepCandidate(
-        name=c.name, speculative_config=dict(c.speculative), k=c.k, draft_weights=c.draft_weights, folder=c.name,
-        measured=card is not None, complete=card is not None and card.complete,
+        name=c.name,
+        speculative_config=dict(c.speculative),
+        k=c.k,
+        draft_weights=c.draft_weights,
+        folder=c.name,
+        measured=card is not None,
+        complete=card is not None and card.complete,
         verdict_passed=None if verdict is None else verdict.passed,
         verdict_status=None if verdict is None else verdict.status,
-        verdict_summary=None if verdict is None else verdict.summary, kv_capacity_loss=diff.kv_capacity_loss,
-        kv_cache_tokens_lost=diff.kv_cache_tokens_lost, extra_cpu_rss_bytes=diff.extra_cpu_rss_bytes,
-        extra_gpu_memory_bytes=diff.extra_gpu_memory_bytes, same_memory_budget=diff.same_memory_budget,
-        time_s=seconds)
+        verdict_summary=None if verdict is None else verdict.summary,
+        kv_capacity_loss=diff.kv_capacity_loss,
+        kv_cache_tokens_lost=diff.kv_cache_tokens_lost,
+        extra_cpu_rss_bytes=diff.extra_cpu_rss_bytes,
+        extra_gpu_memory_bytes=diff.extra_gpu_memory_bytes,
+        same_memory_budget=diff.same_memory_budget,
+        time_s=seconds,
+    )
 
 
 def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, PairCard]:
@@ -137,8 +180,13 @@ def _primary(cards: Mapping[str, PairCard], sweep_dir: Path) -> tuple[str, CardV
     return "tpot_p50", None, None
 
 
-def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: Mapping[str, PairCard],
-           metric: str, saved: SweepCard | None) -> list[SweepCell]:
+def _cells(
+    sweep_dir: Path,
+    candidates: Sequence[Candidate],
+    cards: Mapping[str, PairCard],
+    metric: str,
+    saved: SweepCard | None,
+) -> list[SweepCell]:
     drifts = {CellKey(c.workload, c.level): c.drift for c in saved.cells if c.drift} if saved else {}
     keys: dict[CellKey, CardCell] = {}
     for card in cards.values():
@@ -154,12 +202,26 @@ def _cells(sweep_dir: Path, candidates: Sequence[Candidate], cards: Mapping[str,
                 verdict_cells = {(v.workload, v.concurrency): v.status for v in found.verdict.cells}
                 entries.append(_entry(c, mine, metric, verdict_cells))
         drift = plain_drift(sweep_dir, key, metric, drifts)
-        warning = drift_warning(f"{key.workload} {key.label}", drift, [entry_of(e) for e in entries],
-                                metric in LATENCY_METRICS) if drift else None
+        warning = (
+            drift_warning(
+                f"{key.workload} {key.label}", drift, [entry_of(e) for e in entries], metric in LATENCY_METRICS
+            )
+            if drift
+            else None
+        )
         aa = first.aa_ratio(metric)
-        out.append(SweepCell(workload=first.workload, level=first.level, concurrency=first.concurrency,
-                             rate_rps=first.rate_rps, noise_floor=None if aa is None else aa.to_json(),
-                             entries=entries, drift=drift, drift_warning=warning))
+        out.append(
+            SweepCell(
+                workload=first.workload,
+                level=first.level,
+                concurrency=first.concurrency,
+                rate_rps=first.rate_rps,
+                noise_floor=None if aa is None else aa.to_json(),
+                entries=entries,
+                drift=drift,
+                drift_warning=warning,
+            )
+        )
     return out
 
 
@@ -168,42 +230,75 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
     proto = read_protocol(sweep_dir / "protocol.json") if (sweep_dir / "protocol.json").is_file() else None
     design = None if proto is None else proto.design
     if proto is None or design is None:
-        return SweepDesign(blocks=None, ci_method="within-run", line=(
-            "measured by older code: one time window per server (plain-before, each candidate, plain-after); its "
-            "95% CIs cover the prompts of one window only, not the server's own movement"),
-            keys=("blocks", "ci_method", "line"))
+        return SweepDesign(
+            blocks=None,
+            ci_method="within-run",
+            line=(
+                "measured by older code: one time window per server (plain-before, each candidate, plain-after); its "
+                "95% CIs cover the prompts of one window only, not the server's own movement"
+            ),
+            keys=("blocks", "ci_method", "line"),
+        )
     goal = (proto.criteria or {}).get("ci_half_width")
-    short = [f"{c.workload} {c.level} {e.candidate} (±{e.half_width:.3f} after {e.blocks} blocks)"
-             for c in cells for e in c.entries if goal is not None and e.half_width is not None
-             and e.half_width > goal and e.effect not in ("faster", "slower")]
+    short = [
+        f"{c.workload} {c.level} {e.candidate} (±{e.half_width:.3f} after {e.blocks} blocks)"
+        for c in cells
+        for e in c.entries
+        if goal is not None
+        and e.half_width is not None
+        and e.half_width > goal
+        and e.effect not in ("faster", "slower")
+    ]
     where = "co-resident" if design.get("co_resident") else "one server at a time"
-    line = (f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "
-            f"{design.get('placebo_effective')}, servers {where} ({design.get('co_resident_reason')}), "
-            f"{design.get('server_starts')} server starts")
-    return SweepDesign(blocks=design.get("blocks"), ci_method="blocks", co_resident=design.get("co_resident"),
-                       placebo=design.get("placebo_effective"), server_starts=design.get("server_starts"),
-                       ci_half_width=goal, stopped_short=short, line=line)
+    line = (
+        f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "
+        f"{design.get('placebo_effective')}, servers {where} ({design.get('co_resident_reason')}), "
+        f"{design.get('server_starts')} server starts"
+    )
+    return SweepDesign(
+        blocks=design.get("blocks"),
+        ci_method="blocks",
+        co_resident=design.get("co_resident"),
+        placebo=design.get("placebo_effective"),
+        server_starts=design.get("server_starts"),
+        ci_half_width=goal,
+        stopped_short=short,
+        line=line,
+    )
 
 
 def _noise(cells: Sequence[SweepCell]) -> NoiseFloor:
     every = [(c, f) for c in cells if (f := c.floor_ratio()) is not None]
     floors = [(c, f) for c, f in every if f.value is not None]
     if not floors:
-        return NoiseFloor(measured=False, line="no A/A placebo: no noise floor (set [design].placebo)",
-                          keys=("measured", "line"))
+        return NoiseFloor(
+            measured=False, line="no A/A placebo: no noise floor (set [design].placebo)", keys=("measured", "line")
+        )
     widths = [w for _, f in floors if (w := half_width(f.ci_low, f.ci_high)) is not None]
-    out = [f"{c.workload} {c.level}" for c, f in every if f.ci_low is not None and f.ci_high is not None
-           and not f.ci_low <= 1.0 <= f.ci_high]
-    line = (f"A/A noise floor (placebo / plain): {min(f.value or 0 for _, f in floors):.3f}-"
-            f"{max(f.value or 0 for _, f in floors):.3f} over {len(floors)} cells, widest 95% CI ±"
-            + (f"{max(widths):.3f}" if widths else "-") + " (log half-width)"
-            + (f"; WARNING: the A/A CI excludes 1 at {', '.join(out)}: the design did not hold there" if out else ""))
-    return NoiseFloor(measured=True, cells=len(floors), widest_half_width=max(widths) if widths else None,
-                      excluding_1=out, line=line)
+    out = [
+        f"{c.workload} {c.level}"
+        for c, f in every
+        if f.ci_low is not None and f.ci_high is not None and not f.ci_low <= 1.0 <= f.ci_high
+    ]
+    line = (
+        f"A/A noise floor (placebo / plain): {min(f.value or 0 for _, f in floors):.3f}-"
+        f"{max(f.value or 0 for _, f in floors):.3f} over {len(floors)} cells, widest 95% CI ±"
+        + (f"{max(widths):.3f}" if widths else "-")
+        + " (log half-width)"
+        + (f"; WARNING: the A/A CI excludes 1 at {', '.join(out)}: the design did not hold there" if out else "")
+    )
+    return NoiseFloor(
+        measured=True, cells=len(floors), widest_half_width=max(widths) if widths else None, excluding_1=out, line=line
+    )
 
 
-def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: dict[str, float],
-                     engine_version: str | None, saved: SweepCard | None = None) -> SweepCard:
+def build_sweep_card(
+    sweep_dir: Path,
+    candidates: Sequence[Candidate],
+    times: dict[str, float],
+    engine_version: str | None,
+    saved: SweepCard | None = None,
+) -> SweepCard:
     """The sweep card of ``sweep_dir`` (records/sweep.py, checked as a file read back would be). ``saved``: the
     earlier sweep.json when re-rendering; its pair name and folder (where it was measured) and an older
     sweep's drifts where the plain phases' requests.jsonl are gone are kept; ``times``: an older sweep's
@@ -217,15 +312,26 @@ def build_sweep_card(sweep_dir: Path, candidates: Sequence[Candidate], times: di
     rec = recommend(cells, rows, criteria, engine_version)
     trace = sweep_trace(sweep_dir, rec, rows)
     return SweepCard(
-        schema=SWEEP_SCHEMA, pair=(saved.pair if saved else None) or sweep_dir.parent.name,
-        sweep_dir=(saved.sweep_dir if saved else None) or str(sweep_dir), engine_version=engine_version,
+        schema=SWEEP_SCHEMA,
+        pair=(saved.pair if saved else None) or sweep_dir.parent.name,
+        sweep_dir=(saved.sweep_dir if saved else None) or str(sweep_dir),
+        engine_version=engine_version,
         primary_metric=metric,
-        speedup_definition=("plain / speculative of the primary metric (1 / the pair card's ratio) for a latency, "
-                            "the ratio itself for a throughput; > 1 is faster"),
+        speedup_definition=(
+            "plain / speculative of the primary metric (1 / the pair card's ratio) for a latency, "
+            "the ratio itself for a throughput; > 1 is faster"
+        ),
         upper_bound_formula="(K + 1) / step_time_ratio, step_time_ratio = speculative / plain step time",
-        criteria_declared=criteria is not None, criteria=None if verdict is None else verdict.criteria,
-        design=_design(sweep_dir, cells), noise_floor=noise, times_s=dict(seconds), candidates=rows, cells=cells,
+        criteria_declared=criteria is not None,
+        criteria=None if verdict is None else verdict.criteria,
+        design=_design(sweep_dir, cells),
+        noise_floor=noise,
+        times_s=dict(seconds),
+        candidates=rows,
+        cells=cells,
         drift_warnings=[c.drift_warning for c in cells if c.drift_warning]
         + ([noise.line.split("; ", 1)[1]] if noise.excluding_1 else []),
-        recommendation=rec, trace=None if trace is None else trace.to_json(),
-        keys=(*_SWEEP_KEYS, *(["trace"] if trace is not None else [])))
+        recommendation=rec,
+        trace=None if trace is None else trace.to_json(),
+        keys=(*_SWEEP_KEYS, *(["trace"] if trace is not None else [])),
+    )

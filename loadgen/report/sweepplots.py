@@ -33,8 +33,15 @@ def _ratio_plot(card: SweepCard, workload: str, out: Path) -> Path | None:
     ax = fig.add_subplot()
     drawn = False
     for cand in card.candidates:
-        pts = sorted(((c.concurrency or 0, e.speedup, e) for c in cells for e in c.entries
-                      if e.candidate == cand.name and e.speedup is not None), key=lambda p: p[0])
+        pts = sorted(
+            (
+                (c.concurrency or 0, e.speedup, e)
+                for c in cells
+                for e in c.entries
+                if e.candidate == cand.name and e.speedup is not None
+            ),
+            key=lambda p: p[0],
+        )
         if not pts:
             continue
         xs, ys = [p[0] for p in pts], [float(p[1] or 0.0) for p in pts]
@@ -51,8 +58,11 @@ def _ratio_plot(card: SweepCard, workload: str, out: Path) -> Path | None:
     if not drawn:
         return None
     ax.axhline(1.0, color="grey", linewidth=1, linestyle="--")
-    ax.set(xlabel="concurrency", ylabel=f"speedup over plain ({card.primary_metric})",
-           title=f"{workload}: candidates vs plain (star: recommended)")
+    ax.set(
+        xlabel="concurrency",
+        ylabel=f"speedup over plain ({card.primary_metric})",
+        title=f"{workload}: candidates vs plain (star: recommended)",
+    )
     ax.legend(fontsize="small")
     return _save(fig, out / f"sweep_ratio_{re.sub(r'[^A-Za-z0-9_.-]', '_', workload)}.png")
 

@@ -34,8 +34,9 @@ SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
 
 def entry_of(e: SweepEntry) -> Entry:
     """The ranking's view of a sweep-card cell entry (records/sweep.py)."""
-    return Entry(e.candidate, e.k, e.draft_weights, e.speedup, e.speedup_ci_low, e.speedup_ci_high, e.effect,
-                 e.criteria_status)
+    return Entry(
+        e.candidate, e.k, e.draft_weights, e.speedup, e.speedup_ci_low, e.speedup_ci_high, e.effect, e.criteria_status
+    )
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,9 @@ def _cost(rows: Sequence[SweepCandidate]) -> dict[str, tuple[int, int, str]]:
     return {r.name: (int(r.draft_weights), r.k, r.name) for r in rows}
 
 
-def _static(cells: Sequence[SweepCell], rows: Sequence[SweepCandidate], criteria: Criteria | None,
-            overall: bool = False) -> tuple[str | None, dict[str, tuple[bool, float | None]]]:
+def _static(
+    cells: Sequence[SweepCell], rows: Sequence[SweepCandidate], criteria: Criteria | None, overall: bool = False
+) -> tuple[str | None, dict[str, tuple[bool, float | None]]]:
     """The static choice over ``cells`` in the declared range and each candidate's (qualifies, geometric-mean
     speedup). A candidate qualifies when it pays at every such cell; with criteria and ``overall``, when its
     pair card's whole verdict (resources included) passes."""
@@ -76,19 +78,28 @@ def _static(cells: Sequence[SweepCell], rows: Sequence[SweepCandidate], criteria
 
 def _family(row: SweepCandidate) -> str:
     """The candidate's method and draft: its speculative config without K."""
-    return json.dumps({k: v for k, v in row.speculative_config.items() if k != "num_speculative_tokens"},
-                      sort_keys=True)
+    return json.dumps(
+        {k: v for k, v in row.speculative_config.items() if k != "num_speculative_tokens"}, sort_keys=True
+    )
 
 
-def _schedule(levels: Sequence[_Level], rows: Sequence[SweepCandidate], static: str | None,
-              engine_version: str | None, declared: bool) -> KSchedule:
+def _schedule(
+    levels: Sequence[_Level],
+    rows: Sequence[SweepCandidate],
+    static: str | None,
+    engine_version: str | None,
+    declared: bool,
+) -> KSchedule:
     """The per-batch-size schedule of the family (method and draft) that pays at the most closed-loop levels
     (the static choice's family when there is one): its best paying K per level, 0 where none pays."""
     version = parse_version(engine_version) if engine_version else None
     if version is None or SCHEDULE_FIELD not in available(FIELD_RANGES, version):
-        return KSchedule(supported=False, config=None,
-                         line=f"the installed engine (vLLM {engine_version or 'unknown'}) has no per-batch-size K "
-                              f"schedule ({SCHEDULE_FIELD} needs vLLM 0.24+)")
+        return KSchedule(
+            supported=False,
+            config=None,
+            line=f"the installed engine (vLLM {engine_version or 'unknown'}) has no per-batch-size K "
+            f"schedule ({SCHEDULE_FIELD} needs vLLM 0.24+)",
+        )
     row_of = {r.name: r for r in rows}
     wins: dict[str, int] = {}
     for lv in levels:
@@ -97,8 +108,13 @@ def _schedule(levels: Sequence[_Level], rows: Sequence[SweepCandidate], static: 
     if not wins:
         return KSchedule(supported=True, config=None, line="no K schedule: no candidate pays at any level")
     cost = _cost(rows)
-    family = _family(row_of[static]) if static else max(
-        wins, key=lambda f: (wins[f], [-x for x in min(cost[n] for n in row_of if _family(row_of[n]) == f)[:2]]))
+    family = (
+        _family(row_of[static])
+        if static
+        else max(
+            wins, key=lambda f: (wins[f], [-x for x in min(cost[n] for n in row_of if _family(row_of[n]) == f)[:2]])
+        )
+    )
     per_level = []
     for lv in levels:
         mine = [e for e in lv.entries if _family(row_of[e.candidate]) == family and e.pays(declared)]
@@ -106,21 +122,33 @@ def _schedule(levels: Sequence[_Level], rows: Sequence[SweepCandidate], static: 
         per_level.append((int(lv.choice.concurrency or 0), winner.k if winner else 0))
     sched = k_schedule(per_level)
     first = next(r for r in rows if _family(r) == family)
-    config = {**first.speculative_config, "num_speculative_tokens": max([k for *_, k in sched] + [1]),
-              SCHEDULE_FIELD: sched}
-    return KSchedule(supported=True, config=config,
-                     line=f"K schedule (batch sizes measured as closed-loop concurrency): --speculative-config "
-                          f"'{json.dumps(config)}'")
+    config = {
+        **first.speculative_config,
+        "num_speculative_tokens": max([k for *_, k in sched] + [1]),
+        SCHEDULE_FIELD: sched,
+    }
+    return KSchedule(
+        supported=True,
+        config=config,
+        line=f"K schedule (batch sizes measured as closed-loop concurrency): --speculative-config "
+        f"'{json.dumps(config)}'",
+    )
 
 
 def _level(cell: SweepCell, declared: bool) -> _Level:
     entries = [entry_of(e) for e in cell.entries]
     winner, tied = best([e for e in entries if e.pays(declared)])
-    return _Level(LevelChoice(level=cell.level, concurrency=cell.concurrency,
-                              best=winner.candidate if winner else None, tied=tied if winner and len(tied) > 1 else [],
-                              speedup=winner.speedup if winner else None,
-                              not_distinguishable=sorted(e.candidate for e in entries
-                                                         if e.effect == NOT_DISTINGUISHABLE)), entries)
+    return _Level(
+        LevelChoice(
+            level=cell.level,
+            concurrency=cell.concurrency,
+            best=winner.candidate if winner else None,
+            tied=tied if winner and len(tied) > 1 else [],
+            speedup=winner.speedup if winner else None,
+            not_distinguishable=sorted(e.candidate for e in entries if e.effect == NOT_DISTINGUISHABLE),
+        ),
+        entries,
+    )
 
 
 def _best_text(lv: LevelChoice) -> str:
@@ -130,13 +158,22 @@ def _best_text(lv: LevelChoice) -> str:
     return f"{lv.level}: {lv.best}" + (f" (tie with {', '.join(others)})" if others else "")
 
 
-def _workload(name: str, cells: Sequence[SweepCell], rows: Sequence[SweepCandidate],
-              criteria: Criteria | None, engine_version: str | None) -> WorkloadChoice:
+def _workload(
+    name: str,
+    cells: Sequence[SweepCell],
+    rows: Sequence[SweepCandidate],
+    criteria: Criteria | None,
+    engine_version: str | None,
+) -> WorkloadChoice:
     declared = criteria is not None
     levels = [_level(c, declared) for c in cells]
     closed = [lv for lv, c in zip(levels, cells, strict=True) if c.rate_rps is None]
-    above, sentence = off_above([(int(lv.choice.concurrency or 0), next(
-        (e for e in lv.entries if e.candidate == lv.choice.best), None)) for lv in closed])
+    above, sentence = off_above(
+        [
+            (int(lv.choice.concurrency or 0), next((e for e in lv.entries if e.candidate == lv.choice.best), None))
+            for lv in closed
+        ]
+    )
     static, scores = _static(cells, rows, criteria)
     schedule = _schedule(closed, rows, static, engine_version, declared)
     paying = [lv.choice for lv in levels if lv.choice.best]
@@ -145,26 +182,38 @@ def _workload(name: str, cells: Sequence[SweepCell], rows: Sequence[SweepCandida
         where = ", ".join(f"{lv.best} at {lv.level}" for lv in paying)
         rest = [lv.choice.level for lv in levels if not lv.choice.best]
         why = f"no single configuration pays at every level: {where} pay, plain wins at {', '.join(rest)}"
-    return WorkloadChoice(workload=name, off_above_concurrency=above, off_sentence=sentence, static=static,
-                          static_speedup=scores[static][1] if static else None, schedule=schedule,
-                          why_no_static=why, levels=[lv.choice for lv in levels])
+    return WorkloadChoice(
+        workload=name,
+        off_above_concurrency=above,
+        off_sentence=sentence,
+        static=static,
+        static_speedup=scores[static][1] if static else None,
+        schedule=schedule,
+        why_no_static=why,
+        levels=[lv.choice for lv in levels],
+    )
 
 
-def _headline(static: str | None, scores: Mapping[str, tuple[bool, float | None]],
-              workloads: Sequence[WorkloadChoice]) -> str:
+def _headline(
+    static: str | None, scores: Mapping[str, tuple[bool, float | None]], workloads: Sequence[WorkloadChoice]
+) -> str:
     if static is not None:
         g = scores[static][1]
         return f"recommendation: {static}" + (f" (geometric-mean speedup {g:.3f} over the declared range)" if g else "")
     partial = [w for w in workloads if any(lv.best for lv in w.levels)]
     if not partial:
         return "recommendation: do not speculate (no candidate beats plain clear of the noise floor at any level)"
-    parts = [f"{w.workload}: {', '.join(_best_text(lv) for lv in w.levels)}"
-             + (f"; {w.schedule.line}" if w.schedule and w.schedule.config else "") for w in partial]
+    parts = [
+        f"{w.workload}: {', '.join(_best_text(lv) for lv in w.levels)}"
+        + (f"; {w.schedule.line}" if w.schedule and w.schedule.config else "")
+        for w in partial
+    ]
     return "recommendation: speculate only where it pays: " + "; ".join(parts)
 
 
-def recommend(cells: Sequence[SweepCell], rows: Sequence[SweepCandidate],
-              criteria: Criteria | None, engine_version: str | None) -> Recommendation:
+def recommend(
+    cells: Sequence[SweepCell], rows: Sequence[SweepCandidate], criteria: Criteria | None, engine_version: str | None
+) -> Recommendation:
     """The recommendation of a sweep card from its cells and candidates (records/sweep.py): ``workloads``
     (one per workload), the overall ``static`` candidate (None: no single configuration), ``meets_criteria``
     and the printed ``lines``. ``criteria``: the candidates' declared criteria (None: not declared)."""
@@ -174,10 +223,12 @@ def recommend(cells: Sequence[SweepCell], rows: Sequence[SweepCandidate],
     meets = any(ok for ok, _ in scores.values()) if criteria is not None else True
     lines = []
     for w in workloads:
-        lines.append(f"{w.workload}: best per level {', '.join(_best_text(lv) for lv in w.levels)}; "
-                     f"{w.off_sentence}; static: {w.static or 'none'}"
-                     + (f" ({w.why_no_static})" if w.why_no_static else "")
-                     + f"; {w.schedule.line if w.schedule else ''}")
+        lines.append(
+            f"{w.workload}: best per level {', '.join(_best_text(lv) for lv in w.levels)}; "
+            f"{w.off_sentence}; static: {w.static or 'none'}"
+            + (f" ({w.why_no_static})" if w.why_no_static else "")
+            + f"; {w.schedule.line if w.schedule else ''}"
+        )
         shy = sorted({n for lv in w.levels for n in lv.not_distinguishable})
         if shy:
             lines.append(f"{w.workload}: not distinguishable from the noise floor somewhere: {', '.join(shy)}")

@@ -64,13 +64,18 @@ def _server(blocks: Blocks, slo: SLO) -> TraceServer:
     flat = [r for b in blocks for r in b]
     lag50, lag99 = schedule_lag(blocks)
     tpot = [v for b in blocks for v in per_prompt(b, "tpot_s").values()]  # per block: prompt ids recur
-    return TraceServer(slo=attainment(flat, slo), lag_p50_s=lag50, lag_p99_s=lag99,
-                       behind=lag99 is not None and lag99 > CLIENT_SEND_LAG_LIMIT_S,
-                       tpot_p50_s=float(np.median(tpot)) if tpot else None)
+    return TraceServer(
+        slo=attainment(flat, slo),
+        lag_p50_s=lag50,
+        lag_p99_s=lag99,
+        behind=lag99 is not None and lag99 > CLIENT_SEND_LAG_LIMIT_S,
+        tpot_p50_s=float(np.median(tpot)) if tpot else None,
+    )
 
 
-def trace_workload(workload: Mapping[str, Any], records: Sequence[RequestRecord], slo: SLO,
-                   schedule: Schedule = None) -> TraceRow | None:
+def trace_workload(
+    workload: Mapping[str, Any], records: Sequence[RequestRecord], slo: SLO, schedule: Schedule = None
+) -> TraceRow | None:
     """One trace workload's row (records/trace.py ``TraceRow``) from its protocol entry (``name``, ``window_s``,
     ``time_scale``); None when it has no plain records. ``schedule``: a sweep's K schedule (the workload it came
     from, its config) and the arms' speculative configs, judged on the trace (report/traceschedule.py)."""
@@ -86,15 +91,23 @@ def trace_workload(workload: Mapping[str, Any], records: Sequence[RequestRecord]
     for arm in sorted(a for a in blocks if a not in PLAIN_ARMS):
         windows = trace_windows(blocks[PLAIN], blocks[arm], window, arm, band)
         speedup, low, high, _ = window_speedup(blocks[PLAIN], blocks[arm], ids)
-        arms[arm] = TraceArm(speedup=speedup, ci_low=low, ci_high=high, windows=tuple(windows),
-                             shares=shares(windows, span))
+        arms[arm] = TraceArm(
+            speedup=speedup, ci_low=low, ci_high=high, windows=tuple(windows), shares=shares(windows, span)
+        )
     estimate = None
     if schedule is not None:
         estimate = schedule_on_trace(blocks, window, schedule, slo)
-    return TraceRow(workload=name, base=name.split("@ts")[0], time_scale=workload.get("time_scale") or 1.0,
-                    window_s=window, requests=len(ids[0]) if ids else 0, span_s=span,
-                    servers={role: _server(b, slo) for role, b in sorted(blocks.items())}, arms=arms,
-                    schedule=estimate)
+    return TraceRow(
+        workload=name,
+        base=name.split("@ts")[0],
+        time_scale=workload.get("time_scale") or 1.0,
+        window_s=window,
+        requests=len(ids[0]) if ids else 0,
+        span_s=span,
+        servers={role: _server(b, slo) for role, b in sorted(blocks.items())},
+        arms=arms,
+        schedule=estimate,
+    )
 
 
 def _capacity(rows: Sequence[TraceRow]) -> dict[str, dict[str, float | None]]:
@@ -103,9 +116,12 @@ def _capacity(rows: Sequence[TraceRow]) -> dict[str, dict[str, float | None]]:
     for base in dict.fromkeys(r.base for r in rows):
         mine = [r for r in rows if r.base == base]
         servers = dict.fromkeys(s for r in mine for s in r.servers)
-        out[base] = {s: trace_capacity([r.time_scale for r in mine if s in r.servers],
-                                       [r.servers[s].slo.hold for r in mine if s in r.servers])
-                     for s in servers}
+        out[base] = {
+            s: trace_capacity(
+                [r.time_scale for r in mine if s in r.servers], [r.servers[s].slo.hold for r in mine if s in r.servers]
+            )
+            for s in servers
+        }
     return out
 
 
@@ -118,16 +134,19 @@ def _recommend(rows: Sequence[TraceRow]) -> dict[str, TraceChoice | None]:
         judged: dict[str, TraceServer | ScheduleEstimate] = {**row.servers}
         if row.schedule:
             judged[SCHEDULE_NAME] = row.schedule
-        ok = [(s.tpot_p50_s, name) for name, s in judged.items() if name != PLACEBO
-              and s.tpot_p50_s is not None and s.slo.hold is not False]
+        ok = [
+            (s.tpot_p50_s, name)
+            for name, s in judged.items()
+            if name != PLACEBO and s.tpot_p50_s is not None and s.slo.hold is not False
+        ]
         best = min(ok, default=None)
-        out[base] = None if best is None else TraceChoice(server=best[1], tpot_p50_s=best[0],
-                                                          time_scale=row.time_scale)
+        out[base] = None if best is None else TraceChoice(server=best[1], tpot_p50_s=best[0], time_scale=row.time_scale)
     return out
 
 
-def trace_section(protocol: Protocol, records: Sequence[RequestRecord],
-                  schedule: Schedule = None) -> TraceSection | None:
+def trace_section(
+    protocol: Protocol, records: Sequence[RequestRecord], schedule: Schedule = None
+) -> TraceSection | None:
     """The ``trace`` section (module docstring) of a run's protocol.json and records; None without a trace."""
     traces = [w for w in protocol.workloads if w.get("kind") == "trace"]
     if not traces:
@@ -142,8 +161,9 @@ def trace_card(files: RunFiles) -> TraceSection | None:
     return trace_section(files.protocol, files.records)
 
 
-def sweep_trace(sweep_dir: Path, recommendation: Recommendation | None = None,
-                candidates: Sequence[SweepCandidate] = ()) -> TraceSection | None:
+def sweep_trace(
+    sweep_dir: Path, recommendation: Recommendation | None = None, candidates: Sequence[SweepCandidate] = ()
+) -> TraceSection | None:
     """The sweep card's ``trace`` section: every arm of the sweep folder (plain, the placebo, each candidate)
     over the trace, the K schedule of the sweep's ``recommendation`` (the first workload's that has one, from
     its fixed-level cells; ``candidates``: the sweep card's rows, name and speculative_config) judged on it,
@@ -153,6 +173,12 @@ def sweep_trace(sweep_dir: Path, recommendation: Recommendation | None = None,
     protocol = read_protocol(sweep_dir / "protocol.json")
     if not any(w.get("kind") == "trace" for w in protocol.workloads):
         return None
-    found = next((SweepSchedule(w.workload, w.schedule, candidates) for w in (
-        recommendation.workloads if recommendation else []) if w.schedule is not None and w.schedule.config), None)
+    found = next(
+        (
+            SweepSchedule(w.workload, w.schedule, candidates)
+            for w in (recommendation.workloads if recommendation else [])
+            if w.schedule is not None and w.schedule.config
+        ),
+        None,
+    )
     return trace_section(protocol, load_records(sweep_dir), found)

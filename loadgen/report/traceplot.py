@@ -25,8 +25,9 @@ def _figure(workload: str, arm: str, windows: Sequence[TraceWindow], path: Path)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     mid = [(w.start_s + w.end_s) / 2 for w in windows]
     top.plot(mid, [_num(w.speedup) for w in windows], marker="o", label=f"speedup plain / {arm} (TPOT p50)")
-    top.fill_between(mid, [_num(w.ci_low) for w in windows], [_num(w.ci_high) for w in windows], alpha=0.25,
-                     label="95% CI")
+    top.fill_between(
+        mid, [_num(w.ci_low) for w in windows], [_num(w.ci_high) for w in windows], alpha=0.25, label="95% CI"
+    )
     top.axhline(1.0, color="black", linewidth=0.8)
     top.set(ylabel="speedup (x)", title=f"{workload}: {arm} against plain over the trace")
     for server in ("plain", arm):

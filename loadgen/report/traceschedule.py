@@ -52,12 +52,20 @@ def arm_of_k(schedule: KSchedule, candidates: Sequence[SweepCandidate], k: int) 
     if k == 0:
         return PLAIN
     family = _family(schedule.config or {})
-    return next((c.name for c in candidates if _family(c.speculative_config) == family
-                 and int(c.speculative_config.get("num_speculative_tokens") or 0) == k), None)
+    return next(
+        (
+            c.name
+            for c in candidates
+            if _family(c.speculative_config) == family
+            and int(c.speculative_config.get("num_speculative_tokens") or 0) == k
+        ),
+        None,
+    )
 
 
-def schedule_on_trace(blocks: Mapping[str, Blocks], window_s: float, sweep: SweepSchedule,
-                      slo: SLO) -> ScheduleEstimate | None:
+def schedule_on_trace(
+    blocks: Mapping[str, Blocks], window_s: float, sweep: SweepSchedule, slo: SLO
+) -> ScheduleEstimate | None:
     """The schedule's estimate on one trace workload (module docstring; records/trace.py ``ScheduleEstimate``);
     None without plain records or when a window needs a K no arm ran."""
     plain = blocks.get(PLAIN)
@@ -79,6 +87,10 @@ def schedule_on_trace(blocks: Mapping[str, Blocks], window_s: float, sweep: Swee
             mine += [r for r in block if start <= ids.get(r.prompt_id, -1.0) < end]
         chosen.append(ScheduleWindow(start_s=start, batch=batch, k=k, arm=arm))
     tpot = [v for mine in pooled for v in per_prompt(mine, "tpot_s").values()]
-    return ScheduleEstimate(tpot_p50_s=float(np.median(tpot)) if tpot else None,
-                            slo=attainment([r for mine in pooled for r in mine], slo), windows=tuple(chosen),
-                            from_workload=sweep.workload, config=dict(config))
+    return ScheduleEstimate(
+        tpot_p50_s=float(np.median(tpot)) if tpot else None,
+        slo=attainment([r for mine in pooled for r in mine], slo),
+        windows=tuple(chosen),
+        from_workload=sweep.workload,
+        config=dict(config),
+    )

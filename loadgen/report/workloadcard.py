@@ -34,10 +34,15 @@ def _source(w: Mapping[str, Any]) -> str:
     if w.get("kind") in ("file", "trace"):
         skipped = list(w.get("skipped") or ())
         shown = "; ".join(skipped[:5]) + ("; …" if len(skipped) > 5 else "")
-        how = (f"sampled with seed {w.get('seed', 0)}" if w["kind"] == "file" else
-               f"replayed at its times x {w.get('time_scale') or 1:g}, blocks of {w.get('block_tokens')} tokens")
-        return (f"{w['kind']} {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
-                f"{len(skipped)} skipped{': ' + shown if skipped else ''}; {how})")
+        how = (
+            f"sampled with seed {w.get('seed', 0)}"
+            if w["kind"] == "file"
+            else f"replayed at its times x {w.get('time_scale') or 1:g}, blocks of {w.get('block_tokens')} tokens"
+        )
+        return (
+            f"{w['kind']} {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
+            f"{len(skipped)} skipped{': ' + shown if skipped else ''}; {how})"
+        )
     return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
 
 
@@ -54,14 +59,19 @@ def workload_statement(protocol: Protocol, records: Iterable[RequestRecord]) -> 
     parts = []
     for w in protocol.workloads:
         name = w["name"]
-        inputs = (length_summary(sent_in[name]) if name in sent_in
-                  else f"{w.get('input_tokens') or 'natural'} (declared)")
+        inputs = (
+            length_summary(sent_in[name]) if name in sent_in else f"{w.get('input_tokens') or 'natural'} (declared)"
+        )
         outputs = length_summary(sent_out[name]) if name in sent_out else f"{w['output_tokens']} (declared)"
-        parts.append(f"{name} ({w['kind']}, {w.get('endpoint', 'completions')}; {_source(w)}; input tokens "
-                     f"min/median/max {inputs}, output tokens {outputs})")
-    return ("Conclusions hold for the workloads tested only: " + "; ".join(parts) + ". They do not carry over to "
-            "other traffic: acceptance depends on what is asked (copying or short answers versus multi-step "
-            "reasoning).")
+        parts.append(
+            f"{name} ({w['kind']}, {w.get('endpoint', 'completions')}; {_source(w)}; input tokens "
+            f"min/median/max {inputs}, output tokens {outputs})"
+        )
+    return (
+        "Conclusions hold for the workloads tested only: " + "; ".join(parts) + ". They do not carry over to "
+        "other traffic: acceptance depends on what is asked (copying or short answers versus multi-step "
+        "reasoning)."
+    )
 
 
 def _input_length(name: str) -> int | None:
@@ -79,11 +89,20 @@ def context_axis(cells: Iterable[CardCell]) -> dict[str, tuple[ContextRow, ...]]
             continue
         acc = (c.speculative.acceptance if c.speculative else None) or Acceptance()
         ratio = c.ratio("tpot_p50") or Ratio(None)
-        out.setdefault(c.workload.rpartition("@")[0], []).append(ContextRow(
-            input_tokens=n, level=c.level, concurrency=c.concurrency, acceptance_rate=acc.acceptance_rate,
-            tpot_ratio=ratio.value, tpot_ratio_ci=(ratio.ci_low, ratio.ci_high)))
-    return {base: tuple(sorted(rows, key=lambda r: (r.concurrency or 0, r.level, r.input_tokens)))
-            for base, rows in out.items()}
+        out.setdefault(c.workload.rpartition("@")[0], []).append(
+            ContextRow(
+                input_tokens=n,
+                level=c.level,
+                concurrency=c.concurrency,
+                acceptance_rate=acc.acceptance_rate,
+                tpot_ratio=ratio.value,
+                tpot_ratio_ci=(ratio.ci_low, ratio.ci_high),
+            )
+        )
+    return {
+        base: tuple(sorted(rows, key=lambda r: (r.concurrency or 0, r.level, r.input_tokens)))
+        for base, rows in out.items()
+    }
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -94,11 +113,20 @@ def context_rows(axis: Mapping[str, Sequence[ContextRow]] | None) -> list[str]:
     """Markdown: one table per base workload, input length x level -> acceptance rate, TPOT p50 ratio."""
     if not axis:
         return []
-    lines = ["## Context length", "", "Acceptance rate and TPOT p50 ratio (speculative / plain; < 1: faster) per "
-             "input length (tokens) and load level.", ""]
+    lines = [
+        "## Context length",
+        "",
+        "Acceptance rate and TPOT p50 ratio (speculative / plain; < 1: faster) per "
+        "input length (tokens) and load level.",
+        "",
+    ]
     for base, rows in axis.items():
-        lines += [f"### {base}", "", "| input tokens | level | acceptance rate | TPOT p50 ratio (95% CI) |",
-                  "|---:|---:|---:|---:|"]
+        lines += [
+            f"### {base}",
+            "",
+            "| input tokens | level | acceptance rate | TPOT p50 ratio (95% CI) |",
+            "|---:|---:|---:|---:|",
+        ]
         for r in rows:
             lo, hi = r.tpot_ratio_ci
             ci = f" ({_fmt(lo)}–{_fmt(hi)})" if isinstance(lo, int | float) and isinstance(hi, int | float) else ""

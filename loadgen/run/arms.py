@@ -60,8 +60,14 @@ def _role_server(pair: Pair, arm: str) -> RoleServer:
     return pair.servers.get(key, RoleServer())
 
 
-def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = None, api_key: str | None = None,
-                port: int | None = None) -> servers.LaunchSpec:
+def launch_spec(
+    pair: Pair,
+    role: str,
+    run_dir: Path,
+    attach_url: str | None = None,
+    api_key: str | None = None,
+    port: int | None = None,
+) -> servers.LaunchSpec:
     """The launch of arm ``role``: ``[engine]`` plus ``[servers.<role>]`` (a speculative arm reads
     ``[servers.speculative]``, a placebo ``[servers.placebo]`` or else ``[servers.plain]``), the speculative
     config on a speculative arm; ``port`` overrides the default (``[engine].port``, + 1 for a speculative
@@ -69,18 +75,34 @@ def launch_spec(pair: Pair, role: str, run_dir: Path, attach_url: str | None = N
     extra = _role_server(pair, role)
     port = port or extra.port or pair.engine.port + (1 if speculates(role) else 0)
     argv = servers.build_argv(
-        pair.engine.command, pair.target, served_name(pair), pair.engine.host, port,
-        pair.engine.seed, [*pair.engine.args, *extra.args], pair.speculative if speculates(role) else None,
+        pair.engine.command,
+        pair.target,
+        served_name(pair),
+        pair.engine.host,
+        port,
+        pair.engine.seed,
+        [*pair.engine.args, *extra.args],
+        pair.speculative if speculates(role) else None,
     )
-    return servers.LaunchSpec(role, argv, {**pair.engine.env, **extra.env}, pair.engine.host, port,
-                              served_name(pair), pair.engine.startup_timeout_s, run_dir / "servers" / f"{role}.log",
-                              attach_url or extra.url, api_key)
+    return servers.LaunchSpec(
+        role,
+        argv,
+        {**pair.engine.env, **extra.env},
+        pair.engine.host,
+        port,
+        served_name(pair),
+        pair.engine.startup_timeout_s,
+        run_dir / "servers" / f"{role}.log",
+        attach_url or extra.url,
+        api_key,
+    )
 
 
 def arm_spec(arm: Arm, run_dir: Path, api_key: str | None) -> servers.LaunchSpec:
     """The server spec an arm's slots run on (the one seam tests replace with scripted servers)."""
-    return launch_spec(arm.pair, arm.server if arm.server == PLAIN else arm.name, run_dir, arm.attach_url, api_key,
-                       arm.port)
+    return launch_spec(
+        arm.pair, arm.server if arm.server == PLAIN else arm.name, run_dir, arm.attach_url, api_key, arm.port
+    )
 
 
 def build_arms(plain_pair: Pair, speculative: Mapping[str, Pair], attach: Mapping[str, str]) -> list[Arm]:
@@ -96,11 +118,18 @@ def build_arms(plain_pair: Pair, speculative: Mapping[str, Pair], attach: Mappin
     out = [Arm(PLAIN, plain_pair, PLAIN, plain_port, url(PLAIN))]
     spec_ports = {n: (_role_server(p, n).port or base + 1) + i for i, (n, p) in enumerate(speculative.items())}
     if design.placebo != "off":
-        own = (plain_pair.servers.get(PLACEBO) or RoleServer())
+        own = plain_pair.servers.get(PLACEBO) or RoleServer()
         alone = design.placebo == "server" and (url(PLAIN) is None or own.url is not None or PLACEBO in attach)
         if alone:
-            out.append(Arm(PLACEBO, plain_pair, PLACEBO, own.port or base + 1 + len(speculative),
-                           attach.get(PLACEBO) or own.url))
+            out.append(
+                Arm(
+                    PLACEBO,
+                    plain_pair,
+                    PLACEBO,
+                    own.port or base + 1 + len(speculative),
+                    attach.get(PLACEBO) or own.url,
+                )
+            )
         else:  # blocks on the plain server: its port and, when attached, its URL
             out.append(Arm(PLACEBO, plain_pair, PLAIN, plain_port, url(PLAIN)))
     out += [Arm(n, p, n, spec_ports[n], url(n)) for n, p in speculative.items()]
@@ -133,18 +162,25 @@ def _fit_on_host(launched: Sequence[Arm], available: int | None) -> tuple[bool, 
     of it), and why."""
     need = [_host_bytes(a) for a in launched]
     if any(n is None for n in need):
-        return False, ("no GPU is visible and a launched server declares no VLLM_CPU_KVCACHE_SPACE (the CPU build "
-                       "then takes its KV cache from the host's memory): one server at a time")
+        return False, (
+            "no GPU is visible and a launched server declares no VLLM_CPU_KVCACHE_SPACE (the CPU build "
+            "then takes its KV cache from the host's memory): one server at a time"
+        )
     total = sum(n for n in need if n is not None)
     if available is None or total > MAX_SHARED_MEMORY * available:
-        return False, (f"no GPU is visible and {len(need)} CPU servers need about {total / GIB:.1f} GiB, more than "
-                       f"{MAX_SHARED_MEMORY} of the {(available or 0) / GIB:.1f} GiB available: one server at a time")
-    return True, (f"no GPU is visible: {len(need)} CPU servers need about {total / GIB:.1f} GiB of the "
-                  f"{available / GIB:.1f} GiB available")
+        return False, (
+            f"no GPU is visible and {len(need)} CPU servers need about {total / GIB:.1f} GiB, more than "
+            f"{MAX_SHARED_MEMORY} of the {(available or 0) / GIB:.1f} GiB available: one server at a time"
+        )
+    return True, (
+        f"no GPU is visible: {len(need)} CPU servers need about {total / GIB:.1f} GiB of the "
+        f"{available / GIB:.1f} GiB available"
+    )
 
 
-def co_resident(arms: Sequence[Arm], gpus: int, host_available: int | None = None,
-                gpu_free: float | None = None) -> tuple[bool, str]:
+def co_resident(
+    arms: Sequence[Arm], gpus: int, host_available: int | None = None, gpu_free: float | None = None
+) -> tuple[bool, str]:
     """Whether every server of ``arms`` stays up at once, and why (``[design].co_resident``; ``gpus``: the
     GPUs visible here; ``host_available``: the host's available memory in bytes; ``gpu_free``: the smallest
     free share of a GPU's memory now, None if unknown). ``"auto"``: yes when every server is attached; without
@@ -167,22 +203,35 @@ def co_resident(arms: Sequence[Arm], gpus: int, host_available: int | None = Non
         except ValueError:
             shares.append(None)
     if any(s is None for s in shares):
-        return False, ("a launched server declares no --gpu-memory-utilization: one server at a time "
-                       "(declare each server's share to keep them up together)")
+        return False, (
+            "a launched server declares no --gpu-memory-utilization: one server at a time "
+            "(declare each server's share to keep them up together)"
+        )
     total = sum(s for s in shares if s is not None)
     if total > MAX_SHARED_MEMORY:
         return False, f"the declared memory shares sum to {total:.2f} > {MAX_SHARED_MEMORY}: one server at a time"
     if gpu_free is not None and total > gpu_free:
-        return False, (f"the launched servers' memory shares sum to {total:.2f}, more than the {gpu_free:.2f} of the "
-                       "GPU free now (a running or attached server holds the rest): one server at a time")
+        return False, (
+            f"the launched servers' memory shares sum to {total:.2f}, more than the {gpu_free:.2f} of the "
+            "GPU free now (a running or attached server holds the rest): one server at a time"
+        )
     return True, f"the declared memory shares sum to {total:.2f} <= {MAX_SHARED_MEMORY}" + (
-        f" and to at most the {gpu_free:.2f} of the GPU free now" if gpu_free is not None else "")
+        f" and to at most the {gpu_free:.2f} of the GPU free now" if gpu_free is not None else ""
+    )
 
 
 def describe(arms: Sequence[Arm]) -> list[dict[str, Any]]:
     """protocol.json's ``design.arms``: each arm's name, server, port and whether it is attached."""
-    return [{"arm": a.name, "server": a.server, "port": a.port, "attached": a.attach_url is not None,
-             "speculative_config": dict(a.pair.speculative) if a.speculative else None} for a in arms]
+    return [
+        {
+            "arm": a.name,
+            "server": a.server,
+            "port": a.port,
+            "attached": a.attach_url is not None,
+            "speculative_config": dict(a.pair.speculative) if a.speculative else None,
+        }
+        for a in arms
+    ]
 
 
 def command_line(spec: servers.LaunchSpec) -> str:

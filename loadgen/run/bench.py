@@ -55,18 +55,30 @@ class Bench:
             return self._open[arm.server][0]
         spec = arm_specs.arm_spec(arm, self.run_dir, self.api_key)
         key = arm.server
-        write_json(self.run_dir / "servers" / f"{key}-launch.json",
-                   {"argv": None if spec.attach_url else redact_argv(spec.argv), "env": redact_env(spec.env),
-                    "base_url": redact_url(spec.base_url), "attached": spec.attach_url is not None})
-        self.log(f"[{key}] attaching to {redact_url(spec.base_url)}" if spec.attach_url
-                 else f"[{key}] starting: {' '.join(redact_argv(spec.argv))}")
+        write_json(
+            self.run_dir / "servers" / f"{key}-launch.json",
+            {
+                "argv": None if spec.attach_url else redact_argv(spec.argv),
+                "env": redact_env(spec.env),
+                "base_url": redact_url(spec.base_url),
+                "attached": spec.attach_url is not None,
+            },
+        )
+        self.log(
+            f"[{key}] attaching to {redact_url(spec.base_url)}"
+            if spec.attach_url
+            else f"[{key}] starting: {' '.join(redact_argv(spec.argv))}"
+        )
 
         def on_stop(report: Teardown | None) -> None:
             if spec.attach_url is None:  # said before the record is written: a full disk must not hide it
                 settled = resources.settle_line(report.gpu_settle if report else None)
                 survivors = list(report.survivors) if report else []
-                self.log(f"[{key}] stopped" + (f"; SURVIVORS {survivors}" if survivors else "")
-                         + (f"; {settled}" if settled else ""))
+                self.log(
+                    f"[{key}] stopped"
+                    + (f"; SURVIVORS {survivors}" if survivors else "")
+                    + (f"; {settled}" if settled else "")
+                )
                 record = report.to_json() if report else {}
             else:  # loadgen never stops a server it did not start
                 record = ATTACHED_TEARDOWN
@@ -121,19 +133,27 @@ class Bench:
             text, snap = scrape(server.base_url, headers=server.spec.headers)
         except RunFailed as exc:
             self.log(f"[{arm.server}] {exc}: measuring without server-side figures")
-            proof = modeproof.prove_without_metrics(role, config.speculative_config_log, server.minimal_response,
-                                                    server.process is not None, str(exc))
+            proof = modeproof.prove_without_metrics(
+                role, config.speculative_config_log, server.minimal_response, server.process is not None, str(exc)
+            )
             snap = prom.parse_metrics("")
         else:
             write_text(self.run_dir / "metrics" / f"{arm.server}__startup.prom", text)
             proof = modeproof.prove_mode(role, snap, pair.num_speculative_tokens)
-        modeproof.check_effective_method(role, pair.method, config.speculative_config_log,
-                                         pair.num_speculative_tokens)
-        write_json(self.run_dir / "servers" / f"{arm.server}-minimal.json",
-                   {"request": server.minimal_request.to_json() if server.minimal_request else {},
-                    "response": server.minimal_response.to_json() if server.minimal_response else {}})
-        effective = {**config.to_json(), **proof.to_json(), "ready_s": server.ready_s,
-                     "cache_config_info": prom.cache_config_info(snap)}
+        modeproof.check_effective_method(role, pair.method, config.speculative_config_log, pair.num_speculative_tokens)
+        write_json(
+            self.run_dir / "servers" / f"{arm.server}-minimal.json",
+            {
+                "request": server.minimal_request.to_json() if server.minimal_request else {},
+                "response": server.minimal_response.to_json() if server.minimal_response else {},
+            },
+        )
+        effective = {
+            **config.to_json(),
+            **proof.to_json(),
+            "ready_s": server.ready_s,
+            "cache_config_info": prom.cache_config_info(snap),
+        }
         write_json(self.run_dir / "servers" / f"{arm.server}-effective.json", effective)
         return effective
 

@@ -59,8 +59,9 @@ class RunContext:
     api_key: str | None = None
 
 
-def _try_scrape(url: str, path: Path, headers: dict[str, str],
-                later: list[tuple[Path, str]]) -> tuple[prom.Snapshot | None, str | None]:
+def _try_scrape(
+    url: str, path: Path, headers: dict[str, str], later: list[tuple[Path, str]]
+) -> tuple[prom.Snapshot | None, str | None]:
     try:
         text, snap = scrape(url, headers=headers)
     except RunFailed as exc:
@@ -84,8 +85,9 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
 
     def scrape_before() -> None:
         host.append(hoststate.sample())
-        before["snap"], err = _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__before.prom",
-                                          server.spec.headers, later)
+        before["snap"], err = _try_scrape(
+            server.base_url, run_dir / "metrics" / f"{stem}__before.prom", server.spec.headers, later
+        )
         metrics_errors.extend([err] if err else [])
         observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
         observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
@@ -104,61 +106,120 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
 
     plan = cell.on(role, pair.stop.duration_s, read_timeout_s(pair.stop, pair.slo))
     started, t0, cpu0 = datetime.now(UTC).isoformat(), time.monotonic(), time.process_time()
-    records = run_cell(server.base_url, server.spec.served_model, pair.sampling, plan, on_record,
-                       scrape_before, sampler, server.spec.api_key)
+    records = run_cell(
+        server.base_url,
+        server.spec.served_model,
+        pair.sampling,
+        plan,
+        on_record,
+        scrape_before,
+        sampler,
+        server.spec.api_key,
+    )
     duration = time.monotonic() - t0
     client = ClientUse.of(time.process_time() - cpu0, duration, [r.send_s - r.scheduled_s for r in records])
     died = not server.alive() or (any(r.error for r in records) and server.gone())
-    after, err = ((None, None) if died else
-                  _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later))
+    after, err = (
+        (None, None)
+        if died
+        else _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later)
+    )
     metrics_errors.extend([err] if err else [])
     host.append(hoststate.sample())
-    done = CellRun(role, cell, records, started, duration, before.get("snap"), after, summarize_gauges(gauges),
-                   tuple(metrics_errors), sent["measured"] + sent["cooldown"], window, client, died)
-    entry = cell_entry(done, pair)
+    done = CellRun(
+        role,
+        cell,
+        records,
+        started,
+        duration,
+        before.get("snap"),
+        after,
+        summarize_gauges(gauges),
+        tuple(metrics_errors),
+        sent["measured"] + sent["cooldown"],
+        window,
+        client,
+        died,
+    )
+    _record(run, server, done, host, gauges, later, stem)
+
+
+def _record(
+    run: RunContext,
+    server: servers.Server,
+    done: CellRun,
+    host: list[HostSample],
+    gauges: list[dict[str, Any]],
+    later: list[tuple[Path, str]],
+    stem: str,
+) -> None:
+    """Append the finished cell's entry (with its block state) to cells.jsonl, write its deferred files
+    (``later``: the /metrics scrapes, the gauges) and report it."""
+    entry, cell = cell_entry(done, run.pair), done.cell
     usable = None if entry.restart_evidence else done.counters  # a restart leaves no measurable acceptance
-    line = entry.with_fields(**observers.cell_finished(role, cell.workload, cell.concurrency, cell.level.label,
-                                                       cell_stats(done.measured(), usable), usable))
+    stats = cell_stats(done.measured(), usable)
+    line = entry.with_fields(
+        **run.observers.cell_finished(done.role, cell.workload, cell.concurrency, cell.level.label, stats, usable)
+    )
     run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair).to_json()).to_json())
-    later.append((run_dir / "metrics" / f"{stem}__gauges.jsonl",
-                  "".join(strictjson.dumps_strict(g) + "\n" for g in gauges)))
+    later.append(
+        (run.run_dir / "metrics" / f"{stem}__gauges.jsonl", "".join(strictjson.dumps_strict(g) + "\n" for g in gauges))
+    )
     for path, text in later:
         write_text(path, text)
     _report(run, server, done, entry)
 
 
-def _state(host: list[HostSample], done: CellRun, entry: CellEntry, server: servers.Server,
-           pair: Pair) -> BlockState:
+def _state(host: list[HostSample], done: CellRun, entry: CellEntry, server: servers.Server, pair: Pair) -> BlockState:
     """The block's state (measure/blockstate.py) from the host samples at its measured window's start and end."""
     first, last = (host[0], host[-1]) if host else (None, None)
     k = k_at(pair.speculative, done.cell.concurrency) if speculates(done.role) else 0  # K as declared there
     ceiling = server.effective.cudagraph_ceiling if server.effective else None
     samples = (first.to_json() if first else {}, last.to_json() if last else {})  # blockstate reads them as read
-    return block_state(samples, (done.before, done.after), entry, done.cell.concurrency * (1 + k), ceiling,
-                       hoststate.steal_share(first, last))
+    return block_state(
+        samples,
+        (done.before, done.after),
+        entry,
+        done.cell.concurrency * (1 + k),
+        ceiling,
+        hoststate.steal_share(first, last),
+    )
 
 
 def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellEntry) -> None:
     """Log the finished cell and stop the run when it must (see run_cell_on)."""
     role, cell, records, pair = done.role, done.cell, done.records, run.pair
     ok, counters, failure = len(records) - entry.errors, done.counters, entry.failure
-    run.log(f"[{role}] {cell.workload} {cell.level.label} block {cell.repetition}: {ok}/{len(records)} ok in "
-            f"{done.duration_s:.1f} s" + ("" if counters is None else f", drafts {counters.num_drafts:.0f}, accepted "
-                                  f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}")
-            + (f"; FAILED: {failure}" if failure else ""))
+    run.log(
+        f"[{role}] {cell.workload} {cell.level.label} block {cell.repetition}: {ok}/{len(records)} ok in "
+        f"{done.duration_s:.1f} s"
+        + (
+            ""
+            if counters is None
+            else f", drafts {counters.num_drafts:.0f}, accepted "
+            f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}"
+        )
+        + (f"; FAILED: {failure}" if failure else "")
+    )
     if done.died:
-        raise RunFailed(f"the {role} server died during cell {cell.workload} {cell.level.label}; the requests "
-                        f"that finished are kept in {run.run_dir / 'requests.jsonl'}; see {where_to_look(server.spec)}")
+        raise RunFailed(
+            f"the {role} server died during cell {cell.workload} {cell.level.label}; the requests "
+            f"that finished are kept in {run.run_dir / 'requests.jsonl'}; see {where_to_look(server.spec)}"
+        )
     # a server that does not honour min_tokens = max_tokens breaks the comparison's premise: it stops the run
     # like errors over the budget (with ignore_eos off, shorter outputs are the server's right)
     broken = entry.errors or (pair.sampling.ignore_eos and length_mismatches(records))
     if failure and broken and pair.stop.on_error_budget == "stop":
-        raise RunFailed(f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
-                        "[stop].max_error_rate / on_error_budget = \"continue\" to go on")
+        raise RunFailed(
+            f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
+            '[stop].max_error_rate / on_error_budget = "continue" to go on'
+        )
     if unplanned_fallback(done, pair):
-        raise FallbackDetected(f"the speculative server's draft counters did not move during cell "
-                               f"{cell.workload} {cell.level.label}: no speculation happened, although the declared "
-                               f"config speculates at this level (K = {k_at(pair.speculative, cell.concurrency)})")
+        raise FallbackDetected(
+            f"the speculative server's draft counters did not move during cell "
+            f"{cell.workload} {cell.level.label}: no speculation happened, although the declared "
+            f"config speculates at this level (K = {k_at(pair.speculative, cell.concurrency)})"
+        )
 
 
 def unplanned_fallback(done: CellRun, pair: Pair) -> bool:

@@ -55,8 +55,10 @@ class CellRun:
 
     def measured(self) -> list[MeasuredRequest]:
         """The records as metrics.py reads them."""
-        return [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
-                for r in self.records]
+        return [
+            MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, r.error is not None)
+            for r in self.records
+        ]
 
 
 def length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
@@ -67,18 +69,24 @@ def length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
 def _failure(records: list[RequestRecord], pair: Pair, died: bool, role: str) -> str | None:
     errors = [r for r in records if r.error]
     if died:
-        return (f"the {role} server died during this cell: {len(records) - len(errors)} of {len(records)} "
-                "measured requests finished before")
+        return (
+            f"the {role} server died during this cell: {len(records) - len(errors)} of {len(records)} "
+            "measured requests finished before"
+        )
     mismatched = length_mismatches(records)
     if mismatched:
         m = mismatched[0]
-        return (f"{len(mismatched)} of {len(records)} requests did not return their requested output length (e.g. "
-                f"{m.prompt_id}: {m.output_tokens} of {m.requested_output_tokens} tokens); the comparison needs "
-                "ignore_eos with min_tokens = max_tokens on a server that honours them")
+        return (
+            f"{len(mismatched)} of {len(records)} requests did not return their requested output length (e.g. "
+            f"{m.prompt_id}: {m.output_tokens} of {m.requested_output_tokens} tokens); the comparison needs "
+            "ignore_eos with min_tokens = max_tokens on a server that honours them"
+        )
     if over_budget(len(errors), len(records), pair.stop.max_error_rate):
         kinds = ", ".join(f"{k}: {n}" for k, n in categories(r.error for r in errors).items())
-        return (f"{len(errors)} of {len(records)} requests failed ({kinds}), over the error budget "
-                f"max_error_rate = {pair.stop.max_error_rate:g}; first: {errors[0].error}")
+        return (
+            f"{len(errors)} of {len(records)} requests failed ({kinds}), over the error budget "
+            f"max_error_rate = {pair.stop.max_error_rate:g}; first: {errors[0].error}"
+        )
     return None
 
 
@@ -90,26 +98,40 @@ def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
     finished = server.get("server_finished_requests")  # None: the counter is unavailable, not 0
     errors = [r.error for r in records if r.error]
     entry: dict[str, Any] = {
-        "role": run.role, "workload": cell.workload, "concurrency": cell.concurrency, "level": cell.level.label,
-        "rate_rps": cell.level.rate_rps, "repetition": cell.repetition, "started_utc": run.started_utc,
+        "role": run.role,
+        "workload": cell.workload,
+        "concurrency": cell.concurrency,
+        "level": cell.level.label,
+        "rate_rps": cell.level.rate_rps,
+        "repetition": cell.repetition,
+        "started_utc": run.started_utc,
         "duration_s": run.duration_s,
         "measured_prompt_ids": [p.prompt_id for p in cell.measured],
         "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
-        "spec_decode": None if counters is None else asdict(counters) | {
-            "accepted_per_position": list(counters.accepted_per_position), "engines": list(counters.engines),
-            "reset_engines": list(counters.reset_engines)} | verification_depth(counters, pair.speculative),
+        "spec_decode": None
+        if counters is None
+        else asdict(counters)
+        | {
+            "accepted_per_position": list(counters.accepted_per_position),
+            "engines": list(counters.engines),
+            "reset_engines": list(counters.reset_engines),
+        }
+        | verification_depth(counters, pair.speculative),
         "server_histograms": server_histograms(b, after) if b is not None and after is not None else {},
-        "gauges": run.gauges, "server_finished_requests": finished,
+        "gauges": run.gauges,
+        "server_finished_requests": finished,
         "client_sent_requests": run.sent,
         "foreign_traffic": finished is not None and finished > run.sent,
-        **run.window.to_json(), **server,
-        "errors": len(errors), "error_categories": categories(errors),
+        **run.window.to_json(),
+        **server,
+        "errors": len(errors),
+        "error_categories": categories(errors),
         "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
         "output_length_mismatches": len(length_mismatches(records)),
         "metrics_error": "; ".join(dict.fromkeys(run.metrics_errors)) or None,
-        "failure": _failure(records, pair, run.died, run.role), "notes": [],
-        "client": {"cpu_s": run.client.cpu_s, "cpu_cores": run.client.cores,
-                   "send_lag_s": asdict(run.client.send_lag)},
+        "failure": _failure(records, pair, run.died, run.role),
+        "notes": [],
+        "client": {"cpu_s": run.client.cpu_s, "cpu_cores": run.client.cores, "send_lag_s": asdict(run.client.send_lag)},
     }
     notes = [] if (busy := run.client.saturation_note()) is None else [busy]
     if flat_drafts(run) and pair.method in LOOKUP_METHODS:

@@ -77,8 +77,11 @@ def held_signals(note: Callable[[str], None]) -> Iterator[None]:
             raise KeyboardInterrupt
         note("loadgen: writing the card before stopping (a moment); interrupt again to stop without it")
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-                if signal.getsignal(sig) is not signal.SIG_IGN}
+    previous = {
+        sig: signal.signal(sig, on_signal)
+        for sig in (signal.SIGINT, signal.SIGTERM)
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:
@@ -104,8 +107,14 @@ def _stderr(line: str) -> None:
         os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
-def close_run(run_dir: Path, status: dict[str, Any], write_card: Callable[[Path, Log], Any], log: Log,
-              error: BaseException | None, not_written: int = 0) -> BaseException | None:
+def close_run(
+    run_dir: Path,
+    status: dict[str, Any],
+    write_card: Callable[[Path, Log], Any],
+    log: Log,
+    error: BaseException | None,
+    not_written: int = 0,
+) -> BaseException | None:
     """Write ``status`` and the card (``write_card(run_dir, log)``) with signals held off; return what the
     run ends with: None (done), ``error`` as it was, or an error whose one line adds where the data is
     and whether the card was written. ``not_written`` request records could not be written (status.json
@@ -126,13 +135,18 @@ def close_run(run_dir: Path, status: dict[str, Any], write_card: Callable[[Path,
             problem = str(exc)
         except Exception as exc:  # the card must never hide the run's own error
             problem = f"{type(exc).__name__}: {exc}"
-    card = (f"card: {run_dir / 'card.md'}" if problem is None
-            else f"no card was written ({problem}); `loadgen report {run_dir}` writes it")
+    card = (
+        f"card: {run_dir / 'card.md'}"
+        if problem is None
+        else f"no card was written ({problem}); `loadgen report {run_dir}` writes it"
+    )
     if isinstance(error, KeyboardInterrupt):
         measured = sum(1 for r in read_jsonl(run_dir / "requests.jsonl") if r.get("phase", "measured") == "measured")
-        return RunInterrupted(f"interrupted; the {measured} measured requests that finished are on disk in {run_dir} "
-                              f"(those of the cell cut short marked partial); {card}; `loadgen compare --resume "
-                              f"{run_dir}` runs the cells left")
+        return RunInterrupted(
+            f"interrupted; the {measured} measured requests that finished are on disk in {run_dir} "
+            f"(those of the cell cut short marked partial); {card}; `loadgen compare --resume "
+            f"{run_dir}` runs the cells left"
+        )
     if isinstance(error, RunDirUnwritable):
         lost = f"; {not_written} request records could not be written" if not_written else ""
         return RunDirUnwritable(f"{error}{lost}; {card}")

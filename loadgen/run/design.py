@@ -67,11 +67,18 @@ def balanced_order(cells: Sequence[CellSpec], arm_list: Sequence[str], co_reside
     the module docstring; ``co_resident`` chooses between its two layouts."""
     groups = _groups(cells)
     if co_resident:
-        return [Slot(arm, c) for blocks in groups.values() for c in blocks
-                for arm in block_order(arm_list, c.repetition)]
+        return [
+            Slot(arm, c) for blocks in groups.values() for c in blocks for arm in block_order(arm_list, c.repetition)
+        ]
     rounds = sorted({c.repetition for c in cells})
-    return [Slot(arm, c) for b in rounds for arm in block_order(arm_list, b)
-            for blocks in groups.values() for c in blocks if c.repetition == b]
+    return [
+        Slot(arm, c)
+        for b in rounds
+        for arm in block_order(arm_list, b)
+        for blocks in groups.values()
+        for c in blocks
+        if c.repetition == b
+    ]
 
 
 def phases(slots: Sequence[Slot], server_of: Callable[[str], str]) -> list[tuple[str, list[Slot]]]:
@@ -80,8 +87,9 @@ def phases(slots: Sequence[Slot], server_of: Callable[[str], str]) -> list[tuple
     return [(server, list(group)) for server, group in itertools.groupby(slots, key=lambda s: server_of(s.arm))]
 
 
-def server_starts(slots: Sequence[Slot], server_of: Callable[[str], str], co_resident: bool,
-                  attached: frozenset[str] = frozenset()) -> int:
+def server_starts(
+    slots: Sequence[Slot], server_of: Callable[[str], str], co_resident: bool, attached: frozenset[str] = frozenset()
+) -> int:
     """How many servers the order starts: one per launched server when co-resident, else one per phase
     whose server is launched (an attached server starts nothing)."""
     if co_resident:
@@ -96,14 +104,20 @@ def replay_order(order: Sequence[Sequence[Any]], cells: Sequence[CellSpec]) -> l
     return [Slot(str(arm), by_key[(str(workload), str(level), int(block))]) for arm, workload, level, block in order]
 
 
-def next_blocks(planned: Sequence[CellSpec], done: Mapping[CellKey, int], wanted: Mapping[CellKey, Sequence[str]],
-                arm_list: Sequence[str], co_resident: bool) -> list[Slot]:
+def next_blocks(
+    planned: Sequence[CellSpec],
+    done: Mapping[CellKey, int],
+    wanted: Mapping[CellKey, Sequence[str]],
+    arm_list: Sequence[str],
+    co_resident: bool,
+) -> list[Slot]:
     """One more block for each cell in ``wanted`` (cell -> the arms still to measure it): the planned block
     after the ``done[cell]`` blocks measured so far, in the balanced order of ``arm_list`` (the base order)
     over those arms; none for a cell whose planned blocks are used up. One server at a time: one round,
     arm after arm over every such cell."""
-    more = [c for key, left in wanted.items() if left
-            for c in planned if c.key == key and c.repetition == done.get(key, 0)]
+    more = [
+        c for key, left in wanted.items() if left for c in planned if c.key == key and c.repetition == done.get(key, 0)
+    ]
     if not more:
         return []
     if co_resident:

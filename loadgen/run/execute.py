@@ -62,15 +62,15 @@ class Session:
 
     def context(self, arm: Arm) -> RunContext:
         """The run context of one arm's slots (its pair: stop rule, sampling, method and K)."""
-        return RunContext(arm.pair, self.run_dir, self.requests, self.cells_log, self.log, self.observers,
-                          self.api_key)
+        return RunContext(arm.pair, self.run_dir, self.requests, self.cells_log, self.log, self.observers, self.api_key)
 
     def hold_ports(self, slots: Sequence[Slot]) -> None:
         """Hold the port of every server the slots launch, before any starts (ServerError when one is busy or
         held by another loadgen run, serve/portlock.py); each is released once its server answers."""
         used = {s.arm for s in slots}
-        specs = {a.server: arm_specs.arm_spec(a, self.run_dir, self.api_key) for a in self.arms.values()
-                 if a.name in used}
+        specs = {
+            a.server: arm_specs.arm_spec(a, self.run_dir, self.api_key) for a in self.arms.values() if a.name in used
+        }
         self.holds.take((key, spec.host, spec.port) for key, spec in specs.items() if not spec.attach_url)
 
     def run(self, slots: Sequence[Slot]) -> None:
@@ -102,8 +102,9 @@ class Session:
             self.holds.release_all()
 
 
-def check_attached(arms: Mapping[str, Arm], slots: Sequence[Slot], run_dir: Path, log: Log,
-                   api_key: str | None) -> None:
+def check_attached(
+    arms: Mapping[str, Arm], slots: Sequence[Slot], run_dir: Path, log: Log, api_key: str | None
+) -> None:
     """Check every attached server ``slots`` use before any is measured (serve/attached.py ``probe_attached``);
     writes nothing. Raises BadInput, ServerError or FallbackDetected as that does."""
     used = {s.arm for s in slots}
@@ -111,10 +112,14 @@ def check_attached(arms: Mapping[str, Arm], slots: Sequence[Slot], run_dir: Path
     checks = [(a, spec) for a, spec in specs.values() if spec.attach_url]
     by_role = {spec.role: a for a, spec in checks}
     workloads = {w.name: (w.name, w.input_tokens, w.output_tokens) for a, _ in checks for w in a.pair.workloads}
-    attached.probe_attached([spec for _, spec in checks],
-                            lambda role, snap: modeproof.prove_mode(mode_role(by_role[role]), snap,
-                                                                    by_role[role].pair.num_speculative_tokens),
-                            log, list(workloads.values()))
+    attached.probe_attached(
+        [spec for _, spec in checks],
+        lambda role, snap: modeproof.prove_mode(
+            mode_role(by_role[role]), snap, by_role[role].pair.num_speculative_tokens
+        ),
+        log,
+        list(workloads.values()),
+    )
 
 
 def write_order(run_dir: Path, order: Sequence[Slot], extra: dict[str, Any] | None = None) -> None:

@@ -49,8 +49,27 @@ LATENCY_BUCKETS_S = (
     60.0,
 )
 #: 10 µs .. 10 s: the client's delay behind its schedule is normally tens of microseconds.
-SEND_LAG_BUCKETS_S = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1,
-                      0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+SEND_LAG_BUCKETS_S = (
+    1e-5,
+    2.5e-5,
+    5e-5,
+    1e-4,
+    2.5e-4,
+    5e-4,
+    1e-3,
+    2.5e-3,
+    5e-3,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 _DISTRIBUTIONS = ("ttft_s", "tpot_s", "itl_s", "icl_s", "e2e_s", "send_lag_s")
 
 
@@ -100,40 +119,61 @@ class Exporter:
 
         self.ttft = hist("loadgen_ttft_seconds", "Time to first token-bearing chunk after send (s).")
         self.tpot = hist("loadgen_tpot_seconds", "(E2E - TTFT) / (output tokens - 1) per request (s/token).")
-        self.itl = hist("loadgen_itl_seconds", "Per-token inter-token latency: a k-token chunk gives k samples "
-                        "of gap/k (s).")
+        self.itl = hist(
+            "loadgen_itl_seconds", "Per-token inter-token latency: a k-token chunk gives k samples of gap/k (s)."
+        )
         self.icl = hist("loadgen_inter_chunk_latency_seconds", "Gaps between consecutive token-bearing chunks (s).")
         self.e2e = hist("loadgen_e2e_latency_seconds", "Last token-bearing chunk arrival - send (s).")
         self.send_lag = hist("loadgen_send_lag_seconds", "Actual send - scheduled send (s).", SEND_LAG_BUCKETS_S)
-        self.requests = Counter("loadgen_requests", "Measured requests by outcome (ok: streamed >= 1 token "
-                                "without error).", (*cell, "outcome"), registry=reg)
-        self.output_tokens = Counter("loadgen_output_tokens", "Output tokens of successful measured requests "
-                                     "(from token_ids).", cell, registry=reg)
-        self.chunks = Counter("loadgen_token_chunks", "Token-bearing SSE chunks of successful measured requests.",
-                              cell, registry=reg)
-        self.acceptance_rate = gauge("loadgen_acceptance_rate", "Cell's accepted / draft tokens (vLLM counter "
-                                     "deltas).")
-        self.acceptance_length = gauge("loadgen_mean_acceptance_length", "Cell's 1 + accepted tokens / drafts "
-                                       "(tokens per verify step).")
-        self.per_position = gauge("loadgen_per_position_acceptance_rate", "Cell's accepted_per_pos[i] / drafts.",
-                                  ("position",))
-        self.spec_counts = gauge("loadgen_cell_spec_decode_count", "Cell's vLLM spec-decode counter deltas "
-                                 "summed over engines.", ("counter",))
+        self.requests = Counter(
+            "loadgen_requests",
+            "Measured requests by outcome (ok: streamed >= 1 token without error).",
+            (*cell, "outcome"),
+            registry=reg,
+        )
+        self.output_tokens = Counter(
+            "loadgen_output_tokens",
+            "Output tokens of successful measured requests (from token_ids).",
+            cell,
+            registry=reg,
+        )
+        self.chunks = Counter(
+            "loadgen_token_chunks", "Token-bearing SSE chunks of successful measured requests.", cell, registry=reg
+        )
+        self.acceptance_rate = gauge("loadgen_acceptance_rate", "Cell's accepted / draft tokens (vLLM counter deltas).")
+        self.acceptance_length = gauge(
+            "loadgen_mean_acceptance_length", "Cell's 1 + accepted tokens / drafts (tokens per verify step)."
+        )
+        self.per_position = gauge(
+            "loadgen_per_position_acceptance_rate", "Cell's accepted_per_pos[i] / drafts.", ("position",)
+        )
+        self.spec_counts = gauge(
+            "loadgen_cell_spec_decode_count",
+            "Cell's vLLM spec-decode counter deltas summed over engines.",
+            ("counter",),
+        )
         self.out_tps = gauge("loadgen_output_throughput_tokens_per_second", "Cell's output tokens / window.")
         self.req_rps = gauge("loadgen_request_throughput_requests_per_second", "Cell's ok requests / window.")
         self.window = gauge("loadgen_cell_window_seconds", "First measured send to last measured token (s).")
         self.cell_requests = gauge("loadgen_cell_requests", "Cell's measured requests.")
         self.cell_errors = gauge("loadgen_cell_errors", "Cell's failed measured requests.")
-        self.tokens_per_chunk = gauge("loadgen_mean_tokens_per_chunk", "Cell's output tokens / token-bearing "
-                                      "chunks.")
-        self.cell_latency = gauge("loadgen_cell_latency_seconds", "Cell's exact client-side statistics of a "
-                                  "latency (s, s/token for tpot and itl).", ("metric", "stat"))
+        self.tokens_per_chunk = gauge("loadgen_mean_tokens_per_chunk", "Cell's output tokens / token-bearing chunks.")
+        self.cell_latency = gauge(
+            "loadgen_cell_latency_seconds",
+            "Cell's exact client-side statistics of a latency (s, s/token for tpot and itl).",
+            ("metric", "stat"),
+        )
         self.finished_at = gauge("loadgen_cell_finished_timestamp_seconds", "Unix time the cell finished.")
         self.info = gauge("loadgen_cell_info", "A finished cell (value 1).", ("loadgen_version",))
 
     def _labels(self, role: str, workload: str, concurrency: int, level_label: str | None) -> dict[str, str]:
-        return {"pair": self.pair, "role": role, "workload": workload, "concurrency": str(int(concurrency)),
-                "level": CellKey.named(workload, level_label, concurrency).label}
+        return {
+            "pair": self.pair,
+            "role": role,
+            "workload": workload,
+            "concurrency": str(int(concurrency)),
+            "level": CellKey.named(workload, level_label, concurrency).label,
+        }
 
     def observe_request(self, record: RequestRecord) -> bool:
         """Observe one finished request (a ``requests.jsonl`` record); returns False for a warmup or
@@ -160,8 +200,9 @@ class Exporter:
         self.chunks.labels(**labels).inc(timings.chunks)
         return True
 
-    def cell_finished(self, role: str, workload: str, concurrency: int, stats: CellStats,
-                      level_label: str | None = None) -> None:
+    def cell_finished(
+        self, role: str, workload: str, concurrency: int, stats: CellStats, level_label: str | None = None
+    ) -> None:
         """Set the cell gauges from its statistics (the card's numbers: metrics.cell_stats, as report/carddata.py
         computes them). ``level_label`` is the cell's level label (default ``c<concurrency>``). Called again
         for the same cell (a repetition), the gauges take the new values.
@@ -191,8 +232,11 @@ class Exporter:
                 self.acceptance_length.labels(**labels).set(acc.mean_acceptance_length)
             for pos, rate in enumerate(acc.per_position):
                 self.per_position.labels(**labels, position=str(pos)).set(rate)
-            for counter, value in (("drafts", acc.num_drafts), ("draft_tokens", acc.num_draft_tokens),
-                                   ("accepted_tokens", acc.num_accepted_tokens)):
+            for counter, value in (
+                ("drafts", acc.num_drafts),
+                ("draft_tokens", acc.num_draft_tokens),
+                ("accepted_tokens", acc.num_accepted_tokens),
+            ):
                 self.spec_counts.labels(**labels, counter=counter).set(value)
         self.finished_at.labels(**labels).set(time.time())
         self.info.labels(**labels, loadgen_version=__version__).set(1)
@@ -221,8 +265,15 @@ class Exporter:
             self._server.server_close()
             self._server = None
 
-    def push(self, gateway_url: str, role: str, workload: str, concurrency: int, level_label: str | None = None,
-             timeout_s: float = 10.0) -> None:
+    def push(
+        self,
+        gateway_url: str,
+        role: str,
+        workload: str,
+        concurrency: int,
+        level_label: str | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
         """Push one cell's series to a Pushgateway (``PUT``: replaces that group's previous push).
 
         Group: ``job="loadgen"``, grouping key ``{pair, role, workload, concurrency, level}`` (``level``:

@@ -68,20 +68,27 @@ class Measurement:
     deadline: float | None = None
 
 
-def plan_measurement(pair: Pair, speculative: Mapping[str, Pair], attach: Mapping[str, str],
-                     cells: list[CellSpec], order: list[list[Any]] | None = None) -> Measurement:
+def plan_measurement(
+    pair: Pair,
+    speculative: Mapping[str, Pair],
+    attach: Mapping[str, str],
+    cells: list[CellSpec],
+    order: list[list[Any]] | None = None,
+) -> Measurement:
     """The arms, co-residency and slot order of a run of ``cells`` (run/arms.py, run/design.py); ``order``:
     a recorded ``design.order`` to repeat exactly. Raises ProfileError when the recorded order names a block
     the cells do not hold."""
     arms = build_arms(pair, speculative, attach)
-    co, why = co_resident(arms, len(resources.hardware().gpus), resources.host_available_bytes(),
-                          resources.gpu_free_share())
+    co, why = co_resident(
+        arms, len(resources.hardware().gpus), resources.host_available_bytes(), resources.gpu_free_share()
+    )
     if order is not None:
         try:
             slots = replay_order(order, cells)
         except KeyError as exc:
-            raise ProfileError(f"protocol.json's design.order names a block not in its cells ({exc}); the run "
-                               "folder was modified") from None
+            raise ProfileError(
+                f"protocol.json's design.order names a block not in its cells ({exc}); the run folder was modified"
+            ) from None
         named = {s.arm for s in slots}
         arms = [a for a in arms if a.name in named]
     else:
@@ -99,14 +106,26 @@ def design_record(m: Measurement) -> dict[str, Any]:
     attached_keys = frozenset(a.server for a in m.arms if a.attach_url is not None)
     starts = server_starts(m.slots, lambda arm: by_name[arm].server, m.co_resident, attached_keys)
     placebo = next((("server" if a.server == PLACEBO else "blocks") for a in m.arms if a.name == PLACEBO), "off")
-    return {"arms": describe(m.arms), "co_resident": m.co_resident, "co_resident_reason": m.why,
-            "placebo_effective": placebo, "server_starts": starts, "order": [s.to_json() for s in m.slots]}
+    return {
+        "arms": describe(m.arms),
+        "co_resident": m.co_resident,
+        "co_resident_reason": m.why,
+        "placebo_effective": placebo,
+        "server_starts": starts,
+        "order": [s.to_json() for s in m.slots],
+    }
 
 
-def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str, str] | None = None,
-                cells: list[CellSpec] | tuple[list[CellSpec], list[list[Any]] | None] | None = None,
-                allow_unpinned: bool = False, observe: ObserveOptions | None = None,
-                api_key: str | None = None) -> Path:
+def run_compare(
+    pair: Pair,
+    runs_root: Path,
+    log: Log = print,
+    attach: dict[str, str] | None = None,
+    cells: list[CellSpec] | tuple[list[CellSpec], list[list[Any]] | None] | None = None,
+    allow_unpinned: bool = False,
+    observe: ObserveOptions | None = None,
+    api_key: str | None = None,
+) -> Path:
     """Run the whole comparison of ``pair``; returns the run folder. ``cells``: the cells to measure, or an
     earlier run's cells and recorded order (``--protocol``, plan.replay_protocol), repeated exactly.
 
@@ -126,8 +145,9 @@ def run_compare(pair: Pair, runs_root: Path, log: Log = print, attach: dict[str,
         prompts = unique_prompts(cells)
         write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
         write_pair_file(pair, run_dir)
-        proto = protocol(pair, cells, prompts, probe_host()).with_fields(engine_version=engine_version,
-                                                                         attach=attached.attach_record(attach or {}))
+        proto = protocol(pair, cells, prompts, probe_host()).with_fields(
+            engine_version=engine_version, attach=attached.attach_record(attach or {})
+        )
         proto = proto.with_fields(design={**(proto.design or {}), **design_record(m)})
         write_json(run_dir / "protocol.json", proto.to_json())
         write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
@@ -156,12 +176,18 @@ def design_line(m: Measurement) -> str:
     blocks = max((s.cell.repetition for s in m.slots), default=-1) + 1
     arms = ", ".join(a.name + ("" if a.server in (a.name, PLAIN) else f" (on {a.server})") for a in m.arms)
     where = "co-resident" if m.co_resident else "one server at a time"
-    return (f"design: {blocks} blocks per arm and cell, arms {arms}; servers {where} ({m.why}); "
-            f"{len(m.slots)} slots" + (f"; sizing to ±{m.goal:g} on {m.metric}" if m.goal else ""))
+    return f"design: {blocks} blocks per arm and cell, arms {arms}; servers {where} ({m.why}); {len(m.slots)} slots" + (
+        f"; sizing to ±{m.goal:g} on {m.metric}" if m.goal else ""
+    )
 
 
-def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | None = None,
-                   observe: ObserveOptions | None = None, api_key: str | None = None) -> Path:
+def resume_compare(
+    run_dir: Path,
+    log: Log = print,
+    attach: dict[str, str] | None = None,
+    observe: ObserveOptions | None = None,
+    api_key: str | None = None,
+) -> Path:
     """Complete an interrupted run in place with its own protocol: slots with an entry in cells.jsonl and
     no failure are kept; the others run again in the recorded order (their partial requests move to
     ``requests.partial.jsonl``, so nothing is deleted). A server with nothing left is not started. A run of
@@ -174,8 +200,9 @@ def resume_compare(run_dir: Path, log: Log = print, attach: dict[str, str] | Non
         return _resume_locked(run_dir, log, attach, observe, api_key)
 
 
-def _resume_locked(run_dir: Path, log: Log, attach: dict[str, str] | None, observe: ObserveOptions | None,
-                   api_key: str | None) -> Path:
+def _resume_locked(
+    run_dir: Path, log: Log, attach: dict[str, str] | None, observe: ObserveOptions | None, api_key: str | None
+) -> Path:
     pair, cells, order = replay_protocol(run_dir / "protocol.json")
     if order is None:
         order = [[role, c.workload, c.level.label, c.repetition] for role in ROLES for c in cells]
@@ -185,8 +212,10 @@ def _resume_locked(run_dir: Path, log: Log, attach: dict[str, str] | None, obser
     todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
     urls = attached.resume_urls(recorded, attach or {}, sorted({s.arm for s in todo}))
     m = replace(m, arms=[replace(a, attach_url=urls.get(a.name) or a.attach_url) for a in m.arms], slots=todo)
-    log(f"resuming {run_dir}: {len(todo)} of {len(order)} slots left ({moved} partial requests moved to "
-        "requests.partial.jsonl)")
+    log(
+        f"resuming {run_dir}: {len(todo)} of {len(order)} slots left ({moved} partial requests moved to "
+        "requests.partial.jsonl)"
+    )
     execute_run(run_dir, m, log, observe, api_key, pair.name)
     return run_dir
 
@@ -210,13 +239,26 @@ def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
         moved.close()
     # atomic rewrites: a full disk leaves the old files whole
     write_text(run_dir / "requests.jsonl", "".join(strictjson.dumps_strict(r) + "\n" for r in kept))
-    write_text(run_dir / "cells.jsonl", "".join(strictjson.dumps_strict(e.to_json()) + "\n" for e in entries
-                                                if (e.role, e.workload, e.level, e.repetition) in done))
+    write_text(
+        run_dir / "cells.jsonl",
+        "".join(
+            strictjson.dumps_strict(e.to_json()) + "\n"
+            for e in entries
+            if (e.role, e.workload, e.level, e.repetition) in done
+        ),
+    )
     return done, len(partial)
 
 
-def execute_run(run_dir: Path, m: Measurement, log: Log, observe: ObserveOptions | None, api_key: str | None,
-                name: str, write_card: Callable[[Path, Log], Any] | None = None) -> None:
+def execute_run(
+    run_dir: Path,
+    m: Measurement,
+    log: Log,
+    observe: ObserveOptions | None,
+    api_key: str | None,
+    name: str,
+    write_card: Callable[[Path, Log], Any] | None = None,
+) -> None:
     """Run ``m``'s slots (then size its cells, run/sizing.py) into ``run_dir``; always write the status and
     the card (``write_card``, default :func:`finish_card`)."""
     try:  # before anything is written: a folder that never measured is marked refused (report/refused.py)
@@ -230,8 +272,7 @@ def execute_run(run_dir: Path, m: Measurement, log: Log, observe: ObserveOptions
     clear_refusal(run_dir)
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(name, observe or ObserveOptions(progress=False), log)
-    session = Session(run_dir, {a.name: a for a in m.arms}, m.co_resident, log, requests, cells_log, observers,
-                      api_key)
+    session = Session(run_dir, {a.name: a for a in m.arms}, m.co_resident, log, requests, cells_log, observers, api_key)
     error: BaseException | None = None
     try:
         try:
@@ -270,8 +311,13 @@ def finish_card(run_dir: Path, log: Log = print) -> PairCard:
         from loadgen.report.plots import render_plots
 
         if not saved:
-            card = replace(card, plots=tuple(str(p.relative_to(run_dir)) for p in
-                                             render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")))
+            card = replace(
+                card,
+                plots=tuple(
+                    str(p.relative_to(run_dir))
+                    for p in render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")
+                ),
+            )
     except Exception as exc:  # a plot must never cost the card
         plots_error: Exception | None = exc
         card = replace(card, plots=())

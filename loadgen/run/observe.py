@@ -48,9 +48,11 @@ class Observers:
                 try:
                     self.exporter.serve(options.metrics_port, options.metrics_addr)
                 except (OSError, OverflowError) as exc:
-                    raise BadInput(f"--metrics-addr {options.metrics_addr} --metrics-port {options.metrics_port}: "
-                                   f"cannot listen there ({exc}); choose a free port in 1..65535 and a local "
-                                   "address") from None
+                    raise BadInput(
+                        f"--metrics-addr {options.metrics_addr} --metrics-port {options.metrics_port}: "
+                        f"cannot listen there ({exc}); choose a free port in 1..65535 and a local "
+                        "address"
+                    ) from None
                 log(f"loadgen metrics: {self.exporter.url}/metrics")
         self.reader = None
         if options.prometheus_url:
@@ -69,9 +71,15 @@ class Observers:
         """A cell's measured phase is about to start with ``total`` requests (closed loop, count rule)."""
         self._tokens, self._errors, self._started = 0, 0, time.monotonic()
         if self.options.progress:
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TextColumn("{task.fields[tps]:.0f} tok/s, {task.fields[errors]} errors"),
-                                      TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[tps]:.0f} tok/s, {task.fields[errors]} errors"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self._progress.start()
             self._task = self._progress.add_task(label, total=total, tps=0.0, errors=0)
 
@@ -100,8 +108,15 @@ class Observers:
             elapsed = max(time.monotonic() - self._started, 1e-9)
             self._progress.update(self._task, advance=1, tps=self._tokens / elapsed, errors=self._errors)
 
-    def cell_finished(self, role: str, workload: str, concurrency: int, level_label: str, stats: CellStats,
-                      direct: SpecDecodeCounters | None) -> dict[str, Any]:
+    def cell_finished(
+        self,
+        role: str,
+        workload: str,
+        concurrency: int,
+        level_label: str,
+        stats: CellStats,
+        direct: SpecDecodeCounters | None,
+    ) -> dict[str, Any]:
         """A cell ended: update the exporter, push, cross-check with PromQL. Returns fields for the cell's
         ``cells.jsonl`` entry (``promql``: the deltas Prometheus saw and the disagreements)."""
         if self._progress is not None:
@@ -139,8 +154,12 @@ class Observers:
         problems = cross_check(direct, seen)
         for line in problems:
             self.log(f"warning: Prometheus and the direct scrape disagree: {line}")
-        return {"selector": selector, "window": [start, end], "counters": asdict(seen) if seen else None,
-                "disagreements": problems}
+        return {
+            "selector": selector,
+            "window": [start, end],
+            "counters": asdict(seen) if seen else None,
+            "disagreements": problems,
+        }
 
     def close(self) -> None:
         """Stop the live endpoint and the progress bar."""

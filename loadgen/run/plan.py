@@ -106,16 +106,23 @@ def check_plan_size(pair: Pair, log: Callable[[str], None]) -> int:
     total, level, worst = plan_size(pair)
     if level is None or total <= PLAN_SLOW:
         return total
-    where = (f"concurrency {level.concurrency} ([run].concurrency; {pair.stop.rounds} rounds of measured requests "
-             "plus 4 cooldown fillers per other slot)" if level.rate_rps is None
-             else f"rate {level.rate_rps:g} req/s ([run].rates_rps, [stop].duration_s and max_requests)")
+    where = (
+        f"concurrency {level.concurrency} ([run].concurrency; {pair.stop.rounds} rounds of measured requests "
+        "plus 4 cooldown fillers per other slot)"
+        if level.rate_rps is None
+        else f"rate {level.rate_rps:g} req/s ([run].rates_rps, [stop].duration_s and max_requests)"
+    )
     blocks = f"{pair.planned_blocks} blocks x {len(pair.workloads)} workloads"
     if total > PLAN_REFUSE:
-        raise BadInput(f"{pair.path}: the plan needs {total:,} prompts ({blocks}; {worst:,} of them at {where}), "
-                       f"over the {PLAN_REFUSE:,} loadgen plans; lower that level, or [stop].rounds / cooldown = "
-                       "false / [design].blocks, or split the run")
-    log(f"planning {total:,} prompts ({blocks}; {worst:,} of them at {where}): this takes a while "
-        f"(at least {total / 17_000:.0f} s)")
+        raise BadInput(
+            f"{pair.path}: the plan needs {total:,} prompts ({blocks}; {worst:,} of them at {where}), "
+            f"over the {PLAN_REFUSE:,} loadgen plans; lower that level, or [stop].rounds / cooldown = "
+            "false / [design].blocks, or split the run"
+        )
+    log(
+        f"planning {total:,} prompts ({blocks}; {worst:,} of them at {where}): this takes a while "
+        f"(at least {total / 17_000:.0f} s)"
+    )
     return total
 
 
@@ -146,18 +153,28 @@ def plan_cells(pair: Pair, log: Callable[[str], None] | None = None) -> list[Cel
         offset, common = 0, {}
         if shared:
             for rep, n in sorted(pool.items()):
-                common[rep], offset = prompts[offset:offset + n], offset + n
+                common[rep], offset = prompts[offset : offset + n], offset + n
         for level, rep, w, n, cool in sizes:
-            measured = common[rep][:n] if shared else prompts[offset + w:offset + w + n]
-            chunk = prompts[offset:offset + w + (0 if shared else n) + cool]
-            warmup, cooldown = chunk[:w], chunk[len(chunk) - cool:] if cool else []
+            measured = common[rep][:n] if shared else prompts[offset + w : offset + w + n]
+            chunk = prompts[offset : offset + w + (0 if shared else n) + cool]
+            warmup, cooldown = chunk[:w], chunk[len(chunk) - cool :] if cool else []
             offset += len(chunk)
             arrivals = None
             if level.rate_rps is not None:
                 seed = workload.seed * 1_000_003 + rep * 1009 + int(level.rate_rps * 1000)
                 arrivals = tuple(arrival_offsets(load.arrival, level.rate_rps, n, seed, load.burstiness))
-            cells.append(CellSpec(workload.name, workload.endpoint, level, rep, tuple(warmup), tuple(measured),
-                                  tuple(cooldown), arrivals))
+            cells.append(
+                CellSpec(
+                    workload.name,
+                    workload.endpoint,
+                    level,
+                    rep,
+                    tuple(warmup),
+                    tuple(measured),
+                    tuple(cooldown),
+                    arrivals,
+                )
+            )
     return cells
 
 
@@ -170,8 +187,9 @@ def unique_prompts(cells: Sequence[CellSpec]) -> list[Prompt]:
     return list(seen.values())
 
 
-def replay_protocol(protocol_path: Path, workloads_dir: Path = WORKLOADS_DIR) -> tuple[
-        Pair, list[CellSpec], list[list[Any]] | None]:
+def replay_protocol(
+    protocol_path: Path, workloads_dir: Path = WORKLOADS_DIR
+) -> tuple[Pair, list[CellSpec], list[list[Any]] | None]:
     """The pair, the exact cells (prompts, blocks, arrival schedules) and the recorded order of the slots
     (``design.order``: ``[arm, workload, level, block]`` each; None for a run of older code, which measured
     every plain cell, then every speculative one) of an earlier run, from its ``protocol.json`` and the
@@ -182,26 +200,42 @@ def replay_protocol(protocol_path: Path, workloads_dir: Path = WORKLOADS_DIR) ->
     folder = protocol_path.parent
     try:
         proto = read_protocol(protocol_path)  # BadInput naming the field when a field does not read
-        prompts = {d["prompt_id"] + "@" + d["workload"]: _prompt(d)
-                   for d in map(json.loads, (folder / "prompts.jsonl").read_text().splitlines())}
+        prompts = {
+            d["prompt_id"] + "@" + d["workload"]: _prompt(d)
+            for d in map(json.loads, (folder / "prompts.jsonl").read_text().splitlines())
+        }
     except (OSError, ValueError, KeyError) as exc:
-        raise ProfileError(f"{protocol_path}: cannot replay ({exc}); pass the protocol.json of a run folder "
-                           "that still holds pair.toml and prompts.jsonl") from None
+        raise ProfileError(
+            f"{protocol_path}: cannot replay ({exc}); pass the protocol.json of a run folder "
+            "that still holds pair.toml and prompts.jsonl"
+        ) from None
     if prompts_digest(prompts.values()) != proto.prompts_sha256:
-        raise ProfileError(f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; "
-                           "the run folder was modified")
+        raise ProfileError(
+            f"{folder / 'prompts.jsonl'} does not match the protocol's prompts_sha256; the run folder was modified"
+        )
     original = Path(proto.pair_file or folder / "pair.toml")  # its workload paths' folder
     pair = load_pair(str(folder / "pair.toml"), workloads_dir=workloads_dir, beside=original.parent)
     workloads = {w["name"]: w for w in proto.workloads}
-    pair = replace(pair, workloads=tuple(Workload(**(dict(w) | {"skipped": tuple(w.get("skipped") or ())}))
-                                         for w in proto.workloads),
-                   overrides=Overrides.from_json(proto.command_line))
+    pair = replace(
+        pair,
+        workloads=tuple(Workload(**(dict(w) | {"skipped": tuple(w.get("skipped") or ())})) for w in proto.workloads),
+        overrides=Overrides.from_json(proto.command_line),
+    )
     cells = []
     for c in proto.cells:
         pick = [[prompts[f"{pid}@{c.workload}"] for pid in part] for part in (c.warmup, c.measured, c.cooldown)]
-        cells.append(CellSpec(c.workload, workloads[c.workload]["endpoint"], Level(c.concurrency, c.rate_rps),
-                              c.repetition, tuple(pick[0]), tuple(pick[1]), tuple(pick[2]),
-                              tuple(c.arrivals_s) if c.arrivals_s is not None else None))
+        cells.append(
+            CellSpec(
+                c.workload,
+                workloads[c.workload]["endpoint"],
+                Level(c.concurrency, c.rate_rps),
+                c.repetition,
+                tuple(pick[0]),
+                tuple(pick[1]),
+                tuple(pick[2]),
+                tuple(c.arrivals_s) if c.arrivals_s is not None else None,
+            )
+        )
     order = (proto.design or {}).get("order")
     return pair, cells, order
 
@@ -214,44 +248,68 @@ def _prompt(d: dict[str, Any]) -> Prompt:
 def probe_host() -> dict[str, Any]:
     """The machine loadgen runs on: ``client_host`` (Python, machine, system) and ``hardware``
     (serve/resources.py: GPUs and drivers)."""
-    return {"client_host": {"python": platform.python_version(), "machine": platform.machine(),
-                            "system": platform.platform()},
-            "hardware": resources.hardware().to_json()}
+    return {
+        "client_host": {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "system": platform.platform(),
+        },
+        "hardware": resources.hardware().to_json(),
+    }
 
 
 def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host: Mapping[str, Any]) -> Protocol:
     """Everything needed to repeat the run (protocol.json, records/protocol.py); ``host`` is :func:`probe_host`'s."""
-    return Protocol.from_json({
-        "schema": "loadgen.protocol/1",
-        "loadgen_version": __version__,
-        "pair": pair.name,
-        "pair_file": str(pair.path),
-        "target": model_hashes(pair.target),
-        "draft": model_hashes(pair.draft) if pair.draft else None,
-        "speculative_config": dict(pair.speculative),
-        "engine": {"command": list(pair.engine.command), "args": redact_argv(pair.engine.args),
-                   "env": redact_env(pair.engine.env), "seed": pair.engine.seed,
-                   "speculative_env": redact_env(pair.servers["speculative"].env) if "speculative" in pair.servers
-                   else {}},
-        "sampling": asdict(pair.sampling),
-        "fairness": {"ignore_eos": pair.sampling.ignore_eos, "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
-                     "return_token_ids": True},
-        "workloads": [asdict(w) for w in pair.workloads],
-        "concurrency": list(pair.concurrency),
-        "load": asdict(pair.load),
-        "stop_rule": asdict(pair.stop),
-        "prompts_file": "prompts.jsonl",
-        "prompts_sha256": prompts_digest(all_prompts),
-        "criteria": None if pair.criteria is None else (pair.criteria.to_json()
-                                                        | {"declared": list(pair.criteria.declared)}),
-        "slo": asdict(pair.slo),
-        "design": pair.design.to_json() | {"planned_blocks": pair.planned_blocks},
-        "cells": [{"workload": c.workload, "concurrency": c.concurrency, "level": c.level.label,
-                   "rate_rps": c.level.rate_rps, "repetition": c.repetition,
-                   "warmup": [p.prompt_id for p in c.warmup],
-                   "measured": [p.prompt_id for p in c.measured],
-                   "cooldown": [p.prompt_id for p in c.cooldown],
-                   "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None} for c in cells],
-        "client_host": host.get("client_host"),
-        "hardware": host.get("hardware"),
-    } | ({"command_line": pair.overrides.to_json()} if pair.overrides else {}), source="the protocol being written")
+    return Protocol.from_json(
+        {
+            "schema": "loadgen.protocol/1",
+            "loadgen_version": __version__,
+            "pair": pair.name,
+            "pair_file": str(pair.path),
+            "target": model_hashes(pair.target),
+            "draft": model_hashes(pair.draft) if pair.draft else None,
+            "speculative_config": dict(pair.speculative),
+            "engine": {
+                "command": list(pair.engine.command),
+                "args": redact_argv(pair.engine.args),
+                "env": redact_env(pair.engine.env),
+                "seed": pair.engine.seed,
+                "speculative_env": redact_env(pair.servers["speculative"].env) if "speculative" in pair.servers else {},
+            },
+            "sampling": asdict(pair.sampling),
+            "fairness": {
+                "ignore_eos": pair.sampling.ignore_eos,
+                "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
+                "return_token_ids": True,
+            },
+            "workloads": [asdict(w) for w in pair.workloads],
+            "concurrency": list(pair.concurrency),
+            "load": asdict(pair.load),
+            "stop_rule": asdict(pair.stop),
+            "prompts_file": "prompts.jsonl",
+            "prompts_sha256": prompts_digest(all_prompts),
+            "criteria": None
+            if pair.criteria is None
+            else (pair.criteria.to_json() | {"declared": list(pair.criteria.declared)}),
+            "slo": asdict(pair.slo),
+            "design": pair.design.to_json() | {"planned_blocks": pair.planned_blocks},
+            "cells": [
+                {
+                    "workload": c.workload,
+                    "concurrency": c.concurrency,
+                    "level": c.level.label,
+                    "rate_rps": c.level.rate_rps,
+                    "repetition": c.repetition,
+                    "warmup": [p.prompt_id for p in c.warmup],
+                    "measured": [p.prompt_id for p in c.measured],
+                    "cooldown": [p.prompt_id for p in c.cooldown],
+                    "arrivals_s": list(c.arrivals_s) if c.arrivals_s is not None else None,
+                }
+                for c in cells
+            ],
+            "client_host": host.get("client_host"),
+            "hardware": host.get("hardware"),
+        }
+        | ({"command_line": pair.overrides.to_json()} if pair.overrides else {}),
+        source="the protocol being written",
+    )

@@ -52,8 +52,10 @@ def deploy_schedule(sweep_dir: Path, o: SweepOptions, log: flow.Log) -> Path:
             raise BadInput(f"{sweep_dir} has no {needed}: pass a finished sweep folder (runs/<pair>/sweep-<ts>)")
     configs = schedule_configs(read_sweep(sweep_dir / "sweep.json"))
     if not configs:
-        raise BadInput(f"{sweep_dir}/sweep.json recommends no K schedule (no candidate pays at any level, or the "
-                       "engine has no num_speculative_tokens_per_batch_size): there is nothing to deploy")
+        raise BadInput(
+            f"{sweep_dir}/sweep.json recommends no K schedule (no candidate pays at any level, or the "
+            "engine has no num_speculative_tokens_per_batch_size): there is nothing to deploy"
+        )
     doc, index = schedule_sweep_doc(read_toml(sweep_dir / "sweep.toml"), configs)
     attach = {"plain": o.attach_plain} if o.attach_plain else {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,5 +88,7 @@ def write_schedule_check(new_dir: Path, log: flow.Log) -> None:
     check = check_schedule(old, read_sweep(new_dir / "sweep.json"), candidate_of, str(old_dir))
     write_json(new_dir / "schedule-check.json", check.to_json())
     write_text(new_dir / "schedule-check.md", render_schedule_check(check, schedule_configs(old)))
-    log(f"{check.count(WORSE)} of {len(check.cells)} cells did worse than the sweep predicted; schedule check: "
-        f"{new_dir / 'schedule-check.md'}")
+    log(
+        f"{check.count(WORSE)} of {len(check.cells)} cells did worse than the sweep predicted; schedule check: "
+        f"{new_dir / 'schedule-check.md'}"
+    )

@@ -25,17 +25,16 @@ from loadgen.run.design import Slot, next_blocks
 from loadgen.run.execute import Session, append_order
 
 
-def _ratios(records: Sequence[RequestRecord], metric: str, arms: Sequence[str]) -> tuple[
-        dict[CellKey, dict[str, Ratio]], dict[CellKey, Ratio | None]]:
+def _ratios(
+    records: Sequence[RequestRecord], metric: str, arms: Sequence[str]
+) -> tuple[dict[CellKey, dict[str, Ratio]], dict[CellKey, Ratio | None]]:
     by: dict[tuple[CellKey, str], list[RequestRecord]] = defaultdict(list)
     for r in records:
         if not r.warmup:
             by[(CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
     keys = {k for k, _ in by}
-    ratios = {k: {a: blocked_ratios(by[(k, PLAIN)], by[(k, a)])[metric] for a in arms if by.get((k, a))}
-              for k in keys}
-    aa = {k: (blocked_ratios(by[(k, PLAIN)], by[(k, PLACEBO)])[metric] if by.get((k, PLACEBO)) else None)
-          for k in keys}
+    ratios = {k: {a: blocked_ratios(by[(k, PLAIN)], by[(k, a)])[metric] for a in arms if by.get((k, a))} for k in keys}
+    aa = {k: (blocked_ratios(by[(k, PLAIN)], by[(k, PLACEBO)])[metric] if by.get((k, PLACEBO)) else None) for k in keys}
     return ratios, aa
 
 
@@ -50,8 +49,14 @@ def _round_s(session: Session, slots: Sequence[Slot]) -> float:
     return sum(statistics.median(seen.get((s.arm, s.cell.workload, s.cell.level.label)) or every) for s in slots)
 
 
-def grow(session: Session, planned: Sequence[CellSpec], arm_order: Sequence[str], metric: str, goal: float,
-         deadline: float | None) -> str:
+def grow(
+    session: Session,
+    planned: Sequence[CellSpec],
+    arm_order: Sequence[str],
+    metric: str,
+    goal: float,
+    deadline: float | None,
+) -> str:
     """Add blocks until the goal is met (module docstring); returns why it stopped (one line)."""
     speculative = [a for a in arm_order if a not in (PLAIN, PLACEBO)]
     while True:
@@ -60,14 +65,24 @@ def grow(session: Session, planned: Sequence[CellSpec], arm_order: Sequence[str]
         wanted = needed(ratios, aa, speculative, goal, metric in LATENCY_METRICS, PLACEBO in arm_order)
         if not wanted:
             return f"every cell reached ±{goal:g} or its candidates are decided"
-        done = {k: len({r.repetition for r in records if r.role == PLAIN and not r.warmup
-                        and CellKey.named(r.workload, r.level, r.concurrency) == k}) for k in wanted}
+        done = {
+            k: len(
+                {
+                    r.repetition
+                    for r in records
+                    if r.role == PLAIN and not r.warmup and CellKey.named(r.workload, r.level, r.concurrency) == k
+                }
+            )
+            for k in wanted
+        }
         slots = next_blocks(planned, done, wanted, arm_order, session.co_resident)
         if not slots:
             return "the cells that need more blocks have used [design].max_blocks"
         if deadline is not None and time.monotonic() + _round_s(session, slots) > deadline:
             return "the time left (--budget-min) cannot hold another round of blocks"
-        session.log(f"sizing: {len(wanted)} cells wider than ±{goal:g}: one more block on "
-                    + ", ".join(f"{k.workload} {k.label} ({', '.join(a)})" for k, a in wanted.items()))
+        session.log(
+            f"sizing: {len(wanted)} cells wider than ±{goal:g}: one more block on "
+            + ", ".join(f"{k.workload} {k.label} ({', '.join(a)})" for k, a in wanted.items())
+        )
         append_order(session.run_dir, slots)
         session.run(slots)

@@ -69,8 +69,9 @@ class SweepOptions:
 Findings = dict[str, list[Finding]]
 
 
-def load_candidates(sweep_file: Path, out: Path, o: SweepOptions,
-                    log: Log) -> tuple[str, list[Candidate], dict[str, Pair], str | None, Findings]:
+def load_candidates(
+    sweep_file: Path, out: Path, o: SweepOptions, log: Log
+) -> tuple[str, list[Candidate], dict[str, Pair], str | None, Findings]:
     """Expand, write (``out/<candidate>.toml``), read and check every candidate: the sweep's name, the
     candidates, their pairs, the engine version and each one's findings."""
     doc = apply_overrides(anchor_workloads(read_toml(sweep_file), sweep_file), o.overrides, sweep_file)
@@ -78,8 +79,10 @@ def load_candidates(sweep_file: Path, out: Path, o: SweepOptions,
     candidates = expand_candidates(doc, sweep_file)
     bad = next((c.name for c in candidates if c.name.startswith(PLAIN_ARMS)), None)
     if bad is not None:
-        raise ProfileError(f"{sweep_file}: a candidate may not be named {bad!r} (plain and placebo name the "
-                           "baseline's arms); give it another name = ...")
+        raise ProfileError(
+            f"{sweep_file}: a candidate may not be named {bad!r} (plain and placebo name the "
+            "baseline's arms); give it another name = ..."
+        )
     out.mkdir(parents=True, exist_ok=True)
     pairs: dict[str, Pair] = {}
     for c in candidates:
@@ -124,8 +127,9 @@ def _old_layout(sweep_dir: Path) -> bool:
     return (sweep_dir / "plain-before").is_dir() and not (sweep_dir / "protocol.json").is_file()
 
 
-def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measurement, version: str | None,
-           findings: Findings) -> None:
+def _setup(
+    sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measurement, version: str | None, findings: Findings
+) -> None:
     """The sweep folder as a run folder: pair.toml (the first candidate's: target, engine, workloads),
     prompts.jsonl, protocol.json with every candidate and the design, checks.json."""
     for sub in ("servers", "metrics"):
@@ -134,15 +138,30 @@ def _setup(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measure
     write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
     proto = protocol(first, m.planned, prompts, probe_host()).with_fields(engine_version=version, attach={})
-    proto = proto.with_fields(design={**(proto.design or {}), **flow.design_record(m)}, candidates={
-        n: {"pair": p.name, "pair_file": str(p.path), "speculative_config": dict(p.speculative),
-            "draft": model_hashes(p.draft) if p.draft else None} for n, p in pairs.items()})
+    proto = proto.with_fields(
+        design={**(proto.design or {}), **flow.design_record(m)},
+        candidates={
+            n: {
+                "pair": p.name,
+                "pair_file": str(p.path),
+                "speculative_config": dict(p.speculative),
+                "draft": model_hashes(p.draft) if p.draft else None,
+            }
+            for n, p in pairs.items()
+        },
+    )
     write_json(sweep_dir / "protocol.json", proto.to_json())
     write_json(sweep_dir / "checks.json", {n: [f.__dict__ for f in found] for n, found in findings.items()})
 
 
-def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path | None = None,
-              replay: Path | None = None, deploy: Path | None = None) -> Path:
+def run_sweep(
+    pair: str | None,
+    o: SweepOptions,
+    log: Log = print,
+    resume: Path | None = None,
+    replay: Path | None = None,
+    deploy: Path | None = None,
+) -> Path:
     """Run the sweep of ``pair`` (or finish the sweep folder ``resume``, or measure the sweep whose
     protocol.json is ``replay`` again: run/sweepreplay.py, or the K schedule the sweep folder ``deploy``
     recommends: run/scheddeploy.py); returns the sweep folder.
@@ -160,8 +179,10 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
     if resume is not None:
         _require_sweep_dir(resume)
         if _old_layout(resume):
-            raise BadInput(f"{resume} was measured by older code (plain-before / plain-after phases) and cannot be "
-                           f"resumed; `loadgen report {resume}` re-renders it, `loadgen sweep` measures it anew")
+            raise BadInput(
+                f"{resume} was measured by older code (plain-before / plain-after phases) and cannot be "
+                f"resumed; `loadgen report {resume}` re-renders it, `loadgen sweep` measures it anew"
+            )
         with locked(resume, log):  # before anything is read or rewritten (report/runlock.py)
             return _resume(resume, o, log)
     sweep_file = resolve_pair_path(pair or "", o.pairs_dir)
@@ -179,19 +200,37 @@ def run_sweep(pair: str | None, o: SweepOptions, log: Log = print, resume: Path 
         return start_new(sweep_dir, candidates, pairs, attach, (m, version, findings), o, log)
 
 
-def start_new(sweep_dir: Path, candidates: list[Candidate], pairs: dict[str, Pair], attach: dict[str, str],
-           planned: tuple[flow.Measurement, str | None, Findings], o: SweepOptions, log: Log) -> Path:
+def start_new(
+    sweep_dir: Path,
+    candidates: list[Candidate],
+    pairs: dict[str, Pair],
+    attach: dict[str, str],
+    planned: tuple[flow.Measurement, str | None, Findings],
+    o: SweepOptions,
+    log: Log,
+) -> Path:
     """Measure the new sweep folder ``sweep_dir`` (its candidates' pair files written): ``planned`` holds the
     measurement, the engine version and the checks' findings."""
     m, version, findings = planned
-    pairs = {n: replace(load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir),
-                        overrides=o.overrides) for n in pairs}
+    pairs = {
+        n: replace(
+            load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir), overrides=o.overrides
+        )
+        for n in pairs
+    }
     m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned)
     return start_measuring(sweep_dir, pairs[candidates[0].name], pairs, m, (version, findings), o, log)
 
 
-def start_measuring(sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measurement,
-                    checked: tuple[str | None, Findings], o: SweepOptions, log: Log) -> Path:
+def start_measuring(
+    sweep_dir: Path,
+    first: Pair,
+    pairs: dict[str, Pair],
+    m: flow.Measurement,
+    checked: tuple[str | None, Findings],
+    o: SweepOptions,
+    log: Log,
+) -> Path:
     """Write the new sweep folder's pair.toml, prompts, protocol and checks (``checked``: the engine version
     and the findings), then measure ``m``'s slots; ``--budget-min`` sets the deadline."""
     if o.budget_min is not None:
@@ -206,13 +245,17 @@ def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
     """Finish the slots of ``sweep_dir`` not done, in the recorded order."""
     proto = read_protocol(sweep_dir / "protocol.json")
     first, cells, order = replay_protocol(sweep_dir / "protocol.json", o.workloads_dir)
-    pairs = {n: load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir)
-             for n in proto.candidates or {}}
+    pairs = {
+        n: load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir)
+        for n in proto.candidates or {}
+    }
     done, moved = flow.keep_finished(sweep_dir)
     m = flow.plan_measurement(first, pairs, {"plain": o.attach_plain} if o.attach_plain else {}, cells, order)
     todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
-    log(f"resuming {sweep_dir}: {len(todo)} of {len(m.slots)} slots left ({moved} partial requests moved to "
-        "requests.partial.jsonl)")
+    log(
+        f"resuming {sweep_dir}: {len(todo)} of {len(m.slots)} slots left ({moved} partial requests moved to "
+        "requests.partial.jsonl)"
+    )
     m = replace(m, slots=todo, deadline=None if o.budget_min is None else time.monotonic() + 60 * o.budget_min)
     return _measure(sweep_dir, m, o, log)
 
@@ -270,8 +313,11 @@ def report_sweep(sweep_dir: Path, log: Log = print) -> None:
 
 def _say(card: SweepCard, sweep_dir: Path, log: Log) -> None:
     noise = card.noise_floor.line if card.noise_floor else None
-    for line in [*([noise] if noise else []), *card.recommendation.lines,
-                 *(f"WARNING {w}" for w in card.drift_warnings)]:
+    for line in [
+        *([noise] if noise else []),
+        *card.recommendation.lines,
+        *(f"WARNING {w}" for w in card.drift_warnings),
+    ]:
         log(line)
     log(f"sweep card: {sweep_dir / 'sweep.md'}")
 

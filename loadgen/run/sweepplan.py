@@ -178,8 +178,9 @@ def cell_s(cell: CellSpec, kind: str, hist: History, k: int | None = None) -> fl
 def arm_kinds(m: Measurement) -> dict[str, tuple[str, int | None]]:
     """Each arm's kind of server for the history: ``(plain, None)`` for plain and placebo, ``(method, K)``
     for a speculative arm."""
-    return {a.name: ((a.pair.method, a.pair.num_speculative_tokens) if a.speculative else (PLAIN, None))
-            for a in m.arms}
+    return {
+        a.name: ((a.pair.method, a.pair.num_speculative_tokens) if a.speculative else (PLAIN, None)) for a in m.arms
+    }
 
 
 def slots_s(slots: Sequence[Slot], kinds: Mapping[str, tuple[str, int | None]], hist: History) -> float:
@@ -194,8 +195,11 @@ def estimate_s(m: Measurement, hist: History, slots: Sequence[Slot] | None = Non
     the slots, and :data:`FINISH_S` per candidate card and for the sweep card."""
     slots = m.slots if slots is None else slots
     spec = sum(1 for a in m.arms if a.speculative)
-    return (starts_of(m, slots) * (hist.start_s + PHASE_OVERHEAD_S) + slots_s(slots, arm_kinds(m), hist)
-            + FINISH_S * (1 + spec))
+    return (
+        starts_of(m, slots) * (hist.start_s + PHASE_OVERHEAD_S)
+        + slots_s(slots, arm_kinds(m), hist)
+        + FINISH_S * (1 + spec)
+    )
 
 
 def starts_of(m: Measurement, slots: Sequence[Slot]) -> int:
@@ -233,12 +237,16 @@ def announce(m: Measurement, roots: Sequence[Path], budget_min: float | None, lo
     most = ""
     if m.goal is not None:
         full = balanced_order(m.planned, [a.name for a in m.arms], m.co_resident)
-        most = (f"; up to {estimate_s(m, hist, full) / 60:.1f} min if every cell grows to "
-                f"{max(c.repetition for c in m.planned) + 1} blocks to reach ±{m.goal:g}"
-                + (f" (the budget stops it at {budget_min:g} min)" if budget_min is not None else ""))
-    log(f"sweep: {len(spec)} candidates, {len(m.slots)} slots; estimated wall time {est / 60:.1f} min "
+        most = (
+            f"; up to {estimate_s(m, hist, full) / 60:.1f} min if every cell grows to "
+            f"{max(c.repetition for c in m.planned) + 1} blocks to reach ±{m.goal:g}"
+            + (f" (the budget stops it at {budget_min:g} min)" if budget_min is not None else "")
+        )
+    log(
+        f"sweep: {len(spec)} candidates, {len(m.slots)} slots; estimated wall time {est / 60:.1f} min "
         f"({starts_of(m, m.slots)} server starts of {hist.start_s:.0f} s; {hist.source}; plain TPOT "
-        f"{1000 * hist.plain_tpot_s:.1f} ms){most}")
+        f"{1000 * hist.plain_tpot_s:.1f} ms){most}"
+    )
     if budget_min is None or est <= 60 * budget_min:
         return
     fit = fitting(m, hist, 60 * budget_min)
@@ -248,5 +256,7 @@ def announce(m: Measurement, roots: Sequence[Path], budget_min: float | None, lo
         hint = "no candidate fits it beside the plain arms"
     else:
         hint = f"it fits {', '.join(fit[0])} ({fit[1] / 60:.1f} min)"
-    raise BadInput(f"the sweep needs about {est / 60:.1f} min, more than --budget-min {budget_min:g} ({hint}); "
-                   "raise the budget, or drop candidates, levels, blocks or requests from the pair file")
+    raise BadInput(
+        f"the sweep needs about {est / 60:.1f} min, more than --budget-min {budget_min:g} ({hint}); "
+        "raise the budget, or drop candidates, levels, blocks or requests from the pair file"
+    )

@@ -39,8 +39,10 @@ def replay_sweep(protocol_file: Path, o: SweepOptions, log: flow.Log) -> Path:
     old = protocol_file.parent
     proto = read_protocol(protocol_file)
     if not proto.candidates or not (old / "sweep.toml").is_file():
-        raise BadInput(f"{protocol_file} is not a sweep folder's protocol.json (no candidates or no sweep.toml "
-                       "beside it); pass SWEEP_DIR/protocol.json, or repeat a run with `loadgen compare --protocol`")
+        raise BadInput(
+            f"{protocol_file} is not a sweep folder's protocol.json (no candidates or no sweep.toml "
+            "beside it); pass SWEEP_DIR/protocol.json, or repeat a run with `loadgen compare --protocol`"
+        )
     first, cells, order = replay_protocol(protocol_file, o.workloads_dir)
     pairs: dict[str, Pair] = {}
     for candidate in proto.candidates:

@@ -42,13 +42,21 @@ def candidate_protocol(proto: Mapping[str, Any], candidate: str) -> dict[str, An
     the design's arms and order cut to plain, placebo and the candidate (as ``speculative``)."""
     mine = (proto.get("candidates") or {})[candidate]
     design = dict(proto.get("design") or {})
-    design["order"] = [[r, *rest] for arm, *rest in design.get("order") or []
-                       if (r := _rename(str(arm), candidate)) is not None]
-    design["arms"] = [{**a, "arm": r} for a in design.get("arms") or []
-                      if (r := _rename(str(a.get("arm")), candidate)) is not None]
+    design["order"] = [
+        [r, *rest] for arm, *rest in design.get("order") or [] if (r := _rename(str(arm), candidate)) is not None
+    ]
+    design["arms"] = [
+        {**a, "arm": r} for a in design.get("arms") or [] if (r := _rename(str(a.get("arm")), candidate)) is not None
+    ]
     out = {k: v for k, v in proto.items() if k != "candidates"}
-    return out | {"pair": mine["pair"], "pair_file": mine["pair_file"], "draft": mine["draft"],
-                  "speculative_config": mine["speculative_config"], "design": design, "sweep_candidate": candidate}
+    return out | {
+        "pair": mine["pair"],
+        "pair_file": mine["pair_file"],
+        "draft": mine["draft"],
+        "speculative_config": mine["speculative_config"],
+        "design": design,
+        "sweep_candidate": candidate,
+    }
 
 
 def _copy_renamed(src_dir: Path, dst_dir: Path, candidate: str, sep: str) -> None:
@@ -62,7 +70,7 @@ def _copy_renamed(src_dir: Path, dst_dir: Path, candidate: str, sep: str) -> Non
         arm = next((a for a in (candidate, *PLAIN_ARMS) if src.name.startswith((a + sep, a + "."))), None)
         renamed = None if arm is None else _rename(arm, candidate)
         if arm is not None and renamed is not None:
-            shutil.copyfile(src, dst_dir / (renamed + src.name[len(arm):]))
+            shutil.copyfile(src, dst_dir / (renamed + src.name[len(arm) :]))
 
 
 def split_candidate(sweep_dir: Path, candidate: str) -> Path:

@@ -29,9 +29,20 @@ def trace_level(offsets_s: tuple[float, ...], max_concurrency: int) -> Level:
 def trace_cells(pair: Pair, workload: Workload, tokenizer: Tokenizer) -> list[CellSpec]:
     """``pair.planned_blocks`` cells of the trace ``workload``, each the whole replay (module docstring)."""
     requests, _ = replay_trace(workload, tokenizer)
-    prompts = tuple(Prompt(f"{workload.name}-{i:05d}-line{r.line}", workload.name, workload.endpoint, r.text,
-                           r.messages, r.output_tokens) for i, r in enumerate(requests))
+    prompts = tuple(
+        Prompt(
+            f"{workload.name}-{i:05d}-line{r.line}",
+            workload.name,
+            workload.endpoint,
+            r.text,
+            r.messages,
+            r.output_tokens,
+        )
+        for i, r in enumerate(requests)
+    )
     arrivals = tuple(r.offset_s - requests[0].offset_s for r in requests)
     level = trace_level(arrivals, pair.load.max_concurrency)
-    return [CellSpec(workload.name, workload.endpoint, level, rep, (), prompts, (), arrivals)
-            for rep in range(pair.planned_blocks)]
+    return [
+        CellSpec(workload.name, workload.endpoint, level, rep, (), prompts, (), arrivals)
+        for rep in range(pair.planned_blocks)
+    ]

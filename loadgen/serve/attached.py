@@ -63,16 +63,20 @@ def url_problem(url: str) -> str | None:
 def unreachable(spec: LaunchSpec, exc: Exception) -> str:
     """One line for an attached server that cannot be reached: ``connection refused at URL`` and the fix."""
     why = "connection refused" if "refused" in str(exc).lower() else f"cannot connect ({exc})"
-    return (f"{spec.role} server: {why} at {redact_url(spec.base_url)}; start it there, or give its URL with "
-            f"--attach-{spec.role} URL (or [servers.{spec.role}].url)")
+    return (
+        f"{spec.role} server: {why} at {redact_url(spec.base_url)}; start it there, or give its URL with "
+        f"--attach-{spec.role} URL (or [servers.{spec.role}].url)"
+    )
 
 
 def wrong_model(spec: LaunchSpec, ids: Sequence[Any]) -> str:
     """The error of a server that does not serve ``spec.served_model`` (it lists ``ids``), with the fix."""
     name = spec.served_model
-    return (f"does not serve {name!r} (it lists {list(ids)}); loadgen requests the name it derives from "
-            f"[target].model (its last path part): start the server with --served-model-name {name}, or point "
-            f"[target].model at the model the server runs")
+    return (
+        f"does not serve {name!r} (it lists {list(ids)}); loadgen requests the name it derives from "
+        f"[target].model (its last path part): start the server with --served-model-name {name}, or point "
+        f"[target].model at the model the server runs"
+    )
 
 
 def listing_problem(spec: LaunchSpec, listing: httpx.Response) -> str | None:
@@ -111,8 +115,9 @@ def engine_version(url: str, headers: Mapping[str, str]) -> str | None:
     """The engine version an attached server at ``url`` reports on ``GET /version`` (vLLM: ``{"version":
     "0.24.0"}``); None when it answers no such JSON or cannot be reached. Never raises."""
     try:
-        answer = httpx.get(url.rstrip("/") + "/version", timeout=httpx.Timeout(10.0, connect=5.0),
-                           headers=dict(headers))
+        answer = httpx.get(
+            url.rstrip("/") + "/version", timeout=httpx.Timeout(10.0, connect=5.0), headers=dict(headers)
+        )
         version = answer.json().get("version") if answer.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None
@@ -128,9 +133,11 @@ def check_fit(spec: LaunchSpec, max_model_len: int | None, workloads: Sequence[t
     over = [(name, i, o) for name, i, o in workloads if i is not None and i + o > max_model_len]
     if over:
         name, i, o = max(over, key=lambda w: (w[1] or 0) + w[2])
-        raise BadInput(f"workload {name!r} needs {i + o} tokens ({i} input + {o} output) but the {spec.role} "
-                       f"server at {redact_url(spec.base_url)} serves max_model_len {max_model_len} (/v1/models); "
-                       "shorten the workload or restart the server with a larger --max-model-len")
+        raise BadInput(
+            f"workload {name!r} needs {i + o} tokens ({i} input + {o} output) but the {spec.role} "
+            f"server at {redact_url(spec.base_url)} serves max_model_len {max_model_len} (/v1/models); "
+            "shorten the workload or restart the server with a larger --max-model-len"
+        )
 
 
 def where_to_look(spec: LaunchSpec) -> str:
@@ -141,9 +148,12 @@ def where_to_look(spec: LaunchSpec) -> str:
     return str(spec.log_path)
 
 
-def probe_attached(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snapshot], Any],
-                   log: Callable[[str], None] = print,
-                   workloads: Sequence[tuple[str, int | None, int]] = ()) -> dict[str, AttachedFacts]:
+def probe_attached(
+    specs: Iterable[LaunchSpec],
+    prove: Callable[[str, prom.Snapshot], Any],
+    log: Callable[[str], None] = print,
+    workloads: Sequence[tuple[str, int | None, int]] = (),
+) -> dict[str, AttachedFacts]:
     """Check every attached server in ``specs`` (the others are skipped) before any is measured:
     its URL, ``/v1/models`` listing ``served_model``, the ``workloads`` ((name, input tokens or None, output
     tokens)) against its ``max_model_len`` (:func:`check_fit`), and ``prove(role, snapshot of /metrics)``
@@ -157,8 +167,7 @@ def probe_attached(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snaps
         role, url = spec.role, spec.base_url
         check_url(spec.attach_url, f"--attach-{role}")
         try:
-            listing = httpx.get(url + "/v1/models", timeout=httpx.Timeout(30.0, connect=5.0),
-                                headers=spec.headers)
+            listing = httpx.get(url + "/v1/models", timeout=httpx.Timeout(30.0, connect=5.0), headers=spec.headers)
         except httpx.ConnectError as exc:
             raise ServerError(unreachable(spec, exc)) from None
         except httpx.HTTPError as exc:
@@ -167,8 +176,10 @@ def probe_attached(specs: Iterable[LaunchSpec], prove: Callable[[str, prom.Snaps
             raise ServerError(f"{role} server at {redact_url(url)} {problem}")
         facts[role] = found = _facts(spec, listing)
         check_fit(spec, found.max_model_len, workloads)
-        serves = (f"serves {spec.served_model!r} (vLLM {found.version or 'version unknown'}, max_model_len "
-                  f"{found.max_model_len or 'not listed'})")
+        serves = (
+            f"serves {spec.served_model!r} (vLLM {found.version or 'version unknown'}, max_model_len "
+            f"{found.max_model_len or 'not listed'})"
+        )
         try:
             snap = scrape(url, headers=spec.headers)[1]
         except RunFailed as exc:  # no /metrics: the mode is proven without it at start-up (modeproof.py)
@@ -203,7 +214,9 @@ def resume_urls(recorded: Mapping[str, Any], given: Mapping[str, str], roles: It
         if role in out or not isinstance(entry, dict):
             continue
         if not entry.get("complete", True):
-            raise BadInput(f"this run attached to the {role} server at {entry['url']}, whose credentials were not "
-                           f"saved; give its URL again with --attach-{role} URL")
+            raise BadInput(
+                f"this run attached to the {role} server at {entry['url']}, whose credentials were not "
+                f"saved; give its URL again with --attach-{role} URL"
+            )
         out[role] = entry["url"]
     return out

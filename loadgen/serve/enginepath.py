@@ -30,8 +30,10 @@ from typing import Any
 from loadgen.records.server import EnginePath
 
 #: The prefix vLLM's logger writes before a message (``vllm/logger.py`` ``_FORMAT``), ANSI colours aside.
-_PREFIX_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
-                        r"\[[^\]]*:\d+\]\s+")
+_PREFIX_RE = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
+    r"\[[^\]]*:\d+\]\s+"
+)
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 _ASYNC_ON = re.compile(r"Asynchronous scheduling is enabled")
 _ASYNC_OFF = re.compile(r"Asynchronous scheduling is disabled")
@@ -46,7 +48,7 @@ def _message(line: str) -> str:
     """The log message of ``line`` without vLLM's prefix (the whole line when it has none)."""
     line = _ANSI_RE.sub("", line).strip()
     match = _PREFIX_RE.search(line)
-    return line[match.end():] if match else line
+    return line[match.end() :] if match else line
 
 
 def parse_engine_path(log: str) -> EnginePath:
@@ -64,11 +66,11 @@ def parse_engine_path(log: str) -> EnginePath:
         elif _ASYNC_OFF.search(msg):
             async_on = False
         elif found := _ASYNC_FALLBACK.search(msg):
-            async_on, reason = False, msg[found.start():]
+            async_on, reason = False, msg[found.start() :]
         if _RUNNER_V2.search(msg):
             runner = "V2"
         elif found := _RUNNER_V1.search(msg):
-            runner, reason = "V1", msg[found.start():]
+            runner, reason = "V1", msg[found.start() :]
         if reason is not None and reason not in reasons:
             reasons.append(reason)
     return EnginePath(async_on, runner, tuple(reasons))
@@ -85,8 +87,10 @@ def _quoted(reasons: tuple[str, ...]) -> str:
 def engine_path_line(effective: Mapping[str, Any]) -> str:
     """The card's line for one server's effective record (``engine_path``; unknown when absent)."""
     path = EnginePath.of(effective.get("engine_path"))
-    line = (f"engine path (startup log): async scheduling {_async_word(path)}, "
-            f"model runner {path.model_runner or 'unknown'}")
+    line = (
+        f"engine path (startup log): async scheduling {_async_word(path)}, "
+        f"model runner {path.model_runner or 'unknown'}"
+    )
     return line + (f" (vLLM: {_quoted(path.fallback_reasons)})" if path.fallback_reasons else "")
 
 
@@ -97,19 +101,30 @@ def engine_path_note(plain_effective: Mapping[str, Any], spec_effective: Mapping
     plain = EnginePath.of(plain_effective.get("engine_path"))
     spec = EnginePath.of(spec_effective.get("engine_path"))
     no_async = spec.async_scheduling is False and plain.async_scheduling is not False
-    runner = (spec.model_runner is not None and spec.model_runner != plain.model_runner
-              and (plain.model_runner is not None or spec.model_runner == "V1"))
+    runner = (
+        spec.model_runner is not None
+        and spec.model_runner != plain.model_runner
+        and (plain.model_runner is not None or spec.model_runner == "V1")
+    )
     if not (no_async or runner):
         return None
-    what = " and ".join([*(["without async scheduling"] if no_async else []),
-                         *([f"on the {spec.model_runner} model runner"] if runner else [])])
-    fixes = [*(["`--no-async-scheduling`"] if no_async else []),
-             *([f"`VLLM_USE_V2_MODEL_RUNNER={int(spec.model_runner == 'V2')}`"] if runner else [])]
+    what = " and ".join(
+        [
+            *(["without async scheduling"] if no_async else []),
+            *([f"on the {spec.model_runner} model runner"] if runner else []),
+        ]
+    )
+    fixes = [
+        *(["`--no-async-scheduling`"] if no_async else []),
+        *([f"`VLLM_USE_V2_MODEL_RUNNER={int(spec.model_runner == 'V2')}`"] if runner else []),
+    ]
     said = f" (vLLM: {_quoted(spec.fallback_reasons)})" if spec.fallback_reasons else ""
-    return (f"Engine path: the speculative server runs {what}{said}; the plain server: async scheduling "
-            f"{_async_word(plain)}, model runner {plain.model_runner or 'unknown'}. The measured step-time ratio "
-            f"includes that engine-path change, not only the draft's work; compare against a plain server "
-            f"launched with {' and '.join(fixes)} to separate the two.")
+    return (
+        f"Engine path: the speculative server runs {what}{said}; the plain server: async scheduling "
+        f"{_async_word(plain)}, model runner {plain.model_runner or 'unknown'}. The measured step-time ratio "
+        f"includes that engine-path change, not only the draft's work; compare against a plain server "
+        f"launched with {' and '.join(fixes)} to separate the two."
+    )
 
 
 _CEILING_RE = re.compile(r"['\"]max_cudagraph_capture_size['\"]:\s*(\d+)")

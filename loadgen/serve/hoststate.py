@@ -15,19 +15,29 @@ from loadgen.records.usage import CpuTimes, GpuState, HostSample
 from loadgen.serve.resources import with_nvml
 
 #: NVML clock-event reasons (nvmlClocksEventReasons, formerly throttle reasons; nvml.h) by bit.
-THROTTLE_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-                    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-                    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting"}
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
 
 
 def _device(pynvml: Any, index: int) -> GpuState:
     """One GPU's clocks, power, temperature and throttle reasons (None for a reading NVML refuses)."""
     h = pynvml.nvmlDeviceGetHandleByIndex(index)
-    reads = {"sm_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, (h, pynvml.NVML_CLOCK_SM)),
-             "mem_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, (h, pynvml.NVML_CLOCK_MEM)),
-             "power_mw": (pynvml.nvmlDeviceGetPowerUsage, (h,)),
-             "temperature_c": (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
-             "reasons": (pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, (h,))}
+    reads = {
+        "sm_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, (h, pynvml.NVML_CLOCK_SM)),
+        "mem_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, (h, pynvml.NVML_CLOCK_MEM)),
+        "power_mw": (pynvml.nvmlDeviceGetPowerUsage, (h,)),
+        "temperature_c": (pynvml.nvmlDeviceGetTemperature, (h, pynvml.NVML_TEMPERATURE_GPU)),
+        "reasons": (pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, (h,)),
+    }
     got: dict[str, int | None] = {}
     for key, (fn, args) in reads.items():
         try:
@@ -35,9 +45,14 @@ def _device(pynvml: Any, index: int) -> GpuState:
         except pynvml.NVMLError:
             got[key] = None
     power, bits = got["power_mw"], got["reasons"]
-    return GpuState(index, got["sm_clock_mhz"], got["mem_clock_mhz"], got["temperature_c"],
-                    None if power is None else power / 1000.0,
-                    None if bits is None else tuple(n for b, n in THROTTLE_REASONS.items() if bits & b))
+    return GpuState(
+        index,
+        got["sm_clock_mhz"],
+        got["mem_clock_mhz"],
+        got["temperature_c"],
+        None if power is None else power / 1000.0,
+        None if bits is None else tuple(n for b, n in THROTTLE_REASONS.items() if bits & b),
+    )
 
 
 def _gpus() -> list[GpuState]:

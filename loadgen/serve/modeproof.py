@@ -48,27 +48,36 @@ def check_effective_method(role: str, declared: str, spec_log: str | None, k: in
     if spec_log is None:
         return
     if role == "plain" and spec_log != "None":
-        raise FallbackDetected(f"the plain server's startup log shows {spec_log}: it runs speculative decoding; "
-                               "check [engine].args and the target (a speculators checkpoint enables it by itself)")
+        raise FallbackDetected(
+            f"the plain server's startup log shows {spec_log}: it runs speculative decoding; "
+            "check [engine].args and the target (a speculators checkpoint enables it by itself)"
+        )
     if role != "speculative":
         return
     if spec_log == "None":
-        raise FallbackDetected("the speculative server's startup log shows speculative_config=None: it runs "
-                               "without speculation; check [speculative] and the server log")
+        raise FallbackDetected(
+            "the speculative server's startup log shows speculative_config=None: it runs "
+            "without speculation; check [speculative] and the server log"
+        )
     effective = log_method(spec_log)
     if effective is not None and canonical(effective) != canonical(declared):
-        raise FallbackDetected(f"the speculative server runs method {effective!r} (startup log's speculative_config) "
-                               f"but the pair declares method = {declared!r}: vLLM re-classifies a draft by its path "
-                               "or model_type; set [speculative].method to the draft's real method, or use a draft "
-                               "that matches the declared one")
+        raise FallbackDetected(
+            f"the speculative server runs method {effective!r} (startup log's speculative_config) "
+            f"but the pair declares method = {declared!r}: vLLM re-classifies a draft by its path "
+            "or model_type; set [speculative].method to the draft's real method, or use a draft "
+            "that matches the declared one"
+        )
     echoed = _K_RE.search(spec_log)
     if k is not None and echoed is not None and int(echoed.group(1)) != k:
-        raise FallbackDetected(f"the speculative server runs num_spec_tokens={echoed.group(1)} (startup log's "
-                               f"speculative_config) but the pair declares num_speculative_tokens={k}")
+        raise FallbackDetected(
+            f"the speculative server runs num_spec_tokens={echoed.group(1)} (startup log's "
+            f"speculative_config) but the pair declares num_speculative_tokens={k}"
+        )
 
 
-def prove_without_metrics(role: str, spec_log: str | None, minimal: MinimalResponse | None, launched: bool,
-                          reason: str) -> ModeProof:
+def prove_without_metrics(
+    role: str, spec_log: str | None, minimal: MinimalResponse | None, launched: bool, reason: str
+) -> ModeProof:
     """The proof of mode when ``/metrics`` answered no Prometheus text at start-up (``reason``, one line).
 
     ``spec_log`` is the startup log's ``speculative_config`` (records/server.py ``EffectiveConfig``),
@@ -86,18 +95,24 @@ def prove_without_metrics(role: str, spec_log: str | None, minimal: MinimalRespo
     most = max(chunks, default=0)
     evidence: list[str] = []
     if role == "plain" and exact and most > 1:
-        raise FallbackDetected(f"the plain server sent {most} tokens in one chunk of a temperature-0 completion "
-                               f"(tokens per chunk {chunks}): it runs speculative decoding; check [engine].args and "
-                               "the target")
+        raise FallbackDetected(
+            f"the plain server sent {most} tokens in one chunk of a temperature-0 completion "
+            f"(tokens per chunk {chunks}): it runs speculative decoding; check [engine].args and "
+            "the target"
+        )
     if spec_log is not None:
-        evidence.append(f"startup log speculative_config={spec_log}" if spec_log == "None"
-                        else f"startup log {spec_log}")
+        evidence.append(
+            f"startup log speculative_config={spec_log}" if spec_log == "None" else f"startup log {spec_log}"
+        )
     if launched:
-        evidence.append("launched by loadgen " + ("with --speculative-config" if role == "speculative"
-                                                  else "without --speculative-config"))
+        evidence.append(
+            "launched by loadgen "
+            + ("with --speculative-config" if role == "speculative" else "without --speculative-config")
+        )
     if exact and chunks:
-        evidence.append(f"minimal completion tokens per chunk {chunks}" + (" (more than 1: speculation)"
-                                                                           if most > 1 else ""))
+        evidence.append(
+            f"minimal completion tokens per chunk {chunks}" + (" (more than 1: speculation)" if most > 1 else "")
+        )
     shown = role == "plain" or most > 1 or (spec_log not in (None, "None"))
     return ModeProof(None, None, (), reason, tuple(evidence), "weaker" if shown and evidence else "unproven")
 
@@ -108,10 +123,15 @@ def proof_line(effective: dict[str, Any]) -> str | None:
     if not reason:
         return None
     evidence = "; ".join(effective.get("mode_evidence") or []) or "nothing"
-    what = ("mode NOT proven" if effective.get("mode_proof") == "unproven"
-            else "mode proven without /metrics (a weaker proof than the spec-decode series)")
-    return (f"/metrics unavailable ({reason}): acceptance, server histograms and KV-cache capacity not measured; "
-            f"{what}, from: {evidence}")
+    what = (
+        "mode NOT proven"
+        if effective.get("mode_proof") == "unproven"
+        else "mode proven without /metrics (a weaker proof than the spec-decode series)"
+    )
+    return (
+        f"/metrics unavailable ({reason}): acceptance, server histograms and KV-cache capacity not measured; "
+        f"{what}, from: {evidence}"
+    )
 
 
 def prove_mode(role: str, snap: Snapshot, k: int) -> ModeProof:
@@ -123,13 +143,19 @@ def prove_mode(role: str, snap: Snapshot, k: int) -> ModeProof:
     has_spec = has_spec_decode(snap)
     positions = spec_decode_positions(snap)
     if role == "plain" and has_spec:
-        raise FallbackDetected("the plain server exposes vllm:spec_decode_* metrics, so it runs speculative "
-                               "decoding; check [engine].args and the target (a speculators checkpoint "
-                               "enables speculation by itself)")
+        raise FallbackDetected(
+            "the plain server exposes vllm:spec_decode_* metrics, so it runs speculative "
+            "decoding; check [engine].args and the target (a speculators checkpoint "
+            "enables speculation by itself)"
+        )
     if role == "speculative" and not has_spec:
-        raise FallbackDetected("the speculative server exposes no vllm:spec_decode_* metrics: it runs without "
-                               "speculation (unplanned fallback); check its log for the speculative_config")
+        raise FallbackDetected(
+            "the speculative server exposes no vllm:spec_decode_* metrics: it runs without "
+            "speculation (unplanned fallback); check its log for the speculative_config"
+        )
     if role == "speculative" and positions != k:
-        raise FallbackDetected(f"the speculative server runs K={positions} (position labels on /metrics) but "
-                               f"the pair declares num_speculative_tokens={k}")
+        raise FallbackDetected(
+            f"the speculative server runs K={positions} (position labels on /metrics) but "
+            f"the pair declares num_speculative_tokens={k}"
+        )
     return ModeProof(has_spec, positions, tuple(sorted(snap.types)))

@@ -66,16 +66,19 @@ def hold(host: str, port: int, role: str) -> PortHold:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
-        raise ServerError(f"cannot hold port {port}: {path}: {exc.strerror}; set ${ENV_DIR} to a folder loadgen "
-                          "can write") from None
+        raise ServerError(
+            f"cannot hold port {port}: {path}: {exc.strerror}; set ${ENV_DIR} to a folder loadgen can write"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         pid = _holder(fd)
         os.close(fd)
-        raise ServerError(f"port {port} (the {role} server's) is held by loadgen process {pid}, whose server is "
-                          "starting there; wait for that run, or set [engine].port (or "
-                          f"[servers.{role}].port) to a free port") from None
+        raise ServerError(
+            f"port {port} (the {role} server's) is held by loadgen process {pid}, whose server is "
+            "starting there; wait for that run, or set [engine].port (or "
+            f"[servers.{role}].port) to a free port"
+        ) from None
     with contextlib.suppress(OSError):
         os.fchmod(fd, 0o666)
     os.ftruncate(fd, 0)
@@ -83,8 +86,10 @@ def hold(host: str, port: int, role: str) -> PortHold:
     held = PortHold(host, port, fd)
     if port_in_use(host, port):
         held.release()
-        raise ServerError(f"port {port} on {host} (the {role} server's) is already in use; stop what listens there "
-                          f"or set [engine].port (or [servers.{role}].port) to a free port")
+        raise ServerError(
+            f"port {port} on {host} (the {role} server's) is already in use; stop what listens there "
+            f"or set [engine].port (or [servers.{role}].port) to a free port"
+        )
     return held
 
 

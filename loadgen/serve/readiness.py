@@ -70,8 +70,14 @@ def read_stream(lines: list[str]) -> MinimalResponse | StreamError:
 MAX_WAIT_S = 120.0
 
 
-def minimal_completion(http: httpx.Client, base_url: str, body: MinimalRequest, deadline: float,
-                       alive: Callable[[], bool], fail: Callable[[str], Exception]) -> MinimalResponse:
+def minimal_completion(
+    http: httpx.Client,
+    base_url: str,
+    body: MinimalRequest,
+    deadline: float,
+    alive: Callable[[], bool],
+    fail: Callable[[str], Exception],
+) -> MinimalResponse:
     """POST ``body`` to ``base_url``/v1/completions until one answer streams at least one token; returns
     it (:func:`read_stream`'s record with its ``attempts``). Between failures (HTTP error status, transport
     error, error event, zero tokens) wait :data:`BACKOFF_S`, doubling up to :data:`BACKOFF_MAX_S`.
@@ -101,7 +107,9 @@ def minimal_completion(http: httpx.Client, base_url: str, body: MinimalRequest, 
         if not alive():
             raise fail(f"exited before its minimal completion succeeded (last answer: {last})")
         if time.monotonic() + wait > deadline:
-            raise fail(f"gave no complete minimal completion in {attempts} tries within the start-up limit; "
-                       f"last: {last} (raise [engine].startup_timeout_s if it is just slow)")
+            raise fail(
+                f"gave no complete minimal completion in {attempts} tries within the start-up limit; "
+                f"last: {last} (raise [engine].startup_timeout_s if it is just slow)"
+            )
         time.sleep(wait)
         wait = min(2 * wait, BACKOFF_MAX_S)

@@ -117,10 +117,17 @@ def gpu_memory(pids: Iterable[int]) -> GpuMemory | None:
             used = sum(int(p.usedGpuMemory or 0) for p in procs if p.pid in wanted)
             if used:
                 name = nv.nvmlDeviceGetName(handle)
-                devices.append(GpuDevice(index, name.decode() if isinstance(name, bytes) else name,
-                                         int(nv.nvmlDeviceGetMemoryInfo(handle).total), used))
+                devices.append(
+                    GpuDevice(
+                        index,
+                        name.decode() if isinstance(name, bytes) else name,
+                        int(nv.nvmlDeviceGetMemoryInfo(handle).total),
+                        used,
+                    )
+                )
                 total += used
         return None if listed and not devices else GpuMemory(total, tuple(devices))
+
     return with_nvml(read)
 
 
@@ -135,10 +142,16 @@ def kv_capacity_tokens(cache_info: Mapping[str, str]) -> int | None:
 def usage(pid: int | None, cache_info: Mapping[str, str], kv_tokens_log: int | None) -> ServerUsage:
     """One server's resources now (see module docstring); ``pid`` None for an attached server."""
     procs = process_tree(pid) if pid is not None else []
-    return ServerUsage(len(procs), cpu_rss_bytes(procs) if procs else None,
-                       gpu_memory(p.pid for p in procs) if procs else None, kv_capacity_tokens(cache_info),
-                       kv_tokens_log, cache_info.get("num_gpu_blocks"), cache_info.get("block_size"),
-                       cache_info.get("gpu_memory_utilization"))
+    return ServerUsage(
+        len(procs),
+        cpu_rss_bytes(procs) if procs else None,
+        gpu_memory(p.pid for p in procs) if procs else None,
+        kv_capacity_tokens(cache_info),
+        kv_tokens_log,
+        cache_info.get("num_gpu_blocks"),
+        cache_info.get("block_size"),
+        cache_info.get("gpu_memory_utilization"),
+    )
 
 
 def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -164,8 +177,10 @@ def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] |
         "extra_gpu_memory_bytes": minus(s_gpu, p_gpu),
         "kv_cache_tokens_lost": lost,
         "kv_capacity_loss": lost / p_kv if lost is not None and p_kv else None,
-        "same_memory_budget": (p.get("gpu_memory_utilization") is not None
-                               and p.get("gpu_memory_utilization") == s.get("gpu_memory_utilization")),
+        "same_memory_budget": (
+            p.get("gpu_memory_utilization") is not None
+            and p.get("gpu_memory_utilization") == s.get("gpu_memory_utilization")
+        ),
     }
 
 
@@ -177,9 +192,11 @@ def budget_note(plain: Mapping[str, Any] | None, difference: Mapping[str, Any]) 
         return None
     loss = difference.get("kv_capacity_loss")
     cost = f"{100 * loss:.1f}% of the KV-cache capacity" if loss is not None else "KV-cache capacity"
-    return (f"both servers ran under gpu_memory_utilization {(plain or {}).get('gpu_memory_utilization')}: vLLM fills "
-            f"that budget on each, so their GPU memory differs by {extra / 2**20:+,.0f} MiB, the budget's slack, not "
-            f"the draft's cost, which is {cost}")
+    return (
+        f"both servers ran under gpu_memory_utilization {(plain or {}).get('gpu_memory_utilization')}: vLLM fills "
+        f"that budget on each, so their GPU memory differs by {extra / 2**20:+,.0f} MiB, the budget's slack, not "
+        f"the draft's cost, which is {cost}"
+    )
 
 
 def hardware() -> Hardware:
@@ -197,9 +214,15 @@ def hardware() -> Hardware:
         for index in range(nv.nvmlDeviceGetCount()):
             handle = nv.nvmlDeviceGetHandleByIndex(index)
             name = nv.nvmlDeviceGetName(handle)
-            gpus.append(HardwareGpu(index, name.decode() if isinstance(name, bytes) else name,
-                                    int(nv.nvmlDeviceGetMemoryInfo(handle).total)))
+            gpus.append(
+                HardwareGpu(
+                    index,
+                    name.decode() if isinstance(name, bytes) else name,
+                    int(nv.nvmlDeviceGetMemoryInfo(handle).total),
+                )
+            )
         return gpus
+
     gpus = with_nvml(read) or []
     return Hardware(cpu_model, psutil.cpu_count(logical=True), psutil.virtual_memory().total, tuple(gpus))
 
@@ -207,9 +230,11 @@ def hardware() -> Hardware:
 def gpu_free_share() -> float | None:
     """The smallest free share of any visible GPU's memory now (NVML ``free / total``), None without NVML:
     what servers launched now can still take beside those already running (an attached server's included)."""
+
     def read(nv: Any) -> float | None:
         infos = [nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)) for i in range(nv.nvmlDeviceGetCount())]
         return min((int(x.free) / int(x.total) for x in infos), default=None)
+
     return with_nvml(read)
 
 
@@ -231,8 +256,12 @@ def pid_listening_on(port: int) -> int | None:
 def gpu_used() -> list[int] | None:
     """Memory used on each visible device now (bytes, NVML ``nvmlDeviceGetMemoryInfo.used``, in device order;
     every process's, loadgen's servers and others alike); None without NVML."""
-    return with_nvml(lambda nv: [int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used)
-                             for i in range(nv.nvmlDeviceGetCount())])
+    return with_nvml(
+        lambda nv: [
+            int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used)
+            for i in range(nv.nvmlDeviceGetCount())
+        ]
+    )
 
 
 def gpu_holders(ours: Iterable[int]) -> list[GpuHolder]:
@@ -242,9 +271,13 @@ def gpu_holders(ours: Iterable[int]) -> list[GpuHolder]:
     mine = {*ours, os.getpid(), *(p.pid for p in process_tree(os.getpid()))}
 
     def read(nv: Any) -> list[tuple[int, int, int]]:
-        return [(int(p.pid), i, int(p.usedGpuMemory or 0)) for i in range(nv.nvmlDeviceGetCount())
-                for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))
-                if p.pid not in mine]
+        return [
+            (int(p.pid), i, int(p.usedGpuMemory or 0))
+            for i in range(nv.nvmlDeviceGetCount())
+            for p in nv.nvmlDeviceGetComputeRunningProcesses(nv.nvmlDeviceGetHandleByIndex(i))
+            if p.pid not in mine
+        ]
+
     return [GpuHolder(pid, device, used, _process_name(pid)) for pid, device, used in with_nvml(read) or []]
 
 
@@ -270,8 +303,15 @@ def settle(before: list[int] | None, ours: Iterable[int], timeout_s: float | Non
         above = sum(max(0, a - b) for a, b in zip(after, before, strict=True))
         back = all(a - b <= SETTLE_SLACK for a, b in zip(after, before, strict=True))
         if back or time.monotonic() >= deadline:
-            return GpuSettle(True, back, round(time.monotonic() - start, 1), tuple(before), tuple(after), above,
-                             tuple(gpu_holders(ours)))
+            return GpuSettle(
+                True,
+                back,
+                round(time.monotonic() - start, 1),
+                tuple(before),
+                tuple(after),
+                above,
+                tuple(gpu_holders(ours)),
+            )
         time.sleep(SETTLE_POLL_S)
 
 
@@ -280,11 +320,18 @@ def settle_line(record: GpuSettle | None) -> str | None:
     start holds a device (None otherwise, when not measured, and for None: no teardown)."""
     if record is None or not record.measured:
         return None
-    parts = [] if record.back else [
-        f"accelerator memory still {(record.above_bytes or 0) / 2**20:,.0f} MiB above its level before the launch "
-        f"after {record.waited_s or 0:g} s"]
+    parts = (
+        []
+        if record.back
+        else [
+            f"accelerator memory still {(record.above_bytes or 0) / 2**20:,.0f} MiB above its level before the launch "
+            f"after {record.waited_s or 0:g} s"
+        ]
+    )
     if record.foreign:
-        held = ", ".join(f"pid {h.pid} {h.name or '(not visible here)'} ({h.used_bytes / 2**20:,.0f} MiB "
-                         f"on GPU {h.device})" for h in record.foreign)
+        held = ", ".join(
+            f"pid {h.pid} {h.name or '(not visible here)'} ({h.used_bytes / 2**20:,.0f} MiB on GPU {h.device})"
+            for h in record.foreign
+        )
         parts.append(f"processes loadgen did not start hold the accelerator: {held}")
     return "; ".join(parts) or None

@@ -83,8 +83,19 @@ def build_argv(
     """The engine command line. The speculative config is passed as ``--speculative-config JSON``
     (vLLM >= 0.8.2; the old scattered flags were removed in 0.8.3, vLLM PR 14434; docs/vllm-notes.md).
     """
-    argv = [*command, "--model", target.model, "--served-model-name", served_model,
-            "--host", host, "--port", str(port), "--seed", str(seed)]
+    argv = [
+        *command,
+        "--model",
+        target.model,
+        "--served-model-name",
+        served_model,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--seed",
+        str(seed),
+    ]
     if target.revision:
         argv += ["--revision", target.revision]
     argv += list(extra_args)
@@ -148,14 +159,14 @@ class Server:
 
     def _fail(self, what: str) -> ServerError:
         if self.process is None:  # attached: loadgen writes no log of it
-            return ServerError(f"{self.spec.role} server at {redact_url(self.base_url)} {what}; loadgen keeps no "
-                               f"log of an attached server (see its own output); saved records: "
-                               f"{self.spec.log_path.parent}")
+            return ServerError(
+                f"{self.spec.role} server at {redact_url(self.base_url)} {what}; loadgen keeps no "
+                f"log of an attached server (see its own output); saved records: "
+                f"{self.spec.log_path.parent}"
+            )
         log = tail(self.spec.log_path)
         last = log.splitlines()[-1] if log else "(empty log)"
-        return ServerError(
-            f"{self.spec.role} server {what}; last log line: {last!r}; full log: {self.spec.log_path}"
-        )
+        return ServerError(f"{self.spec.role} server {what}; last log line: {last!r}; full log: {self.spec.log_path}")
 
     def wait_ready(self, minimal_prompt: str = "Hello") -> None:
         """Block until /health, /v1/models and one minimal completion (retried until it streams a token,
@@ -170,13 +181,16 @@ class Server:
         with httpx.Client(timeout=10.0, headers=self.spec.headers) as http:
             while True:
                 if not self.alive():
-                    raise self._fail(f"exited with code {self.process.returncode if self.process else '?'} "
-                                     "before it was ready")
+                    raise self._fail(
+                        f"exited with code {self.process.returncode if self.process else '?'} before it was ready"
+                    )
                 if watch is not None and (line := watch.fatal()) is not None:
                     raise ServerError(f"{self.spec.role} server failed to start: {line!r} in {self.spec.log_path}")
                 if time.monotonic() > deadline:
-                    raise self._fail(f"not ready after {self.spec.startup_timeout_s:.0f} s "
-                                     "(raise [engine].startup_timeout_s if it is just slow)")
+                    raise self._fail(
+                        f"not ready after {self.spec.startup_timeout_s:.0f} s "
+                        "(raise [engine].startup_timeout_s if it is just slow)"
+                    )
                 try:
                     if http.get(self.base_url + "/health").status_code == 200:
                         break
@@ -190,8 +204,9 @@ class Server:
                 raise self._fail(problem)
             # completions can fail for a while after /health and /v1/models answer: retried (readiness.py)
             self.minimal_request = readiness.minimal_body(self.spec.served_model, minimal_prompt)
-            self.minimal_response = readiness.minimal_completion(http, self.base_url, self.minimal_request,
-                                                                 deadline, self.alive, self._fail)
+            self.minimal_response = readiness.minimal_completion(
+                http, self.base_url, self.minimal_request, deadline, self.alive, self._fail
+            )
         self.ready_s = time.monotonic() - self.started_at
 
     def stop(self, grace_s: float = 20.0) -> Teardown | None:
@@ -223,8 +238,9 @@ class Server:
         while survivors and time.monotonic() < deadline:
             time.sleep(0.2)
             survivors = resources.alive(tree) + resources.group_members(proc.pid)
-        return Teardown(tuple(sorted(set(survivors))), resources.gpu_memory(tree),
-                        resources.settle(self.gpu_before, tree))
+        return Teardown(
+            tuple(sorted(set(survivors))), resources.gpu_memory(tree), resources.settle(self.gpu_before, tree)
+        )
 
     def fetch(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
         """GET ``path`` on the server."""
@@ -241,10 +257,14 @@ class Server:
             version = answer if isinstance(answer, str) else None
         log = self.spec.log_path.read_text(errors="replace") if self.spec.log_path.exists() else ""
         match, kv = _SPEC_LOG_RE.search(log), _KV_TOKENS_RE.search(log)
-        self.effective = EffectiveConfig(redact_url(self.base_url), match.group(1) if match else None,
-                                         int(kv.group(1).replace(",", "")) if kv else None,
-                                         parse_engine_path(log if self.process is not None else ""),
-                                         cudagraph_ceiling(log), version=version)
+        self.effective = EffectiveConfig(
+            redact_url(self.base_url),
+            match.group(1) if match else None,
+            int(kv.group(1).replace(",", "")) if kv else None,
+            parse_engine_path(log if self.process is not None else ""),
+            cudagraph_ceiling(log),
+            version=version,
+        )
         return self.effective
 
 
@@ -262,17 +282,22 @@ def launch(spec: LaunchSpec) -> Server:
     Raises ServerError when the port is already taken or the command cannot be executed.
     """
     if port_in_use(spec.host, spec.port):
-        raise ServerError(f"port {spec.port} on {spec.host} is already in use; stop what listens there "
-                          "or set [engine].port to a free port")
+        raise ServerError(
+            f"port {spec.port} on {spec.host} is already in use; stop what listens there "
+            "or set [engine].port to a free port"
+        )
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **spec.env}
     log, before = spec.log_path.open("wb"), resources.gpu_used()
     try:
-        proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, preexec_fn=die_with_parent)
+        proc = subprocess.Popen(
+            spec.argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, preexec_fn=die_with_parent
+        )
     except OSError as exc:
-        raise ServerError(f"cannot start {spec.argv[0]!r}: {exc.strerror}; check [engine].command "
-                          "(`make engine` creates .venv-vllm for the embedded CPU pairs)") from None
+        raise ServerError(
+            f"cannot start {spec.argv[0]!r}: {exc.strerror}; check [engine].command "
+            "(`make engine` creates .venv-vllm for the embedded CPU pairs)"
+        ) from None
     finally:
         log.close()
     return Server(spec=spec, process=proc, started_at=time.monotonic(), gpu_before=before)
@@ -296,5 +321,7 @@ def running(spec: LaunchSpec, on_stop: Callable[[Teardown | None], None] = lambd
         report = server.stop()
         on_stop(report)
         if report is not None and report.survivors:
-            raise ServerError(f"{spec.role} server: processes {list(report.survivors)} survived SIGKILL; "
-                              "kill them by hand before the next run")
+            raise ServerError(
+                f"{spec.role} server: processes {list(report.survivors)} survived SIGKILL; "
+                "kill them by hand before the next run"
+            )

@@ -20,9 +20,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-FATAL_RE = re.compile(r"EngineCore failed to start|Engine core initialization failed"
-                      r"|No available memory for the cache blocks|CUDA out of memory"
-                      r"|^\s*(?:\([^)]*\)\s*)?(?:ModuleNotFoundError|ImportError)\b")
+FATAL_RE = re.compile(
+    r"EngineCore failed to start|Engine core initialization failed"
+    r"|No available memory for the cache blocks|CUDA out of memory"
+    r"|^\s*(?:\([^)]*\)\s*)?(?:ModuleNotFoundError|ImportError)\b"
+)
 
 
 def fatal_line(lines: list[str]) -> str | None:

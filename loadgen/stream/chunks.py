@@ -142,8 +142,14 @@ def common_tokens(obj: dict[str, object]) -> tuple[list[int], str | None] | None
     every other object (then :func:`interpret` gives the answer). No StreamChunk is built: this is the
     per-chunk path of a client's CPU budget (docs/benchmarks.md)."""
     choices = obj.get("choices")
-    if (type(choices) is not list or not choices or type(choice := choices[0]) is not dict
-            or obj.get("usage") is not None or obj.get("error") is not None or obj.get("object") == "error"):
+    if (
+        type(choices) is not list
+        or not choices
+        or type(choice := choices[0]) is not dict
+        or obj.get("usage") is not None
+        or obj.get("error") is not None
+        or obj.get("object") == "error"
+    ):
         return None
     delta = choice.get("delta")
     if delta is None:
@@ -155,8 +161,12 @@ def common_tokens(obj: dict[str, object]) -> tuple[list[int], str | None] | None
     else:
         return None
     finish = choice.get("finish_reason")
-    if (type(ids) is not list or not (text is None or type(text) is str)
-            or not (finish is None or type(finish) is str) or not set(map(type, ids)) <= _INT_ONLY):
+    if (
+        type(ids) is not list
+        or not (text is None or type(text) is str)
+        or not (finish is None or type(finish) is str)
+        or not set(map(type, ids)) <= _INT_ONLY
+    ):
         return None
     return ids, finish
 

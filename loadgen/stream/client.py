@@ -169,8 +169,10 @@ def _absorb(line: _Timeline, chunk: StreamChunk, now: float) -> bool:
         line.error = f"{chunk.kind}: {chunk.error}"
         return True
     if chunk.text and not chunk.has_token_ids:
-        line.error = ("no-token-ids: the server streamed text without token_ids, so tokens cannot be counted; "
-                      "it needs the return_token_ids request field (vLLM >= 0.10.2)")
+        line.error = (
+            "no-token-ids: the server streamed text without token_ids, so tokens cannot be counted; "
+            "it needs the return_token_ids request field (vLLM >= 0.10.2)"
+        )
         return True
     _take_tokens(line, chunk.token_ids, chunk.finish_reason, now)
     if chunk.usage is not None:

@@ -23,7 +23,6 @@ class _Stale(TransportError):
     """The connection was closed before any byte of the response came."""
 
 
-
 class ChunkedDecoder:
     """Incremental decoder of the chunked transfer coding (RFC 9112 section 7.1); pure, no I/O. :meth:`feed`
     takes the body split anywhere and returns the chunk data completed (``b""`` if none), the same for any
@@ -47,8 +46,12 @@ class ChunkedDecoder:
             return b""
         if self._state == _SIZE and not self._buf and (nl := data.find(b"\r\n", 0, 18)) > 0:
             size = data[:nl]  # fast path: the piece is one whole non-empty chunk, as servers write them
-            if (_HEX.fullmatch(size) and len(data) == (stop := nl + 2 + int(size, 16)) + 2 and stop > nl + 2
-                    and data.endswith(b"\r\n")):
+            if (
+                _HEX.fullmatch(size)
+                and len(data) == (stop := nl + 2 + int(size, 16)) + 2
+                and stop > nl + 2
+                and data.endswith(b"\r\n")
+            ):
                 return data[nl + 2 : stop]
         buf, self._buf = (self._buf + data if self._buf else data), b""
         out: list[bytes] = []
@@ -82,7 +85,6 @@ class ChunkedDecoder:
                 self.done, self.tail = True, buf[pos:]
                 break
         return out[0] if len(out) == 1 else b"".join(out)
-
 
 
 def _parse_head(head: bytes) -> Head | None:

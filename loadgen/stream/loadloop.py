@@ -76,13 +76,20 @@ class _Cell:
     on_record: Callable[[RequestRecord], None]
     records: list[RequestRecord] = field(default_factory=list)
 
-    async def send(self, conn: StreamConnection, prompt: Prompt, phase: str, scheduled_s: float,
-                   arrival_s: float | None = None) -> None:
+    async def send(
+        self, conn: StreamConnection, prompt: Prompt, phase: str, scheduled_s: float, arrival_s: float | None = None
+    ) -> None:
         record = RequestRecord(
-            prompt_id=prompt.prompt_id, role=self.plan.role, workload=self.plan.workload,
-            concurrency=self.plan.concurrency, phase=phase, scheduled_s=scheduled_s,
-            requested_output_tokens=prompt.output_tokens, arrival_s=arrival_s,
-            level=self.plan.level.label, repetition=self.plan.repetition,
+            prompt_id=prompt.prompt_id,
+            role=self.plan.role,
+            workload=self.plan.workload,
+            concurrency=self.plan.concurrency,
+            phase=phase,
+            scheduled_s=scheduled_s,
+            requested_output_tokens=prompt.output_tokens,
+            arrival_s=arrival_s,
+            level=self.plan.level.label,
+            repetition=self.plan.repetition,
         )
         body = build_payload(prompt, self.sampling, self.model) | {"cache_salt": self.plan.cache_salt}
         record = await stream_request(conn, body, record, self.plan.endpoint)
@@ -167,8 +174,12 @@ async def run_cell_async(
     the cell clock's origin (a ``time.perf_counter`` value)."""
     origin = time.perf_counter()
     clock = monotonic_clock(origin)
-    pool = [StreamConnection(base_url, clock, api_key=api_key, connect_timeout_s=CONNECT_TIMEOUT_S,
-                             read_timeout_s=_read_timeout(plan)) for _ in range(max(plan.concurrency, 1))]
+    pool = [
+        StreamConnection(
+            base_url, clock, api_key=api_key, connect_timeout_s=CONNECT_TIMEOUT_S, read_timeout_s=_read_timeout(plan)
+        )
+        for _ in range(max(plan.concurrency, 1))
+    ]
     cell = _Cell(pool, model, sampling, plan, clock, on_record)
     side: asyncio.Task[None] | None = None
     client: httpx.AsyncClient | None = None
@@ -179,8 +190,10 @@ async def run_cell_async(
             await cell.closed_loop(plan.warmup, "warmup")
         before_measured()
         if during_measured is not None:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(_read_timeout(plan), connect=CONNECT_TIMEOUT_S),
-                                       headers={"Authorization": f"Bearer {api_key}"} if api_key else None)
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(_read_timeout(plan), connect=CONNECT_TIMEOUT_S),
+                headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
+            )
             side = asyncio.create_task(during_measured(client, clock))
         if plan.arrivals_s is None:
             await cell.closed_loop(plan.measured, "measured", plan.cooldown)
@@ -225,8 +238,11 @@ def run_in_cell_loop(coro: Coroutine[Any, Any, T]) -> T:
 
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-                    if signal.getsignal(sig) is not signal.SIG_IGN}  # an ignored signal stays ignored
+        previous = {
+            sig: signal.signal(sig, on_signal)
+            for sig in (signal.SIGINT, signal.SIGTERM)
+            if signal.getsignal(sig) is not signal.SIG_IGN
+        }  # an ignored signal stays ignored
     try:
         with asyncio.Runner(loop_factory=new_event_loop) as runner:  # it leaves a handler it did not set alone
             result = runner.run(watched())

@@ -65,8 +65,13 @@ class SSEDecoder:
         if self._clean and chunk.endswith(b"\n\n") and b"\r" not in chunk:
             return self._whole_events(bytes(chunk).decode("utf-8", "replace"))
         events = self._process(self._decoder.decode(bytes(chunk), final=False))
-        self._clean = (not self._partial and not self._data and self._event is None and not self._skip_lf
-                       and self._decoder.getstate() == (b"", 0))
+        self._clean = (
+            not self._partial
+            and not self._data
+            and self._event is None
+            and not self._skip_lf
+            and self._decoder.getstate() == (b"", 0)
+        )
         return events
 
     def lone_data(self, chunk: bytes) -> bytes | None:
@@ -74,8 +79,14 @@ class SSEDecoder:
         line, LF-only, and nothing is pending; else None. Then :meth:`feed` would return one event with
         this data (decoded), and leave the decoder as it is: a caller may skip :meth:`feed` for it, as
         long as the bytes are valid UTF-8 (:func:`load_object` refuses what is not)."""
-        if (self._clean and not self._closed and chunk.startswith(b"data: {") and chunk.endswith(b"\n\n")
-                and chunk.count(b"\n") == 2 and b"\r" not in chunk):
+        if (
+            self._clean
+            and not self._closed
+            and chunk.startswith(b"data: {")
+            and chunk.endswith(b"\n\n")
+            and chunk.count(b"\n") == 2
+            and b"\r" not in chunk
+        ):
             return chunk[6:-2]
         return None
 

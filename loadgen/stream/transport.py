@@ -127,8 +127,15 @@ class StreamConnection:
     connecting (TLS included), and the longest silence since the request or its last byte. ``connections``
     counts the connections opened. A bad ``base_url`` raises ValueError."""
 
-    def __init__(self, base_url: str, clock: Callable[[], float] = time.perf_counter, *, api_key: str | None = None,
-                 connect_timeout_s: float = 10.0, read_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        clock: Callable[[], float] = time.perf_counter,
+        *,
+        api_key: str | None = None,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 60.0,
+    ) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base URL must be http(s)://host[:port][/prefix], got {base_url!r}")
@@ -137,8 +144,10 @@ class StreamConnection:
         self.clock, self.connect_timeout_s, self.read_timeout_s = clock, connect_timeout_s, read_timeout_s
         host = f"[{self.host}]" if ":" in self.host else self.host
         auth = f"authorization: Bearer {api_key}\r\n" if api_key else ""
-        self._fixed = (f"host: {host}:{self.port}\r\ncontent-type: application/json\r\n"
-                       f"accept: text/event-stream\r\nuser-agent: loadgen\r\n{auth}")
+        self._fixed = (
+            f"host: {host}:{self.port}\r\ncontent-type: application/json\r\n"
+            f"accept: text/event-stream\r\nuser-agent: loadgen\r\n{auth}"
+        )
         self.connections, self._busy = 0, False  # _busy: a response is not read to its end
         self.sent_s: float | None = None
         self._wire: _Wire | None = None
@@ -155,8 +164,9 @@ class StreamConnection:
         loop, context = asyncio.get_running_loop(), ssl.create_default_context() if self.tls else None
         try:
             async with asyncio.timeout(self.connect_timeout_s):
-                transport, wire = await loop.create_connection(lambda: _Wire(self.clock), self.host, self.port,
-                                                               ssl=context)
+                transport, wire = await loop.create_connection(
+                    lambda: _Wire(self.clock), self.host, self.port, ssl=context
+                )
         except TimeoutError:
             raise TransportError(f"connect timeout after {self.connect_timeout_s:g} s") from None
         except OSError as exc:
@@ -175,8 +185,9 @@ class StreamConnection:
         returns once the response head arrived. Raises TransportError; ``sent_s`` is set once written."""
         self.sent_s = None
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        request = (f"POST {self.prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}content-length: {len(body)}\r\n\r\n"
-                   ).encode("latin-1") + body
+        request = (
+            f"POST {self.prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}content-length: {len(body)}\r\n\r\n"
+        ).encode("latin-1") + body
         reused = self._ready()
         await self.open()
         try:  # after another error the connection stays busy, so the next request reconnects
@@ -209,7 +220,10 @@ class StreamConnection:
             except TransportError as exc:  # a reset before any response byte: maybe a stale connection
                 raise (_Stale(str(exc)) if wire.closed and not received else exc) from None
             if piece is None:
-                raise (TransportError("connection closed in the response head") if received
-                       else _Stale("connection closed before the response"))
+                raise (
+                    TransportError("connection closed in the response head")
+                    if received
+                    else _Stale("connection closed before the response")
+                )
             (arrival, data), received = piece, True
             buf += data

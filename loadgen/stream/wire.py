@@ -53,8 +53,13 @@ class _Wire(asyncio.Protocol):
         if self.pump is None:
             self.wake()
         elif not self._pump_due:
-            if (self.hold and len(data) < HOLD_PIECE_BYTES and (held := self.held + len(data)) < HOLD_BYTES
-                    and data[:1] != b"0" and b"\n0" not in data):
+            if (
+                self.hold
+                and len(data) < HOLD_PIECE_BYTES
+                and (held := self.held + len(data)) < HOLD_BYTES
+                and data[:1] != b"0"
+                and b"\n0" not in data
+            ):
                 self.held = held  # this piece cannot end the body: decoded later, with the next ones
                 return
             self._pump_due = True
@@ -109,8 +114,9 @@ class _Wire(asyncio.Protocol):
 
     def timed_out(self) -> TransportError:
         """The read timeout's error: the silence observed and the key that sets the limit."""
-        return TransportError(f"read timeout: no data for {self.silence_s:.2f} s "
-                              f"(limit {self._limit_s:g} s: [stop].read_timeout_s)")
+        return TransportError(
+            f"read timeout: no data for {self.silence_s:.2f} s (limit {self._limit_s:g} s: [stop].read_timeout_s)"
+        )
 
     def lost(self, where: str) -> TransportError | None:
         """The error of a connection that closed (None: a clean EOF)."""

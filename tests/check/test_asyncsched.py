@@ -18,11 +18,18 @@ from tests.check.test_validate import VOCAB, make_pair, write_model
 SWEEP = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-smollm2-sweep"
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    ((), None), (("--max-model-len", "1024"), None), (("--async-scheduling",), True),
-    (("--no-async-scheduling",), False), (("--async-scheduling", "--no-async-scheduling"), False),
-    (("--no-async-scheduling", "--async-scheduling"), True), (("--async-scheduling=false",), False),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), None),
+        (("--max-model-len", "1024"), None),
+        (("--async-scheduling",), True),
+        (("--no-async-scheduling",), False),
+        (("--async-scheduling", "--no-async-scheduling"), False),
+        (("--no-async-scheduling", "--async-scheduling"), True),
+        (("--async-scheduling=false",), False),
+    ],
+)
 def test_the_flag_as_argparse_reads_it(args: tuple[str, ...], expected: bool | None) -> None:
     assert explicit(args) is expected
 
@@ -96,8 +103,11 @@ def test_the_h200_crossover_sweep_keeps_async_scheduling_for_both_candidates(tmp
             path.write_text(to_toml(candidate_doc(doc, c, sweep)))
             pair = load_pair(str(path))
             spec = [*pair.engine.args, *pair.servers["speculative"].args]
-            out[c.name] = [f.line().split()[0] for f in async_findings(pair.speculative["method"], "0.24.0",
-                                                                       pair.engine.args, spec) if not f.ok]
+            out[c.name] = [
+                f.line().split()[0]
+                for f in async_findings(pair.speculative["method"], "0.24.0", pair.engine.args, spec)
+                if not f.ok
+            ]
         return out
 
     assert findings("h200-7b-crossover") == {"ngram-k4": [], "smollm2-k4": []}

@@ -14,40 +14,59 @@ from loadgen.check.targetcheck import speculators_target, template_source
 from loadgen.profile.criteria import Criteria
 
 
-@pytest.mark.parametrize(("spec", "env", "reason"), [
-    ({"rejection_sample_method": "fly"}, {}, "rejection_sample_method = fly"),
-    ({"rejection_sample_method": "synthetic"}, {"VLLM_EARS_TOLERANCE": "0.05"},
-     "rejection_sample_method = synthetic, VLLM_EARS_TOLERANCE=0.05"),
-    ({}, {"VLLM_X_TOLERANCE": "on", "VLLM_EARS_TOLERANCE": "0.0"}, "VLLM_X_TOLERANCE=on")])
-def test_each_lossy_setting_warns_and_blocks_a_lossless_criterion(spec: dict[str, str], env: dict[str, str],
-                                                                   reason: str) -> None:
+@pytest.mark.parametrize(
+    ("spec", "env", "reason"),
+    [
+        ({"rejection_sample_method": "fly"}, {}, "rejection_sample_method = fly"),
+        (
+            {"rejection_sample_method": "synthetic"},
+            {"VLLM_EARS_TOLERANCE": "0.05"},
+            "rejection_sample_method = synthetic, VLLM_EARS_TOLERANCE=0.05",
+        ),
+        ({}, {"VLLM_X_TOLERANCE": "on", "VLLM_EARS_TOLERANCE": "0.0"}, "VLLM_X_TOLERANCE=on"),
+    ],
+)
+def test_each_lossy_setting_warns_and_blocks_a_lossless_criterion(
+    spec: dict[str, str], env: dict[str, str], reason: str
+) -> None:
     (warn,) = lossy_findings(spec, env, None)
     assert (warn.check, warn.ok, warn.blocking, warn.data) == ("lossy rejection", False, False, {"lossy": reason})
     assert warn.message.startswith(f"{reason} does not keep the target's distribution: ")
     warn2, block = lossy_findings(spec, env, Criteria(min_lossless_match=0.98))
     assert warn2 == warn and (block.check, block.ok, block.blocking) == ("criteria.min_lossless_match", False, True)
-    assert block.message.startswith(f"[criteria].min_lossless_match = 0.98 cannot be judged with a lossy rejection "
-                                    f"({reason})")
+    assert block.message.startswith(
+        f"[criteria].min_lossless_match = 0.98 cannot be judged with a lossy rejection ({reason})"
+    )
     assert lossy_findings(spec, env, Criteria()) == [warn]
 
 
-@pytest.mark.parametrize(("spec", "env"), [({}, {}), ({"rejection_sample_method": "standard"}, {}),
-                                           ({"rejection_sample_method": "block"}, {"VLLM_EARS_TOLERANCE": "0"}),
-                                           ({}, {"MY_TOLERANCE": "0.1"})])
+@pytest.mark.parametrize(
+    ("spec", "env"),
+    [
+        ({}, {}),
+        ({"rejection_sample_method": "standard"}, {}),
+        ({"rejection_sample_method": "block"}, {"VLLM_EARS_TOLERANCE": "0"}),
+        ({}, {"MY_TOLERANCE": "0.1"}),
+    ],
+)
 def test_lossless_settings_find_nothing(spec: dict[str, str], env: dict[str, str]) -> None:
     assert lossy_findings(spec, env, Criteria(min_lossless_match=1.0)) == []
 
 
 def test_a_speculators_checkpoint_as_target() -> None:
-    config = {"speculators_model_type": "eagle3",
-              "speculators_config": {"verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}}}
+    config = {
+        "speculators_model_type": "eagle3",
+        "speculators_config": {"verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
+    }
     (f,) = speculators_target(config, "/models/eagle3")
     assert (f.check, f.ok, f.blocking) == ("target kind", False, True)
     assert f.data == {"speculators_algorithm": "eagle3", "verifier": "meta-llama/Llama-3.1-8B-Instruct"}
-    assert f.message == ("/models/eagle3 is a speculators-format checkpoint (eagle3 draft, config.json "
-                         "speculators_config): vLLM 0.11+ serves it with speculation on, so the plain server would not "
-                         "be plain; set [target].model = \"meta-llama/Llama-3.1-8B-Instruct\" (the verifier named in "
-                         "its speculators_config) and put this checkpoint in [speculative].model")
+    assert f.message == (
+        "/models/eagle3 is a speculators-format checkpoint (eagle3 draft, config.json "
+        "speculators_config): vLLM 0.11+ serves it with speculation on, so the plain server would not "
+        'be plain; set [target].model = "meta-llama/Llama-3.1-8B-Instruct" (the verifier named in '
+        "its speculators_config) and put this checkpoint in [speculative].model"
+    )
     (bare,) = speculators_target({"speculators_config": {"algorithm": "mtp"}}, "x")
     assert bare.data == {"speculators_algorithm": "mtp", "verifier": None}
     assert "set [target].model to its verifier model (speculators_config.verifier names none)" in bare.message

@@ -17,29 +17,36 @@ from tests.check.test_validate import VOCAB, blocking, by_check, make_pair, warn
 from tests.support.tokfactory import write_model
 
 
-@pytest.mark.parametrize(("config", "kind"), [
-    ({"architectures": ["DFlashDraftModel"]}, "dflash"),
-    ({"architectures": ["LlamaForCausalLMEagle3"]}, "eagle3"),
-    ({"architectures": ["EagleLlamaForCausalLM"]}, "eagle"),
-    ({"architectures": ["DeepSeekMTPModel"]}, "mtp"),
-    ({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_mtp"}, "mtp"),
-    ({"architectures": ["MedusaModel"]}, "medusa"),
-    ({"speculators_model_type": "eagle3", "architectures": ["Eagle3Speculator"]}, "eagle3"),
-    ({"architectures": ["LlamaForCausalLM"]}, "draft_model"),
-    ({"model_type": "llama"}, None),
-])
+@pytest.mark.parametrize(
+    ("config", "kind"),
+    [
+        ({"architectures": ["DFlashDraftModel"]}, "dflash"),
+        ({"architectures": ["LlamaForCausalLMEagle3"]}, "eagle3"),
+        ({"architectures": ["EagleLlamaForCausalLM"]}, "eagle"),
+        ({"architectures": ["DeepSeekMTPModel"]}, "mtp"),
+        ({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_mtp"}, "mtp"),
+        ({"architectures": ["MedusaModel"]}, "medusa"),
+        ({"speculators_model_type": "eagle3", "architectures": ["Eagle3Speculator"]}, "eagle3"),
+        ({"architectures": ["LlamaForCausalLM"]}, "draft_model"),
+        ({"model_type": "llama"}, None),
+    ],
+)
 def test_draft_kind(config: dict[str, Any], kind: str | None) -> None:
     assert (draft_kind(config) or (None,))[0] == kind
 
 
-@pytest.mark.parametrize(("method", "arch", "found", "fix"), [
-    ("draft_model", "DFlashDraftModel", "dflash", 'set [speculative].method = "dflash"'),
-    ("draft_model", "LlamaForCausalLMEagle3", "eagle3", 'set [speculative].method = "eagle3"'),
-    ("eagle", "LlamaForCausalLM", "draft_model", 'set [speculative].method = "draft_model"'),
-    ("eagle", "LlamaForCausalLMEagle3", "eagle3", 'set [speculative].method = "eagle3"'),
-])
-def test_a_draft_of_another_kind_than_declared_blocks(tmp_path: Path, method: str, arch: str, found: str,
-                                                      fix: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "arch", "found", "fix"),
+    [
+        ("draft_model", "DFlashDraftModel", "dflash", 'set [speculative].method = "dflash"'),
+        ("draft_model", "LlamaForCausalLMEagle3", "eagle3", 'set [speculative].method = "eagle3"'),
+        ("eagle", "LlamaForCausalLM", "draft_model", 'set [speculative].method = "draft_model"'),
+        ("eagle", "LlamaForCausalLMEagle3", "eagle3", 'set [speculative].method = "eagle3"'),
+    ],
+)
+def test_a_draft_of_another_kind_than_declared_blocks(
+    tmp_path: Path, method: str, arch: str, found: str, fix: str
+) -> None:
     target = write_model(tmp_path / "t", VOCAB)
     draft = write_model(tmp_path / "neutral", VOCAB, config={"architectures": [arch]})
     finding = by_check(check_pair(make_pair(target, draft, method=method), "0.32.0"), "draft kind")
@@ -50,8 +57,9 @@ def test_a_draft_of_another_kind_than_declared_blocks(tmp_path: Path, method: st
 
 def test_a_draft_of_the_declared_kind_passes(tmp_path: Path) -> None:
     target = write_model(tmp_path / "t", VOCAB)
-    draft = write_model(tmp_path / "d", VOCAB, config={"architectures": ["LlamaForCausalLM"],
-                                                         "max_position_embeddings": 2048})
+    draft = write_model(
+        tmp_path / "d", VOCAB, config={"architectures": ["LlamaForCausalLM"], "max_position_embeddings": 2048}
+    )
     findings = check_pair(make_pair(target, draft), "0.32.0")
     assert blocking(findings) == [] and warnings(findings) == []
     assert by_check(findings, "draft kind").ok and by_check(findings, "draft context").ok
@@ -62,8 +70,10 @@ def test_a_draft_that_cannot_see_the_workloads_blocks(tmp_path: Path) -> None:
     draft = write_model(tmp_path / "d", VOCAB, config={"max_position_embeddings": 100})
     finding = by_check(check_pair(make_pair(target, draft), "0.32.0"), "draft context")
     assert finding.blocking and not finding.ok
-    assert ("the draft sees at most 100 tokens (max_position_embeddings) but workload 'long-diverse' needs 128 "
-            "(input + output)") in finding.message
+    assert (
+        "the draft sees at most 100 tokens (max_position_embeddings) but workload 'long-diverse' needs 128 "
+        "(input + output)"
+    ) in finding.message
 
 
 def test_the_speculative_max_model_len_is_the_draft_limit_too(tmp_path: Path) -> None:
@@ -87,8 +97,7 @@ def test_check_exits_2_naming_the_draft_kind_and_the_fix(tmp_path: Path) -> None
     target = write_model(tmp_path / "t", VOCAB)
     draft = write_model(tmp_path / "neutral", VOCAB, config={"architectures": ["DFlashDraftModel"]})
     text = Path("profiles/pairs/demo-cpu.toml").read_text()
-    text = text.replace(".models/smollm2-135m-instruct", str(target)).replace(".models/smollm2-135m-draft",
-                                                                              str(draft))
+    text = text.replace(".models/smollm2-135m-instruct", str(target)).replace(".models/smollm2-135m-draft", str(draft))
     (tmp_path / "p.toml").write_text(text)
     result = CliRunner().invoke(main, ["check", str(tmp_path / "p.toml")])
     assert result.exit_code == 2

@@ -25,7 +25,10 @@ def fake_vllm(tmp_path: Path, body: str) -> Path:
 
 def test_version_probe_shapes() -> None:
     assert version_probe(["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]) == [
-        "/venv/bin/python", "-c", "import vllm, sys; print(vllm.__version__)"]
+        "/venv/bin/python",
+        "-c",
+        "import vllm, sys; print(vllm.__version__)",
+    ]
     assert version_probe(["vllm", "serve"]) == ["vllm", "--version"]
     assert version_probe(["/opt/bin/vllm", "serve"]) == ["/opt/bin/vllm", "--version"]
     assert version_probe(["docker", "run", "vllm/vllm-openai"]) is None
@@ -57,8 +60,9 @@ def test_detect_never_raises_for_missing_interpreter(tmp_path: Path) -> None:
 
 def test_detect_where_vllm_is_not_installed() -> None:
     # loadgen's own interpreter has no vllm: the probe fails and says so with None
-    assert detect_engine_version([sys.executable, "-m", "vllm.entrypoints.openai.api_server"],
-                                 {"PYTHONPATH": ""}) is None
+    assert (
+        detect_engine_version([sys.executable, "-m", "vllm.entrypoints.openai.api_server"], {"PYTHONPATH": ""}) is None
+    )
 
 
 @pytest.mark.slow
@@ -71,17 +75,28 @@ def test_detect_real_cpu_build() -> None:
 def test_legacy_flags_print_the_exact_json() -> None:
     (f,) = check_engine_args(["--dtype", "float32", "--speculative-model", "m", "--num-speculative-tokens", "5"])
     assert f.blocking and not f.ok and f.check == "engine.args"
-    assert ("--speculative-config '{\"method\": \"draft_model\", \"model\": \"m\", \"num_speculative_tokens\": 5}'"
-            in f.message)
+    assert '--speculative-config \'{"method": "draft_model", "model": "m", "num_speculative_tokens": 5}\'' in f.message
     assert "were removed in vLLM 0.8.3" in f.message and "put these keys in [speculative]" in f.message
 
 
 def test_legacy_ngram_and_equals_forms() -> None:
-    (f,) = check_engine_args(["--speculative_model=[ngram]", "--num-speculative-tokens=3",
-                              "--ngram-prompt-lookup-max", "4", "--speculative-draft-tensor-parallel-size", "1"])
+    (f,) = check_engine_args(
+        [
+            "--speculative_model=[ngram]",
+            "--num-speculative-tokens=3",
+            "--ngram-prompt-lookup-max",
+            "4",
+            "--speculative-draft-tensor-parallel-size",
+            "1",
+        ]
+    )
     spec = json.loads(f.message.split("--speculative-config '")[1].split("'")[0])
-    assert spec == {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
-                    "draft_tensor_parallel_size": 1}
+    assert spec == {
+        "method": "ngram",
+        "num_speculative_tokens": 3,
+        "prompt_lookup_max": 4,
+        "draft_tensor_parallel_size": 1,
+    }
     assert list(spec)[:2] == ["method", "num_speculative_tokens"]
 
 
@@ -92,29 +107,50 @@ def test_shortcut_flags() -> None:
 
 
 def test_legacy_equivalent_quantization_and_len() -> None:
-    assert legacy_equivalent([("--speculative-model", "d"), ("--speculative-max-model-len", "2048"),
-                              ("--speculative-model-quantization", "fp8")]) == {
-        "method": "draft_model", "model": "d", "max_model_len": 2048, "quantization": "fp8"}
+    assert legacy_equivalent(
+        [
+            ("--speculative-model", "d"),
+            ("--speculative-max-model-len", "2048"),
+            ("--speculative-model-quantization", "fp8"),
+        ]
+    ) == {"method": "draft_model", "model": "d", "max_model_len": 2048, "quantization": "fp8"}
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["--speculative-config", '{"method": "ngram"}'], "move its keys into [speculative]"),
-    (["-sc", "{}"], "move its keys into [speculative]"),
-    (["--disable-log-stats"], "no vllm:* metrics"),
-    (["--port", "9000"], "use [engine].port"),
-    (["--use-v2-block-manager"], "has no equivalent (a no-op, removed 0.10)"),
-    (["--speculative-disable-by-batch-size", "4"], "has no equivalent"),
-    (["--spec-decoding-acceptance-method", "typical_acceptance_sampler"], "V0 only"),
-    (["--speculative-disable-mqa-scorer"], "V0 only"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--speculative-config", '{"method": "ngram"}'], "move its keys into [speculative]"),
+        (["-sc", "{}"], "move its keys into [speculative]"),
+        (["--disable-log-stats"], "no vllm:* metrics"),
+        (["--port", "9000"], "use [engine].port"),
+        (["--use-v2-block-manager"], "has no equivalent (a no-op, removed 0.10)"),
+        (["--speculative-disable-by-batch-size", "4"], "has no equivalent"),
+        (["--spec-decoding-acceptance-method", "typical_acceptance_sampler"], "V0 only"),
+        (["--speculative-disable-mqa-scorer"], "V0 only"),
+    ],
+)
 def test_refused_flags(args: list[str], needle: str) -> None:
     (f,) = check_engine_args(args)
     assert f.blocking and needle in f.message and args[0] in f.message
 
 
 def test_ordinary_args_pass() -> None:
-    assert check_engine_args(["--dtype", "float32", "--max-model-len", "1024", "--enforce-eager",
-                              "--gpu-memory-utilization", "0.3", "-tp", "2"]) == []
+    assert (
+        check_engine_args(
+            [
+                "--dtype",
+                "float32",
+                "--max-model-len",
+                "1024",
+                "--enforce-eager",
+                "--gpu-memory-utilization",
+                "0.3",
+                "-tp",
+                "2",
+            ]
+        )
+        == []
+    )
 
 
 def test_where_is_named() -> None:

@@ -46,14 +46,27 @@ def test_an_eagle3_head_with_a_reduced_vocabulary_and_d2t_is_a_valid_pair(tmp_pa
     findings = check_pair(make_pair(target, head, method="eagle3"), "0.32.0")
     assert blocking(findings) == [] and warnings(findings) == []
     vocab = by_check(findings, "vocabulary")
-    assert vocab.ok and vocab.data == {"kind": "reduced", "method": "eagle3", "target_vocab_size": 22,
-                                       "draft_vocab_size": 8, "mapping": "model.safetensors tensors d2t/t2d"}
+    assert vocab.ok and vocab.data == {
+        "kind": "reduced",
+        "method": "eagle3",
+        "target_vocab_size": 22,
+        "draft_vocab_size": 8,
+        "mapping": "model.safetensors tensors d2t/t2d",
+    }
     assert "draft_vocab_size 8 of the target's 22 tokens" in vocab.message
     assert "no tokenizer files are needed" in vocab.message and "add the tokenizer files" not in vocab.message
     # speculators format: no top-level vocab_size, the mapping named in config.json
     spec_head = tmp_path / "spec-head"
-    eagle3_head(spec_head, {"speculators_model_type": "eagle3", "draft_vocab_size": 8, "d2t": [0] * 8,
-                            "transformer_layer_config": {"vocab_size": 22}}, mapping=False)
+    eagle3_head(
+        spec_head,
+        {
+            "speculators_model_type": "eagle3",
+            "draft_vocab_size": 8,
+            "d2t": [0] * 8,
+            "transformer_layer_config": {"vocab_size": 22},
+        },
+        mapping=False,
+    )
     found = by_check(check_pair(make_pair(target, spec_head, method="eagle3"), "0.32.0"), "vocabulary")
     assert found.ok and found.data is not None and found.data["mapping"] == "config.json d2t"
 

@@ -11,8 +11,12 @@ from loadgen.cli import main
 from tests.profile.test_files_anywhere import write_pair, write_workload
 from tests.support.tokfactory import trained_vocab, write_model
 
-LINES: list[object] = [{"prompt": "the cat"}, {"messages": [{"role": "user", "content": "a dog"}]},
-                       {"prompt": "the dog"}, {"prompt": "", "output_tokens": 2}]
+LINES: list[object] = [
+    {"prompt": "the cat"},
+    {"messages": [{"role": "user", "content": "a dog"}]},
+    {"prompt": "the dog"},
+    {"prompt": "", "output_tokens": 2},
+]
 
 
 def _check(tmp_path: Path, run_extra: str) -> tuple[int, str]:
@@ -27,17 +31,21 @@ def _check(tmp_path: Path, run_extra: str) -> tuple[int, str]:
 def test_check_names_every_skipped_line_and_exits_2(tmp_path: Path) -> None:
     code, out = _check(tmp_path, "")
     assert code == 2
-    assert (f"FAIL prompt file: workload f: 2 of the 4 lines of {tmp_path}/p/f.jsonl would be skipped: line 2: a chat "
-            "line in a completions file; line 4: prompt is not a non-empty string; fix them, or set "
-            "[run].allow_skipped_lines = true in the pair file to sample the other lines") in out.splitlines()
+    assert (
+        f"FAIL prompt file: workload f: 2 of the 4 lines of {tmp_path}/p/f.jsonl would be skipped: line 2: a chat "
+        "line in a completions file; line 4: prompt is not a non-empty string; fix them, or set "
+        "[run].allow_skipped_lines = true in the pair file to sample the other lines"
+    ) in out.splitlines()
 
 
 def test_the_pair_file_can_allow_skipping(tmp_path: Path) -> None:
     code, out = _check(tmp_path, "allow_skipped_lines = true\n")
     assert code == 0, out
-    assert (f"warn prompt file: workload f: 2 of the 4 lines of {tmp_path}/p/f.jsonl would be skipped: line 2: a chat "
-            "line in a completions file; line 4: prompt is not a non-empty string; allowed by "
-            "[run].allow_skipped_lines") in out.splitlines()
+    assert (
+        f"warn prompt file: workload f: 2 of the 4 lines of {tmp_path}/p/f.jsonl would be skipped: line 2: a chat "
+        "line in a completions file; line 4: prompt is not a non-empty string; allowed by "
+        "[run].allow_skipped_lines"
+    ) in out.splitlines()
 
 
 def test_check_names_the_bad_lines_of_every_prompt_file_not_only_the_first(tmp_path: Path) -> None:
@@ -46,7 +54,9 @@ def test_check_names_the_bad_lines_of_every_prompt_file_not_only_the_first(tmp_p
     b = write_workload(tmp_path / "p" / "b.toml", "b.jsonl", [{"prompt": "a dog"}, {"promt": "x"}])
     result = CliRunner().invoke(main, ["check", str(write_pair(tmp_path / "p", model, ["a.toml", "b.toml"]))])
     assert result.exit_code == 2
-    assert result.output == (f"loadgen: error: {a}: line 1 has an unknown key 'output_token' (did you mean "
-                             "'output_tokens'?); a JSONL line has only the keys prompt, messages, output_tokens | "
-                             f"{b}: line 2 has no prompt (unknown key 'promt' (did you mean 'prompt'?)); each line "
-                             "needs \"prompt\", \"messages\" or \"conversations\"\n")
+    assert result.output == (
+        f"loadgen: error: {a}: line 1 has an unknown key 'output_token' (did you mean "
+        "'output_tokens'?); a JSONL line has only the keys prompt, messages, output_tokens | "
+        f"{b}: line 2 has no prompt (unknown key 'promt' (did you mean 'prompt'?)); each line "
+        'needs "prompt", "messages" or "conversations"\n'
+    )

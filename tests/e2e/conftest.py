@@ -36,8 +36,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _require_engine() -> None:
     missing = [str(p) for p in (ENGINE_PY, TARGET / "config.json", DRAFT / "config.json") if not p.exists()]
     if missing:
-        pytest.fail(f"end-to-end tests need the engine and demo models ({', '.join(missing)} missing): run "
-                    "`make models`, or `make test-unit` for the tests that need no engine")
+        pytest.fail(
+            f"end-to-end tests need the engine and demo models ({', '.join(missing)} missing): run "
+            "`make models`, or `make test-unit` for the tests that need no engine"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -47,11 +49,18 @@ def selfdraft_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runs = tmp_path_factory.mktemp("runs")
     proc = subprocess.run(
         [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/selfdraft.toml", "--runs-dir", str(runs)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1500, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     run_dirs = sorted((runs / "selfdraft").glob("*"))
-    return {"proc": proc, "run_dir": run_dirs[-1] if run_dirs else None,
-            "card": json.loads((run_dirs[-1] / "card.json").read_text()) if run_dirs else None}
+    return {
+        "proc": proc,
+        "run_dir": run_dirs[-1] if run_dirs else None,
+        "card": json.loads((run_dirs[-1] / "card.json").read_text()) if run_dirs else None,
+    }
 
 
 @pytest.fixture(scope="session")

@@ -37,9 +37,24 @@ def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.S
 def test_plain_server_in_the_speculative_role_is_a_fallback(plain_server: servers.Server, tmp_path: Path) -> None:
     url = plain_server.base_url
     proc = subprocess.run(
-        [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/selfdraft.toml", "--runs-dir", str(tmp_path),
-         "--attach-plain", url, "--attach-speculative", url],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        [
+            sys.executable,
+            "-m",
+            "loadgen",
+            "compare",
+            "tests/data/pairs/selfdraft.toml",
+            "--runs-dir",
+            str(tmp_path),
+            "--attach-plain",
+            url,
+            "--attach-speculative",
+            url,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     errors = proc.stderr.strip().splitlines()
@@ -80,9 +95,21 @@ def test_speculative_server_killed_mid_cell(plain_server: servers.Server, tmp_pa
     (the first cell's warmup) is on disk, while that cell's measured requests (about 2 s each) are running.
     """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/selfdraft.toml", "--runs-dir", str(tmp_path),
-         "--attach-plain", plain_server.base_url],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "loadgen",
+            "compare",
+            "tests/data/pairs/selfdraft.toml",
+            "--runs-dir",
+            str(tmp_path),
+            "--attach-plain",
+            plain_server.base_url,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.stdout is not None

@@ -19,7 +19,8 @@ def test_compare_completes_and_the_verdict_fails_its_declared_criteria(selfdraft
     assert "verdict: FAIL" in proc.stdout
     # a finished run is no crash: it ends with the verdict, the card's path and the exit-3 line, no error line
     assert proc.stdout.strip().splitlines()[-1] == (
-        "exit 3: the run finished and its verdict failed the criteria declared in the pair file")
+        "exit 3: the run finished and its verdict failed the criteria declared in the pair file"
+    )
     assert "loadgen: error" not in proc.stderr
     card = selfdraft_run["card"]
     assert card["complete"] is True and card["failure"] is None
@@ -29,7 +30,11 @@ def test_compare_completes_and_the_verdict_fails_its_declared_criteria(selfdraft
     assert all("tpot_p50" in line and (": fail: " in line or ": inconclusive: " in line) for line in verdict["lines"])
     assert any(": fail: " in line for line in verdict["lines"]) and verdict["status"] == "fail"
     assert [(c["workload"], c["level"]) for c in card["cells"]] == [
-        ("short-homogeneous", "c1"), ("short-homogeneous", "c3"), ("long-diverse", "c1"), ("long-diverse", "c3")]
+        ("short-homogeneous", "c1"),
+        ("short-homogeneous", "c3"),
+        ("long-diverse", "c1"),
+        ("long-diverse", "c3"),
+    ]
 
 
 def test_selfdraft_is_lossless_and_its_cost_is_decomposed(selfdraft_run: dict[str, Any]) -> None:
@@ -98,9 +103,18 @@ def test_identical_prompts_and_files_on_both_sides(selfdraft_run: dict[str, Any]
     plain = sorted(r.prompt_id for r in records if r.role == "plain")
     spec = sorted(r.prompt_id for r in records if r.role == "speculative")
     assert plain == spec
-    for name in ("card.md", "card.json", "protocol.json", "prompts.jsonl", "requests.jsonl", "cells.jsonl",
-                 "servers/plain.log", "servers/speculative.log", "servers/plain-minimal.json",
-                 "servers/speculative-launch.json"):
+    for name in (
+        "card.md",
+        "card.json",
+        "protocol.json",
+        "prompts.jsonl",
+        "requests.jsonl",
+        "cells.jsonl",
+        "servers/plain.log",
+        "servers/speculative.log",
+        "servers/plain-minimal.json",
+        "servers/speculative-launch.json",
+    ):
         assert (run_dir / name).is_file(), name
     minimal = json.loads((run_dir / "servers" / "plain-minimal.json").read_text())
     assert minimal["response"]["choices"][0]["text"]

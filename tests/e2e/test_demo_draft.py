@@ -25,9 +25,13 @@ def test_demo_draft_acceptance_in_range(demo_spec_server: servers.Server) -> Non
     pair = load_pair("demo-cpu")
     cell = next(c for c in plan_cells(pair) if c.workload == "short-homogeneous" and c.concurrency == 2)
     _, before = scrape(demo_spec_server.base_url)
-    records = run_cell(demo_spec_server.base_url, demo_spec_server.spec.served_model, pair.sampling,
-                       CellSpec(cell.workload, cell.endpoint, Level(2), measured=cell.measured, role="speculative"),
-                       lambda r: None)
+    records = run_cell(
+        demo_spec_server.base_url,
+        demo_spec_server.spec.served_model,
+        pair.sampling,
+        CellSpec(cell.workload, cell.endpoint, Level(2), measured=cell.measured, role="speculative"),
+        lambda r: None,
+    )
     _, after = scrape(demo_spec_server.base_url)
     assert all(r.error is None and r.output_tokens == 32 for r in records)
     counters = spec_decode_delta(before, after)

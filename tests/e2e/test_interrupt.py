@@ -33,7 +33,10 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     _require_engine()
     proc = subprocess.Popen(
         [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/interrupt.toml", "--runs-dir", str(tmp_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         # SIGINT as in a terminal, even when the tests run as a shell's background job (SIGINT ignored there)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -69,8 +72,10 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     assert status["complete"] is False and "interrupted" in status["failure"]
     cells = list(read_jsonl(run_dir / "cells.jsonl"))
     assert [(c["role"], c["workload"], c["level"], c["repetition"]) for c in cells][:3] == [
-        ("plain", "short-homogeneous", "c1", 0), ("placebo", "short-homogeneous", "c1", 0),
-        ("speculative", "short-homogeneous", "c1", 0)]
+        ("plain", "short-homogeneous", "c1", 0),
+        ("placebo", "short-homogeneous", "c1", 0),
+        ("speculative", "short-homogeneous", "c1", 0),
+    ]
     finished = sum(1 for c in cells if not c.get("failure"))
     records = [r for r in load_records(run_dir) if not r.warmup]
     assert sum(1 for r in records if r.role == "plain") == 3
@@ -85,7 +90,11 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     protocol_before = (run_dir / "protocol.json").read_text()
     resumed = subprocess.run(
         [sys.executable, "-m", "loadgen", "compare", "--resume", str(run_dir)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     # 3 arms x 2 blocks x 4 cells = 24 slots
@@ -101,7 +110,8 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
     saved = json.loads(protocol_before)
     assert saved["cells"] == expected["cells"] and saved["prompts_sha256"] == expected["prompts_sha256"]
     assert [(c["workload"], c["level"]) for c in final["cells"]] == list(
-        dict.fromkeys((c.workload, c.level.label) for c in fresh))  # one card cell per (workload, level)
+        dict.fromkeys((c.workload, c.level.label) for c in fresh)
+    )  # one card cell per (workload, level)
     assert all(c["complete"] for c in final["cells"])
     records = [r for r in load_records(run_dir) if not r.warmup]
     assert len(records) == 24 * 3 and all(r.error is None for r in records)

@@ -26,16 +26,23 @@ def _value(prometheus: PrometheusServer, expr: str) -> float | None:
 
 
 def test_promql_acceptance_matches_the_direct_scrape(
-    demo_spec_server: servers.Server, prometheus_factory: Callable[..., PrometheusServer],
-    pushgateway: ManagedProcess, tmp_path: Path,
+    demo_spec_server: servers.Server,
+    prometheus_factory: Callable[..., PrometheusServer],
+    pushgateway: ManagedProcess,
+    tmp_path: Path,
 ) -> None:
     pair = load_pair("demo-cpu")
     hostport = httpx.URL(demo_spec_server.base_url).netloc.decode()
     exporter_port = free_port()
     prometheus = prometheus_factory({"vllm": [hostport], "loadgen": [f"127.0.0.1:{exporter_port}"]})
     prometheus.wait_for_target("vllm", timeout_s=30)
-    observers = Observers(pair.name, ObserveOptions(metrics_port=exporter_port, pushgateway=pushgateway.url,
-                                                    prometheus_url=prometheus.url, progress=False), print)
+    observers = Observers(
+        pair.name,
+        ObserveOptions(
+            metrics_port=exporter_port, pushgateway=pushgateway.url, prometheus_url=prometheus.url, progress=False
+        ),
+        print,
+    )
     for sub in ("metrics", "servers"):
         (tmp_path / sub).mkdir()
     appenders = (JsonlAppender(tmp_path / "requests.jsonl"), JsonlAppender(tmp_path / "cells.jsonl"))
@@ -63,8 +70,11 @@ def test_promql_acceptance_matches_the_direct_scrape(
     assert via["counters"]["accepted_per_position"] == direct["accepted_per_position"]
     # the Pushgateway holds the cell's series under its grouping key
     text = httpx.get(f"{pushgateway.url}/metrics", timeout=10).text
-    samples = [s for fam in text_string_to_metric_families(text) for s in fam.samples
-               if s.name == "loadgen_acceptance_rate" and s.labels.get("level") == "c2"
-               and s.labels.get("pair") == "demo-cpu"]
+    samples = [
+        s
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name == "loadgen_acceptance_rate" and s.labels.get("level") == "c2" and s.labels.get("pair") == "demo-cpu"
+    ]
     assert len(samples) == 1
     assert samples[0].value == direct["num_accepted_tokens"] / direct["num_draft_tokens"]

@@ -25,7 +25,11 @@ def sweep_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runs = tmp_path_factory.mktemp("sweep-runs")
     proc = subprocess.run(
         [sys.executable, "-m", "loadgen", "sweep", "tests/data/pairs/sweep-selfdraft.toml", "--runs-dir", str(runs)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     dirs = sorted((runs / "sweep-selfdraft").glob("sweep-*"))
     card = json.loads((dirs[-1] / "sweep.json").read_text()) if dirs and (dirs[-1] / "sweep.json").is_file() else None

@@ -21,7 +21,12 @@ def test_the_example_trace_replays_on_the_cpu_engine(tmp_path: Path) -> None:
     _require_engine()
     proc = subprocess.run(
         [sys.executable, "-m", "loadgen", "compare", "tests/data/pairs/trace-cpu.toml", "--runs-dir", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     run_dirs = sorted((tmp_path / "trace-cpu").glob("*"))
     assert run_dirs, proc.stdout[-3000:] + proc.stderr[-3000:]
     card = json.loads((run_dirs[-1] / "card.json").read_text())

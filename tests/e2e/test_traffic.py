@@ -42,16 +42,16 @@ def _workload(pair: Pair, name: str) -> Workload:
     return next(w for w in pair.workloads if w.name == name)
 
 
-def _send(pair: Pair, base_url: str, model: str, role: str, w: Workload, prompts: list[Prompt],
-          concurrency: int = 1) -> list[RequestRecord]:
+def _send(
+    pair: Pair, base_url: str, model: str, role: str, w: Workload, prompts: list[Prompt], concurrency: int = 1
+) -> list[RequestRecord]:
     plan = CellSpec(w.name, w.endpoint, Level(concurrency), measured=tuple(prompts), role=role)
     records = run_cell(base_url, model, pair.sampling, plan, lambda r: None)
     assert all(r.error is None and r.output_tokens == r.requested_output_tokens for r in records), records
     return records
 
 
-def test_grounded_prompts_raise_ngram_acceptance_over_short_continuations(
-        ngram: tuple[Pair, servers.Server]) -> None:
+def test_grounded_prompts_raise_ngram_acceptance_over_short_continuations(ngram: tuple[Pair, servers.Server]) -> None:
     """n-gram prompt lookup drafts only where the text repeats an earlier n-gram, so the share of output
     tokens that came from accepted drafts (accepted draft tokens / output tokens) is where grounded prompts
     differ most; the acceptance rate per draft token is high for both (short continuations loop under
@@ -70,9 +70,11 @@ def test_grounded_prompts_raise_ngram_acceptance_over_short_continuations(
         assert delta is not None and delta.num_draft_tokens > 0
         rates[name] = delta.num_accepted_tokens / delta.num_draft_tokens
         shares[name] = delta.num_accepted_tokens / sum(r.output_tokens for r in records)
-    print(f"n-gram acceptance rate: grounded {rates['grounded']:.3f}, short-homogeneous "
-          f"{rates['short-homogeneous']:.3f}; accepted draft tokens per output token: grounded "
-          f"{shares['grounded']:.3f}, short-homogeneous {shares['short-homogeneous']:.3f}")
+    print(
+        f"n-gram acceptance rate: grounded {rates['grounded']:.3f}, short-homogeneous "
+        f"{rates['short-homogeneous']:.3f}; accepted draft tokens per output token: grounded "
+        f"{shares['grounded']:.3f}, short-homogeneous {shares['short-homogeneous']:.3f}"
+    )
     assert shares["grounded"] >= 2 * shares["short-homogeneous"], shares
     assert shares["grounded"] >= shares["short-homogeneous"] + 0.2, shares
     assert rates["grounded"] >= 0.7, rates
@@ -113,7 +115,8 @@ def _proxy(upstream: str) -> tuple[ThreadingHTTPServer, list[tuple[str, bytes]]]
 
 
 def test_a_prompt_files_requests_reach_the_server_byte_identical_from_both_roles(
-        ngram: tuple[Pair, servers.Server]) -> None:
+    ngram: tuple[Pair, servers.Server],
+) -> None:
     pair, server = ngram
     tok = load_tokenizer(pair.target.model)
     upstream = server.base_url.removeprefix("http://")
@@ -131,14 +134,17 @@ def test_a_prompt_files_requests_reach_the_server_byte_identical_from_both_roles
                 proxy.server_close()
             seen[role] = bodies
         # identical but for the prefix-cache salt, which names the arm (profile/cells.py CellSpec.cache_salt)
-        unsalted = {role: [(path, {k: v for k, v in json.loads(body).items() if k != "cache_salt"})
-                           for path, body in bodies] for role, bodies in seen.items()}
+        unsalted = {
+            role: [(path, {k: v for k, v in json.loads(body).items() if k != "cache_salt"}) for path, body in bodies]
+            for role, bodies in seen.items()
+        }
         assert unsalted["plain"] == unsalted["speculative"] and len(seen["plain"]) == 3
         for role in ("plain", "speculative"):
             assert {json.loads(body)["cache_salt"] for _, body in seen[role]} == {f"loadgen-{role}-{name}-c1-b0"}
         for (path, body), prompt in zip(seen["plain"], prompts, strict=True):
             sent = json.loads(body)
             assert sent == build_payload(prompt, pair.sampling, server.spec.served_model) | {
-                "cache_salt": f"loadgen-plain-{name}-c1-b0"}
+                "cache_salt": f"loadgen-plain-{name}-c1-b0"
+            }
             assert path == ("/v1/chat/completions" if w.endpoint == "chat" else "/v1/completions")
             assert sent["min_tokens"] == prompt.output_tokens and sent["ignore_eos"] is True

@@ -35,10 +35,13 @@ def test_nothing_listening_at_the_address_is_bad_input_before_ray_init(tmp_path:
     assert code == 2 and "no Ray cluster answers at" in out and "ray start --head" in out
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ([], "give exactly one of FLEET.toml or --resume"),
-    (["nope"], "fleet file 'nope' not found"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give exactly one of FLEET.toml or --resume"),
+        (["nope"], "fleet file 'nope' not found"),
+    ],
+)
 def test_run_needs_one_fleet_file_or_a_resume_folder(args: list[str], message: str) -> None:
     code, out = _run("run", *args)
     assert code == 2 and message in out
@@ -55,13 +58,17 @@ def test_resume_and_report_of_a_folder_that_is_no_fleet(tmp_path: Path) -> None:
 def test_an_address_that_is_no_ray_address_is_one_line(tmp_path: Path, address: str) -> None:
     (tmp_path / "f.toml").write_text(FLEET)
     code, out = _run("run", str(tmp_path / "f.toml"), "--ray-address", address)
-    assert code == 2 and out.count("\n") == 1 and ("not a Ray address" in out or "no Ray cluster" in out
-                                                  or "Ray Client addresses are not supported" in out), out
+    assert (
+        code == 2
+        and out.count("\n") == 1
+        and ("not a Ray address" in out or "no Ray cluster" in out or "Ray Client addresses are not supported" in out)
+    ), out
 
 
 @pytest.mark.slow
-def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from loadgen.fleet import taskrun
 
     monkeypatch.setattr(taskrun, "PROBE_TIMEOUT_S", 10.0)

@@ -28,8 +28,13 @@ def _fleet(root: Path) -> Path:
 def test_the_ttft_p95_ratio_sits_between_p50_and_p99_on_every_node(tmp_path: Path) -> None:
     md = write_fleet_card(_fleet(tmp_path)).read_text()
     heads = [line for line in md.splitlines() if line.startswith("### ") and "ratio, speculative / plain" in line]
-    assert [h.split(" ratio")[0] for h in heads] == ["### TPOT p50", "### TTFT p50", "### E2E latency p50",
-                                                      "### TTFT p95", "### TTFT p99"]
+    assert [h.split(" ratio")[0] for h in heads] == [
+        "### TPOT p50",
+        "### TTFT p50",
+        "### E2E latency p50",
+        "### TTFT p95",
+        "### TTFT p99",
+    ]
     section = md.split("### TTFT p95 ratio, speculative / plain [95% CI]")[1].split("###")[0]
     assert "| short-homogeneous-gpu | c1 | 1.250 [1.200, 1.300] | 1.500 [1.400, 1.600] |" in section
     fleet = json.loads((tmp_path / "fleet.json").read_text())

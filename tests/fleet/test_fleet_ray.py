@@ -37,16 +37,22 @@ nodes = "every-gpu-node"
 
 
 def _node_args(name: str, gpu_type: str, fail: bool = False) -> dict[str, Any]:
-    args: dict[str, Any] = {"num_cpus": 1, "resources": {"test_gpu": 1},
-                            "labels": {"loadgen.io/node": name, "loadgen.io/gpu-type": gpu_type}}
+    args: dict[str, Any] = {
+        "num_cpus": 1,
+        "resources": {"test_gpu": 1},
+        "labels": {"loadgen.io/node": name, "loadgen.io/gpu-type": gpu_type},
+    }
     return args | ({"env_vars": {"SCRIPTED_ENGINE_FAIL": "1"}} if fail else {})
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[Cluster, dict[str, Any]]]:
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    nodes = {"node-a": c.add_node(**_node_args("node-a", "T1")), "node-b": c.add_node(**_node_args("node-b", "T1")),
-             "node-c": c.add_node(**_node_args("node-c", "T2", fail=True))}
+    nodes = {
+        "node-a": c.add_node(**_node_args("node-a", "T1")),
+        "node-b": c.add_node(**_node_args("node-b", "T1")),
+        "node-c": c.add_node(**_node_args("node-c", "T2", fail=True)),
+    }
     c.wait_for_nodes()
     try:
         yield c, nodes
@@ -61,7 +67,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "profiles" / "workloads" / "w.toml").write_text(WORKLOAD)
     for name, k in (("k1", 1), ("k3", 3)):
         (tmp_path / "profiles" / "pairs" / f"{name}.toml").write_text(
-            PAIR.format(name=name, k=k, python=sys.executable, repo=REPO))
+            PAIR.format(name=name, k=k, python=sys.executable, repo=REPO)
+        )
     (tmp_path / "fleet.toml").write_text(FLEET.format(workdir=tmp_path))
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -72,7 +79,8 @@ def _tasks(fleet_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_fleet_runs_every_pair_on_every_node_reports_the_failed_node_and_resumes_it(
-        cluster: tuple[Cluster, dict[str, Any]], workdir: Path) -> None:
+    cluster: tuple[Cluster, dict[str, Any]], workdir: Path
+) -> None:
     c, nodes = cluster
     out = workdir / "fleet"
     first = CliRunner().invoke(main, ["fleet", "run", "fleet.toml", "--ray-address", c.address, "--out", str(out)])
@@ -116,19 +124,22 @@ def test_fleet_runs_every_pair_on_every_node_reports_the_failed_node_and_resumes
 
 
 def test_a_node_lost_mid_task_is_reported_and_leaves_no_server_behind(
-        cluster: tuple[Cluster, dict[str, Any]], workdir: Path) -> None:
+    cluster: tuple[Cluster, dict[str, Any]], workdir: Path
+) -> None:
     c, _ = cluster
     slow = _node_args("node-d", "T1")
     slow["env_vars"] = {"SCRIPTED_ENGINE_STEP_S": "0.5"}  # the compare would take minutes
     node_d = c.add_node(**slow)
     c.wait_for_nodes()
-    (workdir / "lost.toml").write_text(FLEET.format(workdir=workdir).replace('nodes = "every-gpu-node"',
-                                                                             'nodes = ["node-d"]'))
+    (workdir / "lost.toml").write_text(
+        FLEET.format(workdir=workdir).replace('nodes = "every-gpu-node"', 'nodes = ["node-d"]')
+    )
     killer = threading.Timer(8.0, c.remove_node, args=(node_d,))
     killer.start()
     try:
-        result = CliRunner().invoke(main, ["fleet", "run", "lost.toml", "--ray-address", c.address,
-                                           "--out", str(workdir / "lost")])
+        result = CliRunner().invoke(
+            main, ["fleet", "run", "lost.toml", "--ray-address", c.address, "--out", str(workdir / "lost")]
+        )
     finally:
         killer.join()
     assert result.exit_code == 1, (result.output, result.exception)
@@ -146,5 +157,8 @@ def test_a_node_lost_mid_task_is_reported_and_leaves_no_server_behind(
 
 def _engines() -> list[int]:
     """Scripted engines still running (of any test)."""
-    return [p.pid for p in psutil.process_iter(["cmdline"])
-            if "tests.support.scripted_engine" in " ".join(p.info["cmdline"] or [])]
+    return [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if "tests.support.scripted_engine" in " ".join(p.info["cmdline"] or [])
+    ]

@@ -23,18 +23,27 @@ from loadgen.profile.fleetfile import NodeSelector, load_fleet
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
-def _raw(node_id: str, address: str, resources: dict[str, float], labels: dict[str, str] | None = None,
-         alive: bool = True) -> dict[str, Any]:
-    return {"NodeID": node_id, "Alive": alive, "NodeManagerAddress": address, "NodeManagerHostname": f"h-{node_id}",
-            "Resources": resources, "Labels": labels or {}}
+def _raw(
+    node_id: str, address: str, resources: dict[str, float], labels: dict[str, str] | None = None, alive: bool = True
+) -> dict[str, Any]:
+    return {
+        "NodeID": node_id,
+        "Alive": alive,
+        "NodeManagerAddress": address,
+        "NodeManagerHostname": f"h-{node_id}",
+        "Resources": resources,
+        "Labels": labels or {},
+    }
 
 
-NODES = alive_nodes([
-    _raw("aa", "10.0.0.1", {"CPU": 8, "GPU": 8, "accelerator_type:H200": 1}),
-    _raw("bb", "10.0.0.2", {"CPU": 8, "GPU": 1}, {"loadgen.io/node": "stg-b", "loadgen.io/gpu-type": "L4"}),
-    _raw("cc", "10.0.0.3", {"CPU": 8}),
-    _raw("dd", "10.0.0.4", {"CPU": 8, "GPU": 1}, alive=False),
-])
+NODES = alive_nodes(
+    [
+        _raw("aa", "10.0.0.1", {"CPU": 8, "GPU": 8, "accelerator_type:H200": 1}),
+        _raw("bb", "10.0.0.2", {"CPU": 8, "GPU": 1}, {"loadgen.io/node": "stg-b", "loadgen.io/gpu-type": "L4"}),
+        _raw("cc", "10.0.0.3", {"CPU": 8}),
+        _raw("dd", "10.0.0.4", {"CPU": 8, "GPU": 1}, alive=False),
+    ]
+)
 
 
 def _fleet(tmp_path: Path, text: str) -> Path:
@@ -44,27 +53,40 @@ def _fleet(tmp_path: Path, text: str) -> Path:
 
 
 def test_fleet_file_reads_every_selector(tmp_path: Path) -> None:
-    fleet = load_fleet(_fleet(tmp_path, 'name = "stg"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n'
-                                        '[[measure]]\nsweeps = ["s"]\nnodes = ["stg-b", "10.0.0.1"]\n'
-                                        '[[measure]]\npairs = ["b"]\nlabels = { "loadgen.io/gpu-type" = "L4" }\n'))
+    fleet = load_fleet(
+        _fleet(
+            tmp_path,
+            'name = "stg"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n'
+            '[[measure]]\nsweeps = ["s"]\nnodes = ["stg-b", "10.0.0.1"]\n'
+            '[[measure]]\npairs = ["b"]\nlabels = { "loadgen.io/gpu-type" = "L4" }\n',
+        )
+    )
     assert fleet.name == "stg" and fleet.gpu_resource == "GPU" and fleet.workdir is None
-    assert [m.nodes for m in fleet.measures] == [NodeSelector(every_gpu_node=True),
-                                                 NodeSelector(names=("stg-b", "10.0.0.1")),
-                                                 NodeSelector(labels=(("loadgen.io/gpu-type", "L4"),))]
+    assert [m.nodes for m in fleet.measures] == [
+        NodeSelector(every_gpu_node=True),
+        NodeSelector(names=("stg-b", "10.0.0.1")),
+        NodeSelector(labels=(("loadgen.io/gpu-type", "L4"),)),
+    ]
     assert fleet.measures[1].sweeps == ("s",) and fleet.measures[1].pairs == ()
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ('name = "x"\n[[measure]]\nnodes = "every-gpu-node"\n', "names no pair and no sweep"),
-    ('name = "x"\n[[measure]]\npairs = ["a"]\nnodes = "all"\n', "write \"every-gpu-node\""),
-    ('name = "x"\n[[measure]]\npairs = ["a"]\n', "needs exactly one of nodes"),
-    ('name = "x"\n[[measure]]\npairs = ["a"]\nnodes = []\n', "non-empty list"),
-    ('name = "x y"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n', "names the fleet folder"),
-    ('name = "x"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\ngpus = 2\n', "unknown key 'gpus'"),
-    ('name = "x"\n', "missing key measure"),
-    ('name = "x"\n[[measure]]\npair = ["a"]\nnodes = "every-gpu-node"\n', "unknown key 'pair'"),
-    ('name = "x"\nworkdir = "opt/lg"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n', "must be an absolute"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('name = "x"\n[[measure]]\nnodes = "every-gpu-node"\n', "names no pair and no sweep"),
+        ('name = "x"\n[[measure]]\npairs = ["a"]\nnodes = "all"\n', 'write "every-gpu-node"'),
+        ('name = "x"\n[[measure]]\npairs = ["a"]\n', "needs exactly one of nodes"),
+        ('name = "x"\n[[measure]]\npairs = ["a"]\nnodes = []\n', "non-empty list"),
+        ('name = "x y"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n', "names the fleet folder"),
+        ('name = "x"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\ngpus = 2\n', "unknown key 'gpus'"),
+        ('name = "x"\n', "missing key measure"),
+        ('name = "x"\n[[measure]]\npair = ["a"]\nnodes = "every-gpu-node"\n', "unknown key 'pair'"),
+        (
+            'name = "x"\nworkdir = "opt/lg"\n[[measure]]\npairs = ["a"]\nnodes = "every-gpu-node"\n',
+            "must be an absolute",
+        ),
+    ],
+)
 def test_fleet_file_errors_name_the_key_and_the_fix(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(ProfileError, match=message):
         load_fleet(_fleet(tmp_path, body))
@@ -82,11 +104,14 @@ def test_select_every_gpu_node_names_and_labels() -> None:
     assert [n.name for n in select(NODES, NodeSelector(labels=(("loadgen.io/gpu-type", "L4"),)), "GPU")] == ["stg-b"]
 
 
-@pytest.mark.parametrize(("selector", "message"), [
-    (NodeSelector(names=("10.0.0.9",)), "'10.0.0.9' is not in the Ray cluster; its alive nodes: 10.0.0.1"),
-    (NodeSelector(names=("10.0.0.3",)), "has no 'GPU' resource"),
-    (NodeSelector(labels=(("zone", "b"),)), "labels zone=b matches no node"),
-])
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        (NodeSelector(names=("10.0.0.9",)), "'10.0.0.9' is not in the Ray cluster; its alive nodes: 10.0.0.1"),
+        (NodeSelector(names=("10.0.0.3",)), "has no 'GPU' resource"),
+        (NodeSelector(labels=(("zone", "b"),)), "labels zone=b matches no node"),
+    ],
+)
 def test_select_refuses_what_it_cannot_run_on(selector: NodeSelector, message: str) -> None:
     with pytest.raises(BadInput, match=message):
         select(NODES, selector, "GPU")
@@ -161,13 +186,24 @@ def test_a_node_task_runs_a_sweep_and_ships_the_sweep_folder(tmp_path: Path) -> 
     with tarfile.open(fileobj=io.BytesIO(result.archive), mode="r:gz") as tar:
         names = set(tar.getnames())
     # one sweep folder: the interleaved blocks of every arm, then each candidate's own compare folder cut out
-    assert {"./sweep.json", "./protocol.json", "./requests.jsonl", "./ngram-k1/card.json",
-            "./ngram-k2/protocol.json", "./servers/placebo.log"} <= names, sorted(names)[:20]
+    assert {
+        "./sweep.json",
+        "./protocol.json",
+        "./requests.jsonl",
+        "./ngram-k1/card.json",
+        "./ngram-k2/protocol.json",
+        "./servers/placebo.log",
+    } <= names, sorted(names)[:20]
 
 
 def _done(task: taskfile.Task, code: int) -> taskfile.Task:
-    return dataclasses.replace(task, status="done" if code in (0, 3) else "failed", exit_code=code,
-                               reason=None if code in (0, 3) else "exit 1: x", run_dir=f"runs/{task.id}")
+    return dataclasses.replace(
+        task,
+        status="done" if code in (0, 3) else "failed",
+        exit_code=code,
+        reason=None if code in (0, 3) else "exit 1: x",
+        run_dir=f"runs/{task.id}",
+    )
 
 
 def test_the_fleet_exit_is_1_on_a_failed_task_else_3_on_a_failed_verdict(tmp_path: Path) -> None:
@@ -180,8 +216,9 @@ def test_the_fleet_exit_is_1_on_a_failed_task_else_3_on_a_failed_verdict(tmp_pat
         fleet_exit(FleetOutcome(tmp_path, tmp_path / "fleet.md", [_done(a, 1), _done(b, 3)]))
 
 
-def test_resume_with_reload_pairs_reruns_every_task_of_a_changed_pair(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_with_reload_pairs_reruns_every_task_of_a_changed_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     pairs_dir = tmp_path / "profiles" / "pairs"
     pairs_dir.mkdir(parents=True)

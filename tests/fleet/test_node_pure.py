@@ -15,15 +15,25 @@ from loadgen.fleet.nodetask import free_port_pair, reason_of, with_ports
 from loadgen.records.fleetparts import NodeGpu, NodeHardware
 
 
-@pytest.mark.parametrize(("name", "ray"), [
-    ("NVIDIA H200", "H200"), ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA GeForce RTX 5090", "GeForce-RTX-5090"),
-    ("NVIDIA L4", "L4"), ("Tesla V100-SXM2-16GB", "V100"), ("", None), (None, None)])
+@pytest.mark.parametrize(
+    ("name", "ray"),
+    [
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA A100-SXM4-80GB", "A100"),
+        ("NVIDIA GeForce RTX 5090", "GeForce-RTX-5090"),
+        ("NVIDIA L4", "L4"),
+        ("Tesla V100-SXM2-16GB", "V100"),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_device_names_as_ray_writes_them(name: str | None, ray: str | None) -> None:
     assert ray_accelerator_type(name) == ray
 
 
-def node(gpu_type: str | None = None, labels: dict[str, str] | None = None,
-         resources: dict[str, float] | None = None) -> FleetNode:
+def node(
+    gpu_type: str | None = None, labels: dict[str, str] | None = None, resources: dict[str, float] | None = None
+) -> FleetNode:
     return FleetNode("ab12", "n1", "10.0.0.1", "host-1", gpu_type, resources or {}, labels or {})
 
 
@@ -41,19 +51,31 @@ def test_where_a_nodes_gpu_type_comes_from() -> None:
 
 
 def test_a_ray_node_entry() -> None:
-    raw = {"NodeID": "ff00", "NodeManagerAddress": "10.0.0.7", "NodeManagerHostname": "gpu-7",
-           "Resources": {"GPU": 8, "accelerator_type:H200": 1}, "Labels": {"loadgen.io/node": "gpu-7"}}
+    raw = {
+        "NodeID": "ff00",
+        "NodeManagerAddress": "10.0.0.7",
+        "NodeManagerHostname": "gpu-7",
+        "Resources": {"GPU": 8, "accelerator_type:H200": 1},
+        "Labels": {"loadgen.io/node": "gpu-7"},
+    }
     got = node_of(raw)
-    assert (got.id, got.address, got.hostname, got.resources) == ("ff00", "10.0.0.7", "gpu-7",
-                                                                  {"GPU": 8.0, "accelerator_type:H200": 1.0})
+    assert (got.id, got.address, got.hostname, got.resources) == (
+        "ff00",
+        "10.0.0.7",
+        "gpu-7",
+        {"GPU": 8.0, "accelerator_type:H200": 1.0},
+    )
     assert got.to_json()["labels"] == {"loadgen.io/node": "gpu-7"}
 
 
 def test_a_node_task_writes_free_ports_into_the_pair_file() -> None:
     text, ports = with_ports('pair = "p"\n[engine]\nport = 8000\n[servers.speculative]\nport = 8001\nargs = ["-x"]\n')
     assert ports is not None and ports[1] == ports[0] + 1
-    assert tomllib.loads(text) == {"pair": "p", "engine": {"port": ports[0]}, "servers": {"speculative": {
-        "args": ["-x"]}}}
+    assert tomllib.loads(text) == {
+        "pair": "p",
+        "engine": {"port": ports[0]},
+        "servers": {"speculative": {"args": ["-x"]}},
+    }
     for port in ports:  # both were free when chosen
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))

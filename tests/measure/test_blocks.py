@@ -30,8 +30,9 @@ LN2 = math.log(2)
 # --- t975 -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("df", "expected"), [(1, 12.706), (2, 4.303), (5, 2.571), (10, 2.228), (20, 2.086),
-                                              (29, 2.045), (30, 2.042)])
+@pytest.mark.parametrize(
+    ("df", "expected"), [(1, 12.706), (2, 4.303), (5, 2.571), (10, 2.228), (20, 2.086), (29, 2.045), (30, 2.042)]
+)
 def test_t975_returns_the_tabulated_quantile_for_one_to_thirty_degrees_of_freedom(df: int, expected: float) -> None:
     assert t975(df) == expected
 
@@ -177,8 +178,7 @@ def test_half_width_is_the_same_for_a_ratio_and_its_inverse() -> None:
     assert half_width(0.8, 0.9) == pytest.approx(half_width(1 / 0.9, 1 / 0.8))
 
 
-@pytest.mark.parametrize(("low", "high"), [(None, 1.0), (1.0, None), (None, None), (0.0, 1.0), (-1.0, 1.0),
-                                           (0.5, 0.0)])
+@pytest.mark.parametrize(("low", "high"), [(None, 1.0), (1.0, None), (None, None), (0.0, 1.0), (-1.0, 1.0), (0.5, 0.0)])
 def test_half_width_is_none_without_a_positive_interval(low: float | None, high: float | None) -> None:
     assert half_width(low, high) is None
 

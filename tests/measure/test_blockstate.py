@@ -16,16 +16,34 @@ from loadgen.records.cell import CellEntry
 NAMES = ("plain", "speculative")
 
 
-def gpu(index: int = 0, sm: float | None = 1980, mem: float | None = 2619, power: float | None = 400,
-        temp: float | None = 50, reasons: list[str] | None = None) -> dict[str, Any]:
+def gpu(
+    index: int = 0,
+    sm: float | None = 1980,
+    mem: float | None = 2619,
+    power: float | None = 400,
+    temp: float | None = 50,
+    reasons: list[str] | None = None,
+) -> dict[str, Any]:
     """One GPU of a host sample (serve/hoststate.py)."""
-    return {"index": index, "sm_clock_mhz": sm, "mem_clock_mhz": mem, "power_w": power, "temperature_c": temp,
-            "throttle_reasons": reasons or []}
+    return {
+        "index": index,
+        "sm_clock_mhz": sm,
+        "mem_clock_mhz": mem,
+        "power_w": power,
+        "temperature_c": temp,
+        "throttle_reasons": reasons or [],
+    }
 
 
-def block_state(host: tuple[dict[str, Any], dict[str, Any]], snaps: tuple[Snapshot | None, Snapshot | None],
-                gauges: dict[str, Any], histograms: dict[str, Any], batch: int, ceiling: int | None,
-                steal: float | None) -> dict[str, Any]:
+def block_state(
+    host: tuple[dict[str, Any], dict[str, Any]],
+    snaps: tuple[Snapshot | None, Snapshot | None],
+    gauges: dict[str, Any],
+    histograms: dict[str, Any],
+    batch: int,
+    ceiling: int | None,
+    steal: float | None,
+) -> dict[str, Any]:
     """blockstate.block_state of a cells.jsonl line with ``gauges`` and ``histograms``, as the line writes it."""
     entry = CellEntry("plain", "w", 8, gauges=gauges, server_histograms=histograms)
     return blockstate.block_state(host, snaps, entry, batch, ceiling, steal).to_json()
@@ -33,23 +51,34 @@ def block_state(host: tuple[dict[str, Any], dict[str, Any]], snaps: tuple[Snapsh
 
 def pair_flags(a: dict[str, Any] | None, b: dict[str, Any] | None, names: tuple[str, str]) -> list[str]:
     """blockstate.pair_flags of two states as cells.jsonl lines hold them."""
-    return blockstate.pair_flags(*(None if x is None else BlockState.from_json(x, source="state") for x in (a, b)),
-                                 names)
+    return blockstate.pair_flags(
+        *(None if x is None else BlockState.from_json(x, source="state") for x in (a, b)), names
+    )
 
 
-def state(gpus: list[dict[str, Any]] | None = None, load: float | None = 0.5, steal: float | None = 0.0,
-          hit: float | None = 0.5, preempt: float | None = 0.0) -> dict[str, Any]:
+def state(
+    gpus: list[dict[str, Any]] | None = None,
+    load: float | None = 0.5,
+    steal: float | None = 0.0,
+    hit: float | None = 0.5,
+    preempt: float | None = 0.0,
+) -> dict[str, Any]:
     """A block's ``state`` as block_state writes it (GPU entries already averaged)."""
-    return {"gpu": [gpu()] if gpus is None else gpus, "host": {"loadavg_1m": load, "cpu_steal_share": steal},
-            "engine": {"prefix_cache_hit_share": hit, "preemptions": preempt, "step_time_s": 0.01, "waiting_max": 0},
-            "graphs": {"batch_tokens": 8, "ceiling": 512, "eager": False}}
+    return {
+        "gpu": [gpu()] if gpus is None else gpus,
+        "host": {"loadavg_1m": load, "cpu_steal_share": steal},
+        "engine": {"prefix_cache_hit_share": hit, "preemptions": preempt, "step_time_s": 0.01, "waiting_max": 0},
+        "graphs": {"batch_tokens": 8, "ceiling": 512, "eager": False},
+    }
 
 
 def metrics(hits: float, queries: float, preemptions: float | None) -> Snapshot:
-    text = ("# TYPE vllm:prefix_cache_hits counter\n"
-            f'vllm:prefix_cache_hits_total{{engine="0"}} {hits}\n'
-            "# TYPE vllm:prefix_cache_queries counter\n"
-            f'vllm:prefix_cache_queries_total{{engine="0"}} {queries}\n')
+    text = (
+        "# TYPE vllm:prefix_cache_hits counter\n"
+        f'vllm:prefix_cache_hits_total{{engine="0"}} {hits}\n'
+        "# TYPE vllm:prefix_cache_queries counter\n"
+        f'vllm:prefix_cache_queries_total{{engine="0"}} {queries}\n'
+    )
     if preemptions is not None:
         text += f'# TYPE vllm:num_preemptions counter\nvllm:num_preemptions_total{{engine="0"}} {preemptions}\n'
     return parse_metrics(text)
@@ -60,14 +89,29 @@ def metrics(hits: float, queries: float, preemptions: float | None) -> Snapshot:
 
 def test_block_state_averages_each_gpus_two_samples_and_merges_throttle_reasons() -> None:
     before = {"gpus": [gpu(0, 1980, 2619, 300, 50, ["gpu_idle"]), gpu(1, 1900, 2600, 200, 40)], "loadavg_1m": 0.2}
-    after = {"gpus": [gpu(0, 1960, 2619, 500, 60, ["sw_power_cap"]), gpu(1, 1800, 2600, 250, 44, ["hw_slowdown"])],
-             "loadavg_1m": 1.25}
+    after = {
+        "gpus": [gpu(0, 1960, 2619, 500, 60, ["sw_power_cap"]), gpu(1, 1800, 2600, 250, 44, ["hw_slowdown"])],
+        "loadavg_1m": 1.25,
+    }
     s = block_state((before, after), (None, None), {}, {}, 8, 512, 0.01)
     assert s["gpu"] == [
-        {"index": 0, "sm_clock_mhz": 1970.0, "mem_clock_mhz": 2619.0, "power_w": 400.0, "temperature_c": 55.0,
-         "throttle_reasons": ["sw_power_cap"]},
-        {"index": 1, "sm_clock_mhz": 1850.0, "mem_clock_mhz": 2600.0, "power_w": 225.0, "temperature_c": 42.0,
-         "throttle_reasons": ["hw_slowdown"]}]
+        {
+            "index": 0,
+            "sm_clock_mhz": 1970.0,
+            "mem_clock_mhz": 2619.0,
+            "power_w": 400.0,
+            "temperature_c": 55.0,
+            "throttle_reasons": ["sw_power_cap"],
+        },
+        {
+            "index": 1,
+            "sm_clock_mhz": 1850.0,
+            "mem_clock_mhz": 2600.0,
+            "power_w": 225.0,
+            "temperature_c": 42.0,
+            "throttle_reasons": ["hw_slowdown"],
+        },
+    ]
     assert s["host"] == {"loadavg_1m": 1.25, "cpu_steal_share": 0.01}
 
 
@@ -91,19 +135,35 @@ def test_block_state_of_empty_host_samples_has_no_gpus_and_no_load() -> None:
 
 def test_engine_state_takes_the_hit_share_and_preemptions_from_the_counter_deltas() -> None:
     # hits 100 -> 400 over queries 400 -> 1000: 300 / 600 = 0.5; preemptions 2 -> 5: 3
-    s = block_state(({}, {}), (metrics(100, 400, 2), metrics(400, 1000, 5)),
-                    {"vllm:num_requests_waiting": {"max": 7, "mean": 2.0}}, {"icl_s": {"mean": 0.012}}, 8, 512, None)
-    assert s["engine"] == {"prefix_cache_hit_share": 0.5, "preemptions": 3.0, "step_time_s": 0.012,
-                           "waiting_max": 7}
+    s = block_state(
+        ({}, {}),
+        (metrics(100, 400, 2), metrics(400, 1000, 5)),
+        {"vllm:num_requests_waiting": {"max": 7, "mean": 2.0}},
+        {"icl_s": {"mean": 0.012}},
+        8,
+        512,
+        None,
+    )
+    assert s["engine"] == {"prefix_cache_hit_share": 0.5, "preemptions": 3.0, "step_time_s": 0.012, "waiting_max": 7}
 
 
 def test_engine_state_without_snapshots_keeps_only_the_step_time_and_queue() -> None:
-    s = block_state(({}, {}), (None, metrics(1, 2, 0)), {"vllm:num_requests_waiting": {"max": 3}},
-                    {"icl_s": {"mean": 0.02}}, 8, 512, None)
-    assert s["engine"] == {"prefix_cache_hit_share": None, "preemptions": None, "step_time_s": 0.02,
-                           "waiting_max": 3}
+    s = block_state(
+        ({}, {}),
+        (None, metrics(1, 2, 0)),
+        {"vllm:num_requests_waiting": {"max": 3}},
+        {"icl_s": {"mean": 0.02}},
+        8,
+        512,
+        None,
+    )
+    assert s["engine"] == {"prefix_cache_hit_share": None, "preemptions": None, "step_time_s": 0.02, "waiting_max": 3}
     assert block_state(({}, {}), (None, None), {}, {}, 8, 512, None)["engine"] == {
-        "prefix_cache_hit_share": None, "preemptions": None, "step_time_s": None, "waiting_max": None}
+        "prefix_cache_hit_share": None,
+        "preemptions": None,
+        "step_time_s": None,
+        "waiting_max": None,
+    }
 
 
 def test_engine_state_has_no_hit_share_without_new_queries_and_no_preemptions_without_the_counter() -> None:
@@ -114,12 +174,16 @@ def test_engine_state_has_no_hit_share_without_new_queries_and_no_preemptions_wi
 
 def test_a_decode_batch_above_the_capture_ceiling_runs_eager() -> None:
     assert block_state(({}, {}), (None, None), {}, {}, 640, 512, None)["graphs"] == {
-        "batch_tokens": 640, "ceiling": 512, "eager": True}
+        "batch_tokens": 640,
+        "ceiling": 512,
+        "eager": True,
+    }
 
 
 @pytest.mark.parametrize(("batch", "ceiling"), [(512, 512), (8, 512), (4096, None)])
-def test_a_decode_batch_at_or_under_the_ceiling_or_with_no_known_ceiling_is_not_eager(batch: int,
-                                                                                       ceiling: int | None) -> None:
+def test_a_decode_batch_at_or_under_the_ceiling_or_with_no_known_ceiling_is_not_eager(
+    batch: int, ceiling: int | None
+) -> None:
     assert block_state(({}, {}), (None, None), {}, {}, batch, ceiling, None)["graphs"]["eager"] is False
 
 
@@ -164,7 +228,8 @@ def test_different_throttle_reasons_are_flagged_with_none_for_an_empty_side() ->
 
 def test_temperatures_more_than_ten_degrees_apart_are_flagged() -> None:
     assert pair_flags(state([gpu(temp=50)]), state([gpu(temp=61)]), NAMES) == [
-        "GPU 0 temperature plain 50 vs speculative 61 C"]
+        "GPU 0 temperature plain 50 vs speculative 61 C"
+    ]
     assert pair_flags(state([gpu(temp=50)]), state([gpu(temp=60)]), NAMES) == []
     assert pair_flags(state([gpu(temp=None)]), state([gpu(temp=90)]), NAMES) == []
 
@@ -196,8 +261,7 @@ def test_cpu_steal_on_both_sides_or_neither_is_not_flagged() -> None:
 
 
 def test_prefix_cache_hit_shares_more_than_five_points_apart_are_flagged() -> None:
-    assert pair_flags(state(hit=0.5), state(hit=0.6), NAMES) == [
-        "prefix-cache hit share plain 50% vs speculative 60%"]
+    assert pair_flags(state(hit=0.5), state(hit=0.6), NAMES) == ["prefix-cache hit share plain 50% vs speculative 60%"]
     assert pair_flags(state(hit=0.5), state(hit=0.54), NAMES) == []
     assert pair_flags(state(hit=None), state(hit=0.9), NAMES) == []
 
@@ -217,7 +281,8 @@ def test_every_difference_is_listed_in_order_with_the_given_names() -> None:
         "host load average plain 0.10 vs placebo 3.10",
         "CPU steal plain 0.0% vs placebo 50.0%",
         "prefix-cache hit share plain 10% vs placebo 90%",
-        "preemptions plain 0 vs placebo 4"]
+        "preemptions plain 0 vs placebo 4",
+    ]
 
 
 # --- state_notes ------------------------------------------------------------------------------------------
@@ -233,18 +298,21 @@ def eager(st: dict[str, Any], batch: int, ceiling: int = 512) -> dict[str, Any]:
 
 
 def test_state_notes_pair_each_arms_block_with_plains_block_of_the_same_index() -> None:
-    entries = {"plain": [line(0, state(load=0.5)), line(1, state(load=0.5))],
-               "speculative": [line(0, state(load=0.5)), line(1, state(load=2.0))]}
+    entries = {
+        "plain": [line(0, state(load=0.5)), line(1, state(load=0.5))],
+        "speculative": [line(0, state(load=0.5)), line(1, state(load=2.0))],
+    }
     assert state_notes(entries) == [
-        "block 1: the state differs between plain and speculative: host load average plain 0.50 vs "
-        "speculative 2.00"]
+        "block 1: the state differs between plain and speculative: host load average plain 0.50 vs speculative 2.00"
+    ]
 
 
 def test_state_notes_join_several_flags_of_one_block() -> None:
     entries = {"plain": [line(0, state(load=0.5, hit=0.1))], "placebo": [line(0, state(load=2.0, hit=0.5))]}
     assert state_notes(entries) == [
         "block 0: the state differs between plain and placebo: host load average plain 0.50 vs placebo 2.00; "
-        "prefix-cache hit share plain 10% vs placebo 50%"]
+        "prefix-cache hit share plain 10% vs placebo 50%"
+    ]
 
 
 def test_state_notes_skip_a_block_that_plain_did_not_record() -> None:
@@ -254,13 +322,14 @@ def test_state_notes_skip_a_block_that_plain_did_not_record() -> None:
 
 def test_state_notes_treat_a_line_without_repetition_as_block_zero() -> None:
     def unnumbered(role: str, load: float) -> CellEntry:  # a line with no repetition key
-        return CellEntry.from_json({"role": role, "workload": "w", "concurrency": 1, "state": state(load=load)},
-                                   source="test")
+        return CellEntry.from_json(
+            {"role": role, "workload": "w", "concurrency": 1, "state": state(load=load)}, source="test"
+        )
 
     entries = {"plain": [unnumbered("plain", 0.0)], "speculative": [unnumbered("speculative", 4.0)]}
     assert state_notes(entries) == [
-        "block 0: the state differs between plain and speculative: host load average plain 0.00 vs "
-        "speculative 4.00"]
+        "block 0: the state differs between plain and speculative: host load average plain 0.00 vs speculative 4.00"
+    ]
 
 
 def test_state_notes_without_plain_or_other_arms_are_empty() -> None:
@@ -269,17 +338,23 @@ def test_state_notes_without_plain_or_other_arms_are_empty() -> None:
 
 
 def test_state_notes_flag_an_arm_whose_decode_batch_runs_eager_where_plains_does_not() -> None:
-    entries = {"plain": [line(0, eager(state(), 64))],
-               "speculative": [line(0, eager(state(), 320)), line(1, eager(state(), 640))]}
+    entries = {
+        "plain": [line(0, eager(state(), 64))],
+        "speculative": [line(0, eager(state(), 320)), line(1, eager(state(), 640))],
+    }
     assert state_notes(entries) == [
         "speculative: decode batch 640 tokens (concurrency x (1 + K)) is above the CUDA-graph capture ceiling 512: "
-        "these steps run eager (that can fake a crossover)"]
+        "these steps run eager (that can fake a crossover)"
+    ]
 
 
 def test_state_notes_do_not_flag_eager_steps_when_plain_runs_eager_too() -> None:
     # concurrency 640: plain's batch 640 and the placebo's 640 are above 512 as much as the K = 2 arm's 1920
-    entries = {"plain": [line(0, eager(state(), 640))], "placebo": [line(0, eager(state(), 640))],
-               "speculative": [line(0, eager(state(), 1920))]}
+    entries = {
+        "plain": [line(0, eager(state(), 640))],
+        "placebo": [line(0, eager(state(), 640))],
+        "speculative": [line(0, eager(state(), 1920))],
+    }
     assert state_notes(entries) == []
 
 
@@ -288,10 +363,16 @@ def _line(role: str, block: int, waiting: float | None, rate: float | None = Non
 
 
 def test_waiting_requests_in_closed_loop_blocks_are_named_with_their_count() -> None:
-    notes = state_notes({"plain": [_line("plain", 0, 0.0), _line("plain", 1, 0.0)],
-                         "speculative": [_line("speculative", 0, 3.0), _line("speculative", 1, 7.0)]})
-    assert notes == ["speculative: up to 7 requests waited in the engine's queue (vllm:num_requests_waiting) in "
-                     "2 of 2 blocks at concurrency 64: queueing, not decoding, is part of their TTFT"]
+    notes = state_notes(
+        {
+            "plain": [_line("plain", 0, 0.0), _line("plain", 1, 0.0)],
+            "speculative": [_line("speculative", 0, 3.0), _line("speculative", 1, 7.0)],
+        }
+    )
+    assert notes == [
+        "speculative: up to 7 requests waited in the engine's queue (vllm:num_requests_waiting) in "
+        "2 of 2 blocks at concurrency 64: queueing, not decoding, is part of their TTFT"
+    ]
 
 
 def test_no_note_without_waiting_or_in_an_open_loop() -> None:

@@ -54,9 +54,13 @@ def entry_of(before: prom.Snapshot, after: prom.Snapshot, sent: int, failed: int
     """The fields cell.py records for these two scrapes and ``sent`` measured + cooldown requests."""
     counters = deltas.spec_decode_delta(before, after)
     assert counters is not None
-    return {"spec_decode": {**counters.__dict__, "accepted_per_position": list(counters.accepted_per_position)},
-            "server_finished_requests": deltas.counter_delta(before, after, "vllm:request_success_total").value,
-            "client_sent_requests": sent, "client_window_failed": failed, **server_counters(before, after)}
+    return {
+        "spec_decode": {**counters.__dict__, "accepted_per_position": list(counters.accepted_per_position)},
+        "server_finished_requests": deltas.counter_delta(before, after, "vllm:request_success_total").value,
+        "client_sent_requests": sent,
+        "client_window_failed": failed,
+        **server_counters(before, after),
+    }
 
 
 def _e(fields: Mapping[str, Any]) -> CellEntry:
@@ -103,7 +107,8 @@ def test_fewer_finished_requests_than_loadgen_completed_is_a_restart() -> None:
     # 2 of 12 failed on the client: the server need not have finished them
     assert restart_evidence(_e(entry_of(before, after, sent=12, failed=2))) == []
     assert restart_evidence(_e(entry_of(before, after, sent=11))) == [
-        "server finished 10 requests, loadgen completed 11"]
+        "server finished 10 requests, loadgen completed 11"
+    ]
 
 
 def test_a_restarted_repetition_is_left_out_of_the_cells_acceptance() -> None:
@@ -113,8 +118,10 @@ def test_a_restarted_repetition_is_left_out_of_the_cells_acceptance() -> None:
     counters, why = usable_counters(_es([good, bad]))
     assert counters == SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0, 30.0), False) and why is None
     notes = cell_notes(_roles({"speculative": [good, bad]}), {"method": "draft_model", "num_speculative_tokens": 3})
-    assert notes == ["speculative rep 1: acceptance not measurable, the server restarted inside the cell "
-                     "(process_start_time_seconds changed 1 → 2)"]
+    assert notes == [
+        "speculative rep 1: acceptance not measurable, the server restarted inside the cell "
+        "(process_start_time_seconds changed 1 → 2)"
+    ]
 
 
 # --- 2. quantiles past the last finite bucket ----------------------------------------------------------
@@ -126,8 +133,10 @@ def e2e_text(counts: tuple[int, int, int, int], total: float) -> str:
     lines = ["# TYPE vllm:e2e_request_latency_seconds histogram"]
     for le, c in zip((*(f"{b}" for b in BOUNDS), "+Inf"), counts, strict=True):
         lines.append(f'vllm:e2e_request_latency_seconds_bucket{{engine="0",le="{le}",model_name="m"}} {c}')
-    lines += [f'vllm:e2e_request_latency_seconds_count{{engine="0",model_name="m"}} {counts[-1]}',
-              f'vllm:e2e_request_latency_seconds_sum{{engine="0",model_name="m"}} {total}']
+    lines += [
+        f'vllm:e2e_request_latency_seconds_count{{engine="0",model_name="m"}} {counts[-1]}',
+        f'vllm:e2e_request_latency_seconds_sum{{engine="0",model_name="m"}} {total}',
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -181,23 +190,34 @@ def test_older_names_give_the_same_figures_and_say_so() -> None:
     assert resolve(after, "vllm:kv_cache_usage_perc") == "vllm:gpu_cache_usage_perc"
     assert resolve(after, "vllm:prefix_cache_hits_total") is None
     sample = read_gauges(after)
-    assert sample == {"vllm:gpu_cache_usage_perc": 0.75, "vllm:num_requests_running": 3.0,
-                      "vllm:num_requests_waiting": None}
+    assert sample == {
+        "vllm:gpu_cache_usage_perc": 0.75,
+        "vllm:num_requests_running": 3.0,
+        "vllm:num_requests_waiting": None,
+    }
     summary = summarize_gauges([sample, sample | {"vllm:gpu_cache_usage_perc": 0.25}])
-    assert summary["vllm:kv_cache_usage_perc"] == {"mean": 0.5, "max": 0.75, "samples": 2.0,
-                                                   "metric": "vllm:gpu_cache_usage_perc"}
+    assert summary["vllm:kv_cache_usage_perc"] == {
+        "mean": 0.5,
+        "max": 0.75,
+        "samples": 2.0,
+        "metric": "vllm:gpu_cache_usage_perc",
+    }
     assert summary["vllm:num_requests_running"]["metric"] == "vllm:num_requests_running"
     icl = server_histograms(before, after)["icl_s"]
     assert icl["metric"] == "vllm:time_per_output_token_seconds" and icl["count"] == 20.0
     assert icl["p50"] == pytest.approx(0.01)
     notes = cell_notes(_roles({"plain": [{"gauges": summary, "server_histograms": {"icl_s": icl}}]}), {})
-    assert notes == ["plain: read older vLLM metric names: vllm:gpu_cache_usage_perc (for vllm:kv_cache_usage_perc), "
-                     "vllm:time_per_output_token_seconds (for vllm:inter_token_latency_seconds)"]
+    assert notes == [
+        "plain: read older vLLM metric names: vllm:gpu_cache_usage_perc (for vllm:kv_cache_usage_perc), "
+        "vllm:time_per_output_token_seconds (for vllm:inter_token_latency_seconds)"
+    ]
 
 
 def test_the_current_name_wins_when_both_are_shown() -> None:
-    both = prom.parse_metrics(OLD_SERVER % (1, 1, 1, 1, 0.1) + "# TYPE vllm:kv_cache_usage_perc gauge\n"
-                              'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.1\n')
+    both = prom.parse_metrics(
+        OLD_SERVER % (1, 1, 1, 1, 0.1) + "# TYPE vllm:kv_cache_usage_perc gauge\n"
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.1\n'
+    )
     assert read_gauges(both)["vllm:kv_cache_usage_perc"] == 0.1
 
 
@@ -211,26 +231,39 @@ def test_invariants_hold_on_consistent_counters() -> None:
 
 def test_invariant_violations_name_the_numbers() -> None:
     assert invariant_violations(SpecDecodeCounters(100, 300, 160, (70, 50, 30), False), 3) == [
-        "per-position accepted counts sum to 150, not the accepted count 160"]
+        "per-position accepted counts sum to 150, not the accepted count 160"
+    ]
     assert invariant_violations(SpecDecodeCounters(100, 300, 150, (50, 70, 30), False), 3) == [
-        "accepted at position 1 (70) exceeds position 0 (50)"]
+        "accepted at position 1 (70) exceeds position 0 (50)"
+    ]
     assert invariant_violations(SpecDecodeCounters(100, 290, 150, (70, 50, 30), False), 3) == [
-        "draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
+        "draft tokens 290 ≠ K × drafts = 3 × 100 = 300"
+    ]
     # an adaptive method may propose fewer than K, never more
     assert invariant_violations(SpecDecodeCounters(100, 290, 150, (70, 50, 30), False), 3, adaptive=True) == []
     assert invariant_violations(SpecDecodeCounters(100, 310, 150, (70, 50, 30), False), 3, adaptive=True) == [
-        "draft tokens 310 ≠ K × drafts = 3 × 100 = 300"]
+        "draft tokens 310 ≠ K × drafts = 3 × 100 = 300"
+    ]
 
 
 def test_an_invariant_violation_is_a_card_note() -> None:
-    entry = {"spec_decode": {"num_drafts": 100, "num_draft_tokens": 290, "num_accepted_tokens": 150,
-                             "accepted_per_position": [70, 50, 30], "reset": False}}
+    entry = {
+        "spec_decode": {
+            "num_drafts": 100,
+            "num_draft_tokens": 290,
+            "num_accepted_tokens": 150,
+            "accepted_per_position": [70, 50, 30],
+            "reset": False,
+        }
+    }
     assert cell_notes(_roles({"speculative": [entry]}), {"method": "draft_model", "num_speculative_tokens": 3}) == [
-        "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
+        "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"
+    ]
     # ngram proposes only the matches it finds: no inconsistency, the mean depth beside K instead
     assert cell_notes(_roles({"speculative": [entry]}), {"method": "ngram", "num_speculative_tokens": 3}) == [
         "speculative: mean verified tokens per step 2.90 of K = 3 (ngram proposes only the matches it finds: "
-        "fewer than K per step is by design)"]
+        "fewer than K per step is by design)"
+    ]
 
 
 # --- 5. server against client token counts -------------------------------------------------------------
@@ -242,8 +275,12 @@ def record(phase: str, tokens: list[int], error: str | None = None) -> RequestRe
 
 def test_window_tally_counts_measured_and_cooldown_only() -> None:
     tally = WindowTally()
-    for r in (record("warmup", [1] * 50), record("measured", [1, 2, 3]), record("cooldown", [4]),
-              record("measured", [1], error="ReadTimeout")):
+    for r in (
+        record("warmup", [1] * 50),
+        record("measured", [1, 2, 3]),
+        record("cooldown", [4]),
+        record("measured", [1], error="ReadTimeout"),
+    ):
         tally.add(r)
     assert (tally.sent, tally.to_json()) == (3, {"client_window_failed": 1, "client_window_output_tokens": 11})
 
@@ -255,11 +292,11 @@ def test_generation_tokens_against_the_clients_count() -> None:
     assert token_mismatch(_e(entry)) is None
     assert token_mismatch(_e(entry | {"client_window_output_tokens": 496})) is None  # within 1%
     assert token_mismatch(_e(entry | {"client_window_output_tokens": 480})) == (
-        "server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 (+4.2%)")
+        "server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 (+4.2%)"
+    )
     assert token_mismatch(_e(entry | {"client_window_output_tokens": 480, "foreign_traffic": True})) is None
     notes = cell_notes(_roles({"plain": [entry | {"client_window_output_tokens": 480, "spec_decode": None}]}), {})
-    assert notes == ["plain: server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 "
-                     "(+4.2%)"]
+    assert notes == ["plain: server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 (+4.2%)"]
 
 
 # --- 6. KV-capacity loss -------------------------------------------------------------------------------
@@ -268,7 +305,8 @@ def test_generation_tokens_against_the_clients_count() -> None:
 def test_kv_capacity_loss_over_ten_percent_is_a_note() -> None:
     assert kv_capacity_note(ResourceDifference(kv_cache_tokens_lost=11000, kv_capacity_loss=0.11)) == (
         "KV-cache capacity: the speculative server holds 11000 tokens (11.0%) fewer than the plain one, so "
-        "fewer requests fit at once")
+        "fewer requests fit at once"
+    )
     assert kv_capacity_note(ResourceDifference(kv_cache_tokens_lost=10000, kv_capacity_loss=0.10)) is None
     assert kv_capacity_note(ResourceDifference(kv_cache_tokens_lost=None, kv_capacity_loss=None)) is None
 
@@ -287,9 +325,17 @@ def held_entry(before: prom.Snapshot, after: prom.Snapshot, sent: int) -> dict[s
     """The fields cellentry.py records, spec-decode deltas from the engines whose counters held."""
     counters = deltas.spec_decode_held(before, after)
     assert counters is not None
-    return {"spec_decode": {**counters.__dict__, "accepted_per_position": list(counters.accepted_per_position),
-                            "engines": list(counters.engines), "reset_engines": list(counters.reset_engines)},
-            "client_sent_requests": sent, "client_window_failed": 0, **server_counters(before, after)}
+    return {
+        "spec_decode": {
+            **counters.__dict__,
+            "accepted_per_position": list(counters.accepted_per_position),
+            "engines": list(counters.engines),
+            "reset_engines": list(counters.reset_engines),
+        },
+        "client_sent_requests": sent,
+        "client_window_failed": 0,
+        **server_counters(before, after),
+    }
 
 
 def test_one_engine_reset_keeps_the_other_engines_acceptance() -> None:
@@ -300,26 +346,44 @@ def test_one_engine_reset_keeps_the_other_engines_acceptance() -> None:
     assert entry["server_generation_tokens"] == 100.0  # engine 0's 800 - 700; engine 1 left out
     assert restart_evidence(_e(entry)) == []  # the finished-requests comparison skips a partly reset server
     counters, why = usable_counters(_es([entry]))
-    assert why is None and counters == SpecDecodeCounters(30.0, 90.0, 45.0, (20.0, 15.0, 10.0), False,
-                                                          ("0", "1"), ("1",))
+    assert why is None and counters == SpecDecodeCounters(
+        30.0, 90.0, 45.0, (20.0, 15.0, 10.0), False, ("0", "1"), ("1",)
+    )
     assert counters.num_accepted_tokens / counters.num_draft_tokens == 0.5  # acceptance rate of engine 0
     assert token_mismatch(_e(entry | {"client_window_output_tokens": 130})) is None  # engine 1's tokens uncounted
     notes = cell_notes(_roles({"speculative": [entry]}), {"method": "draft_model", "num_speculative_tokens": 3})
-    assert notes == ["speculative: counters of engine 1 went backwards inside the cell (reset), left out: "
-                     "acceptance from engine 0 whose counters held"]
+    assert notes == [
+        "speculative: counters of engine 1 went backwards inside the cell (reset), left out: "
+        "acceptance from engine 0 whose counters held"
+    ]
 
 
 def test_every_engine_reset_is_a_whole_restart() -> None:
-    entry = {"server_engines": ["0", "1"], "server_reset_engines": ["0", "1"], "server_finished_requests": 9.0,
-             "client_sent_requests": 4,
-             "spec_decode": {"num_drafts": 7, "num_draft_tokens": 14, "num_accepted_tokens": 6,
-                             "accepted_per_position": [4, 2], "reset": True, "engines": ["0", "1"],
-                             "reset_engines": ["0", "1"]}}
-    assert restart_evidence(_e(entry)) == ["spec-decode counters went backwards on every engine (0, 1)",
-                                       "request and token counters went backwards on every engine (0, 1)"]
-    assert usable_counters(_es([entry])) == (None, "server restarted inside the cell: spec-decode counters went "
-                                              "backwards on every engine (0, 1); request and token counters "
-                                              "went backwards on every engine (0, 1)")
+    entry = {
+        "server_engines": ["0", "1"],
+        "server_reset_engines": ["0", "1"],
+        "server_finished_requests": 9.0,
+        "client_sent_requests": 4,
+        "spec_decode": {
+            "num_drafts": 7,
+            "num_draft_tokens": 14,
+            "num_accepted_tokens": 6,
+            "accepted_per_position": [4, 2],
+            "reset": True,
+            "engines": ["0", "1"],
+            "reset_engines": ["0", "1"],
+        },
+    }
+    assert restart_evidence(_e(entry)) == [
+        "spec-decode counters went backwards on every engine (0, 1)",
+        "request and token counters went backwards on every engine (0, 1)",
+    ]
+    assert usable_counters(_es([entry])) == (
+        None,
+        "server restarted inside the cell: spec-decode counters went "
+        "backwards on every engine (0, 1); request and token counters "
+        "went backwards on every engine (0, 1)",
+    )
 
 
 def test_a_missing_request_counter_is_no_restart_evidence() -> None:
@@ -336,45 +400,69 @@ def test_a_missing_request_counter_is_no_restart_evidence() -> None:
 # --- 8. K as declared: adaptive verification -----------------------------------------------------------
 
 
-SHORT = {"spec_decode": {"num_drafts": 100, "num_draft_tokens": 290, "num_accepted_tokens": 150,
-                         "accepted_per_position": [70, 50, 30], "reset": False}}
+SHORT = {
+    "spec_decode": {
+        "num_drafts": 100,
+        "num_draft_tokens": 290,
+        "num_accepted_tokens": 150,
+        "accepted_per_position": [70, 50, 30],
+        "reset": False,
+    }
+}
 
 
-@pytest.mark.parametrize(("extra", "why"), [
-    ({"enable_adaptive_verification": True}, "enable_adaptive_verification = true"),
-    ({"num_speculative_tokens_per_batch_size": [[1, 3], [8, 1]]},
-     "num_speculative_tokens_per_batch_size sets K per batch size"),
-    ({"method": "suffix"}, "suffix proposes only the matches it finds"),
-    ({"method": "custom_class"}, "custom_class: the proposer decides its draft lengths"),
-])
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        ({"enable_adaptive_verification": True}, "enable_adaptive_verification = true"),
+        (
+            {"num_speculative_tokens_per_batch_size": [[1, 3], [8, 1]]},
+            "num_speculative_tokens_per_batch_size sets K per batch size",
+        ),
+        ({"method": "suffix"}, "suffix proposes only the matches it finds"),
+        ({"method": "custom_class"}, "custom_class: the proposer decides its draft lengths"),
+    ],
+)
 def test_a_declared_adaptive_config_has_no_fixed_k(extra: dict[str, Any], why: str) -> None:
     config = {"method": "eagle3", "num_speculative_tokens": 3} | extra
     assert k_variable(config) == why
     # 290 < 3 x 100 is by design here: no inconsistency, the mean depth beside K
     assert cell_notes(_roles({"speculative": [SHORT]}), config) == [
-        f"speculative: mean verified tokens per step 2.90 of K = 3 ({why}: fewer than K per step is by design)"]
+        f"speculative: mean verified tokens per step 2.90 of K = 3 ({why}: fewer than K per step is by design)"
+    ]
     # never more than K per draft, adaptive or not
     over = {"spec_decode": SHORT["spec_decode"] | {"num_draft_tokens": 310}}
     assert cell_notes(_roles({"speculative": [over]}), config)[0] == (
-        "speculative: spec-decode counters inconsistent: draft tokens 310 ≠ K × drafts = 3 × 100 = 300")
+        "speculative: spec-decode counters inconsistent: draft tokens 310 ≠ K × drafts = 3 × 100 = 300"
+    )
 
 
 def test_adaptive_verification_off_keeps_k_fixed() -> None:
     config = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": False}
     assert k_variable(config) is None
     assert cell_notes(_roles({"speculative": [SHORT]}), config) == [
-        "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
+        "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"
+    ]
 
 
 def test_mean_verified_tokens_per_step_beside_k() -> None:
     c = SpecDecodeCounters(100.0, 290.0, 150.0, (70.0, 50.0, 30.0), False)
     adaptive = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": True}
-    assert verification_depth(c, adaptive) == {"k": 3, "k_fixed": False, "mean_verified_tokens_per_step": 2.9,
-                                               "k_variable_reason": "enable_adaptive_verification = true"}
+    assert verification_depth(c, adaptive) == {
+        "k": 3,
+        "k_fixed": False,
+        "mean_verified_tokens_per_step": 2.9,
+        "k_variable_reason": "enable_adaptive_verification = true",
+    }
     assert depth_note("speculative", c, adaptive) == (
         "speculative: mean verified tokens per step 2.90 of K = 3 (enable_adaptive_verification = true: fewer "
-        "than K per step is by design)")
+        "than K per step is by design)"
+    )
     fixed = {"method": "eagle3", "num_speculative_tokens": 3}
     assert verification_depth(c, fixed)["k_fixed"] is True and depth_note("speculative", c, fixed) is None
-    assert verification_depth(SpecDecodeCounters(0.0, 0.0, 0.0, (0.0,) * 3, False), adaptive)[
-        "mean_verified_tokens_per_step"] is None
+    assert (
+        verification_depth(SpecDecodeCounters(0.0, 0.0, 0.0, (0.0,) * 3, False), adaptive)[
+            "mean_verified_tokens_per_step"
+        ]
+        is None
+    )

@@ -114,16 +114,22 @@ def test_a_lossy_rejection_reports_the_match_rate_without_judging_it() -> None:
     reason = lossy_rejection({"method": "eagle3", "rejection_sample_method": "fly"}, {})
     assert reason == "rejection_sample_method = fly"
     assert lossy_rejection({"rejection_sample_method": "standard"}, {"VLLM_EARS_TOLERANCE": "0"}) is None
-    assert lossy_rejection({"rejection_sample_method": "block"}, {"VLLM_EARS_TOLERANCE": "0.05"}) == \
-        "VLLM_EARS_TOLERANCE=0.05"
+    assert (
+        lossy_rejection({"rejection_sample_method": "block"}, {"VLLM_EARS_TOLERANCE": "0.05"})
+        == "VLLM_EARS_TOLERANCE=0.05"
+    )
     plain = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "c": [9, 9, 9, 9], "d": [4, 4, 4, 4]}
     spec = {"a": [1, 2, 3, 4], "b": [5, 0, 7, 8], "c": [9, 9, 9, 9], "d": [4, 4, 4, 4]}
     r = lossless(plain, spec, lossy=reason)
     assert r["lossy"] is True and r["lossy_reason"] == "rejection_sample_method = fly"
     assert r["match_rate"] == pytest.approx(0.75) and r["first_difference"] == [1]
-    assert lossless_note(r) == ("lossy rejection (rejection_sample_method = fly): outputs differ from the target's "
-                                "by design; match rate 75% reported, not judged")
+    assert lossless_note(r) == (
+        "lossy rejection (rejection_sample_method = fly): outputs differ from the target's "
+        "by design; match rate 75% reported, not judged"
+    )
     identical = lossless({"a": [1]}, {"a": [1]}, lossy=reason)  # stated even when every output matches
-    assert lossless_note(identical) == ("lossy rejection (rejection_sample_method = fly): outputs differ from the "
-                                        "target's by design; match rate 100% reported, not judged")
+    assert lossless_note(identical) == (
+        "lossy rejection (rejection_sample_method = fly): outputs differ from the "
+        "target's by design; match rate 100% reported, not judged"
+    )
     assert "lossy" not in lossless(plain, spec)  # a lossless run's dict is unchanged

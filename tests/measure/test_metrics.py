@@ -92,8 +92,10 @@ def test_tokens_per_decode_chunk() -> None:
     assert tokens_per_decode_chunk([1] + [4] * 8) == 4.0
     assert tokens_per_decode_chunk([1, 4, 4, 3]) == pytest.approx(11 / 3)
     assert tokens_per_decode_chunk([5]) is None
-    s = cell_stats([MeasuredRequest(0, 0, [0.1, 0.2, 0.3], [1, 4, 4], False),
-                    MeasuredRequest(0, 0, [0.1, 0.2], [1, 2], False)], None)
+    s = cell_stats(
+        [MeasuredRequest(0, 0, [0.1, 0.2, 0.3], [1, 4, 4], False), MeasuredRequest(0, 0, [0.1, 0.2], [1, 2], False)],
+        None,
+    )
     assert s.mean_tokens_per_decode_chunk == pytest.approx(10 / 3)
     assert s.mean_tokens_per_chunk == pytest.approx(12 / 5)
 

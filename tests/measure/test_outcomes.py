@@ -27,8 +27,10 @@ from tests.support.cards import card_record, markdown
 from tests.support.fakerun import attached, fetch_one, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
-ROLE_CHUNK = (b'data: {"id": "chat-1", "object": "chat.completion.chunk", "choices": [{"index": 0, '
-              b'"delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]}\n\n')
+ROLE_CHUNK = (
+    b'data: {"id": "chat-1", "object": "chat.completion.chunk", "choices": [{"index": 0, '
+    b'"delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]}\n\n'
+)
 EMPTY = {
     "only-done": (200, [(0.0, DONE)]),
     "only-role": (200, [(0.0, ROLE_CHUNK), (0.0, DONE)]),
@@ -51,9 +53,19 @@ def test_a_200_stream_without_a_token_is_a_failed_request(script: str) -> None:
 
 
 def test_an_old_record_without_error_or_token_loads_as_no_tokens() -> None:
-    old = {"prompt_id": "p", "role": "plain", "workload": "w", "concurrency": 1, "warmup": False,
-           "scheduled_s": 0.0, "send_s": 0.1, "http_status": 200, "error": None, "chunk_arrivals_s": [],
-           "chunk_tokens": []}  # an older requests.jsonl line: no phase, no finish_reason
+    old = {
+        "prompt_id": "p",
+        "role": "plain",
+        "workload": "w",
+        "concurrency": 1,
+        "warmup": False,
+        "scheduled_s": 0.0,
+        "send_s": 0.1,
+        "http_status": 200,
+        "error": None,
+        "chunk_arrivals_s": [],
+        "chunk_tokens": [],
+    }  # an older requests.jsonl line: no phase, no finish_reason
     r = RequestRecord.from_json(old, source="requests.jsonl line 1")
     assert r.phase == "measured" and r.finish_reason is None
     assert r.error is not None and classify(r.error) == "no_tokens"
@@ -62,6 +74,7 @@ def test_an_old_record_without_error_or_token_loads_as_no_tokens() -> None:
 
 
 # --- the run folder: one cell of four prompts, three tokens requested each, on both servers -------------------
+
 
 def _stream(*chunks: tuple[list[int], str | None], usage: int | None = None) -> list[tuple[float, bytes | None]]:
     steps: list[tuple[float, bytes | None]] = [(0.0, completion_chunk(" x", ids, finish)) for ids, finish in chunks]
@@ -85,8 +98,9 @@ SPEC = {
 
 def _run_folder(tmp_path: Path) -> Path:
     base = load_pair("demo-cpu")
-    pair = dataclasses.replace(base, stop=dataclasses.replace(base.stop, max_error_rate=0.5,
-                                                              on_error_budget="continue"))
+    pair = dataclasses.replace(
+        base, stop=dataclasses.replace(base.stop, max_error_rate=0.5, on_error_budget="continue")
+    )
     measured = tuple(Prompt(p, "w", "completions", p, None, 3) for p in "abcd")
     cell = CellSpec("w", "completions", Level(2), 0, (), measured, (), None)
     with quiet_run(tmp_path, pair) as run:
@@ -94,10 +108,22 @@ def _run_folder(tmp_path: Path) -> Path:
             with scripted_server(scripts) as url:
                 run_cell_on(run, role, attached(url, role, tmp_path), cell)
     workload = {"name": "w", "kind": "synthetic", "input_tokens": None, "output_tokens": 3}
-    protocol = {"pair": pair.name, "target": {"model": "m"}, "draft": None, "speculative_config": {},
-                "sampling": {"temperature": 0.0}, "workloads": [workload], "concurrency": [2], "load": None,
-                "stop_rule": {}, "prompts_sha256": "0", "criteria": {}, "slo": {}, "hardware": None,
-                "cells": [{"workload": "w", "concurrency": 2, "level": "c2", "rate_rps": None, "repetition": 0}]}
+    protocol = {
+        "pair": pair.name,
+        "target": {"model": "m"},
+        "draft": None,
+        "speculative_config": {},
+        "sampling": {"temperature": 0.0},
+        "workloads": [workload],
+        "concurrency": [2],
+        "load": None,
+        "stop_rule": {},
+        "prompts_sha256": "0",
+        "criteria": {},
+        "slo": {},
+        "hardware": None,
+        "cells": [{"workload": "w", "concurrency": 2, "level": "c2", "rate_rps": None, "repetition": 0}],
+    }
     (tmp_path / "protocol.json").write_text(json.dumps(protocol))
     return tmp_path
 
@@ -109,7 +135,11 @@ def test_failed_counts_agree_everywhere_and_the_card_shows_outcomes(tmp_path: Pa
         assert entries[role]["errors"] == 1 and entries[role]["error_categories"] == {"no_tokens": 1}
     assert entries["speculative"]["usage_mismatches"] == 1 and entries["plain"]["usage_mismatches"] == 0
     assert {r.prompt_id: r.finish_reason for r in load_records(run) if r.role == "plain"} == {
-        "a": "length", "b": "stop", "c": None, "d": "length"}
+        "a": "length",
+        "b": "stop",
+        "c": None,
+        "d": "length",
+    }
     lines = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
     assert all("finish_reason" in line for line in lines)
 
@@ -124,13 +154,12 @@ def test_failed_counts_agree_everywhere_and_the_card_shows_outcomes(tmp_path: Pa
     notes = "\n".join(cell["notes"])
     assert "plain: 1 of 4 requests failed (no_tokens: 1)" in notes
     assert "speculative: 1 of 4 requests failed (no_tokens: 1)" in notes
-    assert ("speculative finished 1 of 3 paired requests with `length` where the plain server stopped (`stop`)"
-            in notes)
+    assert "speculative finished 1 of 3 paired requests with `length` where the plain server stopped (`stop`)" in notes
     assert "speculative returned tokens past the plain server's stop in 1 request (1 token in all)" in notes
-    assert ("speculative: 1 of 4 requests' usage completion_tokens disagreed with the counted token ids"
-            in notes)
-    assert "speculative: 2 of 3 requests carried more than one token (up to 2) in their first token-bearing chunk" \
-        in notes
+    assert "speculative: 1 of 4 requests' usage completion_tokens disagreed with the counted token ids" in notes
+    assert (
+        "speculative: 2 of 3 requests carried more than one token (up to 2) in their first token-bearing chunk" in notes
+    )
     lossless = next(n for n in cell["notes"] if n.startswith("lossless check"))
     assert "nondeterminism" not in lossless
     assert "1 of 1 differing requests differ in length or finish reason" in lossless

@@ -79,8 +79,9 @@ def test_upper_bound_is_k_plus_one_over_the_step_time_ratio() -> None:
 def test_off_above_names_the_crossover_as_a_range_between_measured_levels() -> None:
     pays = Entry("a", 1, True, 1.5, 1.2, 1.8)
     above, line = off_above([(1, pays), (4, pays), (16, None)])
-    assert above == 4 and line == ("speculation off above concurrency 4 (the crossover lies between the measured "
-                                   "levels 4 and 16)")
+    assert above == 4 and line == (
+        "speculation off above concurrency 4 (the crossover lies between the measured levels 4 and 16)"
+    )
     assert off_above([(1, pays), (4, pays)])[0] is None
     assert off_above([(1, None), (4, None)]) == (None, "no candidate beats plain at any level: do not speculate")
 
@@ -97,33 +98,55 @@ def test_k_schedule_merges_levels_with_the_same_k() -> None:
     assert k_schedule([(1, 3), (4, 3), (8, 2), (16, 0)]) == [[1, 4, 3], [5, 8, 2], [9, 16, 0]]
 
 
-def _entry(name: str, k: int, speedup: float, low: float, high: float, status: str | None = "pass",
-           effect: str | None = None) -> dict[str, Any]:
-    return {"candidate": name, "k": k, "draft_weights": True, "speedup": speedup, "speedup_ci_low": low,
-            "speedup_ci_high": high, "criteria_status": status, "effect": effect}
+def _entry(
+    name: str, k: int, speedup: float, low: float, high: float, status: str | None = "pass", effect: str | None = None
+) -> dict[str, Any]:
+    return {
+        "candidate": name,
+        "k": k,
+        "draft_weights": True,
+        "speedup": speedup,
+        "speedup_ci_low": low,
+        "speedup_ci_high": high,
+        "criteria_status": status,
+        "effect": effect,
+    }
 
 
 def _rows(*spec: tuple[str, int, bool | None]) -> list[dict[str, Any]]:
-    return [{"name": n, "k": k, "draft_weights": True, "verdict_passed": ok,
-             "speculative_config": {"method": "draft_model", "model": "d", "num_speculative_tokens": k}}
-            for n, k, ok in spec]
+    return [
+        {
+            "name": n,
+            "k": k,
+            "draft_weights": True,
+            "verdict_passed": ok,
+            "speculative_config": {"method": "draft_model", "model": "d", "num_speculative_tokens": k},
+        }
+        for n, k, ok in spec
+    ]
 
 
 def _cell(level: int, *entries: dict[str, Any]) -> dict[str, Any]:
     return {"workload": "w", "level": f"c{level}", "concurrency": level, "rate_rps": None, "entries": list(entries)}
 
 
-def _recommend(cells: list[dict[str, Any]], rows: list[dict[str, Any]], criteria: dict[str, Any] | None,
-               version: str) -> dict[str, Any]:
+def _recommend(
+    cells: list[dict[str, Any]], rows: list[dict[str, Any]], criteria: dict[str, Any] | None, version: str
+) -> dict[str, Any]:
     """report/sweeprec.py ``recommend`` of cells and candidates as a sweep card holds them, as written."""
-    return recommend([SweepCell.from_json(c, source="cells") for c in cells],
-                     [SweepCandidate.from_json(r, source="rows") for r in rows],
-                     None if criteria is None else criteria_of(criteria, Path("pair.toml")), version).to_json()
+    return recommend(
+        [SweepCell.from_json(c, source="cells") for c in cells],
+        [SweepCandidate.from_json(r, source="rows") for r in rows],
+        None if criteria is None else criteria_of(criteria, Path("pair.toml")),
+        version,
+    ).to_json()
 
 
 def test_recommendation_with_a_schedule_in_the_engines_syntax() -> None:
-    cells = [_cell(1, _entry("d-k1", 1, 1.2, 1.1, 1.3), _entry("d-k3", 3, 1.8, 1.7, 1.9)),
-             _cell(8, _entry("d-k1", 1, 1.1, 1.05, 1.15), _entry("d-k3", 3, 0.9, 0.8, 1.0, "fail"))]
+    cells = [
+        _cell(1, _entry("d-k1", 1, 1.2, 1.1, 1.3), _entry("d-k3", 3, 1.8, 1.7, 1.9)),
+        _cell(8, _entry("d-k1", 1, 1.1, 1.05, 1.15), _entry("d-k3", 3, 0.9, 0.8, 1.0, "fail")),
+    ]
     rows = _rows(("d-k1", 1, True), ("d-k3", 3, False))
     rec = _recommend(cells, rows, {"primary": ["tpot_p50"], "concurrency": [1, 8]}, "0.32.0")
     w = rec["workloads"][0]
@@ -138,8 +161,10 @@ def test_recommendation_with_a_schedule_in_the_engines_syntax() -> None:
 def test_a_candidate_that_pays_only_at_low_concurrency_gets_a_schedule_and_one_consistent_story() -> None:
     # ngram K=3 pays at c1 (1.46 [1.26, 2.21]) and loses at c4: no static choice, but a schedule, and every
     # line (headline, per level, off-above, schedule) says the same
-    cells = [_cell(1, _entry("ngram-k3", 3, 1.46, 1.26, 2.21, None, "faster")),
-             _cell(4, _entry("ngram-k3", 3, 0.70, 0.65, 0.75, None, "slower"))]
+    cells = [
+        _cell(1, _entry("ngram-k3", 3, 1.46, 1.26, 2.21, None, "faster")),
+        _cell(4, _entry("ngram-k3", 3, 0.70, 0.65, 0.75, None, "slower")),
+    ]
     rows = _rows(("ngram-k3", 3, None))
     rec = _recommend(cells, rows, None, "0.32.0")
     w = rec["workloads"][0]
@@ -155,10 +180,14 @@ def test_a_candidate_that_pays_only_at_low_concurrency_gets_a_schedule_and_one_c
 
 def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
     # closed form: at every level K=3's speedup lies inside K=2's CI and K=2's inside K=3's
-    cells = [_cell(1, _entry("d-k2", 2, 1.50, 1.40, 1.62, None, "faster"),
-                   _entry("d-k3", 3, 1.55, 1.44, 1.66, None, "faster")),
-             _cell(4, _entry("d-k2", 2, 1.20, 1.12, 1.28, None, "faster"),
-                   _entry("d-k3", 3, 1.18, 1.10, 1.27, None, "faster"))]
+    cells = [
+        _cell(
+            1, _entry("d-k2", 2, 1.50, 1.40, 1.62, None, "faster"), _entry("d-k3", 3, 1.55, 1.44, 1.66, None, "faster")
+        ),
+        _cell(
+            4, _entry("d-k2", 2, 1.20, 1.12, 1.28, None, "faster"), _entry("d-k3", 3, 1.18, 1.10, 1.27, None, "faster")
+        ),
+    ]
     rows = _rows(("d-k2", 2, None), ("d-k3", 3, None))
     rec = _recommend(cells, rows, None, "0.32.0")
     w = rec["workloads"][0]
@@ -168,9 +197,21 @@ def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
     assert w["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 4, 2]]
     assert rec["lines"][-1].startswith("recommendation: d-k2")
     assert all("d-k3" not in line or "tie with d-k3" in line for line in rec["lines"])
-    card = {"pair": "p", "schema": "loadgen.sweep/2", "engine_version": "0.32.0", "primary_metric": "tpot_p50",
-            "speedup_definition": "-", "upper_bound_formula": "-", "recommendation": rec, "candidates": [],
-            "cells": [], "drift_warnings": [], "times_s": {}, "design": {"line": "-"}, "noise_floor": {"line": "-"}}
+    card = {
+        "pair": "p",
+        "schema": "loadgen.sweep/2",
+        "engine_version": "0.32.0",
+        "primary_metric": "tpot_p50",
+        "speedup_definition": "-",
+        "upper_bound_formula": "-",
+        "recommendation": rec,
+        "candidates": [],
+        "cells": [],
+        "drift_warnings": [],
+        "times_s": {},
+        "design": {"line": "-"},
+        "noise_floor": {"line": "-"},
+    }
     md = render_sweep_markdown(SweepCard.from_json(card, source="test"))
     assert "c1: d-k2 (tie with d-k3)" in md and "c4: d-k2 (tie with d-k3)" in md
 

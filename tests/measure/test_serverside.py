@@ -31,11 +31,22 @@ def test_above_the_last_bound_never_agrees() -> None:
 
 
 def test_a_row_of_the_server_vs_client_check() -> None:
-    hist = {"metric": "e2e_request_latency_seconds", "p50": 60.0, "upper_bounds": [1, 5, 20, 60, "+Inf"],
-            "cumulative_counts": [0, 1, 2, 3, 10], "count": 10, "sum": 2000.0}
-    assert compare(200.0, hist).to_json() == {"client_p50": 200.0, "server_p50": 60.0, "server_above_bound": True,
-                                    "metric": "e2e_request_latency_seconds", "agrees": None,
-                                    "bucket_bounds": [1.0, 5.0, 20.0, 60.0, "+Inf"]}  # 7 of 10 in +Inf: recomputed
+    hist = {
+        "metric": "e2e_request_latency_seconds",
+        "p50": 60.0,
+        "upper_bounds": [1, 5, 20, 60, "+Inf"],
+        "cumulative_counts": [0, 1, 2, 3, 10],
+        "count": 10,
+        "sum": 2000.0,
+    }
+    assert compare(200.0, hist).to_json() == {
+        "client_p50": 200.0,
+        "server_p50": 60.0,
+        "server_above_bound": True,
+        "metric": "e2e_request_latency_seconds",
+        "agrees": None,
+        "bucket_bounds": [1.0, 5.0, 20.0, 60.0, "+Inf"],
+    }  # 7 of 10 in +Inf: recomputed
     low = hist | {"p50": 4.0, "cumulative_counts": [2, 8, 9, 10, 10]}
     assert compare(3.2, low).server_above_bound is False and compare(3.2, low).agrees is True
     assert compare(3.2, low | {"p50_above_bound": True}).agrees is False  # an older entry's own flag counts

@@ -135,9 +135,11 @@ def test_no_ratios_need_no_blocks() -> None:
 
 
 def test_stopped_short_lists_each_undecided_arm_still_wider_than_the_goal_with_its_half_width() -> None:
-    ratios = {C1: {"k2": ci(0.5, 1.5), "k1": ci(0.3, 0.8)},
-              C4: {"k1": ci(0.5, 0.6), "k2": ci(0.98, 1.02)},
-              C16: {"k2": ci(None, None)}}
+    ratios = {
+        C1: {"k2": ci(0.5, 1.5), "k1": ci(0.3, 0.8)},
+        C4: {"k1": ci(0.5, 0.6), "k2": ci(0.98, 1.02)},
+        C16: {"k2": ci(None, None)},
+    }
     out = stopped_short(ratios, AA, 0.05, lower_is_better=True)
     # k1 is decided (faster everywhere); k2 at c1: (ln 1.5 - ln 0.5) / 2 = ln 3 / 2; c4 is narrow; c16 has no CI
     assert [(key, arm) for key, arm, _ in out] == [(C1, "k2"), (C16, "k2")]

@@ -67,9 +67,21 @@ def _run_dir(tmp_path: Path, histograms: bool) -> Path:
     for role, arrivals in (("plain", lambda t: bursty(t, 85)), ("speculative", lambda t: bursty(t, 255, 1, 0.015))):
         for k, pid in enumerate(cell["measured"][:16]):
             a = arrivals(0.02 + 0.001 * k)
-            records.append(RequestRecord(pid, role, "long-diverse-gpu", 64, "measured", 0.0, level="c64",
-                                         send_s=0.001 * k, chunk_arrivals_s=a, chunk_tokens=[1] * len(a),
-                                         token_ids=[7] * len(a)).to_json())
+            records.append(
+                RequestRecord(
+                    pid,
+                    role,
+                    "long-diverse-gpu",
+                    64,
+                    "measured",
+                    0.0,
+                    level="c64",
+                    send_s=0.001 * k,
+                    chunk_arrivals_s=a,
+                    chunk_tokens=[1] * len(a),
+                    token_ids=[7] * len(a),
+                ).to_json()
+            )
     (run / "requests.jsonl").write_text("\n".join(map(json.dumps, records)) + "\n")
     return run
 
@@ -124,12 +136,24 @@ def test_report_on_a_saved_example_keeps_its_statistics_and_fixes_the_diagnosis(
 def test_saved_statistics_keep_the_step_time_measured_on_the_requests() -> None:
     """Without requests.jsonl, a client step time and burst share the card computed from the requests are
     kept (they cannot be measured again); a card that never had them falls back on the pooled mean."""
-    side = RoleStats(requests=2, errors=0, output_throughput_tps=None, request_throughput_rps=None, ttft_s=None,
-                     tpot_s=None, itl_s=Distribution(count=5, p50=0.002, p99=None), e2e_s=None, failure=None,
-                     icl_s=Distribution(count=5, p50=0.002, p99=None, mean=0.004))
+    side = RoleStats(
+        requests=2,
+        errors=0,
+        output_throughput_tps=None,
+        request_throughput_rps=None,
+        ttft_s=None,
+        tpot_s=None,
+        itl_s=Distribution(count=5, p50=0.002, p99=None),
+        e2e_s=None,
+        failure=None,
+        icl_s=Distribution(count=5, p50=0.002, p99=None, mean=0.004),
+    )
     pooled = role_steps(side, None, None)
     assert (pooled.client_step_s, pooled.client_basis, pooled.burst_share) == (
-        0.004, "pooled (mean inter-chunk latency)", None)
+        0.004,
+        "pooled (mean inter-chunk latency)",
+        None,
+    )
     arrivals = [[0.0, 0.002, 0.004, 0.006], [0.0, 0.003, 0.006]]
     measured = role_steps(side, arrivals, None)
     assert measured.client_basis == "median over requests" and measured.burst_share == 0.0

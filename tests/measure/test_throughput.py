@@ -42,10 +42,13 @@ def test_under_two_whole_buckets_there_is_no_peak() -> None:
     got = peak_output(0.0, 1.7, [[0.2, 0.9, 1.7]], [[8, 8, 1]])
     assert got.tps is None and got.whole_buckets == 1
     assert got.reason == "window too short for a peak (1.70 s < 2 whole 1 s buckets)"
-    assert peak_output(0.0, 0.5, [[0.2, 0.5]], [[1, 1]]).reason == "window too short for a peak (0.50 s < 2 whole " \
-                                                                    "1 s buckets)"
-    assert peak_output(1.0, 1.0, [[1.0]], [[3]]) == Peak(None, "window too short for a peak (0.00 s < 2 whole 1 s "
-                                                               "buckets)", 0, 0.0)
+    assert (
+        peak_output(0.0, 0.5, [[0.2, 0.5]], [[1, 1]]).reason == "window too short for a peak (0.50 s < 2 whole "
+        "1 s buckets)"
+    )
+    assert peak_output(1.0, 1.0, [[1.0]], [[3]]) == Peak(
+        None, "window too short for a peak (0.00 s < 2 whole 1 s buckets)", 0, 0.0
+    )
 
 
 def test_shapes_must_match() -> None:
@@ -56,9 +59,11 @@ def test_shapes_must_match() -> None:
 
 
 def test_cell_stats_carry_the_peak() -> None:
-    reqs = [MeasuredRequest(0.0, 0.0, [0.5, 1.0, 1.5], [1, 3, 2], False),  # [0,1): 1; [1,2): 3+2
-            MeasuredRequest(0.0, 0.01, [0.6, 2.01], [2, 2], False),  # [0,1): 2; tail (2, 2.01]: 2, left out
-            MeasuredRequest(1.0, 1.02, [1.1], [50], True)]  # failed: its tokens are not output
+    reqs = [
+        MeasuredRequest(0.0, 0.0, [0.5, 1.0, 1.5], [1, 3, 2], False),  # [0,1): 1; [1,2): 3+2
+        MeasuredRequest(0.0, 0.01, [0.6, 2.01], [2, 2], False),  # [0,1): 2; tail (2, 2.01]: 2, left out
+        MeasuredRequest(1.0, 1.02, [1.1], [50], True),
+    ]  # failed: its tokens are not output
     s = cell_stats(reqs, None)
     assert s.window_s == pytest.approx(2.01)
     assert s.peak_output_throughput_tps == 5.0  # was 7 / 1.01 with the tail folded into [1, 2.01]
@@ -72,13 +77,15 @@ def test_cell_stats_carry_the_peak() -> None:
 _request = st.tuples(
     st.floats(0.0, 20.0),  # send
     st.lists(st.tuples(st.floats(0.0, 5.0), st.integers(1, 8)), min_size=0, max_size=12),  # chunk gaps, tokens
-    st.booleans())  # failed
+    st.booleans(),
+)  # failed
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_request, min_size=1, max_size=8))
-def test_peak_is_never_below_the_mean_of_the_whole_buckets(raw: list[tuple[float, list[tuple[float, int]], bool]]
-                                                           ) -> None:
+def test_peak_is_never_below_the_mean_of_the_whole_buckets(
+    raw: list[tuple[float, list[tuple[float, int]], bool]],
+) -> None:
     reqs = []
     for send, chunks, failed in raw:
         arrivals, t = [], send
@@ -95,7 +102,11 @@ def test_peak_is_never_below_the_mean_of_the_whole_buckets(raw: list[tuple[float
     assert (got.tps is None) == (whole < 2)
     if got.tps is not None:
         closes = end - start == whole  # a window of whole seconds: its last arrival is in the last bucket
-        in_whole = sum(k for r in ok for t, k in zip(r.arrivals_s, r.tokens, strict=True)
-                       if t - start < whole or (closes and t == end))
+        in_whole = sum(
+            k
+            for r in ok
+            for t, k in zip(r.arrivals_s, r.tokens, strict=True)
+            if t - start < whole or (closes and t == end)
+        )
         assert got.tps >= in_whole / whole * (1 - 1e-9)
         assert cell_stats(reqs, None).peak_output_throughput_tps == got.tps

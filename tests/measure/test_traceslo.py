@@ -19,6 +19,7 @@ def scripted(calls: list[float]) -> object:
     def measure(speed: float) -> dict[str, bool]:
         calls.append(speed)
         return {server: speed <= limit for server, limit in LIMITS.items()}
+
     return measure
 
 
@@ -49,8 +50,18 @@ def test_trace_capacity_is_the_fastest_speed_held() -> None:
 
 def rec(ttft: float, tpot: float, error: str | None = None) -> RequestRecord:
     """Sent at 0: the first token at ``ttft``, then 4 tokens ``tpot`` apart in one chunk (E2E = ttft + 4 tpot)."""
-    return RequestRecord("p", "plain", "tr", 1, "measured", 0.0, send_s=0.0, chunk_arrivals_s=[ttft, ttft + 4 * tpot],
-                         chunk_tokens=[1, 4], error=error)
+    return RequestRecord(
+        "p",
+        "plain",
+        "tr",
+        1,
+        "measured",
+        0.0,
+        send_s=0.0,
+        chunk_arrivals_s=[ttft, ttft + 4 * tpot],
+        chunk_tokens=[1, 4],
+        error=error,
+    )
 
 
 def test_attainment_shares_and_hold() -> None:

@@ -13,18 +13,42 @@ from loadgen.profile.pair import SLO
 from loadgen.records.request import RequestRecord
 
 
-def _rec(role: str, i: int, due: float, tpot: float, ttft: float = 0.1, lag: float = 0.0, tokens: int = 5,
-         origin: float = 100.0) -> RequestRecord:
+def _rec(
+    role: str,
+    i: int,
+    due: float,
+    tpot: float,
+    ttft: float = 0.1,
+    lag: float = 0.0,
+    tokens: int = 5,
+    origin: float = 100.0,
+) -> RequestRecord:
     send = origin + due + lag
     arrivals = [send + ttft + k * tpot for k in range(tokens)]
-    return RequestRecord(f"w-{i:03d}", role, "w", 64, "measured", origin + due, arrival_s=origin + due, send_s=send,
-                         chunk_arrivals_s=arrivals, chunk_tokens=[1] * tokens, done_s=arrivals[-1])
+    return RequestRecord(
+        f"w-{i:03d}",
+        role,
+        "w",
+        64,
+        "measured",
+        origin + due,
+        arrival_s=origin + due,
+        send_s=send,
+        chunk_arrivals_s=arrivals,
+        chunk_tokens=[1] * tokens,
+        done_s=arrivals[-1],
+    )
 
 
 def _blocks(role: str, tpot_of: object, blocks: int = 2, n: int = 20) -> list[list[RequestRecord]]:
     """``n`` requests due 1 s apart per block; TPOT ``tpot_of(i)`` s with a 1% spread over i."""
-    return [[_rec(role, i, float(i), tpot_of(i) * (1 + 0.01 * (i % 3)), origin=1000.0 * b)  # type: ignore[operator]
-             for i in range(n)] for b in range(blocks)]
+    return [
+        [
+            _rec(role, i, float(i), tpot_of(i) * (1 + 0.01 * (i % 3)), origin=1000.0 * b)  # type: ignore[operator]
+            for i in range(n)
+        ]
+        for b in range(blocks)
+    ]
 
 
 def test_in_flight_is_the_time_mean_and_the_peak_within_the_window() -> None:
@@ -81,6 +105,7 @@ def test_slo_attainment_counts_each_objective_and_capacity_takes_the_fastest_hol
 
 def test_bisection_brackets_each_servers_capacity_from_below() -> None:
     from loadgen.measure.traceslo import bisect_capacity
+
     truth = {"plain": 1.6, "speculative": 1.3}
     calls: list[float] = []
 
@@ -89,7 +114,7 @@ def test_bisection_brackets_each_servers_capacity_from_below() -> None:
         return {s: speed <= limit for s, limit in truth.items()}
 
     found, tested = bisect_capacity(measure, 0.5, 4.0, steps=10)
-    assert calls[:3] == [4.0, 0.5, pytest.approx(2 ** 0.5)] and set(tested) == set(calls)
+    assert calls[:3] == [4.0, 0.5, pytest.approx(2**0.5)] and set(tested) == set(calls)
     for server, limit in truth.items():
         got = found[server]
         # 10 midpoints, shared between two servers: about 5 halvings of a 3-octave interval each, 2 ** (3 / 32)

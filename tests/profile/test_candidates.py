@@ -22,7 +22,10 @@ def test_the_demo_sweep_expands_to_the_draft_at_k_1_2_and_ngram() -> None:
     doc = tomllib.loads(SWEEP.read_text())
     found = expand_candidates(doc, SWEEP)
     assert [(c.name, c.k, c.draft_weights) for c in found] == [
-        ("demo-draft-k1", 1, True), ("demo-draft-k2", 2, True), ("ngram-k3", 3, False)]
+        ("demo-draft-k1", 1, True),
+        ("demo-draft-k2", 2, True),
+        ("ngram-k3", 3, False),
+    ]
     assert found[2].cost_key() < found[0].cost_key()  # no draft weights is cheaper
 
 
@@ -41,8 +44,10 @@ def test_each_candidate_reads_back_as_a_strict_pair_file(tmp_path: Path) -> None
 def test_the_h200_sweep_and_its_cpu_dry_run_write_their_candidates_as_pair_files(tmp_path: Path) -> None:
     """scripts/sweep_pairs.py writes what the sweep checks and runs; the plain server's URL is the
     attach URL scripts/h200_sweep.sh passes on."""
-    expected = {"h200-smollm2-sweep": (["demo-draft-k1", "demo-draft-k2", "ngram-k4"], "http://127.0.0.1:8400"),
-                "tests/data/pairs/sweep-dryrun-cpu.toml": (["demo-draft-k1", "ngram-k2"], "http://127.0.0.1:8360")}
+    expected = {
+        "h200-smollm2-sweep": (["demo-draft-k1", "demo-draft-k2", "ngram-k4"], "http://127.0.0.1:8400"),
+        "tests/data/pairs/sweep-dryrun-cpu.toml": (["demo-draft-k1", "ngram-k2"], "http://127.0.0.1:8360"),
+    }
     for sweep, (names, url) in expected.items():
         out = tmp_path / Path(sweep).stem
         run = [sys.executable, "scripts/sweep_pairs.py", sweep, str(out)]
@@ -57,17 +62,25 @@ def test_the_h200_sweep_and_its_cpu_dry_run_write_their_candidates_as_pair_files
     assert "--enforce-eager" not in h200.engine.args and h200.engine.env["PYTHONPATH"] == "/tmp/site"
 
 
-@pytest.mark.parametrize(("doc", "message"), [
-    ({"speculative": {"method": "ngram", "num_speculative_tokens": [1, 1]}}, "lists a K twice"),
-    ({"speculative": {"method": "ngram", "num_speculative_tokens": [0, 2]}}, "positive integer or a list"),
-    ({"speculative": {"method": "ngram", "num_speculative_tokens": []}}, "positive integer or a list"),
-    ({"candidates": [{"method": "ngram"}]}, "[[candidates]] #1 needs method"),
-    ({"candidates": {"method": "ngram"}}, "array of tables"),
-    ({"candidates": [{"name": "a b", "method": "ngram", "num_speculative_tokens": 2}]}, "folder name"),
-    ({"speculative": {"method": "ngram", "num_speculative_tokens": 2},
-      "candidates": [{"method": "ngram", "num_speculative_tokens": [2]}]}, "both named 'ngram-k2'"),
-    ({}, "a sweep needs"),
-])
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"speculative": {"method": "ngram", "num_speculative_tokens": [1, 1]}}, "lists a K twice"),
+        ({"speculative": {"method": "ngram", "num_speculative_tokens": [0, 2]}}, "positive integer or a list"),
+        ({"speculative": {"method": "ngram", "num_speculative_tokens": []}}, "positive integer or a list"),
+        ({"candidates": [{"method": "ngram"}]}, "[[candidates]] #1 needs method"),
+        ({"candidates": {"method": "ngram"}}, "array of tables"),
+        ({"candidates": [{"name": "a b", "method": "ngram", "num_speculative_tokens": 2}]}, "folder name"),
+        (
+            {
+                "speculative": {"method": "ngram", "num_speculative_tokens": 2},
+                "candidates": [{"method": "ngram", "num_speculative_tokens": [2]}],
+            },
+            "both named 'ngram-k2'",
+        ),
+        ({}, "a sweep needs"),
+    ],
+)
 def test_bad_candidates_are_one_line_errors(doc: dict[str, object], message: str) -> None:
     with pytest.raises(ProfileError, match=message.replace("[", r"\[").replace("]", r"\]")):
         expand_candidates(doc, Path("s.toml"))

@@ -9,8 +9,9 @@ from loadgen.profile.cells import PLACEBO, PLAIN, PLAIN_ARMS, CellKey, CellSpec,
 from loadgen.profile.pair import Level
 
 
-@pytest.mark.parametrize(("role", "on"), [(PLAIN, False), (PLACEBO, False), ("speculative", True), ("k3", True),
-                                          ("", True)])
+@pytest.mark.parametrize(
+    ("role", "on"), [(PLAIN, False), (PLACEBO, False), ("speculative", True), ("k3", True), ("", True)]
+)
 def test_every_arm_but_the_plain_ones_speculates(role: str, on: bool) -> None:
     assert speculates(role) is on
     assert PLAIN_ARMS == ("plain", "placebo")
@@ -20,8 +21,10 @@ def test_the_salt_names_the_arm_the_cell_and_the_block() -> None:
     cell = CellSpec("short", "completions", Level(4), repetition=2)
     assert cell.on("plain").cache_salt == "loadgen-plain-short-c4-b2"
     salts = {cell.on(r).cache_salt for r in ("plain", "placebo", "speculative")}
-    salts |= {CellSpec("short", "completions", Level(4, 1.5), 2).on("plain").cache_salt,
-              CellSpec("short", "completions", Level(4), 3).on("plain").cache_salt}
+    salts |= {
+        CellSpec("short", "completions", Level(4, 1.5), 2).on("plain").cache_salt,
+        CellSpec("short", "completions", Level(4), 3).on("plain").cache_salt,
+    }
     assert len(salts) == 5
 
 

@@ -49,10 +49,20 @@ def test_defaults() -> None:
 
 
 def test_full_table() -> None:
-    c = parse_criteria({"primary": ["tpot_p50", "output_throughput"], "min_speedup": 1.2,
-                        "max_regression": {"ttft_p99": 1.5}, "concurrency": [2, 8], "workloads": ["short"],
-                        "use_confidence_interval": False, "require_measured": False,
-                        "max_extra_memory_bytes": 2_000_000_000, "max_kv_capacity_loss": 0.2}, PATH)
+    c = parse_criteria(
+        {
+            "primary": ["tpot_p50", "output_throughput"],
+            "min_speedup": 1.2,
+            "max_regression": {"ttft_p99": 1.5},
+            "concurrency": [2, 8],
+            "workloads": ["short"],
+            "use_confidence_interval": False,
+            "require_measured": False,
+            "max_extra_memory_bytes": 2_000_000_000,
+            "max_kv_capacity_loss": 0.2,
+        },
+        PATH,
+    )
     assert c.primary == ("tpot_p50", "output_throughput") and c.min_speedup == 1.2
     assert c.max_regression == {"ttft_p99": 1.5} and c.concurrency == (2, 8) and c.workloads == ("short",)
     assert c.max_extra_memory_bytes == 2_000_000_000 and c.max_kv_capacity_loss == 0.2
@@ -60,29 +70,32 @@ def test_full_table() -> None:
     assert parse_criteria({"min_speedup": 2}, PATH).min_speedup == 2.0
 
 
-@pytest.mark.parametrize(("table", "message"), [
-    ({"speedup": 1.2}, "unknown key 'speedup' in [criteria]; known keys: primary, min_speedup"),
-    ({"primary": ["tpot_p90"]}, "[criteria].primary must be a non-empty list of metric names"),
-    ({"primary": []}, "[criteria].primary must be"),
-    ({"primary": "tpot_p50"}, "[criteria].primary must be"),
-    ({"primary": ["tpot_p50", "tpot_p50"]}, "without repeats"),
-    ({"min_speedup": "fast"}, "[criteria].min_speedup must be a number > 0"),
-    ({"min_speedup": 0}, "[criteria].min_speedup must be a number > 0"),
-    ({"min_speedup": True}, "[criteria].min_speedup must be a number > 0"),
-    ({"max_regression": {"ttft_p99": 0.9}}, "[criteria].max_regression must be a table metric -> number >= 1"),
-    ({"max_regression": {"ttft_p95": 1.5}}, "[criteria].max_regression must be"),
-    ({"max_regression": 1.5}, "[criteria].max_regression must be"),
-    ({"concurrency": [8, 1]}, "[criteria].concurrency must be [low, high]"),
-    ({"concurrency": [4]}, "[criteria].concurrency must be [low, high]"),
-    ({"concurrency": [0, 4]}, "[criteria].concurrency must be [low, high]"),
-    ({"workloads": []}, "[criteria].workloads must be a non-empty list"),
-    ({"workloads": [1]}, "[criteria].workloads must be a non-empty list"),
-    ({"use_confidence_interval": "yes"}, "[criteria].use_confidence_interval must be true or false"),
-    ({"require_measured": 1}, "[criteria].require_measured must be true or false"),
-    ({"max_extra_memory_bytes": -1}, "[criteria].max_extra_memory_bytes must be an integer number of bytes >= 0"),
-    ({"max_extra_memory_bytes": 1.5e9}, "[criteria].max_extra_memory_bytes must be an integer"),
-    ({"max_kv_capacity_loss": 1.5}, "[criteria].max_kv_capacity_loss must be a fraction between 0 and 1"),
-])
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"speedup": 1.2}, "unknown key 'speedup' in [criteria]; known keys: primary, min_speedup"),
+        ({"primary": ["tpot_p90"]}, "[criteria].primary must be a non-empty list of metric names"),
+        ({"primary": []}, "[criteria].primary must be"),
+        ({"primary": "tpot_p50"}, "[criteria].primary must be"),
+        ({"primary": ["tpot_p50", "tpot_p50"]}, "without repeats"),
+        ({"min_speedup": "fast"}, "[criteria].min_speedup must be a number > 0"),
+        ({"min_speedup": 0}, "[criteria].min_speedup must be a number > 0"),
+        ({"min_speedup": True}, "[criteria].min_speedup must be a number > 0"),
+        ({"max_regression": {"ttft_p99": 0.9}}, "[criteria].max_regression must be a table metric -> number >= 1"),
+        ({"max_regression": {"ttft_p95": 1.5}}, "[criteria].max_regression must be"),
+        ({"max_regression": 1.5}, "[criteria].max_regression must be"),
+        ({"concurrency": [8, 1]}, "[criteria].concurrency must be [low, high]"),
+        ({"concurrency": [4]}, "[criteria].concurrency must be [low, high]"),
+        ({"concurrency": [0, 4]}, "[criteria].concurrency must be [low, high]"),
+        ({"workloads": []}, "[criteria].workloads must be a non-empty list"),
+        ({"workloads": [1]}, "[criteria].workloads must be a non-empty list"),
+        ({"use_confidence_interval": "yes"}, "[criteria].use_confidence_interval must be true or false"),
+        ({"require_measured": 1}, "[criteria].require_measured must be true or false"),
+        ({"max_extra_memory_bytes": -1}, "[criteria].max_extra_memory_bytes must be an integer number of bytes >= 0"),
+        ({"max_extra_memory_bytes": 1.5e9}, "[criteria].max_extra_memory_bytes must be an integer"),
+        ({"max_kv_capacity_loss": 1.5}, "[criteria].max_kv_capacity_loss must be a fraction between 0 and 1"),
+    ],
+)
 def test_parse_errors(table: dict[str, Any], message: str) -> None:
     with pytest.raises(ProfileError) as err:
         parse_criteria(table, PATH)
@@ -99,8 +112,11 @@ def test_scope_against_the_pair() -> None:
 
 
 def test_pass_with_confidence_interval() -> None:
-    v = judge(Criteria(min_speedup=1.1), [cell("short", 1, tpot_p50=ratio(0.80, 0.75, 0.88)),
-                                          cell("short", 4, tpot_p50=ratio(0.85, 0.80, 0.90))], None)
+    v = judge(
+        Criteria(min_speedup=1.1),
+        [cell("short", 1, tpot_p50=ratio(0.80, 0.75, 0.88)), cell("short", 4, tpot_p50=ratio(0.85, 0.80, 0.90))],
+        None,
+    )
     assert v.passed
     assert [c.status for c in v.cells] == ["pass", "pass"]
     check = v.cells[0].checks[0]
@@ -117,8 +133,9 @@ def test_a_ci_spanning_the_threshold_is_inconclusive_and_one_beyond_it_fails() -
     assert "[95% CI 0.507, 1.253], judged at 1.253, spans <= 1.000" in v.cells[0].reasons[0]
     assert v.summary.startswith("INCONCLUSIVE: 1 cell(s) whose CI spans the criterion, first: short c=1")
     assert v.record().to_json()["status"] == "inconclusive"
-    assert judge(Criteria(use_confidence_interval=False), [cell("short", 1, tpot_p50=ratio(0.95, 0.85, 1.05))],
-                 None).passed  # judged at the point value
+    assert judge(
+        Criteria(use_confidence_interval=False), [cell("short", 1, tpot_p50=ratio(0.95, 0.85, 1.05))], None
+    ).passed  # judged at the point value
     beyond = judge(Criteria(), [cell("short", 1, tpot_p50=ratio(1.10, 1.05, 1.15))], None)
     assert beyond.status == "fail" and beyond.cells[0].status == "fail"
     assert "judged at 1.150, misses <= 1.000 (min_speedup 1)" in beyond.cells[0].reasons[0]
@@ -148,8 +165,9 @@ def test_regression_limit() -> None:
     assert v.cells[0].reasons == ("ttft_p99 spec/plain 1.800 misses <= 1.500 (max_regression 1.5)",)
     ok = judge(crit, [cell("s", 1, tpot_p50=fast, request_throughput=kept, ttft_p99=ratio(1.4))], None)
     assert ok.passed
-    slow = judge(crit, [cell("s", 1, tpot_p50=ratio(0.7, 0.6, 0.8), ttft_p99=ratio(1.4),
-                             request_throughput=ratio(0.79))], None)
+    slow = judge(
+        crit, [cell("s", 1, tpot_p50=ratio(0.7, 0.6, 0.8), ttft_p99=ratio(1.4), request_throughput=ratio(0.79))], None
+    )
     assert not slow.passed and "request_throughput spec/plain 0.790 misses >= 0.800" in slow.cells[0].reasons[0]
 
 
@@ -159,8 +177,9 @@ def test_resources() -> None:
     over = judge(crit, cells, JudgedResources(3 * 2**30, 0.146))
     assert not over.passed
     assert [r.status for r in over.resources] == ["fail", "pass"]
-    assert over.resources[0].reason == ("extra_memory_bytes 3,221,225,472 bytes (3.00 GiB) exceeds limit "
-                                        "2,147,483,648 bytes (2.00 GiB)")
+    assert over.resources[0].reason == (
+        "extra_memory_bytes 3,221,225,472 bytes (3.00 GiB) exceeds limit 2,147,483,648 bytes (2.00 GiB)"
+    )
     assert over.resources[1].reason == "kv_capacity_loss 14.6% within limit 20.0%"
     within = judge(crit, cells, JudgedResources(2**30, 0.146))
     assert within.passed and "resources within limits" in within.summary
@@ -173,10 +192,12 @@ def test_resources() -> None:
 
 def test_cells_outside_the_range_are_not_judged() -> None:
     crit = Criteria(concurrency=(2, 4), workloads=("short",))
-    cells = [cell("short", 1, tpot_p50=ratio(1.5, 1.4, 1.6)),   # slower, but outside the range
-             cell("short", 2, tpot_p50=ratio(0.8, 0.7, 0.9)),
-             cell("long", 2, tpot_p50=ratio(1.5, 1.4, 1.6)),    # other workload
-             cell("short", 8, tpot_p50=ratio(0.8, 0.7, 0.9))]
+    cells = [
+        cell("short", 1, tpot_p50=ratio(1.5, 1.4, 1.6)),  # slower, but outside the range
+        cell("short", 2, tpot_p50=ratio(0.8, 0.7, 0.9)),
+        cell("long", 2, tpot_p50=ratio(1.5, 1.4, 1.6)),  # other workload
+        cell("short", 8, tpot_p50=ratio(0.8, 0.7, 0.9)),
+    ]
     v = judge(crit, cells, None)
     assert v.passed
     assert [c.status for c in v.cells] == ["not-judged", "pass", "not-judged", "not-judged"]
@@ -202,8 +223,11 @@ def test_incomplete_cell_with_require_measured() -> None:
 
 
 def test_verdict_json_round_trip() -> None:
-    v = judge(Criteria(max_kv_capacity_loss=0.5), [cell("s", 1, tpot_p50=ratio(0.8, 0.7, 0.9))],
-              JudgedResources(kv_capacity_loss=0.1))
+    v = judge(
+        Criteria(max_kv_capacity_loss=0.5),
+        [cell("s", 1, tpot_p50=ratio(0.8, 0.7, 0.9))],
+        JudgedResources(kv_capacity_loss=0.1),
+    )
     data = json.loads(json.dumps(v.record().to_json()))
     assert data["passed"] is True and data["summary"] == v.summary
     assert data["cells"][0]["checks"][0]["name"] == "tpot_p50" and data["cells"][0]["status"] == "pass"
@@ -211,8 +235,13 @@ def test_verdict_json_round_trip() -> None:
 
 
 def test_to_json_round_trips_through_parse() -> None:
-    c = Criteria(primary=("e2e_p50",), min_speedup=1.1, max_regression={"ttft_p99": 2.0}, concurrency=(1, 4),
-                 max_kv_capacity_loss=0.3)
+    c = Criteria(
+        primary=("e2e_p50",),
+        min_speedup=1.1,
+        max_regression={"ttft_p99": 2.0},
+        concurrency=(1, 4),
+        max_kv_capacity_loss=0.3,
+    )
     again = parse_criteria({k: v for k, v in c.to_json().items() if v is not None}, PATH)
     assert again == c
 
@@ -226,8 +255,9 @@ def test_no_criteria_declared_is_not_judged() -> None:
 def test_declared_keys_survive_the_protocol() -> None:
     c = parse_criteria({"min_speedup": 1.1}, PATH)
     assert c.declared == ("min_speedup",) and "declared" not in c.to_json()
-    v = card_verdict(c.to_json() | {"declared": list(c.declared)}, [cell("s", 1, tpot_p50=ratio(0.8, 0.7, 0.85))],
-                     None, PATH)
+    v = card_verdict(
+        c.to_json() | {"declared": list(c.declared)}, [cell("s", 1, tpot_p50=ratio(0.8, 0.7, 0.85))], None, PATH
+    )
     assert v["passed"] is True and v["declared_keys"] == ["min_speedup"]
     # a protocol written before the keys were recorded: every key counts as declared
     assert card_verdict(c.to_json(), [], None, PATH)["declared_keys"][:2] == ["primary", "min_speedup"]
@@ -236,15 +266,19 @@ def test_declared_keys_survive_the_protocol() -> None:
 def test_pair_files_without_criteria_load_with_none(tmp_path: Path) -> None:
     text = Path("profiles/pairs/demo-cpu.toml").read_text()
     path = tmp_path / "p.toml"
-    path.write_text(text[:text.index("[criteria]")] + text[text.index("[slo]"):])
+    path.write_text(text[: text.index("[criteria]")] + text[text.index("[slo]") :])
     assert load_pair(str(path)).criteria is None
-    assert all(load_pair(p.stem).criteria is not None for p in Path("profiles/pairs").glob("*.toml")
-               if not is_sweep(tomllib.loads(p.read_text())))
+    assert all(
+        load_pair(p.stem).criteria is not None
+        for p in Path("profiles/pairs").glob("*.toml")
+        if not is_sweep(tomllib.loads(p.read_text()))
+    )
 
 
 def test_a_cell_with_a_blocking_note_is_not_measured_whatever_its_ratio() -> None:
     blocked = cell("short", 1, tpot_p50=ratio(0.5, 0.4, 0.6)) | {
-        "notes": ["BLOCKING: this was not a speculative comparison: ngram proposed no draft in any block"]}
+        "notes": ["BLOCKING: this was not a speculative comparison: ngram proposed no draft in any block"]
+    }
     v = judge(Criteria(), [blocked, cell("short", 2, tpot_p50=ratio(0.8, 0.7, 0.9))], None)
     first = v.cells[0]
     assert first.status == "not-measured" and first.reasons[0].startswith("BLOCKING: this was not a speculative")
@@ -254,7 +288,8 @@ def test_a_cell_with_a_blocking_note_is_not_measured_whatever_its_ratio() -> Non
 
 def test_a_lossy_run_reports_its_match_rate_without_judging_it() -> None:
     lossy = cell("short", 1, tpot_p50=ratio(0.8, 0.7, 0.9)) | {
-        "lossless": {"match_rate": 0.4, "lossy": True, "lossy_reason": "rejection_sample_method = fly"}}
+        "lossless": {"match_rate": 0.4, "lossy": True, "lossy_reason": "rejection_sample_method = fly"}
+    }
     v = judge(Criteria(min_lossless_match=0.99), [lossy], None)
     check = next(c for c in v.cells[0].checks if c.name == "lossless_match")
     assert check.status == "not-judged" and check.judged == 0.4

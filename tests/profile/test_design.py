@@ -24,7 +24,11 @@ def test_an_empty_table_gives_the_defaults() -> None:
 
 def test_to_json_lists_every_field() -> None:
     assert parse_design({"blocks": 2, "placebo": "off", "co_resident": False}, PATH).to_json() == {
-        "blocks": 2, "placebo": "off", "co_resident": "no", "max_blocks": 6}
+        "blocks": 2,
+        "placebo": "off",
+        "co_resident": "no",
+        "max_blocks": 6,
+    }
 
 
 # --- blocks -----------------------------------------------------------------------------------------------
@@ -115,8 +119,11 @@ def test_co_resident_rejects_a_number_standing_in_for_a_boolean(value: Any) -> N
 
 
 def test_an_unknown_key_is_an_error_naming_it_and_the_known_keys() -> None:
-    with pytest.raises(ProfileError, match=r"unknown key 'blocs' in \[design\]; known keys: blocks, placebo, "
-                                           r"co_resident, max_blocks") as err:
+    with pytest.raises(
+        ProfileError,
+        match=r"unknown key 'blocs' in \[design\]; known keys: blocks, placebo, "
+        r"co_resident, max_blocks",
+    ) as err:
         parse_design({"blocs": 3}, PATH)
     assert str(err.value).startswith(f"{PATH}: ")
 

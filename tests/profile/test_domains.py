@@ -30,8 +30,11 @@ BAD = [
     (RUN, RUN + "\nrates_rps = [1e9]", r"rates_rps\[0\] must be a number > 0 and <= 100,000"),
     (RUN, RUN + "\nburstiness = nan", r"\[run\]\.burstiness must be a finite"),
     ("startup_timeout_s = 600", "startup_timeout_s = nan", r"\[engine\]\.startup_timeout_s must be a finite"),
-    ("startup_timeout_s = 600", "startup_timeout_s = 0",
-     r"startup_timeout_s must be a number of seconds > 0 and <= 604,800 \(at most one week\)"),
+    (
+        "startup_timeout_s = 600",
+        "startup_timeout_s = 0",
+        r"startup_timeout_s must be a number of seconds > 0 and <= 604,800 \(at most one week\)",
+    ),
     ("min_speedup = 1.0", "min_speedup = inf", r"\[criteria\]\.min_speedup must be a finite"),
     ("ttft_s = 1.0", "ttft_s = nan", r"\[slo\]\.ttft_s must be a finite"),
     ("percentile = 99", "percentile = -inf", r"\[slo\]\.percentile must be a finite"),
@@ -39,29 +42,47 @@ BAD = [
     ("port = 8310", "port = 70000", r"\[engine\]\.port must be an integer >= 1 and <= 65,535"),
     ("port = 8310", "port = 65535", r"leaves no port for the speculative server"),
     (RUN, "concurrency = [1, 2, 1000000]", r"concurrency\[2\] must be an integer >= 1 and <= 100,000"),
-    (RUN, RUN + "\nmax_concurrency = 10000000",
-     r"max_concurrency must be an integer >= 1 and <= 100,000"),
+    (RUN, RUN + "\nmax_concurrency = 10000000", r"max_concurrency must be an integer >= 1 and <= 100,000"),
     (RUN, "concurrency = [1, 2, 99999999999999999]", r"concurrency\[2\] must be an integer"),
     ("min_requests = 4", "min_requests = 100000000", r"min_requests must be an integer >= 1 and <= 10,000,000"),
-    ("min_requests = 4", "min_requests = 10000000", r"cell c1 would send 10,000,001 requests; a cell holds at most "
-     r"10,000,000"),
+    (
+        "min_requests = 4",
+        "min_requests = 10000000",
+        r"cell c1 would send 10,000,001 requests; a cell holds at most "
+        r"10,000,000",
+    ),
     ("temperature = 0.0", "temperature = -0.5", r"\[sampling\]\.temperature must be a number >= 0 and <= 100"),
     ("top_p = 1.0", "top_p = 0", r"\[sampling\]\.top_p must be a number > 0 and <= 1"),
     ("top_p = 1.0", "top_p = 1.5", r"\[sampling\]\.top_p must be a number > 0 and <= 1"),
     (RUN, RUN + "\noutput_tokens = 0", r"output_tokens must be an integer >= 1 and"),
-    ('model = ".models/smollm2-135m-draft"', "model = [1, 2]",
-     r"\[speculative\]\.model must be a string, got \[1, 2\]"),
-    ("num_speculative_tokens = 2", "num_speculative_tokens = 0",
-     r"num_speculative_tokens must be an integer >= 1 and <= 1,024"),
+    (
+        'model = ".models/smollm2-135m-draft"',
+        "model = [1, 2]",
+        r"\[speculative\]\.model must be a string, got \[1, 2\]",
+    ),
+    (
+        "num_speculative_tokens = 2",
+        "num_speculative_tokens = 0",
+        r"num_speculative_tokens must be an integer >= 1 and <= 1,024",
+    ),
     ("num_speculative_tokens = 2", "num_speculative_tokens = -3", r"num_speculative_tokens must be an integer"),
     ("num_speculative_tokens = 2", "num_speculative_tokens = 2.0", r"num_speculative_tokens must be an integer"),
-    ("num_speculative_tokens = 2", "num_speculative_tokens = 2\nprompt_lookup_max = -1",
-     r"\[speculative\]\.prompt_lookup_max must be an integer >= 1, got -1"),
-    ("num_speculative_tokens = 2", "num_speculative_tokens = 2\nuse_heterogeneous_vocab = \"yes\"",
-     r"use_heterogeneous_vocab must be true or false"),
+    (
+        "num_speculative_tokens = 2",
+        "num_speculative_tokens = 2\nprompt_lookup_max = -1",
+        r"\[speculative\]\.prompt_lookup_max must be an integer >= 1, got -1",
+    ),
+    (
+        "num_speculative_tokens = 2",
+        'num_speculative_tokens = 2\nuse_heterogeneous_vocab = "yes"',
+        r"use_heterogeneous_vocab must be true or false",
+    ),
     ("max_kv_capacity_loss = 0.5", "max_kv_capacity_loss = nan", r"max_kv_capacity_loss must be a finite"),
-    ("max_regression = { ttft_p99 = 3.0 }", "max_regression = { ttft_p99 = inf }",
-     r"\[criteria\.max_regression\]\.ttft_p99 must be a finite"),
+    (
+        "max_regression = { ttft_p99 = 3.0 }",
+        "max_regression = { ttft_p99 = inf }",
+        r"\[criteria\.max_regression\]\.ttft_p99 must be a finite",
+    ),
 ]
 
 
@@ -75,9 +96,12 @@ def test_out_of_domain_values_are_refused_with_one_line(tmp_path: Path, old: str
 
 
 def test_limits_themselves_load(tmp_path: Path) -> None:
-    text = (DEMO.replace("port = 8310", "port = 65534").replace("top_p = 1.0", "top_p = 1")
-            .replace(RUN, RUN + "\nmax_concurrency = 100000\n"
-                     "rates_rps = [100000]").replace("temperature = 0.0", "temperature = 0"))
+    text = (
+        DEMO.replace("port = 8310", "port = 65534")
+        .replace("top_p = 1.0", "top_p = 1")
+        .replace(RUN, RUN + "\nmax_concurrency = 100000\nrates_rps = [100000]")
+        .replace("temperature = 0.0", "temperature = 0")
+    )
     path = tmp_path / "p.toml"
     path.write_text(text)
     pair = load_pair(str(path))

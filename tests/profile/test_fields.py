@@ -19,8 +19,10 @@ from loadgen.profile.fields import (
 )
 
 
-@pytest.mark.parametrize(("text", "version"), [("0.32.0+cpu", (0, 32, 0)), ("v0.24", (0, 24, 0)),
-                                               (" 0.10.2rc1", (0, 10, 2)), ("1.2.3", (1, 2, 3))])
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [("0.32.0+cpu", (0, 32, 0)), ("v0.24", (0, 24, 0)), (" 0.10.2rc1", (0, 10, 2)), ("1.2.3", (1, 2, 3))],
+)
 def test_versions(text: str, version: tuple[int, int, int]) -> None:
     assert parse_version(text) == version
 
@@ -38,12 +40,19 @@ def test_ranges_first_by_patch_last_by_minor() -> None:
 
 
 def test_what_each_release_has() -> None:
-    assert "disable_by_batch_size" in FIELDS_BY_VERSION["0.16"] and "disable_by_batch_size" not in FIELDS_BY_VERSION[
-        "0.17"]
+    assert (
+        "disable_by_batch_size" in FIELDS_BY_VERSION["0.16"]
+        and "disable_by_batch_size" not in FIELDS_BY_VERSION["0.17"]
+    )
     assert "num_speculative_tokens_per_batch_size" in FIELDS_BY_VERSION["0.24"] - FIELDS_BY_VERSION["0.23"]
     assert FIELDS_BY_VERSION["0.33"] - FIELDS_BY_VERSION["0.32"] == {
-        "disable_lookahead_block_hashes", "draft_lm_head_quantization", "xpress_topc", "fly_window_size",
-        "fly_entropy_threshold", "fly_entropy_top_k"}
+        "disable_lookahead_block_hashes",
+        "draft_lm_head_quantization",
+        "xpress_topc",
+        "fly_window_size",
+        "fly_entropy_threshold",
+        "fly_entropy_top_k",
+    }
     assert "medusa" in METHODS_BY_VERSION["0.32"] and "medusa" not in METHODS_BY_VERSION["0.33"]
     assert "qwen3_next_mtp" in METHODS_BY_VERSION["0.10"]  # the table's 0.10 is 0.10.9: after 0.10.2
     assert available(METHOD_RANGES, (0, 10, 0)) == METHODS_BY_VERSION["0.10"] - {"ernie_mtp", "qwen3_next_mtp"}
@@ -56,14 +65,19 @@ def test_why_a_name_is_missing() -> None:
     assert history("disable_by_batch_size", FIELD_RANGES, (0, 20, 0)) == "removed in 0.17"
     assert history("medusa", METHOD_RANGES, (0, 33, 0)) == "removed in 0.33"
     assert history("num-speculative-tokens", FIELD_RANGES, (0, 32, 0)) == (
-        "unknown in vLLM 0.10-0.33; did you mean 'num_speculative_tokens'?")
+        "unknown in vLLM 0.10-0.33; did you mean 'num_speculative_tokens'?"
+    )
     assert history("zzz", METHOD_RANGES, (0, 32, 0)) == "unknown in vLLM 0.10-0.33"
 
 
-@pytest.mark.parametrize(("spec", "env", "reason"), [
-    ({"rejection_sample_method": "fly"}, {}, "rejection_sample_method = fly"),
-    ({"rejection_sample_method": "standard"}, {"VLLM_EARS_TOLERANCE": "0.00"}, None),
-    ({}, {"VLLM_B_TOLERANCE": "1e-3", "VLLM_A_TOLERANCE": "x"}, "VLLM_A_TOLERANCE=x, VLLM_B_TOLERANCE=1e-3"),
-    ({"rejection_sample_method": 3}, {"TOLERANCE": "1"}, None)])
+@pytest.mark.parametrize(
+    ("spec", "env", "reason"),
+    [
+        ({"rejection_sample_method": "fly"}, {}, "rejection_sample_method = fly"),
+        ({"rejection_sample_method": "standard"}, {"VLLM_EARS_TOLERANCE": "0.00"}, None),
+        ({}, {"VLLM_B_TOLERANCE": "1e-3", "VLLM_A_TOLERANCE": "x"}, "VLLM_A_TOLERANCE=x, VLLM_B_TOLERANCE=1e-3"),
+        ({"rejection_sample_method": 3}, {"TOLERANCE": "1"}, None),
+    ],
+)
 def test_lossy_reason(spec: dict[str, object], env: dict[str, str], reason: str | None) -> None:
     assert lossy_reason(spec, env) == reason

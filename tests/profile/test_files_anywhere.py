@@ -19,10 +19,12 @@ def write_pair(folder: Path, model: Path, workloads: list[str], run_extra: str =
     """A pair file in ``folder`` (an ngram pair on ``model``; its engine is never started)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "pair.toml"
-    path.write_text(f'name = "outside"\n[target]\nmodel = "{model}"\n[speculative]\nmethod = "ngram"\n'
-                    'num_speculative_tokens = 2\nprompt_lookup_min = 1\nprompt_lookup_max = 3\n[engine]\n'
-                    'command = ["/bin/true"]\nargs = ["--max-model-len", "64"]\n[run]\n'
-                    f'workloads = {json.dumps(workloads)}\nconcurrency = [1]\n{run_extra}')
+    path.write_text(
+        f'name = "outside"\n[target]\nmodel = "{model}"\n[speculative]\nmethod = "ngram"\n'
+        "num_speculative_tokens = 2\nprompt_lookup_min = 1\nprompt_lookup_max = 3\n[engine]\n"
+        'command = ["/bin/true"]\nargs = ["--max-model-len", "64"]\n[run]\n'
+        f"workloads = {json.dumps(workloads)}\nconcurrency = [1]\n{run_extra}"
+    )
     return path
 
 
@@ -52,8 +54,9 @@ def test_a_workload_and_its_prompt_file_beside_the_pair_file(tmp_path: Path) -> 
     assert [w.name for w in replay_protocol(run / "protocol.json")[0].workloads] == ["chat"]
 
 
-def test_absolute_paths_and_paths_relative_to_the_current_directory(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_absolute_paths_and_paths_relative_to_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = write_model(tmp_path / "m", trained_vocab())
     absolute = write_workload(tmp_path / "w" / "abs.toml", str(tmp_path / "p" / "a.jsonl"), [{"prompt": "the dog"}])
     cwd_rel = write_workload(tmp_path / "x" / "rel.toml", "q.jsonl", [{"prompt": "a bird"}])
@@ -64,8 +67,11 @@ def test_absolute_paths_and_paths_relative_to_the_current_directory(tmp_path: Pa
 
 def test_a_missing_workload_path_names_where_it_was_looked_for(tmp_path: Path) -> None:
     model = write_model(tmp_path / "m", trained_vocab())
-    with pytest.raises(ProfileError, match=r"workload file 'nope/w.toml' not found: no .*nope/w.toml nor "
-                                           rf"{tmp_path}/a/nope/w.toml; give its absolute path"):
+    with pytest.raises(
+        ProfileError,
+        match=r"workload file 'nope/w.toml' not found: no .*nope/w.toml nor "
+        rf"{tmp_path}/a/nope/w.toml; give its absolute path",
+    ):
         load_pair(str(write_pair(tmp_path / "a", model, ["nope/w.toml"])))
 
 
@@ -76,5 +82,7 @@ def test_a_sweeps_candidate_files_keep_workload_paths_from_the_sweep_files_folde
     (tmp_path / "s" / "wl" / "x.toml").write_text("")
     doc = {"name": "s", "run": {"workloads": ["wl/x.toml", "short-homogeneous"], "concurrency": [1]}}
     assert anchor_workloads(doc, tmp_path / "s" / "sweep.toml")["run"] == {
-        "workloads": [str(tmp_path / "s" / "wl" / "x.toml"), "short-homogeneous"], "concurrency": [1]}
+        "workloads": [str(tmp_path / "s" / "wl" / "x.toml"), "short-homogeneous"],
+        "concurrency": [1],
+    }
     assert doc["run"]["workloads"][0] == "wl/x.toml"  # the sweep file's own table is left as it was

@@ -24,8 +24,10 @@ def bpe() -> Tokenizer:
     tok.decoder = decoders.ByteLevel()
     rng = random.Random(0)
     text = [sentence(rng) for _ in range(400)] + list(TASKS)
-    tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=400, show_progress=False,
-                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        text,
+        trainers.BpeTrainer(vocab_size=400, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
+    )
     return tok
 
 
@@ -40,8 +42,9 @@ def test_grounded_prompts_have_exact_input_lengths(bpe: Tokenizer) -> None:
 def test_grounded_prompts_are_seeded(bpe: Tokenizer) -> None:
     w = Workload("g", "grounded", "completions", 8, input_tokens=100, seed=1)
     assert generate(w, 6, bpe) == generate(w, 6, bpe)
-    assert [p.text for p in generate(w, 6, bpe)] != [p.text for p in generate(Workload(
-        "g", "grounded", "completions", 8, input_tokens=100, seed=2), 6, bpe)]
+    assert [p.text for p in generate(w, 6, bpe)] != [
+        p.text for p in generate(Workload("g", "grounded", "completions", 8, input_tokens=100, seed=2), 6, bpe)
+    ]
     assert len({p.text for p in generate(w, 20, bpe)}) == 20
 
 
@@ -52,7 +55,7 @@ def test_too_few_input_tokens_for_the_task_is_a_profile_error(bpe: Tokenizer) ->
 
 def _ngrams(text: str, n: int = 3) -> set[tuple[str, ...]]:
     words = text.replace("\n", " ").split()
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def test_the_answer_reuses_the_prompts_text() -> None:
@@ -70,13 +73,18 @@ def test_the_answer_reuses_the_prompts_text() -> None:
 def test_a_list_of_input_lengths_expands_into_one_workload_per_length(tmp_path: Path) -> None:
     (tmp_path / "g.toml").write_text('kind = "grounded"\ninput_tokens = [128, 512]\noutput_tokens = 16\nseed = 2\n')
     assert [(w.name, w.input_tokens, w.kind, w.seed) for w in load_workloads("g", tmp_path)] == [
-        ("g@128", 128, "grounded", 2), ("g@512", 512, "grounded", 2)]
+        ("g@128", 128, "grounded", 2),
+        ("g@512", 512, "grounded", 2),
+    ]
     model = str(write_model(tmp_path / "m", trained_vocab()))
     assert [w.name for w in pair_workloads(("g",), tmp_path, model, ())] == ["g@128", "g@512"]
     # the pair's one input length replaces the list
     assert [(w.name, w.input_tokens) for w in pair_workloads(("g",), tmp_path, model, (), None, 64)] == [("g", 64)]
-    with pytest.raises(ProfileError, match=r"workload g@512: 512 input \+ 16 output tokens exceed the serving "
-                                           r"context \(256 tokens, --max-model-len\)"):
+    with pytest.raises(
+        ProfileError,
+        match=r"workload g@512: 512 input \+ 16 output tokens exceed the serving "
+        r"context \(256 tokens, --max-model-len\)",
+    ):
         pair_workloads(("g",), tmp_path, model, ("--max-model-len", "256"))
     for bad in ("[]", "[128, 128]", "[128, 0]", '"long"'):
         (tmp_path / "b.toml").write_text(f'kind = "grounded"\ninput_tokens = {bad}\noutput_tokens = 16\n')
@@ -86,6 +94,7 @@ def test_a_list_of_input_lengths_expands_into_one_workload_per_length(tmp_path: 
 
 def test_the_demo_ngram_pair_runs_the_grounded_workload() -> None:
     from loadgen.profile.pairfile import load_pair
+
     pair = load_pair("demo-cpu-ngram")
     grounded = [w for w in pair.workloads if w.kind == "grounded"]
     assert [(w.input_tokens, w.output_tokens, w.context_tokens) for w in grounded] == [(256, 64, 1024)]

@@ -11,14 +11,17 @@ import pytest
 from loadgen.profile.locate import anchor_workloads, is_path, locate, looked_in
 
 
-@pytest.mark.parametrize(("ref", "path"), [("short-homogeneous", False), ("mine.toml", True), ("dir/mine", True),
-                                           ("/abs/w.toml", True), ("w.tom", False)])
+@pytest.mark.parametrize(
+    ("ref", "path"),
+    [("short-homogeneous", False), ("mine.toml", True), ("dir/mine", True), ("/abs/w.toml", True), ("w.tom", False)],
+)
 def test_a_workload_entry_is_a_path_when_it_ends_in_toml_or_holds_a_slash(ref: str, path: bool) -> None:
     assert is_path(ref) is path
 
 
-def test_the_current_directory_comes_first_then_the_naming_files_folder(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_current_directory_comes_first_then_the_naming_files_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cwd, beside = tmp_path / "cwd", tmp_path / "pairdir"
     for d in (cwd, beside):
         (d / "w").mkdir(parents=True)
@@ -46,14 +49,17 @@ def test_the_not_found_line_names_every_place_looked_in(tmp_path: Path, monkeypa
 
 
 def test_a_sweep_copy_gets_its_workload_paths_made_absolute_and_its_names_kept(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "pairs" / "w").mkdir(parents=True)
     (tmp_path / "pairs" / "w" / "mine.toml").write_text("")
     monkeypatch.chdir(tmp_path)
     doc = {"name": "p", "run": {"workloads": ["short-homogeneous", "w/mine.toml", "/abs/o.toml"], "concurrency": [1]}}
     got = anchor_workloads(doc, tmp_path / "pairs" / "p.toml")
-    assert got["run"] == {"workloads": ["short-homogeneous", str(tmp_path / "pairs" / "w" / "mine.toml"),
-                                        "/abs/o.toml"], "concurrency": [1]}
+    assert got["run"] == {
+        "workloads": ["short-homogeneous", str(tmp_path / "pairs" / "w" / "mine.toml"), "/abs/o.toml"],
+        "concurrency": [1],
+    }
     assert doc["run"]["workloads"][1] == "w/mine.toml"  # the document itself is left alone
     assert got["name"] == "p"
 

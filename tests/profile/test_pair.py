@@ -50,16 +50,30 @@ def test_unknown_key_in_table(tmp_path: Path) -> None:
         load_pair(str(path))
 
 
-@pytest.mark.parametrize(("old", "new", "message"), [
-    ("[target]", "[targt]", "missing table [target]; add it (see profiles/README.md); the file has 'targt' there: "
-                            "did you mean 'target'?"),
-    ("[target]\nmodel", "[target]\nmodle", "missing key [target].model; add it (see profiles/README.md); the file "
-                                           "has 'modle' there: did you mean 'model'?"),
-    ("[sampling]\ntemperature", "[sampling]\ntemprature", "unknown key 'temprature' in [sampling]; known keys: "
-     "ignore_eos, seed, temperature, top_p (see profiles/README.md); did you mean 'temperature'?"),
-])
-def test_a_typo_in_a_key_or_table_is_named_with_did_you_mean(tmp_path: Path, old: str, new: str,
-                                                             message: str) -> None:
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "[target]",
+            "[targt]",
+            "missing table [target]; add it (see profiles/README.md); the file has 'targt' there: "
+            "did you mean 'target'?",
+        ),
+        (
+            "[target]\nmodel",
+            "[target]\nmodle",
+            "missing key [target].model; add it (see profiles/README.md); the file "
+            "has 'modle' there: did you mean 'model'?",
+        ),
+        (
+            "[sampling]\ntemperature",
+            "[sampling]\ntemprature",
+            "unknown key 'temprature' in [sampling]; known keys: "
+            "ignore_eos, seed, temperature, top_p (see profiles/README.md); did you mean 'temperature'?",
+        ),
+    ],
+)
+def test_a_typo_in_a_key_or_table_is_named_with_did_you_mean(tmp_path: Path, old: str, new: str, message: str) -> None:
     """A misspelled table or key read as "missing table [target]; add it" while the file had [targt]."""
     path = tmp_path / "p.toml"
     text = Path("profiles/pairs/demo-cpu.toml").read_text()

@@ -66,7 +66,8 @@ def test_a_closed_loop_level_speculates_at_its_concurrency_an_open_loop_one_at_a
 
 def test_the_off_reason_names_the_key_and_its_numbers() -> None:
     assert off_reason({"num_speculative_tokens": 2, "disable_by_batch_size": 4}, 6) == (
-        "disable_by_batch_size = 4 <= 6 running requests")
+        "disable_by_batch_size = 4 <= 6 running requests"
+    )
     assert off_reason(SCHEDULE, 12) == f"{SCHEDULE_KEY} gives K = 0 for batch sizes 9-16"
     assert off_reason({"num_speculative_tokens": 0}, 1) == "num_speculative_tokens = 0"
 
@@ -75,7 +76,10 @@ def test_slo_limits_hold_the_declared_objectives_only() -> None:
     assert SLO().limits() == {}
     assert SLO(ttft_s=0.5, e2e_s=3.0).limits() == {"ttft_s": 0.5, "e2e_s": 3.0}
     assert SLO(percentile=90.0, ttft_s=0.0, tpot_s=0.02, e2e_s=1.0).limits() == {
-        "ttft_s": 0.0, "tpot_s": 0.02, "e2e_s": 1.0}  # 0 is a limit, not "unset"
+        "ttft_s": 0.0,
+        "tpot_s": 0.02,
+        "e2e_s": 1.0,
+    }  # 0 is a limit, not "unset"
 
 
 def test_the_stop_rule_counts_by_rounds_or_by_duration_and_the_cooldown_fillers() -> None:

@@ -39,18 +39,34 @@ def _refusal(tmp_path: Path, text: str) -> str:
 
 def test_a_sweep_pair_file_points_to_the_sweep_command(tmp_path: Path) -> None:
     got = _refusal(tmp_path, BASE.replace("num_speculative_tokens = 3", "num_speculative_tokens = [1, 3]"))
-    assert got == (f" is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep {tmp_path}/mini.toml` "
-                   "(make sweep PAIR=...), or give [speculative] one K")
+    assert got == (
+        f" is a sweep pair file (a K list or [[candidates]]): run `loadgen sweep {tmp_path}/mini.toml` "
+        "(make sweep PAIR=...), or give [speculative] one K"
+    )
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ('[servers.speculative]\nenv = { CUDA_VISIBLE_DEVICES = 0 }\n',
-     '[servers.speculative].env must map names to strings, e.g. { CUDA_VISIBLE_DEVICES = "0" }'),
-    ("[design]\nblocks = 4\nmax_blocks = 2\n", "[design].max_blocks = 2 is below blocks = 4; raise it or lower blocks"),
-    ('[servers.placebo]\nurl = "ftp://h"\n', "[servers.placebo].url must start with http:// or https://, got 'ftp://h'"),
-    ("[slo]\ne2e_s = 0\n", "[slo].e2e_s must be a number of seconds > 0 and <= 604,800 (at most one week), got 0 "
-                          "(see profiles/README.md)"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            "[servers.speculative]\nenv = { CUDA_VISIBLE_DEVICES = 0 }\n",
+            '[servers.speculative].env must map names to strings, e.g. { CUDA_VISIBLE_DEVICES = "0" }',
+        ),
+        (
+            "[design]\nblocks = 4\nmax_blocks = 2\n",
+            "[design].max_blocks = 2 is below blocks = 4; raise it or lower blocks",
+        ),
+        (
+            '[servers.placebo]\nurl = "ftp://h"\n',
+            "[servers.placebo].url must start with http:// or https://, got 'ftp://h'",
+        ),
+        (
+            "[slo]\ne2e_s = 0\n",
+            "[slo].e2e_s must be a number of seconds > 0 and <= 604,800 (at most one week), got 0 "
+            "(see profiles/README.md)",
+        ),
+    ],
+)
 def test_an_optional_table_refuses_with_the_fix(tmp_path: Path, extra: str, message: str) -> None:
     assert _refusal(tmp_path, BASE + extra) == message
 
@@ -90,8 +106,10 @@ def test_listing_a_folder_without_pair_files_is_bad_input(tmp_path: Path) -> Non
     with pytest.raises(BadInput) as err:
         pair_lines(tmp_path)
     assert err.value.exit_code == 2
-    assert str(err.value) == (f"no pair profiles in {tmp_path.resolve()}; run loadgen from the repository root, or "
-                              "pass a pair file's path to check / compare")
+    assert str(err.value) == (
+        f"no pair profiles in {tmp_path.resolve()}; run loadgen from the repository root, or "
+        "pass a pair file's path to check / compare"
+    )
     (tmp_path / "a-long-name.toml").write_text(BASE)
     (tmp_path / "b.toml").write_text("[engine\n")
     lines = pair_lines(tmp_path)

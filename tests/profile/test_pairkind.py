@@ -16,14 +16,20 @@ SWEEP_SPEC = '[speculative]\nmethod = "ngram"\nnum_speculative_tokens = [1, 2]\n
 ONE_SPEC = '[speculative]\nmethod = "ngram"\nnum_speculative_tokens = 2\n'
 
 
-@pytest.mark.parametrize(("doc", "kind"), [
-    ({"engine": {"args": ["--device", "cpu"]}}, PairKind("cpu", False)),
-    ({"engine": {"args": ["--device=cuda"]}}, PairKind("gpu", False)),
-    ({"engine": {"env": {"VLLM_CPU_OMP_THREADS_BIND": "0-1"}}}, PairKind("cpu", False)),
-    ({"engine": {"args": []}, "servers": {"plain": {"env": {"CUDA_VISIBLE_DEVICES": "0"}}}}, PairKind("gpu", False)),
-    ({"engine": {"args": ["--tensor-parallel-size", "2"]}, "candidates": [{}]}, PairKind("gpu", True)),
-    ({"engine": {"args": ["--dtype", "float32"]}}, PairKind(None, False)),
-])
+@pytest.mark.parametrize(
+    ("doc", "kind"),
+    [
+        ({"engine": {"args": ["--device", "cpu"]}}, PairKind("cpu", False)),
+        ({"engine": {"args": ["--device=cuda"]}}, PairKind("gpu", False)),
+        ({"engine": {"env": {"VLLM_CPU_OMP_THREADS_BIND": "0-1"}}}, PairKind("cpu", False)),
+        (
+            {"engine": {"args": []}, "servers": {"plain": {"env": {"CUDA_VISIBLE_DEVICES": "0"}}}},
+            PairKind("gpu", False),
+        ),
+        ({"engine": {"args": ["--tensor-parallel-size", "2"]}, "candidates": [{}]}, PairKind("gpu", True)),
+        ({"engine": {"args": ["--dtype", "float32"]}}, PairKind(None, False)),
+    ],
+)
 def test_the_kind_comes_from_the_engine_tables_and_the_candidates(doc: dict, kind: PairKind) -> None:
     assert pair_kind(doc) == kind
 
@@ -33,7 +39,7 @@ def test_pairs_marks_each_file_by_its_content_not_its_name(tmp_path: Path, monke
     pairs.mkdir(parents=True)
     (pairs / "gpu-sweep.toml").write_text(ONE_SPEC + CPU_ENGINE)  # named like a GPU sweep: a plain CPU demo
     (pairs / "cpu-demo.toml").write_text(SWEEP_SPEC + GPU_ENGINE)  # named like a CPU demo: a GPU sweep
-    (pairs / "plain.toml").write_text(ONE_SPEC + '[engine]\nargs = []\n')
+    (pairs / "plain.toml").write_text(ONE_SPEC + "[engine]\nargs = []\n")
     (pairs / "broken.toml").write_text("[engine\n")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["pairs"])

@@ -19,18 +19,66 @@ from loadgen.profile.pairfile import load_pair
 
 BASE = Path("profiles/pairs/demo-cpu.toml").read_text().splitlines()
 #: Edge values: non-finite and absurd floats, 0, -1, ints past 64 bits, wrong types, lists for scalars.
-EDGES = st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -1e308, 1e16, 5e-324, -1, 0, 1, 0.5, 65535, 65536,
-                         2**63 - 1, 2**63, -(2**63) - 1, 10**30, 100_001, 10_000_001, "", "x", True, False,
-                         [], [math.nan], [math.inf], [1e308], [0], [-1], [2**64], ["x"], [[1]], [1, 2],
-                         {"a": 1}, {"a": math.nan}])
-VALUES = st.one_of(st.integers(-5, 10**6), st.floats(allow_nan=True, allow_infinity=True),
-                   st.booleans(), st.text(max_size=12), st.lists(st.integers(-3, 100), max_size=4), EDGES)
+EDGES = st.sampled_from(
+    [
+        math.nan,
+        math.inf,
+        -math.inf,
+        1e308,
+        -1e308,
+        1e16,
+        5e-324,
+        -1,
+        0,
+        1,
+        0.5,
+        65535,
+        65536,
+        2**63 - 1,
+        2**63,
+        -(2**63) - 1,
+        10**30,
+        100_001,
+        10_000_001,
+        "",
+        "x",
+        True,
+        False,
+        [],
+        [math.nan],
+        [math.inf],
+        [1e308],
+        [0],
+        [-1],
+        [2**64],
+        ["x"],
+        [[1]],
+        [1, 2],
+        {"a": 1},
+        {"a": math.nan},
+    ]
+)
+VALUES = st.one_of(
+    st.integers(-5, 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.text(max_size=12),
+    st.lists(st.integers(-3, 100), max_size=4),
+    EDGES,
+)
 #: Keys the demo pair leaves at their defaults, per table, to insert with fuzzed values.
 EXTRA_KEYS = {
     "[run]": ("rates_rps", "burstiness", "max_concurrency", "repetitions", "output_tokens", "input_tokens", "arrival"),
     "[stop]": ("duration_s", "max_requests", "max_error_rate", "on_error_budget", "cooldown"),
-    "[speculative]": ("prompt_lookup_max", "prompt_lookup_min", "draft_tensor_parallel_size", "max_model_len",
-                      "use_heterogeneous_vocab", "revision", "enforce_eager"),
+    "[speculative]": (
+        "prompt_lookup_max",
+        "prompt_lookup_min",
+        "draft_tensor_parallel_size",
+        "max_model_len",
+        "use_heterogeneous_vocab",
+        "revision",
+        "enforce_eager",
+    ),
     "[engine]": ("seed", "host"),
     "[criteria]": ("min_lossless_match", "max_extra_memory_bytes", "use_confidence_interval", "workloads"),
     "[slo]": ("percentile",),
@@ -41,8 +89,11 @@ def _toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return "nan" if value != value else ("inf" if value == float("inf") else
-                                             "-inf" if value == float("-inf") else repr(value))
+        return (
+            "nan"
+            if value != value
+            else ("inf" if value == float("inf") else "-inf" if value == float("-inf") else repr(value))
+        )
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     if isinstance(value, list):

@@ -24,43 +24,54 @@ def _lines(tmp_path: Path, *records: object) -> Path:
 def test_a_json_array_that_does_not_parse_is_named(tmp_path: Path) -> None:
     path = tmp_path / "a.json"
     path.write_text('[{"conversations": []},\n')
-    with pytest.raises(ProfileError, match=r"a.json: not a JSON array nor JSONL \(.*\); write one JSON object per "
-                                           "line$"):
+    with pytest.raises(
+        ProfileError,
+        match=r"a.json: not a JSON array nor JSONL \(.*\); write one JSON object per "
+        "line$",
+    ):
         read_prompt_file(path)
 
 
 HUMAN, GPT = {"from": "human", "value": "the cat"}, {"from": "gpt", "value": "a dog"}
 
 
-@pytest.mark.parametrize(("conversation", "reason"), [
-    ([{"from": "system", "value": " "}, HUMAN, GPT], "an empty system turn"),
-    ([GPT, {"from": "gpt", "value": "b"}], "no human turn"),
-    ([{"from": "human", "value": "  "}, GPT], "no human turn"),
-    ([{"from": "human", "value": 5}, GPT], "no human turn"),
-    ([HUMAN], "no reply after the first human turn"),
-    ([HUMAN, {"from": "human", "value": "again"}], "no reply after the first human turn"),
-    ([HUMAN, {"from": "gpt", "value": ""}], "no reply after the first human turn"),
-    ([{"from": "system", "value": "be brief"}, GPT, HUMAN], "opens after its system turn with a 'gpt' turn"),
-    (["not a turn", {"from": "tool", "value": "x"}, HUMAN], "opens with a 'tool' turn, not a human one"),
-])
+@pytest.mark.parametrize(
+    ("conversation", "reason"),
+    [
+        ([{"from": "system", "value": " "}, HUMAN, GPT], "an empty system turn"),
+        ([GPT, {"from": "gpt", "value": "b"}], "no human turn"),
+        ([{"from": "human", "value": "  "}, GPT], "no human turn"),
+        ([{"from": "human", "value": 5}, GPT], "no human turn"),
+        ([HUMAN], "no reply after the first human turn"),
+        ([HUMAN, {"from": "human", "value": "again"}], "no reply after the first human turn"),
+        ([HUMAN, {"from": "gpt", "value": ""}], "no reply after the first human turn"),
+        ([{"from": "system", "value": "be brief"}, GPT, HUMAN], "opens after its system turn with a 'gpt' turn"),
+        (["not a turn", {"from": "tool", "value": "x"}, HUMAN], "opens with a 'tool' turn, not a human one"),
+    ],
+)
 def test_a_sharegpt_conversation_without_a_usable_opening_is_skipped_with_its_reason(
-        tmp_path: Path, conversation: list[object], reason: str) -> None:
+    tmp_path: Path, conversation: list[object], reason: str
+) -> None:
     pf = read_prompt_file(_lines(tmp_path, {"conversations": [HUMAN, GPT]}, {"conversations": conversation}))
     assert pf.layout == "sharegpt" and pf.endpoint == "chat" and len(pf.entries) == 1
     assert len(pf.skipped) == 1 and pf.skipped[0].startswith(f"line 2: {reason}")
 
 
-@pytest.mark.parametrize(("record", "reason"), [
-    ({"prompt": "a", "output_tokens": 0}, "line 2: output_tokens must be a positive integer, got 0"),
-    ({"prompt": "a", "output_tokens": True}, "line 2: output_tokens must be a positive integer, got True"),
-    ({"prompt": "a", "output_tokens": 2.5}, "line 2: output_tokens must be a positive integer, got 2.5"),
-    ({"prompt": ""}, "line 2: prompt is not a non-empty string"),
-    ({"prompt": ["the", "cat"]}, "line 2: prompt is not a non-empty string"),
-    ({"messages": [{"role": "user", "content": "x"}]}, "line 2: a chat line in a completions file"),
-    ({"conversations": [HUMAN, GPT]}, "line 2: mixes ShareGPT conversations and JSONL prompts"),
-])
-def test_a_jsonl_line_that_cannot_be_sent_is_skipped_with_its_reason(tmp_path: Path, record: object,
-                                                                     reason: str) -> None:
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        ({"prompt": "a", "output_tokens": 0}, "line 2: output_tokens must be a positive integer, got 0"),
+        ({"prompt": "a", "output_tokens": True}, "line 2: output_tokens must be a positive integer, got True"),
+        ({"prompt": "a", "output_tokens": 2.5}, "line 2: output_tokens must be a positive integer, got 2.5"),
+        ({"prompt": ""}, "line 2: prompt is not a non-empty string"),
+        ({"prompt": ["the", "cat"]}, "line 2: prompt is not a non-empty string"),
+        ({"messages": [{"role": "user", "content": "x"}]}, "line 2: a chat line in a completions file"),
+        ({"conversations": [HUMAN, GPT]}, "line 2: mixes ShareGPT conversations and JSONL prompts"),
+    ],
+)
+def test_a_jsonl_line_that_cannot_be_sent_is_skipped_with_its_reason(
+    tmp_path: Path, record: object, reason: str
+) -> None:
     pf = read_prompt_file(_lines(tmp_path, {"prompt": "the cat", "output_tokens": 3}, record))
     assert (pf.layout, pf.endpoint, pf.lines) == ("jsonl", "completions", 2)
     assert pf.entries == (FileEntry(1, "the cat", None, 3),) and pf.skipped == (reason,)
@@ -92,9 +103,11 @@ def test_a_sharegpt_file_whose_every_conversation_exceeds_the_context_is_refused
     assert [(e.line, i, o) for e, i, o in entries] == [(1, n_in, n_out), (2, n_in, n_out)] and skipped == []
     with pytest.raises(ProfileError) as err:
         fit_lengths(pf, 9, tok, n_in + n_out - 1)
-    assert str(err.value) == (f"{pf.path}: no line fits the serving context ({n_in + n_out - 1} tokens); first: "
-                              f"line 1: {n_in} prompt + {n_out} output tokens exceed the serving context "
-                              f"({n_in + n_out - 1} tokens, --max-model-len)")
+    assert str(err.value) == (
+        f"{pf.path}: no line fits the serving context ({n_in + n_out - 1} tokens); first: "
+        f"line 1: {n_in} prompt + {n_out} output tokens exceed the serving context "
+        f"({n_in + n_out - 1} tokens, --max-model-len)"
+    )
 
 
 def test_sampling_more_than_the_file_holds_repeats_each_item_at_most_once_more() -> None:

@@ -10,10 +10,16 @@ from typing import Any
 
 from loadgen.profile.promptfile import read_prompt_file
 
-SYSTEM = [{"from": "system", "value": "be brief"}, {"from": "human", "value": "the cat"},
-          {"from": "gpt", "value": "sat"}]
-ASSISTANT_FIRST = [{"from": "gpt", "value": "hello, how can I help?"}, {"from": "human", "value": "the dog"},
-                   {"from": "gpt", "value": "ran"}]
+SYSTEM = [
+    {"from": "system", "value": "be brief"},
+    {"from": "human", "value": "the cat"},
+    {"from": "gpt", "value": "sat"},
+]
+ASSISTANT_FIRST = [
+    {"from": "gpt", "value": "hello, how can I help?"},
+    {"from": "human", "value": "the dog"},
+    {"from": "gpt", "value": "ran"},
+]
 PLAIN = [{"from": "human", "value": "a bird"}, {"from": "gpt", "value": "flew"}]
 
 
@@ -28,20 +34,23 @@ def test_an_opening_system_turn_is_kept_as_the_system_message(tmp_path: Path) ->
     assert pf.endpoint == "chat" and pf.skipped == ()
     assert [e.messages for e in pf.entries] == [
         ({"role": "system", "content": "be brief"}, {"role": "user", "content": "the cat"}),
-        ({"role": "user", "content": "a bird"},)]
+        ({"role": "user", "content": "a bird"},),
+    ]
     assert pf.entries[0].reply == "sat"
 
 
 def test_a_conversation_opening_with_the_assistant_is_skipped_and_counted(tmp_path: Path) -> None:
     pf = read_prompt_file(_file(tmp_path, ASSISTANT_FIRST, PLAIN))
     assert (pf.lines, len(pf.entries)) == (2, 1)
-    assert pf.skipped == ("line 1: opens with a 'gpt' turn, not a human one (a request cannot start with the "
-                          "assistant's words)",)
+    assert pf.skipped == (
+        "line 1: opens with a 'gpt' turn, not a human one (a request cannot start with the assistant's words)",
+    )
     assert pf.entries[0].messages == ({"role": "user", "content": "a bird"},)
 
 
 def test_a_system_turn_on_a_completions_file_is_skipped_with_its_reason(tmp_path: Path) -> None:
     pf = read_prompt_file(_file(tmp_path, SYSTEM, PLAIN), "completions")
     assert [e.text for e in pf.entries] == ["a bird"]
-    assert pf.skipped == ("line 1: opens with a system turn, which a completions prompt cannot carry; use "
-                          "endpoint = \"chat\"",)
+    assert pf.skipped == (
+        'line 1: opens with a system turn, which a completions prompt cannot carry; use endpoint = "chat"',
+    )

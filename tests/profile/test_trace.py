@@ -36,9 +36,15 @@ def _tokenizers(tmp_path: Path) -> list[Tokenizer]:
 
 
 def test_mooncake_lines_are_sorted_by_timestamp_and_offsets_scale(tmp_path: Path) -> None:
-    path = _lines(tmp_path, [{"timestamp": 1000, "input_length": 4, "output_length": 2, "hash_ids": [0]},
-                             {"timestamp": 500, "input_length": 5, "output_length": 3},
-                             "", {"timestamp": 2500, "input_length": 6, "output_length": 1, "hash_ids": [7]}])
+    path = _lines(
+        tmp_path,
+        [
+            {"timestamp": 1000, "input_length": 4, "output_length": 2, "hash_ids": [0]},
+            {"timestamp": 500, "input_length": 5, "output_length": 3},
+            "",
+            {"timestamp": 2500, "input_length": 6, "output_length": 1, "hash_ids": [7]},
+        ],
+    )
     trace = read_trace(path)
     assert (trace.layout, trace.endpoint, trace.lines, trace.skipped) == ("mooncake", "completions", 3, ())
     assert [e.line for e in trace.entries] == [2, 1, 4]
@@ -48,11 +54,15 @@ def test_mooncake_lines_are_sorted_by_timestamp_and_offsets_scale(tmp_path: Path
 
 def test_hash_ids_share_exactly_their_blocks_and_lengths_are_exact(tmp_path: Path) -> None:
     block = 16
-    path = _lines(tmp_path, [
-        {"timestamp": 0, "input_length": 3 * block, "output_length": 4, "hash_ids": [11, 22, 33]},
-        {"timestamp": 10, "input_length": 3 * block, "output_length": 5, "hash_ids": [11, 22, 44]},
-        {"timestamp": 20, "input_length": 2 * block + 5, "output_length": 6, "hash_ids": [11, 99, 44]},
-        {"timestamp": 30, "input_length": 40, "output_length": 7}])
+    path = _lines(
+        tmp_path,
+        [
+            {"timestamp": 0, "input_length": 3 * block, "output_length": 4, "hash_ids": [11, 22, 33]},
+            {"timestamp": 10, "input_length": 3 * block, "output_length": 5, "hash_ids": [11, 22, 44]},
+            {"timestamp": 20, "input_length": 2 * block + 5, "output_length": 6, "hash_ids": [11, 99, 44]},
+            {"timestamp": 30, "input_length": 40, "output_length": 7},
+        ],
+    )
     for tok in _tokenizers(tmp_path):
         reqs, skipped = trace_requests(read_trace(path), Replay(block_tokens=block, seed=3), tok)
         ids = [tok.encode(r.text or "").ids for r in reqs]
@@ -63,9 +73,12 @@ def test_hash_ids_share_exactly_their_blocks_and_lengths_are_exact(tmp_path: Pat
         assert ids[0][:shared] == ids[1][:shared]  # same first two hashes: the same first 2 x block tokens
         assert (reqs[0].text or "")[:100] == (reqs[1].text or "")[:100]
         assert ids[0][shared:] != ids[1][shared:]  # then different tokens
-        assert ids[2][:block + s] == ids[0][:block + s] and ids[2][block + s:2 * block + s] != ids[0][block + s:shared]
+        assert (
+            ids[2][: block + s] == ids[0][: block + s]
+            and ids[2][block + s : 2 * block + s] != ids[0][block + s : shared]
+        )
         # the same hash gives the same block wherever it sits: hash 44 opens the third block of both
-        assert ids[1][shared:] == ids[2][shared:] + ids[1][shared + 5:]
+        assert ids[1][shared:] == ids[2][shared:] + ids[1][shared + 5 :]
 
 
 def test_the_same_trace_gives_the_same_prompts_and_the_seed_changes_them(tmp_path: Path) -> None:
@@ -77,43 +90,63 @@ def test_the_same_trace_gives_the_same_prompts_and_the_seed_changes_them(tmp_pat
 
 
 def test_prompt_lines_with_a_timestamp_keep_their_text_and_skip_the_other_shape(tmp_path: Path) -> None:
-    path = _lines(tmp_path, [{"timestamp": 2000, "prompt": "the cat sat", "output_tokens": 3},
-                             {"timestamp": 1000, "prompt": "a dog ran"},
-                             {"timestamp": 1500, "messages": [{"role": "user", "content": "the bird"}]}])
+    path = _lines(
+        tmp_path,
+        [
+            {"timestamp": 2000, "prompt": "the cat sat", "output_tokens": 3},
+            {"timestamp": 1000, "prompt": "a dog ran"},
+            {"timestamp": 1500, "messages": [{"role": "user", "content": "the bird"}]},
+        ],
+    )
     trace = read_trace(path)
-    assert (trace.layout, trace.endpoint, trace.skipped) == ("prompts", "completions",
-                                                             ("line 3: a chat line in a completions trace",))
+    assert (trace.layout, trace.endpoint, trace.skipped) == (
+        "prompts",
+        "completions",
+        ("line 3: a chat line in a completions trace",),
+    )
     reqs, _ = trace_requests(trace, Replay(time_scale=2.0, output_tokens=9), _word_tokenizer(tmp_path))
     assert [(r.text, r.offset_s, r.output_tokens) for r in reqs] == [("a dog ran", 0.0, 9), ("the cat sat", 2.0, 3)]
 
 
 def test_requests_over_the_serving_context_are_skipped_and_named(tmp_path: Path) -> None:
-    path = _lines(tmp_path, [{"timestamp": 0, "input_length": 10, "output_length": 4},
-                             {"timestamp": 1, "input_length": 30, "output_length": 4}])
+    path = _lines(
+        tmp_path,
+        [
+            {"timestamp": 0, "input_length": 10, "output_length": 4},
+            {"timestamp": 1, "input_length": 30, "output_length": 4},
+        ],
+    )
     reqs, skipped = trace_requests(read_trace(path), Replay(context_tokens=20), _word_tokenizer(tmp_path))
     assert [r.line for r in reqs] == [1]
     assert skipped == ["line 2: 30 prompt + 4 output tokens exceed the serving context (20 tokens, --max-model-len)"]
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ("not json", "line 2 is not JSON"),
-    ({"input_length": 4, "output_length": 2}, "line 2: timestamp must be a number of milliseconds >= 0, got None"),
-    ({"timestamp": -5, "input_length": 4, "output_length": 2}, "line 2: timestamp must be"),
-    ({"timestamp": 5, "input_length": 0, "output_length": 2}, "line 2: input_length must be a positive integer"),
-    ({"timestamp": 5, "input_length": 4}, "line 2: output_length must be a positive integer"),
-    ({"timestamp": 5, "input_length": 4, "output_length": 2, "hash_ids": ["a"]}, "line 2: hash_ids must be a list"),
-    ({"timestamp": 5, "prompt": "x"}, "line 2 has no input_length/output_length"),
-    ([1, 2], "line 2 is not a JSON object"),
-    # a typo'd key is named with the fix; a length no context holds is refused before a prompt of that many words
-    # is built (it hung check and compare)
-    ({"timestmp": 5, "input_length": 4, "output_length": 2}, "got None \\(the line has 'timestmp': did you mean "),
-    ({"timestamp": 5, "input_length": 2_000_000_000, "output_length": 2},
-     "line 2: input_length must be a positive integer \\(tokens\\) up to 10,000,000, got 2000000000"),
-    ({"timestamp": 5, "input_length": 4, "output_length": 10_000_001}, "output_length must be a positive integer"),
-    # a second origin (0 among epoch milliseconds, or 1e300) would make the replay wait for years
-    ({"timestamp": 1.7e12, "input_length": 4, "output_length": 2},
-     "the trace spans 19,676 days \\(line 1 to line 2\\), over 30; give every timestamp in milliseconds"),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("not json", "line 2 is not JSON"),
+        ({"input_length": 4, "output_length": 2}, "line 2: timestamp must be a number of milliseconds >= 0, got None"),
+        ({"timestamp": -5, "input_length": 4, "output_length": 2}, "line 2: timestamp must be"),
+        ({"timestamp": 5, "input_length": 0, "output_length": 2}, "line 2: input_length must be a positive integer"),
+        ({"timestamp": 5, "input_length": 4}, "line 2: output_length must be a positive integer"),
+        ({"timestamp": 5, "input_length": 4, "output_length": 2, "hash_ids": ["a"]}, "line 2: hash_ids must be a list"),
+        ({"timestamp": 5, "prompt": "x"}, "line 2 has no input_length/output_length"),
+        ([1, 2], "line 2 is not a JSON object"),
+        # a typo'd key is named with the fix; a length no context holds is refused before a prompt of that many words
+        # is built (it hung check and compare)
+        ({"timestmp": 5, "input_length": 4, "output_length": 2}, "got None \\(the line has 'timestmp': did you mean "),
+        (
+            {"timestamp": 5, "input_length": 2_000_000_000, "output_length": 2},
+            "line 2: input_length must be a positive integer \\(tokens\\) up to 10,000,000, got 2000000000",
+        ),
+        ({"timestamp": 5, "input_length": 4, "output_length": 10_000_001}, "output_length must be a positive integer"),
+        # a second origin (0 among epoch milliseconds, or 1e300) would make the replay wait for years
+        (
+            {"timestamp": 1.7e12, "input_length": 4, "output_length": 2},
+            "the trace spans 19,676 days \\(line 1 to line 2\\), over 30; give every timestamp in milliseconds",
+        ),
+    ],
+)
 def test_a_bad_line_is_one_line_profile_error(tmp_path: Path, row: object, message: str) -> None:
     path = _lines(tmp_path, [{"timestamp": 0, "input_length": 4, "output_length": 2}, row])
     with pytest.raises(ProfileError, match=message) as err:
@@ -121,14 +154,26 @@ def test_a_bad_line_is_one_line_profile_error(tmp_path: Path, row: object, messa
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ({"timestamp": 0, "promt": "x"}, "line 1 has an unknown key 'promt' \\(did you mean 'prompt'\\?\\); a trace "
-                                     "line has timestamp, input_length, output_length, hash_ids \\(Mooncake\\) or "
-                                     "timestamp, prompt, messages, output_tokens$"),
-    ({"timestamp": 0, "input_lenght": 5, "output_length": 3}, "unknown key 'input_lenght' \\(did you mean 'input_l"),
-    ({"timestamp": 0, "prompt": "x", "output_tokns": 3}, "unknown key 'output_tokns' \\(did you mean 'output_tokens"),
-    ({"timestamp": 0}, "line 1 has no prompt or messages; write one request per line, e.g. \\{\"timestamp\": 0, "),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            {"timestamp": 0, "promt": "x"},
+            "line 1 has an unknown key 'promt' \\(did you mean 'prompt'\\?\\); a trace "
+            "line has timestamp, input_length, output_length, hash_ids \\(Mooncake\\) or "
+            "timestamp, prompt, messages, output_tokens$",
+        ),
+        (
+            {"timestamp": 0, "input_lenght": 5, "output_length": 3},
+            "unknown key 'input_lenght' \\(did you mean 'input_l",
+        ),
+        (
+            {"timestamp": 0, "prompt": "x", "output_tokns": 3},
+            "unknown key 'output_tokns' \\(did you mean 'output_tokens",
+        ),
+        ({"timestamp": 0}, 'line 1 has no prompt or messages; write one request per line, e.g. \\{"timestamp": 0, '),
+    ],
+)
 def test_a_first_line_with_a_typo_is_named_with_did_you_mean(tmp_path: Path, row: object, message: str) -> None:
     """A first line with `promt` read "has no prompt or messages like the first line; one trace holds one line
     shape" (it is the first line), and `output_tokns` on a prompt line was ignored: the output length silently
@@ -143,15 +188,21 @@ def test_a_mooncake_line_may_carry_more_keys(tmp_path: Path) -> None:
 
 
 def test_a_trace_of_30_days_and_lengths_of_10m_tokens_are_read(tmp_path: Path) -> None:
-    path = _lines(tmp_path, [{"timestamp": 0, "input_length": 10_000_000, "output_length": 10_000_000},
-                             {"timestamp": 30 * 86_400_000, "input_length": 4, "output_length": 2}])
+    path = _lines(
+        tmp_path,
+        [
+            {"timestamp": 0, "input_length": 10_000_000, "output_length": 10_000_000},
+            {"timestamp": 30 * 86_400_000, "input_length": 4, "output_length": 2},
+        ],
+    )
     assert [e.timestamp_ms for e in read_trace(path).entries] == [0.0, 2_592_000_000.0]
 
 
 def test_a_trace_workload_records_its_file_and_expands_its_time_scales(tmp_path: Path) -> None:
     path = _lines(tmp_path, [{"timestamp": 0, "prompt": "the cat"}, {"timestamp": 9, "prompt": "a dog"}])
-    (tmp_path / "tr.toml").write_text(f'kind = "trace"\npath = "{path}"\noutput_tokens = 4\n'
-                                      'time_scale = [1.0, 0.5]\nblock_tokens = 64\n')
+    (tmp_path / "tr.toml").write_text(
+        f'kind = "trace"\npath = "{path}"\noutput_tokens = 4\ntime_scale = [1.0, 0.5]\nblock_tokens = 64\n'
+    )
     one, two = load_workloads("tr", tmp_path)
     assert (one.name, one.time_scale, two.name, two.time_scale) == ("tr@ts1", 1.0, "tr@ts0.5", 0.5)
     assert (one.kind, one.source_lines, one.block_tokens, len(one.source_sha256 or "")) == ("trace", 2, 64, 64)

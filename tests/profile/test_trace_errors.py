@@ -53,15 +53,18 @@ def test_a_missing_file_and_an_empty_one_are_named(tmp_path: Path) -> None:
         read_trace(tmp_path / "e.jsonl")
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ({"timestamp": 0, "prompt": ""}, "line 1: prompt must be a non-empty string$"),
-    ({"timestamp": 0, "prompt": 7}, "line 1: prompt must be a non-empty string$"),
-    ({"timestamp": 0, "messages": []}, r"line 1: messages must be a non-empty list of \{\"role\", \"content\"\}$"),
-    ({"timestamp": 0, "messages": [{"role": "user"}]}, "line 1: messages must be a non-empty list"),
-    ({"timestamp": 0, "messages": ["hi"]}, "line 1: messages must be a non-empty list"),
-    ({"timestamp": True, "prompt": "x"}, "line 1: timestamp must be a number of milliseconds >= 0, got True"),
-    ({"timestamp": 0, "prompt": "x", "output_tokens": 0}, "line 1: output_tokens must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"timestamp": 0, "prompt": ""}, "line 1: prompt must be a non-empty string$"),
+        ({"timestamp": 0, "prompt": 7}, "line 1: prompt must be a non-empty string$"),
+        ({"timestamp": 0, "messages": []}, r"line 1: messages must be a non-empty list of \{\"role\", \"content\"\}$"),
+        ({"timestamp": 0, "messages": [{"role": "user"}]}, "line 1: messages must be a non-empty list"),
+        ({"timestamp": 0, "messages": ["hi"]}, "line 1: messages must be a non-empty list"),
+        ({"timestamp": True, "prompt": "x"}, "line 1: timestamp must be a number of milliseconds >= 0, got True"),
+        ({"timestamp": 0, "prompt": "x", "output_tokens": 0}, "line 1: output_tokens must be a positive integer"),
+    ],
+)
 def test_a_bad_prompt_line_is_named(tmp_path: Path, row: object, message: str) -> None:
     with pytest.raises(ProfileError, match=message):
         read_trace(_lines(tmp_path, [row]))
@@ -69,8 +72,11 @@ def test_a_bad_prompt_line_is_named(tmp_path: Path, row: object, message: str) -
 
 def test_a_trace_whose_every_line_is_of_the_other_endpoint_is_refused(tmp_path: Path) -> None:
     path = _lines(tmp_path, [{"timestamp": 0, "prompt": "a"}, {"timestamp": 5, "prompt": "b"}])
-    with pytest.raises(ProfileError, match=r"no usable line \(2 skipped; first: line 1: a completions line in a "
-                                           r"chat trace\); fix the trace$"):
+    with pytest.raises(
+        ProfileError,
+        match=r"no usable line \(2 skipped; first: line 1: a completions line in a "
+        r"chat trace\); fix the trace$",
+    ):
         read_trace(path, "chat")
 
 
@@ -84,8 +90,11 @@ def test_a_first_chat_line_makes_a_chat_trace_and_its_input_is_its_messages(tmp_
     per_message = len(tok.encode("the cat").ids) + len(tok.encode("a dog ran").ids)
     reqs, skipped = trace_requests(trace, Replay(context_tokens=per_message + 2), tok)
     assert [(r.line, r.messages, r.text, r.output_tokens) for r in reqs] == [(1, tuple(msgs), None, 2)] and not skipped
-    with pytest.raises(ProfileError, match=rf"no line fits the serving context \({per_message + 1} tokens\); first: "
-                                           rf"line 1: {per_message} prompt \+ 2 output tokens exceed"):
+    with pytest.raises(
+        ProfileError,
+        match=rf"no line fits the serving context \({per_message + 1} tokens\); first: "
+        rf"line 1: {per_message} prompt \+ 2 output tokens exceed",
+    ):
         trace_requests(trace, Replay(context_tokens=per_message + 1), tok)
 
 
@@ -107,8 +116,11 @@ def test_hash_blocks_past_the_input_length_are_not_used() -> None:
 
 
 def test_a_tokenizer_without_sixteen_one_token_words_is_refused_for_mooncake(tmp_path: Path) -> None:
-    with pytest.raises(ProfileError, match="encodes only 0 common English words as one token; a Mooncake trace "
-                                           r"needs at least 16 \(use prompt lines with a timestamp instead\)"):
+    with pytest.raises(
+        ProfileError,
+        match="encodes only 0 common English words as one token; a Mooncake trace "
+        r"needs at least 16 \(use prompt lines with a timestamp instead\)",
+    ):
         one_token_words(_letter_tokenizer())
     assert len(one_token_words(_word_tokenizer(tmp_path))) == len(set(WORDS))
 
@@ -118,16 +130,23 @@ def test_offsets_of_no_entries_are_empty() -> None:
     assert offsets_s([TraceEntry(1, 250.0), TraceEntry(2, 1250.0)], 3.0) == (0.0, 3.0)
 
 
-@pytest.mark.parametrize(("scales", "message"), [
-    ("[1.0, 1.0]", r"time_scale must be a number > 0 or a list of distinct ones \(0.5 replays twice as fast\), got "
-                   r"\[1.0, 1.0\]$"),
-    ("[]", r"time_scale must be a number > 0 or a list of distinct ones \(0.5 replays twice as fast\), got \[\]$"),
-    ("[1.0, -2]", r"time_scale\[1\] must be a number > 0 and <= 1,000 \(trace offsets x time_scale\), got -2"),
-    ('"fast"', r"time_scale must be a number > 0 and <= 1,000 \(trace offsets x time_scale\), got 'fast'"),
-    ("[true]", r"time_scale\[0\] must be a number > 0 and <= 1,000 \(trace offsets x time_scale\), got True"),
-])
-def test_time_scales_that_are_not_distinct_positive_numbers_are_refused(tmp_path: Path, scales: str,
-                                                                        message: str) -> None:
+@pytest.mark.parametrize(
+    ("scales", "message"),
+    [
+        (
+            "[1.0, 1.0]",
+            r"time_scale must be a number > 0 or a list of distinct ones \(0.5 replays twice as fast\), got "
+            r"\[1.0, 1.0\]$",
+        ),
+        ("[]", r"time_scale must be a number > 0 or a list of distinct ones \(0.5 replays twice as fast\), got \[\]$"),
+        ("[1.0, -2]", r"time_scale\[1\] must be a number > 0 and <= 1,000 \(trace offsets x time_scale\), got -2"),
+        ('"fast"', r"time_scale must be a number > 0 and <= 1,000 \(trace offsets x time_scale\), got 'fast'"),
+        ("[true]", r"time_scale\[0\] must be a number > 0 and <= 1,000 \(trace offsets x time_scale\), got True"),
+    ],
+)
+def test_time_scales_that_are_not_distinct_positive_numbers_are_refused(
+    tmp_path: Path, scales: str, message: str
+) -> None:
     path = _lines(tmp_path, [{"timestamp": 0, "prompt": "the cat"}])
     (tmp_path / "tr.toml").write_text(f'kind = "trace"\npath = "{path}"\noutput_tokens = 4\ntime_scale = {scales}\n')
     with pytest.raises(ProfileError, match=message):
@@ -138,8 +157,11 @@ def test_time_scales_that_are_not_distinct_positive_numbers_are_refused(tmp_path
 def test_window_s_out_of_its_domain_is_refused_and_a_chosen_one_is_kept(tmp_path: Path, window: str) -> None:
     path = _lines(tmp_path, [{"timestamp": 0, "prompt": "the cat"}])
     (tmp_path / "w.toml").write_text(f'kind = "trace"\npath = "{path}"\noutput_tokens = 4\nwindow_s = {window}\n')
-    with pytest.raises(ProfileError, match=r"w.toml: window_s must be a number of seconds > 0 and <= 604,800 \(at "
-                                           rf"most one week\), got {window} \(see profiles/README.md\)$"):
+    with pytest.raises(
+        ProfileError,
+        match=r"w.toml: window_s must be a number of seconds > 0 and <= 604,800 \(at "
+        rf"most one week\), got {window} \(see profiles/README.md\)$",
+    ):
         load_workloads("w", tmp_path)
     (tmp_path / "w.toml").write_text(f'kind = "trace"\npath = "{path}"\noutput_tokens = 4\nwindow_s = 5\n')
     (only,) = load_workloads("w", tmp_path)
@@ -148,5 +170,8 @@ def test_window_s_out_of_its_domain_is_refused_and_a_chosen_one_is_kept(tmp_path
 
 def test_a_variant_is_named_by_its_scale_only_when_several_are_declared() -> None:
     assert scaled_name("prod", 0.5, (0.5,)) == "prod"
-    assert [scaled_name("prod", s, (1.0, 0.25, 2.0)) for s in (1.0, 0.25, 2.0)] == ["prod@ts1", "prod@ts0.25",
-                                                                                    "prod@ts2"]
+    assert [scaled_name("prod", s, (1.0, 0.25, 2.0)) for s in (1.0, 0.25, 2.0)] == [
+        "prod@ts1",
+        "prod@ts0.25",
+        "prod@ts2",
+    ]

@@ -33,8 +33,7 @@ def test_the_same_seed_gives_the_same_prompts_and_digest() -> None:
 def test_completions_prompts_carry_text_and_ids_by_index() -> None:
     prompts = generate(SHORT, 3)
     assert [p.prompt_id for p in prompts] == ["s-0000", "s-0001", "s-0002"]
-    assert all(p.messages is None and p.text and p.endpoint == "completions" and p.output_tokens == 16
-               for p in prompts)
+    assert all(p.messages is None and p.text and p.endpoint == "completions" and p.output_tokens == 16 for p in prompts)
     assert prompts[0].to_json()["messages"] is None
 
 
@@ -89,8 +88,11 @@ def test_a_model_without_tokenizer_json_is_a_profile_error(tmp_path: Path) -> No
 
 
 def test_load_workload_reads_every_field(tmp_path: Path) -> None:
-    d = _write(tmp_path, 'kind = "long-diverse"\nendpoint = "chat"\noutput_tokens = 64\ninput_tokens = 128\n'
-                         'seed = 7\ndescription = "d"\n')
+    d = _write(
+        tmp_path,
+        'kind = "long-diverse"\nendpoint = "chat"\noutput_tokens = 64\ninput_tokens = 128\n'
+        'seed = 7\ndescription = "d"\n',
+    )
     assert load_workload("x", d) == Workload("x", "long-diverse", "chat", 64, 128, 7, "d")
     d2 = _write(tmp_path, 'kind = "short-homogeneous"\noutput_tokens = 8\n', "y")
     assert load_workload("y", d2) == Workload("y", "short-homogeneous", "completions", 8, None, 0, "")
@@ -101,14 +103,21 @@ def test_the_shipped_workloads_load() -> None:
     assert (w.name, w.kind) == ("short-homogeneous", "short-homogeneous") and w.output_tokens > 0
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ('kind = "random"\noutput_tokens = 8\n',
-     "kind must be one of short-homogeneous, long-diverse, grounded, file, trace, got 'random'"),
-    ('kind = "long-diverse"\nendpoint = "embeddings"\noutput_tokens = 8\n',
-     "endpoint must be 'completions' or 'chat', got 'embeddings'"),
-    ('kind = "long-diverse"\noutput_tokens = 0\n', "output_tokens"),
-    ('kind = "long-diverse"\noutput_tokens = 8\ncolour = "red"\n', "colour"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'kind = "random"\noutput_tokens = 8\n',
+            "kind must be one of short-homogeneous, long-diverse, grounded, file, trace, got 'random'",
+        ),
+        (
+            'kind = "long-diverse"\nendpoint = "embeddings"\noutput_tokens = 8\n',
+            "endpoint must be 'completions' or 'chat', got 'embeddings'",
+        ),
+        ('kind = "long-diverse"\noutput_tokens = 0\n', "output_tokens"),
+        ('kind = "long-diverse"\noutput_tokens = 8\ncolour = "red"\n', "colour"),
+    ],
+)
 def test_bad_workload_files_are_one_line_profile_errors(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(ProfileError, match=message) as err:
         load_workload("x", _write(tmp_path, body))
@@ -116,20 +125,25 @@ def test_bad_workload_files_are_one_line_profile_errors(tmp_path: Path, body: st
 
 
 def test_a_near_miss_of_a_workload_name_or_kind_is_told_and_an_empty_folder_says_where_names_are_read(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """`loadgen check /abs/profiles/pairs/demo-cpu.toml` from another folder said "available workloads: (none)"
     with no fix; a kind or name one letter off said no "did you mean"."""
     with pytest.raises(ProfileError) as err:
         load_workload("short", tmp_path / "empty")
-    assert str(err.value) == (f"unknown workload 'short': no {tmp_path / 'empty' / 'short.toml'}; available workloads: "
-                              f"none in {tmp_path / 'empty'} (workload names are read from the repository's "
-                              "profiles/workloads/: run loadgen from the repository root) (or give a workload file's "
-                              "path)")
+    assert str(err.value) == (
+        f"unknown workload 'short': no {tmp_path / 'empty' / 'short.toml'}; available workloads: "
+        f"none in {tmp_path / 'empty'} (workload names are read from the repository's "
+        "profiles/workloads/: run loadgen from the repository root) (or give a workload file's "
+        "path)"
+    )
     _write(tmp_path, 'kind = "short-homogenous"\noutput_tokens = 8\n', "short-homogeneous")
     with pytest.raises(ProfileError, match=r"got 'short-homogenous' \(did you mean 'short-homogeneous'\?\)$"):
         load_workload("short-homogeneous", tmp_path)
-    with pytest.raises(ProfileError, match="no .*short-homogenous.toml; did you mean 'short-homogeneous'\\? "
-                                           "available workloads: short-homogeneous"):
+    with pytest.raises(
+        ProfileError,
+        match="no .*short-homogenous.toml; did you mean 'short-homogeneous'\\? available workloads: short-homogeneous",
+    ):
         load_workload("short-homogenous", tmp_path)
 
 

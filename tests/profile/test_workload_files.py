@@ -29,18 +29,29 @@ def _prompts(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ('kind = "long-diverse"\noutput_tokens = 8\ninput_tokens = [64, 64]\n',
-     r"input_tokens must list distinct lengths, e.g. \[128, 1024\], got \[64, 64\]$"),
-    ('kind = "long-diverse"\noutput_tokens = 8\ninput_tokens = []\n',
-     r"input_tokens must list distinct lengths, e.g. \[128, 1024\], got \[\]$"),
-    ('kind = "long-diverse"\noutput_tokens = 8\ninput_tokens = "64"\n', "input_tokens must be"),
-    ('kind = "file"\npath = "PROMPTS"\noutput_tokens = 8\ninput_tokens = 64\n',
-     "a file workload sends its prompts as written; remove input_tokens$"),
-    ('kind = "trace"\npath = "PROMPTS"\noutput_tokens = 8\ninput_tokens = 64\n',
-     "a trace workload sends its prompts as written; remove input_tokens$"),
-    ('kind = "long-diverse"\n', r"missing key output_tokens; add it \(see profiles/README.md\)"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'kind = "long-diverse"\noutput_tokens = 8\ninput_tokens = [64, 64]\n',
+            r"input_tokens must list distinct lengths, e.g. \[128, 1024\], got \[64, 64\]$",
+        ),
+        (
+            'kind = "long-diverse"\noutput_tokens = 8\ninput_tokens = []\n',
+            r"input_tokens must list distinct lengths, e.g. \[128, 1024\], got \[\]$",
+        ),
+        ('kind = "long-diverse"\noutput_tokens = 8\ninput_tokens = "64"\n', "input_tokens must be"),
+        (
+            'kind = "file"\npath = "PROMPTS"\noutput_tokens = 8\ninput_tokens = 64\n',
+            "a file workload sends its prompts as written; remove input_tokens$",
+        ),
+        (
+            'kind = "trace"\npath = "PROMPTS"\noutput_tokens = 8\ninput_tokens = 64\n',
+            "a trace workload sends its prompts as written; remove input_tokens$",
+        ),
+        ('kind = "long-diverse"\n', r"missing key output_tokens; add it \(see profiles/README.md\)"),
+    ],
+)
 def test_a_bad_workload_file_is_one_line_and_exit_2(tmp_path: Path, body: str, message: str) -> None:
     d = _folder(tmp_path, body.replace("PROMPTS", str(_prompts(tmp_path))))
     with pytest.raises(ProfileError, match=message) as err:
@@ -58,8 +69,7 @@ def test_one_workload_is_refused_for_a_list_of_lengths(tmp_path: Path) -> None:
 def test_a_workload_given_by_path_is_named_by_its_file_unless_it_names_itself(tmp_path: Path) -> None:
     d = _folder(tmp_path, 'kind = "short-homogeneous"\noutput_tokens = 4\n', name="mine")
     (w,) = load_workloads(str(d / "mine.toml"))
-    assert (w.name, w.kind, w.endpoint, w.input_tokens, w.seed) == ("mine", "short-homogeneous", "completions",
-                                                                    None, 0)
+    assert (w.name, w.kind, w.endpoint, w.input_tokens, w.seed) == ("mine", "short-homogeneous", "completions", None, 0)
     (d / "named.toml").write_text('name = "other"\nkind = "long-diverse"\nendpoint = "chat"\noutput_tokens = 4\n')
     assert load_workloads(str(d / "named.toml"))[0].name == "other"
 
@@ -69,8 +79,7 @@ def test_which_workloads_need_the_targets_tokenizer(tmp_path: Path) -> None:
     (free,) = load_workloads("x", d)
     (d / "y.toml").write_text('kind = "long-diverse"\noutput_tokens = 8\ninput_tokens = 32\n')
     (d / "f.toml").write_text(f'kind = "file"\npath = "{_prompts(tmp_path)}"\noutput_tokens = 8\n')
-    assert [needs_tokenizer(w) for w in (free, *load_workloads("y", d), *load_workloads("f", d))] == [
-        False, True, True]
+    assert [needs_tokenizer(w) for w in (free, *load_workloads("y", d), *load_workloads("f", d))] == [False, True, True]
 
 
 def test_a_trace_file_changed_since_loading_is_refused(tmp_path: Path) -> None:
@@ -82,18 +91,26 @@ def test_a_trace_file_changed_since_loading_is_refused(tmp_path: Path) -> None:
     reqs, skipped = replay_trace(w, load_tokenizer(model))
     assert [(r.line, r.text, r.output_tokens) for r in reqs] == [(1, "the cat", 2)] and skipped == []
     trace.write_text(json.dumps({"timestamp": 0, "prompt": "a dog"}) + "\n")
-    with pytest.raises(ProfileError, match=rf"{trace} changed since the workload was loaded \(sha256 [0-9a-f]{{12}}, "
-                                           rf"expected {w.source_sha256[:12]}\); load the pair again$"):
+    with pytest.raises(
+        ProfileError,
+        match=rf"{trace} changed since the workload was loaded \(sha256 [0-9a-f]{{12}}, "
+        rf"expected {w.source_sha256[:12]}\); load the pair again$",
+    ):
         replay_trace(w, load_tokenizer(model))
 
 
 def test_trace_lines_too_long_for_the_serving_context_join_the_skipped_ones(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
-    trace.write_text(json.dumps({"timestamp": 0, "input_length": 4, "output_length": 2}) + "\n"
-                     + json.dumps({"timestamp": 5, "input_length": 40, "output_length": 2}) + "\n")
+    trace.write_text(
+        json.dumps({"timestamp": 0, "input_length": 4, "output_length": 2})
+        + "\n"
+        + json.dumps({"timestamp": 5, "input_length": 40, "output_length": 2})
+        + "\n"
+    )
     model = str(write_model(tmp_path / "m", trained_vocab((" ".join(WORDS),))))
     d = _folder(tmp_path, f'kind = "trace"\npath = "{trace}"\noutput_tokens = 2\n')
     (w,) = pair_workloads(("x",), d, model, ("--max-model-len", "16"))
     assert w.context_tokens == 16 and w.skipped == (
-        "line 2: 40 prompt + 2 output tokens exceed the serving context (16 tokens, --max-model-len)",)
+        "line 2: 40 prompt + 2 output tokens exceed the serving context (16 tokens, --max-model-len)",
+    )
     assert pair_workloads(("x",), d, model, ("--max-model-len", "42"))[0].skipped == ()

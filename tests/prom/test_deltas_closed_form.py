@@ -28,8 +28,9 @@ def test_counter_increase_per_series_across_a_reset() -> None:
     got = counter_delta(before, after, "c_total")
     # engine 0: +15; engine 1 restarted (50 -> 4): its 4 count; engine 2 vanished: a reset
     assert (got.value, got.reset, got.series) == (19.0, True, 2)
-    held = counter_delta(before, parse_metrics('c_total{engine="0"} 12\nc_total{engine="1"} 51\n'
-                                               'c_total{engine="2"} 7\n'), "c_total")
+    held = counter_delta(
+        before, parse_metrics('c_total{engine="0"} 12\nc_total{engine="1"} 51\nc_total{engine="2"} 7\n'), "c_total"
+    )
     assert (held.value, held.reset, held.series) == (3.0, False, 3)
     assert counter_delta(before, after, "c_total", engine="1").value == 4.0
 
@@ -66,10 +67,14 @@ def test_a_series_that_went_down_counts_its_after_values() -> None:
 
 
 def test_only_families_keeps_their_lines() -> None:
-    text = ("# HELP a_total A.\n# TYPE a_total counter\na_total 1\na_created 5\n# TYPE h histogram\n"
-            'h_bucket{le="+Inf"} 2\nh_count 2\nh_sum 1\nhx 9\n# TYPE b gauge\nb 3\n')
-    assert only_families(text, ["a", "h"]) == ('# HELP a_total A.\n# TYPE a_total counter\na_total 1\na_created 5\n'
-                                               '# TYPE h histogram\nh_bucket{le="+Inf"} 2\nh_count 2\nh_sum 1\n')
+    text = (
+        "# HELP a_total A.\n# TYPE a_total counter\na_total 1\na_created 5\n# TYPE h histogram\n"
+        'h_bucket{le="+Inf"} 2\nh_count 2\nh_sum 1\nhx 9\n# TYPE b gauge\nb 3\n'
+    )
+    assert only_families(text, ["a", "h"]) == (
+        "# HELP a_total A.\n# TYPE a_total counter\na_total 1\na_created 5\n"
+        '# TYPE h histogram\nh_bucket{le="+Inf"} 2\nh_count 2\nh_sum 1\n'
+    )
     assert only_families(text, ["nope"]) == ""
     assert not has_spec_decode(parse_metrics(text))
     assert has_spec_decode(parse_metrics("vllm:spec_decode_num_drafts_total 1\n"))
@@ -77,11 +82,14 @@ def test_only_families_keeps_their_lines() -> None:
 
 def spec(engine: str, drafts: int, tokens: int, accepted: int, per_pos: tuple[int, ...]) -> str:
     lab = f'engine="{engine}"'
-    lines = [f"vllm:spec_decode_num_drafts_total{{{lab}}} {drafts}",
-             f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {tokens}",
-             f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted}"]
-    lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{i}"}} {v}'
-              for i, v in enumerate(per_pos)]
+    lines = [
+        f"vllm:spec_decode_num_drafts_total{{{lab}}} {drafts}",
+        f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {tokens}",
+        f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted}",
+    ]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{i}"}} {v}' for i, v in enumerate(per_pos)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -91,8 +99,11 @@ def test_spec_decode_deltas_from_the_engines_that_held() -> None:
     held = spec_decode_held(before, after)
     assert held == SpecDecodeCounters(20.0, 40.0, 20.0, (12.0, 8.0), False, ("0", "1"), ("1",))
     whole = spec_decode_delta(before, after)  # increase() over both: engine 1 counts its after values
-    assert whole is not None and (whole.num_drafts, whole.accepted_per_position, whole.reset) == (25.0, (15.0, 9.0),
-                                                                                                   True)
+    assert whole is not None and (whole.num_drafts, whole.accepted_per_position, whole.reset) == (
+        25.0,
+        (15.0, 9.0),
+        True,
+    )
     lost = engine_counter_delta(before, after, "vllm:spec_decode_num_drafts_total")
     assert (lost.value, lost.engines, lost.reset_engines) == (20.0, ("0", "1"), ("1",))
     assert spec_decode_held(before, parse_metrics("other 1\n")) is None  # no spec-decode series: not measured

@@ -57,8 +57,7 @@ def test_query_vector_and_scalar(reader: PromQLReader) -> None:
     assert reader.query("1 + 2", now) == [({}, 3.0)]
 
 
-def test_spec_decode_delta_equals_direct_scrape_diff(reader: PromQLReader,
-                                                     scraped_window: tuple[float, float]) -> None:
+def test_spec_decode_delta_equals_direct_scrape_diff(reader: PromQLReader, scraped_window: tuple[float, float]) -> None:
     t0, t1 = scraped_window
     t0_snap, t1_snap = prom.parse_metrics(text("spec_t0")), prom.parse_metrics(text("spec_t1"))
     direct = deltas.spec_decode_delta(t0_snap, t1_snap)
@@ -73,8 +72,9 @@ def test_spec_decode_delta_equals_direct_scrape_diff(reader: PromQLReader,
     assert not via_increase.reset
 
 
-def test_spec_decode_delta_label_filter_and_absent_series(reader: PromQLReader,
-                                                          scraped_window: tuple[float, float]) -> None:
+def test_spec_decode_delta_label_filter_and_absent_series(
+    reader: PromQLReader, scraped_window: tuple[float, float]
+) -> None:
     t0, t1 = scraped_window
     filtered = reader.spec_decode_delta_at_instants(t0, t1, '{job="vllm-static", model_name="target", engine="1"}')
     assert filtered == SpecDecodeCounters(40.0, 120.0, 60.0, (30.0, 20.0, 10.0), False)
@@ -83,8 +83,9 @@ def test_spec_decode_delta_label_filter_and_absent_series(reader: PromQLReader,
     assert reader.spec_decode_delta_at_instants(t0, t1, 'job="no-such-job"') is None
 
 
-def test_unaligned_window_extrapolates_and_cross_check_says_so(reader: PromQLReader,
-                                                               scraped_window: tuple[float, float]) -> None:
+def test_unaligned_window_extrapolates_and_cross_check_says_so(
+    reader: PromQLReader, scraped_window: tuple[float, float]
+) -> None:
     t0, t1 = scraped_window
     direct = SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0, 30.0), False)
     # Edges half a scrape interval after each scrape: the latest samples at the edges are still the
@@ -106,8 +107,9 @@ def test_unaligned_window_extrapolates_and_cross_check_says_so(reader: PromQLRea
 def test_counter_reset_is_seen(reader: PromQLReader, vllm_static_exporter: StaticExporter) -> None:
     t1 = serve_and_wait(reader, vllm_static_exporter, text("spec_t1"))
     t2 = serve_and_wait(reader, vllm_static_exporter, text("spec_t2_engine1_restarted"))
-    direct = deltas.spec_decode_delta(prom.parse_metrics(text("spec_t1")),
-                                    prom.parse_metrics(text("spec_t2_engine1_restarted")))
+    direct = deltas.spec_decode_delta(
+        prom.parse_metrics(text("spec_t1")), prom.parse_metrics(text("spec_t2_engine1_restarted"))
+    )
     assert direct is not None and direct.reset
     exact = reader.spec_decode_delta_at_instants(t1, t2, SEL)
     assert exact == direct
@@ -152,13 +154,17 @@ def test_cross_check_pure() -> None:
     assert "direct 100, Prometheus 101" in problems[0]
     assert cross_check(a, b, tolerance=0.1) == []
     assert cross_check(a, SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0), False)) == [
-        "positions: direct has 3, Prometheus 2"]
+        "positions: direct has 3, Prometheus 2"
+    ]
 
 
 def test_missing_binaries_skip_with_an_install_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr("tests.support.promstack.shutil.which", lambda *args, **kwargs: None)
-    with pytest.raises(pytest.skip.Exception, match=r"`prometheus` is not installed.*apt-get install -y prometheus "
-                                                    r"prometheus-pushgateway"):
+    with pytest.raises(
+        pytest.skip.Exception,
+        match=r"`prometheus` is not installed.*apt-get install -y prometheus "
+        r"prometheus-pushgateway",
+    ):
         start_prometheus(["127.0.0.1:1"], tmp_path)
     with pytest.raises(pytest.skip.Exception, match="`prometheus-pushgateway` is not installed"):
         start_pushgateway(tmp_path)

@@ -29,11 +29,15 @@ def test_one_scrape_returns_the_text_and_its_parse() -> None:
     assert text == T1 and snap.total("vllm:num_requests_running") == 5.0
 
 
-@pytest.mark.parametrize(("status", "says"), [
-    (404, "HTTP 404 Not Found: the server has no /metrics endpoint (not a vLLM server, or a proxy that hides it)"),
-    (401, "HTTP 401 Unauthorized: the server refuses the scrape (an auth proxy?)"),
-    (503, "HTTP 503 Service Unavailable: its metrics exporter failed"),
-    (302, "HTTP 302 Found: not Prometheus text")])
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [
+        (404, "HTTP 404 Not Found: the server has no /metrics endpoint (not a vLLM server, or a proxy that hides it)"),
+        (401, "HTTP 401 Unauthorized: the server refuses the scrape (an auth proxy?)"),
+        (503, "HTTP 503 Service Unavailable: its metrics exporter failed"),
+        (302, "HTTP 302 Found: not Prometheus text"),
+    ],
+)
 def test_a_status_other_than_200_is_named(status: int, says: str) -> None:
     with scripted_server({}, gets={"/metrics": (status, b"")}) as url, pytest.raises(RunFailed) as info:
         scrape(url)
@@ -41,8 +45,10 @@ def test_a_status_other_than_200_is_named(status: int, says: str) -> None:
 
 
 def test_garbage_and_nothing_listening() -> None:
-    with scripted_server({}, gets={"/metrics": (200, b"<html>hello</html>\n")}) as url, \
-            pytest.raises(RunFailed, match=f"^{url}/metrics is not Prometheus text \\("):
+    with (
+        scripted_server({}, gets={"/metrics": (200, b"<html>hello</html>\n")}) as url,
+        pytest.raises(RunFailed, match=f"^{url}/metrics is not Prometheus text \\("),
+    ):
         scrape(url)
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(RunFailed, match=f"^cannot reach {url}/metrics \\(ConnectError: .*\\); is the server alive\\?$"):
@@ -62,8 +68,15 @@ def test_gauges_sampled_over_http_and_summarised() -> None:
 
     with scripted_server({}, gets={"/metrics": (200, T1.encode())}) as url:
         asyncio.run(run(url))
-    assert samples[:3] == [{"t_s": float(i), "vllm:kv_cache_usage_perc": 0.025, "vllm:num_requests_running": 5.0,
-                            "vllm:num_requests_waiting": 0.0} for i in range(3)]
+    assert samples[:3] == [
+        {
+            "t_s": float(i),
+            "vllm:kv_cache_usage_perc": 0.025,
+            "vllm:num_requests_running": 5.0,
+            "vllm:num_requests_waiting": 0.0,
+        }
+        for i in range(3)
+    ]
     with scripted_server({}, gets={"/metrics": (200, b"{not prometheus")}) as url:
         samples.clear()
         asyncio.run(run(url))
@@ -71,30 +84,55 @@ def test_gauges_sampled_over_http_and_summarised() -> None:
 
 
 def test_summaries_of_gauge_samples_under_either_name() -> None:
-    samples = [{"vllm:kv_cache_usage_perc": 0.5, "vllm:num_requests_running": 2.0}, {"error": "x"},
-               {"vllm:kv_cache_usage_perc": 0.25, "vllm:num_requests_running": None},
-               {"vllm:gpu_cache_usage_perc": 0.9}]
+    samples = [
+        {"vllm:kv_cache_usage_perc": 0.5, "vllm:num_requests_running": 2.0},
+        {"error": "x"},
+        {"vllm:kv_cache_usage_perc": 0.25, "vllm:num_requests_running": None},
+        {"vllm:gpu_cache_usage_perc": 0.9},
+    ]
     got = summarize_gauges(samples)
-    assert got["vllm:kv_cache_usage_perc"] == {"mean": 0.375, "max": 0.5, "samples": 2.0,
-                                               "metric": "vllm:kv_cache_usage_perc"}
-    assert got["vllm:num_requests_running"] == {"mean": 2.0, "max": 2.0, "samples": 1.0,
-                                                "metric": "vllm:num_requests_running"}
-    assert got["vllm:num_requests_waiting"] == {"mean": None, "max": None, "samples": 0.0,
-                                                "metric": "vllm:num_requests_waiting"}
+    assert got["vllm:kv_cache_usage_perc"] == {
+        "mean": 0.375,
+        "max": 0.5,
+        "samples": 2.0,
+        "metric": "vllm:kv_cache_usage_perc",
+    }
+    assert got["vllm:num_requests_running"] == {
+        "mean": 2.0,
+        "max": 2.0,
+        "samples": 1.0,
+        "metric": "vllm:num_requests_running",
+    }
+    assert got["vllm:num_requests_waiting"] == {
+        "mean": None,
+        "max": None,
+        "samples": 0.0,
+        "metric": "vllm:num_requests_waiting",
+    }
     old = summarize_gauges([{"vllm:gpu_cache_usage_perc": 0.9}, {"vllm:gpu_cache_usage_perc": 0.7}])
-    assert old["vllm:kv_cache_usage_perc"] == {"mean": pytest.approx(0.8), "max": 0.9, "samples": 2.0,
-                                               "metric": "vllm:gpu_cache_usage_perc"}
+    assert old["vllm:kv_cache_usage_perc"] == {
+        "mean": pytest.approx(0.8),
+        "max": 0.9,
+        "samples": 2.0,
+        "metric": "vllm:gpu_cache_usage_perc",
+    }
 
 
 def test_gauges_and_histogram_deltas_of_the_recorded_pages() -> None:
     before, after = parse_metrics(T0), parse_metrics(T1)
-    assert read_gauges(after) == {"vllm:kv_cache_usage_perc": 0.025, "vllm:num_requests_running": 5.0,
-                                  "vllm:num_requests_waiting": 0.0}  # summed over engines 0 and 1
+    assert read_gauges(after) == {
+        "vllm:kv_cache_usage_perc": 0.025,
+        "vllm:num_requests_running": 5.0,
+        "vllm:num_requests_waiting": 0.0,
+    }  # summed over engines 0 and 1
     ttft = server_histograms(before, after)["ttft_s"]
     # count (8 + 5) - (2 + 1) = 10, sum (4.49 + 2.2) - (0.1 + 0.3) = 6.29; p50: rank 5 in (0.25, 0.5] holding
     # ranks 5-7, linear: 0.25 + (5 - 4) / (7 - 4) x 0.25
-    assert (ttft["metric"], ttft["count"], ttft["sum"]) == ("vllm:time_to_first_token_seconds", 10.0,
-                                                            pytest.approx(6.29))
+    assert (ttft["metric"], ttft["count"], ttft["sum"]) == (
+        "vllm:time_to_first_token_seconds",
+        10.0,
+        pytest.approx(6.29),
+    )
     assert ttft["p50"] == pytest.approx(0.25 + 0.25 / 3) and ttft["p50_above_bound"] is False
     assert ttft["upper_bounds"][-1] == "+Inf" and ttft["cumulative_counts"][-1] == 10.0 and ttft["reset"] is False
     assert server_histograms(after, after) == {}  # no observations in between
@@ -102,11 +140,16 @@ def test_gauges_and_histogram_deltas_of_the_recorded_pages() -> None:
 
 def test_older_metric_names() -> None:
     assert candidates("vllm:kv_cache_usage_perc") == ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
-    assert candidates("vllm:prefix_cache_hits_total") == ("vllm:prefix_cache_hits_total",
-                                                          "vllm:gpu_prefix_cache_hits_total")
+    assert candidates("vllm:prefix_cache_hits_total") == (
+        "vllm:prefix_cache_hits_total",
+        "vllm:gpu_prefix_cache_hits_total",
+    )
     assert candidates("vllm:num_requests_running") == ("vllm:num_requests_running",)
     assert all_names(("vllm:inter_token_latency_seconds", "x")) == (
-        "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds", "x")
+        "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds",
+        "x",
+    )
     old = parse_metrics('vllm:gpu_cache_usage_perc{engine="0"} 0.5\nvllm:gpu_prefix_cache_hits_total 3\n')
     assert resolve(old, "vllm:kv_cache_usage_perc") == "vllm:gpu_cache_usage_perc"
     assert resolve(old, "vllm:prefix_cache_hits") == "vllm:gpu_prefix_cache_hits"

@@ -20,7 +20,8 @@ INTS = st.integers(min_value=-(2**40), max_value=2**40)
 SCALARS = st.none() | st.booleans() | INTS | FLOATS | TEXT
 #: Any JSON value, small.
 JSON: st.SearchStrategy[Any] = st.recursive(
-    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3), max_leaves=6)
+    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3), max_leaves=6
+)
 #: Values that refuse some kind each (1.0 is left out for the reason of FLOATS; "" for a non-empty string).
 CANDIDATES: list[Any] = [None, True, 0, 1.5, "", "x", [], [1, "x"], {}, {"a": "x"}]
 #: A key no record has: an unknown key of a file of other code.

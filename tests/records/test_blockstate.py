@@ -73,16 +73,25 @@ def test_the_largest_speculative_batch_sits_on_the_ceiling_and_stays_graphed() -
 def test_a_part_built_in_code_writes_what_it_holds_and_in_full_writes_every_field() -> None:
     graphs = Graphs(batch_tokens=20, ceiling=16, eager=True)
     assert graphs.to_json() == {"batch_tokens": 20, "ceiling": 16, "eager": True}
-    assert Graphs().to_json() == {} and Graphs().in_full().to_json() == {"batch_tokens": 0, "ceiling": None,
-                                                                           "eager": False}
+    assert Graphs().to_json() == {} and Graphs().in_full().to_json() == {
+        "batch_tokens": 0,
+        "ceiling": None,
+        "eager": False,
+    }
     assert HostState(loadavg_1m=0.5).to_json() == {"loadavg_1m": 0.5}
-    assert list(EngineState().in_full().to_json()) == ["prefix_cache_hit_share", "preemptions", "step_time_s",
-                                                       "waiting_max"]
+    assert list(EngineState().in_full().to_json()) == [
+        "prefix_cache_hit_share",
+        "preemptions",
+        "step_time_s",
+        "waiting_max",
+    ]
     gpu = GpuState(index=1, throttle_reasons=("hw_slowdown",))
     assert gpu.to_json() == {"index": 1, "throttle_reasons": ["hw_slowdown"]}
     state = BlockState(gpu=(gpu,), graphs=Graphs(batch_tokens=8))
-    assert state.to_json() == {"gpu": [{"index": 1, "throttle_reasons": ["hw_slowdown"]}],
-                               "graphs": {"batch_tokens": 8}}
+    assert state.to_json() == {
+        "gpu": [{"index": 1, "throttle_reasons": ["hw_slowdown"]}],
+        "graphs": {"batch_tokens": 8},
+    }
     assert BlockState.from_json(state.to_json(), source="x") == state
 
 
@@ -93,15 +102,24 @@ def test_a_line_of_older_code_without_a_part_reads_with_the_defaults() -> None:
     assert BlockState.from_json({}, source="x").to_json() == {}
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda s: s["gpu"][0].update(index="0"), r"gpu\[0\].index: expected an integer, got '0'"),
-    (lambda s: s["gpu"][0].update(throttle_reasons="none"), r"gpu\[0\].throttle_reasons: expected a list, got 'none'"),
-    (lambda s: s["gpu"][0].update(throttle_reasons=[1]), r"gpu\[0\].throttle_reasons\[0\]: expected a string, got 1"),
-    (lambda s: s.update(gpu={}), r"gpu: expected a list, got \{\}"),
-    (lambda s: s["host"].update(loadavg_1m="high"), r"host.loadavg_1m: expected a number, got 'high'"),
-    (lambda s: s.update(engine=[]), r"engine: expected an object, got \[\]"),
-    (lambda s: s["graphs"].update(batch_tokens=1.5), r"graphs.batch_tokens: expected an integer, got 1.5"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda s: s["gpu"][0].update(index="0"), r"gpu\[0\].index: expected an integer, got '0'"),
+        (
+            lambda s: s["gpu"][0].update(throttle_reasons="none"),
+            r"gpu\[0\].throttle_reasons: expected a list, got 'none'",
+        ),
+        (
+            lambda s: s["gpu"][0].update(throttle_reasons=[1]),
+            r"gpu\[0\].throttle_reasons\[0\]: expected a string, got 1",
+        ),
+        (lambda s: s.update(gpu={}), r"gpu: expected a list, got \{\}"),
+        (lambda s: s["host"].update(loadavg_1m="high"), r"host.loadavg_1m: expected a number, got 'high'"),
+        (lambda s: s.update(engine=[]), r"engine: expected an object, got \[\]"),
+        (lambda s: s["graphs"].update(batch_tokens=1.5), r"graphs.batch_tokens: expected an integer, got 1.5"),
+    ],
+)
 def test_a_state_that_does_not_read_is_one_line_naming_the_block_and_the_field(edit: Any, message: str) -> None:
     line = _lines(RUNS[0])[3]
     line["state"] = copy.deepcopy(line["state"])

@@ -20,27 +20,47 @@ def test_a_record_built_in_code_writes_its_set_fields_and_the_keys_it_names() ->
     r = Ratio(0.5, ci_method="blocks")
     assert r.to_json() == {"value": 0.5, "ci_method": "blocks"}  # defaults left out
     assert list(r.keyed("value", "ci_low", "ci_high").to_json().items()) == [
-        ("value", 0.5), ("ci_low", None), ("ci_high", None), ("ci_method", "blocks")]
+        ("value", 0.5),
+        ("ci_low", None),
+        ("ci_high", None),
+        ("ci_method", "blocks"),
+    ]
     full = Ratio(0.5).in_full().to_json()
     assert list(full)[:5] == ["value", "ci_low", "ci_high", "pairs", "unavailable"] and full["block_ratios"] is None
     read = Ratio.from_json({"ci_high": 2.0, "value": 1.5, "ci_low": 1.0}, source="card.json")
     assert list(read.with_fields(effect="faster", ci_low=1.1).to_json().items()) == [
-        ("ci_high", 2.0), ("value", 1.5), ("ci_low", 1.1), ("effect", "faster")]  # the file's order, then the new
+        ("ci_high", 2.0),
+        ("value", 1.5),
+        ("ci_low", 1.1),
+        ("effect", "faster"),
+    ]  # the file's order, then the new
 
 
 def test_the_block_state_reads_back_what_it_writes_and_names_a_bad_field() -> None:
-    host = {"gpus": [{"index": 0, "sm_clock_mhz": 1900, "throttle_reasons": ["gpu_idle", "sw_power_cap"]}],
-            "loadavg_1m": 0.25}
-    entry = CellEntry("plain", "w", 4, gauges={"vllm:num_requests_waiting": {"max": 2}},
-                      server_histograms={"icl_s": {"mean": 0.004}})
+    host = {
+        "gpus": [{"index": 0, "sm_clock_mhz": 1900, "throttle_reasons": ["gpu_idle", "sw_power_cap"]}],
+        "loadavg_1m": 0.25,
+    }
+    entry = CellEntry(
+        "plain", "w", 4, gauges={"vllm:num_requests_waiting": {"max": 2}}, server_histograms={"icl_s": {"mean": 0.004}}
+    )
     state = block_state((host, host), (None, None), entry, 20, 16, 0.01)
     line = json.loads(json.dumps(state.to_json()))
-    assert line == {"gpu": [{"index": 0, "sm_clock_mhz": 1900.0, "mem_clock_mhz": None, "power_w": None,
-                             "temperature_c": None, "throttle_reasons": ["sw_power_cap"]}],
-                    "host": {"loadavg_1m": 0.25, "cpu_steal_share": 0.01},
-                    "engine": {"prefix_cache_hit_share": None, "preemptions": None, "step_time_s": 0.004,
-                               "waiting_max": 2},
-                    "graphs": {"batch_tokens": 20, "ceiling": 16, "eager": True}}
+    assert line == {
+        "gpu": [
+            {
+                "index": 0,
+                "sm_clock_mhz": 1900.0,
+                "mem_clock_mhz": None,
+                "power_w": None,
+                "temperature_c": None,
+                "throttle_reasons": ["sw_power_cap"],
+            }
+        ],
+        "host": {"loadavg_1m": 0.25, "cpu_steal_share": 0.01},
+        "engine": {"prefix_cache_hit_share": None, "preemptions": None, "step_time_s": 0.004, "waiting_max": 2},
+        "graphs": {"batch_tokens": 20, "ceiling": 16, "eager": True},
+    }
     assert BlockState.from_json(line, source="cells.jsonl line 1").to_json() == line
     line["graphs"]["eager"] = "yes"
     with pytest.raises(BadInput, match=r"cells.jsonl line 1: graphs.eager: expected true or false, got 'yes'"):

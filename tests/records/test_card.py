@@ -45,8 +45,12 @@ def unnamed(value: object, path: str = "") -> list[str]:
     """The paths of the keys no record type names (kept verbatim in ``extra``), anywhere in ``value``."""
     if isinstance(value, Wire):
         own = [f"{path}.{k}" for k in value.extra]
-        return own + [p for f in fields(value) if f.name not in ("keys", "extra")
-                      for p in unnamed(getattr(value, f.name), f"{path}.{f.name}")]
+        return own + [
+            p
+            for f in fields(value)
+            if f.name not in ("keys", "extra")
+            for p in unnamed(getattr(value, f.name), f"{path}.{f.name}")
+        ]
     if isinstance(value, tuple | list):
         return [p for i, v in enumerate(value) for p in unnamed(v, f"{path}[{i}]")]
     if isinstance(value, dict):
@@ -72,7 +76,8 @@ def test_loadgen_report_of_a_card_that_does_not_match_is_one_line_exit_2(tmp_pat
     assert result.exit_code == 2
     assert result.output.splitlines()[-1] == (
         f"loadgen: error: {run / 'card.json'}: cells[3].ratios.tpot_p50.value: expected a number, got 'abc'; "
-        "re-render with `loadgen report` or restore the file")
+        "re-render with `loadgen report` or restore the file"
+    )
 
 
 def test_the_record_reads_attributes_of_the_committed_values() -> None:
@@ -88,16 +93,23 @@ def test_the_record_reads_attributes_of_the_committed_values() -> None:
     assert card.cell(first.workload, first.level) is first and card.cell(first.workload, "nowhere") is None
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda c: c["cells"][3]["ratios"]["tpot_p50"].__setitem__("value", "abc"),
-     "card.json: cells[3].ratios.tpot_p50.value: expected a number, got 'abc'"),
-    (lambda c: c["cells"][0].__setitem__("level", 4), "card.json: cells[0].level: expected a string, got 4"),
-    (lambda c: c["cells"][1]["plain"]["ttft_s"].pop("count"), "card.json: cells[1].plain.ttft_s.count: missing"),
-    (lambda c: c.__setitem__("schema", "loadgen.card/0"),
-     "card.json: schema: expected 'loadgen.card/1', got 'loadgen.card/0'"),
-    (lambda c: c["cells"][0].__setitem__("complete", 1), "card.json: cells[0].complete: expected true or false"),
-    (lambda c: c["verdict"].__setitem__("cells", {}), "card.json: verdict.cells: expected a list, got {}"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda c: c["cells"][3]["ratios"]["tpot_p50"].__setitem__("value", "abc"),
+            "card.json: cells[3].ratios.tpot_p50.value: expected a number, got 'abc'",
+        ),
+        (lambda c: c["cells"][0].__setitem__("level", 4), "card.json: cells[0].level: expected a string, got 4"),
+        (lambda c: c["cells"][1]["plain"]["ttft_s"].pop("count"), "card.json: cells[1].plain.ttft_s.count: missing"),
+        (
+            lambda c: c.__setitem__("schema", "loadgen.card/0"),
+            "card.json: schema: expected 'loadgen.card/1', got 'loadgen.card/0'",
+        ),
+        (lambda c: c["cells"][0].__setitem__("complete", 1), "card.json: cells[0].complete: expected true or false"),
+        (lambda c: c["verdict"].__setitem__("cells", {}), "card.json: verdict.cells: expected a list, got {}"),
+    ],
+)
 def test_a_card_that_does_not_match_names_the_file_the_field_and_the_fix(edit: Any, message: str) -> None:
     data = copy.deepcopy(_example())
     edit(data)

@@ -122,8 +122,9 @@ def test_aa_ratio_is_the_placebo_ratio_and_none_without_one() -> None:
     assert tpot.block_ratios is not None and len(tpot.block_ratios) == tpot.blocks == 3
     assert cell.aa_ratio("no_such_metric") is None
     assert cell.aa_ratio("tpot_p50") != cell.ratio("tpot_p50")  # the placebo's, not the speculative arm's
-    plain = CardCell.from_json(_load(DOCS / "examples" / "h200" / "h200-1b-draft" / "card.json")["cells"][0],
-                               source="cells[0]")
+    plain = CardCell.from_json(
+        _load(DOCS / "examples" / "h200" / "h200-1b-draft" / "card.json")["cells"][0], source="cells[0]"
+    )
     assert plain.noise_floor is None and plain.aa_ratio("tpot_p50") is None
     empty = CardCell("w", "c1", 1, None, True, {}, (), noise_floor=CellNoiseFloor())
     assert empty.aa_ratio("tpot_p50") is None
@@ -153,27 +154,58 @@ def test_a_context_row_built_in_code_writes_every_required_field_and_reads_back(
     assert data["tpot_ratio"] is None and data["tpot_ratio_ci"] == [0.8, None]  # concurrency left out: default
     again = ContextRow.from_json(data, source="card.json context_axis.w[0]")
     assert again == row and again.concurrency is None
-    assert list(row.in_full().to_json()) == ["input_tokens", "level", "concurrency", "acceptance_rate",
-                                             "tpot_ratio", "tpot_ratio_ci"]
+    assert list(row.in_full().to_json()) == [
+        "input_tokens",
+        "level",
+        "concurrency",
+        "acceptance_rate",
+        "tpot_ratio",
+        "tpot_ratio_ci",
+    ]
     assert row.with_fields(concurrency=4).to_json()["concurrency"] == 4
 
 
-@pytest.mark.parametrize(("record", "data", "message"), [
-    (StepTime, {"server_step_s": "0.01"}, r"step_time: server_step_s: expected a number, got '0.01'"),
-    (StepTime, {"burst_artefacts": "tpot_p50"}, r"step_time: burst_artefacts: expected a list, got 'tpot_p50'"),
-    (Cost, {"agrees": 1}, r"cost: agrees: expected true or false, got 1"),
-    (NoiseFloor, {"measured": True, "cells": 1.5}, r"noise_floor: cells: expected an integer, got 1.5"),
-    (NoiseFloor, {"measured": True, "metrics": {"tpot_p50": []}}, r"noise_floor: metrics.tpot_p50: expected an object"),
-    (NoiseMetric, {"min": 1, "max": 1, "widest_half_width": None, "excluding_1": [3]},
-     r"noise_floor: excluding_1\[0\]: expected a string, got 3"),
-    (CellNoiseFloor, {"holds": {"tpot_p50": "yes"}}, r"noise_floor: holds.tpot_p50: expected true or false, got .yes."),
-    (ContextRow, {"input_tokens": 8, "level": "c1", "acceptance_rate": None, "tpot_ratio": None},
-     r"context_axis: tpot_ratio_ci: missing"),
-])
+@pytest.mark.parametrize(
+    ("record", "data", "message"),
+    [
+        (StepTime, {"server_step_s": "0.01"}, r"step_time: server_step_s: expected a number, got '0.01'"),
+        (StepTime, {"burst_artefacts": "tpot_p50"}, r"step_time: burst_artefacts: expected a list, got 'tpot_p50'"),
+        (Cost, {"agrees": 1}, r"cost: agrees: expected true or false, got 1"),
+        (NoiseFloor, {"measured": True, "cells": 1.5}, r"noise_floor: cells: expected an integer, got 1.5"),
+        (
+            NoiseFloor,
+            {"measured": True, "metrics": {"tpot_p50": []}},
+            r"noise_floor: metrics.tpot_p50: expected an object",
+        ),
+        (
+            NoiseMetric,
+            {"min": 1, "max": 1, "widest_half_width": None, "excluding_1": [3]},
+            r"noise_floor: excluding_1\[0\]: expected a string, got 3",
+        ),
+        (
+            CellNoiseFloor,
+            {"holds": {"tpot_p50": "yes"}},
+            r"noise_floor: holds.tpot_p50: expected true or false, got .yes.",
+        ),
+        (
+            ContextRow,
+            {"input_tokens": 8, "level": "c1", "acceptance_rate": None, "tpot_ratio": None},
+            r"context_axis: tpot_ratio_ci: missing",
+        ),
+    ],
+)
 def test_a_part_that_does_not_match_is_one_line_naming_the_field(record: Any, data: Any, message: str) -> None:
     if record is StepTime:
-        data = {"server_step_s": 0.01, "client_step_s": None, "client_basis": "b", "step_s": 0.01, "source": "server",
-                "burst_share": None, "icl_p50_s": None, "burst_artefacts": []} | data
+        data = {
+            "server_step_s": 0.01,
+            "client_step_s": None,
+            "client_basis": "b",
+            "step_s": 0.01,
+            "source": "server",
+            "burst_share": None,
+            "icl_p50_s": None,
+            "burst_artefacts": [],
+        } | data
     source = {StepTime: "step_time", Cost: "cost", ContextRow: "context_axis"}.get(record, "noise_floor")
     with pytest.raises(BadInput, match=message) as caught:
         record.from_json(data, source=source)

@@ -41,7 +41,12 @@ def test_the_reader_gives_typed_entries() -> None:
     first = read_cell_lines(EXAMPLE / "cells.jsonl")[0]
     line = json.loads((EXAMPLE / "cells.jsonl").read_text().splitlines()[0])
     assert (first.role, first.workload, first.concurrency, first.level, first.duration_s) == (
-        line["role"], line["workload"], line["concurrency"], line["level"], line["duration_s"])
+        line["role"],
+        line["workload"],
+        line["concurrency"],
+        line["level"],
+        line["duration_s"],
+    )
     assert first.key == (line["workload"], line["level"])
     assert first.client_window_failed is None  # an older line: the errors count stands in (counterchecks.py)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -52,8 +57,14 @@ def test_an_entry_built_anew_writes_every_field_and_new_fields_go_last() -> None
     entry = CellEntry.of({"role": "plain", "workload": "w", "concurrency": 4, "level": "c4", "duration_s": 2})
     assert list(entry.to_json()) == ["role", "workload", "concurrency", "level", "duration_s"]
     later = entry.with_fields(state={"host": {}}, duration_s=3.5)
-    assert later.to_json() == {"role": "plain", "workload": "w", "concurrency": 4, "level": "c4", "duration_s": 3.5,
-                               "state": {"host": {}}}
+    assert later.to_json() == {
+        "role": "plain",
+        "workload": "w",
+        "concurrency": 4,
+        "level": "c4",
+        "duration_s": 3.5,
+        "state": {"host": {}},
+    }
     assert list(CellEntry("plain", "w", 1).to_json())[:4] == ["role", "workload", "concurrency", "level"]
     assert CellEntry("plain", "w", 1).key == ("w", "c1")
 
@@ -64,16 +75,22 @@ def _corrupt(path: Path, line: int, change: dict[str, object]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"duration_s": "abc"}, "duration_s: expected a number, got 'abc'"),
-    ({"role": 3}, "role: expected a string, got 3"),
-    ({"notes": "one note"}, "notes: expected a list of strings, got 'one note'"),
-    ({"spec_decode": [1]}, "spec_decode: expected an object or null, got [1]"),
-    ({"error_categories": {"http_5xx": 1.5}},
-     "error_categories: expected an object of integers, got {'http_5xx': 1.5}"),
-])
-def test_a_bad_line_names_the_file_the_line_and_the_field(tmp_path: Path, change: dict[str, object],
-                                                          message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"duration_s": "abc"}, "duration_s: expected a number, got 'abc'"),
+        ({"role": 3}, "role: expected a string, got 3"),
+        ({"notes": "one note"}, "notes: expected a list of strings, got 'one note'"),
+        ({"spec_decode": [1]}, "spec_decode: expected an object or null, got [1]"),
+        (
+            {"error_categories": {"http_5xx": 1.5}},
+            "error_categories: expected an object of integers, got {'http_5xx': 1.5}",
+        ),
+    ],
+)
+def test_a_bad_line_names_the_file_the_line_and_the_field(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
     path = tmp_path / "cells.jsonl"
     shutil.copyfile(EXAMPLE / "cells.jsonl", path)
     _corrupt(path, 3, change)
@@ -94,15 +111,20 @@ def test_loadgen_report_on_a_bad_cells_line_is_one_line_exit_2(tmp_path: Path) -
     _corrupt(run / "cells.jsonl", 3, {"duration_s": "abc"})
     result = CliRunner().invoke(main, ["report", str(run)])
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == (f"loadgen: error: {run / 'cells.jsonl'} line 3: duration_s: expected a "
-                                              f"number, got 'abc'; {RESTORE}")
+    assert result.output.splitlines()[-1] == (
+        f"loadgen: error: {run / 'cells.jsonl'} line 3: duration_s: expected a number, got 'abc'; {RESTORE}"
+    )
 
 
 def test_no_cast_makes_a_record_of_an_unchecked_value() -> None:
     """A record is made by its checked ``from_json``, never by ``typing.cast`` of a dict (the cell line was)."""
     pattern = re.compile(r"\bcast\(\s*(CellLine|CellEntry|RequestRecord|Protocol|ProtocolCell)\b")
-    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "loadgen").rglob("*.py"))
-             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in sorted((ROOT / "loadgen").rglob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert found == []
 
 
@@ -125,8 +147,9 @@ def test_a_line_of_older_code_takes_the_defaults() -> None:
         CellEntry.from_json({"role": "plain", "workload": "w"}, source="c line 2")
     assert str(caught.value) == f"c line 2: concurrency: missing (expected an integer); {RESTORE}"
     with pytest.raises(BadInput) as caught:
-        CellEntry.from_json({"role": "plain", "workload": "w", "concurrency": 1,
-                             "process_start_time_s": [1.5, "x"]}, source="c line 4")
+        CellEntry.from_json(
+            {"role": "plain", "workload": "w", "concurrency": 1, "process_start_time_s": [1.5, "x"]}, source="c line 4"
+        )
     assert str(caught.value).startswith("c line 4: process_start_time_s: expected a list of ")
 
 

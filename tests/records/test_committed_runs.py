@@ -66,8 +66,12 @@ def test_an_effective_file_is_the_config_the_proof_and_what_run_bench_adds(path:
     doc = _load(path)
     config = EffectiveConfig.from_json(doc, source=path.name)
     proof = ModeProof.from_json(doc, source=path.name)
-    merged = {**config.to_json(), **proof.to_json(), "ready_s": doc["ready_s"],
-              "cache_config_info": doc["cache_config_info"]}  # as run/bench.py writes it
+    merged = {
+        **config.to_json(),
+        **proof.to_json(),
+        "ready_s": doc["ready_s"],
+        "cache_config_info": doc["cache_config_info"],
+    }  # as run/bench.py writes it
     assert json.dumps(merged, indent=2) + "\n" == path.read_text()
     if path.name.startswith("plain"):  # attached without a startup log: no config from it, no spec-decode series
         assert (config.speculative_config_log, proof.spec_decode_metrics, proof.spec_positions) == (None, False, 0)
@@ -76,7 +80,8 @@ def test_an_effective_file_is_the_config_the_proof_and_what_run_bench_adds(path:
     k = re.search(r"num_spec_tokens=(\d+)", config.speculative_config_log or "")
     assert k is not None and proof.spec_decode_metrics is True and proof.spec_positions == int(k.group(1))
     assert "vllm:spec_decode_num_drafts" in proof.metric_families or "spec_decode_num_drafts" in " ".join(
-        proof.metric_families)
+        proof.metric_families
+    )
     info = doc["cache_config_info"]
     assert config.kv_cache_tokens_log == int(info["num_gpu_blocks"]) * int(info["block_size"])
 

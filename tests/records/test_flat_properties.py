@@ -33,21 +33,24 @@ REQUEST_SCHEMA = object_schema(request._KINDS, request._REQUIRED, "requests.json
 def test_a_protocol_the_schema_takes_reads_and_writes_back_the_same_bytes(doc: dict[str, Any]) -> None:
     proto = Protocol.from_json(doc, source="protocol.json")
     assert json.dumps(proto.to_json()) == json.dumps(doc)
-    assert [c.key for c in proto.cells] == [(c["workload"], c.get("level") or f"c{c.get('concurrency', 0)}")
-                                            for c in doc["cells"]]
+    assert [c.key for c in proto.cells] == [
+        (c["workload"], c.get("level") or f"c{c.get('concurrency', 0)}") for c in doc["cells"]
+    ]
     assert proto == Protocol.from_json(json.loads(json.dumps(proto.to_json())), source="again")
 
 
 @FAST
 @given(doc=from_schema(CELL_SCHEMA), note=st.text(max_size=5))
-def test_a_cell_line_its_kinds_take_reads_writes_back_and_takes_a_field_after_its_own(doc: dict[str, Any],
-                                                                                       note: str) -> None:
+def test_a_cell_line_its_kinds_take_reads_writes_back_and_takes_a_field_after_its_own(
+    doc: dict[str, Any], note: str
+) -> None:
     entry = CellEntry.from_json(doc, source="cells.jsonl line 1")
     assert json.dumps(entry.to_json()) == json.dumps(doc)
     assert entry.key == (doc["workload"], doc.get("level") or f"c{doc['concurrency']}")
     later = entry.with_fields(push_error=note)
     assert later.to_json() == {**doc, "push_error": note} and list(later.to_json())[-1] == (
-        "push_error" if "push_error" not in doc else list(doc)[-1])
+        "push_error" if "push_error" not in doc else list(doc)[-1]
+    )
 
 
 def _ordered(doc: dict[str, Any]) -> dict[str, Any]:
@@ -74,18 +77,33 @@ READERS: list[tuple[str, Any, dict[str, Kind], str]] = [
     ("cell", CellEntry.from_json, cell._KINDS, RESTORE),
     ("request", RequestRecord.from_json, request._KINDS, RESTORE),
 ]
-BASE = {"protocol": {"workloads": [], "cells": []},
-        "cell": {"role": "plain", "workload": "w", "concurrency": 1},
-        "request": {"prompt_id": "p", "role": "plain", "workload": "w", "concurrency": 1, "phase": "measured",
-                    "scheduled_s": 0.0, "chunk_tokens": [1]}}
-EDITS = [(name, reader, key, kinds[key].name, bad, fix)
-         for name, reader, kinds, fix in READERS for key in kinds for bad in refused(kinds[key])]
+BASE = {
+    "protocol": {"workloads": [], "cells": []},
+    "cell": {"role": "plain", "workload": "w", "concurrency": 1},
+    "request": {
+        "prompt_id": "p",
+        "role": "plain",
+        "workload": "w",
+        "concurrency": 1,
+        "phase": "measured",
+        "scheduled_s": 0.0,
+        "chunk_tokens": [1],
+    },
+}
+EDITS = [
+    (name, reader, key, kinds[key].name, bad, fix)
+    for name, reader, kinds, fix in READERS
+    for key in kinds
+    for bad in refused(kinds[key])
+]
 
 
-@pytest.mark.parametrize(("name", "reader", "key", "expected", "bad", "fix"), EDITS,
-                         ids=[f"{e[0]}.{e[2]}={e[4]!r}" for e in EDITS])
-def test_every_field_of_the_wrong_kind_is_one_line_naming_it(name: str, reader: Any, key: str, expected: str,
-                                                             bad: object, fix: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "reader", "key", "expected", "bad", "fix"), EDITS, ids=[f"{e[0]}.{e[2]}={e[4]!r}" for e in EDITS]
+)
+def test_every_field_of_the_wrong_kind_is_one_line_naming_it(
+    name: str, reader: Any, key: str, expected: str, bad: object, fix: str
+) -> None:
     with pytest.raises(BadInput) as caught:
         reader({**BASE[name], key: bad}, source="f.json")
     assert str(caught.value) == f"f.json: {key}: expected {expected}, got {bad!r}; {fix}"
@@ -96,8 +114,11 @@ def test_a_protocol_cell_of_the_wrong_kind_names_its_index_and_an_older_cell_rea
         Protocol.from_json({"workloads": [], "cells": [{"workload": "a"}, {"concurrency": 2}]}, source="p.json")
     assert str(caught.value) == f"p.json: cells[1].workload: missing (expected a string); {protocol.FIX}"
     cell0 = ProtocolCell.from_json({"workload": "a", "concurrency": 4, "arrivals_s": None}, source="p.json")
-    assert (cell0.key, cell0.arrivals_s, cell0.to_json()) == (("a", "c4"), None,
-                                                              {"workload": "a", "concurrency": 4, "arrivals_s": None})
+    assert (cell0.key, cell0.arrivals_s, cell0.to_json()) == (
+        ("a", "c4"),
+        None,
+        {"workload": "a", "concurrency": 4, "arrivals_s": None},
+    )
     doc = {"workloads": [], "cells": [{"workload": "a", UNKNOWN: [1], "level": "c1"}]}  # a cell of other code
     assert json.dumps(Protocol.from_json(doc, source="p.json").to_json()) == json.dumps(doc)
 
@@ -114,8 +135,13 @@ def test_a_request_line_of_older_code_takes_its_phase_from_the_warmup_flag() -> 
 def _kinds() -> list[Kind]:
     from tests.records.test_part_properties import PARTS
 
-    found = [*protocol._KINDS.values(), *protocol._CELL_KINDS.values(), *cell._KINDS.values(),
-             *request._KINDS.values(), *(k for cls in PARTS for k in cls.KINDS.values())]
+    found = [
+        *protocol._KINDS.values(),
+        *protocol._CELL_KINDS.values(),
+        *cell._KINDS.values(),
+        *request._KINDS.values(),
+        *(k for cls in PARTS for k in cls.KINDS.values()),
+    ]
     # a record's own kind checks the object only (its reader checks the fields): its schema says more
     out = {k.name: k for k in found if "properties" not in json.dumps(dict(k.schema))}
     return [out[n] for n in sorted(out)]

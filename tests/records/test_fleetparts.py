@@ -17,8 +17,16 @@ from loadgen.records.fleet import FIX, FleetCard
 from loadgen.records.fleetparts import Flag, FlagSide, FleetRatio, NodeGpu, NodeHardware, NodeVerdict
 from tests.fleet.test_fleetmd import _card
 
-FLAG = Flag("ratio", "p", "H200", "tpot_p50", [FlagSide("a", 0.7, 0.68, 0.72), FlagSide("b", 0.95, 0.92, 0.98)],
-            "p on H200: ...", workload="w", level="c1")
+FLAG = Flag(
+    "ratio",
+    "p",
+    "H200",
+    "tpot_p50",
+    [FlagSide("a", 0.7, 0.68, 0.72), FlagSide("b", 0.95, 0.92, 0.98)],
+    "p on H200: ...",
+    workload="w",
+    level="c1",
+)
 
 
 def _doc() -> dict[str, Any]:
@@ -35,7 +43,9 @@ def test_the_parts_read_back_typed_and_write_back_the_same_bytes() -> None:
     c1, c4 = (cell.nodes[0] for cell in card.pairs[0].cells)
     assert c1.ratios == {"tpot_p50": FleetRatio(0.8, 0.75, 0.85, 32), "ttft_p99": FleetRatio(1.25, None, None, 0)}
     assert c4.ratios["ttft_p99"] is None and c4.to_json()["ratios"] == {
-        "tpot_p50": {"value": 0.9, "ci_low": None, "ci_high": None, "pairs": None}, "ttft_p99": None}
+        "tpot_p50": {"value": 0.9, "ci_low": None, "ci_high": None, "pairs": None},
+        "ttft_p99": None,
+    }
     jsonschema.Draft202012Validator(FleetCard.json_schema()).validate(json.loads(text))
 
 
@@ -46,22 +56,42 @@ def _set(path: str, value: object) -> Callable[[dict[str, Any]], None]:
         for key in head:
             target = target[int(key)] if key.isdigit() else target[key]
         target[last] = value
+
     return change
 
 
-@pytest.mark.parametrize(("path", "value", "message"), [
-    ("pairs.0.cells.0.nodes.0.ratios.tpot_p50.ci_low", "0.7",
-     "pairs[0].cells[0].nodes[0].ratios.tpot_p50.ci_low: expected a number or null, got '0.7'"),
-    ("pairs.0.cells.0.nodes.0.ratios.tpot_p50", 0.8,
-     "pairs[0].cells[0].nodes[0].ratios: expected an object of ratios (each an object or null), got {'tpot_p50': 0.8"),
-    ("flags.0.nodes.1.value", True, "flags[0].nodes[1].value: expected a number or null, got True"),
-    ("nodes.0.hardware.gpus.0.memory_bytes", "big",
-     "nodes[0].hardware.gpus[0].memory_bytes: expected a number or null, got 'big'"),
-    ("pairs.0.nodes.0.verdict.passed", "yes", "pairs[0].nodes[0].verdict.passed: expected true or false or null, "
-                                              "got 'yes'"),
-    ("sweeps.0.cells.0.nodes.0.entries.0.candidate", None,
-     "sweeps[0].cells[0].nodes[0].entries[0].candidate: expected a string, got None"),
-])
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            "pairs.0.cells.0.nodes.0.ratios.tpot_p50.ci_low",
+            "0.7",
+            "pairs[0].cells[0].nodes[0].ratios.tpot_p50.ci_low: expected a number or null, got '0.7'",
+        ),
+        (
+            "pairs.0.cells.0.nodes.0.ratios.tpot_p50",
+            0.8,
+            "pairs[0].cells[0].nodes[0].ratios: expected an object of ratios (each an object or null), "
+            "got {'tpot_p50': 0.8",
+        ),
+        ("flags.0.nodes.1.value", True, "flags[0].nodes[1].value: expected a number or null, got True"),
+        (
+            "nodes.0.hardware.gpus.0.memory_bytes",
+            "big",
+            "nodes[0].hardware.gpus[0].memory_bytes: expected a number or null, got 'big'",
+        ),
+        (
+            "pairs.0.nodes.0.verdict.passed",
+            "yes",
+            "pairs[0].nodes[0].verdict.passed: expected true or false or null, got 'yes'",
+        ),
+        (
+            "sweeps.0.cells.0.nodes.0.entries.0.candidate",
+            None,
+            "sweeps[0].cells[0].nodes[0].entries[0].candidate: expected a string, got None",
+        ),
+    ],
+)
 def test_a_part_of_the_wrong_shape_is_one_line_naming_its_path(path: str, value: object, message: str) -> None:
     doc = copy.deepcopy(_doc())
     _set(path, value)(doc)

@@ -49,13 +49,18 @@ def test_one_built_anew_writes_every_field_in_kinds_order_and_new_keys_go_last()
     assert list(read.to_json()) == ["size", "top"] and read.to_json()["top"] == {"name": "b", "value": 0.5}
 
 
-@pytest.mark.parametrize(("doc", "line"), [
-    ({"size": 1, "leaves": [{"name": "a"}, {"name": "b", "value": "x"}]},
-     "t.json: leaves[1].value: expected a number or null, got 'x'; fix it"),
-    ({"size": 1, "top": {"value": 1}}, "t.json: top.name: missing (expected a string); fix it"),
-    ({"size": 1.5}, "t.json: size: expected an integer, got 1.5; fix it"),
-    ([], "t.json: expected an object, got []; fix it"),
-])
+@pytest.mark.parametrize(
+    ("doc", "line"),
+    [
+        (
+            {"size": 1, "leaves": [{"name": "a"}, {"name": "b", "value": "x"}]},
+            "t.json: leaves[1].value: expected a number or null, got 'x'; fix it",
+        ),
+        ({"size": 1, "top": {"value": 1}}, "t.json: top.name: missing (expected a string); fix it"),
+        ({"size": 1.5}, "t.json: size: expected an integer, got 1.5; fix it"),
+        ([], "t.json: expected an object, got []; fix it"),
+    ],
+)
 def test_a_bad_field_deep_inside_is_one_line_with_its_path(doc: object, line: str) -> None:
     with pytest.raises(BadInput) as caught:
         Tree.from_json(doc, source="t.json")
@@ -68,8 +73,12 @@ def test_the_schema_is_the_kinds_nested() -> None:
     schema = Tree.json_schema()
     assert schema["required"] == ["size"]
     assert schema["properties"]["leaves"] == {"type": "array", "items": Leaf.json_schema()}
-    assert Leaf.json_schema() == {"title": "leaf", "type": "object", "required": ["name"], "properties": {
-        "name": {"type": "string"}, "value": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}
+    assert Leaf.json_schema() == {
+        "title": "leaf",
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {"type": "string"}, "value": {"anyOf": [{"type": "number"}, {"type": "null"}]}},
+    }
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,11 @@ MODULES = (sweep, fleettasks, fleet, fleetparts)
 def _parts() -> list[type[Part]]:
     out = []
     for module in MODULES:
-        out += [v for v in vars(module).values()
-                if isinstance(v, type) and issubclass(v, Part) and v is not Part and v.__module__ == module.__name__]
+        out += [
+            v
+            for v in vars(module).values()
+            if isinstance(v, type) and issubclass(v, Part) and v is not Part and v.__module__ == module.__name__
+        ]
     return sorted(set(out), key=lambda c: (c.__module__, c.__name__))
 
 
@@ -37,7 +40,7 @@ FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthChec
 
 
 def test_the_records_under_test_are_the_known_ones() -> None:
-    assert len(PARTS) == 33 and "sweep.KSchedule" in IDS
+    assert len(PARTS) == 33 and "sweepchoice.KSchedule" in IDS
     assert "sweep.SweepCard" in IDS and "fleet.FleetCard" in IDS and "fleettasks.Task" in IDS
 
 
@@ -71,8 +74,9 @@ def _edits(cls: type[Part]) -> list[tuple[str, Any]]:
 @pytest.mark.parametrize("cls", PARTS, ids=IDS)
 @FAST
 @given(data=st.data())
-def test_a_field_of_the_wrong_kind_is_one_line_naming_it_and_the_schema_refuses_it(cls: type[Part],
-                                                                                   data: st.DataObject) -> None:
+def test_a_field_of_the_wrong_kind_is_one_line_naming_it_and_the_schema_refuses_it(
+    cls: type[Part], data: st.DataObject
+) -> None:
     edits = _edits(cls)
     if not edits:
         return
@@ -84,8 +88,9 @@ def test_a_field_of_the_wrong_kind_is_one_line_naming_it_and_the_schema_refuses_
     assert not jsonschema.Draft202012Validator(cls.json_schema()).is_valid(doc)
 
 
-@pytest.mark.parametrize("cls", [c for c in PARTS if c.REQUIRED],
-                         ids=[i for c, i in zip(PARTS, IDS, strict=True) if c.REQUIRED])
+@pytest.mark.parametrize(
+    "cls", [c for c in PARTS if c.REQUIRED], ids=[i for c, i in zip(PARTS, IDS, strict=True) if c.REQUIRED]
+)
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_each_required_field_left_out_is_named_with_what_it_expects(cls: type[Part], data: st.DataObject) -> None:
@@ -111,10 +116,19 @@ NODE = FleetNode("n1", "node-a", address="10.0.0.1", resources={"GPU": 1.0})
 def test_a_task_built_anew_writes_every_field_in_kinds_order_and_with_fields_adds_last() -> None:
     task = Task("t1", "pair-a", "compare", NODE)
     assert list(task.to_json()) == list(Task.KINDS)
-    assert task.to_json()["node"] == {"id": "n1", "name": "node-a", "address": "10.0.0.1", "hostname": None,
-                                      "gpu_type": None, "resources": {"GPU": 1.0}, "labels": {}}
-    read = Task.from_json({"node": {"name": "node-a", "id": "n1"}, "kind": "sweep", "status": "done", "pair": "p",
-                           "id": "t2"}, source="f.json")
+    assert task.to_json()["node"] == {
+        "id": "n1",
+        "name": "node-a",
+        "address": "10.0.0.1",
+        "hostname": None,
+        "gpu_type": None,
+        "resources": {"GPU": 1.0},
+        "labels": {},
+    }
+    read = Task.from_json(
+        {"node": {"name": "node-a", "id": "n1"}, "kind": "sweep", "status": "done", "pair": "p", "id": "t2"},
+        source="f.json",
+    )
     done = read.with_fields(exit_code=0, status="failed")
     assert list(done.to_json()) == ["node", "kind", "status", "pair", "id", "exit_code"]  # status stays in place
     assert (done.status, done.exit_code, read.status) == ("failed", 0, "done")
@@ -127,9 +141,19 @@ def test_with_fields_keeps_an_unknown_key_where_the_file_had_it() -> None:
     assert json.dumps(tasks.to_json()) == json.dumps({**doc, "name": "g"})
 
 
-@pytest.mark.parametrize(("run_dir", "ok"), [("runs/a", True), ("runs/a/b", True), (None, True),
-                                              ("runs/../etc", False), ("runs/a/../../x", False), ("run/a", False),
-                                              ("/runs/a", False), ("", False)])
+@pytest.mark.parametrize(
+    ("run_dir", "ok"),
+    [
+        ("runs/a", True),
+        ("runs/a/b", True),
+        (None, True),
+        ("runs/../etc", False),
+        ("runs/a/../../x", False),
+        ("run/a", False),
+        ("/runs/a", False),
+        ("", False),
+    ],
+)
 def test_a_run_dir_must_stay_under_runs(run_dir: str | None, ok: bool) -> None:
     doc = {**Task("t", "p", "compare", NODE).to_json(), "run_dir": run_dir}
     if ok:
@@ -137,25 +161,34 @@ def test_a_run_dir_must_stay_under_runs(run_dir: str | None, ok: bool) -> None:
         return
     with pytest.raises(BadInput) as caught:
         Task.from_json(doc, source="tasks.json")
-    assert str(caught.value) == (f"tasks.json: run_dir: expected a folder under runs/ of the fleet folder, or null, "
-                                 f"got {run_dir!r}; {FIX}")
+    assert str(caught.value) == (
+        f"tasks.json: run_dir: expected a folder under runs/ of the fleet folder, or null, got {run_dir!r}; {FIX}"
+    )
     # the schema checks the prefix only; the reader also refuses a ".." (records/fleettasks.py docstring)
     schema_ok = jsonschema.Draft202012Validator(Task.json_schema()).is_valid(doc)
     assert schema_ok == run_dir.startswith("runs/")
 
 
 def test_a_bad_field_deep_in_a_task_list_names_its_path() -> None:
-    doc = {"schema": fleettasks.SCHEMA, "name": "f", "tasks": [
-        Task("a", "p", "compare", NODE).to_json(),
-        {**Task("b", "p", "sweep", NODE).to_json(), "node": {**NODE.to_json(), "resources": {"GPU": "1"}}}]}
+    doc = {
+        "schema": fleettasks.SCHEMA,
+        "name": "f",
+        "tasks": [
+            Task("a", "p", "compare", NODE).to_json(),
+            {**Task("b", "p", "sweep", NODE).to_json(), "node": {**NODE.to_json(), "resources": {"GPU": "1"}}},
+        ],
+    }
     with pytest.raises(BadInput) as caught:
         TaskList.from_json(doc, source="tasks.json")
     assert str(caught.value) == (
-        f"tasks.json: tasks[1].node.resources: expected an object of numbers, got {{'GPU': '1'}}; {FIX}")
+        f"tasks.json: tasks[1].node.resources: expected an object of numbers, got {{'GPU': '1'}}; {FIX}"
+    )
 
 
-@pytest.mark.parametrize(("field", "value", "name"), [
-    ("schema", "loadgen.fleet-tasks/2", "one of loadgen.fleet-tasks/1"), ("name", 3, "a string")])
+@pytest.mark.parametrize(
+    ("field", "value", "name"),
+    [("schema", "loadgen.fleet-tasks/2", "one of loadgen.fleet-tasks/1"), ("name", 3, "a string")],
+)
 def test_a_task_list_of_another_schema_or_with_a_bad_name_is_refused(field: str, value: object, name: str) -> None:
     doc = {**TaskList("f", []).to_json(), field: value}
     with pytest.raises(BadInput) as caught:
@@ -163,8 +196,9 @@ def test_a_task_list_of_another_schema_or_with_a_bad_name_is_refused(field: str,
     assert str(caught.value) == f"tasks.json: {field}: expected {name}, got {value!r}; {FIX}"
 
 
-@pytest.mark.parametrize("cls", [c for c in PARTS if not c.REQUIRED],
-                         ids=[i for c, i in zip(PARTS, IDS, strict=True) if not c.REQUIRED])
+@pytest.mark.parametrize(
+    "cls", [c for c in PARTS if not c.REQUIRED], ids=[i for c, i in zip(PARTS, IDS, strict=True) if not c.REQUIRED]
+)
 def test_a_part_read_from_an_empty_object_writes_an_empty_object(cls: type[Part]) -> None:
     read = cls.from_json({}, source="f.json")
     assert read.to_json() == {} and read.keys == ()

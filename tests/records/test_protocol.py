@@ -41,12 +41,19 @@ def test_the_reader_gives_typed_fields() -> None:
     raw = json.loads((EXAMPLE / "protocol.json").read_text())
     proto = read_protocol(EXAMPLE / "protocol.json")
     assert (proto.schema, proto.pair, proto.engine_version, proto.prompts_sha256) == (
-        "loadgen.protocol/1", raw["pair"], raw["engine_version"], raw["prompts_sha256"])
+        "loadgen.protocol/1",
+        raw["pair"],
+        raw["engine_version"],
+        raw["prompts_sha256"],
+    )
     assert proto.criteria is None and proto.design is None  # older code recorded neither
     cell = proto.cells[0]
     assert (cell.workload, cell.concurrency, cell.level, cell.measured) == (
-        raw["cells"][0]["workload"], raw["cells"][0]["concurrency"], raw["cells"][0]["level"],
-        raw["cells"][0]["measured"])
+        raw["cells"][0]["workload"],
+        raw["cells"][0]["concurrency"],
+        raw["cells"][0]["level"],
+        raw["cells"][0]["measured"],
+    )
 
 
 def test_the_committed_schema_is_the_one_the_type_generates() -> None:
@@ -59,15 +66,19 @@ def test_every_committed_protocol_validates_against_the_schema(path: Path) -> No
     jsonschema.Draft202012Validator(Protocol.json_schema()).validate(json.loads(path.read_text()))
 
 
-@pytest.mark.parametrize(("change", "field", "message"), [
-    (lambda d: d["cells"][3].update(rate_rps="abc"), "cells[3].rate_rps", "expected a number or null, got 'abc'"),
-    (lambda d: d["cells"][0].update(measured=[1]), "cells[0].measured", "expected a list of strings, got [1]"),
-    (lambda d: d.update(concurrency="1,4"), "concurrency", "expected a list of integers, got '1,4'"),
-    (lambda d: d.update(engine_version=24), "engine_version", "expected a string or null, got 24"),
-    (lambda d: d.pop("workloads"), "workloads", "missing (expected a list of objects)"),
-])
-def test_a_bad_field_is_one_line_and_the_schema_refuses_it_too(tmp_path: Path, change: object, field: str,
-                                                               message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (lambda d: d["cells"][3].update(rate_rps="abc"), "cells[3].rate_rps", "expected a number or null, got 'abc'"),
+        (lambda d: d["cells"][0].update(measured=[1]), "cells[0].measured", "expected a list of strings, got [1]"),
+        (lambda d: d.update(concurrency="1,4"), "concurrency", "expected a list of integers, got '1,4'"),
+        (lambda d: d.update(engine_version=24), "engine_version", "expected a string or null, got 24"),
+        (lambda d: d.pop("workloads"), "workloads", "missing (expected a list of objects)"),
+    ],
+)
+def test_a_bad_field_is_one_line_and_the_schema_refuses_it_too(
+    tmp_path: Path, change: object, field: str, message: str
+) -> None:
     data = json.loads((EXAMPLE / "protocol.json").read_text())
     change(data)  # type: ignore[operator]
     path = tmp_path / "protocol.json"
@@ -80,8 +91,9 @@ def test_a_bad_field_is_one_line_and_the_schema_refuses_it_too(tmp_path: Path, c
 
 
 def test_a_protocol_built_anew_and_a_field_added_later() -> None:
-    proto = Protocol.from_json({"schema": "loadgen.protocol/1", "workloads": [], "cells": [{"workload": "w"}]},
-                               source="p.json")
+    proto = Protocol.from_json(
+        {"schema": "loadgen.protocol/1", "workloads": [], "cells": [{"workload": "w"}]}, source="p.json"
+    )
     later = proto.with_fields(design={"order": []}, schema="loadgen.protocol/1")
     assert list(later.to_json()) == ["schema", "workloads", "cells", "design"]
     assert later.cells == [ProtocolCell("w")] and later.cells[0].key == ("w", "c0")
@@ -96,5 +108,6 @@ def test_loadgen_report_on_a_bad_protocol_field_is_one_line_exit_2(tmp_path: Pat
     (run / "protocol.json").write_text(json.dumps(data, indent=2) + "\n")
     result = CliRunner().invoke(main, ["report", str(run)])
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == (f"loadgen: error: {run / 'protocol.json'}: cells[3].rate_rps: expected "
-                                              f"a number or null, got 'abc'; {FIX}")
+    assert result.output.splitlines()[-1] == (
+        f"loadgen: error: {run / 'protocol.json'}: cells[3].rate_rps: expected a number or null, got 'abc'; {FIX}"
+    )

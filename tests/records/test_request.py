@@ -20,21 +20,39 @@ from tests.support.fakerun import fetch_one
 from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-draft"
-GOOD = {"prompt_id": "p0", "role": "plain", "workload": "w", "concurrency": 2, "phase": "measured",
-        "scheduled_s": 0.0, "chunk_arrivals_s": [0.1, 0.2], "chunk_tokens": [1, 2], "token_ids": [5, 6, 7]}
+GOOD = {
+    "prompt_id": "p0",
+    "role": "plain",
+    "workload": "w",
+    "concurrency": 2,
+    "phase": "measured",
+    "scheduled_s": 0.0,
+    "chunk_arrivals_s": [0.1, 0.2],
+    "chunk_tokens": [1, 2],
+    "token_ids": [5, 6, 7],
+}
 
 
 def _streamed() -> RequestRecord:
     """A record the real client wrote from a scripted server: three chunks of one token, then usage."""
-    chunks = [completion_chunk("a", [11]), completion_chunk("b", [12]), completion_chunk("c", [13], "length"),
-              usage_chunk(4, 3), DONE]
+    chunks = [
+        completion_chunk("a", [11]),
+        completion_chunk("b", [12]),
+        completion_chunk("c", [13], "length"),
+        usage_chunk(4, 3),
+        DONE,
+    ]
     return fetch_one({"hi": (200, [(0.0, c) for c in chunks])}, "hi", 3)
 
 
 def test_a_streamed_record_writes_and_reads_back_byte_identically(tmp_path: Path) -> None:
     record = _streamed()
-    assert (record.token_ids, record.chunk_tokens, record.finish_reason, record.error) == ([11, 12, 13], [1, 1, 1],
-                                                                                           "length", None)
+    assert (record.token_ids, record.chunk_tokens, record.finish_reason, record.error) == (
+        [11, 12, 13],
+        [1, 1, 1],
+        "length",
+        None,
+    )
     app = JsonlAppender(tmp_path / "requests.jsonl")
     append_records(app, [record, record])
     app.close()
@@ -50,14 +68,17 @@ def test_the_record_is_frozen() -> None:
         record.error = "x"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"concurrency": "two"}, "concurrency: expected an integer, got 'two'"),
-    ({"concurrency": True}, "concurrency: expected an integer, got True"),
-    ({"scheduled_s": None}, "scheduled_s: expected a number, got None"),
-    ({"chunk_tokens": [1, "x"]}, "chunk_tokens: expected a list of integers, got [1, 'x']"),
-    ({"http_status": "200"}, "http_status: expected an integer or null, got '200'"),
-    ({"prompt_id": None}, "prompt_id: expected a string, got None"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"concurrency": "two"}, "concurrency: expected an integer, got 'two'"),
+        ({"concurrency": True}, "concurrency: expected an integer, got True"),
+        ({"scheduled_s": None}, "scheduled_s: expected a number, got None"),
+        ({"chunk_tokens": [1, "x"]}, "chunk_tokens: expected a list of integers, got [1, 'x']"),
+        ({"http_status": "200"}, "http_status: expected an integer or null, got '200'"),
+        ({"prompt_id": None}, "prompt_id: expected a string, got None"),
+    ],
+)
 def test_a_field_of_the_wrong_kind_names_the_line_and_the_field(change: dict[str, object], message: str) -> None:
     with pytest.raises(BadInput) as caught:
         RequestRecord.from_json(GOOD | change, source="runs/x/requests.jsonl line 7")
@@ -80,8 +101,9 @@ def test_loadgen_report_on_a_bad_requests_line_is_one_line_exit_2(tmp_path: Path
     (run / "requests.jsonl").write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"send_s": "soon"}) + "\n")
     result = CliRunner().invoke(main, ["report", str(run)])
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == (f"loadgen: error: {run / 'requests.jsonl'} line 2: send_s: expected a "
-                                              f"number, got 'soon'; {RESTORE}")
+    assert result.output.splitlines()[-1] == (
+        f"loadgen: error: {run / 'requests.jsonl'} line 2: send_s: expected a number, got 'soon'; {RESTORE}"
+    )
 
 
 def test_the_derived_values_of_a_record() -> None:
@@ -104,18 +126,29 @@ def test_a_record_of_older_code_reads() -> None:
 
 
 def test_an_older_record_without_error_or_token_gets_the_no_tokens_error() -> None:
-    line = GOOD | {"chunk_arrivals_s": [], "chunk_tokens": [], "token_ids": [], "http_status": 200,
-                   "finish_reason": "stop", "usage_completion_tokens": 0}
+    line = GOOD | {
+        "chunk_arrivals_s": [],
+        "chunk_tokens": [],
+        "token_ids": [],
+        "http_status": 200,
+        "finish_reason": "stop",
+        "usage_completion_tokens": 0,
+    }
     record = RequestRecord.from_json(line, source="r")
-    assert record.error == ("no-tokens: HTTP 200 stream ended with no token-bearing chunk (finish_reason stop, usage "
-                            "completion_tokens 0)") and not record.ok
+    assert (
+        record.error
+        == (
+            "no-tokens: HTTP 200 stream ended with no token-bearing chunk (finish_reason stop, usage "
+            "completion_tokens 0)"
+        )
+        and not record.ok
+    )
     assert RequestRecord.from_json(line | {"error": "timeout"}, source="r").error == "timeout"  # its own kept
 
 
 def test_optional_fields_absent_take_their_defaults_and_null_only_where_allowed() -> None:
     record = RequestRecord.from_json(GOOD, source="r")
-    assert (record.arrival_s, record.level, record.repetition, record.send_s, record.done_s) == (None, "", 0, 0.0,
-                                                                                                 None)
+    assert (record.arrival_s, record.level, record.repetition, record.send_s, record.done_s) == (None, "", 0, 0.0, None)
     assert RequestRecord.from_json(GOOD | {"arrival_s": None, "done_s": 1.25}, source="r").done_s == 1.25
     with pytest.raises(BadInput) as caught:
         RequestRecord.from_json(GOOD | {"send_s": None}, source="r line 5")

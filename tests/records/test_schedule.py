@@ -32,8 +32,11 @@ def test_the_text_is_the_speculative_config_as_sorted_json() -> None:
 
 
 def test_the_family_is_everything_but_k_and_the_schedule() -> None:
-    assert DeployedSchedule.family_of(SCHEDULED) == DeployedSchedule.family_of(DRAFT) == (
-        '{"method": "draft_model", "model": "smollm2-135m"}')
+    assert (
+        DeployedSchedule.family_of(SCHEDULED)
+        == DeployedSchedule.family_of(DRAFT)
+        == ('{"method": "draft_model", "model": "smollm2-135m"}')
+    )
     assert DeployedSchedule.family_of(NGRAM) == '{"method": "ngram", "prompt_lookup_max": 4}'
     assert DeployedSchedule.family_of({"num_speculative_tokens": 1}) == "{}"
 
@@ -43,36 +46,66 @@ def _cell(status: str, k: int = 2, measured: float | None = 1.2) -> ScheduleCell
 
 
 def test_the_check_counts_its_cells_by_status_and_writes_every_field() -> None:
-    check = ScheduleCheck("runs/sweep-1", {"short": "schedule"},
-                          (_cell("confirmed"), _cell("confirmed", k=0), _cell("worse", measured=None)))
+    check = ScheduleCheck(
+        "runs/sweep-1",
+        {"short": "schedule"},
+        (_cell("confirmed"), _cell("confirmed", k=0), _cell("worse", measured=None)),
+    )
     assert (check.count("confirmed"), check.count("worse"), check.count("unmeasured")) == (2, 1, 0)
     doc = check.to_json()
     assert list(doc) == ["schema", "sweep_dir", "candidates", "cells"] and doc["schema"] == SCHEDULE_CHECK_SCHEMA
-    assert doc["cells"][2] == {"workload": "short", "level": "c8", "concurrency": 8, "k": 2,
-                               "predicted_from": "draft-k2", "predicted": 1.25, "predicted_low": 1.1,
-                               "predicted_high": 1.4, "measured": None, "measured_low": 1.05, "measured_high": 1.3,
-                               "status": "worse"}
+    assert doc["cells"][2] == {
+        "workload": "short",
+        "level": "c8",
+        "concurrency": 8,
+        "k": 2,
+        "predicted_from": "draft-k2",
+        "predicted": 1.25,
+        "predicted_low": 1.1,
+        "predicted_high": 1.4,
+        "measured": None,
+        "measured_low": 1.05,
+        "measured_high": 1.3,
+        "status": "worse",
+    }
     assert json.loads(json.dumps(doc)) == doc  # a JSON file as it is
-    assert ScheduleCheck("d", {}, ()).to_json() == {"schema": SCHEDULE_CHECK_SCHEMA, "sweep_dir": "d",
-                                                    "candidates": {}, "cells": []}
+    assert ScheduleCheck("d", {}, ()).to_json() == {
+        "schema": SCHEDULE_CHECK_SCHEMA,
+        "sweep_dir": "d",
+        "candidates": {},
+        "cells": [],
+    }
 
 
-DOC = {"name": "smollm2", "pair": "pair.toml", "workloads": ["short", "long"],
-       "speculative": {"name": "k1", **DRAFT}, "candidates": [{"name": "k2", **DRAFT}, {"name": "ng", **NGRAM}]}
+DOC = {
+    "name": "smollm2",
+    "pair": "pair.toml",
+    "workloads": ["short", "long"],
+    "speculative": {"name": "k1", **DRAFT},
+    "candidates": [{"name": "k2", **DRAFT}, {"name": "ng", **NGRAM}],
+}
 
 
 def test_one_schedule_for_every_workload_is_the_one_speculative_table() -> None:
     same = [DeployedSchedule("short", SCHEDULED), DeployedSchedule("long", dict(SCHEDULED))]
     out, index = schedule_sweep_doc(DOC, same)
-    assert out == {"name": "smollm2-schedule", "pair": "pair.toml", "workloads": ["short", "long"],
-                   "speculative": {"name": "schedule", **SCHEDULED}}
+    assert out == {
+        "name": "smollm2-schedule",
+        "pair": "pair.toml",
+        "workloads": ["short", "long"],
+        "speculative": {"name": "schedule", **SCHEDULED},
+    }
     assert index == {"short": 0, "long": 0}
     assert DOC["name"] == "smollm2" and len(DOC["candidates"]) == 2  # the document given is left as it was
 
 
 def test_distinct_schedules_are_numbered_in_first_seen_order() -> None:
-    schedules = [DeployedSchedule("a", NGRAM), DeployedSchedule("b", SCHEDULED), DeployedSchedule("c", NGRAM),
-                 DeployedSchedule("d", DRAFT)]
+    schedules = [
+        DeployedSchedule("a", NGRAM),
+        DeployedSchedule("b", SCHEDULED),
+        DeployedSchedule("c", NGRAM),
+        DeployedSchedule("d", DRAFT),
+    ]
     out, index = schedule_sweep_doc({"workloads": ["a"]}, schedules)
     assert out["name"] == "sweep-schedule"  # a document without a name
     assert out["speculative"] == {"name": "schedule1", **NGRAM}
@@ -81,12 +114,15 @@ def test_distinct_schedules_are_numbered_in_first_seen_order() -> None:
     assert list(out["speculative"]) == ["name", "method", "num_speculative_tokens", "prompt_lookup_max"]
 
 
-CONFIGS = st.fixed_dictionaries({"method": st.sampled_from(["ngram", "draft_model", "eagle"]),
-                                 "num_speculative_tokens": st.integers(1, 8)},
-                                optional={"model": st.sampled_from(["d1", "d2"]),
-                                          "num_speculative_tokens_per_batch_size": st.lists(
-                                              st.tuples(st.integers(1, 9), st.integers(10, 99), st.integers(0, 8))
-                                              .map(list), min_size=1, max_size=3)})
+CONFIGS = st.fixed_dictionaries(
+    {"method": st.sampled_from(["ngram", "draft_model", "eagle"]), "num_speculative_tokens": st.integers(1, 8)},
+    optional={
+        "model": st.sampled_from(["d1", "d2"]),
+        "num_speculative_tokens_per_batch_size": st.lists(
+            st.tuples(st.integers(1, 9), st.integers(10, 99), st.integers(0, 8)).map(list), min_size=1, max_size=3
+        ),
+    },
+)
 
 
 @settings(max_examples=40, deadline=None)

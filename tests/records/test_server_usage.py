@@ -36,13 +36,25 @@ def test_the_recorded_teardown_reads_and_writes_back_and_says_what_is_left() -> 
     doc = _file("distilled-k2-teardown.json")
     record = Teardown.from_json(doc, source="distilled-k2-teardown.json")
     assert json.dumps(record.to_json()) == json.dumps(doc)
-    built = Teardown((), None, GpuSettle(True, False, 30.1, (47296937984,), (47827517440,), 530579456,
-                                         (GpuHolder(1629, 0, 47171239936, "VLLM::EngineCore"),)))
+    built = Teardown(
+        (),
+        None,
+        GpuSettle(
+            True,
+            False,
+            30.1,
+            (47296937984,),
+            (47827517440,),
+            530579456,
+            (GpuHolder(1629, 0, 47171239936, "VLLM::EngineCore"),),
+        ),
+    )
     assert built == record and json.dumps(built.to_json()) == json.dumps(doc)
     # 530,579,456 bytes = 506 MiB still above after 30.1 s; 47,171,239,936 bytes = 44,985.875 MiB
     assert settle_line(record.gpu_settle) == (
         "accelerator memory still 506 MiB above its level before the launch after 30.1 s; processes loadgen did "
-        "not start hold the accelerator: pid 1629 VLLM::EngineCore (44,986 MiB on GPU 0)")
+        "not start hold the accelerator: pid 1629 VLLM::EngineCore (44,986 MiB on GPU 0)"
+    )
     assert GpuSettle(False, note="no NVML").to_json() == {"measured": False, "note": "no NVML"}
 
 
@@ -66,14 +78,29 @@ def test_the_recorded_effective_record_is_the_config_and_the_proof() -> None:
     assert (config.version, config.kv_cache_tokens_log, config.cudagraph_ceiling) == ("0.24.0", 199568, 640)
     assert config.engine_path.async_scheduling is False and config.engine_path.model_runner == "V1"
     assert (proof.spec_decode_metrics, proof.spec_positions, proof.metrics_unavailable) == (True, 2, None)
-    built = EffectiveConfig(config.base_url, config.speculative_config_log, 199568,
-                            EnginePath(False, "V1", config.engine_path.fallback_reasons), 640, version="0.24.0")
-    merged = {**built.to_json(), **ModeProof(True, 2, proof.metric_families).to_json(), "ready_s": doc["ready_s"],
-              "cache_config_info": doc["cache_config_info"]}  # as run/bench.py writes it
+    built = EffectiveConfig(
+        config.base_url,
+        config.speculative_config_log,
+        199568,
+        EnginePath(False, "V1", config.engine_path.fallback_reasons),
+        640,
+        version="0.24.0",
+    )
+    merged = {
+        **built.to_json(),
+        **ModeProof(True, 2, proof.metric_families).to_json(),
+        "ready_s": doc["ready_s"],
+        "cache_config_info": doc["cache_config_info"],
+    }  # as run/bench.py writes it
     assert json.dumps(merged) == json.dumps(doc)
     unknown = EffectiveConfig("http://h:1", None, None, EnginePath(None, None, ()), None)
-    assert list(unknown.to_json()) == ["base_url", "speculative_config_log", "kv_cache_tokens_log", "engine_path",
-                                       "cudagraph_ceiling"]  # no /version answer: no version key
+    assert list(unknown.to_json()) == [
+        "base_url",
+        "speculative_config_log",
+        "kv_cache_tokens_log",
+        "engine_path",
+        "cudagraph_ceiling",
+    ]  # no /version answer: no version key
 
 
 def test_the_recorded_minimal_completion() -> None:
@@ -86,9 +113,17 @@ def test_the_recorded_minimal_completion() -> None:
     assert json.dumps(response.to_json()) == json.dumps(doc["response"])
     proof = prove_without_metrics("plain", "None", response, True, "HTTP 404")  # one token per chunk: plain
     assert proof.to_json() == {
-        "spec_decode_metrics": None, "spec_positions": None, "metric_families": [], "metrics_unavailable": "HTTP 404",
-        "mode_evidence": ["startup log speculative_config=None", "launched by loadgen without --speculative-config",
-                          "minimal completion tokens per chunk " + str([1] * 16)], "mode_proof": "weaker"}
+        "spec_decode_metrics": None,
+        "spec_positions": None,
+        "metric_families": [],
+        "metrics_unavailable": "HTTP 404",
+        "mode_evidence": [
+            "startup log speculative_config=None",
+            "launched by loadgen without --speculative-config",
+            "minimal completion tokens per chunk " + str([1] * 16),
+        ],
+        "mode_proof": "weaker",
+    }
     with pytest.raises(BadInput) as caught:
         MinimalResponse.from_json({**doc["response"], "chunk_tokens": [1, "2"]}, source="m.json")
     assert str(caught.value).startswith("m.json: chunk_tokens[1]: expected an integer, got '2'; ")
@@ -97,6 +132,8 @@ def test_the_recorded_minimal_completion() -> None:
 def test_an_engine_path_of_older_code_or_the_wrong_shape_reads_unknown() -> None:
     assert EnginePath.of(None) == EnginePath.of({}) == EnginePath(None, None, ())
     assert EnginePath.of({"async_scheduling": "no", "model_runner": 2, "fallback_reasons": None}) == EnginePath(
-        None, None, ())
+        None, None, ()
+    )
     assert EnginePath.of({"async_scheduling": True, "model_runner": "V2", "fallback_reasons": ["x"]}) == EnginePath(
-        True, "V2", ("x",))
+        True, "V2", ("x",)
+    )

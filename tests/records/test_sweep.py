@@ -48,14 +48,20 @@ def test_the_reader_gives_typed_fields() -> None:
     cell, entry = card.cells[0], card.cells[0].entries[0]
     assert isinstance(cell, SweepCell) and isinstance(entry, SweepEntry) and isinstance(cell.drift, Drift)
     assert (cell.workload, cell.level, entry.candidate, entry.speedup, entry.ratio) == (
-        raw["cells"][0]["workload"], raw["cells"][0]["level"], raw["cells"][0]["entries"][0]["candidate"],
-        raw["cells"][0]["entries"][0]["speedup"], raw["cells"][0]["entries"][0]["ratio"])
+        raw["cells"][0]["workload"],
+        raw["cells"][0]["level"],
+        raw["cells"][0]["entries"][0]["candidate"],
+        raw["cells"][0]["entries"][0]["speedup"],
+        raw["cells"][0]["entries"][0]["ratio"],
+    )
     assert cell.drift.pairs == raw["cells"][0]["drift"]["pairs"] > 0
     assert [c.name for c in card.candidates] == [c["name"] for c in raw["candidates"]]
     assert card.recommendation.lines == raw["recommendation"]["lines"]
     level = card.recommendation.workloads[0].levels[0]
-    assert (level.level, level.best) == (raw["recommendation"]["workloads"][0]["levels"][0]["level"],
-                                         raw["recommendation"]["workloads"][0]["levels"][0]["best"])
+    assert (level.level, level.best) == (
+        raw["recommendation"]["workloads"][0]["levels"][0]["level"],
+        raw["recommendation"]["workloads"][0]["levels"][0]["best"],
+    )
     assert card.design is not None and card.design.blocks is None and card.design.ci_method == "within-run"
 
 
@@ -74,18 +80,28 @@ def test_the_schema_holds_the_nested_records() -> None:
     assert entry["properties"]["speedup"] == {"anyOf": [{"type": "number"}, {"type": "null"}]}
 
 
-@pytest.mark.parametrize(("change", "field", "message"), [
-    (lambda d: d["cells"][3]["entries"][0].update(speedup="abc"), "cells[3].entries[0].speedup",
-     "expected a number or null, got 'abc'"),
-    (lambda d: d["candidates"][1].update(k="2"), "candidates[1].k", "expected an integer, got '2'"),
-    (lambda d: d["recommendation"]["workloads"][0]["levels"][2].update(tied="k1"),
-     "recommendation.workloads[0].levels[2].tied", "expected a list of strings, got 'k1'"),
-    (lambda d: d["cells"][0]["drift"].pop("timing"), "cells[0].drift.timing", "missing (expected a string)"),
-    (lambda d: d.pop("recommendation"), "recommendation", "missing (expected an object (recommendation))"),
-    (lambda d: d.update(times_s={"k1": "60"}), "times_s", "expected an object of numbers, got {'k1': '60'}"),
-])
-def test_a_bad_field_is_one_line_and_the_schema_refuses_it_too(tmp_path: Path, change: object, field: str,
-                                                               message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (
+            lambda d: d["cells"][3]["entries"][0].update(speedup="abc"),
+            "cells[3].entries[0].speedup",
+            "expected a number or null, got 'abc'",
+        ),
+        (lambda d: d["candidates"][1].update(k="2"), "candidates[1].k", "expected an integer, got '2'"),
+        (
+            lambda d: d["recommendation"]["workloads"][0]["levels"][2].update(tied="k1"),
+            "recommendation.workloads[0].levels[2].tied",
+            "expected a list of strings, got 'k1'",
+        ),
+        (lambda d: d["cells"][0]["drift"].pop("timing"), "cells[0].drift.timing", "missing (expected a string)"),
+        (lambda d: d.pop("recommendation"), "recommendation", "missing (expected an object (recommendation))"),
+        (lambda d: d.update(times_s={"k1": "60"}), "times_s", "expected an object of numbers, got {'k1': '60'}"),
+    ],
+)
+def test_a_bad_field_is_one_line_and_the_schema_refuses_it_too(
+    tmp_path: Path, change: object, field: str, message: str
+) -> None:
     data = json.loads((EXAMPLE / "sweep.json").read_text())
     change(data)  # type: ignore[operator]
     path = tmp_path / "sweep.json"
@@ -106,4 +122,5 @@ def test_loadgen_report_on_a_sweep_whose_card_does_not_read_is_exit_2_naming_the
     result = CliRunner().invoke(main, ["report", str(copy)])
     assert result.exit_code == 2, result.output
     assert result.output.splitlines()[-1] == (
-        f"loadgen: error: {copy / 'sweep.json'}: cells[0].drift.pairs: expected an integer, got 'many'; {FIX}")
+        f"loadgen: error: {copy / 'sweep.json'}: cells[0].drift.pairs: expected an integer, got 'many'; {FIX}"
+    )

@@ -32,26 +32,75 @@ from loadgen.records.trace import (
 from loadgen.util.strictjson import dumps_strict
 
 CARD = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-draft" / "card.json"
-PARTS = (Attainment, ArmWindow, TraceWindow, Shares, TraceServer, TraceArm, ScheduleWindow, ScheduleEstimate, TraceRow,
-         TraceChoice, TraceSection)
+PARTS = (
+    Attainment,
+    ArmWindow,
+    TraceWindow,
+    Shares,
+    TraceServer,
+    TraceArm,
+    ScheduleWindow,
+    ScheduleEstimate,
+    TraceRow,
+    TraceChoice,
+    TraceSection,
+)
 
 
 def _section() -> TraceSection:
     slo = Attainment(requests=40, shares={"ttft_s": 1.0, "tpot_s": 0.95}, every=0.95, hold=True)
-    arm_w = ArmWindow(requests=20, in_flight_mean=3.5, in_flight_max=6, tpot_p50_s=0.012, tpot_p90_s=0.015,
-                      ttft_p50_s=None, ttft_p90_s=None)
+    arm_w = ArmWindow(
+        requests=20,
+        in_flight_mean=3.5,
+        in_flight_max=6,
+        tpot_p50_s=0.012,
+        tpot_p90_s=0.015,
+        ttft_p50_s=None,
+        ttft_p90_s=None,
+    )
     plain_w = ArmWindow(20, 3.0, 5, 0.018, 0.02, 0.05, 0.07)
-    window = TraceWindow(start_s=0.0, end_s=10.0, requests=20, arms={"plain": plain_w, "k2": arm_w}, speedup=1.5,
-                         ci_low=1.2, ci_high=1.8, ci="blocks", outcome="pays")
-    arm = TraceArm(speedup=1.5, ci_low=1.2, ci_high=1.8, windows=(window,),
-                   shares=Shares(time={"pays": 1.0}, requests={"pays": 1.0}))
-    schedule = ScheduleEstimate(tpot_p50_s=0.011, slo=slo, windows=(ScheduleWindow(0.0, 4, 2, "k2"),),
-                                from_workload="chat", config={"method": "ngram", "num_speculative_tokens": 2})
+    window = TraceWindow(
+        start_s=0.0,
+        end_s=10.0,
+        requests=20,
+        arms={"plain": plain_w, "k2": arm_w},
+        speedup=1.5,
+        ci_low=1.2,
+        ci_high=1.8,
+        ci="blocks",
+        outcome="pays",
+    )
+    arm = TraceArm(
+        speedup=1.5,
+        ci_low=1.2,
+        ci_high=1.8,
+        windows=(window,),
+        shares=Shares(time={"pays": 1.0}, requests={"pays": 1.0}),
+    )
+    schedule = ScheduleEstimate(
+        tpot_p50_s=0.011,
+        slo=slo,
+        windows=(ScheduleWindow(0.0, 4, 2, "k2"),),
+        from_workload="chat",
+        config={"method": "ngram", "num_speculative_tokens": 2},
+    )
     server = TraceServer(slo=slo, lag_p50_s=0.0004, lag_p99_s=0.002, behind=False, tpot_p50_s=0.018)
-    row = TraceRow(workload="bursty@ts0.5", base="bursty", time_scale=0.5, window_s=10.0, requests=40, span_s=19.5,
-                   servers={"plain": server, "k2": server}, arms={"k2": arm}, schedule=schedule)
-    return TraceSection(workloads=(row,), capacity={"bursty": {"plain": 0.5, "k2": None}},
-                        recommendation={"bursty": TraceChoice("k2", 0.011, 0.5), "steady": None})
+    row = TraceRow(
+        workload="bursty@ts0.5",
+        base="bursty",
+        time_scale=0.5,
+        window_s=10.0,
+        requests=40,
+        span_s=19.5,
+        servers={"plain": server, "k2": server},
+        arms={"k2": arm},
+        schedule=schedule,
+    )
+    return TraceSection(
+        workloads=(row,),
+        capacity={"bursty": {"plain": 0.5, "k2": None}},
+        recommendation={"bursty": TraceChoice("k2", 0.011, 0.5), "steady": None},
+    )
 
 
 def test_every_part_writes_every_field_in_declared_order_null_included() -> None:
@@ -121,24 +170,31 @@ def _bad(data: dict[str, Any], path: str, value: Any) -> None:
         here[last] = value
 
 
-@pytest.mark.parametrize(("path", "value", "message"), [
-    ("workloads.0.time_scale", "0.5", r"workloads\[0\].time_scale: expected a number, got '0.5'"),
-    ("workloads.0.arms.k2.windows", {}, r"workloads\[0\].arms.k2.windows: expected a list, got \{\}"),
-    ("workloads.0.arms.k2.windows.0.arms.plain.in_flight_max", 5.5,
-     r"workloads\[0\].arms.k2.windows\[0\].arms.plain.in_flight_max: expected an integer, got 5.5"),
-    ("workloads.0.arms.k2.shares.time", [], r"workloads\[0\].arms.k2.shares.time: expected an object, got \[\]"),
-    ("workloads.0.servers.plain.slo.hold", "yes", r"workloads\[0\].servers.plain.slo.hold: expected true or false"),
-    ("workloads.0.servers.k2.behind", None, r"workloads\[0\].servers.k2.behind: expected true or false, got None"),
-    ("workloads.0.schedule.windows.0.k", "2", r"workloads\[0\].schedule.windows\[0\].k: expected an integer"),
-    ("workloads.0.schedule.from_workload", "DROP", r"workloads\[0\].schedule.from_workload: missing"),
-    ("capacity.bursty.plain", "fast", r"capacity.bursty.plain: expected a number, got 'fast'"),
-    ("recommendation.bursty.server", 1, r"recommendation.bursty.server: expected a string, got 1"),
-    ("workloads", "all", r"workloads: expected a list, got 'all'"),
-])
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("workloads.0.time_scale", "0.5", r"workloads\[0\].time_scale: expected a number, got '0.5'"),
+        ("workloads.0.arms.k2.windows", {}, r"workloads\[0\].arms.k2.windows: expected a list, got \{\}"),
+        (
+            "workloads.0.arms.k2.windows.0.arms.plain.in_flight_max",
+            5.5,
+            r"workloads\[0\].arms.k2.windows\[0\].arms.plain.in_flight_max: expected an integer, got 5.5",
+        ),
+        ("workloads.0.arms.k2.shares.time", [], r"workloads\[0\].arms.k2.shares.time: expected an object, got \[\]"),
+        ("workloads.0.servers.plain.slo.hold", "yes", r"workloads\[0\].servers.plain.slo.hold: expected true or false"),
+        ("workloads.0.servers.k2.behind", None, r"workloads\[0\].servers.k2.behind: expected true or false, got None"),
+        ("workloads.0.schedule.windows.0.k", "2", r"workloads\[0\].schedule.windows\[0\].k: expected an integer"),
+        ("workloads.0.schedule.from_workload", "DROP", r"workloads\[0\].schedule.from_workload: missing"),
+        ("capacity.bursty.plain", "fast", r"capacity.bursty.plain: expected a number, got 'fast'"),
+        ("recommendation.bursty.server", 1, r"recommendation.bursty.server: expected a string, got 1"),
+        ("workloads", "all", r"workloads: expected a list, got 'all'"),
+    ],
+)
 def test_a_trace_that_does_not_match_is_one_line_naming_the_field(path: str, value: Any, message: str) -> None:
     data = copy.deepcopy(_section().to_json())
     _bad(data, path, value)
     with pytest.raises(BadInput, match=r"^card.json trace: " + message) as caught:
         TraceSection.from_json(data, source="card.json trace")
-    assert "\n" not in str(caught.value) and str(caught.value).endswith("re-render with `loadgen report` or restore "
-                                                                       "the file")
+    assert "\n" not in str(caught.value) and str(caught.value).endswith(
+        "re-render with `loadgen report` or restore the file"
+    )

@@ -41,16 +41,33 @@ def test_the_h200_machine_built_anew_writes_the_file_it_was_read_from() -> None:
 
 
 def test_two_host_samples_give_the_block_state() -> None:
-    before = HostSample((GpuState(0, 2000, 3200, 40, 400.0, ("gpu_idle",)), GpuState(1, 1980, 3200, 50, None, ())),
-                        0.5, CpuTimes(1000.0, 10.0))
+    before = HostSample(
+        (GpuState(0, 2000, 3200, 40, 400.0, ("gpu_idle",)), GpuState(1, 1980, 3200, 50, None, ())),
+        0.5,
+        CpuTimes(1000.0, 10.0),
+    )
     after = HostSample((GpuState(0, 1800, 3000, 44, 300.0, ("sw_power_cap",)),), 1.25, CpuTimes(1400.0, 14.0))
     steal = steal_share(before, after)
     assert steal == pytest.approx(4 / 400)  # 4 jiffies stolen of 400
     entry = CellEntry("plain", "w", 8)
     state = block_state((before.to_json(), after.to_json()), (None, None), entry, 12, 512, steal).to_json()
-    assert state["gpu"] == [{"index": 0, "sm_clock_mhz": 1900.0, "mem_clock_mhz": 3100.0, "power_w": 350.0,
-                             "temperature_c": 42.0, "throttle_reasons": ["sw_power_cap"]}]  # GPU 1 gone after
+    assert state["gpu"] == [
+        {
+            "index": 0,
+            "sm_clock_mhz": 1900.0,
+            "mem_clock_mhz": 3100.0,
+            "power_w": 350.0,
+            "temperature_c": 42.0,
+            "throttle_reasons": ["sw_power_cap"],
+        }
+    ]  # GPU 1 gone after
     assert state["host"] == {"loadavg_1m": 1.25, "cpu_steal_share": pytest.approx(0.01)}
     assert list(after.to_json()) == ["gpus", "loadavg_1m", "cpu_times"]
-    assert after.to_json()["gpus"][0] == {"index": 0, "sm_clock_mhz": 1800, "mem_clock_mhz": 3000, "temperature_c": 44,
-                                          "power_w": 300.0, "throttle_reasons": ["sw_power_cap"]}
+    assert after.to_json()["gpus"][0] == {
+        "index": 0,
+        "sm_clock_mhz": 1800,
+        "mem_clock_mhz": 3000,
+        "temperature_c": 44,
+        "power_w": 300.0,
+        "throttle_reasons": ["sw_power_cap"],
+    }

@@ -30,8 +30,24 @@ from loadgen.records.wire import (
 )
 
 #: JSON values (as json.loads gives them); 1.0 is left out: JSON Schema counts it an integer, the reader not.
-VALUES: list[Any] = [None, True, 0, 7, 1.5, "x", [], [1, 2], [1, 2.5], [1, None], [1, True], ["a"], {}, {"a": 1},
-                     {"a": 1.5}, [{}]]
+VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    7,
+    1.5,
+    "x",
+    [],
+    [1, 2],
+    [1, 2.5],
+    [1, None],
+    [1, True],
+    ["a"],
+    {},
+    {"a": 1},
+    {"a": 1.5},
+    [{}],
+]
 #: Which of VALUES each kind accepts (by index into VALUES).
 ACCEPTS: list[tuple[Kind, set[int]]] = [
     (STR, {5}),
@@ -62,7 +78,12 @@ def test_each_kind_accepts_its_values_and_its_schema_agrees(kind: Kind, accepted
 
 def test_the_kinds_names_read_in_a_message() -> None:
     assert [k.name for k in (maybe(NUM), list_of(STR), list_of(INT), map_of(INT), list_of(OBJ))] == [
-        "a number or null", "a list of strings", "a list of integers", "an object of integers", "a list of objects"]
+        "a number or null",
+        "a list of strings",
+        "a list of integers",
+        "an object of integers",
+        "a list of objects",
+    ]
 
 
 def test_a_long_list_of_scalars_is_checked_by_its_items_types() -> None:
@@ -123,8 +144,12 @@ def test_obj_takes_an_object_only() -> None:
 
 def test_object_schema_requires_its_fields_and_allows_others() -> None:
     schema = object_schema({"a": INT, "b": maybe(STR)}, ["a"], "t")
-    assert schema == {"title": "t", "type": "object", "required": ["a"],
-                      "properties": {"a": {"type": "integer"}, "b": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+    assert schema == {
+        "title": "t",
+        "type": "object",
+        "required": ["a"],
+        "properties": {"a": {"type": "integer"}, "b": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+    }
     validator = jsonschema.Draft202012Validator(schema)
     assert validator.is_valid({"a": 1, "other": [1]}) and validator.is_valid({"a": 1, "b": None})
     assert not validator.is_valid({"b": "x"}) and not validator.is_valid({"a": 1, "b": 2})

@@ -19,9 +19,15 @@ from loadgen.records.cardwire import FIX, Wire, json_schema
 from tests.records.jsongen import CANDIDATES, from_schema
 
 MODULES = (card, cardcell, server, usage)
-WIRES = sorted({v for m in MODULES for v in vars(m).values()
-                if isinstance(v, type) and issubclass(v, Wire) and v is not Wire and v.__module__ == m.__name__},
-               key=lambda c: (c.__module__, c.__name__))
+WIRES = sorted(
+    {
+        v
+        for m in MODULES
+        for v in vars(m).values()
+        if isinstance(v, type) and issubclass(v, Wire) and v is not Wire and v.__module__ == m.__name__
+    },
+    key=lambda c: (c.__module__, c.__name__),
+)
 IDS = [f"{c.__module__.rsplit('.', 1)[1]}.{c.__name__}" for c in WIRES]
 FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

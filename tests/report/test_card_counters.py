@@ -30,40 +30,85 @@ from tests.support.cards import markdown
 from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
-SPEC = {"num_drafts": 100.0, "num_draft_tokens": 300.0, "num_accepted_tokens": 150.0,
-        "accepted_per_position": [70.0, 50.0, 30.0], "reset": False}
+SPEC = {
+    "num_drafts": 100.0,
+    "num_draft_tokens": 300.0,
+    "num_accepted_tokens": 150.0,
+    "accepted_per_position": [70.0, 50.0, 30.0],
+    "reset": False,
+}
 E2E_BOUNDS = [1.0, 10.0, 60.0, math.inf]
 
 
 def _entry(role: str, **extra: Any) -> dict[str, Any]:
-    return {"role": role, "workload": "w", "concurrency": 2, "level": "c2", "rate_rps": None, "repetition": 0,
-            "spec_decode": dict(SPEC) if role == "speculative" else None, "server_histograms": {},
-            "gauges": {}, "server_finished_requests": 4.0, "client_sent_requests": 4, "foreign_traffic": False,
-            "errors": 0, "output_length_mismatches": 0, "usage_mismatches": 0, "failure": None, "notes": []} | extra
+    return {
+        "role": role,
+        "workload": "w",
+        "concurrency": 2,
+        "level": "c2",
+        "rate_rps": None,
+        "repetition": 0,
+        "spec_decode": dict(SPEC) if role == "speculative" else None,
+        "server_histograms": {},
+        "gauges": {},
+        "server_finished_requests": 4.0,
+        "client_sent_requests": 4,
+        "foreign_traffic": False,
+        "errors": 0,
+        "output_length_mismatches": 0,
+        "usage_mismatches": 0,
+        "failure": None,
+        "notes": [],
+    } | extra
 
 
-def _run_dir(tmp_path: Path, spec_extra: dict[str, Any], plain_extra: dict[str, Any] | None = None,
-             kv_tokens: tuple[int, int] | None = None, last_chunk_s: float = 0.09) -> Path:
-    proto = {"pair": "t", "target": {"model": "t"}, "draft": {"model": "d"},
-             "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
-             "sampling": {"temperature": 0.7}, "workloads": [{"name": "w", "kind": "synthetic", "input_tokens": 8,
-                                                               "output_tokens": 3}],
-             "concurrency": [2], "stop_rule": {}, "prompts_sha256": "0",
-             "cells": [{"workload": "w", "concurrency": 2, "level": "c2", "rate_rps": None}]}
+def _run_dir(
+    tmp_path: Path,
+    spec_extra: dict[str, Any],
+    plain_extra: dict[str, Any] | None = None,
+    kv_tokens: tuple[int, int] | None = None,
+    last_chunk_s: float = 0.09,
+) -> Path:
+    proto = {
+        "pair": "t",
+        "target": {"model": "t"},
+        "draft": {"model": "d"},
+        "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
+        "sampling": {"temperature": 0.7},
+        "workloads": [{"name": "w", "kind": "synthetic", "input_tokens": 8, "output_tokens": 3}],
+        "concurrency": [2],
+        "stop_rule": {},
+        "prompts_sha256": "0",
+        "cells": [{"workload": "w", "concurrency": 2, "level": "c2", "rate_rps": None}],
+    }
     (tmp_path / "protocol.json").write_text(json.dumps(proto))
     (tmp_path / "status.json").write_text(json.dumps({"complete": True}))
     entries = [_entry("plain", **(plain_extra or {})), _entry("speculative", **spec_extra)]
     (tmp_path / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
-    records = [RequestRecord(f"p{i}", role, "w", 2, "measured", 0.1 * i, level="c2", send_s=0.1 * i,
-                             chunk_arrivals_s=[0.1 * i + 0.05, 0.1 * i + 0.07, 0.1 * i + last_chunk_s],
-                             chunk_tokens=[1, 1, 1], requested_output_tokens=3)
-               for role in ("plain", "speculative") for i in range(4)]
+    records = [
+        RequestRecord(
+            f"p{i}",
+            role,
+            "w",
+            2,
+            "measured",
+            0.1 * i,
+            level="c2",
+            send_s=0.1 * i,
+            chunk_arrivals_s=[0.1 * i + 0.05, 0.1 * i + 0.07, 0.1 * i + last_chunk_s],
+            chunk_tokens=[1, 1, 1],
+            requested_output_tokens=3,
+        )
+        for role in ("plain", "speculative")
+        for i in range(4)
+    ]
     (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
     (tmp_path / "servers").mkdir(exist_ok=True)
     if kv_tokens is not None:
         for role, tokens in zip(("plain", "speculative"), kv_tokens, strict=True):
             (tmp_path / "servers" / f"{role}-resources.json").write_text(
-                json.dumps({"after_load": {"kv_cache_tokens": tokens}}))
+                json.dumps({"after_load": {"kv_cache_tokens": tokens}})
+            )
     return tmp_path
 
 
@@ -71,10 +116,13 @@ def test_a_reset_cell_has_no_acceptance_and_says_why(tmp_path: Path) -> None:
     card = build_card(_run_dir(tmp_path, {"spec_decode": SPEC | {"reset": True}})).to_json()
     cell = card["cells"][0]
     assert cell["speculative"]["acceptance"] is None
-    assert cell["speculative"]["acceptance_unmeasurable"] == ("server restarted inside the cell: spec-decode "
-                                                              "counters went backwards")
-    assert ("speculative: acceptance not measurable, the server restarted inside the cell (spec-decode counters "
-            "went backwards)") in cell["notes"]
+    assert cell["speculative"]["acceptance_unmeasurable"] == (
+        "server restarted inside the cell: spec-decode counters went backwards"
+    )
+    assert (
+        "speculative: acceptance not measurable, the server restarted inside the cell (spec-decode counters "
+        "went backwards)"
+    ) in cell["notes"]
     md = markdown(card)
     assert "| w | concurrency 2 | not measurable: server restarted inside the cell" in md
     assert "| 0.500 |" not in md  # no acceptance rate computed across the restart
@@ -85,8 +133,10 @@ def test_a_restart_the_counters_miss_is_found_by_the_process_start_time(tmp_path
     card = build_card(_run_dir(tmp_path, {"process_start_time_s": [1795982598.0, 1795982700.0]})).to_json()
     cell = card["cells"][0]
     assert cell["speculative"]["acceptance"] is None
-    assert ("speculative: acceptance not measurable, the server restarted inside the cell "
-            "(process_start_time_seconds changed 1795982598 → 1795982700)") in cell["notes"]
+    assert (
+        "speculative: acceptance not measurable, the server restarted inside the cell "
+        "(process_start_time_seconds changed 1795982598 → 1795982700)"
+    ) in cell["notes"]
 
 
 def test_a_restart_is_found_by_the_server_finishing_fewer_requests(tmp_path: Path) -> None:
@@ -104,8 +154,17 @@ def test_an_unbroken_cell_keeps_its_acceptance(tmp_path: Path) -> None:
 
 
 #: the server saw 4 requests of 200 s: PromQL's estimate of the p50 is the top finite bound, 60 s
-E2E_200 = {"metric": "vllm:e2e_request_latency_seconds", "count": 4.0, "sum": 800.0, "upper_bounds": E2E_BOUNDS,
-           "cumulative_counts": [0.0, 0.0, 0.0, 4.0], "reset": False, "p50": 60.0, "p90": 60.0, "p99": 60.0}
+E2E_200 = {
+    "metric": "vllm:e2e_request_latency_seconds",
+    "count": 4.0,
+    "sum": 800.0,
+    "upper_bounds": E2E_BOUNDS,
+    "cumulative_counts": [0.0, 0.0, 0.0, 4.0],
+    "reset": False,
+    "p50": 60.0,
+    "p90": 60.0,
+    "p99": 60.0,
+}
 
 
 def test_a_server_quantile_above_the_last_bucket_is_not_called_agreeing(tmp_path: Path) -> None:
@@ -114,8 +173,10 @@ def test_a_server_quantile_above_the_last_bucket_is_not_called_agreeing(tmp_path
     row = card["cells"][0]["plain"]["server_vs_client"]["e2e_s"]
     assert row["client_p50"] == pytest.approx(200.0)
     assert row["agrees"] is None and row["server_above_bound"] is True
-    assert ("server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (not comparable: beyond the histogram's "
-            "last finite bucket)") in markdown(card)
+    assert (
+        "server `vllm:e2e_request_latency_seconds` p50 > 60000.00 ms (not comparable: beyond the histogram's "
+        "last finite bucket)"
+    ) in markdown(card)
 
 
 def test_a_server_quantile_above_the_last_bucket_disagrees_with_a_client_inside_it(tmp_path: Path) -> None:
@@ -127,8 +188,10 @@ def test_a_server_quantile_above_the_last_bucket_disagrees_with_a_client_inside_
 
 def test_kv_capacity_loss_over_ten_percent_is_noted_without_a_declared_limit(tmp_path: Path) -> None:
     card = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 80000))).to_json()
-    assert card["resources"]["notes"] == ["KV-cache capacity: the speculative server holds 20000 tokens (20.0%) "
-                                          "fewer than the plain one, so fewer requests fit at once"]
+    assert card["resources"]["notes"] == [
+        "KV-cache capacity: the speculative server holds 20000 tokens (20.0%) "
+        "fewer than the plain one, so fewer requests fit at once"
+    ]
     assert "- KV-cache capacity: the speculative server holds 20000 tokens (20.0%) fewer" in markdown(card)
     small = build_card(_run_dir(tmp_path, {}, kv_tokens=(100000, 95000))).to_json()
     assert small["resources"]["notes"] == []
@@ -137,23 +200,34 @@ def test_kv_capacity_loss_over_ten_percent_is_noted_without_a_declared_limit(tmp
 # --- the cell entry: what the cell records for these checks (scripted SSE server on loopback) -------------
 
 
-def test_the_cell_entry_records_restart_evidence_and_token_counts(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cell_entry_records_restart_evidence_and_token_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = Path(__file__).parents[1] / "data"
     # recorded vLLM 0.32.0 pages t0 -> t1 (10 requests finished, 500 tokens generated, 100 drafts), served by a
     # process that started anew in between: the counters alone do not show it
-    pages = iter(prom.parse_metrics((data / f"vllm032_spec_{t}.prom").read_text() + f"process_start_time_seconds {s}\n")
-                 for t, s in (("t0", 1.0), ("t1", 2.0)))
+    pages = iter(
+        prom.parse_metrics((data / f"vllm032_spec_{t}.prom").read_text() + f"process_start_time_seconds {s}\n")
+        for t, s in (("t0", 1.0), ("t1", 2.0))
+    )
     monkeypatch.setattr(cell_module, "scrape", lambda url, headers=None: ("", next(pages)))
-    ok: list[Step] = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")),
-          (0.0, usage_chunk(2, 2)), (0.0, DONE)]
+    ok: list[Step] = [
+        (0.0, completion_chunk(" a", [1])),
+        (0.0, completion_chunk(" b", [2], finish="length")),
+        (0.0, usage_chunk(2, 2)),
+        (0.0, DONE),
+    ]
     pair = load_pair("demo-cpu")
     pair = dataclasses.replace(pair, speculative={**pair.speculative, "method": "draft_model"})
     warmup = (Prompt("w0", "w", "completions", "ok", None, 2),)
     measured = tuple(Prompt(f"m{i}", "w", "completions", "ok", None, 2) for i in range(10))
     with scripted_server({"ok": (200, ok)}) as url, quiet_run(tmp_path, pair) as run:
-        run_cell_on(run, "speculative", attached(url, "speculative", tmp_path),
-                    CellSpec("w", "completions", Level(2), 0, warmup, measured, (), None))
+        run_cell_on(
+            run,
+            "speculative",
+            attached(url, "speculative", tmp_path),
+            CellSpec("w", "completions", Level(2), 0, warmup, measured, (), None),
+        )
     entry = json.loads((tmp_path / "cells.jsonl").read_text().splitlines()[-1])
     assert entry["spec_decode"]["reset"] is False and entry["spec_decode"]["num_drafts"] == 100.0
     assert entry["process_start_time_s"] == [1.0, 2.0]

@@ -22,13 +22,16 @@ from tests.report.test_carddata import write_run
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-draft"
 DRAFT_ASYNC = "Async scheduling not supported with draft_model-based speculative decoding and will be disabled."
-DRAFT_RUNNER = ("Model Runner V2 does not yet support speculative method 'draft_model'; "
-                "using the V1 model runner instead.")
+DRAFT_RUNNER = (
+    "Model Runner V2 does not yet support speculative method 'draft_model'; using the V1 model runner instead."
+)
 REASONS = f'"{DRAFT_ASYNC}"; "{DRAFT_RUNNER}"'
-NOTE = (f"> Engine path: the speculative server runs without async scheduling and on the V1 model runner "
-        f"(vLLM: {REASONS}); the plain server: async scheduling on, model runner V2. The measured step-time ratio "
-        "includes that engine-path change, not only the draft's work; compare against a plain server launched with "
-        "`--no-async-scheduling` and `VLLM_USE_V2_MODEL_RUNNER=0` to separate the two.")
+NOTE = (
+    f"> Engine path: the speculative server runs without async scheduling and on the V1 model runner "
+    f"(vLLM: {REASONS}); the plain server: async scheduling on, model runner V2. The measured step-time ratio "
+    "includes that engine-path change, not only the draft's work; compare against a plain server launched with "
+    "`--no-async-scheduling` and `VLLM_USE_V2_MODEL_RUNNER=0` to separate the two."
+)
 
 
 def _log(name: str) -> str:
@@ -53,8 +56,9 @@ def test_a_speculative_server_without_async_scheduling_gets_the_line_and_the_not
 def test_a_speculative_server_on_the_plain_servers_path_gets_no_note() -> None:
     out = lines(card(servers=_servers(_path("plain"), _path("plain"))))
     assert not [line for line in out if "Engine path" in line]
-    both_off: dict[str, Any] = {"engine_path": {"async_scheduling": False, "model_runner": "V2",
-                                                "fallback_reasons": []}}
+    both_off: dict[str, Any] = {
+        "engine_path": {"async_scheduling": False, "model_runner": "V2", "fallback_reasons": []}
+    }
     assert not [line for line in lines(card(servers=_servers(both_off, both_off))) if "Engine path" in line]
 
 
@@ -75,8 +79,11 @@ def test_effective_config_records_the_launched_servers_path_and_not_an_attached_
     done = subprocess.Popen([sys.executable, "-c", ""])
     done.wait()
     launched = servers.Server(spec=spec, process=done).effective_config()
-    assert launched.to_json()["engine_path"] == {"async_scheduling": False, "model_runner": "V1",
-                                       "fallback_reasons": [DRAFT_ASYNC, DRAFT_RUNNER]}
+    assert launched.to_json()["engine_path"] == {
+        "async_scheduling": False,
+        "model_runner": "V1",
+        "fallback_reasons": [DRAFT_ASYNC, DRAFT_RUNNER],
+    }
     attached = servers.attach(spec).effective_config()
     assert attached.to_json()["engine_path"] == {"async_scheduling": None, "model_runner": None, "fallback_reasons": []}
 

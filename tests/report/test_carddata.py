@@ -33,29 +33,69 @@ def _record(role: str, level: int, i: int, **kw: Any) -> RequestRecord:
     tpot = (SPEC_TPOT if role == "speculative" else PLAIN_TPOT)[level]
     send = float(i)
     first = send + _ttft(role, i)
-    return RequestRecord(f"p{i}", role, "w", level, kw.pop("phase", "measured"), send, level=f"c{level}",
-                         send_s=send, chunk_arrivals_s=[first, first + tpot, first + 2 * tpot],
-                         chunk_tokens=[1, 1, 1], requested_output_tokens=3, **kw)
+    return RequestRecord(
+        f"p{i}",
+        role,
+        "w",
+        level,
+        kw.pop("phase", "measured"),
+        send,
+        level=f"c{level}",
+        send_s=send,
+        chunk_arrivals_s=[first, first + tpot, first + 2 * tpot],
+        chunk_tokens=[1, 1, 1],
+        requested_output_tokens=3,
+        **kw,
+    )
 
 
 def _entry(role: str, level: int, **extra: Any) -> dict[str, Any]:
-    return {"role": role, "workload": "w", "concurrency": level, "level": f"c{level}", "rate_rps": None,
-            "repetition": 0, "spec_decode": None, "server_histograms": {}, "gauges": {},
-            "server_finished_requests": None, "client_sent_requests": 4, "foreign_traffic": False, "errors": 0,
-            "output_length_mismatches": 0, "usage_mismatches": 0, "failure": None, "notes": []} | extra
+    return {
+        "role": role,
+        "workload": "w",
+        "concurrency": level,
+        "level": f"c{level}",
+        "rate_rps": None,
+        "repetition": 0,
+        "spec_decode": None,
+        "server_histograms": {},
+        "gauges": {},
+        "server_finished_requests": None,
+        "client_sent_requests": 4,
+        "foreign_traffic": False,
+        "errors": 0,
+        "output_length_mismatches": 0,
+        "usage_mismatches": 0,
+        "failure": None,
+        "notes": [],
+    } | extra
 
 
-def write_run(root: Path, *, criteria: dict[str, Any] | None = None, slo: dict[str, Any] | None = None,
-              levels: tuple[int, ...] = (1, 2), entries: list[dict[str, Any]] | None = None,
-              records: list[RequestRecord] | None = None, status: dict[str, Any] | None = None) -> Path:
+def write_run(
+    root: Path,
+    *,
+    criteria: dict[str, Any] | None = None,
+    slo: dict[str, Any] | None = None,
+    levels: tuple[int, ...] = (1, 2),
+    entries: list[dict[str, Any]] | None = None,
+    records: list[RequestRecord] | None = None,
+    status: dict[str, Any] | None = None,
+) -> Path:
     """A run folder under ``root`` (see the module docstring); ``entries``/``records`` replace the defaults."""
-    proto = {"pair": "t", "target": {"model": "t"}, "draft": {"model": "d"},
-             "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
-             "sampling": {"temperature": 0.7},
-             "workloads": [{"name": "w", "kind": "short-homogeneous", "input_tokens": None, "output_tokens": 3}],
-             "concurrency": list(levels), "stop_rule": {"min_requests": 4}, "prompts_sha256": "abc",
-             "cells": [{"workload": "w", "concurrency": c, "level": f"c{c}", "rate_rps": None} for c in levels],
-             "criteria": criteria, "slo": slo}
+    proto = {
+        "pair": "t",
+        "target": {"model": "t"},
+        "draft": {"model": "d"},
+        "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
+        "sampling": {"temperature": 0.7},
+        "workloads": [{"name": "w", "kind": "short-homogeneous", "input_tokens": None, "output_tokens": 3}],
+        "concurrency": list(levels),
+        "stop_rule": {"min_requests": 4},
+        "prompts_sha256": "abc",
+        "cells": [{"workload": "w", "concurrency": c, "level": f"c{c}", "rate_rps": None} for c in levels],
+        "criteria": criteria,
+        "slo": slo,
+    }
     root.mkdir(parents=True, exist_ok=True)
     (root / "protocol.json").write_text(json.dumps(proto))
     (root / "status.json").write_text(json.dumps(status if status is not None else {"complete": True}))
@@ -73,10 +113,16 @@ def _cell(card: dict[str, Any], level: str) -> dict[str, Any]:
     return next(c for c in card["cells"] if c["level"] == level)
 
 
-SPEC = {"num_drafts": 100.0, "num_draft_tokens": 300.0, "num_accepted_tokens": 150.0,
-        "accepted_per_position": [70.0, 50.0, 30.0], "reset": False}
-FAIL_C2 = ("w c=2: fail: tpot_p50 spec/plain 1.500 [95% CI 1.500, 1.500], judged at 1.500, misses <= 1.000 "
-           "(min_speedup 1)")
+SPEC = {
+    "num_drafts": 100.0,
+    "num_draft_tokens": 300.0,
+    "num_accepted_tokens": 150.0,
+    "accepted_per_position": [70.0, 50.0, 30.0],
+    "reset": False,
+}
+FAIL_C2 = (
+    "w c=2: fail: tpot_p50 spec/plain 1.500 [95% CI 1.500, 1.500], judged at 1.500, misses <= 1.000 (min_speedup 1)"
+)
 
 
 def test_percentiles_of_known_timelines_are_numpys_linear_ones(tmp_path: Path) -> None:
@@ -111,8 +157,13 @@ def test_ratios_are_paired_medians_with_their_bootstrap_interval(tmp_path: Path)
     # E2E medians: speculative (0.42 + 0.62) / 2 over plain (0.24 + 0.34) / 2
     assert ratios["e2e_p50"]["value"] == pytest.approx(0.52 / 0.29)
     # a run of older code (no design in its protocol): within-run intervals, and marked so
-    assert ratios["ttft_p99"] == {"value": pytest.approx(0.794 / 0.397), "ci_low": None, "ci_high": None, "pairs": 0,
-                                  "ci_method": "within-run"}
+    assert ratios["ttft_p99"] == {
+        "value": pytest.approx(0.794 / 0.397),
+        "ci_low": None,
+        "ci_high": None,
+        "pairs": 0,
+        "ci_method": "within-run",
+    }
     assert {r["ci_method"] for r in ratios.values()} == {"within-run"}
     assert ratios["output_throughput"]["value"] == pytest.approx((12 / 3.82) / (12 / 3.44))
     assert ratios["itl_p50"]["value"] == pytest.approx(0.5)
@@ -128,10 +179,18 @@ def test_the_crossover_is_interpolated_where_the_tpot_ratio_crosses_one(tmp_path
 def test_capacity_at_slo_is_the_highest_level_holding_it_with_its_goodput(tmp_path: Path) -> None:
     card = build_card(write_run(tmp_path, slo={"percentile": 50, "tpot_s": 0.025})).to_json()
     cap = card["capacity"]["w"]
-    assert cap["plain"] == {"levels": [1, 2], "holds": [True, True], "capacity_concurrency": 2,
-                            "goodput_rps": pytest.approx(4 / 3.44)}
-    assert cap["speculative"] == {"levels": [1, 2], "holds": [True, False], "capacity_concurrency": 1,
-                                  "goodput_rps": pytest.approx(4 / 3.82)}
+    assert cap["plain"] == {
+        "levels": [1, 2],
+        "holds": [True, True],
+        "capacity_concurrency": 2,
+        "goodput_rps": pytest.approx(4 / 3.44),
+    }
+    assert cap["speculative"] == {
+        "levels": [1, 2],
+        "holds": [True, False],
+        "capacity_concurrency": 1,
+        "goodput_rps": pytest.approx(4 / 3.82),
+    }
     assert _cell(card, "c2")["speculative"]["goodput_rps"] == 0.0  # every TPOT is 30 ms > 25 ms
     assert card["slo"] == {"percentile": 50, "ttft_s": None, "tpot_s": 0.025, "e2e_s": None}
 
@@ -160,8 +219,15 @@ def test_declared_criteria_pass_when_only_the_good_level_is_in_scope(tmp_path: P
 
 def test_without_criteria_nothing_is_judged(tmp_path: Path) -> None:
     verdict = build_card(write_run(tmp_path)).to_json()["verdict"]
-    assert verdict == {"declared": False, "passed": None, "summary": NOT_DECLARED, "criteria": None, "cells": [],
-                       "resources": [], "lines": []}
+    assert verdict == {
+        "declared": False,
+        "passed": None,
+        "summary": NOT_DECLARED,
+        "criteria": None,
+        "cells": [],
+        "resources": [],
+        "lines": [],
+    }
 
 
 def test_card_header_fields_come_from_the_protocol(tmp_path: Path) -> None:
@@ -169,7 +235,8 @@ def test_card_header_fields_come_from_the_protocol(tmp_path: Path) -> None:
     assert (card["schema"], card["pair"], card["complete"], card["failure"]) == (CARD_SCHEMA, "t", True, None)
     assert card["workloads_statement"].startswith(
         "Conclusions hold for the workloads tested only: w (short-homogeneous, completions; generator "
-        "short-homogeneous, seed 0; input tokens min/median/max natural (declared), output tokens 3/3/3).")
+        "short-homogeneous, seed 0; input tokens min/median/max natural (declared), output tokens 3/3/3)."
+    )
     assert card["requests_on_disk"] == {"measured": 16, "partial": 0, "torn_lines": 0, "not_written": 0}
     assert card["engine_version"] == {"plain": None, "speculative": None}
     assert [(c["level"], c["complete"]) for c in card["cells"]] == [("c1", True), ("c2", True)]
@@ -209,32 +276,50 @@ def test_a_cell_measured_on_one_server_only_has_no_ratios_and_is_incomplete(tmp_
 
 def test_requests_of_a_cell_cut_short_are_kept_and_marked_partial(tmp_path: Path) -> None:
     entries = [_entry(role, 1) for role in ("plain", "speculative")] + [_entry("plain", 2)]
-    records = [_record(role, c, i) for c in (1, 2) for role in ("plain", "speculative") for i in range(4)
-               if not (c == 2 and role == "speculative" and i >= 2)]
-    card = build_card(write_run(tmp_path, entries=entries, records=records,
-                                status={"complete": False, "failure": "interrupted (SIGINT)"})).to_json()
+    records = [
+        _record(role, c, i)
+        for c in (1, 2)
+        for role in ("plain", "speculative")
+        for i in range(4)
+        if not (c == 2 and role == "speculative" and i >= 2)
+    ]
+    card = build_card(
+        write_run(
+            tmp_path, entries=entries, records=records, status={"complete": False, "failure": "interrupted (SIGINT)"}
+        )
+    ).to_json()
     spec = _cell(card, "c2")["speculative"]
     assert spec["partial"] is True and spec["partial_requests"] == 2 and spec["requests"] == 2
-    assert spec["failure"] == ("partial: 2 measured requests finished before the cell was cut short (interrupted "
-                               "(SIGINT)); they are kept, without the cell's server counters")
+    assert spec["failure"] == (
+        "partial: 2 measured requests finished before the cell was cut short (interrupted "
+        "(SIGINT)); they are kept, without the cell's server counters"
+    )
     assert _cell(card, "c2")["complete"] is False and _cell(card, "c1")["complete"] is True
     assert card["requests_on_disk"]["partial"] == 2
-    assert card["failure"] == ("interrupted (SIGINT); 2 of 14 measured requests on disk are from cells cut short, "
-                               "kept and marked partial")
+    assert card["failure"] == (
+        "interrupted (SIGINT); 2 of 14 measured requests on disk are from cells cut short, kept and marked partial"
+    )
 
 
 def test_output_length_mismatches_and_foreign_traffic_are_noted(tmp_path: Path) -> None:
     entries = [_entry("plain", 1, output_length_mismatches=2), _entry("speculative", 1, foreign_traffic=True)]
     notes = build_card(write_run(tmp_path, levels=(1,), entries=entries)).to_json()["cells"][0]["notes"]
-    assert ("plain: 2 requests did not return their requested output length; per-token figures stay valid, "
-            "summed times do not") in notes
-    assert ("speculative: the server finished more requests than loadgen sent (foreign traffic): its counters "
-            "include other clients") in notes
+    assert (
+        "plain: 2 requests did not return their requested output length; per-token figures stay valid, "
+        "summed times do not"
+    ) in notes
+    assert (
+        "speculative: the server finished more requests than loadgen sent (foreign traffic): its counters "
+        "include other clients"
+    ) in notes
 
 
 def test_good_acceptance_with_worse_latency_is_noted(tmp_path: Path) -> None:
-    entries = [_entry(r, c, spec_decode=SPEC if r == "speculative" else None, server_finished_requests=4.0)
-               for c in (1, 2) for r in ("plain", "speculative")]
+    entries = [
+        _entry(r, c, spec_decode=SPEC if r == "speculative" else None, server_finished_requests=4.0)
+        for c in (1, 2)
+        for r in ("plain", "speculative")
+    ]
     card = build_card(write_run(tmp_path, entries=entries)).to_json()
     note = "acceptance good but latency worse: check draft and verification cost"
     assert _cell(card, "c2")["speculative"]["acceptance"]["acceptance_rate"] == 0.5
@@ -243,8 +328,10 @@ def test_good_acceptance_with_worse_latency_is_noted(tmp_path: Path) -> None:
 
 def test_low_acceptance_is_noted(tmp_path: Path) -> None:
     low = SPEC | {"num_accepted_tokens": 30.0, "accepted_per_position": [20.0, 7.0, 3.0]}
-    entries = [_entry(r, 1, spec_decode=low if r == "speculative" else None, server_finished_requests=4.0)
-               for r in ("plain", "speculative")]
+    entries = [
+        _entry(r, 1, spec_decode=low if r == "speculative" else None, server_finished_requests=4.0)
+        for r in ("plain", "speculative")
+    ]
     cell = build_card(write_run(tmp_path, levels=(1,), entries=entries)).to_json()["cells"][0]
     assert cell["speculative"]["acceptance"]["acceptance_rate"] == pytest.approx(0.1)
     assert "acceptance low: check the draft's fit to the task and target" in cell["notes"]

@@ -52,8 +52,11 @@ def test_the_random_1b_paragraph_quotes_the_cards() -> None:
     assert f"first differences anywhere in the output (tokens {lo_t}-{hi_t};" in README
     late = [c for c in cells if c[3]["late"]]
     assert [(c[1], c[2]) for c in late] == [("short-homogeneous-gpu", 4)] and "only one cell" in README
-    self_short = {c[2]: round(100 * c[3]["match_rate"]) for c in cells if c[0] == "h200-1b-selfdraft"
-                  and c[1] == "short-homogeneous-gpu"}
+    self_short = {
+        c[2]: round(100 * c[3]["match_rate"])
+        for c in cells
+        if c[0] == "h200-1b-selfdraft" and c[1] == "short-homogeneous-gpu"
+    }
     assert f"for the self-draft {self_short[4]}%, {self_short[16]}%, {self_short[64]}% at 4, 16, 64" in README
     at64 = [round(100 * c[3]["match_rate"]) for c in cells if c[2] == 64]
     assert f"{min(at64)}-{max(at64)}% at 64 for all three pairs" in README

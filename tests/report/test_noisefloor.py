@@ -16,8 +16,10 @@ from tests.support.cards import card_cell
 
 def noise_notes(ratios: dict[str, dict[str, Any]], floor: dict[str, Any] | None) -> list[str]:
     """noisefloor.noise_notes of the ratios and the cell noise floor as card.json writes them."""
-    return noisefloor.noise_notes({m: Ratio.from_json(x, source="ratio") for m, x in ratios.items()},
-                                  None if floor is None else CellNoiseFloor.from_json(floor, source="floor"))
+    return noisefloor.noise_notes(
+        {m: Ratio.from_json(x, source="ratio") for m, x in ratios.items()},
+        None if floor is None else CellNoiseFloor.from_json(floor, source="floor"),
+    )
 
 
 def design_summary(proto: dict[str, Any]) -> dict[str, object] | None:
@@ -53,22 +55,23 @@ def test_an_aa_interval_excluding_one_says_the_design_did_not_hold() -> None:
     ratios = {"tpot_p50": r(0.8, 0.75, 0.85, effect=FASTER)}
     assert noise_notes(ratios, aa) == [
         "A/A tpot_p50 1.100 [1.050, 1.150] excludes 1: the placebo moved against plain, so the design did not hold "
-        "on this machine; treat this cell's ratios as unreliable"]
+        "on this machine; treat this cell's ratios as unreliable"
+    ]
 
 
 def test_an_effect_inside_the_noise_names_the_ratio_and_the_noise_floor() -> None:
     ratios = {"tpot_p50": r(0.97, 0.93, 1.01, effect=NOT_DISTINGUISHABLE)}
     aa = floor({"tpot_p50": True}, tpot_p50=r(1.0, 0.98, 1.02))
     assert noise_notes(ratios, aa) == [
-        "tpot_p50 spec/plain 0.970 [0.930, 1.010] is not distinguishable from the A/A noise floor "
-        "1.000 [0.980, 1.020]"]
+        "tpot_p50 spec/plain 0.970 [0.930, 1.010] is not distinguishable from the A/A noise floor 1.000 [0.980, 1.020]"
+    ]
 
 
 def test_an_effect_inside_the_noise_without_a_placebo_is_judged_from_one() -> None:
     ratios = {"ttft_p50": r(1.02, 0.9, 1.1, effect=NOT_DISTINGUISHABLE)}
     assert noise_notes(ratios, None) == [
-        "ttft_p50 spec/plain 1.020 [0.900, 1.100] is not distinguishable from the A/A noise floor "
-        "(no placebo: from 1)"]
+        "ttft_p50 spec/plain 1.020 [0.900, 1.100] is not distinguishable from the A/A noise floor (no placebo: from 1)"
+    ]
 
 
 def test_a_one_block_aa_ratio_is_shown_without_an_interval() -> None:
@@ -76,13 +79,18 @@ def test_a_one_block_aa_ratio_is_shown_without_an_interval() -> None:
     aa = floor({"e2e_p50": None}, e2e_p50=r(1.01))
     assert noise_notes(ratios, aa) == [
         "e2e_p50 spec/plain 0.990 [0.900, 1.100] is not distinguishable from the A/A noise floor "
-        "1.010 (no CI: one block)"]
+        "1.010 (no CI: one block)"
+    ]
 
 
 def test_notes_follow_the_shown_metrics_order_and_skip_other_metrics() -> None:
     nd = NOT_DISTINGUISHABLE
-    ratios = {"e2e_p50": r(1.0, 0.9, 1.1, effect=nd), "tpot_p90": r(1.0, 0.9, 1.1, effect=nd),
-              "tpot_p50": r(1.0, 0.9, 1.1, effect=nd), "ttft_p50": r(0.5, 0.4, 0.6, effect=FASTER)}
+    ratios = {
+        "e2e_p50": r(1.0, 0.9, 1.1, effect=nd),
+        "tpot_p90": r(1.0, 0.9, 1.1, effect=nd),
+        "tpot_p50": r(1.0, 0.9, 1.1, effect=nd),
+        "ttft_p50": r(0.5, 0.4, 0.6, effect=FASTER),
+    }
     notes = noise_notes(ratios, None)
     assert [n.split(" ", 1)[0] for n in notes] == ["tpot_p50", "e2e_p50"]
 
@@ -92,8 +100,12 @@ def test_an_effect_inside_the_noise_without_a_value_gives_no_note() -> None:
 
 
 def test_a_cell_whose_aa_intervals_all_exclude_one_gets_one_aa_line_per_metric() -> None:
-    aa = floor({"tpot_p50": False, "ttft_p50": False, "e2e_p50": False},
-               tpot_p50=r(1.1, 1.05, 1.15), ttft_p50=r(1.2, 1.1, 1.3), e2e_p50=r(1.1, 1.05, 1.15))
+    aa = floor(
+        {"tpot_p50": False, "ttft_p50": False, "e2e_p50": False},
+        tpot_p50=r(1.1, 1.05, 1.15),
+        ttft_p50=r(1.2, 1.1, 1.3),
+        e2e_p50=r(1.1, 1.05, 1.15),
+    )
     aa_lines = [n for n in noise_notes({}, aa) if n.startswith("A/A ")]
     assert [n.split()[1] for n in aa_lines] == ["tpot_p50", "ttft_p50", "e2e_p50"]
 
@@ -109,17 +121,25 @@ def noise_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_noise_summary_without_any_placebo_is_not_measured() -> None:
     assert noise_summary([]) == {"measured": False}
-    cells: list[dict[str, Any]] = [{"workload": "w", "level": "c1"},
-                                   {"workload": "w", "level": "c4", "noise_floor": None}]
+    cells: list[dict[str, Any]] = [
+        {"workload": "w", "level": "c1"},
+        {"workload": "w", "level": "c4", "noise_floor": None},
+    ]
     assert noise_summary(cells) == {"measured": False}
 
 
 def test_noise_summary_gives_the_range_the_widest_half_width_and_the_cells_excluding_one() -> None:
     cells: list[dict[str, Any]] = [
-        {"workload": "w", "level": "c1", "noise_floor": floor({}, tpot_p50=r(0.98, 0.95, 1.01),
-                                                               ttft_p50=r(1.01, 0.9, 1.2))},
-        {"workload": "w", "level": "c4", "noise_floor": floor({}, tpot_p50=r(1.06, 1.02, 1.10),
-                                                               ttft_p50=r(0.99, 0.98, 1.0))},
+        {
+            "workload": "w",
+            "level": "c1",
+            "noise_floor": floor({}, tpot_p50=r(0.98, 0.95, 1.01), ttft_p50=r(1.01, 0.9, 1.2)),
+        },
+        {
+            "workload": "w",
+            "level": "c4",
+            "noise_floor": floor({}, tpot_p50=r(1.06, 1.02, 1.10), ttft_p50=r(0.99, 0.98, 1.0)),
+        },
         {"workload": "w", "level": "c8"},
     ]
     out = noise_summary(cells)
@@ -140,8 +160,12 @@ def test_noise_summary_gives_the_range_the_widest_half_width_and_the_cells_exclu
 
 def test_noise_summary_of_one_block_floors_has_no_half_width_and_excludes_nothing() -> None:
     cells = [{"workload": "w", "level": "c1", "noise_floor": floor({}, tpot_p50=r(1.03))}]
-    assert noise_summary(cells)["metrics"]["tpot_p50"] == {"min": 1.03, "max": 1.03, "widest_half_width": None,
-                                                           "excluding_1": []}
+    assert noise_summary(cells)["metrics"]["tpot_p50"] == {
+        "min": 1.03,
+        "max": 1.03,
+        "widest_half_width": None,
+        "excluding_1": [],
+    }
 
 
 def test_noise_summary_skips_a_metric_without_a_value() -> None:
@@ -160,8 +184,9 @@ def test_design_summary_of_older_code_is_none() -> None:
 
 
 def test_design_summary_drops_the_order_and_counts_its_slots() -> None:
-    proto = {"design": {"blocks": 3, "placebo": "server",
-                        "order": [["plain", "w", "c1", 0], ["speculative", "w", "c1", 0]]}}
+    proto = {
+        "design": {"blocks": 3, "placebo": "server", "order": [["plain", "w", "c1", 0], ["speculative", "w", "c1", 0]]}
+    }
     assert design_summary(proto) == {"blocks": 3, "placebo": "server", "slots": 2}
 
 

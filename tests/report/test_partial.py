@@ -28,13 +28,22 @@ def on_disk_of(run: Path, status: RunStatus) -> dict[str, Any]:
 
 def write_run(run: Path) -> None:
     run.mkdir()
-    cells = [{"role": "plain", "workload": "w", "level": "c4", "concurrency": 4, "repetition": 0},
-             {"role": "speculative", "workload": "w", "level": "c4", "concurrency": 4, "repetition": 0},
-             {"role": "plain", "workload": "w", "concurrency": 8}]  # an older line without level or repetition
+    cells = [
+        {"role": "plain", "workload": "w", "level": "c4", "concurrency": 4, "repetition": 0},
+        {"role": "speculative", "workload": "w", "level": "c4", "concurrency": 4, "repetition": 0},
+        {"role": "plain", "workload": "w", "concurrency": 8},
+    ]  # an older line without level or repetition
     (run / "cells.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cells))
-    requests = [req("plain", "c4", 0), req("plain", "c4", 0), req("speculative", "c4", 0),
-                req("plain", "c8", 0), req("plain", "c4", 0, "warmup"),
-                req("speculative", "c4", 1), req("speculative", "c4", 1), req("speculative", "c8", 0)]
+    requests = [
+        req("plain", "c4", 0),
+        req("plain", "c4", 0),
+        req("speculative", "c4", 0),
+        req("plain", "c8", 0),
+        req("plain", "c4", 0, "warmup"),
+        req("speculative", "c4", 1),
+        req("speculative", "c4", 1),
+        req("speculative", "c8", 0),
+    ]
     lines = [json.dumps(r) for r in requests]
     lines.insert(3, '{"prompt_id": "torn", "ro')
     (run / "requests.jsonl").write_text("\n".join(lines) + "\n")
@@ -48,7 +57,8 @@ def test_on_disk_counts_measured_partial_torn_and_not_written(tmp_path: Path) ->
     assert got["failure"] == (
         "interrupted (Ctrl-C); 3 of 7 measured requests on disk are from cells cut short, kept and marked partial; "
         "1 torn line(s) in requests.jsonl skipped (a write cut short); 2 request records could not be written "
-        "(the run folder refused the write)")
+        "(the run folder refused the write)"
+    )
 
 
 def test_a_complete_run_has_no_failure_line(tmp_path: Path) -> None:
@@ -63,18 +73,32 @@ def test_a_complete_run_has_no_failure_line(tmp_path: Path) -> None:
 
 
 def _side(failure: str | None) -> RoleStats:
-    return RoleStats(requests=5, errors=0, output_throughput_tps=None, request_throughput_rps=None, ttft_s=None,
-                     tpot_s=None, itl_s=None, e2e_s=None, failure=failure)
+    return RoleStats(
+        requests=5,
+        errors=0,
+        output_throughput_tps=None,
+        request_throughput_rps=None,
+        ttft_s=None,
+        tpot_s=None,
+        itl_s=None,
+        e2e_s=None,
+        failure=failure,
+    )
 
 
 def test_mark_partial_adds_the_count_and_the_line() -> None:
-    records = [RequestRecord(f"p{i}", "plain", "w", 4, "measured", 0.0, repetition=rep)
-               for i, rep in enumerate((0, 0, 1, 2, 2))]
+    records = [
+        RequestRecord(f"p{i}", "plain", "w", 4, "measured", 0.0, repetition=rep)
+        for i, rep in enumerate((0, 0, 1, 2, 2))
+    ]
     entries = [CellEntry("plain", "w", 4, repetition=0), CellEntry("plain", "w", 4, repetition=1)]
     got = mark_partial(_side("earlier"), entries, records, RunStatus(failure="disk full"))
     assert (got.partial, got.partial_requests, got.failure) == (
-        True, 2, "earlier; partial: 2 measured requests finished before the cell was cut short (disk full); they "
-                 "are kept, without the cell's server counters")
+        True,
+        2,
+        "earlier; partial: 2 measured requests finished before the cell was cut short (disk full); they "
+        "are kept, without the cell's server counters",
+    )
     assert list(got.to_json())[-3:] == ["failure", "partial", "partial_requests"]
     whole = _side(None)
     assert mark_partial(whole, [*entries, CellEntry("plain", "w", 4, repetition=2)], records, RunStatus()) is whole

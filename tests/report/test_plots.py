@@ -33,28 +33,56 @@ def dist(p50: float) -> dict[str, float | int]:
 
 
 def side(tpot_s: float, c: float, acceptance: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"requests": 12, "errors": 0, "output_tokens": 12 * 64, "window_s": 10.0,
-            "output_throughput_tps": 64 * c / (0.05 + 63 * tpot_s), "request_throughput_rps": c / (0.05 + 63 * tpot_s),
-            "ttft_s": dist(0.05 * (1 + c / 4)), "tpot_s": dist(tpot_s), "itl_s": dist(tpot_s),
-            "icl_s": dist(tpot_s * 2),
-            "e2e_s": dist(0.05 + 63 * tpot_s), "send_lag_s": dist(2e-5), "mean_tokens_per_chunk": 2.0,
-            "acceptance": acceptance}
+    return {
+        "requests": 12,
+        "errors": 0,
+        "output_tokens": 12 * 64,
+        "window_s": 10.0,
+        "output_throughput_tps": 64 * c / (0.05 + 63 * tpot_s),
+        "request_throughput_rps": c / (0.05 + 63 * tpot_s),
+        "ttft_s": dist(0.05 * (1 + c / 4)),
+        "tpot_s": dist(tpot_s),
+        "itl_s": dist(tpot_s),
+        "icl_s": dist(tpot_s * 2),
+        "e2e_s": dist(0.05 + 63 * tpot_s),
+        "send_lag_s": dist(2e-5),
+        "mean_tokens_per_chunk": 2.0,
+        "acceptance": acceptance,
+    }
 
 
 def cell(workload: str, c: int, ratio: float, rate: float | None = None) -> dict[str, Any]:
-    acc = {"acceptance_rate": 0.6, "mean_acceptance_length": 2.8, "per_position": [0.8, 0.6, 0.4],
-           "num_drafts": 100.0, "num_draft_tokens": 300.0, "num_accepted_tokens": 180.0}
-    return {"workload": workload, "level": f"c{c}" if rate is None else f"r{rate:g}", "concurrency": c,
-            "rate_rps": rate, "complete": True, "plain": side(0.02, c), "speculative": side(0.02 * ratio, c, acc),
-            "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.04, "pairs": 12}},
-            "notes": []}
+    acc = {
+        "acceptance_rate": 0.6,
+        "mean_acceptance_length": 2.8,
+        "per_position": [0.8, 0.6, 0.4],
+        "num_drafts": 100.0,
+        "num_draft_tokens": 300.0,
+        "num_accepted_tokens": 180.0,
+    }
+    return {
+        "workload": workload,
+        "level": f"c{c}" if rate is None else f"r{rate:g}",
+        "concurrency": c,
+        "rate_rps": rate,
+        "complete": True,
+        "plain": side(0.02, c),
+        "speculative": side(0.02 * ratio, c, acc),
+        "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.04, "pairs": 12}},
+        "notes": [],
+    }
 
 
 def synthetic_card() -> dict[str, Any]:
     cells = [cell(w, c, f(c)) for w, f in RATIOS.items() for c in LEVELS]
     cells += [cell("short", 64, r, rate) for rate, r in RATE_RATIOS.items()]
-    return {"schema": "loadgen.card/1", "pair": "synthetic", "complete": True, "concurrency": list(LEVELS),
-            "cells": cells}
+    return {
+        "schema": "loadgen.card/1",
+        "pair": "synthetic",
+        "complete": True,
+        "concurrency": list(LEVELS),
+        "cells": cells,
+    }
 
 
 def records() -> list[RequestRecord]:
@@ -65,10 +93,25 @@ def records() -> list[RequestRecord]:
                 for i in range(6):
                     send = float(i)
                     first = send + ttft * (1 + c / 4) * (1 + i / 10)
-                    out.append(RequestRecord(f"{w}-{i}", role, w, c, "measured", send, level=f"c{c}", send_s=send,
-                                             chunk_arrivals_s=[first, first + 0.04], chunk_tokens=[1, 3]))
-    out.append(RequestRecord("w", "plain", "short", 1, "warmup", 0.0, level="c1", send_s=0.0,
-                             chunk_arrivals_s=[99.0], chunk_tokens=[1]))
+                    out.append(
+                        RequestRecord(
+                            f"{w}-{i}",
+                            role,
+                            w,
+                            c,
+                            "measured",
+                            send,
+                            level=f"c{c}",
+                            send_s=send,
+                            chunk_arrivals_s=[first, first + 0.04],
+                            chunk_tokens=[1, 3],
+                        )
+                    )
+    out.append(
+        RequestRecord(
+            "w", "plain", "short", 1, "warmup", 0.0, level="c1", send_s=0.0, chunk_arrivals_s=[99.0], chunk_tokens=[1]
+        )
+    )
     out.append(RequestRecord("e", "plain", "short", 1, "measured", 0.0, level="c1", error="HTTP 500"))
     return out
 
@@ -80,17 +123,21 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-@pytest.mark.parametrize(("levels", "ratios", "expected"), [
-    ((1, 2, 4, 8), (0.8, 0.9, 1.1, 1.5), 3.0),
-    ((1, 2, 4, 8), (1.15, 1.1, 1.0, 0.8), 4.0),
-    ((1, 2, 4), (1.2, 1.1, 1.3), None),
-    ((1, 2, 4), (0.5, 0.6, 0.9), None),
-    ((1, 2, 4, 8), (0.8, None, 1.2, 1.4), 2.5),  # unknown ratios are skipped: 1 + 0.2 / 0.4 x 3
-    ((2, 4), (1.0, 1.3), 2.0),
-    ((), (), None),
-])
-def test_crossover_closed_form(levels: tuple[int, ...], ratios: tuple[float | None, ...],
-                               expected: float | None) -> None:
+@pytest.mark.parametrize(
+    ("levels", "ratios", "expected"),
+    [
+        ((1, 2, 4, 8), (0.8, 0.9, 1.1, 1.5), 3.0),
+        ((1, 2, 4, 8), (1.15, 1.1, 1.0, 0.8), 4.0),
+        ((1, 2, 4), (1.2, 1.1, 1.3), None),
+        ((1, 2, 4), (0.5, 0.6, 0.9), None),
+        ((1, 2, 4, 8), (0.8, None, 1.2, 1.4), 2.5),  # unknown ratios are skipped: 1 + 0.2 / 0.4 x 3
+        ((2, 4), (1.0, 1.3), 2.0),
+        ((), (), None),
+    ],
+)
+def test_crossover_closed_form(
+    levels: tuple[int, ...], ratios: tuple[float | None, ...], expected: float | None
+) -> None:
     assert crossover(levels, ratios) == (None if expected is None else pytest.approx(expected))
 
 
@@ -106,9 +153,17 @@ def test_render_plots_writes_readable_pngs(tmp_path: Path, monkeypatch: pytest.M
     paths = render_plots(card_record(synthetic_card()), records(), tmp_path / "plots")
     assert list(figures) == [p.name for p in paths]
     names = [p.name for p in paths]
-    assert names == ["latency_short.png", "latency_long.png", "throughput.png", "tpot_ratio.png",
-                     "latency_short_rate.png", "throughput_rate.png", "tpot_ratio_rate.png",
-                     "acceptance.png", "ttft_distribution.png"]
+    assert names == [
+        "latency_short.png",
+        "latency_long.png",
+        "throughput.png",
+        "tpot_ratio.png",
+        "latency_short_rate.png",
+        "throughput_rate.png",
+        "tpot_ratio_rate.png",
+        "acceptance.png",
+        "ttft_distribution.png",
+    ]
     for path in paths:
         assert path.parent == tmp_path / "plots" and path.is_file()
         width, height = png_size(path)
@@ -128,7 +183,9 @@ def test_the_figures_draw_the_cards_values(tmp_path: Path, monkeypatch: pytest.M
     assert line(ttft_ax, "plain p50")[1] == pytest.approx([62.5, 75.0, 100.0, 150.0])  # 50 ms x (1 + c / 4)
     assert line(e2e_ax, "plain p50")[1] == pytest.approx([0.05 + 63 * 0.02] * 4)
     assert line(figures["latency_short_rate.png"].axes[1], "speculative p50") == (
-        [0.5, 1.0, 2.0], pytest.approx([18.0, 19.0, 23.0]))
+        [0.5, 1.0, 2.0],
+        pytest.approx([18.0, 19.0, 23.0]),
+    )
 
     out_ax, req_ax = figures["throughput.png"].axes
     assert line(out_ax, "long · plain") == ([1, 2, 4, 8], pytest.approx([64 * c / 1.31 for c in LEVELS]))
@@ -142,11 +199,13 @@ def test_the_figures_draw_the_cards_values(tmp_path: Path, monkeypatch: pytest.M
     band = ratio_ax.collections[0].get_paths()[0].vertices  # fill_between: lows forward, highs back
     assert band[:, 1].min() == pytest.approx(0.75) and band[:, 1].max() == pytest.approx(1.54)
     assert [xy(x) for x in figures["tpot_ratio_rate.png"].axes[0].get_lines() if x.get_marker() == "X"] == [
-        ([pytest.approx(1.25)], [1.0])]
+        ([pytest.approx(1.25)], [1.0])
+    ]
 
     acc_short, acc_long = figures["acceptance.png"].axes
-    heights = [[round(bar.get_height(), 9) for container in ax.containers for bar in container]
-               for ax in (acc_short, acc_long)]
+    heights = [
+        [round(bar.get_height(), 9) for container in ax.containers for bar in container] for ax in (acc_short, acc_long)
+    ]
     assert heights == [[0.8, 0.6, 0.4] * 7, [0.8, 0.6, 0.4] * 4]  # short: 4 closed-loop and 3 open-loop cells
     assert acc_short.get_legend_handles_labels()[1][0] == "c1: rate 0.60, length 2.80"
 
@@ -165,8 +224,13 @@ def test_incomplete_cards_draw_what_they_can(tmp_path: Path) -> None:
         c.pop("speculative")
         c["ratios"] = {}
     only_plain = [p.name for p in render_plots(card_record(card), [], tmp_path / "plain")]
-    assert only_plain == ["latency_short.png", "latency_long.png", "throughput.png", "latency_short_rate.png",
-                          "throughput_rate.png"]
+    assert only_plain == [
+        "latency_short.png",
+        "latency_long.png",
+        "throughput.png",
+        "latency_short_rate.png",
+        "throughput_rate.png",
+    ]
 
     broken = copy.deepcopy(synthetic_card())
     broken["cells"][0]["plain"]["tpot_s"] = {"p50": None}
@@ -175,5 +239,10 @@ def test_incomplete_cards_draw_what_they_can(tmp_path: Path) -> None:
     broken["cells"][3]["speculative"]["acceptance"] = {"per_position": []}
     broken["cells"].append({"workload": "ghost"})
     names = [p.name for p in render_plots(card_record(broken), records()[:3], tmp_path / "broken")]
-    assert {"latency_short.png", "latency_long.png", "tpot_ratio.png", "acceptance.png",
-            "ttft_distribution.png"} <= set(names)
+    assert {
+        "latency_short.png",
+        "latency_long.png",
+        "tpot_ratio.png",
+        "acceptance.png",
+        "ttft_distribution.png",
+    } <= set(names)

@@ -52,8 +52,10 @@ def test_loadgen_report_re_renders_a_committed_sweep_byte_identical(example: Pat
 
 
 def test_a_built_card_is_dated_by_its_last_cell_end(tmp_path: Path) -> None:
-    entries = [_entry("plain", 1, started_utc="2026-01-02T03:04:05.500000+00:00", duration_s=10.0),
-               _entry("speculative", 1, started_utc="2026-01-02T03:04:00+00:00", duration_s=2.0)]
+    entries = [
+        _entry("plain", 1, started_utc="2026-01-02T03:04:05.500000+00:00", duration_s=10.0),
+        _entry("speculative", 1, started_utc="2026-01-02T03:04:00+00:00", duration_s=2.0),
+    ]
     run = write_run(tmp_path / "r", levels=(1,), entries=entries)
     assert build_card(run).to_json()["generated_utc"] == "2026-01-02T03:04:15+00:00"
     again = json.loads(json.dumps(build_card(run).to_json()))
@@ -68,6 +70,7 @@ def test_loadgen_report_of_a_saved_card_without_protocol_json_is_one_line_exit_2
     (copy / "protocol.json").unlink()
     result = CliRunner().invoke(main, ["report", str(copy)])
     assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == (f"loadgen: error: {copy} is not a run folder (no protocol.json); "
-                                              "pass runs/<pair>/<timestamp>")
+    assert result.output.splitlines()[-1] == (
+        f"loadgen: error: {copy} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>"
+    )
     assert (copy / "card.json").read_bytes() == (EXAMPLES[0] / "card.json").read_bytes()

@@ -85,10 +85,25 @@ def test_read_jsonl_of_a_missing_file_is_empty_and_skips_blank_lines(tmp_path: P
 
 
 def test_request_records_round_trip_through_requests_jsonl(tmp_path: Path) -> None:
-    records = [RequestRecord("p0", "plain", "w", 2, "measured", 0.5, level="c2", send_s=0.5,
-                             chunk_arrivals_s=[0.6, 0.7], chunk_tokens=[1, 3], token_ids=[5, 6, 7, 8],
-                             finish_reason="length", usage_completion_tokens=4, requested_output_tokens=4),
-               RequestRecord("p1", "speculative", "w", 2, "warmup", 0.0, error="http 500", http_status=500)]
+    records = [
+        RequestRecord(
+            "p0",
+            "plain",
+            "w",
+            2,
+            "measured",
+            0.5,
+            level="c2",
+            send_s=0.5,
+            chunk_arrivals_s=[0.6, 0.7],
+            chunk_tokens=[1, 3],
+            token_ids=[5, 6, 7, 8],
+            finish_reason="length",
+            usage_completion_tokens=4,
+            requested_output_tokens=4,
+        ),
+        RequestRecord("p1", "speculative", "w", 2, "warmup", 0.0, error="http 500", http_status=500),
+    ]
     app = JsonlAppender(tmp_path / "requests.jsonl")
     append_records(app, records)
     app.close()
@@ -98,12 +113,21 @@ def test_request_records_round_trip_through_requests_jsonl(tmp_path: Path) -> No
 
 
 def test_an_older_record_without_phase_or_error_loads_as_today(tmp_path: Path) -> None:
-    old = {"prompt_id": "p", "role": "plain", "workload": "w", "concurrency": 1, "warmup": True,
-           "scheduled_s": 0.0, "retired_field": 1}
+    old = {
+        "prompt_id": "p",
+        "role": "plain",
+        "workload": "w",
+        "concurrency": 1,
+        "warmup": True,
+        "scheduled_s": 0.0,
+        "retired_field": 1,
+    }
     (tmp_path / "requests.jsonl").write_text(json.dumps(old) + "\n")
     (record,) = load_records(tmp_path)
-    assert record.phase == "warmup" and record.error == ("no-tokens: HTTP None stream ended with no token-bearing "
-                                                          "chunk (finish_reason None, usage completion_tokens None)")
+    assert record.phase == "warmup" and record.error == (
+        "no-tokens: HTTP None stream ended with no token-bearing "
+        "chunk (finish_reason None, usage completion_tokens None)"
+    )
 
 
 def test_copy_pair_file_copies_to_pair_toml(tmp_path: Path) -> None:

@@ -27,12 +27,16 @@ def test_each_line_comes_with_its_place_and_torn_lines_are_collected(tmp_path: P
 
 def test_cells_jsonl_reads_as_entries_and_a_bad_line_is_named(tmp_path: Path) -> None:
     path = tmp_path / "cells.jsonl"
-    lines = [{"role": "plain", "workload": "w", "concurrency": 2, "level": "c2"},
-             {"role": "speculative", "workload": "w", "concurrency": 2, "level": "c2", "repetition": 1}]
+    lines = [
+        {"role": "plain", "workload": "w", "concurrency": 2, "level": "c2"},
+        {"role": "speculative", "workload": "w", "concurrency": 2, "level": "c2", "repetition": 1},
+    ]
     path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"role": "pla\n')
     torn: list[str] = []
-    assert read_cell_lines(path, torn) == [CellEntry("plain", "w", 2, level="c2"),
-                                          CellEntry("speculative", "w", 2, level="c2", repetition=1)]
+    assert read_cell_lines(path, torn) == [
+        CellEntry("plain", "w", 2, level="c2"),
+        CellEntry("speculative", "w", 2, level="c2", repetition=1),
+    ]
     assert torn == ['{"role": "pla']
     path.write_text(json.dumps(lines[0]) + "\n\n" + json.dumps(lines[1] | {"repetition": "1"}) + "\n")
     with pytest.raises(BadInput) as caught:
@@ -40,8 +44,13 @@ def test_cells_jsonl_reads_as_entries_and_a_bad_line_is_named(tmp_path: Path) ->
     assert str(caught.value) == f"{path} line 3: repetition: expected an integer, got '1'; {RESTORE}"
 
 
-@pytest.mark.parametrize(("content", "why"), [(b'{"a": ', "JSONDecodeError: Expecting value: line 1 column 7"),
-                                              (b'{"a": "\xff"}', "UnicodeDecodeError: 'utf-8' codec can't decode")])
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b'{"a": ', "JSONDecodeError: Expecting value: line 1 column 7"),
+        (b'{"a": "\xff"}', "UnicodeDecodeError: 'utf-8' codec can't decode"),
+    ],
+)
 def test_a_file_that_is_not_json_is_one_line(tmp_path: Path, content: bytes, why: str) -> None:
     path = tmp_path / "status.json"
     path.write_bytes(content)

@@ -44,8 +44,12 @@ def test_a_placebo_an_older_effective_record_and_no_status(tmp_path: Path) -> No
     files = read_run(run)
     assert files.status == RunStatus(complete=False, failure="unknown")
     assert sorted(files.servers) == ["placebo", "plain", "speculative"]
-    assert files.servers["placebo"] == {"launch": None, "effective": {"version": "0.24.0"}, "resources": None,
-                                        "teardown": None}
+    assert files.servers["placebo"] == {
+        "launch": None,
+        "effective": {"version": "0.24.0"},
+        "resources": None,
+        "teardown": None,
+    }
     assert files.servers["speculative"]["effective"]["engine_path"]["model_runner"] == "V1"  # from the log
     assert "engine_path" not in (files.servers["plain"]["effective"] or {})  # no log kept: unknown on the card
 
@@ -56,16 +60,19 @@ def test_with_engine_path_keeps_a_record_that_has_one(tmp_path: Path) -> None:
     kept = {"engine_path": {"model_runner": "V2"}}
     assert with_engine_path(kept, tmp_path, "plain") is kept
     assert with_engine_path(None, tmp_path, "plain") is None
-    assert with_engine_path({}, tmp_path, "plain") == {"engine_path": {"async_scheduling": None, "model_runner": None,
-                                                                        "fallback_reasons": []}}
+    assert with_engine_path({}, tmp_path, "plain") == {
+        "engine_path": {"async_scheduling": None, "model_runner": None, "fallback_reasons": []}
+    }
 
 
 def test_run_ended_utc_without_cell_lines_is_protocols_time(tmp_path: Path) -> None:
     (tmp_path / "protocol.json").write_text("{}")
     os.utime(tmp_path / "protocol.json", (1_800_000_000.7, 1_800_000_000.7))
     assert run_ended_utc([], tmp_path) == "2027-01-15T08:00:00+00:00"
-    lines = [CellEntry("plain", "w", 4, started_utc="2026-01-01T00:00:00+01:00", duration_s=59.9),
-             CellEntry("plain", "w", 4, started_utc=None)]
+    lines = [
+        CellEntry("plain", "w", 4, started_utc="2026-01-01T00:00:00+01:00", duration_s=59.9),
+        CellEntry("plain", "w", 4, started_utc=None),
+    ]
     assert run_ended_utc(lines, tmp_path) == "2025-12-31T23:00:59+00:00"
 
 

@@ -21,42 +21,69 @@ from loadgen.report.schedcheck import render_schedule_check as render
 
 NGRAM = {"method": "ngram_gpu", "prompt_lookup_min": 2, "prompt_lookup_max": 4}
 DRAFT = {"method": "draft_model", "model": "d"}
-SCHEDULE = {**NGRAM, "num_speculative_tokens": 4,
-            "num_speculative_tokens_per_batch_size": [[1, 4, 4], [5, 16, 2], [17, 128, 0]]}
+SCHEDULE = {
+    **NGRAM,
+    "num_speculative_tokens": 4,
+    "num_speculative_tokens_per_batch_size": [[1, 4, 4], [5, 16, 2], [17, 128, 0]],
+}
 
 
 def _entry(name: str, k: int, speedup: float, half: float) -> SweepEntry:
-    return SweepEntry(candidate=name, k=k, speedup=speedup, speedup_ci_low=speedup - half,
-                      speedup_ci_high=speedup + half)
+    return SweepEntry(
+        candidate=name, k=k, speedup=speedup, speedup_ci_low=speedup - half, speedup_ci_high=speedup + half
+    )
 
 
 def _card(cells: list[SweepCell], schedule: dict | None) -> SweepCard:
-    candidates = [SweepCandidate(name="ngram-k2", speculative_config={**NGRAM, "num_speculative_tokens": 2}, k=2),
-                  SweepCandidate(name="ngram-k4", speculative_config={**NGRAM, "num_speculative_tokens": 4}, k=4),
-                  SweepCandidate(name="draft-k4", speculative_config={**DRAFT, "num_speculative_tokens": 4}, k=4)]
+    candidates = [
+        SweepCandidate(name="ngram-k2", speculative_config={**NGRAM, "num_speculative_tokens": 2}, k=2),
+        SweepCandidate(name="ngram-k4", speculative_config={**NGRAM, "num_speculative_tokens": 4}, k=4),
+        SweepCandidate(name="draft-k4", speculative_config={**DRAFT, "num_speculative_tokens": 4}, k=4),
+    ]
     choice = WorkloadChoice(workload="short", schedule=KSchedule(line="", supported=True, config=schedule))
-    return SweepCard(pair="p", primary_metric="tpot_p50", candidates=candidates, cells=cells,
-                     recommendation=Recommendation(lines=[], workloads=[choice]))
+    return SweepCard(
+        pair="p",
+        primary_metric="tpot_p50",
+        candidates=candidates,
+        cells=cells,
+        recommendation=Recommendation(lines=[], workloads=[choice]),
+    )
 
 
 def _sweep() -> SweepCard:
     floor = {"value": 1.0, "ci_low": 0.98, "ci_high": 1.03}
-    cells = [SweepCell(workload="short", level=f"c{c}", concurrency=c, noise_floor=floor, entries=[
-        _entry("ngram-k2", 2, s2, 0.05), _entry("ngram-k4", 4, s4, 0.05), _entry("draft-k4", 4, 9.0, 0.05)])
-        for c, s2, s4 in ((1, 1.4, 1.8), (16, 1.2, 1.1), (64, 0.8, 0.6))]
+    cells = [
+        SweepCell(
+            workload="short",
+            level=f"c{c}",
+            concurrency=c,
+            noise_floor=floor,
+            entries=[
+                _entry("ngram-k2", 2, s2, 0.05),
+                _entry("ngram-k4", 4, s4, 0.05),
+                _entry("draft-k4", 4, 9.0, 0.05),
+            ],
+        )
+        for c, s2, s4 in ((1, 1.4, 1.8), (16, 1.2, 1.1), (64, 0.8, 0.6))
+    ]
     return _card(cells, SCHEDULE)
 
 
 def _deployed(measured: dict[int, float]) -> SweepCard:
-    cells = [SweepCell(workload="short", level=f"c{c}", concurrency=c, entries=[_entry("schedule-k4", 4, s, 0.04)])
-             for c, s in measured.items()]
+    cells = [
+        SweepCell(workload="short", level=f"c{c}", concurrency=c, entries=[_entry("schedule-k4", 4, s, 0.04)])
+        for c, s in measured.items()
+    ]
     return _card(cells, None)
 
 
 def test_each_cell_is_predicted_from_the_same_family_at_the_scheduled_k() -> None:
     cells = check_schedule(_sweep(), _deployed({1: 1.79, 16: 0.9, 64: 1.2}), {"short": "schedule-k4"}).cells
     assert [(c.level, c.k, c.predicted_from) for c in cells] == [
-        ("c1", 4, "ngram-k4"), ("c16", 2, "ngram-k2"), ("c64", 0, "plain (K = 0)")]  # never the draft's 9.0
+        ("c1", 4, "ngram-k4"),
+        ("c16", 2, "ngram-k2"),
+        ("c64", 0, "plain (K = 0)"),
+    ]  # never the draft's 9.0
     c1, c16, c64 = cells
     assert (c1.predicted, c1.predicted_low, c1.predicted_high) == pytest.approx((1.8, 1.75, 1.85))
     assert c1.status == AS_PREDICTED  # [1.75, 1.83] overlaps [1.75, 1.85]

@@ -27,7 +27,7 @@ def card() -> dict[str, Any]:
 def section(md: str, title: str) -> list[str]:
     lines = md.splitlines()
     start = lines.index(f"## {title}") + 2
-    return lines[start:lines.index("", start)]
+    return lines[start : lines.index("", start)]
 
 
 def test_the_committed_sweep_md_re_renders_byte_identically() -> None:
@@ -38,17 +38,37 @@ def test_each_candidates_row() -> None:
     data = copy.deepcopy(card())
     base = data["candidates"][0]
     data["candidates"] = [
-        base | {"name": "a", "verdict_passed": True, "verdict_status": "pass", "kv_capacity_loss": 0.125,
-                "extra_cpu_rss_bytes": 3 * 2**20, "extra_gpu_memory_bytes": 1536 * 2**20, "same_memory_budget": True,
-                "time_s": 90.0},
-        base | {"name": "b", "verdict_passed": None, "verdict_status": "inconclusive", "kv_capacity_loss": None,
-                "extra_cpu_rss_bytes": None, "extra_gpu_memory_bytes": -2**20, "same_memory_budget": False,
-                "time_s": None, "draft_weights": False},
-        base | {"name": "c", "verdict_passed": None, "measured": False, "k": 4}]
+        base
+        | {
+            "name": "a",
+            "verdict_passed": True,
+            "verdict_status": "pass",
+            "kv_capacity_loss": 0.125,
+            "extra_cpu_rss_bytes": 3 * 2**20,
+            "extra_gpu_memory_bytes": 1536 * 2**20,
+            "same_memory_budget": True,
+            "time_s": 90.0,
+        },
+        base
+        | {
+            "name": "b",
+            "verdict_passed": None,
+            "verdict_status": "inconclusive",
+            "kv_capacity_loss": None,
+            "extra_cpu_rss_bytes": None,
+            "extra_gpu_memory_bytes": -(2**20),
+            "same_memory_budget": False,
+            "time_s": None,
+            "draft_weights": False,
+        },
+        base | {"name": "c", "verdict_passed": None, "measured": False, "k": 4},
+    ]
     rows = section(render_sweep_markdown_of(data), "Candidates")[2:]
-    assert rows == ["| a | 1 | yes | pass | 12.5% | 3 MiB | 1,536 MiB (same budget: not the draft's cost) | 1.5 min |",
-                    "| b | 1 | no | inconclusive | - | - | -1 MiB | - |",
-                    "| c | 4 | yes | not measured | 31.4% | 159 MiB | -944 MiB | 4.7 min |"]
+    assert rows == [
+        "| a | 1 | yes | pass | 12.5% | 3 MiB | 1,536 MiB (same budget: not the draft's cost) | 1.5 min |",
+        "| b | 1 | no | inconclusive | - | - | -1 MiB | - |",
+        "| c | 4 | yes | not measured | 31.4% | 159 MiB | -944 MiB | 4.7 min |",
+    ]
 
 
 def test_precision_drift_warnings_and_time() -> None:

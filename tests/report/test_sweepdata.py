@@ -49,7 +49,8 @@ def test_speedups_are_one_over_the_candidate_cards_ratios() -> None:
             r = cell["ratios"]["tpot_p50"]
             assert entry["ratio"] == r
             assert (entry["speedup"], entry["speedup_ci_low"], entry["speedup_ci_high"]) == pytest.approx(
-                (1 / r["value"], 1 / r["ci_high"], 1 / r["ci_low"]))
+                (1 / r["value"], 1 / r["ci_high"], 1 / r["ci_low"])
+            )
     assert [c["time_s"] for c in card["candidates"]] == [281.8041224489999, 378.13676590700004, 212.78162356899998]
 
 
@@ -70,8 +71,13 @@ def test_plain_drift_of_a_sweep_kept_as_statistics() -> None:
     assert plain_drift(SWEEP, key, "tpot_p50", kept) is kept[key]  # no requests.jsonl: kept
     # nothing kept and no requests on disk: no pairs; the timing follows the metric (TPOT for a throughput)
     fresh = plain_drift(SWEEP, key, "ttft_p50")
-    assert fresh is not None and fresh.to_json() == {"timing": "ttft_s", "value": None, "ci_low": None,
-                                                     "ci_high": None, "pairs": 0}
+    assert fresh is not None and fresh.to_json() == {
+        "timing": "ttft_s",
+        "value": None,
+        "ci_low": None,
+        "ci_high": None,
+        "pairs": 0,
+    }
     throughput = plain_drift(SWEEP, key, "output_throughput")
     assert throughput is not None and throughput.timing == "tpot_s"
     assert plain_drift(SWEEP / "demo-draft-k1", key, "tpot_p50") is None  # no plain-before: measured in blocks

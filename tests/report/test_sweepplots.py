@@ -37,8 +37,11 @@ def entry(data: dict[str, Any], workload: str, concurrency: int, candidate: str)
 def test_one_ratio_figure_per_workload_and_the_acceptance_figure(tmp_path: Path) -> None:
     paths = render_sweep_plots(card(), tmp_path / "plots")
     assert [p.relative_to(tmp_path).as_posix() for p in paths] == [
-        "plots/sweep_ratio_short-homogeneous.png", "plots/sweep_ratio_long-diverse.png",
-        "plots/sweep_ratio_grounded.png", "plots/sweep_acceptance_length.png"]
+        "plots/sweep_ratio_short-homogeneous.png",
+        "plots/sweep_ratio_long-diverse.png",
+        "plots/sweep_ratio_grounded.png",
+        "plots/sweep_acceptance_length.png",
+    ]
 
 
 def test_each_candidate_is_drawn_at_its_speedup_with_its_ci(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,8 +55,10 @@ def test_each_candidate_is_drawn_at_its_speedup_with_its_ci(tmp_path: Path, monk
     assert ngram.lines[0].get_xdata().tolist() == LEVELS
     assert ngram.lines[0].get_ydata().tolist() == [e["speedup"] for e in expected]  # 1.102 at c1 ... 0.378 at c64
     bars = [seg.tolist() for seg in ngram.lines[2][0].get_segments()]  # one vertical bar per level: CI low..high
-    assert bars == [[[c, pytest.approx(e["speedup_ci_low"])], [c, pytest.approx(e["speedup_ci_high"])]]
-                    for c, e in zip(LEVELS, expected, strict=True)]
+    assert bars == [
+        [[c, pytest.approx(e["speedup_ci_low"])], [c, pytest.approx(e["speedup_ci_high"])]]
+        for c, e in zip(LEVELS, expected, strict=True)
+    ]
     assert ax.get_ylabel() == "speedup over plain (tpot_p50)"
     assert [x.get_ydata().tolist() for x in ax.get_lines() if x.get_marker() == "*"] == []  # nothing recommended
 
@@ -64,13 +69,17 @@ def test_the_recommended_candidate_gets_a_star(tmp_path: Path, monkeypatch: pyte
     grounded["levels"][0] |= {"best": "ngram-k4", "speedup": 1.10}
     figures = capture_figures(monkeypatch)
     render_sweep_plots(data, tmp_path)
-    stars = [(x.get_xdata().tolist(), x.get_ydata().tolist()) for x in figures["sweep_ratio_grounded.png"].axes[0]
-             .get_lines() if x.get_marker() == "*"]
+    stars = [
+        (x.get_xdata().tolist(), x.get_ydata().tolist())
+        for x in figures["sweep_ratio_grounded.png"].axes[0].get_lines()
+        if x.get_marker() == "*"
+    ]
     assert stars == [([1], [1.10])]
 
 
-def test_acceptance_length_is_the_mean_over_cells_per_family_and_k(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_acceptance_length_is_the_mean_over_cells_per_family_and_k(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = card()
     figures = capture_figures(monkeypatch)
     render_sweep_plots(data, tmp_path)
@@ -79,8 +88,15 @@ def test_acceptance_length_is_the_mean_over_cells_per_family_and_k(tmp_path: Pat
     assert line(ax, "perfect draft (K + 1)") == ([1, 2, 4], [2, 3, 5])
 
     def mean(candidate: str) -> float:
-        return float(np.mean([entry(data, w, c, candidate)["mean_acceptance_length"]
-                              for w in ("short-homogeneous", "long-diverse", "grounded") for c in LEVELS]))
+        return float(
+            np.mean(
+                [
+                    entry(data, w, c, candidate)["mean_acceptance_length"]
+                    for w in ("short-homogeneous", "long-diverse", "grounded")
+                    for c in LEVELS
+                ]
+            )
+        )
 
     assert line(ax, "demo-draft") == ([1, 2], pytest.approx([mean("demo-draft-k1"), mean("demo-draft-k2")]))
     assert line(ax, "ngram") == ([4], [pytest.approx(mean("ngram-k4"))])

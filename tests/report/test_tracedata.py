@@ -19,8 +19,19 @@ from loadgen.report.tracedata import sweep_trace
 def _rec(role: str, workload: str, i: int, tpot: float) -> RequestRecord:
     due = 100.0 + i * 0.5
     arrivals = [due + 0.05 + k * tpot for k in range(5)]
-    return RequestRecord(f"{workload}-{i}", role, workload, 64, "measured", due, arrival_s=due, send_s=due,
-                         chunk_arrivals_s=arrivals, chunk_tokens=[1] * 5, done_s=arrivals[-1])
+    return RequestRecord(
+        f"{workload}-{i}",
+        role,
+        workload,
+        64,
+        "measured",
+        due,
+        arrival_s=due,
+        send_s=due,
+        chunk_arrivals_s=arrivals,
+        chunk_tokens=[1] * 5,
+        done_s=arrivals[-1],
+    )
 
 
 # TPOT (s) per arm at each time scale: k2 is fastest at real time but misses the 50 ms SLO when twice as fast
@@ -28,12 +39,21 @@ TPOT = {"tr@ts1": {"plain": 0.040, "k1": 0.030, "k2": 0.020}, "tr@ts0.5": {"plai
 
 
 def _sweep(tmp_path: Path) -> Path:
-    proto = {"workloads": [{"name": w, "kind": "trace", "time_scale": s, "window_s": 5.0, "output_tokens": 5}
-                           for w, s in (("tr@ts1", 1.0), ("tr@ts0.5", 0.5))],
-             "slo": {"percentile": 90.0, "tpot_s": 0.05}, "cells": []}
+    proto = {
+        "workloads": [
+            {"name": w, "kind": "trace", "time_scale": s, "window_s": 5.0, "output_tokens": 5}
+            for w, s in (("tr@ts1", 1.0), ("tr@ts0.5", 0.5))
+        ],
+        "slo": {"percentile": 90.0, "tpot_s": 0.05},
+        "cells": [],
+    }
     (tmp_path / "protocol.json").write_text(json.dumps(proto))
-    records = [_rec(arm, w, i, tpot * (1 + 0.01 * (i % 3))) for w, arms in TPOT.items() for arm, tpot in arms.items()
-               for i in range(20)]
+    records = [
+        _rec(arm, w, i, tpot * (1 + 0.01 * (i % 3)))
+        for w, arms in TPOT.items()
+        for arm, tpot in arms.items()
+        for i in range(20)
+    ]
     (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
     return tmp_path
 
@@ -46,8 +66,12 @@ def test_a_sweep_folder_gets_capacity_and_the_recommendation_on_the_trace(tmp_pa
     assert set(rows["tr@ts1"]["arms"]) == {"k1", "k2"}  # every candidate against plain
     assert round(rows["tr@ts1"]["arms"]["k2"]["speedup"], 2) == 2.0
     assert [round(w["speedup"], 2) for w in rows["tr@ts1"]["arms"]["k1"]["windows"]] == [1.33, 1.33]
-    assert rows["tr@ts0.5"]["servers"]["k2"]["slo"] == {"requests": 20, "shares": {"tpot_s": 0.0}, "every": 0.0,
-                                                        "hold": False}
+    assert rows["tr@ts0.5"]["servers"]["k2"]["slo"] == {
+        "requests": 20,
+        "shares": {"tpot_s": 0.0},
+        "every": 0.0,
+        "hold": False,
+    }
     assert trace["capacity"] == {"tr": {"k1": 2.0, "k2": 1.0, "plain": 2.0}}
     rec = trace["recommendation"]["tr"]
     assert (rec["server"], rec["time_scale"]) == ("k2", 1.0) and abs(rec["tpot_p50_s"] - 0.0202) < 1e-9
@@ -61,42 +85,94 @@ def test_no_trace_no_section(tmp_path: Path) -> None:
     (tmp_path / "protocol.json").write_text(json.dumps({"workloads": [{"name": "w", "kind": "file"}], "cells": []}))
     (tmp_path / "requests.jsonl").write_text("")
     assert sweep_trace(tmp_path) is None and trace_rows(None) == []
-    assert "Trace replay" not in render_sweep_markdown(SweepCard.from_json(
-        {"pair": "p", "schema": "s", "primary_metric": "tpot_p50", "speedup_definition": "", "upper_bound_formula": "",
-         "recommendation": {"lines": []}, "candidates": [], "cells": [], "drift_warnings": [], "times_s": {}},
-        source="test"))
+    assert "Trace replay" not in render_sweep_markdown(
+        SweepCard.from_json(
+            {
+                "pair": "p",
+                "schema": "s",
+                "primary_metric": "tpot_p50",
+                "speedup_definition": "",
+                "upper_bound_formula": "",
+                "recommendation": {"lines": []},
+                "candidates": [],
+                "cells": [],
+                "drift_warnings": [],
+                "times_s": {},
+            },
+            source="test",
+        )
+    )
 
 
 def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> None:
     from loadgen.records.protocol import Protocol
     from loadgen.report.workloadcard import workload_statement
-    text = workload_statement(Protocol(workloads=[{"name": "tr", "kind": "trace", "path": "t.jsonl",
-                                                   "source_sha256": "ab", "source_lines": 7,
-                                                   "skipped": ["line 7: too long"], "time_scale": 0.5,
-                                                   "block_tokens": 64, "output_tokens": 5}], cells=[]), [])
-    assert ("tr (trace, completions; trace t.jsonl (sha256 ab, 7 lines, 1 skipped: line 7: too long; replayed at "
-            "its times x 0.5, blocks of 64 tokens)") in text
+
+    text = workload_statement(
+        Protocol(
+            workloads=[
+                {
+                    "name": "tr",
+                    "kind": "trace",
+                    "path": "t.jsonl",
+                    "source_sha256": "ab",
+                    "source_lines": 7,
+                    "skipped": ["line 7: too long"],
+                    "time_scale": 0.5,
+                    "block_tokens": 64,
+                    "output_tokens": 5,
+                }
+            ],
+            cells=[],
+        ),
+        [],
+    )
+    assert (
+        "tr (trace, completions; trace t.jsonl (sha256 ab, 7 lines, 1 skipped: line 7: too long; replayed at "
+        "its times x 0.5, blocks of 64 tokens)"
+    ) in text
 
 
 def _rec2(role: str, i: int, tpot: float, tokens: int) -> RequestRecord:
     due = 100.0 + i * 0.25
     arrivals = [due + 0.05 + k * tpot for k in range(tokens)]
-    return RequestRecord(f"tr-{i}", role, "tr", 64, "measured", due, arrival_s=due, send_s=due,
-                         chunk_arrivals_s=arrivals, chunk_tokens=[1] * tokens, done_s=arrivals[-1])
+    return RequestRecord(
+        f"tr-{i}",
+        role,
+        "tr",
+        64,
+        "measured",
+        due,
+        arrival_s=due,
+        send_s=due,
+        chunk_arrivals_s=arrivals,
+        chunk_tokens=[1] * tokens,
+        done_s=arrivals[-1],
+    )
 
 
 def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(tmp_path: Path) -> None:
     from loadgen.profile.pair import SCHEDULE_KEY
     from loadgen.records.sweep import KSchedule, Recommendation, SweepCandidate, WorkloadChoice
     from loadgen.report.tracedata import SCHEDULE_NAME
+
     # 0-5 s: short requests, under one in flight; 5-10 s: 100-token requests every 0.25 s, up to 16 in flight
     tpot = {"plain": (0.040, 0.040), "k1": (0.030, 0.060), "k2": (0.020, 0.080)}
-    records = [_rec2(arm, i, t[i >= 20] * (1 + 0.01 * (i % 3)), 5 if i < 20 else 100)
-               for arm, t in tpot.items() for i in range(40)]
+    records = [
+        _rec2(arm, i, t[i >= 20] * (1 + 0.01 * (i % 3)), 5 if i < 20 else 100)
+        for arm, t in tpot.items()
+        for i in range(40)
+    ]
     (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in records))
-    (tmp_path / "protocol.json").write_text(json.dumps({
-        "workloads": [{"name": "tr", "kind": "trace", "time_scale": 1.0, "window_s": 5.0, "output_tokens": 5}],
-        "slo": {"percentile": 90.0, "tpot_s": 0.05}, "cells": []}))
+    (tmp_path / "protocol.json").write_text(
+        json.dumps(
+            {
+                "workloads": [{"name": "tr", "kind": "trace", "time_scale": 1.0, "window_s": 5.0, "output_tokens": 5}],
+                "slo": {"percentile": 90.0, "tpot_s": 0.05},
+                "cells": [],
+            }
+        )
+    )
     ngram = {"method": "ngram", "prompt_lookup_max": 4}
     schedule = {**ngram, "num_speculative_tokens": 2, SCHEDULE_KEY: [[1, 3, 2], [4, 64, 0]]}
     rec = Recommendation(lines=[], workloads=[WorkloadChoice("w", schedule=KSchedule("", True, schedule))])
@@ -121,6 +197,7 @@ def test_a_client_behind_the_trace_says_so(tmp_path: Path) -> None:
 
     from loadgen.records.protocol import Protocol
     from loadgen.report.tracedata import trace_section
+
     late = [copy(r, send_s=r.send_s + 0.012) for r in (_rec2("speculative", i, 0.02, 5) for i in range(10))]
     on_time = [_rec2("plain", i, 0.04, 5) for i in range(10)]
     proto = Protocol(workloads=[{"name": "tr", "kind": "trace", "window_s": 5.0}], cells=[])

@@ -16,9 +16,17 @@ def window(start: float, speedup: float | None, in_flight: tuple[float, float]) 
     def arm(mean: float) -> ArmWindow:
         return ArmWindow(0, mean, 0, None, None, None, None)
 
-    return TraceWindow(start, start + 10.0, 0, {"plain": arm(in_flight[0]), "speculative": arm(in_flight[1])},
-                       speedup, None if speedup is None else speedup - 0.1,
-                       None if speedup is None else speedup + 0.2, "blocks", "unknown")
+    return TraceWindow(
+        start,
+        start + 10.0,
+        0,
+        {"plain": arm(in_flight[0]), "speculative": arm(in_flight[1])},
+        speedup,
+        None if speedup is None else speedup - 0.1,
+        None if speedup is None else speedup + 0.2,
+        "blocks",
+        "unknown",
+    )
 
 
 def section(windows: list[TraceWindow]) -> TraceSection:
@@ -31,8 +39,9 @@ def section(windows: list[TraceWindow]) -> TraceSection:
 WINDOWS = [window(0.0, 1.5, (2.0, 1.0)), window(10.0, None, (4.0, 3.5)), window(20.0, 0.9, (8.0, 9.0))]
 
 
-def test_the_figure_draws_speedup_and_in_flight_at_window_midpoints(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_figure_draws_speedup_and_in_flight_at_window_midpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     figures = capture_figures(monkeypatch)
     (path,) = render_trace_plots(section(WINDOWS), tmp_path / "plots")
     assert path == tmp_path / "plots" / "trace_chat_x_speculative.png" and path.is_file()

@@ -17,45 +17,77 @@ from tests.support.figures import capture_figures, labels, line
 
 
 def _rec(workload: str, role: str, prompt_tokens: int | None, out: int, phase: str = "measured") -> RequestRecord:
-    return RequestRecord("p", role, workload, 1, phase, 0.0, usage_prompt_tokens=prompt_tokens,
-                         requested_output_tokens=out)
+    return RequestRecord(
+        "p", role, workload, 1, phase, 0.0, usage_prompt_tokens=prompt_tokens, requested_output_tokens=out
+    )
 
 
 def test_the_statement_names_kind_source_lengths_sent_and_scope() -> None:
     workloads = [
-        {"name": "f", "kind": "file", "endpoint": "chat", "output_tokens": 32, "seed": 7, "path": "data/p.jsonl",
-         "source_sha256": "ab" * 32, "source_lines": 30, "skipped": ["line 2: no human turn"]},
-        {"name": "g@256", "kind": "grounded", "endpoint": "completions", "input_tokens": 256, "output_tokens": 64,
-         "seed": 5},
+        {
+            "name": "f",
+            "kind": "file",
+            "endpoint": "chat",
+            "output_tokens": 32,
+            "seed": 7,
+            "path": "data/p.jsonl",
+            "source_sha256": "ab" * 32,
+            "source_lines": 30,
+            "skipped": ["line 2: no human turn"],
+        },
+        {
+            "name": "g@256",
+            "kind": "grounded",
+            "endpoint": "completions",
+            "input_tokens": 256,
+            "output_tokens": 64,
+            "seed": 5,
+        },
     ]
     records = [_rec("f", "plain", n, o) for n, o in ((10, 20), (30, 8), (12, 40))]
     records += [_rec("f", "speculative", 999, 999), _rec("f", "plain", 999, 999, phase="warmup")]
     records += [_rec("g@256", "plain", 256, 64) for _ in range(3)]
     assert workload_statement(Protocol(workloads=workloads, cells=[]), records) == (
-        "Conclusions hold for the workloads tested only: f (file, chat; file data/p.jsonl (sha256 " + "ab" * 32
+        "Conclusions hold for the workloads tested only: f (file, chat; file data/p.jsonl (sha256 "
+        + "ab" * 32
         + ", 30 lines, 1 skipped: line 2: no human turn; sampled with seed 7); input tokens min/median/max "
         "10/12/30, output tokens 8/20/40); g@256 (grounded, completions; generator grounded, seed 5; input tokens "
         "min/median/max 256/256/256, output tokens 64/64/64). They do not carry over to other traffic: "
-        "acceptance depends on what is asked (copying or short answers versus multi-step reasoning).")
+        "acceptance depends on what is asked (copying or short answers versus multi-step reasoning)."
+    )
     assert length_summary([]) == "none sent" and length_summary([4, 1]) == "1/2.5/4"
 
 
 def _cell(workload: str, level: str, c: int, acc: float | None, ratio: float | None) -> CardCell:
-    return card_cell({"workload": workload, "level": level, "concurrency": c,
-                      **({"speculative": {"acceptance": {"acceptance_rate": acc}}} if acc is not None else {}),
-                      "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05}}
-                      if ratio is not None else {}})
+    return card_cell(
+        {
+            "workload": workload,
+            "level": level,
+            "concurrency": c,
+            **({"speculative": {"acceptance": {"acceptance_rate": acc}}} if acc is not None else {}),
+            "ratios": {"tpot_p50": {"value": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05}}
+            if ratio is not None
+            else {},
+        }
+    )
 
 
-CELLS = [_cell("g@1024", "c1", 1, 0.5, 0.9), _cell("g@128", "c1", 1, 0.7, 0.8), _cell("g@128", "c4", 4, 0.6, 1.1),
-         _cell("plain-w", "c1", 1, 0.2, 1.0)]
+CELLS = [
+    _cell("g@1024", "c1", 1, 0.5, 0.9),
+    _cell("g@128", "c1", 1, 0.7, 0.8),
+    _cell("g@128", "c4", 4, 0.6, 1.1),
+    _cell("plain-w", "c1", 1, 0.2, 1.0),
+]
 
 
 def test_context_axis_rows_per_input_length_and_level() -> None:
     axis = context_axis(CELLS)
     assert list(axis) == ["g"]
     assert [(r.input_tokens, r.level, r.acceptance_rate, r.tpot_ratio) for r in axis["g"]] == [
-        (128, "c1", 0.7, 0.8), (1024, "c1", 0.5, 0.9), (128, "c4", 0.6, 1.1)]
+        (128, "c1", 0.7, 0.8),
+        (1024, "c1", 0.5, 0.9),
+        (128, "c4", 0.6, 1.1),
+    ]
     rows = context_rows(axis)
     assert rows[0] == "## Context length" and "### g" in rows
     assert "| 128 | c1 | 0.700 | 0.800 (0.750–0.850) |" in rows
@@ -65,6 +97,7 @@ def test_context_axis_rows_per_input_length_and_level() -> None:
 
 def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.report.test_card import card as one_cell_card
+
     base = one_cell_card()
     card = base | {"context_axis": {k: [r.to_json() for r in rows] for k, rows in context_axis(CELLS).items()}}
     assert "| 128 | c4 | 0.600 | 1.100 (1.050–1.150) |" in markdown(card)

@@ -10,13 +10,16 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.run.arms import CPU_SERVER_OVERHEAD, GIB, build_arms, co_resident
 
 
-def _pair(env: dict[str, str] | None = None, args: tuple[str, ...] | None = None, co: str = "auto",
-          placebo: str = "server") -> Pair:
+def _pair(
+    env: dict[str, str] | None = None, args: tuple[str, ...] | None = None, co: str = "auto", placebo: str = "server"
+) -> Pair:
     pair = load_pair("demo-cpu")
-    engine = dataclasses.replace(pair.engine, env=pair.engine.env if env is None else env,
-                                 args=pair.engine.args if args is None else list(args))
-    return dataclasses.replace(pair, engine=engine, design=dataclasses.replace(pair.design, co_resident=co,
-                                                                               placebo=placebo))
+    engine = dataclasses.replace(
+        pair.engine, env=pair.engine.env if env is None else env, args=pair.engine.args if args is None else list(args)
+    )
+    return dataclasses.replace(
+        pair, engine=engine, design=dataclasses.replace(pair.design, co_resident=co, placebo=placebo)
+    )
 
 
 def test_declared_choices_win() -> None:
@@ -27,8 +30,9 @@ def test_declared_choices_win() -> None:
 
 def test_every_server_attached_is_co_resident() -> None:
     pair = _pair()
-    arms = build_arms(pair, {"speculative": pair}, {"plain": "http://a:1", "speculative": "http://b:2",
-                                                    "placebo": "http://c:3"})
+    arms = build_arms(
+        pair, {"speculative": pair}, {"plain": "http://a:1", "speculative": "http://b:2", "placebo": "http://c:3"}
+    )
     assert co_resident(arms, 0, 0) == (True, "every server is attached")
 
 
@@ -58,15 +62,20 @@ def test_gpu_servers_share_when_their_declared_memory_shares_fit() -> None:
     assert co_resident(arms, 1)[0] is True
     ok, why = co_resident(arms, 1, gpu_free=0.5)  # ... but holds its memory: 0.6 launched > 0.5 free
     assert not ok and "more than the 0.50 of the GPU free now" in why
-    assert co_resident(arms, 1, gpu_free=0.7) == (True, "the declared memory shares sum to 0.60 <= 0.95 and to at "
-                                                        "most the 0.70 of the GPU free now")
+    assert co_resident(arms, 1, gpu_free=0.7) == (
+        True,
+        "the declared memory shares sum to 0.60 <= 0.95 and to at most the 0.70 of the GPU free now",
+    )
 
 
 def test_a_placebo_on_blocks_measures_the_plain_server_even_when_it_is_attached() -> None:
     pair = _pair(placebo="blocks")
     arms = {a.name: a for a in build_arms(pair, {"speculative": pair}, {"plain": "http://p:1"})}
-    assert (arms["placebo"].server, arms["placebo"].attach_url, arms["placebo"].port) == \
-        ("plain", "http://p:1", arms["plain"].port)
+    assert (arms["placebo"].server, arms["placebo"].attach_url, arms["placebo"].port) == (
+        "plain",
+        "http://p:1",
+        arms["plain"].port,
+    )
     # placebo = "server" with the plain server attached and no placebo URL: blocks on the attached plain server
     pair = _pair()
     arms = {a.name: a for a in build_arms(pair, {"speculative": pair}, {"plain": "http://p:1"})}

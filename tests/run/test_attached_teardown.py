@@ -19,8 +19,9 @@ from tests.support.scripted_server import scripted_server
 def test_an_attached_server_is_left_running_and_the_run_says_so(tmp_path: Path) -> None:
     lines: list[str] = []
     with scripted_server(PLAIN, None, GETS) as p_url, scripted_server(SPEC, None, GETS) as s_url:
-        run_dir = run_compare(_pair(tmp_path), tmp_path / "runs", log=lines.append,
-                              attach={"plain": p_url, "speculative": s_url})
+        run_dir = run_compare(
+            _pair(tmp_path), tmp_path / "runs", log=lines.append, attach={"plain": p_url, "speculative": s_url}
+        )
         assert all(httpx.get(url + "/v1/models").status_code == 200 for url in (p_url, s_url))
     reason = "attached: loadgen does not stop a server it did not start"
     assert f"[plain] left running at {p_url} ({reason})" in lines

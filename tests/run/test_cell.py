@@ -21,8 +21,12 @@ from loadgen.run.cell import run_cell_on
 from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
-OK = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")), (0.0, usage_chunk(2, 2)),
-      (0.0, DONE)]
+OK = [
+    (0.0, completion_chunk(" a", [1])),
+    (0.0, completion_chunk(" b", [2], finish="length")),
+    (0.0, usage_chunk(2, 2)),
+    (0.0, DONE),
+]
 SCRIPTS = {
     "ok": (200, OK),
     "429": (429, [(0.0, b'{"error": {"message": "rate limited", "type": "RateLimitError", "code": 429}}')]),
@@ -35,8 +39,9 @@ SCRIPTS = {
 
 def _run(tmp_path: Path, prompts: list[str], on_error_budget: str) -> tuple[RunFailed | None, dict[str, Any], int]:
     base = load_pair("demo-cpu")
-    pair: Pair = dataclasses.replace(base, stop=dataclasses.replace(base.stop, max_error_rate=0.25,
-                                                                       on_error_budget=on_error_budget))
+    pair: Pair = dataclasses.replace(
+        base, stop=dataclasses.replace(base.stop, max_error_rate=0.25, on_error_budget=on_error_budget)
+    )
     measured = tuple(Prompt(p, "w", "completions", p, None, 2) for p in prompts)
     cell = CellSpec("w", "completions", Level(2), 0, (), measured, (), None)
     failed: RunFailed | None = None

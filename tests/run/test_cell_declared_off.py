@@ -23,15 +23,20 @@ from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
 
 DATA = Path(__file__).parents[1] / "data"
-OK = [(0.0, completion_chunk(" a", [1])), (0.0, completion_chunk(" b", [2], finish="length")), (0.0, usage_chunk(2, 2)),
-      (0.0, DONE)]
+OK = [
+    (0.0, completion_chunk(" a", [1])),
+    (0.0, completion_chunk(" b", [2], finish="length")),
+    (0.0, usage_chunk(2, 2)),
+    (0.0, DONE),
+]
 DRAFT = {"method": "draft_model", "model": "org/draft", "num_speculative_tokens": 2}
 BY_BATCH = DRAFT | {"disable_by_batch_size": 2}
 SCHEDULE = DRAFT | {"num_speculative_tokens_per_batch_size": [[1, 1, 2], [2, 8, 0]]}
 
 
-def _run(tmp_path: Path, speculative: dict[str, Any],
-         concurrency: int) -> tuple[FallbackDetected | None, dict[str, Any]]:
+def _run(
+    tmp_path: Path, speculative: dict[str, Any], concurrency: int
+) -> tuple[FallbackDetected | None, dict[str, Any]]:
     base = load_pair("demo-cpu")
     pair: Pair = dataclasses.replace(base, speculative=speculative)
     measured = tuple(Prompt(f"p{i}", "w", "completions", "ok", None, 2) for i in range(4))
@@ -55,17 +60,21 @@ def test_the_declared_k_per_running_batch_reads_both_keys() -> None:
 
 
 @pytest.mark.parametrize("speculative", [BY_BATCH, SCHEDULE], ids=["disable_by_batch_size", "schedule"])
-def test_flat_counters_at_a_level_the_config_switches_off_are_no_fallback(tmp_path: Path,
-                                                                          speculative: dict[str, Any]) -> None:
+def test_flat_counters_at_a_level_the_config_switches_off_are_no_fallback(
+    tmp_path: Path, speculative: dict[str, Any]
+) -> None:
     failed, entry = _run(tmp_path, speculative, 2)
     assert failed is None
     assert entry["spec_decode"]["num_drafts"] == 0 and entry["errors"] == 0 and entry["level"] == "c2"
 
 
 @pytest.mark.parametrize("speculative", [BY_BATCH, SCHEDULE], ids=["disable_by_batch_size", "schedule"])
-def test_flat_counters_where_the_config_speculates_remain_a_fallback(tmp_path: Path,
-                                                                     speculative: dict[str, Any]) -> None:
+def test_flat_counters_where_the_config_speculates_remain_a_fallback(
+    tmp_path: Path, speculative: dict[str, Any]
+) -> None:
     failed, entry = _run(tmp_path, speculative, 1)
     assert failed is not None and entry["spec_decode"]["num_drafts"] == 0
-    assert str(failed) == ("the speculative server's draft counters did not move during cell w c1: no speculation "
-                           "happened, although the declared config speculates at this level (K = 2)")
+    assert str(failed) == (
+        "the speculative server's draft counters did not move during cell w c1: no speculation "
+        "happened, although the declared config speculates at this level (K = 2)"
+    )

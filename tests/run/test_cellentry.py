@@ -23,11 +23,13 @@ def scrape(engines: dict[str, tuple[int, int, int, int, int]], finished: bool = 
     lines = ["# TYPE process_start_time_seconds gauge", "process_start_time_seconds 100"]
     for e, (drafts, tokens, accepted, pos1, done) in engines.items():
         lab = f'engine="{e}",model_name="t"'
-        lines += [f"vllm:spec_decode_num_drafts_total{{{lab}}} {drafts}",
-                  f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {tokens}",
-                  f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted}",
-                  f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="0"}} {accepted - pos1}',
-                  f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="1"}} {pos1}']
+        lines += [
+            f"vllm:spec_decode_num_drafts_total{{{lab}}} {drafts}",
+            f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {tokens}",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {accepted}",
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="0"}} {accepted - pos1}',
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="1"}} {pos1}',
+        ]
         if finished:
             lines.append(f'vllm:request_success_total{{{lab},finished_reason="length"}} {done}')
     return parse_metrics("\n".join(lines) + "\n")
@@ -35,14 +37,40 @@ def scrape(engines: dict[str, tuple[int, int, int, int, int]], finished: bool = 
 
 def run_of(before: Snapshot, after: Snapshot, requests: int = 4) -> CellRun:
     prompts = tuple(Prompt(f"p{i}", "w", "completions", "x", None, 2) for i in range(requests))
-    records = [RequestRecord(p.prompt_id, "speculative", "w", 2, "measured", 0.0, send_s=0.0,
-                             chunk_arrivals_s=[0.1], chunk_tokens=[2], requested_output_tokens=2) for p in prompts]
+    records = [
+        RequestRecord(
+            p.prompt_id,
+            "speculative",
+            "w",
+            2,
+            "measured",
+            0.0,
+            send_s=0.0,
+            chunk_arrivals_s=[0.1],
+            chunk_tokens=[2],
+            requested_output_tokens=2,
+        )
+        for p in prompts
+    ]
     window = WindowTally()
     for r in records:
         window.add(r)
     cell = CellSpec("w", "completions", Level(2), 0, (), prompts, (), None)
-    return CellRun("speculative", cell, records, "2026-01-01T00:00:00+00:00", 1.0, before, after, {}, (),
-                   requests, window, ClientUse.of(0.1, 1.0, []), False)
+    return CellRun(
+        "speculative",
+        cell,
+        records,
+        "2026-01-01T00:00:00+00:00",
+        1.0,
+        before,
+        after,
+        {},
+        (),
+        requests,
+        window,
+        ClientUse.of(0.1, 1.0, []),
+        False,
+    )
 
 
 def pair_with(**speculative: object) -> Pair:

@@ -23,8 +23,9 @@ SPEC = "speculative"
 
 def cell(concurrency: int, block: int, workload: str = "w") -> CellSpec:
     """Block ``block`` of a closed-loop cell at ``concurrency`` (built as tests/support/fakerun.py ``cell`` does)."""
-    prompts = tuple(Prompt(f"{workload}-c{concurrency}-b{block}-{i}", workload, "completions", f"p{i}", None, 2)
-                    for i in range(2))
+    prompts = tuple(
+        Prompt(f"{workload}-c{concurrency}-b{block}-{i}", workload, "completions", f"p{i}", None, 2) for i in range(2)
+    )
     return CellSpec(workload, "completions", Level(concurrency), block, prompts[:1], prompts[1:], (), None)
 
 
@@ -69,8 +70,9 @@ def test_three_arms_continue_the_rotation_cab_bac_then_wrap() -> None:
 @pytest.mark.parametrize("arm_list", ["AB", "ABC", "ABCD"])
 def test_every_arm_has_the_same_mean_position_over_each_pair_of_blocks(arm_list: str) -> None:
     for first in range(0, 8, 2):
-        totals = {a: block_order(arm_list, first).index(a) + block_order(arm_list, first + 1).index(a)
-                  for a in arm_list}
+        totals = {
+            a: block_order(arm_list, first).index(a) + block_order(arm_list, first + 1).index(a) for a in arm_list
+        }
         assert set(totals.values()) == {len(arm_list) - 1}
 
 
@@ -96,16 +98,28 @@ def test_arms_leave_out_the_placebo_when_it_is_off() -> None:
 def test_co_resident_order_runs_cell_after_cell_and_block_after_block() -> None:
     order = balanced_order(plan((1, 4), 2), [PLAIN, SPEC], co_resident=True)
     assert names(order) == [
-        (PLAIN, "c1", 0), (SPEC, "c1", 0), (SPEC, "c1", 1), (PLAIN, "c1", 1),
-        (PLAIN, "c4", 0), (SPEC, "c4", 0), (SPEC, "c4", 1), (PLAIN, "c4", 1),
+        (PLAIN, "c1", 0),
+        (SPEC, "c1", 0),
+        (SPEC, "c1", 1),
+        (PLAIN, "c1", 1),
+        (PLAIN, "c4", 0),
+        (SPEC, "c4", 0),
+        (SPEC, "c4", 1),
+        (PLAIN, "c4", 1),
     ]
 
 
 def test_one_server_at_a_time_runs_round_by_round_arm_after_arm_over_every_cell() -> None:
     order = balanced_order(plan((1, 4), 2), [PLAIN, SPEC], co_resident=False)
     assert names(order) == [
-        (PLAIN, "c1", 0), (PLAIN, "c4", 0), (SPEC, "c1", 0), (SPEC, "c4", 0),
-        (SPEC, "c1", 1), (SPEC, "c4", 1), (PLAIN, "c1", 1), (PLAIN, "c4", 1),
+        (PLAIN, "c1", 0),
+        (PLAIN, "c4", 0),
+        (SPEC, "c1", 0),
+        (SPEC, "c4", 0),
+        (SPEC, "c1", 1),
+        (SPEC, "c4", 1),
+        (PLAIN, "c1", 1),
+        (PLAIN, "c4", 1),
     ]
 
 
@@ -121,8 +135,14 @@ def test_balanced_order_measures_every_arm_on_every_block_exactly_once(co_reside
 def test_co_resident_order_sorts_each_cells_blocks_and_keeps_cells_in_first_seen_order() -> None:
     shuffled = [cell(4, 1), cell(1, 0), cell(4, 0)]
     order = balanced_order(shuffled, [PLAIN, SPEC], co_resident=True)
-    assert names(order) == [(PLAIN, "c4", 0), (SPEC, "c4", 0), (SPEC, "c4", 1), (PLAIN, "c4", 1),
-                            (PLAIN, "c1", 0), (SPEC, "c1", 0)]
+    assert names(order) == [
+        (PLAIN, "c4", 0),
+        (SPEC, "c4", 0),
+        (SPEC, "c4", 1),
+        (PLAIN, "c4", 1),
+        (PLAIN, "c1", 0),
+        (SPEC, "c1", 0),
+    ]
 
 
 def test_balanced_order_of_no_cells_is_empty() -> None:
@@ -150,7 +170,10 @@ def test_placebo_blocks_on_the_plain_server_merge_with_plains_phases() -> None:
     # round 0: plain placebo spec; round 1: spec placebo plain -> plain+placebo | spec spec | placebo+plain
     cut = phases(order, placebo_on_plain)
     assert [(server, [s.arm for s in slots]) for server, slots in cut] == [
-        (PLAIN, [PLAIN, PLACEBO]), (SPEC, [SPEC, SPEC]), (PLAIN, [PLACEBO, PLAIN])]
+        (PLAIN, [PLAIN, PLACEBO]),
+        (SPEC, [SPEC, SPEC]),
+        (PLAIN, [PLACEBO, PLAIN]),
+    ]
 
 
 def test_phases_of_no_slots_is_empty() -> None:
@@ -173,8 +196,7 @@ def test_co_resident_starts_each_launched_server_once() -> None:
     assert server_starts(order, one_server_each, co_resident=True) == 3
     assert server_starts(order, placebo_on_plain, co_resident=True) == 2
     assert server_starts(order, one_server_each, co_resident=True, attached=frozenset({PLAIN})) == 2
-    assert server_starts(order, one_server_each, co_resident=True,
-                         attached=frozenset({PLAIN, PLACEBO, SPEC})) == 0
+    assert server_starts(order, one_server_each, co_resident=True, attached=frozenset({PLAIN, PLACEBO, SPEC})) == 0
 
 
 def test_no_slots_start_no_server() -> None:
@@ -217,8 +239,13 @@ def test_next_blocks_co_resident_takes_the_next_planned_block_of_each_wanted_cel
     # c1 gets block 1: base order reversed (k2 k1 placebo plain), k2 left out;
     # c4 gets block 2: base order rotated by 1 (placebo k1 k2 plain), k1 left out
     assert names(next_blocks(planned, done, wanted, arm_list, co_resident=True)) == [
-        ("k1", "c1", 1), (PLACEBO, "c1", 1), (PLAIN, "c1", 1),
-        (PLACEBO, "c4", 2), ("k2", "c4", 2), (PLAIN, "c4", 2)]
+        ("k1", "c1", 1),
+        (PLACEBO, "c1", 1),
+        (PLAIN, "c1", 1),
+        (PLACEBO, "c4", 2),
+        ("k2", "c4", 2),
+        (PLAIN, "c4", 2),
+    ]
 
 
 def test_next_blocks_one_server_at_a_time_is_one_round_in_the_earliest_blocks_order() -> None:
@@ -228,8 +255,13 @@ def test_next_blocks_one_server_at_a_time_is_one_round_in_the_earliest_blocks_or
     done = {CellKey("w", "c1"): 1, CellKey("w", "c4"): 2}
     # the turn is block 1's: k2 k1 placebo plain, each over every cell that wants that arm
     assert names(next_blocks(planned, done, wanted, arm_list, co_resident=False)) == [
-        ("k2", "c4", 2), ("k1", "c1", 1), (PLACEBO, "c1", 1), (PLACEBO, "c4", 2), (PLAIN, "c1", 1),
-        (PLAIN, "c4", 2)]
+        ("k2", "c4", 2),
+        ("k1", "c1", 1),
+        (PLACEBO, "c1", 1),
+        (PLACEBO, "c4", 2),
+        (PLAIN, "c1", 1),
+        (PLAIN, "c4", 2),
+    ]
 
 
 def test_next_blocks_starts_at_block_zero_for_a_cell_not_yet_measured() -> None:
@@ -251,5 +283,7 @@ def test_next_blocks_is_empty_when_no_cell_wants_an_arm() -> None:
     planned = plan((1,), 3)
     assert next_blocks(planned, {}, {}, [PLAIN, SPEC], co_resident=True) == []
     assert next_blocks(planned, {}, {CellKey("w", "c1"): []}, [PLAIN, SPEC], co_resident=False) == []
-    assert next_blocks(planned, {CellKey("w", "c1"): 3}, {CellKey("w", "c1"): [PLAIN]}, [PLAIN, SPEC],
-                       co_resident=False) == []
+    assert (
+        next_blocks(planned, {CellKey("w", "c1"): 3}, {CellKey("w", "c1"): [PLAIN]}, [PLAIN, SPEC], co_resident=False)
+        == []
+    )

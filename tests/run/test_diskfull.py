@@ -32,8 +32,9 @@ from tests.support.fakerun import (
 from tests.support.scripted_server import Counters, scripted_server
 
 
-def test_a_write_cut_short_leaves_whole_lines_and_one_clear_error(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_cut_short_leaves_whole_lines_and_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     appender = JsonlAppender(tmp_path / "requests.jsonl")
     appender.append({"n": 1, "text": "x" * 100})
     real_write = os.write
@@ -84,8 +85,9 @@ def test_the_cell_entry_is_written_before_its_optional_files(tmp_path: Path, mon
     assert card["cells"][0]["plain"]["requests"] == 6 and card["requests_on_disk"]["partial"] == 0
 
 
-def test_a_full_disk_stops_with_one_line_and_report_counts_every_request(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_stops_with_one_line_and_report_counts_every_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with small_tmpfs(tmp_path, 512) as mnt:
         c = cell(4, 400, "m")
         pair, run_dir = run_folder(mnt, [c])
@@ -113,18 +115,23 @@ def test_a_full_disk_stops_with_one_line_and_report_counts_every_request(tmp_pat
         result = CliRunner().invoke(main, ["report", str(run_dir)])
         assert result.exit_code == 0, result.output
         card = json.loads((run_dir / "card.json").read_text())
-        assert card["requests_on_disk"] == {"measured": on_disk, "partial": on_disk, "torn_lines": 0,
-                                            "not_written": status["requests_not_written"]}
+        assert card["requests_on_disk"] == {
+            "measured": on_disk,
+            "partial": on_disk,
+            "torn_lines": 0,
+            "not_written": status["requests_not_written"],
+        }
         plain = card["cells"][0]["plain"]
         assert plain["requests"] == on_disk and plain["partial"] is True and plain["partial_requests"] == on_disk
         assert card["cells"][0]["complete"] is False
-        assert (f"{on_disk} of {on_disk} measured requests on disk are from cells cut short" in card["failure"]
-                and f"{status['requests_not_written']} request records could not be written" in card["failure"])
+        assert (
+            f"{on_disk} of {on_disk} measured requests on disk are from cells cut short" in card["failure"]
+            and f"{status['requests_not_written']} request records could not be written" in card["failure"]
+        )
         assert "INCOMPLETE" in (run_dir / "card.md").read_text()
 
 
-def test_a_read_only_run_folder_is_one_line_before_any_request(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_read_only_run_folder_is_one_line_before_any_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with small_tmpfs(tmp_path, 1024) as mnt:
         c = cell(2, 4, "m")
         pair, run_dir = run_folder(mnt, [c])

@@ -41,18 +41,25 @@ def _toml_table(d: dict[str, str]) -> str:
     return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in d.items()) + " }"
 
 
-def _compare(tmp_path: Path, design: str, requests: int, env: dict[str, str], step_s: float = STEP_S,
-             spec_step_s: float | None = None) -> tuple[Path, dict[str, Any]]:
+def _compare(
+    tmp_path: Path,
+    design: str,
+    requests: int,
+    env: dict[str, str],
+    step_s: float = STEP_S,
+    spec_step_s: float | None = None,
+) -> tuple[Path, dict[str, Any]]:
     """Run one compare of the scripted pair; returns the run folder and its only card cell."""
     (tmp_path / "workloads").mkdir(exist_ok=True)
     (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
     base_env = {"PYTHONPATH": str(REPO), "SCRIPTED_ENGINE_STEP_S": str(step_s)} | env
-    text = (PAIR.format(name="drift", k=1, python=sys.executable, repo=REPO)
-            .replace(f'env = {{ PYTHONPATH = "{REPO}" }}', f"env = {_toml_table(base_env)}")
-            .replace("port = 8300", f"port = {free_port_block()}")
-            .replace("min_requests = 6", f"min_requests = {requests}")
-            + EXTRA.format(spec_env=_toml_table(base_env | {"SCRIPTED_ENGINE_STEP_S": str(spec_step_s or step_s)}),
-                           design=design))
+    text = PAIR.format(name="drift", k=1, python=sys.executable, repo=REPO).replace(
+        f'env = {{ PYTHONPATH = "{REPO}" }}', f"env = {_toml_table(base_env)}"
+    ).replace("port = 8300", f"port = {free_port_block()}").replace(
+        "min_requests = 6", f"min_requests = {requests}"
+    ) + EXTRA.format(
+        spec_env=_toml_table(base_env | {"SCRIPTED_ENGINE_STEP_S": str(spec_step_s or step_s)}), design=design
+    )
     path = tmp_path / f"drift-{time.monotonic_ns()}.toml"
     path.write_text(text)
     pair = load_pair(str(path), workloads_dir=tmp_path / "workloads")
@@ -116,9 +123,9 @@ def test_the_a_a_placebo_on_steady_servers_lies_within_2_percent_of_1(tmp_path: 
 def test_a_candidate_1_percent_faster_is_not_distinguishable_from_the_noise_floor(tmp_path: Path) -> None:
     jitter = {"SCRIPTED_ENGINE_JITTER": "0.05"}  # a real server's request-to-request spread
     # steps of 20 ms keep the per-chunk cost (the speculative server sends half the chunks) under 0.5%
-    _, cell = _compare(tmp_path, "blocks = 6\nco_resident = true", 8, jitter, step_s=0.02,
-                       spec_step_s=2 * 0.02 / 1.01)
+    _, cell = _compare(tmp_path, "blocks = 6\nco_resident = true", 8, jitter, step_s=0.02, spec_step_s=2 * 0.02 / 1.01)
     tpot = cell["ratios"]["tpot_p50"]
     assert 0.95 < tpot["value"] < 1.03 and tpot["effect"] == "not distinguishable", tpot
-    assert any("tpot_p50 spec/plain" in n and "not distinguishable from the A/A noise floor" in n
-               for n in cell["notes"]), cell["notes"]
+    assert any(
+        "tpot_p50 spec/plain" in n and "not distinguishable from the A/A noise floor" in n for n in cell["notes"]
+    ), cell["notes"]

@@ -28,14 +28,29 @@ DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "loadgen-dashboard.
 TOKENS = [1, 3, 3, 2]  # 9 output tokens, 4 chunks
 
 
-def record(i: int, role: str = "speculative", concurrency: int = 4, workload: str = "short", *,
-           warmup: bool = False, error: str | None = None, tokens: list[int] = TOKENS) -> RequestRecord:
+def record(
+    i: int,
+    role: str = "speculative",
+    concurrency: int = 4,
+    workload: str = "short",
+    *,
+    warmup: bool = False,
+    error: str | None = None,
+    tokens: list[int] = TOKENS,
+) -> RequestRecord:
     send = 8.0 * i
     return RequestRecord(
-        prompt_id=f"p{i}", role=role, workload=workload, concurrency=concurrency,
-        phase="warmup" if warmup else "measured", scheduled_s=send - 1 / 512, send_s=send,
+        prompt_id=f"p{i}",
+        role=role,
+        workload=workload,
+        concurrency=concurrency,
+        phase="warmup" if warmup else "measured",
+        scheduled_s=send - 1 / 512,
+        send_s=send,
         chunk_arrivals_s=[] if error else [send + 0.125 + k / 32 for k in range(len(tokens))],
-        chunk_tokens=[] if error else list(tokens), error=error, requested_output_tokens=sum(tokens),
+        chunk_tokens=[] if error else list(tokens),
+        error=error,
+        requested_output_tokens=sum(tokens),
     )
 
 
@@ -80,14 +95,18 @@ def test_cell_finished_sets_the_cards_numbers() -> None:
     exp = Exporter("p")
     records = [record(i) for i in range(3)]
     counters = SpecDecodeCounters(10.0, 30.0, 15.0, (8.0, 5.0, 2.0), False)
-    stats = cell_stats([MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, False)
-                        for r in records], counters)
+    stats = cell_stats(
+        [MeasuredRequest(r.scheduled_s, r.send_s, r.chunk_arrivals_s, r.chunk_tokens, False) for r in records], counters
+    )
     exp.cell_finished("speculative", "short", 4, stats)
     lab = cell()
     assert value(exp, "loadgen_acceptance_rate", **lab) == 0.5
     assert value(exp, "loadgen_mean_acceptance_length", **lab) == 2.5
     assert [value(exp, "loadgen_per_position_acceptance_rate", **lab, position=str(i)) for i in range(3)] == [
-        0.8, 0.5, 0.2]
+        0.8,
+        0.5,
+        0.2,
+    ]
     assert value(exp, "loadgen_cell_spec_decode_count", **lab, counter="drafts") == 10
     assert value(exp, "loadgen_output_throughput_tokens_per_second", **lab) == 27 / 16.21875
     assert value(exp, "loadgen_cell_latency_seconds", **lab, metric="ttft", stat="p50") == 0.125
@@ -131,16 +150,20 @@ def test_push_groups_by_cell(pushgateway: ManagedProcess, prometheus_server: Pro
     for i in range(3):
         exp.observe_request(record(i, role="speculative", concurrency=8))
     exp.observe_request(record(5, role="plain", concurrency=8))
-    exp.cell_finished("speculative", "short", 8, cell_stats([], SpecDecodeCounters(4.0, 12.0, 6.0, (3.0, 2.0, 1.0),
-                                                                                    False)))
+    exp.cell_finished(
+        "speculative", "short", 8, cell_stats([], SpecDecodeCounters(4.0, 12.0, 6.0, (3.0, 2.0, 1.0), False))
+    )
     exp.push(pushgateway.url, "speculative", "short", 8)
     exp.push(pushgateway.url.removeprefix("http://"), "plain", "short", 8, level_label="c8")
     pushed_at = time.time()
 
     families = {f.name: f for f in text_string_to_metric_families(httpx.get(f"{pushgateway.url}/metrics").text)}
     ours = [s for s in families["loadgen_requests"].samples if s.labels.get("pair") == "push/pair"]
-    got = {(s.labels["job"], s.labels["role"], s.labels["workload"], s.labels["concurrency"], s.labels["outcome"]):
-           s.value for s in ours if s.name == "loadgen_requests_total"}
+    got = {
+        (s.labels["job"], s.labels["role"], s.labels["workload"], s.labels["concurrency"], s.labels["outcome"]): s.value
+        for s in ours
+        if s.name == "loadgen_requests_total"
+    }
     assert got == {("loadgen", "speculative", "short", "8", "ok"): 3.0, ("loadgen", "plain", "short", "8", "ok"): 1.0}
     acc = [s for s in families["loadgen_acceptance_rate"].samples if s.labels.get("pair") == "push/pair"]
     assert [(s.labels["role"], s.value) for s in acc] == [("speculative", 0.5)]
@@ -149,12 +172,18 @@ def test_push_groups_by_cell(pushgateway: ManagedProcess, prometheus_server: Pro
     keys = [g["labels"] for g in groups if g["labels"].get("pair") == "push/pair"]
     assert sorted(keys, key=lambda k: k["role"]) == [
         {"job": "loadgen", "pair": "push/pair", "role": role, "workload": "short", "concurrency": "8", "level": "c8"}
-        for role in ("plain", "speculative")]
+        for role in ("plain", "speculative")
+    ]
     # Each group holds only its own cell's series.
-    spec_group = next(g for g in groups if g["labels"].get("pair") == "push/pair"
-                      and g["labels"]["role"] == "speculative")
-    roles = {m["labels"]["role"] for fam in spec_group.values() if isinstance(fam, dict) and "metrics" in fam
-             for m in fam["metrics"]}
+    spec_group = next(
+        g for g in groups if g["labels"].get("pair") == "push/pair" and g["labels"]["role"] == "speculative"
+    )
+    roles = {
+        m["labels"]["role"]
+        for fam in spec_group.values()
+        if isinstance(fam, dict) and "metrics" in fam
+        for m in fam["metrics"]
+    }
     assert roles == {"speculative"}
 
     # Prometheus scraping the gateway with honor_labels keeps job="loadgen" and the grouping labels.
@@ -204,9 +233,13 @@ def test_grafana_dashboard_is_valid_and_its_promql_parses(prometheus_server: Pro
     assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])
     exprs = _dashboard_exprs(dashboard)
     text = "\n".join(exprs)
-    for needed in ("loadgen_ttft_seconds_bucket", "loadgen_itl_seconds_bucket", "loadgen_inter_chunk_latency_seconds",
-                   "vllm:spec_decode_num_accepted_tokens_per_pos_total", "1 + sum by (job) (rate(vllm:spec_decode_"
-                   "num_accepted_tokens_total"):
+    for needed in (
+        "loadgen_ttft_seconds_bucket",
+        "loadgen_itl_seconds_bucket",
+        "loadgen_inter_chunk_latency_seconds",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+        "1 + sum by (job) (rate(vllm:spec_decode_num_accepted_tokens_total",
+    ):
         assert needed in text
     with PromQLReader(prometheus_server.url, timeout_s=5) as reader:
         for expr in exprs:

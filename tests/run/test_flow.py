@@ -21,14 +21,16 @@ DATA = Path(__file__).parents[1] / "data"
 def _pair_without_exact_lengths(tmp_path: Path) -> Path:
     text = Path("profiles/pairs/demo-cpu.toml").read_text()
     # no target model here: keep natural prompt lengths so no tokenizer is needed
-    text = text.replace("[stop]", "[stop]\ncooldown = true").replace('concurrency = [1, 2, 4]',
-                                                                     'concurrency = [1, 4]\nrates_rps = [2.0]')
+    text = text.replace("[stop]", "[stop]\ncooldown = true").replace(
+        "concurrency = [1, 2, 4]", "concurrency = [1, 4]\nrates_rps = [2.0]"
+    )
     wl = tmp_path / "profiles" / "workloads"
     wl.mkdir(parents=True)
     for name in ("short-homogeneous", "long-diverse"):
         src = Path(f"profiles/workloads/{name}.toml").read_text()
-        (wl / f"{name}.toml").write_text("\n".join(line for line in src.splitlines()
-                                                   if not line.startswith("input_tokens")))
+        (wl / f"{name}.toml").write_text(
+            "\n".join(line for line in src.splitlines() if not line.startswith("input_tokens"))
+        )
     path = tmp_path / "pair.toml"
     path.write_text(text)
     return path
@@ -41,13 +43,14 @@ def test_plan_cells_slices_are_disjoint_and_seeded(tmp_path: Path) -> None:
     assert blocks == 3  # demo-cpu's design
     levels = [("c1", 0), ("c4", 0), ("r2", 0), ("c1", 1), ("c4", 1), ("r2", 1), ("c1", 2), ("c4", 2), ("r2", 2)]
     assert [(c.workload, c.level.label, c.repetition) for c in cells] == [
-        (w, lv, b) for w in ("short-homogeneous", "long-diverse") for lv, b in levels]
+        (w, lv, b) for w in ("short-homogeneous", "long-diverse") for lv, b in levels
+    ]
     c1, c4, r2 = cells[:3]
     # demo-cpu per block: min_requests = 4, rounds = 1; cooldown fillers 4 x (concurrency - 1)
     assert (len(c1.warmup), len(c1.measured), len(c1.cooldown)) == (1, 4, 0)
     assert (len(c4.warmup), len(c4.measured), len(c4.cooldown)) == (1, 4, 12)
     assert r2.arrivals_s is not None and len(r2.arrivals_s) == 4 and r2.arrivals_s[0] == 0.0
-    ids = [p.prompt_id for c in cells[:3 * blocks] for p in (*c.warmup, *c.measured, *c.cooldown)]
+    ids = [p.prompt_id for c in cells[: 3 * blocks] for p in (*c.warmup, *c.measured, *c.cooldown)]
     assert len(ids) == len(set(ids))  # every block of every level has prompts of its own
     again = plan_cells(pair)
     assert [c.measured for c in again] == [c.measured for c in cells]

@@ -25,17 +25,33 @@ def _pair(tmp_path: Path, text: str = BASE) -> Any:
 
 
 def test_the_served_name_is_the_models_folder_name_or_the_hub_id(tmp_path: Path) -> None:
-    assert arms.served_name(_pair(tmp_path, BASE.replace('model = "t"', 'model = ".models/smol-135m"'))) == \
-        "smol-135m"
+    assert arms.served_name(_pair(tmp_path, BASE.replace('model = "t"', 'model = ".models/smol-135m"'))) == "smol-135m"
     assert arms.served_name(_pair(tmp_path, BASE.replace('model = "t"', 'model = "org/name"'))) == "name"
 
 
 def test_the_plain_launch_has_no_speculative_config(tmp_path: Path) -> None:
     spec = arms.launch_spec(_pair(tmp_path), "plain", tmp_path)
-    assert spec.argv == ["vllm", "serve", "--model", "t", "--served-model-name", "t", "--host", "127.0.0.1",
-                         "--port", "8300", "--seed", "0"]
+    assert spec.argv == [
+        "vllm",
+        "serve",
+        "--model",
+        "t",
+        "--served-model-name",
+        "t",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8300",
+        "--seed",
+        "0",
+    ]
     assert (spec.role, spec.host, spec.port, spec.served_model, spec.startup_timeout_s) == (
-        "plain", "127.0.0.1", 8300, "t", 600.0)
+        "plain",
+        "127.0.0.1",
+        8300,
+        "t",
+        600.0,
+    )
     assert spec.log_path == tmp_path / "servers" / "plain.log"
     assert spec.attach_url is None and spec.api_key is None and spec.headers == {}
 
@@ -43,40 +59,67 @@ def test_the_plain_launch_has_no_speculative_config(tmp_path: Path) -> None:
 def test_the_speculative_launch_takes_port_plus_one_and_the_config_as_json(tmp_path: Path) -> None:
     spec = arms.launch_spec(_pair(tmp_path), "speculative", tmp_path, api_key="k")
     assert spec.port == 8301 and spec.argv[spec.argv.index("--port") + 1] == "8301"
-    assert spec.argv[-2:] == ["--speculative-config",
-                              '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}']
+    assert spec.argv[-2:] == [
+        "--speculative-config",
+        '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}',
+    ]
     assert spec.log_path == tmp_path / "servers" / "speculative.log"
     assert spec.headers == {"Authorization": "Bearer k"}
 
 
 def test_role_tables_add_args_env_port_and_a_url(tmp_path: Path) -> None:
-    text = BASE.replace('command = ["vllm", "serve"]', 'command = ["vllm", "serve"]\nargs = ["--a"]\n'
-                        'env = { X = "1", Y = "1" }\nport = 9000\nseed = 7')
-    pair = dataclasses.replace(_pair(tmp_path, text), servers={
-        "speculative": RoleServer(("--b",), {"Y": "2"}, 9100, None), "plain": RoleServer(url="http://h:1")})
+    text = BASE.replace(
+        'command = ["vllm", "serve"]',
+        'command = ["vllm", "serve"]\nargs = ["--a"]\nenv = { X = "1", Y = "1" }\nport = 9000\nseed = 7',
+    )
+    pair = dataclasses.replace(
+        _pair(tmp_path, text),
+        servers={"speculative": RoleServer(("--b",), {"Y": "2"}, 9100, None), "plain": RoleServer(url="http://h:1")},
+    )
     spec = arms.launch_spec(pair, "speculative", tmp_path)
     assert spec.port == 9100 and spec.env == {"X": "1", "Y": "2"}
-    assert spec.argv[spec.argv.index("--seed"):spec.argv.index("--speculative-config")] == ["--seed", "7", "--a", "--b"]
+    assert spec.argv[spec.argv.index("--seed") : spec.argv.index("--speculative-config")] == [
+        "--seed",
+        "7",
+        "--a",
+        "--b",
+    ]
     plain = arms.launch_spec(pair, "plain", tmp_path)
     assert (plain.port, plain.env, plain.attach_url) == (9000, {"X": "1", "Y": "1"}, "http://h:1")
     assert arms.launch_spec(pair, "plain", tmp_path, attach_url="http://g:2").attach_url == "http://g:2"
 
 
 def test_a_pinned_target_revision_is_passed(tmp_path: Path) -> None:
-    spec = arms.launch_spec(_pair(tmp_path, BASE.replace('model = "t"', 'model = "t"\nrevision = "abc"')),
-                            "plain", tmp_path)
+    spec = arms.launch_spec(
+        _pair(tmp_path, BASE.replace('model = "t"', 'model = "t"\nrevision = "abc"')), "plain", tmp_path
+    )
     assert spec.argv[-2:] == ["--revision", "abc"]
 
 
 def _record(role: str, level: str, i: int) -> dict[str, Any]:
-    return {"prompt_id": f"{level}-{i}", "role": role, "workload": "short-homogeneous",
-            "concurrency": int(level[1:]), "level": level, "phase": "measured", "scheduled_s": 0.0,
-            "repetition": 0, "chunk_arrivals_s": [0.1], "chunk_tokens": [1]}
+    return {
+        "prompt_id": f"{level}-{i}",
+        "role": role,
+        "workload": "short-homogeneous",
+        "concurrency": int(level[1:]),
+        "level": level,
+        "phase": "measured",
+        "scheduled_s": 0.0,
+        "repetition": 0,
+        "chunk_arrivals_s": [0.1],
+        "chunk_tokens": [1],
+    }
 
 
 def _entry(role: str, level: str, failure: str | None = None) -> dict[str, Any]:
-    return {"role": role, "workload": "short-homogeneous", "concurrency": int(level[1:]), "level": level,
-            "repetition": 0, "failure": failure}
+    return {
+        "role": role,
+        "workload": "short-homogeneous",
+        "concurrency": int(level[1:]),
+        "level": level,
+        "repetition": 0,
+        "failure": failure,
+    }
 
 
 def test_resume_keeps_finished_cells_and_runs_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,8 +132,10 @@ def test_resume_keeps_finished_cells_and_runs_the_rest(tmp_path: Path, monkeypat
     seen: dict[str, Any] = {}
 
     def execute(run_dir: Path, m: flow.Measurement, *args: Any, **kwargs: Any) -> None:
-        seen.update(todo=[(s.arm, s.cell.level.label) for s in m.slots],
-                    attach={a.name: a.attach_url for a in m.arms if a.attach_url})
+        seen.update(
+            todo=[(s.arm, s.cell.level.label) for s in m.slots],
+            attach={a.name: a.attach_url for a in m.arms if a.attach_url},
+        )
 
     monkeypatch.setattr(flow, "execute_run", execute)
     lines: list[str] = []
@@ -99,7 +144,9 @@ def test_resume_keeps_finished_cells_and_runs_the_rest(tmp_path: Path, monkeypat
     assert seen["todo"] == [("plain", "c2"), ("speculative", "c2")]
     assert lines == [f"resuming {run_dir}: 2 of 4 slots left (4 partial requests moved to requests.partial.jsonl)"]
     assert [(e["role"], e["level"]) for e in read_jsonl(run_dir / "cells.jsonl")] == [
-        ("plain", "c1"), ("speculative", "c1")]
+        ("plain", "c1"),
+        ("speculative", "c1"),
+    ]
     assert [r["level"] for r in read_jsonl(run_dir / "requests.jsonl")] == ["c1"] * 4
     assert list(read_jsonl(run_dir / "requests.partial.jsonl")) == records[4:]
     assert seen["attach"] == {}
@@ -107,8 +154,7 @@ def test_resume_keeps_finished_cells_and_runs_the_rest(tmp_path: Path, monkeypat
 
 def test_resume_with_nothing_left_starts_no_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, run_dir = run_folder(tmp_path, [cell(1, 2, "a")])
-    (run_dir / "cells.jsonl").write_text("".join(json.dumps(_entry(r, "c1")) + "\n"
-                                                 for r in ("plain", "speculative")))
+    (run_dir / "cells.jsonl").write_text("".join(json.dumps(_entry(r, "c1")) + "\n" for r in ("plain", "speculative")))
     seen: dict[str, Any] = {}
     monkeypatch.setattr(flow, "execute_run", lambda rd, m, *a, **k: seen.update(todo=m.slots))
     lines: list[str] = []

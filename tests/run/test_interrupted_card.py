@@ -27,15 +27,18 @@ SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 @pytest.fixture(autouse=True)
 def _terminal_handlers() -> Iterator[None]:
     # SIGINT as in a terminal (a shell starts background jobs with it ignored); SIGTERM as the CLI sets it
-    before = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-              signal.SIGTERM: signal.signal(signal.SIGTERM, _sigterm_as_interrupt)}
+    before = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, _sigterm_as_interrupt),
+    }
     yield
     for sig, handler in before.items():
         signal.signal(sig, handler)
 
 
-def _interrupted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: int,
-                     signals_during_card: int) -> tuple[Path, KeyboardInterrupt]:
+def _interrupted_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: int, signals_during_card: int
+) -> tuple[Path, KeyboardInterrupt]:
     """Run two plain cells; ``sig`` once 5 requests of the second (c4) are on disk, then
     ``signals_during_card`` more while the card is written."""
     cells = [cell(2, 6, "a"), cell(4, 400, "b")]
@@ -53,16 +56,18 @@ def _interrupted_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: int,
     monkeypatch.setattr(flow, "finish_card", finish_card_under_fire)
     with scripted_server({"*": stream(0.01)}) as url:
         attach_roles(monkeypatch, url)
-        threading.Thread(target=when_measured, args=(run_dir, "c4", 5, lambda: signal.pthread_kill(main, sig)),
-                         daemon=True).start()
+        threading.Thread(
+            target=when_measured, args=(run_dir, "c4", 5, lambda: signal.pthread_kill(main, sig)), daemon=True
+        ).start()
         with pytest.raises(KeyboardInterrupt) as err:
             execute_roles(pair, run_dir, {"plain": cells})
     return run_dir, err.value
 
 
 @pytest.mark.parametrize("name", SIGNALS)
-def test_the_interrupted_cell_is_on_the_card_marked_partial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            name: str) -> None:
+def test_the_interrupted_cell_is_on_the_card_marked_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
     run_dir, err = _interrupted_run(tmp_path, monkeypatch, SIGNALS[name], 0)
     cut = measured_on_disk(run_dir, "c4")
     assert 5 <= cut < 400
@@ -84,9 +89,9 @@ def test_the_interrupted_cell_is_on_the_card_marked_partial(tmp_path: Path, monk
 
 
 @pytest.mark.parametrize("name", SIGNALS)
-def test_a_second_interrupt_while_the_card_is_written_is_held_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   capfd: pytest.CaptureFixture[str],
-                                                                   name: str) -> None:
+def test_a_second_interrupt_while_the_card_is_written_is_held_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], name: str
+) -> None:
     run_dir, err = _interrupted_run(tmp_path, monkeypatch, SIGNALS[name], 1)
     card = json.loads((run_dir / "card.json").read_text())
     cut = measured_on_disk(run_dir, "c4")
@@ -99,8 +104,9 @@ def test_a_third_interrupt_stops_the_card_and_says_so(tmp_path: Path, monkeypatc
     run_dir, err = _interrupted_run(tmp_path, monkeypatch, signal.SIGINT, 2)
     assert not (run_dir / "card.json").exists()
     message = str(err)
-    assert (f"no card was written (interrupted again while it was written); `loadgen report {run_dir}` writes it"
-            in message) and "card: " not in message
+    assert (
+        f"no card was written (interrupted again while it was written); `loadgen report {run_dir}` writes it" in message
+    ) and "card: " not in message
     status = json.loads((run_dir / "status.json").read_text())
     assert status == {"complete": False, "failure": "interrupted (Ctrl-C or SIGTERM)"}
     # the report writes it from the folder alone, the cut cell included

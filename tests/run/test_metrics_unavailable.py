@@ -52,8 +52,10 @@ GETS = {"/v1/models": (200, models_body("target")), "/metrics": (500, b"exporter
 
 
 def _stream(chunks: list[list[int]]) -> list[tuple[float, bytes]]:
-    steps = [(0.001, completion_chunk(" x" * len(ids), ids, "length" if i == len(chunks) - 1 else None))
-             for i, ids in enumerate(chunks)]
+    steps = [
+        (0.001, completion_chunk(" x" * len(ids), ids, "length" if i == len(chunks) - 1 else None))
+        for i, ids in enumerate(chunks)
+    ]
     return [*steps, (0.0, usage_chunk(5, sum(len(c) for c in chunks))), (0.0, DONE)]
 
 
@@ -71,8 +73,7 @@ def _pair(tmp_path: Path, criteria: str = "") -> Any:
 def _run(tmp_path: Path, plain: dict[str, Any], spec: dict[str, Any], criteria: str = "") -> Path:
     pair = _pair(tmp_path, criteria)
     with scripted_server(plain, None, GETS) as p_url, scripted_server(spec, None, GETS) as s_url:
-        return run_compare(pair, tmp_path / "runs", log=lambda _: None,
-                           attach={"plain": p_url, "speculative": s_url})
+        return run_compare(pair, tmp_path / "runs", log=lambda _: None, attach={"plain": p_url, "speculative": s_url})
 
 
 @pytest.mark.slow

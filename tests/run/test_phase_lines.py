@@ -17,13 +17,20 @@ from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 def test_a_compare_prints_start_and_end_lines_for_each_phase(tmp_path: Path) -> None:
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
-    text = (PAIR.format(name="phases", k=1, python=sys.executable, repo=REPO)
-            .replace("port = 8300", f"port = {free_port_block()}").replace("min_requests = 6", "min_requests = 2")
-            + '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n')
+    text = (
+        PAIR.format(name="phases", k=1, python=sys.executable, repo=REPO)
+        .replace("port = 8300", f"port = {free_port_block()}")
+        .replace("min_requests = 6", "min_requests = 2")
+        + '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n'
+    )
     (tmp_path / "phases.toml").write_text(text)
     lines: list[str] = []
-    run_compare(load_pair(str(tmp_path / "phases.toml"), workloads_dir=tmp_path / "workloads"), tmp_path / "runs",
-                log=lines.append, allow_unpinned=True)
+    run_compare(
+        load_pair(str(tmp_path / "phases.toml"), workloads_dir=tmp_path / "workloads"),
+        tmp_path / "runs",
+        log=lines.append,
+        allow_unpinned=True,
+    )
 
     def at(pattern: str) -> int:
         found = [i for i, line in enumerate(lines) if re.fullmatch(pattern, line)]

@@ -33,8 +33,10 @@ def test_a_huge_level_is_refused_in_one_line_before_anything_is_generated(monkey
         plan_cells(pair, lambda _: None)
     message = str(err.value)
     assert err.value.exit_code == 2 and "\n" not in message
-    assert message.startswith(f"{pair.path}: the plan needs 3,000,012 prompts (3 blocks x 2 workloads; "
-                              "2,999,982 of them at concurrency 100000 ([run].concurrency;")
+    assert message.startswith(
+        f"{pair.path}: the plan needs 3,000,012 prompts (3 blocks x 2 workloads; "
+        "2,999,982 of them at concurrency 100000 ([run].concurrency;"
+    )
     assert "over the 500,000 loadgen plans; lower that level" in message
 
 
@@ -43,9 +45,11 @@ def test_a_large_plan_says_it_takes_a_while(monkeypatch: pytest.MonkeyPatch) -> 
     pair = replace(pair, load=replace(pair.load, concurrency=(2, 10000)))
     lines: list[str] = []
     assert check_plan_size(pair, lines.append) == 6 * ((1 + 4 + 4) + (1 + 10000 + 39996))
-    assert lines == ["planning 300,036 prompts (3 blocks x 2 workloads; 299,982 of them at concurrency 10000 "
-                     "([run].concurrency; 1 rounds of measured requests plus 4 cooldown fillers per other slot)): "
-                     "this takes a while (at least 18 s)"]
+    assert lines == [
+        "planning 300,036 prompts (3 blocks x 2 workloads; 299,982 of them at concurrency 10000 "
+        "([run].concurrency; 1 rounds of measured requests plus 4 cooldown fillers per other slot)): "
+        "this takes a while (at least 18 s)"
+    ]
     small: list[str] = []
     assert check_plan_size(replace(pair, load=replace(pair.load, concurrency=(1, 2))), small.append) == 6 * (5 + 9)
     assert small == []

@@ -18,8 +18,11 @@ from tests.support.tokfactory import trained_vocab, write_model
 def _pair(tmp_path: Path) -> Path:
     model = write_model(tmp_path / "model", trained_vocab())
     data = tmp_path / "p.jsonl"
-    data.write_text("".join(json.dumps({"prompt": f"the cat sat {i}"}) + "\n" for i in range(12))
-                    + json.dumps({"messages": [{"role": "user", "content": "the dog"}]}) + "\n")
+    data.write_text(
+        "".join(json.dumps({"prompt": f"the cat sat {i}"}) + "\n" for i in range(12))
+        + json.dumps({"messages": [{"role": "user", "content": "the dog"}]})
+        + "\n"
+    )
     wl = tmp_path / "profiles" / "workloads"
     wl.mkdir(parents=True)
     (wl / "f.toml").write_text(f'kind = "file"\npath = "{data}"\noutput_tokens = 4\nseed = 1\n')
@@ -33,14 +36,16 @@ def _pair(tmp_path: Path) -> Path:
     return path
 
 
-def test_prompt_file_and_context_lengths_in_the_protocol_and_its_replay(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompt_file_and_context_lengths_in_the_protocol_and_its_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _pair(tmp_path)
     monkeypatch.chdir(tmp_path)  # the replay reads the pair's workloads from profiles/workloads
     pair = load_pair(str(path))
     cells = plan_cells(pair)
     assert [(c.workload, c.level.label, c.repetition) for c in cells] == [
-        (w, "c1", b) for w in ("f", "g@40", "g@80") for b in range(3)]
+        (w, "c1", b) for w in ("f", "g@40", "g@80") for b in range(3)
+    ]
     assert cells == plan_cells(pair)  # seeded: the identical list for every arm, every time
     prompts = unique_prompts(cells)
     file_texts = [p.text for p in prompts if p.workload == "f"]
@@ -50,10 +55,16 @@ def test_prompt_file_and_context_lengths_in_the_protocol_and_its_replay(tmp_path
     f = proto["workloads"][0]
     data = tmp_path / "p.jsonl"
     assert (f["kind"], f["path"], f["source_sha256"], f["source_lines"], list(f["skipped"])) == (
-        "file", str(data), hashlib.sha256(data.read_bytes()).hexdigest(), 13,
-        ["line 13: a chat line in a completions file"])
+        "file",
+        str(data),
+        hashlib.sha256(data.read_bytes()).hexdigest(),
+        13,
+        ["line 13: a chat line in a completions file"],
+    )
     assert [(w["name"], w["input_tokens"], w["context_tokens"]) for w in proto["workloads"][1:]] == [
-        ("g@40", 40, 1024), ("g@80", 80, 1024)]
+        ("g@40", 40, 1024),
+        ("g@80", 80, 1024),
+    ]
     run = tmp_path / "run"
     run.mkdir()
     (run / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))

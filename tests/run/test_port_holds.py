@@ -28,9 +28,12 @@ def _pair(tmp_path: Path, port: int) -> Path:
     (tmp_path / "workloads").mkdir(exist_ok=True)
     (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
     path = tmp_path / "ports.toml"
-    path.write_text(PAIR.format(name="ports", k=1, python=sys.executable, repo=REPO)
-                    .replace("port = 8300", f"port = {port}").replace("min_requests = 6", "min_requests = 2")
-                    + '[design]\nblocks = 1\nplacebo = "off"\nco_resident = false\n')
+    path.write_text(
+        PAIR.format(name="ports", k=1, python=sys.executable, repo=REPO)
+        .replace("port = 8300", f"port = {port}")
+        .replace("min_requests = 6", "min_requests = 2")
+        + '[design]\nblocks = 1\nplacebo = "off"\nco_resident = false\n'
+    )
     return path
 
 
@@ -55,8 +58,11 @@ def test_a_port_held_by_another_loadgen_process_is_refused_naming_its_pid(tmp_pa
     port, log = free_port_block(2), []
     proc = _holder(port)
     try:
-        with pytest.raises(LoadgenError, match=f"port {port} \\(the plain server's\\) is held by loadgen process "
-                                               f"{proc.pid}, whose server is starting there"):
+        with pytest.raises(
+            LoadgenError,
+            match=f"port {port} \\(the plain server's\\) is held by loadgen process "
+            f"{proc.pid}, whose server is starting there",
+        ):
             _compare(tmp_path, port, log)
     finally:
         proc.kill()
@@ -80,10 +86,17 @@ def test_each_port_is_held_until_its_server_answers(tmp_path: Path) -> None:
 
     log: list[str] = []
     pair = load_pair(str(_pair(tmp_path, port)), workloads_dir=tmp_path / "workloads")
-    run_dir = run_compare(pair, tmp_path / "runs", log=lambda line: (log.append(line), probe(line))[0],
-                          allow_unpinned=True)
+    run_dir = run_compare(
+        pair, tmp_path / "runs", log=lambda line: (log.append(line), probe(line))[0], allow_unpinned=True
+    )
     assert json.loads((run_dir / "card.json").read_text())["complete"] is True
-    assert seen == [("[plain] starting:", port, "held"), ("[plain] starting:", port + 1, "held"),
-                    ("[plain] w", port, "in use"), ("[plain] w", port + 1, "held"),  # answered: plain's hold gone
-                    ("[speculative] starting:", port, "free"), ("[speculative] starting:", port + 1, "held"),
-                    ("[speculative] w", port, "free"), ("[speculative] w", port + 1, "in use")], log
+    assert seen == [
+        ("[plain] starting:", port, "held"),
+        ("[plain] starting:", port + 1, "held"),
+        ("[plain] w", port, "in use"),
+        ("[plain] w", port + 1, "held"),  # answered: plain's hold gone
+        ("[speculative] starting:", port, "free"),
+        ("[speculative] starting:", port + 1, "held"),
+        ("[speculative] w", port, "free"),
+        ("[speculative] w", port + 1, "in use"),
+    ], log

@@ -50,20 +50,29 @@ def _scripted_pair(tmp_path: Path) -> Path:
     """The scripted engines' pair (ngram, K = 1: spec/plain TPOT 0.5), 2 blocks of 8 requests per arm."""
     (tmp_path / "profiles" / "workloads").mkdir(parents=True)
     (tmp_path / "profiles" / "workloads" / "w.toml").write_text(WORKLOAD)
-    text = (PAIR.format(name="locked", k=1, python=sys.executable, repo=REPO)
-            .replace(f'env = {{ PYTHONPATH = "{REPO}" }}',
-                     f'env = {{ PYTHONPATH = "{REPO}", SCRIPTED_ENGINE_STEP_S = "0.02" }}')
-            .replace("port = 8300", f"port = {free_port_block()}")
-            .replace("min_requests = 6", "min_requests = 8")
-            + '[design]\nblocks = 2\nplacebo = "blocks"\nco_resident = true\n')
+    text = (
+        PAIR.format(name="locked", k=1, python=sys.executable, repo=REPO)
+        .replace(
+            f'env = {{ PYTHONPATH = "{REPO}" }}', f'env = {{ PYTHONPATH = "{REPO}", SCRIPTED_ENGINE_STEP_S = "0.02" }}'
+        )
+        .replace("port = 8300", f"port = {free_port_block()}")
+        .replace("min_requests = 6", "min_requests = 8")
+        + '[design]\nblocks = 2\nplacebo = "blocks"\nco_resident = true\n'
+    )
     path = tmp_path / "locked.toml"
     path.write_text(text)
     return path
 
 
 def _loadgen(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "loadgen", *args], cwd=tmp_path, env=_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "loadgen", *args],
+        cwd=tmp_path,
+        env=_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _measuring(runs: Path, timeout_s: float = 60.0) -> Path:
@@ -84,8 +93,14 @@ def test_a_second_process_on_a_run_folder_is_refused_and_the_first_card_is_compl
     try:
         run_dir = _measuring(tmp_path / "runs")
         t0 = time.monotonic()
-        second = subprocess.run([sys.executable, "-m", "loadgen", "compare", "--resume", str(run_dir)], cwd=tmp_path,
-                                env=_env(), text=True, capture_output=True, timeout=60)
+        second = subprocess.run(
+            [sys.executable, "-m", "loadgen", "compare", "--resume", str(run_dir)],
+            cwd=tmp_path,
+            env=_env(),
+            text=True,
+            capture_output=True,
+            timeout=60,
+        )
         assert time.monotonic() - t0 < 10  # at once: no server started, no port tried
         assert first.poll() is None, "the first run ended before the second was refused; the test proved nothing"
         out, err = first.communicate(timeout=120)
@@ -110,14 +125,16 @@ def test_a_second_process_on_a_run_folder_is_refused_and_the_first_card_is_compl
     assert "Status: **complete**" in (run_dir / "card.md").read_text()
 
 
-def test_a_lock_left_by_a_killed_process_is_taken_over_with_one_note(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lock_left_by_a_killed_process_is_taken_over_with_one_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, folder = run_folder(tmp_path, [cell(1, 2, "a")])
     dead = hold(folder, die=True)
     assert dead.returncode == -signal.SIGKILL and json.loads((folder / LOCK_NAME).read_text())["pid"] == dead.pid
     held_by: list[int] = []
-    monkeypatch.setattr(flow, "execute_run", lambda rd, *a, **k: held_by.append(
-        json.loads((rd / LOCK_NAME).read_text())["pid"]))
+    monkeypatch.setattr(
+        flow, "execute_run", lambda rd, *a, **k: held_by.append(json.loads((rd / LOCK_NAME).read_text())["pid"])
+    )
     lines: list[str] = []
     flow.resume_compare(folder, log=lines.append)
     assert held_by == [os.getpid()]  # the resume measured holding the lock it took over
@@ -130,7 +147,8 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_with_one_note(tmp_path: P
 
 
 def test_a_held_folder_is_refused_before_anything_is_read_or_rewritten(
-        holder: tuple[Path, subprocess.Popen[str]]) -> None:
+    holder: tuple[Path, subprocess.Popen[str]],
+) -> None:
     folder, proc = holder
     (folder / "requests.jsonl").write_text('{"role": "plain"}\n')
     with pytest.raises(FolderBusy, match=f"is in use by pid {proc.pid} ") as err:
@@ -141,7 +159,8 @@ def test_a_held_folder_is_refused_before_anything_is_read_or_rewritten(
 
 
 def test_a_sweep_folder_lock_covers_its_arms_and_a_fleet_is_locked_before_ray(
-        holder: tuple[Path, subprocess.Popen[str]]) -> None:
+    holder: tuple[Path, subprocess.Popen[str]],
+) -> None:
     folder, proc = holder
     (folder / "sweep.toml").write_text('name = "s"\n')
     (folder / "cand").mkdir()

@@ -30,8 +30,12 @@ def test_a_deployed_schedule_is_checked_against_its_sweep(tmp_path: Path, monkey
     _engine_024(monkeypatch)
     o, path = _options(tmp_path)
     lines: list[str] = []
-    with (scripted_server(_stream(0), None, GETS) as p, scripted_server(_stream(1), None, GETS) as k1,
-          scripted_server(_stream(2), None, GETS) as k2, scripted_server(_stream(3), None, GETS) as k3):
+    with (
+        scripted_server(_stream(0), None, GETS) as p,
+        scripted_server(_stream(1), None, GETS) as k1,
+        scripted_server(_stream(2), None, GETS) as k2,
+        scripted_server(_stream(3), None, GETS) as k3,
+    ):
         _attach(monkeypatch, {0: p, 1: k1, 2: k2, 3: k3})
         first = run_sweep(path, o, lines.append)
         rec = json.loads((first / "sweep.json").read_text())["recommendation"]["workloads"][0]["schedule"]
@@ -49,7 +53,9 @@ def test_a_deployed_schedule_is_checked_against_its_sweep(tmp_path: Path, monkey
     fair_check = json.loads((fair / "schedule-check.json").read_text())
     assert fair_check["sweep_dir"] == str(first) and fair_check["candidates"] == {"w": f"schedule-k{k}"}
     assert [(c["level"], c["k"], c["status"]) for c in fair_check["cells"]] == [
-        ("c1", k, "as predicted"), ("c2", k, "as predicted")]
+        ("c1", k, "as predicted"),
+        ("c2", k, "as predicted"),
+    ]
     assert all(c["measured"] == pytest.approx(3.0, rel=0.15) for c in fair_check["cells"])
     slow_check = json.loads((slow / "schedule-check.json").read_text())
     assert [c["status"] for c in slow_check["cells"]] == ["worse than predicted"] * 2
@@ -61,8 +67,10 @@ def test_a_deployed_schedule_is_checked_against_its_sweep(tmp_path: Path, monkey
 def test_two_workloads_with_different_schedules_get_one_candidate_each() -> None:
     a = {"method": "ngram", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": [[1, 4, 3]]}
     b = {**a, "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 16, 0]]}
-    doc, index = schedule_sweep_doc({"name": "s", "speculative": {}, "candidates": [{}], "run": {"x": 1}},
-                                    [DeployedSchedule("w1", a), DeployedSchedule("w2", b), DeployedSchedule("w3", a)])
+    doc, index = schedule_sweep_doc(
+        {"name": "s", "speculative": {}, "candidates": [{}], "run": {"x": 1}},
+        [DeployedSchedule("w1", a), DeployedSchedule("w2", b), DeployedSchedule("w3", a)],
+    )
     assert doc["name"] == "s-schedule" and doc["run"] == {"x": 1}
     assert doc["speculative"] == {"name": "schedule1", **a} and doc["candidates"] == [{"name": "schedule2", **b}]
     assert index == {"w1": 0, "w2": 1, "w3": 0}

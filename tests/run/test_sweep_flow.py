@@ -67,10 +67,12 @@ def _stream(k: int) -> dict[str, Any]:
     """Token ids 1..7: the first alone, then chunks of k + 1 (k = 0: plain), one chunk per STEP_S."""
     ids, chunks, at = list(range(1, 8)), [[1]], 1
     while at < 7:
-        chunks.append(ids[at:at + k + 1])
+        chunks.append(ids[at : at + k + 1])
         at += k + 1
-    steps = [(STEP_S, completion_chunk(" x" * len(c), c, "length" if i == len(chunks) - 1 else None))
-             for i, c in enumerate(chunks)]
+    steps = [
+        (STEP_S, completion_chunk(" x" * len(c), c, "length" if i == len(chunks) - 1 else None))
+        for i, c in enumerate(chunks)
+    ]
     return {"*": (200, [*steps, (0.0, usage_chunk(5, 7)), (0.0, DONE)])}
 
 
@@ -79,8 +81,19 @@ def _attach(monkeypatch: pytest.MonkeyPatch, urls: dict[int, str]) -> None:
 
     def open_bare(self: bench.Bench, arm: Arm) -> servers.Server:
         k = arm.pair.num_speculative_tokens if arm.speculative else 0
-        return servers.attach(servers.LaunchSpec(arm.server, [], {}, "127.0.0.1", 0, "m", 5.0,
-                                                 self.run_dir / "servers" / f"{arm.server}.log", attach_url=urls[k]))
+        return servers.attach(
+            servers.LaunchSpec(
+                arm.server,
+                [],
+                {},
+                "127.0.0.1",
+                0,
+                "m",
+                5.0,
+                self.run_dir / "servers" / f"{arm.server}.log",
+                attach_url=urls[k],
+            )
+        )
 
     monkeypatch.setattr(bench.Bench, "open", open_bare)
     monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
@@ -90,16 +103,26 @@ def _options(tmp_path: Path, criteria: str = "", budget_min: float | None = None
     (tmp_path / "workloads").mkdir(exist_ok=True)
     (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
     (tmp_path / "sweep.toml").write_text(SWEEP + criteria)
-    return SweepOptions(runs_dir=tmp_path / "runs", budget_min=budget_min, workloads_dir=tmp_path / "workloads"), \
-        str(tmp_path / "sweep.toml")
+    return SweepOptions(runs_dir=tmp_path / "runs", budget_min=budget_min, workloads_dir=tmp_path / "workloads"), str(
+        tmp_path / "sweep.toml"
+    )
 
 
-def _sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, criteria: str = "",
-           resume: Path | None = None, replay: Path | None = None) -> tuple[Path | None, list[str]]:
+def _sweep(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    criteria: str = "",
+    resume: Path | None = None,
+    replay: Path | None = None,
+) -> tuple[Path | None, list[str]]:
     o, path = _options(tmp_path, criteria)
     lines: list[str] = []
-    with (scripted_server(_stream(0), None, GETS) as p, scripted_server(_stream(1), None, GETS) as k1,
-          scripted_server(_stream(2), None, GETS) as k2, scripted_server(_stream(3), None, GETS) as k3):
+    with (
+        scripted_server(_stream(0), None, GETS) as p,
+        scripted_server(_stream(1), None, GETS) as k1,
+        scripted_server(_stream(2), None, GETS) as k2,
+        scripted_server(_stream(3), None, GETS) as k3,
+    ):
         _attach(monkeypatch, {0: p, 1: k1, 2: k2, 3: k3})
         again = resume or replay
         return run_sweep(None if again else path, o, lines.append, resume=resume, replay=replay), lines
@@ -126,8 +149,11 @@ def test_sweep_measures_every_candidate_in_interleaved_blocks(tmp_path: Path, mo
         mine = json.loads((sweep_dir / name / "protocol.json").read_text())["design"]["order"]
         assert {a for a, *_ in mine} == {"plain", "placebo", "speculative"} and len(mine) == 2 * 3 * 3
         assert (sweep_dir / name / "pair.toml").is_file()
-        assert {r["role"] for r in map(json.loads, (sweep_dir / name / "requests.jsonl").read_text().splitlines())} \
-            == {"plain", "placebo", "speculative"}
+        assert {r["role"] for r in map(json.loads, (sweep_dir / name / "requests.jsonl").read_text().splitlines())} == {
+            "plain",
+            "placebo",
+            "speculative",
+        }
     card = json.loads((sweep_dir / "sweep.json").read_text())
     schema = json.loads((Path("loadgen/records/sweep.schema.json")).read_text())
     jsonschema.validate(card, schema)
@@ -195,8 +221,9 @@ def test_sweep_resume_finishes_the_slots_left(tmp_path: Path, monkeypatch: pytes
 
 
 @pytest.mark.slow
-def test_sweep_protocol_measures_the_same_sweep_again_in_a_new_folder(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_protocol_measures_the_same_sweep_again_in_a_new_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first, _ = _sweep(tmp_path, monkeypatch)
     assert first is not None
     (tmp_path / "sweep.toml").write_text("this file changed since; the replay reads the sweep folder's copies")

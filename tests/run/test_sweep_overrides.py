@@ -22,11 +22,16 @@ from tests.support.scripted_server import scripted_server
 @pytest.mark.slow
 def test_a_sweep_runs_and_records_the_command_lines_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     o, path = _options(tmp_path)
-    (tmp_path / "sweep.toml").write_text((tmp_path / "sweep.toml").read_text().replace(
-        '[design]\n', '[design]\nblocks = 1\n'))
+    (tmp_path / "sweep.toml").write_text(
+        (tmp_path / "sweep.toml").read_text().replace("[design]\n", "[design]\nblocks = 1\n")
+    )
     o = replace(o, overrides=Overrides(concurrency=(3,), requests=2))
-    with (scripted_server(_stream(0), None, GETS) as p, scripted_server(_stream(1), None, GETS) as k1,
-          scripted_server(_stream(2), None, GETS) as k2, scripted_server(_stream(3), None, GETS) as k3):
+    with (
+        scripted_server(_stream(0), None, GETS) as p,
+        scripted_server(_stream(1), None, GETS) as k1,
+        scripted_server(_stream(2), None, GETS) as k2,
+        scripted_server(_stream(3), None, GETS) as k3,
+    ):
         _attach(monkeypatch, {0: p, 1: k1, 2: k2, 3: k3})
         sweep_dir = run_sweep(path, o, lambda _: None)
     saved = read_toml(sweep_dir / "sweep.toml")
@@ -41,8 +46,10 @@ def test_a_sweep_runs_and_records_the_command_lines_values(tmp_path: Path, monke
     assert [c["level"] for c in card["cells"]] == ["c3"]
     assert card["command_line"] == {"concurrency": [3], "requests": 2}
     md = (sweep_dir / "sweep.md").read_text()
-    assert ("From the command line (not the sweep file): --concurrency 3 ([run].concurrency); --requests 2 "
-            "([stop].min_requests and rounds = 1, or max_requests by duration).") in md
+    assert (
+        "From the command line (not the sweep file): --concurrency 3 ([run].concurrency); --requests 2 "
+        "([stop].min_requests and rounds = 1, or max_requests by duration)."
+    ) in md
     jsonschema.validate(card, json.loads(Path("loadgen/records/sweep.schema.json").read_text()))
     cut = json.loads((sweep_dir / "ngram-k1" / "card.json").read_text())  # each candidate's own pair card
     assert cut["command_line"] == {"concurrency": [3], "requests": 2}

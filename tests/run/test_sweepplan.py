@@ -42,8 +42,15 @@ def _prompts(n: int, output_tokens: int) -> tuple[Prompt, ...]:
 
 
 def _cell(c: int, warmup: int, measured: int, cooldown: int, output_tokens: int) -> CellSpec:
-    return CellSpec("w", "completions", Level(c), 0, _prompts(warmup, output_tokens),
-                    _prompts(measured, output_tokens), _prompts(cooldown, output_tokens))
+    return CellSpec(
+        "w",
+        "completions",
+        Level(c),
+        0,
+        _prompts(warmup, output_tokens),
+        _prompts(measured, output_tokens),
+        _prompts(cooldown, output_tokens),
+    )
 
 
 RANDOM_1B = [H200 / "h200-1b-draft", H200 / "h200-1b-selfdraft", H200 / "h200-1b-ngram"]
@@ -71,8 +78,10 @@ def test_history_of_the_h200_sweep_reads_k_per_candidate() -> None:
     plain one attached to both plain phases), each candidate's card with its K, and a draft_model cell's
     TPOT the median over the three workloads of that K's c=1 cells."""
     hist = history([SWEEP])
-    starts = sorted(json.loads((SWEEP / c / "servers" / "speculative-effective.json").read_text())["ready_s"]
-                    for c in ("demo-draft-k1", "demo-draft-k2", "ngram-k4"))
+    starts = sorted(
+        json.loads((SWEEP / c / "servers" / "speculative-effective.json").read_text())["ready_s"]
+        for c in ("demo-draft-k1", "demo-draft-k2", "ngram-k4")
+    )
     assert hist.start_s == pytest.approx(starts[1]) and 70 < starts[0] < starts[2] < 110
     kinds = [t.kind for t in hist.cells]  # plain-before, plain-after and the plain copy in each candidate's card
     assert (len(kinds), kinds.count("plain"), kinds.count("draft_model"), kinds.count("ngram")) == (96, 60, 24, 12)
@@ -84,9 +93,16 @@ def test_history_of_the_h200_sweep_reads_k_per_candidate() -> None:
 
 
 def _card(run: Path, k: int, tpot_s: float) -> None:
-    card = {"speculative_config": {"method": "ngram", "num_speculative_tokens": k},
-            "cells": [{"concurrency": 2, "plain": {"ttft_s": {"p50": 0.1}, "tpot_s": {"p50": 0.01}},
-                       "speculative": {"ttft_s": {"p50": 0.2}, "tpot_s": {"p50": tpot_s}}}]}
+    card = {
+        "speculative_config": {"method": "ngram", "num_speculative_tokens": k},
+        "cells": [
+            {
+                "concurrency": 2,
+                "plain": {"ttft_s": {"p50": 0.1}, "tpot_s": {"p50": 0.01}},
+                "speculative": {"ttft_s": {"p50": 0.2}, "tpot_s": {"p50": tpot_s}},
+            }
+        ],
+    }
     run.mkdir(parents=True, exist_ok=True)
     (run / "card.json").write_text(json.dumps(full_card(card)))
 
@@ -102,8 +118,12 @@ def test_a_cell_phase_and_sweep_in_closed_form(tmp_path: Path) -> None:
     _card(tmp_path / "runs" / "p" / "t2", 4, 0.04)
     hist = history([tmp_path / "runs"])
     assert hist.start_s == 50.0
-    assert hist.cells == (Timing("plain", 2, 0.1, 0.01), Timing("ngram", 2, 0.2, 0.02, 2),
-                          Timing("plain", 2, 0.1, 0.01), Timing("ngram", 2, 0.2, 0.04, 4))
+    assert hist.cells == (
+        Timing("plain", 2, 0.1, 0.01),
+        Timing("ngram", 2, 0.2, 0.02, 2),
+        Timing("plain", 2, 0.1, 0.01),
+        Timing("ngram", 2, 0.2, 0.04, 4),
+    )
     cell = _cell(2, warmup=3, measured=8, cooldown=4, output_tokens=11)
     # rounds: warmup ceil(3/2) = 2, measured 8/2 = 4, one cooldown round = 7; a request 0.1 + 10 x 0.01 s
     assert cell_s(cell, "plain", hist) == pytest.approx(7 * 0.2)
@@ -129,14 +149,14 @@ def _block(cell: CellSpec, b: int) -> CellSpec:
     return replace(cell, repetition=b)
 
 
-def _measurement(tmp_path: Path, cells: list[CellSpec], ks: dict[str, int], attach_plain: bool,
-                 co: bool) -> Measurement:
+def _measurement(
+    tmp_path: Path, cells: list[CellSpec], ks: dict[str, int], attach_plain: bool, co: bool
+) -> Measurement:
     (tmp_path / "w.toml").write_text(WORKLOAD)
     pairs = {}
     for name, k in ks.items():
         path = tmp_path / f"{name}.toml"
-        path.write_text(PAIR.format(name=name, k=k, python="python", repo=".")
-                        + "[design]\nplacebo = \"blocks\"\n")
+        path.write_text(PAIR.format(name=name, k=k, python="python", repo=".") + '[design]\nplacebo = "blocks"\n')
         pairs[name] = load_pair(str(path), workloads_dir=tmp_path)
     first = next(iter(pairs.values()))
     arms = build_arms(first, pairs, {"plain": "http://127.0.0.1:9"} if attach_plain else {})
@@ -172,8 +192,9 @@ def test_the_cell_model_matches_the_recorded_h200_cells() -> None:
         card = json.loads((H200 / pair / "card.json").read_text())
         lines = [json.loads(x) for x in (H200 / pair / "cells.jsonl").read_text().splitlines()]
         for line in lines:
-            got = next(c for c in card["cells"] if (c["workload"], c["concurrency"]) ==
-                       (line["workload"], line["concurrency"]))[line["role"]]
+            got = next(
+                c for c in card["cells"] if (c["workload"], c["concurrency"]) == (line["workload"], line["concurrency"])
+            )[line["role"]]
             c, out = line["concurrency"], 64 if line["workload"].startswith("short") else 256
             hist = History(0.0, (Timing("k", c, got["ttft_s"]["p50"], got["tpot_s"]["p50"]),), "")
             cell = _cell(c, 4, len(line["measured_prompt_ids"]), 4 * (c - 1), out)

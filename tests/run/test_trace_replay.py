@@ -31,8 +31,15 @@ def _trace(path: Path) -> None:
     while t < SPAN:
         times.append(t)
         t += 1 / (BURST_RPS if BURST[0] <= t < BURST[1] else QUIET_RPS)
-    path.write_text("".join(json.dumps({"timestamp": round(x * 1000, 3), "input_length": 12, "output_length": OUT,
-                                        "hash_ids": [i % 3, i]}) + "\n" for i, x in enumerate(times)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"timestamp": round(x * 1000, 3), "input_length": 12, "output_length": OUT, "hash_ids": [i % 3, i]}
+            )
+            + "\n"
+            for i, x in enumerate(times)
+        )
+    )
 
 
 def _scripted_pays_share(last_s: float) -> float:
@@ -52,15 +59,18 @@ def test_a_burst_trace_on_scripted_servers_follows_the_script(tmp_path: Path) ->
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "tr.toml").write_text(
         f'kind = "trace"\npath = "{tmp_path / "trace.jsonl"}"\noutput_tokens = {OUT}\nblock_tokens = 4\n'
-        'window_s = 1.0\n')
+        "window_s = 1.0\n"
+    )
     env = {"PYTHONPATH": str(REPO), "SCRIPTED_ENGINE_STEP_S": str(STEP_S)}
-    text = (PAIR.format(name="trace", k=1, python=sys.executable, repo=REPO)
-            .replace(f'env = {{ PYTHONPATH = "{REPO}" }}', f"env = {_toml_table(env)}")
-            .replace('model = "org/target"\nrevision = "0123456789abcdef0123456789abcdef01234567"',
-                     f'model = "{model}"')
-            .replace("port = 8300", f"port = {free_port_block()}").replace('workloads = ["w"]', 'workloads = ["tr"]')
-            + f"[servers.speculative]\nenv = {_toml_table(env | {'SCRIPTED_ENGINE_CROWD': f'{CROWD}:{FACTOR}'})}\n"
-            '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n[slo]\npercentile = 90.0\ntpot_s = 0.07\n')
+    text = (
+        PAIR.format(name="trace", k=1, python=sys.executable, repo=REPO)
+        .replace(f'env = {{ PYTHONPATH = "{REPO}" }}', f"env = {_toml_table(env)}")
+        .replace('model = "org/target"\nrevision = "0123456789abcdef0123456789abcdef01234567"', f'model = "{model}"')
+        .replace("port = 8300", f"port = {free_port_block()}")
+        .replace('workloads = ["w"]', 'workloads = ["tr"]')
+        + f"[servers.speculative]\nenv = {_toml_table(env | {'SCRIPTED_ENGINE_CROWD': f'{CROWD}:{FACTOR}'})}\n"
+        '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n[slo]\npercentile = 90.0\ntpot_s = 0.07\n'
+    )
     (tmp_path / "pair.toml").write_text(text)
     pair = load_pair(str(tmp_path / "pair.toml"), workloads_dir=tmp_path / "workloads")
     run_dir = run_compare(pair, tmp_path / "runs", log=lambda _: None, allow_unpinned=True)

@@ -44,8 +44,11 @@ def fake_server(model: str, metrics: str) -> Iterator[tuple[str, list[str]]]:
             pass
 
         def do_GET(self) -> None:
-            body = {"/health": b"", "/v1/models": json.dumps({"data": [{"id": model}]}).encode(),
-                    "/metrics": (DATA / metrics).read_bytes()}.get(self.path)
+            body = {
+                "/health": b"",
+                "/v1/models": json.dumps({"data": [{"id": model}]}).encode(),
+                "/metrics": (DATA / metrics).read_bytes(),
+            }.get(self.path)
             self.send_response(404 if body is None else 200)
             self.send_header("Content-Length", str(len(body or b"")))
             self.end_headers()
@@ -78,20 +81,24 @@ def _pair(tmp_path: Path):  # type: ignore[no-untyped-def]
     return replace(pair, engine=replace(pair.engine, startup_timeout_s=20.0))
 
 
-@pytest.mark.parametrize(("url", "problem"), [
-    ("http://", "names no host"),
-    ("http://127.0.0.1:70000", "has a port outside 1..65535"),
-    ("http://127.0.0.1:8000/v 1", "holds a space or a control character"),
-    ("127.0.0.1:8000", "does not start with http:// or https://"),
-    ("http://[::1:8000", "is not a URL"),
-])
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("http://", "names no host"),
+        ("http://127.0.0.1:70000", "has a port outside 1..65535"),
+        ("http://127.0.0.1:8000/v 1", "holds a space or a control character"),
+        ("127.0.0.1:8000", "does not start with http:// or https://"),
+        ("http://[::1:8000", "is not a URL"),
+    ],
+)
 def test_bad_attach_url_exits_2_at_once_with_one_line(url: str, problem: str) -> None:
     t0 = time.monotonic()
     result = CliRunner().invoke(main, ["compare", "demo-cpu", "--attach-speculative", url])
     assert result.exit_code == 2 and time.monotonic() - t0 < 5.0
     assert result.output.startswith("Usage: "), result.output
-    assert result.output.splitlines()[-1] == (f"Error: Invalid value for '--attach-speculative': {url!r} {problem}; "
-                                              "give a URL such as http://127.0.0.1:8000")
+    assert result.output.splitlines()[-1] == (
+        f"Error: Invalid value for '--attach-speculative': {url!r} {problem}; give a URL such as http://127.0.0.1:8000"
+    )
 
 
 def test_refused_attached_server_fails_within_seconds(tmp_path: Path) -> None:
@@ -121,25 +128,32 @@ def test_both_attached_servers_are_checked_before_either_is_measured(tmp_path: P
     run_dir = tmp_path / "run"
     (run_dir / "servers").mkdir(parents=True)
     (run_dir / "metrics").mkdir()
-    with fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, plain_posts), \
-            fake_server(NAME, "vllm032_plain_t0.prom") as (spec_url, spec_posts):
-        m = plan_measurement(pair, {"speculative": pair}, {"plain": plain_url, "speculative": spec_url},
-                             plan_cells(pair)[:1])
+    with (
+        fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, plain_posts),
+        fake_server(NAME, "vllm032_plain_t0.prom") as (spec_url, spec_posts),
+    ):
+        m = plan_measurement(
+            pair, {"speculative": pair}, {"plain": plain_url, "speculative": spec_url}, plan_cells(pair)[:1]
+        )
         with pytest.raises(FallbackDetected, match="exposes no vllm:spec_decode"):
             execute_run(run_dir, m, lambda _: None, None, None, pair.name)
     assert plain_posts == [] and spec_posts == []
 
 
 def test_attach_urls_are_recorded_without_credentials() -> None:
-    rec = attach_record({"plain": "http://127.0.0.1:8000",
-                         "speculative": "https://user:pw@example.org:8443/v?token=t0k"})
-    assert rec == {"plain": {"url": "http://127.0.0.1:8000", "complete": True},
-                   "speculative": {"url": "https://example.org:8443/v", "complete": False}}
+    rec = attach_record(
+        {"plain": "http://127.0.0.1:8000", "speculative": "https://user:pw@example.org:8443/v?token=t0k"}
+    )
+    assert rec == {
+        "plain": {"url": "http://127.0.0.1:8000", "complete": True},
+        "speculative": {"url": "https://example.org:8443/v", "complete": False},
+    }
     assert "pw" not in json.dumps(rec) and "t0k" not in json.dumps(rec)
     assert redact_url("http://u:pw@[::1:80/p?token=t0k") == "http://[::1:80/p"
     assert resume_urls(rec, {}, ["plain"]) == {"plain": "http://127.0.0.1:8000"}
-    assert resume_urls(rec, {"speculative": "https://user:pw@example.org:8443/v?token=t0k"}, ["plain", "speculative"]) \
-        == {"plain": "http://127.0.0.1:8000", "speculative": "https://user:pw@example.org:8443/v?token=t0k"}
+    assert resume_urls(
+        rec, {"speculative": "https://user:pw@example.org:8443/v?token=t0k"}, ["plain", "speculative"]
+    ) == {"plain": "http://127.0.0.1:8000", "speculative": "https://user:pw@example.org:8443/v?token=t0k"}
     with pytest.raises(BadInput, match="give its URL again with --attach-speculative URL"):
         resume_urls(rec, {}, ["plain", "speculative"])
 
@@ -153,10 +167,13 @@ def test_resume_of_an_attach_run_reuses_the_recorded_urls(tmp_path: Path) -> Non
     prompts = [p for c in cells for p in (*c.warmup, *c.measured, *c.cooldown)]
     (run_dir / "prompts.jsonl").write_text("".join(json.dumps(p.to_json()) + "\n" for p in prompts))
     shutil.copyfile(pair.path, run_dir / "pair.toml")
-    with fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, _), \
-            fake_server("wrong-name", "vllm032_spec_t0.prom") as (spec_url, _):
+    with (
+        fake_server(NAME, "vllm032_plain_t0.prom") as (plain_url, _),
+        fake_server("wrong-name", "vllm032_spec_t0.prom") as (spec_url, _),
+    ):
         proto = protocol(pair, cells, prompts, probe_host()).to_json() | {
-            "attach": attach_record({"plain": plain_url, "speculative": spec_url})}
+            "attach": attach_record({"plain": plain_url, "speculative": spec_url})
+        }
         (run_dir / "protocol.json").write_text(json.dumps(proto))
         # the resumed run checks the recorded servers (here the speculative one serves the wrong name),
         # rather than launching servers of its own

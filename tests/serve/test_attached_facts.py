@@ -37,6 +37,8 @@ def test_the_attached_version_and_max_model_len_are_read(tmp_path: Path) -> None
 def test_a_workload_longer_than_max_model_len_is_bad_input_naming_both_numbers(tmp_path: Path) -> None:
     with scripted_server({}, gets=GETS) as url, pytest.raises(BadInput) as exc:
         probe_attached([_spec(url, tmp_path)], _never, lambda _: None, [("short", 100, 10), ("long", 2000, 100)])
-    assert str(exc.value).startswith("workload 'long' needs 2100 tokens (2000 input + 100 output) but the plain "
-                                      f"server at {url} serves max_model_len 2048 (/v1/models)")
+    assert str(exc.value).startswith(
+        "workload 'long' needs 2100 tokens (2000 input + 100 output) but the plain "
+        f"server at {url} serves max_model_len 2048 (/v1/models)"
+    )
     assert exc.value.exit_code == 2

@@ -9,8 +9,9 @@ from loadgen.serve.enginepath import EnginePath, engine_path_line, parse_engine_
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DRAFT_ASYNC = "Async scheduling not supported with draft_model-based speculative decoding and will be disabled."
-DRAFT_RUNNER = ("Model Runner V2 does not yet support speculative method 'draft_model'; "
-                "using the V1 model runner instead.")
+DRAFT_RUNNER = (
+    "Model Runner V2 does not yet support speculative method 'draft_model'; using the V1 model runner instead."
+)
 
 
 def _log(name: str) -> str:
@@ -27,23 +28,32 @@ def test_a_draft_model_0_24_server_falls_back_to_sync_scheduling_and_the_v1_runn
 
 
 def test_an_ngram_0_24_server_falls_back_too() -> None:
-    assert parse_engine_path(_log("ngram")) == EnginePath(False, "V1", (
-        "Async scheduling not supported with ngram-based speculative decoding and will be disabled.",
-        "Model Runner V2 does not yet support ngram/ngram_gpu speculative decoding; "
-        "using the V1 model runner instead."))
+    assert parse_engine_path(_log("ngram")) == EnginePath(
+        False,
+        "V1",
+        (
+            "Async scheduling not supported with ngram-based speculative decoding and will be disabled.",
+            "Model Runner V2 does not yet support ngram/ngram_gpu speculative decoding; "
+            "using the V1 model runner instead.",
+        ),
+    )
 
 
 def test_a_log_that_says_nothing_is_unknown() -> None:
     assert parse_engine_path("") == EnginePath(None, None, ())
-    assert parse_engine_path("(EngineCore pid=1) INFO 12-01 23:19:26 [gpu_model_runner.py:5160] Starting to load "
-                             "model m...\nKV cache size: 10,000 tokens") == EnginePath(None, None, ())
+    assert parse_engine_path(
+        "(EngineCore pid=1) INFO 12-01 23:19:26 [gpu_model_runner.py:5160] Starting to load "
+        "model m...\nKV cache size: 10,000 tokens"
+    ) == EnginePath(None, None, ())
 
 
 def test_later_lines_win() -> None:
-    log = ("(APIServer pid=1) INFO 12-01 23:14:28 [vllm.py:1006] Asynchronous scheduling is enabled.\n"
-           "(EngineCore pid=2) INFO 12-01 23:14:49 [gpu_worker.py:331] Using V2 Model Runner\n"
-           f"(EngineCore pid=2) WARNING 12-01 23:19:25 [vllm.py:541] {DRAFT_RUNNER}\n"
-           "(EngineCore pid=2) INFO 12-01 23:19:27 [vllm.py:1006] Asynchronous scheduling is disabled.\n")
+    log = (
+        "(APIServer pid=1) INFO 12-01 23:14:28 [vllm.py:1006] Asynchronous scheduling is enabled.\n"
+        "(EngineCore pid=2) INFO 12-01 23:14:49 [gpu_worker.py:331] Using V2 Model Runner\n"
+        f"(EngineCore pid=2) WARNING 12-01 23:19:25 [vllm.py:541] {DRAFT_RUNNER}\n"
+        "(EngineCore pid=2) INFO 12-01 23:19:27 [vllm.py:1006] Asynchronous scheduling is disabled.\n"
+    )
     assert parse_engine_path(log) == EnginePath(False, "V1", (DRAFT_RUNNER,))
 
 
@@ -67,8 +77,12 @@ def test_the_record_round_trips_through_json_and_older_records_read_unknown() ->
     assert EnginePath.from_json(path.to_json(), source="x-effective.json") == path == EnginePath.of(path.to_json())
     unknown = EnginePath(None, None, ())
     assert EnginePath.of(None) == EnginePath.of({"model_runner": 2, "fallback_reasons": "x"}) == unknown
-    assert path.to_json() == {"async_scheduling": False, "model_runner": "V1",
-                              "fallback_reasons": [DRAFT_ASYNC, DRAFT_RUNNER]}
+    assert path.to_json() == {
+        "async_scheduling": False,
+        "model_runner": "V1",
+        "fallback_reasons": [DRAFT_ASYNC, DRAFT_RUNNER],
+    }
     assert engine_path_line({}) == "engine path (startup log): async scheduling unknown, model runner unknown"
     assert engine_path_line({"engine_path": path.to_json()}) == (
-        f'engine path (startup log): async scheduling off, model runner V1 (vLLM: "{DRAFT_ASYNC}"; "{DRAFT_RUNNER}")')
+        f'engine path (startup log): async scheduling off, model runner V1 (vLLM: "{DRAFT_ASYNC}"; "{DRAFT_RUNNER}")'
+    )

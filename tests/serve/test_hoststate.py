@@ -14,17 +14,43 @@ from tests.support.fakenvml import FakeDevice, GiB, install
 
 
 def test_each_gpu_reading_and_the_throttle_bits(monkeypatch: pytest.MonkeyPatch) -> None:
-    install(monkeypatch, [FakeDevice("a", 141 * GiB, 0, reasons=0x4 | 0x40 | 0x100),
-                          FakeDevice("b", 141 * GiB, 0, sm_mhz=345, power_mw=75_250, temperature_c=30, reasons=0x1,
-                                     refused=frozenset({"clock"}))])
+    install(
+        monkeypatch,
+        [
+            FakeDevice("a", 141 * GiB, 0, reasons=0x4 | 0x40 | 0x100),
+            FakeDevice(
+                "b",
+                141 * GiB,
+                0,
+                sm_mhz=345,
+                power_mw=75_250,
+                temperature_c=30,
+                reasons=0x1,
+                refused=frozenset({"clock"}),
+            ),
+        ],
+    )
     gpus = hoststate.sample().gpus
     reasons = ("sw_power_cap", "hw_thermal_slowdown", "display_clock_setting")
     assert gpus == (GpuState(0, 1980, 3201, 41, 350.5, reasons), GpuState(1, None, None, 30, 75.25, ("gpu_idle",)))
     assert [g.to_json() for g in gpus] == [
-        {"index": 0, "sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "temperature_c": 41, "power_w": 350.5,
-         "throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown", "display_clock_setting"]},
-        {"index": 1, "sm_clock_mhz": None, "mem_clock_mhz": None, "temperature_c": 30, "power_w": 75.25,
-         "throttle_reasons": ["gpu_idle"]}]
+        {
+            "index": 0,
+            "sm_clock_mhz": 1980,
+            "mem_clock_mhz": 3201,
+            "temperature_c": 41,
+            "power_w": 350.5,
+            "throttle_reasons": ["sw_power_cap", "hw_thermal_slowdown", "display_clock_setting"],
+        },
+        {
+            "index": 1,
+            "sm_clock_mhz": None,
+            "mem_clock_mhz": None,
+            "temperature_c": 30,
+            "power_w": 75.25,
+            "throttle_reasons": ["gpu_idle"],
+        },
+    ]
 
 
 def test_a_refused_power_or_reason_reading_is_none(monkeypatch: pytest.MonkeyPatch) -> None:

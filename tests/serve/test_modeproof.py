@@ -38,17 +38,14 @@ def test_an_effective_method_other_than_the_declared_one_is_a_fallback() -> None
 
 
 def test_prove_without_metrics() -> None:
-    launched = prove_without_metrics("speculative", DRAFT,
-                                     _min([1, 1, 1], True), True, "HTTP 500")
+    launched = prove_without_metrics("speculative", DRAFT, _min([1, 1, 1], True), True, "HTTP 500")
     assert launched.mode_proof == "weaker" and launched.metrics_unavailable == "HTTP 500"
     assert launched.mode_evidence is not None
     assert launched.mode_evidence[:2] == (f"startup log {DRAFT}", "launched by loadgen with --speculative-config")
-    blind = prove_without_metrics("speculative", None, _min([1, 1]), False,
-                                  "HTTP 500")
+    blind = prove_without_metrics("speculative", None, _min([1, 1]), False, "HTTP 500")
     assert blind.mode_proof == "unproven"
     assert "mode NOT proven" in (proof_line(blind.to_json()) or "") and proof_line({}) is None
     with pytest.raises(FallbackDetected, match="plain server sent 2 tokens in one chunk"):
         prove_without_metrics("plain", None, _min([1, 2], True), False, "x")
     # without token ids a chunk's count is a guess: no verdict from it
-    assert prove_without_metrics("plain", None, _min([1, 1], False), False,
-                                 "x").mode_evidence == ()
+    assert prove_without_metrics("plain", None, _min([1, 1], False), False, "x").mode_evidence == ()

@@ -29,8 +29,17 @@ def _min(chunks: list[int], exact: bool = True) -> MinimalResponse:
     return MinimalResponse((), None, tuple(chunks), exact)
 
 
-@pytest.mark.parametrize(("method", "name"), [("deepseek_mtp", "mtp"), ("qwen3_next_mtp", "mtp"), ("mtp", "mtp"),
-                                              ("eagle3", "eagle3"), ("ngram", "ngram"), ("mtp_x", "mtp_x")])
+@pytest.mark.parametrize(
+    ("method", "name"),
+    [
+        ("deepseek_mtp", "mtp"),
+        ("qwen3_next_mtp", "mtp"),
+        ("mtp", "mtp"),
+        ("eagle3", "eagle3"),
+        ("ngram", "ngram"),
+        ("mtp_x", "mtp_x"),
+    ],
+)
 def test_canonical_method_names(method: str, name: str) -> None:
     assert canonical(method) == name
 
@@ -46,36 +55,48 @@ def test_k_is_checked_only_when_echoed_and_declared() -> None:
     check_effective_method("speculative", "ngram", "SpeculativeConfig(method='ngram')", 9)  # K not echoed
     with pytest.raises(FallbackDetected) as info:
         check_effective_method("speculative", "ngram", NGRAM, 2)
-    assert str(info.value) == ("the speculative server runs num_spec_tokens=4 (startup log's speculative_config) but "
-                               "the pair declares num_speculative_tokens=2")
+    assert str(info.value) == (
+        "the speculative server runs num_spec_tokens=4 (startup log's speculative_config) but "
+        "the pair declares num_speculative_tokens=2"
+    )
     check_effective_method("speculative", "qwen3_next_mtp", "SpeculativeConfig(method='deepseek_mtp')")
 
 
 def test_every_evidence_line_of_a_proof_without_metrics() -> None:
-    spec = prove_without_metrics("speculative", NGRAM,
-                                 _min([1, 3, 2], True), True, "HTTP 404")
-    assert spec.to_json() == {"spec_decode_metrics": None, "spec_positions": None, "metric_families": [],
-                    "metrics_unavailable": "HTTP 404", "mode_proof": "weaker", "mode_evidence": [
-                        f"startup log {NGRAM}", "launched by loadgen with --speculative-config",
-                        "minimal completion tokens per chunk [1, 3, 2] (more than 1: speculation)"]}
+    spec = prove_without_metrics("speculative", NGRAM, _min([1, 3, 2], True), True, "HTTP 404")
+    assert spec.to_json() == {
+        "spec_decode_metrics": None,
+        "spec_positions": None,
+        "metric_families": [],
+        "metrics_unavailable": "HTTP 404",
+        "mode_proof": "weaker",
+        "mode_evidence": [
+            f"startup log {NGRAM}",
+            "launched by loadgen with --speculative-config",
+            "minimal completion tokens per chunk [1, 3, 2] (more than 1: speculation)",
+        ],
+    }
     assert proof_line(spec.to_json()) == (
         "/metrics unavailable (HTTP 404): acceptance, server histograms and KV-cache capacity not measured; mode "
         f"proven without /metrics (a weaker proof than the spec-decode series), from: startup log {NGRAM}; launched "
         "by loadgen with --speculative-config; minimal completion tokens per chunk [1, 3, 2] (more than 1: "
-        "speculation)")
+        "speculation)"
+    )
     plain = prove_without_metrics("plain", "None", _min([1, 1]), True, "r")
     assert plain.mode_proof == "weaker" and plain.mode_evidence == (
-        "startup log speculative_config=None", "launched by loadgen without --speculative-config",
-        "minimal completion tokens per chunk [1, 1]")
+        "startup log speculative_config=None",
+        "launched by loadgen without --speculative-config",
+        "minimal completion tokens per chunk [1, 1]",
+    )
 
 
 def test_nothing_shown_is_unproven_and_said_so() -> None:
-    attached = prove_without_metrics("speculative", None, _min([], True), False,
-                                     "connection refused")
+    attached = prove_without_metrics("speculative", None, _min([], True), False, "connection refused")
     assert attached.mode_proof == "unproven" and attached.to_json()["mode_evidence"] == []
     assert proof_line(attached.to_json()) == (
         "/metrics unavailable (connection refused): acceptance, server histograms and KV-cache capacity not measured; "
-        "mode NOT proven, from: nothing")
+        "mode NOT proven, from: nothing"
+    )
     # one-token chunks and a log saying None prove nothing for the speculative server
     none_log = prove_without_metrics("speculative", None, _min([1, 1]), True, "x")
     assert none_log.mode_proof == "unproven" and len(none_log.mode_evidence or ()) == 2
@@ -93,5 +114,6 @@ def test_the_proof_from_recorded_metrics() -> None:
     assert prove_mode("plain", plain, 3).spec_positions == 0
     with pytest.raises(FallbackDetected) as info:
         prove_mode("speculative", spec, 5)
-    assert str(info.value) == ("the speculative server runs K=3 (position labels on /metrics) but the pair declares "
-                               "num_speculative_tokens=5")
+    assert str(info.value) == (
+        "the speculative server runs K=3 (position labels on /metrics) but the pair declares num_speculative_tokens=5"
+    )

@@ -15,17 +15,41 @@ def test_a_launched_server_on_the_recorded_example() -> None:
     launch = json.loads((EXAMPLE / "speculative-launch.json").read_text())
     effective = json.loads((EXAMPLE / "speculative-effective.json").read_text())
     assert placement({"launch": launch, "effective": effective}) == {
-        "attached": False, "base_url": "http://127.0.0.1:8401", "cuda_visible_devices": None,
-        "tensor_parallel_size": 1, "gpu_memory_utilization": "0.3"}  # the server's own cache_config_info
+        "attached": False,
+        "base_url": "http://127.0.0.1:8401",
+        "cuda_visible_devices": None,
+        "tensor_parallel_size": 1,
+        "gpu_memory_utilization": "0.3",
+    }  # the server's own cache_config_info
 
 
 def test_flags_and_attachment() -> None:
     argv = ["vllm", "serve", "m", "--tensor_parallel_size", "2", "--gpu-memory-utilization=0.45"]
-    server = {"launch": {"attached": True, "base_url": "http://gpu-7:8000", "env": {"CUDA_VISIBLE_DEVICES": "2,3"},
-                         "argv": argv}}
-    assert placement(server) == {"attached": True, "base_url": "http://gpu-7:8000", "cuda_visible_devices": "2,3",
-                                 "tensor_parallel_size": 2, "gpu_memory_utilization": "0.45"}
-    assert placement({"launch": {"argv": ["-tp", "4"]}, "effective": {"cache_config_info": {
-        "gpu_memory_utilization": "0.9"}}})["tensor_parallel_size"] == 4
-    assert placement({}) == {"attached": False, "base_url": None, "cuda_visible_devices": None,
-                             "tensor_parallel_size": 1, "gpu_memory_utilization": None}
+    server = {
+        "launch": {
+            "attached": True,
+            "base_url": "http://gpu-7:8000",
+            "env": {"CUDA_VISIBLE_DEVICES": "2,3"},
+            "argv": argv,
+        }
+    }
+    assert placement(server) == {
+        "attached": True,
+        "base_url": "http://gpu-7:8000",
+        "cuda_visible_devices": "2,3",
+        "tensor_parallel_size": 2,
+        "gpu_memory_utilization": "0.45",
+    }
+    assert (
+        placement(
+            {"launch": {"argv": ["-tp", "4"]}, "effective": {"cache_config_info": {"gpu_memory_utilization": "0.9"}}}
+        )["tensor_parallel_size"]
+        == 4
+    )
+    assert placement({}) == {
+        "attached": False,
+        "base_url": None,
+        "cuda_visible_devices": None,
+        "tensor_parallel_size": 1,
+        "gpu_memory_utilization": None,
+    }

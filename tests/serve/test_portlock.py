@@ -16,9 +16,11 @@ from loadgen.errors import ServerError
 from loadgen.serve.portlock import ENV_DIR, PortHolds, hold
 
 REPO = Path(__file__).resolve().parents[2]
-HOLDER = ("import sys; from loadgen.serve.portlock import hold; h = hold('127.0.0.1', int(sys.argv[1]), 'plain'); "
-          "print('held', flush=True); sys.stdin.readline(); h.release(); print('released', flush=True); "
-          "sys.stdin.read()")
+HOLDER = (
+    "import sys; from loadgen.serve.portlock import hold; h = hold('127.0.0.1', int(sys.argv[1]), 'plain'); "
+    "print('held', flush=True); sys.stdin.readline(); h.release(); print('released', flush=True); "
+    "sys.stdin.read()"
+)
 
 
 def _free_port() -> int:
@@ -33,8 +35,13 @@ def _own_hold_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _holder(port: int) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "held\n"
     return proc
 
@@ -45,9 +52,11 @@ def test_a_port_held_by_another_process_is_refused_naming_its_pid_until_it_relea
     try:
         with pytest.raises(ServerError) as err:
             hold("127.0.0.1", port, "speculative")
-        assert str(err.value) == (f"port {port} (the speculative server's) is held by loadgen process {proc.pid}, "
-                                  "whose server is starting there; wait for that run, or set [engine].port (or "
-                                  "[servers.speculative].port) to a free port")
+        assert str(err.value) == (
+            f"port {port} (the speculative server's) is held by loadgen process {proc.pid}, "
+            "whose server is starting there; wait for that run, or set [engine].port (or "
+            "[servers.speculative].port) to a free port"
+        )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("go\n")
         proc.stdin.flush()  # the holder releases (its server answers) and stays alive
@@ -73,8 +82,10 @@ def test_a_busy_port_is_refused_and_holds_are_released_on_a_refusal() -> None:
         busy.listen()
         port = busy.getsockname()[1]
         holds = PortHolds()
-        with pytest.raises(ServerError, match=f"port {port} on 127.0.0.1 \\(the speculative server's\\) is already "
-                                              "in use; stop what listens there"):
+        with pytest.raises(
+            ServerError,
+            match=f"port {port} on 127.0.0.1 \\(the speculative server's\\) is already in use; stop what listens there",
+        ):
             holds.take([("plain", "127.0.0.1", free), ("speculative", "127.0.0.1", port)])
     assert holds.by_port == {}
     hold("127.0.0.1", free, "plain").release()  # the plain port's hold went with the refusal

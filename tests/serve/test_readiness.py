@@ -13,8 +13,12 @@ from loadgen.records.server import MinimalResponse
 from loadgen.serve import readiness, servers
 from tests.support.scripted_server import DONE, Counters, completion_chunk, models_body, scripted_server, usage_chunk
 
-STREAM = [(0.0, completion_chunk(" a", [7])), (0.0, completion_chunk(" b c", [8, 9], finish="length")),
-          (0.0, usage_chunk(1, 3)), (0.0, DONE)]
+STREAM = [
+    (0.0, completion_chunk(" a", [7])),
+    (0.0, completion_chunk(" b c", [8, 9], finish="length")),
+    (0.0, usage_chunk(1, 3)),
+    (0.0, DONE),
+]
 GETS = {"/v1/models": (200, models_body("m"))}
 
 
@@ -25,28 +29,39 @@ def _spec(url: str, tmp_path: Path, timeout_s: float) -> servers.LaunchSpec:
 def test_completions_failing_during_startup_are_retried(tmp_path: Path) -> None:
     counters = Counters()
     starting = [(404, [(0.0, b'{"detail": "Not Found"}')])] * 2 + [(500, [(0.0, b'{"error": "loading"}')])]
-    with scripted_server({"Hello": [*starting, (200, STREAM)]}, counters, GETS) as url, \
-            servers.running(_spec(url, tmp_path, 30.0)) as server:
+    with (
+        scripted_server({"Hello": [*starting, (200, STREAM)]}, counters, GETS) as url,
+        servers.running(_spec(url, tmp_path, 30.0)) as server,
+    ):
         response = server.minimal_response
     assert counters.requests == 4
     assert response is not None and response.attempts == 4
-    assert response.to_json() == {"choices": [{"text": " a b c"}], "usage": {"prompt_tokens": 1, "completion_tokens": 3,
-                                  "total_tokens": 4}, "chunk_tokens": [1, 2], "chunk_tokens_exact": True, "attempts": 4}
+    assert response.to_json() == {
+        "choices": [{"text": " a b c"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+        "chunk_tokens": [1, 2],
+        "chunk_tokens_exact": True,
+        "attempts": 4,
+    }
     assert response.tokens == 3
 
 
 def test_a_completion_without_tokens_is_no_readiness(tmp_path: Path) -> None:
     empty = [(0.0, usage_chunk(1, 0)), (0.0, DONE)]
-    with scripted_server({"Hello": [(200, empty), (200, STREAM)]}, None, GETS) as url, \
-            servers.running(_spec(url, tmp_path, 30.0)) as server:
+    with (
+        scripted_server({"Hello": [(200, empty), (200, STREAM)]}, None, GETS) as url,
+        servers.running(_spec(url, tmp_path, 30.0)) as server,
+    ):
         assert server.minimal_response is not None and server.minimal_response.attempts == 2
 
 
 def test_completions_that_never_succeed_fail_at_the_startup_limit(tmp_path: Path) -> None:
     started = time.monotonic()
-    with scripted_server({"Hello": (500, [(0.0, b'{"error": "engine not ready"}')])}, None, GETS) as url, \
-            pytest.raises(ServerError, match="within the start-up limit; last: HTTP 500"), \
-            servers.running(_spec(url, tmp_path, 1.5)):
+    with (
+        scripted_server({"Hello": (500, [(0.0, b'{"error": "engine not ready"}')])}, None, GETS) as url,
+        pytest.raises(ServerError, match="within the start-up limit; last: HTTP 500"),
+        servers.running(_spec(url, tmp_path, 1.5)),
+    ):
         pass
     assert 0.7 < time.monotonic() - started < 5.0
 
@@ -62,9 +77,12 @@ def test_a_minimal_completion_that_stalls_ends_at_the_startup_limit(tmp_path: Pa
     # one token, then 30 s of silence: the start-up limit (2 s) bounds the wait, not a fixed read timeout
     stalled = [(0.0, completion_chunk(" a", [7])), (30.0, DONE)]
     started = time.monotonic()
-    with scripted_server({"Hello": (200, stalled)}, None, GETS) as url, \
-            pytest.raises(ServerError, match="no complete minimal completion in 1 tries within the start-up limit; "
-                                             "last: ReadTimeout"), \
-            servers.running(_spec(url, tmp_path, 2.0)):
+    with (
+        scripted_server({"Hello": (200, stalled)}, None, GETS) as url,
+        pytest.raises(
+            ServerError, match="no complete minimal completion in 1 tries within the start-up limit; last: ReadTimeout"
+        ),
+        servers.running(_spec(url, tmp_path, 2.0)),
+    ):
         pass
     assert time.monotonic() - started < 6.0

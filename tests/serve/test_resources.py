@@ -19,8 +19,10 @@ from loadgen.serve import resources
 from tests.support.fakenvml import FakeDevice, GiB, install
 
 MiB = 2**20
-CHILD = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); " \
-        "print('ready', flush=True); time.sleep(60)"
+CHILD = (
+    "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+    "print('ready', flush=True); time.sleep(60)"
+)
 
 
 @pytest.fixture
@@ -57,31 +59,50 @@ def test_a_gone_pid_has_no_tree() -> None:
     proc.wait()
     assert resources.process_tree(proc.pid) == [] and resources.alive([proc.pid]) == []
     assert resources.usage(None, {}, None).to_json() == {
-        "processes": 0, "cpu_rss_bytes": None, "gpu_memory": None, "kv_cache_tokens": None,
-        "kv_cache_tokens_log": None, "num_gpu_blocks": None, "block_size": None, "gpu_memory_utilization": None}
+        "processes": 0,
+        "cpu_rss_bytes": None,
+        "gpu_memory": None,
+        "kv_cache_tokens": None,
+        "kv_cache_tokens_log": None,
+        "num_gpu_blocks": None,
+        "block_size": None,
+        "gpu_memory_utilization": None,
+    }
 
 
 def test_usage_reads_the_kv_cache_labels() -> None:
     info = {"num_gpu_blocks": "1000", "block_size": "16", "gpu_memory_utilization": "0.5"}
     got = resources.usage(None, info, 16_000)
-    assert (got.kv_cache_tokens, got.kv_cache_tokens_log, got.num_gpu_blocks, got.block_size,
-            got.gpu_memory_utilization) == (16_000, 16_000, "1000", "16", "0.5")
+    assert (
+        got.kv_cache_tokens,
+        got.kv_cache_tokens_log,
+        got.num_gpu_blocks,
+        got.block_size,
+        got.gpu_memory_utilization,
+    ) == (16_000, 16_000, "1000", "16", "0.5")
     assert resources.kv_capacity_tokens({"num_gpu_blocks": "x", "block_size": "16"}) is None
     assert resources.kv_capacity_tokens({"block_size": "16"}) is None
 
 
-DEVICES = [FakeDevice("NVIDIA H200", 141 * GiB, 100 * GiB, ((10, 3 * GiB), (99, 1 * GiB))),
-           FakeDevice("NVIDIA H200", 141 * GiB, 20 * GiB, ((11, 2 * GiB), (12, None)))]
+DEVICES = [
+    FakeDevice("NVIDIA H200", 141 * GiB, 100 * GiB, ((10, 3 * GiB), (99, 1 * GiB))),
+    FakeDevice("NVIDIA H200", 141 * GiB, 20 * GiB, ((11, 2 * GiB), (12, None))),
+]
 
 
 def test_gpu_memory_is_the_sum_over_our_pids_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = install(monkeypatch, DEVICES)
     found = resources.gpu_memory([10, 11, 12])
-    assert found == GpuMemory(5 * GiB, (GpuDevice(0, "NVIDIA H200", 141 * GiB, 3 * GiB),
-                                        GpuDevice(1, "NVIDIA H200", 141 * GiB, 2 * GiB)))
-    assert found.to_json() == {"bytes": 5 * GiB, "devices": [
-        {"index": 0, "name": "NVIDIA H200", "total_bytes": 141 * GiB, "used_by_pids_bytes": 3 * GiB},
-        {"index": 1, "name": "NVIDIA H200", "total_bytes": 141 * GiB, "used_by_pids_bytes": 2 * GiB}]}
+    assert found == GpuMemory(
+        5 * GiB, (GpuDevice(0, "NVIDIA H200", 141 * GiB, 3 * GiB), GpuDevice(1, "NVIDIA H200", 141 * GiB, 2 * GiB))
+    )
+    assert found.to_json() == {
+        "bytes": 5 * GiB,
+        "devices": [
+            {"index": 0, "name": "NVIDIA H200", "total_bytes": 141 * GiB, "used_by_pids_bytes": 3 * GiB},
+            {"index": 1, "name": "NVIDIA H200", "total_bytes": 141 * GiB, "used_by_pids_bytes": 2 * GiB},
+        ],
+    }
     assert resources.gpu_memory([4242]) is None  # NVML lists processes but none of ours: another PID namespace
     assert calls == ["init", "shutdown", "init", "shutdown"]
     install(monkeypatch, [FakeDevice("idle", 80 * GiB, 0)])
@@ -101,8 +122,10 @@ def test_without_nvml_every_reading_is_none_or_empty(monkeypatch: pytest.MonkeyP
 def test_hardware_free_share_and_used_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
     install(monkeypatch, DEVICES)
     found = resources.hardware()
-    assert found.to_json()["gpus"] == [{"index": 0, "name": "NVIDIA H200", "memory_bytes": 141 * GiB},
-                                       {"index": 1, "name": "NVIDIA H200", "memory_bytes": 141 * GiB}]
+    assert found.to_json()["gpus"] == [
+        {"index": 0, "name": "NVIDIA H200", "memory_bytes": 141 * GiB},
+        {"index": 1, "name": "NVIDIA H200", "memory_bytes": 141 * GiB},
+    ]
     assert list(found.to_json()) == ["cpu_model", "cpu_cores", "memory_bytes", "gpus"]
     assert found.cpu_cores == psutil.cpu_count(logical=True)
     assert found.memory_bytes == psutil.virtual_memory().total
@@ -112,18 +135,28 @@ def test_hardware_free_share_and_used_per_device(monkeypatch: pytest.MonkeyPatch
 
 
 def test_gpu_holders_are_the_processes_loadgen_did_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    install(monkeypatch, [FakeDevice("g", 80 * GiB, 0, ((1, 5 * MiB), (os.getpid(), 7 * MiB), (2**22 + 3, None),
-                                                         (55, 9 * MiB)))])
+    install(
+        monkeypatch,
+        [FakeDevice("g", 80 * GiB, 0, ((1, 5 * MiB), (os.getpid(), 7 * MiB), (2**22 + 3, None), (55, 9 * MiB)))],
+    )
     assert [h.to_json() for h in resources.gpu_holders([55])] == [
         {"pid": 1, "device": 0, "used_bytes": 5 * MiB, "name": psutil.Process(1).name()},
-        {"pid": 2**22 + 3, "device": 0, "used_bytes": 0, "name": None}]  # not visible here
+        {"pid": 2**22 + 3, "device": 0, "used_bytes": 0, "name": None},
+    ]  # not visible here
 
 
 def test_settle_returns_at_once_when_memory_is_back(monkeypatch: pytest.MonkeyPatch) -> None:
     install(monkeypatch, [FakeDevice("g", 80 * GiB, 10 * GiB + 32 * MiB)])
     got = resources.settle([10 * GiB], [], timeout_s=5)
-    assert got.to_json() == {"measured": True, "back": True, "waited_s": 0.0, "before_bytes": [10 * GiB],
-                   "after_bytes": [10 * GiB + 32 * MiB], "above_bytes": 32 * MiB, "foreign": []}
+    assert got.to_json() == {
+        "measured": True,
+        "back": True,
+        "waited_s": 0.0,
+        "before_bytes": [10 * GiB],
+        "after_bytes": [10 * GiB + 32 * MiB],
+        "above_bytes": 32 * MiB,
+        "foreign": [],
+    }
     assert resources.settle([1, 2], [], timeout_s=0).measured is False  # the device count changed
 
 
@@ -136,32 +169,52 @@ def test_pid_listening_on_finds_this_process() -> None:
     assert resources.pid_listening_on(port) is None
 
 
-PLAIN = {"cpu_rss_bytes": 4 * GiB, "gpu_memory": {"bytes": 60 * GiB}, "kv_cache_tokens": 100_000,
-         "gpu_memory_utilization": "0.9"}
-SPEC = {"cpu_rss_bytes": 5 * GiB, "gpu_memory": {"bytes": 60 * GiB + 512 * MiB}, "kv_cache_tokens": 90_000,
-        "gpu_memory_utilization": "0.9"}
+PLAIN = {
+    "cpu_rss_bytes": 4 * GiB,
+    "gpu_memory": {"bytes": 60 * GiB},
+    "kv_cache_tokens": 100_000,
+    "gpu_memory_utilization": "0.9",
+}
+SPEC = {
+    "cpu_rss_bytes": 5 * GiB,
+    "gpu_memory": {"bytes": 60 * GiB + 512 * MiB},
+    "kv_cache_tokens": 90_000,
+    "gpu_memory_utilization": "0.9",
+}
 
 
 def test_the_drafts_cost_and_the_budget_note() -> None:
     diff = resources.difference(PLAIN, SPEC)
-    assert diff == {"extra_cpu_rss_bytes": GiB, "extra_gpu_memory_bytes": 512 * MiB, "kv_cache_tokens_lost": 10_000,
-                    "kv_capacity_loss": pytest.approx(0.1), "same_memory_budget": True}
+    assert diff == {
+        "extra_cpu_rss_bytes": GiB,
+        "extra_gpu_memory_bytes": 512 * MiB,
+        "kv_cache_tokens_lost": 10_000,
+        "kv_capacity_loss": pytest.approx(0.1),
+        "same_memory_budget": True,
+    }
     assert resources.budget_note(PLAIN, diff) == (
         "both servers ran under gpu_memory_utilization 0.9: vLLM fills that budget on each, so their GPU memory "
-        "differs by +512 MiB, the budget's slack, not the draft's cost, which is 10.0% of the KV-cache capacity")
+        "differs by +512 MiB, the budget's slack, not the draft's cost, which is 10.0% of the KV-cache capacity"
+    )
     other = resources.difference(PLAIN, SPEC | {"gpu_memory_utilization": "0.8", "kv_cache_tokens": None})
     assert other["same_memory_budget"] is False and other["kv_capacity_loss"] is None
     assert resources.budget_note(PLAIN, other) is None
-    assert resources.difference(None, None) == {"extra_cpu_rss_bytes": None, "extra_gpu_memory_bytes": None,
-                                                "kv_cache_tokens_lost": None, "kv_capacity_loss": None,
-                                                "same_memory_budget": False}
+    assert resources.difference(None, None) == {
+        "extra_cpu_rss_bytes": None,
+        "extra_gpu_memory_bytes": None,
+        "kv_cache_tokens_lost": None,
+        "kv_capacity_loss": None,
+        "same_memory_budget": False,
+    }
 
 
 def test_settle_lines() -> None:
     assert resources.settle_line(GpuSettle(False, note="x")) is None and resources.settle_line(None) is None
     assert resources.settle_line(GpuSettle(True, back=True, foreign=())) is None
-    record = GpuSettle(True, back=False, above_bytes=1536 * MiB, waited_s=30.0,
-                       foreign=(GpuHolder(7, 1, 2 * GiB, None),))
+    record = GpuSettle(
+        True, back=False, above_bytes=1536 * MiB, waited_s=30.0, foreign=(GpuHolder(7, 1, 2 * GiB, None),)
+    )
     assert resources.settle_line(record) == (
         "accelerator memory still 1,536 MiB above its level before the launch after 30 s; processes loadgen did "
-        "not start hold the accelerator: pid 7 (not visible here) (2,048 MiB on GPU 1)")
+        "not start hold the accelerator: pid 7 (not visible here) (2,048 MiB on GPU 1)"
+    )

@@ -37,8 +37,10 @@ def test_engine_that_fails_to_start_is_reported_within_seconds(tmp_path: Path) -
     script = tmp_path / "fake_engine.py"
     script.write_text(ENGINE)
     pair = load_pair("demo-cpu")
-    pair = replace(pair, engine=replace(pair.engine, command=(sys.executable, str(script)), port=_free_port(),
-                                        startup_timeout_s=30.0))
+    pair = replace(
+        pair,
+        engine=replace(pair.engine, command=(sys.executable, str(script)), port=_free_port(), startup_timeout_s=30.0),
+    )
     spec = launch_spec(pair, "plain", tmp_path)
     t0 = time.monotonic()
     teardown: list[Teardown | None] = []
@@ -51,10 +53,19 @@ def test_engine_that_fails_to_start_is_reported_within_seconds(tmp_path: Path) -
 
 
 def test_fatal_lines() -> None:
-    assert fatal_line(["INFO loading", "ModuleNotFoundError: No module named 'vllm._C'"]) == \
-        "ModuleNotFoundError: No module named 'vllm._C'"
-    assert fatal_line(["ValueError: No available memory for the cache blocks. Try increasing "
-                       "`gpu_memory_utilization` when initializing the engine."]) is not None
+    assert (
+        fatal_line(["INFO loading", "ModuleNotFoundError: No module named 'vllm._C'"])
+        == "ModuleNotFoundError: No module named 'vllm._C'"
+    )
+    assert (
+        fatal_line(
+            [
+                "ValueError: No available memory for the cache blocks. Try increasing "
+                "`gpu_memory_utilization` when initializing the engine."
+            ]
+        )
+        is not None
+    )
     assert fatal_line(["(EngineCore_DP0 pid=7) ImportError: cannot import name 'x'"]) is not None
     assert fatal_line(["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]) is not None
     assert fatal_line(["RuntimeError: Engine core initialization failed. See root cause above."]) is not None

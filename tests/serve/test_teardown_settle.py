@@ -39,15 +39,17 @@ def fake_nvml(monkeypatch: pytest.MonkeyPatch, used: list[int], procs: list[tupl
     mod.nvmlDeviceGetHandleByIndex = lambda i: i
     mod.nvmlDeviceGetName = lambda h: b"Fake H200"
     mod.nvmlDeviceGetMemoryInfo = lambda h: Info()
-    mod.nvmlDeviceGetComputeRunningProcesses = lambda h: [types.SimpleNamespace(pid=p, usedGpuMemory=b)
-                                                          for p, b in procs]
+    mod.nvmlDeviceGetComputeRunningProcesses = lambda h: [
+        types.SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in procs
+    ]
     monkeypatch.setitem(sys.modules, "pynvml", mod)
     monkeypatch.setattr(resources, "SETTLE_POLL_S", 0.01)
     return left
 
 
 def test_teardown_waits_until_the_memory_is_back_and_names_a_process_it_did_not_start(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     procs: list[tuple[int, int]] = []
     left = fake_nvml(monkeypatch, [1024 * MiB, 9000 * MiB, 5000 * MiB, 1030 * MiB], procs)
     spec = servers.LaunchSpec("plain", ["sleep", "30"], {}, "127.0.0.1", 1, "m", 5.0, tmp_path / "plain.log")
@@ -64,7 +66,8 @@ def test_teardown_waits_until_the_memory_is_back_and_names_a_process_it_did_not_
     assert [(h["pid"], h["device"], h["used_bytes"]) for h in settle["foreign"]] == [(4242, 0, 512 * MiB)]
     name = settle["foreign"][0]["name"] or "(not visible here)"  # pid 4242 may exist on this machine
     assert resources.settle_line(report.gpu_settle) == (
-        f"processes loadgen did not start hold the accelerator: pid 4242 {name} (512 MiB on GPU 0)")
+        f"processes loadgen did not start hold the accelerator: pid 4242 {name} (512 MiB on GPU 0)"
+    )
 
 
 def test_memory_that_does_not_come_back_is_said_with_how_much(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,8 +75,9 @@ def test_memory_that_does_not_come_back_is_said_with_how_much(monkeypatch: pytes
     settle = resources.settle([1024 * MiB], [], timeout_s=0.1)
     assert settle.measured is True and settle.back is False and settle.above_bytes == 2048 * MiB
     assert settle.foreign == () and settle.waited_s is not None and 0.1 <= settle.waited_s < 1.0
-    assert resources.settle_line(settle) == (f"accelerator memory still 2,048 MiB above its level before the launch "
-                                             f"after {settle.waited_s:g} s")
+    assert resources.settle_line(settle) == (
+        f"accelerator memory still 2,048 MiB above its level before the launch after {settle.waited_s:g} s"
+    )
 
 
 def test_without_nvml_teardown_records_not_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

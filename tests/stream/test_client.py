@@ -15,20 +15,27 @@ from tests.support.fakerun import fetch_one
 from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 
 SCRIPTS = {
-    "normal": (200, [
-        (0.05, completion_chunk(" Paris", [7042])),
-        (0.02, completion_chunk("", [30, 216, 198])),  # several tokens, empty text
-        (0.02, completion_chunk(" is", [314, 3], finish="length")),
-        (0.0, usage_chunk(5, 6)),
-        (0.0, DONE),
-    ]),
+    "normal": (
+        200,
+        [
+            (0.05, completion_chunk(" Paris", [7042])),
+            (0.02, completion_chunk("", [30, 216, 198])),  # several tokens, empty text
+            (0.02, completion_chunk(" is", [314, 3], finish="length")),
+            (0.0, usage_chunk(5, 6)),
+            (0.0, DONE),
+        ],
+    ),
     "no-done": (200, [(0.0, completion_chunk(" a", [1], finish="length")), (0.0, usage_chunk(2, 1))]),
     "http-500": (500, [(0.0, b'{"error": {"message": "boom", "type": "InternalServerError"}}')]),
-    "error-event": (200, [(0.0, completion_chunk(" a", [1])),
-                          (0.0, b'data: {"error": {"message": "engine dead", "code": 500}}\n\n')]),
+    "error-event": (
+        200,
+        [(0.0, completion_chunk(" a", [1])), (0.0, b'data: {"error": {"message": "engine dead", "code": 500}}\n\n')],
+    ),
     "not-json": (200, [(0.0, completion_chunk(" a", [1])), (0.0, b"data: {oops\n\n")]),
-    "no-token-ids": (200, [(0.0, b'data: {"choices": [{"index": 0, "text": " a", "finish_reason": null}]}\n\n'),
-                           (0.0, DONE)]),
+    "no-token-ids": (
+        200,
+        [(0.0, b'data: {"choices": [{"index": 0, "text": " a", "finish_reason": null}]}\n\n'), (0.0, DONE)],
+    ),
     "reset": (200, [(0.0, completion_chunk(" a", [1])), (0.01, None)]),
 }
 
@@ -98,14 +105,16 @@ def test_payload_is_fair_by_default() -> None:
 
 # --- the common-chunk path (sse.common_tokens) gives what the general interpretation gives ----------------
 
+
 def _variants() -> list[dict[str, object]]:
     """Chunk objects around vLLM's common one: each field right, absent, null or of a wrong type."""
     ids_values: list[object] = [[5, 6], [], [7], [True], [1.0], [1, "2"], None, "5", [[1]], _MISSING]
     text_values: list[object] = [" a", "", None, 3, _MISSING]
     finish_values: list[object] = [None, "length", 0, _MISSING]
     out: list[dict[str, object]] = []
-    for ids, text, finish, chat, ids_in_delta in itertools.product(ids_values, text_values, finish_values,
-                                                                    (False, True), (False, True)):
+    for ids, text, finish, chat, ids_in_delta in itertools.product(
+        ids_values, text_values, finish_values, (False, True), (False, True)
+    ):
         if ids_in_delta and not chat:
             continue
         choice: dict[str, object] = {"index": 0}
@@ -113,9 +122,11 @@ def _variants() -> list[dict[str, object]]:
         if chat:
             holder = {"role": "assistant"}
             choice["delta"] = holder
-        for key, value, where in (("content" if chat else "text", text, holder),
-                                  ("token_ids", ids, holder if ids_in_delta else choice),
-                                  ("finish_reason", finish, choice)):
+        for key, value, where in (
+            ("content" if chat else "text", text, holder),
+            ("token_ids", ids, holder if ids_in_delta else choice),
+            ("finish_reason", finish, choice),
+        ):
             if value is not _MISSING:
                 where[key] = value
         out.append({"id": "cmpl-1", "object": "text_completion", "choices": [choice]})
@@ -152,5 +163,7 @@ def test_the_common_chunk_path_matches_the_general_interpretation() -> None:
     assert taken >= 60  # the common shapes do take the path (not only the general one)
     assert common_tokens({"choices": [{"text": " a", "token_ids": [5, 6], "finish_reason": None}]}) == ([5, 6], None)
     assert common_tokens({"choices": [{"delta": {"content": "b"}, "token_ids": [7], "finish_reason": "stop"}]}) == (
-        [7], "stop")
+        [7],
+        "stop",
+    )
     assert common_tokens({"choices": [{"text": "a", "token_ids": [True]}]}) is None

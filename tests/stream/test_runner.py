@@ -17,16 +17,26 @@ from loadgen.stream.loadloop import run_cell
 from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 
 # every request: 3 tokens over ~60 ms
-STREAM = (200, [(0.02, completion_chunk(" a", [1])), (0.02, completion_chunk(" b", [2])),
-                (0.02, completion_chunk(" c", [3], finish="length")), (0.0, usage_chunk(4, 3)), (0.0, DONE)])
+STREAM = (
+    200,
+    [
+        (0.02, completion_chunk(" a", [1])),
+        (0.02, completion_chunk(" b", [2])),
+        (0.02, completion_chunk(" c", [3], finish="length")),
+        (0.0, usage_chunk(4, 3)),
+        (0.0, DONE),
+    ],
+)
 
 
 def _prompts(prefix: str, n: int) -> tuple[Prompt, ...]:
     return tuple(Prompt(f"{prefix}{i}", "w", "completions", f"{prefix}{i}", None, 3) for i in range(n))
 
 
-def _run(plan: CellSpec, counters: Counters | None = None,
-         ) -> tuple[list[RequestRecord], list[RequestRecord], list[str]]:
+def _run(
+    plan: CellSpec,
+    counters: Counters | None = None,
+) -> tuple[list[RequestRecord], list[RequestRecord], list[str]]:
     seen: list[RequestRecord] = []
     events: list[str] = []
     with scripted_server({"*": STREAM}, counters) as url:
@@ -35,8 +45,9 @@ def _run(plan: CellSpec, counters: Counters | None = None,
 
 
 def test_closed_loop_phases_and_cooldown() -> None:
-    plan = CellSpec("w", "completions", Level(3), 0, _prompts("w", 2), _prompts("m", 7), _prompts("f", 12),
-                    role="plain")
+    plan = CellSpec(
+        "w", "completions", Level(3), 0, _prompts("w", 2), _prompts("m", 7), _prompts("f", 12), role="plain"
+    )
     measured, seen, events = _run(plan)
     assert events == ["before"]
     assert sorted(r.prompt_id for r in measured) == [f"m{i}" for i in range(7)]
@@ -98,8 +109,14 @@ def test_one_keep_alive_connection_per_slot() -> None:
     assert closed.connections == 3  # warmup, measured and cooldown over the same three connections
     opened = Counters()
     # open loop, 16 slots, but a request (~60 ms) every 30 ms keeps at most ~3 in flight: LIFO reuses them
-    plan = CellSpec("w", "completions", Level(16, 1.0), measured=_prompts("m", 8),
-                    arrivals_s=tuple(0.03 * i for i in range(8)), role="plain")
+    plan = CellSpec(
+        "w",
+        "completions",
+        Level(16, 1.0),
+        measured=_prompts("m", 8),
+        arrivals_s=tuple(0.03 * i for i in range(8)),
+        role="plain",
+    )
     measured, _, _ = _run(plan, opened)
     assert all(r.error is None for r in measured) and opened.requests == 8
     # about 3 in flight on a quiet machine; a loaded one can stretch a request and open one or two more,
@@ -113,8 +130,14 @@ def test_an_interrupt_near_the_end_of_a_cell_is_never_lost() -> None:
     # KeyboardInterrupt, from run_cell or (after the cell) from the code that runs next. asyncio.Runner's
     # handler raised it from inside the signal handler once the cell's task was done, where the next Python
     # code could be a weak-reference callback that drops it (2 to 4 lost in 60 such trials before the fix).
-    plan = CellSpec(role="plain", workload="w", endpoint="completions", level=Level(2), warmup=_prompts("w", 1),
-                    measured=_prompts("m", 6))
+    plan = CellSpec(
+        role="plain",
+        workload="w",
+        endpoint="completions",
+        level=Level(2),
+        warmup=_prompts("w", 1),
+        measured=_prompts("m", 6),
+    )
     # Python's own SIGINT handler, as in a terminal (a shell starts background jobs with SIGINT ignored)
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

@@ -240,10 +240,14 @@ def test_property_arbitrary_splits_match_whole_and_model(
 
 
 _block = st.one_of(
-    _value.map(lambda v: f"data: {v}"), _value.map(lambda v: f"data:{v}"),  # with and without the space
+    _value.map(lambda v: f"data: {v}"),
+    _value.map(lambda v: f"data:{v}"),  # with and without the space
     st.tuples(_value, _value).map(lambda vs: f"event: {vs[0]}\ndata: {vs[1]}"),
     st.tuples(_value, _value).map(lambda vs: f"data: {vs[0]}\ndata: {vs[1]}"),  # two data lines
-    _value.map(lambda v: f": {v}\ndata: {v}"), st.just("data"), st.just("id: 7"), st.just(""),  # comment, bare field
+    _value.map(lambda v: f": {v}\ndata: {v}"),
+    st.just("data"),
+    st.just("id: 7"),
+    st.just(""),  # comment, bare field
     _value.map(lambda v: f"data: {v}\n"),  # an extra blank line after the event
 )
 
@@ -537,7 +541,10 @@ def test_lone_data_takes_the_common_vllm_chunk() -> None:
     dec = SSEDecoder()
     dec.feed(b'data: {"x":1}\n\n')
     data = dec.lone_data(_LONE_CASES[0])
-    assert data is not None and (obj := load_object(data)) is not None and interpret(obj) == StreamChunk(
-        kind="data", token_count=2, token_ids=(5, 6), text=" a", has_token_ids=True)
+    assert (
+        data is not None
+        and (obj := load_object(data)) is not None
+        and interpret(obj) == StreamChunk(kind="data", token_count=2, token_ids=(5, 6), text=" a", has_token_ids=True)
+    )
     assert load_object(b'{"a": NaN}') is None and load_object(b'{"a":"\xff"}') is None
     assert load_object(b"[1]") is None

@@ -23,12 +23,14 @@ from tests.support.scripted_server import CLOSE, DONE, RESET, Counters, completi
 
 # ---- ChunkedDecoder (pure) ------------------------------------------------------------------------------
 
-DATA = [b"data: {\"a\": 1}\r\n\r\n", b"x" * 26, b"\r\n\r\n\n", b"z"]
-BODY = (b"12;ext=1\r\n" + DATA[0] + b"\r\n"  # an extension
-        b"1A ; name=\"quoted;value\"\r\n" + DATA[1] + b"\r\n"  # upper-case hex, whitespace, quoted extension
-        b"5\r\n" + DATA[2] + b"\r\n"  # CRLFs inside chunk data
-        b"1\n" + DATA[3] + b"\n"  # bare LF line ends
-        b"000;last\r\nX-Trailer: a\r\nY: b;c\r\n\r\n")  # zero chunk with leading zeros, extension, trailers
+DATA = [b'data: {"a": 1}\r\n\r\n', b"x" * 26, b"\r\n\r\n\n", b"z"]
+BODY = (
+    b"12;ext=1\r\n" + DATA[0] + b"\r\n"  # an extension
+    b'1A ; name="quoted;value"\r\n' + DATA[1] + b"\r\n"  # upper-case hex, whitespace, quoted extension
+    b"5\r\n" + DATA[2] + b"\r\n"  # CRLFs inside chunk data
+    b"1\n" + DATA[3] + b"\n"  # bare LF line ends
+    b"000;last\r\nX-Trailer: a\r\nY: b;c\r\n\r\n"
+)  # zero chunk with leading zeros, extension, trailers
 assert [len(d) for d in DATA] == [0x12, 0x1A, 5, 1]
 EXPECTED = b"".join(DATA)
 
@@ -71,15 +73,18 @@ def test_chunked_zero_chunk_only_and_bytes_after_the_end() -> None:
     assert out == b"hi" and decoder.done and decoder.tail == b"HTTP/1.1 200 OK"
 
 
-@pytest.mark.parametrize("body", [
-    b"zz\r\n",  # not hex
-    b"0x5\r\nhello\r\n",  # a prefix int() would accept
-    b"1_0\r\n",  # an underscore int() would accept
-    b"-1\r\n",
-    b"\r\n",  # empty size
-    b"3\r\nabcX\r\n",  # chunk data not followed by CRLF
-    b"1" * 70000,  # a chunk-size line over 64 KiB
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"zz\r\n",  # not hex
+        b"0x5\r\nhello\r\n",  # a prefix int() would accept
+        b"1_0\r\n",  # an underscore int() would accept
+        b"-1\r\n",
+        b"\r\n",  # empty size
+        b"3\r\nabcX\r\n",  # chunk data not followed by CRLF
+        b"1" * 70000,  # a chunk-size line over 64 KiB
+    ],
+)
 def test_chunked_errors_at_every_split(body: bytes) -> None:
     for i in range(0, len(body) + 1, max(1, len(body) // 50)):
         decoder = ChunkedDecoder()
@@ -97,9 +102,18 @@ def test_chunked_whole_frames_take_the_fast_path_with_the_same_result() -> None:
             _decode([b"2\r\nhi\r\n", bad, b"0\r\n\r\n"])
 
 
-SSE_BODY = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in (
-    b'data: {"choices":[{"text":" a","token_ids":[1]}]}\n\n', b'data: {"choices":[{"text":"0","token_ids":[2]}]}\n\n',
-    b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\n', b"data: [DONE]\n\n")) + b"0\r\n\r\n"
+SSE_BODY = (
+    b"".join(
+        b"%x\r\n%s\r\n" % (len(e), e)
+        for e in (
+            b'data: {"choices":[{"text":" a","token_ids":[1]}]}\n\n',
+            b'data: {"choices":[{"text":"0","token_ids":[2]}]}\n\n',
+            b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\n',
+            b"data: [DONE]\n\n",
+        )
+    )
+    + b"0\r\n\r\n"
+)
 
 
 def _pieces(body: bytes, cuts: tuple[int, ...]) -> list[bytes]:
@@ -137,8 +151,9 @@ def test_held_pieces_keep_their_arrivals_and_the_end_is_seen_at_once() -> None:
     async def go() -> None:
         for body in (BODY, SSE_BODY):
             step = 3 if body is BODY else 17
-            for cuts in itertools.chain(((i,) for i in range(1, len(body))),
-                                        itertools.combinations(range(1, len(body), step), 2)):
+            for cuts in itertools.chain(
+                ((i,) for i in range(1, len(body))), itertools.combinations(range(1, len(body), step), 2)
+            ):
                 decoder, pieces = ChunkedDecoder(), _pieces(body, cuts)
                 expected = [(float(k), out) for k, p in enumerate(pieces) if (out := decoder.feed(p))]
                 got, over_after = await _deliver_in_pieces(body, cuts)
@@ -166,8 +181,12 @@ def test_frames_that_cannot_end_the_body_wait_for_one_that_can() -> None:
 
 # ---- StreamConnection against the scripted SSE server ------------------------------------------------
 
-STREAM = [(0.0, completion_chunk(" a", [1])), (0.005, completion_chunk(" b", [2, 3], finish="length")),
-          (0.0, usage_chunk(2, 3)), (0.0, DONE)]
+STREAM = [
+    (0.0, completion_chunk(" a", [1])),
+    (0.005, completion_chunk(" b", [2, 3], finish="length")),
+    (0.0, usage_chunk(2, 3)),
+    (0.0, DONE),
+]
 SCRIPTS = {
     "ok": (200, STREAM),
     "close-after": (200, [*STREAM, (0.0, CLOSE)]),
@@ -176,11 +195,25 @@ SCRIPTS = {
     "fin": (200, [(0.0, completion_chunk(" a", [1])), (0.02, None)]),
     "slow": (200, [(0.5, completion_chunk(" a", [1])), (0.0, DONE)]),
     "trickle": (200, [(0.04, completion_chunk(f" t{i}", [i])) for i in range(1, 9)] + [(0.0, DONE)]),
-    "stall": (200, [(0.0, completion_chunk(" a", [1])), (0.04, completion_chunk(" b", [2])),
-                    (0.5, completion_chunk(" c", [3])), (0.0, DONE)]),
+    "stall": (
+        200,
+        [
+            (0.0, completion_chunk(" a", [1])),
+            (0.04, completion_chunk(" b", [2])),
+            (0.5, completion_chunk(" c", [3])),
+            (0.0, DONE),
+        ],
+    ),
     # small pieces that cannot end the body (held undecoded), then a long silence mid-stream
-    "stall-held": (200, [(0.0, completion_chunk(" a", [1])), (0.3, completion_chunk(" b", [2])),
-                         (4.0, completion_chunk(" c", [3])), (0.0, DONE)]),
+    "stall-held": (
+        200,
+        [
+            (0.0, completion_chunk(" a", [1])),
+            (0.3, completion_chunk(" b", [2])),
+            (4.0, completion_chunk(" c", [3])),
+            (0.0, DONE),
+        ],
+    ),
     "http-400": (400, [(0.0, b'{"error": {"message": "maximum context length is 1024 tokens", "code": 400}}')]),
     "http-503": (503, [(0.0, b'{"error": {"message": "overloaded", "code": 503}}')]),
 }
@@ -294,8 +327,10 @@ def test_http_errors_keep_status_and_json_body_and_the_connection() -> None:
     records, opened, counters = _run(["http-400", "http-503", "ok"])
     assert records[0].http_status == 400 and records[0].error is not None
     assert records[0].error.startswith("HTTP 400: ") and "maximum context length" in records[0].error
-    assert records[1].http_status == 503 and records[1].error == 'HTTP 503: {"error": {"message": "overloaded", ' \
-        '"code": 503}}'
+    assert (
+        records[1].http_status == 503
+        and records[1].error == 'HTTP 503: {"error": {"message": "overloaded", "code": 503}}'
+    )
     _assert_ok(records[2])
     assert counters.connections == 1 and opened == 1
 
@@ -338,8 +373,14 @@ class RawServer:
         try:
             for k in itertools.count():
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
                 request = head + await reader.readexactly(length)
                 self.requests.append(request)
                 answer, close = self.respond(index, k, request)
@@ -414,9 +455,11 @@ def test_content_length_body_keeps_the_connection() -> None:
 
 def test_close_delimited_body_and_connection_close_header() -> None:
     async def go() -> None:
-        answers = {0: (b"HTTP/1.1 200 OK\r\n\r\nuntil the end", True),  # no framing: read to EOF
-                   1: (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", False),
-                   2: (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", False)}  # HTTP/1.0: not persistent
+        answers = {
+            0: (b"HTTP/1.1 200 OK\r\n\r\nuntil the end", True),  # no framing: read to EOF
+            1: (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", False),
+            2: (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", False),
+        }  # HTTP/1.0: not persistent
         async with raw_server(lambda c, k, request: answers[c]) as (url, state):
             conn = StreamConnection(url)
             assert (await _body_of(conn))[2] == b"until the end"
@@ -430,8 +473,10 @@ def test_close_delimited_body_and_connection_close_header() -> None:
 
 def test_interim_response_trailers_and_repeated_fields() -> None:
     async def go() -> None:
-        answer = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n"
-                  b"x-a: 2\r\n\r\n4\r\nbody\r\n0\r\nX-Trailer: t\r\n\r\n")
+        answer = (
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n"
+            b"x-a: 2\r\n\r\n4\r\nbody\r\n0\r\nX-Trailer: t\r\n\r\n"
+        )
         async with raw_server(_always(answer)) as (url, state):
             conn = StreamConnection(url)
             status, headers, data = await _body_of(conn)
@@ -470,15 +515,18 @@ def test_fresh_connection_closed_before_the_response_is_an_error() -> None:
     asyncio.run(go())
 
 
-@pytest.mark.parametrize(("answer", "message"), [
-    (b"HTTP/1.1 2OO OK\r\n\r\n", "bad status line: 'HTTP/1.1 2OO OK'"),
-    (b"ICY 200 OK\r\n\r\n", "bad status line: 'ICY 200 OK'"),
-    (b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "bad header line: 'no colon'"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "bad Content-Length: '-1'"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnope\r\n", "chunked body: bad chunk-size line b'nope'"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "connection closed mid-stream"),
-    (b"HTTP/1.1 200 OK\r\nContent-Len", "connection closed in the response head"),
-])
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (b"HTTP/1.1 2OO OK\r\n\r\n", "bad status line: 'HTTP/1.1 2OO OK'"),
+        (b"ICY 200 OK\r\n\r\n", "bad status line: 'ICY 200 OK'"),
+        (b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "bad header line: 'no colon'"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "bad Content-Length: '-1'"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnope\r\n", "chunked body: bad chunk-size line b'nope'"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "connection closed mid-stream"),
+        (b"HTTP/1.1 200 OK\r\nContent-Len", "connection closed in the response head"),
+    ],
+)
 def test_protocol_errors_are_recorded(answer: bytes, message: str) -> None:
     async def go() -> RequestRecord:
         async with raw_server(_always(answer, close=True)) as (url, _):

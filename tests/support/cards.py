@@ -9,16 +9,50 @@ from loadgen.records.card import PairCard
 from loadgen.records.cardcell import CardCell
 
 CARD: dict[str, Any] = {
-    "schema": "loadgen.card/1", "pair": "t", "generated_utc": "2026-01-01T00:00:00+00:00", "complete": True,
-    "failure": None, "target": {"model": "m"}, "draft": None, "speculative_config": None, "sampling": {},
-    "engine_version": {"plain": None, "speculative": None}, "servers": {}, "workloads": [],
-    "workloads_statement": "", "concurrency": [], "stop_rule": {}, "prompts_sha256": "", "cells": [],
-    "crossover": {}, "slo": {}, "capacity": {}, "resources": {}, "placement": {},
-    "verdict": {"passed": None, "summary": "not judged", "declared": False}}
-CELL: dict[str, Any] = {"workload": "w", "level": "c1", "concurrency": 1, "rate_rps": None, "complete": True,
-                        "ratios": {}, "notes": []}
-ROLE: dict[str, Any] = {"requests": 0, "errors": 0, "output_throughput_tps": None, "request_throughput_rps": None,
-                        "ttft_s": None, "tpot_s": None, "itl_s": None, "e2e_s": None, "failure": None}
+    "schema": "loadgen.card/1",
+    "pair": "t",
+    "generated_utc": "2026-01-01T00:00:00+00:00",
+    "complete": True,
+    "failure": None,
+    "target": {"model": "m"},
+    "draft": None,
+    "speculative_config": None,
+    "sampling": {},
+    "engine_version": {"plain": None, "speculative": None},
+    "servers": {},
+    "workloads": [],
+    "workloads_statement": "",
+    "concurrency": [],
+    "stop_rule": {},
+    "prompts_sha256": "",
+    "cells": [],
+    "crossover": {},
+    "slo": {},
+    "capacity": {},
+    "resources": {},
+    "placement": {},
+    "verdict": {"passed": None, "summary": "not judged", "declared": False},
+}
+CELL: dict[str, Any] = {
+    "workload": "w",
+    "level": "c1",
+    "concurrency": 1,
+    "rate_rps": None,
+    "complete": True,
+    "ratios": {},
+    "notes": [],
+}
+ROLE: dict[str, Any] = {
+    "requests": 0,
+    "errors": 0,
+    "output_throughput_tps": None,
+    "request_throughput_rps": None,
+    "ttft_s": None,
+    "tpot_s": None,
+    "itl_s": None,
+    "e2e_s": None,
+    "failure": None,
+}
 DISTRIBUTIONS = ("ttft_s", "tpot_s", "itl_s", "icl_s", "e2e_s", "send_lag_s")
 
 
@@ -33,8 +67,9 @@ def _role(side: dict[str, Any]) -> dict[str, Any]:
 def full_card(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a part of a card) with every required field filled: the card's, each cell's, each server's and
     each distribution's (count 1, percentiles None unless given), the verdict's."""
-    cells = [{**CELL, **c, **{r: _role(c[r]) for r in ("plain", "speculative") if c.get(r)}}
-             for c in data.get("cells") or []]
+    cells = [
+        {**CELL, **c, **{r: _role(c[r]) for r in ("plain", "speculative") if c.get(r)}} for c in data.get("cells") or []
+    ]
     verdict = {**CARD["verdict"], **(data.get("verdict") or {})}
     verdict["cells"] = [{"checks": [], "reasons": [], **c} for c in verdict.get("cells") or []]
     return {**CARD, **data, "cells": cells, "verdict": verdict}

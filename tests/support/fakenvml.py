@@ -40,6 +40,7 @@ def install(monkeypatch: pytest.MonkeyPatch, devices: list[FakeDevice], init_fai
             if name in devices[handle].refused:
                 raise NVMLError(name)
             return value(devices[handle], *args)
+
         return read
 
     def init() -> None:
@@ -53,10 +54,12 @@ def install(monkeypatch: pytest.MonkeyPatch, devices: list[FakeDevice], init_fai
     mod.nvmlDeviceGetCount = lambda: len(devices)
     mod.nvmlDeviceGetHandleByIndex = lambda i: i
     mod.nvmlDeviceGetName = reading("name", lambda d: d.name.encode())
-    mod.nvmlDeviceGetMemoryInfo = reading("memory", lambda d: types.SimpleNamespace(
-        total=d.total, used=d.used, free=d.total - d.used))
-    mod.nvmlDeviceGetComputeRunningProcesses = reading("procs", lambda d: [
-        types.SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in d.procs])
+    mod.nvmlDeviceGetMemoryInfo = reading(
+        "memory", lambda d: types.SimpleNamespace(total=d.total, used=d.used, free=d.total - d.used)
+    )
+    mod.nvmlDeviceGetComputeRunningProcesses = reading(
+        "procs", lambda d: [types.SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in d.procs]
+    )
     mod.nvmlDeviceGetClockInfo = reading("clock", lambda d, kind: d.sm_mhz if kind == 1 else d.mem_mhz)
     mod.nvmlDeviceGetPowerUsage = reading("power", lambda d: d.power_mw)
     mod.nvmlDeviceGetTemperature = reading("temperature", lambda d, _sensor: d.temperature_c)

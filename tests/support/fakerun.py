@@ -38,8 +38,14 @@ def quiet_run(folder: Path, pair: Pair) -> Iterator[RunContext]:
     sinks; its appenders and observers are closed on exit."""
     for sub in ("metrics", "servers"):
         (folder / sub).mkdir()
-    run = RunContext(pair, folder, JsonlAppender(folder / "requests.jsonl"), JsonlAppender(folder / "cells.jsonl"),
-                     lambda _: None, Observers(pair.name, ObserveOptions(progress=False), lambda _: None))
+    run = RunContext(
+        pair,
+        folder,
+        JsonlAppender(folder / "requests.jsonl"),
+        JsonlAppender(folder / "cells.jsonl"),
+        lambda _: None,
+        Observers(pair.name, ObserveOptions(progress=False), lambda _: None),
+    )
     try:
         yield run
     finally:
@@ -55,6 +61,7 @@ def attached(url: str, role: str, folder: Path) -> servers.Server:
 
 def fetch_one(scripts: dict[str, Script], prompt: str, output_tokens: int) -> RequestRecord:
     """One completions request for ``prompt`` (a key of ``scripts``) through the real client and transport."""
+
     async def go() -> RequestRecord:
         with scripted_server(scripts) as url:
             p = Prompt("p0", "w", "completions", prompt, None, output_tokens)
@@ -70,14 +77,19 @@ def fetch_one(scripts: dict[str, Script], prompt: str, output_tokens: int) -> Re
 
 def stream(step_s: float) -> tuple[int, list[tuple[float, bytes | None]]]:
     """Two tokens over ``2 * step_s`` seconds, with usage."""
-    return 200, [(step_s, completion_chunk(" a", [1])), (step_s, completion_chunk(" b", [2], finish="length")),
-                 (0.0, usage_chunk(2, 2)), (0.0, DONE)]
+    return 200, [
+        (step_s, completion_chunk(" a", [1])),
+        (step_s, completion_chunk(" b", [2], finish="length")),
+        (0.0, usage_chunk(2, 2)),
+        (0.0, DONE),
+    ]
 
 
 def cell(concurrency: int, measured: int, prefix: str) -> CellSpec:
     """A closed-loop cell of the demo pair's first workload, ``measured`` prompts of 2 output tokens."""
-    prompts = tuple(Prompt(f"{prefix}{i}", "short-homogeneous", "completions", f"{prefix}{i}", None, 2)
-                    for i in range(measured + 1))
+    prompts = tuple(
+        Prompt(f"{prefix}{i}", "short-homogeneous", "completions", f"{prefix}{i}", None, 2) for i in range(measured + 1)
+    )
     return CellSpec("short-homogeneous", "completions", Level(concurrency), 0, prompts[:1], prompts[1:], (), None)
 
 
@@ -100,29 +112,49 @@ def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     check, no start-up proof and no preflight (the scripted server answers completions only)."""
 
     def open_bare(self: bench.Bench, arm: Arm) -> servers.Server:
-        return servers.attach(servers.LaunchSpec(arm.server, [], {}, "127.0.0.1", 0, "m", 5.0,
-                                                 self.run_dir / "servers" / f"{arm.server}.log", attach_url=url))
+        return servers.attach(
+            servers.LaunchSpec(
+                arm.server,
+                [],
+                {},
+                "127.0.0.1",
+                0,
+                "m",
+                5.0,
+                self.run_dir / "servers" / f"{arm.server}.log",
+                attach_url=url,
+            )
+        )
 
     monkeypatch.setattr(bench.Bench, "open", open_bare)
     monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
 
 
-def execute_roles(pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]],
-                  log: Callable[[str], None] = lambda _: None) -> None:
+def execute_roles(
+    pair: Pair, run_dir: Path, todo: dict[str, list[CellSpec]], log: Callable[[str], None] = lambda _: None
+) -> None:
     """Run ``todo`` (role -> cells, in that order) into ``run_dir`` through the flow's executor, with the
     arms the roles name and no placebo."""
     from loadgen.run.design import Slot
 
     arm_list = [a for a in build_arms(pair, {"speculative": pair}, {}) if a.name in todo]
-    m = flow.Measurement(arm_list, False, "test", [c for cs in todo.values() for c in cs],
-                         [Slot(role, c) for role, cs in todo.items() for c in cs])
+    m = flow.Measurement(
+        arm_list,
+        False,
+        "test",
+        [c for cs in todo.values() for c in cs],
+        [Slot(role, c) for role, cs in todo.items() for c in cs],
+    )
     flow.execute_run(run_dir, m, log, None, None, pair.name)
 
 
 def measured_on_disk(run_dir: Path, level: str | None = None) -> int:
     """Measured request records in requests.jsonl (of ``level`` when given)."""
-    return sum(1 for r in read_jsonl(run_dir / "requests.jsonl")
-               if r["phase"] == "measured" and (level is None or r["level"] == level))
+    return sum(
+        1
+        for r in read_jsonl(run_dir / "requests.jsonl")
+        if r["phase"] == "measured" and (level is None or r["level"] == level)
+    )
 
 
 def when_measured(run_dir: Path, level: str, n: int, action: Callable[[], None], timeout_s: float = 20.0) -> None:
@@ -144,8 +176,12 @@ def small_tmpfs(root: Path, size_kib: int) -> Iterator[Path]:
     """A tmpfs of ``size_kib`` KiB mounted under ``root`` (needs root and mount(8); skips without them)."""
     mnt = root / f"tmpfs-{uuid.uuid4().hex[:8]}"
     mnt.mkdir()
-    if shutil.which("mount") is None or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if (
+        shutil.which("mount") is None
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         yield mnt

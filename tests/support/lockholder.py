@@ -23,8 +23,12 @@ with locked(Path(sys.argv[1]), print):
 
 def hold(folder: Path, die: bool = False) -> subprocess.Popen[str]:
     """Start the holder of ``folder``'s lock and wait until it holds it (``die``: until it is gone)."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder), *(["die"] if die else [])],
-                            stdout=subprocess.PIPE, text=True, env=os.environ | {"PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder), *(["die"] if die else [])],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     if die:
         proc.wait(timeout=10)

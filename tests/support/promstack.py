@@ -30,8 +30,10 @@ import pytest
 
 PROMETHEUS = "prometheus"
 PUSHGATEWAY = "prometheus-pushgateway"
-INSTALL_HINT = ("install them with `apt-get update && apt-get install -y prometheus prometheus-pushgateway` "
-                "(.ci/run does this before `make test`)")
+INSTALL_HINT = (
+    "install them with `apt-get update && apt-get install -y prometheus prometheus-pushgateway` "
+    "(.ci/run does this before `make test`)"
+)
 
 
 def require_binary(name: str) -> str:
@@ -120,23 +122,41 @@ class PrometheusServer(ManagedProcess):
     """Prometheus with a JSON (= YAML) config file it reloads on :meth:`add_targets`; ``jobs`` maps a
     job name to its ``host:port`` targets."""
 
-    def __init__(self, binary: str, workdir: Path, port: int, jobs: Mapping[str, Sequence[str]],
-                 scrape_interval_s: float, honor_labels: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        binary: str,
+        workdir: Path,
+        port: int,
+        jobs: Mapping[str, Sequence[str]],
+        scrape_interval_s: float,
+        honor_labels: Collection[str] = (),
+    ) -> None:
         self.config_path, self.scrape_interval_s = workdir / "prometheus.json", scrape_interval_s
         self.jobs: dict[str, dict[str, object]] = {}
         for job, targets in jobs.items():
             self.jobs[job] = {"honor_labels": job in honor_labels, "static_configs": [{"targets": list(targets)}]}
         self.write_config()
-        super().__init__("prometheus", [
-            binary, f"--config.file={self.config_path}", f"--storage.tsdb.path={workdir / f'tsdb-{port}'}",
-            f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle", "--log.level=warn",
-        ], port, workdir / "prometheus.log")
+        super().__init__(
+            "prometheus",
+            [
+                binary,
+                f"--config.file={self.config_path}",
+                f"--storage.tsdb.path={workdir / f'tsdb-{port}'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--web.enable-lifecycle",
+                "--log.level=warn",
+            ],
+            port,
+            workdir / "prometheus.log",
+        )
 
     def write_config(self) -> None:
         """Write the config: one scrape job per entry of ``jobs``, interval = timeout = scrape_interval_s."""
         interval = f"{round(self.scrape_interval_s * 1000)}ms"
-        config = {"global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
-                  "scrape_configs": [{"job_name": job, **spec} for job, spec in self.jobs.items()]}
+        config = {
+            "global": {"scrape_interval": interval, "scrape_timeout": interval, "evaluation_interval": interval},
+            "scrape_configs": [{"job_name": job, **spec} for job, spec in self.jobs.items()],
+        }
         self.config_path.write_text(json.dumps(config, indent=2))
 
     def add_targets(self, job: str, targets: Sequence[str], honor_labels: bool = False) -> None:
@@ -176,8 +196,12 @@ def _start(make: Callable[[int], ManagedProcess], attempts: int = 3) -> ManagedP
     pytest.fail(f"{last.name} exited during start-up ({last.argv}); log:\n{last.log_tail()}")
 
 
-def start_prometheus(targets: Sequence[str] | Mapping[str, Sequence[str]], workdir: Path,
-                     scrape_interval_s: float = 1.0, honor_labels: Collection[str] = ()) -> PrometheusServer:
+def start_prometheus(
+    targets: Sequence[str] | Mapping[str, Sequence[str]],
+    workdir: Path,
+    scrape_interval_s: float = 1.0,
+    honor_labels: Collection[str] = (),
+) -> PrometheusServer:
     """Start Prometheus scraping ``targets`` (``host:port`` list: job ``targets``; or job -> list) every
     ``scrape_interval_s``, with ``honor_labels: true`` for the jobs named in ``honor_labels`` (a
     Pushgateway's job). Returns once ``/-/ready`` answers 200 (well under 1 s here); the first scrape of
@@ -199,14 +223,23 @@ def start_pushgateway(workdir: Path) -> ManagedProcess:
     """Start a Pushgateway (no persistence) on a free loopback port; returns once ready."""
     gw_bin = require_binary(PUSHGATEWAY)
     workdir.mkdir(parents=True, exist_ok=True)
-    return _start(lambda port: ManagedProcess("pushgateway", [gw_bin, f"--web.listen-address=127.0.0.1:{port}",
-                                                              "--log.level=warn"], port, workdir / "pushgateway.log"))
+    return _start(
+        lambda port: ManagedProcess(
+            "pushgateway",
+            [gw_bin, f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+            port,
+            workdir / "pushgateway.log",
+        )
+    )
 
 
 @contextlib.contextmanager
-def prometheus_running(targets: Sequence[str] | Mapping[str, Sequence[str]], workdir: Path,
-                       scrape_interval_s: float = 1.0,
-                       honor_labels: Collection[str] = ()) -> Iterator[PrometheusServer]:
+def prometheus_running(
+    targets: Sequence[str] | Mapping[str, Sequence[str]],
+    workdir: Path,
+    scrape_interval_s: float = 1.0,
+    honor_labels: Collection[str] = (),
+) -> Iterator[PrometheusServer]:
     """:func:`start_prometheus` as a context manager (stopped on exit)."""
     server = start_prometheus(targets, workdir, scrape_interval_s, honor_labels)
     try:

@@ -93,8 +93,11 @@ class _Engine(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
-        answers = {"/health": b"", "/v1/models": models_body(self.model),
-                   "/version": json.dumps({"version": VERSION}).encode()}
+        answers = {
+            "/health": b"",
+            "/v1/models": models_body(self.model),
+            "/version": json.dumps({"version": VERSION}).encode(),
+        }
         path = self.path.split("?")[0]
         self._send(200, answers[path]) if path in answers else self._send(404, b'{"error": "not found"}')
 
@@ -173,9 +176,11 @@ def main(argv: list[str]) -> int:
     _Engine.step_s = float(os.environ.get("SCRIPTED_ENGINE_STEP_S", "0.01"))
     _Engine.jitter_sd = float(os.environ.get("SCRIPTED_ENGINE_JITTER", "0"))
     _Engine.jitter = random.Random(int(args.port))
-    shown = (f"SpeculativeConfig(method='{spec.get('method')}', num_spec_tokens={_Engine.k})" if spec else "None")
-    print(f"Initializing an LLM engine (v{VERSION}) with config: model={args.model!r}, "
-          f"speculative_config={shown}", flush=True)
+    shown = f"SpeculativeConfig(method='{spec.get('method')}', num_spec_tokens={_Engine.k})" if spec else "None"
+    print(
+        f"Initializing an LLM engine (v{VERSION}) with config: model={args.model!r}, speculative_config={shown}",
+        flush=True,
+    )
     print("KV cache size: 10,000 tokens", flush=True)
     server = ThreadingHTTPServer((args.host or "127.0.0.1", int(args.port)), _Engine)
     server.daemon_threads = True

@@ -48,17 +48,40 @@ def models_body(*names: str) -> bytes:
 
 def completion_chunk(text: str, token_ids: list[int], finish: str | None = None) -> bytes:
     """One vLLM-shaped /v1/completions SSE event."""
-    body = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish,
-                         "stop_reason": None, "token_ids": token_ids}], "usage": None}
+    body = {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish,
+                "stop_reason": None,
+                "token_ids": token_ids,
+            }
+        ],
+        "usage": None,
+    }
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
 def usage_chunk(prompt_tokens: int, completion_tokens: int) -> bytes:
     """The usage-only final event (``choices: []``)."""
-    body = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m", "choices": [],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}}
+    body = {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "created": 1,
+        "model": "m",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
@@ -81,7 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         # /health answers 200 (the server is alive); /metrics answers 500, like a broken exporter
         status, body = ({"/health": (200, b""), "/metrics": (500, b"exporter failed")} | self.gets).get(
-            self.path, (404, b""))
+            self.path, (404, b"")
+        )
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -134,13 +158,13 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def scripted_server(scripts: dict[str, Script], counters: Counters | None = None,
-                    gets: dict[str, tuple[int, bytes]] | None = None) -> Iterator[str]:
+def scripted_server(
+    scripts: dict[str, Script], counters: Counters | None = None, gets: dict[str, tuple[int, bytes]] | None = None
+) -> Iterator[str]:
     """Serve ``scripts`` (prompt -> (HTTP status, steps), or a list of them answered in turn; key ``*``
     for any other prompt) on 127.0.0.1; yields the base URL. ``counters``, when given, counts connections
     and requests; ``gets`` maps GET paths to (status, body), over the defaults."""
-    handler = type("Handler", (_Handler,), {"scripts": scripts, "counters": counters or Counters(),
-                                            "gets": gets or {}})
+    handler = type("Handler", (_Handler,), {"scripts": scripts, "counters": counters or Counters(), "gets": gets or {}})
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

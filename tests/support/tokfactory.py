@@ -62,13 +62,19 @@ def write_model(
     if tokenizer:
         tok = Tokenizer(models.WordLevel(vocab=dict(vocab), unk_token="<unk>"))
         tok.pre_tokenizer = pre_tokenizers.Whitespace()
-        tok.add_special_tokens([AddedToken(s, special=True) for s in (*SPECIALS, bos, eos, pad)
-                                if s in vocab])
+        tok.add_special_tokens([AddedToken(s, special=True) for s in (*SPECIALS, bos, eos, pad) if s in vocab])
         tok.save(str(path / "tokenizer.json"))
-        (path / "tokenizer_config.json").write_text(json.dumps(
-            {"bos_token": bos, "eos_token": eos, "pad_token": pad, "unk_token": "<unk>"}))
-    cfg = {"model_type": model_type, "vocab_size": vocab_size or len(vocab), "bos_token_id": vocab[bos],
-           "eos_token_id": vocab[eos], "pad_token_id": vocab[pad], "max_position_embeddings": 2048,
-           **(config or {})}
+        (path / "tokenizer_config.json").write_text(
+            json.dumps({"bos_token": bos, "eos_token": eos, "pad_token": pad, "unk_token": "<unk>"})
+        )
+    cfg = {
+        "model_type": model_type,
+        "vocab_size": vocab_size or len(vocab),
+        "bos_token_id": vocab[bos],
+        "eos_token_id": vocab[eos],
+        "pad_token_id": vocab[pad],
+        "max_position_embeddings": 2048,
+        **(config or {}),
+    }
     (path / "config.json").write_text(json.dumps(cfg))
     return path

@@ -17,9 +17,21 @@ def test_the_last_occurrence_wins_in_either_spelling() -> None:
 def test_flags_take_a_value_only_where_told() -> None:
     args = ["--a", "1", "--b", "--c=3", "x", "--d", "--e"]
     assert flags(args, lambda n: n in ("--a", "--b", "--d")) == [
-        ("--a", "1"), ("--b", None), ("--c", "3"), ("--d", None), ("--e", None)]
+        ("--a", "1"),
+        ("--b", None),
+        ("--c", "3"),
+        ("--d", None),
+        ("--e", None),
+    ]
 
 
 def test_human_readable_ints_follow_vllm() -> None:
     assert [vllm_int(t) for t in ("2048", "2k", "2K", "1m", "1M", "x", None)] == [
-        2048, 2000, 2048, 1_000_000, 1_048_576, None, None]
+        2048,
+        2000,
+        2048,
+        1_000_000,
+        1_048_576,
+        None,
+        None,
+    ]

@@ -15,17 +15,38 @@ def test_a_flag_given_last_without_a_value_has_none_and_an_inline_empty_value_is
 
 
 def test_names_are_canonical_only_for_long_flags() -> None:
-    assert [flag_name(a) for a in ("--a_b_c=1", "-tp", "-t_p", "--x", "serve")] == ["--a-b-c", "-tp", "-t_p", "--x",
-                                                                                   "serve"]
+    assert [flag_name(a) for a in ("--a_b_c=1", "-tp", "-t_p", "--x", "serve")] == [
+        "--a-b-c",
+        "-tp",
+        "-t_p",
+        "--x",
+        "serve",
+    ]
 
 
 def test_flags_skip_positionals_and_keep_short_flags() -> None:
     args = ["serve", "model", "-tp", "2", "--speculative_config", '{"k": 2}', "--port", "--enforce-eager"]
     assert flags(args, lambda n: n in ("--speculative-config", "--port")) == [
-        ("-tp", None), ("--speculative-config", '{"k": 2}'), ("--port", None), ("--enforce-eager", None)]
+        ("-tp", None),
+        ("--speculative-config", '{"k": 2}'),
+        ("--port", None),
+        ("--enforce-eager", None),
+    ]
 
 
-@pytest.mark.parametrize(("text", "value"), [("0", 0), ("16k", 16_000), ("16K", 16_384), ("k", None), ("1.5k", None),
-                                             ("-2", None), ("2g", None), ("", None), ("2kk", None)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0", 0),
+        ("16k", 16_000),
+        ("16K", 16_384),
+        ("k", None),
+        ("1.5k", None),
+        ("-2", None),
+        ("2g", None),
+        ("", None),
+        ("2kk", None),
+    ],
+)
 def test_human_readable_ints(text: str, value: int | None) -> None:
     assert vllm_int(text) == value

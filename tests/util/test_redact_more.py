@@ -8,10 +8,22 @@ import pytest
 from loadgen.util.redact import MASK, SECRET_OPTIONS, redact_argv, redact_env, redact_text, redact_url
 
 
-@pytest.mark.parametrize(("name", "masked"), [
-    ("AWS_SECRET_ACCESS_KEY", True), ("GITHUB_TOKEN", True), ("PGPASSWORD", True), ("GOOGLE_CREDENTIALS", True),
-    ("my_api_key", True), ("VLLM_API_KEY", True), ("KEYBOARD", True),  # a substring match: better masked than leaked
-    ("HOME", False), ("VLLM_USE_V1", False), ("CUDA_VISIBLE_DEVICES", False), ("PATH", False)])
+@pytest.mark.parametrize(
+    ("name", "masked"),
+    [
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("GITHUB_TOKEN", True),
+        ("PGPASSWORD", True),
+        ("GOOGLE_CREDENTIALS", True),
+        ("my_api_key", True),
+        ("VLLM_API_KEY", True),
+        ("KEYBOARD", True),  # a substring match: better masked than leaked
+        ("HOME", False),
+        ("VLLM_USE_V1", False),
+        ("CUDA_VISIBLE_DEVICES", False),
+        ("PATH", False),
+    ],
+)
 def test_env_names_matching_key_token_secret_password_credential(name: str, masked: bool) -> None:
     assert redact_env({name: "v"}) == {name: MASK if masked else "v"}
 
@@ -34,12 +46,15 @@ def test_text_masks_every_occurrence_of_each_secret() -> None:
     assert redact_text("nothing", []) == "nothing"
 
 
-@pytest.mark.parametrize(("url", "kept"), [
-    ("http://user:pw@host:8000/v1?token=x#frag", "http://host:8000/v1"),
-    ("https://host/metrics", "https://host/metrics"),
-    ("  http://a@b.example:9090/  ", "http://b.example:9090/"),
-    ("http://[::1]:8000/x?k=v", "http://[::1]:8000/x"),
-    ("http://u:p@[::1:80/p?token=t0k", "http://[::1:80/p"),  # urlsplit refuses: cut by hand
-])
+@pytest.mark.parametrize(
+    ("url", "kept"),
+    [
+        ("http://user:pw@host:8000/v1?token=x#frag", "http://host:8000/v1"),
+        ("https://host/metrics", "https://host/metrics"),
+        ("  http://a@b.example:9090/  ", "http://b.example:9090/"),
+        ("http://[::1]:8000/x?k=v", "http://[::1]:8000/x"),
+        ("http://u:p@[::1:80/p?token=t0k", "http://[::1:80/p"),  # urlsplit refuses: cut by hand
+    ],
+)
 def test_urls_lose_userinfo_query_and_fragment(url: str, kept: str) -> None:
     assert redact_url(url) == kept

@@ -19,10 +19,22 @@ from loadgen.stream.transport import StreamConnection
 from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server
 
 NAN, INF = float("nan"), float("inf")
-DIRTY = {"ratio": INF, "p50": NAN, "ok": 1.5, "nested": {"values": [1.0, -INF, NAN], "pair": (NAN, 2)},
-         "text": "NaN", "none": None}
-CLEAN = {"ratio": None, "p50": None, "ok": 1.5, "nested": {"values": [1.0, None, None], "pair": [None, 2]},
-         "text": "NaN", "none": None}
+DIRTY = {
+    "ratio": INF,
+    "p50": NAN,
+    "ok": 1.5,
+    "nested": {"values": [1.0, -INF, NAN], "pair": (NAN, 2)},
+    "text": "NaN",
+    "none": None,
+}
+CLEAN = {
+    "ratio": None,
+    "p50": None,
+    "ok": 1.5,
+    "nested": {"values": [1.0, None, None], "pair": [None, 2]},
+    "text": "NaN",
+    "none": None,
+}
 
 
 def _strict(text: str) -> Any:
@@ -50,8 +62,9 @@ def test_request_body_with_nan_is_never_sent() -> None:
     counters = Counters()
 
     async def go(sampling: Sampling) -> RequestRecord:
-        with scripted_server({"*": (200, [(0.0, completion_chunk(" a", [1], finish="length")), (0.0, DONE)])},
-                             counters) as url:
+        with scripted_server(
+            {"*": (200, [(0.0, completion_chunk(" a", [1], finish="length")), (0.0, DONE)])}, counters
+        ) as url:
             p = Prompt("p0", "w", "completions", "hi", None, 1)
             rec = RequestRecord("p0", "plain", "w", 1, "measured", 0.0, requested_output_tokens=1)
             conn = StreamConnection(url, monotonic_clock(0.0), connect_timeout_s=5.0, read_timeout_s=5.0)

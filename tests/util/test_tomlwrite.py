@@ -15,12 +15,18 @@ from loadgen.util.tomlwrite import to_toml
 
 
 def test_plain_keys_first_then_one_section_per_table_in_order() -> None:
-    doc = {"pair": "p", "target": {"model": "m", "args": ["--a", "1"]}, "k": 3,
-           "run": {"speeds": {"low": 0.5}, "on": True}}
-    assert to_toml(doc) == ('pair = "p"\nk = 3\n'
-                          '\n[target]\nmodel = "m"\nargs = ["--a", "1"]\n'
-                          '\n[run]\non = true\n'
-                          '\n[run.speeds]\nlow = 0.5\n')
+    doc = {
+        "pair": "p",
+        "target": {"model": "m", "args": ["--a", "1"]},
+        "k": 3,
+        "run": {"speeds": {"low": 0.5}, "on": True},
+    }
+    assert to_toml(doc) == (
+        'pair = "p"\nk = 3\n'
+        '\n[target]\nmodel = "m"\nargs = ["--a", "1"]\n'
+        "\n[run]\non = true\n"
+        "\n[run.speeds]\nlow = 0.5\n"
+    )
     assert tomllib.loads(to_toml(doc)) == doc
 
 
@@ -32,8 +38,14 @@ def test_keys_that_are_not_bare_are_quoted_and_strings_escaped() -> None:
 
 
 def test_lists_of_tables_are_inline_tables_and_floats_keep_every_digit() -> None:
-    doc = {"workloads": [{"name": "w", "k": 2}, {"name": "v", "on": False}], "f": 0.1 + 0.2, "big": 1e300,
-           "ints": [1, -2, 3], "nested": [[1, 2], []], "t": (1, 2)}
+    doc = {
+        "workloads": [{"name": "w", "k": 2}, {"name": "v", "on": False}],
+        "f": 0.1 + 0.2,
+        "big": 1e300,
+        "ints": [1, -2, 3],
+        "nested": [[1, 2], []],
+        "t": (1, 2),
+    }
     text = to_toml(doc)
     assert 'workloads = [{ name = "w", k = 2 }, { name = "v", on = false }]' in text
     assert "f = 0.30000000000000004" in text and "big = 1e+300" in text and "t = [1, 2]" in text
@@ -61,7 +73,7 @@ def test_an_empty_document_is_empty_text() -> None:
 
 def test_a_character_beyond_the_basic_plane_reads_back() -> None:
     assert tomllib.loads(to_toml({"k": "\U00010000"})) == {"k": "\U00010000"}
-    doc = {"k": "a\x7fb\x01c\"d\\e\u00e9"}  # DEL and a control character escaped, the rest as itself
+    doc = {"k": 'a\x7fb\x01c"d\\e\u00e9'}  # DEL and a control character escaped, the rest as itself
     assert tomllib.loads(to_toml(doc)) == doc
 
 
@@ -73,10 +85,12 @@ def test_a_key_ending_in_a_newline_reads_back() -> None:
 CHARS = st.characters(exclude_categories=("Cs",))
 KEYS = st.text(CHARS, min_size=1, max_size=8)
 SCALARS = st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(CHARS, max_size=12)
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
-                      max_leaves=8)
-DOCS = st.recursive(st.dictionaries(KEYS, VALUES, max_size=4), lambda inner: st.dictionaries(KEYS, inner, max_size=3),
-                    max_leaves=6)
+VALUES = st.recursive(
+    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3), max_leaves=8
+)
+DOCS = st.recursive(
+    st.dictionaries(KEYS, VALUES, max_size=4), lambda inner: st.dictionaries(KEYS, inner, max_size=3), max_leaves=6
+)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
