@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadgen.errors import BadInput
-from loadgen.records import fleet, fleetparts, fleettasks, sweep
+from loadgen.records import fleet, fleetparts, fleettasks, sweep, sweepchoice
 from loadgen.records.fleettasks import FIX, FleetNode, Task, TaskList
 from loadgen.records.nested import Part
 from tests.records.jsongen import UNKNOWN, from_schema, refused
 
-MODULES = (sweep, fleettasks, fleet, fleetparts)
+MODULES = (sweep, sweepchoice, fleettasks, fleet, fleetparts)
 
 
 def _parts() -> list[type[Part]]:
