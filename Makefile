@@ -1,12 +1,12 @@
-# loadgen: `make compare` (PAIR defaults to the embedded CPU pair) and `make test`.
+# loadgen: `make compare` (PAIR defaults to the embedded CPU pair sized for a first run) and `make test`.
 # Two environments (docs/vllm-notes.md, the CPU build): .venv for loadgen, .venv-vllm for the CPU build of vLLM.
-PAIR ?= demo-cpu
+PAIR ?= demo-cpu-quick
 PYTHON ?= python3
 VENV := .venv
 VLLM_VENV := .venv-vllm
 MODELS := .models
 LOADGEN := $(VENV)/bin/loadgen
-DEMO_PAIRS := demo-cpu demo-cpu-ngram
+DEMO_PAIRS := demo-cpu-quick demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
 .PHONY: install install-dev install-fleet install-test engine models prometheus compare sweep fleet test test-unit \

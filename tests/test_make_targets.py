@@ -54,6 +54,9 @@ def test_make_compare_and_sweep_install_no_dev_or_fleet_extra(tmp_path: Path) ->
         assert _installs(commands, tmp_path) == {"-e ."}, commands
         assert "dev" not in commands and "fleet" not in commands and "ray" not in commands, commands
         assert "scripts/build_demo_models.py" in commands  # the demo pairs still build their models
+    # the default pair is the first-run demo (profiles/pairs/demo-cpu-quick.toml); demo-cpu builds the models too
+    assert "loadgen compare 'demo-cpu-quick'" in _dry_run("compare", tmp_path)
+    assert "scripts/build_demo_models.py" in _dry_run("compare", tmp_path, "PAIR=demo-cpu")
 
 
 def test_the_targets_that_need_an_extra_add_it_to_a_runtime_only_install(tmp_path: Path) -> None:

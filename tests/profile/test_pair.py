@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,13 @@ def test_read_timeout_is_a_stop_key_with_a_default_from_the_declared_limits(tmp_
     path.write_text(text.replace("[stop]\n", "[stop]\nread_timeout_s = 0\n"))
     with pytest.raises(ProfileError, match=r"\[stop\].read_timeout_s must be a number of seconds > 0"):
         load_pair(str(path))
+
+
+def test_the_quick_demo_is_demo_cpu_with_fewer_cells() -> None:
+    """`make compare`'s default (profiles/pairs/demo-cpu-quick.toml) differs from demo-cpu in its cells only."""
+    quick, full = load_pair("demo-cpu-quick"), load_pair("demo-cpu")
+    assert quick.concurrency == (1, 4) and [w.name for w in quick.workloads] == ["short-homogeneous"]
+    assert full.concurrency == (1, 2, 4) and len(full.workloads) == 2
+    same = ("target", "speculative", "engine", "sampling", "stop", "criteria", "slo", "servers", "design")
+    assert {f: getattr(quick, f) for f in same} == {f: getattr(full, f) for f in same}
+    assert replace(quick.load, concurrency=full.load.concurrency) == full.load

@@ -35,6 +35,14 @@ env = {spec_env}
 {design}
 """
 STEP_S = 0.01
+#: The scripted engine's per-chunk cost (the plain server sends twice the chunks of the speculative one) biases
+#: the true 2.0 by up to ~1% at 10 ms steps under a loaded host; the block CI is tighter than that, so "covers
+#: 2.0" is read with this tolerance (a drift misread, as in the one-window design, moves the ratio by 10-30%).
+CHUNK_BIAS = 0.01
+
+
+def _covers_two(low: float, high: float) -> bool:
+    return low <= 2.0 * (1 + CHUNK_BIAS) and high >= 2.0 * (1 - CHUNK_BIAS)
 
 
 def _toml_table(d: dict[str, str]) -> str:
@@ -98,7 +106,7 @@ def test_a_drift_misleads_one_window_per_server_and_not_the_interleaved_blocks(t
     # the interleaved design: co-resident servers, 6 blocks per arm in a balanced order
     _, new = _compare(tmp_path, "blocks = 6\nco_resident = true", 6, _drift_env(LINEAR))
     value, low, high = _speedup(new["ratios"]["tpot_p50"])
-    assert low <= 2.0 <= high, (value, low, high)
+    assert _covers_two(low, high), (value, low, high)
     assert 1.8 < value < 2.2
     assert new["ratios"]["tpot_p50"]["blocks"] == 6
 
@@ -107,7 +115,7 @@ def test_a_drift_misleads_one_window_per_server_and_not_the_interleaved_blocks(t
 def test_a_step_up_mid_run_is_carried_by_both_arms_alike(tmp_path: Path) -> None:
     _, cell = _compare(tmp_path, "blocks = 6\nco_resident = true", 6, _drift_env("step:1.5@6"))
     value, low, high = _speedup(cell["ratios"]["tpot_p50"])
-    assert low <= 2.0 <= high and 1.8 < value < 2.2, (value, low, high)
+    assert _covers_two(low, high) and 1.8 < value < 2.2, (value, low, high)
 
 
 @pytest.mark.slow
