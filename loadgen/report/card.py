@@ -273,8 +273,6 @@ def _head_rows(card: PairCard) -> list[str]:
         "",
         f"> {card.workloads_statement}",
         "",
-        "## Servers",
-        "",
     ]
     return out
 
@@ -287,7 +285,7 @@ def _command_line_rows(card: PairCard) -> list[str]:
 
 
 def _servers_rows(card: PairCard) -> list[str]:
-    out: list[str] = []
+    out: list[str] = ["## Servers", ""]
     for role, server in card.servers.items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}
         place = card.placement.get(role) or {}
