@@ -184,7 +184,13 @@ def recipes(device: str, save_dtype: str, target_from: str | None) -> tuple[dict
         draft["teacher"] = "generated"
     if device != "cpu":
         draft |= {"device": device, "gen_batch": GPU_GEN_BATCH, "autocast": f"bfloat16 on {device}"}
+    elif not demo_distill.native_bf16(device):  # another kind of CPU, another draft (demo_distill.native_bf16)
+        draft["autocast"] = CPU_FLOAT32
     return target, draft
+
+
+#: The draft recipe's note on a CPU without native bf16, where the frozen layers and the distillation run in float32.
+CPU_FLOAT32 = "off: no native bf16 on this CPU (float32)"
 
 
 def get_gguf(wheel_dir: Path | None, cache: Path, work: Path) -> Path:

@@ -19,7 +19,7 @@ positions ``generate`` scored one at a time), with the LM head applied only to t
 ``--regenerate-teacher`` computes again and checks byte for byte as well; a build refuses a top-k file that
 does not hold one record per continuation token with the continuation's token as the best (``load_top_k``).
 The distillation then needs only the output of the draft's frozen layers, the target's first ones
-(``frozen``: about 9 s on 2 cores under bf16 autocast).
+(``frozen``: about 9 s on 2 cores under bf16 autocast, or in float32 on a CPU without bf16 instructions).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from demo_distill import DRAFT_LAYERS, GEN_BATCH, TOP_K, TRAIN_LAYERS, prompts
+from demo_distill import DRAFT_LAYERS, GEN_BATCH, TOP_K, TRAIN_LAYERS, autocast, prompts
 
 TEACHER_FILE = Path(__file__).resolve().parent / "demo_teacher.json"
 #: the target's top-k on the shipped continuations (``top_k``), one ``TOP_K_DTYPE`` record per token
@@ -239,7 +239,7 @@ def frozen(
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         for j, i in enumerate(batch):
             ids[j, : len(seqs[i]) - 1] = seqs[i][:-1]
-        with torch.no_grad(), torch.autocast(torch.device(device).type, dtype=torch.bfloat16):
+        with torch.no_grad(), autocast(device):
             x = model.model.embed_tokens(ids.to(device))
             pos = torch.arange(width, device=x.device)[None].expand(len(batch), -1)
             emb = model.model.rotary_emb(x, pos)

@@ -48,7 +48,22 @@ GENERATED = {k: v for k, v in CPU_DRAFT.items() if not k.endswith("_sha256")} | 
 
 
 def test_the_default_cpu_build_records_the_shipped_teacher_data() -> None:
-    assert build.recipes("cpu", "float32", None) == (GGUF_TARGET, CPU_DRAFT)
+    # a CPU without native bf16 runs the build in float32 and says so (another draft: another recipe)
+    own = CPU_DRAFT | ({} if build.demo_distill.native_bf16("cpu") else {"autocast": build.CPU_FLOAT32})
+    assert build.recipes("cpu", "float32", None) == (GGUF_TARGET, own)
+
+
+def test_bf16_autocast_only_where_the_cpu_has_bf16_instructions(monkeypatch: pytest.MonkeyPatch) -> None:
+    native = build.demo_distill.native_bf16
+    assert native("cuda") and native("cuda:1")
+    assert native("cpu", "flags : fpu avx2 avx512f avx512_bf16 avx512_vnni") and native(
+        "cpu", "flags : amx_bf16 amx_tile"
+    )
+    assert not native("cpu", "flags : fpu avx2 avx512f avx512bw avx512_vnni") and not native("cpu", "")
+    monkeypatch.setattr(build.demo_distill, "native_bf16", lambda device, cpuinfo=None: False)
+    assert build.recipes("cpu", "float32", None)[1] == CPU_DRAFT | {"autocast": build.CPU_FLOAT32}
+    monkeypatch.setattr(build.demo_distill, "native_bf16", lambda device, cpuinfo=None: True)
+    assert build.recipes("cpu", "float32", None)[1] == CPU_DRAFT
 
 
 def test_a_gpu_build_in_bfloat16_records_its_device_and_dtype() -> None:
