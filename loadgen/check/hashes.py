@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from loadgen.profile.pair import ModelRef
+from loadgen.records.runparts import ModelHashes
 
 #: Files whose hashes identify a model's tokenizer and configuration.
 ARTIFACTS = (
@@ -37,18 +38,18 @@ def artifact_hashes(model_dir: Path) -> dict[str, str]:
     return {name: sha256_file(model_dir / name) for name in ARTIFACTS if (model_dir / name).is_file()}
 
 
-def model_hashes(model: ModelRef) -> dict[str, Any]:
+def model_hashes(model: ModelRef) -> ModelHashes:
     """sha256 of every file of a local model directory, plus a digest over all of them.
 
-    Returns ``{"model", "revision", "local": bool, "files": {name: sha256}, "content_sha256"}``; a hub id
-    (not a local directory) gets ``local: False`` and no files. A head whose config.json declares a reduced
+    Returns the model, revision, ``local``, ``files`` ({name: sha256}) and ``content_sha256``; a hub id
+    (not a local directory) gets ``local`` False and no files. A head whose config.json declares a reduced
     ``draft_vocab_size`` (an EAGLE-3 head with a ``d2t``/``t2d`` mapping, check/headvocab.py) also gets
     ``"draft_vocab_size"`` (tokens), which the card prints beside the draft. A folder whose build marker
     (``.build-complete.json``, written by scripts/build_demo_models.py and scripts/widen_target.py) holds a
     ``"summary"`` string gets it as ``"build"``: what the model is and how it was checked, for the card.
     """
     root = Path(model.model)
-    out: dict[str, Any] = {"model": model.model, "revision": model.revision, "local": root.is_dir()}
+    out = ModelHashes(model.model, model.revision, root.is_dir())
     if not root.is_dir():
         return out
     files = {
@@ -56,18 +57,18 @@ def model_hashes(model: ModelRef) -> dict[str, Any]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and not p.name.startswith(".")
     }
-    out["files"] = files
-    out["content_sha256"] = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     try:
         reduced = json.loads((root / "config.json").read_text()).get("draft_vocab_size")
     except (OSError, ValueError, AttributeError):
         reduced = None
-    if isinstance(reduced, int) and not isinstance(reduced, bool):
-        out["draft_vocab_size"] = reduced
-    summary = _build_summary(root / ".build-complete.json")
-    if summary:
-        out["build"] = summary
-    return out
+    return replace(
+        out,
+        files=files,
+        content_sha256=digest,
+        draft_vocab_size=reduced if isinstance(reduced, int) and not isinstance(reduced, bool) else None,
+        build=_build_summary(root / ".build-complete.json") or None,
+    )
 
 
 def _build_summary(marker: Path) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from loadgen.check.finding import Finding
 from loadgen.check.vocab import read_model_json
+from loadgen.records.checkparts import HeadVocab
 
 MAPPING_NAMES = ("d2t", "t2d")
 #: A safetensors header above this many bytes is not read (a real one is a few hundred kB at most).
@@ -73,12 +74,7 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
     full = _size(d_cfg, "transformer_layer_config", "text_config")
     dvs = d_cfg.get("draft_vocab_size")
     reduced = dvs if isinstance(dvs, int) and not isinstance(dvs, bool) else None
-    data: dict[str, Any] = {
-        "kind": "head",
-        "method": method,
-        "target_vocab_size": target,
-        "draft_vocab_size": reduced or full,
-    }
+    counts = HeadVocab("head", method, target, reduced or full)
     head = f"the {method} head {draft_dir}"
     if reduced is not None and target is not None and reduced > target:
         return [
@@ -88,12 +84,12 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
                 True,
                 f"{head} has draft_vocab_size {reduced}, more than the target's "
                 f"vocab_size {target}: it was not trained for this target; use a head trained for it",
-                data,
+                counts.to_json(),
             )
         ]
     if reduced is not None and target is not None and reduced < target:
         source = mapping_source(draft_dir, d_cfg)
-        data |= {"kind": "reduced", "mapping": source}
+        counts = counts.with_fields(kind="reduced", mapping=source)
         if source is None:
             return [
                 Finding(
@@ -104,7 +100,7 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
                     f"{reduced} of the target's {target}) but no d2t/t2d mapping was found (config.json, "
                     "*.safetensors): vLLM would take draft id i for target id i and accept almost nothing; "
                     "use the head's checkpoint with its d2t tensor",
-                    data,
+                    counts.to_json(),
                 )
             ]
         return [
@@ -115,7 +111,7 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
                 f"{head} drafts in a reduced vocabulary: draft_vocab_size "
                 f"{reduced} of the target's {target} tokens, mapped to target ids by {source}; it uses "
                 "the target's tokenizer, so no tokenizer files are needed",
-                data,
+                counts.to_json(),
             )
         ]
     if full is not None and target is not None and full != target:
@@ -126,7 +122,7 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
                 False,
                 f"{head} has vocab_size {full}, the target {target}: a head "
                 "drafts in the target's vocabulary; check that it was trained for this target",
-                data,
+                counts.to_json(),
             )
         ]
     return [
@@ -136,6 +132,6 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
             False,
             f"{head} drafts in the target's vocabulary (vocab_size {target}); "
             "it uses the target's tokenizer, so no tokenizer files are needed",
-            data,
+            counts.to_json(),
         )
     ]

@@ -63,7 +63,7 @@ __all__ = [
 def _locate(role: str, ref: ModelRef, key: str, allow_unpinned: bool) -> tuple[list[Finding], Path | None]:
     path = Path(ref.model)
     if path.is_dir():
-        content = model_hashes(ref)["content_sha256"]
+        content = model_hashes(ref).content_sha256
         ignored = f"; revision {ref.revision!r} is ignored for a local directory" if ref.revision else ""
         data = {"content_sha256": content, "artifacts": artifact_hashes(path)}
         return [

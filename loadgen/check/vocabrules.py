@@ -21,6 +21,7 @@ from loadgen.check.vocab import (
 )
 from loadgen.check.vocab import read_model_json as _json
 from loadgen.profile.fields import parse_version
+from loadgen.records.checkparts import VocabCounts
 
 
 def check_vocabulary(
@@ -62,17 +63,17 @@ def vocab_findings(
             )
         ]
     d = compare_vocabularies(t_info, d_info)
-    data = {
-        "kind": d.kind,
-        "target_tokens": len(t_info.vocab),
-        "draft_tokens": len(d_info.vocab),
-        "target_vocab_size": t_info.vocab_size,
-        "draft_vocab_size": d_info.vocab_size,
-        "remapped": len(d.remapped),
-        "missing_in_draft": len(d.missing_in_draft),
-        "missing_in_target": len(d.missing_in_target),
-        "intersection": d.intersection,
-    }
+    data = VocabCounts(
+        d.kind,
+        len(t_info.vocab),
+        len(d_info.vocab),
+        t_info.vocab_size,
+        d_info.vocab_size,
+        len(d.remapped),
+        len(d.missing_in_draft),
+        len(d.missing_in_target),
+        d.intersection,
+    )
     out = _map_findings(d, t_info, d_info, spec, engine_version, data)
     out += _side_findings(d, t_info, d_info)
     return out + _runner_findings(hetero, engine_version, env)
@@ -84,7 +85,7 @@ def _map_findings(
     d_info: TokenizerInfo,
     spec: Mapping[str, Any],
     engine_version: str | None,
-    data: dict[str, Any],
+    data: VocabCounts,
 ) -> list[Finding]:
     """The token maps: identical, or covered (or not) by the heterogeneous-vocabulary mode."""
     hetero = spec.get("use_heterogeneous_vocab") is True
@@ -96,7 +97,7 @@ def _map_findings(
                 True,
                 False,
                 f"identical token->id maps ({len(t_info.vocab)} tokens) and vocab_size {t_info.vocab_size}",
-                data,
+                data.to_json(),
             )
         )
         if hetero:
@@ -115,7 +116,7 @@ def _map_findings(
 
 
 def _differing_maps(
-    d: VocabDiff, d_info: TokenizerInfo, spec: Mapping[str, Any], engine_version: str | None, data: dict[str, Any]
+    d: VocabDiff, d_info: TokenizerInfo, spec: Mapping[str, Any], engine_version: str | None, data: VocabCounts
 ) -> list[Finding]:
     """Token maps that differ: covered by the heterogeneous-vocabulary mode (vLLM 0.25+), or refused."""
     hetero = spec.get("use_heterogeneous_vocab") is True
@@ -139,7 +140,7 @@ def _differing_maps(
                 f"{describe(d)}; accepted in the heterogeneous-"
                 f"vocabulary mode (vLLM 0.25+): {share}"
                 + ("; very small intersection, expect almost no acceptance" if small else ""),
-                data,
+                data.to_json(),
             )
         )
     elif hetero:
@@ -149,7 +150,7 @@ def _differing_maps(
                 False,
                 True,
                 f"{describe(d)}; use_heterogeneous_vocab cannot cover it: " + "; ".join(problems),
-                data,
+                data.to_json(),
             )
         )
     else:
@@ -171,7 +172,7 @@ def _differing_maps(
                     if d.kind == "padding"
                     else ", or a draft trained with the target's tokenizer"
                 ),
-                data,
+                data.to_json(),
             )
         )
     return out

@@ -32,6 +32,8 @@ from loadgen.prom.deltas import counter_delta
 from loadgen.prom.exposition import Snapshot
 from loadgen.records.blockstate import BlockState, EngineState, GpuState, Graphs, HostState
 from loadgen.records.cell import CellEntry
+from loadgen.records.usage import GpuState as GpuSample
+from loadgen.records.usage import HostSample
 
 CLOCK_GAP, TEMP_GAP_C, LOAD_GAP, STEAL, HIT_GAP = 0.05, 10.0, 1.0, 0.02, 0.05
 _HITS, _QUERIES, _PREEMPT = (
@@ -46,20 +48,20 @@ def _mean(a: Any, b: Any) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def _gpus(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> tuple[GpuState, ...]:
+def _gpus(before: Sequence[GpuSample], after: Sequence[GpuSample]) -> tuple[GpuState, ...]:
     """Per GPU of the end sample (serve/hoststate.py: ``index``, clocks, power, temperature, throttle reasons),
     matched by index with the start sample."""
     out = []
     for a in after:
-        b = next((g for g in before if g.get("index") == a.get("index")), {})
-        reasons = sorted({*(a.get("throttle_reasons") or []), *(b.get("throttle_reasons") or [])} - {"gpu_idle"})
+        b = next((g for g in before if g.index == a.index), None)
+        reasons = sorted({*(a.throttle_reasons or ()), *((b.throttle_reasons if b else None) or ())} - {"gpu_idle"})
         out.append(
             GpuState(
-                index=a.get("index"),
-                sm_clock_mhz=_mean(b.get("sm_clock_mhz"), a.get("sm_clock_mhz")),
-                mem_clock_mhz=_mean(b.get("mem_clock_mhz"), a.get("mem_clock_mhz")),
-                power_w=_mean(b.get("power_w"), a.get("power_w")),
-                temperature_c=_mean(b.get("temperature_c"), a.get("temperature_c")),
+                index=a.index,
+                sm_clock_mhz=_mean(b.sm_clock_mhz if b else None, a.sm_clock_mhz),
+                mem_clock_mhz=_mean(b.mem_clock_mhz if b else None, a.mem_clock_mhz),
+                power_w=_mean(b.power_w if b else None, a.power_w),
+                temperature_c=_mean(b.temperature_c if b else None, a.temperature_c),
                 throttle_reasons=tuple(reasons),
             ).in_full()
         )
@@ -82,7 +84,7 @@ def _engine(before: Snapshot | None, after: Snapshot | None, entry: CellEntry) -
 
 
 def block_state(
-    host: tuple[Mapping[str, Any], Mapping[str, Any]],
+    host: tuple[HostSample | None, HostSample | None],
     snaps: tuple[Snapshot | None, Snapshot | None],
     entry: CellEntry,
     batch_tokens: int,
@@ -95,8 +97,8 @@ def block_state(
     capture ceiling (None: unknown or eager), ``steal`` the stolen CPU share. Every field written, null
     included."""
     return BlockState(
-        gpu=_gpus(host[0].get("gpus") or [], host[1].get("gpus") or []),
-        host=HostState(loadavg_1m=host[1].get("loadavg_1m"), cpu_steal_share=steal).in_full(),
+        gpu=_gpus(host[0].gpus if host[0] else (), host[1].gpus if host[1] else ()),
+        host=HostState(loadavg_1m=host[1].loadavg_1m if host[1] else None, cpu_steal_share=steal).in_full(),
         engine=_engine(*snaps, entry),
         graphs=Graphs(
             batch_tokens=batch_tokens, ceiling=ceiling, eager=ceiling is not None and batch_tokens > ceiling

@@ -37,6 +37,7 @@ from loadgen.prom.exposition import Snapshot
 from loadgen.prom.metricnames import OLDER_NAMES
 from loadgen.records.card import ResourceDifference
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import ServerCounters, VerificationDepth
 from loadgen.records.request import RequestRecord
 
 PROCESS_START = "process_start_time_seconds"
@@ -73,8 +74,8 @@ class WindowTally:
         return {"client_window_failed": self.failed, "client_window_output_tokens": self.output_tokens}
 
 
-def server_counters(before: Snapshot, after: Snapshot) -> dict[str, Any]:
-    """Fields for the cell entry, each counter read per ``engine`` (``prom.engine_counter_delta``):
+def server_counters(before: Snapshot, after: Snapshot) -> ServerCounters:
+    """Fields for the cell entry (its ``to_json``), each counter read per ``engine`` (``prom.engine_counter_delta``):
     ``server_finished_requests`` (Δ``vllm:request_success_total``, every ``finished_reason``, requests),
     ``server_generation_tokens`` (Δ``vllm:generation_tokens_total``, tokens), each summed over the engines
     whose counters held and None when the counter is absent from either scrape; ``server_engines`` and
@@ -84,13 +85,13 @@ def server_counters(before: Snapshot, after: Snapshot) -> dict[str, Any]:
     finished = engine_counter_delta(before, after, REQUEST_SUCCESS)
     tokens = engine_counter_delta(before, after, GENERATION_TOKENS)
     engines = list(dict.fromkeys((*finished.engines, *tokens.engines)))
-    return {
-        "server_finished_requests": finished.value,
-        "server_generation_tokens": tokens.value,
-        "server_engines": engines,
-        "server_reset_engines": [e for e in engines if e in {*finished.reset_engines, *tokens.reset_engines}],
-        "process_start_time_s": [before.total(PROCESS_START), after.total(PROCESS_START)],
-    }
+    return ServerCounters(
+        finished.value,
+        tokens.value,
+        tuple(engines),
+        tuple(e for e in engines if e in {*finished.reset_engines, *tokens.reset_engines}),
+        (before.total(PROCESS_START), after.total(PROCESS_START)),
+    )
 
 
 def _names(engines: Sequence[str]) -> str:
@@ -196,31 +197,26 @@ def k_variable(spec_config: Mapping[str, Any]) -> str | None:
     return None
 
 
-def verification_depth(c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> dict[str, Any]:
-    """Fields beside K in a cell's counter data: ``k`` (declared ``num_speculative_tokens``, None when
+def verification_depth(c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> VerificationDepth:
+    """Fields beside K in a cell's counter data (its ``to_json``): ``k`` (declared ``num_speculative_tokens``, None when
     absent), ``k_fixed`` (whether the invariant draft tokens = K x drafts applies, :func:`k_variable`),
     ``k_variable_reason`` (its phrase or None) and ``mean_verified_tokens_per_step`` = Δdraft tokens /
     Δdrafts (draft tokens the target verified per verify step, 0..K; None without drafts; the
     ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length)."""
     k, why = spec_config.get("num_speculative_tokens"), k_variable(spec_config)
     mean = c.num_draft_tokens / c.num_drafts if c is not None and c.num_drafts > 0 else None
-    return {
-        "k": None if k is None else int(k),
-        "k_fixed": why is None,
-        "k_variable_reason": why,
-        "mean_verified_tokens_per_step": mean,
-    }
+    return VerificationDepth(None if k is None else int(k), why is None, why, mean)
 
 
 def depth_note(role: str, c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> str | None:
     """ "<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed and drafts were
     made; None otherwise (with a fixed K the invariant says X = K). For the card (report/carddata.py)."""
     depth = verification_depth(c, spec_config)
-    if depth["k_fixed"] or depth["mean_verified_tokens_per_step"] is None or depth["k"] is None:
+    if depth.k_fixed or depth.mean_verified_tokens_per_step is None or depth.k is None:
         return None
     return (
-        f"{role}: mean verified tokens per step {depth['mean_verified_tokens_per_step']:.2f} of K = "
-        f"{depth['k']} ({depth['k_variable_reason']}: fewer than K per step is by design)"
+        f"{role}: mean verified tokens per step {depth.mean_verified_tokens_per_step:.2f} of K = "
+        f"{depth.k} ({depth.k_variable_reason}: fewer than K per step is by design)"
     )
 
 

@@ -9,12 +9,12 @@ reported here as ``> bound`` and is never said to agree with the client's figure
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from loadgen.measure.metrics import agrees_within_buckets
 from loadgen.prom.deltas import HistogramDelta, above_bound
 from loadgen.records.cardcell import ServerVsClient
+from loadgen.records.cellparts import ServerHistogram
 
 
 def bounds_of(upper_bounds: Sequence[float | str | None] | None) -> tuple[float, ...]:
@@ -29,10 +29,9 @@ def json_bounds(bounds: Sequence[float]) -> tuple[float | str, ...]:
     return tuple(b if math.isfinite(b) else "+Inf" for b in bounds)
 
 
-def _delta(entry: Mapping[str, Any]) -> HistogramDelta:
-    bounds = bounds_of(entry.get("upper_bounds"))
-    counts = tuple(float(c) for c in entry.get("cumulative_counts") or ())
-    return HistogramDelta(bounds, counts, float(entry.get("count") or 0), float(entry.get("sum") or 0))
+def _delta(entry: ServerHistogram) -> HistogramDelta:
+    counts = tuple(float(c) for c in entry.cumulative_counts)
+    return HistogramDelta(bounds_of(entry.upper_bounds), counts, float(entry.count), float(entry.sum))
 
 
 def agreement(
@@ -50,18 +49,18 @@ def agreement(
     return None if client_s > finite[-1] else False
 
 
-def compare(client_p50_s: float | None, hist: Mapping[str, Any]) -> ServerVsClient:
+def compare(client_p50_s: float | None, hist: ServerHistogram) -> ServerVsClient:
     """One row of the card's server-vs-client check from a cell entry's ``server_histograms`` item (the
     histogram delta as scrape.server_histograms saved it: ``metric``, ``p50``, ``upper_bounds``,
     ``cumulative_counts``, ...); every field written, None included. ``server_above_bound`` is recomputed
     from the stored buckets, so entries of older runs get it too."""
-    bounds = list(bounds_of(hist.get("upper_bounds")))
-    above = bool(hist.get("p50_above_bound")) or (bool(bounds) and above_bound(_delta(hist), 0.5))
+    bounds = list(bounds_of(hist.upper_bounds))
+    above = hist.p50_above_bound or (bool(bounds) and above_bound(_delta(hist), 0.5))
     return ServerVsClient(
         client_p50=client_p50_s,
-        server_p50=hist.get("p50"),
+        server_p50=hist.p50,
         server_above_bound=above,
-        metric=hist.get("metric"),
-        agrees=agreement(client_p50_s, hist.get("p50"), bounds, above),
+        metric=hist.metric,
+        agrees=agreement(client_p50_s, hist.p50, bounds, above),
         bucket_bounds=json_bounds(bounds),
     ).in_full()

@@ -45,7 +45,7 @@ class Design:
     co_resident: str = "auto"
     max_blocks: int = 9
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, int | str]:
         """JSON-ready dict of every field."""
         return {
             "blocks": self.blocks,

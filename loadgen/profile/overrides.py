@@ -36,9 +36,9 @@ class Overrides:
     def __bool__(self) -> bool:
         return any(v is not None for v in (self.concurrency, self.requests, self.workloads))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, int | list[int] | list[str]]:
         """protocol.json's ``command_line``: the given values only, under the option names' keys."""
-        out: dict[str, Any] = {}
+        out: dict[str, int | list[int] | list[str]] = {}
         if self.concurrency is not None:
             out["concurrency"] = list(self.concurrency)
         if self.requests is not None:

@@ -12,8 +12,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import httpx
 
@@ -21,6 +20,7 @@ from loadgen.errors import RunFailed
 from loadgen.prom import deltas, metricnames
 from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import above_bound
+from loadgen.records.cellparts import GaugeSample, GaugeSummary, ServerHistogram
 
 GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
 _GAUGE_FAMILIES = metricnames.all_names(GAUGES)
@@ -61,24 +61,24 @@ def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | Non
 async def sample_gauges(
     client: httpx.AsyncClient,
     base_url: str,
-    sink: Callable[[dict[str, Any]], None],
+    sink: Callable[[GaugeSample], None],
     clock: Callable[[], float],
     interval_s: float = 1.0,
 ) -> None:
-    """Until cancelled: every ``interval_s`` scrape /metrics and hand ``{"t_s": clock(), gauge: value}``
-    to ``sink``. A failed scrape is recorded as ``{"t_s": ..., "error": message}``, never raised."""
+    """Until cancelled: every ``interval_s`` scrape /metrics and hand the sample (``t_s`` = ``clock()``, each
+    gauge's value) to ``sink``. A failed scrape is a sample with its ``error``, never raised."""
     while True:
         started = time.perf_counter()
-        sample: dict[str, Any] = {"t_s": clock()}
+        t_s = clock()
         try:
             response = await client.get(base_url + "/metrics", timeout=5.0)
             # the gauges' lines only: a whole parse blocked the cell's event loop for 9-20 ms a second
             # (send lag and chunk timestamps late by as much); all of it when they are missing, which
             # still says why (garbage raises PromParseError)
             snap = prom.parse_metrics(prom.only_families(response.text, _GAUGE_FAMILIES) or response.text)
-            sample |= read_gauges(snap)
+            sample = GaugeSample(t_s, read_gauges(snap))
         except (httpx.HTTPError, prom.PromParseError) as exc:
-            sample["error"] = f"{type(exc).__name__}: {exc}"[:200]
+            sample = GaugeSample(t_s, error=f"{type(exc).__name__}: {exc}"[:200])
         sink(sample)
         with contextlib.suppress(ValueError):
             await asyncio.sleep(max(0.0, interval_s - (time.perf_counter() - started)))
@@ -94,19 +94,16 @@ def read_gauges(snap: prom.Snapshot) -> dict[str, float | None]:
     return out
 
 
-def summarize_gauges(samples: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def summarize_gauges(samples: Sequence[GaugeSample]) -> dict[str, GaugeSummary]:
     """Per gauge (current name): mean and max over the samples that carry it (None when none do), the
     number of such samples, and ``metric``: the name read (an older one on an older server)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, GaugeSummary] = {}
     for name in GAUGES:
-        used = next((n for n in metricnames.candidates(name) if any(s.get(n) is not None for s in samples)), name)
-        values = [s[used] for s in samples if s.get(used) is not None]
-        out[name] = {
-            "mean": sum(values) / len(values) if values else None,
-            "max": max(values) if values else None,
-            "samples": float(len(values)),
-            "metric": used,
-        }
+        used = next((n for n in metricnames.candidates(name) if any(s.value(n) is not None for s in samples)), name)
+        values = [v for s in samples if (v := s.value(used)) is not None]
+        out[name] = GaugeSummary(
+            sum(values) / len(values) if values else None, max(values) if values else None, float(len(values)), used
+        )
     return out
 
 
@@ -119,14 +116,14 @@ SERVER_HISTOGRAMS = {
 }
 
 
-def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, Any]:
+def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, ServerHistogram]:
     """Per-cell deltas of :data:`SERVER_HISTOGRAMS` with their bucket bounds and p50/p90/p99 estimates
     (PromQL ``histogram_quantile`` semantics, deltas.py); families without observations are left out.
 
     ``metric`` is the name read: the current one, or an older one on an older server (metricnames.py).
     ``p50_above_bound`` (and p90, p99) is True when that quantile lies in the ``+Inf`` bucket: its value is
     then the highest finite bound, and the true quantile is above it (``> bound``)."""
-    out: dict[str, Any] = {}
+    out: dict[str, ServerHistogram] = {}
     for key, current in SERVER_HISTOGRAMS.items():
         name = metricnames.resolve(after, current) or current
         try:
@@ -136,14 +133,9 @@ def server_histograms(before: prom.Snapshot, after: prom.Snapshot) -> dict[str, 
         if h.count <= 0:
             continue
         bounds = [b if math.isfinite(b) else "+Inf" for b in h.upper_bounds]  # strict JSON: +Inf as a string
-        out[key] = {
-            "metric": name,
-            "count": h.count,
-            "sum": h.sum,
-            "upper_bounds": bounds,
-            "cumulative_counts": list(h.cumulative_counts),
-            "reset": h.reset,
-            **{f"p{q}": h.quantile(q / 100) for q in (50, 90, 99)},
-            **{f"p{q}_above_bound": above_bound(h, q / 100) for q in (50, 90, 99)},
-        }
+        p50, p90, p99 = (h.quantile(q) for q in (0.5, 0.9, 0.99))
+        a50, a90, a99 = (above_bound(h, q) for q in (0.5, 0.9, 0.99))
+        out[key] = ServerHistogram(
+            name, h.count, h.sum, tuple(bounds), tuple(h.cumulative_counts), h.reset, p50, p90, p99, a50, a90, a99
+        ).in_full()
     return out

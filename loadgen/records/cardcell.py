@@ -154,7 +154,7 @@ class Ratio(Wire):
 
     def text(self, digits: int = 3) -> str:
         """``value [ci_low, ci_high]`` to ``digits`` decimals (util/numbers.py ratio; the en dash unmeasured)."""
-        return ratio({"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high}, digits)
+        return ratio(self.value, self.ci_low, self.ci_high, digits)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ the sweep card), run/ (``--resume``, sizing, the sweep split) and measure/ (coun
 step times). Times in s, rates per s, counts in requests or tokens (docs/metrics.md, "Counter deltas,
 resets and restart evidence").
 
-Server data that loadgen passes on as read keeps its shape as a documented mapping: ``spec_decode`` (the
-spec-decode counter deltas, prom/deltas.py ``SpecDecodeCounters`` fields, with K and the mean verified
-tokens per step of measure/counterchecks.py ``verification_depth``; None without spec-decode counters),
-``server_histograms`` (prom/scrape.py ``server_histograms``), ``gauges`` (prom/scrape.py
-``summarize_gauges``), ``client`` (``cpu_s``, ``cpu_cores``, ``send_lag_s``: measure/metrics.py
-``ClientUse``), ``promql`` (run/observe.py) and ``state`` (measure/blockstate.py ``block_state``).
+Server data that loadgen passes on as read keeps its shape as a documented mapping (those built in code are the
+``to_json`` of the records/cellparts.py records named here): ``spec_decode`` (the spec-decode counter deltas,
+prom/deltas.py ``SpecDecodeCounters`` fields, with K and the mean verified tokens per step of
+measure/counterchecks.py ``verification_depth``, ``VerificationDepth``; None without spec-decode counters),
+``server_histograms`` (prom/scrape.py ``server_histograms``, a ``ServerHistogram`` each), ``gauges``
+(prom/scrape.py ``summarize_gauges``, a ``GaugeSummary`` each), ``client`` (``cpu_s``, ``cpu_cores``,
+``send_lag_s``: measure/metrics.py ``ClientUse``), ``promql`` (run/observe.py, ``PromqlCheck``) and ``state``
+(measure/blockstate.py ``block_state``).
 
 A line of older code lacks some fields: each takes the default below (None where absence means "not
 recorded"), and ``keys`` keeps the line's own keys in their order, so it writes back byte-identically.

@@ -1,7 +1,7 @@
 """What a server says about itself at start-up, as the run folder's ``servers/`` files hold it (README.md, "The run
 folder"): :class:`EffectiveConfig` (``<server>-effective.json``, with its :class:`EnginePath` and the
-:class:`ModeProof`), the minimal completion's :class:`MinimalRequest` and :class:`MinimalResponse`
-(``<server>-minimal.json``).
+:class:`ModeProof`; the whole file is :class:`StartupRecord`), the minimal completion's :class:`MinimalRequest`
+and :class:`MinimalResponse` (``<server>-minimal.json``).
 
 Built by serve/servers.py (``Server.effective_config``, ``wait_ready``), serve/enginepath.py
 (``parse_engine_path``), serve/modeproof.py and serve/readiness.py; written by run/bench.py. Each is a frozen
@@ -13,10 +13,12 @@ not), and ``from_json`` reads a file back checked.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from loadgen.records.cardwire import Wire
+from loadgen.records.cardwire import FIX, Wire
+from loadgen.records.wire import NUM, STR, Where, map_of, maybe, obj
+from loadgen.records.wire import field as read
 
 
 @dataclass(frozen=True)
@@ -115,3 +117,51 @@ class MinimalResponse(Wire):
         """Tokens returned: ``usage.completion_tokens`` if given, else the chunks' sum."""
         given = (self.usage or {}).get("completion_tokens")
         return int(given or sum(self.chunk_tokens))
+
+
+@dataclass(frozen=True)
+class StartupRecord:
+    """``<server>-effective.json`` as run/bench.py writes it, flat: the :class:`EffectiveConfig`'s keys, then
+    the :class:`ModeProof`'s, then ``ready_s`` (s from launch to ready; None in a file without it) and
+    ``cache_config_info`` (the labels of ``vllm:cache_config_info``, strings; empty without ``/metrics``)."""
+
+    config: EffectiveConfig
+    proof: ModeProof
+    ready_s: float | None
+    cache_config_info: Mapping[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's object: the config's keys, the proof's, ``ready_s``, ``cache_config_info``."""
+        return {
+            **self.config.to_json(),
+            **self.proof.to_json(),
+            "ready_s": self.ready_s,
+            "cache_config_info": dict(self.cache_config_info),
+        }
+
+    @classmethod
+    def from_json(cls, data: object, *, source: str) -> StartupRecord:
+        """The record of a parsed file, checked (BadInput naming ``source`` and the field); keys of neither part
+        are not kept."""
+        where = Where(source, fix=FIX)
+        d = obj(data, where)
+        config, proof = EffectiveConfig.from_json(d, source=source), ModeProof.from_json(d, source=source)
+        return cls(
+            replace(config, keys=(), extra={}),
+            replace(proof, keys=(), extra={}),
+            read(d, "ready_s", maybe(NUM), where, None),
+            read(d, "cache_config_info", map_of(STR), where, {}),
+        )
+
+
+@dataclass(frozen=True)
+class Placement(Wire):
+    """Where a server ran (serve/placement.py, the pair card's ``placement``): attached or launched, its URL,
+    the ``CUDA_VISIBLE_DEVICES`` it was given (None: not set), its tensor parallel size and memory fraction
+    (a string as the server or its flag gives it; None when neither says)."""
+
+    attached: bool
+    base_url: str | None
+    cuda_visible_devices: str | None
+    tensor_parallel_size: int
+    gpu_memory_utilization: str | None

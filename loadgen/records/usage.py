@@ -91,6 +91,15 @@ class Teardown(Wire):
 
 
 @dataclass(frozen=True)
+class AttachedTeardown(Wire):
+    """An attached server's ``-teardown.json``: loadgen did not stop it (``stopped`` False) and why."""
+
+    attached: bool
+    stopped: bool
+    reason: str
+
+
+@dataclass(frozen=True)
 class HardwareGpu(Wire):
     """One GPU NVML sees: index, name, total memory."""
 
@@ -108,6 +117,16 @@ class Hardware(Wire):
     cpu_cores: int | None
     memory_bytes: int
     gpus: tuple[HardwareGpu, ...]
+
+
+@dataclass(frozen=True)
+class ClientHost(Wire):
+    """What loadgen itself runs on (protocol.json ``client_host``, run/plan.py ``probe_host``): the Python
+    version, the machine type and the platform line, as Python's ``platform`` says them."""
+
+    python: str
+    machine: str
+    system: str
 
 
 @dataclass(frozen=True)

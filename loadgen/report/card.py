@@ -16,6 +16,7 @@ from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
+from loadgen.records.server import EnginePath
 from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.tracecard import trace_rows
 from loadgen.report.workloadcard import context_rows
@@ -301,7 +302,7 @@ def _servers_rows(card: PairCard) -> list[str]:
             f"- placement: {where}",
             f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
             f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
-            f"- {engine_path_line(eff)}",
+            f"- {engine_path_line(EnginePath.of(eff.get('engine_path')))}",
             f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
             f"{eff.get('spec_positions')}",
             f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
@@ -309,8 +310,9 @@ def _servers_rows(card: PairCard) -> list[str]:
             *[f"- {line}" for line in [proof_line(eff)] if line],
             "",
         ]
-    effective = {role: (server.get("effective") or {}) for role, server in card.servers.items()}
-    note = engine_path_note(effective.get("plain") or {}, effective.get("speculative") or {})
+    none = EnginePath.of(None)
+    paths = {r: EnginePath.of((s.get("effective") or {}).get("engine_path")) for r, s in card.servers.items()}
+    note = engine_path_note(paths.get("plain", none), paths.get("speculative", none))
     return out + ([f"> {note}", ""] if note else [])
 
 

@@ -26,9 +26,10 @@ from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
-from loadgen.records.card import EngineVersion, PairCard, ResourceDifference, Resources, Slo
+from loadgen.records.card import EngineVersion, PairCard, Resources, Slo
 from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.request import RequestRecord
 from loadgen.report.cardlevels import capacities, crossovers
@@ -146,7 +147,8 @@ def _summed(lines: list[CellEntry]) -> CellEntry:
 def _server_vs_client(stats: CellStats, entries: list[CellEntry]) -> dict[str, ServerVsClient]:
     """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta; serverside.py)."""
     hists = entries[0].server_histograms if entries else {}
-    return {key: compare(getattr(stats, key).p50, hists[key]) for key in ("ttft_s", "e2e_s") if hists.get(key)}
+    got = [(k, ServerHistogram.from_json(hists[k], source="cells.jsonl")) for k in ("ttft_s", "e2e_s") if hists.get(k)]
+    return {key: compare(getattr(stats, key).p50, hist) for key, hist in got}
 
 
 def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[CellStats, RoleStats]:
@@ -269,8 +271,7 @@ def card_of(files: RunFiles) -> PairCard:
         role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
         for role in ROLES
     }
-    raw_diff = difference(usage["plain"], usage["speculative"])
-    diff = ResourceDifference.from_json(raw_diff, source=f"the resources of {files.protocol_path.parent}")
+    diff = difference(usage["plain"], usage["speculative"])
     versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,
@@ -307,9 +308,9 @@ def card_of(files: RunFiles) -> PairCard:
             plain=usage["plain"],
             speculative=usage["speculative"],
             difference=diff,
-            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(usage["plain"], raw_diff)] if n),
+            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n),
         ).in_full(),
-        placement={role: placement(dict(servers[role])) for role in ROLES},
+        placement={role: placement(servers[role]).to_json() for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
         hardware=proto.hardware,
         command_line=proto.command_line or None,

@@ -108,7 +108,7 @@ def ratio_text(i: Interval | None) -> str:
     """``value [low, high]`` to 3 decimals (the value alone without a CI; the en dash when None)."""
     if i is None:
         return MISSING
-    return ratio({"value": i.value, "ci_low": i.low if i.has_ci else None, "ci_high": i.high})
+    return ratio(i.value, i.low if i.has_ci else None, i.high)
 
 
 def primary_metrics(baseline: PairCard, candidate: PairCard) -> tuple[str, ...]:

@@ -16,10 +16,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from loadgen.profile.cells import PLACEBO, PLAIN, speculates
 from loadgen.profile.pair import Pair, RoleServer
+from loadgen.records.runparts import ArmRecord
 from loadgen.serve import servers
 
 #: The largest sum of declared ``--gpu-memory-utilization`` shares that ``co_resident = "auto"`` lets share
@@ -220,18 +220,14 @@ def co_resident(
     )
 
 
-def describe(arms: Sequence[Arm]) -> list[dict[str, Any]]:
-    """protocol.json's ``design.arms``: each arm's name, server, port and whether it is attached."""
-    return [
-        {
-            "arm": a.name,
-            "server": a.server,
-            "port": a.port,
-            "attached": a.attach_url is not None,
-            "speculative_config": dict(a.pair.speculative) if a.speculative else None,
-        }
-        for a in arms
-    ]
+def describe(arms: Sequence[Arm]) -> tuple[ArmRecord, ...]:
+    """protocol.json's ``design.arms``: each arm's name, server, port, whether it is attached and its
+    speculative config (None for a plain arm)."""
+    out: list[ArmRecord] = []
+    for a in arms:
+        config = dict(a.pair.speculative) if a.speculative else None
+        out.append(ArmRecord(a.name, a.server, a.port, a.attach_url is not None, config))
+    return tuple(out)
 
 
 def command_line(spec: servers.LaunchSpec) -> str:

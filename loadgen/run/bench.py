@@ -14,14 +14,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from loadgen.errors import RunFailed
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
-from loadgen.records.usage import ServerUsage, Teardown
+from loadgen.records.server import StartupRecord
+from loadgen.records.usage import AttachedTeardown, ServerUsage, Teardown
 from loadgen.report.rundir import write_json, write_text
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
@@ -31,7 +31,7 @@ from loadgen.util.redact import redact_argv, redact_env, redact_url
 Log = Callable[[str], None]
 #: Why an attached server is not stopped, and its ``-teardown.json`` record (nothing was stopped).
 LEFT_RUNNING = "attached: loadgen does not stop a server it did not start"
-ATTACHED_TEARDOWN: dict[str, Any] = {"attached": True, "stopped": False, "reason": LEFT_RUNNING}
+ATTACHED_TEARDOWN = AttachedTeardown(attached=True, stopped=False, reason=LEFT_RUNNING)
 
 
 def mode_role(arm: Arm) -> str:
@@ -46,7 +46,7 @@ class Bench:
 
     def __init__(self, run_dir: Path, log: Log, api_key: str | None) -> None:
         self.run_dir, self.log, self.api_key = run_dir, log, api_key
-        self._open: dict[str, tuple[servers.Server, contextlib.ExitStack, dict[str, Any], dict[str, ServerUsage]]] = {}
+        self._open: dict[str, tuple[servers.Server, contextlib.ExitStack, StartupRecord, dict[str, ServerUsage]]] = {}
 
     def open(self, arm: Arm) -> servers.Server:
         """The running server of ``arm`` (started, proven and recorded on first use). Raises ServerError,
@@ -81,7 +81,7 @@ class Bench:
                 )
                 record = report.to_json() if report else {}
             else:  # loadgen never stops a server it did not start
-                record = ATTACHED_TEARDOWN
+                record = ATTACHED_TEARDOWN.to_json()
                 self.log(f"[{key}] left running at {redact_url(spec.base_url)} ({LEFT_RUNNING})")
             write_json(self.run_dir / "servers" / f"{key}-teardown.json", record)
 
@@ -124,7 +124,7 @@ class Bench:
         if error is not None:
             raise error
 
-    def _startup_proof(self, arm: Arm, server: servers.Server) -> dict[str, Any]:
+    def _startup_proof(self, arm: Arm, server: servers.Server) -> StartupRecord:
         """Scrape /metrics once and prove the mode, or, without Prometheus text, from the startup log and the
         minimal completion (modeproof.py); the startup log's method must match the declared one."""
         role, pair = mode_role(arm), arm.pair
@@ -148,19 +148,14 @@ class Bench:
                 "response": server.minimal_response.to_json() if server.minimal_response else {},
             },
         )
-        effective = {
-            **config.to_json(),
-            **proof.to_json(),
-            "ready_s": server.ready_s,
-            "cache_config_info": prom.cache_config_info(snap),
-        }
-        write_json(self.run_dir / "servers" / f"{arm.server}-effective.json", effective)
+        effective = StartupRecord(config, proof, server.ready_s, prom.cache_config_info(snap))
+        write_json(self.run_dir / "servers" / f"{arm.server}-effective.json", effective.to_json())
         return effective
 
     @staticmethod
-    def _resources(server: servers.Server, effective: dict[str, Any]) -> ServerUsage:
+    def _resources(server: servers.Server, effective: StartupRecord) -> ServerUsage:
         pid = server.process.pid if server.process is not None else None
         url = httpx.URL(server.base_url)
         if pid is None and url.host in ("127.0.0.1", "localhost", "::1") and url.port is not None:
             pid = resources.pid_listening_on(url.port)  # an attached server on this machine
-        return resources.usage(pid, effective["cache_config_info"], effective.get("kv_cache_tokens_log"))
+        return resources.usage(pid, effective.cache_config_info, effective.config.kv_cache_tokens_log)

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -34,6 +33,7 @@ from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.records.blockstate import BlockState
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import GaugeSample
 from loadgen.records.request import RequestRecord
 from loadgen.records.usage import HostSample
 from loadgen.report.rundir import JsonlAppender, write_text
@@ -78,7 +78,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     stem = cell.stem(role)
     before: dict[str, prom.Snapshot | None] = {}
     metrics_errors: list[str] = []
-    gauges: list[dict[str, Any]] = []
+    gauges: list[GaugeSample] = []
     later: list[tuple[Path, str]] = []
 
     host: list[HostSample] = []
@@ -149,7 +149,7 @@ def _record(
     server: servers.Server,
     done: CellRun,
     host: list[HostSample],
-    gauges: list[dict[str, Any]],
+    gauges: list[GaugeSample],
     later: list[tuple[Path, str]],
     stem: str,
 ) -> None:
@@ -158,13 +158,16 @@ def _record(
     entry, cell = cell_entry(done, run.pair), done.cell
     usable = None if entry.restart_evidence else done.counters  # a restart leaves no measurable acceptance
     stats = cell_stats(done.measured(), usable)
+    push_error, promql = run.observers.cell_finished(
+        done.role, cell.workload, cell.concurrency, cell.level.label, stats, usable
+    )
     line = entry.with_fields(
-        **run.observers.cell_finished(done.role, cell.workload, cell.concurrency, cell.level.label, stats, usable)
+        **({} if push_error is None else {"push_error": push_error}),
+        **({} if promql is None else {"promql": promql.to_json()}),
     )
     run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair).to_json()).to_json())
-    later.append(
-        (run.run_dir / "metrics" / f"{stem}__gauges.jsonl", "".join(strictjson.dumps_strict(g) + "\n" for g in gauges))
-    )
+    lines = "".join(strictjson.dumps_strict(g.to_json()) + "\n" for g in gauges)
+    later.append((run.run_dir / "metrics" / f"{stem}__gauges.jsonl", lines))
     for path, text in later:
         write_text(path, text)
     _report(run, server, done, entry)
@@ -175,9 +178,8 @@ def _state(host: list[HostSample], done: CellRun, entry: CellEntry, server: serv
     first, last = (host[0], host[-1]) if host else (None, None)
     k = k_at(pair.speculative, done.cell.concurrency) if speculates(done.role) else 0  # K as declared there
     ceiling = server.effective.cudagraph_ceiling if server.effective else None
-    samples = (first.to_json() if first else {}, last.to_json() if last else {})  # blockstate reads them as read
     return block_state(
-        samples,
+        (first, last),
         (done.before, done.after),
         entry,
         done.cell.concurrency * (1 + k),

@@ -9,8 +9,8 @@ an engine whose counters went backwards is left out and named), K and the mean v
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters, verification_depth
 from loadgen.measure.faults import categories, over_budget
@@ -21,6 +21,7 @@ from loadgen.prom import deltas
 from loadgen.prom.exposition import Snapshot
 from loadgen.prom.scrape import server_histograms
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import GaugeSummary
 from loadgen.records.request import RequestRecord
 
 
@@ -38,7 +39,7 @@ class CellRun:
     duration_s: float
     before: Snapshot | None
     after: Snapshot | None
-    gauges: dict[str, Any]
+    gauges: Mapping[str, GaugeSummary]
     metrics_errors: tuple[str, ...]
     sent: int
     window: WindowTally
@@ -94,51 +95,59 @@ def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
     """The cell's line of ``cells.jsonl`` (before the observers add theirs, run/cell.py)."""
     cell, records, b, after = run.cell, run.records, run.before, run.after
     counters = run.counters
-    server = server_counters(b, after) if b is not None and after is not None else {}
-    finished = server.get("server_finished_requests")  # None: the counter is unavailable, not 0
+    server = server_counters(b, after) if b is not None and after is not None else None
+    finished = None if server is None else server.server_finished_requests  # None: unavailable, not 0
     errors = [r.error for r in records if r.error]
-    entry: dict[str, Any] = {
-        "role": run.role,
-        "workload": cell.workload,
-        "concurrency": cell.concurrency,
-        "level": cell.level.label,
-        "rate_rps": cell.level.rate_rps,
-        "repetition": cell.repetition,
-        "started_utc": run.started_utc,
-        "duration_s": run.duration_s,
-        "measured_prompt_ids": [p.prompt_id for p in cell.measured],
-        "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
-        "spec_decode": None
-        if counters is None
-        else asdict(counters)
-        | {
-            "accepted_per_position": list(counters.accepted_per_position),
-            "engines": list(counters.engines),
-            "reset_engines": list(counters.reset_engines),
-        }
-        | verification_depth(counters, pair.speculative),
-        "server_histograms": server_histograms(b, after) if b is not None and after is not None else {},
-        "gauges": run.gauges,
-        "server_finished_requests": finished,
-        "client_sent_requests": run.sent,
-        "foreign_traffic": finished is not None and finished > run.sent,
-        **run.window.to_json(),
-        **server,
-        "errors": len(errors),
-        "error_categories": categories(errors),
-        "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
-        "output_length_mismatches": len(length_mismatches(records)),
-        "metrics_error": "; ".join(dict.fromkeys(run.metrics_errors)) or None,
-        "failure": _failure(records, pair, run.died, run.role),
-        "notes": [],
-        "client": {"cpu_s": run.client.cpu_s, "cpu_cores": run.client.cores, "send_lag_s": asdict(run.client.send_lag)},
-    }
+    metrics_error = "; ".join(dict.fromkeys(run.metrics_errors)) or None
     notes = [] if (busy := run.client.saturation_note()) is None else [busy]
     if flat_drafts(run) and pair.method in LOOKUP_METHODS:
         notes.append(f"{pair.method} proposed no draft in this cell (no n-gram of the text repeated)")
-    if entry["metrics_error"]:
-        notes.append(f"server metrics unavailable for this cell ({run.role} server): {entry['metrics_error']}")
-    built = CellEntry.of(entry | {"notes": notes})
+    if metrics_error:
+        notes.append(f"server metrics unavailable for this cell ({run.role} server): {metrics_error}")
+    built = CellEntry.of(
+        {
+            "role": run.role,
+            "workload": cell.workload,
+            "concurrency": cell.concurrency,
+            "level": cell.level.label,
+            "rate_rps": cell.level.rate_rps,
+            "repetition": cell.repetition,
+            "started_utc": run.started_utc,
+            "duration_s": run.duration_s,
+            "measured_prompt_ids": [p.prompt_id for p in cell.measured],
+            "warmup_prompt_ids": [p.prompt_id for p in cell.warmup],
+            "spec_decode": None
+            if counters is None
+            else asdict(counters)
+            | {
+                "accepted_per_position": list(counters.accepted_per_position),
+                "engines": list(counters.engines),
+                "reset_engines": list(counters.reset_engines),
+            }
+            | verification_depth(counters, pair.speculative).to_json(),
+            "server_histograms": {}
+            if b is None or after is None
+            else {k: h.to_json() for k, h in server_histograms(b, after).items()},
+            "gauges": {k: g.to_json() for k, g in run.gauges.items()},
+            "server_finished_requests": finished,
+            "client_sent_requests": run.sent,
+            "foreign_traffic": finished is not None and finished > run.sent,
+            **run.window.to_json(),
+            **({} if server is None else server.to_json()),
+            "errors": len(errors),
+            "error_categories": categories(errors),
+            "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
+            "output_length_mismatches": len(length_mismatches(records)),
+            "metrics_error": metrics_error,
+            "failure": _failure(records, pair, run.died, run.role),
+            "notes": notes,
+            "client": {
+                "cpu_s": run.client.cpu_s,
+                "cpu_cores": run.client.cores,
+                "send_lag_s": asdict(run.client.send_lag),
+            },
+        }
+    )
     return built.with_fields(restart_evidence=restart_evidence(built))
 
 

@@ -21,11 +21,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from loadgen.errors import LoadgenError, RunDirUnwritable, RunFailed
+from loadgen.records.runparts import StatusFile
 from loadgen.report.rundir import read_jsonl, unwritable, write_json
 
 Log = Callable[[str], None]
@@ -40,17 +42,17 @@ class RunInterrupted(KeyboardInterrupt):
 
 def open_status(run_dir: Path) -> None:
     """Write the interim status.json (incomplete). Raises RunDirUnwritable before anything is sent."""
-    write_json(run_dir / "status.json", {"complete": False, "failure": STOPPED})
+    write_json(run_dir / "status.json", StatusFile(complete=False, failure=STOPPED).to_json())
 
 
-def write_status(run_dir: Path, status: dict[str, Any]) -> None:
+def write_status(run_dir: Path, status: StatusFile) -> None:
     """Write status.json; on a full disk, overwrite the interim one in place (its block is already
     allocated, and the final status is no bigger than a block). Raises RunDirUnwritable."""
     path = run_dir / "status.json"
     try:
-        write_json(path, status)
+        write_json(path, status.to_json())
     except RunDirUnwritable:
-        data = (json.dumps(status, indent=2, default=str) + "\n").encode()
+        data = (json.dumps(status.to_json(), indent=2, default=str) + "\n").encode()
         if not path.is_file() or len(data) > 4096:
             raise
         try:
@@ -109,7 +111,7 @@ def _stderr(line: str) -> None:
 
 def close_run(
     run_dir: Path,
-    status: dict[str, Any],
+    status: StatusFile,
     write_card: Callable[[Path, Log], Any],
     log: Log,
     error: BaseException | None,
@@ -119,11 +121,11 @@ def close_run(
     run ends with: None (done), ``error`` as it was, or an error whose one line adds where the data is
     and whether the card was written. ``not_written`` request records could not be written (status.json
     and the card say so). A RunDirUnwritable ``error`` is replaced by the first one in its chain
-    (:func:`first_unwritable`), in ``status["failure"]`` too."""
+    (:func:`first_unwritable`), in the status's ``failure`` too."""
     if isinstance(error, RunDirUnwritable) and (first := first_unwritable(error)) is not error:
-        error, status["failure"] = first, str(first)
+        error, status = first, replace(status, failure=str(first))
     if not_written:
-        status["requests_not_written"] = not_written
+        status = replace(status, requests_not_written=not_written)
     problem: str | None = None
     with held_signals(_stderr):
         try:

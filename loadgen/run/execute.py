@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from loadgen.report.rundir import JsonlAppender, read_protocol, write_json
 from loadgen.run import arms as arm_specs
@@ -120,14 +119,6 @@ def check_attached(
         log,
         list(workloads.values()),
     )
-
-
-def write_order(run_dir: Path, order: Sequence[Slot], extra: dict[str, Any] | None = None) -> None:
-    """Write ``order`` (and ``extra`` keys) into protocol.json's ``design``."""
-    path = run_dir / "protocol.json"
-    proto = read_protocol(path)
-    design = {**(proto.design or {}), **(extra or {}), "order": [s.to_json() for s in order]}
-    write_json(path, proto.with_fields(design=design).to_json())
 
 
 def append_order(run_dir: Path, slots: Sequence[Slot]) -> None:

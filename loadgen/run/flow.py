@@ -23,6 +23,7 @@ from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
 from loadgen.records.card import PairCard
 from loadgen.records.request import RequestRecord
+from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.card import render_markdown
 from loadgen.report.carddata import build_card
 from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused, no_card_for_refused
@@ -99,21 +100,15 @@ def plan_measurement(
     return Measurement(arms, co, why, cells, slots, metric, crit.ci_half_width if crit is not None else None)
 
 
-def design_record(m: Measurement) -> dict[str, Any]:
+def design_record(m: Measurement) -> DesignRecord:
     """protocol.json's ``design`` additions: the arms, co-residency and its reason, the server starts the
     order makes (run/design.py), and the order itself."""
     by_name = {a.name: a for a in m.arms}
     attached_keys = frozenset(a.server for a in m.arms if a.attach_url is not None)
     starts = server_starts(m.slots, lambda arm: by_name[arm].server, m.co_resident, attached_keys)
     placebo = next((("server" if a.server == PLACEBO else "blocks") for a in m.arms if a.name == PLACEBO), "off")
-    return {
-        "arms": describe(m.arms),
-        "co_resident": m.co_resident,
-        "co_resident_reason": m.why,
-        "placebo_effective": placebo,
-        "server_starts": starts,
-        "order": [s.to_json() for s in m.slots],
-    }
+    order = tuple(tuple(s.to_json()) for s in m.slots)
+    return DesignRecord(describe(m.arms), m.co_resident, m.why, placebo, starts, order)
 
 
 def run_compare(
@@ -148,7 +143,7 @@ def run_compare(
         proto = protocol(pair, cells, prompts, probe_host()).with_fields(
             engine_version=engine_version, attach=attached.attach_record(attach or {})
         )
-        proto = proto.with_fields(design={**(proto.design or {}), **design_record(m)})
+        proto = proto.with_fields(design={**(proto.design or {}), **design_record(m).to_json()})
         write_json(run_dir / "protocol.json", proto.to_json())
         write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
         log(design_line(m))
@@ -267,7 +262,7 @@ def execute_run(
         if mark_refused(run_dir, exc) is not None:
             log(f"nothing measured; {run_dir} is marked refused ({REFUSED_NAME})")
         raise
-    status: dict[str, Any] = {"complete": False, "failure": None}
+    status = StatusFile(complete=False, failure=None)
     open_status(run_dir)
     clear_refusal(run_dir)
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
@@ -281,14 +276,14 @@ def execute_run(
             if m.goal is not None:
                 why = grow(session, m.planned, [a.name for a in m.arms], m.metric, m.goal, m.deadline)
                 log(f"sizing: {why}")
-                status["sizing_end"] = why
+                status = replace(status, sizing_end=why)
         finally:
             session.close()
-        status["complete"] = True
+        status = replace(status, complete=True)
     except KeyboardInterrupt as exc:
-        status["failure"], error = "interrupted (Ctrl-C or SIGTERM)", exc
+        status, error = replace(status, failure="interrupted (Ctrl-C or SIGTERM)"), exc
     except LoadgenError as exc:
-        status["failure"], error = str(exc), exc
+        status, error = replace(status, failure=str(exc)), exc
     finally:
         observers.close()
         requests.close()

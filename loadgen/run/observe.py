@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -19,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from loadgen.errors import BadInput
 from loadgen.measure.metrics import CellStats
 from loadgen.prom.deltas import SpecDecodeCounters
+from loadgen.records.cellparts import PromqlCheck
 from loadgen.records.request import RequestRecord
 
 
@@ -116,13 +116,14 @@ class Observers:
         level_label: str,
         stats: CellStats,
         direct: SpecDecodeCounters | None,
-    ) -> dict[str, Any]:
-        """A cell ended: update the exporter, push, cross-check with PromQL. Returns fields for the cell's
-        ``cells.jsonl`` entry (``promql``: the deltas Prometheus saw and the disagreements)."""
+    ) -> tuple[str | None, PromqlCheck | None]:
+        """A cell ended: update the exporter, push, cross-check with PromQL. Returns the fields for the cell's
+        ``cells.jsonl`` entry: ``push_error`` (None: pushed, or no Pushgateway) and ``promql`` (the deltas
+        Prometheus saw and the disagreements; None without a PromQL reader or direct counters)."""
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
-        extra: dict[str, Any] = {}
+        push_error: str | None = None
         if self.exporter is not None:
             self.exporter.cell_finished(role, workload, concurrency, stats, level_label=level_label)
             if self.options.pushgateway:
@@ -132,13 +133,14 @@ class Observers:
                     self.exporter.push(self.options.pushgateway, role, workload, concurrency, level_label)
                 except PushError as exc:
                     self.log(f"warning: {exc}")
-                    extra["push_error"] = str(exc)
+                    push_error = str(exc)
+        promql: PromqlCheck | None = None
         if self.reader is not None and self._window is not None and direct is not None:
-            extra["promql"] = self._cross_check(direct)
+            promql = self._cross_check(direct)
         self._window = None
-        return extra
+        return push_error, promql
 
-    def _cross_check(self, direct: SpecDecodeCounters) -> dict[str, Any]:
+    def _cross_check(self, direct: SpecDecodeCounters) -> PromqlCheck:
         from dataclasses import asdict
 
         from loadgen.prom.promql import PromQLError, cross_check
@@ -150,16 +152,12 @@ class Observers:
             seen = self.reader.spec_decode_delta_at_instants(start, end, selector)
         except PromQLError as exc:
             self.log(f"warning: {exc}")
-            return {"error": str(exc)}
+            return PromqlCheck(error=str(exc))
         problems = cross_check(direct, seen)
         for line in problems:
             self.log(f"warning: Prometheus and the direct scrape disagree: {line}")
-        return {
-            "selector": selector,
-            "window": [start, end],
-            "counters": asdict(seen) if seen else None,
-            "disagreements": problems,
-        }
+        checked = PromqlCheck(selector, (start, end), asdict(seen) if seen else None, tuple(problems))
+        return checked.keyed("selector", "window", "counters", "disagreements")
 
     def close(self) -> None:
         """Stop the live endpoint and the progress bar."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from loadgen.profile.workload import (
     prompts_digest,
 )
 from loadgen.records.protocol import Protocol
+from loadgen.records.usage import ClientHost, Hardware
 from loadgen.report.rundir import read_protocol
 from loadgen.run.traceplan import trace_cells
 from loadgen.serve import resources
@@ -245,20 +246,16 @@ def _prompt(d: dict[str, Any]) -> Prompt:
     return Prompt(d["prompt_id"], d["workload"], d["endpoint"], d.get("text"), messages, d["output_tokens"])
 
 
-def probe_host() -> dict[str, Any]:
-    """The machine loadgen runs on: ``client_host`` (Python, machine, system) and ``hardware``
-    (serve/resources.py: GPUs and drivers)."""
-    return {
-        "client_host": {
-            "python": platform.python_version(),
-            "machine": platform.machine(),
-            "system": platform.platform(),
-        },
-        "hardware": resources.hardware().to_json(),
-    }
+def probe_host() -> tuple[ClientHost, Hardware]:
+    """The machine loadgen runs on: protocol.json's ``client_host`` (Python, machine, system) and ``hardware``
+    (serve/resources.py: CPU, memory and the GPUs NVML sees)."""
+    client = ClientHost(platform.python_version(), platform.machine(), platform.platform())
+    return client, resources.hardware()
 
 
-def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host: Mapping[str, Any]) -> Protocol:
+def protocol(
+    pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host: tuple[ClientHost, Hardware]
+) -> Protocol:
     """Everything needed to repeat the run (protocol.json, records/protocol.py); ``host`` is :func:`probe_host`'s."""
     return Protocol.from_json(
         {
@@ -266,8 +263,8 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host:
             "loadgen_version": __version__,
             "pair": pair.name,
             "pair_file": str(pair.path),
-            "target": model_hashes(pair.target),
-            "draft": model_hashes(pair.draft) if pair.draft else None,
+            "target": model_hashes(pair.target).to_json(),
+            "draft": model_hashes(pair.draft).to_json() if pair.draft else None,
             "speculative_config": dict(pair.speculative),
             "engine": {
                 "command": list(pair.engine.command),
@@ -307,8 +304,8 @@ def protocol(pair: Pair, cells: list[CellSpec], all_prompts: list[Prompt], host:
                 }
                 for c in cells
             ],
-            "client_host": host.get("client_host"),
-            "hardware": host.get("hardware"),
+            "client_host": host[0].to_json(),
+            "hardware": host[1].to_json(),
         }
         | ({"command_line": pair.overrides.to_json()} if pair.overrides else {}),
         source="the protocol being written",

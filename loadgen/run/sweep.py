@@ -139,13 +139,13 @@ def _setup(
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
     proto = protocol(first, m.planned, prompts, probe_host()).with_fields(engine_version=version, attach={})
     proto = proto.with_fields(
-        design={**(proto.design or {}), **flow.design_record(m)},
+        design={**(proto.design or {}), **flow.design_record(m).to_json()},
         candidates={
             n: {
                 "pair": p.name,
                 "pair_file": str(p.path),
                 "speculative_config": dict(p.speculative),
-                "draft": model_hashes(p.draft) if p.draft else None,
+                "draft": model_hashes(p.draft).to_json() if p.draft else None,
             }
             for n, p in pairs.items()
         },

@@ -11,11 +11,11 @@ repeats it; its pair card is written from it (run/flow.py ``finish_card``). Cutt
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from loadgen.profile.cells import PLAIN_ARMS
+from loadgen.records.protocol import Protocol
 from loadgen.report.rundir import read_json, read_jsonl, read_protocol, write_json, write_text
 from loadgen.util import strictjson
 
@@ -37,26 +37,27 @@ def _lines(path: Path, candidate: str) -> str:
     return "".join(out)
 
 
-def candidate_protocol(proto: Mapping[str, Any], candidate: str) -> dict[str, Any]:
+def candidate_protocol(proto: Protocol, candidate: str) -> Protocol:
     """The sweep's protocol.json as the candidate's compare protocol: its pair, speculative config and draft,
-    the design's arms and order cut to plain, placebo and the candidate (as ``speculative``)."""
-    mine = (proto.get("candidates") or {})[candidate]
-    design = dict(proto.get("design") or {})
+    the design's arms and order cut to plain, placebo and the candidate (as ``speculative``); the sweep's
+    ``candidates`` left out. Raises KeyError when the protocol has no such candidate."""
+    mine = (proto.candidates or {})[candidate]
+    design = dict(proto.design or {})
     design["order"] = [
         [r, *rest] for arm, *rest in design.get("order") or [] if (r := _rename(str(arm), candidate)) is not None
     ]
     design["arms"] = [
         {**a, "arm": r} for a in design.get("arms") or [] if (r := _rename(str(a.get("arm")), candidate)) is not None
     ]
-    out = {k: v for k, v in proto.items() if k != "candidates"}
-    return out | {
-        "pair": mine["pair"],
-        "pair_file": mine["pair_file"],
-        "draft": mine["draft"],
-        "speculative_config": mine["speculative_config"],
-        "design": design,
-        "sweep_candidate": candidate,
-    }
+    own = tuple(k for k in proto.keys or proto.to_json() if k != "candidates")
+    return replace(proto, candidates=None, keys=own).with_fields(
+        pair=mine["pair"],
+        pair_file=mine["pair_file"],
+        draft=mine["draft"],
+        speculative_config=mine["speculative_config"],
+        design=design,
+        sweep_candidate=candidate,
+    )
 
 
 def _copy_renamed(src_dir: Path, dst_dir: Path, candidate: str, sep: str) -> None:
@@ -75,10 +76,10 @@ def _copy_renamed(src_dir: Path, dst_dir: Path, candidate: str, sep: str) -> Non
 
 def split_candidate(sweep_dir: Path, candidate: str) -> Path:
     """Write ``sweep_dir/<candidate>/`` from the sweep folder (module docstring); returns it."""
-    proto = read_protocol(sweep_dir / "protocol.json").to_json()
+    proto = read_protocol(sweep_dir / "protocol.json")
     out = sweep_dir / candidate
     out.mkdir(exist_ok=True)
-    write_json(out / "protocol.json", candidate_protocol(proto, candidate))
+    write_json(out / "protocol.json", candidate_protocol(proto, candidate).to_json())
     shutil.copyfile(sweep_dir / "candidates" / f"{candidate}.toml", out / "pair.toml")
     for name in ("prompts.jsonl", "status.json"):
         if (sweep_dir / name).is_file():

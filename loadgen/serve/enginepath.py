@@ -24,8 +24,6 @@ state stays unknown there. A line reads as ``(EngineCore pid=N) WARNING 12-01 23
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from loadgen.records.server import EnginePath
 
@@ -84,9 +82,9 @@ def _quoted(reasons: tuple[str, ...]) -> str:
     return "; ".join(f'"{r}"' for r in reasons)
 
 
-def engine_path_line(effective: Mapping[str, Any]) -> str:
-    """The card's line for one server's effective record (``engine_path``; unknown when absent)."""
-    path = EnginePath.of(effective.get("engine_path"))
+def engine_path_line(path: EnginePath) -> str:
+    """The card's line for one server's engine path (its effective record's ``engine_path``, as
+    ``EnginePath.of`` reads it: unknown when absent)."""
     line = (
         f"engine path (startup log): async scheduling {_async_word(path)}, "
         f"model runner {path.model_runner or 'unknown'}"
@@ -94,12 +92,10 @@ def engine_path_line(effective: Mapping[str, Any]) -> str:
     return line + (f" (vLLM: {_quoted(path.fallback_reasons)})" if path.fallback_reasons else "")
 
 
-def engine_path_note(plain_effective: Mapping[str, Any], spec_effective: Mapping[str, Any]) -> str | None:
+def engine_path_note(plain: EnginePath, spec: EnginePath) -> str | None:
     """One note when the speculative server's engine path differs from the plain server's: its async
     scheduling off while the plain server's is not known to be off, or its model runner known and not the
     plain server's (an unknown plain runner counts only against a V1 fallback). None otherwise."""
-    plain = EnginePath.of(plain_effective.get("engine_path"))
-    spec = EnginePath.of(spec_effective.get("engine_path"))
     no_async = spec.async_scheduling is False and plain.async_scheduling is not False
     runner = (
         spec.model_runner is not None

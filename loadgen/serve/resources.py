@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import psutil
 
+from loadgen.records.card import ResourceDifference
 from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, Hardware, HardwareGpu, ServerUsage
 
 T = TypeVar("T")
@@ -154,14 +155,15 @@ def usage(pid: int | None, cache_info: Mapping[str, str], kv_tokens_log: int | N
     )
 
 
-def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The draft's cost: speculative minus plain for memory, and the KV-cache capacity lost.
+def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] | None) -> ResourceDifference:
+    """The draft's cost: speculative minus plain for memory, and the KV-cache capacity lost, from the two
+    servers' ``-resources.json`` usage as read (None: not measured).
 
-    Returns ``{"extra_cpu_rss_bytes", "extra_gpu_memory_bytes", "kv_cache_tokens_lost",
-    "kv_capacity_loss", "same_memory_budget"}`` (fraction of the plain server's tokens; None entries where
-    unknown). ``same_memory_budget``: both servers ran under the same ``gpu_memory_utilization`` (from
-    ``vllm:cache_config_info``): vLLM then fills that budget on both, so their GPU memory differs by the
-    budget's slack, not by the draft's cost, which shows as KV-cache capacity lost instead.
+    Returns the extra CPU RSS and GPU memory (bytes), the KV-cache tokens lost and that as a fraction of the
+    plain server's tokens (None where unknown), every field written (``in_full``). ``same_memory_budget``: both
+    servers ran under the same ``gpu_memory_utilization`` (from ``vllm:cache_config_info``): vLLM then fills
+    that budget on both, so their GPU memory differs by the budget's slack, not by the draft's cost, which
+    shows as KV-cache capacity lost instead.
     """
     p, s = plain or {}, speculative or {}
 
@@ -172,25 +174,25 @@ def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] |
     s_gpu = (s.get("gpu_memory") or {}).get("bytes")
     p_kv, s_kv = p.get("kv_cache_tokens"), s.get("kv_cache_tokens")
     lost = minus(p_kv, s_kv)
-    return {
-        "extra_cpu_rss_bytes": minus(s.get("cpu_rss_bytes"), p.get("cpu_rss_bytes")),
-        "extra_gpu_memory_bytes": minus(s_gpu, p_gpu),
-        "kv_cache_tokens_lost": lost,
-        "kv_capacity_loss": lost / p_kv if lost is not None and p_kv else None,
-        "same_memory_budget": (
+    return ResourceDifference(
+        extra_cpu_rss_bytes=minus(s.get("cpu_rss_bytes"), p.get("cpu_rss_bytes")),
+        extra_gpu_memory_bytes=minus(s_gpu, p_gpu),
+        kv_cache_tokens_lost=lost,
+        kv_capacity_loss=lost / p_kv if lost is not None and p_kv else None,
+        same_memory_budget=(
             p.get("gpu_memory_utilization") is not None
             and p.get("gpu_memory_utilization") == s.get("gpu_memory_utilization")
         ),
-    }
+    ).in_full()
 
 
-def budget_note(plain: Mapping[str, Any] | None, difference: Mapping[str, Any]) -> str | None:
+def budget_note(plain: Mapping[str, Any] | None, difference: ResourceDifference) -> str | None:
     """One line when both servers ran under the same memory budget and their GPU memory was measured: the
     difference is the budget's slack, the draft's cost is in the KV-cache capacity (:func:`difference`)."""
-    extra = difference.get("extra_gpu_memory_bytes")
-    if not difference.get("same_memory_budget") or extra is None:
+    extra = difference.extra_gpu_memory_bytes
+    if not difference.same_memory_budget or extra is None:
         return None
-    loss = difference.get("kv_capacity_loss")
+    loss = difference.kv_capacity_loss
     cost = f"{100 * loss:.1f}% of the KV-cache capacity" if loss is not None else "KV-cache capacity"
     return (
         f"both servers ran under gpu_memory_utilization {(plain or {}).get('gpu_memory_utilization')}: vLLM fills "

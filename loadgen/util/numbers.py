@@ -6,9 +6,6 @@ GiB (2**30 bytes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 MISSING = "–"
 
 
@@ -22,13 +19,14 @@ def ms(seconds: float | None, digits: int = 2) -> str:
     return num(None if seconds is None else seconds * 1e3, digits)
 
 
-def ratio(r: Mapping[str, Any] | None, digits: int = 3) -> str:
-    """A ratio's value with ``[ci_low, ci_high]`` when it has an interval (measure/ratios.py)."""
-    if not r or r.get("value") is None:
+def ratio(value: float | None, ci_low: float | None = None, ci_high: float | None = None, digits: int = 3) -> str:
+    """A ratio's value with ``[ci_low, ci_high]`` when it has an interval (``ci_low`` given; measure/ratios.py),
+    to ``digits`` decimals; the en dash when ``value`` is None."""
+    if value is None:
         return MISSING
-    text = f"{r['value']:.{digits}f}"
-    if r.get("ci_low") is not None:
-        text += f" [{r['ci_low']:.{digits}f}, {r['ci_high']:.{digits}f}]"
+    text = f"{value:.{digits}f}"
+    if ci_low is not None:
+        text += f" [{ci_low:.{digits}f}, {ci_high:.{digits}f}]"
     return text
 
 

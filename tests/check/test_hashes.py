@@ -18,7 +18,7 @@ def test_the_build_summary_rides_with_the_hashes_to_the_card_line(tmp_path: Path
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     summary = "widened from m to 7.18 B parameters; logprobs within 0.05 of the source"
     (tmp_path / ".build-complete.json").write_text(json.dumps({"recipe": {}, "summary": summary}))
-    hashes = model_hashes(ModelRef(str(tmp_path)))
+    hashes = model_hashes(ModelRef(str(tmp_path))).to_json()
     assert hashes["files"] == {
         "config.json": hashlib.sha256(b"{}").hexdigest(),
         "model.safetensors": hashlib.sha256(b"weights").hexdigest(),
@@ -30,8 +30,8 @@ def test_the_build_summary_rides_with_the_hashes_to_the_card_line(tmp_path: Path
 
 def test_no_marker_or_no_summary_adds_nothing(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
-    assert "build" not in model_hashes(ModelRef(str(tmp_path)))
+    assert "build" not in model_hashes(ModelRef(str(tmp_path))).to_json()
     (tmp_path / ".build-complete.json").write_text(json.dumps({"recipe": {"version": 1}}))
-    assert "build" not in model_hashes(ModelRef(str(tmp_path)))
+    assert "build" not in model_hashes(ModelRef(str(tmp_path))).to_json()
     (tmp_path / ".build-complete.json").write_text("not json")
-    assert "build" not in model_hashes(ModelRef(str(tmp_path)))
+    assert "build" not in model_hashes(ModelRef(str(tmp_path))).to_json()

@@ -11,11 +11,12 @@ import pytest
 from loadgen.check.finding import Finding
 from loadgen.check.vocab import TokenizerInfo, compare_vocabularies, describe
 from loadgen.check.vocabrules import _differing_maps, _runner_findings, _side_findings
+from loadgen.records.checkparts import VocabCounts
 
 PIPE = {"normalizer": None, "pre_tokenizer": None, "post_processor": None, "decoder": None}
 ROLES = {"bos": ("<s>", 1), "eos": ("</s>", 2), "pad": (None, None), "unk": ("<unk>", 0)}
 HETERO = {"use_heterogeneous_vocab": True, "method": "draft_model"}
-DATA = {"kind": "marker"}
+DATA = VocabCounts("marker", 3, 2, None, 4, 0, 1, 0, 2)
 
 
 def info(vocab: dict[str, int], size: int | None = 256, **kw: Any) -> TokenizerInfo:
@@ -33,7 +34,7 @@ def differing(
 ) -> Finding:
     d = compare_vocabularies(target, draft)
     (f,) = _differing_maps(d, draft, spec, version, DATA)
-    assert f.check == "vocabulary" and f.data is DATA
+    assert f.check == "vocabulary" and f.data == DATA.to_json() and f.data["kind"] == "marker"
     return f
 
 

@@ -12,6 +12,7 @@ from loadgen.measure.blockstate import state_notes
 from loadgen.prom.exposition import Snapshot, parse_metrics
 from loadgen.records.blockstate import BlockState
 from loadgen.records.cell import CellEntry
+from loadgen.records.usage import GpuState, HostSample
 
 NAMES = ("plain", "speculative")
 
@@ -46,7 +47,14 @@ def block_state(
 ) -> dict[str, Any]:
     """blockstate.block_state of a cells.jsonl line with ``gauges`` and ``histograms``, as the line writes it."""
     entry = CellEntry("plain", "w", 8, gauges=gauges, server_histograms=histograms)
-    return blockstate.block_state(host, snaps, entry, batch, ceiling, steal).to_json()
+    samples = (host_sample(host[0]), host_sample(host[1]))
+    return blockstate.block_state(samples, snaps, entry, batch, ceiling, steal).to_json()
+
+
+def host_sample(d: dict[str, Any]) -> HostSample:
+    """A host sample (serve/hoststate.py) of its parts as its line holds them, any left out: no GPUs, no load."""
+    gpus = tuple(GpuState.from_json(g, source="gpus") for g in d.get("gpus", []))
+    return HostSample(gpus, d.get("loadavg_1m"), None)
 
 
 def pair_flags(a: dict[str, Any] | None, b: dict[str, Any] | None, names: tuple[str, str]) -> list[str]:

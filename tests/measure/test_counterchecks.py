@@ -35,6 +35,7 @@ from loadgen.prom.metricnames import resolve
 from loadgen.prom.scrape import read_gauges, server_histograms, summarize_gauges
 from loadgen.records.card import ResourceDifference
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import GaugeSample, ServerHistogram
 from loadgen.records.request import RequestRecord
 
 DATA = Path(__file__).parents[1] / "data"
@@ -59,7 +60,7 @@ def entry_of(before: prom.Snapshot, after: prom.Snapshot, sent: int, failed: int
         "server_finished_requests": deltas.counter_delta(before, after, "vllm:request_success_total").value,
         "client_sent_requests": sent,
         "client_window_failed": failed,
-        **server_counters(before, after),
+        **server_counters(before, after).to_json(),
     }
 
 
@@ -144,18 +145,18 @@ def test_a_quantile_in_the_inf_bucket_is_above_the_bound_and_never_agrees() -> N
     empty = prom.parse_metrics(e2e_text((0, 0, 0, 0), 0.0))
     # 4 requests of 200 s, 1 of 5 s: p50 lies in +Inf, p50 read as the top finite bound 60 s
     hist = server_histograms(empty, prom.parse_metrics(e2e_text((0, 1, 1, 5), 805.0)))["e2e_s"]
-    assert hist["p50"] == 60.0 and hist["p50_above_bound"] is True and hist["p90_above_bound"] is True
+    assert hist.p50 == 60.0 and hist.p50_above_bound is True and hist.p90_above_bound is True
     # a client p50 of 200 s: both beyond the buckets, nothing to compare (was: "agree")
     row = compare(200.0, hist)
     assert row.server_above_bound is True and row.agrees is None
     # a client p50 of 30 s against a server p50 above 60 s: they disagree
     assert compare(30.0, hist).agrees is False
     # an entry of an older run without the field: recomputed from the stored buckets
-    older = {k: v for k, v in hist.items() if not k.endswith("_above_bound")}
-    assert compare(200.0, older).server_above_bound is True
+    older = {k: v for k, v in hist.to_json().items() if not k.endswith("_above_bound")}
+    assert compare(200.0, ServerHistogram.from_json(older, source="older")).server_above_bound is True
     # p50 inside the buckets: 4 of 5 at most 10 s
     inside = server_histograms(empty, prom.parse_metrics(e2e_text((0, 4, 4, 5), 220.0)))["e2e_s"]
-    assert inside["p50_above_bound"] is False and inside["p99_above_bound"] is True
+    assert inside.p50_above_bound is False and inside.p99_above_bound is True
     assert compare(8.0, inside).agrees is True
 
 
@@ -195,7 +196,12 @@ def test_older_names_give_the_same_figures_and_say_so() -> None:
         "vllm:num_requests_running": 3.0,
         "vllm:num_requests_waiting": None,
     }
-    summary = summarize_gauges([sample, sample | {"vllm:gpu_cache_usage_perc": 0.25}])
+    summary = {
+        k: g.to_json()
+        for k, g in summarize_gauges(
+            [GaugeSample(values=sample), GaugeSample(values=sample | {"vllm:gpu_cache_usage_perc": 0.25})]
+        ).items()
+    }
     assert summary["vllm:kv_cache_usage_perc"] == {
         "mean": 0.5,
         "max": 0.75,
@@ -203,7 +209,7 @@ def test_older_names_give_the_same_figures_and_say_so() -> None:
         "metric": "vllm:gpu_cache_usage_perc",
     }
     assert summary["vllm:num_requests_running"]["metric"] == "vllm:num_requests_running"
-    icl = server_histograms(before, after)["icl_s"]
+    icl = server_histograms(before, after)["icl_s"].to_json()
     assert icl["metric"] == "vllm:time_per_output_token_seconds" and icl["count"] == 20.0
     assert icl["p50"] == pytest.approx(0.01)
     notes = cell_notes(_roles({"plain": [{"gauges": summary, "server_histograms": {"icl_s": icl}}]}), {})
@@ -334,7 +340,7 @@ def held_entry(before: prom.Snapshot, after: prom.Snapshot, sent: int) -> dict[s
         },
         "client_sent_requests": sent,
         "client_window_failed": 0,
-        **server_counters(before, after),
+        **server_counters(before, after).to_json(),
     }
 
 
@@ -448,7 +454,7 @@ def test_adaptive_verification_off_keeps_k_fixed() -> None:
 def test_mean_verified_tokens_per_step_beside_k() -> None:
     c = SpecDecodeCounters(100.0, 290.0, 150.0, (70.0, 50.0, 30.0), False)
     adaptive = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": True}
-    assert verification_depth(c, adaptive) == {
+    assert verification_depth(c, adaptive).to_json() == {
         "k": 3,
         "k_fixed": False,
         "mean_verified_tokens_per_step": 2.9,
@@ -459,10 +465,8 @@ def test_mean_verified_tokens_per_step_beside_k() -> None:
         "than K per step is by design)"
     )
     fixed = {"method": "eagle3", "num_speculative_tokens": 3}
-    assert verification_depth(c, fixed)["k_fixed"] is True and depth_note("speculative", c, fixed) is None
+    assert verification_depth(c, fixed).k_fixed is True and depth_note("speculative", c, fixed) is None
     assert (
-        verification_depth(SpecDecodeCounters(0.0, 0.0, 0.0, (0.0,) * 3, False), adaptive)[
-            "mean_verified_tokens_per_step"
-        ]
+        verification_depth(SpecDecodeCounters(0.0, 0.0, 0.0, (0.0,) * 3, False), adaptive).mean_verified_tokens_per_step
         is None
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from loadgen.measure.serverside import agreement, bounds_of, compare, json_bounds
+from loadgen.records.cellparts import ServerHistogram
 
 BOUNDS = [1.0, 5.0, 20.0, 60.0, math.inf]
 
@@ -39,7 +40,7 @@ def test_a_row_of_the_server_vs_client_check() -> None:
         "count": 10,
         "sum": 2000.0,
     }
-    assert compare(200.0, hist).to_json() == {
+    assert compare(200.0, _h(hist)).to_json() == {
         "client_p50": 200.0,
         "server_p50": 60.0,
         "server_above_bound": True,
@@ -48,6 +49,11 @@ def test_a_row_of_the_server_vs_client_check() -> None:
         "bucket_bounds": [1.0, 5.0, 20.0, 60.0, "+Inf"],
     }  # 7 of 10 in +Inf: recomputed
     low = hist | {"p50": 4.0, "cumulative_counts": [2, 8, 9, 10, 10]}
-    assert compare(3.2, low).server_above_bound is False and compare(3.2, low).agrees is True
-    assert compare(3.2, low | {"p50_above_bound": True}).agrees is False  # an older entry's own flag counts
-    assert compare(None, {"metric": "ttft"}).bucket_bounds == () and compare(None, {}).agrees is None
+    assert compare(3.2, _h(low)).server_above_bound is False and compare(3.2, _h(low)).agrees is True
+    assert compare(3.2, _h(low | {"p50_above_bound": True})).agrees is False  # an older entry's own flag counts
+    assert compare(None, _h({"metric": "ttft"})).bucket_bounds == () and compare(None, _h({})).agrees is None
+
+
+def _h(line: dict[str, object]) -> ServerHistogram:
+    """A cell entry's ``server_histograms`` item as read back."""
+    return ServerHistogram.from_json(line, source="cells.jsonl")

@@ -11,6 +11,7 @@ import pytest
 
 from loadgen.errors import ProfileError
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.usage import ClientHost, Hardware
 from loadgen.run.plan import protocol, replay_protocol
 from tests.support.tokfactory import trained_vocab, write_model
 
@@ -50,7 +51,8 @@ def test_a_workload_and_its_prompt_file_beside_the_pair_file(tmp_path: Path) -> 
     run.mkdir(parents=True)
     (run / "pair.toml").write_text(pair.path.read_text())
     (run / "prompts.jsonl").write_text("")
-    (run / "protocol.json").write_text(json.dumps(protocol(pair, [], [], {}).to_json() | {"cells": []}))
+    host = (ClientHost("3.12.0", "x86_64", "Linux"), Hardware(None, None, 0, ()))
+    (run / "protocol.json").write_text(json.dumps(protocol(pair, [], [], host).to_json() | {"cells": []}))
     assert [w.name for w in replay_protocol(run / "protocol.json")[0].workloads] == ["chat"]
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -16,6 +15,7 @@ from loadgen.errors import RunFailed
 from loadgen.prom.exposition import parse_metrics
 from loadgen.prom.metricnames import all_names, candidates, resolve
 from loadgen.prom.scrape import read_gauges, sample_gauges, scrape, server_histograms, summarize_gauges
+from loadgen.records.cellparts import GaugeSample
 from tests.support.promstack import free_port
 from tests.support.scripted_server import scripted_server
 
@@ -56,7 +56,7 @@ def test_garbage_and_nothing_listening() -> None:
 
 
 def test_gauges_sampled_over_http_and_summarised() -> None:
-    samples: list[dict[str, Any]] = []
+    samples: list[GaugeSample] = []
     ticks = itertools.count()
 
     async def run(url: str) -> None:
@@ -68,7 +68,7 @@ def test_gauges_sampled_over_http_and_summarised() -> None:
 
     with scripted_server({}, gets={"/metrics": (200, T1.encode())}) as url:
         asyncio.run(run(url))
-    assert samples[:3] == [
+    assert [s.to_json() for s in samples[:3]] == [
         {
             "t_s": float(i),
             "vllm:kv_cache_usage_perc": 0.025,
@@ -80,7 +80,8 @@ def test_gauges_sampled_over_http_and_summarised() -> None:
     with scripted_server({}, gets={"/metrics": (200, b"{not prometheus")}) as url:
         samples.clear()
         asyncio.run(run(url))
-    assert samples[0]["error"].startswith("PromParseError: ") and set(samples[0]) == {"t_s", "error"}
+    first = samples[0].to_json()
+    assert first["error"].startswith("PromParseError: ") and set(first) == {"t_s", "error"}
 
 
 def test_summaries_of_gauge_samples_under_either_name() -> None:
@@ -90,7 +91,7 @@ def test_summaries_of_gauge_samples_under_either_name() -> None:
         {"vllm:kv_cache_usage_perc": 0.25, "vllm:num_requests_running": None},
         {"vllm:gpu_cache_usage_perc": 0.9},
     ]
-    got = summarize_gauges(samples)
+    got = {k: g.to_json() for k, g in summarize_gauges([GaugeSample.of(s) for s in samples]).items()}
     assert got["vllm:kv_cache_usage_perc"] == {
         "mean": 0.375,
         "max": 0.5,
@@ -109,8 +110,8 @@ def test_summaries_of_gauge_samples_under_either_name() -> None:
         "samples": 0.0,
         "metric": "vllm:num_requests_waiting",
     }
-    old = summarize_gauges([{"vllm:gpu_cache_usage_perc": 0.9}, {"vllm:gpu_cache_usage_perc": 0.7}])
-    assert old["vllm:kv_cache_usage_perc"] == {
+    old = summarize_gauges([GaugeSample(values={"vllm:gpu_cache_usage_perc": v}) for v in (0.9, 0.7)])
+    assert old["vllm:kv_cache_usage_perc"].to_json() == {
         "mean": pytest.approx(0.8),
         "max": 0.9,
         "samples": 2.0,
@@ -125,7 +126,7 @@ def test_gauges_and_histogram_deltas_of_the_recorded_pages() -> None:
         "vllm:num_requests_running": 5.0,
         "vllm:num_requests_waiting": 0.0,
     }  # summed over engines 0 and 1
-    ttft = server_histograms(before, after)["ttft_s"]
+    ttft = server_histograms(before, after)["ttft_s"].to_json()
     # count (8 + 5) - (2 + 1) = 10, sum (4.49 + 2.2) - (0.1 + 0.3) = 6.29; p50: rank 5 in (0.25, 0.5] holding
     # ranks 5-7, linear: 0.25 + (5 - 4) / (7 - 4) x 0.25
     assert (ttft["metric"], ttft["count"], ttft["sum"]) == (

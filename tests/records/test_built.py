@@ -14,6 +14,7 @@ from loadgen.records.blockstate import BlockState
 from loadgen.records.cardcell import Ratio
 from loadgen.records.cell import CellEntry
 from loadgen.records.trace import Attainment, Shares, TraceArm, TraceChoice, TraceRow, TraceSection, TraceServer
+from loadgen.records.usage import GpuState, HostSample
 
 
 def test_a_record_built_in_code_writes_its_set_fields_and_the_keys_it_names() -> None:
@@ -37,10 +38,8 @@ def test_a_record_built_in_code_writes_its_set_fields_and_the_keys_it_names() ->
 
 
 def test_the_block_state_reads_back_what_it_writes_and_names_a_bad_field() -> None:
-    host = {
-        "gpus": [{"index": 0, "sm_clock_mhz": 1900, "throttle_reasons": ["gpu_idle", "sw_power_cap"]}],
-        "loadavg_1m": 0.25,
-    }
+    gpu = GpuState(0, 1900, None, None, None, ("gpu_idle", "sw_power_cap"))
+    host = HostSample((gpu,), 0.25, None)
     entry = CellEntry(
         "plain", "w", 4, gauges={"vllm:num_requests_waiting": {"max": 2}}, server_histograms={"icl_s": {"mean": 0.004}}
     )

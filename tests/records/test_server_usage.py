@@ -19,8 +19,9 @@ from loadgen.records.server import (
     MinimalRequest,
     MinimalResponse,
     ModeProof,
+    StartupRecord,
 )
-from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, ServerUsage, Teardown
+from loadgen.records.usage import AttachedTeardown, GpuDevice, GpuHolder, GpuMemory, GpuSettle, ServerUsage, Teardown
 from loadgen.serve.modeproof import prove_without_metrics
 from loadgen.serve.readiness import minimal_body
 from loadgen.serve.resources import settle_line
@@ -101,6 +102,21 @@ def test_the_recorded_effective_record_is_the_config_and_the_proof() -> None:
         "engine_path",
         "cudagraph_ceiling",
     ]  # no /version answer: no version key
+
+
+def test_the_whole_effective_file_reads_and_writes_back() -> None:
+    doc = _file("distilled-k2-effective.json")
+    startup = StartupRecord.from_json(doc, source="distilled-k2-effective.json")
+    assert startup.config.cudagraph_ceiling == 640 and startup.proof.spec_positions == 2
+    assert startup.ready_s == doc["ready_s"] and startup.cache_config_info == doc["cache_config_info"]
+    assert json.dumps(startup.to_json()) == json.dumps(doc)  # the order run/bench.py writes
+    with pytest.raises(BadInput, match=r"^x-effective.json: ready_s: expected a number or null, got 'soon'"):
+        StartupRecord.from_json({**doc, "ready_s": "soon"}, source="x-effective.json")
+    assert AttachedTeardown(True, False, "left running").to_json() == {
+        "attached": True,
+        "stopped": False,
+        "reason": "left running",
+    }
 
 
 def test_the_recorded_minimal_completion() -> None:

@@ -50,7 +50,7 @@ def test_two_host_samples_give_the_block_state() -> None:
     steal = steal_share(before, after)
     assert steal == pytest.approx(4 / 400)  # 4 jiffies stolen of 400
     entry = CellEntry("plain", "w", 8)
-    state = block_state((before.to_json(), after.to_json()), (None, None), entry, 12, 512, steal).to_json()
+    state = block_state((before, after), (None, None), entry, 12, 512, steal).to_json()
     assert state["gpu"] == [
         {
             "index": 0,

@@ -67,7 +67,7 @@ def write_sweep(sweep: Path) -> None:
 
 
 def test_the_protocol_keeps_the_candidates_arms_only() -> None:
-    got = candidate_protocol(PROTO, "k1")
+    got = candidate_protocol(Protocol.from_json(PROTO, source="protocol.json"), "k1").to_json()
     assert "candidates" not in got and (got["pair"], got["pair_file"], got["seed"]) == (
         "pair-k1",
         "candidates/k1.toml",

@@ -82,7 +82,10 @@ def test_the_record_round_trips_through_json_and_older_records_read_unknown() ->
         "model_runner": "V1",
         "fallback_reasons": [DRAFT_ASYNC, DRAFT_RUNNER],
     }
-    assert engine_path_line({}) == "engine path (startup log): async scheduling unknown, model runner unknown"
-    assert engine_path_line({"engine_path": path.to_json()}) == (
+    assert (
+        engine_path_line(EnginePath.of(None))
+        == "engine path (startup log): async scheduling unknown, model runner unknown"
+    )
+    assert engine_path_line(EnginePath.of(path.to_json())) == (
         f'engine path (startup log): async scheduling off, model runner V1 (vLLM: "{DRAFT_ASYNC}"; "{DRAFT_RUNNER}")'
     )

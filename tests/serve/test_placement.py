@@ -14,7 +14,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "
 def test_a_launched_server_on_the_recorded_example() -> None:
     launch = json.loads((EXAMPLE / "speculative-launch.json").read_text())
     effective = json.loads((EXAMPLE / "speculative-effective.json").read_text())
-    assert placement({"launch": launch, "effective": effective}) == {
+    assert placement({"launch": launch, "effective": effective}).to_json() == {
         "attached": False,
         "base_url": "http://127.0.0.1:8401",
         "cuda_visible_devices": None,
@@ -33,7 +33,7 @@ def test_flags_and_attachment() -> None:
             "argv": argv,
         }
     }
-    assert placement(server) == {
+    assert placement(server).to_json() == {
         "attached": True,
         "base_url": "http://gpu-7:8000",
         "cuda_visible_devices": "2,3",
@@ -43,10 +43,10 @@ def test_flags_and_attachment() -> None:
     assert (
         placement(
             {"launch": {"argv": ["-tp", "4"]}, "effective": {"cache_config_info": {"gpu_memory_utilization": "0.9"}}}
-        )["tensor_parallel_size"]
+        ).tensor_parallel_size
         == 4
     )
-    assert placement({}) == {
+    assert placement({}).to_json() == {
         "attached": False,
         "base_url": None,
         "cuda_visible_devices": None,

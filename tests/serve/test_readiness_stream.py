@@ -8,7 +8,7 @@ from pathlib import Path
 
 from loadgen.records.server import CompletionText, MinimalResponse
 from loadgen.serve import readiness
-from loadgen.serve.enginepath import cudagraph_ceiling, engine_path_note
+from loadgen.serve.enginepath import EnginePath, cudagraph_ceiling, engine_path_note
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -68,8 +68,9 @@ def test_broken_events_are_errors() -> None:
     assert readiness.read_stream([]) == MinimalResponse((CompletionText(""),), None, (), True)
 
 
-def _path(async_on: bool | None, runner: str | None, *reasons: str) -> dict[str, object]:
-    return {"engine_path": {"async_scheduling": async_on, "model_runner": runner, "fallback_reasons": list(reasons)}}
+def _path(async_on: bool | None, runner: str | None, *reasons: str) -> EnginePath:
+    """An effective record's engine path as the card reads it."""
+    return EnginePath.of({"async_scheduling": async_on, "model_runner": runner, "fallback_reasons": list(reasons)})
 
 
 def test_engine_path_notes() -> None:
@@ -82,7 +83,7 @@ def test_engine_path_notes() -> None:
         "ratio includes that engine-path change, not only the draft's work; compare against a plain server launched "
         "with `--no-async-scheduling` and `VLLM_USE_V2_MODEL_RUNNER=0` to separate the two."
     )
-    assert engine_path_note({}, _path(None, "V1")) == (
+    assert engine_path_note(EnginePath.of(None), _path(None, "V1")) == (
         "Engine path: the speculative server runs on the V1 model runner; the plain server: async scheduling "
         "unknown, model runner unknown. The measured step-time ratio includes that engine-path change, not only the "
         "draft's work; compare against a plain server launched with `VLLM_USE_V2_MODEL_RUNNER=0` to separate the two."

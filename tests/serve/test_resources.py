@@ -185,7 +185,7 @@ SPEC = {
 
 def test_the_drafts_cost_and_the_budget_note() -> None:
     diff = resources.difference(PLAIN, SPEC)
-    assert diff == {
+    assert diff.to_json() == {
         "extra_cpu_rss_bytes": GiB,
         "extra_gpu_memory_bytes": 512 * MiB,
         "kv_cache_tokens_lost": 10_000,
@@ -197,9 +197,9 @@ def test_the_drafts_cost_and_the_budget_note() -> None:
         "differs by +512 MiB, the budget's slack, not the draft's cost, which is 10.0% of the KV-cache capacity"
     )
     other = resources.difference(PLAIN, SPEC | {"gpu_memory_utilization": "0.8", "kv_cache_tokens": None})
-    assert other["same_memory_budget"] is False and other["kv_capacity_loss"] is None
+    assert other.same_memory_budget is False and other.kv_capacity_loss is None
     assert resources.budget_note(PLAIN, other) is None
-    assert resources.difference(None, None) == {
+    assert resources.difference(None, None).to_json() == {
         "extra_cpu_rss_bytes": None,
         "extra_gpu_memory_bytes": None,
         "kv_cache_tokens_lost": None,

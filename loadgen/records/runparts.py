@@ -1,0 +1,72 @@
+r"""Small records of a run folder: :class:`ModelHashes` (protocol.json ``target`` and ``draft``, written by
+check/hashes.py ``model_hashes``), :class:`DesignRecord` with its :class:`ArmRecord`\ s (what a run adds to
+protocol.json's ``design``: run/flow.py ``design_record``) and :class:`StatusFile` (``status.json``, written by
+run/closing.py when the run ends, read by ``loadgen runs`` and the card: report/runfiles.py).
+
+Each is a :class:`~loadgen.records.cardwire.Wire` record: ``to_json`` writes the required fields and those set
+away from their defaults, in declared order (the keys earlier code wrote, in its order), so a model without files
+has no ``files`` and a run that measured every request record has no ``requests_not_written``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from loadgen.records.cardwire import Wire
+
+
+@dataclass(frozen=True)
+class ModelHashes(Wire):
+    """A model as measured: its id or folder (``model``), the ``revision`` asked for, whether it is a local
+    folder (``local``); for a local one the sha256 of every file (``files``: path in the folder -> hex, hidden
+    files left out) and a digest over them (``content_sha256``), a reduced ``draft_vocab_size`` (tokens) an
+    EAGLE-3 head's config.json declares, and its build marker's ``build`` summary."""
+
+    model: str
+    revision: str | None
+    local: bool
+    files: Mapping[str, str] | None = None
+    content_sha256: str | None = None
+    draft_vocab_size: int | None = None
+    build: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusFile(Wire):
+    """How a run ended: ``complete`` (every planned cell measured), ``failure`` (the one line it stopped with;
+    None when complete or not yet known), ``sizing_end`` (why sizing stopped growing the cells, when the run
+    sized them) and ``requests_not_written`` (request records lost to a write error)."""
+
+    complete: bool
+    failure: str | None
+    sizing_end: str | None = None
+    requests_not_written: int = 0
+
+
+@dataclass(frozen=True)
+class ArmRecord(Wire):
+    """One arm of the design (protocol.json ``design.arms[]``, run/arms.py ``describe``): its name (the records'
+    role), the server it measures, its port, whether that server is attached, and the speculative config it
+    runs (None for a plain arm)."""
+
+    arm: str
+    server: str
+    port: int
+    attached: bool
+    speculative_config: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class DesignRecord(Wire):
+    """What a run adds to protocol.json's ``design`` (run/flow.py ``design_record``): the arms, whether their
+    servers are co-resident and why, how the placebo runs (``server``, ``blocks`` or ``off``), how many server
+    starts the order makes, and the order itself (``[arm, workload, level, block]`` each)."""
+
+    arms: tuple[ArmRecord, ...]
+    co_resident: bool
+    co_resident_reason: str
+    placebo_effective: str
+    server_starts: int
+    order: tuple[tuple[str | int, ...], ...]
