@@ -70,8 +70,10 @@ def _gpus(before: Sequence[GpuSample], after: Sequence[GpuSample]) -> tuple[GpuS
 
 def _engine(before: Snapshot | None, after: Snapshot | None, entry: CellEntry) -> EngineState:
     icl = entry.server_histograms.get("icl_s") or {}
+    count, total = icl.get("count") or 0, icl.get("sum")
+    step_s = total / count if count > 0 and total is not None else None  # the histogram's mean: sum / count
     waiting = (entry.gauges or {}).get("vllm:num_requests_waiting") or {}
-    engine = EngineState(step_time_s=icl.get("mean"), waiting_max=waiting.get("max")).in_full()
+    engine = EngineState(step_time_s=step_s, waiting_max=waiting.get("max")).in_full()
     if before is None or after is None:
         return engine
     queries, hits = counter_delta(before, after, _QUERIES), counter_delta(before, after, _HITS)

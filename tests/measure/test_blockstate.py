@@ -147,7 +147,7 @@ def test_engine_state_takes_the_hit_share_and_preemptions_from_the_counter_delta
         ({}, {}),
         (metrics(100, 400, 2), metrics(400, 1000, 5)),
         {"vllm:num_requests_waiting": {"max": 7, "mean": 2.0}},
-        {"icl_s": {"mean": 0.012}},
+        {"icl_s": {"count": 250.0, "sum": 3.0}},  # as prom/scrape.py writes it: the mean is 3.0 / 250
         8,
         512,
         None,
@@ -160,12 +160,14 @@ def test_engine_state_without_snapshots_keeps_only_the_step_time_and_queue() -> 
         ({}, {}),
         (None, metrics(1, 2, 0)),
         {"vllm:num_requests_waiting": {"max": 3}},
-        {"icl_s": {"mean": 0.02}},
+        {"icl_s": {"count": 50.0, "sum": 1.0}},
         8,
         512,
         None,
     )
     assert s["engine"] == {"prefix_cache_hit_share": None, "preemptions": None, "step_time_s": 0.02, "waiting_max": 3}
+    empty = block_state(({}, {}), (None, None), {}, {"icl_s": {"count": 0.0, "sum": 0.0}}, 8, 512, None)
+    assert empty["engine"]["step_time_s"] is None  # no observation: no mean
     assert block_state(({}, {}), (None, None), {}, {}, 8, 512, None)["engine"] == {
         "prefix_cache_hit_share": None,
         "preemptions": None,
