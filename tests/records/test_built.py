@@ -41,7 +41,11 @@ def test_the_block_state_reads_back_what_it_writes_and_names_a_bad_field() -> No
     gpu = GpuState(0, 1900, None, None, None, ("gpu_idle", "sw_power_cap"))
     host = HostSample((gpu,), 0.25, None)
     entry = CellEntry(
-        "plain", "w", 4, gauges={"vllm:num_requests_waiting": {"max": 2}}, server_histograms={"icl_s": {"mean": 0.004}}
+        "plain",
+        "w",
+        4,
+        gauges={"vllm:num_requests_waiting": {"max": 2}},
+        server_histograms={"icl_s": {"count": 250.0, "sum": 1.0}},
     )
     state = block_state((host, host), (None, None), entry, 20, 16, 0.01)
     line = json.loads(json.dumps(state.to_json()))
