@@ -57,7 +57,8 @@ Log = Callable[[str], None]
 class Measurement:
     """What one run folder measures: its arms (base order), whether their servers are co-resident and why,
     the planned blocks and the order of the slots to run, and the precision to size cells to (the primary
-    metric, ``[criteria].ci_half_width``; None: no sizing) with the wall-clock deadline for it."""
+    metric, ``[criteria].ci_half_width``; None: no sizing) with the wall-clock deadline for it, and whether the
+    co-resident servers start at once (no GPU visible: CPU servers, run/bench.py ``Bench.open_together``)."""
 
     arms: list[Arm]
     co_resident: bool
@@ -67,6 +68,7 @@ class Measurement:
     metric: str = "tpot_p50"
     goal: float | None = None
     deadline: float | None = None
+    start_together: bool = False
 
 
 def plan_measurement(
@@ -80,9 +82,8 @@ def plan_measurement(
     a recorded ``design.order`` to repeat exactly. Raises ProfileError when the recorded order names a block
     the cells do not hold."""
     arms = build_arms(pair, speculative, attach)
-    co, why = co_resident(
-        arms, len(resources.hardware().gpus), resources.host_available_bytes(), resources.gpu_free_share()
-    )
+    gpus = len(resources.hardware().gpus)
+    co, why = co_resident(arms, gpus, resources.host_available_bytes(), resources.gpu_free_share())
     if order is not None:
         try:
             slots = replay_order(order, cells)
@@ -97,7 +98,9 @@ def plan_measurement(
         slots = balanced_order(first, [a.name for a in arms], co)
     crit = pair.criteria
     metric = crit.primary[0] if crit is not None else "tpot_p50"
-    return Measurement(arms, co, why, cells, slots, metric, crit.ci_half_width if crit is not None else None)
+    goal = crit.ci_half_width if crit is not None else None
+    # CPU servers reserve a declared KV-cache space: their start-ups may overlap (run/bench.py open_together)
+    return Measurement(arms, co, why, cells, slots, metric, goal, start_together=co and gpus == 0)
 
 
 def design_record(m: Measurement) -> DesignRecord:
@@ -267,7 +270,8 @@ def execute_run(
     clear_refusal(run_dir)
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(name, observe or ObserveOptions(progress=False), log)
-    session = Session(run_dir, {a.name: a for a in m.arms}, m.co_resident, log, requests, cells_log, observers, api_key)
+    arms = {a.name: a for a in m.arms}
+    session = Session(run_dir, arms, m.co_resident, log, requests, cells_log, observers, api_key, m.start_together)
     error: BaseException | None = None
     try:
         try:
