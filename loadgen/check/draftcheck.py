@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loadgen.check.finding import Finding
+from loadgen.records.speculative import SpeculativeConfig
 
 #: Substrings of an ``architectures`` entry (case-insensitive) -> the method that serves such a draft,
 #: first match wins (``Eagle3`` before ``Eagle``).
@@ -86,7 +87,7 @@ def check_draft_kind(method: str, config: Mapping[str, Any], where: str) -> list
 
 def check_draft_context(
     config: Mapping[str, Any],
-    spec: Mapping[str, Any],
+    spec: SpeculativeConfig,
     serving: int | None,
     workloads: Sequence[tuple[str, int | None, int]],
 ) -> list[Finding]:
@@ -98,7 +99,7 @@ def check_draft_context(
         k: v
         for k, v in (
             ("max_position_embeddings", config.get("max_position_embeddings")),
-            ("[speculative].max_model_len", spec.get("max_model_len")),
+            ("[speculative].max_model_len", spec.max_model_len),
         )
         if isinstance(v, int) and not isinstance(v, bool) and v > 0
     }

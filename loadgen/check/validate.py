@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from loadgen.check.asyncsched import async_findings
 from loadgen.check.draftcheck import check_draft_context, check_draft_kind
@@ -43,6 +42,7 @@ from loadgen.check.vocab import read_model_json as _json
 from loadgen.check.vocabrules import check_vocabulary, vocab_findings
 from loadgen.profile.fields import METHOD_RANGES
 from loadgen.profile.pair import ModelRef, Pair
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.util.argv import flag_value, vllm_int
 
 __all__ = [
@@ -185,12 +185,12 @@ def _declared_findings(pair: Pair, target_dir: Path | None, env: Mapping[str, st
     return out + chat_template_findings(pair, target_dir)
 
 
-def version_free_findings(spec: Mapping[str, Any]) -> list[Finding]:
+def version_free_findings(spec: SpeculativeConfig) -> list[Finding]:
     """What is wrong with ``spec`` (the speculative config) in every vLLM release loadgen knows
     (profile/fields.py: 0.10-0.33): a method none of them has, and the prompt-lookup rule
     (specconfig.lookup_findings). Blocking findings; an empty list when none applies."""
     out: list[Finding] = []
-    method = spec.get("method")
+    method = spec.method
     if method is not None and method not in METHOD_RANGES:
         out.append(
             Finding(
