@@ -18,9 +18,9 @@ from loadgen.check.vocab import (
     describe,
     load_tokenizer_info,
 )
-from loadgen.check.vocab import read_model_json as _json
 from loadgen.profile.fields import parse_version
 from loadgen.records.checkparts import VocabCounts
+from loadgen.records.modelconfig import ModelConfig
 from loadgen.records.speculative import SpeculativeConfig
 
 
@@ -49,7 +49,7 @@ def vocab_findings(
     hetero = spec.use_heterogeneous_vocab is True
     if t_info is None or d_info is None:
         which = "target" if t_info is None else "draft"
-        sizes = [_json(p / "config.json").get("vocab_size") for p in (target, draft)]
+        sizes = [ModelConfig.read(p).vocab_size for p in (target, draft)]
         block = hetero or sizes[0] != sizes[1]
         return [
             Finding(

@@ -14,6 +14,7 @@ import pytest
 from loadgen.check.lossy import lossy_findings
 from loadgen.check.targetcheck import speculators_target, template_source
 from loadgen.profile.criteria import Criteria
+from loadgen.records.modelconfig import ModelConfig
 from loadgen.records.speculative import SpeculativeConfig
 
 
@@ -66,7 +67,7 @@ def test_a_speculators_checkpoint_as_target() -> None:
         "speculators_model_type": "eagle3",
         "speculators_config": {"verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
     }
-    (f,) = speculators_target(config, "/models/eagle3")
+    (f,) = speculators_target(ModelConfig.from_json(config), "/models/eagle3")
     assert (f.check, f.ok, f.blocking) == ("target kind", False, True)
     assert f.data == {"speculators_algorithm": "eagle3", "verifier": "meta-llama/Llama-3.1-8B-Instruct"}
     assert f.message == (
@@ -75,11 +76,11 @@ def test_a_speculators_checkpoint_as_target() -> None:
         'be plain; set [target].model = "meta-llama/Llama-3.1-8B-Instruct" (the verifier named in '
         "its speculators_config) and put this checkpoint in [speculative].model"
     )
-    (bare,) = speculators_target({"speculators_config": {"algorithm": "mtp"}}, "x")
+    (bare,) = speculators_target(ModelConfig.from_json({"speculators_config": {"algorithm": "mtp"}}), "x")
     assert bare.data == {"speculators_algorithm": "mtp", "verifier": None}
     assert "set [target].model to its verifier model (speculators_config.verifier names none)" in bare.message
-    assert speculators_target({"model_type": "llama"}, "x") == []
-    assert speculators_target({"speculators_config": "yes"}, "x") == []
+    assert speculators_target(ModelConfig.from_json({"model_type": "llama"}), "x") == []
+    assert speculators_target(ModelConfig.from_json({"speculators_config": "yes"}), "x") == []
 
 
 def test_where_the_chat_template_is(tmp_path: Path) -> None:
