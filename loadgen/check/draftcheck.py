@@ -15,10 +15,11 @@ draft's own limit (``max_position_embeddings``); a request longer than it cannot
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from loadgen.check.finding import Finding
+from loadgen.records.modelconfig import ModelConfig
+from loadgen.records.speculative import SpeculativeConfig
 
 #: Substrings of an ``architectures`` entry (case-insensitive) -> the method that serves such a draft,
 #: first match wins (``Eagle3`` before ``Eagle``).
@@ -34,18 +35,17 @@ KINDS = (
 CHECKPOINT_METHODS = ("draft_model", "eagle", "eagle3", "dflash", "mtp", "medusa", "mlp_speculator")
 
 
-def draft_kind(config: Mapping[str, Any]) -> tuple[str, str] | None:
+def draft_kind(config: ModelConfig) -> tuple[str, str] | None:
     """(method that serves it, what named it) for a draft's config.json, or None when it names nothing.
     ``speculators_model_type`` (speculators format) wins; else ``architectures``; else an MTP or Medusa
     ``model_type``; any other ``*ForCausalLM`` / ``*ForConditionalGeneration`` is ``draft_model``."""
-    if isinstance(config.get("speculators_model_type"), str):
-        name = config["speculators_model_type"]
+    if (name := config.speculators_model_type) is not None:
         return _match(name) or name, f"speculators_model_type {name!r}"
-    archs = [a for a in config.get("architectures") or [] if isinstance(a, str)]
+    archs = list(config.architectures)
     for arch in archs:
         if (kind := _match(arch)) is not None:
             return kind, f"architectures {archs}"
-    model_type = str(config.get("model_type") or "")
+    model_type = config.model_type or ""
     if model_type.endswith("_mtp") or model_type in ("medusa", "mlp_speculator"):
         return _match(model_type) or "mtp", f"model_type {model_type!r}"
     if any(a.endswith(("ForCausalLM", "ForConditionalGeneration")) for a in archs):
@@ -58,7 +58,7 @@ def _match(name: str) -> str | None:
     return next((method for key, method in KINDS if key in low), None)
 
 
-def check_draft_kind(method: str, config: Mapping[str, Any], where: str) -> list[Finding]:
+def check_draft_kind(method: str, config: ModelConfig, where: str) -> list[Finding]:
     """Blocking finding when the draft at ``where`` (its config.json ``config``) is of another kind than
     ``method`` declares; ok when they agree; nothing when the config names no kind."""
     kind = draft_kind(config) if method in CHECKPOINT_METHODS else None
@@ -85,8 +85,8 @@ def check_draft_kind(method: str, config: Mapping[str, Any], where: str) -> list
 
 
 def check_draft_context(
-    config: Mapping[str, Any],
-    spec: Mapping[str, Any],
+    config: ModelConfig,
+    spec: SpeculativeConfig,
     serving: int | None,
     workloads: Sequence[tuple[str, int | None, int]],
 ) -> list[Finding]:
@@ -97,8 +97,8 @@ def check_draft_context(
     limits = {
         k: v
         for k, v in (
-            ("max_position_embeddings", config.get("max_position_embeddings")),
-            ("[speculative].max_model_len", spec.get("max_model_len")),
+            ("max_position_embeddings", config.max_position_embeddings),
+            ("[speculative].max_model_len", spec.max_model_len),
         )
         if isinstance(v, int) and not isinstance(v, bool) and v > 0
     }

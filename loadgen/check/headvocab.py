@@ -14,25 +14,14 @@ target id i. Read from the code, not verified on a running engine (docs/vllm-not
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from loadgen.check.finding import Finding
-from loadgen.check.vocab import read_model_json
 from loadgen.records.checkparts import HeadVocab
+from loadgen.records.modelconfig import MAPPING_NAMES, ModelConfig, read_model_json
 
-MAPPING_NAMES = ("d2t", "t2d")
 #: A safetensors header above this many bytes is not read (a real one is a few hundred kB at most).
 MAX_HEADER = 64 * 1024 * 1024
-
-
-def _size(config: Mapping[str, Any], *sections: str) -> int | None:
-    """``vocab_size`` of ``config`` or of its first section holding one (``text_config``, ...)."""
-    for cfg in (config, *(config.get(s) for s in sections)):
-        if isinstance(cfg, Mapping) and isinstance(cfg.get("vocab_size"), int):
-            return int(cfg["vocab_size"])
-    return None
 
 
 def safetensors_names(path: Path) -> frozenset[str]:
@@ -47,12 +36,12 @@ def safetensors_names(path: Path) -> frozenset[str]:
     return frozenset(k for k in header if k != "__metadata__") if isinstance(header, dict) else frozenset()
 
 
-def mapping_source(draft_dir: Path, config: Mapping[str, Any]) -> str | None:
+def mapping_source(draft_dir: Path, config: ModelConfig) -> str | None:
     """Where the head keeps its draft->target token mapping: a config.json key ``d2t``/``t2d``, a tensor
     named ``d2t``/``t2d`` (any prefix) in a ``*.safetensors`` file or the safetensors index, or a file named
     ``d2t.*``/``t2d.*``; None when none is found (``pytorch_model.bin`` is not read)."""
-    if keys := [k for k in MAPPING_NAMES if k in config]:
-        return "config.json " + "/".join(keys)
+    if config.mapping_keys:
+        return "config.json " + "/".join(config.mapping_keys)
     index = read_model_json(draft_dir / "model.safetensors.index.json").get("weight_map")
     candidates = [(p.name, safetensors_names(p)) for p in sorted(draft_dir.glob("*.safetensors"))]
     candidates.append(("model.safetensors.index.json", frozenset(index) if isinstance(index, dict) else frozenset()))
@@ -69,11 +58,10 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
     (``draft_vocab_size`` < the target's) with a d2t/t2d mapping; a warning for a reduced one without a
     mapping found, or a full vocabulary of another size; blocking when ``draft_vocab_size`` exceeds the
     target's. ``data`` records ``draft_vocab_size`` and ``target_vocab_size`` (tokens)."""
-    t_cfg, d_cfg = read_model_json(target_dir / "config.json"), read_model_json(draft_dir / "config.json")
-    target = _size(t_cfg, "text_config")
-    full = _size(d_cfg, "transformer_layer_config", "text_config")
-    dvs = d_cfg.get("draft_vocab_size")
-    reduced = dvs if isinstance(dvs, int) and not isinstance(dvs, bool) else None
+    t_cfg, d_cfg = ModelConfig.read(target_dir), ModelConfig.read(draft_dir)
+    target = t_cfg.vocab_size if t_cfg.vocab_size is not None else t_cfg.text_vocab_size
+    full = next((n for n in (d_cfg.vocab_size, d_cfg.layer_vocab_size, d_cfg.text_vocab_size) if n is not None), None)
+    reduced = d_cfg.draft_vocab_size
     counts = HeadVocab("head", method, target, reduced or full)
     head = f"the {method} head {draft_dir}"
     if reduced is not None and target is not None and reduced > target:

@@ -11,18 +11,18 @@ from the docs and wheels, not verified on a running engine).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from loadgen.check.finding import Finding
 from loadgen.profile.criteria import Criteria
 from loadgen.profile.fields import lossy_reason
+from loadgen.records.speculative import SpeculativeConfig
 
 
-def lossy_findings(spec: Mapping[str, Any], env: Mapping[str, str], criteria: Criteria | None) -> list[Finding]:
+def lossy_findings(spec: SpeculativeConfig, env: Mapping[str, str], criteria: Criteria | None) -> list[Finding]:
     """For ``spec`` (``[speculative]``) run with ``env`` (``[engine].env`` merged with
     ``[servers.speculative].env``): a warning when its rejection is lossy (``data``: ``{"lossy": reason}``), and a
     blocking finding when ``criteria`` also declares ``min_lossless_match``. Empty when lossless."""
-    reason = lossy_reason(spec, env)
+    reason = lossy_reason(spec.to_json(), env)
     if reason is None:
         return []
     out = [

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from loadgen.check.finding import Finding
@@ -29,6 +28,7 @@ from loadgen.profile.fields import (
     in_range,
     parse_version,
 )
+from loadgen.records.speculative import SpeculativeConfig
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -38,7 +38,7 @@ def looks_like_hub_id(model: str) -> bool:
     return re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?", model) is not None
 
 
-def heterogeneous_problems(spec: Mapping[str, Any], version: Version | None) -> list[str]:
+def heterogeneous_problems(spec: SpeculativeConfig, version: Version | None) -> list[str]:
     """Reasons ``use_heterogeneous_vocab`` cannot work with ``spec`` on ``version`` (empty: it can).
 
     Source: docs/vllm-notes.md (vllm/v1/spec_decode/vocab_mapping.py, PR 38174, 0.25.0-0.33.0): only
@@ -47,14 +47,14 @@ def heterogeneous_problems(spec: Mapping[str, Any], version: Version | None) -> 
     out = []
     if version is not None and version < parse_version(HETEROGENEOUS_FROM):
         out.append(f"vLLM {'.'.join(map(str, version))} has no heterogeneous-vocabulary mode (added in 0.25.0)")
-    if spec.get("method") != "draft_model":
-        out.append(f"use_heterogeneous_vocab only works with method='draft_model', not {spec.get('method')!r}")
-    if spec.get("draft_sample_method", "greedy") != "greedy":
+    if spec.method != "draft_model":
+        out.append(f"use_heterogeneous_vocab only works with method='draft_model', not {spec.method!r}")
+    if (spec.draft_sample_method or "greedy") != "greedy":
         out.append(
             "use_heterogeneous_vocab supports only greedy draft sampling; draft_sample_method="
-            f"{spec['draft_sample_method']!r} is not supported (omit it or set 'greedy')"
+            f"{spec.draft_sample_method!r} is not supported (omit it or set 'greedy')"
         )
-    if spec.get("use_local_argmax_reduction") and version is not None and version[:2] >= (0, 33):
+    if spec.use_local_argmax_reduction and version is not None and version[:2] >= (0, 33):
         out.append("use_heterogeneous_vocab is incompatible with use_local_argmax_reduction (0.33); drop one")
     return out
 
@@ -63,10 +63,11 @@ def _positive_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def _schema(spec: Mapping[str, Any], version: Version, engine: str, newer: bool) -> list[Finding]:
+def _schema(spec: SpeculativeConfig, version: Version, engine: str, newer: bool) -> list[Finding]:
     out = []
     fields = available(FIELD_RANGES, version)
-    for key in spec:
+    given = spec.to_json()
+    for key in given:
         if key == "tensor_parallel_size":
             out.append(
                 Finding(
@@ -97,20 +98,20 @@ def _schema(spec: Mapping[str, Any], version: Version, engine: str, newer: bool)
             )
     for key, ranges in VALUE_RANGES.items():
         allowed = next((vals.split() for first, last, vals in ranges if in_range(version, (first, last))), None)
-        if key in spec and allowed is not None and spec[key] not in allowed:
+        if key in given and allowed is not None and given[key] not in allowed:
             out.append(
                 Finding(
                     f"speculative.{key}",
                     False,
                     True,
-                    f"{key}={spec[key]!r} is not accepted by vLLM {engine}; allowed: {', '.join(sorted(allowed))}",
+                    f"{key}={given[key]!r} is not accepted by vLLM {engine}; allowed: {', '.join(sorted(allowed))}",
                 )
             )
     return out
 
 
-def _method(spec: Mapping[str, Any], version: Version, engine: str) -> list[Finding]:
-    method = spec.get("method")
+def _method(spec: SpeculativeConfig, version: Version, engine: str) -> list[Finding]:
+    method = spec.method
     if not isinstance(method, str):
         return [
             Finding(
@@ -155,10 +156,10 @@ def _method(spec: Mapping[str, Any], version: Version, engine: str) -> list[Find
     return []
 
 
-def _method_switch(spec: Mapping[str, Any], version: Version, draft_model_type: str | None) -> list[Finding]:
+def _method_switch(spec: SpeculativeConfig, version: Version, draft_model_type: str | None) -> list[Finding]:
     """The silent re-classification of an explicit ``draft_model`` (docs/vllm-notes.md, ``__post_init__``)."""
-    model = spec.get("model")
-    if spec.get("method") != "draft_model" or not isinstance(model, str):
+    model = spec.model
+    if spec.method != "draft_model" or not isinstance(model, str):
         return []
     name = model.lower()
     for needle, becomes, since in NAME_SWITCHES:
@@ -191,12 +192,12 @@ def _method_switch(spec: Mapping[str, Any], version: Version, draft_model_type: 
 
 
 def check_draft_revision(
-    spec: Mapping[str, Any], draft_is_local: bool | None = None, allow_unpinned: bool = False
+    spec: SpeculativeConfig, draft_is_local: bool | None = None, allow_unpinned: bool = False
 ) -> list[Finding]:
     """A hub-id draft (``[speculative].model``) must pin ``revision`` to a 40-hex commit; blocking unless
     ``allow_unpinned`` (then a warning). ``draft_is_local`` None: decided by :func:`looks_like_hub_id`."""
-    model, revision = spec.get("model"), spec.get("revision")
-    if not isinstance(model, str) or model in ("ngram", "[ngram]") or spec.get("method") in ("ngram", "suffix"):
+    model, revision = spec.model, spec.revision
+    if not isinstance(model, str) or model in ("ngram", "[ngram]") or spec.method in ("ngram", "suffix"):
         return []
     if draft_is_local or (draft_is_local is None and not looks_like_hub_id(model)):
         return []
@@ -214,10 +215,10 @@ def check_draft_revision(
     ]
 
 
-def lookup_findings(spec: Mapping[str, Any]) -> list[Finding]:
+def lookup_findings(spec: SpeculativeConfig) -> list[Finding]:
     """``prompt_lookup_min`` / ``prompt_lookup_max`` (n-gram lookup): positive integers, min <= max, in every
     vLLM release (``SpeculativeConfig.__post_init__``). One blocking finding, or none."""
-    lo, hi = spec.get("prompt_lookup_min"), spec.get("prompt_lookup_max")
+    lo, hi = spec.prompt_lookup_min, spec.prompt_lookup_max
     if any(v is not None and not _positive_int(v) for v in (lo, hi)) or (
         isinstance(lo, int) and isinstance(hi, int) and lo > hi
     ):
@@ -270,11 +271,11 @@ def _version_findings(engine_version: str) -> tuple[tuple[int, int, int] | None,
     return version, []
 
 
-def _size_findings(spec: Mapping[str, Any], serving_max_model_len: int | None, target_tp: int) -> list[Finding]:
+def _size_findings(spec: SpeculativeConfig, serving_max_model_len: int | None, target_tp: int) -> list[Finding]:
     """K, the draft's tensor-parallel size and its max_model_len (vllm/config/speculative.py
     ``__post_init__``, ``_verify_and_get_draft_tp``; vllm/v1/spec_decode/draft_model.py 0.15+)."""
     out = []
-    k = spec.get("num_speculative_tokens")
+    k = spec.num_speculative_tokens
     if not _positive_int(k):
         out.append(
             Finding(
@@ -284,13 +285,11 @@ def _size_findings(spec: Mapping[str, Any], serving_max_model_len: int | None, t
                 f"num_speculative_tokens must be a positive integer (got {k!r}); loadgen needs K to verify the server",
             )
         )
-    dtp = spec.get("draft_tensor_parallel_size")
+    dtp = spec.draft_tensor_parallel_size
     if dtp is not None and (
-        not _positive_int(dtp)
-        or (spec.get("method") == "draft_model" and dtp != target_tp)
-        or dtp not in (1, target_tp)
+        not _positive_int(dtp) or (spec.method == "draft_model" and dtp != target_tp) or dtp not in (1, target_tp)
     ):
-        rule = "equal" if spec.get("method") == "draft_model" else "be 1 or"
+        rule = "equal" if spec.method == "draft_model" else "be 1 or"
         out.append(
             Finding(
                 "speculative.draft_tensor_parallel_size",
@@ -301,7 +300,7 @@ def _size_findings(spec: Mapping[str, Any], serving_max_model_len: int | None, t
                 f"{target_tp} or omit it",
             )
         )
-    mml = spec.get("max_model_len")
+    mml = spec.max_model_len
     if mml is not None and (not _positive_int(mml) or (serving_max_model_len and mml > serving_max_model_len)):
         bound = "" if serving_max_model_len is None else f" <= the serving max_model_len {serving_max_model_len}"
         out.append(
@@ -317,7 +316,7 @@ def _size_findings(spec: Mapping[str, Any], serving_max_model_len: int | None, t
 
 
 def check_speculative_config(
-    spec: Mapping[str, Any],
+    spec: SpeculativeConfig,
     engine_version: str,
     serving_max_model_len: int | None,
     target_tp: int = 1,
@@ -340,7 +339,7 @@ def check_speculative_config(
     out += _schema(spec, version, engine_version, newer) + _method(spec, version, engine_version)
     out += _size_findings(spec, serving_max_model_len, target_tp)
     out += lookup_findings(spec)
-    if spec.get("use_heterogeneous_vocab") is True and version >= parse_version(HETEROGENEOUS_FROM):
+    if spec.use_heterogeneous_vocab is True and version >= parse_version(HETEROGENEOUS_FROM):
         out += [Finding("heterogeneous vocabulary", False, True, p) for p in heterogeneous_problems(spec, version)]
     out += _method_switch(spec, version, draft_model_type)
     out += check_draft_revision(spec, draft_is_local, allow_unpinned)
@@ -350,7 +349,7 @@ def check_speculative_config(
                 "speculative config",
                 True,
                 False,
-                f"valid for vLLM {engine_version}: " + json.dumps(dict(spec), sort_keys=True),
+                f"valid for vLLM {engine_version}: " + json.dumps(spec.to_json(), sort_keys=True),
             )
         )
     return out

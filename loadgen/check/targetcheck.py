@@ -14,28 +14,25 @@ a speculators-format checkpoint used as the plain target, and the chat template 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from loadgen.check.finding import Finding
-from loadgen.check.vocab import read_model_json
 from loadgen.profile.pair import Pair
+from loadgen.records.modelconfig import ModelConfig, read_model_json
 from loadgen.util.argv import flag_value
 
 #: Files beside the tokenizer that carry a chat template (transformers 4.43+ saves ``chat_template.jinja``).
 TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
 
-def speculators_target(config: Mapping[str, Any], where: str) -> list[Finding]:
+def speculators_target(config: ModelConfig, where: str) -> list[Finding]:
     """Blocking finding when the target's config.json ``config`` (at ``where``) is a speculators-format
     checkpoint (has ``speculators_config``), naming its verifier as the fix; empty otherwise."""
-    sc = config.get("speculators_config")
-    if not isinstance(sc, Mapping):
+    if not config.speculators:
         return []
-    verifier = sc.get("verifier")
-    name = verifier.get("name_or_path") if isinstance(verifier, Mapping) else None
-    algorithm = sc.get("algorithm") or config.get("speculators_model_type") or "speculator"
+    name = config.speculators_verifier
+    algorithm = config.speculators_algorithm or config.speculators_model_type or "speculator"
     fix = (
         f'set [target].model = "{name}" (the verifier named in its speculators_config)'
         if isinstance(name, str) and name

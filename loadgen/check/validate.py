@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from loadgen.check.asyncsched import async_findings
 from loadgen.check.draftcheck import check_draft_context, check_draft_kind
@@ -39,10 +38,11 @@ from loadgen.check.vocab import (
     compare_vocabularies,
     load_tokenizer_info,
 )
-from loadgen.check.vocab import read_model_json as _json
 from loadgen.check.vocabrules import check_vocabulary, vocab_findings
 from loadgen.profile.fields import METHOD_RANGES
 from loadgen.profile.pair import ModelRef, Pair
+from loadgen.records.modelconfig import ModelConfig
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.util.argv import flag_value, vllm_int
 
 __all__ = [
@@ -134,15 +134,15 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
         )
         out += version_free_findings(pair.speculative)
     else:
-        t_cfg = _json(target_dir / "config.json") if target_dir else {}
-        max_len = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
+        t_cfg = ModelConfig.read(target_dir) if target_dir else ModelConfig()
+        max_len = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.max_position_embeddings
         tp = vllm_int(flag_value(args, "--tensor-parallel-size", "-tp")) or 1
         found = check_speculative_config(
             pair.speculative,
             engine_version,
             max_len if isinstance(max_len, int) else None,
             tp,
-            _json(draft_dir / "config.json").get("model_type") if draft_dir else None,
+            ModelConfig.read(draft_dir).model_type if draft_dir else None,
             draft_is_local=True if draft_dir else None,
             allow_unpinned=allow_unpinned,
         )
@@ -150,8 +150,9 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
         skip = {"draft revision"} | ({"heterogeneous vocabulary"} if differ else set())
         out += [f for f in found if f.check not in skip]
     if draft_dir is not None:  # the draft's kind and context limit (draftcheck.py)
-        d_cfg, t_cfg = _json(draft_dir / "config.json"), _json(target_dir / "config.json") if target_dir else {}
-        serving = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.get("max_position_embeddings")
+        d_cfg = ModelConfig.read(draft_dir)
+        t_cfg = ModelConfig.read(target_dir) if target_dir else ModelConfig()
+        serving = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.max_position_embeddings
         out += check_draft_kind(pair.method, d_cfg, f"the draft {draft_dir}") + check_draft_context(
             d_cfg,
             pair.speculative,
@@ -181,16 +182,16 @@ def _declared_findings(pair: Pair, target_dir: Path | None, env: Mapping[str, st
     target and the chat template (targetcheck.py)."""
     out = lossy_findings(pair.speculative, env, pair.criteria) + skipped_line_findings(pair)
     if target_dir is not None:
-        out += speculators_target(_json(target_dir / "config.json"), f"the target {target_dir}")
+        out += speculators_target(ModelConfig.read(target_dir), f"the target {target_dir}")
     return out + chat_template_findings(pair, target_dir)
 
 
-def version_free_findings(spec: Mapping[str, Any]) -> list[Finding]:
+def version_free_findings(spec: SpeculativeConfig) -> list[Finding]:
     """What is wrong with ``spec`` (the speculative config) in every vLLM release loadgen knows
     (profile/fields.py: 0.10-0.33): a method none of them has, and the prompt-lookup rule
     (specconfig.lookup_findings). Blocking findings; an empty list when none applies."""
     out: list[Finding] = []
-    method = spec.get("method")
+    method = spec.method
     if method is not None and method not in METHOD_RANGES:
         out.append(
             Finding(

@@ -8,7 +8,6 @@ mode (0.25+) maps tokens by exact string after normalising word-initial ``Ġ``/`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,19 +15,11 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-ROLES = ("bos", "eos", "pad", "unk")
+from loadgen.records.modelconfig import TOKEN_ROLES, ModelConfig, read_model_json
+
+ROLES = TOKEN_ROLES
 #: tokenizer.json sections that change how text becomes tokens, beside the vocabulary.
 PIPELINE = ("normalizer", "pre_tokenizer", "post_processor", "decoder")
-
-
-def read_model_json(path: Path) -> dict[str, Any]:
-    """A JSON object file of a model folder (config.json, tokenizer.json, ...); ``{}`` when it is missing,
-    unreadable or not an object (a run folder's JSON: report/rundir.read_json, which refuses instead)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _content(value: Any) -> str | None:
@@ -53,7 +44,7 @@ class TokenizerInfo:
 def load_tokenizer_info(model_dir: Path) -> TokenizerInfo | None:
     """Read ``tokenizer.json`` (or ``vocab.json`` + tokenizer_config's ``added_tokens_decoder``),
     ``tokenizer_config.json``, ``special_tokens_map.json`` and ``config.json``. None: no token map."""
-    tok_json, cfg = read_model_json(model_dir / "tokenizer.json"), read_model_json(model_dir / "config.json")
+    tok_json, cfg = read_model_json(model_dir / "tokenizer.json"), ModelConfig.read(model_dir)
     tcfg = read_model_json(model_dir / "special_tokens_map.json")
     tcfg |= {k: v for k, v in read_model_json(model_dir / "tokenizer_config.json").items() if v is not None}
     decoder = tcfg.get("added_tokens_decoder")
@@ -74,13 +65,13 @@ def load_tokenizer_info(model_dir: Path) -> TokenizerInfo | None:
         return None
     special = {str(a.get("content")) for a in added if a.get("special")}
     special |= {t for t in tcfg.get("additional_special_tokens") or [] if isinstance(t, str)}
-    roles = {r: (_content(tcfg.get(f"{r}_token")), cfg.get(f"{r}_token_id")) for r in ROLES}
-    size = cfg.get("vocab_size", (cfg.get("text_config") or {}).get("vocab_size"))
+    roles = {r: (_content(tcfg.get(f"{r}_token")), cfg.token_ids.get(r)) for r in ROLES}
+    size = cfg.vocab_size if cfg.vocab_size is not None else cfg.text_vocab_size
     return TokenizerInfo(
         vocab,
         frozenset(special),
         roles,
-        int(size) if isinstance(size, int) else None,
+        size,
         {k: tok_json.get(k) for k in PIPELINE},
     )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from loadgen.check.finding import Finding
 from loadgen.check.specconfig import heterogeneous_problems
@@ -19,13 +18,14 @@ from loadgen.check.vocab import (
     describe,
     load_tokenizer_info,
 )
-from loadgen.check.vocab import read_model_json as _json
 from loadgen.profile.fields import parse_version
 from loadgen.records.checkparts import VocabCounts
+from loadgen.records.modelconfig import ModelConfig
+from loadgen.records.speculative import SpeculativeConfig
 
 
 def check_vocabulary(
-    target: Path, draft: Path, spec: Mapping[str, Any], engine_version: str | None, env: Mapping[str, str] | None = None
+    target: Path, draft: Path, spec: SpeculativeConfig, engine_version: str | None, env: Mapping[str, str] | None = None
 ) -> list[Finding]:
     """Compare the tokenizers of two local model directories and decide whether the engine can serve
     the pair: identical, or different but covered by ``use_heterogeneous_vocab`` on vLLM >= 0.25 with
@@ -40,16 +40,16 @@ def vocab_findings(
     draft: Path,
     t_info: TokenizerInfo | None,
     d_info: TokenizerInfo | None,
-    spec: Mapping[str, Any],
+    spec: SpeculativeConfig,
     engine_version: str | None,
     env: Mapping[str, str],
 ) -> list[Finding]:
     """The vocabulary findings of a target and draft directory from their tokenizers (None: no
     tokenizer.json or vocab.json), ``spec`` ``[speculative]`` and ``env`` ``[engine].env``."""
-    hetero = spec.get("use_heterogeneous_vocab") is True
+    hetero = spec.use_heterogeneous_vocab is True
     if t_info is None or d_info is None:
         which = "target" if t_info is None else "draft"
-        sizes = [_json(p / "config.json").get("vocab_size") for p in (target, draft)]
+        sizes = [ModelConfig.read(p).vocab_size for p in (target, draft)]
         block = hetero or sizes[0] != sizes[1]
         return [
             Finding(
@@ -83,12 +83,12 @@ def _map_findings(
     d: VocabDiff,
     t_info: TokenizerInfo,
     d_info: TokenizerInfo,
-    spec: Mapping[str, Any],
+    spec: SpeculativeConfig,
     engine_version: str | None,
     data: VocabCounts,
 ) -> list[Finding]:
     """The token maps: identical, or covered (or not) by the heterogeneous-vocabulary mode."""
-    hetero = spec.get("use_heterogeneous_vocab") is True
+    hetero = spec.use_heterogeneous_vocab is True
     out: list[Finding] = []
     if d.kind == "identical":
         out.append(
@@ -116,10 +116,10 @@ def _map_findings(
 
 
 def _differing_maps(
-    d: VocabDiff, d_info: TokenizerInfo, spec: Mapping[str, Any], engine_version: str | None, data: VocabCounts
+    d: VocabDiff, d_info: TokenizerInfo, spec: SpeculativeConfig, engine_version: str | None, data: VocabCounts
 ) -> list[Finding]:
     """Token maps that differ: covered by the heterogeneous-vocabulary mode (vLLM 0.25+), or refused."""
-    hetero = spec.get("use_heterogeneous_vocab") is True
+    hetero = spec.use_heterogeneous_vocab is True
     out: list[Finding] = []
     problems = heterogeneous_problems(spec, None if engine_version is None else parse_version(engine_version))
     if engine_version is None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
@@ -39,6 +38,7 @@ from loadgen.records.card import ResourceDifference
 from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import ServerCounters, VerificationDepth
 from loadgen.records.request import RequestRecord
+from loadgen.records.speculative import SpeculativeConfig
 
 PROCESS_START = "process_start_time_seconds"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
@@ -179,16 +179,16 @@ def usable_counters(entries: Sequence[CellEntry]) -> tuple[SpecDecodeCounters | 
     ), None
 
 
-def k_variable(spec_config: Mapping[str, Any]) -> str | None:
+def k_variable(spec_config: SpeculativeConfig) -> str | None:
     """Why the declared speculative config does not hold every draft at K tokens (a phrase), or None when
     K is fixed: ``enable_adaptive_verification`` on (vLLM 0.28+), a ``num_speculative_tokens_per_batch_size``
     schedule (0.24+; K follows the batch, which moves within a cell), a lookup method
     (:data:`~loadgen.profile.pair.LOOKUP_METHODS`: a match in the text can be shorter than K) or a user proposer class
     (:data:`SELF_DECLARED_METHODS`). Key ranges: ``profile/fields.py``."""
-    method = spec_config.get("method")
-    if spec_config.get("enable_adaptive_verification"):
+    method = spec_config.method
+    if spec_config.enable_adaptive_verification:
         return "enable_adaptive_verification = true"
-    if spec_config.get("num_speculative_tokens_per_batch_size"):
+    if spec_config.num_speculative_tokens_per_batch_size:
         return "num_speculative_tokens_per_batch_size sets K per batch size"
     if method in LOOKUP_METHODS:
         return f"{method} proposes only the matches it finds"
@@ -197,18 +197,18 @@ def k_variable(spec_config: Mapping[str, Any]) -> str | None:
     return None
 
 
-def verification_depth(c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> VerificationDepth:
+def verification_depth(c: SpecDecodeCounters | None, spec_config: SpeculativeConfig) -> VerificationDepth:
     """Fields beside K in a cell's counter data (its ``to_json``): ``k`` (declared ``num_speculative_tokens``, None when
     absent), ``k_fixed`` (whether the invariant draft tokens = K x drafts applies, :func:`k_variable`),
     ``k_variable_reason`` (its phrase or None) and ``mean_verified_tokens_per_step`` = Δdraft tokens /
     Δdrafts (draft tokens the target verified per verify step, 0..K; None without drafts; the
     ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length)."""
-    k, why = spec_config.get("num_speculative_tokens"), k_variable(spec_config)
+    k, why = spec_config.num_speculative_tokens, k_variable(spec_config)
     mean = c.num_draft_tokens / c.num_drafts if c is not None and c.num_drafts > 0 else None
     return VerificationDepth(None if k is None else int(k), why is None, why, mean)
 
 
-def depth_note(role: str, c: SpecDecodeCounters | None, spec_config: Mapping[str, Any]) -> str | None:
+def depth_note(role: str, c: SpecDecodeCounters | None, spec_config: SpeculativeConfig) -> str | None:
     """ "<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed and drafts were
     made; None otherwise (with a fixed K the invariant says X = K). For the card (report/carddata.py)."""
     depth = verification_depth(c, spec_config)
@@ -271,14 +271,14 @@ def older_names(entry: CellEntry) -> list[str]:
     return sorted({f"{m} (for {_OLD[m]})" for m in used if m in _OLD})
 
 
-def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Mapping[str, Any]) -> list[str]:
+def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: SpeculativeConfig) -> list[str]:
     """Card notes (one line each) for one cell: per role and repetition, a server restart, violated
     spec-decode invariants, an engine reset, a server/client token count difference, older metric names
     read; per speculative role, the mean verified tokens per step beside K where K is not fixed.
 
     ``entries``: role -> the cell's entries (one per repetition); ``spec_config``: the protocol's
     speculative config (``num_speculative_tokens`` = K, ``method``, the keys of :func:`k_variable`)."""
-    k = spec_config.get("num_speculative_tokens")
+    k = spec_config.num_speculative_tokens
     adaptive = k_variable(spec_config) is not None
     notes = []
     for role, role_entries in entries.items():

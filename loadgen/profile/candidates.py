@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import ProfileError
+from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.wire import Where
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -26,17 +28,17 @@ class Candidate:
     """One speculative config of a sweep: its folder ``name``, the config and its K."""
 
     name: str
-    speculative: Mapping[str, Any] = field(default_factory=dict)
+    speculative: SpeculativeConfig = field(default_factory=SpeculativeConfig)
 
     @property
     def k(self) -> int:
         """K, the number of speculative tokens per step."""
-        return int(self.speculative["num_speculative_tokens"])
+        return int(self.speculative.num_speculative_tokens or 0)
 
     @property
     def draft_weights(self) -> bool:
         """True when the candidate loads draft weights (a ``model``); ngram and suffix do not."""
-        return self.speculative.get("model") is not None
+        return self.speculative.model is not None
 
     def cost_key(self) -> tuple[int, int, str]:
         """Cheaper first: no draft weights, then smaller K (the sweep's tie rule), then the name."""
@@ -66,8 +68,11 @@ def _expand(table: Mapping[str, Any], path: Path, where: str) -> list[Candidate]
         raise ProfileError(
             f"{path}: {where}.name must be letters, digits, '.', '_' or '-' (a folder name), got {label!r}"
         )
+    at = Where(str(path), where, "fix the sweep file (profiles/README.md, Sweeps)")
     return [
-        Candidate(f"{label}-k{k}", {**config, "num_speculative_tokens": k})
+        Candidate(
+            f"{label}-k{k}", SpeculativeConfig.from_json({**config, "num_speculative_tokens": k}, source="", where=at)
+        )
         for k in _ks(config["num_speculative_tokens"], path, where)
     ]
 
@@ -105,6 +110,6 @@ def candidate_doc(doc: Mapping[str, Any], candidate: Candidate, pair_name: str) 
     candidate's ``[speculative]`` and the name ``<pair>-<candidate>`` (``pair_name``: the sweep's name
     when the document has no ``name``)."""
     out = {k: v for k, v in doc.items() if k != "candidates"}
-    out["speculative"] = dict(candidate.speculative)
+    out["speculative"] = candidate.speculative.to_json()
     out["name"] = f"{doc.get('name', pair_name)}-{candidate.name}"
     return out

@@ -10,21 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from loadgen.profile.criteria import Criteria
 from loadgen.profile.design import Design
 from loadgen.profile.overrides import Overrides
 from loadgen.profile.workload import Workload
+from loadgen.records.speculative import SCHEDULE_KEY, SpeculativeConfig
 
 #: Draft-free lookup methods that propose only where the text repeats itself, so a cell may see no draft at
 #: all (vLLM's n-gram and suffix proposers: vllm/v1/spec_decode/ngram_proposer.py, suffix_decoding.py).
 LOOKUP_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"})
-#: vLLM 0.24+ per-batch-size K schedule (vllm/config/speculative.py; docs/vllm-notes.md, fields table).
-SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
 
 
-def k_at(speculative: Mapping[str, Any], batch: int) -> int:
+def k_at(speculative: SpeculativeConfig, batch: int) -> int:
     """K (draft tokens per step) the declared speculative config gives at ``batch`` running requests (>= 1).
 
     0 when ``disable_by_batch_size`` (vLLM 0.10-0.16: speculation off once the running requests reach it) is
@@ -35,18 +33,18 @@ def k_at(speculative: Mapping[str, Any], batch: int) -> int:
     if _disabled_at(speculative, batch):
         return 0
     row = _schedule_row(speculative, batch)
-    return int(row[2]) if row is not None else int(speculative.get("num_speculative_tokens") or 0)
+    return int(row[2]) if row is not None else (speculative.num_speculative_tokens or 0)
 
 
-def _disabled_at(speculative: Mapping[str, Any], batch: int) -> int | None:
+def _disabled_at(speculative: SpeculativeConfig, batch: int) -> int | None:
     """``disable_by_batch_size`` when it switches speculation off at ``batch`` running requests, else None."""
-    limit = speculative.get("disable_by_batch_size")
-    return limit if isinstance(limit, int) and not isinstance(limit, bool) and batch >= limit else None
+    limit = speculative.disable_by_batch_size
+    return limit if limit is not None and batch >= limit else None
 
 
-def _schedule_row(speculative: Mapping[str, Any], batch: int) -> tuple[int, int, int] | None:
+def _schedule_row(speculative: SpeculativeConfig, batch: int) -> tuple[int, int, int] | None:
     """The well-formed ``[low, high, K]`` range of the per-batch-size schedule holding ``batch``, else None."""
-    for row in speculative.get(SCHEDULE_KEY) or ():
+    for row in speculative.num_speculative_tokens_per_batch_size or ():
         if (
             isinstance(row, (list, tuple))
             and len(row) == 3
@@ -57,7 +55,7 @@ def _schedule_row(speculative: Mapping[str, Any], batch: int) -> tuple[int, int,
     return None
 
 
-def speculation_on_at(speculative: Mapping[str, Any], concurrency: int, open_loop: bool = False) -> bool:
+def speculation_on_at(speculative: SpeculativeConfig, concurrency: int, open_loop: bool = False) -> bool:
     """Whether the declared config speculates at a level: a closed-loop level at ``concurrency`` (its batch
     is that many running requests) when :func:`k_at` is above 0 there; an open-loop level capped at
     ``concurrency`` when it is above 0 at any batch from 1 to the cap (the batch varies)."""
@@ -66,7 +64,7 @@ def speculation_on_at(speculative: Mapping[str, Any], concurrency: int, open_loo
     return any(k_at(speculative, b) > 0 for b in range(1, max(1, concurrency) + 1))
 
 
-def off_reason(speculative: Mapping[str, Any], concurrency: int) -> str:
+def off_reason(speculative: SpeculativeConfig, concurrency: int) -> str:
     """Which declared key switches speculation off at ``concurrency`` running requests, with its numbers
     (one phrase, for a card note)."""
     if (limit := _disabled_at(speculative, concurrency)) is not None:
@@ -209,7 +207,7 @@ class Pair:
     name: str
     path: Path
     target: ModelRef
-    speculative: Mapping[str, Any]
+    speculative: SpeculativeConfig
     engine: Engine
     sampling: Sampling
     workloads: tuple[Workload, ...]
@@ -238,12 +236,12 @@ class Pair:
     @property
     def num_speculative_tokens(self) -> int:
         """K, the declared number of speculative tokens per step."""
-        return int(self.speculative["num_speculative_tokens"])
+        return int(self.speculative.num_speculative_tokens or 0)
 
     @property
     def method(self) -> str:
         """The declared speculative method (``draft_model``, ``ngram``, ...)."""
-        return str(self.speculative["method"])
+        return str(self.speculative.method)
 
     def speculates_at(self, level: Level) -> bool:
         """Whether the declared speculative config has speculation on at ``level`` (:func:`speculation_on_at`)."""
@@ -252,7 +250,7 @@ class Pair:
     @property
     def draft(self) -> ModelRef | None:
         """The draft model, or None for methods without one (ngram, suffix)."""
-        model = self.speculative.get("model")
+        model = self.speculative.model
         if model is None:
             return None
-        return ModelRef(str(model), self.speculative.get("revision"))
+        return ModelRef(model, self.speculative.revision)

@@ -16,7 +16,6 @@ import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from loadgen.errors import ProfileError
 from loadgen.profile.candidates import is_sweep
@@ -32,6 +31,8 @@ from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.profile.workloadset import pair_workloads
+from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.wire import Where
 
 #: Every field vLLM's ``SpeculativeConfig`` has had in 0.10-0.33 (profile/fields.py); per-version checks of
 #: the installed engine happen in `loadgen check`.
@@ -124,7 +125,7 @@ def _target(top: Table) -> ModelRef:
     return target
 
 
-def _speculative(top: Table, path: Path) -> dict[str, Any]:
+def _speculative(top: Table, path: Path) -> SpeculativeConfig:
     spec_table = top.table("speculative")
     spec = dict(spec_table.data)
     for key in spec:
@@ -139,7 +140,9 @@ def _speculative(top: Table, path: Path) -> dict[str, Any]:
     spec_table.positive_int("num_speculative_tokens")
     if method == "draft_model" and "model" not in spec:
         raise ProfileError(f"{path}: [speculative] method 'draft_model' needs model = <draft path or hub id>")
-    return spec
+    return SpeculativeConfig.from_json(
+        spec, source=str(path), where=Where(str(path), "[speculative]", "fix the pair file (profiles/README.md)")
+    )
 
 
 def _engine(top: Table, path: Path) -> Engine:

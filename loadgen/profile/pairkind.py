@@ -10,15 +10,15 @@ A sweep pair file has ``[[candidates]]`` or a list of K (profile/candidates.is_s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from loadgen.errors import BadInput, ProfileError
 from loadgen.profile.candidates import is_sweep
 from loadgen.profile.pairfile import PAIRS_DIR, available_pairs
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.launchtable import LaunchTable
 
 #: Engine arguments that only a GPU engine takes (vLLM engine arguments).
 GPU_ARGS = ("--gpu-memory-utilization", "--tensor-parallel-size", "-tp")
@@ -39,20 +39,8 @@ class PairKind:
         return device + (", sweep" if self.sweep else "")
 
 
-def _sections(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    """``[engine]`` and each ``[servers.<role>]`` table of the document (the tables that hold args and env)."""
-    for table in (
-        doc.get("engine"),
-        *((doc.get("servers") or {}).values() if isinstance(doc.get("servers"), Mapping) else ()),
-    ):
-        if isinstance(table, Mapping):
-            yield table
-
-
-def _device(table: Mapping[str, Any]) -> str | None:
-    raw_args, raw_env = table.get("args"), table.get("env")
-    args = [str(a) for a in raw_args] if isinstance(raw_args, list) else []
-    env: Mapping[str, Any] = raw_env if isinstance(raw_env, Mapping) else {}
+def _device(table: LaunchTable) -> str | None:
+    args = table.args
     for i, arg in enumerate(args):
         value = (
             args[i + 1]
@@ -63,17 +51,18 @@ def _device(table: Mapping[str, Any]) -> str | None:
         )
         if value in ("cpu", "cuda"):
             return "cpu" if value == "cpu" else "gpu"
-    if any(str(k).startswith("VLLM_CPU_") for k in env):
+    if any(k.startswith("VLLM_CPU_") for k in table.env_names):
         return "cpu"
-    if "CUDA_VISIBLE_DEVICES" in env or any(a.split("=")[0] in GPU_ARGS for a in args):
+    if "CUDA_VISIBLE_DEVICES" in table.env_names or any(a.split("=")[0] in GPU_ARGS for a in args):
         return "gpu"
     return None
 
 
-def pair_kind(doc: Mapping[str, Any]) -> PairKind:
-    """The kind of a pair document (pure): the first table that states a device decides it."""
-    device = next((d for d in map(_device, _sections(doc)) if d is not None), None)
-    return PairKind(device, is_sweep(doc))
+def pair_kind(tables: Sequence[LaunchTable], sweep: bool) -> PairKind:
+    """The kind of a pair document (pure) from its launch tables (records/launchtable.py ``LaunchTable.all_of``)
+    and whether it is a sweep (profile/candidates.is_sweep): the first table that states a device decides it."""
+    device = next((d for d in map(_device, tables) if d is not None), None)
+    return PairKind(device, sweep)
 
 
 def pair_lines(pairs_dir: Path = PAIRS_DIR) -> list[str]:
@@ -90,7 +79,8 @@ def pair_lines(pairs_dir: Path = PAIRS_DIR) -> list[str]:
     lines = []
     for name in names:
         try:
-            label = pair_kind(read_toml(pairs_dir / f"{name}.toml")).label
+            doc = read_toml(pairs_dir / f"{name}.toml")
+            label = pair_kind(LaunchTable.all_of(doc), is_sweep(doc)).label
         except ProfileError as exc:
             label = f"unreadable: {exc}"
         lines.append(f"{name:<{width}}  {label}")

@@ -9,12 +9,13 @@ rewritten by run/execute.py when blocks are added and cut per candidate by run/s
 sweepdata.py, tracedata.py), always through report/rundir.py ``read_protocol``, which checks it here.
 
 The parts a run passes on as declared or probed keep their shape as documented mappings: ``target`` and
-``draft`` (check/hashes.py ``model_hashes``), ``speculative_config`` (the pair file's ``[speculative]``
-table, vLLM's ``SpeculativeConfig`` fields: profile/fields.py), ``engine``, ``sampling``, ``fairness``,
+``draft`` (check/hashes.py ``model_hashes``), ``engine``, ``sampling``, ``fairness``,
 ``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
 (profile/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (profile/design.py plus
 run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
 ``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``) and ``candidates``.
+``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
+:class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
 back byte-identically. Its JSON Schema is generated from the kinds below (:meth:`Protocol.json_schema`,
 committed as records/protocol.schema.json).
@@ -26,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.wire import (
     INT,
     NUM,
@@ -117,7 +119,7 @@ class Protocol:
     pair_file: str | None = None
     target: Mapping[str, Any] | None = None
     draft: Mapping[str, Any] | None = None
-    speculative_config: Mapping[str, Any] | None = None
+    speculative_config: SpeculativeConfig | None = None
     engine: Mapping[str, Any] | None = None
     sampling: Mapping[str, Any] | None = None
     fairness: Mapping[str, Any] | None = None
@@ -148,6 +150,8 @@ class Protocol:
             if k in self.extra
             else [c.to_json() for c in self.cells]
             if k == "cells"
+            else self.speculative_config.to_json()
+            if k == "speculative_config" and self.speculative_config is not None
             else getattr(self, k)
             for k in self.keys or _KINDS
         }
@@ -160,6 +164,10 @@ class Protocol:
         d = obj(data, where)
         values = {k: read(d, k, kind, where) for k, kind in _KINDS.items() if k in d or k in _REQUIRED}
         values["cells"] = [ProtocolCell.read(c, where.at("cells").at(i)) for i, c in enumerate(values["cells"])]
+        if (spec := values.get("speculative_config")) is not None:
+            values["speculative_config"] = SpeculativeConfig.from_json(
+                spec, source=source, where=where.at("speculative_config")
+            )
         return cls(**values, keys=tuple(d), extra={k: v for k, v in d.items() if k not in _KINDS})
 
     def with_fields(self, **values: Any) -> Self:

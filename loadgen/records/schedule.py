@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from loadgen.records.speculative import SpeculativeConfig
+
 __all__ = ["SCHEDULE_CHECK_SCHEMA", "DeployedSchedule", "ScheduleCell", "ScheduleCheck", "schedule_sweep_doc"]
 
 SCHEDULE_FIELD = "num_speculative_tokens_per_batch_size"
@@ -33,6 +35,11 @@ class DeployedSchedule:
     def text(self) -> str:
         """The config as ``--speculative-config`` JSON, keys sorted (equal schedules give equal texts)."""
         return json.dumps(self.config, sort_keys=True)
+
+    @property
+    def speculative(self) -> SpeculativeConfig:
+        """:attr:`config` as a typed record."""
+        return SpeculativeConfig.from_json(dict(self.config), source=f"schedule of {self.workload}")
 
     @staticmethod
     def family_of(config: Mapping[str, Any]) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from loadgen.records.nested import Part, part_kind
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, maybe
 
 _NUM, _STR, _INT, _OBJ = maybe(NUM), maybe(STR), maybe(INT), maybe(OBJ)
@@ -48,6 +49,11 @@ class KSchedule(Part):
     KINDS: ClassVar[dict[str, Kind]] = {"supported": BOOL, "config": _OBJ, "line": STR}
     REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
     TITLE: ClassVar[str] = "K schedule"
+
+    @property
+    def speculative(self) -> SpeculativeConfig:
+        """:attr:`config` as a typed record (an empty one without a schedule)."""
+        return SpeculativeConfig.from_json(dict(self.config or {}), source="sweep.json schedule.config")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.request import RequestRecord
+from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.usage import ServerUsage
 from loadgen.report.cardlevels import capacities, crossovers
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
@@ -87,7 +89,7 @@ def declared_notes(proto: Protocol, planned: ProtocolCell, spec_entries: list[Ce
     where it is on, for a lookup method (pair.LOOKUP_METHODS), :data:`NOT_SPECULATIVE` when every block's
     ``spec_decode.num_drafts`` is 0 (a cell with drafts > 0 but little accepted is not that case)."""
     spec_config = proto.speculative_config
-    if not spec_config or not spec_entries:
+    if spec_config is None or not spec_config.to_json() or not spec_entries:
         return []
     conc, open_loop = planned.concurrency, planned.rate_rps is not None
     if not speculation_on_at(spec_config, conc, open_loop):
@@ -97,13 +99,13 @@ def declared_notes(proto: Protocol, planned: ProtocolCell, spec_entries: list[Ce
         ]
     counted = [c for e in spec_entries if (c := e.spec_decode)]
     if (
-        spec_config.get("method") in LOOKUP_METHODS
+        spec_config.method in LOOKUP_METHODS
         and counted
         and len(counted) == len(spec_entries)
         and all(not c.get("num_drafts") for c in counted)
     ):
         return [
-            f"BLOCKING: {NOT_SPECULATIVE}: {spec_config['method']} proposed 0 drafts in all "
+            f"BLOCKING: {NOT_SPECULATIVE}: {spec_config.method} proposed 0 drafts in all "
             f"{len(counted)} block(s) of this cell, so both servers decoded without speculation"
         ]
     return []
@@ -213,7 +215,7 @@ def _cell(
     notes += [n for role, side in sides.items() for n in side_notes(role, side)]
     notes += stop_notes(by_cell[(*key, "plain")], by_cell[(*key, "speculative")])
     note = lossless_note(diag) if diag else None
-    spec_config = proto.speculative_config or {}
+    spec_config = proto.speculative_config or SpeculativeConfig()
     notes += [
         *([note] if note else []),
         *cell_notes({r: entries[(*key, r)] for r in ROLES if entries.get((*key, r))}, spec_config),
@@ -271,7 +273,11 @@ def card_of(files: RunFiles) -> PairCard:
         role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
         for role in ROLES
     }
-    diff = difference(usage["plain"], usage["speculative"])
+    measured = {
+        role: None if u is None else ServerUsage.from_json(u, source=f"servers/{role}-resources.json")
+        for role, u in usage.items()
+    }
+    diff = difference(measured["plain"], measured["speculative"])
     versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,
@@ -282,7 +288,7 @@ def card_of(files: RunFiles) -> PairCard:
         requests_on_disk=files.on_disk.requests_on_disk,
         target=proto.target or {},
         draft=proto.draft,
-        speculative_config=proto.speculative_config,
+        speculative_config=None if proto.speculative_config is None else proto.speculative_config.to_json(),
         sampling=proto.sampling or {},
         engine_version=EngineVersion(
             versions.get("plain"),
@@ -308,7 +314,7 @@ def card_of(files: RunFiles) -> PairCard:
             plain=usage["plain"],
             speculative=usage["speculative"],
             difference=diff,
-            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n),
+            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(measured["plain"], diff)] if n),
         ).in_full(),
         placement={role: placement(servers[role]).to_json() for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
@@ -342,7 +348,7 @@ def _lossy(proto: Protocol) -> str | None:
     speculative config and the speculative server's environment), None when it keeps the target's output."""
     engine = proto.engine or {}
     env = {**(engine.get("env") or {}), **(engine.get("speculative_env") or {})}
-    return lossy_rejection(proto.speculative_config or {}, env)
+    return lossy_rejection((proto.speculative_config or SpeculativeConfig()).to_json(), env)
 
 
 def _diagnose(

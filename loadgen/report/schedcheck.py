@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from loadgen.profile.pair import SCHEDULE_KEY, k_at
+from loadgen.profile.pair import k_at
 from loadgen.records.schedule import DeployedSchedule, ScheduleCell, ScheduleCheck
+from loadgen.records.speculative import SCHEDULE_KEY
 from loadgen.records.sweep import SweepCard, SweepCell, SweepEntry
 
 __all__ = ["check_schedule", "render_schedule_check", "schedule_configs"]
@@ -81,7 +82,7 @@ def check_schedule(
         name = candidate_of.get(cell.workload)
         if name is None or cell.concurrency is None or cell.rate_rps is not None:
             continue
-        k = k_at(schedules[cell.workload].config, cell.concurrency)
+        k = k_at(schedules[cell.workload].speculative, cell.concurrency)
         source, pred, p_low, p_high = _prediction(sweep, cell, schedules[cell.workload], k)
         mine = next((c for c in deployed.cells if (c.workload, c.level) == (cell.workload, cell.level)), None)
         entry = next((e for e in mine.entries if e.candidate == name), None) if mine else None

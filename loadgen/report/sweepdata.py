@@ -108,7 +108,7 @@ def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: Mapping[tup
     return SweepEntry(
         candidate=c.name,
         k=c.k,
-        method=c.speculative.get("method"),
+        method=c.speculative.method,
         draft_weights=c.draft_weights,
         ratio=None if r is None else r.to_json(),
         speedup=value,
@@ -147,7 +147,7 @@ def _candidate(c: Candidate, card: PairCard | None, seconds: float | None) -> Sw
     verdict = None if card is None else card.verdict
     return SweepCandidate(
         name=c.name,
-        speculative_config=dict(c.speculative),
+        speculative_config=c.speculative.to_json(),
         k=c.k,
         draft_weights=c.draft_weights,
         folder=c.name,

@@ -11,11 +11,9 @@ It is an estimate: a server switching K as its batch moves was not itself measur
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -23,8 +21,9 @@ from loadgen.measure.metrics import per_prompt
 from loadgen.measure.traceslo import attainment
 from loadgen.measure.tracewindows import in_flight, intervals, offsets
 from loadgen.profile.cells import PLAIN
-from loadgen.profile.pair import SCHEDULE_KEY, SLO, k_at
+from loadgen.profile.pair import SLO, k_at
 from loadgen.records.request import RequestRecord
+from loadgen.records.schedule import DeployedSchedule
 from loadgen.records.sweep import KSchedule, SweepCandidate
 from loadgen.records.trace import ScheduleEstimate, ScheduleWindow
 
@@ -41,22 +40,16 @@ class SweepSchedule:
     candidates: Sequence[SweepCandidate]
 
 
-def _family(config: Mapping[str, Any]) -> str:
-    """A speculative config's method and draft: the config without K and the K schedule."""
-    keep = {k: v for k, v in config.items() if k not in ("num_speculative_tokens", SCHEDULE_KEY)}
-    return json.dumps(keep, sort_keys=True)
-
-
 def arm_of_k(schedule: KSchedule, candidates: Sequence[SweepCandidate], k: int) -> str | None:
     """The arm that runs the schedule's family at ``k`` draft tokens (``plain`` for 0); None when none was measured."""
     if k == 0:
         return PLAIN
-    family = _family(schedule.config or {})
+    family = DeployedSchedule.family_of(schedule.config or {})
     return next(
         (
             c.name
             for c in candidates
-            if _family(c.speculative_config) == family
+            if DeployedSchedule.family_of(c.speculative_config) == family
             and int(c.speculative_config.get("num_speculative_tokens") or 0) == k
         ),
         None,
@@ -69,7 +62,7 @@ def schedule_on_trace(
     """The schedule's estimate on one trace workload (module docstring; records/trace.py ``ScheduleEstimate``);
     None without plain records or when a window needs a K no arm ran."""
     plain = blocks.get(PLAIN)
-    config = sweep.schedule.config or {}
+    config = sweep.schedule.speculative
     if not plain:
         return None
     due = [offsets(b) for b in plain]
@@ -92,5 +85,5 @@ def schedule_on_trace(
         slo=attainment([r for mine in pooled for r in mine], slo),
         windows=tuple(chosen),
         from_workload=sweep.workload,
-        config=dict(config),
+        config=config.to_json(),
     )

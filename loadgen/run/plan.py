@@ -265,7 +265,7 @@ def protocol(
             "pair_file": str(pair.path),
             "target": model_hashes(pair.target).to_json(),
             "draft": model_hashes(pair.draft).to_json() if pair.draft else None,
-            "speculative_config": dict(pair.speculative),
+            "speculative_config": pair.speculative.to_json(),
             "engine": {
                 "command": list(pair.engine.command),
                 "args": redact_argv(pair.engine.args),

@@ -145,7 +145,7 @@ def _setup(
             n: {
                 "pair": p.name,
                 "pair_file": str(p.path),
-                "speculative_config": dict(p.speculative),
+                "speculative_config": p.speculative.to_json(),
                 "draft": model_hashes(p.draft).to_json() if p.draft else None,
             }
             for n, p in pairs.items()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.records.protocol import Protocol
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.report.rundir import read_json, read_jsonl, read_protocol, write_json, write_text
 from loadgen.util import strictjson
 
@@ -54,7 +55,9 @@ def candidate_protocol(proto: Protocol, candidate: str) -> Protocol:
         pair=mine["pair"],
         pair_file=mine["pair_file"],
         draft=mine["draft"],
-        speculative_config=mine["speculative_config"],
+        speculative_config=SpeculativeConfig.from_json(
+            mine["speculative_config"], source=f"protocol.json candidates.{candidate}"
+        ),
         design=design,
         sweep_candidate=candidate,
     )

@@ -20,16 +20,16 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
 from loadgen.records.server import EffectiveConfig, MinimalRequest, MinimalResponse
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import Teardown
 from loadgen.serve import readiness, resources
 from loadgen.serve.attached import ATTACH_REFUSED_S, listing_problem, unreachable
@@ -78,7 +78,7 @@ def build_argv(
     port: int,
     seed: int,
     extra_args: Sequence[str],
-    speculative: Mapping[str, Any] | None,
+    speculative: SpeculativeConfig | None,
 ) -> list[str]:
     """The engine command line. The speculative config is passed as ``--speculative-config JSON``
     (vLLM >= 0.8.2; the old scattered flags were removed in 0.8.3, vLLM PR 14434; docs/vllm-notes.md).
@@ -100,7 +100,7 @@ def build_argv(
         argv += ["--revision", target.revision]
     argv += list(extra_args)
     if speculative is not None:
-        argv += ["--speculative-config", json.dumps(dict(speculative), sort_keys=True)]
+        argv += ["--speculative-config", json.dumps(speculative.to_json(), sort_keys=True)]
     return argv
 
 

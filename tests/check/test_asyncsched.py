@@ -105,7 +105,7 @@ def test_the_h200_crossover_sweep_keeps_async_scheduling_for_both_candidates(tmp
             spec = [*pair.engine.args, *pair.servers["speculative"].args]
             out[c.name] = [
                 f.line().split()[0]
-                for f in async_findings(pair.speculative["method"], "0.24.0", pair.engine.args, spec)
+                for f in async_findings(str(pair.speculative.method), "0.24.0", pair.engine.args, spec)
                 if not f.ok
             ]
         return out

@@ -5,13 +5,22 @@ where a tokenizer folder keeps its chat template."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from loadgen.check.lossy import lossy_findings
 from loadgen.check.targetcheck import speculators_target, template_source
 from loadgen.profile.criteria import Criteria
+from loadgen.records.modelconfig import ModelConfig
+from loadgen.records.speculative import SpeculativeConfig
+
+
+def spec_of(data: Mapping[str, Any]) -> SpeculativeConfig:
+    """A speculative config record of ``data`` (as a pair file or protocol.json gives it)."""
+    return SpeculativeConfig.from_json(dict(data), source="pair.toml")
 
 
 @pytest.mark.parametrize(
@@ -29,15 +38,15 @@ from loadgen.profile.criteria import Criteria
 def test_each_lossy_setting_warns_and_blocks_a_lossless_criterion(
     spec: dict[str, str], env: dict[str, str], reason: str
 ) -> None:
-    (warn,) = lossy_findings(spec, env, None)
+    (warn,) = lossy_findings(spec_of(spec), env, None)
     assert (warn.check, warn.ok, warn.blocking, warn.data) == ("lossy rejection", False, False, {"lossy": reason})
     assert warn.message.startswith(f"{reason} does not keep the target's distribution: ")
-    warn2, block = lossy_findings(spec, env, Criteria(min_lossless_match=0.98))
+    warn2, block = lossy_findings(spec_of(spec), env, Criteria(min_lossless_match=0.98))
     assert warn2 == warn and (block.check, block.ok, block.blocking) == ("criteria.min_lossless_match", False, True)
     assert block.message.startswith(
         f"[criteria].min_lossless_match = 0.98 cannot be judged with a lossy rejection ({reason})"
     )
-    assert lossy_findings(spec, env, Criteria()) == [warn]
+    assert lossy_findings(spec_of(spec), env, Criteria()) == [warn]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +59,7 @@ def test_each_lossy_setting_warns_and_blocks_a_lossless_criterion(
     ],
 )
 def test_lossless_settings_find_nothing(spec: dict[str, str], env: dict[str, str]) -> None:
-    assert lossy_findings(spec, env, Criteria(min_lossless_match=1.0)) == []
+    assert lossy_findings(spec_of(spec), env, Criteria(min_lossless_match=1.0)) == []
 
 
 def test_a_speculators_checkpoint_as_target() -> None:
@@ -58,7 +67,7 @@ def test_a_speculators_checkpoint_as_target() -> None:
         "speculators_model_type": "eagle3",
         "speculators_config": {"verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
     }
-    (f,) = speculators_target(config, "/models/eagle3")
+    (f,) = speculators_target(ModelConfig.from_json(config), "/models/eagle3")
     assert (f.check, f.ok, f.blocking) == ("target kind", False, True)
     assert f.data == {"speculators_algorithm": "eagle3", "verifier": "meta-llama/Llama-3.1-8B-Instruct"}
     assert f.message == (
@@ -67,11 +76,11 @@ def test_a_speculators_checkpoint_as_target() -> None:
         'be plain; set [target].model = "meta-llama/Llama-3.1-8B-Instruct" (the verifier named in '
         "its speculators_config) and put this checkpoint in [speculative].model"
     )
-    (bare,) = speculators_target({"speculators_config": {"algorithm": "mtp"}}, "x")
+    (bare,) = speculators_target(ModelConfig.from_json({"speculators_config": {"algorithm": "mtp"}}), "x")
     assert bare.data == {"speculators_algorithm": "mtp", "verifier": None}
     assert "set [target].model to its verifier model (speculators_config.verifier names none)" in bare.message
-    assert speculators_target({"model_type": "llama"}, "x") == []
-    assert speculators_target({"speculators_config": "yes"}, "x") == []
+    assert speculators_target(ModelConfig.from_json({"model_type": "llama"}), "x") == []
+    assert speculators_target(ModelConfig.from_json({"speculators_config": "yes"}), "x") == []
 
 
 def test_where_the_chat_template_is(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from loadgen.check.draftcheck import draft_kind
 from loadgen.check.validate import check_pair
 from loadgen.cli import main
+from loadgen.records.modelconfig import ModelConfig
 from tests.check.test_validate import VOCAB, blocking, by_check, make_pair, warnings
 from tests.support.tokfactory import write_model
 
@@ -32,7 +33,7 @@ from tests.support.tokfactory import write_model
     ],
 )
 def test_draft_kind(config: dict[str, Any], kind: str | None) -> None:
-    assert (draft_kind(config) or (None,))[0] == kind
+    assert (draft_kind(ModelConfig.from_json(config)) or (None,))[0] == kind
 
 
 @pytest.mark.parametrize(

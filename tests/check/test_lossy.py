@@ -69,5 +69,5 @@ def test_min_lossless_match_with_a_lossy_method_is_refused(tmp_path: Path, monke
     with pytest.raises(PairCheckError, match="criteria.min_lossless_match: .*= 0.95 cannot be judged") as err:
         run_pair_check(pair, False, lambda _: None)
     assert err.value.exit_code == 2
-    lossless = dataclasses.replace(pair, speculative={**pair.speculative, "rejection_sample_method": "standard"})
+    lossless = dataclasses.replace(pair, speculative=pair.speculative.with_values(rejection_sample_method="standard"))
     assert blocking(check_pair(lossless, "0.33.0")) == []

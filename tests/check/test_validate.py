@@ -14,6 +14,7 @@ import pytest
 from loadgen.check.validate import ARTIFACTS, Finding, artifact_hashes, check_pair, check_vocabulary
 from loadgen.profile.pair import Engine, ModelRef, Pair
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.speculative import SpeculativeConfig
 from tests.support.tokfactory import renamed, swapped, trained_vocab, write_model
 
 VOCAB = trained_vocab()
@@ -36,7 +37,10 @@ def make_pair(
         speculative["model"] = str(draft)
     engine = Engine(command=base.engine.command, args=(*args, "--chat-template", "{{ messages }}"), env=env or {})
     return dataclasses.replace(
-        base, target=ModelRef(str(target), target_revision), speculative=speculative, engine=engine
+        base,
+        target=ModelRef(str(target), target_revision),
+        speculative=SpeculativeConfig.from_json(speculative, source="pair"),
+        engine=engine,
     )
 
 
@@ -245,10 +249,10 @@ def test_mtp_model_type_draft(tmp_path: Path) -> None:
 def test_draft_without_tokenizer(tmp_path: Path) -> None:
     target = write_model(tmp_path / "t", VOCAB)
     same = write_model(tmp_path / "d", VOCAB, tokenizer=False)
-    vocab = by_check(check_vocabulary(target, same, {"method": "draft_model"}, "0.32.0"), "vocabulary")
+    vocab = by_check(check_vocabulary(target, same, SpeculativeConfig(method="draft_model"), "0.32.0"), "vocabulary")
     assert not vocab.ok and not vocab.blocking and "the draft has no tokenizer.json" in vocab.message
     other = write_model(tmp_path / "o", VOCAB, vocab_size=64, tokenizer=False)
-    vocab = by_check(check_vocabulary(target, other, {"method": "draft_model"}, "0.32.0"), "vocabulary")
+    vocab = by_check(check_vocabulary(target, other, SpeculativeConfig(method="draft_model"), "0.32.0"), "vocabulary")
     assert vocab.blocking and "target 22, draft 64" in vocab.message
 
 

@@ -4,16 +4,24 @@ difference, the tokenizer read from a model directory written here, and the find
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from loadgen.check.vocab import TokenizerInfo, compare_vocabularies, describe, load_tokenizer_info, read_model_json
 from loadgen.check.vocabrules import vocab_findings
+from loadgen.records.speculative import SpeculativeConfig
 from tests.support.tokfactory import trained_vocab, write_model
 
 PIPE = {"normalizer": None, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None}
 ROLES = {"bos": ("<s>", 1), "eos": ("</s>", 2), "pad": (None, None), "unk": ("<unk>", 0)}
+
+
+def spec_of(data: Mapping[str, Any]) -> SpeculativeConfig:
+    """A speculative config record of ``data`` (as a pair file or protocol.json gives it)."""
+    return SpeculativeConfig.from_json(dict(data), source="pair.toml")
 
 
 def info(vocab: dict[str, int], size: int | None = 8, **kw: object) -> TokenizerInfo:
@@ -65,7 +73,10 @@ def findings(
     version: str | None = "0.32.0",
     env: dict[str, str] | None = None,
 ) -> list[tuple[str, bool, bool]]:
-    return [(f.check, f.ok, f.blocking) for f in vocab_findings(Path("t"), Path("d"), t, d, spec, version, env or {})]
+    return [
+        (f.check, f.ok, f.blocking)
+        for f in vocab_findings(Path("t"), Path("d"), t, d, spec_of(spec), version, env or {})
+    ]
 
 
 def test_the_findings_of_each_case() -> None:
@@ -95,7 +106,7 @@ def test_the_findings_of_each_case() -> None:
 def test_a_missing_tokenizer_names_the_side_and_the_sizes(tmp_path: Path) -> None:
     target = write_model(tmp_path / "t", trained_vocab(), vocab_size=100)
     draft = write_model(tmp_path / "d", trained_vocab(), vocab_size=128, tokenizer=False)
-    (f,) = vocab_findings(target, draft, load_tokenizer_info(target), None, {}, "0.32.0", {})
+    (f,) = vocab_findings(target, draft, load_tokenizer_info(target), None, spec_of({}), "0.32.0", {})
     assert (f.ok, f.blocking) == (False, True)
     assert f.message.startswith(
         "the draft has no tokenizer.json or vocab.json, so the token maps cannot be compared "
@@ -105,5 +116,5 @@ def test_a_missing_tokenizer_names_the_side_and_the_sizes(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("size", [None, 6])
 def test_identical_maps_name_the_count(size: int | None) -> None:
-    (f,) = vocab_findings(Path("t"), Path("d"), info(BASE, size), info(BASE, size), {}, "0.32.0", {})
+    (f,) = vocab_findings(Path("t"), Path("d"), info(BASE, size), info(BASE, size), spec_of({}), "0.32.0", {})
     assert f.message == f"identical token->id maps (6 tokens) and vocab_size {size}"

@@ -37,8 +37,14 @@ from loadgen.records.card import ResourceDifference
 from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import GaugeSample, ServerHistogram
 from loadgen.records.request import RequestRecord
+from loadgen.records.speculative import SpeculativeConfig
 
 DATA = Path(__file__).parents[1] / "data"
+
+
+def spec_of(data: Mapping[str, Any]) -> SpeculativeConfig:
+    """A speculative config record of ``data`` (as a pair file or protocol.json gives it)."""
+    return SpeculativeConfig.from_json(dict(data), source="pair.toml")
 
 
 def text(name: str) -> str:
@@ -118,7 +124,9 @@ def test_a_restarted_repetition_is_left_out_of_the_cells_acceptance() -> None:
     bad = entry_of(before, started(text("spec_t1"), 2.0), sent=10) | {"repetition": 1}
     counters, why = usable_counters(_es([good, bad]))
     assert counters == SpecDecodeCounters(100.0, 300.0, 150.0, (70.0, 50.0, 30.0), False) and why is None
-    notes = cell_notes(_roles({"speculative": [good, bad]}), {"method": "draft_model", "num_speculative_tokens": 3})
+    notes = cell_notes(
+        _roles({"speculative": [good, bad]}), spec_of({"method": "draft_model", "num_speculative_tokens": 3})
+    )
     assert notes == [
         "speculative rep 1: acceptance not measurable, the server restarted inside the cell "
         "(process_start_time_seconds changed 1 → 2)"
@@ -212,7 +220,7 @@ def test_older_names_give_the_same_figures_and_say_so() -> None:
     icl = server_histograms(before, after)["icl_s"].to_json()
     assert icl["metric"] == "vllm:time_per_output_token_seconds" and icl["count"] == 20.0
     assert icl["p50"] == pytest.approx(0.01)
-    notes = cell_notes(_roles({"plain": [{"gauges": summary, "server_histograms": {"icl_s": icl}}]}), {})
+    notes = cell_notes(_roles({"plain": [{"gauges": summary, "server_histograms": {"icl_s": icl}}]}), spec_of({}))
     assert notes == [
         "plain: read older vLLM metric names: vllm:gpu_cache_usage_perc (for vllm:kv_cache_usage_perc), "
         "vllm:time_per_output_token_seconds (for vllm:inter_token_latency_seconds)"
@@ -262,11 +270,11 @@ def test_an_invariant_violation_is_a_card_note() -> None:
             "reset": False,
         }
     }
-    assert cell_notes(_roles({"speculative": [entry]}), {"method": "draft_model", "num_speculative_tokens": 3}) == [
-        "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"
-    ]
+    assert cell_notes(
+        _roles({"speculative": [entry]}), spec_of({"method": "draft_model", "num_speculative_tokens": 3})
+    ) == ["speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"]
     # ngram proposes only the matches it finds: no inconsistency, the mean depth beside K instead
-    assert cell_notes(_roles({"speculative": [entry]}), {"method": "ngram", "num_speculative_tokens": 3}) == [
+    assert cell_notes(_roles({"speculative": [entry]}), spec_of({"method": "ngram", "num_speculative_tokens": 3})) == [
         "speculative: mean verified tokens per step 2.90 of K = 3 (ngram proposes only the matches it finds: "
         "fewer than K per step is by design)"
     ]
@@ -301,7 +309,9 @@ def test_generation_tokens_against_the_clients_count() -> None:
         "server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 (+4.2%)"
     )
     assert token_mismatch(_e(entry | {"client_window_output_tokens": 480, "foreign_traffic": True})) is None
-    notes = cell_notes(_roles({"plain": [entry | {"client_window_output_tokens": 480, "spec_decode": None}]}), {})
+    notes = cell_notes(
+        _roles({"plain": [entry | {"client_window_output_tokens": 480, "spec_decode": None}]}), spec_of({})
+    )
     assert notes == ["plain: server generated 500 tokens (Δvllm:generation_tokens_total), loadgen received 480 (+4.2%)"]
 
 
@@ -357,7 +367,9 @@ def test_one_engine_reset_keeps_the_other_engines_acceptance() -> None:
     )
     assert counters.num_accepted_tokens / counters.num_draft_tokens == 0.5  # acceptance rate of engine 0
     assert token_mismatch(_e(entry | {"client_window_output_tokens": 130})) is None  # engine 1's tokens uncounted
-    notes = cell_notes(_roles({"speculative": [entry]}), {"method": "draft_model", "num_speculative_tokens": 3})
+    notes = cell_notes(
+        _roles({"speculative": [entry]}), spec_of({"method": "draft_model", "num_speculative_tokens": 3})
+    )
     assert notes == [
         "speculative: counters of engine 1 went backwards inside the cell (reset), left out: "
         "acceptance from engine 0 whose counters held"
@@ -431,22 +443,22 @@ SHORT = {
 )
 def test_a_declared_adaptive_config_has_no_fixed_k(extra: dict[str, Any], why: str) -> None:
     config = {"method": "eagle3", "num_speculative_tokens": 3} | extra
-    assert k_variable(config) == why
+    assert k_variable(spec_of(config)) == why
     # 290 < 3 x 100 is by design here: no inconsistency, the mean depth beside K
-    assert cell_notes(_roles({"speculative": [SHORT]}), config) == [
+    assert cell_notes(_roles({"speculative": [SHORT]}), spec_of(config)) == [
         f"speculative: mean verified tokens per step 2.90 of K = 3 ({why}: fewer than K per step is by design)"
     ]
     # never more than K per draft, adaptive or not
     over = {"spec_decode": SHORT["spec_decode"] | {"num_draft_tokens": 310}}
-    assert cell_notes(_roles({"speculative": [over]}), config)[0] == (
+    assert cell_notes(_roles({"speculative": [over]}), spec_of(config))[0] == (
         "speculative: spec-decode counters inconsistent: draft tokens 310 ≠ K × drafts = 3 × 100 = 300"
     )
 
 
 def test_adaptive_verification_off_keeps_k_fixed() -> None:
     config = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": False}
-    assert k_variable(config) is None
-    assert cell_notes(_roles({"speculative": [SHORT]}), config) == [
+    assert k_variable(spec_of(config)) is None
+    assert cell_notes(_roles({"speculative": [SHORT]}), spec_of(config)) == [
         "speculative: spec-decode counters inconsistent: draft tokens 290 ≠ K × drafts = 3 × 100 = 300"
     ]
 
@@ -454,19 +466,23 @@ def test_adaptive_verification_off_keeps_k_fixed() -> None:
 def test_mean_verified_tokens_per_step_beside_k() -> None:
     c = SpecDecodeCounters(100.0, 290.0, 150.0, (70.0, 50.0, 30.0), False)
     adaptive = {"method": "eagle3", "num_speculative_tokens": 3, "enable_adaptive_verification": True}
-    assert verification_depth(c, adaptive).to_json() == {
+    assert verification_depth(c, spec_of(adaptive)).to_json() == {
         "k": 3,
         "k_fixed": False,
         "mean_verified_tokens_per_step": 2.9,
         "k_variable_reason": "enable_adaptive_verification = true",
     }
-    assert depth_note("speculative", c, adaptive) == (
+    assert depth_note("speculative", c, spec_of(adaptive)) == (
         "speculative: mean verified tokens per step 2.90 of K = 3 (enable_adaptive_verification = true: fewer "
         "than K per step is by design)"
     )
     fixed = {"method": "eagle3", "num_speculative_tokens": 3}
-    assert verification_depth(c, fixed).k_fixed is True and depth_note("speculative", c, fixed) is None
     assert (
-        verification_depth(SpecDecodeCounters(0.0, 0.0, 0.0, (0.0,) * 3, False), adaptive).mean_verified_tokens_per_step
+        verification_depth(c, spec_of(fixed)).k_fixed is True and depth_note("speculative", c, spec_of(fixed)) is None
+    )
+    assert (
+        verification_depth(
+            SpecDecodeCounters(0.0, 0.0, 0.0, (0.0,) * 3, False), spec_of(adaptive)
+        ).mean_verified_tokens_per_step
         is None
     )

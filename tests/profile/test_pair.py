@@ -21,7 +21,7 @@ def test_embedded_pairs_load() -> None:
     assert pair.sampling.temperature == 0.0 and pair.sampling.ignore_eos
     ngram = load_pair("demo-cpu-ngram")
     assert ngram.method == "ngram" and ngram.draft is None
-    assert ngram.speculative["prompt_lookup_max"] == 4
+    assert ngram.speculative.prompt_lookup_max == 4
     assert {"demo-cpu", "demo-cpu-ngram"} <= set(available_pairs())
 
 

@@ -8,7 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
+from loadgen.profile.candidates import is_sweep
 from loadgen.profile.pairkind import PairKind, pair_kind
+from loadgen.records.launchtable import LaunchTable
 
 CPU_ENGINE = '[engine]\nargs = ["--dtype", "float32"]\nenv = { VLLM_CPU_KVCACHE_SPACE = "1" }\n'
 GPU_ENGINE = '[engine]\nargs = ["--gpu-memory-utilization", "0.3"]\n'
@@ -31,7 +33,7 @@ ONE_SPEC = '[speculative]\nmethod = "ngram"\nnum_speculative_tokens = 2\n'
     ],
 )
 def test_the_kind_comes_from_the_engine_tables_and_the_candidates(doc: dict, kind: PairKind) -> None:
-    assert pair_kind(doc) == kind
+    assert pair_kind(LaunchTable.all_of(doc), is_sweep(doc)) == kind
 
 
 def test_pairs_marks_each_file_by_its_content_not_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

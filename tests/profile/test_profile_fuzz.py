@@ -122,7 +122,7 @@ def _assert_valid(pair: Pair) -> None:
     assert all(0 < r <= domains.MAX_RATE_RPS for r in pair.load.rates_rps) and pair.load.burstiness > 0
     assert pair.sampling.temperature >= 0 and 0 < pair.sampling.top_p <= 1
     assert isinstance(pair.num_speculative_tokens, int) and pair.num_speculative_tokens >= 1
-    assert pair.draft is None or isinstance(pair.speculative["model"], str)
+    assert pair.draft is None or isinstance(pair.speculative.model, str)
     assert all(w.output_tokens >= 1 for w in pair.workloads)
     assert 0 < pair.slo.percentile <= 100 and pair.criteria.min_speedup > 0
 

@@ -18,6 +18,7 @@ from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level, Pair, k_at, speculation_on_at
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.run.cell import run_cell_on
 from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
@@ -38,7 +39,7 @@ def _run(
     tmp_path: Path, speculative: dict[str, Any], concurrency: int
 ) -> tuple[FallbackDetected | None, dict[str, Any]]:
     base = load_pair("demo-cpu")
-    pair: Pair = dataclasses.replace(base, speculative=speculative)
+    pair: Pair = dataclasses.replace(base, speculative=SpeculativeConfig.from_json(speculative, source="pair"))
     measured = tuple(Prompt(f"p{i}", "w", "completions", "ok", None, 2) for i in range(4))
     cell = CellSpec("w", "completions", Level(concurrency), 0, (), measured, (), None)
     page = (DATA / "vllm032_spec_t0.prom").read_bytes()  # the same page twice: no draft in the cell
@@ -53,10 +54,11 @@ def _run(
 
 
 def test_the_declared_k_per_running_batch_reads_both_keys() -> None:
-    assert [k_at(BY_BATCH, b) for b in (1, 2, 9)] == [2, 0, 0]
-    assert [k_at(SCHEDULE, b) for b in (1, 2, 8, 9)] == [2, 0, 0, 2]  # 9: no range holds it, the declared K
-    assert [speculation_on_at(SCHEDULE, c) for c in (1, 4)] == [True, False]
-    assert speculation_on_at(SCHEDULE, 4, open_loop=True)  # an open-loop level may run 1 request at a time
+    by_batch, schedule = (SpeculativeConfig.from_json(d, source="pair") for d in (BY_BATCH, SCHEDULE))
+    assert [k_at(by_batch, b) for b in (1, 2, 9)] == [2, 0, 0]
+    assert [k_at(schedule, b) for b in (1, 2, 8, 9)] == [2, 0, 0, 2]  # 9: no range holds it, the declared K
+    assert [speculation_on_at(schedule, c) for c in (1, 4)] == [True, False]
+    assert speculation_on_at(schedule, 4, open_loop=True)  # an open-loop level may run 1 request at a time
 
 
 @pytest.mark.parametrize("speculative", [BY_BATCH, SCHEDULE], ids=["disable_by_batch_size", "schedule"])

@@ -15,6 +15,7 @@ import pytest
 
 from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.serve import resources, servers
 from tests.support.promstack import free_port
 from tests.support.scripted_server import scripted_server
@@ -36,7 +37,7 @@ def test_build_argv_exactly() -> None:
         8001,
         7,
         ["--dtype", "bfloat16"],
-        {"num_speculative_tokens": 3, "method": "ngram"},
+        SpeculativeConfig.from_json({"num_speculative_tokens": 3, "method": "ngram"}, source="pair.toml"),
     )
     assert argv == [
         "vllm",
