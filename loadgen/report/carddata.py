@@ -33,7 +33,6 @@ from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.request import RequestRecord
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.records.usage import ServerUsage
 from loadgen.report.cardlevels import capacities, crossovers
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
@@ -273,11 +272,7 @@ def card_of(files: RunFiles) -> PairCard:
         role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
         for role in ROLES
     }
-    measured = {
-        role: None if u is None else ServerUsage.from_json(u, source=f"servers/{role}-resources.json")
-        for role, u in usage.items()
-    }
-    diff = difference(measured["plain"], measured["speculative"])
+    diff = difference(usage["plain"], usage["speculative"])
     versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,
@@ -314,7 +309,7 @@ def card_of(files: RunFiles) -> PairCard:
             plain=usage["plain"],
             speculative=usage["speculative"],
             difference=diff,
-            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(measured["plain"], diff)] if n),
+            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(usage["plain"], diff)] if n),
         ).in_full(),
         placement={role: placement(servers[role]).to_json() for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),

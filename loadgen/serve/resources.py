@@ -155,7 +155,7 @@ def usage(pid: int | None, cache_info: Mapping[str, str], kv_tokens_log: int | N
     )
 
 
-def difference(plain: ServerUsage | None, speculative: ServerUsage | None) -> ResourceDifference:
+def difference(plain: Mapping[str, Any] | None, speculative: Mapping[str, Any] | None) -> ResourceDifference:
     """The draft's cost: speculative minus plain for memory, and the KV-cache capacity lost, from the two
     servers' ``-resources.json`` usage as read (None: not measured).
 
@@ -165,29 +165,28 @@ def difference(plain: ServerUsage | None, speculative: ServerUsage | None) -> Re
     that budget on both, so their GPU memory differs by the budget's slack, not by the draft's cost, which
     shows as KV-cache capacity lost instead.
     """
+    p, s = plain or {}, speculative or {}
 
-    def minus(a: int | None, b: int | None) -> int | None:
+    def minus(a: Any, b: Any) -> Any:
         return None if a is None or b is None else a - b
 
-    def gpu(u: ServerUsage | None) -> int | None:
-        return u.gpu_memory.bytes if u is not None and u.gpu_memory is not None else None
-
-    p_kv = plain.kv_cache_tokens if plain else None
-    lost = minus(p_kv, speculative.kv_cache_tokens if speculative else None)
-    budget = plain.gpu_memory_utilization if plain else None
-    same = budget is not None and budget == (speculative.gpu_memory_utilization if speculative else None)
+    p_gpu = (p.get("gpu_memory") or {}).get("bytes")
+    s_gpu = (s.get("gpu_memory") or {}).get("bytes")
+    p_kv, s_kv = p.get("kv_cache_tokens"), s.get("kv_cache_tokens")
+    lost = minus(p_kv, s_kv)
     return ResourceDifference(
-        extra_cpu_rss_bytes=minus(
-            speculative.cpu_rss_bytes if speculative else None, plain.cpu_rss_bytes if plain else None
-        ),
-        extra_gpu_memory_bytes=minus(gpu(speculative), gpu(plain)),
+        extra_cpu_rss_bytes=minus(s.get("cpu_rss_bytes"), p.get("cpu_rss_bytes")),
+        extra_gpu_memory_bytes=minus(s_gpu, p_gpu),
         kv_cache_tokens_lost=lost,
         kv_capacity_loss=lost / p_kv if lost is not None and p_kv else None,
-        same_memory_budget=same,
+        same_memory_budget=(
+            p.get("gpu_memory_utilization") is not None
+            and p.get("gpu_memory_utilization") == s.get("gpu_memory_utilization")
+        ),
     ).in_full()
 
 
-def budget_note(plain: ServerUsage | None, difference: ResourceDifference) -> str | None:
+def budget_note(plain: Mapping[str, Any] | None, difference: ResourceDifference) -> str | None:
     """One line when both servers ran under the same memory budget and their GPU memory was measured: the
     difference is the budget's slack, the draft's cost is in the KV-cache capacity (:func:`difference`)."""
     extra = difference.extra_gpu_memory_bytes
@@ -196,7 +195,7 @@ def budget_note(plain: ServerUsage | None, difference: ResourceDifference) -> st
     loss = difference.kv_capacity_loss
     cost = f"{100 * loss:.1f}% of the KV-cache capacity" if loss is not None else "KV-cache capacity"
     return (
-        f"both servers ran under gpu_memory_utilization {plain.gpu_memory_utilization if plain else None}: vLLM fills "
+        f"both servers ran under gpu_memory_utilization {(plain or {}).get('gpu_memory_utilization')}: vLLM fills "
         f"that budget on each, so their GPU memory differs by {extra / 2**20:+,.0f} MiB, the budget's slack, not "
         f"the draft's cost, which is {cost}"
     )
