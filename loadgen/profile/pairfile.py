@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loadgen.errors import ProfileError
-from loadgen.profile.candidates import is_sweep
 from loadgen.profile.cells import PLACEBO, ROLES
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
@@ -29,6 +28,7 @@ from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.profile.workloadset import pair_workloads
+from loadgen.records.candidates import is_sweep
 from loadgen.records.criteria import Criteria, parse_criteria
 from loadgen.records.design import Design, parse_design
 from loadgen.records.speculative import SpeculativeConfig

@@ -1,6 +1,6 @@
 """The speculative config (vLLM's ``--speculative-config`` JSON): :class:`SpeculativeConfig`, read from a pair
 file's ``[speculative]`` table (profile/pairfile.py, after profile/domains.py checked its types), a sweep
-candidate (profile/candidates.py) or protocol.json's ``speculative_config`` (records/protocol.py).
+candidate (records/candidates.py) or protocol.json's ``speculative_config`` (records/protocol.py).
 
 The fields loadgen reads are typed (vLLM's ``SpeculativeConfig`` field types, vllm/config/speculative.py,
 0.10-0.33; each may be absent: None); every other key the engine takes is kept as given in ``rest``, and

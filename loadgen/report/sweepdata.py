@@ -18,8 +18,8 @@ from loadgen.measure.blocks import half_width
 from loadgen.measure.metrics import per_prompt
 from loadgen.measure.ranking import drift_warning, speedup_of, upper_bound
 from loadgen.measure.ratios import paired_median_ratio
-from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
+from loadgen.records.candidates import Candidate
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference
 from loadgen.records.cardcell import Acceptance, CardCell, Cost
 from loadgen.records.criteria import LATENCY_METRICS, Criteria, criteria_of
@@ -69,7 +69,7 @@ def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
         (
             r
             for r in load_records(run_dir)
-            if r.role == "plain" and r.phase == "measured" and CellKey.of(r.__dict__) == key
+            if r.role == "plain" and r.phase == "measured" and CellKey.named(r.workload, r.level, r.concurrency) == key
         ),
         field,
     )
