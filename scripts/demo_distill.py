@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import functools
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ RAW_PROMPTS, RAW_TOKENS = 224, 36
 CHAT_PROMPTS, CHAT_TOKENS = 40, 64
 HELD_OUT = 16  # raw + chat prompts generated but never trained on: the reported agreement
 STEPS, BATCH, LR, SEED = 200, 6, 6e-3, 0
+PROGRESS_EVERY = 50  # distillation steps between two progress lines
 RECIPE: dict[str, Any] = {
     "version": 3,
     "draft_layers": DRAFT_LAYERS,
@@ -328,7 +330,10 @@ def distill(
     gen = torch.Generator().manual_seed(SEED)  # the batch order is drawn on the CPU on every device
     groups = [train[lengths[train] == n] for n in lengths[train].unique()]  # one output length per batch
     sizes = torch.tensor([float(len(g)) for g in groups])
-    for _ in range(STEPS):
+    t0 = time.monotonic()
+    for i in range(STEPS):
+        if i and i % PROGRESS_EVERY == 0:  # a line now and then: a newcomer watching must see it move
+            print(f"         step {i}/{STEPS} after {time.monotonic() - t0:.1f} s", flush=True)
         group = groups[int(torch.multinomial(sizes, 1, generator=gen))]
         rows = group[torch.randint(0, len(group), (BATCH,), generator=gen)].to(device)
         z, sel = logits(rows)

@@ -216,7 +216,7 @@ def test_the_function_checks_count_lines_and_parameters() -> None:
 
 
 def test_the_check_sees_an_upward_import() -> None:
-    tree = ast.parse("from loadgen.report.card import render_markdown\n")
+    tree = ast.parse("from loadgen.report.cardmd import render_markdown\n")
     [(line, target)] = list(_imports(tree, "loadgen.stream.client", runtime_only=False))
-    assert (line, target, layer_of(target)) == (1, "loadgen.report.card", "report")
+    assert (line, target, layer_of(target)) == (1, "loadgen.report.cardmd", "report")
     assert LAYERS.index("report") > LAYERS.index(layer_of("loadgen.stream.client"))

@@ -139,7 +139,7 @@ def fleet_run(
 
 
 def _print_fleet_card(fleet_dir: Path, card: Path) -> None:
-    from loadgen.fleet.fleetcard import fleet_summary_lines, read_fleet_card
+    from loadgen.fleet.fleetwrite import fleet_summary_lines, read_fleet_card
 
     click.echo("\n".join([*fleet_summary_lines(read_fleet_card(fleet_dir / "fleet.json")), f"fleet card: {card}"]))
 

@@ -17,7 +17,7 @@ from loadgen.cli.options import SWEEP_ONLY, RunOptions, run_options
 from loadgen.cli.paramtypes import Url
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
-from loadgen.report.savedcard import read_card
+from loadgen.report.saveddata import read_card
 from loadgen.report.summary import print_saved_summary
 from loadgen.util.redact import redact_text
 

@@ -26,7 +26,7 @@ from loadgen.errors import BadInput
 from loadgen.report.refused import no_card_for_refused, read_refusal
 from loadgen.report.rundir import read_json
 from loadgen.report.runlock import locked, probe
-from loadgen.report.savedcard import read_card
+from loadgen.report.saveddata import read_card
 
 #: A run's failure (status.json) when it was stopped by Ctrl-C or SIGTERM: resumed without fixing anything.
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
@@ -55,7 +55,7 @@ def _json(path: Path) -> Any:
 
 
 def _card_verdict(path: Path) -> str:
-    """The verdict's summary of the card at ``path`` (savedcard.read_card), or why there is none to show."""
+    """The verdict's summary of the card at ``path`` (saveddata.read_card), or why there is none to show."""
     if not path.is_file():
         return "no card (`loadgen report` writes it)"
     try:
@@ -167,7 +167,7 @@ def report_locked(run_dir: Path, log: Any = click.echo) -> Any:
     """``loadgen report RUN_DIR``'s writing, with the folder's lock held (a sweep folder: report_sweep;
     else the card, returned). Raises FolderBusy (exit 2) while another process measures the folder, BadInput
     for a folder refused before measuring (report/refused.py)."""
-    from loadgen.run.flow import finish_card
+    from loadgen.report.cardwrite import finish_card
     from loadgen.run.sweep import report_sweep
 
     no_card_for_refused(run_dir)
@@ -178,7 +178,7 @@ def report_locked(run_dir: Path, log: Any = click.echo) -> Any:
 def fleet_card_locked(fleet_dir: Path) -> Path:
     """``loadgen fleet report DIR``: the fleet card written with the folder's lock held; its path. Raises
     FolderBusy (exit 2) while a ``loadgen fleet run`` holds the folder."""
-    from loadgen.fleet.fleetcard import write_fleet_card
+    from loadgen.fleet.fleetwrite import write_fleet_card
 
     with locked(fleet_dir, click.echo):
         return write_fleet_card(fleet_dir)

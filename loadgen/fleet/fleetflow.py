@@ -23,7 +23,7 @@ from loadgen import __version__
 from loadgen.errors import BadInput, CriteriaFailed, RunFailed
 from loadgen.fleet import taskrun
 from loadgen.fleet import tasks as taskfile
-from loadgen.fleet.fleetcard import write_fleet_card
+from loadgen.fleet.fleetwrite import write_fleet_card
 from loadgen.fleet.nodes import has_gpu
 from loadgen.fleet.nodetask import TaskSpec, run_on_node
 from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path

@@ -1,5 +1,5 @@
 """The pair card (``card.json``, schema ``loadgen.card/1``) as a typed record: built by report/carddata.py (a run
-folder's saved data) or savedcard.py (a card without requests.jsonl), rendered by report/card.py (Markdown),
+folder's saved data) or saveddata.py (a card without requests.jsonl), rendered by report/cardmd.py (Markdown),
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
 (:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a server
@@ -94,7 +94,7 @@ class Resources(Wire):
 @dataclass(frozen=True, kw_only=True)
 class ContextRow(Wire):
     """One input length of a workload expanded over several (``<workload>@<tokens>``) at one load level:
-    the speculative server's acceptance rate and the TPOT p50 ratio with its CI (report/workloadcard.py)."""
+    the speculative server's acceptance rate and the TPOT p50 ratio with its CI (report/workloadmd.py)."""
 
     input_tokens: int
     level: str
@@ -157,7 +157,7 @@ class CardVerdict(Wire):
     declared: bool = field(metadata={"doc": "whether the pair file had a [criteria] table"})
     status: str | None = None
     criteria: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "the criteria applied (profile/criteria.py Criteria)"}
+        default=None, metadata={"doc": "the criteria applied (records/criteria.py Criteria)"}
     )
     cells: tuple[CellVerdict, ...] = ()
     resources: tuple[Check, ...] = ()

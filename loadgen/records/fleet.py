@@ -5,7 +5,7 @@
 :class:`SweepPairCell` of the nodes' :class:`SweepNodeEntry`).
 
 Built by fleet/fleetdata.py (``build_fleet_card``) from the task list (records/fleettasks.py), the pair cards and
-the sweep cards (records/sweep.py), written by fleet/fleetcard.py, rendered by fleet/fleetmd.py, read back by
+the sweep cards (records/sweep.py), written by fleet/fleetwrite.py, rendered by fleet/fleetmd.py, read back by
 ``loadgen fleet run`` for its summary. Ratios are speculative / plain as the pair cards hold them (docs/metrics.md,
 "Ratios and their confidence intervals"); speedups plain / speculative of the sweep's primary metric. The small
 parts (a node's hardware, a compare node's verdict, a ratio, a sweep node's workloads and entries, the flags of

@@ -5,7 +5,7 @@ back (:class:`TaskResult`).
 Planned by fleet/tasks.py (``plan``, from the fleet file and the cluster's nodes: records/raynodes.py
 ``node_of``), updated by fleet/taskrun.py as each task comes back, written by fleet/tasks.py ``save``, read
 back by ``loadgen fleet run --resume`` and ``loadgen fleet report`` (fleet/tasks.py ``load``,
-fleet/fleetcard.py), always through :meth:`TaskList.from_json`, which checks every field once: a wrong
+fleet/fleetwrite.py), always through :meth:`TaskList.from_json`, which checks every field once: a wrong
 type, a status or kind outside its set, a ``run_dir`` outside ``runs/`` or an id listed twice is one
 BadInput line (exit 2) naming the file, the field path and the fix. Its JSON Schema is generated from the
 kinds below (:meth:`TaskList.json_schema`, committed as records/fleet-tasks.schema.json; the schema's

@@ -5,7 +5,7 @@ recommendation (:class:`Recommendation`, per workload :class:`WorkloadChoice` wi
 level :class:`LevelChoice`; defined in records/sweepchoice.py, imported from here).
 
 Built by report/sweepdata.py (``build_sweep_card``; the rules and formulas: report/sweeprec.py and
-measure/ranking.py), written by run/sweep.py, rendered by report/sweepcard.py (sweep.md) and
+measure/ranking.py), written by run/sweep.py, rendered by report/sweepmd.py (sweep.md) and
 report/sweepplots.py, read back by ``loadgen report SWEEP_DIR`` (the drift an older sweep kept), ``loadgen
 sweep`` (the criteria's outcome), ``loadgen diff`` (the candidates' folders) and the fleet card
 (fleet/fleetdata.py). Speedups are plain / speculative of the primary metric (> 1 faster, the card's

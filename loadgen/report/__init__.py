@@ -1,5 +1,6 @@
-"""The card: the run folder on disk (rundir), card data from saved files (carddata, savedcard, partial),
-Markdown, plots, the terminal summary and the diff of two cards.
+"""The card: the run folder on disk (rundir), card data from saved files (carddata, saveddata, partial),
+Markdown (cardmd, sweepmd), the card files written (cardwrite, sweepwrite), plots, the terminal summary and the
+diff of two cards.
 
 May import: every layer below but stream (errors, util, records, profile, check, prom, serve, measure).
 Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run

@@ -4,7 +4,7 @@ From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json 
 ``card_of`` itself reads nothing), computes every cell's statistics (metrics.py) and the speculative / plain
 ratios (measure/ratios.py), and returns the card as the
 records/card.py ``PairCard`` (schema ``loadgen.card/1``; report/card.schema.json is generated from that type)
-that card.py renders. Every part is built as its record (records/card.py, records/cardcell.py), with the keys
+that cardmd.py renders. Every part is built as its record (records/card.py, records/cardcell.py), with the keys
 a fresh card.json writes in their order (``keyed``, ``with_fields``: a field that is null stays in the file).
 """
 
@@ -39,14 +39,14 @@ from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, 
 from loadgen.report.partial import mark_partial
 from loadgen.report.runfiles import RunFiles, read_run
 from loadgen.report.tracedata import trace_card
-from loadgen.report.workloadcard import context_axis, workload_statement
+from loadgen.report.workloadmd import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
 
 CARD_SCHEMA: Final = "loadgen.card/1"
 #: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
 DECLARED_OFF = "speculation off by the declared config at this level"
-#: The words of the blocking note of a lookup method's cell without a single draft (card.py raises it).
+#: The words of the blocking note of a lookup method's cell without a single draft (cardmd.py raises it).
 NOT_SPECULATIVE = "this was not a speculative comparison"
 #: A fresh card's keys in their order (``command_line`` and ``trace`` follow when present).
 _CARD_KEYS = (

@@ -1,6 +1,6 @@
 """The context-length figure (``context_length.png``): acceptance rate and TPOT p50 ratio (speculative /
 plain) against the input length in tokens, one line per base workload and load level, from the card's
-``context_axis`` (workloadcard.context_axis). Matplotlib's Agg canvas on a private Figure; nothing is
+``context_axis`` (workloadmd.context_axis). Matplotlib's Agg canvas on a private Figure; nothing is
 written when no workload lists several input lengths."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from loadgen.records.card import PairCard
 from loadgen.records.cardcell import Distribution, Ratio, RoleStats
-from loadgen.report.savedcard import read_card
+from loadgen.report.saveddata import read_card
 from loadgen.util.numbers import ms
 
 #: The percentiles printed for each latency (docs/metrics.md): the median and the tail beside it.
@@ -90,6 +90,6 @@ def print_summary(card: PairCard, console: Console | None = None) -> None:
 
 
 def print_saved_summary(run_dir: Path) -> None:
-    """:func:`print_summary` of ``run_dir``'s card.json (savedcard.read_card: BadInput, exit 2, naming the file
+    """:func:`print_summary` of ``run_dir``'s card.json (saveddata.read_card: BadInput, exit 2, naming the file
     and the field when it does not match ``loadgen.card/1``)."""
     print_summary(read_card(run_dir / "card.json"))

@@ -26,7 +26,7 @@ from loadgen.records.criteria import LATENCY_METRICS, Criteria, criteria_of
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
-from loadgen.report.savedcard import read_card
+from loadgen.report.saveddata import read_card
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
 
@@ -165,7 +165,7 @@ def _candidate(c: Candidate, card: PairCard | None, seconds: float | None) -> Sw
 
 
 def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, PairCard]:
-    """Each measured candidate's card (savedcard.read_card: BadInput naming the file and field of a bad one)."""
+    """Each measured candidate's card (saveddata.read_card: BadInput naming the file and field of a bad one)."""
     return {c.name: read_card(path) for c in candidates if (path := sweep_dir / c.name / "card.json").is_file()}
 
 

@@ -1,5 +1,6 @@
 """The servers a run holds open, one per server key (run/arms.py): launched (one after the other: vLLM's memory
-profiling sees what is already on the accelerator, docs/vllm-notes.md) or attached, each proven in the mode
+profiling sees what is already on the accelerator, docs/vllm-notes.md; CPU servers, which reserve a declared
+KV-cache space, all at once, :meth:`Bench.open_together`) or attached, each proven in the mode
 its arm declares, its records written under ``servers/`` (``<server>-launch.json``, ``-minimal.json``,
 ``-effective.json``, ``-resources.json``, ``-teardown.json``, the log ``<server>.log``), and stopped (the whole
 process tree) when the run lets go of it, a launched one only: an attached server is left running, its line
@@ -12,7 +13,7 @@ start still hold the accelerator.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -53,22 +54,30 @@ class Bench:
         FallbackDetected or RunFailed as servers.running and modeproof.py do."""
         if arm.server in self._open:
             return self._open[arm.server][0]
-        spec = arm_specs.arm_spec(arm, self.run_dir, self.api_key)
-        key = arm.server
-        write_json(
-            self.run_dir / "servers" / f"{key}-launch.json",
-            {
-                "argv": None if spec.attach_url else redact_argv(spec.argv),
-                "env": redact_env(spec.env),
-                "base_url": redact_url(spec.base_url),
-                "attached": spec.attach_url is not None,
-            },
-        )
-        self.log(
-            f"[{key}] attaching to {redact_url(spec.base_url)}"
-            if spec.attach_url
-            else f"[{key}] starting: {' '.join(redact_argv(spec.argv))}"
-        )
+        return self._enter(arm, self._announce(arm))
+
+    def open_together(self, arms: Sequence[Arm]) -> None:
+        """Open the servers of ``arms`` with every launched one started at once, then each waited for, proven
+        and recorded in turn (as :meth:`open`), so their start-up times overlap. Only for servers that size
+        their memory from a declaration, not by profiling what is free (the CPU build of vLLM reserves
+        ``VLLM_CPU_KVCACHE_SPACE``, docs/vllm-notes.md): vLLM's GPU memory profiling must see each server
+        alone. A server launched but never waited for (one before it failed) is stopped. Raises as
+        :meth:`open`."""
+        todo = [a for a in {a.server: a for a in arms}.values() if a.server not in self._open]
+        specs = {a.server: self._announce(a) for a in todo}
+        launched: dict[str, servers.Server] = {}
+        try:
+            for a in todo:
+                if specs[a.server].attach_url is None:
+                    launched[a.server] = servers.launch(specs[a.server])
+            for a in todo:
+                self._enter(a, specs[a.server], launched.pop(a.server, None))
+        finally:
+            for key, server in launched.items():
+                self._on_stop(key, specs[key])(server.stop())
+
+    def _on_stop(self, key: str, spec: servers.LaunchSpec) -> Callable[[Teardown | None], None]:
+        """What a server's stop says and records: its line, and ``<server>-teardown.json``."""
 
         def on_stop(report: Teardown | None) -> None:
             if spec.attach_url is None:  # said before the record is written: a full disk must not hide it
@@ -85,9 +94,34 @@ class Bench:
                 self.log(f"[{key}] left running at {redact_url(spec.base_url)} ({LEFT_RUNNING})")
             write_json(self.run_dir / "servers" / f"{key}-teardown.json", record)
 
+        return on_stop
+
+    def _announce(self, arm: Arm) -> servers.LaunchSpec:
+        """Write ``<server>-launch.json`` and say that the arm's server starts (or is attached); its spec."""
+        spec = arm_specs.arm_spec(arm, self.run_dir, self.api_key)
+        write_json(
+            self.run_dir / "servers" / f"{arm.server}-launch.json",
+            {
+                "argv": None if spec.attach_url else redact_argv(spec.argv),
+                "env": redact_env(spec.env),
+                "base_url": redact_url(spec.base_url),
+                "attached": spec.attach_url is not None,
+            },
+        )
+        self.log(
+            f"[{arm.server}] attaching to {redact_url(spec.base_url)}"
+            if spec.attach_url
+            else f"[{arm.server}] starting: {' '.join(redact_argv(spec.argv))}"
+        )
+        return spec
+
+    def _enter(self, arm: Arm, spec: servers.LaunchSpec, launched: servers.Server | None = None) -> servers.Server:
+        """Wait for the arm's server (``launched`` already, or launched or attached here), prove its mode,
+        record it and keep it open until :meth:`close`."""
+        key = arm.server
         stack = contextlib.ExitStack()
         try:
-            server = stack.enter_context(servers.running(spec, on_stop))
+            server = stack.enter_context(servers.running(spec, self._on_stop(key, spec), launched))
             self.log(f"[{key}] ready after {server.ready_s:.0f} s at {redact_url(server.base_url)}")
             effective = self._startup_proof(arm, server)
             usage = {"ready": self._resources(server, effective)}

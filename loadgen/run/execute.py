@@ -1,13 +1,14 @@
 """Running an order of slots (run/design.py) on the arms' servers, appending to one run folder.
 
-Co-resident: every server is opened before the first slot, in the arms' base order (one after the other),
-and stays up to the end; only the server of the slot being measured gets load. One server at a time: each
-phase opens its server and closes it when the next slot is on another. Every attached server is checked
-(reachable, serving the model, in its declared mode) before the first slot, so a broken one is not found
-halfway; every launched server's port is checked and held against other loadgen runs before the first
-server starts, until its server answers (serve/portlock.py), so a busy port is not found after a whole phase.
-protocol.json's ``design`` records the order (``order``: every slot, ``[arm, workload, level, block]``),
-rewritten when blocks are added (run/sizing.py), so ``--protocol`` repeats it and ``--resume`` finishes it.
+Co-resident: every server is opened before the first slot, in the arms' base order (one after the other;
+CPU servers all started at once, run/bench.py ``Bench.open_together``), and stays up to the end; only the
+server of the slot being measured gets load. One server at a time: each phase opens its server and closes it
+when the next slot is on another. Every attached server is checked (reachable, serving the model, in its
+declared mode) before the first slot, so a broken one is not found halfway; every launched server's port is
+checked and held against other loadgen runs before the first server starts, until its server answers
+(serve/portlock.py), so a busy port is not found after a whole phase. protocol.json's ``design`` records the
+order (``order``: every slot, ``[arm, workload, level, block]``), rewritten when blocks are added
+(run/sizing.py), so ``--protocol`` repeats it and ``--resume`` finishes it.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ Log = Callable[[str], None]
 
 @dataclass
 class Session:
-    """One run folder's measurement: its arms (by name), whether their servers are co-resident, the open
-    servers, the sinks every arm appends to, and the slots run so far (``done``)."""
+    """One run folder's measurement: its arms (by name), whether their servers are co-resident (and then
+    whether they start at once: ``start_together``, Bench.open_together), the open servers, the sinks every
+    arm appends to, and the slots run so far (``done``)."""
 
     run_dir: Path
     arms: dict[str, Arm]
@@ -42,6 +44,7 @@ class Session:
     cells_log: JsonlAppender
     observers: Observers
     api_key: str | None = None
+    start_together: bool = False
     done: list[Slot] = field(default_factory=list)
     bench: Bench = field(init=False)
     holds: PortHolds = field(init=False)
@@ -58,6 +61,13 @@ class Session:
         server = self.bench.open(arm)
         self.holds.answered(arm.server)
         return server
+
+    def _open_together(self, arms: Sequence[Arm]) -> None:
+        """Every arm's server started at once (Bench.open_together); their ports, held since :meth:`hold_ports`,
+        released once they answer."""
+        self.bench.open_together(arms)
+        for a in arms:
+            self.holds.answered(a.server)
 
     def context(self, arm: Arm) -> RunContext:
         """The run context of one arm's slots (its pair: stop rule, sampling, method and K)."""
@@ -77,11 +87,12 @@ class Session:
         stay open for more slots (co-resident) until :meth:`close`."""
         if not slots:
             return
-        if self.co_resident:  # every server up before the first slot, in the base order, one after the other
-            used = {s.arm for s in slots}
-            for arm in self.arms.values():
-                if arm.name in used:
-                    self._open(arm)
+        if self.co_resident:  # every server up before the first slot, in the base order
+            used = [a for a in self.arms.values() if a.name in {s.arm for s in slots}]
+            if self.start_together:
+                self._open_together(used)
+            for arm in used:
+                self._open(arm)
         for slot in slots:
             arm = self.arms[slot.arm]
             if not self.co_resident:

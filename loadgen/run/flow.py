@@ -21,16 +21,13 @@ from loadgen.errors import LoadgenError, ProfileError
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
 from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
-from loadgen.records.card import PairCard
 from loadgen.records.request import RequestRecord
 from loadgen.records.runparts import DesignRecord, StatusFile
-from loadgen.report.card import render_markdown
-from loadgen.report.carddata import build_card
-from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused, no_card_for_refused
+from loadgen.report.cardwrite import finish_card
+from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused
 from loadgen.report.rundir import (
     JsonlAppender,
     copy_pair_file,
-    load_records,
     new_run_dir,
     numbered_jsonl,
     read_cell_lines,
@@ -39,7 +36,6 @@ from loadgen.report.rundir import (
     write_text,
 )
 from loadgen.report.runlock import locked
-from loadgen.report.savedcard import refresh_saved_card, saved_only
 from loadgen.run.arms import Arm, build_arms, co_resident, describe
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
@@ -57,7 +53,8 @@ Log = Callable[[str], None]
 class Measurement:
     """What one run folder measures: its arms (base order), whether their servers are co-resident and why,
     the planned blocks and the order of the slots to run, and the precision to size cells to (the primary
-    metric, ``[criteria].ci_half_width``; None: no sizing) with the wall-clock deadline for it."""
+    metric, ``[criteria].ci_half_width``; None: no sizing) with the wall-clock deadline for it, and whether the
+    co-resident servers start at once (no GPU visible: CPU servers, run/bench.py ``Bench.open_together``)."""
 
     arms: list[Arm]
     co_resident: bool
@@ -67,6 +64,7 @@ class Measurement:
     metric: str = "tpot_p50"
     goal: float | None = None
     deadline: float | None = None
+    start_together: bool = False
 
 
 def plan_measurement(
@@ -80,9 +78,8 @@ def plan_measurement(
     a recorded ``design.order`` to repeat exactly. Raises ProfileError when the recorded order names a block
     the cells do not hold."""
     arms = build_arms(pair, speculative, attach)
-    co, why = co_resident(
-        arms, len(resources.hardware().gpus), resources.host_available_bytes(), resources.gpu_free_share()
-    )
+    gpus = len(resources.hardware().gpus)
+    co, why = co_resident(arms, gpus, resources.host_available_bytes(), resources.gpu_free_share())
     if order is not None:
         try:
             slots = replay_order(order, cells)
@@ -97,7 +94,9 @@ def plan_measurement(
         slots = balanced_order(first, [a.name for a in arms], co)
     crit = pair.criteria
     metric = crit.primary[0] if crit is not None else "tpot_p50"
-    return Measurement(arms, co, why, cells, slots, metric, crit.ci_half_width if crit is not None else None)
+    goal = crit.ci_half_width if crit is not None else None
+    # CPU servers reserve a declared KV-cache space: their start-ups may overlap (run/bench.py open_together)
+    return Measurement(arms, co, why, cells, slots, metric, goal, start_together=co and gpus == 0)
 
 
 def design_record(m: Measurement) -> DesignRecord:
@@ -267,7 +266,8 @@ def execute_run(
     clear_refusal(run_dir)
     requests, cells_log = JsonlAppender(run_dir / "requests.jsonl"), JsonlAppender(run_dir / "cells.jsonl")
     observers = Observers(name, observe or ObserveOptions(progress=False), log)
-    session = Session(run_dir, {a.name: a for a in m.arms}, m.co_resident, log, requests, cells_log, observers, api_key)
+    arms = {a.name: a for a in m.arms}
+    session = Session(run_dir, arms, m.co_resident, log, requests, cells_log, observers, api_key, m.start_together)
     error: BaseException | None = None
     try:
         try:
@@ -291,35 +291,3 @@ def execute_run(
         ending = close_run(run_dir, status, write_card or finish_card, log, error, requests.lost)
     if ending is not None:
         raise ending from None
-
-
-def finish_card(run_dir: Path, log: Log = print) -> PairCard:
-    """(Re)build card.json, card.md and the plots from the run folder's saved data alone (without
-    requests.jsonl: from card.json's statistics, plots kept; savedcard.py). Raises BadInput for a folder
-    refused before measuring (report/refused.py), or naming the field of a card that does not match its type."""
-    no_card_for_refused(run_dir)
-    saved = saved_only(run_dir)
-    if saved:
-        log(f"{run_dir} has no requests.jsonl: statistics kept from card.json, diagnosis and verdict recomputed")
-    card = refresh_saved_card(run_dir) if saved else build_card(run_dir)
-    try:
-        from loadgen.report.plots import render_plots
-
-        if not saved:
-            card = replace(
-                card,
-                plots=tuple(
-                    str(p.relative_to(run_dir))
-                    for p in render_plots(card, [r for r in load_records(run_dir)], run_dir / "plots")
-                ),
-            )
-    except Exception as exc:  # a plot must never cost the card
-        plots_error: Exception | None = exc
-        card = replace(card, plots=())
-    else:
-        plots_error = None
-    write_json(run_dir / "card.json", card.to_json())
-    write_text(run_dir / "card.md", render_markdown(card))
-    if plots_error is not None:  # said once the card is written (a full disk says more than this, above)
-        log(f"could not draw the plots ({type(plots_error).__name__}: {plots_error})")
-    return card

@@ -37,10 +37,11 @@ from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.records.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.records.sweep import SweepCard
-from loadgen.report.rundir import exclusive_dir, read_json, read_protocol, write_json, write_text
+from loadgen.report.cardwrite import finish_card
+from loadgen.report.rundir import exclusive_dir, read_protocol, write_json, write_text
 from loadgen.report.runlock import locked
-from loadgen.report.sweepcard import render_sweep_markdown
-from loadgen.report.sweepdata import build_sweep_card, read_sweep
+from loadgen.report.sweepdata import read_sweep
+from loadgen.report.sweepwrite import write_sweep_card
 from loadgen.run import flow
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sweepplan import announce
@@ -271,21 +272,8 @@ def _measure(sweep_dir: Path, m: flow.Measurement, o: SweepOptions, log: Log) ->
 def _cards_and_sweep(sweep_dir: Path, log: Log) -> None:
     """Each candidate's folder and pair card, then the sweep card (the run's card writer)."""
     for name in read_protocol(sweep_dir / "protocol.json").candidates or {}:
-        flow.finish_card(split_candidate(sweep_dir, name), log=lambda _: None)
-    _say(_write_sweep_card(sweep_dir, _build(sweep_dir, None), log), sweep_dir, log)
-
-
-def _build(sweep_dir: Path, saved: SweepCard | None) -> SweepCard:
-    candidates = expand_candidates(read_toml(sweep_dir / "sweep.toml"), sweep_dir / "sweep.toml")
-    times: dict[str, float] = read_json(sweep_dir / "times.json") if (sweep_dir / "times.json").is_file() else {}
-    version = saved.engine_version if saved else None
-    for proto in (sweep_dir / "protocol.json", sweep_dir / "plain-before" / "protocol.json"):
-        if version is None and proto.is_file():
-            version = read_protocol(proto).engine_version
-    card = build_sweep_card(sweep_dir, candidates, times, version, saved)
-    proto_file = sweep_dir / "protocol.json"
-    given = read_protocol(proto_file).command_line if proto_file.is_file() else None
-    return card.with_fields(command_line=given) if given else card
+        finish_card(split_candidate(sweep_dir, name), log=lambda _: None)
+    _say(write_sweep_card(sweep_dir, None, log), sweep_dir, log)
 
 
 def rerender_sweep(sweep_dir: Path, log: Log = print) -> SweepCard:
@@ -295,7 +283,7 @@ def rerender_sweep(sweep_dir: Path, log: Log = print) -> SweepCard:
     BadInput when the folder is no sweep, or its sweep.json is not a sweep card (one line naming the field)."""
     _require_sweep_dir(sweep_dir)
     saved = read_sweep(sweep_dir / "sweep.json") if (sweep_dir / "sweep.json").is_file() else None
-    return _write_sweep_card(sweep_dir, _build(sweep_dir, saved), log)
+    return write_sweep_card(sweep_dir, saved, log)
 
 
 def report_sweep(sweep_dir: Path, log: Log = print) -> None:
@@ -304,10 +292,10 @@ def report_sweep(sweep_dir: Path, log: Log = print) -> None:
     _require_sweep_dir(sweep_dir)
     if _old_layout(sweep_dir):
         for phase in sorted(p for p in sweep_dir.iterdir() if (p / "status.json").is_file()):
-            flow.finish_card(phase, log=log)
+            finish_card(phase, log=log)
     else:
         for name in read_protocol(sweep_dir / "protocol.json").candidates or {}:
-            flow.finish_card(split_candidate(sweep_dir, name), log=log)
+            finish_card(split_candidate(sweep_dir, name), log=log)
     _say(rerender_sweep(sweep_dir, log), sweep_dir, log)
 
 
@@ -320,17 +308,3 @@ def _say(card: SweepCard, sweep_dir: Path, log: Log) -> None:
     ]:
         log(line)
     log(f"sweep card: {sweep_dir / 'sweep.md'}")
-
-
-def _write_sweep_card(sweep_dir: Path, card: SweepCard, log: Log) -> SweepCard:
-    try:
-        from loadgen.report.sweepplots import render_sweep_plots
-
-        plots = [str(p.relative_to(sweep_dir)) for p in render_sweep_plots(card, sweep_dir / "plots")]
-    except Exception as exc:  # a plot must never cost the card
-        log(f"could not draw the sweep plots ({type(exc).__name__}: {exc})")
-        plots = []
-    card = card.with_fields(plots=plots)
-    write_json(sweep_dir / "sweep.json", card.to_json())
-    write_text(sweep_dir / "sweep.md", render_sweep_markdown(card))
-    return card

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadgen.errors import BadInput
 from loadgen.profile.cells import CellSpec
-from loadgen.report.savedcard import read_card
+from loadgen.report.saveddata import read_card
 from loadgen.run.design import Slot, balanced_order, server_starts
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def _launched_start(effective: Path) -> float | None:
 
 def _card_timings(path: Path) -> list[Timing]:
     """The (kind, concurrency, TTFT p50, TPOT p50, K) of every cell and server of the card at ``path``; none
-    when it is unreadable or does not match its type (savedcard.read_card)."""
+    when it is unreadable or does not match its type (saveddata.read_card)."""
     try:
         card = read_card(path)
     except (BadInput, OSError):

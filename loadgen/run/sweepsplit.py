@@ -5,7 +5,7 @@ metrics/ for the plain server, the placebo and every candidate, each record's ``
 candidate's folder holds what a compare of that candidate would hold: the plain and placebo records and the
 candidate's own as ``speculative``, its pair file, the protocol with the design's order cut to those arms,
 the prompts, and the server records renamed the same way. ``loadgen compare --protocol <candidate>/protocol.json``
-repeats it; its pair card is written from it (run/flow.py ``finish_card``). Cutting again gives the same files.
+repeats it; its pair card is written from it (report/cardwrite.py ``finish_card``). Cutting again gives the same files.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from loadgen.measure.traceslo import Holds, bisect_capacity
 from loadgen.profile.cells import PLACEBO
 from loadgen.profile.domains import MAX_TIME_SCALE
 from loadgen.profile.pair import Pair
-from loadgen.report.savedcard import read_card
+from loadgen.report.saveddata import read_card
 from loadgen.run.flow import Log, run_compare
 
 

@@ -309,11 +309,13 @@ def attach(spec: LaunchSpec) -> Server:
 
 
 @contextlib.contextmanager
-def running(spec: LaunchSpec, on_stop: Callable[[Teardown | None], None] = lambda _: None) -> Iterator[Server]:
-    """Launch (or attach, when ``spec.attach_url`` is set), wait until ready, yield, and always tear
-    down what was launched (also on Ctrl-C); ``on_stop`` receives the teardown report
-    (:meth:`Server.stop`). Raises ServerError when a process survives its teardown."""
-    server = attach(spec) if spec.attach_url else launch(spec)
+def running(
+    spec: LaunchSpec, on_stop: Callable[[Teardown | None], None] = lambda _: None, launched: Server | None = None
+) -> Iterator[Server]:
+    """Launch (or attach, when ``spec.attach_url`` is set; or take ``launched``, started by :func:`launch`
+    already), wait until ready, yield, and always tear down what was launched (also on Ctrl-C); ``on_stop``
+    receives the teardown report (:meth:`Server.stop`). Raises ServerError when a process survives its teardown."""
+    server = launched or (attach(spec) if spec.attach_url else launch(spec))
     try:
         server.wait_ready()
         yield server

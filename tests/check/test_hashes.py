@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from loadgen.check.hashes import model_hashes
 from loadgen.profile.pair import ModelRef
-from loadgen.report.card import _model_line
+from loadgen.report.cardmd import _model_line
 
 
 def test_the_build_summary_rides_with_the_hashes_to_the_card_line(tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def test_a_reduced_head_without_a_mapping_warns_and_draft_model_keeps_the_size_r
 def test_the_heads_reduced_vocabulary_reaches_the_protocol_and_the_card_line(tmp_path: Path) -> None:
     from loadgen.check.hashes import model_hashes
     from loadgen.profile.pair import ModelRef
-    from loadgen.report.card import _model_line
+    from loadgen.report.cardmd import _model_line
 
     head = eagle3_head(tmp_path / "head", {"vocab_size": 22, "draft_vocab_size": 8})
     hashes = model_hashes(ModelRef(str(head))).to_json()

@@ -53,8 +53,10 @@ def test_selfdraft_is_lossless_and_its_cost_is_decomposed(selfdraft_run: dict[st
 
 def test_selfdraft_acceptance_is_exactly_one(selfdraft_run: dict[str, Any]) -> None:
     for cell in selfdraft_run["card"]["cells"]:
-        assert cell["speculative"]["mean_tokens_per_decode_chunk"] == K + 1
-        assert cell["plain"]["mean_tokens_per_decode_chunk"] == 1
+        # on the client: K + 1 tokens a decode chunk, 1 on the plain server, unless the engine merged steps
+        # that the client had not read yet (test_every_request_has_its_exact_length_and_multi_token_chunks)
+        assert K + 1 <= cell["speculative"]["mean_tokens_per_decode_chunk"] <= 1.1 * (K + 1)
+        assert 1 <= cell["plain"]["mean_tokens_per_decode_chunk"] <= 1.1
         acc = cell["speculative"]["acceptance"]
         assert acc["num_drafts"] > 0
         assert acc["num_draft_tokens"] == K * acc["num_drafts"]
@@ -77,24 +79,41 @@ def test_plain_server_has_no_spec_decode_series(selfdraft_run: dict[str, Any]) -
         assert "vllm:spec_decode" not in snap.read_text()
 
 
+def _merged_steps_only(chunks: list[int], steps: list[int]) -> bool:
+    """Whether a stream's chunks are the engine's steps, some of them merged: vLLM's output collector
+    (vllm/v1/engine/output_processor.py, RequestOutputCollector) merges the deltas that the client has not
+    read yet into one SSE chunk, so each chunk boundary must be a step boundary, and the tokens add up."""
+    bounds = {sum(steps[: i + 1]) for i in range(len(steps))}
+    return sum(chunks) == sum(steps) and all(sum(chunks[: i + 1]) in bounds for i in range(len(chunks)))
+
+
 def test_every_request_has_its_exact_length_and_multi_token_chunks(selfdraft_run: dict[str, Any]) -> None:
     records = [r for r in load_records(selfdraft_run["run_dir"]) if not r.warmup]
     assert len(records) == 3 * 2 * (3 + 3 + 3 + 3)  # plain, placebo, speculative; 2 blocks; 4 cells
     assert {r.role for r in records} == {"plain", "placebo", "speculative"}
+    # the prefill step emits 1 token; a plain decode step emits 1; a verify step emits its K accepted tokens
+    # plus the bonus token (every draft token is accepted: the target is its own draft at temperature 0)
+    steps = {"plain": [1] * 33, "placebo": [1] * 33, "speculative": [1] + [K + 1] * 8}
+    exact = {"plain": 0, "placebo": 0, "speculative": 0}
     for r in records:
         assert r.error is None
         assert r.output_tokens == r.requested_output_tokens == r.usage_completion_tokens == 33
         assert len(r.token_ids) == r.output_tokens
-        if r.role in ("plain", "placebo"):
-            assert set(r.chunk_tokens) == {1}
-        else:
-            # the prefill chunk carries 1 token, then every verify step emits K accepted tokens plus the
-            # bonus token in one SSE chunk: the client's tokens per decode chunk equal K + 1 exactly
-            assert r.chunk_tokens == [1] + [K + 1] * 8
+        assert _merged_steps_only(r.chunk_tokens, steps[r.role]), (r.role, r.chunk_tokens)
+        exact[r.role] += r.chunk_tokens == steps[r.role]
         if r.workload == "short-homogeneous":
             assert r.usage_prompt_tokens == 16  # exact input length, measured with the target's tokenizer
+    # merging needs a client slower than a step: rare on an idle machine, but not impossible on a busy one
+    assert all(n >= 0.75 * 24 for n in exact.values()), exact
     chat_prompt_tokens = {r.usage_prompt_tokens for r in records if r.workload == "long-diverse"}
     assert len(chat_prompt_tokens) == 1  # 32-token user messages inside the same chat template
+
+
+def test_merged_chunks_are_told_from_steps_that_never_were() -> None:
+    assert _merged_steps_only([1, 4, 8, 4, 4, 4, 4, 4], [1] + [4] * 8)  # two verify steps in one chunk
+    assert _merged_steps_only([5] + [4] * 7, [1] + [4] * 8)  # the prefill token with the first verify step
+    assert not _merged_steps_only([1, 3, 5] + [4] * 6, [1] + [4] * 8)  # a boundary inside a verify step
+    assert not _merged_steps_only([1] + [4] * 7, [1] + [4] * 8)  # a token short
 
 
 def test_identical_prompts_and_files_on_both_sides(selfdraft_run: dict[str, Any]) -> None:

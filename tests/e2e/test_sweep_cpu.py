@@ -59,7 +59,10 @@ def test_self_draft_accepts_everything_at_every_k(sweep_run: dict[str, Any]) -> 
     for name, k in (("self-k1", 1), ("self-k2", 2)):
         e = by[name]
         assert e["acceptance_rate"] == 1.0 and e["per_position"] == [1.0] * k
-        assert e["mean_acceptance_length"] == k + 1 and e["tokens_per_decode_chunk"] == k + 1
+        assert e["mean_acceptance_length"] == k + 1
+        # on the client, unless the engine merged verify steps that the client had not read yet into one chunk
+        # (vLLM's RequestOutputCollector; tests/e2e/test_compare_selfdraft.py)
+        assert k + 1 <= e["tokens_per_decode_chunk"] <= 1.1 * (k + 1)
         assert e["upper_bound"] == pytest.approx(e["predicted_speedup"])  # a perfect draft is its own bound
     assert by["self-k2"]["mean_acceptance_length"] > by["self-k1"]["mean_acceptance_length"]
     assert by["ngram-k2"]["mean_acceptance_length"] <= 3

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loadgen.fleet.fleetcard import write_fleet_card
-from tests.fleet.test_fleetcard import _card, _task, _write
+from loadgen.fleet.fleetwrite import write_fleet_card
+from tests.fleet.test_fleetwrite import _card, _task, _write
 
 #: node -> the TTFT p95 ratio (value, ci_low, ci_high) of both cells.
 P95 = {"stg-a": (1.25, 1.20, 1.30), "stg-b": (1.5, 1.4, 1.6)}

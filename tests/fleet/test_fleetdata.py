@@ -1,4 +1,4 @@
-"""fleet/fleetdata.py's builder without files: typed pair cards (the real H200 card of tests/fleet/test_fleetcard.py
+"""fleet/fleetdata.py's builder without files: typed pair cards (the real H200 card of tests/fleet/test_fleetwrite.py
 with chosen ratios and hardware) and sweep cards by task id. A node's facts come from its first card, its GPU type
 from the card's hardware when Ray says none, a done task without its card is failed with the reason, cells of
 the nodes meet by (workload, level), a ratio keeps its CI only when it has both ends, and a sweep cell's best
@@ -13,7 +13,7 @@ from loadgen.records.card import PairCard
 from loadgen.records.fleetparts import CandidateSpeedup, FleetRatio, NodeGpu, NodeHardware
 from loadgen.records.fleettasks import TaskList
 from loadgen.records.sweep import SweepCard
-from tests.fleet.test_fleetcard import _card, _sweep, _task
+from tests.fleet.test_fleetwrite import _card, _sweep, _task
 
 
 def _tasks(*tasks: dict[str, Any]) -> TaskList:

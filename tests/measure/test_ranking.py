@@ -24,7 +24,7 @@ from loadgen.measure.ranking import (
 from loadgen.records.cardcell import Ratio
 from loadgen.records.criteria import criteria_of
 from loadgen.records.sweep import Drift, SweepCandidate, SweepCard, SweepCell
-from loadgen.report.sweepcard import render_sweep_markdown
+from loadgen.report.sweepmd import render_sweep_markdown
 from loadgen.report.sweeprec import recommend
 
 

@@ -17,7 +17,7 @@ from loadgen.records.cardcell import Distribution, RoleStats
 from loadgen.records.cell import CellEntry
 from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import build_card
-from loadgen.run.flow import finish_card
+from loadgen.report.cardwrite import finish_card
 
 STEP_S = 0.0025  # the engine's step
 EPS_S = 30e-6  # the client's cost per event: chunks read together are stamped this far apart

@@ -1,5 +1,5 @@
 """The engine path on the card: a line per server and one note when the speculative server's path differs
-from the plain server's (card.py, enginepath.py), recorded by Server.effective_config and, for run folders of
+from the plain server's (cardmd.py, enginepath.py), recorded by Server.effective_config and, for run folders of
 older code, parsed from the saved startup log (runfiles.with_engine_path). The logs: excerpts of real vLLM
 0.24.0 startup logs on one NVIDIA H200 (tests/data/vllm024_h200_*_startup.log)."""
 
@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.report.carddata import build_card
-from loadgen.run.flow import finish_card
+from loadgen.report.cardwrite import finish_card
 from loadgen.serve import servers
 from loadgen.serve.enginepath import parse_engine_path
-from tests.report.test_card import card, lines
 from tests.report.test_carddata import write_run
+from tests.report.test_cardmd import card, lines
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-draft"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.report.carddata import build_card
-from loadgen.run.flow import finish_card
+from loadgen.report.cardwrite import finish_card
 from tests.report.test_carddata import _entry, write_run
 
 DOCS_EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"

@@ -1,4 +1,4 @@
-"""tracedata / tracecard: a sweep folder's trace section over every arm (closed-form records): SLO attainment
+"""tracedata / tracemd: a sweep folder's trace section over every arm (closed-form records): SLO attainment
 per server, capacity over the time-scale variants, the recommendation among plain and the candidates, and its
 Markdown."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from loadgen.records.request import RequestRecord
 from loadgen.records.sweep import SweepCard
-from loadgen.report.sweepcard import render_sweep_markdown
-from loadgen.report.tracecard import trace_rows
+from loadgen.report.sweepmd import render_sweep_markdown
 from loadgen.report.tracedata import sweep_trace
+from loadgen.report.tracemd import trace_rows
 
 
 def _rec(role: str, workload: str, i: int, tpot: float) -> RequestRecord:
@@ -106,7 +106,7 @@ def test_no_trace_no_section(tmp_path: Path) -> None:
 
 def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> None:
     from loadgen.records.protocol import Protocol
-    from loadgen.report.workloadcard import workload_statement
+    from loadgen.report.workloadmd import workload_statement
 
     text = workload_statement(
         Protocol(

@@ -96,6 +96,7 @@ def _attach(monkeypatch: pytest.MonkeyPatch, urls: dict[int, str]) -> None:
         )
 
     monkeypatch.setattr(bench.Bench, "open", open_bare)
+    monkeypatch.setattr(bench.Bench, "open_together", lambda self, arms: [open_bare(self, a) for a in arms] and None)
     monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
 
 

@@ -81,8 +81,8 @@ def card_record(data: dict[str, Any]) -> PairCard:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    """report/card.py's Markdown of :func:`card_record` of ``data`` (a built card or a part of one)."""
-    from loadgen.report.card import render_markdown
+    """report/cardmd.py's Markdown of :func:`card_record` of ``data`` (a built card or a part of one)."""
+    from loadgen.report.cardmd import render_markdown
 
     return render_markdown(card_record(data))
 

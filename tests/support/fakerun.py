@@ -127,6 +127,7 @@ def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
         )
 
     monkeypatch.setattr(bench.Bench, "open", open_bare)
+    monkeypatch.setattr(bench.Bench, "open_together", lambda self, arms: [open_bare(self, a) for a in arms] and None)
     monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
 
 

@@ -8,6 +8,7 @@ one token on a plain one. So the speculative / plain TPOT ratio is close to 1 / 
 
 Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (default 0.01);
 ``SCRIPTED_ENGINE_FAIL`` set: log a fatal line and exit 1 before listening (a server that never gets ready).
+``SCRIPTED_ENGINE_START_S``: seconds it takes to start (it listens only then), a slow engine start-up.
 A shared host effect (every server started with the same environment slows down alike, at the same wall-clock
 moment): ``SCRIPTED_ENGINE_EPOCH`` a ``time.time()`` value, and ``SCRIPTED_ENGINE_DRIFT`` either
 ``linear:R`` (every step takes ``1 + R * t`` times its base, ``t`` the seconds since the epoch) or
@@ -170,6 +171,7 @@ def main(argv: list[str]) -> int:
     if os.environ.get("SCRIPTED_ENGINE_FAIL"):
         print("RuntimeError: CUDA error: no CUDA-capable device is detected", flush=True)
         return 1
+    time.sleep(float(os.environ.get("SCRIPTED_ENGINE_START_S", "0")))
     spec = json.loads(args.speculative_config) if args.speculative_config else None
     _Engine.model = args.served_model_name or args.model
     _Engine.k = int(spec["num_speculative_tokens"]) if spec else 0

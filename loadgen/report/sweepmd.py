@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.sweep import SweepCard, SweepCell, SweepEntry
-from loadgen.report.tracecard import trace_rows
+from loadgen.report.tracemd import trace_rows
 
 
 def _x(v: float | None, fmt: str = ".3f") -> str:

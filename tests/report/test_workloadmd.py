@@ -1,4 +1,4 @@
-"""workloadcard and contextplot: the card's workload statement (kind, source, lengths actually sent, scope)
+"""workloadmd and contextplot: the card's workload statement (kind, source, lengths actually sent, scope)
 and the context-length table and figure over ``<workload>@<tokens>`` cells."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from loadgen.records.cardcell import CardCell
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 from loadgen.report.contextplot import render_context_plot
-from loadgen.report.workloadcard import context_axis, context_rows, length_summary, workload_statement
+from loadgen.report.workloadmd import context_axis, context_rows, length_summary, workload_statement
 from tests.support.cards import card_cell, markdown
 from tests.support.figures import capture_figures, labels, line
 
@@ -96,7 +96,7 @@ def test_context_axis_rows_per_input_length_and_level() -> None:
 
 
 def test_the_card_and_the_plot_carry_the_context_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.report.test_card import card as one_cell_card
+    from tests.report.test_cardmd import card as one_cell_card
 
     base = one_cell_card()
     card = base | {"context_axis": {k: [r.to_json() for r in rows] for k, rows in context_axis(CELLS).items()}}

@@ -1,4 +1,4 @@
-"""report/tracecard.py: the "Trace replay" section written from a hand-built ``card["trace"]`` (one workload,
+"""report/tracemd.py: the "Trace replay" section written from a hand-built ``card["trace"]`` (one workload,
 one arm, two windows), line by line: the send lag, the window table, the outcome shares, SLO attainment, the K
 schedule's estimate, capacity and the recommendation."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadgen.records.trace import TraceSection
-from loadgen.report.tracecard import trace_rows
+from loadgen.report.tracemd import trace_rows
 
 
 def side(mean: float, peak: int, tpot: float, ttft: float | None) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Units: latencies are shown in milliseconds (``ms``, TPOT/ITL in ms per token), E2E latency in seconds,
 throughputs in tokens/s and requests/s. Ratios are speculative / plain with their 95% confidence interval as
-``[low, high]``: from the blocks (report/designcard.py says how), or within-run for a run of older code.
+``[low, high]``: from the blocks (report/designmd.py says how), or within-run for a run of older code.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from loadgen.profile.overrides import Overrides, described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
 from loadgen.records.server import EnginePath
-from loadgen.report.designcard import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
-from loadgen.report.tracecard import trace_rows
-from loadgen.report.workloadcard import context_rows
+from loadgen.report.designmd import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
+from loadgen.report.tracemd import trace_rows
+from loadgen.report.workloadmd import context_rows
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
 from loadgen.serve.modeproof import proof_line
 from loadgen.util.numbers import gib

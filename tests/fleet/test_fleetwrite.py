@@ -19,10 +19,10 @@ import jsonschema
 import pytest
 
 from loadgen.errors import BadInput
-from loadgen.fleet.fleetcard import fleet_summary_lines, read_fleet_card, read_fleet_dir, write_fleet_card
 from loadgen.fleet.fleetdata import build_fleet_card
 from loadgen.fleet.fleetflags import disagree, disjoint
 from loadgen.fleet.fleetmd import render_fleet_markdown
+from loadgen.fleet.fleetwrite import fleet_summary_lines, read_fleet_card, read_fleet_dir, write_fleet_card
 from loadgen.fleet.gputype import ray_accelerator_type
 from loadgen.records.card import PairCard
 from loadgen.records.fleet import FIX as CARD_FIX

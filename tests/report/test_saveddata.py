@@ -1,4 +1,4 @@
-"""report/savedcard.py on the committed example docs/examples/h200/h200-1b-ngram (card.json, cells.jsonl and
+"""report/saveddata.py on the committed example docs/examples/h200/h200-1b-ngram (card.json, cells.jsonl and
 protocol.json, no requests.jsonl): the card re-derived from its saved statistics is the committed card, a
 verdict or note that older code wrote is recomputed, and a folder without what it needs is bad input."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import BadInput
-from loadgen.report.savedcard import refresh_saved_card, saved_only
+from loadgen.report.saveddata import refresh_saved_card, saved_only
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram"
 

@@ -1,4 +1,4 @@
-"""The card's "How sure" section, each cell's block rows and the crossover rows (report/designcard.py)."""
+"""The card's "How sure" section, each cell's block rows and the crossover rows (report/designmd.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 from loadgen.records.card import Crossover, NoiseFloor
 from loadgen.records.cardcell import CardCell
-from loadgen.report import designcard
-from loadgen.report.designcard import WITHIN_RUN
+from loadgen.report import designmd
+from loadgen.report.designmd import WITHIN_RUN
 from tests.support.cards import full_card
 
 HOW_SURE = "## How sure: measurement design and noise floor"
@@ -39,19 +39,19 @@ def design(**over: Any) -> dict[str, Any]:
 def design_rows(card: dict[str, Any]) -> list[str]:
     floor = card.get("noise_floor")
     typed = None if floor is None else NoiseFloor.from_json(floor, source="noise_floor")
-    return designcard.design_rows(card.get("design"), typed)
+    return designmd.design_rows(card.get("design"), typed)
 
 
 def cell_rows(cell: dict[str, Any]) -> list[str]:
-    """designcard.cell_rows of the card cell ``cell`` (its ratios' values None unless given)."""
+    """designmd.cell_rows of the card cell ``cell`` (its ratios' values None unless given)."""
     ratios = {m: {"value": None, **r} for m, r in (cell.get("ratios") or {}).items()}
     [full] = full_card({"cells": [cell | {"ratios": ratios}]})["cells"]
-    return designcard.cell_rows(CardCell.from_json(full, source="test cell"))
+    return designmd.cell_rows(CardCell.from_json(full, source="test cell"))
 
 
 def crossover_rows(card: dict[str, Any]) -> list[str]:
-    """designcard.crossover_rows of the card's ``crossover`` (crossover_concurrency None unless given)."""
-    return designcard.crossover_rows(
+    """designmd.crossover_rows of the card's ``crossover`` (crossover_concurrency None unless given)."""
+    return designmd.crossover_rows(
         {
             w: Crossover.from_json({"crossover_concurrency": None, "metric": "tpot_p50", **c}, source="test")
             for w, c in (card.get("crossover") or {}).items()

@@ -1,4 +1,4 @@
-"""report/sweepcard.py: the committed docs/examples/h200/h200-smollm2-sweep/sweep.md re-renders byte-identically
+"""report/sweepmd.py: the committed docs/examples/h200/h200-smollm2-sweep/sweep.md re-renders byte-identically
 from its sweep.json, and each candidate's verdict, memory and time, the precision line and the drift section are
 written as the card says."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.records.sweep import SweepCard
-from loadgen.report.sweepcard import render_sweep_markdown as _render
+from loadgen.report.sweepmd import render_sweep_markdown as _render
 
 SWEEP = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-smollm2-sweep"
 

@@ -1,5 +1,5 @@
-"""card.render_markdown on small hand-written card dicts: the exact header, table rows, ratio with its CI,
-"–" and "n/a" cases, notes, verdict, capacity and crossover lines."""
+"""cardmd.render_markdown (report/cardmd.py) on small hand-written card dicts: the exact header, table rows,
+ratio with its CI, "–" and "n/a" cases, notes, verdict, capacity and crossover lines."""
 
 from __future__ import annotations
 
