@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loadgen.errors import LoadgenError
-from loadgen.profile.candidates import candidate_doc, expand_candidates
 from loadgen.profile.pairfile import load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.candidates import candidate_doc, expand_candidates
 from loadgen.run.arms import launch_spec
 from loadgen.util import tomlwrite
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from loadgen.cli import main
 from loadgen.cli.options import SWEEP_ONLY, RunOptions, run_options
 from loadgen.cli.paramtypes import LevelList, Minutes, SpeedRange, Tolerance, Url, WorkloadList
-from loadgen.profile.overrides import Overrides
+from loadgen.records.overrides import Overrides
 
 
 def _refusal(kind: click.ParamType, value: str) -> str:

@@ -37,7 +37,7 @@ def test_each_once_colliding_name_is_defined_at_most_once() -> None:
 
 
 def test_a_cell_key_names_its_level_by_its_label() -> None:
-    key = CellKey.of({"workload": "chat", "level": "r2.5", "concurrency": 64})
+    key = CellKey.named("chat", "r2.5", 64)
     assert key == CellKey("chat", "r2.5") and key.label == "r2.5"
     assert CellKey.named("chat", "", 4).label == "c4"  # a line of older code without a label
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from loadgen.check.finding import Finding
-from loadgen.profile.criteria import Criteria
 from loadgen.profile.fields import lossy_reason
+from loadgen.records.criteria import Criteria
 from loadgen.records.speculative import SpeculativeConfig
 
 

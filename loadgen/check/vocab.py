@@ -8,6 +8,7 @@ mode (0.25+) maps tokens by exact string after normalising word-initial ``Ġ``/`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +33,14 @@ def _content(value: Any) -> str | None:
 class TokenizerInfo:
     """A model directory's tokenizer: ``vocab`` token->id (added tokens included), ``special`` tokens
     flagged special, ``roles`` role -> (token string, config.json id), config ``vocab_size`` (embedding
-    rows; None if absent), ``pipeline`` (tokenizer.json sections of :data:`PIPELINE`)."""
+    rows; None if absent), ``pipeline`` (each tokenizer.json section of :data:`PIPELINE` as canonical JSON text,
+    keys sorted, ``null`` when absent: equal texts are equal sections)."""
 
     vocab: Mapping[str, int]
     special: frozenset[str]
     roles: Mapping[str, tuple[str | None, Any]]
     vocab_size: int | None
-    pipeline: Mapping[str, Any]
+    pipeline: Mapping[str, str]
 
 
 def load_tokenizer_info(model_dir: Path) -> TokenizerInfo | None:
@@ -72,7 +74,7 @@ def load_tokenizer_info(model_dir: Path) -> TokenizerInfo | None:
         frozenset(special),
         roles,
         size,
-        {k: tok_json.get(k) for k in PIPELINE},
+        {k: json.dumps(tok_json.get(k), sort_keys=True) for k in PIPELINE},
     )
 
 

@@ -21,7 +21,7 @@ import click
 from loadgen.cli.paramtypes import LevelList, Minutes, Url, WorkloadList
 from loadgen.errors import BadInput
 from loadgen.profile.domains import MAX_CELL_REQUESTS
-from loadgen.profile.overrides import Overrides
+from loadgen.records.overrides import Overrides
 from loadgen.run.observe import ObserveOptions
 
 Command = Callable[["RunOptions"], None]

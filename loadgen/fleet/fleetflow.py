@@ -24,10 +24,11 @@ from loadgen.errors import BadInput, CriteriaFailed, RunFailed
 from loadgen.fleet import taskrun
 from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.fleetwrite import write_fleet_card
-from loadgen.fleet.nodes import alive_nodes, has_gpu
+from loadgen.fleet.nodes import has_gpu
 from loadgen.fleet.nodetask import TaskSpec, run_on_node
 from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path
 from loadgen.records.fleettasks import FleetNode, Task
+from loadgen.records.raynodes import alive_nodes
 from loadgen.report.rundir import write_text
 from loadgen.report.runlock import locked
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from loadgen.fleet.nodes import ACCELERATOR_RESOURCE, GPU_TYPE_LABEL, declared_gpu_types
 from loadgen.records.fleetparts import NodeHardware
 from loadgen.records.fleettasks import FleetNode
+from loadgen.records.raynodes import ACCELERATOR_RESOURCE, GPU_TYPE_LABEL, declared_gpu_types
 
 #: Ray's accelerator type from an NVIDIA device name: ``NVIDIA_GPU_NAME_PATTERN`` and its fallback in
 #: ``NvidiaGPUAcceleratorManager._gpu_name_to_accelerator_type`` (ray-project/ray,

@@ -32,10 +32,10 @@ from loadgen.errors import BadInput
 from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.nodes import select
 from loadgen.fleet.nodetask import reason_of
-from loadgen.profile.candidates import is_sweep
 from loadgen.profile.fleetfile import FleetFile
 from loadgen.profile.pairfile import load_pair, pair_name, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.candidates import is_sweep
 from loadgen.records.fleettasks import FleetNode, Task, TaskResult
 from loadgen.report.rundir import write_text
 

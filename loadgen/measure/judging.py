@@ -7,14 +7,13 @@ the table exists).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from loadgen.measure.verdict import JudgedResources, judge
-from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.records.card import CardVerdict, ResourceDifference
 from loadgen.records.cardcell import CardCell
+from loadgen.records.criteria import criteria_of
 from loadgen.records.protocol import Protocol
 
 #: The verdict's summary when the pair file has no ``[criteria]`` table.
@@ -28,13 +27,6 @@ def judged_resources(difference: ResourceDifference | None) -> JudgedResources:
         return JudgedResources()
     extra = difference.extra_gpu_memory_bytes
     return JudgedResources(extra if extra is not None else difference.extra_cpu_rss_bytes, difference.kv_capacity_loss)
-
-
-def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
-    """The criteria of protocol.json's or a card verdict's ``criteria`` (``Criteria.to_json()`` plus
-    ``declared``; its nulls are the defaults). Raises ProfileError naming ``path`` when it does not parse."""
-    fields = {k: v for k, v in raw.items() if v is not None and k != "declared"}
-    return dataclasses.replace(parse_criteria(fields, path), declared=tuple(raw.get("declared", fields)))
 
 
 def card_verdict(

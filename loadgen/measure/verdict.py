@@ -1,4 +1,4 @@
-"""The verdict of a card's cells against the criteria declared before the run (pure; profile/criteria.py has
+"""The verdict of a card's cells against the criteria declared before the run (pure; records/criteria.py has
 the rules and the statuses' meaning: pass, fail, inconclusive, not measured, not judged)."""
 
 from __future__ import annotations
@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from loadgen.profile.criteria import (
+from loadgen.records import card
+from loadgen.records.cardcell import CardCell, Ratio
+from loadgen.records.criteria import (
     FAIL,
     INCONCLUSIVE,
     LATENCY_METRICS,
@@ -15,8 +17,6 @@ from loadgen.profile.criteria import (
     PASS,
     Criteria,
 )
-from loadgen.records import card
-from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.util.numbers import bytes_and_gib
 
 

@@ -7,9 +7,8 @@ both servers, and, once ``on(role, ...)`` has bound it, what the load loop (stre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from loadgen.profile.pair import Level
 from loadgen.profile.workload import Prompt
@@ -36,14 +35,9 @@ class CellKey(NamedTuple):
     label: str
 
     @classmethod
-    def of(cls, line: Mapping[str, Any]) -> CellKey:
-        """The key of a protocol cell, a cells.jsonl or requests.jsonl line, or a card cell: its ``level``,
-        or ``c<concurrency>`` for a line written before levels had labels."""
-        return cls.named(line["workload"], line.get("level"), line.get("concurrency"))
-
-    @classmethod
     def named(cls, workload: str, label: str | None, concurrency: float | None) -> CellKey:
-        """The key from a workload, a level's label (may be empty) and the concurrency it falls back on."""
+        """The key from a workload, a level's label (may be empty) and the concurrency it falls back on (a line of
+        a protocol cell, cells.jsonl, requests.jsonl or a card written before levels had labels: ``c<concurrency>``)."""
         return cls(workload, label or f"c{int(concurrency or 0)}")
 
 

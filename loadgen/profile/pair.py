@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loadgen.profile.criteria import Criteria
-from loadgen.profile.design import Design
-from loadgen.profile.overrides import Overrides
 from loadgen.profile.workload import Workload
+from loadgen.records.criteria import Criteria
+from loadgen.records.design import Design
+from loadgen.records.overrides import Overrides
 from loadgen.records.speculative import SCHEDULE_KEY, SpeculativeConfig
 
 #: Draft-free lookup methods that propose only where the text repeats itself, so a cell may see no draft at

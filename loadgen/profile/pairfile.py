@@ -18,10 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loadgen.errors import ProfileError
-from loadgen.profile.candidates import is_sweep
 from loadgen.profile.cells import PLACEBO, ROLES
-from loadgen.profile.criteria import Criteria, parse_criteria
-from loadgen.profile.design import Design, parse_design
 from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
 from loadgen.profile.overrides import Overrides, apply_overrides
@@ -31,6 +28,9 @@ from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.profile.workloadset import pair_workloads
+from loadgen.records.candidates import is_sweep
+from loadgen.records.criteria import Criteria, parse_criteria
+from loadgen.records.design import Design, parse_design
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.wire import Where
 
@@ -236,7 +236,7 @@ def _servers(top: Table, path: Path) -> dict[str, RoleServer]:
 
 
 def _design(top: Table, load: Load, path: Path) -> Design:
-    """[design] (profile/design.py); an older file's ``[run].repetitions`` gives the blocks when [design] does
+    """[design] (records/design.py); an older file's ``[run].repetitions`` gives the blocks when [design] does
     not."""
     table = top.get("design", dict, None)
     if load.repetitions > 1 and "blocks" not in (table or {}):

@@ -5,7 +5,7 @@ The device comes from what vLLM itself reads: ``--device cpu|cuda`` in ``[engine
 ``[servers.<role>].args``; ``VLLM_CPU_*`` variables in an ``env`` (vLLM's CPU backend settings,
 https://docs.vllm.ai/en/latest/getting_started/installation/cpu.html); GPU-only engine arguments
 (``--gpu-memory-utilization``, ``--tensor-parallel-size``) or ``CUDA_VISIBLE_DEVICES`` in an ``env``.
-A sweep pair file has ``[[candidates]]`` or a list of K (profile/candidates.is_sweep).
+A sweep pair file has ``[[candidates]]`` or a list of K (records/candidates.is_sweep).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadgen.errors import BadInput, ProfileError
-from loadgen.profile.candidates import is_sweep
 from loadgen.profile.pairfile import PAIRS_DIR, available_pairs
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.candidates import is_sweep
 from loadgen.records.launchtable import LaunchTable
 
 #: Engine arguments that only a GPU engine takes (vLLM engine arguments).
@@ -60,7 +60,7 @@ def _device(table: LaunchTable) -> str | None:
 
 def pair_kind(tables: Sequence[LaunchTable], sweep: bool) -> PairKind:
     """The kind of a pair document (pure) from its launch tables (records/launchtable.py ``LaunchTable.all_of``)
-    and whether it is a sweep (profile/candidates.is_sweep): the first table that states a device decides it."""
+    and whether it is a sweep (records/candidates.is_sweep): the first table that states a device decides it."""
     device = next((d for d in map(_device, tables) if d is not None), None)
     return PairKind(device, sweep)
 

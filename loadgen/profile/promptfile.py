@@ -32,6 +32,7 @@ import difflib
 import hashlib
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,10 +113,10 @@ def _records(path: Path, raw: bytes) -> tuple[list[tuple[int, Any]], list[tuple[
     return out, bad
 
 
-def unknown_key(n: int, rec: dict[str, Any], known: tuple[str, ...] = JSONL_KEYS) -> str | None:
-    """``line N has an unknown key 'k' (did you mean 'k2'?)`` for the first key of JSONL record ``rec`` outside
+def unknown_key(n: int, keys: Iterable[str], known: tuple[str, ...] = JSONL_KEYS) -> str | None:
+    """``line N has an unknown key 'k' (did you mean 'k2'?)`` for the first of a JSONL record's ``keys`` outside
     ``known`` (the suggestion from difflib.get_close_matches); None when every key is known."""
-    for key in rec:
+    for key in keys:
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1)
             return f"line {n} has an unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
@@ -133,10 +134,10 @@ def bad_lines_error(path: Path | str, bad: list[tuple[str, str]], fixes: dict[st
     return ProfileError(f"{head}{named}{more}; {how}")
 
 
-def _sharegpt(n: int, rec: dict[str, Any]) -> FileEntry | str:
-    """The entry of a ShareGPT conversation (an optional opening system turn, then a human turn and its reply),
-    or the reason it is skipped (``line N: ...``)."""
-    turns = [t for t in rec["conversations"] if isinstance(t, dict)]
+def _sharegpt(n: int, conversation: Iterable[object]) -> FileEntry | str:
+    """The entry of a ShareGPT line's ``conversations`` (an optional opening system turn, then a human turn and
+    its reply), or the reason it is skipped (``line N: ...``)."""
+    turns = [t for t in conversation if isinstance(t, dict)]
     system = turns[0].get("value") if turns and turns[0].get("from") in _SYSTEM else None
     first = 1 if system is not None else 0
     if system is not None and (not isinstance(system, str) or not system.strip()):
@@ -235,7 +236,7 @@ def read_prompt_file(path: Path, endpoint: str | None = None, beside: Path | Non
         if ("conversations" in rec) != (layout == "sharegpt"):
             got: FileEntry | str = f"line {n}: mixes ShareGPT conversations and JSONL prompts"
         elif layout == "sharegpt":
-            got = _shaped(_sharegpt(n, rec), endpoint)
+            got = _shaped(_sharegpt(n, rec["conversations"]), endpoint)
         else:
             got = _jsonl(path, n, rec, endpoint)
         (skipped.append(got) if isinstance(got, str) else entries.append(got))

@@ -83,8 +83,8 @@ class TraceFile:
     skipped: tuple[str, ...]
 
 
-def _positive(path: Path, n: int, rec: dict[str, Any], key: str, required: bool) -> int | None:
-    value = rec.get(key)
+def _positive(path: Path, n: int, value: object, key: str, required: bool) -> int | None:
+    """Line ``n``'s ``key`` (its ``value``, None when absent): a positive token count; ProfileError otherwise."""
     if value is None and not required:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
@@ -135,15 +135,16 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
         ):
             raise ProfileError(f'{path}: line {n}: messages must be a non-empty list of {{"role", "content"}}')
         messages = tuple({"role": m["role"], "content": m["content"]} for m in msgs) if msgs else None
-        return TraceEntry(n, float(ts), None, _positive(path, n, rec, "output_tokens", False), (), text, messages)
+        out = _positive(path, n, rec.get("output_tokens"), "output_tokens", False)
+        return TraceEntry(n, float(ts), None, out, (), text, messages)
     hashes = rec.get("hash_ids", [])
     if not isinstance(hashes, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hashes):
         raise ProfileError(f"{path}: line {n}: hash_ids must be a list of integers, got {hashes!r}")
     return TraceEntry(
         n,
         float(ts),
-        _positive(path, n, rec, "input_length", True),
-        _positive(path, n, rec, "output_length", True),
+        _positive(path, n, rec.get("input_length"), "input_length", True),
+        _positive(path, n, rec.get("output_length"), "output_length", True),
         tuple(hashes),
     )
 

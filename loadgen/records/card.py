@@ -157,7 +157,7 @@ class CardVerdict(Wire):
     declared: bool = field(metadata={"doc": "whether the pair file had a [criteria] table"})
     status: str | None = None
     criteria: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "the criteria applied (profile/criteria.py Criteria)"}
+        default=None, metadata={"doc": "the criteria applied (records/criteria.py Criteria)"}
     )
     cells: tuple[CellVerdict, ...] = ()
     resources: tuple[Check, ...] = ()

@@ -9,8 +9,8 @@ Field types understood: ``str``, ``int``, ``float`` (an int in the file stays an
 engine or protocol data, copied verbatim) and :class:`Wire` subclasses; a union of two types besides None
 (``float | str``) is taken as it is, unchecked. A field without a default is required;
 a field with one may be absent from the file, and stays absent when the record is written back. Field metadata:
-``doc`` (the schema's description) and ``pattern`` (a string's regex). Keys the type does not name are kept
-verbatim (``extra``), so a card of newer code survives a re-render of older code.
+``doc`` (the schema's description) and ``pattern`` (a string's regex, checked when read). Keys the type does
+not name are kept verbatim (``extra``), so a card of newer code survives a re-render of older code.
 
 Built on records/wire.py, the one set of readers every record uses: a scalar is checked by, and its schema
 is, the :class:`~loadgen.records.wire.Kind` of its type (``SCALARS``), and a mismatch is raised by
@@ -167,6 +167,9 @@ def _record(cls: type[Wire], value: object, where: Where) -> Wire:
     for name, f in names.items():
         if name in value:
             kwargs[name] = _read(hints[name], value[name], where.at(name))
+            pattern = f.metadata.get("pattern")
+            if pattern is not None and isinstance(value[name], str) and re.search(pattern, value[name]) is None:
+                where.at(name).fail(f"a string matching {pattern}", value[name])
         elif _required(f):
             where.at(name).missing(_expected(hints[name]))
     extra = {k: v for k, v in value.items() if k not in names}

@@ -2,7 +2,7 @@
 per (pair x node) with the :class:`FleetNode` it runs on (docs/fleet/README.md), and what a task's node sends
 back (:class:`TaskResult`).
 
-Planned by fleet/tasks.py (``plan``, from the fleet file and the cluster's nodes: fleet/nodes.py
+Planned by fleet/tasks.py (``plan``, from the fleet file and the cluster's nodes: records/raynodes.py
 ``node_of``), updated by fleet/taskrun.py as each task comes back, written by fleet/tasks.py ``save``, read
 back by ``loadgen fleet run --resume`` and ``loadgen fleet report`` (fleet/tasks.py ``load``,
 fleet/fleetwrite.py), always through :meth:`TaskList.from_json`, which checks every field once: a wrong
@@ -53,7 +53,7 @@ RUN_DIR = Kind(
 @dataclass(frozen=True)
 class FleetNode(Part):
     """One Ray node: ``id`` (Ray node id, hex), ``name``, ``address`` (IP), ``hostname``, ``gpu_type``, its
-    ``resources`` (Ray resource name -> amount) and ``labels`` (fleet/nodes.py says where each comes from)."""
+    ``resources`` (Ray resource name -> amount) and ``labels`` (records/raynodes.py says where each comes from)."""
 
     id: str
     name: str

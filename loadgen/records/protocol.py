@@ -11,7 +11,7 @@ sweepdata.py, tracedata.py), always through report/rundir.py ``read_protocol``, 
 The parts a run passes on as declared or probed keep their shape as documented mappings: ``target`` and
 ``draft`` (check/hashes.py ``model_hashes``), ``engine``, ``sampling``, ``fairness``,
 ``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
-(profile/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (profile/design.py plus
+(records/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (records/design.py plus
 run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
 ``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``) and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py

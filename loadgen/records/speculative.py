@@ -1,6 +1,6 @@
 """The speculative config (vLLM's ``--speculative-config`` JSON): :class:`SpeculativeConfig`, read from a pair
 file's ``[speculative]`` table (profile/pairfile.py, after profile/domains.py checked its types), a sweep
-candidate (profile/candidates.py) or protocol.json's ``speculative_config`` (records/protocol.py).
+candidate (records/candidates.py) or protocol.json's ``speculative_config`` (records/protocol.py).
 
 The fields loadgen reads are typed (vLLM's ``SpeculativeConfig`` field types, vllm/config/speculative.py,
 0.10-0.33; each may be absent: None); every other key the engine takes is kept as given in ``rest``, and
@@ -13,7 +13,7 @@ wrong kind raises BadInput (exit 2) with one line naming the source and the fiel
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
 from loadgen.records.wire import BOOL, INT, LIST, RESTORE, STR, Kind, Where, maybe, obj
@@ -73,17 +73,23 @@ class SpeculativeConfig:
         own = self.keys or tuple(self.to_json())
         return replace(self, **values, keys=(*own, *(k for k in values if k not in own)))
 
-    def without(self, *keys: str) -> Self:
-        """This config without ``keys`` (typed or free-form)."""
-        cleared = {k: None for k in keys if k in _KINDS}
-        order = tuple(k for k in self.keys or tuple(self.to_json()) if k not in keys)
-        return replace(self, **cleared, rest={k: v for k, v in self.rest.items() if k not in keys}, keys=order)
 
-
+_STR, _INT, _BOOL = maybe(STR), maybe(INT), maybe(BOOL)
+#: Each typed field's kind, in declared order (every one may be null: absent).
 _KINDS: dict[str, Kind] = {
-    f.name: maybe(STR if f.type == "str | None" else INT if f.type == "int | None" else BOOL)
-    for f in fields(SpeculativeConfig)
-    if f.type in ("str | None", "int | None", "bool | None")
+    "method": _STR,
+    "model": _STR,
+    "revision": _STR,
+    "num_speculative_tokens": _INT,
+    SCHEDULE_KEY: maybe(LIST),
+    "disable_by_batch_size": _INT,
+    "draft_tensor_parallel_size": _INT,
+    "max_model_len": _INT,
+    "prompt_lookup_min": _INT,
+    "prompt_lookup_max": _INT,
+    "draft_sample_method": _STR,
+    "rejection_sample_method": _STR,
+    "use_heterogeneous_vocab": _BOOL,
+    "use_local_argmax_reduction": _BOOL,
+    "enable_adaptive_verification": _BOOL,
 }
-_KINDS[SCHEDULE_KEY] = maybe(LIST)
-_KINDS = {f.name: _KINDS[f.name] for f in fields(SpeculativeConfig) if f.name in _KINDS}

@@ -13,7 +13,7 @@ sweep`` (the criteria's outcome), ``loadgen diff`` (the candidates' folders) and
 
 The parts copied from elsewhere keep their documented shapes: an entry's ``ratio`` and a cell's
 ``noise_floor`` (the pair card's ratio: ``value``, ``ci_low``, ``ci_high``, ``pairs``...), ``criteria``
-(profile/criteria.py ``Criteria.to_json``), ``command_line`` (profile/overrides.py), ``trace``
+(records/criteria.py ``Criteria.to_json``), ``command_line`` (profile/overrides.py), ``trace``
 (report/tracedata.py ``sweep_trace``) and a schedule's ``config`` (vLLM's ``--speculative-config``). Its JSON
 Schema is generated from the kinds below (:meth:`SweepCard.json_schema`, committed as records/sweep.schema.json).
 """
@@ -199,7 +199,7 @@ class SweepDesign(Part):
     blocks: int | None = None
     ci_method: str = "within-run"
     co_resident: bool | None = None
-    placebo: str | None = None  # "server", "blocks" or "off" (profile/design.py)
+    placebo: str | None = None  # "server", "blocks" or "off" (records/design.py)
     server_starts: int | None = None
     ci_half_width: float | None = None
     stopped_short: list[str] = field(default_factory=list)

@@ -12,7 +12,9 @@ measured keys), ``from_json`` reads a file back checked.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from loadgen.records.cardwire import Wire
 
@@ -158,3 +160,34 @@ class HostSample(Wire):
     gpus: tuple[GpuState, ...]
     loadavg_1m: float | None
     cpu_times: CpuTimes | None
+
+
+@dataclass(frozen=True)
+class UsageFigures:
+    """The figures of one server's usage (a ``-resources.json`` entry, :class:`ServerUsage`) that the draft's cost
+    is computed from (serve/resources.py ``difference``): CPU RSS and GPU memory (bytes), KV-cache tokens and the
+    ``gpu_memory_utilization`` it ran under. Read leniently, as the card shows the usage as saved: a figure a
+    file of older code (or a partial one) lacks, or holds as another kind, is None."""
+
+    cpu_rss_bytes: int | None = None
+    gpu_memory_bytes: int | None = None
+    kv_cache_tokens: int | None = None
+    gpu_memory_utilization: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> UsageFigures | None:
+        """The figures of a saved usage entry; None for none."""
+        if data is None:
+            return None
+        gpu = data.get("gpu_memory")
+        budget = data.get("gpu_memory_utilization")
+        return cls(
+            _count(data.get("cpu_rss_bytes")),
+            _count(gpu.get("bytes")) if isinstance(gpu, dict) else None,
+            _count(data.get("kv_cache_tokens")),
+            None if budget is None else str(budget),
+        )
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

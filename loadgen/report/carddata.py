@@ -1,8 +1,8 @@
 """Build the pair card's data from a run folder's saved files alone (no server needed).
 
-From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json (read once by
-runfiles.py; ``card_of`` itself reads nothing), computes every cell's
-statistics (metrics.py) and the speculative / plain ratios (measure/ratios.py), and returns the card as the
+From protocol.json, status.json, cells.jsonl, requests.jsonl and servers/*.json (read once by runfiles.py;
+``card_of`` itself reads nothing), computes every cell's statistics (metrics.py) and the speculative / plain
+ratios (measure/ratios.py), and returns the card as the
 records/card.py ``PairCard`` (schema ``loadgen.card/1``; report/card.schema.json is generated from that type)
 that cardmd.py renders. Every part is built as its record (records/card.py, records/cardcell.py), with the keys
 a fresh card.json writes in their order (``keyed``, ``with_fields``: a field that is null stays in the file).
@@ -33,7 +33,7 @@ from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.request import RequestRecord
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.records.usage import ServerUsage
+from loadgen.records.usage import UsageFigures
 from loadgen.report.cardlevels import capacities, crossovers
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
@@ -180,11 +180,8 @@ def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[
 
 
 def build_card(run_dir: Path) -> PairCard:
-    """The card of the run in ``run_dir`` (see module docstring): ``card_of`` over the
-    run folder read once (runfiles.py).
-
-    Raises BadInput when ``run_dir`` is not a run folder.
-    """
+    """The card of the run in ``run_dir`` (see module docstring): ``card_of`` over the run folder read once
+    (runfiles.py). Raises BadInput when ``run_dir`` is not a run folder."""
     return card_of(read_run(run_dir))
 
 
@@ -273,11 +270,8 @@ def card_of(files: RunFiles) -> PairCard:
         role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
         for role in ROLES
     }
-    measured = {
-        role: None if u is None else ServerUsage.from_json(u, source=f"servers/{role}-resources.json")
-        for role, u in usage.items()
-    }
-    diff = difference(measured["plain"], measured["speculative"])
+    plain_use = UsageFigures.from_json(usage["plain"])
+    diff = difference(plain_use, UsageFigures.from_json(usage["speculative"]))
     versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,
@@ -314,7 +308,7 @@ def card_of(files: RunFiles) -> PairCard:
             plain=usage["plain"],
             speculative=usage["speculative"],
             difference=diff,
-            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(measured["plain"], diff)] if n),
+            notes=tuple(n for n in [kv_capacity_note(diff), budget_note(plain_use, diff)] if n),
         ).in_full(),
         placement={role: placement(servers[role]).to_json() for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),

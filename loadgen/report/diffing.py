@@ -1,7 +1,7 @@
 """Compare two cards of the same pair, for regression gates in CI pipelines (pure).
 
 The compared metrics are the primary metrics the cards' criteria declare (``[criteria].primary``, both cards'
-lists, the baseline's first; ``tpot_p50`` when neither declares one; profile/criteria.py). Each is a ratio
+lists, the baseline's first; ``tpot_p50`` when neither declares one; records/criteria.py). Each is a ratio
 speculative / plain with its 95% CI (measure/cellratios.py; docs/metrics.md "Blocks and the paired block
 CI"). "Worse" follows the metric: a latency ratio (``ttft_p50``, ``tpot_p50``, ...) higher is worse, a
 throughput ratio (``output_throughput``, ``request_throughput``) lower is worse (criteria.LATENCY_METRICS).
@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from loadgen.errors import BadInput
-from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.records.card import PairCard
 from loadgen.records.cardcell import CardCell, Ratio
+from loadgen.records.criteria import LATENCY_METRICS
 from loadgen.util.numbers import MISSING, num, ratio
 
 #: The card statistic behind each ratio: metric -> (the role's key, its field or None, unit, scale).

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from loadgen.measure.blocks import NOT_DISTINGUISHABLE, aa_holds, effect, half_width, noise_band
 from loadgen.measure.cellratios import blocked_ratios, within_run_ratios
 from loadgen.measure.metrics import CellStats
-from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.records.card import NoiseFloor, NoiseMetric
 from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
+from loadgen.records.criteria import LATENCY_METRICS
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 

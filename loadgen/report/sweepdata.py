@@ -15,15 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from loadgen.measure.blocks import half_width
-from loadgen.measure.judging import criteria_of
 from loadgen.measure.metrics import per_prompt
 from loadgen.measure.ranking import drift_warning, speedup_of, upper_bound
 from loadgen.measure.ratios import paired_median_ratio
-from loadgen.profile.candidates import Candidate
 from loadgen.profile.cells import CellKey
-from loadgen.profile.criteria import LATENCY_METRICS, Criteria
+from loadgen.records.candidates import Candidate
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference
 from loadgen.records.cardcell import Acceptance, CardCell, Cost
+from loadgen.records.criteria import LATENCY_METRICS, Criteria, criteria_of
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
 from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
@@ -70,7 +69,7 @@ def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
         (
             r
             for r in load_records(run_dir)
-            if r.role == "plain" and r.phase == "measured" and CellKey.of(r.__dict__) == key
+            if r.role == "plain" and r.phase == "measured" and CellKey.named(r.workload, r.level, r.concurrency) == key
         ),
         field,
     )

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from loadgen.measure.blocks import NOT_DISTINGUISHABLE
 from loadgen.measure.ranking import Entry, best, geomean, k_schedule, off_above, static_choice
-from loadgen.profile.criteria import Criteria
 from loadgen.profile.fields import FIELD_RANGES, available, parse_version
+from loadgen.records.criteria import Criteria
 from loadgen.records.sweep import (
     KSchedule,
     LevelChoice,

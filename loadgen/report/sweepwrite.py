@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from loadgen.profile.candidates import expand_candidates
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.candidates import expand_candidates
 from loadgen.records.sweep import SweepCard
 from loadgen.report.rundir import read_json, read_protocol, write_json, write_text
 from loadgen.report.sweepdata import build_sweep_card

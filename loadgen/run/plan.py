@@ -26,7 +26,6 @@ from loadgen import __version__
 from loadgen.check.hashes import model_hashes
 from loadgen.errors import BadInput, ProfileError
 from loadgen.profile.cells import CellSpec
-from loadgen.profile.overrides import Overrides
 from loadgen.profile.pair import Level, Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.schedule import arrival_offsets
@@ -39,6 +38,7 @@ from loadgen.profile.workload import (
     needs_tokenizer,
     prompts_digest,
 )
+from loadgen.records.overrides import Overrides
 from loadgen.records.protocol import Protocol
 from loadgen.records.usage import ClientHost, Hardware
 from loadgen.report.rundir import read_protocol

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from loadgen.measure.cellratios import blocked_ratios
 from loadgen.measure.sizing import needed
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey, CellSpec
-from loadgen.profile.criteria import LATENCY_METRICS
 from loadgen.records.cardcell import Ratio
+from loadgen.records.criteria import LATENCY_METRICS
 from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import load_records, read_cell_lines
 from loadgen.run.design import Slot, next_blocks

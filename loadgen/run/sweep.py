@@ -28,7 +28,6 @@ from loadgen.check.finding import Finding
 from loadgen.check.hashes import model_hashes
 from loadgen.check.preflight import run_pair_check
 from loadgen.errors import BadInput, CriteriaFailed, ProfileError
-from loadgen.profile.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.profile.locate import anchor_workloads
 from loadgen.profile.overrides import Overrides, apply_overrides, pair_text
@@ -36,6 +35,7 @@ from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
+from loadgen.records.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
 from loadgen.report.rundir import exclusive_dir, read_protocol, write_json, write_text

@@ -26,7 +26,16 @@ from typing import Any, TypeVar
 import psutil
 
 from loadgen.records.card import ResourceDifference
-from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, Hardware, HardwareGpu, ServerUsage
+from loadgen.records.usage import (
+    GpuDevice,
+    GpuHolder,
+    GpuMemory,
+    GpuSettle,
+    Hardware,
+    HardwareGpu,
+    ServerUsage,
+    UsageFigures,
+)
 
 T = TypeVar("T")
 #: How long a teardown waits for the accelerator's memory to come back (s), how often it reads NVML (s), and
@@ -155,9 +164,9 @@ def usage(pid: int | None, cache_info: Mapping[str, str], kv_tokens_log: int | N
     )
 
 
-def difference(plain: ServerUsage | None, speculative: ServerUsage | None) -> ResourceDifference:
+def difference(plain: UsageFigures | None, speculative: UsageFigures | None) -> ResourceDifference:
     """The draft's cost: speculative minus plain for memory, and the KV-cache capacity lost, from the two
-    servers' ``-resources.json`` usage as read (None: not measured).
+    servers' ``-resources.json`` usage figures as read (None: not measured).
 
     Returns the extra CPU RSS and GPU memory (bytes), the KV-cache tokens lost and that as a fraction of the
     plain server's tokens (None where unknown), every field written (``in_full``). ``same_memory_budget``: both
@@ -165,29 +174,23 @@ def difference(plain: ServerUsage | None, speculative: ServerUsage | None) -> Re
     that budget on both, so their GPU memory differs by the budget's slack, not by the draft's cost, which
     shows as KV-cache capacity lost instead.
     """
+    p, s = plain or UsageFigures(), speculative or UsageFigures()
 
     def minus(a: int | None, b: int | None) -> int | None:
         return None if a is None or b is None else a - b
 
-    def gpu(u: ServerUsage | None) -> int | None:
-        return u.gpu_memory.bytes if u is not None and u.gpu_memory is not None else None
-
-    p_kv = plain.kv_cache_tokens if plain else None
-    lost = minus(p_kv, speculative.kv_cache_tokens if speculative else None)
-    budget = plain.gpu_memory_utilization if plain else None
-    same = budget is not None and budget == (speculative.gpu_memory_utilization if speculative else None)
+    lost = minus(p.kv_cache_tokens, s.kv_cache_tokens)
     return ResourceDifference(
-        extra_cpu_rss_bytes=minus(
-            speculative.cpu_rss_bytes if speculative else None, plain.cpu_rss_bytes if plain else None
-        ),
-        extra_gpu_memory_bytes=minus(gpu(speculative), gpu(plain)),
+        extra_cpu_rss_bytes=minus(s.cpu_rss_bytes, p.cpu_rss_bytes),
+        extra_gpu_memory_bytes=minus(s.gpu_memory_bytes, p.gpu_memory_bytes),
         kv_cache_tokens_lost=lost,
-        kv_capacity_loss=lost / p_kv if lost is not None and p_kv else None,
-        same_memory_budget=same,
+        kv_capacity_loss=lost / p.kv_cache_tokens if lost is not None and p.kv_cache_tokens else None,
+        same_memory_budget=p.gpu_memory_utilization is not None
+        and p.gpu_memory_utilization == s.gpu_memory_utilization,
     ).in_full()
 
 
-def budget_note(plain: ServerUsage | None, difference: ResourceDifference) -> str | None:
+def budget_note(plain: UsageFigures | None, difference: ResourceDifference) -> str | None:
     """One line when both servers ran under the same memory budget and their GPU memory was measured: the
     difference is the budget's slack, the draft's cost is in the KV-cache capacity (:func:`difference`)."""
     extra = difference.extra_gpu_memory_bytes

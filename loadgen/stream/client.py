@@ -18,11 +18,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord, no_tokens_error
+from loadgen.records.requestbody import CompletionBody
 from loadgen.stream.chunks import StreamChunk, common_tokens, interpret, load_object, parse_chunk
 from loadgen.stream.http1 import TransportError
 from loadgen.stream.sse import SSEDecoder
@@ -47,33 +47,24 @@ class _Timeline:
     done_s: float | None = None
 
 
-def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> dict[str, Any]:
-    """The JSON body for ``prompt``: identical for both servers but for nothing.
+def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> CompletionBody:
+    """The body for ``prompt`` (records/requestbody.py): identical for both servers but for nothing.
 
     Fair-comparison defaults (docs/metrics.md): ``ignore_eos`` with ``min_tokens = max_tokens`` so every
     request yields exactly ``prompt.output_tokens``; ``return_token_ids`` (vLLM >= 0.10.2 extension)
     so token counts per chunk are exact; ``stream_options.include_usage`` for the final usage chunk.
     """
-    body: dict[str, Any] = {
-        "model": model,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "return_token_ids": True,
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
-        "ignore_eos": sampling.ignore_eos,
-    }
-    if sampling.seed is not None:
-        body["seed"] = sampling.seed
-    if prompt.endpoint == "chat":
-        body["messages"] = list(prompt.messages or ())
-        body["max_completion_tokens"] = prompt.output_tokens
-    else:
-        body["prompt"] = prompt.text
-        body["max_tokens"] = prompt.output_tokens
-    if sampling.ignore_eos:
-        body["min_tokens"] = prompt.output_tokens
-    return body
+    chat = prompt.endpoint == "chat"
+    return CompletionBody(
+        model=model,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        ignore_eos=sampling.ignore_eos,
+        output_tokens=prompt.output_tokens,
+        seed=sampling.seed,
+        prompt=None if chat else prompt.text,
+        messages=tuple(prompt.messages or ()) if chat else None,
+    )
 
 
 def endpoint_path(endpoint: str) -> str:
@@ -83,7 +74,7 @@ def endpoint_path(endpoint: str) -> str:
 
 async def stream_request(
     conn: StreamConnection,
-    body: dict[str, Any],
+    body: CompletionBody,
     record: RequestRecord,
     endpoint: str = "completions",
 ) -> RequestRecord:
@@ -99,7 +90,7 @@ async def stream_request(
     infinite number in ``body`` is never sent: ValueError (strictjson.body).
     """
     clock = conn.clock
-    payload = strictjson.body(body)
+    payload = strictjson.body(body.to_json())
     line = _Timeline(send_s=clock())
     reader = _Reader(line)
     try:

@@ -36,7 +36,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import FrameType
 from typing import Any, ParamSpec, TypeVar
 
@@ -91,7 +91,7 @@ class _Cell:
             level=self.plan.level.label,
             repetition=self.plan.repetition,
         )
-        body = build_payload(prompt, self.sampling, self.model) | {"cache_salt": self.plan.cache_salt}
+        body = replace(build_payload(prompt, self.sampling, self.model), cache_salt=self.plan.cache_salt)
         record = await stream_request(conn, body, record, self.plan.endpoint)
         if phase == "measured":
             self.records.append(record)

@@ -90,9 +90,9 @@ def test_check_pair_reads_each_servers_args(tmp_path: Path) -> None:
 def test_the_h200_crossover_sweep_keeps_async_scheduling_for_both_candidates(tmp_path: Path) -> None:
     """profiles/pairs/h200-7b-crossover.toml: ngram_gpu (async by default) and draft_model with the flag asked
     for leave no async-scheduling finding on vLLM 0.24.0; the first 7B sweep's draft_model without it warned."""
-    from loadgen.profile.candidates import candidate_doc, expand_candidates
     from loadgen.profile.pairfile import load_pair
     from loadgen.profile.tomlread import read_toml
+    from loadgen.records.candidates import candidate_doc, expand_candidates
     from loadgen.util.tomlwrite import to_toml
 
     def findings(sweep: str) -> dict[str, list[str]]:

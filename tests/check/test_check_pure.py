@@ -13,7 +13,7 @@ import pytest
 
 from loadgen.check.lossy import lossy_findings
 from loadgen.check.targetcheck import speculators_target, template_source
-from loadgen.profile.criteria import Criteria
+from loadgen.records.criteria import Criteria
 from loadgen.records.modelconfig import ModelConfig
 from loadgen.records.speculative import SpeculativeConfig
 

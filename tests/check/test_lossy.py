@@ -13,8 +13,8 @@ from loadgen.check import engine
 from loadgen.check.preflight import run_pair_check
 from loadgen.check.validate import check_pair
 from loadgen.errors import PairCheckError
-from loadgen.profile.criteria import Criteria
 from loadgen.profile.pair import RoleServer
+from loadgen.records.criteria import Criteria
 from tests.check.test_validate import VOCAB, blocking, by_check, make_pair, warnings
 from tests.support.tokfactory import write_model
 

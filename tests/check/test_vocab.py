@@ -4,6 +4,7 @@ difference, the tokenizer read from a model directory written here, and the find
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,18 @@ PIPE = {"normalizer": None, "pre_tokenizer": {"type": "Whitespace"}, "post_proce
 ROLES = {"bos": ("<s>", 1), "eos": ("</s>", 2), "pad": (None, None), "unk": ("<unk>", 0)}
 
 
+def pipeline(sections: dict[str, object]) -> dict[str, str]:
+    """tokenizer.json sections as TokenizerInfo keeps them (canonical JSON text)."""
+    return {k: json.dumps(v, sort_keys=True) for k, v in sections.items()}
+
+
 def spec_of(data: Mapping[str, Any]) -> SpeculativeConfig:
     """A speculative config record of ``data`` (as a pair file or protocol.json gives it)."""
     return SpeculativeConfig.from_json(dict(data), source="pair.toml")
 
 
 def info(vocab: dict[str, int], size: int | None = 8, **kw: object) -> TokenizerInfo:
-    fields: dict[str, object] = {"special": frozenset({"<s>", "</s>"}), "roles": ROLES, "pipeline": PIPE} | kw
+    fields: dict[str, object] = {"special": frozenset({"<s>", "</s>"}), "roles": ROLES, "pipeline": pipeline(PIPE)} | kw
     return TokenizerInfo(vocab, fields["special"], fields["roles"], size, fields["pipeline"])  # type: ignore[arg-type]
 
 
@@ -96,7 +102,7 @@ def test_the_findings_of_each_case() -> None:
         True,
     )
     assert findings(info(BASE), other, hetero, "0.31.0")[-1] == ("model runner", False, False)
-    assert findings(info(BASE), info(BASE, pipeline=PIPE | {"normalizer": {"type": "NFC"}}), {}) == [
+    assert findings(info(BASE), info(BASE, pipeline=pipeline(PIPE | {"normalizer": {"type": "NFC"}})), {}) == [
         ("vocabulary", True, False),
         ("tokenizer", False, False),
     ]

@@ -4,6 +4,7 @@ and the model-runner rules, on tokenizers built here with known overlaps."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ from loadgen.records.checkparts import VocabCounts
 from loadgen.records.speculative import SpeculativeConfig
 
 PIPE = {"normalizer": None, "pre_tokenizer": None, "post_processor": None, "decoder": None}
+PIPE_TEXT = {k: json.dumps(v) for k, v in PIPE.items()}
 ROLES = {"bos": ("<s>", 1), "eos": ("</s>", 2), "pad": (None, None), "unk": ("<unk>", 0)}
 HETERO = {"use_heterogeneous_vocab": True, "method": "draft_model"}
 DATA = VocabCounts("marker", 3, 2, None, 4, 0, 1, 0, 2)
@@ -27,7 +29,13 @@ def spec_of(data: Mapping[str, Any]) -> SpeculativeConfig:
 
 
 def info(vocab: dict[str, int], size: int | None = 256, **kw: Any) -> TokenizerInfo:
-    return TokenizerInfo(vocab, kw.get("special", frozenset({"<s>"})), kw.get("roles", ROLES), size, PIPE)
+    return TokenizerInfo(
+        vocab,
+        kw.get("special", frozenset({"<s>"})),
+        kw.get("roles", ROLES),
+        size,
+        {k: json.dumps(v) for k, v in PIPE.items()},
+    )
 
 
 #: 150 shared tokens; the draft adds one of its own ("x"), so 150 of its 151 tokens are in both (99.3%).

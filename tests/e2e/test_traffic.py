@@ -143,7 +143,7 @@ def test_a_prompt_files_requests_reach_the_server_byte_identical_from_both_roles
             assert {json.loads(body)["cache_salt"] for _, body in seen[role]} == {f"loadgen-{role}-{name}-c1-b0"}
         for (path, body), prompt in zip(seen["plain"], prompts, strict=True):
             sent = json.loads(body)
-            assert sent == build_payload(prompt, pair.sampling, server.spec.served_model) | {
+            assert sent == build_payload(prompt, pair.sampling, server.spec.served_model).to_json() | {
                 "cache_salt": f"loadgen-plain-{name}-c1-b0"
             }
             assert path == ("/v1/chat/completions" if w.endpoint == "chat" else "/v1/completions")

@@ -17,9 +17,10 @@ import pytest
 from loadgen.errors import BadInput, CriteriaFailed, ProfileError, RunFailed
 from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.fleetflow import FleetOutcome, _resume_plan, fleet_exit
-from loadgen.fleet.nodes import alive_nodes, node_of, select
+from loadgen.fleet.nodes import select
 from loadgen.fleet.nodetask import TaskSpec, reason_of, run_on_node, with_ports
 from loadgen.profile.fleetfile import NodeSelector, load_fleet
+from loadgen.records.raynodes import alive_nodes, node_of
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 

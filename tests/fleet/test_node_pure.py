@@ -10,9 +10,10 @@ import tomllib
 import pytest
 
 from loadgen.fleet.gputype import gpu_type_of, ray_accelerator_type
-from loadgen.fleet.nodes import FleetNode, declared_gpu_types, node_of
 from loadgen.fleet.nodetask import free_port_pair, reason_of, with_ports
 from loadgen.records.fleetparts import NodeGpu, NodeHardware
+from loadgen.records.fleettasks import FleetNode
+from loadgen.records.raynodes import declared_gpu_types, node_of
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,9 @@ from loadgen.measure.diagnosis import (
     lossy_rejection,
 )
 from loadgen.measure.verdict import Verdict
-from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.pair import SLO
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.criteria import Criteria, parse_criteria
 from tests.support.cards import card_cell
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from loadgen.measure.judging import criteria_of
 from loadgen.measure.ranking import (
     Entry,
     best,
@@ -23,6 +22,7 @@ from loadgen.measure.ranking import (
     upper_bound,
 )
 from loadgen.records.cardcell import Ratio
+from loadgen.records.criteria import criteria_of
 from loadgen.records.sweep import Drift, SweepCandidate, SweepCard, SweepCell
 from loadgen.report.sweepmd import render_sweep_markdown
 from loadgen.report.sweeprec import recommend

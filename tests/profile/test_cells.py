@@ -7,8 +7,8 @@ from loadgen.profile.pair import Level
 
 
 def test_a_key_falls_back_on_the_concurrency_when_a_line_has_no_level() -> None:
-    assert CellKey.of({"workload": "w", "concurrency": 4}) == ("w", "c4")
-    assert CellKey.of({"workload": "w", "concurrency": 4, "level": "r2.5"}) == CellKey("w", "r2.5")
+    assert CellKey.named("w", None, 4) == ("w", "c4")
+    assert CellKey.named("w", "r2.5", 4) == CellKey("w", "r2.5")
     assert CellKey.named("w", "", 8.0) == CellKey("w", "c8")
 
 

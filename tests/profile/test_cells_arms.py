@@ -36,6 +36,6 @@ def test_the_salt_has_no_character_vllm_refuses_and_is_cut_at_128() -> None:
 
 
 def test_a_key_from_a_card_line_with_an_empty_level_and_no_concurrency_is_c0() -> None:
-    assert CellKey.of({"workload": "w", "level": None}) == CellKey("w", "c0")
+    assert CellKey.named("w", None, None) == CellKey("w", "c0")
     assert CellKey.named("w", None, 2.9) == CellKey("w", "c2")  # a float concurrency is truncated
     assert CellSpec("w", "chat", Level(16, 3.0)).concurrency == 16

@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 
 from loadgen.errors import BadInput
-from loadgen.profile.criteria import Criteria
-from loadgen.profile.design import Design
 from loadgen.profile.pair import (
     SCHEDULE_KEY,
     SLO,
@@ -24,6 +22,8 @@ from loadgen.profile.pair import (
     speculation_on_at,
 )
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.criteria import Criteria
+from loadgen.records.design import Design
 from loadgen.records.speculative import SpeculativeConfig
 
 

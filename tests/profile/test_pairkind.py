@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
-from loadgen.profile.candidates import is_sweep
 from loadgen.profile.pairkind import PairKind, pair_kind
+from loadgen.records.candidates import is_sweep
 from loadgen.records.launchtable import LaunchTable
 
 CPU_ENGINE = '[engine]\nargs = ["--dtype", "float32"]\nenv = { VLLM_CPU_KVCACHE_SPACE = "1" }\n'

@@ -55,7 +55,12 @@ def test_a_folder_reads_its_config_and_a_missing_or_broken_one_reads_empty(tmp_p
     )
     cfg = ModelConfig.read(tmp_path)
     assert (cfg.model_type, cfg.architectures, cfg.max_position_embeddings) == ("llama", ("LlamaForCausalLM",), 8192)
-    assert ModelConfig.read(tmp_path / "absent") == ModelConfig()
+    absent = ModelConfig.read(tmp_path / "absent")
+    assert absent == ModelConfig.from_json({}) and (absent.model_type, absent.vocab_size, absent.speculators) == (
+        None,
+        None,
+        False,
+    )
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "torn.json").write_text('{"vocab_size": ')
     assert read_model_json(tmp_path / "list.json") == {} and read_model_json(tmp_path / "torn.json") == {}

@@ -12,7 +12,7 @@ import pytest
 from loadgen.errors import BadInput
 from loadgen.measure.blockstate import block_state
 from loadgen.records.cell import CellEntry
-from loadgen.records.usage import CpuTimes, GpuState, Hardware, HardwareGpu, HostSample
+from loadgen.records.usage import CpuTimes, GpuState, Hardware, HardwareGpu, HostSample, UsageFigures
 from loadgen.serve.hoststate import steal_share
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +71,10 @@ def test_two_host_samples_give_the_block_state() -> None:
         "power_w": 300.0,
         "throttle_reasons": ["sw_power_cap"],
     }
+
+
+def test_usage_figures_read_a_saved_entry_leniently() -> None:
+    saved = {"processes": 2, "cpu_rss_bytes": 4096, "gpu_memory": {"bytes": 2**30, "devices": []}, "kv_cache_tokens": 9}
+    assert UsageFigures.from_json(saved | {"gpu_memory_utilization": "0.45"}) == UsageFigures(4096, 2**30, 9, "0.45")
+    partial = {"cpu_rss_bytes": "4096", "gpu_memory": None, "kv_cache_tokens": True}
+    assert UsageFigures.from_json(partial) == UsageFigures() and UsageFigures.from_json(None) is None

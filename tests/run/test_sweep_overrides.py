@@ -11,9 +11,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from loadgen.profile.overrides import Overrides
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.tomlread import read_toml
+from loadgen.records.overrides import Overrides
 from loadgen.run.sweep import run_sweep
 from tests.run.test_sweep_flow import GETS, _attach, _options, _stream
 from tests.support.scripted_server import scripted_server

@@ -4,7 +4,6 @@ lines written from it, against closed forms."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
 import subprocess
@@ -15,7 +14,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, ServerUsage
+from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, UsageFigures
 from loadgen.serve import resources
 from tests.support.fakenvml import FakeDevice, GiB, install
 
@@ -170,23 +169,24 @@ def test_pid_listening_on_finds_this_process() -> None:
     assert resources.pid_listening_on(port) is None
 
 
-PLAIN = ServerUsage(
-    processes=1,
-    cpu_rss_bytes=4 * GiB,
-    gpu_memory=GpuMemory(60 * GiB, ()),
-    kv_cache_tokens=100_000,
-    kv_cache_tokens_log=None,
-    num_gpu_blocks=None,
-    block_size=None,
-    gpu_memory_utilization="0.9",
-)
-SPEC = dataclasses.replace(
-    PLAIN, cpu_rss_bytes=5 * GiB, gpu_memory=GpuMemory(60 * GiB + 512 * MiB, ()), kv_cache_tokens=90_000
-)
+PLAIN = {
+    "cpu_rss_bytes": 4 * GiB,
+    "gpu_memory": {"bytes": 60 * GiB},
+    "kv_cache_tokens": 100_000,
+    "gpu_memory_utilization": "0.9",
+}
+SPEC = {
+    "cpu_rss_bytes": 5 * GiB,
+    "gpu_memory": {"bytes": 60 * GiB + 512 * MiB},
+    "kv_cache_tokens": 90_000,
+    "gpu_memory_utilization": "0.9",
+}
 
 
 def test_the_drafts_cost_and_the_budget_note() -> None:
-    diff = resources.difference(PLAIN, SPEC)
+    plain, spec = UsageFigures.from_json(PLAIN), UsageFigures.from_json(SPEC)
+    assert plain == UsageFigures(4 * GiB, 60 * GiB, 100_000, "0.9")
+    diff = resources.difference(plain, spec)
     assert diff.to_json() == {
         "extra_cpu_rss_bytes": GiB,
         "extra_gpu_memory_bytes": 512 * MiB,
@@ -194,13 +194,15 @@ def test_the_drafts_cost_and_the_budget_note() -> None:
         "kv_capacity_loss": pytest.approx(0.1),
         "same_memory_budget": True,
     }
-    assert resources.budget_note(PLAIN, diff) == (
+    assert resources.budget_note(plain, diff) == (
         "both servers ran under gpu_memory_utilization 0.9: vLLM fills that budget on each, so their GPU memory "
         "differs by +512 MiB, the budget's slack, not the draft's cost, which is 10.0% of the KV-cache capacity"
     )
-    other = resources.difference(PLAIN, dataclasses.replace(SPEC, gpu_memory_utilization="0.8", kv_cache_tokens=None))
+    other = resources.difference(
+        plain, UsageFigures.from_json(SPEC | {"gpu_memory_utilization": "0.8", "kv_cache_tokens": None})
+    )
     assert other.same_memory_budget is False and other.kv_capacity_loss is None
-    assert resources.budget_note(PLAIN, other) is None
+    assert resources.budget_note(plain, other) is None
     assert resources.difference(None, None).to_json() == {
         "extra_cpu_rss_bytes": None,
         "extra_gpu_memory_bytes": None,

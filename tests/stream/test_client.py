@@ -94,12 +94,12 @@ def test_text_without_token_ids_is_an_error_not_a_guess() -> None:
 
 def test_payload_is_fair_by_default() -> None:
     chat = Prompt("c", "w", "chat", None, ({"role": "user", "content": "hi"},), 64)
-    body = build_payload(chat, Sampling(temperature=0.0, seed=7), "m")
+    body = build_payload(chat, Sampling(temperature=0.0, seed=7), "m").to_json()
     assert body["max_completion_tokens"] == 64 == body["min_tokens"]
     assert body["ignore_eos"] is True and body["return_token_ids"] is True
     assert body["stream_options"] == {"include_usage": True}
     assert body["messages"] == [{"role": "user", "content": "hi"}] and body["seed"] == 7
-    comp = build_payload(Prompt("t", "w", "completions", "Once", None, 8), Sampling(ignore_eos=False), "m")
+    comp = build_payload(Prompt("t", "w", "completions", "Once", None, 8), Sampling(ignore_eos=False), "m").to_json()
     assert comp["max_tokens"] == 8 and "min_tokens" not in comp and comp["prompt"] == "Once"
 
 

@@ -15,6 +15,7 @@ import pytest
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
+from loadgen.records.requestbody import CompletionBody
 from loadgen.stream.client import build_payload, monotonic_clock, stream_request
 from loadgen.stream.http1 import ChunkedDecoder, TransportError
 from loadgen.stream.transport import StreamConnection, StreamResponse
@@ -223,7 +224,7 @@ def _record(prompt: str) -> RequestRecord:
     return RequestRecord(prompt, "plain", "w", 1, "measured", 0.0, requested_output_tokens=3)
 
 
-def _body(prompt: str) -> dict[str, object]:
+def _body(prompt: str) -> CompletionBody:
     return build_payload(Prompt(prompt, "w", "completions", prompt, None, 3), Sampling(), "m")
 
 
@@ -506,7 +507,7 @@ def test_fresh_connection_closed_before_the_response_is_an_error() -> None:
     async def go() -> None:
         async with raw_server(lambda c, k, request: (None, True)) as (url, state):
             conn = StreamConnection(url)
-            r = await stream_request(conn, {"prompt": "x"}, _record("x"))
+            r = await stream_request(conn, _body("x"), _record("x"))
             conn.close()
         assert r.error == "connection closed before the response" and r.http_status is None
         assert conn.sent_s is not None and r.send_s == conn.sent_s
@@ -532,7 +533,7 @@ def test_protocol_errors_are_recorded(answer: bytes, message: str) -> None:
         async with raw_server(_always(answer, close=True)) as (url, _):
             conn = StreamConnection(url)
             try:
-                return await stream_request(conn, {"prompt": "x"}, _record("x"))
+                return await stream_request(conn, _body("x"), _record("x"))
             finally:
                 conn.close()
 
@@ -551,7 +552,7 @@ def test_https_to_a_plain_http_server_is_a_tls_error() -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         try:
             conn = StreamConnection(f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}", connect_timeout_s=5.0)
-            return await stream_request(conn, {"prompt": "x"}, _record("x"))
+            return await stream_request(conn, _body("x"), _record("x"))
         finally:
             server.close()
 

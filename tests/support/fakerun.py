@@ -68,7 +68,7 @@ def fetch_one(scripts: dict[str, Script], prompt: str, output_tokens: int) -> Re
             rec = RequestRecord("p0", "plain", "w", 1, "measured", 0.0, requested_output_tokens=output_tokens)
             conn = StreamConnection(url, monotonic_clock(0.0), connect_timeout_s=5.0, read_timeout_s=5.0)
             try:
-                return await stream_request(conn, {"prompt": prompt} | build_payload(p, Sampling(), "m"), rec)
+                return await stream_request(conn, build_payload(p, Sampling(), "m"), rec)
             finally:
                 conn.close()
 

@@ -1,4 +1,4 @@
-"""Strict parsing of a pair file's ``[design]`` table (profile/design.py)."""
+"""Strict parsing of a pair file's ``[design]`` table (records/design.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from loadgen.errors import ProfileError
-from loadgen.profile.design import Design, parse_design
+from loadgen.records.design import Design, parse_design
 
 PATH = Path("pairs/demo.toml")
 

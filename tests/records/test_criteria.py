@@ -12,9 +12,9 @@ import pytest
 from loadgen.errors import ProfileError
 from loadgen.measure import judging, verdict
 from loadgen.measure.verdict import JudgedResources, Verdict
-from loadgen.profile.candidates import is_sweep
-from loadgen.profile.criteria import Criteria, parse_criteria
 from loadgen.profile.pairfile import check_scope, load_pair
+from loadgen.records.candidates import is_sweep
+from loadgen.records.criteria import Criteria, parse_criteria
 from loadgen.records.protocol import Protocol
 from tests.support.cards import card_cell
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import ProfileError
-from loadgen.profile.candidates import candidate_doc, expand_candidates
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.candidates import candidate_doc, expand_candidates
 from loadgen.util import tomlwrite
 
 SWEEP = Path("profiles/pairs/demo-cpu-sweep.toml")

@@ -1,4 +1,6 @@
-"""Criteria declared in the pair file before the run (``[criteria]``) (pure; measure/verdict.py judges a card by them).
+"""The criteria declared in the pair file before the run (``[criteria]``): the :class:`Criteria` record, parsed from
+the pair file (:func:`parse_criteria`) and read back from protocol.json or a card verdict (:func:`criteria_of`);
+measure/verdict.py judges a card by them.
 
 Metrics are the card's ratio keys, speculative / plain (measure/ratios.py): latencies ``ttft_p50``, ``tpot_p50``,
 ``e2e_p50``, ``itl_p50``, ``ttft_p99``, ``e2e_p99`` (lower is better) and throughputs
@@ -38,6 +40,7 @@ failed and a check is inconclusive; the verdict is then INCONCLUSIVE (not passed
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -167,3 +170,10 @@ def parse_criteria(table: Mapping[str, Any], path: Path) -> Criteria:
                 raise fail(key, what)
             kw[key] = float(v)
     return Criteria(**kw, declared=tuple(k for k in KEYS if k in table))
+
+
+def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
+    """The criteria of protocol.json's or a card verdict's ``criteria`` (``Criteria.to_json()`` plus
+    ``declared``; its nulls are the defaults). Raises ProfileError naming ``path`` when it does not parse."""
+    fields = {k: v for k, v in raw.items() if v is not None and k != "declared"}
+    return dataclasses.replace(parse_criteria(fields, path), declared=tuple(raw.get("declared", fields)))
