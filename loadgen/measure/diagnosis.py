@@ -26,9 +26,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from loadgen.measure.metrics import request_timings
 from loadgen.profile.fields import lossy_reason
 from loadgen.profile.pair import SLO
 from loadgen.records.cardcell import Cost
+from loadgen.records.request import RequestRecord
 
 #: Predicted and measured speedups that differ by more than this fraction get an explanation.
 AGREEMENT_TOLERANCE = 0.15
@@ -197,3 +199,20 @@ def capacity(loads: Sequence[float], held: Sequence[bool | None]) -> float | Non
     none does."""
     ok = [lv for lv, h in zip(loads, held, strict=True) if h]
     return max(ok) if ok else None
+
+
+def slo_check(records: list[RequestRecord], window_s: float, slo: SLO) -> dict[str, float | bool | None]:
+    """Goodput (req/s meeting every SLO, :func:`goodput`) and whether the declared percentiles hold
+    (:func:`holds`), from each successful request's timings (metrics.request_timings; ``window_s``: the role's
+    measured window in s): the ``goodput_rps`` and ``slo_holds`` fields of the card's role statistics."""
+    timings = [
+        t
+        for r in records
+        if r.error is None
+        if (t := request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)) is not None
+    ]
+    ttft, tpot, e2e = [t.ttft_s for t in timings], [t.tpot_s for t in timings], [t.e2e_s for t in timings]
+    return {
+        "goodput_rps": goodput(ttft, tpot, e2e, window_s, slo),
+        "slo_holds": holds({"ttft_s": ttft, "tpot_s": [x for x in tpot if x is not None], "e2e_s": e2e}, slo),
+    }

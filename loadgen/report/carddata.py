@@ -18,9 +18,9 @@ from typing import Final
 
 from loadgen.measure.blockstate import state_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
-from loadgen.measure.diagnosis import goodput, holds, lossless, lossless_note, lossy_rejection
+from loadgen.measure.diagnosis import lossless, lossless_note, lossy_rejection, slo_check
 from loadgen.measure.judging import card_verdict, judged_resources
-from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats, request_timings
+from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats
 from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
 from loadgen.measure.serverside import compare
 from loadgen.measure.steptime import apply as apply_step_times
@@ -201,7 +201,7 @@ def _cell(
         if entries.get((*key, role)) or by_cell.get((*key, role)):  # requests of a cell cut short count too
             stats[role], side = _role_cell(by_cell[(*key, role)], entries[(*key, role)])
             side = mark_partial(side, entries[(*key, role)], by_cell[(*key, role)], files.status)
-            sides[role] = side.with_fields(**_slo_check(by_cell[(*key, role)], stats[role], slo))
+            sides[role] = side.with_fields(**slo_check(by_cell[(*key, role)], stats[role].window_s, slo))
     ratios, floor = cell_ratios(
         proto, by_cell[(*key, "plain")], by_cell[(*key, "speculative")], by_cell.get((*key, PLACEBO)) or [], stats
     )
@@ -319,22 +319,6 @@ def card_of(files: RunFiles) -> PairCard:
     return card.keyed(
         *_CARD_KEYS, *(["command_line"] if proto.command_line else []), *(["trace"] if card.trace is not None else [])
     )  # absent without a trace: older cards alike
-
-
-def _slo_check(records: list[RequestRecord], stats: CellStats, slo: SLO) -> dict[str, float | bool | None]:
-    """Goodput (req/s meeting every SLO) and whether the declared percentiles hold, from per-request values:
-    the ``goodput_rps`` and ``slo_holds`` fields of the card's role statistics."""
-    timings = [
-        t
-        for r in records
-        if r.error is None
-        if (t := request_timings(r.send_s, r.chunk_arrivals_s, r.chunk_tokens)) is not None
-    ]
-    ttft, tpot, e2e = [t.ttft_s for t in timings], [t.tpot_s for t in timings], [t.e2e_s for t in timings]
-    return {
-        "goodput_rps": goodput(ttft, tpot, e2e, stats.window_s, slo),
-        "slo_holds": holds({"ttft_s": ttft, "tpot_s": [x for x in tpot if x is not None], "e2e_s": e2e}, slo),
-    }
 
 
 def _lossy(proto: Protocol) -> str | None:

@@ -17,11 +17,13 @@ from loadgen.measure.diagnosis import (
     lossless,
     lossless_note,
     lossy_rejection,
+    slo_check,
 )
 from loadgen.measure.verdict import Verdict
 from loadgen.profile.pair import SLO
 from loadgen.profile.pairfile import load_pair
 from loadgen.records.criteria import Criteria, parse_criteria
+from loadgen.records.request import RequestRecord
 from tests.support.cards import card_cell
 
 
@@ -133,3 +135,26 @@ def test_a_lossy_rejection_reports_the_match_rate_without_judging_it() -> None:
         "target's by design; match rate 100% reported, not judged"
     )
     assert "lossy" not in lossless(plain, spec)  # a lossless run's dict is unchanged
+
+
+def test_the_slo_check_of_a_role_from_its_requests_timings() -> None:
+    def record(arrivals: list[float], error: str | None = None) -> RequestRecord:
+        return RequestRecord(
+            "p",
+            "plain",
+            "w",
+            1,
+            "measured",
+            0.0,
+            send_s=0.0,
+            chunk_arrivals_s=arrivals,
+            chunk_tokens=[1] * len(arrivals),
+            error=error,
+        )
+
+    # TTFT 0.1 s, TPOT 0.1 s; TTFT 0.9 s, TPOT 0.02 s; a failed request counts for nothing
+    records = [record([0.1, 0.2, 0.3]), record([0.9, 0.92]), record([], error="timeout")]
+    check = slo_check(records, 2.0, SLO(percentile=50, ttft_s=0.6, tpot_s=0.15))
+    assert check["goodput_rps"] == pytest.approx(0.5)  # only the first meets both, over a 2 s window
+    assert check["slo_holds"] is True  # medians: TTFT 0.5 s <= 0.6, TPOT 0.06 s <= 0.15
+    assert slo_check(records, 2.0, SLO(percentile=99, ttft_s=0.6))["slo_holds"] is False
