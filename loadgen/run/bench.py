@@ -63,7 +63,10 @@ class Bench:
         ``VLLM_CPU_KVCACHE_SPACE``, docs/vllm-notes.md): vLLM's GPU memory profiling must see each server
         alone. A server launched but never waited for (one before it failed) is stopped. Raises as
         :meth:`open`."""
-        todo = [a for a in {a.server: a for a in arms}.values() if a.server not in self._open]
+        first: dict[str, Arm] = {}  # a server shared by arms (plain and placebo) is proven as its first arm, as open()
+        for a in arms:
+            first.setdefault(a.server, a)
+        todo = [a for a in first.values() if a.server not in self._open]
         specs = {a.server: self._announce(a) for a in todo}
         launched: dict[str, servers.Server] = {}
         try:

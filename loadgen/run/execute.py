@@ -91,8 +91,9 @@ class Session:
             used = [a for a in self.arms.values() if a.name in {s.arm for s in slots}]
             if self.start_together:
                 self._open_together(used)
-            for arm in used:
-                self._open(arm)
+            else:
+                for arm in used:
+                    self._open(arm)
         for slot in slots:
             arm = self.arms[slot.arm]
             if not self.co_resident:

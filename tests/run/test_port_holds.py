@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from loadgen.run.flow import run_compare
 from loadgen.serve.portlock import ENV_DIR, hold
 from tests.serve.test_portlock import _holder
 from tests.support.promstack import free_port_block
-from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
+from tests.support.scripted_engine import write_small_pair
 
 
 @pytest.fixture(autouse=True)
@@ -24,21 +23,9 @@ def _own_hold_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_DIR, str(tmp_path / "holds"))
 
 
-def _pair(tmp_path: Path, port: int) -> Path:
-    (tmp_path / "workloads").mkdir(exist_ok=True)
-    (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
-    path = tmp_path / "ports.toml"
-    path.write_text(
-        PAIR.format(name="ports", k=1, python=sys.executable, repo=REPO)
-        .replace("port = 8300", f"port = {port}")
-        .replace("min_requests = 6", "min_requests = 2")
-        + '[design]\nblocks = 1\nplacebo = "off"\nco_resident = false\n'
-    )
-    return path
-
-
 def _compare(tmp_path: Path, port: int, log: list[str]) -> Path:
-    pair = load_pair(str(_pair(tmp_path, port)), workloads_dir=tmp_path / "workloads")
+    path = write_small_pair(tmp_path, "ports", port, '[design]\nblocks = 1\nplacebo = "off"\nco_resident = false\n')
+    pair = load_pair(str(path), workloads_dir=tmp_path / "workloads")
     return run_compare(pair, tmp_path / "runs", log=log.append, allow_unpinned=True)
 
 
@@ -85,7 +72,8 @@ def test_each_port_is_held_until_its_server_answers(tmp_path: Path) -> None:
                     seen.append((" ".join(line.split()[:2]), p, "held" if "held by loadgen" in str(exc) else "in use"))
 
     log: list[str] = []
-    pair = load_pair(str(_pair(tmp_path, port)), workloads_dir=tmp_path / "workloads")
+    path = write_small_pair(tmp_path, "ports", port, '[design]\nblocks = 1\nplacebo = "off"\nco_resident = false\n')
+    pair = load_pair(str(path), workloads_dir=tmp_path / "workloads")
     run_dir = run_compare(
         pair, tmp_path / "runs", log=lambda line: (log.append(line), probe(line))[0], allow_unpinned=True
     )

@@ -5,7 +5,6 @@ with a known start-up time; one that never gets ready stops the one started besi
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +18,7 @@ from loadgen.run.flow import run_compare
 from loadgen.serve import resources
 from loadgen.serve.portlock import ENV_DIR
 from tests.support.promstack import free_port_block
-from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
+from tests.support.scripted_engine import write_small_pair
 
 START_S = 3.0
 HOST = resources.hardware()
@@ -36,17 +35,9 @@ def _own_hold_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _compare(tmp_path: Path, extra: str, log: list[tuple[float, str]]) -> Path:
-    (tmp_path / "workloads").mkdir(exist_ok=True)
-    (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
-    path = tmp_path / "together.toml"
-    path.write_text(
-        PAIR.format(name="together", k=1, python=sys.executable, repo=REPO)
-        .replace("port = 8300", f"port = {free_port_block(2)}")
-        .replace(f'PYTHONPATH = "{REPO}"', f'PYTHONPATH = "{REPO}", SCRIPTED_ENGINE_START_S = "{START_S}"')
-        .replace("min_requests = 6", "min_requests = 2")
-        + '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n'
-        + extra
-    )
+    design = '[design]\nblocks = 1\nplacebo = "off"\nco_resident = true\n'
+    env = f'SCRIPTED_ENGINE_START_S = "{START_S}"'
+    path = write_small_pair(tmp_path, "together", free_port_block(2), design + extra, env)
     pair = load_pair(str(path), workloads_dir=tmp_path / "workloads")
     stamped = lambda line: log.append((time.monotonic(), line))  # noqa: E731
     return run_compare(pair, tmp_path / "runs", log=stamped, allow_unpinned=True)

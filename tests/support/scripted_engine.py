@@ -69,6 +69,23 @@ cooldown = false
 """
 
 
+def write_small_pair(folder: Path, name: str, port: int, tail: str, env: str = "") -> Path:
+    """Write ``folder/<name>.toml``, a pair of this engine at ``port`` (speculative at ``port + 1``, K = 1) with
+    2 measured requests a cell, and its workload ``folder/workloads/w.toml``; ``tail``: tables appended (a
+    ``[design]``, ...); ``env``: more ``[engine].env`` items (``KEY = "value"``, comma-separated). Its path."""
+    (folder / "workloads").mkdir(exist_ok=True)
+    (folder / "workloads" / "w.toml").write_text(WORKLOAD)
+    path = folder / f"{name}.toml"
+    path.write_text(
+        PAIR.format(name=name, k=1, python=sys.executable, repo=REPO)
+        .replace("port = 8300", f"port = {port}")
+        .replace(f'PYTHONPATH = "{REPO}"', f'PYTHONPATH = "{REPO}"' + (f", {env}" if env else ""))
+        .replace("min_requests = 6", "min_requests = 2")
+        + tail
+    )
+    return path
+
+
 class _Engine(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     model: ClassVar[str] = "m"
