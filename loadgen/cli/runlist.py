@@ -97,7 +97,7 @@ def _run_entry(folder: Path, kind: str) -> RunEntry:
     status, failure = run_status(_json(folder / "status.json"))
     if kind == "sweep":
         lines = ((_json(folder / "sweep.json") or {}).get("recommendation") or {}).get("lines") or []
-        verdict = lines[0] if lines else "no sweep card (`loadgen report` writes it)"
+        verdict = lines[-1] if lines else "no sweep card (`loadgen report` writes it)"  # the headline
     else:
         verdict = _card_verdict(folder / "card.json")
     return RunEntry(kind, folder, status, verdict if failure is None else f"{verdict}; stopped: {failure}")

@@ -16,8 +16,8 @@ median TPOT of the block's prompts on each server, say). Over B blocks:
   spread well above the within-block one is the signature of drift that one window's CI cannot show.
 
 The **noise floor** is the placebo's ratio (plain measured again through the same path) with its interval:
-its band is ``[min(low, 1), max(high, 1)]``. A ratio whose CI is not clear of that band is **not
-distinguishable** from plain; an A/A CI that excludes 1 means the design did not hold on that machine.
+its band is ``[min(low, 1), max(high, 1)]``; measure/decision.py decides a ratio against it (a ratio whose CI is
+not clear of that band never passes). An A/A CI that excludes 1 means the design did not hold on that machine.
 The **half-width** of a ratio is half the width of its CI on the log scale, ``(ln high - ln low) / 2``
 (the same for a ratio and its inverse; about the relative half-width for small values); a cell has reached a
 declared ``ci_half_width`` when it is no larger.
@@ -65,7 +65,6 @@ _T975 = (
 )
 _T975_TAIL = ((40, 2.021), (60, 2.000), (120, 1.980))
 Z975 = 1.960
-FASTER, SLOWER, NOT_DISTINGUISHABLE, UNKNOWN = "faster", "slower", "not distinguishable", "unknown"
 
 
 def t975(df: int) -> float:
@@ -130,31 +129,29 @@ def noise_band(aa_low: float | None, aa_high: float | None) -> tuple[float, floa
     return min(aa_low, 1.0), max(aa_high, 1.0)
 
 
-def classify(ci_low: float | None, ci_high: float | None, band: tuple[float, float]) -> str:
-    """Where a ratio's CI lies against the noise ``band``: ``"below"`` (entirely under it), ``"above"``,
-    ``NOT_DISTINGUISHABLE`` (it overlaps) or ``UNKNOWN`` (no CI)."""
-    if ci_low is None or ci_high is None:
-        return UNKNOWN
-    if ci_high < band[0]:
-        return "below"
-    if ci_low > band[1]:
-        return "above"
-    return NOT_DISTINGUISHABLE
-
-
-def effect(ci_low: float | None, ci_high: float | None, band: tuple[float, float], lower_is_better: bool) -> str:
-    """``FASTER``, ``SLOWER``, ``NOT_DISTINGUISHABLE`` or ``UNKNOWN`` for an arm / plain ratio against the noise
-    band: below the band is faster for a latency, slower for a throughput."""
-    where = classify(ci_low, ci_high, band)
-    if where == "below":
-        return FASTER if lower_is_better else SLOWER
-    if where == "above":
-        return SLOWER if lower_is_better else FASTER
-    return where
-
-
 def aa_holds(aa_low: float | None, aa_high: float | None) -> bool | None:
     """True when the placebo's CI covers 1 (the design held), False when it excludes 1, None without one."""
     if aa_low is None or aa_high is None:
         return None
     return aa_low <= 1.0 <= aa_high
+
+
+#: The least distance (log scale, about 10%) at which a block counts as far off its cell's others.
+FAR_FLOOR = math.log(1.10)
+
+
+def far_blocks(ratios: Sequence[float]) -> list[int]:
+    """Indices of the block ratios far off the others (at least 3 blocks): ``|ln r_i - median(ln r_j, j != i)|``
+    above ``max(3 * range(ln r_j, j != i), FAR_FLOOR)``. A rule of thumb for naming a block on the card (a slow
+    first block of a level not yet warmed, say); nothing is excluded by it unless the protocol declares so."""
+    logs = [math.log(r) for r in ratios if r > 0]
+    if len(logs) < 3 or len(logs) != len(ratios):
+        return []
+    out = []
+    for i, x in enumerate(logs):
+        others = sorted(logs[:i] + logs[i + 1 :])
+        mid = len(others) // 2
+        median = others[mid] if len(others) % 2 else (others[mid - 1] + others[mid]) / 2
+        if abs(x - median) > max(3 * (others[-1] - others[0]), FAR_FLOOR):
+            out.append(i)
+    return out

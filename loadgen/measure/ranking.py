@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loadgen.measure.blocks import FASTER
+from loadgen.measure.decision import FASTER
 from loadgen.records.cardcell import Ratio
 from loadgen.records.sweep import Drift
 
@@ -44,7 +44,7 @@ class Entry:
     speedup: float | None
     ci_low: float | None = None
     ci_high: float | None = None
-    effect: str | None = None  # measure/blocks.py's FASTER / SLOWER / NOT_DISTINGUISHABLE; None: older card
+    effect: str | None = None  # measure/decision.py outcome; None: older card
     criteria_status: str | None = None
 
     def cost_key(self) -> tuple[int, int, str]:

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from loadgen.measure.decision import STATUS_OF, Bar, decide
 from loadgen.records import card
 from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.records.criteria import (
     FAIL,
     INCONCLUSIVE,
     LATENCY_METRICS,
+    NOT_DISTINGUISHABLE,
     NOT_JUDGED,
     NOT_MEASURED,
     PASS,
@@ -53,7 +55,7 @@ class CellVerdict:
 @dataclass(frozen=True)
 class Verdict:
     """The verdict: ``passed`` (False -> the CLI exits 3), a one-line ``summary`` (starting with PASS, FAIL or
-    INCONCLUSIVE: :attr:`status`), per-cell and resource results, and the criteria it applied."""
+    INCONCLUSIVE or NOT DISTINGUISHABLE: :attr:`status`), per-cell and resource results, and the criteria it applied."""
 
     passed: bool
     summary: str
@@ -63,7 +65,7 @@ class Verdict:
 
     @property
     def status(self) -> str:
-        """``pass``, ``fail`` or ``inconclusive`` (the summary's first word)."""
+        """``pass``, ``fail``, ``inconclusive`` or ``not distinguishable`` (the summary's first words)."""
         return self.summary.split(":")[0].lower()
 
     def record(self) -> card.CardVerdict:
@@ -98,39 +100,37 @@ class JudgedResources:
     kv_capacity_loss: float | None = None
 
 
-def _metric(name: str, kind: str, ratio: Ratio | None, criteria: Criteria) -> Check:
+def _primary(name: str, cell: CardCell, criteria: Criteria) -> Check:
+    """A primary metric's check: measure/decision.py's outcome, read as a status (only faster passes)."""
+    floor = (cell.noise_floor.ratios or {}).get(name) if cell.noise_floor else None
+    bar = Bar.of(criteria, name)
+    d = decide(name, cell.ratio(name), floor, bar)
+    threshold = bar.min_speedup  # judged and threshold as speedups (measure/decision.py)
+    if d.speedup is None:
+        return Check(
+            name, "primary", NOT_MEASURED, None, threshold, f"{name} not measured (min_speedup {bar.min_speedup:g})"
+        )
+    return Check(name, "primary", STATUS_OF[d.outcome], d.low if bar.use_ci else d.speedup, threshold, d.reason)
+
+
+def _regression(name: str, ratio: Ratio | None, criteria: Criteria) -> Check:
+    """A ``max_regression`` check, judged at the point value: latency ratio <= f, throughput ratio >= 1/f."""
     lower = name in LATENCY_METRICS
-    if kind == "primary":
-        threshold = 1.0 / criteria.min_speedup if lower else criteria.min_speedup
-        rule = f"min_speedup {criteria.min_speedup:g}"
-    else:
-        factor = criteria.max_regression[name]
-        threshold, rule = (factor if lower else 1.0 / factor), f"max_regression {factor:g}"
+    factor = criteria.max_regression[name]
+    threshold, rule = (factor if lower else 1.0 / factor), f"max_regression {factor:g}"
     value = None if ratio is None else ratio.value
-    if ratio is None or value is None:
-        return Check(name, kind, NOT_MEASURED, None, threshold, f"{name} not measured ({rule})")
-    low, high = (ratio.ci_low, ratio.ci_high) if kind == "primary" else (None, None)
-    use_ci = criteria.use_confidence_interval and low is not None and high is not None
-    worst, best = (high, low) if lower else (low, high)
-    judged = float(worst if use_ci and worst is not None else value)
+    if value is None:
+        return Check(name, "regression", NOT_MEASURED, None, threshold, f"{name} not measured ({rule})")
+    ok = value <= threshold if lower else value >= threshold
     op = "<=" if lower else ">="
-
-    def meets(x: float) -> bool:
-        return x <= threshold if lower else x >= threshold
-
-    status = PASS if meets(judged) else FAIL
-    if status == FAIL and use_ci and best is not None and meets(float(best)):
-        status = INCONCLUSIVE  # the CI spans the threshold
-    ci = f" [95% CI {low:.3f}, {high:.3f}], judged at {judged:.3f}," if use_ci and low and high else ""
-    word = {PASS: "meets", FAIL: "misses", INCONCLUSIVE: "spans"}[status]
-    tail = "; inconclusive: measure more blocks" if status == INCONCLUSIVE else ""
+    word = "meets" if ok else "misses"
     return Check(
         name,
-        kind,
-        status,
-        judged,
+        "regression",
+        PASS if ok else FAIL,
+        float(value),
         threshold,
-        f"{name} spec/plain {value:.3f}{ci} {word} {op} {threshold:.3f} ({rule}{tail})",
+        f"{name} spec/plain {value:.3f} {word} {op} {threshold:.3f} ({rule})",
     )
 
 
@@ -144,12 +144,12 @@ def _cell(cell: CardCell, criteria: Criteria) -> CellVerdict:
     if blocking:  # e.g. a lookup method that proposed no draft in the whole cell: no speculative comparison
         return CellVerdict(workload, level, NOT_MEASURED, (), (blocking[0],))
     checks = tuple(
-        [_metric(m, "primary", cell.ratio(m), criteria) for m in criteria.primary]
-        + [_metric(m, "regression", cell.ratio(m), criteria) for m in criteria.max_regression]
+        [_primary(m, cell, criteria) for m in criteria.primary]
+        + [_regression(m, cell.ratio(m), criteria) for m in criteria.max_regression]
         + _lossless(cell, criteria)
     )
     statuses = {c.status for c in checks}
-    status = next((s for s in (FAIL, NOT_MEASURED, INCONCLUSIVE) if s in statuses), PASS)
+    status = next((s for s in (FAIL, NOT_MEASURED, INCONCLUSIVE, NOT_DISTINGUISHABLE) if s in statuses), PASS)
     reasons = tuple(c.reason for c in checks if c.status == status or status == PASS)
     return CellVerdict(workload, level, status, checks, reasons)
 
@@ -241,8 +241,9 @@ def judge(criteria: Criteria, cells: Sequence[CardCell], resources: JudgedResour
     judged = tuple(_cell(c, criteria) for c in cells)
     res = _resources(criteria, resources)
     in_range = [c for c in judged if c.status != NOT_JUDGED]
-    measured = [c for c in in_range if c.status in (PASS, FAIL, INCONCLUSIVE)]
+    measured = [c for c in in_range if c.status in (PASS, FAIL, INCONCLUSIVE, NOT_DISTINGUISHABLE)]
     unsure = [c.line() for c in in_range if c.status == INCONCLUSIVE]
+    noise = [c.line() for c in in_range if c.status == NOT_DISTINGUISHABLE]
     failed = [c.line() for c in in_range if c.status == FAIL] + [r.reason for r in res if r.status == FAIL]
     missing = [c.line() for c in in_range if c.status == NOT_MEASURED] + [
         r.reason for r in res if r.status == NOT_MEASURED
@@ -258,7 +259,12 @@ def judge(criteria: Criteria, cells: Sequence[CardCell], resources: JudgedResour
     elif unsure:
         passed, summary = (
             False,
-            (f"INCONCLUSIVE: {len(unsure)} cell(s) whose CI spans the criterion, first: {unsure[0]}{tail}"),
+            (f"INCONCLUSIVE: {len(unsure)} cell(s) not yet decided (measure more blocks), first: {unsure[0]}{tail}"),
+        )
+    elif noise:
+        passed, summary = (
+            False,
+            f"NOT DISTINGUISHABLE: {len(noise)} cell(s) inside the A/A noise floor, first: {noise[0]}{tail}",
         )
     else:
         passed = True

@@ -64,8 +64,10 @@ KEYS = (
     "min_lossless_match",
     "ci_half_width",
 )
-#: Verdict statuses of a cell, a metric check or a resource check.
+#: Verdict statuses of a cell, a metric check or a resource check (a primary metric's status is its outcome's:
+#: measure/decision.py ``STATUS_OF``).
 PASS, FAIL, NOT_MEASURED, NOT_JUDGED, INCONCLUSIVE = "pass", "fail", "not-measured", "not-judged", "inconclusive"
+NOT_DISTINGUISHABLE = "not distinguishable"
 
 
 @dataclass(frozen=True)

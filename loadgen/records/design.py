@@ -18,8 +18,15 @@ paired ratios (measure/blocks.py). Keys, all optional (unknown keys and wrong ty
   is attached; with no GPU visible (the CPU build: memory is the host's) when every launched server declares
   ``VLLM_CPU_KVCACHE_SPACE`` and their estimated memory fits the host's available memory (run/arms.py); with
   GPUs when every launched server declares ``--gpu-memory-utilization`` and the shares sum to at most 0.95.
-- ``max_blocks`` (integer >= ``blocks``, default ``3 * blocks``): with ``[criteria].ci_half_width`` the sweep adds
-  blocks to a cell until its CI is that narrow, up to this many.
+- ``max_blocks`` (integer >= ``blocks``, default ``3 * blocks``): with ``[criteria].ci_half_width`` a run adds
+  blocks to a cell until its outcome is decided (measure/decision.py), up to this many.
+- ``min_block_requests`` (integer 1-100, default 16): with ``[criteria].ci_half_width`` (sized cells), the least
+  measured requests of a closed-loop block, whatever ``[stop]`` gives (``max(min_requests, rounds * c)``): a
+  block of a few requests at low concurrency cannot decide a cell.
+
+The first block of a closed-loop cell warms every arm with a full round at the level's concurrency
+(``max([stop].warmup_requests, c)`` requests, excluded), not one request: a batch shape the server has not yet
+run makes a slow first block.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Any
 from loadgen.errors import ProfileError
 
 PLACEBOS = ("server", "blocks", "off")
-KEYS = ("blocks", "placebo", "co_resident", "max_blocks")
+KEYS = ("blocks", "placebo", "co_resident", "max_blocks", "min_block_requests")
 MAX_BLOCKS = 100
 
 
@@ -44,6 +51,7 @@ class Design:
     placebo: str = "server"
     co_resident: str = "auto"
     max_blocks: int = 9
+    min_block_requests: int = 16
 
     def to_json(self) -> dict[str, int | str]:
         """JSON-ready dict of every field."""
@@ -52,6 +60,7 @@ class Design:
             "placebo": self.placebo,
             "co_resident": self.co_resident,
             "max_blocks": self.max_blocks,
+            "min_block_requests": self.min_block_requests,
         }
 
 
@@ -87,4 +96,5 @@ def parse_design(table: Mapping[str, Any] | None, path: Path) -> Design:
     most = _count(table, "max_blocks", 1, path) or min(MAX_BLOCKS, 3 * blocks)
     if most < blocks:
         raise ProfileError(f"{path}: [design].max_blocks = {most} is below blocks = {blocks}; raise it or lower blocks")
-    return Design(blocks, str(placebo), {True: "yes", False: "no"}.get(co, "auto"), most)
+    floor = _count(table, "min_block_requests", 1, path) or Design.min_block_requests
+    return Design(blocks, str(placebo), {True: "yes", False: "no"}.get(co, "auto"), most, floor)

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from loadgen.records.nested import Part, part_kind
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, maybe
+from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
 
 _NUM, _STR, _INT, _OBJ = maybe(NUM), maybe(STR), maybe(INT), maybe(OBJ)
 
@@ -59,7 +59,9 @@ class KSchedule(Part):
 @dataclass(frozen=True)
 class WorkloadChoice(Part):
     """One workload's recommendation: the level above which none pays, the static choice, the K schedule
-    (``supported``, ``config``, ``line``) and each level's choice."""
+    (``supported``, ``config``, ``line``), each level's choice, the one server configuration to deploy
+    (``deployable``: its line; None when nothing pays), the measured wins it gives up elsewhere, and the
+    candidate it runs at each level (``deployed``, level -> name; a level it leaves to plain is absent)."""
 
     workload: str
     off_above_concurrency: int | None = None
@@ -69,6 +71,9 @@ class WorkloadChoice(Part):
     schedule: KSchedule | None = None
     why_no_static: str | None = None
     levels: list[LevelChoice] = field(default_factory=list)
+    deployable: str | None = None
+    gives_up: list[str] = field(default_factory=list)
+    deployed: Mapping[str, str] = field(default_factory=dict)
     KINDS: ClassVar[dict[str, Kind]] = {
         "workload": STR,
         "off_above_concurrency": _INT,
@@ -78,6 +83,9 @@ class WorkloadChoice(Part):
         "schedule": maybe(part_kind(KSchedule)),
         "why_no_static": _STR,
         "levels": list_of(part_kind(LevelChoice)),
+        "deployable": _STR,
+        "gives_up": list_of(STR),
+        "deployed": map_of(STR),
     }
     REQUIRED: ClassVar[tuple[str, ...]] = ("workload",)
     NESTED: ClassVar[dict[str, type[Part]]] = {"levels": LevelChoice, "schedule": KSchedule}
@@ -87,16 +95,19 @@ class WorkloadChoice(Part):
 @dataclass(frozen=True)
 class Recommendation(Part):
     """The sweep's recommendation: per workload, the overall static candidate (None: no single
-    configuration), whether one meets the declared criteria, and the printed lines."""
+    configuration), whether it meets the declared criteria at every judged cell (the sweep's exit 0), the one
+    configuration to deploy over every workload (its line), and the printed lines."""
 
     lines: list[str]
     workloads: list[WorkloadChoice] = field(default_factory=list)
     static: str | None = None
     meets_criteria: bool = True
+    deployable: str | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
         "workloads": list_of(part_kind(WorkloadChoice)),
         "static": _STR,
         "meets_criteria": BOOL,
+        "deployable": _STR,
         "lines": list_of(STR),
     }
     REQUIRED: ClassVar[tuple[str, ...]] = ("lines",)

@@ -48,7 +48,7 @@ _LATENCIES = (
 def _ratio(r: Ratio | None) -> str:
     if r is None or r.unavailable:
         return "–" if r is None else "n/a (bursts)"
-    return r.text(3) + (" ≈ noise" if r.effect == "not distinguishable" else "")
+    return r.text(3) + (f" {r.effect}" if r.effect else "")  # measure/decision.py's outcome
 
 
 def _server_rows(cell: CardCell) -> list[str]:

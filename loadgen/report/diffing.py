@@ -175,6 +175,15 @@ def _cell_lines(
     return lines, regressions
 
 
+def _verdict_word(card: PairCard) -> str:
+    """The verdict's own word (its summary's first words: PASS, FAIL, INCONCLUSIVE, NOT DISTINGUISHABLE)."""
+    v = card.verdict
+    if v.passed is None:
+        return "not judged (no criteria declared)"
+    head = (v.summary or "").split(":")[0]
+    return head if head in ("PASS", "FAIL", "INCONCLUSIVE", "NOT DISTINGUISHABLE") else ("PASS" if v.passed else "FAIL")
+
+
 def diff_cards(baseline: PairCard, candidate: PairCard, tolerance: float | None = None) -> Diff:
     """Diff ``candidate`` against ``baseline`` (module docstring for the rules); ``tolerance`` as
     :func:`worse_beyond`. Raises BadInput for cards of different pairs."""
@@ -195,15 +204,14 @@ def diff_cards(baseline: PairCard, candidate: PairCard, tolerance: float | None 
         s_old, s_new = before.get(status), after.get(status)
         lines += [*cell_lines[:-1], f"{cell_lines[-1]}; verdict {s_old or MISSING} -> {s_new or MISSING}"]
         regressions += cell_regressions
-        if s_old == "pass" and s_new in ("fail", "not-measured"):
+        if s_old == "pass" and s_new not in (None, "pass", "not-judged"):
             regressions.append(f"{name} went from pass to {s_new}")
     shared = {(c.workload, c.level) for c in baseline.cells}
     lines += [
         f"{c.workload} {c.level}: only in the candidate" for c in candidate.cells if (c.workload, c.level) not in shared
     ]
     v_old, v_new = baseline.verdict.passed, candidate.verdict.passed
-    shown = {True: "PASS", False: "FAIL", None: "not judged (no criteria declared)"}
-    lines.append(f"verdict: baseline {shown[v_old]}, candidate {shown[v_new]}")
+    lines.append(f"verdict: baseline {_verdict_word(baseline)}, candidate {_verdict_word(candidate)}")
     if v_old is True and v_new is False:
         regressions.insert(0, "the candidate's verdict fails its declared criteria, the baseline's passed")
     return Diff(tuple(lines), tuple(regressions))

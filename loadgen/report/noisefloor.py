@@ -4,7 +4,8 @@ formulas, measure/cellratios.py the ratios).
 - :func:`cell_ratios`: a card cell's speculative / plain ratios (block CIs for a run measured in blocks,
   within-run bootstrap CIs for a run of older code) and, with a placebo, its ``noise_floor``: the placebo /
   plain ratio of every metric with its block CI and whether that CI covers 1 (``holds``). Each speculative
-  ratio then carries its ``effect`` against the noise floor's band: faster, slower or not distinguishable.
+  ratio then carries its ``effect``: measure/decision.py's outcome against the noise floor and the declared
+  criteria (faster, short, slower, not distinguishable, inconclusive), the one decision every surface reads.
 - :func:`noise_notes`: per shown metric of a cell, one line where its A/A interval excludes 1 and one where its
   effect is inside the noise.
 - :func:`noise_summary`: the card's noise floor over every cell, for the headline.
@@ -14,13 +15,15 @@ formulas, measure/cellratios.py the ratios).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from loadgen.measure.blocks import NOT_DISTINGUISHABLE, aa_holds, effect, half_width, noise_band
+from loadgen.measure.blocks import aa_holds, far_blocks, half_width
 from loadgen.measure.cellratios import blocked_ratios, within_run_ratios
+from loadgen.measure.decision import NOT_DISTINGUISHABLE, Bar, decide
 from loadgen.measure.metrics import CellStats
 from loadgen.records.card import NoiseFloor, NoiseMetric
 from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
-from loadgen.records.criteria import LATENCY_METRICS
+from loadgen.records.criteria import criteria_of
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 
@@ -43,14 +46,15 @@ def cell_ratios(
         floor = CellNoiseFloor(ratios=aa, holds={m: aa_holds(r.ci_low, r.ci_high) for m, r in aa.items()})
     if len(stats) < 2:
         return {}, floor
-    if not blocked:
-        return within_run_ratios(plain, spec, stats["plain"], stats["speculative"]), None
+    criteria = None if proto.criteria is None else criteria_of(proto.criteria, Path("protocol.json"))
+    raw = (
+        blocked_ratios(plain, spec) if blocked else within_run_ratios(plain, spec, stats["plain"], stats["speculative"])
+    )
     aa_all = (floor.ratios if floor else None) or {}
-    ratios = {}
-    for m, r in blocked_ratios(plain, spec).items():
-        aa_r = aa_all.get(m)
-        band = noise_band(None, None) if aa_r is None else noise_band(aa_r.ci_low, aa_r.ci_high)
-        ratios[m] = r.with_fields(effect=effect(r.ci_low, r.ci_high, band, m in LATENCY_METRICS))
+    ratios = {
+        m: r.with_fields(effect=decide(m, r, aa_all.get(m), Bar.of(criteria, m)).outcome) if r.value else r
+        for m, r in raw.items()
+    }
     return ratios, floor
 
 
@@ -62,7 +66,8 @@ def _ci(r: Ratio) -> str:
 
 def noise_notes(ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None) -> list[str]:
     """Per shown metric (:data:`SHOWN`): one line when the placebo's interval excludes 1 (the design did not
-    hold for that metric), and one when the speculative ratio is not distinguishable from the noise floor."""
+    hold for that metric), one naming each block far off the others with its value (measure/blocks.py
+    ``far_blocks``), and one when the speculative ratio is not distinguishable from the noise floor."""
     out = []
     aa = (floor.ratios if floor else None) or {}
     holds = (floor.holds if floor else None) or {}
@@ -72,6 +77,14 @@ def noise_notes(ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None) -> li
             out.append(
                 f"A/A {m} {a.value:.3f} {_ci(a)} excludes 1: the placebo moved against plain, so the design "
                 "did not hold on this machine; treat this cell's ratios as unreliable"
+            )
+        far = far_blocks([x for x in r.block_ratios or () if x is not None]) if r.block_ratios else []
+        if far:
+            shown = ", ".join(f"block {i} {(r.block_ratios or ())[i]:.3f}" for i in far)
+            rest = [x for i, x in enumerate(r.block_ratios or ()) if i not in far and x is not None]
+            out.append(
+                f"{m}: {shown} far off the cell's other blocks ({min(rest):.3f}-{max(rest):.3f}); kept in the "
+                "interval (no exclusion rule is declared); a slow first block points at a level not yet warmed"
             )
         if r.effect == NOT_DISTINGUISHABLE and r.value is not None:
             out.append(

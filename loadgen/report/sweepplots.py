@@ -1,8 +1,8 @@
 """PNG figures of a sweep card (matplotlib's Agg canvas on private Figures, as report/plots.py):
 
 - ``sweep_ratio_<workload>``: each candidate's speedup over plain (see the card's speedup_definition)
-  against concurrency, with its 95% CI as error bars, the line speedup = 1 and the recommended candidate
-  per level marked with a star;
+  against concurrency, with its 95% block CI as error bars, the A/A noise floor's band (grey), the line
+  speedup = 1 and, per level, a star on the candidate the deployable configuration runs there;
 - ``sweep_acceptance_length``: mean acceptance length against K per method/draft (mean over the cells),
   with the perfect-draft line K + 1.
 
@@ -17,6 +17,8 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from loadgen.measure.decision import decide
+from loadgen.records.cardcell import Ratio
 from loadgen.records.sweep import SweepCard
 
 
@@ -25,6 +27,13 @@ def _save(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=100)
     return path
+
+
+def _floor_band(floor: Ratio | None, metric: str) -> tuple[float, float] | None:
+    """The A/A noise floor's band as speedups (measure/decision.py), None without a placebo CI."""
+    if floor is None or floor.ci_low is None:
+        return None
+    return decide(metric, Ratio(1.0), floor).band
 
 
 def _ratio_plot(card: SweepCard, workload: str, out: Path) -> Path | None:
@@ -52,16 +61,22 @@ def _ratio_plot(card: SweepCard, workload: str, out: Path) -> Path | None:
         ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=cand.name)
         drawn = True
     rec = next((w for w in card.recommendation.workloads if w.workload == workload), None)
-    for lv in rec.levels if rec else []:
-        if lv.best and lv.speedup is not None:
-            ax.plot([lv.concurrency or 0], [lv.speedup], marker="*", markersize=14, color="black", linestyle="")
+    deployed = rec.deployed if rec else {}
+    for c in cells:
+        e = next((e for e in c.entries if e.candidate == deployed.get(c.level)), None)
+        if e is not None and e.speedup is not None:
+            ax.plot([c.concurrency or 0], [e.speedup], marker="*", markersize=14, color="black", linestyle="")
+    floors = sorted((c.concurrency or 0, b) for c in cells if (b := _floor_band(c.floor_ratio(), card.primary_metric)))
+    if floors:
+        at = [x for x, _ in floors]
+        ax.fill_between(at, [b[0] for _, b in floors], [b[1] for _, b in floors], color="grey", alpha=0.25)
     if not drawn:
         return None
     ax.axhline(1.0, color="grey", linewidth=1, linestyle="--")
     ax.set(
         xlabel="concurrency",
         ylabel=f"speedup over plain ({card.primary_metric})",
-        title=f"{workload}: candidates vs plain (star: recommended)",
+        title=f"{workload}: speedup, 95% block CI (star: deployed)",
     )
     ax.legend(fontsize="small")
     return _save(fig, out / f"sweep_ratio_{re.sub(r'[^A-Za-z0-9_.-]', '_', workload)}.png")

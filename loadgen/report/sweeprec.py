@@ -1,12 +1,23 @@
 """The sweep card's recommendation (pure): per workload the best candidate at each level, the level above which
-no candidate pays, one static configuration, and, where some candidate pays at some levels only, where, with
-what and a per-batch-size K schedule in the engine's own config syntax (rules and formulas: measure/ranking.py).
+no candidate pays, one static configuration, and one **deployable** server configuration (rules and formulas:
+measure/ranking.py; the per-cell decision: measure/decision.py).
 
-Every part reads the same per-level decision, so they cannot disagree: a candidate **pays** at a cell when it
-beats plain clear of the noise floor and, with declared criteria, passes them there; the best at a level is
-the paying candidate with the highest speedup after the tie rule (a tie goes to the cheaper, and sweep.md
-says "tie"). The plot's star, the K schedule (one method and draft, K per level, 0 where plain wins), the
-static choice and the headline are all built from those per-level bests.
+Every part reads the same per-cell decision, so they cannot disagree: a candidate **pays** at a cell when its
+decision there is *faster* (clear of the A/A noise floor and meeting ``min_speedup``) and, with declared
+criteria, its pair card's cell passes them (regressions and lossless check included). Then:
+
+- the **best** at a level is the paying candidate with the highest speedup after the tie rule (a tie goes to
+  the cheaper); the plot's star marks what the deployable configuration runs at each level (``deployed``);
+- the **static** choice is a candidate that pays at every level in the declared range (the best such by
+  geometric-mean speedup); it **meets the criteria** (the sweep's exit 0) when it does so over every workload
+  and its pair card's whole verdict (resources included) passes;
+- the **deployable** configuration is one server configuration the engine version accepts: one method and
+  draft (a *family*), with one K, or a per-batch-size K schedule within the family where the engine has one.
+  It is the static choice's family when there is one, else the family that pays at the most levels (ties:
+  the cheaper). With a schedule, its K at a level is its best paying K there (0, speculation off, only where
+  none of the family pays), so it never turns off a win of its own; without one, the family's candidate that
+  pays at the most levels. The levels where another family paid and it does not are listed as what it
+  **gives up**, with their measured speedups. The sweep exits 0 only with criteria met by a static choice.
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loadgen.measure.blocks import NOT_DISTINGUISHABLE
+from loadgen.measure.decision import NOT_DISTINGUISHABLE
 from loadgen.measure.ranking import Entry, best, geomean, k_schedule, off_above, static_choice
 from loadgen.profile.fields import FIELD_RANGES, available, parse_version
 from loadgen.records.criteria import Criteria
@@ -48,11 +59,7 @@ class _Level:
 
 
 def _in_range(cell: SweepCell, criteria: Criteria | None) -> bool:
-    if criteria is None:
-        return True
-    lo_hi, workloads = criteria.concurrency, criteria.workloads
-    conc = int(cell.concurrency or 0)
-    return (not lo_hi or lo_hi[0] <= conc <= lo_hi[1]) and (not workloads or cell.workload in workloads)
+    return criteria is None or criteria.in_scope(cell.workload, int(cell.concurrency or 0))
 
 
 def _cost(rows: Sequence[SweepCandidate]) -> dict[str, tuple[int, int, str]]:
@@ -64,7 +71,7 @@ def _static(
 ) -> tuple[str | None, dict[str, tuple[bool, float | None]]]:
     """The static choice over ``cells`` in the declared range and each candidate's (qualifies, geometric-mean
     speedup). A candidate qualifies when it pays at every such cell; with criteria and ``overall``, when its
-    pair card's whole verdict (resources included) passes."""
+    pair card's whole verdict (resources included) passes too."""
     judged = [c for c in cells if _in_range(c, criteria)]
     scores = {}
     for row in rows:
@@ -76,63 +83,101 @@ def _static(
     return static_choice(scores, _cost(rows), per_cell), scores
 
 
-def _family(row: SweepCandidate) -> str:
-    """The candidate's method and draft: its speculative config without K."""
+def family(row: SweepCandidate) -> str:
+    """The candidate's method and draft: its speculative config without K (one server configuration)."""
     return json.dumps(
         {k: v for k, v in row.speculative_config.items() if k != "num_speculative_tokens"}, sort_keys=True
     )
 
 
-def _schedule(
+def _choose_family(
+    levels: Sequence[_Level], rows: Sequence[SweepCandidate], static: str | None, declared: bool
+) -> str | None:
+    """The deployable family: the static choice's, else the one paying at the most levels (ties: cheaper)."""
+    row_of = {r.name: r for r in rows}
+    if static is not None:
+        return family(row_of[static])
+    wins: dict[str, set[str]] = {}
+    for lv in levels:
+        for e in lv.entries:
+            if e.pays(declared):
+                wins.setdefault(family(row_of[e.candidate]), set()).add(lv.choice.level)
+    if not wins:
+        return None
+    cost = _cost(rows)
+    cheapest = {f: min(cost[n] for n in row_of if family(row_of[n]) == f) for f in wins}
+    return max(wins, key=lambda f: (len(wins[f]), [-x for x in cheapest[f][:2]]))
+
+
+def _schedule_supported(engine_version: str | None) -> bool:
+    version = parse_version(engine_version) if engine_version else None
+    return version is not None and SCHEDULE_FIELD in available(FIELD_RANGES, version)
+
+
+@dataclass(frozen=True)
+class _Deploy:
+    """The deployable configuration of one workload (module docstring)."""
+
+    schedule: KSchedule
+    line: str | None = None
+    gives_up: tuple[str, ...] = ()
+    runs: Mapping[str, str] | None = None  # level -> the candidate it runs there (absent: plain)
+
+
+def _deploy(
     levels: Sequence[_Level],
     rows: Sequence[SweepCandidate],
     static: str | None,
     engine_version: str | None,
     declared: bool,
-) -> KSchedule:
-    """The per-batch-size schedule of the family (method and draft) that pays at the most closed-loop levels
-    (the static choice's family when there is one): its best paying K per level, 0 where none pays."""
-    version = parse_version(engine_version) if engine_version else None
-    if version is None or SCHEDULE_FIELD not in available(FIELD_RANGES, version):
-        return KSchedule(
-            supported=False,
-            config=None,
-            line=f"the installed engine (vLLM {engine_version or 'unknown'}) has no per-batch-size K "
-            f"schedule ({SCHEDULE_FIELD} needs vLLM 0.24+)",
-        )
+) -> _Deploy:
+    supported = _schedule_supported(engine_version)
+    unsupported = (
+        f"the installed engine (vLLM {engine_version or 'unknown'}) has no per-batch-size K schedule "
+        f"({SCHEDULE_FIELD} needs vLLM 0.24+)"
+    )
+    fam = _choose_family(levels, rows, static, declared)
+    if fam is None:
+        return _Deploy(KSchedule(supported=supported, line="no K schedule: no candidate pays at any level"))
     row_of = {r.name: r for r in rows}
-    wins: dict[str, int] = {}
-    for lv in levels:
-        for name in lv.choice.tied or ([lv.choice.best] if lv.choice.best else []):
-            wins[_family(row_of[name])] = wins.get(_family(row_of[name]), 0) + 1
-    if not wins:
-        return KSchedule(supported=True, config=None, line="no K schedule: no candidate pays at any level")
-    cost = _cost(rows)
-    family = (
-        _family(row_of[static])
-        if static
-        else max(
-            wins, key=lambda f: (wins[f], [-x for x in min(cost[n] for n in row_of if _family(row_of[n]) == f)[:2]])
+    picks = [
+        (lv, best([e for e in lv.entries if family(row_of[e.candidate]) == fam and e.pays(declared)])[0])
+        for lv in levels
+    ]
+    runs = {lv.choice.level: e.candidate for lv, e in picks if e is not None}
+    off = [lv.choice.level for lv, e in picks if e is None]
+    gives = tuple(
+        f"{lv.choice.level}: {lv.choice.best} {lv.choice.speedup:.3f}x"
+        for lv, e in picks
+        if e is None and lv.choice.best and lv.choice.speedup is not None
+    )
+    one = len(set(runs.values())) == 1 and not off
+    if supported and not one:
+        closed = [(int(lv.choice.concurrency or 0), e.k if e else 0) for lv, e in picks if lv.choice.concurrency]
+        first = row_of[next(iter(runs.values()))]
+        config = {
+            **first.speculative_config,
+            "num_speculative_tokens": max(e.k for _, e in picks if e is not None),
+            SCHEDULE_FIELD: k_schedule(closed),
+        }
+        text = f"--speculative-config '{json.dumps(config)}'"
+        schedule = KSchedule(
+            supported=True, config=config, line=f"K schedule (batch sizes measured as closed-loop concurrency): {text}"
         )
-    )
-    per_level = []
-    for lv in levels:
-        mine = [e for e in lv.entries if _family(row_of[e.candidate]) == family and e.pays(declared)]
-        winner, _ = best(mine)
-        per_level.append((int(lv.choice.concurrency or 0), winner.k if winner else 0))
-    sched = k_schedule(per_level)
-    first = next(r for r in rows if _family(r) == family)
-    config = {
-        **first.speculative_config,
-        "num_speculative_tokens": max([k for *_, k in sched] + [1]),
-        SCHEDULE_FIELD: sched,
-    }
-    return KSchedule(
-        supported=True,
-        config=config,
-        line=f"K schedule (batch sizes measured as closed-loop concurrency): --speculative-config "
-        f"'{json.dumps(config)}'",
-    )
+        line = f"{text} (K per level: " + ", ".join(f"{lv.choice.level} {e.k if e else 0}" for lv, e in picks) + ")"
+    else:
+        name = max(dict.fromkeys(runs.values()), key=lambda n: sum(v == n for v in runs.values()))
+        runs = {lv: n for lv, n in runs.items() if n == name}
+        off = [lv.choice.level for lv in levels if lv.choice.level not in runs]
+        schedule = KSchedule(
+            supported=supported, line=f"no K schedule needed: {name} at every level" if one else unsupported
+        )
+        line = f"{name}: --speculative-config '{json.dumps(dict(row_of[name].speculative_config))}'"
+        if off:
+            line += f" (it does not pay at {', '.join(off)}, and the engine cannot switch it off there)"
+    if gives:
+        line += f"; gives up {'; '.join(gives)}"
+    return _Deploy(schedule, line, gives, runs)
 
 
 def _level(cell: SweepCell, declared: bool) -> _Level:
@@ -166,8 +211,9 @@ def _workload(
     engine_version: str | None,
 ) -> WorkloadChoice:
     declared = criteria is not None
-    levels = [_level(c, declared) for c in cells]
-    closed = [lv for lv, c in zip(levels, cells, strict=True) if c.rate_rps is None]
+    judged = [c for c in cells if _in_range(c, criteria)]
+    levels = [_level(c, declared) for c in judged]
+    closed = [lv for lv, c in zip(levels, judged, strict=True) if c.rate_rps is None]
     above, sentence = off_above(
         [
             (int(lv.choice.concurrency or 0), next((e for e in lv.entries if e.candidate == lv.choice.best), None))
@@ -175,40 +221,40 @@ def _workload(
         ]
     )
     static, scores = _static(cells, rows, criteria)
-    schedule = _schedule(closed, rows, static, engine_version, declared)
+    deploy = _deploy(levels, rows, static, engine_version, declared)
     paying = [lv.choice for lv in levels if lv.choice.best]
     why = None
     if static is None and paying:
         where = ", ".join(f"{lv.best} at {lv.level}" for lv in paying)
         rest = [lv.choice.level for lv in levels if not lv.choice.best]
-        why = f"no single configuration pays at every level: {where} pay, plain wins at {', '.join(rest)}"
+        why = f"no single candidate pays at every level: {where}" + (
+            f"; none pays at {', '.join(rest)}" if rest else "; the levels' winners differ"
+        )
     return WorkloadChoice(
         workload=name,
         off_above_concurrency=above,
         off_sentence=sentence,
         static=static,
         static_speedup=scores[static][1] if static else None,
-        schedule=schedule,
+        schedule=deploy.schedule,
         why_no_static=why,
         levels=[lv.choice for lv in levels],
+        deployable=deploy.line,
+        gives_up=list(deploy.gives_up),
+        deployed=dict(deploy.runs or {}),
     )
 
 
-def _headline(
-    static: str | None, scores: Mapping[str, tuple[bool, float | None]], workloads: Sequence[WorkloadChoice]
-) -> str:
+def _headline(static: str | None, declared: bool, workloads: Sequence[WorkloadChoice]) -> str:
+    scope = "every declared level" if declared else "every level"
     if static is not None:
-        g = scores[static][1]
-        return f"recommendation: {static}" + (f" (geometric-mean speedup {g:.3f} over the declared range)" if g else "")
-    partial = [w for w in workloads if any(lv.best for lv in w.levels)]
-    if not partial:
-        return "recommendation: do not speculate (no candidate beats plain clear of the noise floor at any level)"
-    parts = [
-        f"{w.workload}: {', '.join(_best_text(lv) for lv in w.levels)}"
-        + (f"; {w.schedule.line}" if w.schedule and w.schedule.config else "")
-        for w in partial
-    ]
-    return "recommendation: speculate only where it pays: " + "; ".join(parts)
+        return f"recommendation: {static} (pays at {scope} of every workload)"
+    deploy = [w for w in workloads if w.deployable]
+    if not deploy:
+        return "recommendation: do not speculate (no candidate pays clear of the noise floor at any level)"
+    return f"recommendation: no single candidate pays at {scope}; deploy " + "; ".join(
+        f"{w.workload}: {w.deployable}" for w in deploy
+    )
 
 
 def recommend(
@@ -216,21 +262,23 @@ def recommend(
 ) -> Recommendation:
     """The recommendation of a sweep card from its cells and candidates (records/sweep.py): ``workloads``
     (one per workload), the overall ``static`` candidate (None: no single configuration), ``meets_criteria``
-    and the printed ``lines``. ``criteria``: the candidates' declared criteria (None: not declared)."""
+    (a static candidate whose whole verdict passes: the sweep exits 0), the ``deployable`` line and the printed
+    ``lines``. ``criteria``: the candidates' declared criteria (None: not declared)."""
     names = list(dict.fromkeys(c.workload for c in cells))
     workloads = [_workload(w, [c for c in cells if c.workload == w], rows, criteria, engine_version) for w in names]
-    static, scores = _static(cells, rows, criteria, overall=True)
-    meets = any(ok for ok, _ in scores.values()) if criteria is not None else True
+    static, _ = _static(cells, rows, criteria, overall=True)
+    meets = static is not None if criteria is not None else True
     lines = []
     for w in workloads:
         lines.append(
             f"{w.workload}: best per level {', '.join(_best_text(lv) for lv in w.levels)}; "
             f"{w.off_sentence}; static: {w.static or 'none'}"
             + (f" ({w.why_no_static})" if w.why_no_static else "")
-            + f"; {w.schedule.line if w.schedule else ''}"
+            + f"; deployable: {w.deployable or 'plain (do not speculate)'}"
         )
         shy = sorted({n for lv in w.levels for n in lv.not_distinguishable})
         if shy:
             lines.append(f"{w.workload}: not distinguishable from the noise floor somewhere: {', '.join(shy)}")
-    lines.append(_headline(static, scores, workloads))
-    return Recommendation(workloads=workloads, static=static, meets_criteria=meets, lines=lines)
+    lines.append(_headline(static, criteria is not None, workloads))
+    deploy = "; ".join(f"{w.workload}: {w.deployable}" for w in workloads if w.deployable) or None
+    return Recommendation(workloads=workloads, static=static, meets_criteria=meets, deployable=deploy, lines=lines)

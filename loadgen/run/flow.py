@@ -10,6 +10,7 @@ cells, /metrics snapshots and server records are written as they happen; the car
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ from typing import Any
 
 from loadgen.check.preflight import run_pair_check
 from loadgen.errors import LoadgenError, ProfileError
+from loadgen.measure.decision import Bar
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
 from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
@@ -42,7 +44,7 @@ from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
 from loadgen.run.execute import Session, check_attached
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
-from loadgen.run.sizing import grow
+from loadgen.run.sizing import DECIDED, grow, round_s
 from loadgen.serve import attached, resources
 from loadgen.util import strictjson
 
@@ -62,7 +64,7 @@ class Measurement:
     planned: list[CellSpec]
     slots: list[Slot]
     metric: str = "tpot_p50"
-    goal: float | None = None
+    bar: Bar | None = None
     deadline: float | None = None
     start_together: bool = False
 
@@ -94,9 +96,9 @@ def plan_measurement(
         slots = balanced_order(first, [a.name for a in arms], co)
     crit = pair.criteria
     metric = crit.primary[0] if crit is not None else "tpot_p50"
-    goal = crit.ci_half_width if crit is not None else None
+    bar = Bar.of(crit, metric) if crit is not None and crit.ci_half_width is not None else None
     # CPU servers reserve a declared KV-cache space: their start-ups may overlap (run/bench.py open_together)
-    return Measurement(arms, co, why, cells, slots, metric, goal, start_together=co and gpus == 0)
+    return Measurement(arms, co, why, cells, slots, metric, bar, start_together=co and gpus == 0)
 
 
 def design_record(m: Measurement) -> DesignRecord:
@@ -171,7 +173,9 @@ def design_line(m: Measurement) -> str:
     arms = ", ".join(a.name + ("" if a.server in (a.name, PLAIN) else f" (on {a.server})") for a in m.arms)
     where = "co-resident" if m.co_resident else "one server at a time"
     return f"design: {blocks} blocks per arm and cell, arms {arms}; servers {where} ({m.why}); {len(m.slots)} slots" + (
-        f"; sizing to ±{m.goal:g} on {m.metric}" if m.goal else ""
+        f"; cells sized until decided on {m.metric} (±{m.bar.precision:g}, min_speedup {m.bar.min_speedup:g})"
+        if m.bar
+        else ""
     )
 
 
@@ -244,6 +248,28 @@ def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
     return done, len(partial)
 
 
+def measure_and_size(session: Session, m: Measurement) -> str | None:
+    """Run ``m``'s slots and, with a bar to decide against, grow the undecided cells (run/sizing.py): co-resident,
+    each cell right after its own initial blocks (the time still owed to the cells after it kept in reserve);
+    one server at a time, every cell in rounds after the initial blocks. Returns why sizing stopped (None:
+    no sizing); cells that stopped for another reason than being decided are named."""
+    if m.bar is None:
+        session.run(m.slots)
+        return None
+    names = [a.name for a in m.arms]
+    if not m.co_resident:
+        session.run(m.slots)
+        return grow(session, m.planned, names, m.metric, m.bar, m.deadline)
+    groups = [list(g) for _, g in itertools.groupby(m.slots, key=lambda s: s.cell.key)]
+    ends: dict[str, list[str]] = {}
+    for i, group in enumerate(groups):
+        session.run(group)
+        owed = round_s(session, [s for g in groups[i + 1 :] for s in g])
+        why = grow(session, m.planned, names, m.metric, m.bar, m.deadline, {group[0].cell.key}, owed)
+        ends.setdefault(why, []).append(f"{group[0].cell.workload} {group[0].cell.level.label}")
+    return "; ".join(why if why == DECIDED else f"{why} ({', '.join(cells)})" for why, cells in ends.items())
+
+
 def execute_run(
     run_dir: Path,
     m: Measurement,
@@ -272,9 +298,8 @@ def execute_run(
     try:
         try:
             session.hold_ports(m.slots)
-            session.run(m.slots)
-            if m.goal is not None:
-                why = grow(session, m.planned, [a.name for a in m.arms], m.metric, m.goal, m.deadline)
+            why = measure_and_size(session, m)
+            if why is not None:
                 log(f"sizing: {why}")
                 status = replace(status, sizing_end=why)
         finally:

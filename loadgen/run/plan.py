@@ -58,11 +58,27 @@ Size = tuple[Level, int, int, int, int]  # (level, block, warmup, measured, cool
 def _sizes(pair: Pair) -> list[Size]:
     """The prompts each cell of one workload needs, in plan order (blocks, then levels)."""
     stop, sizes = pair.stop, []
+    sized = pair.criteria is not None and pair.criteria.ci_half_width is not None
+    floor = pair.design.min_block_requests if sized and stop.duration_s is None else 0
     for rep in range(pair.planned_blocks):
         for level in pair.load.levels():
             if level.rate_rps is None:
-                n, cool = stop.measured_requests(level.concurrency), stop.cooldown_requests(level.concurrency)
-            elif stop.duration_s is not None:
+                n, cool = (
+                    max(floor, stop.measured_requests(level.concurrency)),
+                    stop.cooldown_requests(level.concurrency),
+                )
+                first = rep == 0 and stop.warmup_requests > 0  # a full round at c (records/design.py)
+                sizes.append(
+                    (
+                        level,
+                        rep,
+                        max(stop.warmup_requests, level.concurrency) if first else stop.warmup_requests,
+                        n,
+                        cool,
+                    )
+                )
+                continue
+            if stop.duration_s is not None:
                 n, cool = min(stop.max_requests, math.ceil(level.rate_rps * stop.duration_s) + 1), 0
             else:
                 n, cool = stop.min_requests, 0

@@ -1,10 +1,12 @@
-"""Growing cells to a declared precision during a run (rules: measure/sizing.py; order: run/design.py).
+"""Growing cells until they are decided, during a run (rules: measure/sizing.py; order: run/design.py).
 
-After the initial blocks, each round reads the measured records back, computes every speculative arm's
-primary ratio per cell with its block CI (measure/cellratios.py), asks measure/sizing.py which cells need a
-block on which arms, and measures one more block there, until nothing is needed, the planned blocks are used
-up, or ``deadline`` (a ``time.monotonic()`` value; the sweep's ``--budget-min``) cannot hold the next round,
-estimated from the slots measured so far.
+After a cell's initial blocks (co-resident servers: right after them, cell by cell, so the servers are warm at
+that level and an interrupted run keeps its decided cells; one server at a time: after every cell's, in
+rounds), each step reads the measured records back, computes every speculative arm's primary ratio per cell
+with its block CI (measure/cellratios.py), asks measure/sizing.py which cells are undecided on which arms, and
+measures one more block there, until every cell is decided, the planned blocks are used up, or ``deadline``
+(a ``time.monotonic()`` value; the sweep's ``--budget-min``) cannot hold the next block plus the cells still
+owed their initial blocks, estimated from the slots measured so far.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from loadgen.measure.cellratios import blocked_ratios
+from loadgen.measure.decision import Bar
 from loadgen.measure.sizing import needed
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey, CellSpec
 from loadgen.records.cardcell import Ratio
-from loadgen.records.criteria import LATENCY_METRICS
 from loadgen.records.request import RequestRecord
 from loadgen.report.rundir import load_records, read_cell_lines
 from loadgen.run.design import Slot, next_blocks
@@ -38,7 +40,7 @@ def _ratios(
     return ratios, aa
 
 
-def _round_s(session: Session, slots: Sequence[Slot]) -> float:
+def round_s(session: Session, slots: Sequence[Slot]) -> float:
     """The seconds ``slots`` should take: per slot the median duration of the slots of its cell and arm
     measured so far (cells.jsonl), else of any slot."""
     lines = read_cell_lines(session.run_dir / "cells.jsonl")
@@ -49,39 +51,48 @@ def _round_s(session: Session, slots: Sequence[Slot]) -> float:
     return sum(statistics.median(seen.get((s.arm, s.cell.workload, s.cell.level.label)) or every) for s in slots)
 
 
+#: Why sizing stopped when nothing was left undecided.
+DECIDED = "every cell is decided"
+
+
+def _blocks_done(records: Sequence[RequestRecord], keys: Sequence[CellKey]) -> dict[CellKey, int]:
+    """Blocks the plain arm has measured per cell (the block count every arm's next block follows)."""
+    seen: dict[CellKey, set[int]] = defaultdict(set)
+    for r in records:
+        if r.role == PLAIN and not r.warmup:
+            seen[CellKey.named(r.workload, r.level, r.concurrency)].add(r.repetition)
+    return {k: len(seen.get(k, ())) for k in keys}
+
+
 def grow(
     session: Session,
     planned: Sequence[CellSpec],
     arm_order: Sequence[str],
     metric: str,
-    goal: float,
+    bar: Bar,
     deadline: float | None,
+    only: Collection[CellKey] | None = None,
+    reserve_s: float = 0.0,
 ) -> str:
-    """Add blocks until the goal is met (module docstring); returns why it stopped (one line)."""
+    """Add blocks until every cell (of ``only``, when given) is decided (module docstring); returns why it
+    stopped (one line). ``reserve_s``: the seconds still owed to cells not yet measured, kept out of the
+    time a new block may take before ``deadline``."""
     speculative = [a for a in arm_order if a not in (PLAIN, PLACEBO)]
     while True:
         records = load_records(session.run_dir)
         ratios, aa = _ratios(records, metric, speculative)
-        wanted = needed(ratios, aa, speculative, goal, metric in LATENCY_METRICS, PLACEBO in arm_order)
+        if only is not None:
+            ratios = {k: v for k, v in ratios.items() if k in only}
+        wanted = needed(ratios, aa, speculative, metric, bar, PLACEBO in arm_order)
         if not wanted:
-            return f"every cell reached ±{goal:g} or its candidates are decided"
-        done = {
-            k: len(
-                {
-                    r.repetition
-                    for r in records
-                    if r.role == PLAIN and not r.warmup and CellKey.named(r.workload, r.level, r.concurrency) == k
-                }
-            )
-            for k in wanted
-        }
-        slots = next_blocks(planned, done, wanted, arm_order, session.co_resident)
+            return DECIDED
+        slots = next_blocks(planned, _blocks_done(records, list(wanted)), wanted, arm_order, session.co_resident)
         if not slots:
-            return "the cells that need more blocks have used [design].max_blocks"
-        if deadline is not None and time.monotonic() + _round_s(session, slots) > deadline:
-            return "the time left (--budget-min) cannot hold another round of blocks"
+            return "the undecided cells have used [design].max_blocks"
+        if deadline is not None and time.monotonic() + round_s(session, slots) + reserve_s > deadline:
+            return "the time left (--budget-min) cannot hold another block and the cells still to measure"
         session.log(
-            f"sizing: {len(wanted)} cells wider than ±{goal:g}: one more block on "
+            f"sizing: {len(wanted)} cells undecided: one more block on "
             + ", ".join(f"{k.workload} {k.label} ({', '.join(a)})" for k, a in wanted.items())
         )
         append_order(session.run_dir, slots)

@@ -235,11 +235,12 @@ def announce(m: Measurement, roots: Sequence[Path], budget_min: float | None, lo
     est = estimate_s(m, hist)
     spec = [a.name for a in m.arms if a.speculative]
     most = ""
-    if m.goal is not None:
+    if m.bar is not None:
         full = balanced_order(m.planned, [a.name for a in m.arms], m.co_resident)
         most = (
-            f"; up to {estimate_s(m, hist, full) / 60:.1f} min if every cell grows to "
-            f"{max(c.repetition for c in m.planned) + 1} blocks to reach ±{m.goal:g}"
+            f"; up to {estimate_s(m, hist, full) / 60:.1f} min if every cell stays undecided to "
+            f"{max(c.repetition for c in m.planned) + 1} blocks (±{m.bar.precision:g}, min_speedup "
+            f"{m.bar.min_speedup:g}; a decided candidate stops early)"
             + (f" (the budget stops it at {budget_min:g} min)" if budget_min is not None else "")
         )
     log(

@@ -11,14 +11,8 @@ import math
 import pytest
 
 from loadgen.measure.blocks import (
-    FASTER,
-    NOT_DISTINGUISHABLE,
-    SLOWER,
-    UNKNOWN,
     aa_holds,
     block_ratio,
-    classify,
-    effect,
     half_width,
     noise_band,
     t975,
@@ -183,7 +177,7 @@ def test_half_width_is_none_without_a_positive_interval(low: float | None, high:
     assert half_width(low, high) is None
 
 
-# --- noise_band, classify, effect, aa_holds ---------------------------------------------------------------
+# --- noise_band, aa_holds ---------------------------------------------------------------
 
 
 def test_noise_band_is_the_placebo_interval_when_it_covers_one() -> None:
@@ -199,56 +193,6 @@ def test_noise_band_is_one_without_a_placebo_interval() -> None:
     assert noise_band(None, None) == (1.0, 1.0)
     assert noise_band(0.9, None) == (1.0, 1.0)
     assert noise_band(None, 1.1) == (1.0, 1.0)
-
-
-def test_classify_places_an_interval_below_above_or_across_the_band() -> None:
-    band = (0.9, 1.1)
-    assert classify(0.7, 0.8, band) == "below"
-    assert classify(1.2, 1.3, band) == "above"
-    assert classify(0.85, 0.95, band) == NOT_DISTINGUISHABLE
-    assert classify(0.5, 2.0, band) == NOT_DISTINGUISHABLE
-    assert classify(0.95, 1.05, band) == NOT_DISTINGUISHABLE
-
-
-def test_classify_counts_an_interval_touching_the_band_as_overlapping() -> None:
-    band = (0.9, 1.1)
-    assert classify(0.8, 0.9, band) == NOT_DISTINGUISHABLE
-    assert classify(1.1, 1.2, band) == NOT_DISTINGUISHABLE
-
-
-def test_classify_against_the_bare_band_at_one() -> None:
-    assert classify(0.9, 0.99, (1.0, 1.0)) == "below"
-    assert classify(0.9, 1.0, (1.0, 1.0)) == NOT_DISTINGUISHABLE
-
-
-def test_classify_is_unknown_without_an_interval() -> None:
-    assert classify(None, None, (0.9, 1.1)) == UNKNOWN
-    assert classify(0.5, None, (0.9, 1.1)) == UNKNOWN
-    assert classify(None, 0.5, (0.9, 1.1)) == UNKNOWN
-
-
-def test_below_the_band_is_faster_for_a_latency_and_slower_for_a_throughput() -> None:
-    band = (0.95, 1.05)
-    assert effect(0.7, 0.8, band, lower_is_better=True) == FASTER
-    assert effect(0.7, 0.8, band, lower_is_better=False) == SLOWER
-
-
-def test_above_the_band_is_slower_for_a_latency_and_faster_for_a_throughput() -> None:
-    band = (0.95, 1.05)
-    assert effect(1.2, 1.4, band, lower_is_better=True) == SLOWER
-    assert effect(1.2, 1.4, band, lower_is_better=False) == FASTER
-
-
-def test_effect_passes_through_overlap_and_missing_intervals() -> None:
-    band = (0.95, 1.05)
-    for lower in (True, False):
-        assert effect(0.9, 1.0, band, lower) == NOT_DISTINGUISHABLE
-        assert effect(None, None, band, lower) == UNKNOWN
-
-
-def test_effect_inside_a_wide_noise_floor_is_not_distinguishable_though_it_excludes_one() -> None:
-    # the ratio's CI [0.85, 0.9] excludes 1 but reaches into the placebo's band [0.88, 1.1]
-    assert effect(0.85, 0.9, noise_band(0.88, 1.1), lower_is_better=True) == NOT_DISTINGUISHABLE
 
 
 def test_aa_holds_when_the_placebo_interval_covers_one_including_its_ends() -> None:

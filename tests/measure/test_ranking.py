@@ -172,10 +172,12 @@ def test_a_candidate_that_pays_only_at_low_concurrency_gets_a_schedule_and_one_c
     assert [lv["best"] for lv in w["levels"]] == ["ngram-k3", None]
     assert w["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 1, 3], [2, 4, 0]]
     assert w["off_above_concurrency"] == 1
-    assert "no single configuration pays at every level" in w["why_no_static"]
+    assert w["why_no_static"] == "no single candidate pays at every level: ngram-k3 at c1; none pays at c4"
+    assert w["deployed"] == {"c1": "ngram-k3"} and w["gives_up"] == []
     headline = rec["lines"][-1]
-    assert headline.startswith("recommendation: speculate only where it pays") and "ngram-k3" in headline
-    assert "[[1, 1, 3], [2, 4, 0]]" in headline and "do not speculate" not in " ".join(rec["lines"])
+    assert headline.startswith("recommendation: no single candidate pays at every level; deploy w: ")
+    assert "[[1, 1, 3], [2, 4, 0]]" in headline and "(K per level: c1 3, c4 0)" in headline
+    assert "do not speculate" not in " ".join(rec["lines"])
 
 
 def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
@@ -194,7 +196,8 @@ def test_k2_and_k3_tie_within_their_cis_so_every_line_names_k2() -> None:
     assert [lv["best"] for lv in w["levels"]] == ["d-k2", "d-k2"]
     assert all(lv["tied"] == ["d-k2", "d-k3"] for lv in w["levels"])
     assert rec["static"] == "d-k2" and w["static"] == "d-k2"
-    assert w["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 4, 2]]
+    assert w["schedule"]["config"] is None and w["schedule"]["line"] == "no K schedule needed: d-k2 at every level"
+    assert w["deployable"].startswith("d-k2: --speculative-config '") and w["deployed"] == {"c1": "d-k2", "c4": "d-k2"}
     assert rec["lines"][-1].startswith("recommendation: d-k2")
     assert all("d-k3" not in line or "tie with d-k3" in line for line in rec["lines"])
     card = {
@@ -222,3 +225,74 @@ def test_a_candidate_inside_the_noise_floor_is_never_the_winner() -> None:
     assert rec["workloads"][0]["levels"][0]["best"] is None and rec["static"] is None
     assert "not distinguishable from the noise floor somewhere: d-k1" in "\n".join(rec["lines"])
     assert rec["lines"][-1].startswith("recommendation: do not speculate")
+
+
+def _ngram_rows(*spec: tuple[str, int]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": n,
+            "k": k,
+            "draft_weights": False,
+            "verdict_passed": True,
+            "speculative_config": {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": k},
+        }
+        for n, k in spec
+    ]
+
+
+def test_a_candidate_passing_everywhere_is_the_static_and_deployable_choice_over_another_method() -> None:
+    # the user's sweep: ngram K=4 clear at c1 (1.44 [1.09, 1.90]) and c4 (1.48 [1.38, 1.58]); the draft ties at
+    # c1 and fails at c4: the answer is ngram K=4 everywhere, never a draft schedule that turns c4 off
+    cells = [
+        _cell(
+            1,
+            _entry("ngram-k4", 4, 1.44, 1.09, 1.90, "pass", "faster"),
+            _entry("d-k2", 2, 1.5, 1.2, 1.8, "pass", "faster"),
+        ),
+        _cell(
+            4,
+            _entry("ngram-k4", 4, 1.48, 1.38, 1.58, "pass", "faster"),
+            _entry("d-k2", 2, 0.9, 0.8, 1.0, "fail", "slower"),
+        ),
+    ]
+    rows = _ngram_rows(("ngram-k4", 4)) + _rows(("d-k2", 2, False))
+    rec = _recommend(cells, rows, {"primary": ["tpot_p50"]}, "0.24.0")
+    w = rec["workloads"][0]
+    assert rec["static"] == "ngram-k4" and rec["meets_criteria"] is True
+    assert w["deployed"] == {"c1": "ngram-k4", "c4": "ngram-k4"} and w["gives_up"] == []
+    assert w["deployable"].startswith("ngram-k4: --speculative-config") and "draft_model" not in w["deployable"]
+    assert rec["lines"][-1].startswith("recommendation: ngram-k4 (pays at every declared level")
+
+
+def test_mixed_winners_deploy_the_family_winning_most_levels_and_name_what_it_gives_up() -> None:
+    cells = [
+        _cell(
+            1,
+            _entry("d-k2", 2, 1.6, 1.4, 1.8, "pass", "faster"),
+            _entry("ngram-k4", 4, 1.0, 0.97, 1.03, None, "not distinguishable"),
+        ),
+        _cell(
+            4,
+            _entry("d-k2", 2, 0.9, 0.8, 1.0, "fail", "slower"),
+            _entry("ngram-k4", 4, 1.3, 1.2, 1.4, "pass", "faster"),
+        ),
+        _cell(
+            16,
+            _entry("d-k2", 2, 0.7, 0.6, 0.8, "fail", "slower"),
+            _entry("ngram-k4", 4, 1.2, 1.1, 1.3, "pass", "faster"),
+        ),
+    ]
+    rows = _rows(("d-k2", 2, False)) + _ngram_rows(("ngram-k4", 4))
+    rec = _recommend(cells, rows, {"primary": ["tpot_p50"]}, "0.24.0")
+    w = rec["workloads"][0]
+    assert rec["static"] is None and rec["meets_criteria"] is False  # the sweep exits 3, and says why
+    assert w["deployed"] == {"c4": "ngram-k4", "c16": "ngram-k4"}
+    assert w["gives_up"] == ["c1: d-k2 1.600x"]
+    assert w["schedule"]["config"]["method"] == "ngram"
+    assert w["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 1, 0], [2, 16, 4]]
+    assert rec["lines"][-1].startswith("recommendation: no single candidate pays at every declared level")
+    assert "gives up c1: d-k2 1.600x" in rec["lines"][-1]
+    # without a per-batch-size schedule the engine runs one K everywhere: the ngram candidate, named as not
+    # paying at c1
+    old = _recommend(cells, rows, {"primary": ["tpot_p50"]}, "0.23.1")["workloads"][0]
+    assert old["deployable"].startswith("ngram-k4: --speculative-config") and "does not pay at c1" in old["deployable"]

@@ -119,26 +119,32 @@ def test_pass_with_confidence_interval() -> None:
     )
     assert v.passed
     assert [c.status for c in v.cells] == ["pass", "pass"]
-    check = v.cells[0].checks[0]
-    assert check.judged == 0.88 and check.threshold == pytest.approx(1 / 1.1)
-    assert "tpot_p50 spec/plain 0.800 [95% CI 0.750, 0.880], judged at 0.880, meets <= 0.909" in check.reason
+    check = v.cells[0].checks[0]  # as speedups: plain / speculative
+    assert check.judged == pytest.approx(1 / 0.88) and check.threshold == 1.1
+    assert check.reason == (
+        "tpot_p50 speedup 1.250 [95% CI 1.136, 1.333] is clear of 1 (no placebo) and meets min_speedup 1.1: faster"
+    )
     assert v.summary.startswith("PASS: 2 of 2 cells in range meet the criteria") and "\n" not in v.summary
 
 
 def test_a_ci_spanning_the_threshold_is_inconclusive_and_one_beyond_it_fails() -> None:
-    # 1.089 [0.507, 1.253] spans 1: neither a pass nor a fail
+    # 1.089 [0.507, 1.253] spans 1 and is far wider than ±5%: neither a pass nor a fail
     spans = [cell("short", 1, tpot_p50=ratio(1.089, 0.507, 1.253))]
     v = judge(Criteria(), spans, None)
     assert not v.passed and v.status == "inconclusive" and v.cells[0].status == "inconclusive"
-    assert "[95% CI 0.507, 1.253], judged at 1.253, spans <= 1.000" in v.cells[0].reasons[0]
-    assert v.summary.startswith("INCONCLUSIVE: 1 cell(s) whose CI spans the criterion, first: short c=1")
+    assert v.cells[0].reasons[0] == (
+        "tpot_p50 speedup 0.918 [95% CI 0.798, 1.972] overlaps 1 (no placebo) and is wider than ±0.05: "
+        "measure more blocks"
+    )
+    assert v.summary.startswith("INCONCLUSIVE: 1 cell(s) not yet decided (measure more blocks), first: short c=1")
     assert v.record().to_json()["status"] == "inconclusive"
-    assert judge(
-        Criteria(use_confidence_interval=False), [cell("short", 1, tpot_p50=ratio(0.95, 0.85, 1.05))], None
-    ).passed  # judged at the point value
+    # min_speedup judged at the point value: 1.25 >= 1.2 though the CI's low end (1.053) is not
+    point = cell("short", 1, tpot_p50=ratio(0.80, 0.75, 0.95))
+    assert judge(Criteria(min_speedup=1.2, use_confidence_interval=False), [point], None).passed
+    assert judge(Criteria(min_speedup=1.2), [point], None).status == "inconclusive"
     beyond = judge(Criteria(), [cell("short", 1, tpot_p50=ratio(1.10, 1.05, 1.15))], None)
     assert beyond.status == "fail" and beyond.cells[0].status == "fail"
-    assert "judged at 1.150, misses <= 1.000 (min_speedup 1)" in beyond.cells[0].reasons[0]
+    assert "speedup 0.909 [95% CI 0.870, 0.952] is below 1 (no placebo): slower" in beyond.cells[0].reasons[0]
     assert beyond.summary.startswith("FAIL: 1 failed check(s), first: short c=1: fail: tpot_p50")
     # one failing cell outweighs an inconclusive one
     both = judge(Criteria(), [*spans, cell("short", 4, tpot_p50=ratio(1.10, 1.05, 1.15))], None)
@@ -150,11 +156,16 @@ def test_throughput_primary_uses_lower_bound() -> None:
     ok = judge(crit, [cell("s", 2, output_throughput=ratio(1.5, 1.25, 1.7))], None)
     assert ok.passed and ok.cells[0].checks[0].judged == 1.25
     unsure = judge(crit, [cell("s", 2, output_throughput=ratio(1.5, 1.1, 1.7))], None)
-    assert unsure.status == "inconclusive" and "spans >= 1.200" in unsure.cells[0].reasons[0]
+    assert unsure.status == "inconclusive" and "spans min_speedup 1.2" in unsure.cells[0].reasons[0]
+    short = judge(crit, [cell("s", 2, output_throughput=ratio(1.1, 1.05, 1.15))], None)
+    assert (
+        short.status == "fail"
+        and "is clear of 1 (no placebo) but below min_speedup 1.2: short" in short.cells[0].reasons[0]
+    )
     bad = judge(crit, [cell("s", 2, output_throughput=ratio(1.1, 1.0, 1.15))], None)
-    assert not bad.passed and "misses >= 1.200" in bad.cells[0].reasons[0]
+    assert bad.status == "not distinguishable" and "overlaps 1 (no placebo) and is below" in bad.cells[0].reasons[0]
     no_ci = judge(crit, [cell("s", 2, output_throughput=ratio(1.3))], None)
-    assert no_ci.passed and no_ci.cells[0].checks[0].judged == 1.3
+    assert not no_ci.passed and no_ci.cells[0].status == "inconclusive"  # one block: no CI, one sample
 
 
 def test_regression_limit() -> None:

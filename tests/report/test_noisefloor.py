@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from loadgen.measure.blocks import FASTER, NOT_DISTINGUISHABLE
+from loadgen.measure.decision import FASTER, NOT_DISTINGUISHABLE
 from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
 from loadgen.records.protocol import Protocol
 from loadgen.report import noisefloor
