@@ -193,7 +193,9 @@ class SweepCandidate(Part):
 
 @dataclass(frozen=True)
 class SweepDesign(Part):
-    """How the sweep was measured: blocks per arm and cell (None: an older sweep, one window per server)."""
+    """How the sweep was measured: blocks per arm and cell (None: an older sweep, one window per server), the
+    precision cells were sized to, the candidates' cells still inconclusive when sizing stopped
+    (``stopped_short``) and why it stopped (``sizing_end``, status.json's)."""
 
     line: str
     blocks: int | None = None
@@ -203,6 +205,7 @@ class SweepDesign(Part):
     server_starts: int | None = None
     ci_half_width: float | None = None
     stopped_short: list[str] = field(default_factory=list)
+    sizing_end: str | None = None
     KINDS: ClassVar[dict[str, Kind]] = {
         "blocks": _INT,
         "ci_method": STR,
@@ -211,6 +214,7 @@ class SweepDesign(Part):
         "server_starts": _INT,
         "ci_half_width": _NUM,
         "stopped_short": list_of(STR),
+        "sizing_end": _STR,
         "line": STR,
     }
     REQUIRED: ClassVar[tuple[str, ...]] = ("line",)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from loadgen.measure.blocks import half_width
+from loadgen.measure.decision import INCONCLUSIVE
 from loadgen.measure.metrics import per_prompt
 from loadgen.measure.ranking import drift_warning, speedup_of, upper_bound
 from loadgen.measure.ratios import paired_median_ratio
@@ -240,14 +241,15 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
         )
     goal = (proto.criteria or {}).get("ci_half_width")
     short = [
-        f"{c.workload} {c.level} {e.candidate} (±{e.half_width:.3f} after {e.blocks} blocks)"
+        f"{c.workload} {c.level} {e.candidate} ("
+        + (f"±{e.half_width:.3f}" if e.half_width is not None else "no CI")
+        + f" after {e.blocks} blocks)"
         for c in cells
         for e in c.entries
-        if goal is not None
-        and e.half_width is not None
-        and e.half_width > goal
-        and e.effect not in ("faster", "slower")
+        if goal is not None and e.effect == INCONCLUSIVE
     ]
+    status = read_json(sweep_dir / "status.json") if (sweep_dir / "status.json").is_file() else None
+    sizing_end = (status or {}).get("sizing_end") if goal is not None else None
     where = "co-resident" if design.get("co_resident") else "one server at a time"
     line = (
         f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "
@@ -262,6 +264,7 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
         server_starts=design.get("server_starts"),
         ci_half_width=goal,
         stopped_short=short,
+        sizing_end=sizing_end,
         line=line,
     )
 

@@ -79,8 +79,9 @@ def render_sweep_markdown(card: SweepCard) -> str:
     if design is not None and design.ci_half_width is not None:
         short = design.stopped_short
         out.append(
-            f"- precision goal ±{design.ci_half_width:g} (log half-width): "
-            + (f"stopped short at {'; '.join(short)}" if short else "reached (or decided) in every cell")
+            f"- cells sized until decided (measure/decision.py) at ±{design.ci_half_width:g} (log half-width): "
+            + (f"still inconclusive at {'; '.join(short)}" if short else "every cell decided")
+            + (f"; sizing stopped: {design.sizing_end}" if design.sizing_end else "")
         )
     out += [
         "",
@@ -91,7 +92,7 @@ def render_sweep_markdown(card: SweepCard) -> str:
     ]
     for c in card.candidates:
         verdict = {True: "pass", False: "FAIL", None: "not judged"}[c.verdict_passed]
-        verdict = "inconclusive" if c.verdict_status == "inconclusive" else verdict
+        verdict = c.verdict_status if c.verdict_status in ("inconclusive", "not distinguishable") else verdict
         loss = "-" if c.kv_capacity_loss is None else f"{100 * c.kv_capacity_loss:.1f}%"
         when = "-" if c.time_s is None else f"{c.time_s / 60:.1f} min"
         out.append(

@@ -152,11 +152,11 @@ def _deploy(
         if e is None and lv.choice.best and lv.choice.speedup is not None
     )
     one = len(set(runs.values())) == 1 and not off
-    if supported and not one:
+    schedule = KSchedule(supported=False, line=unsupported)
+    if supported:
         closed = [(int(lv.choice.concurrency or 0), e.k if e else 0) for lv, e in picks if lv.choice.concurrency]
-        first = row_of[next(iter(runs.values()))]
         config = {
-            **first.speculative_config,
+            **row_of[next(iter(runs.values()))].speculative_config,
             "num_speculative_tokens": max(e.k for _, e in picks if e is not None),
             SCHEDULE_FIELD: k_schedule(closed),
         }
@@ -164,14 +164,12 @@ def _deploy(
         schedule = KSchedule(
             supported=True, config=config, line=f"K schedule (batch sizes measured as closed-loop concurrency): {text}"
         )
+    if supported and not one:
         line = f"{text} (K per level: " + ", ".join(f"{lv.choice.level} {e.k if e else 0}" for lv, e in picks) + ")"
-    else:
+    else:  # one candidate at every level it is run: its own config (the schedule above is the same server)
         name = max(dict.fromkeys(runs.values()), key=lambda n: sum(v == n for v in runs.values()))
         runs = {lv: n for lv, n in runs.items() if n == name}
         off = [lv.choice.level for lv in levels if lv.choice.level not in runs]
-        schedule = KSchedule(
-            supported=supported, line=f"no K schedule needed: {name} at every level" if one else unsupported
-        )
         line = f"{name}: --speculative-config '{json.dumps(dict(row_of[name].speculative_config))}'"
         if off:
             line += f" (it does not pay at {', '.join(off)}, and the engine cannot switch it off there)"

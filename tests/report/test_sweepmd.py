@@ -78,7 +78,11 @@ def test_precision_drift_warnings_and_time() -> None:
     data["times_s"] = {"plain": 60.0, "k1": 30.0}
     md = render_sweep_markdown_of(data)
     assert section(md, "How sure")[0] == "- design: 3 blocks"
-    assert section(md, "How sure")[2] == "- precision goal ±0.05 (log half-width): stopped short at grounded c64"
+    assert (
+        section(md, "How sure")[2]
+        == "- cells sized until decided (measure/decision.py) at ±0.05 (log half-width): still inconclusive at "
+        "grounded c64"
+    )
     drift = section(md, "Plain baseline drift (plain-after / plain-before)")
     assert drift[0] == ("- short-homogeneous c1: tpot_s 1.128 [95% CI 1.111, 1.145], 64 prompts")
     assert "- WARNING plain drifted 12% at grounded c4" in md.splitlines()
@@ -88,4 +92,7 @@ def test_precision_drift_warnings_and_time() -> None:
     data["drift_warnings"], data["times_s"], data["design"]["stopped_short"] = [], {}, []
     md = render_sweep_markdown_of(data)
     assert "## Plain baseline drift" not in md and "WARNING" not in md and section(md, "Time spent") == ["-"]
-    assert section(md, "How sure")[2] == "- precision goal ±0.05 (log half-width): reached (or decided) in every cell"
+    assert (
+        section(md, "How sure")[2]
+        == "- cells sized until decided (measure/decision.py) at ±0.05 (log half-width): every cell decided"
+    )

@@ -67,6 +67,7 @@ def test_the_recommended_candidate_gets_a_star(tmp_path: Path, monkeypatch: pyte
     data = copy.deepcopy(card())
     (grounded,) = [w for w in data["recommendation"]["workloads"] if w["workload"] == "grounded"]
     grounded["levels"][0] |= {"best": "ngram-k4", "speedup": 1.10}
+    grounded["deployed"] = {grounded["levels"][0]["level"]: "ngram-k4"}  # what the deployable config runs there
     figures = capture_figures(monkeypatch)
     render_sweep_plots(data, tmp_path)
     stars = [
@@ -74,7 +75,14 @@ def test_the_recommended_candidate_gets_a_star(tmp_path: Path, monkeypatch: pyte
         for x in figures["sweep_ratio_grounded.png"].axes[0].get_lines()
         if x.get_marker() == "*"
     ]
-    assert stars == [([1], [1.10])]
+    entry = next(
+        e
+        for c in data["cells"]
+        if c["workload"] == "grounded" and c["level"] == grounded["levels"][0]["level"]
+        for e in c["entries"]
+        if e["candidate"] == "ngram-k4"
+    )
+    assert stars == [([1], [entry["speedup"]])]  # the star sits on the deployed candidate's measured speedup
 
 
 def test_acceptance_length_is_the_mean_over_cells_per_family_and_k(
