@@ -23,7 +23,7 @@ from loadgen.measure.decision import NOT_DISTINGUISHABLE, Bar, decide
 from loadgen.measure.metrics import CellStats
 from loadgen.records.card import NoiseFloor, NoiseMetric
 from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
-from loadgen.records.criteria import criteria_of
+from loadgen.records.criteria import Criteria, criteria_of
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 
@@ -50,12 +50,18 @@ def cell_ratios(
     raw = (
         blocked_ratios(plain, spec) if blocked else within_run_ratios(plain, spec, stats["plain"], stats["speculative"])
     )
+    return with_effects(raw, floor, criteria), floor
+
+
+def with_effects(
+    ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None, criteria: Criteria | None
+) -> dict[str, Ratio]:
+    """Each measured ratio with its ``effect``: measure/decision.py's outcome against ``floor`` and ``criteria``."""
     aa_all = (floor.ratios if floor else None) or {}
-    ratios = {
+    return {
         m: r.with_fields(effect=decide(m, r, aa_all.get(m), Bar.of(criteria, m)).outcome) if r.value else r
-        for m, r in raw.items()
+        for m, r in ratios.items()
     }
-    return ratios, floor
 
 
 def _ci(r: Ratio) -> str:

@@ -67,7 +67,7 @@ def _sizes(pair: Pair) -> list[Size]:
                     max(floor, stop.measured_requests(level.concurrency)),
                     stop.cooldown_requests(level.concurrency),
                 )
-                first = rep == 0 and stop.warmup_requests > 0  # a full round at c (records/design.py)
+                first = sized and rep == 0 and stop.warmup_requests > 0  # a full round at c (records/design.py)
                 sizes.append(
                     (
                         level,
@@ -305,7 +305,14 @@ def protocol(
             if pair.criteria is None
             else (pair.criteria.to_json() | {"declared": list(pair.criteria.declared)}),
             "slo": asdict(pair.slo),
-            "design": pair.design.to_json() | {"planned_blocks": pair.planned_blocks},
+            "design": pair.design.to_json()
+            | {
+                "planned_blocks": pair.planned_blocks,
+                "pairing": "block b of a cell sends the same prompts, in the same order, on every arm",
+                "decision": "measure/decision.py: faster, short, slower, not distinguishable or inconclusive",
+                "warmup": "a cell's first block warms every arm with a full round at its concurrency",
+                "outlier_blocks": "named on the card (measure/blocks.py far_blocks), never excluded",
+            },
             "cells": [
                 {
                     "workload": c.workload,

@@ -28,6 +28,7 @@ def test_to_json_lists_every_field() -> None:
         "placebo": "off",
         "co_resident": "no",
         "max_blocks": 6,
+        "min_block_requests": 16,
     }
 
 

@@ -5,8 +5,9 @@ connection down (FIN) mid-body; :data:`RESET` aborts it (RST); :data:`CLOSE` end
 chunk) and then closes the connection without a ``Connection: close`` header, like a server whose
 keep-alive timeout expired. ``GET /health`` answers 200 and ``GET /metrics`` 500 unless ``gets`` says
 otherwise. A script given as a list of (status, steps) answers its requests in turn (the last one
-repeats): a server whose completions fail while it starts. :class:`Counters` counts connections accepted
-and requests served."""
+repeats): a server whose completions fail while it starts. A script given as a function of the prompt
+(:data:`PromptScript`) answers each request with what it returns for that request's prompt: a server whose
+timing depends on the request. :class:`Counters` counts connections accepted and requests served."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,8 @@ from typing import ClassVar
 
 Step = tuple[float, bytes | None]
 Script = tuple[int, list[Step]] | list[tuple[int, list[Step]]]
+#: A script computed from each request's prompt: prompt -> (HTTP status, steps).
+PromptScript = Callable[[str], tuple[int, list[Step]]]
 RESET = b"<reset>"
 CLOSE = b"<close>"
 
@@ -90,7 +93,7 @@ DONE = b"data: [DONE]\n\n"
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    scripts: ClassVar[dict[str, Script]] = {}
+    scripts: ClassVar[dict[str, Script | PromptScript]] = {}
     counters: ClassVar[Counters] = Counters()
     gets: ClassVar[dict[str, tuple[int, bytes]]] = {}
 
@@ -115,7 +118,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.counters.add("requests")
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
-        script = self.scripts.get(body.get("prompt", ""), self.scripts.get("*", (404, [])))
+        prompt = body.get("prompt", "")
+        script = self.scripts.get(prompt, self.scripts.get("*", (404, [])))
+        if callable(script):
+            script = script(prompt)
         if isinstance(script, list):
             with self.counters.lock:
                 status, steps = script.pop(0) if len(script) > 1 else script[0]
@@ -159,11 +165,14 @@ class _Server(ThreadingHTTPServer):
 
 @contextmanager
 def scripted_server(
-    scripts: dict[str, Script], counters: Counters | None = None, gets: dict[str, tuple[int, bytes]] | None = None
+    scripts: Mapping[str, Script | PromptScript],
+    counters: Counters | None = None,
+    gets: dict[str, tuple[int, bytes]] | None = None,
 ) -> Iterator[str]:
-    """Serve ``scripts`` (prompt -> (HTTP status, steps), or a list of them answered in turn; key ``*``
-    for any other prompt) on 127.0.0.1; yields the base URL. ``counters``, when given, counts connections
-    and requests; ``gets`` maps GET paths to (status, body), over the defaults."""
+    """Serve ``scripts`` (prompt -> (HTTP status, steps), a list of them answered in turn, or a function of
+    the prompt returning them; key ``*`` for any other prompt) on 127.0.0.1; yields the base URL.
+    ``counters``, when given, counts connections and requests; ``gets`` maps GET paths to (status, body),
+    over the defaults."""
     handler = type("Handler", (_Handler,), {"scripts": scripts, "counters": counters or Counters(), "gets": gets or {}})
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
