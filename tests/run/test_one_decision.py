@@ -30,9 +30,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from loadgen.cli import main
-from loadgen.run import bench, execute
-from loadgen.run.arms import Arm
-from loadgen.serve import servers
+from tests.support.fakerun import attach_arms
 from tests.support.scripted_server import (
     DONE,
     PromptScript,
@@ -119,25 +117,7 @@ def _by_prompt(script: PromptScript) -> dict[str, Any]:
 def _attach(monkeypatch: pytest.MonkeyPatch, urls: Mapping[str, str]) -> None:
     """Measure each arm on the scripted server of its own server key (plain and the placebo's blocks on plain's)
     instead of launching vLLM."""
-
-    def open_bare(self: bench.Bench, arm: Arm) -> servers.Server:
-        return servers.attach(
-            servers.LaunchSpec(
-                arm.server,
-                [],
-                {},
-                "127.0.0.1",
-                0,
-                "m",
-                5.0,
-                self.run_dir / "servers" / f"{arm.server}.log",
-                attach_url=urls[arm.server],
-            )
-        )
-
-    monkeypatch.setattr(bench.Bench, "open", open_bare)
-    monkeypatch.setattr(bench.Bench, "open_together", lambda self, arms: [open_bare(self, a) for a in arms] and None)
-    monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
+    attach_arms(monkeypatch, lambda arm: urls[arm.server])
 
 
 @contextmanager

@@ -17,10 +17,8 @@ import jsonschema
 import pytest
 
 from loadgen.errors import BadInput, CriteriaFailed
-from loadgen.run import bench, execute
-from loadgen.run.arms import Arm
 from loadgen.run.sweep import SweepOptions, run_sweep
-from loadgen.serve import servers
+from tests.support.fakerun import attach_arms
 from tests.support.scripted_server import DONE, completion_chunk, models_body, scripted_server, usage_chunk
 
 SWEEP = """
@@ -78,26 +76,7 @@ def _stream(k: int) -> dict[str, Any]:
 
 def _attach(monkeypatch: pytest.MonkeyPatch, urls: dict[int, str]) -> None:
     """Measure each arm on the scripted server of its K (0: plain and the placebo) instead of launching vLLM."""
-
-    def open_bare(self: bench.Bench, arm: Arm) -> servers.Server:
-        k = arm.pair.num_speculative_tokens if arm.speculative else 0
-        return servers.attach(
-            servers.LaunchSpec(
-                arm.server,
-                [],
-                {},
-                "127.0.0.1",
-                0,
-                "m",
-                5.0,
-                self.run_dir / "servers" / f"{arm.server}.log",
-                attach_url=urls[k],
-            )
-        )
-
-    monkeypatch.setattr(bench.Bench, "open", open_bare)
-    monkeypatch.setattr(bench.Bench, "open_together", lambda self, arms: [open_bare(self, a) for a in arms] and None)
-    monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
+    attach_arms(monkeypatch, lambda arm: urls[arm.pair.num_speculative_tokens if arm.speculative else 0])
 
 
 def _options(tmp_path: Path, criteria: str = "", budget_min: float | None = None) -> tuple[SweepOptions, str]:

@@ -107,9 +107,11 @@ def run_folder(root: Path, cells: list[CellSpec]) -> tuple[Pair, Path]:
     return pair, run_dir
 
 
-def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
-    """Make the flow measure every arm on the scripted server at ``url``, attached as it is: no readiness
-    check, no start-up proof and no preflight (the scripted server answers completions only)."""
+def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str | Callable[[Arm], str]) -> None:
+    """Make the flow measure every arm on the scripted server at ``url`` (or ``url(arm)``: one per arm),
+    attached as it is: no readiness check, no start-up proof and no preflight (the scripted server answers
+    completions only)."""
+    url_of = url if callable(url) else (lambda _arm: url)
 
     def open_bare(self: bench.Bench, arm: Arm) -> servers.Server:
         return servers.attach(
@@ -122,12 +124,18 @@ def attach_roles(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
                 "m",
                 5.0,
                 self.run_dir / "servers" / f"{arm.server}.log",
-                attach_url=url,
+                attach_url=url_of(arm),
             )
         )
 
     monkeypatch.setattr(bench.Bench, "open", open_bare)
     monkeypatch.setattr(bench.Bench, "open_together", lambda self, arms: [open_bare(self, a) for a in arms] and None)
+
+
+def attach_arms(monkeypatch: pytest.MonkeyPatch, url_of: Callable[[Arm], str]) -> None:
+    """:func:`attach_roles` with one scripted server per arm (``url_of(arm)``), and no port held for a launch."""
+    attach_roles(monkeypatch, url_of)
+    monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
     monkeypatch.setattr(execute.Session, "hold_ports", lambda self, slots: None)
 
 
