@@ -15,7 +15,9 @@ A/A placebo's ratio with its CI (the noise floor), whether lower is better, and 
    with ``use_confidence_interval = false``) meets ``m``; **short** when ``hi < m`` (faster than plain, and
    clearly short of the declared ``min_speedup``: only possible with ``min_speedup > 1``); otherwise
    **inconclusive** (the CI spans ``m``);
-4. the CI overlaps the floor: **not distinguishable** when ``hi < m`` (it cannot meet the bar), when it is as
+4. the CI overlaps the floor: **short** when ``hi < m`` and ``m > 1`` (whether it is faster than plain at all is
+   within the noise, but it decidedly cannot meet the declared bar); **not distinguishable** when ``hi < m``
+   (``m <= 1``), when it is as
    narrow as the declared precision (log half-width <= ``h``), or when it lies inside the band widened by the
    precision (``[b_lo e^-h, b_hi e^h]``: whatever the truth, it is within the noise); otherwise
    **inconclusive** (too wide to tell an effect from the noise: measure more blocks).
@@ -160,6 +162,8 @@ def decide(metric: str, ratio: Ratio | None, floor: Ratio | None, bar: Bar = Bar
             return out(SHORT, f"is clear of {floor_text} but below min_speedup {m:g}: short")
         return out(INCONCLUSIVE, f"is clear of {floor_text} but spans min_speedup {m:g}: measure more blocks")
     if hi < m:
+        if m > 1:
+            return out(SHORT, f"overlaps {floor_text} and is below min_speedup {m:g}: short of the bar")
         return out(NOT_DISTINGUISHABLE, f"overlaps {floor_text} and is below min_speedup {m:g}")
     width = half_width(lo, hi)
     grow = math.exp(bar.precision)

@@ -96,12 +96,16 @@ def test_sigint_mid_run_keeps_the_partial_run_and_leaves_no_server(tmp_path: Pat
         timeout=900,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    # the resumed run finishes: exit 0 or 3 as its verdict passes or not (a self-draft on a CPU is rarely clear
+    # of the A/A floor, so the verdict is whatever the one decision says: docs/metrics.md "The decision")
+    assert resumed.returncode in (0, 3), resumed.stdout[-2000:] + resumed.stderr[-2000:]
     # 3 arms x 2 blocks x 2 cells = 12 slots
     assert f"{12 - finished} of 12 slots left" in resumed.stdout
     assert (run_dir / "protocol.json").read_text() == protocol_before
     final = json.loads((run_dir / "card.json").read_text())
-    assert final["complete"] is True and final["verdict"]["passed"] is True
+    assert final["complete"] is True and final["failure"] is None
+    assert resumed.returncode == (0 if final["verdict"]["passed"] else 3)
+    assert f"verdict: {final['verdict']['status'].upper()}" in resumed.stdout
     # the same cells, prompts and protocol as an uninterrupted run of this pair would have
     pair = load_pair("tests/data/pairs/interrupt.toml")
     fresh = plan_cells(pair)

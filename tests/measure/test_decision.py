@@ -66,9 +66,12 @@ def test_min_speedup_above_one_gives_short_or_inconclusive_clear_of_the_floor() 
     assert decide("tpot_p50", ratio(0.75, 0.90), FLOOR, bar).outcome == INCONCLUSIVE  # [1.11, 1.33]
 
 
-def test_a_ci_overlapping_the_floor_below_the_bar_is_decided_not_distinguishable() -> None:
+def test_a_ci_overlapping_the_floor_below_a_bar_above_one_is_decided_short() -> None:
+    # speedups [0.769, 1.111]: inside the noise of plain, and decidedly below the declared 1.2
     d = decide("tpot_p50", ratio(0.9, 1.3), FLOOR, Bar(min_speedup=1.2))
-    assert d.outcome == NOT_DISTINGUISHABLE and "below min_speedup 1.2" in d.reason
+    assert d.outcome == SHORT and d.decided and not d.passes and "below min_speedup 1.2" in d.reason
+    # the same CI with a bar it can reach (1.1 < 1.111) is not decided below it
+    assert decide("tpot_p50", ratio(0.9, 1.3), FLOOR, Bar(min_speedup=1.1)).outcome != SHORT
 
 
 def test_the_precision_decides_between_not_distinguishable_and_inconclusive() -> None:

@@ -149,6 +149,12 @@ def test_the_quick_demo_is_demo_cpu_with_fewer_cells() -> None:
     quick, full = load_pair("demo-cpu-quick"), load_pair("demo-cpu")
     assert quick.concurrency == (1, 4) and [w.name for w in quick.workloads] == ["short-homogeneous"]
     assert full.concurrency == (1, 2, 4) and len(full.workloads) == 2
-    same = ("target", "speculative", "engine", "sampling", "stop", "criteria", "slo", "servers", "design")
+    same = ("target", "speculative", "engine", "sampling", "stop", "slo", "servers")
     assert {f: getattr(quick, f) for f in same} == {f: getattr(full, f) for f in same}
+    # the quick demo is sized to be decided (docs/metrics.md "Sizing"): a precision, and the blocks it may add
+    assert quick.criteria.ci_half_width == 0.1 and full.criteria.ci_half_width is None
+    unsized = replace(quick.criteria, ci_half_width=None, declared=full.criteria.declared)
+    assert unsized == full.criteria
+    assert (quick.design.max_blocks, quick.design.min_block_requests) == (4, 4)
+    assert replace(quick.design, max_blocks=full.design.max_blocks, min_block_requests=16) == full.design
     assert replace(quick.load, concurrency=full.load.concurrency) == full.load

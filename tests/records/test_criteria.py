@@ -163,7 +163,11 @@ def test_throughput_primary_uses_lower_bound() -> None:
         and "is clear of 1 (no placebo) but below min_speedup 1.2: short" in short.cells[0].reasons[0]
     )
     bad = judge(crit, [cell("s", 2, output_throughput=ratio(1.1, 1.0, 1.15))], None)
-    assert bad.status == "not distinguishable" and "overlaps 1 (no placebo) and is below" in bad.cells[0].reasons[0]
+    # CI [1.0, 1.15] touches 1 (no placebo) and lies below 1.2: decidedly short of the bar
+    assert (
+        bad.status == "fail"
+        and "overlaps 1 (no placebo) and is below min_speedup 1.2: short" in (bad.cells[0].reasons[0])
+    )
     no_ci = judge(crit, [cell("s", 2, output_throughput=ratio(1.3))], None)
     assert not no_ci.passed and no_ci.cells[0].status == "inconclusive"  # one block: no CI, one sample
 
