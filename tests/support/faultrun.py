@@ -48,9 +48,12 @@ def write_pair(tmp: Path, port: int, placebo: str, placebo_url: str | None = Non
 
 
 @contextlib.contextmanager
-def engines(tmp: Path, ports: dict[str, int]) -> Iterator[dict[str, str]]:
+def engines(
+    tmp: Path, ports: dict[str, int], extra: dict[str, dict[str, str]] | None = None
+) -> Iterator[dict[str, str]]:
     """Scripted engines started here (not by loadgen), one per role of ``ports`` (a role whose name is
-    ``speculative`` runs K = 1); yields their URLs by role, and stops them on exit."""
+    ``speculative`` runs K = 1; ``extra``: more environment per role, e.g. its ``SCRIPTED_ENGINE_FAULT``); yields
+    their URLs by role, and stops them on exit."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for role, port in ports.items():
@@ -58,7 +61,8 @@ def engines(tmp: Path, ports: dict[str, int]) -> Iterator[dict[str, str]]:
             argv += ["--served-model-name", "target", "--port", str(port)]
             argv += ["--speculative-config", SPEC] if role == "speculative" else []
             log = (tmp / f"engine-{role}.log").open("wb")
-            procs.append(subprocess.Popen(argv, env=env(tmp), stdout=log, stderr=subprocess.STDOUT))
+            role_env = env(tmp) | (extra or {}).get(role, {})
+            procs.append(subprocess.Popen(argv, env=role_env, stdout=log, stderr=subprocess.STDOUT))
         for port in ports.values():
             wait_listening(port)
         yield {role: f"http://127.0.0.1:{port}" for role, port in ports.items()}
