@@ -13,7 +13,6 @@ client's figures are kept as measured.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from loadgen.prom.exposition import Snapshot
@@ -68,7 +67,7 @@ def _entry_values(entry: CellEntry) -> list[str]:
     """Counter deltas of the entry that are not finite numbers >= 0 (a line whose scrapes were not checked, or
     written by older code), grouped by how they are wrong: the spec-decode deltas and, where the scrapes had
     them, the server's request and token deltas."""
-    sd: Mapping[str, Any] = entry.spec_decode or {}
+    sd = entry.spec_decode or {}
     values = [(f"Δ{k}", sd.get(k)) for k in SPEC_FIELDS] if sd else []
     values += [(f"Δaccepted[{i}]", v) for i, v in enumerate(sd.get("accepted_per_position") or [])]
     values += [(k, v) for k in COUNTER_FIELDS if (v := getattr(entry, k)) is not None]

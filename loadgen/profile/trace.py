@@ -42,6 +42,7 @@ from loadgen.profile import traceformats as formats
 from loadgen.profile.domains import MAX_TOKENS
 from loadgen.profile.promptfile import JSONL_KEYS, unknown_key
 from loadgen.profile.texts import WORDS
+from loadgen.profile.utf8 import utf8_text
 
 #: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
 MOONCAKE_BLOCK_TOKENS = 512
@@ -203,7 +204,7 @@ def read_trace(path: Path, endpoint: str | None = None, fmt: str = "auto", zero:
             "to the working directory or the workload file), e.g. profiles/data/trace-example.jsonl"
         )
     raw = path.read_bytes()
-    text = raw.decode("utf-8-sig", errors="replace")
+    text = utf8_text(path, raw)
     if not text.strip():
         raise ProfileError(f"{path}: the trace is empty; write one request per line")
     fmt = formats.detect(str(path), text) if fmt == "auto" else fmt

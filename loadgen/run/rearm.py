@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.records.runparts import ArmRecord
@@ -24,10 +23,10 @@ from loadgen.run.arms import Arm
 FLAGGED = ("plain", "speculative")
 
 
-def recorded_arms(design: Mapping[str, Any] | None, source: str) -> dict[str, ArmRecord]:
+def recorded_arms(design: object, source: str) -> dict[str, ArmRecord]:
     """protocol.json's ``design.arms`` by arm name (empty for a protocol of older code without them). Raises
     BadInput naming ``source`` and the field for an entry that is not an arm record."""
-    entries = (design or {}).get("arms")
+    entries = design.get("arms") if isinstance(design, Mapping) else None
     if not isinstance(entries, list):
         return {}
     records = (ArmRecord.from_json(e, source=f"{source}: design.arms[{i}]") for i, e in enumerate(entries))
