@@ -172,3 +172,26 @@ def test_runs_names_a_card_that_does_not_match_its_type(tmp_path: Path) -> None:
         f"complete  run   {folder}  unreadable card ({folder / 'card.json'}: verdict.passed: expected true or "
         "false, got 'yes'; re-render with `loadgen report` or restore the file)"
     ]
+
+
+def test_diff_against_a_refused_or_running_folder_says_what_it_is(tmp_path: Path) -> None:
+    measured = _run(tmp_path / "runs", "a", "20260101T000000Z", {"complete": True, "failure": None}, "PASS")
+    refused = tmp_path / "runs" / "a" / "20260101T010000Z"
+    reason = "plain server: connection refused at http://h:1"
+    _write(refused / "refused.json", {"reason": reason, "exit_code": 1, "refused_utc": "2026-01-01T01:00:00+00:00"})
+    # a candidate that measured nothing lost every cell of the baseline: a regression (exit 3), not bad input
+    lost = CliRunner().invoke(main, ["diff", str(measured), str(refused)])
+    assert lost.exit_code == 3 and lost.output.count("\n") == 1, lost.output
+    assert f"{refused} was refused before measuring ({reason}): nothing was measured" in lost.output
+    assert f"`loadgen compare --resume {refused}`" in lost.output and "loadgen report" not in lost.output
+    baseline = CliRunner().invoke(main, ["diff", str(refused), str(measured)])
+    assert baseline.exit_code == 2 and f"the baseline {refused} was refused before measuring" in baseline.output
+    live = _run(tmp_path / "runs", "a", "20260101T020000Z", {"complete": False, "failure": None})
+    holder = hold(live)
+    try:
+        busy = CliRunner().invoke(main, ["diff", str(measured), str(live)])
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert busy.exit_code == 2 and "loadgen report" not in busy.output, busy.output
+    assert f"{live} is being measured now by process {holder.pid} and has no card yet" in busy.output
