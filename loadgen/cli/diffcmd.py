@@ -28,8 +28,8 @@ def _card(run_dir: Path, baseline: bool = True) -> PairCard:
     if (refusal := read_refusal(run_dir)) is not None:
         if not baseline:
             raise CriteriaFailed(
-                f"{run_dir} was refused before measuring ({refusal.reason}): nothing was measured, so every cell of the baseline "
-                f"is lost; fix that and run `loadgen compare --resume {run_dir}`, then diff again"
+                f"{run_dir} was refused before measuring ({refusal.reason}): nothing was measured, so every "
+                f"cell of the baseline is lost; fix that and run `loadgen compare --resume {run_dir}`, then diff again"
             )
         raise BadInput(
             f"the baseline {run_dir} was refused before measuring ({refusal.reason}) and has no card; diff against "
