@@ -18,7 +18,8 @@ def run_pair_check(
     """Check ``pair`` for the installed engine (engine.detect_engine_version), or for ``attached``: the
     version an attached server reported on ``/version``; log the version and each finding, and return the
     version (None: unknown) and the findings. Raises PairCheckError when a blocking finding failed: naming
-    the count and the command to run ``again`` when given, else the first one."""
+    the count and the command to run ``again`` when given, else the count and the checks (the logged FAIL lines
+    say each one; the error does not repeat them)."""
     if attached is not None:
         version: str | None = attached
         log(f"engine version (attached server): {version}")
@@ -31,6 +32,7 @@ def run_pair_check(
     blocking = [f for f in findings if f.blocking and not f.ok]
     if blocking and again is not None:
         raise PairCheckError(f"{len(blocking)} blocking finding(s); fix them and run `{again}` again")
-    if blocking:
-        raise PairCheckError(f"pair check failed: {blocking[0].check}: {blocking[0].message}")
+    if blocking:  # the FAIL lines above name each one: the error names them, not their text again
+        names = ", ".join(dict.fromkeys(f.check for f in blocking))
+        raise PairCheckError(f"pair check failed: {len(blocking)} blocking finding(s) above ({names}); fix them first")
     return version, findings
