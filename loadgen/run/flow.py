@@ -130,7 +130,9 @@ def run_compare(
     """
     t0 = time.monotonic()  # the pair check's start and end lines (README.md, "The two commands")
     log("pair check: started")
-    engine_version, findings = run_pair_check(pair, allow_unpinned, log, attached=attached_version(attach, api_key))
+    engine_version, findings = run_pair_check(
+        pair, allow_unpinned, log, attached=attached_version(attach, api_key), attached_roles=attach or {}
+    )
     log(f"pair check: done in {time.monotonic() - t0:.1f} s")
     cells, order = cells if isinstance(cells, tuple) else (cells, None)
     cells = cells if cells is not None else plan_cells(pair, log)

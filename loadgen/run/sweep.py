@@ -102,7 +102,9 @@ def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple
     attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
     for name, pair in pairs.items():
         log(f"[{name}] check")
-        version, found = run_pair_check(pair, o.allow_unpinned, log, attached=attached)
+        version, found = run_pair_check(
+            pair, o.allow_unpinned, log, attached=attached, attached_roles=["plain"] if o.attach_plain else []
+        )
         findings[name] = list(found)
     return version, findings
 
