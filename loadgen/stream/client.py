@@ -45,6 +45,7 @@ class _Timeline:
     http_status: int | None = None
     error: str | None = None
     done_s: float | None = None
+    resent: str | None = None
 
 
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> CompletionBody:
@@ -98,7 +99,7 @@ async def stream_request(
     reader = _Reader(line)
     try:
         response = await conn.post_stream(endpoint_path(endpoint), payload)
-        line.send_s, line.http_status = response.sent_s, response.status
+        line.send_s, line.http_status, line.resent = response.sent_s, response.status, conn.resent
         if response.status != 200:
             line.error = f"HTTP {response.status}"  # kept if the error body cannot be read
             text = (await response.read()).decode("utf-8", "replace")
