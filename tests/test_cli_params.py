@@ -91,11 +91,12 @@ def test_list_runs(tmp_path: Path) -> None:
     assert list(list_runs(tmp_path, "p")) == [
         RunEntry("fleet", tmp_path / "f", "failed", "1 of 2 tasks done, 1 failed their declared criteria"),
         RunEntry("run", tmp_path / "p" / "a", "complete", "PASS: 4 cells"),
-        RunEntry("run", tmp_path / "p" / "b", "failed", "no card (`loadgen report` writes it); stopped: server died"),
+        RunEntry("run", tmp_path / "p" / "b", "failed", "0 measured requests on disk; stopped: server died"),
         RunEntry("run", tmp_path / "p" / "c", "refused", "unreachable"),
         RunEntry("sweep", tmp_path / "p" / "s", "complete", "speculate below c16"),
     ]
     assert [e.line() for e in list_runs(tmp_path, "q")][1] == (
-        f"partial   run   {tmp_path / 'q' / 'x'}  no card (`loadgen report` writes it); stopped: {STOPPED}"
+        f"partial   run   {tmp_path / 'q' / 'x'}  0 measured requests on disk; stopped: {STOPPED}; "
+        f"`loadgen compare --resume {tmp_path / 'q' / 'x'}` finishes it"
     )
     assert len(list(list_runs(tmp_path))) == 6

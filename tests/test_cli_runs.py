@@ -46,6 +46,9 @@ def test_runs_lists_every_folder_with_its_status_and_verdict(tmp_path: Path) -> 
         {"complete": False, "failure": "plain server died (exit -9)"},
         "INCONCLUSIVE: nothing measured",
     )
+    # the interrupted run holds 45 measured requests (and a warmup one): said, with the command that finishes it
+    lines = [{"phase": "warmup"}] + [{"phase": "measured"}] * 45
+    (cut / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"phase": "meas')
     killed = _run(runs, "a", "20260101T030000Z", None)  # killed before its status was written
     refused = runs / "a" / "20260101T040000Z"
     _write(
@@ -58,7 +61,8 @@ def test_runs_lists_every_folder_with_its_status_and_verdict(tmp_path: Path) -> 
     )
     sweep = runs / "b" / "sweep-20260101T000000Z"
     _write(sweep / "status.json", {"complete": True, "failure": None})
-    _write(sweep / "sweep.json", {"recommendation": {"lines": ["speculate with k2 at every level"]}})
+    long = "speculate with k2 at every level " + "because the noise floor is narrow " * 12  # over 400 characters
+    _write(sweep / "sweep.json", {"recommendation": {"lines": [long]}})
     (sweep / "sweep.toml").write_text('name = "b"\n')
     _write(sweep / "k2" / "protocol.json", {})  # a candidate's folder: part of the sweep, not listed
     fleet = runs / "fleet-f-20260101T000000Z"
@@ -77,13 +81,14 @@ def test_runs_lists_every_folder_with_its_status_and_verdict(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
         f"complete  run   {done}  PASS: tpot_p50 0.61 <= 0.9",
-        f"partial   run   {cut}  no card (`loadgen report` writes it); stopped: interrupted (Ctrl-C or SIGTERM)",
-        f"failed    run   {died}  INCONCLUSIVE: nothing measured; stopped: plain server died (exit -9)",
-        f"partial   run   {killed}  no card (`loadgen report` writes it); stopped: the run stopped before it wrote "
-        "its status (killed, or its folder could not be written)",
+        f"partial   run   {cut}  45 measured requests on disk; stopped: interrupted (Ctrl-C or SIGTERM); "
+        f"`loadgen compare --resume {cut}` finishes it",
+        f"failed    run   {died}  0 measured requests on disk; stopped: plain server died (exit -9)",
+        f"partial   run   {killed}  0 measured requests on disk; stopped: the run stopped before it wrote "
+        f"its status (killed, or its folder could not be written); `loadgen compare --resume {killed}` finishes it",
         f"refused   run   {refused}  plain server: connection refused at http://h:1",
         f"running   run   {live}  held by pid {holder.pid} since " + result.output.split(" since ")[1].split("\n")[0],
-        f"complete  sweep {sweep}  speculate with k2 at every level",
+        f"complete  sweep {sweep}  {long[:120].rsplit(' ', 1)[0]} ... (in full: {sweep / 'sweep.md'})",
         f"failed    fleet {fleet}  1 of 2 tasks done, 1 failed their declared criteria",
     ]
     assert only_b.exit_code == 0 and [line.split()[2] for line in only_b.output.splitlines()] == [str(live), str(sweep)]
@@ -167,3 +172,26 @@ def test_runs_names_a_card_that_does_not_match_its_type(tmp_path: Path) -> None:
         f"complete  run   {folder}  unreadable card ({folder / 'card.json'}: verdict.passed: expected true or "
         "false, got 'yes'; re-render with `loadgen report` or restore the file)"
     ]
+
+
+def test_diff_against_a_refused_or_running_folder_says_what_it_is(tmp_path: Path) -> None:
+    measured = _run(tmp_path / "runs", "a", "20260101T000000Z", {"complete": True, "failure": None}, "PASS")
+    refused = tmp_path / "runs" / "a" / "20260101T010000Z"
+    reason = "plain server: connection refused at http://h:1"
+    _write(refused / "refused.json", {"reason": reason, "exit_code": 1, "refused_utc": "2026-01-01T01:00:00+00:00"})
+    # a candidate that measured nothing lost every cell of the baseline: a regression (exit 3), not bad input
+    lost = CliRunner().invoke(main, ["diff", str(measured), str(refused)])
+    assert lost.exit_code == 3 and lost.output.count("\n") == 1, lost.output
+    assert f"{refused} was refused before measuring ({reason}): nothing was measured" in lost.output
+    assert f"`loadgen compare --resume {refused}`" in lost.output and "loadgen report" not in lost.output
+    baseline = CliRunner().invoke(main, ["diff", str(refused), str(measured)])
+    assert baseline.exit_code == 2 and f"the baseline {refused} was refused before measuring" in baseline.output
+    live = _run(tmp_path / "runs", "a", "20260101T020000Z", {"complete": False, "failure": None})
+    holder = hold(live)
+    try:
+        busy = CliRunner().invoke(main, ["diff", str(measured), str(live)])
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert busy.exit_code == 2 and "loadgen report" not in busy.output, busy.output
+    assert f"{live} is being measured now by process {holder.pid} and has no card yet" in busy.output

@@ -105,3 +105,12 @@ def test_a_budget_that_is_no_positive_finite_number_is_a_usage_error(bad: str, t
     assert result.exit_code == 2 and result.output.startswith("Usage: ")
     assert f"{bad!r} is no budget; give the minutes the sweep may take, a number above 0 such as 30" in result.output
     assert not (tmp_path / "runs").exists()
+
+
+def test_sweep_takes_no_progress_as_compare_does(tmp_path: Path) -> None:
+    # the flag is taken (no "No such option"); the run then stops at its own first check, as without it
+    result = CliRunner().invoke(main, ["sweep", "--no-progress", "--resume", str(tmp_path)])
+    assert result.exit_code == 2 and "is not a sweep folder (no sweep.toml)" in result.output
+    assert "No such option" not in result.output
+    help_text = " ".join(CliRunner().invoke(main, ["compare", "--help"]).output.split())
+    assert "one after the other" not in help_text and "kept up together when they fit" in help_text

@@ -15,12 +15,31 @@ import click
 from loadgen.errors import BadInput, CriteriaFailed
 from loadgen.records.card import PairCard
 from loadgen.report.diffing import Diff, diff_cards, prefixed
+from loadgen.report.refused import read_refusal
 from loadgen.report.rundir import read_json
+from loadgen.report.runlock import probe
 
 
-def _card(run_dir: Path) -> PairCard:
-    """The card.json of a run folder; BadInput naming the folder (or the file and its field) and the fix otherwise."""
+def _card(run_dir: Path, baseline: bool = True) -> PairCard:
+    """The card.json of a run folder (``baseline``: RUN_A, else the candidate RUN_B). Raises BadInput naming the
+    folder (or the file and its field) and the fix: a baseline refused before measuring, a folder being measured
+    now, one without a card; CriteriaFailed (exit 3: nothing of the baseline was measured again) for a candidate
+    refused before measuring."""
+    if (refusal := read_refusal(run_dir)) is not None:
+        if not baseline:
+            raise CriteriaFailed(
+                f"{run_dir} was refused before measuring ({refusal.reason}): nothing was measured, so every "
+                f"cell of the baseline is lost; fix that and run `loadgen compare --resume {run_dir}`, then diff again"
+            )
+        raise BadInput(
+            f"the baseline {run_dir} was refused before measuring ({refusal.reason}) and has no card; diff against "
+            f"a measured run, or fix that and run `loadgen compare --resume {run_dir}` first"
+        )
     if not (run_dir / "card.json").is_file():
+        held, holder = probe(run_dir)
+        if held:
+            who = f"process {holder.pid}" if holder else "a process"
+            raise BadInput(f"{run_dir} is being measured now by {who} and has no card yet; diff it once that run ends")
         raise BadInput(
             f"{run_dir} holds no card.json; pass run folders or sweep folders "
             f"(`loadgen report {run_dir}` writes the card of a run folder that has its data)"
@@ -51,7 +70,7 @@ def _diff_sweeps(sweep_a: Path, sweep_b: Path, tolerance: float | None) -> Diff:
     a, b = _candidates(sweep_a), _candidates(sweep_b)
     measured = {n: d for n, d in a.items() if (d / "card.json").is_file()}
     diffs = {
-        n: diff_cards(_card(d), _card(b[n]), tolerance)
+        n: diff_cards(_card(d), _card(b[n], False), tolerance)
         for n, d in measured.items()
         if n in b and (b[n] / "card.json").is_file()
     }
@@ -71,7 +90,9 @@ def run_diff(run_a: Path, run_b: Path, tolerance: float | None) -> None:
             f"{sweep} is a sweep folder and {run} a run folder; diff two run folders, two sweep folders, "
             f"or a candidate's folder of the sweep ({sweep}/<candidate>) with the run folder"
         )
-    result = _diff_sweeps(run_a, run_b, tolerance) if sweeps[0] else diff_cards(_card(run_a), _card(run_b), tolerance)
+    result = (
+        _diff_sweeps(run_a, run_b, tolerance) if sweeps[0] else diff_cards(_card(run_a), _card(run_b, False), tolerance)
+    )
     for line in result.lines:
         click.echo(line)
     for line in result.regressions:

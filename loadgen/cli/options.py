@@ -162,6 +162,12 @@ SWEEP_ONLY: tuple[Decorator, ...] = (
         help="Also read earlier run folders under DIR for the estimate (repeatable), e.g. docs/examples/h200.",
     ),
     click.option("--budget-min", type=Minutes(), help="Refuse (exit 2) when the estimated wall time exceeds this."),
+    click.option(
+        "--progress/--no-progress",
+        default=True,
+        help="Taken as compare takes it, so one command line serves both; a sweep prints one line per block "
+        "and draws no progress bar either way.",
+    ),
 )
 
 

@@ -62,8 +62,9 @@ _COMPARE_ONLY = (
 @_handles_errors
 @run_options("run", *_COMPARE_ONLY)
 def compare(o: RunOptions) -> None:
-    """Launch the plain and speculative servers of PAIR one after the other (or attach to running
-    ones), replay the workloads on both, and write the pair card."""
+    """Launch the plain and speculative servers of PAIR (kept up together when they fit, else one at a time;
+    or attach to running ones), measure them in interleaved blocks beside the A/A placebo, and write the pair
+    card."""
     from loadgen.run.flow import resume_compare, run_compare
     from loadgen.run.plan import replay_protocol
 

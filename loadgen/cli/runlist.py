@@ -14,6 +14,7 @@ every task is done, failed when one failed, partial otherwise.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,12 +96,44 @@ def _run_entry(folder: Path, kind: str) -> RunEntry:
     if (refusal := read_refusal(folder)) is not None:
         return RunEntry(kind, folder, "refused", refusal.reason)
     status, failure = run_status(_json(folder / "status.json"))
+    if status != "complete":  # no verdict yet: what it holds, and how it is finished
+        held = f"{_measured(folder)} measured requests on disk; stopped: {failure}"
+        command = "sweep" if kind == "sweep" else "compare"
+        resume = f"; `loadgen {command} --resume {folder}` finishes it" if status == "partial" else ""
+        return RunEntry(kind, folder, status, held + resume)
     if kind == "sweep":
         lines = ((_json(folder / "sweep.json") or {}).get("recommendation") or {}).get("lines") or []
-        verdict = lines[-1] if lines else "no sweep card (`loadgen report` writes it)"  # the headline
+        headline = str(lines[-1]) if lines else ""  # the recommendation's headline: its last line
+        verdict = _short(headline, folder / "sweep.md") if lines else "no sweep card (`loadgen report` writes it)"
     else:
         verdict = _card_verdict(folder / "card.json")
-    return RunEntry(kind, folder, status, verdict if failure is None else f"{verdict}; stopped: {failure}")
+    return RunEntry(kind, folder, status, verdict)
+
+
+#: The longest verdict ``loadgen runs`` prints on its line (characters); the rest is in the card.
+SHORT = 120
+
+
+def _short(text: str, card: Path) -> str:
+    """``text`` cut to :data:`SHORT` characters at a word, pointing at ``card`` for the rest."""
+    if len(text) <= SHORT:
+        return text
+    return text[:SHORT].rsplit(" ", 1)[0] + f" ... (in full: {card})"
+
+
+def _measured(folder: Path) -> int:
+    """The measured requests in ``folder``'s requests.jsonl (each line's ``phase``; torn lines not counted)."""
+    path = folder / "requests.jsonl"
+    if not path.is_file():
+        return 0
+    count = 0
+    with path.open("rb") as lines:
+        for line in lines:
+            try:
+                count += json.loads(line).get("phase") == "measured"
+            except (ValueError, AttributeError):
+                continue
+    return count
 
 
 def _fleet_entry(folder: Path) -> RunEntry:

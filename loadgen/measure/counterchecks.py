@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from loadgen.measure.counterfaults import said, untrusted
 from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
@@ -156,7 +157,11 @@ def _counters(entry: CellEntry) -> SpecDecodeCounters | None:
 
 def usable_counters(entries: Sequence[CellEntry]) -> tuple[SpecDecodeCounters | None, str | None]:
     """Spec-decode counter deltas summed over a cell's repetitions, leaving out those with
-    :func:`restart_evidence`. Returns (counters or None, why the acceptance is not measurable or None)."""
+    :func:`restart_evidence`; none when any repetition's counters cannot be trusted (NaN, Inf, negative, or
+    backwards without a restart: measure/counterfaults.py ``untrusted``). Returns (counters or None, why the
+    acceptance is not measurable or None)."""
+    if faults := [f for e in entries if e.spec_decode for f in untrusted(e)]:  # measure/counterfaults.py
+        return None, "the server's counters cannot be trusted: " + said(list(dict.fromkeys(faults)))
     kept = [(c, e) for e in entries if (c := _counters(e)) is not None]
     counters = [c for c, e in kept if not restart_evidence(e)]
     if not counters:
@@ -285,6 +290,11 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Speculat
         for e in role_entries:
             who = role + (f" rep {e.repetition}" if len(role_entries) > 1 else "")
             what = "acceptance" if e.spec_decode else "server-side figures"
+            if faults := untrusted(e):
+                notes.append(
+                    f"{who}: {what} not measurable, the server's counters cannot be trusted ({'; '.join(faults)})"
+                )
+                continue
             if evidence := restart_evidence(e):
                 notes.append(
                     f"{who}: {what} not measurable, the server restarted inside the cell ({'; '.join(evidence)})"

@@ -22,6 +22,11 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
     Raises ProfileError naming a path that is no file as that path (with the file of the same name in ``pairs_dir``
     when there is one), and a name that is no pair with the available pairs and the closest name (difflib)."""
     candidate = Path(name_or_path)
+    names = available_pairs(pairs_dir)
+    listed = ", ".join(names) or (
+        f"none in {pairs_dir.resolve()} (pair names are read from the repository's profiles/pairs/: run loadgen "
+        "from the repository root)"
+    )
     if "/" in name_or_path or candidate.suffix == ".toml":
         if candidate.is_file():
             return candidate
@@ -29,7 +34,7 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
         hint = (
             f"; did you mean {same}?"
             if same.is_file() and same.resolve() != candidate.resolve()
-            else f"; pass an existing .toml file or a pair name ({', '.join(available_pairs(pairs_dir)) or '-'})"
+            else f"; pass an existing .toml file or a pair name (available: {listed})"
         )
         raise ProfileError(
             f"no pair file {name_or_path} ({'a folder' if candidate.is_dir() else 'no such file'})" + hint
@@ -37,12 +42,7 @@ def resolve_pair_path(name_or_path: str, pairs_dir: Path = PAIRS_DIR) -> Path:
     by_name = pairs_dir / f"{name_or_path}.toml"
     if by_name.is_file():
         return by_name
-    names = available_pairs(pairs_dir)
     close = difflib.get_close_matches(name_or_path, names, n=1)
-    listed = ", ".join(names) or (
-        f"none in {pairs_dir.resolve()} (pair names are read from the repository's profiles/pairs/: run loadgen "
-        "from the repository root)"
-    )
     raise ProfileError(
         f"unknown pair {name_or_path!r}: no {by_name}; "
         + (f"did you mean {close[0]!r}? " if close else "")

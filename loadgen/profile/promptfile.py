@@ -40,6 +40,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
+from loadgen.profile.utf8 import utf8_text
 
 _HUMAN, _REPLY = ("human", "user"), ("gpt", "assistant", "chatgpt", "bard", "model")
 _SYSTEM = ("system",)
@@ -85,7 +86,7 @@ class PromptFile:
 
 def _records(path: Path, raw: bytes) -> tuple[list[tuple[int, Any]], list[tuple[str, str]]]:
     """The records of the file with their line numbers, and its bad lines (text, kind of fix)."""
-    text = raw.decode("utf-8-sig", errors="replace")  # a byte-order mark is no part of the first line
+    text = utf8_text(path, raw)  # a byte-order mark is no part of the first line
     if text.lstrip().startswith("["):
         try:
             doc = json.loads(text)

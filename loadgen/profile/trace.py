@@ -38,10 +38,11 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
+from loadgen.profile import traceformats as formats
 from loadgen.profile.domains import MAX_TOKENS
 from loadgen.profile.promptfile import JSONL_KEYS, unknown_key
 from loadgen.profile.texts import WORDS
-from loadgen.profile.tomlread import Table
+from loadgen.profile.utf8 import utf8_text
 
 #: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
 MOONCAKE_BLOCK_TOKENS = 512
@@ -149,32 +150,73 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
     )
 
 
-def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
-    """Read ``path`` (module docstring). ``endpoint``: ``completions`` or ``chat`` (None: chat for a first
-    prompt line with messages, else completions). Raises ProfileError (one line) for a missing or empty file,
-    a bad line, or a file whose every line is skipped."""
+def _jsonl(path: Path, text: str, fmt: str, zero: str | int) -> tuple[list[TraceEntry], list[str], list[str], int]:
+    """The entries of a JSONL trace, its bad lines and skipped lines (``line N: reason``) and its records."""
+    entries: list[TraceEntry] = []
+    bad: list[str] = []
+    skipped: list[str] = []
+    records = 0
+    layout = MOONCAKE if fmt == MOONCAKE else PROMPTS
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        records += 1
+        try:
+            rec = json.loads(line)
+            if layout == MOONCAKE and isinstance(rec, dict) and rec.get("output_length") == 0:
+                if zero == "skip":
+                    skipped.append(f'line {n}: 0 output tokens (zero_output = "skip")')
+                    continue
+                if zero == "refuse":
+                    bad.append(formats.zero_line(n))
+                    continue
+                rec = {**rec, "output_length": zero}
+            entries.append(_entry(path, n, rec, layout))
+        except (ValueError, ProfileError) as exc:  # not JSON, or a ProfileError naming the line
+            why = str(exc).removeprefix(f"{path}: ")
+            bad.append(why if isinstance(exc, ProfileError) else f"line {n} is not JSON (e.g. {EXAMPLE})")
+    return entries, bad, skipped, records
+
+
+def _csv(path: Path, text: str, fmt: str, zero: str | int) -> tuple[list[TraceEntry], list[str], list[str], int]:
+    """The entries of a CSV trace (profile/traceformats.py), its bad and skipped lines and its rows."""
+    rows, bad, count = formats.csv_rows(str(path), text, fmt)
+    entries, skipped = [], []
+    for line, ts, n_in, n_out in rows:
+        if n_out == 0 and zero == "skip":
+            skipped.append(f'line {line}: 0 output tokens (zero_output = "skip")')
+        elif n_out == 0 and zero == "refuse":
+            bad.append(formats.zero_line(line))
+        else:
+            entries.append(TraceEntry(line, ts, n_in, n_out if n_out else int(zero)))
+    return entries, sorted(bad, key=lambda b: int(b.split()[1].rstrip(":"))), skipped, count
+
+
+def read_trace(path: Path, endpoint: str | None = None, fmt: str = "auto", zero: str | int = "refuse") -> TraceFile:
+    """Read ``path`` (module docstring) in format ``fmt`` (profile/traceformats.py ``FORMATS``; ``auto``: detected).
+    ``endpoint``: ``completions`` or ``chat`` (None: chat for a first prompt line with messages, else
+    completions); ``zero``: what a request of 0 output tokens becomes (traceformats ``zero_output``). Raises
+    ProfileError (one line) for a missing or empty file, bad lines (every one counted, the first few named), or
+    a file whose every line is skipped."""
     if not path.is_file():
         raise ProfileError(
-            f"{path}: trace file not found; set path to a JSONL trace (relative to the working "
-            "directory), e.g. profiles/data/trace-example.jsonl"
+            f"{path}: trace file not found; set path to a trace (Mooncake JSONL, an Azure or BurstGPT CSV; relative "
+            "to the working directory or the workload file), e.g. profiles/data/trace-example.jsonl"
         )
     raw = path.read_bytes()
-    records: list[tuple[int, Any]] = []
-    for n, line in enumerate(raw.decode("utf-8-sig", errors="replace").splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append((n, json.loads(line)))
-            except ValueError:
-                raise ProfileError(
-                    f"{path}: line {n} is not JSON; write one JSON object per line, e.g. {EXAMPLE}"
-                ) from None
-    if not records:
+    text = utf8_text(path, raw)
+    if not text.strip():
         raise ProfileError(f"{path}: the trace is empty; write one request per line")
-    first = records[0][1]
-    layout = MOONCAKE if isinstance(first, dict) and "input_length" in first else PROMPTS
-    entries = [_entry(path, n, rec, layout) for n, rec in records]
-    endpoint = endpoint or ("chat" if layout == PROMPTS and entries[0].messages is not None else "completions")
-    skipped = [
+    fmt = formats.detect(str(path), text) if fmt == "auto" else fmt
+    read = _csv if fmt in formats.COLUMNS else _jsonl
+    entries, bad, skipped, records = read(path, text, fmt, zero)
+    if bad:
+        raise formats.bad_lines(str(path), bad, records)
+    layout = PROMPTS if fmt == PROMPTS else MOONCAKE
+    endpoint = endpoint or (
+        "chat" if layout == PROMPTS and entries and entries[0].messages is not None else "completions"
+    )
+    skipped += [
         f"line {e.line}: a {'chat' if e.messages else 'completions'} line in a {endpoint} trace"
         for e in entries
         if layout == PROMPTS and (e.messages is not None) != (endpoint == "chat")
@@ -188,9 +230,7 @@ def read_trace(path: Path, endpoint: str | None = None) -> TraceFile:
             f"{path}: the trace spans {span / 86_400_000:,.0f} days (line {kept[0].line} to line "
             f"{kept[-1].line}), over 30; give every timestamp in milliseconds from one origin"
         )
-    return TraceFile(
-        str(path), hashlib.sha256(raw).hexdigest(), len(records), layout, endpoint, tuple(kept), tuple(skipped)
-    )
+    return TraceFile(str(path), hashlib.sha256(raw).hexdigest(), records, layout, endpoint, tuple(kept), tuple(skipped))
 
 
 def offsets_s(entries: tuple[TraceEntry, ...] | list[TraceEntry], time_scale: float) -> tuple[float, ...]:
@@ -299,40 +339,3 @@ def trace_requests(trace: TraceFile, replay: Replay, tokenizer: Tokenizer) -> tu
             f"{trace.path}: no line fits the serving context ({replay.context_tokens} tokens); first: {skipped[0]}"
         )
     return out, skipped
-
-
-def trace_fields(top: Table, endpoint: str | None) -> tuple[str, dict[str, object], tuple[float, ...]]:
-    """A ``trace`` workload's keys read from its table: the endpoint, the Workload fields (``path``,
-    ``source_sha256``, ``source_lines``, ``skipped``, ``block_tokens``, ``window_s``) and the declared time scales (one
-    variant each). Raises ProfileError for a bad trace or a time scale that is not a distinct positive number."""
-    trace = read_trace(Path(top.get("path", str)), endpoint)
-    declared = top.get("time_scale", (int, float, list), 1.0, "a number > 0 or a list of distinct ones")
-    scales = declared if isinstance(declared, list) else [declared]
-    if (
-        not scales
-        or len(set(scales)) != len(scales)
-        or not all(isinstance(s, int | float) and not isinstance(s, bool) and s > 0 for s in scales)
-    ):
-        raise ProfileError(
-            f"{top.path}: time_scale must be a number > 0 or a list of distinct ones (0.5 replays "
-            f"twice as fast), got {declared!r}"
-        )
-    window = top.get("window_s", (int, float), WINDOW_S, "a number of seconds > 0")
-    if window <= 0:
-        raise ProfileError(
-            f"{top.path}: window_s must be a number of seconds > 0 (the card's time windows), got {window!r}"
-        )
-    fields = {
-        "path": trace.path,
-        "source_sha256": trace.sha256,
-        "source_lines": trace.lines,
-        "skipped": trace.skipped,
-        "block_tokens": top.positive_int("block_tokens", MOONCAKE_BLOCK_TOKENS),
-        "window_s": float(window),
-    }
-    return trace.endpoint, fields, tuple(float(s) for s in scales)
-
-
-def scaled_name(name: str, scale: float, scales: tuple[float, ...]) -> str:
-    """The workload variant's name at ``scale``: ``<name>@ts<scale>`` when several are declared, else ``name``."""
-    return f"{name}@ts{scale:g}" if len(scales) > 1 else name

@@ -35,7 +35,7 @@ from loadgen.profile.locate import is_path, locate, looked_in
 from loadgen.profile.promptfile import FileEntry, fit_lengths, read_prompt_file, sample
 from loadgen.profile.texts import FILLER, long_text, short_text
 from loadgen.profile.tomlread import Table, read_toml
-from loadgen.profile.trace import scaled_name, trace_fields
+from loadgen.profile.traceworkload import scaled_name, trace_fields
 
 WORKLOADS_DIR = Path("profiles/workloads")
 KINDS = ("short-homogeneous", "long-diverse", "grounded", "file", "trace")
@@ -62,6 +62,8 @@ class Workload:
     time_scale: float | None = None
     block_tokens: int | None = None
     window_s: float | None = None
+    trace_format: str | None = None  # trace: profile/traceformats.py FORMATS
+    zero_output: str | int | None = None  # trace: "refuse", "skip" or a floor of output tokens
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
@@ -118,7 +120,7 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
         endpoint = file.endpoint
         extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines, "skipped": file.skipped}
     elif kind == "trace":
-        endpoint, extra, scales = trace_fields(top, endpoint)
+        endpoint, extra, scales = trace_fields(top, endpoint, path.parent)
     workload = Workload(
         name=top.get("name", str, path.stem if is_path(name) else name),
         kind=kind,

@@ -99,7 +99,9 @@ def replay_trace(workload: Workload, tokenizer: Tokenizer) -> tuple[list[TraceRe
     """The requests of a ``trace`` workload in send order (offsets time-scaled, prompts of exact length;
     profile/trace.py) and the lines skipped for the serving context. Raises ProfileError when the file
     changed since the workload was loaded, or as trace.trace_requests does."""
-    trace = read_trace(Path(workload.path or ""), workload.endpoint)
+    trace = read_trace(
+        Path(workload.path or ""), workload.endpoint, workload.trace_format or "auto", workload.zero_output or "refuse"
+    )
     if trace.sha256 != workload.source_sha256:
         raise ProfileError(
             f"{trace.path} changed since the workload was loaded (sha256 {trace.sha256[:12]}, "

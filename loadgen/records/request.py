@@ -36,6 +36,7 @@ _KINDS: dict[str, Kind] = {
     "http_status": maybe(INT),
     "error": maybe(STR),
     "done_s": maybe(NUM),
+    "resent": maybe(STR),
 }
 _REQUIRED = ("prompt_id", "role", "workload", "concurrency", "phase", "scheduled_s")
 
@@ -70,6 +71,10 @@ class RequestRecord:
     http_status: int | None = None
     error: str | None = None
     done_s: float | None = None
+    #: Why the request was sent a second time, on a new connection (None: sent once): a reused keep-alive
+    #: connection the server had closed or reset before any response byte (stream/transport.py). Written only
+    #: when set, so lines of older code read back as they were.
+    resent: str | None = None
 
     @property
     def warmup(self) -> bool:
@@ -92,8 +97,11 @@ class RequestRecord:
         return self.usage_completion_tokens is not None and self.usage_completion_tokens != self.output_tokens
 
     def to_json(self) -> dict[str, Any]:
-        """The requests.jsonl line: every field, in the dataclass's order."""
-        return asdict(self)
+        """The requests.jsonl line: every field, in the dataclass's order (``resent`` only when set)."""
+        out = asdict(self)
+        if out["resent"] is None:
+            del out["resent"]
+        return out
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:

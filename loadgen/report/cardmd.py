@@ -69,8 +69,8 @@ def _server_rows(cell: CardCell) -> list[str]:
     return lines
 
 
-def _resource_rows(res: Resources) -> list[str]:
-    """Memory and KV-cache capacity of both servers and the draft's cost (their difference)."""
+def _resource_rows(res: Resources, gpus: bool = True) -> list[str]:
+    """Memory and KV-cache capacity of both servers and the draft's cost; no GPU row without GPUs (``gpus``)."""
     if not res.to_json():  # a card of older code without resources
         return []
     lines = [
@@ -81,8 +81,9 @@ def _resource_rows(res: Resources) -> list[str]:
     ]
     p, s, d = res.plain or {}, res.speculative or {}, res.difference or ResourceDifference()
     gpu = [(x.get("gpu_memory") or {}).get("bytes") for x in (p, s)]
+    row = f"| GPU memory (NVML, process tree) | {gib(gpu[0])} | {gib(gpu[1])} | {gib(d.extra_gpu_memory_bytes)} |"
     lines += [
-        f"| GPU memory (NVML, process tree) | {gib(gpu[0])} | {gib(gpu[1])} | {gib(d.extra_gpu_memory_bytes)} |",
+        *([row] if gpus or any(g is not None for g in gpu) else []),
         f"| CPU RSS (process tree) | {gib(p.get('cpu_rss_bytes'))} | {gib(s.get('cpu_rss_bytes'))} | "
         f"{gib(d.extra_cpu_rss_bytes)} |",
         f"| KV-cache capacity (tokens, cache_config_info) | {_or_dash(p.get('kv_cache_tokens'))} | "
@@ -168,12 +169,11 @@ def _capacity_rows(card: PairCard) -> list[str]:
         "| workload | server | highest concurrency holding every SLO | goodput there (req/s) |",
         "|---|---|---:|---:|",
     ]
+    none = f"none: no tested level ({', '.join(map(str, card.concurrency))}) held"  # every level tested
     for workload, roles in cap.items():
         for role, c in roles.items():
             best = c.capacity_concurrency
-            lines.append(
-                f"| {workload} | {role} | {best if best is not None else 'none tested'} | {_num(c.goodput_rps)} |"
-            )
+            lines.append(f"| {workload} | {role} | {best if best is not None else none} | {_num(c.goodput_rps)} |")
     return [*lines, ""]
 
 
@@ -295,6 +295,8 @@ def _servers_rows(card: PairCard) -> list[str]:
             if place.get("attached")
             else f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
             f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}"
+            if (card.hardware or {}).get("gpus")
+            else "launched by loadgen on the CPU (no GPU visible)"
         )
         out += [
             f"### {role}",
@@ -343,7 +345,7 @@ def _results_rows(card: PairCard) -> list[str]:
 def render_markdown(card: PairCard) -> str:
     """The card as Markdown text."""
     out = _head_rows(card) + design_rows(card.design, card.noise_floor) + _servers_rows(card)
-    out += _verdict_rows(card.verdict) + _resource_rows(card.resources)
+    out += _verdict_rows(card.verdict) + _resource_rows(card.resources, bool((card.hardware or {}).get("gpus")))
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card.cells), ""]
     out += context_rows(card.context_axis)
     out += _results_rows(card)

@@ -26,6 +26,7 @@ import httpx
 from loadgen.errors import FallbackDetected, RunFailed
 from loadgen.measure.blockstate import block_state
 from loadgen.measure.counterchecks import WindowTally
+from loadgen.measure.counterfaults import untrusted
 from loadgen.measure.metrics import ClientUse, cell_stats
 from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
@@ -198,6 +199,8 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellE
         + (
             ""
             if counters is None
+            else f"; server counters cannot be trusted: {faults[0]}"
+            if (faults := untrusted(entry))
             else f", drafts {counters.num_drafts:.0f}, accepted "
             f"{counters.num_accepted_tokens:.0f}/{counters.num_draft_tokens:.0f}"
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from loadgen.measure import counterfaults
 from loadgen.measure.counterchecks import WindowTally, restart_evidence, server_counters, verification_depth
 from loadgen.measure.faults import categories, over_budget
 from loadgen.measure.metrics import ClientUse, MeasuredRequest
@@ -148,7 +149,8 @@ def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
             },
         }
     )
-    return built.with_fields(restart_evidence=restart_evidence(built))
+    faults = counterfaults.bad_samples(b, after) if b is not None and after is not None else []
+    return built.with_fields(restart_evidence=restart_evidence(built), counter_faults=faults)
 
 
 def flat_drafts(run: CellRun) -> bool:

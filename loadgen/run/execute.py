@@ -130,6 +130,7 @@ def check_attached(
         ),
         log,
         list(workloads.values()),
+        sorted({w.name for a, _ in checks for w in a.pair.workloads if w.endpoint == "chat"}),
     )
 
 

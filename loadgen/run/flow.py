@@ -23,6 +23,7 @@ from loadgen.measure.decision import Bar
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
 from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
+from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
@@ -38,6 +39,7 @@ from loadgen.report.rundir import (
     write_text,
 )
 from loadgen.report.runlock import locked
+from loadgen.run import rearm
 from loadgen.run.arms import Arm, build_arms, co_resident, describe
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
@@ -130,7 +132,9 @@ def run_compare(
     """
     t0 = time.monotonic()  # the pair check's start and end lines (README.md, "The two commands")
     log("pair check: started")
-    engine_version, findings = run_pair_check(pair, allow_unpinned, log, attached=attached_version(attach, api_key))
+    engine_version, findings = run_pair_check(
+        pair, allow_unpinned, log, attached=attached_version(attach, api_key), attached_roles=attach or {}
+    )
     log(f"pair check: done in {time.monotonic() - t0:.1f} s")
     cells, order = cells if isinstance(cells, tuple) else (cells, None)
     cells = cells if cells is not None else plan_cells(pair, log)
@@ -204,18 +208,39 @@ def _resume_locked(
     pair, cells, order = replay_protocol(run_dir / "protocol.json")
     if order is None:
         order = [[role, c.workload, c.level.label, c.repetition] for role in ROLES for c in cells]
+    proto = read_protocol(run_dir / "protocol.json")
     done, moved = keep_finished(run_dir)
-    recorded = read_protocol(run_dir / "protocol.json").attach or {}
-    m = plan_measurement(pair, {"speculative": pair}, {}, cells, order)
-    todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
-    urls = attached.resume_urls(recorded, attach or {}, sorted({s.arm for s in todo}))
-    m = replace(m, arms=[replace(a, attach_url=urls.get(a.name) or a.attach_url) for a in m.arms], slots=todo)
+    m = resumed_measurement(pair, {"speculative": pair}, proto, attach or {}, (cells, order), done)
     log(
-        f"resuming {run_dir}: {len(todo)} of {len(order)} slots left ({moved} partial requests moved to "
+        f"resuming {run_dir}: {len(m.slots)} of {len(order)} slots left ({moved} partial requests moved to "
         "requests.partial.jsonl)"
     )
     execute_run(run_dir, m, log, observe, api_key, pair.name)
     return run_dir
+
+
+def resumed_measurement(
+    pair: Pair,
+    speculative: Mapping[str, Pair],
+    proto: Protocol,
+    given: Mapping[str, str],
+    planned: tuple[list[CellSpec], list[list[Any]]],
+    done: set[tuple[str, str, str, int]],
+) -> Measurement:
+    """The measurement that finishes a run of ``proto`` (its ``planned`` cells and order): the slots not
+    ``done``, on the arms and servers protocol.json records (run/rearm.py: attached servers attached again at
+    the URLs ``given`` now or recorded, never launched) and its recorded co-residency. Raises BadInput as
+    run/rearm.py and serve/attached.py ``resume_urls`` do."""
+    records = rearm.recorded_arms(proto.design, "protocol.json")
+    left = {str(o[0]) for o in planned[1] if (o[0], o[1], o[2], o[3]) not in done}
+    # a placebo on blocks measures the plain server: its URL is the plain one's (older protocols: no records)
+    servers = sorted({records[a].server if a in records else PLAIN if a == PLACEBO else a for a in left})
+    m = plan_measurement(pair, speculative, attached.resume_urls(proto.attach or {}, given, servers), *planned)
+    todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
+    arms = rearm.resume_arms(m.arms, records, given, left)
+    co = (proto.design or {}).get("co_resident")
+    co = co if isinstance(co, bool) and records else m.co_resident
+    return replace(m, arms=arms, slots=todo, co_resident=co, start_together=m.start_together and co)
 
 
 def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:

@@ -21,6 +21,10 @@ from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.records.cellparts import PromqlCheck
 from loadgen.records.request import RequestRecord
 
+#: A failed push that took this long (s) waited out a timeout: later cells are not pushed (a slow Pushgateway
+#: would add its timeout, export.py ``push``'s 10 s, to every cell).
+PUSH_GIVE_UP_S = 5.0
+
 
 @dataclass(frozen=True)
 class ObserveOptions:
@@ -39,6 +43,7 @@ class Observers:
 
     def __init__(self, pair: str, options: ObserveOptions, log: Callable[[str], None]) -> None:
         self.options, self.log = options, log
+        self._gateway_down: str | None = None  # why pushes stopped (a push that waited out its timeout)
         self.exporter = None
         if options.metrics_port is not None or options.pushgateway:
             from loadgen.run.export import Exporter
@@ -129,11 +134,18 @@ class Observers:
             if self.options.pushgateway:
                 from loadgen.run.export import PushError
 
-                try:
-                    self.exporter.push(self.options.pushgateway, role, workload, concurrency, level_label)
-                except PushError as exc:
-                    self.log(f"warning: {exc}")
-                    push_error = str(exc)
+                if self._gateway_down is not None:  # a timed-out gateway is not waited for again
+                    push_error = self._gateway_down
+                else:
+                    started = time.monotonic()
+                    try:
+                        self.exporter.push(self.options.pushgateway, role, workload, concurrency, level_label)
+                    except PushError as exc:
+                        push_error = str(exc)
+                        if time.monotonic() - started >= PUSH_GIVE_UP_S:
+                            self._gateway_down = f"not pushed: an earlier push waited out its timeout ({exc})"
+                            push_error += "; later cells are not pushed, so the run is not held up by the gateway"
+                        self.log(f"warning: {push_error}")
         promql: PromqlCheck | None = None
         if self.reader is not None and self._window is not None and direct is not None:
             promql = self._cross_check(direct)

@@ -46,6 +46,7 @@ from loadgen.run import flow
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sweepplan import announce
 from loadgen.run.sweepsplit import split_candidate
+from loadgen.serve import attached
 from loadgen.util import strictjson, tomlwrite
 
 Log = Callable[[str], None]
@@ -101,7 +102,9 @@ def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple
     attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
     for name, pair in pairs.items():
         log(f"[{name}] check")
-        version, found = run_pair_check(pair, o.allow_unpinned, log, attached=attached)
+        version, found = run_pair_check(
+            pair, o.allow_unpinned, log, attached=attached, attached_roles=["plain"] if o.attach_plain else []
+        )
         findings[name] = list(found)
     return version, findings
 
@@ -138,7 +141,10 @@ def _setup(
     prompts = unique_prompts(m.planned)
     write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
-    proto = protocol(first, m.planned, prompts, probe_host()).with_fields(engine_version=version, attach={})
+    urls = {a.server: a.attach_url for a in m.arms if a.attach_url is not None}  # kept for --resume
+    proto = protocol(first, m.planned, prompts, probe_host()).with_fields(
+        engine_version=version, attach=attached.attach_record(urls)
+    )
     proto = proto.with_fields(
         design={**(proto.design or {}), **flow.design_record(m).to_json()},
         candidates={
@@ -251,13 +257,15 @@ def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
         for n in proto.candidates or {}
     }
     done, moved = flow.keep_finished(sweep_dir)
-    m = flow.plan_measurement(first, pairs, {"plain": o.attach_plain} if o.attach_plain else {}, cells, order)
-    todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
+    if order is None:
+        order = [list(s.to_json()) for s in flow.plan_measurement(first, pairs, {}, cells).slots]
+    given = {"plain": o.attach_plain} if o.attach_plain else {}
+    m = flow.resumed_measurement(first, pairs, proto, given, (cells, order), done)
     log(
-        f"resuming {sweep_dir}: {len(todo)} of {len(m.slots)} slots left ({moved} partial requests moved to "
+        f"resuming {sweep_dir}: {len(m.slots)} of {len(order)} slots left ({moved} partial requests moved to "
         "requests.partial.jsonl)"
     )
-    m = replace(m, slots=todo, deadline=None if o.budget_min is None else time.monotonic() + 60 * o.budget_min)
+    m = replace(m, deadline=None if o.budget_min is None else time.monotonic() + 60 * o.budget_min)
     return _measure(sweep_dir, m, o, log)
 
 

@@ -149,16 +149,18 @@ def where_to_look(spec: LaunchSpec) -> str:
 
 
 def probe_attached(
-    specs: Iterable[LaunchSpec],
+    specs: Sequence[LaunchSpec],
     prove: Callable[[str, prom.Snapshot], Any],
     log: Callable[[str], None] = print,
     workloads: Sequence[tuple[str, int | None, int]] = (),
+    chat: Sequence[str] = (),
 ) -> dict[str, AttachedFacts]:
     """Check every attached server in ``specs`` (the others are skipped) before any is measured:
     its URL, ``/v1/models`` listing ``served_model``, the ``workloads`` ((name, input tokens or None, output
     tokens)) against its ``max_model_len`` (:func:`check_fit`), and ``prove(role, snapshot of /metrics)``
     (which raises FallbackDetected when the mode is not the declared one; skipped when ``/metrics`` is
-    unavailable, which the start-up proof handles). Returns role -> :class:`AttachedFacts`. Raises BadInput
+    unavailable, which the start-up proof handles); with ``chat`` workloads (their names), a minimal chat request
+    (:func:`check_chat`). Returns role -> :class:`AttachedFacts`. Raises BadInput
     (bad URL, a workload that cannot fit) or ServerError (unreachable, HTTP error, wrong model name)."""
     facts: dict[str, AttachedFacts] = {}
     for spec in specs:
@@ -187,7 +189,30 @@ def probe_attached(
             continue
         prove(role, snap)
         log(f"[{role}] checked {redact_url(url)}: {serves}, speculative decoding as declared")
+    for spec in specs if chat else ():  # once every server passed the checks above
+        if spec.attach_url:
+            check_chat(spec, chat)
     return facts
+
+
+def check_chat(spec: LaunchSpec, chat: Sequence[str]) -> None:
+    """Ask the attached server for one token of a minimal chat request (``/v1/chat/completions``): the server
+    started by hand, not the pair file's launch settings, decides whether it has a chat template (vLLM answers
+    a chat request without one with an HTTP 400). Raises ServerError naming the answer, the ``chat`` workloads
+    and the fix."""
+    body = {"model": spec.served_model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+    where = f"{spec.role} server at {redact_url(spec.base_url)}"
+    try:
+        answer = httpx.post(spec.base_url + "/v1/chat/completions", json=body, timeout=30.0, headers=spec.headers)
+    except httpx.HTTPError as exc:
+        raise ServerError(f"{where}: a minimal chat request failed ({exc})") from None
+    if answer.status_code != 200:
+        said = " ".join(answer.text.split())[:200]
+        raise ServerError(
+            f"{where} refused a minimal chat request (HTTP {answer.status_code}: {said}); "
+            f"the chat workload(s) {', '.join(chat)} need a chat template on that server: start it with "
+            "--chat-template FILE, or use completions workloads"
+        )
 
 
 def _facts(spec: LaunchSpec, listing: httpx.Response) -> AttachedFacts:

@@ -45,6 +45,7 @@ class _Timeline:
     http_status: int | None = None
     error: str | None = None
     done_s: float | None = None
+    resent: str | None = None
 
 
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> CompletionBody:
@@ -85,7 +86,10 @@ async def stream_request(
     as their bytes came off the socket, ``done_s`` when the response was read to its end. The response
     is always drained to its end, even after ``[DONE]`` or an error event, so ``conn`` stays reusable.
     Never raises for request failures: they end up in the record's ``error`` (``http_status`` holds
-    the status when one came). A transport failure after ``[DONE]`` (while draining) is not an error
+    the status when one came); a 200 whose ``Content-Type`` is given and is not an event stream (a JSON body, a
+    proxy's HTML page) is ``malformed``, naming the type and the body's start (vLLM streams
+    ``text/event-stream``: ``StreamingResponse(media_type="text/event-stream")`` in its OpenAI serving code).
+    A transport failure after ``[DONE]`` (while draining) is not an error
     of the request: its timeline is complete, and the connection reconnects for the next one. A NaN or
     infinite number in ``body`` is never sent: ValueError (strictjson.body).
     """
@@ -95,11 +99,19 @@ async def stream_request(
     reader = _Reader(line)
     try:
         response = await conn.post_stream(endpoint_path(endpoint), payload)
-        line.send_s, line.http_status = response.sent_s, response.status
+        line.send_s, line.http_status, line.resent = response.sent_s, response.status, conn.resent
         if response.status != 200:
             line.error = f"HTTP {response.status}"  # kept if the error body cannot be read
             text = (await response.read()).decode("utf-8", "replace")
             line.error = f"HTTP {response.status}: {text[:300]}"
+        elif (ctype := response.headers.get("content-type", "")) and "event-stream" not in ctype.lower():
+            line.error = f"malformed: HTTP 200 with Content-Type {ctype}"  # kept if the body cannot be read
+            text = " ".join((await response.read()).decode("utf-8", "replace").split())
+            line.error = (
+                f"malformed: HTTP 200 with Content-Type {ctype}, not an event stream (text/event-stream): "
+                f"{text[:160]!r}; something other than the server answers at this URL (a proxy, a gateway, "
+                "a login page), or the server ignored stream: true"
+            )
         else:
             reader.last = line.send_s
             await response.deliver(reader.feed)

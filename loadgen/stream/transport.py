@@ -14,7 +14,7 @@ Failures raise :class:`TransportError` with a short message (``connection refuse
 (the silence observed since the last byte, or since the request when none came), ``connection reset by peer
 mid-stream``, ``connection closed mid-stream``, ``bad status line: ...``, ``TLS error: ...``). A request
 on a reused connection that the server had closed (no response byte came) is sent once more, on a new
-connection.
+connection, and says so (``resent``: the request's record keeps it).
 
 Unlike httpx: proxies are not supported (``HTTP(S)_PROXY`` is ignored), nor HTTP/2, redirects, cookies,
 compression; ``https://`` verifies with ``ssl.create_default_context()``; connect time is not in TTFT.
@@ -150,6 +150,7 @@ class StreamConnection:
         )
         self.connections, self._busy = 0, False  # _busy: a response is not read to its end
         self.sent_s: float | None = None
+        self.resent: str | None = None  # why the last request was sent again (post_stream), None: once
         self._wire: _Wire | None = None
 
     def _ready(self) -> bool:
@@ -188,14 +189,16 @@ class StreamConnection:
         request = (
             f"POST {self.prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}content-length: {len(body)}\r\n\r\n"
         ).encode("latin-1") + body
-        reused = self._ready()
+        reused, self.resent = self._ready(), None
         await self.open()
         try:  # after another error the connection stays busy, so the next request reconnects
             return await self._exchange(request)
-        except _Stale:
+        except _Stale as exc:
             if not reused:
                 raise
+            why = str(exc)
         await self.open()  # the server had closed the idle connection: once more, on a new one
+        self.resent = f"{why} on a reused connection: sent again on a new one"
         return await self._exchange(request)
 
     async def _exchange(self, request: bytes) -> StreamResponse:

@@ -66,8 +66,16 @@ def test_min_lossless_match_with_a_lossy_method_is_refused(tmp_path: Path, monke
         "min_lossless_match or use a lossless rejection_sample_method (standard, block)"
     )
     monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: "0.33.0")
-    with pytest.raises(PairCheckError, match="criteria.min_lossless_match: .*= 0.95 cannot be judged") as err:
-        run_pair_check(pair, False, lambda _: None)
+    logged: list[str] = []
+    with pytest.raises(PairCheckError) as err:
+        run_pair_check(pair, False, logged.append)
     assert err.value.exit_code == 2
+    # the FAIL line says it once; the error names the check without repeating its text
+    assert [line for line in logged if "cannot be judged" in line] == [
+        f"FAIL criteria.min_lossless_match: {refused.message}"
+    ]
+    assert (
+        str(err.value) == "pair check failed: 1 blocking finding(s) above (criteria.min_lossless_match); fix them first"
+    )
     lossless = dataclasses.replace(pair, speculative=pair.speculative.with_values(rejection_sample_method="standard"))
     assert blocking(check_pair(lossless, "0.33.0")) == []

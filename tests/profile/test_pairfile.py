@@ -184,8 +184,12 @@ def test_a_path_that_is_no_file_is_reported_as_that_path(tmp_path: Path) -> None
     with pytest.raises(ProfileError) as missing:
         resolve_pair_path("profiles/pairs/nonexistent.toml", tmp_path / "pairs")
     assert str(missing.value) == (
-        "no pair file profiles/pairs/nonexistent.toml (no such file); pass an existing .toml file or a pair name (mini)"
+        "no pair file profiles/pairs/nonexistent.toml (no such file); pass an existing .toml file or a pair name "
+        "(available: mini)"
     )
+    # with no pair files at all, where they were looked for (not "(-)")
+    with pytest.raises(ProfileError, match=r"a pair name \(available: none in .*empty \(pair names are read from"):
+        resolve_pair_path("profiles/pairs/nonexistent.toml", tmp_path / "empty")
     with pytest.raises(ProfileError) as elsewhere:
         resolve_pair_path(str(tmp_path / "mini.toml"), tmp_path / "pairs")
     assert str(elsewhere.value) == (

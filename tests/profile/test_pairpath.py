@@ -62,7 +62,7 @@ def test_a_path_that_is_no_file(pairs: Path, tmp_path: Path) -> None:
         resolve_pair_path(str(tmp_path), pairs)  # a folder
     assert str(info.value) == (
         f"no pair file {tmp_path} (a folder); pass an existing .toml file or a pair name "
-        "(demo-cpu, demo-cpu-ngram, h200-1b-draft)"
+        "(available: demo-cpu, demo-cpu-ngram, h200-1b-draft)"
     )
     with pytest.raises(ProfileError, match="no pair file other.toml \\(no such file\\); pass an existing"):
         resolve_pair_path("other.toml", pairs)

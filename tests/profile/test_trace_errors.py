@@ -20,9 +20,9 @@ from loadgen.profile.trace import (
     offsets_s,
     one_token_words,
     read_trace,
-    scaled_name,
     trace_requests,
 )
+from loadgen.profile.traceworkload import scaled_name
 from loadgen.profile.workload import load_tokenizer, load_workloads
 from tests.support.tokfactory import trained_vocab, write_model
 
@@ -46,7 +46,10 @@ def _letter_tokenizer() -> Tokenizer:
 
 
 def test_a_missing_file_and_an_empty_one_are_named(tmp_path: Path) -> None:
-    with pytest.raises(ProfileError, match=r"nope.jsonl: trace file not found; set path to a JSONL trace"):
+    with pytest.raises(
+        ProfileError,
+        match=r"nope.jsonl: trace file not found; set path to a trace \(Mooncake JSONL, an Azure or BurstGPT CSV",
+    ):
         read_trace(tmp_path / "nope.jsonl")
     (tmp_path / "e.jsonl").write_text("\n  \n")
     with pytest.raises(ProfileError, match=r"e.jsonl: the trace is empty; write one request per line$"):

@@ -256,16 +256,18 @@ def test_a_declared_verdict_lists_declared_keys_defaults_and_lines() -> None:
     assert out[i + 6 : i + 8] == ["- w c=2: fail: because", "- resource kv_capacity_loss: pass: 0.05 <= 0.2"]
 
 
-def test_capacity_rows_name_the_slo_and_none_tested() -> None:
+def test_capacity_rows_name_the_slo_and_that_no_tested_level_held() -> None:
     cap = {
         "w": {
             "plain": {"capacity_concurrency": 2, "goodput_rps": 1.5},
             "speculative": {"capacity_concurrency": None, "goodput_rps": None},
         }
     }
-    out = lines(card(capacity=cap, slo={"percentile": 99.0, "ttft_s": 0.5, "tpot_s": None, "e2e_s": 2.0}))
+    slo = {"percentile": 99.0, "ttft_s": 0.5, "tpot_s": None, "e2e_s": 2.0}
+    out = lines(card(capacity=cap, slo=slo, concurrency=[1, 2]))
     assert "SLOs judged at p99: ttft ≤ 0.5 s, e2e ≤ 2 s." in out
-    assert "| w | plain | 2 | 1.50 |" in out and "| w | speculative | none tested | – |" in out
+    # both levels were tested and neither held for the speculative server: said so, not "none tested"
+    assert "| w | plain | 2 | 1.50 |" in out and "| w | speculative | none: no tested level (1, 2) held | – |" in out
 
 
 def test_resource_rows_in_gib_with_the_kv_loss_percentage() -> None:
@@ -280,6 +282,18 @@ def test_resource_rows_in_gib_with_the_kv_loss_percentage() -> None:
     assert "| CPU RSS (process tree) | – | – | – |" in out
     assert "| KV-cache capacity (tokens, cache_config_info) | 1000 | 800 | 200 lost (20.0 %) |" in out
     assert "- KV note" in out
+
+
+def test_a_cpu_card_has_no_gpu_row_nor_gpu_placement() -> None:
+    # no GPU visible: the GPU memory row and CUDA_VISIBLE_DEVICES / memory fraction would only read "-" and None
+    res = {"plain": {"cpu_rss_bytes": 2**30, "kv_cache_tokens": 1000}, "speculative": {"cpu_rss_bytes": 2 * 2**30}}
+    cpu = {"cpu_model": "X", "cpu_cores": 2, "memory_bytes": 2**33, "gpus": []}
+    place = {"plain": {"attached": False, "cuda_visible_devices": None, "gpu_memory_utilization": None}}
+    out = lines(card(resources=res, hardware=cpu, placement=place))
+    assert not [line for line in out if line.startswith("| GPU memory")]
+    assert "| CPU RSS (process tree) | 1.00 GiB | 2.00 GiB | – |" in out
+    assert "- placement: launched by loadgen on the CPU (no GPU visible)" in out
+    assert not [line for line in out if "memory fraction" in line or "CUDA_VISIBLE_DEVICES" in line]
 
 
 def test_files_table_lists_pinned_files() -> None:

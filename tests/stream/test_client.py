@@ -5,14 +5,16 @@ from __future__ import annotations
 import itertools
 
 import orjson
+import pytest
 
+from loadgen.measure.faults import classify
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
 from loadgen.stream.chunks import common_tokens, interpret
 from loadgen.stream.client import _absorb, _Reader, _Timeline, build_payload
 from tests.support.fakerun import fetch_one
-from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
+from tests.support.scripted_server import CONTENT_TYPE, DONE, completion_chunk, usage_chunk
 
 SCRIPTS = {
     "normal": (
@@ -167,3 +169,22 @@ def test_the_common_chunk_path_matches_the_general_interpretation() -> None:
         "stop",
     )
     assert common_tokens({"choices": [{"text": "a", "token_ids": [True]}]}) is None
+
+
+@pytest.mark.parametrize(
+    ("ctype", "body"),
+    [
+        ("application/json", b'{"id": "cmpl-1", "object": "text_completion", "choices": [{"text": "hi"}]}'),
+        ("text/html; charset=utf-8", b"<html><body>Sign in to continue</body></html>"),
+    ],
+)
+def test_a_200_that_is_not_an_event_stream_names_its_content_type(ctype: str, body: bytes) -> None:
+    # a proxy's page or a non-streaming JSON answer: said as such, not only "no tokens"
+
+    rec = fetch_one({"p": (200, [(0.0, CONTENT_TYPE + ctype.encode() + b">"), (0.0, body)])}, "p", 2)
+    assert rec.http_status == 200 and rec.chunk_tokens == []
+    assert rec.error is not None and rec.error.startswith(
+        f"malformed: HTTP 200 with Content-Type {ctype}, not an event stream (text/event-stream): "
+        f"{body.decode()[:160]!r}; something other than the server answers at this URL"
+    )
+    assert classify(rec.error) == "malformed"

@@ -503,6 +503,22 @@ def test_stale_keep_alive_connection_is_retried_once_on_a_new_one() -> None:
     asyncio.run(go())
 
 
+def test_a_request_sent_again_on_a_new_connection_says_so_in_its_record() -> None:
+    async def go() -> None:
+        ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        async with raw_server(lambda c, k, request: (ok if k == 0 else None, False)) as (url, state):
+            conn = StreamConnection(url)
+            first = await stream_request(conn, _body("a"), _record("a"))
+            second = await stream_request(conn, _body("b"), _record("b"))
+            conn.close()
+        assert state.connections == 2 and len(state.requests) == 3
+        assert first.resent is None and "resent" not in first.to_json()  # sent once: the line is as before
+        assert second.resent == "connection closed before the response on a reused connection: sent again on a new one"
+        assert second.to_json()["resent"] == second.resent
+
+    asyncio.run(go())
+
+
 def test_fresh_connection_closed_before_the_response_is_an_error() -> None:
     async def go() -> None:
         async with raw_server(lambda c, k, request: (None, True)) as (url, state):

@@ -17,6 +17,16 @@ each request's steps take a lognormal factor of log-SD ``S`` more (seeded by the
 spread of a real server. ``SCRIPTED_ENGINE_CROWD`` = ``N:F``: every step takes ``F`` times its base while ``N``
 or more requests are in flight on this server (counted from a request's arrival to its last chunk), a per-token
 delay that depends on the batch.
+
+``SCRIPTED_ENGINE_METRICS`` set: ``GET /metrics`` answers vLLM's counters as vLLM names them (one engine,
+``engine="0"``), counted from what it streamed: ``vllm:request_success_total{finished_reason="length"}``,
+``vllm:generation_tokens_total``, and on a speculative server the spec-decode counters of its perfect draft
+(per step of s tokens after the first: one draft, K draft tokens, s - 1 accepted, positions 0..s-2 accepted),
+with ``process_start_time_seconds``. ``SCRIPTED_ENGINE_FAULT`` = ``KIND[:WHICH]@N``: from the N-th ``/metrics``
+answer on (1-based), the counters ``WHICH`` names (``spec``, the default: every spec-decode counter;
+``accepted``: the accepted ones; ``tokens``; ``requests``) read ``KIND``: ``nan`` (``NaN``), ``inf``
+(``+Inf``), ``negative`` (their value negated) or ``halve`` (half their value: counters that go backwards
+without a restart).
 """
 
 from __future__ import annotations
@@ -37,7 +47,9 @@ from typing import ClassVar
 
 from tests.support.scripted_server import DONE, completion_chunk, models_body, usage_chunk
 
-VERSION = "0.0.0+scripted"
+#: The version ``/version`` reports (``SCRIPTED_ENGINE_VERSION``, e.g. ``0.32.0`` for an attached server that the
+#: pair check reads).
+VERSION = os.environ.get("SCRIPTED_ENGINE_VERSION", "0.0.0+scripted")
 REPO = Path(__file__).resolve().parents[2]
 #: A workload and a pair file (``.format(name=, k=, python=, repo=)``) whose servers are this engine.
 WORKLOAD = 'name = "w"\nkind = "short-homogeneous"\nendpoint = "completions"\noutput_tokens = 9\nseed = 1\n'
@@ -94,6 +106,9 @@ class _Engine(BaseHTTPRequestHandler):
     jitter_sd: ClassVar[float] = 0.0
     jitter: ClassVar[random.Random] = random.Random(0)
     in_flight: ClassVar[int] = 0
+    counters: ClassVar[dict[str, float]] = {}
+    scrapes: ClassVar[int] = 0
+    started: ClassVar[float] = 0.0
     lock: ClassVar[threading.Lock] = threading.Lock()
 
     def log_message(self, format: str, *args: object) -> None:
@@ -117,6 +132,12 @@ class _Engine(BaseHTTPRequestHandler):
             "/version": json.dumps({"version": VERSION}).encode(),
         }
         path = self.path.split("?")[0]
+        if path == "/metrics" and os.environ.get("SCRIPTED_ENGINE_METRICS"):
+            with self.lock:
+                _Engine.scrapes += 1
+                text = exposition(dict(_Engine.counters), self.k, _Engine.scrapes, self.model, _Engine.started)
+            self._send(200, text.encode(), "text/plain; version=0.0.4")
+            return
         self._send(200, answers[path]) if path in answers else self._send(404, b'{"error": "not found"}')
 
     def do_POST(self) -> None:
@@ -149,13 +170,71 @@ class _Engine(BaseHTTPRequestHandler):
             ids = list(range(at + 1, at + size + 1))
             at += size
             self._chunk(completion_chunk(" t" * size, ids, "length" if i == len(sizes) - 1 else None))
+        self._count(sizes)
         self._chunk(usage_chunk(len(str(body.get("prompt", "")).split()), n))
         self._chunk(DONE)
         self.wfile.write(b"0\r\n\r\n")
 
+    def _count(self, sizes: list[int]) -> None:
+        """Count one finished request of chunks ``sizes`` (the first one token, then one per step)."""
+        with self.lock:
+            c = _Engine.counters
+            c["requests"] = c.get("requests", 0) + 1
+            c["tokens"] = c.get("tokens", 0) + sum(sizes)
+            if self.k:
+                for size in sizes[1:]:
+                    c["drafts"] = c.get("drafts", 0) + 1
+                    c["draft_tokens"] = c.get("draft_tokens", 0) + self.k
+                    c["accepted"] = c.get("accepted", 0) + size - 1
+                    for pos in range(size - 1):
+                        c[f"pos{pos}"] = c.get(f"pos{pos}", 0) + 1
+
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+#: Which counters a fault of ``SCRIPTED_ENGINE_FAULT`` hits (module docstring).
+FAULT_TARGETS = {
+    "spec": ("drafts", "draft_tokens", "accepted", "pos"),
+    "accepted": ("accepted", "pos"),
+    "tokens": ("tokens",),
+    "requests": ("requests",),
+}
+
+
+def _faulty(key: str, value: float, scrape: int) -> str:
+    """``value`` of counter ``key`` as the ``scrape``-th ``/metrics`` answer writes it (module docstring)."""
+    fault = os.environ.get("SCRIPTED_ENGINE_FAULT", "")
+    kind, _, at = fault.partition("@")
+    kind, _, which = kind.partition(":")
+    if not fault or scrape < int(at or 1) or not key.startswith(FAULT_TARGETS[which or "spec"]):
+        return repr(float(value))
+    return {"nan": "NaN", "inf": "+Inf", "negative": repr(-float(value)), "halve": repr(float(value) / 2)}[kind]
+
+
+def exposition(counters: dict[str, float], k: int, scrape: int, model: str, started: float) -> str:
+    """The ``/metrics`` text of ``counters`` (module docstring) at the ``scrape``-th answer."""
+    labels = f'engine="0",model_name="{model}"'
+
+    def line(name: str, key: str, extra: str = "") -> str:
+        return f"{name}{{{labels}{extra}}} {_faulty(key, counters.get(key, 0), scrape)}\n"
+
+    out = f"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {started!r}\n"
+    out += "# TYPE vllm:request_success counter\n"
+    out += line("vllm:request_success_total", "requests", ',finished_reason="length"')
+    out += "# TYPE vllm:generation_tokens counter\n" + line("vllm:generation_tokens_total", "tokens")
+    if k:
+        for name, key in (
+            ("num_drafts", "drafts"),
+            ("num_draft_tokens", "draft_tokens"),
+            ("num_accepted_tokens", "accepted"),
+        ):
+            out += f"# TYPE vllm:spec_decode_{name} counter\n" + line(f"vllm:spec_decode_{name}_total", key)
+        out += "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n"
+        for pos in range(k):
+            out += line("vllm:spec_decode_num_accepted_tokens_per_pos_total", f"pos{pos}", f',position="{pos}"')
+    return out
 
 
 def drift_factor(now: float) -> float:
@@ -195,6 +274,7 @@ def main(argv: list[str]) -> int:
     _Engine.step_s = float(os.environ.get("SCRIPTED_ENGINE_STEP_S", "0.01"))
     _Engine.jitter_sd = float(os.environ.get("SCRIPTED_ENGINE_JITTER", "0"))
     _Engine.jitter = random.Random(int(args.port))
+    _Engine.started = time.time()
     shown = f"SpeculativeConfig(method='{spec.get('method')}', num_spec_tokens={_Engine.k})" if spec else "None"
     print(
         f"Initializing an LLM engine (v{VERSION}) with config: model={args.model!r}, speculative_config={shown}",

@@ -29,6 +29,8 @@ Script = tuple[int, list[Step]] | list[tuple[int, list[Step]]]
 PromptScript = Callable[[str], tuple[int, list[Step]]]
 RESET = b"<reset>"
 CLOSE = b"<close>"
+#: A first step ``CONTENT_TYPE + b"text/html>"`` sets the answer's Content-Type (a proxy's page, a JSON body).
+CONTENT_TYPE = b"<content-type:"
 
 
 @dataclass
@@ -127,8 +129,11 @@ class _Handler(BaseHTTPRequestHandler):
                 status, steps = script.pop(0) if len(script) > 1 else script[0]
         else:
             status, steps = script
+        ctype = "text/event-stream" if status == 200 else "application/json"
+        if steps and (steps[0][1] or b"").startswith(CONTENT_TYPE):  # a content type of the script's own
+            ctype, steps = (steps[0][1] or b"")[len(CONTENT_TYPE) : -1].decode(), steps[1:]
         self.send_response(status)
-        self.send_header("Content-Type", "text/event-stream" if status == 200 else "application/json")
+        self.send_header("Content-Type", ctype)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for delay, data in steps:
