@@ -132,3 +132,10 @@ def test_the_schedule_note_replaces_by_design_and_a_named_cause_replaces_the_gen
     assert notes[1].startswith("speculative: the K schedule (num_speculative_tokens_per_batch_size) did not apply")
     unexplained = cause_notes([GENERIC_HINT], {}, {}, {"tpot_p50": ratio}, ProtocolCell("w", 2), spec)
     assert unexplained == [GENERIC_HINT]
+
+
+def test_facts_of_a_real_vllm_032_startup_log() -> None:
+    """The non-default-args line and the engine's config line as vLLM 0.32.0 (CPU build) printed them."""
+    facts = ServerFacts.from_log((DATA / "vllm032_cpu_startup_lines.log").read_text())
+    assert (facts.tensor_parallel_size, facts.data_parallel_size, facts.enforce_eager) == (1, 1, True)
+    assert facts.stream_interval is None and facts.source["enforce_eager"] == "startup log"
