@@ -139,3 +139,20 @@ def test_facts_of_a_real_vllm_032_startup_log() -> None:
     facts = ServerFacts.from_log((DATA / "vllm032_cpu_startup_lines.log").read_text())
     assert (facts.tensor_parallel_size, facts.data_parallel_size, facts.enforce_eager) == (1, 1, True)
     assert facts.stream_interval is None and facts.source["enforce_eager"] == "startup log"
+
+
+def test_multiprocess_metrics_say_the_process_start_check_was_unavailable() -> None:
+    from loadgen.measure.causes import multiprocess_notes
+
+    gauges = {"vllm:num_requests_running": {"mean": 1.0, "max": 1.0}}
+    mp = CellEntry(role="plain", workload="w", concurrency=1, gauges=gauges, process_start_time_s=[None, None])
+    single = CellEntry(
+        role="speculative", workload="w", concurrency=1, gauges=gauges, process_start_time_s=[1.0e9, 1.0e9]
+    )
+    no_metrics = CellEntry(role="placebo", workload="w", concurrency=1, metrics_error="HTTP 404")
+    notes = multiprocess_notes({"plain": [mp], "speculative": [single], "placebo": [no_metrics]})
+    assert notes == [
+        "plain: /metrics has no process_start_time_seconds (Prometheus multiprocess mode, as with "
+        "--api-server-count above 1): the restart check by process start time was unavailable; counter resets "
+        "still count as restart evidence"
+    ]
