@@ -14,6 +14,7 @@ Each finding is one line with its fix.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 
 from loadgen.check.asyncsched import async_findings
@@ -24,6 +25,7 @@ from loadgen.check.hashes import ARTIFACTS, artifact_hashes, model_hashes, sha25
 from loadgen.check.headvocab import head_vocab_findings
 from loadgen.check.lossy import lossy_findings
 from loadgen.check.promptlines import skipped_line_findings
+from loadgen.check.serverconfig import generation_findings, launch_findings, mtp_findings
 from loadgen.check.specconfig import (
     HEX40,
     check_draft_revision,
@@ -183,6 +185,14 @@ def _declared_findings(pair: Pair, target_dir: Path | None, env: Mapping[str, st
     out = lossy_findings(pair.speculative, env, pair.criteria) + skipped_line_findings(pair)
     if target_dir is not None:
         out += speculators_target(ModelConfig.read(target_dir), f"the target {target_dir}")
+    roles = {r: [*pair.engine.args, *(s.args if (s := pair.servers.get(r)) else ())] for r in ("plain", "speculative")}
+    out += launch_findings(
+        roles,
+        [lv.concurrency for lv in pair.load.levels() if lv.rate_rps is None],
+        bool(pair.speculative.num_speculative_tokens_per_batch_size),
+    )
+    out += generation_findings(target_dir, asdict(pair.sampling))
+    out += mtp_findings(pair.method, pair.num_speculative_tokens, target_dir)
     return out + chat_template_findings(pair, target_dir)
 
 

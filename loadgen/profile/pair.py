@@ -118,22 +118,35 @@ class Engine:
 class RoleServer:
     """Per-role settings (``[servers.plain]``, ``[servers.speculative]``): extra args and env on top of
     ``[engine]`` (placement: ``CUDA_VISIBLE_DEVICES``, ``--gpu-memory-utilization``, ...), a port, or the
-    URL of an already running server to attach to instead of launching one."""
+    URL of an already running server to attach to instead of launching one, with ``log`` the path of that
+    server's startup log (read for its configuration facts, engine path and speculative config, as a launched
+    server's own log is; docs/vllm-notes.md "What loadgen reads of a server's configuration")."""
 
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     port: int | None = None
     url: str | None = None
+    log: str | None = None
 
 
 @dataclass(frozen=True)
 class Sampling:
-    """Sampling sent identically to both servers (temperature 0 = greedy)."""
+    """Sampling sent identically to both servers (temperature 0 = greedy), every field of vLLM's
+    ``SamplingParams`` that changes the output sent explicitly: vLLM applies the model's
+    ``generation_config.json`` defaults (``repetition_penalty``, ``top_k``, ``top_p``, ``temperature``,
+    ``min_p``) to every field a request leaves out (``--generation-config auto``, the default;
+    vLLM docs "OpenAI-Compatible Server", Extra Parameters), so the neutral values here (top_k -1 = off,
+    min_p 0, penalties 1 / 0 / 0) keep those defaults from applying unseen."""
 
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int | None = 0
     ignore_eos: bool = True
+    top_k: int = -1
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
 
 
 @dataclass(frozen=True)

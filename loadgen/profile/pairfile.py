@@ -98,11 +98,20 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
     url = t.get("url", str, None)
     if url is not None and not url.startswith(("http://", "https://")):
         raise ProfileError(f"{path}: [servers.{role}].url must start with http:// or https://, got {url!r}")
+    log = t.get("log", str, None)
+    if log is not None:
+        log = str(Path(log) if Path(log).is_absolute() else path.parent / log)
+        if not Path(log).is_file():
+            raise ProfileError(
+                f"{path}: [servers.{role}].log {log!r} is not a file; give the attached server's startup log "
+                "(its stdout as vLLM printed it) or drop the key"
+            )
     out = RoleServer(
         args=t.str_list("args", []),
         env=dict(env),
         port=t.positive_int("port", None) if "port" in t.data else None,
         url=url,
+        log=log,
     )
     t.finish()
     return out
@@ -172,6 +181,11 @@ def _sampling(top: Table) -> Sampling:
         top_p=float(smp.get("top_p", (int, float), 1.0, "a number")),
         seed=smp.get("seed", int, 0),
         ignore_eos=smp.get("ignore_eos", bool, True),
+        top_k=smp.get("top_k", int, -1),
+        min_p=float(smp.get("min_p", (int, float), 0.0, "a number")),
+        repetition_penalty=float(smp.get("repetition_penalty", (int, float), 1.0, "a number")),
+        presence_penalty=float(smp.get("presence_penalty", (int, float), 0.0, "a number")),
+        frequency_penalty=float(smp.get("frequency_penalty", (int, float), 0.0, "a number")),
     )
     smp.finish()
     return sampling

@@ -29,6 +29,9 @@ class CompletionBody:
     prompt: str | None = None
     messages: tuple[Mapping[str, str], ...] | None = None
     cache_salt: str | None = None
+    #: The other sampling fields, sent on every request (profile/pair.py ``Sampling``: ``top_k``, ``min_p``,
+    #: ``repetition_penalty``, ``presence_penalty``, ``frequency_penalty``), in that order.
+    more_sampling: tuple[tuple[str, float], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object as sent (keys in this order: model, stream, stream_options, return_token_ids, sampling,
@@ -41,6 +44,7 @@ class CompletionBody:
             "temperature": self.temperature,
             "top_p": self.top_p,
             "ignore_eos": self.ignore_eos,
+            **dict(self.more_sampling),
         }
         if self.seed is not None:
             body["seed"] = self.seed

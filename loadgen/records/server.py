@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loadgen.records.cardwire import FIX, Wire
+from loadgen.records.serverfacts import ServerFacts
 from loadgen.records.wire import NUM, STR, Where, map_of, maybe, obj
 from loadgen.records.wire import field as read
 
@@ -48,7 +49,8 @@ class EnginePath(Wire):
 class EffectiveConfig(Wire):
     """What a server says it runs: ``base_url`` (credentials redacted), ``version`` (``/version``; absent when
     it did not answer), the startup log's ``speculative_config=...`` (None: not in the log, or no log for an
-    attached server), its KV-cache size in tokens, the engine path and the CUDA-graph capture ceiling."""
+    attached server), its KV-cache size in tokens, the engine path, the CUDA-graph capture ceiling and the
+    configuration facts of its launch line and startup log (records/serverfacts.py; absent in older files)."""
 
     base_url: str
     speculative_config_log: str | None
@@ -56,6 +58,7 @@ class EffectiveConfig(Wire):
     engine_path: EnginePath
     cudagraph_ceiling: int | None
     version: str | None = None
+    server_facts: ServerFacts | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The effective record's keys in the order the file has them (``version`` second when known)."""

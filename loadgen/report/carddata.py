@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from loadgen.measure.blockstate import state_notes
+from loadgen.measure.causes import abnormal_step_note, cause_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.measure.diagnosis import lossless, lossless_note, lossy_rejection, slo_check
 from loadgen.measure.judging import card_verdict, judged_resources
@@ -32,6 +33,7 @@ from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.request import RequestRecord
+from loadgen.records.serverfacts import ServerView
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import UsageFigures
 from loadgen.report.cardlevels import capacities, crossovers
@@ -219,6 +221,11 @@ def _cell(
         *state_notes({r: entries[(*key, r)] for r in (*ROLES, PLACEBO) if entries.get((*key, r))}),
         *declared_notes(proto, planned, entries.get((*key, "speculative")) or []),
     ]
+    lines, views = (
+        {r: entries.get((*key, r)) or [] for r in ROLES},
+        {r: ServerView.of(files.servers.get(r)) for r in ROLES},
+    )
+    notes = cause_notes(notes, views, lines, ratios, planned, spec_config)
     cell = CardCell(
         workload=key[0],
         level=key[1],
@@ -244,11 +251,13 @@ def _cell(
         *(["lossless"] if len(stats) == 2 else []),
         "notes",
     )
-    return apply_step_times(
+    cell = apply_step_times(
         cell,
         {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None] for role in ROLES},
         role_entries,
     )
+    step = abnormal_step_note(cell.cost, spec_config, views, lines["speculative"])
+    return replace(cell, notes=(*cell.notes, step)) if step else cell
 
 
 def card_of(files: RunFiles) -> PairCard:

@@ -17,6 +17,7 @@ from loadgen.profile.overrides import Overrides, described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
 from loadgen.records.server import EnginePath
+from loadgen.records.serverfacts import facts_line
 from loadgen.report.designmd import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.tracemd import trace_rows
 from loadgen.report.workloadmd import context_rows
@@ -309,7 +310,7 @@ def _servers_rows(card: PairCard) -> list[str]:
             f"{eff.get('spec_positions')}",
             f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
             f"{_num(eff.get('ready_s'), 0)} s",
-            *[f"- {line}" for line in [proof_line(eff)] if line],
+            *[f"- {line}" for line in [proof_line(eff), facts_line(eff)] if line],
             "",
         ]
     none = EnginePath.of(None)

@@ -95,6 +95,7 @@ def launch_spec(
         run_dir / "servers" / f"{role}.log",
         attach_url or extra.url,
         api_key,
+        Path(extra.log) if extra.log else None,
     )
 
 

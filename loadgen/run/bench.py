@@ -171,7 +171,12 @@ class Bench:
         except RunFailed as exc:
             self.log(f"[{arm.server}] {exc}: measuring without server-side figures")
             proof = modeproof.prove_without_metrics(
-                role, config.speculative_config_log, server.minimal_response, server.process is not None, str(exc)
+                role,
+                config.speculative_config_log,
+                server.minimal_response,
+                server.process is not None,
+                str(exc),
+                config.server_facts.stream_interval if config.server_facts else None,
             )
             snap = prom.parse_metrics("")
         else:

@@ -76,29 +76,36 @@ def check_effective_method(role: str, declared: str, spec_log: str | None, k: in
 
 
 def prove_without_metrics(
-    role: str, spec_log: str | None, minimal: MinimalResponse | None, launched: bool, reason: str
+    role: str,
+    spec_log: str | None,
+    minimal: MinimalResponse | None,
+    launched: bool,
+    reason: str,
+    stream_interval: int | None = None,
 ) -> ModeProof:
     """The proof of mode when ``/metrics`` answered no Prometheus text at start-up (``reason``, one line).
 
     ``spec_log`` is the startup log's ``speculative_config`` (records/server.py ``EffectiveConfig``),
     ``minimal`` the minimal completion (``chunk_tokens``, ``chunk_tokens_exact``; None: none was made),
     ``launched`` True when loadgen started the server (its command line carries the declared speculative
-    config). Returns the records/server.py ``ModeProof`` run/bench.py saves: ``spec_decode_metrics`` and
+    config), ``stream_interval`` the server's ``--stream-interval`` (None: not known, vLLM's 1). Returns the
+    records/server.py ``ModeProof`` run/bench.py saves: ``spec_decode_metrics`` and
     ``spec_positions`` None (not measured), ``metrics_unavailable`` (the reason), ``mode_evidence`` (the
     lines) and ``mode_proof`` (``"weaker"``, or ``"unproven"`` when nothing shows speculation on the
     speculative server).
 
     Raises FallbackDetected when the evidence contradicts the role (check_effective_method, or more than
-    one token in a chunk of the plain server's greedy completion)."""
+    ``stream_interval`` tokens, 1 by default, in a chunk of the plain server's greedy completion)."""
     chunks = list(minimal.chunk_tokens) if minimal else []
     exact = minimal.chunk_tokens_exact if minimal else True
     most = max(chunks, default=0)
+    interval = stream_interval or 1
     evidence: list[str] = []
-    if role == "plain" and exact and most > 1:
+    if role == "plain" and exact and most > interval:
         raise FallbackDetected(
             f"the plain server sent {most} tokens in one chunk of a temperature-0 completion "
-            f"(tokens per chunk {chunks}): it runs speculative decoding; check [engine].args and "
-            "the target"
+            f"(tokens per chunk {chunks}, stream interval {interval}): it runs speculative decoding; check "
+            "[engine].args and the target"
         )
     if spec_log is not None:
         evidence.append(
@@ -110,10 +117,10 @@ def prove_without_metrics(
             + ("with --speculative-config" if role == "speculative" else "without --speculative-config")
         )
     if exact and chunks:
-        evidence.append(
-            f"minimal completion tokens per chunk {chunks}" + (" (more than 1: speculation)" if most > 1 else "")
-        )
-    shown = role == "plain" or most > 1 or (spec_log not in (None, "None"))
+        more = f" (more than {interval}: speculation)" if most > interval else ""
+        at = f" at stream interval {interval}" if interval > 1 else ""
+        evidence.append(f"minimal completion tokens per chunk {chunks}{at}{more}")
+    shown = role == "plain" or most > interval or (spec_log not in (None, "None"))
     return ModeProof(None, None, (), reason, tuple(evidence), "weaker" if shown and evidence else "unproven")
 
 

@@ -29,6 +29,7 @@ import httpx
 from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
 from loadgen.records.server import EffectiveConfig, MinimalRequest, MinimalResponse
+from loadgen.records.serverfacts import ServerFacts
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import Teardown
 from loadgen.serve import readiness, resources
@@ -58,6 +59,7 @@ class LaunchSpec:
     log_path: Path
     attach_url: str | None = None
     api_key: str | None = None
+    startup_log: Path | None = None  # an attached server's startup log ([servers.<role>].log)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -250,22 +252,34 @@ class Server:
         """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``,
         the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``) and the engine
         path (``engine_path``: async scheduling, model runner, fallback reasons; enginepath.py), unknown for
-        an attached server (no log); records/server.py ``EffectiveConfig``."""
+        an attached server unless its startup log was given (``startup_log``); records/server.py
+        ``EffectiveConfig``."""
         version = None
         with contextlib.suppress(httpx.HTTPError, ValueError, AttributeError):
             answer = self.fetch("/version").json().get("version")
             version = answer if isinstance(answer, str) else None
-        log = self.spec.log_path.read_text(errors="replace") if self.spec.log_path.exists() else ""
+        given = self.spec.startup_log if self.process is None else None
+        path = given or self.spec.log_path
+        log = path.read_text(errors="replace") if path.exists() else ""
         match, kv = _SPEC_LOG_RE.search(log), _KV_TOKENS_RE.search(log)
         self.effective = EffectiveConfig(
             redact_url(self.base_url),
             match.group(1) if match else None,
             int(kv.group(1).replace(",", "")) if kv else None,
-            parse_engine_path(log if self.process is not None else ""),
+            parse_engine_path(log if self.process is not None or given else ""),
             cudagraph_ceiling(log),
             version=version,
+            server_facts=self.facts(log),
         )
         return self.effective
+
+    def facts(self, log: str) -> ServerFacts | None:
+        """The configuration facts (records/serverfacts.py) of the launch line loadgen built, each missing one
+        from the startup log (an attached server's: the file given for it, else none); None when nothing says."""
+        facts = ServerFacts.from_args(self.spec.argv if self.process is not None else []).merged(
+            ServerFacts.from_log(log)
+        )
+        return facts if facts.said() else None
 
 
 def die_with_parent() -> None:

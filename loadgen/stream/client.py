@@ -65,6 +65,10 @@ def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> CompletionB
         seed=sampling.seed,
         prompt=None if chat else prompt.text,
         messages=tuple(prompt.messages or ()) if chat else None,
+        more_sampling=tuple(
+            (k, getattr(sampling, k))
+            for k in ("top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty")
+        ),
     )
 
 

@@ -70,7 +70,8 @@ def test_unknown_key_in_table(tmp_path: Path) -> None:
             "[sampling]\ntemperature",
             "[sampling]\ntemprature",
             "unknown key 'temprature' in [sampling]; known keys: "
-            "ignore_eos, seed, temperature, top_p (see profiles/README.md); did you mean 'temperature'?",
+            "frequency_penalty, ignore_eos, min_p, presence_penalty, repetition_penalty, seed, temperature, top_k, "
+            "top_p (see profiles/README.md); did you mean 'temperature'?",
         ),
     ],
 )

@@ -188,3 +188,18 @@ def test_a_200_that_is_not_an_event_stream_names_its_content_type(ctype: str, bo
         f"{body.decode()[:160]!r}; something other than the server answers at this URL"
     )
     assert classify(rec.error) == "malformed"
+
+
+def test_every_sampling_field_is_sent_so_generation_config_defaults_cannot_apply() -> None:
+    """vLLM fills every sampling field a request leaves out from the model's generation_config.json (Qwen2.5-Instruct:
+    repetition_penalty 1.05, top_k 20): each is sent, neutral unless the pair declares it."""
+    body = build_payload(Prompt("t", "w", "completions", "Once", None, 8), Sampling(), "m").to_json()
+    assert {k: body[k] for k in ("temperature", "top_p", "top_k", "min_p")} == {
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "top_k": -1,
+        "min_p": 0.0,
+    }
+    assert (body["repetition_penalty"], body["presence_penalty"], body["frequency_penalty"]) == (1.0, 0.0, 0.0)
+    declared = build_payload(Prompt("t", "w", "completions", "Once", None, 8), Sampling(repetition_penalty=1.05), "m")
+    assert declared.to_json()["repetition_penalty"] == 1.05

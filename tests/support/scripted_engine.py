@@ -1,12 +1,14 @@
 """A scripted stand-in for vLLM's OpenAI server that loadgen *launches* (``[engine].command = [python, "-m",
 "tests.support.scripted_engine"]``): it takes the arguments loadgen passes (``--model``, ``--served-model-name``,
-``--host``, ``--port``, ``--seed``, ``--speculative-config JSON``, anything else ignored), logs the startup
+``--host``, ``--port``, ``--seed``, ``--speculative-config JSON``, ``--stream-interval N``: the first token alone,
+then chunks of at least N tokens as vLLM 0.12+ streams them; anything else ignored), logs the startup
 line vLLM logs (``speculative_config=...``), and streams every /v1/completions request as vLLM does with
 ``return_token_ids`` and ``include_usage``: exactly ``max_tokens`` tokens, the first alone, then one chunk per
 step of ``K + 1`` tokens on a speculative server (a perfect draft, K = ``num_speculative_tokens``) or of
 one token on a plain one. So the speculative / plain TPOT ratio is close to 1 / (K + 1).
 
 Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (default 0.01);
+``SCRIPTED_ENGINE_LOG`` a file whose lines it prints at start-up (a real vLLM startup log's warnings);
 ``SCRIPTED_ENGINE_FAIL`` set: log a fatal line and exit 1 before listening (a server that never gets ready).
 ``SCRIPTED_ENGINE_START_S``: seconds it takes to start (it listens only then), a slow engine start-up.
 A shared host effect (every server started with the same environment slows down alike, at the same wall-clock
@@ -102,6 +104,7 @@ class _Engine(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     model: ClassVar[str] = "m"
     k: ClassVar[int] = 0
+    stream_interval: ClassVar[int] = 1
     step_s: ClassVar[float] = 0.01
     jitter_sd: ClassVar[float] = 0.0
     jitter: ClassVar[random.Random] = random.Random(0)
@@ -163,13 +166,17 @@ class _Engine(BaseHTTPRequestHandler):
         while left > 0:
             sizes.append(min(self.k + 1, left))
             left -= sizes[-1]
-        at = 0
+        at, held = 0, 0
         noise = math.exp(self.jitter.gauss(0.0, self.jitter_sd)) if self.jitter_sd else 1.0
         for i, size in enumerate(sizes):
             time.sleep(self.step_s * noise * drift_factor(time.time()) * crowd_factor(_Engine.in_flight))
-            ids = list(range(at + 1, at + size + 1))
-            at += size
-            self._chunk(completion_chunk(" t" * size, ids, "length" if i == len(sizes) - 1 else None))
+            held += size
+            last = i == len(sizes) - 1
+            if i > 0 and held < self.stream_interval and not last:
+                continue  # --stream-interval N: the first token at once, then chunks of at least N tokens
+            ids = list(range(at + 1, at + held + 1))
+            at, held = at + held, 0
+            self._chunk(completion_chunk(" t" * len(ids), ids, "length" if last else None))
         self._count(sizes)
         self._chunk(usage_chunk(len(str(body.get("prompt", "")).split()), n))
         self._chunk(DONE)
@@ -263,6 +270,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     for flag in ("--model", "--served-model-name", "--host", "--port", "--seed", "--speculative-config"):
         parser.add_argument(flag)
+    parser.add_argument("--stream-interval", type=int, default=1)
     args, _ = parser.parse_known_args(argv)
     if os.environ.get("SCRIPTED_ENGINE_FAIL"):
         print("RuntimeError: CUDA error: no CUDA-capable device is detected", flush=True)
@@ -271,6 +279,7 @@ def main(argv: list[str]) -> int:
     spec = json.loads(args.speculative_config) if args.speculative_config else None
     _Engine.model = args.served_model_name or args.model
     _Engine.k = int(spec["num_speculative_tokens"]) if spec else 0
+    _Engine.stream_interval = args.stream_interval
     _Engine.step_s = float(os.environ.get("SCRIPTED_ENGINE_STEP_S", "0.01"))
     _Engine.jitter_sd = float(os.environ.get("SCRIPTED_ENGINE_JITTER", "0"))
     _Engine.jitter = random.Random(int(args.port))
@@ -281,6 +290,8 @@ def main(argv: list[str]) -> int:
         flush=True,
     )
     print("KV cache size: 10,000 tokens", flush=True)
+    if os.environ.get("SCRIPTED_ENGINE_LOG"):  # a real startup log's lines, as the engine would print them
+        print(Path(os.environ["SCRIPTED_ENGINE_LOG"]).read_text(), flush=True)
     server = ThreadingHTTPServer((args.host or "127.0.0.1", int(args.port)), _Engine)
     server.daemon_threads = True
     with contextlib.suppress(KeyboardInterrupt):

@@ -1,0 +1,318 @@
+"""The measured cause of a cell's result, from the server's configuration and the state beside its blocks (pure;
+docs/metrics.md "Causes named on the card").
+
+Inputs: each server's configuration facts (records/serverfacts.py, ``server_facts`` of its effective record), the
+cell's ``cells.jsonl`` lines per role (one per block: spec-decode counters, gauges, ``state``), its ratios, and the
+servers' KV-cache capacity (``kv_cache_tokens`` of their resources). Each note names the numbers it rests on:
+
+- **level above max-num-seqs**: a closed-loop level above a server's ``max_num_seqs`` runs at most that many
+  requests at once; the running batch (mean and max of the sampled ``vllm:num_requests_running``) is shown beside
+  the nominal concurrency.
+- **K schedule under data parallelism**: a declared ``num_speculative_tokens_per_batch_size`` on a speculative
+  server with ``data_parallel_size`` above 1 did not apply; the measured verified tokens per step is shown.
+- **preemptions after lost KV capacity**: the speculative server preempted more than the plain one while holding
+  :data:`KV_LOSS` or more less KV cache (the draft's weights and cache come out of the same memory budget).
+- **cache-hit asymmetry**: prefix-cache hit shares more than :data:`HIT_ASYMMETRY` apart: the TTFT ratio
+  measures the cache, not speculation.
+- **stream interval**: a server streaming several tokens a chunk (``stream_interval`` above 1) without
+  speculation: its inter-chunk figures span several steps.
+- **multiprocess metrics**: ``/metrics`` answered in every block without ``process_start_time_seconds``: the
+  restart check by process start time was unavailable.
+- **warming proposer**: per-block acceptance that rises block by block, the last at least :data:`WARMING` times
+  the first: the pooled acceptance mixes warm-up with steady state.
+- **abnormal step** (:func:`abnormal_step_note`): a step-time ratio above :data:`ABNORMAL` x what the method, K and
+  draft cost predict, with the startup-log lines that explain it, quoted, or the statement that none was found.
+
+:func:`regression_causes` returns the notes and whether any names a cause of a regression (TPOT or TTFT ratio
+above 1), so the card's generic hint ("check draft and verification cost") stays only where none does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+
+from loadgen.profile.pair import LOOKUP_METHODS, k_at
+from loadgen.records.cardcell import Cost
+from loadgen.records.cell import CellEntry
+from loadgen.records.protocol import ProtocolCell
+from loadgen.records.serverfacts import ServerFacts, ServerView
+from loadgen.records.speculative import SpeculativeConfig
+
+KV_LOSS, HIT_ASYMMETRY, WARMING = 0.10, 0.25, 1.5
+#: A head's draft step in plain steps (expected_step_ratio), and how far above the expected ratio is abnormal
+#: (issue 47 item 4: "say 2x").
+HEAD_COST, ABNORMAL = 0.5, 2.0
+#: The card's generic hint, kept only when no measured cause is named.
+GENERIC_HINT = "acceptance good but latency worse: check draft and verification cost"
+#: The schedule note's opening, and the words of counterchecks.depth_note it makes untrue (dropped beside it).
+SCHEDULE_OFF, BY_DESIGN = "speculative: the K schedule", "fewer than K per step is by design"
+
+
+def kv_loss_of(servers: Mapping[str, ServerView]) -> float | None:
+    """The speculative server's KV-cache capacity lost, a share of the plain server's (as serve/resources.py
+    ``difference`` computes it); None when either is unknown."""
+    plain, spec = (servers.get(r, ServerView()).kv_cache_tokens for r in ("plain", "speculative"))
+    return (plain - spec) / plain if plain and spec is not None else None
+
+
+def _engine(entry: CellEntry, key: str) -> float | None:
+    engine = (entry.state or {}).get("engine") or {}
+    value = engine.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _gauge(lines: Sequence[CellEntry], name: str, stat: str) -> float | None:
+    vals = [float(v) for e in lines if isinstance(v := ((e.gauges or {}).get(name) or {}).get(stat), int | float)]
+    if not vals:
+        return None
+    return max(vals) if stat == "max" else sum(vals) / len(vals)
+
+
+def batch_notes(
+    concurrency: int, closed: bool, facts: Mapping[str, ServerFacts], lines: Mapping[str, Sequence[CellEntry]]
+) -> list[str]:
+    """A note per server whose ``max_num_seqs`` is below the closed-loop ``concurrency``: the level, the limit and
+    where it was read, and the running batch measured beside the nominal one."""
+    out = []
+    for role, f in facts.items():
+        if not closed or f.max_num_seqs is None or concurrency <= f.max_num_seqs:
+            continue
+        mean, most = (_gauge(lines.get(role) or (), "vllm:num_requests_running", s) for s in ("mean", "max"))
+        running = (
+            f"running batch {mean:.1f} (max {most:.0f}, vllm:num_requests_running) beside the nominal {concurrency}"
+            if mean is not None and most is not None
+            else f"running batch not measured (no /metrics), at most {f.max_num_seqs} beside the nominal {concurrency}"
+        )
+        out.append(
+            f"{role}: concurrency {concurrency} is above its max-num-seqs {f.max_num_seqs} "
+            f"({f.source.get('max_num_seqs', 'server')}): at most {f.max_num_seqs} requests ran at once, the rest "
+            f"queued; {running}; queueing above max-num-seqs, not decoding, is in the TTFT and E2E ratios"
+        )
+    return out
+
+
+def schedule_note(
+    spec_config: SpeculativeConfig, facts: ServerFacts, lines: Sequence[CellEntry], concurrency: int
+) -> str | None:
+    """The note that a declared K schedule did not apply under data parallelism (module docstring), with the
+    K the schedule gives at ``concurrency`` and the verified tokens per step measured; None otherwise."""
+    dp = facts.data_parallel_size
+    if not spec_config.num_speculative_tokens_per_batch_size or dp is None or dp <= 1:
+        return None
+    drafts = sum(float((e.spec_decode or {}).get("num_drafts") or 0) for e in lines)
+    tokens = sum(float((e.spec_decode or {}).get("num_draft_tokens") or 0) for e in lines)
+    measured = f"; measured {tokens / drafts:.2f} draft tokens per verify step" if drafts > 0 else ""
+    return (
+        f"speculative: the K schedule (num_speculative_tokens_per_batch_size) did not apply: the server runs "
+        f"data-parallel size {dp} ({facts.source.get('data_parallel_size', 'server')}), under which vLLM keeps "
+        f"K = num_speculative_tokens = {spec_config.num_speculative_tokens} (the schedule gives K = "
+        f"{k_at(spec_config, max(concurrency, 1))} at concurrency {concurrency}){measured}; measure the schedule "
+        "with one data-parallel rank per server"
+    )
+
+
+def stream_notes(facts: Mapping[str, ServerFacts]) -> list[str]:
+    """A note per server with a stream interval above 1: its chunks hold up to that many tokens without
+    speculation, so its inter-chunk latency and client step time span several engine steps."""
+    return [
+        f"{role}: stream interval {f.stream_interval} ({f.source.get('stream_interval', 'server')}): a chunk holds up "
+        f"to {f.stream_interval} tokens without speculation, so inter-chunk latency and the client's step time span "
+        "several engine steps; TPOT and token counts are per token (token_ids) and stay comparable"
+        for role, f in facts.items()
+        if f.stream_interval is not None and f.stream_interval > 1
+    ]
+
+
+def multiprocess_notes(lines: Mapping[str, Sequence[CellEntry]]) -> list[str]:
+    """A note per server whose ``/metrics`` answered in every block (gauges sampled, no metrics error) but never
+    with ``process_start_time_seconds``: Prometheus multiprocess mode (vLLM with more than one API server,
+    ``vllm/entrypoints/cli/serve.py``) drops the process collector, so the restart check by process start time
+    was unavailable there."""
+    return [
+        f"{role}: /metrics has no process_start_time_seconds (Prometheus multiprocess mode, as with "
+        "--api-server-count above 1): the restart check by process start time was unavailable; counter resets "
+        "still count as restart evidence"
+        for role, es in lines.items()
+        if es and all(e.metrics_error is None and e.gauges and not any(e.process_start_time_s or ()) for e in es)
+    ]
+
+
+def acceptance_by_block(lines: Sequence[CellEntry]) -> list[float]:
+    """Per block (``repetition`` order) the acceptance rate Δaccepted / Δdraft tokens of its spec-decode counters
+    (blocks without draft tokens left out)."""
+    out = []
+    for e in sorted(lines, key=lambda x: x.repetition):
+        sd = e.spec_decode or {}
+        tokens = float(sd.get("num_draft_tokens") or 0)
+        if tokens > 0:
+            out.append(float(sd.get("num_accepted_tokens") or 0) / tokens)
+    return out
+
+
+def warming_note(lines: Sequence[CellEntry], method: str | None) -> str | None:
+    """The per-block acceptance when it rises block by block (at least 3 blocks, the last at least
+    :data:`WARMING` x the first); None otherwise."""
+    rates = acceptance_by_block(lines)
+    if len(rates) < 3 or any(b < a for a, b in pairwise(rates)) or rates[-1] < WARMING * rates[0]:
+        return None
+    shown = ", ".join(f"{r:.2f}" for r in rates)
+    why = " (suffix decoding's cache fills with the outputs it has seen)" if method == "suffix" else ""
+    return (
+        f"speculative: acceptance rose block by block ({shown}): the proposer was warming{why}, so the pooled "
+        "acceptance and speedup mix warm-up with steady state; run a warm-up pass of the same kind of prompts "
+        "first ([stop].warmup_requests, or a first cell to discard), then read the last blocks"
+    )
+
+
+def _preemption_note(lines: Mapping[str, Sequence[CellEntry]], kv_loss: float | None) -> str | None:
+    plain = sum(_engine(e, "preemptions") or 0 for e in lines.get("plain") or ())
+    spec = sum(_engine(e, "preemptions") or 0 for e in lines.get("speculative") or ())
+    if spec <= plain or kv_loss is None or kv_loss < KV_LOSS:
+        return None
+    return (
+        f"cause: the speculative server preempted {spec:.0f} times (plain {plain:.0f}) after losing "
+        f"{100 * kv_loss:.0f}% of its KV-cache capacity to the draft: preempted requests are recomputed, and that, "
+        "not the draft's step cost, is what regressed here; give the speculative server more KV cache "
+        "(--gpu-memory-utilization, --kv-cache-memory-bytes) or measure below this level"
+    )
+
+
+def _cache_note(lines: Mapping[str, Sequence[CellEntry]], ttft_ratio: float | None) -> str | None:
+    shares = {}
+    for role in ("plain", "speculative"):
+        vals = [v for e in lines.get(role) or () if (v := _engine(e, "prefix_cache_hit_share")) is not None]
+        if vals:
+            shares[role] = sum(vals) / len(vals)
+    if len(shares) < 2 or abs(shares["plain"] - shares["speculative"]) <= HIT_ASYMMETRY:
+        return None
+    ratio = f"the TTFT ratio {ttft_ratio:.2f} measures" if ttft_ratio is not None else "TTFT measures"
+    return (
+        f"cause: prefix-cache hit share plain {100 * shares['plain']:.0f}% vs speculative "
+        f"{100 * shares['speculative']:.0f}%: {ratio} the cache, not speculation (one server had seen these prompts "
+        "before); reset both caches before measuring (POST /reset_prefix_cache, served with VLLM_SERVER_DEV_MODE=1) "
+        "or give each cell its own cache_salt, as launched runs do"
+    )
+
+
+def regression_causes(
+    lines: Mapping[str, Sequence[CellEntry]],
+    facts: Mapping[str, ServerFacts],
+    ratios: Mapping[str, float | None],
+    kv_loss: float | None,
+    where: tuple[int, bool],
+    spec_config: SpeculativeConfig,
+) -> tuple[list[str], bool]:
+    """The cell's cause notes (module docstring) and whether one names the cause of a regression. ``lines``:
+    role -> its cells.jsonl lines of the cell; ``facts``: role -> its configuration facts; ``ratios``: ``tpot_p50``
+    and ``ttft_p50`` speculative / plain (None: not measured); ``kv_loss``: the speculative server's KV-cache
+    capacity lost, a share of the plain one's; ``where``: (concurrency, closed loop)."""
+    concurrency, closed = where
+    regressed = any((r or 0) > 1.0 for r in ratios.values())
+    batch = batch_notes(concurrency, closed, facts, lines)
+    causes = [
+        n
+        for n in (_preemption_note(lines, kv_loss), _cache_note(lines, ratios.get("ttft_p50")))
+        if n is not None and regressed
+    ]
+    spec_lines = lines.get("speculative") or ()
+    context = [
+        n
+        for n in (
+            schedule_note(spec_config, facts.get("speculative") or ServerFacts(), spec_lines, concurrency),
+            warming_note(spec_lines, spec_config.method),
+        )
+        if n is not None
+    ]
+    warming = any("warming" in n for n in context)
+    named = regressed and bool(causes or batch or warming)
+    return [*batch, *causes, *context, *stream_notes(facts), *multiprocess_notes(lines)], named
+
+
+def expected_step_ratio(method: str | None, k: int) -> float:
+    """The most a speculative step should cost in plain steps, 1 + K x r: the target verifies K + 1 tokens in
+    about one plain step while decode is memory-bound (vLLM docs, "Speculative Decoding"), and each of K draft
+    steps costs r plain steps: r = 0 for a lookup proposer (no model), :data:`HEAD_COST` for a head (EAGLE, MTP:
+    one or a few layers), 1 for ``draft_model`` (a ceiling: a draft as costly as its target)."""
+    r = 0.0 if method in LOOKUP_METHODS else 1.0 if method == "draft_model" else HEAD_COST
+    return 1.0 + k * r
+
+
+def _explaining_lines(spec: ServerView, plain: ServerView, spec_lines: Sequence[CellEntry]) -> list[str]:
+    """The speculative server's startup-log facts that slow its step and the plain server's lack: its engine-path
+    messages (V1 model-runner fallback, async scheduling off, quoted), eager mode, a decode batch above the
+    CUDA-graph capture ceiling."""
+    out = [f'"{r}"' for r in spec.fallback_reasons if r not in plain.fallback_reasons]
+    if spec.facts.enforce_eager and not plain.facts.enforce_eager:
+        out.append(f"enforce_eager=True ({spec.facts.source.get('enforce_eager')}): every step runs eager")
+    graphs = next(
+        (g for e in spec_lines if (g := (e.state or {}).get("graphs") or {}).get("eager")),
+        None,
+    )
+    if graphs:
+        out.append(
+            f"decode batch {graphs.get('batch_tokens')} tokens above max_cudagraph_capture_size "
+            f"{graphs.get('ceiling')}: those steps run eager"
+        )
+    return out
+
+
+def abnormal_step_note(
+    cost: Cost | None,
+    spec_config: SpeculativeConfig,
+    servers: Mapping[str, ServerView],
+    spec_lines: Sequence[CellEntry],
+) -> str | None:
+    """The card's note when the measured step-time ratio (``cost``: the cell's cost decomposition, speculative /
+    plain step time, steptime.py) is more than :data:`ABNORMAL` x
+    :func:`expected_step_ratio`: what was expected, and the startup-log lines that explain it (quoted) or that none
+    was found (or that the log was not read, for a server whose effective record has no startup-log facts)."""
+    k = int(spec_config.num_speculative_tokens or 0)
+    plain_s, spec_s = (cost.plain_step_s, cost.spec_step_s) if cost is not None else (None, None)
+    step_ratio = spec_s / plain_s if plain_s and spec_s else None
+    if step_ratio is None or k <= 0:
+        return None
+    expected = expected_step_ratio(spec_config.method, k)
+    if step_ratio <= ABNORMAL * expected:
+        return None
+    spec, plain = servers.get("speculative", ServerView()), servers.get("plain", ServerView())
+    lines = _explaining_lines(spec, plain, spec_lines)
+    read = spec.log_read
+    said = (
+        "the speculative server's startup log says: " + "; ".join(lines)
+        if lines
+        else "no line of the speculative server's startup log explains it (looked for: V1 model-runner fallback, "
+        "async scheduling off, eager mode, CUDA-graph capture-size ceiling)"
+        if read
+        else "its startup log was not read (an attached server: give its log), so the cause is not named"
+    )
+    return (
+        f"abnormal step: the speculative step costs {step_ratio:.2f} plain steps, more than {ABNORMAL:g}x the "
+        f"{expected:.2f} that method {spec_config.method} at K = {k} predicts (1 + K x draft cost); {said}"
+    )
+
+
+def cause_notes(
+    notes: Sequence[str],
+    servers: Mapping[str, ServerView],
+    lines: Mapping[str, Sequence[CellEntry]],
+    ratios: Mapping[str, object],
+    planned: ProtocolCell,
+    spec_config: SpeculativeConfig,
+) -> list[str]:
+    """A card cell's ``notes`` with :func:`regression_causes` appended and :data:`GENERIC_HINT` removed where a
+    cause is named, and counterchecks' "fewer than K per step is by design" where the K schedule did not apply:
+    ``servers`` the card's servers (effective records, resources), ``lines`` role -> the cell's
+    cells.jsonl lines, ``ratios`` the cell's ``Ratio`` records by statistic, ``planned`` its protocol cell,
+    ``spec_config`` the run's speculative config."""
+    values = {k: getattr(ratios.get(k), "value", None) for k in ("tpot_p50", "ttft_p50")}
+    found, named = regression_causes(
+        lines,
+        {r: servers.get(r, ServerView()).facts for r in ("plain", "speculative")},
+        values,
+        kv_loss_of(servers),
+        (planned.concurrency, planned.rate_rps is None),
+        spec_config,
+    )
+    unscheduled = any(n.startswith(SCHEDULE_OFF) for n in found)  # then K did not vary by design
+    return [n for n in notes if not (named and n == GENERIC_HINT) and not (unscheduled and BY_DESIGN in n)] + found
