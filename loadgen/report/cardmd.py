@@ -16,13 +16,10 @@ from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
-from loadgen.records.server import EnginePath
-from loadgen.records.serverfacts import facts_line
 from loadgen.report.designmd import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
+from loadgen.report.serversmd import servers_rows
 from loadgen.report.tracemd import trace_rows
 from loadgen.report.workloadmd import context_rows
-from loadgen.serve.enginepath import engine_path_line, engine_path_note
-from loadgen.serve.modeproof import proof_line
 from loadgen.util.numbers import gib
 from loadgen.util.numbers import ms as _ms
 from loadgen.util.numbers import num as _num
@@ -31,10 +28,6 @@ from loadgen.util.numbers import num as _num
 def _or_dash(value: Any) -> str:
     """``value`` as text, "–" when it was not measured (None)."""
     return "–" if value is None else str(value)
-
-
-def _code_or_dash(value: Any) -> str:
-    return "–" if value is None else f"`{value}`"
 
 
 _LATENCIES = (
@@ -286,39 +279,6 @@ def _command_line_rows(card: PairCard) -> list[str]:
     return [f"- **from the command line** (not the pair file): {described(given)}"] if given else []
 
 
-def _servers_rows(card: PairCard) -> list[str]:
-    out: list[str] = ["## Servers", ""]
-    for role, server in card.servers.items():
-        launch, eff = server.get("launch") or {}, server.get("effective") or {}
-        place = card.placement.get(role) or {}
-        where = (
-            f"attached to {place.get('base_url')}"
-            if place.get("attached")
-            else f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
-            f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}"
-            if (card.hardware or {}).get("gpus")
-            else "launched by loadgen on the CPU (no GPU visible)"
-        )
-        out += [
-            f"### {role}",
-            "",
-            f"- placement: {where}",
-            f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
-            f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
-            f"- {engine_path_line(EnginePath.of(eff.get('engine_path')))}",
-            f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
-            f"{eff.get('spec_positions')}",
-            f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
-            f"{_num(eff.get('ready_s'), 0)} s",
-            *[f"- {line}" for line in [proof_line(eff), facts_line(eff)] if line],
-            "",
-        ]
-    none = EnginePath.of(None)
-    paths = {r: EnginePath.of((s.get("effective") or {}).get("engine_path")) for r, s in card.servers.items()}
-    note = engine_path_note(paths.get("plain", none), paths.get("speculative", none))
-    return out + ([f"> {note}", ""] if note else [])
-
-
 def _results_rows(card: PairCard) -> list[str]:
     out = ["## Results per workload and concurrency", ""]
     for cell in card.cells:
@@ -345,7 +305,7 @@ def _results_rows(card: PairCard) -> list[str]:
 
 def render_markdown(card: PairCard) -> str:
     """The card as Markdown text."""
-    out = _head_rows(card) + design_rows(card.design, card.noise_floor) + _servers_rows(card)
+    out = _head_rows(card) + design_rows(card.design, card.noise_floor) + servers_rows(card)
     out += _verdict_rows(card.verdict) + _resource_rows(card.resources, bool((card.hardware or {}).get("gpus")))
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card.cells), ""]
     out += context_rows(card.context_axis)

@@ -1,0 +1,58 @@
+"""The pair card's "Servers" section (pure): per role where it ran, its launch line, the effective speculative
+config, engine path, metrics, KV capacity, the proof of mode and the server facts read
+(records/serverfacts.py), and the note when plain and speculative ran different engine paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen.records.card import PairCard
+from loadgen.records.server import EnginePath
+from loadgen.records.serverfacts import facts_line
+from loadgen.serve.enginepath import engine_path_line, engine_path_note
+from loadgen.serve.modeproof import proof_line
+from loadgen.util.numbers import num as _num
+
+__all__ = ["servers_rows"]
+
+
+def _or_dash(value: Any) -> str:
+    return "–" if value is None else str(value)
+
+
+def _code_or_dash(value: Any) -> str:
+    return "–" if value is None else f"`{value}`"
+
+
+def servers_rows(card: PairCard) -> list[str]:
+    """The "Servers" section's Markdown lines, one subsection per role of ``card.servers``."""
+    out: list[str] = ["## Servers", ""]
+    for role, server in card.servers.items():
+        launch, eff = server.get("launch") or {}, server.get("effective") or {}
+        place = card.placement.get(role) or {}
+        where = (
+            f"attached to {place.get('base_url')}"
+            if place.get("attached")
+            else f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
+            f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}"
+            if (card.hardware or {}).get("gpus")
+            else "launched by loadgen on the CPU (no GPU visible)"
+        )
+        out += [
+            f"### {role}",
+            "",
+            f"- placement: {where}",
+            f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
+            f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
+            f"- {engine_path_line(EnginePath.of(eff.get('engine_path')))}",
+            f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
+            f"{eff.get('spec_positions')}",
+            f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
+            f"{_num(eff.get('ready_s'), 0)} s",
+            *[f"- {line}" for line in [proof_line(eff), facts_line(eff)] if line],
+            "",
+        ]
+    none = EnginePath.of(None)
+    paths = {r: EnginePath.of((s.get("effective") or {}).get("engine_path")) for r, s in card.servers.items()}
+    note = engine_path_note(paths.get("plain", none), paths.get("speculative", none))
+    return out + ([f"> {note}", ""] if note else [])
