@@ -44,8 +44,9 @@ def _dry_run(target: str, tmp_path: Path, *extra: str) -> str:
 
 
 def _installs(commands: str, tmp_path: Path) -> set[str]:
-    """The pip install arguments of loadgen's own environment (``-e .`` or ``-e '.[extra]'``)."""
-    return set(re.findall(rf"{re.escape(str(tmp_path))}/venv/bin/pip install [^\n]*?(-e (?:'\.\[\w+\]'|\.))", commands))
+    """The install arguments of loadgen's own environment (``-e .`` or ``-e '.[extra]'``), uv's or pip's."""
+    venv = re.escape(f"{tmp_path}/venv")
+    return set(re.findall(rf"envinstall\.py (?:--uv \S+ )?{venv} -- (-e (?:'\.\[\w+\]'|\.))", commands))
 
 
 def test_make_compare_and_sweep_install_no_dev_or_fleet_extra(tmp_path: Path) -> None:
