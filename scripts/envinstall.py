@@ -116,7 +116,8 @@ def install_pip(venv: Path, args: list[str], drop: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if "--" not in args or not args[args.index("--") + 1 :]:
-        print("envinstall.py: usage: envinstall.py VENV [--uv PATH] [--drop NAME]... -- PIP-INSTALL-ARGS...", file=sys.stderr)
+        usage = "envinstall.py VENV [--uv PATH] [--drop NAME]... -- PIP-INSTALL-ARGS..."
+        print(f"envinstall.py: usage: {usage}", file=sys.stderr)
         return 2
     cut = args.index("--")
     parser = argparse.ArgumentParser(prog="envinstall.py")
