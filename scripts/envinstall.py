@@ -85,14 +85,17 @@ def run(cmd: list[str]) -> int:
 
 def install_uv(uv: str, venv: Path, args: list[str], drop: list[str]) -> int:
     python = venv / "bin" / "python"
-    if not python.exists():
-        status = run([uv, "venv", "--seed", "-q", str(venv), "--python", sys.executable])
-        if status:
-            return status
     listing = subprocess.run(
         [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
     ).stdout
-    cmd = [uv, "pip", "install", "--python", str(python), *uv_flags(pip_settings(listing))]
+    flags = uv_flags(pip_settings(listing))
+    if not python.exists():
+        # the seed (pip, as in a venv of python -m venv) comes from the same places as the packages
+        seed_flags = flags[: flags.index("--constraint")] if "--constraint" in flags else flags
+        status = run([uv, "venv", "--seed", "-q", *seed_flags, str(venv), "--python", sys.executable])
+        if status:
+            return status
+    cmd = [uv, "pip", "install", "--python", str(python), *flags]
     with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="envinstall-drop-") as excludes:
         if drop:
             excludes.write("".join(f"{name}\n" for name in drop))

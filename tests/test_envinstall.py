@@ -69,7 +69,7 @@ def _fake_uv(tmp_path: Path) -> Path:
         "dropped = pathlib.Path(args[ex]).read_text().split() if ex else []\n"
         f"with open({str(tmp_path / 'calls.jsonl')!r}, 'a') as f: f.write(json.dumps([args, dropped]) + '\\n')\n"
         "if args[0] == 'venv':\n"
-        "    py = pathlib.Path(args[3]) / 'bin' / 'python'; py.parent.mkdir(parents=True); py.touch()\n"
+        "    py = pathlib.Path(args[-3]) / 'bin' / 'python'; py.parent.mkdir(parents=True); py.touch()\n"
     )
     uv.chmod(0o755)
     return uv
@@ -83,7 +83,8 @@ def test_uv_creates_the_venv_and_installs_with_pips_settings_and_the_drops(tmp_p
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == f"installer: uv 0.13.8 ({uv})"
     calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
-    assert calls[0] == [["venv", "--seed", "-q", str(venv), "--python", sys.executable], []]
+    seed = ["--index-strategy", "unsafe-best-match", "--find-links", "/srv/wheels", "--no-index"]
+    assert calls[0] == [["venv", "--seed", "-q", *seed, str(venv), "--python", sys.executable], []]
     install, dropped = calls[1]
     assert install[:3] == ["pip", "install", "--python"] and install[3] == str(venv / "bin" / "python")
     assert install[4:6] == ["--index-strategy", "unsafe-best-match"]
