@@ -29,6 +29,7 @@ inconclusive is **decided**: sizing (measure/sizing.py) adds blocks to a cell on
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loadgen.measure.blocks import half_width, noise_band
@@ -36,6 +37,7 @@ from loadgen.records.cardcell import Ratio
 from loadgen.records.criteria import FAIL, INCONCLUSIVE, LATENCY_METRICS, NOT_DISTINGUISHABLE, PASS, Criteria
 
 __all__ = [
+    "AHEAD",
     "DEFAULT_PRECISION",
     "FASTER",
     "INCONCLUSIVE",
@@ -47,6 +49,7 @@ __all__ = [
     "Bar",
     "Decision",
     "as_speedup",
+    "crossover_range",
     "decide",
 ]
 
@@ -174,3 +177,22 @@ def decide(metric: str, ratio: Ratio | None, floor: Ratio | None, bar: Bar = Bar
         INCONCLUSIVE,
         f"overlaps {floor_text} and is wider than ±{bar.precision:g}: measure more blocks",
     )
+
+
+#: The outcomes of a level where speculation is faster than plain, clear of the floor (whatever the bar).
+AHEAD = (FASTER, SHORT)
+
+
+def crossover_range(loads: Sequence[float], outcomes: Sequence[str | None]) -> list[float] | None:
+    """The loads where speculation stops being faster than plain, from each level's decided outcome (ordered by
+    ``loads``: each level's concurrency or rate; None: not measured): ``[a, b]`` with ``b`` the first load that
+    is **slower** and ``a`` the last load before it that is faster or short (clear of the floor on the fast
+    side); loads in between are not distinguishable or inconclusive. None when no faster load comes before a
+    slower one."""
+    ahead: float | None = None
+    for load, outcome in zip(loads, outcomes, strict=True):
+        if outcome in AHEAD:
+            ahead = float(load)
+        elif outcome == SLOWER:
+            return None if ahead is None else [ahead, float(load)]
+    return None

@@ -94,16 +94,3 @@ def crossover(loads: Sequence[float], ratios: Sequence[float | None]) -> float |
     if points and points[-1][1] == 1.0:
         return float(points[-1][0])
     return None
-
-
-def crossover_range(loads: Sequence[float], cis: Sequence[Sequence[float | None]]) -> list[float] | None:
-    """The loads the crossing lies between, from each level's ratio CI (speculative / plain, ordered by
-    ``loads``: each level's concurrency or rate): ``[a, b]`` with ``a`` the last load whose CI lies below 1
-    before ``b``, the first whose CI lies above 1 (loads in between are not distinguishable from 1). None when
-    no load is clearly below 1 before one clearly above it."""
-    below = [lv for lv, ci in zip(loads, cis, strict=True) if ci[1] is not None and ci[1] < 1.0]
-    for lv, ci in zip(loads, cis, strict=True):
-        if ci[0] is not None and ci[0] > 1.0:
-            earlier = [b for b in below if b < lv]
-            return [float(earlier[-1]), float(lv)] if earlier else None
-    return None

@@ -1,13 +1,15 @@
 """Per-workload figures across a pair card's closed-loop levels (built by report/carddata.py): the SLO
 capacity of each server (measure/diagnosis.capacity: the highest concurrency holding every declared SLO, and its
-goodput) and where the TPOT p50 ratio crosses 1 (measure/ratios.crossover and crossover_range)."""
+goodput) and where the TPOT p50 ratio crosses 1 (measure/ratios.crossover, the interpolated guide, and
+measure/decision.crossover_range, the range the cells' decisions bracket)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from loadgen.measure.decision import crossover_range
 from loadgen.measure.diagnosis import capacity
-from loadgen.measure.ratios import crossover, crossover_range
+from loadgen.measure.ratios import crossover
 from loadgen.profile.cells import ROLES
 from loadgen.profile.pair import SLO
 from loadgen.records.card import Crossover, RoleCapacity
@@ -40,8 +42,8 @@ def capacities(cells: Sequence[CardCell], slo: SLO) -> dict[str, dict[str, RoleC
 
 def crossovers(cells: Sequence[CardCell]) -> dict[str, Crossover]:
     """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1, and the range it lies in:
-    from the last level whose ratio's CI is below 1 to the first level after it whose CI is above 1
-    (ratios.crossover_range; None when the CIs do not bracket a crossing)."""
+    from the last level decided faster than plain to the first after it decided slower, both against the A/A
+    floor (each ratio's ``effect``, measure/decision.py; None when the decisions do not bracket a crossing)."""
     out: dict[str, Crossover] = {}
     for workload in dict.fromkeys(c.workload for c in cells):
         closed = _closed(cells, workload)
@@ -49,7 +51,7 @@ def crossovers(cells: Sequence[CardCell]) -> dict[str, Crossover]:
         tpot = [c.ratio("tpot_p50") for c in closed]
         ratios = [None if r is None else r.value for r in tpot]
         cis = [(None, None) if r is None else (r.ci_low, r.ci_high) for r in tpot]
-        span = crossover_range(levels, cis)
+        span = crossover_range(levels, [None if r is None else r.effect for r in tpot])
         out[workload] = Crossover(
             levels=tuple(levels),
             ratios=tuple(ratios),

@@ -16,6 +16,7 @@ from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
+from loadgen.report.answermd import answer_rows
 from loadgen.report.designmd import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.serversmd import servers_rows
 from loadgen.report.tracemd import trace_rows
@@ -245,13 +246,21 @@ def _acceptance_rows(cells: Sequence[CardCell]) -> list[str]:
 
 
 def _head_rows(card: PairCard) -> list[str]:
+    """The title and status, the answer (report/answermd.py), and a quoted line per blocking cell note."""
     state = "complete" if card.complete else f"INCOMPLETE: {card.failure or 'run did not finish'}"
-    out = [
+    return [
         f"# Pair card: {card.pair}",
         "",
         f"Status: **{state}** · generated {card.generated_utc} · schema `{card.schema}`",
         "",
+        *answer_rows(card),
         *blocking_rows(card),
+    ]
+
+
+def _compared_rows(card: PairCard) -> list[str]:
+    """Provenance: the models and their hashes, the config, versions, sampling, levels, prompts, hardware."""
+    return [
         "## What was compared",
         "",
         _model_line(card, "target"),
@@ -266,10 +275,7 @@ def _head_rows(card: PairCard) -> list[str]:
         f"- **prompts sha256**: `{card.prompts_sha256}`",
         f"- **hardware**: {_hardware(card)}",
         "",
-        f"> {card.workloads_statement}",
-        "",
     ]
-    return out
 
 
 def _command_line_rows(card: PairCard) -> list[str]:
@@ -304,16 +310,19 @@ def _results_rows(card: PairCard) -> list[str]:
 
 
 def render_markdown(card: PairCard) -> str:
-    """The card as Markdown text."""
-    out = _head_rows(card) + design_rows(card.design, card.noise_floor) + servers_rows(card)
-    out += _verdict_rows(card.verdict) + _resource_rows(card.resources, bool((card.hardware or {}).get("gpus")))
+    """The card as Markdown text: the answer first, then the evidence (the verdict's cells, capacity,
+    crossover, design, resources, acceptance, results, plots), then the provenance (what was compared, the
+    servers, the files' hashes)."""
+    out = _head_rows(card) + _verdict_rows(card.verdict) + _capacity_rows(card) + crossover_rows(card.crossover)
+    out += design_rows(card.design, card.noise_floor)
+    out += _resource_rows(card.resources, bool((card.hardware or {}).get("gpus")))
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card.cells), ""]
     out += context_rows(card.context_axis)
     out += _results_rows(card)
-    out += _capacity_rows(card)
-    out += crossover_rows(card.crossover) + trace_rows(card.trace)
+    out += trace_rows(card.trace)
     if card.plots:
         out += ["## Plots", "", *[f"![{p}]({p})" for p in card.plots], ""]
+    out += _compared_rows(card) + servers_rows(card)
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
     for label, model in (("target", card.target), ("draft", card.draft)):
         for name, digest in ((model or {}).get("files") or {}).items():

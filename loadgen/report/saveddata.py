@@ -25,6 +25,7 @@ from loadgen.records.card import PairCard
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cell import CellEntry
 from loadgen.records.criteria import criteria_of
+from loadgen.report.cardlevels import crossovers
 from loadgen.report.noisefloor import with_effects
 from loadgen.report.rundir import read_cell_lines, read_json, read_protocol
 from loadgen.report.runfiles import with_engine_path
@@ -73,7 +74,10 @@ def refresh_saved_card(run_dir: Path) -> PairCard:
     criteria = None if proto.criteria is None else criteria_of(proto.criteria, run_dir / "protocol.json")
     cells = tuple(replace(c, ratios=with_effects(c.ratios, c.noise_floor, criteria)) for c in cells)
     verdict = card_verdict(proto, cells, judged_resources(card.resources.difference), run_dir / "protocol.json")
-    return replace(card, cells=cells, servers=servers, verdict=verdict, statistics_from="card.json")
+    crossover = crossovers(cells)  # read from the recomputed decisions
+    return replace(
+        card, cells=cells, servers=servers, verdict=verdict, crossover=crossover, statistics_from="card.json"
+    )
 
 
 def _refreshed(cell: CardCell) -> CardCell:

@@ -59,20 +59,34 @@ def _command_line(card: SweepCard) -> list[str]:
     return [f"From the command line (not the sweep file): {described(given)}.", ""] if given else []
 
 
-def render_sweep_markdown(card: SweepCard) -> str:
-    """``sweep.md``: recommendation, how sure (design, noise floor, precision), candidates, per-cell table,
-    an older sweep's drift."""
-    out = [
-        f"# Sweep card: {card.pair}",
+def _answer(card: SweepCard) -> list[str]:
+    """The sweep card's first section: the recommendation's headline, the one configuration to deploy, where
+    speculation stops paying per workload (its ``deployed`` levels), where SLO capacity is, and how sure."""
+    rec, design, noise = card.recommendation, card.design, card.noise_floor
+    where = []
+    for w in rec.workloads:
+        runs = ", ".join(f"{level}: {name}" for level, name in w.deployed.items())
+        where.append(f"{w.workload}: {w.off_sentence}" + (f" (deployed {runs}; plain at the rest)" if runs else ""))
+    sure = "; ".join(x.line for x in (design, noise) if x is not None) or "-"
+    if design is not None and design.ci_half_width is not None:
+        sure += f"; {len(design.stopped_short)} cell(s) still inconclusive at ±{design.ci_half_width:g}"
+    return [
+        "## The answer",
         "",
-        f"Schema {card.schema}; engine vLLM {card.engine_version or 'unknown'}; primary metric "
-        f"{card.primary_metric}. Speedup = {card.speedup_definition}. Upper bound = "
-        f"{card.upper_bound_formula} (a perfect draft).",
-        "",
-        *_command_line(card),
-        "## Recommendation",
+        f"- **{rec.lines[-1]}**" if rec.lines else "- **recommendation**: none (no measured cell)",
+        f"- **deploy**: {rec.deployable or 'plain (do not speculate): no single configuration pays'}",
+        f"- **where speculation stops paying**: {'; '.join(where) or 'no workload measured'}",
+        '- **capacity at SLO**: per candidate in its pair card (CANDIDATE/card.md, "Capacity at SLO"); the '
+        "sweep ranks speedups",
+        f"- **how sure**: {sure}",
         "",
     ]
+
+
+def render_sweep_markdown(card: SweepCard) -> str:
+    """``sweep.md``: the answer, recommendation, how sure (design, noise floor, precision), candidates, per-cell
+    table, an older sweep's drift, time spent, plots."""
+    out = [f"# Sweep card: {card.pair}", "", *_answer(card), *_command_line(card), "## Recommendation", ""]
     out += [f"- {line}" for line in card.recommendation.lines]
     design, noise = card.design, card.noise_floor
     out += ["", "## How sure", "", f"- design: {design.line if design else '-'}", f"- {noise.line if noise else '-'}"]
@@ -103,6 +117,10 @@ def render_sweep_markdown(card: SweepCard) -> str:
     out += [
         "",
         "## Cells",
+        "",
+        f"Schema {card.schema}; engine vLLM {card.engine_version or 'unknown'}; primary metric "
+        f"{card.primary_metric}. Speedup = {card.speedup_definition}. Upper bound = "
+        f"{card.upper_bound_formula} (a perfect draft).",
         "",
         "| workload | level | candidate | speedup | 95% CI | effect | half-width | A/A noise floor "
         "| acceptance rate | acceptance length | per position | tokens / decode chunk | predicted | upper bound "

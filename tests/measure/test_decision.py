@@ -15,6 +15,7 @@ from loadgen.measure.decision import (
     STATUS_OF,
     Bar,
     as_speedup,
+    crossover_range,
     decide,
 )
 from loadgen.records.cardcell import Ratio
@@ -104,3 +105,12 @@ def test_the_bar_of_a_metric_comes_from_the_criteria() -> None:
     assert Bar.of(c, "tpot_p50") == Bar(1.1, 0.03, True)
     assert Bar.of(c, "ttft_p50") == Bar(1.0, 0.03, True)  # not primary: against the floor only
     assert Bar.of(None, "tpot_p50") == Bar()
+
+
+def test_the_crossover_range_lies_between_the_last_faster_and_the_first_slower_level() -> None:
+    outcomes = [FASTER, SHORT, NOT_DISTINGUISHABLE, SLOWER]
+    assert crossover_range([1, 4, 16, 64], outcomes) == [4.0, 64.0]  # 16 inside the floor: inside the range
+    assert crossover_range([1, 4], [FASTER, NOT_DISTINGUISHABLE]) is None  # never slower
+    assert crossover_range([1, 4], [SLOWER, FASTER]) is None  # never faster first
+    assert crossover_range([1, 4, 8], [None, FASTER, SLOWER]) == [4.0, 8.0]
+    assert crossover_range([1, 4], [INCONCLUSIVE, SLOWER]) is None

@@ -50,13 +50,3 @@ def test_crossover_interpolates_between_levels() -> None:
     assert crossover([1, 2, 4], [0.8, 0.9, 0.95]) is None
     assert crossover([1, 2, 4], [0.8, None, 1.2]) == pytest.approx(2.5)
     assert crossover([], []) is None
-
-
-def test_the_crossover_range_lies_between_the_last_faster_and_the_first_slower_level() -> None:
-    from loadgen.measure.ratios import crossover_range
-
-    cis = [[0.4, 0.6], [0.8, 0.95], [0.9, 1.1], [1.2, 1.4]]
-    assert crossover_range([1, 4, 16, 64], cis) == [4.0, 64.0]  # 16 spans 1: inside the range
-    assert crossover_range([1, 4], [[0.4, 0.6], [0.9, 1.1]]) is None  # never clearly slower
-    assert crossover_range([1, 4], [[1.1, 1.2], [1.3, 1.4]]) is None  # never clearly faster first
-    assert crossover_range([1, 4], [[None, None], [1.3, 1.4]]) is None
