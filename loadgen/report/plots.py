@@ -6,8 +6,10 @@ measured, successful ones are drawn). Figures, one file each (``<kind>[_<workloa
 - ``latency_<workload>``: TTFT (ms), TPOT (ms/token), E2E latency (s) p50 (solid) and p99 (dashed),
   plain vs speculative, against the load level;
 - ``throughput``: output throughput (tokens/s) and request throughput (req/s), every workload;
-- ``tpot_ratio``: speculative / plain TPOT p50 (the primary metric) with its 95% paired-bootstrap CI band,
-  the line ratio = 1, and the crossover level marked (linear interpolation, :func:`crossover`);
+- ``tpot_ratio``: speculative / plain TPOT p50 (the primary metric) with its CI band (named in the title by
+  its ``ci_method``: :func:`interval_name`), the A/A noise floor's band behind it (gray), the line ratio = 1,
+  the decided crossover range shaded (the card's ``crossover_range``: measure/decision.py) and the interpolated
+  level where the ratio crosses 1 marked as a guide (:func:`crossover`);
 - ``acceptance``: per-position acceptance (accepted_per_pos[i] / drafts) per workload and level;
 - ``ttft_distribution``: empirical CDF of per-request TTFT (ms), plain vs speculative, per workload.
 
@@ -19,14 +21,10 @@ acceptance) is skipped, never an error: a figure with nothing to draw is not wri
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from loadgen.measure.metrics import request_timings
 from loadgen.measure.ratios import crossover
@@ -35,127 +33,65 @@ from loadgen.records.card import PairCard
 from loadgen.records.cardcell import Acceptance, CardCell
 from loadgen.records.request import RequestRecord
 from loadgen.report.contextplot import render_context_plot
+from loadgen.report.plotparts import (
+    COLORS,
+    WORKLOAD_MARKERS,
+    cells_of,
+    finite,
+    level_axis,
+    new_figure,
+    save,
+    slug,
+    stat,
+    workloads,
+)
+from loadgen.report.ratioplot import crossover_points, ratio_plot
 from loadgen.report.traceplot import render_trace_plots
 
 __all__ = ["crossover", "crossover_points", "render_plots"]
 
-COLORS = {"plain": "#1f77b4", "speculative": "#d62728"}
-WORKLOAD_MARKERS = ("o", "s", "^", "D", "v", "P")
-DPI = 110
 _KINDS = (
     ("concurrency", "concurrency (closed-loop requests in flight)", ""),
     ("rate", "offered load (requests/s, open loop)", "_rate"),
 )
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "workload"
-
-
-def _num(value: float | None) -> float:
-    """A finite float, or NaN for None or a non-finite number (matplotlib breaks lines at NaN)."""
-    return float(value) if value is not None and math.isfinite(value) else math.nan
-
-
-def _cells(card: PairCard, workload: str, kind: str) -> list[tuple[float, CardCell]]:
-    """(x, cell) of one workload and load kind, sorted by x; x = concurrency or rate_rps."""
-    return sorted(
-        (
-            (float(c.concurrency if c.rate_rps is None else c.rate_rps), c)
-            for c in card.cells
-            if c.workload == workload and (c.rate_rps is None) == (kind == "concurrency")
-        ),
-        key=lambda t: t[0],
-    )
-
-
-def _workloads(card: PairCard) -> list[str]:
-    return list(dict.fromkeys(c.workload for c in card.cells))
-
-
-def _stat(cell: CardCell, role: str, key: str, stat: str | None = None) -> float:
-    value = getattr(cell.role(role), key, None)
-    return _num(getattr(value, stat, None) if stat else value)
-
-
-def _ratio(cell: CardCell, name: str = "tpot_p50") -> tuple[float, float, float]:
-    r = cell.ratio(name)
-    return (math.nan,) * 3 if r is None else (_num(r.value), _num(r.ci_low), _num(r.ci_high))
-
-
-def crossover_points(card: PairCard, kind: str = "concurrency") -> dict[str, float | None]:
-    """Per workload: the load level (concurrency, or req/s with ``kind="rate"``) where the speculative /
-    plain TPOT p50 ratio crosses 1, by :func:`crossover` (linear interpolation between the two tested
-    levels around the first crossing); None when it never crosses or ratios are missing. Workloads with
-    no cell of that kind are left out. Pure."""
-    out: dict[str, float | None] = {}
-    for workload in _workloads(card):
-        cells = _cells(card, workload, kind)
-        if cells:
-            values = [_ratio(c)[0] for _, c in cells]
-            out[workload] = crossover([x for x, _ in cells], [None if math.isnan(v) else v for v in values])
-    return out
-
-
-def _new_figure(ncols: int, nrows: int = 1, width: float = 5.2, height: float = 4.0) -> Figure:
-    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _level_axis(ax: Axes, xs: Sequence[float], xlabel: str) -> None:
-    """Ticks at the tested levels; log2 scale when they span a factor of 8 or more."""
-    finite = sorted({x for x in xs if x > 0})
-    if len(finite) >= 2 and finite[-1] / finite[0] >= 8:
-        ax.set_xscale("log", base=2)
-    if finite:
-        ax.set_xticks(finite, [f"{x:g}" for x in finite])
-        ax.minorticks_off()
-    ax.set_xlabel(xlabel)
-    ax.grid(True, alpha=0.3)
-
-
-def _save(fig: Figure, path: Path, paths: list[Path]) -> None:
-    fig.savefig(path, dpi=DPI)
-    paths.append(path)
-
-
 def _latency(card: PairCard, workload: str, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
-    cells = _cells(card, workload, kind[0])
+    cells = cells_of(card, workload, kind[0])
     panels = (("TTFT", "ttft_s", 1e3, "ms"), ("TPOT", "tpot_s", 1e3, "ms/token"), ("E2E latency", "e2e_s", 1.0, "s"))
     xs = [x for x, _ in cells]
-    drawn, fig = False, _new_figure(3)
+    drawn, fig = False, new_figure(3)
     for ax, (label, key, scale, unit) in zip(fig.subplots(1, 3), panels, strict=True):
         seen: list[float] = []
         for role in ROLES:
-            for stat, style in (("p50", "-"), ("p99", "--")):
-                ys = [_stat(c, role, key, stat) * scale for _, c in cells]
+            for pct, style in (("p50", "-"), ("p99", "--")):
+                ys = [stat(c, role, key, pct) * scale for _, c in cells]
                 if any(not math.isnan(y) for y in ys):
-                    ax.plot(xs, ys, style, marker="o", color=COLORS[role], label=f"{role} {stat}")
+                    ax.plot(xs, ys, style, marker="o", color=COLORS[role], label=f"{role} {pct}")
                     seen += ys
         drawn |= bool(seen)
         finite = [v for v in seen if v > 0 and math.isfinite(v)]
         if finite and max(finite) / min(finite) >= 30:  # log y when the values span 30x or more
             ax.set_yscale("log")
-        _level_axis(ax, xs, kind[1])
+        level_axis(ax, xs, kind[1])
         ax.set(ylabel=f"{label} ({unit})", title=f"{label} p50 (solid) / p99 (dashed)")
         if seen:
             ax.legend(fontsize="small")
     if drawn:
         fig.suptitle(f"{card.pair} · {workload}: latency vs {kind[0]}")
-        _save(fig, out / f"latency_{_slug(workload)}{kind[2]}.png", paths)
+        save(fig, out / f"latency_{slug(workload)}{kind[2]}.png", paths)
 
 
 def _throughput(card: PairCard, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
-    fig = _new_figure(2)
+    fig = new_figure(2)
     axes, xs_all, drawn = fig.subplots(1, 2), [], False
-    for w, workload in enumerate(_workloads(card)):
-        cells = _cells(card, workload, kind[0])
+    for w, workload in enumerate(workloads(card)):
+        cells = cells_of(card, workload, kind[0])
         xs = [x for x, _ in cells]
         xs_all += xs
         for ax, key in zip(axes, ("output_throughput_tps", "request_throughput_rps"), strict=True):
             for role in ROLES:
-                ys = [_stat(c, role, key) for _, c in cells]
+                ys = [stat(c, role, key) for _, c in cells]
                 if any(not math.isnan(y) for y in ys):
                     drawn = True
                     ax.plot(
@@ -175,61 +111,17 @@ def _throughput(card: PairCard, kind: tuple[str, str, str], out: Path, paths: li
         ("output tokens / measurement window", "successful requests / measurement window"),
         strict=True,
     ):
-        _level_axis(ax, xs_all, kind[1])
+        level_axis(ax, xs_all, kind[1])
         ax.set(ylabel=ylabel, title=title, ylim=(0, None))
         ax.legend(fontsize="small")
     fig.suptitle(f"{card.pair}: throughput vs {kind[0]} (color: role, marker: workload)")
-    _save(fig, out / f"throughput{kind[2]}.png", paths)
-
-
-def _ratio_plot(card: PairCard, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
-    fig = _new_figure(1, width=7.5, height=4.6)
-    ax, xs_all, drawn = fig.subplots(), [], False
-    points = crossover_points(card, kind[0])
-    palette = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-    for w, workload in enumerate(_workloads(card)):
-        cells = _cells(card, workload, kind[0])
-        xs = [x for x, _ in cells]
-        ratios = np.array([_ratio(c) for _, c in cells], dtype=float).reshape(-1, 3)
-        vals, lows, highs = ratios[:, 0], ratios[:, 1], ratios[:, 2]
-        if np.isnan(vals).all():
-            continue
-        drawn, color = True, palette[w % len(palette)]
-        xs_all += xs
-        ax.plot(xs, vals, "-", marker=WORKLOAD_MARKERS[w % len(WORKLOAD_MARKERS)], color=color, label=workload)
-        if not np.isnan(np.concatenate([lows, highs])).all():
-            ax.fill_between(xs, lows, highs, color=color, alpha=0.18, label=f"{workload} 95% CI")
-        x_cross = points.get(workload)
-        if x_cross is not None:
-            ax.axvline(x_cross, color=color, linestyle=":", linewidth=1.2)
-            ax.plot([x_cross], [1.0], marker="X", markersize=11, color=color, markeredgecolor="black", zorder=5)
-            left = x_cross > (min(xs) + max(xs)) / 2  # keep the label inside the axes
-            ax.annotate(
-                f"{workload}: crossover ≈ {x_cross:.3g}",
-                (x_cross, 1.0),
-                textcoords="offset points",
-                xytext=(-6 if left else 6, 8 + 13 * w),
-                ha="right" if left else "left",
-                color=color,
-                fontsize="small",
-            )
-    if not drawn:
-        return
-    ax.axhline(1.0, color="black", linewidth=1.0)
-    ax.text(
-        0.01, 0.02, "below 1: speculative faster per token", transform=ax.transAxes, fontsize="small", color="dimgray"
-    )
-    _level_axis(ax, xs_all, kind[1])
-    ax.set_ylabel("speculative / plain TPOT p50")
-    ax.legend(fontsize="small")
-    ax.set_title(f"{card.pair}: TPOT p50 ratio vs {kind[0]} (band: 95% paired-bootstrap CI)")
-    _save(fig, out / f"tpot_ratio{kind[2]}.png", paths)
+    save(fig, out / f"throughput{kind[2]}.png", paths)
 
 
 def _acceptance(card: PairCard, out: Path, paths: list[Path]) -> None:
     rows = []
-    for workload in _workloads(card):
-        cells = [(x, c) for kind, *_ in _KINDS for x, c in _cells(card, workload, kind)]
+    for workload in workloads(card):
+        cells = [(x, c) for kind, *_ in _KINDS for x, c in cells_of(card, workload, kind)]
         found: list[tuple[CardCell, Acceptance]] = [
             (c, acc) for _, c in cells if c.speculative and (acc := c.speculative.acceptance) and acc.per_position
         ]
@@ -237,15 +129,17 @@ def _acceptance(card: PairCard, out: Path, paths: list[Path]) -> None:
             rows.append((workload, found))
     if not rows:
         return
-    fig = _new_figure(len(rows), width=5.6)
+    fig = new_figure(len(rows), width=5.6)
     axes = fig.subplots(1, len(rows), squeeze=False)[0]
     for ax, (workload, found) in zip(axes, rows, strict=True):
         k = max(len(acc.per_position) for _, acc in found)
         width = 0.8 / len(found)
         for i, (cell, acc) in enumerate(found):
             pos = np.arange(len(acc.per_position))
-            label = f"{cell.level}: rate {_num(acc.acceptance_rate):.2f}, length {_num(acc.mean_acceptance_length):.2f}"
-            ax.bar(pos - 0.4 + width * (i + 0.5), [_num(v) for v in acc.per_position], width, label=label)
+            label = (
+                f"{cell.level}: rate {finite(acc.acceptance_rate):.2f}, length {finite(acc.mean_acceptance_length):.2f}"
+            )
+            ax.bar(pos - 0.4 + width * (i + 0.5), [finite(v) for v in acc.per_position], width, label=label)
         ax.set_xticks(range(k), [str(i) for i in range(k)])
         ax.set(
             xlabel="draft position i (0-based)", ylabel="accepted_per_pos[i] / drafts", ylim=(0, 1.05), title=workload
@@ -260,7 +154,7 @@ def _acceptance(card: PairCard, out: Path, paths: list[Path]) -> None:
             ncol=2,
         )
     fig.suptitle(f"{card.pair}: per-position acceptance (vLLM counter deltas per cell)")
-    _save(fig, out / "acceptance.png", paths)
+    save(fig, out / "acceptance.png", paths)
 
 
 def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str], list[float]]:
@@ -276,14 +170,12 @@ def _ttft_samples(records: Iterable[RequestRecord]) -> dict[tuple[str, str, str]
 
 def _ttft_distribution(card: PairCard, records: Sequence[RequestRecord], out: Path, paths: list[Path]) -> None:
     samples = _ttft_samples(records)
-    workloads = [
-        w for w in dict.fromkeys([*_workloads(card), *(k[0] for k in samples)]) if any(k[0] == w for k in samples)
-    ]
-    if not workloads:
+    names = [w for w in dict.fromkeys([*workloads(card), *(k[0] for k in samples)]) if any(k[0] == w for k in samples)]
+    if not names:
         return
-    fig = _new_figure(len(workloads), width=5.6)
-    axes = fig.subplots(1, len(workloads), squeeze=False)[0]
-    for ax, workload in zip(axes, workloads, strict=True):
+    fig = new_figure(len(names), width=5.6)
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    for ax, workload in zip(axes, names, strict=True):
         levels = sorted(
             {k[1] for k in samples if k[0] == workload},
             key=lambda s: (s[:1], float(s[1:]) if s[1:].replace(".", "", 1).isdigit() else math.inf),
@@ -310,7 +202,7 @@ def _ttft_distribution(card: PairCard, records: Sequence[RequestRecord], out: Pa
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="x-small")
     fig.suptitle(f"{card.pair}: TTFT distribution (ECDF of measured requests)")
-    _save(fig, out / "ttft_distribution.png", paths)
+    save(fig, out / "ttft_distribution.png", paths)
 
 
 def render_plots(card: PairCard, records: Sequence[RequestRecord], out_dir: Path) -> list[Path]:
@@ -324,10 +216,10 @@ def render_plots(card: PairCard, records: Sequence[RequestRecord], out_dir: Path
     paths: list[Path] = []
     out_dir.mkdir(parents=True, exist_ok=True)
     for kind in _KINDS:
-        for workload in _workloads(card):
+        for workload in workloads(card):
             _latency(card, workload, kind, out_dir, paths)
         _throughput(card, kind, out_dir, paths)
-        _ratio_plot(card, kind, out_dir, paths)
+        ratio_plot(card, kind, out_dir, paths)
     _acceptance(card, out_dir, paths)
     _ttft_distribution(card, records, out_dir, paths)
     return paths + render_context_plot(card.pair, card.context_axis, out_dir) + render_trace_plots(card.trace, out_dir)
