@@ -38,6 +38,7 @@ from loadgen.records.criteria import FAIL, INCONCLUSIVE, LATENCY_METRICS, NOT_DI
 
 __all__ = [
     "AHEAD",
+    "BEHIND",
     "DEFAULT_PRECISION",
     "FASTER",
     "INCONCLUSIVE",
@@ -51,6 +52,7 @@ __all__ = [
     "as_speedup",
     "crossover_range",
     "decide",
+    "side",
 ]
 
 FASTER, SLOWER, SHORT = "faster", "slower", "short"
@@ -179,20 +181,39 @@ def decide(metric: str, ratio: Ratio | None, floor: Ratio | None, bar: Bar = Bar
     )
 
 
-#: The outcomes of a level where speculation is faster than plain, clear of the floor (whatever the bar).
-AHEAD = (FASTER, SHORT)
+#: A level's side of the floor, for the crossover: faster than plain clear of the floor (whatever the bar), slower
+#: than plain clear of it, or neither (inside the noise, undecided or not measured).
+AHEAD, BEHIND = "ahead", "behind"
 
 
-def crossover_range(loads: Sequence[float], outcomes: Sequence[str | None]) -> list[float] | None:
-    """The loads where speculation stops being faster than plain, from each level's decided outcome (ordered by
-    ``loads``: each level's concurrency or rate; None: not measured): ``[a, b]`` with ``b`` the first load that
-    is **slower** and ``a`` the last load before it that is faster or short (clear of the floor on the fast
-    side); loads in between are not distinguishable or inconclusive. None when no faster load comes before a
-    slower one."""
+def side(metric: str, ratio: Ratio | None, floor: Ratio | None) -> str | None:
+    """:data:`AHEAD` when ``ratio``'s decided ``effect`` is faster, or short with its CI clear of ``floor``'s band
+    on the fast side (short is also the outcome of a CI overlapping the floor but below a bar above 1: not
+    ahead); :data:`BEHIND` when it is slower; None otherwise. The effect is :func:`decide`'s outcome, stored on
+    the ratio (report/noisefloor.py); the band is the one :func:`decide` read."""
+    if ratio is None or ratio.effect is None:
+        return None
+    if ratio.effect == SLOWER:
+        return BEHIND
+    if ratio.effect == FASTER:
+        return AHEAD
+    if ratio.effect != SHORT:
+        return None
+    _, lo, _ = as_speedup(ratio, metric in LATENCY_METRICS)
+    _, b_hi, _ = _band(floor, metric in LATENCY_METRICS)
+    return AHEAD if lo is not None and lo > b_hi else None
+
+
+def crossover_range(loads: Sequence[float], sides: Sequence[str | None]) -> list[float] | None:
+    """The loads where speculation stops being faster than plain, from each level's :func:`side` (ordered by
+    ``loads``: each level's concurrency or rate): ``[a, b]`` with ``b`` the first load that is :data:`BEHIND`
+    (decided slower) and ``a`` the last load before it that is :data:`AHEAD` (clear of the floor on the fast
+    side); loads in between are inside the noise or undecided. None when no load ahead comes before one
+    behind."""
     ahead: float | None = None
-    for load, outcome in zip(loads, outcomes, strict=True):
-        if outcome in AHEAD:
+    for load, where in zip(loads, sides, strict=True):
+        if where == AHEAD:
             ahead = float(load)
-        elif outcome == SLOWER:
+        elif where == BEHIND:
             return None if ahead is None else [ahead, float(load)]
     return None

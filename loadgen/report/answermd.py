@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from loadgen.measure.decision import AHEAD, SLOWER
+from loadgen.measure.decision import AHEAD, BEHIND, side
 from loadgen.records.card import CellVerdict, PairCard
 from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.util.numbers import num
@@ -47,23 +47,23 @@ def _crossover_line(card: PairCard) -> str:
     lines = []
     for workload, cross in card.crossover.items():
         levels: list[str] = []
-        outcomes: set[str | None] = set()
+        sides: set[str | None] = set()
         for cell in _closed(card.cells, workload):
             r = cell.ratio("tpot_p50")
             if r is None or r.value is None:
                 levels.append(f"c={cell.concurrency}: not measured")
-                outcomes.add(None)
+                sides.add(None)
                 continue
             levels.append(f"c={cell.concurrency}: {r.effect or 'not decided'} ({r.value:.3f}{_ci(r)})")
-            outcomes.add(r.effect)
+            sides.add(side("tpot_p50", r, cell.aa_ratio("tpot_p50")))
         if not levels:
             continue
         span = cross.crossover_range
         if span and span[0] is not None and span[1] is not None:
             where = f"between c={span[0]:g} and c={span[1]:g}"
-        elif outcomes == {SLOWER}:
+        elif sides == {BEHIND}:
             where = "slower at every tested level: it never pays"
-        elif outcomes <= set(AHEAD):
+        elif sides == {AHEAD}:
             where = "faster at every tested level: no crossover up to the highest"
         else:
             where = "no crossover decided within the tested levels"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loadgen.measure.decision import crossover_range
+from loadgen.measure.decision import crossover_range, side
 from loadgen.measure.diagnosis import capacity
 from loadgen.measure.ratios import crossover
 from loadgen.profile.cells import ROLES
@@ -42,8 +42,9 @@ def capacities(cells: Sequence[CardCell], slo: SLO) -> dict[str, dict[str, RoleC
 
 def crossovers(cells: Sequence[CardCell]) -> dict[str, Crossover]:
     """Per workload: the closed-loop concurrency where the TPOT p50 ratio crosses 1, and the range it lies in:
-    from the last level decided faster than plain to the first after it decided slower, both against the A/A
-    floor (each ratio's ``effect``, measure/decision.py; None when the decisions do not bracket a crossing)."""
+    from the last level ahead of plain (clear of the A/A floor on the fast side) to the first after it decided
+    slower (measure/decision.py ``side``, from each ratio's decided ``effect``; None when the decisions do not
+    bracket a crossing)."""
     out: dict[str, Crossover] = {}
     for workload in dict.fromkeys(c.workload for c in cells):
         closed = _closed(cells, workload)
@@ -51,7 +52,9 @@ def crossovers(cells: Sequence[CardCell]) -> dict[str, Crossover]:
         tpot = [c.ratio("tpot_p50") for c in closed]
         ratios = [None if r is None else r.value for r in tpot]
         cis = [(None, None) if r is None else (r.ci_low, r.ci_high) for r in tpot]
-        span = crossover_range(levels, [None if r is None else r.effect for r in tpot])
+        span = crossover_range(
+            levels, [side("tpot_p50", r, c.aa_ratio("tpot_p50")) for r, c in zip(tpot, closed, strict=True)]
+        )
         out[workload] = Crossover(
             levels=tuple(levels),
             ratios=tuple(ratios),

@@ -7,6 +7,8 @@ import math
 import pytest
 
 from loadgen.measure.decision import (
+    AHEAD,
+    BEHIND,
     FASTER,
     INCONCLUSIVE,
     NOT_DISTINGUISHABLE,
@@ -17,6 +19,7 @@ from loadgen.measure.decision import (
     as_speedup,
     crossover_range,
     decide,
+    side,
 )
 from loadgen.records.cardcell import Ratio
 from loadgen.records.criteria import Criteria
@@ -107,10 +110,26 @@ def test_the_bar_of_a_metric_comes_from_the_criteria() -> None:
     assert Bar.of(None, "tpot_p50") == Bar()
 
 
-def test_the_crossover_range_lies_between_the_last_faster_and_the_first_slower_level() -> None:
-    outcomes = [FASTER, SHORT, NOT_DISTINGUISHABLE, SLOWER]
-    assert crossover_range([1, 4, 16, 64], outcomes) == [4.0, 64.0]  # 16 inside the floor: inside the range
-    assert crossover_range([1, 4], [FASTER, NOT_DISTINGUISHABLE]) is None  # never slower
-    assert crossover_range([1, 4], [SLOWER, FASTER]) is None  # never faster first
-    assert crossover_range([1, 4, 8], [None, FASTER, SLOWER]) == [4.0, 8.0]
-    assert crossover_range([1, 4], [INCONCLUSIVE, SLOWER]) is None
+def test_the_crossover_range_lies_between_the_last_level_ahead_and_the_first_slower_level() -> None:
+    sides = [AHEAD, AHEAD, None, BEHIND]
+    assert crossover_range([1, 4, 16, 64], sides) == [4.0, 64.0]  # 16 inside the floor: inside the range
+    assert crossover_range([1, 4], [AHEAD, None]) is None  # never slower
+    assert crossover_range([1, 4], [BEHIND, AHEAD]) is None  # never faster first
+    assert crossover_range([1, 4, 8], [None, AHEAD, BEHIND]) == [4.0, 8.0]
+    assert crossover_range([1, 4], [None, BEHIND]) is None
+
+
+def test_a_short_level_is_ahead_only_when_its_ci_is_clear_of_the_floor_on_the_fast_side() -> None:
+    bar = Bar(1.2, 0.05, True)
+    clear = ratio(0.86, 0.90)  # speedup 1.136 [1.111, 1.163]: clear of the floor, below the bar
+    noisy = ratio(1.114, 3.072, 1.85)  # speedup 0.54 [0.33, 0.90]: overlapping a wide floor, below the bar
+    wide = Ratio(value=1.0, ci_low=0.5, ci_high=1.9)
+    for r, floor, expected in ((clear, FLOOR, AHEAD), (noisy, wide, None)):
+        decision = decide("tpot_p50", r, floor, bar)
+        assert decision.outcome == SHORT
+        assert side("tpot_p50", r.with_fields(effect=decision.outcome), floor) == expected
+    slow = ratio(1.4, 1.6)
+    assert side("tpot_p50", slow.with_fields(effect=decide("tpot_p50", slow, FLOOR).outcome), FLOOR) == BEHIND
+    fast = ratio(0.45, 0.55)
+    assert side("tpot_p50", fast.with_fields(effect=decide("tpot_p50", fast, FLOOR).outcome), FLOOR) == AHEAD
+    assert side("tpot_p50", fast, FLOOR) is None  # no decided effect: neither side
