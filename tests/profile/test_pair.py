@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 
@@ -152,10 +153,19 @@ def test_the_quick_demo_is_demo_cpu_with_fewer_cells() -> None:
     assert full.concurrency == (1, 2, 4) and len(full.workloads) == 2
     same = ("target", "speculative", "engine", "sampling", "stop", "slo", "servers")
     assert {f: getattr(quick, f) for f in same} == {f: getattr(full, f) for f in same}
-    # the quick demo is sized to be decided (docs/metrics.md "Sizing"): a precision, and the blocks it may add
-    assert quick.criteria.ci_half_width == 0.1 and full.criteria.ci_half_width is None
-    unsized = replace(quick.criteria, ci_half_width=None, declared=full.criteria.declared)
-    assert unsized == full.criteria
-    assert (quick.design.max_blocks, quick.design.min_block_requests) == (4, 4)
-    assert replace(quick.design, max_blocks=full.design.max_blocks, min_block_requests=16) == full.design
+    # both demos are sized to be decided (docs/metrics.md "Sizing"): the same precision and blocks it may add
+    assert quick.criteria == full.criteria and quick.criteria.ci_half_width == 0.1
+    assert quick.design == full.design and (quick.design.max_blocks, quick.design.min_block_requests) == (4, 4)
     assert replace(quick.load, concurrency=full.load.concurrency) == full.load
+
+
+@pytest.mark.parametrize("path", sorted(Path("profiles/pairs").glob("*.toml")), ids=lambda p: p.stem)
+def test_every_shipped_profile_declares_a_precision_and_is_sized(path: Path) -> None:
+    """Sized by default: every shipped pair or sweep file declares ``[criteria].ci_half_width`` (the precision a
+    cell is decided at, measure/decision.py) and has ``[design].max_blocks`` (declared or the default) above its
+    blocks, so a cell still undecided grows block by block (measure/sizing.py)."""
+    doc = tomllib.loads(path.read_text())
+    assert 0 < doc["criteria"]["ci_half_width"] <= 0.1, path.name
+    design = doc.get("design", {})
+    blocks = design.get("blocks", 3)
+    assert design.get("max_blocks", 3 * blocks) > blocks, path.name  # records/design.py: default 3 x blocks
