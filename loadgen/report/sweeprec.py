@@ -109,6 +109,17 @@ def _choose_family(
     return max(wins, key=lambda f: (len(wins[f]), [-x for x in cheapest[f][:2]]))
 
 
+def _most_paying(levels: Sequence[_Level], names: set[str], declared: bool) -> str:
+    """Of ``names``, the candidate that pays at the most levels (ties: the higher geometric-mean speedup over
+    them, then the name): the one configuration an engine without a K schedule can deploy."""
+
+    def score(name: str) -> tuple[int, float, str]:
+        mine = [e for lv in levels for e in lv.entries if e.candidate == name and e.pays(declared)]
+        return len(mine), geomean([e.speedup for e in mine]) or 0.0, name
+
+    return max(sorted(names), key=score)
+
+
 def _schedule_supported(engine_version: str | None) -> bool:
     version = parse_version(engine_version) if engine_version else None
     return version is not None and SCHEDULE_FIELD in available(FIELD_RANGES, version)
@@ -167,12 +178,19 @@ def _deploy(
     if supported and not one:
         line = f"{text} (K per level: " + ", ".join(f"{lv.choice.level} {e.k if e else 0}" for lv, e in picks) + ")"
     else:  # one candidate at every level it is run: its own config (the schedule above is the same server)
-        name = max(dict.fromkeys(runs.values()), key=lambda n: sum(v == n for v in runs.values()))
-        runs = {lv: n for lv, n in runs.items() if n == name}
+        name = static if static is not None else _most_paying(levels, set(runs.values()), declared)
+        runs = {
+            lv.choice.level: name for lv in levels if any(e.candidate == name and e.pays(declared) for e in lv.entries)
+        }
         off = [lv.choice.level for lv in levels if lv.choice.level not in runs]
         line = f"{name}: --speculative-config '{json.dumps(dict(row_of[name].speculative_config))}'"
         if off:
             line += f" (it does not pay at {', '.join(off)}, and the engine cannot switch it off there)"
+        gives = tuple(
+            f"{lv.choice.level}: {lv.choice.best} {lv.choice.speedup:.3f}x"
+            for lv in levels
+            if lv.choice.level in off and lv.choice.best and lv.choice.speedup is not None
+        )
     if gives:
         line += f"; gives up {'; '.join(gives)}"
     return _Deploy(schedule, line, gives, runs)

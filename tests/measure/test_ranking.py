@@ -296,3 +296,29 @@ def test_mixed_winners_deploy_the_family_winning_most_levels_and_name_what_it_gi
     # paying at c1
     old = _recommend(cells, rows, {"primary": ["tpot_p50"]}, "0.23.1")["workloads"][0]
     assert old["deployable"].startswith("ngram-k4: --speculative-config") and "does not pay at c1" in old["deployable"]
+
+
+def test_without_a_k_schedule_the_static_choice_is_deployed_and_never_loses_a_win_to_a_sibling_k() -> None:
+    # K=2 pays at every level (the static choice); K=4 is the better at c1 and c4 but does not pay at c16. An
+    # engine without a per-batch-size schedule runs one K everywhere: K=2, never K=4 turned off at c16.
+    cells = [
+        _cell(
+            1, _entry("d-k2", 2, 1.3, 1.2, 1.4, "pass", "faster"), _entry("d-k4", 4, 1.6, 1.5, 1.7, "pass", "faster")
+        ),
+        _cell(
+            4, _entry("d-k2", 2, 1.2, 1.1, 1.3, "pass", "faster"), _entry("d-k4", 4, 1.4, 1.3, 1.5, "pass", "faster")
+        ),
+        _cell(
+            16, _entry("d-k2", 2, 1.1, 1.06, 1.14, "pass", "faster"), _entry("d-k4", 4, 0.8, 0.7, 0.9, "fail", "slower")
+        ),
+    ]
+    rows = _rows(("d-k2", 2, True), ("d-k4", 4, False))
+    old = _recommend(cells, rows, {"primary": ["tpot_p50"]}, "0.23.1")
+    w = old["workloads"][0]
+    assert old["static"] == "d-k2" and old["meets_criteria"] is True
+    assert w["deployable"].startswith("d-k2: --speculative-config") and "does not pay" not in w["deployable"]
+    assert w["deployed"] == {"c1": "d-k2", "c4": "d-k2", "c16": "d-k2"} and w["gives_up"] == []
+    # with a schedule (0.24+) the same family runs K=4 where it is best and K=2 at c16: no win turned off
+    new = _recommend(cells, rows, {"primary": ["tpot_p50"]}, "0.24.0")["workloads"][0]
+    assert new["deployed"] == {"c1": "d-k4", "c4": "d-k4", "c16": "d-k2"} and new["gives_up"] == []
+    assert new["schedule"]["config"]["num_speculative_tokens_per_batch_size"] == [[1, 4, 4], [5, 16, 2]]
