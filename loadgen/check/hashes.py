@@ -33,6 +33,10 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+#: The suffixes of weight files (safetensors, PyTorch pickles, GGUF).
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+
+
 def artifact_hashes(model_dir: Path) -> dict[str, str]:
     """``{file name: hex sha256}`` of the :data:`ARTIFACTS` present in ``model_dir`` (tokenizer and config)."""
     return {name: sha256_file(model_dir / name) for name in ARTIFACTS if (model_dir / name).is_file()}
@@ -46,17 +50,17 @@ def model_hashes(model: ModelRef) -> ModelHashes:
     ``draft_vocab_size`` (an EAGLE-3 head with a ``d2t``/``t2d`` mapping, check/headvocab.py) also gets
     ``"draft_vocab_size"`` (tokens), which the card prints beside the draft. A folder whose build marker
     (``.build-complete.json``, written by scripts/build_demo_models.py and scripts/widen_target.py) holds a
-    ``"summary"`` string gets it as ``"build"``: what the model is and how it was checked, for the card.
+    ``"summary"`` string gets it as ``"build"``: what the model is and how it was checked, for the card. Its
+    ``weight_bytes`` sum the files of :data:`WEIGHT_SUFFIXES` (measure/causes.py reads the draft's against the
+    target's as the draft's cost per step).
     """
     root = Path(model.model)
     out = ModelHashes(model.model, model.revision, root.is_dir())
     if not root.is_dir():
         return out
-    files = {
-        str(p.relative_to(root)): sha256_file(p)
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.name.startswith(".")
-    }
+    paths = [p for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")]
+    files = {str(p.relative_to(root)): sha256_file(p) for p in paths}
+    weights = sum(p.stat().st_size for p in paths if p.suffix in WEIGHT_SUFFIXES)
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     try:
         reduced = json.loads((root / "config.json").read_text()).get("draft_vocab_size")
@@ -68,6 +72,7 @@ def model_hashes(model: ModelRef) -> ModelHashes:
         content_sha256=digest,
         draft_vocab_size=reduced if isinstance(reduced, int) and not isinstance(reduced, bool) else None,
         build=_build_summary(root / ".build-complete.json") or None,
+        weight_bytes=weights or None,
     )
 
 

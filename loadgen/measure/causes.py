@@ -43,6 +43,8 @@ KV_LOSS, HIT_ASYMMETRY, WARMING = 0.10, 0.25, 1.5
 #: A head's draft step in plain steps (expected_step_ratio), and how far above the expected ratio is abnormal
 #: (issue 47 item 4: "say 2x").
 HEAD_COST, ABNORMAL = 0.5, 2.0
+#: The least a draft model's step costs in target steps, whatever its size (expected_step_ratio).
+DRAFT_FLOOR = 0.1
 #: The card's generic hint, kept only when no measured cause is named.
 GENERIC_HINT = "acceptance good but latency worse: check draft and verification cost"
 #: The schedule note's opening, and the words of counterchecks.depth_note it makes untrue (dropped beside it).
@@ -229,13 +231,27 @@ def regression_causes(
     return [*batch, *causes, *context, *stream_notes(facts), *multiprocess_notes(lines)], named
 
 
-def expected_step_ratio(method: str | None, k: int) -> float:
+def expected_step_ratio(method: str | None, k: int, draft_cost: float | None = None) -> float:
     """The most a speculative step should cost in plain steps, 1 + K x r: the target verifies K + 1 tokens in
     about one plain step while decode is memory-bound (vLLM docs, "Speculative Decoding"), and each of K draft
     steps costs r plain steps: r = 0 for a lookup proposer (no model), :data:`HEAD_COST` for a head (EAGLE, MTP:
-    one or a few layers), 1 for ``draft_model`` (a ceiling: a draft as costly as its target)."""
-    r = 0.0 if method in LOOKUP_METHODS else 1.0 if method == "draft_model" else HEAD_COST
+    one or a few layers); for ``draft_model`` the draft's weight bytes over the target's (``draft_cost``: a
+    memory-bound step reads every weight once), at least :data:`DRAFT_FLOOR` (a small draft's step is bound by
+    kernel launches, not by its bytes), and 1 when the sizes are not known (a ceiling: a draft as costly as its
+    target)."""
+    if method in LOOKUP_METHODS:
+        r = 0.0
+    elif method == "draft_model":
+        r = 1.0 if draft_cost is None else min(1.0, max(draft_cost, DRAFT_FLOOR))
+    else:
+        r = HEAD_COST
     return 1.0 + k * r
+
+
+def draft_cost(draft_bytes: int | None, target_bytes: int | None) -> float | None:
+    """The draft's step cost in target steps from their weight bytes (check/hashes.py ``weight_bytes``), None
+    when either is unknown (a hub model, a folder without weight files)."""
+    return draft_bytes / target_bytes if draft_bytes and target_bytes else None
 
 
 def _explaining_lines(spec: ServerView, plain: ServerView, spec_lines: Sequence[CellEntry]) -> list[str]:
@@ -262,17 +278,19 @@ def abnormal_step_note(
     spec_config: SpeculativeConfig,
     servers: Mapping[str, ServerView],
     spec_lines: Sequence[CellEntry],
+    cost_of_draft: float | None = None,
 ) -> str | None:
     """The card's note when the measured step-time ratio (``cost``: the cell's cost decomposition, speculative /
-    plain step time, steptime.py) is more than :data:`ABNORMAL` x
-    :func:`expected_step_ratio`: what was expected, and the startup-log lines that explain it (quoted) or that none
-    was found (or that the log was not read, for a server whose effective record has no startup-log facts)."""
+    plain step time, steptime.py) is more than :data:`ABNORMAL` x :func:`expected_step_ratio` (with
+    ``cost_of_draft``, :func:`draft_cost`, for a draft model): what was expected, and the startup-log lines that
+    explain it (quoted) or that none was found (or that the log was not read, for a server whose effective
+    record has no startup-log facts)."""
     k = int(spec_config.num_speculative_tokens or 0)
     plain_s, spec_s = (cost.plain_step_s, cost.spec_step_s) if cost is not None else (None, None)
     step_ratio = spec_s / plain_s if plain_s and spec_s else None
     if step_ratio is None or k <= 0:
         return None
-    expected = expected_step_ratio(spec_config.method, k)
+    expected = expected_step_ratio(spec_config.method, k, cost_of_draft)
     if step_ratio <= ABNORMAL * expected:
         return None
     spec, plain = servers.get("speculative", ServerView()), servers.get("plain", ServerView())
@@ -288,7 +306,9 @@ def abnormal_step_note(
     )
     return (
         f"abnormal step: the speculative step costs {step_ratio:.2f} plain steps, more than {ABNORMAL:g}x the "
-        f"{expected:.2f} that method {spec_config.method} at K = {k} predicts (1 + K x draft cost); {said}"
+        f"{expected:.2f} that method {spec_config.method} at K = {k} predicts (1 + K x draft cost"
+        + (f", the draft {cost_of_draft:.3f} of the target's weight bytes" if cost_of_draft is not None else "")
+        + f"); {said}"
     )
 
 

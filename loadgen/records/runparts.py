@@ -22,7 +22,8 @@ class ModelHashes(Wire):
     """A model as measured: its id or folder (``model``), the ``revision`` asked for, whether it is a local
     folder (``local``); for a local one the sha256 of every file (``files``: path in the folder -> hex, hidden
     files left out) and a digest over them (``content_sha256``), a reduced ``draft_vocab_size`` (tokens) an
-    EAGLE-3 head's config.json declares, and its build marker's ``build`` summary."""
+    EAGLE-3 head's config.json declares, its build marker's ``build`` summary, and ``weight_bytes``: the bytes of
+    its weight files (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.gguf``), what a memory-bound decode step reads."""
 
     model: str
     revision: str | None
@@ -31,6 +32,7 @@ class ModelHashes(Wire):
     content_sha256: str | None = None
     draft_vocab_size: int | None = None
     build: str | None = None
+    weight_bytes: int | None = None
 
 
 @dataclass(frozen=True)

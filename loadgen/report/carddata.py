@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from loadgen.measure.blockstate import state_notes
-from loadgen.measure.causes import abnormal_step_note, cause_notes
+from loadgen.measure.causes import abnormal_step_note, cause_notes, draft_cost
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.measure.diagnosis import lossless, lossless_note, lossy_rejection, slo_check
 from loadgen.measure.judging import card_verdict, judged_resources
@@ -256,7 +256,8 @@ def _cell(
         {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None] for role in ROLES},
         role_entries,
     )
-    step = abnormal_step_note(cell.cost, spec_config, views, lines["speculative"])
+    weights = draft_cost(*((getattr(proto, m) or {}).get("weight_bytes") for m in ("draft", "target")))
+    step = abnormal_step_note(cell.cost, spec_config, views, lines["speculative"], weights)
     return replace(cell, notes=(*cell.notes, step)) if step else cell
 
 

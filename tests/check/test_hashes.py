@@ -35,3 +35,17 @@ def test_no_marker_or_no_summary_adds_nothing(tmp_path: Path) -> None:
     assert "build" not in model_hashes(ModelRef(str(tmp_path))).to_json()
     (tmp_path / ".build-complete.json").write_text("not json")
     assert "build" not in model_hashes(ModelRef(str(tmp_path))).to_json()
+
+
+def test_weight_bytes_sum_the_weight_files_only(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    (model / "sub").mkdir(parents=True)
+    (model / "model-00001.safetensors").write_bytes(b"x" * 1000)
+    (model / "sub" / "pytorch_model.bin").write_bytes(b"y" * 234)
+    (model / "config.json").write_text('{"hidden_size": 8}')  # not a weight file
+    (model / ".hidden.safetensors").write_bytes(b"z" * 99)  # hidden files are left out, as for the hashes
+    hashes = model_hashes(ModelRef(str(model)))
+    assert hashes.weight_bytes == 1234 and hashes.to_json()["weight_bytes"] == 1234
+    (model / "model-00001.safetensors").unlink()
+    (model / "sub" / "pytorch_model.bin").unlink()
+    assert model_hashes(ModelRef(str(model))).weight_bytes is None

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loadgen.measure.causes import abnormal_step_note, expected_step_ratio, schedule_note, warming_note
+import pytest
+
+from loadgen.measure.causes import (
+    DRAFT_FLOOR,
+    abnormal_step_note,
+    draft_cost,
+    expected_step_ratio,
+    schedule_note,
+    warming_note,
+)
 from loadgen.records.cardcell import Cost
 from loadgen.records.cell import CellEntry
 from loadgen.records.serverfacts import ServerFacts, ServerView, facts_line
@@ -70,6 +79,28 @@ def test_an_abnormal_draft_model_step_quotes_the_v1_runner_fallback() -> None:
     )
     assert '"Async scheduling not supported with draft_model-based speculative decoding' in note
     assert abnormal_step_note(Cost(plain_step_s=0.002, spec_step_s=0.019), spec, servers, []) is None  # 9.5 < 10
+
+
+def test_a_small_draft_is_expected_to_cost_its_weight_share_so_a_6x_step_is_abnormal() -> None:
+    """A 135M draft (270 MB in bf16) on a 7.2B-parameter target (14.4 GB): each draft step should cost about a
+    fiftieth of a target step, floored at DRAFT_FLOOR (launch-bound): K = 4 predicts 1 + 4 x 0.1 = 1.4 plain
+    steps, so a measured 6x is abnormal where the size-blind ceiling (1 + 4 x 1 = 5) called it normal."""
+    spec = SpeculativeConfig(method="draft_model", num_speculative_tokens=4)
+    quiet = {"plain": _server(""), "speculative": _server("")}
+    cost = draft_cost(270_000_000, 14_400_000_000)
+    assert cost == pytest.approx(0.01875)
+    assert expected_step_ratio("draft_model", 4, cost) == pytest.approx(1 + 4 * DRAFT_FLOOR)
+    assert expected_step_ratio("draft_model", 4, 0.5) == pytest.approx(3.0)  # a draft half the target's bytes
+    assert expected_step_ratio("draft_model", 4, 2.0) == 5.0 and expected_step_ratio("draft_model", 4) == 5.0
+    six = Cost(plain_step_s=0.005, spec_step_s=0.030)
+    assert abnormal_step_note(six, spec, quiet, []) is None  # without sizes: 6 < 2 x 5
+    note = abnormal_step_note(six, spec, quiet, [], cost) or ""
+    assert note.startswith(
+        "abnormal step: the speculative step costs 6.00 plain steps, more than 2x the 1.40 that method draft_model "
+        "at K = 4 predicts (1 + K x draft cost, the draft 0.019 of the target's weight bytes)"
+    )
+    assert abnormal_step_note(Cost(plain_step_s=0.005, spec_step_s=0.013), spec, quiet, [], cost) is None  # 2.6
+    assert draft_cost(None, 10) is None and draft_cost(10, 0) is None
 
 
 def test_an_abnormal_step_without_an_explaining_line_says_none_was_found() -> None:
