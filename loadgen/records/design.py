@@ -24,9 +24,9 @@ paired ratios (measure/blocks.py). Keys, all optional (unknown keys and wrong ty
   measured requests of a closed-loop block, whatever ``[stop]`` gives (``max(min_requests, rounds * c)``): a
   block of a few requests at low concurrency cannot decide a cell.
 
-With sized cells, the first block of a closed-loop cell warms every arm with a full round at the level's concurrency
+The first block of a closed-loop cell warms every arm with a full round at the level's concurrency
 (``max([stop].warmup_requests, c)`` requests, excluded), not one request: a batch shape the server has not yet
-run makes a slow first block.
+run makes a slow first block (``[stop].warmup_requests = 0`` turns warm-up off).
 """
 
 from __future__ import annotations

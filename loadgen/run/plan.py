@@ -67,7 +67,7 @@ def _sizes(pair: Pair) -> list[Size]:
                     max(floor, stop.measured_requests(level.concurrency)),
                     stop.cooldown_requests(level.concurrency),
                 )
-                first = sized and rep == 0 and stop.warmup_requests > 0  # a full round at c (records/design.py)
+                first = rep == 0 and stop.warmup_requests > 0  # a full round at c (records/design.py)
                 sizes.append(
                     (
                         level,

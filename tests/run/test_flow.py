@@ -24,6 +24,8 @@ def _pair_without_exact_lengths(tmp_path: Path) -> Path:
     text = text.replace("[stop]", "[stop]\ncooldown = true").replace(
         "concurrency = [1, 2, 4]", "concurrency = [1, 4]\nrates_rps = [2.0]"
     )
+    # unsized: the 3 blocks of the design, no more planned (sizing is tests/run/test_one_decision.py's)
+    text = text.replace("ci_half_width = 0.1\n", "").replace("max_blocks = 4\n", "")
     wl = tmp_path / "profiles" / "workloads"
     wl.mkdir(parents=True)
     for name in ("short-homogeneous", "long-diverse"):
@@ -46,9 +48,11 @@ def test_plan_cells_slices_are_disjoint_and_seeded(tmp_path: Path) -> None:
         (w, lv, b) for w in ("short-homogeneous", "long-diverse") for lv, b in levels
     ]
     c1, c4, r2 = cells[:3]
-    # demo-cpu per block: min_requests = 4, rounds = 1; cooldown fillers 4 x (concurrency - 1)
+    # demo-cpu per block: min_requests = 4, rounds = 1; cooldown fillers 4 x (concurrency - 1); the first block
+    # of a level warms a full round at its concurrency, the later ones warmup_requests (1)
     assert (len(c1.warmup), len(c1.measured), len(c1.cooldown)) == (1, 4, 0)
-    assert (len(c4.warmup), len(c4.measured), len(c4.cooldown)) == (1, 4, 12)
+    assert (len(c4.warmup), len(c4.measured), len(c4.cooldown)) == (4, 4, 12)
+    assert len(cells[4].warmup) == 1 and cells[4].level.label == "c4" and cells[4].repetition == 1
     assert r2.arrivals_s is not None and len(r2.arrivals_s) == 4 and r2.arrivals_s[0] == 0.0
     ids = [p.prompt_id for c in cells[: 3 * blocks] for p in (*c.warmup, *c.measured, *c.cooldown)]
     assert len(ids) == len(set(ids))  # every block of every level has prompts of its own
