@@ -292,7 +292,12 @@ def measure_and_size(session: Session, m: Measurement) -> str | None:
         owed = round_s(session, [s for g in groups[i + 1 :] for s in g])
         why = grow(session, m.planned, names, m.metric, m.bar, m.deadline, {group[0].cell.key}, owed)
         ends.setdefault(why, []).append(f"{group[0].cell.workload} {group[0].cell.level.label}")
-    return "; ".join(why if why == DECIDED else f"{why} ({', '.join(cells)})" for why, cells in ends.items())
+    if list(ends) == [DECIDED]:
+        return DECIDED
+    return "; ".join(
+        f"decided: {', '.join(cells)}" if why == DECIDED else f"{why} ({', '.join(cells)})"
+        for why, cells in ends.items()
+    )
 
 
 def execute_run(

@@ -312,7 +312,7 @@ def _say(card: SweepCard, sweep_dir: Path, log: Log) -> None:
     for line in [
         *([noise] if noise else []),
         *card.recommendation.lines,
-        *(f"WARNING {w}" for w in card.drift_warnings),
+        *(w if w.startswith("WARNING") else f"WARNING {w}" for w in card.drift_warnings),
     ]:
         log(line)
     log(f"sweep card: {sweep_dir / 'sweep.md'}")
