@@ -6,6 +6,7 @@ faster there, and its static choice pays (faster) at every level in the declared
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,55 @@ def test_a_sweep_card_recommends_only_what_is_faster(path: Path) -> None:
                     continue
                 e = next((e for e in c["entries"] if e["candidate"] == w["static"]), None)
                 assert e is not None and e["effect"] == FASTER, f"{workload} {level}: static {w['static']} does not pay"
+
+
+def _md_table(md: str, section: str) -> list[dict[str, str]]:
+    """The rows of the first table under ``section`` (a ``## `` heading) of a Markdown card."""
+    lines = md.split(f"## {section}", 1)[1].splitlines()
+    header = next(line for line in lines if line.startswith("| "))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    rows = []
+    for line in lines[lines.index(header) + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(cols, (c.strip() for c in line.strip("|").split("|")), strict=True)))
+    return rows
+
+
+@pytest.mark.parametrize("path", PAIR_CARDS, ids=_name)
+def test_a_pair_cards_markdown_says_what_its_json_decided(path: Path) -> None:
+    """card.md, read as a user reads it: the verdict line, each level of the answer's "where speculation stops
+    paying" line and each cell's "effect against the noise floor" line carry card.json's words, in order."""
+    card, md = json.loads(path.read_text()), (path.parent / "card.md").read_text()
+    if card["verdict"].get("summary"):
+        assert f"**verdict**: {card['verdict']['summary']}" in md
+    closed = [c for c in card["cells"] if c.get("rate_rps") is None]
+    answer = next((line for line in md.splitlines() if line.startswith("- **where speculation stops paying**")), "")
+    for cell in closed:
+        ratio = (cell.get("ratios") or {}).get("tpot_p50") or {}
+        if ratio.get("value") is None:
+            continue
+        said = f"c={cell['concurrency']}: {ratio.get('effect') or 'not decided'} ({ratio['value']:.3f}"
+        assert said in answer, f"{cell['workload']} c={cell['concurrency']}: {said!r} not in the answer"
+    stated = [m.group(1) for m in re.finditer(r"effect against the noise floor: ([a-z ]+)$", md, re.M)]
+    effects = [
+        c["ratios"]["tpot_p50"]["effect"]
+        for c in card["cells"]
+        if ((c.get("ratios") or {}).get("tpot_p50") or {}).get("effect")
+    ]
+    blocked = any(c.get("noise_floor") for c in card["cells"])  # measured in blocks: each cell says its effect
+    assert stated == (effects if blocked else effects[: len(stated)]), (stated, effects)
+
+
+@pytest.mark.parametrize("path", SWEEP_CARDS, ids=_name)
+def test_a_sweep_cards_markdown_says_what_its_json_decided(path: Path) -> None:
+    """sweep.md's cells table carries sweep.json's effect for every (workload, level, candidate), and its
+    recommendation lines are sweep.json's."""
+    card, md = json.loads(path.read_text()), (path.parent / "sweep.md").read_text()
+    rows = {(r["workload"], r["level"], r["candidate"]): r["effect"] for r in _md_table(md, "Cells")}
+    for c in card["cells"]:
+        for e in c["entries"]:
+            if e.get("effect"):
+                assert rows[(c["workload"], c["level"], e["candidate"])] == e["effect"], (c["level"], e["candidate"])
+    for line in card["recommendation"]["lines"]:
+        assert line.split(": ", 1)[-1][:60] in md, line
