@@ -26,12 +26,14 @@ SPEC = '{"method": "ngram", "prompt_lookup_min": 2, "prompt_lookup_max": 4, "num
 
 def env(tmp: Path) -> dict[str, str]:
     """The environment of every process here: the repository importable, a reported engine version the pair
-    check knows (an attached server's ``/version``), and port holds of this test's own (serve/portlock.py)."""
+    check knows (an attached server's ``/version``), port holds (serve/portlock.py) and a cache folder
+    (util/crashlog.py) of this test's own."""
     return {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "SCRIPTED_ENGINE_VERSION": "0.32.0",
         "LOADGEN_PORT_DIR": str(tmp / "holds"),
+        "XDG_CACHE_HOME": str(tmp / "cache"),
     }
 
 
@@ -93,10 +95,18 @@ class Ran:
     output: str
 
 
-def loadgen(tmp: Path, args: list[str], sig: int | None = None, at_slot: int = 0, timeout_s: float = 120.0) -> Ran:
+def loadgen(
+    tmp: Path,
+    args: list[str],
+    sig: int | None = None,
+    at_slot: int = 0,
+    timeout_s: float = 120.0,
+    inject: str | None = None,
+) -> Ran:
     """Run ``loadgen ARGS`` from ``tmp``; with ``sig``, send it once the slot numbered ``at_slot`` (0-based, in
-    the run's order) has written a request record: the run is cut inside that slot, or right after it."""
-    argv = [sys.executable, "-m", "loadgen", *args]
+    the run's order) has written a request record: the run is cut inside that slot, or right after it. With
+    ``inject`` (``MODULE:NAME[@N]``, tests/support/inject.py) that function raises an unexpected exception."""
+    argv = [sys.executable, "-m", *(["tests.support.inject", inject] if inject else ["loadgen"]), *args]
     proc = subprocess.Popen(argv, cwd=tmp, env=env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if sig is not None:
         end = time.monotonic() + timeout_s
