@@ -10,8 +10,11 @@ import json
 import re
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 
+from loadgen.cli.commands import _handles_errors
 from tests.support.faultrun import Ran, engines, loadgen, run_dir, write_pair
 from tests.support.inject import DEFECT
 from tests.support.promstack import free_port_block
@@ -101,3 +104,15 @@ def test_a_defect_in_any_command_is_one_line_and_exit_1(tmp_path: Path, args: li
         )
     else:
         assert path.parent == tmp_path / "cache" / "loadgen" and path.name.startswith("traceback-")
+
+
+def test_clicks_own_exceptions_end_as_click_ends_them() -> None:
+    """A usage error raised inside a command is click's (exit 2, its own lines), not an unexpected error."""
+
+    @click.command()
+    @_handles_errors
+    def refuses() -> None:
+        raise click.UsageError("give a folder")
+
+    result = CliRunner().invoke(refuses, [])
+    assert result.exit_code == 2 and "Error: give a folder" in result.output and "unexpected" not in result.output

@@ -47,6 +47,8 @@ def _handles_errors(fn: F) -> F:
         except KeyboardInterrupt as exc:  # a run's own line (closing.RunInterrupted) says where its data is
             click.echo(f"loadgen: {str(exc) or 'interrupted; everything measured so far is on disk'}", err=True)
             sys.exit(1)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise  # click's own: a usage error, an exit, an abort, which click ends as it does
         except Exception as exc:  # the last resort: one line, the traceback in a file (util/crashlog.py)
             error = _as_error(exc)
             click.echo(f"loadgen: error: {error}", err=True)
