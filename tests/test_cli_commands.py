@@ -40,9 +40,9 @@ def test_check_of_an_unknown_pair_exits_2_in_one_line() -> None:
 def test_check_with_blocking_findings_exits_2_and_says_how_many(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loadgen.check import engine
+    from loadgen.check import enginestart
 
-    monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: None)
+    monkeypatch.setattr(enginestart, "probe_engine", lambda command, env: enginestart.EngineStart(None))
     pair = tmp_path / "p.toml"
     pair.write_text(BASE.replace('model = "t"', f'model = "{tmp_path / "none"}"'))
     result = CliRunner().invoke(main, ["check", str(pair)])
@@ -56,9 +56,9 @@ def test_check_with_blocking_findings_exits_2_and_says_how_many(
 
 def test_the_check_command_to_run_again_is_shell_quoted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pair path with a space was named as `loadgen check /x/my pairs/p.toml`: two arguments once pasted."""
-    from loadgen.check import engine
+    from loadgen.check import enginestart
 
-    monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: None)
+    monkeypatch.setattr(enginestart, "probe_engine", lambda command, env: enginestart.EngineStart(None))
     pair = tmp_path / "my pairs" / "p.toml"
     pair.parent.mkdir()
     pair.write_text(BASE.replace('model = "t"', f'model = "{tmp_path / "none"}"'))

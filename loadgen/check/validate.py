@@ -20,6 +20,7 @@ from pathlib import Path
 from loadgen.check.asyncsched import async_findings
 from loadgen.check.draftcheck import check_draft_context, check_draft_kind
 from loadgen.check.engine import check_engine_args
+from loadgen.check.enginestart import EngineStart
 from loadgen.check.finding import Finding
 from loadgen.check.hashes import ARTIFACTS, artifact_hashes, model_hashes, sha256_file
 from loadgen.check.headvocab import head_vocab_findings
@@ -98,10 +99,14 @@ def _locate(role: str, ref: ModelRef, key: str, allow_unpinned: bool) -> tuple[l
     ], None
 
 
-def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bool = False) -> list[Finding]:
+def check_pair(
+    pair: Pair, engine_version: str | None = None, allow_unpinned: bool = False, engine_start: EngineStart | None = None
+) -> list[Finding]:
     """All pre-flight checks of ``pair`` (no server needed) for the installed engine version
-    (``engine.detect_engine_version``; None: unknown, one warning and the schema is not checked; pass it
-    always: the default only keeps older callers working).
+    (``enginestart.probe_engine``; None: unknown, one warning and the schema is not checked; pass it
+    always: the default only keeps older callers working). ``engine_start``: what probing ``[engine].command``
+    told (None: not probed, every server attached); a command that cannot start is one blocking ``engine
+    command`` finding in place of the unknown version's warning.
     ``allow_unpinned`` turns unpinned hub revisions from blocking into warnings. Never raises for a bad
     pair: every problem is a finding (failed blocking ones stop the run with exit 2)."""
     out = check_engine_args(pair.engine.args)
@@ -124,17 +129,7 @@ def check_pair(pair: Pair, engine_version: str | None = None, allow_unpinned: bo
     d_info = load_tokenizer_info(draft_dir) if target_dir and draft_dir and not head else None
     differ = t_info is not None and d_info is not None and compare_vocabularies(t_info, d_info).kind != "identical"
     if engine_version is None:
-        out.append(
-            Finding(
-                "speculative config",
-                False,
-                False,
-                "engine version unknown (no vLLM answered through "
-                "[engine].command; `make engine` installs the CPU build for the embedded pairs): the "
-                "speculative config was checked against every release 0.10-0.33, not the installed one",
-            )
-        )
-        out += version_free_findings(pair.speculative)
+        out += [_unknown_version(engine_start), *version_free_findings(pair.speculative)]
     else:
         t_cfg = ModelConfig.read(target_dir) if target_dir else ModelConfig()
         max_len = vllm_int(flag_value(args, "--max-model-len")) or t_cfg.max_position_embeddings
@@ -194,6 +189,27 @@ def _declared_findings(pair: Pair, target_dir: Path | None, env: Mapping[str, st
     out += generation_findings(target_dir, asdict(pair.sampling))
     out += mtp_findings(pair.method, pair.num_speculative_tokens, target_dir)
     return out + chat_template_findings(pair, target_dir)
+
+
+def _unknown_version(start: EngineStart | None) -> Finding:
+    """The finding of an unknown engine version: blocking when ``start`` says the engine command cannot start
+    (its one line names the command and the fix), else a warning that the speculative config was checked
+    against every release loadgen knows."""
+    if start is not None and start.problem is not None:
+        return Finding("engine command", False, True, start.problem)
+    why = (
+        "every server is attached and none was asked"
+        if start is None
+        else "no vLLM version answered through [engine].command; `make engine` installs the CPU build for the "
+        "embedded pairs"
+    )
+    return Finding(
+        "speculative config",
+        False,
+        False,
+        f"engine version unknown ({why}): the speculative config was checked against every release 0.10-0.33, "
+        "not the installed one",
+    )
 
 
 def version_free_findings(spec: SpeculativeConfig) -> list[Finding]:

@@ -2,7 +2,8 @@
 cli/runlist.py).
 
 Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit code (0 done, 1 run failed,
-2 bad input, 3 criteria failed); they are printed as one line, never as a traceback.
+2 bad input, 3 criteria failed); they are printed as one line, never as a traceback. Any other exception is
+a defect: one line too (exit 1), its traceback written to a file (util/crashlog.py).
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ from loadgen.errors import BadInput, LoadgenError
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
 from loadgen.report.summary import print_summary
+from loadgen.util.crashlog import unexpected
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: Disk full, over quota, read-only file system: the run folder cannot be written.
 _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+#: The parameters that name the folder a command works on, where an unexpected error's traceback is written.
+_FOLDERS = ("run_dir", "resume_dir", "fleet_dir")
 
 
 def _handles_errors(fn: F) -> F:
@@ -43,17 +47,29 @@ def _handles_errors(fn: F) -> F:
         except KeyboardInterrupt as exc:  # a run's own line (closing.RunInterrupted) says where its data is
             click.echo(f"loadgen: {str(exc) or 'interrupted; everything measured so far is on disk'}", err=True)
             sys.exit(1)
-        except OSError as exc:
-            if exc.errno not in _DISK_ERRNOS or exc.filename is None:
-                raise
-            # a write outside the run's own guarded writes (run folder creation, --resume's rewrite)
-            from loadgen.report.rundir import unwritable
-
-            error = unwritable(Path(exc.filename), exc)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise  # click's own: a usage error, an exit, an abort, which click ends as it does
+        except Exception as exc:  # the last resort: one line, the traceback in a file (util/crashlog.py)
+            error = _as_error(exc)
             click.echo(f"loadgen: error: {error}", err=True)
             sys.exit(error.exit_code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _as_error(exc: Exception) -> LoadgenError:
+    """The one-line error of an exception no command turned into a LoadgenError: a write the disk refused
+    (full, over quota, read-only) outside the run's own guarded writes (run folder creation, --resume's
+    rewrite), else an unexpected one, its traceback written to the folder the command works on (``RUN_DIR``,
+    ``FLEET_DIR``, ``--resume``'s folder) or to loadgen's cache folder."""
+    if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS and exc.filename is not None:
+        from loadgen.report.rundir import unwritable
+
+        return unwritable(Path(exc.filename), exc)
+    ctx = click.get_current_context(silent=True)
+    params = ctx.params if ctx is not None else {}
+    folder = next((p for k in _FOLDERS if isinstance(p := params.get(k), Path) and p.is_dir()), None)
+    return unexpected(exc, folder, f"{folder} keeps what it held" if folder else "")
 
 
 def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -73,7 +73,9 @@ class TraceEntry:
 @dataclass(frozen=True)
 class TraceFile:
     """A trace read and checked: ``layout`` ``mooncake`` or ``prompts``; ``lines`` the records in the file;
-    ``entries`` sorted by timestamp; ``skipped`` one ``line N: reason`` per record left out."""
+    ``entries`` sorted by timestamp; ``skipped`` one ``line N: reason`` per record left out; ``format`` the format
+    it was read in (traceformats.FORMATS, never ``auto``: the declared one, or the one detected); ``floored`` one
+    ``line N: reason`` per request of 0 output tokens sent with the declared floor (``zero_output = N``)."""
 
     path: str
     sha256: str
@@ -82,6 +84,13 @@ class TraceFile:
     endpoint: str
     entries: tuple[TraceEntry, ...]
     skipped: tuple[str, ...]
+    format: str = MOONCAKE
+    floored: tuple[str, ...] = ()
+
+
+#: What a reader of one format returns: the entries, the bad lines, the skipped lines, the floored lines and the
+#: number of records (each list of ``line N: reason``).
+Read = tuple[list[TraceEntry], list[str], list[str], list[str], int]
 
 
 def _positive(path: Path, n: int, value: object, key: str, required: bool) -> int | None:
@@ -150,11 +159,12 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
     )
 
 
-def _jsonl(path: Path, text: str, fmt: str, zero: str | int) -> tuple[list[TraceEntry], list[str], list[str], int]:
-    """The entries of a JSONL trace, its bad lines and skipped lines (``line N: reason``) and its records."""
+def _jsonl(path: Path, text: str, fmt: str, zero: str | int) -> Read:
+    """The entries of a JSONL trace, its bad, skipped and floored lines (``line N: reason``) and its records."""
     entries: list[TraceEntry] = []
     bad: list[str] = []
     skipped: list[str] = []
+    floored: list[str] = []
     records = 0
     layout = MOONCAKE if fmt == MOONCAKE else PROMPTS
     for n, line in enumerate(text.splitlines(), start=1):
@@ -171,17 +181,18 @@ def _jsonl(path: Path, text: str, fmt: str, zero: str | int) -> tuple[list[Trace
                     bad.append(formats.zero_line(n))
                     continue
                 rec = {**rec, "output_length": zero}
+                floored.append(formats.floor_line(n, int(zero)))
             entries.append(_entry(path, n, rec, layout))
         except (ValueError, ProfileError) as exc:  # not JSON, or a ProfileError naming the line
             why = str(exc).removeprefix(f"{path}: ")
             bad.append(why if isinstance(exc, ProfileError) else f"line {n} is not JSON (e.g. {EXAMPLE})")
-    return entries, bad, skipped, records
+    return entries, bad, skipped, floored, records
 
 
-def _csv(path: Path, text: str, fmt: str, zero: str | int) -> tuple[list[TraceEntry], list[str], list[str], int]:
-    """The entries of a CSV trace (profile/traceformats.py), its bad and skipped lines and its rows."""
+def _csv(path: Path, text: str, fmt: str, zero: str | int) -> Read:
+    """The entries of a CSV trace (profile/traceformats.py), its bad, skipped and floored lines and its rows."""
     rows, bad, count = formats.csv_rows(str(path), text, fmt)
-    entries, skipped = [], []
+    entries, skipped, floored = [], [], []
     for line, ts, n_in, n_out in rows:
         if n_out == 0 and zero == "skip":
             skipped.append(f'line {line}: 0 output tokens (zero_output = "skip")')
@@ -189,13 +200,15 @@ def _csv(path: Path, text: str, fmt: str, zero: str | int) -> tuple[list[TraceEn
             bad.append(formats.zero_line(line))
         else:
             entries.append(TraceEntry(line, ts, n_in, n_out if n_out else int(zero)))
-    return entries, sorted(bad, key=lambda b: int(b.split()[1].rstrip(":"))), skipped, count
+            floored += [] if n_out else [formats.floor_line(line, int(zero))]
+    return entries, sorted(bad, key=lambda b: int(b.split()[1].rstrip(":"))), skipped, floored, count
 
 
 def read_trace(path: Path, endpoint: str | None = None, fmt: str = "auto", zero: str | int = "refuse") -> TraceFile:
     """Read ``path`` (module docstring) in format ``fmt`` (profile/traceformats.py ``FORMATS``; ``auto``: detected).
     ``endpoint``: ``completions`` or ``chat`` (None: chat for a first prompt line with messages, else
-    completions); ``zero``: what a request of 0 output tokens becomes (traceformats ``zero_output``). Raises
+    completions); ``zero``: what a request of 0 output tokens becomes (traceformats ``zero_output``; each one sent
+    with a floor is named in ``floored``). Raises
     ProfileError (one line) for a missing or empty file, bad lines (every one counted, the first few named), or
     a file whose every line is skipped."""
     if not path.is_file():
@@ -209,7 +222,7 @@ def read_trace(path: Path, endpoint: str | None = None, fmt: str = "auto", zero:
         raise ProfileError(f"{path}: the trace is empty; write one request per line")
     fmt = formats.detect(str(path), text) if fmt == "auto" else fmt
     read = _csv if fmt in formats.COLUMNS else _jsonl
-    entries, bad, skipped, records = read(path, text, fmt, zero)
+    entries, bad, skipped, floored, records = read(path, text, fmt, zero)
     if bad:
         raise formats.bad_lines(str(path), bad, records)
     layout = PROMPTS if fmt == PROMPTS else MOONCAKE
@@ -230,7 +243,8 @@ def read_trace(path: Path, endpoint: str | None = None, fmt: str = "auto", zero:
             f"{path}: the trace spans {span / 86_400_000:,.0f} days (line {kept[0].line} to line "
             f"{kept[-1].line}), over 30; give every timestamp in milliseconds from one origin"
         )
-    return TraceFile(str(path), hashlib.sha256(raw).hexdigest(), records, layout, endpoint, tuple(kept), tuple(skipped))
+    sha = hashlib.sha256(raw).hexdigest()
+    return TraceFile(str(path), sha, records, layout, endpoint, tuple(kept), tuple(skipped), fmt, tuple(floored))
 
 
 def offsets_s(entries: tuple[TraceEntry, ...] | list[TraceEntry], time_scale: float) -> tuple[float, ...]:

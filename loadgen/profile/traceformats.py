@@ -16,7 +16,8 @@ its prompt is natural words of exactly its input length (profile/trace.py ``moon
 "auto"`` (the default) detects the format from the first line: ``{`` starts JSONL, else the CSV header names
 it. A row that cannot be read is a bad line, counted and named (``line N: reason``). A request with 0 output
 tokens (BurstGPT logs failed requests so) is refused unless the workload says ``zero_output = "skip"`` (left
-out and counted) or ``zero_output = N`` (sent with N output tokens, a declared floor).
+out, counted and named) or ``zero_output = N`` (sent with N output tokens, a declared floor; counted and named as
+floored, on the card's workload line beside the skipped ones).
 """
 
 from __future__ import annotations
@@ -139,6 +140,11 @@ def zero_line(line: int) -> str:
         f'line {line}: 0 output tokens (a request that produced nothing); set zero_output = "skip" to leave such '
         "requests out, or zero_output = 1 to send them with a floor"
     )
+
+
+def floor_line(line: int, floor: int) -> str:
+    """The floored-line reason of a request of 0 output tokens sent with the declared floor ``zero_output = floor``."""
+    return f"line {line}: 0 output tokens, sent with {floor} (zero_output = {floor})"
 
 
 def bad_lines(path: str, bad: Sequence[str], total: int) -> ProfileError:

@@ -19,7 +19,8 @@ def trace_fields(
     """A ``trace`` workload's keys read from its table: the endpoint, the Workload fields (``path``, found as a
     prompt file's is: profile/locate.py, relative to the current directory, else to ``beside``, the workload
     file's folder; ``source_sha256``, ``source_lines``, ``skipped``, ``block_tokens``, ``window_s``,
-    ``trace_format`` and ``zero_output``: profile/traceformats.py) and the declared time scales (one variant
+    ``trace_format`` (declared), ``trace_format_read`` (declared or detected), ``zero_output`` and ``floored``:
+    profile/traceformats.py) and the declared time scales (one variant
     each). Raises ProfileError for a bad trace or a time scale that is not a distinct positive number."""
     ref = top.get("path", str)
     fmt = top.get("format", str, "auto")
@@ -58,6 +59,8 @@ def trace_fields(
         "window_s": float(window),
         "trace_format": fmt,
         "zero_output": zero,
+        "trace_format_read": trace.format,
+        "floored": trace.floored,
     }
     return trace.endpoint, fields, tuple(float(s) for s in scales)
 

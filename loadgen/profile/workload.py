@@ -62,8 +62,10 @@ class Workload:
     time_scale: float | None = None
     block_tokens: int | None = None
     window_s: float | None = None
-    trace_format: str | None = None  # trace: profile/traceformats.py FORMATS
+    trace_format: str | None = None  # trace: profile/traceformats.py FORMATS, as declared ("auto": detected)
     zero_output: str | int | None = None  # trace: "refuse", "skip" or a floor of output tokens
+    trace_format_read: str | None = None  # trace: the format it was read in (declared, or detected for "auto")
+    floored: tuple[str, ...] = ()  # trace: ``line N: reason`` per request of 0 output tokens sent with the floor
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:

@@ -1,9 +1,10 @@
 """The card's workload statement and context-length table (pure).
 
-- :func:`workload_statement`: per workload its kind, its source (the prompt file and its sha256, or the
-  generator and its seed), the input and output lengths actually sent (min / median / max tokens over
-  the measured requests of the plain server: ``usage.prompt_tokens`` as the server counted it, and the
-  requested output tokens), the file lines skipped, and that conclusions hold for these workloads only.
+- :func:`workload_statement`: per workload its kind, its source (the prompt file and its sha256, a trace with its
+  format, declared or detected, or the generator and its seed), the input and output lengths actually sent (min /
+  median / max tokens over the measured requests of the plain server: ``usage.prompt_tokens`` as the server counted
+  it, and the requested output tokens), the file lines skipped (and a trace's requests of 0 output tokens sent with
+  the declared floor, ``zero_output = N``), and that conclusions hold for these workloads only.
 - :func:`context_axis`: for workloads expanded over several input lengths (``<workload>@<tokens>``), the
   acceptance rate and TPOT p50 ratio (speculative / plain) per input length and load level.
 - :func:`context_rows`: that table as Markdown.
@@ -30,20 +31,36 @@ def length_summary(values: Sequence[int]) -> str:
     return f"{min(values)}/{statistics.median(values):g}/{max(values)}"
 
 
+def _named(lines: Sequence[str]) -> str:
+    """``lines`` (``line N: reason``) named: the first 5, then an ellipsis."""
+    return "; ".join(lines[:5]) + ("; …" if len(lines) > 5 else "")
+
+
+def _trace_format(w: Mapping[str, Any]) -> str:
+    """A trace's format: as declared, or as detected (``auto``; a protocol of older code did not record it)."""
+    declared = w.get("trace_format") or "auto"
+    if declared != "auto":
+        return f"format {declared} (declared)"
+    read = w.get("trace_format_read")
+    return f"format {read} (detected)" if read else "format detected (not recorded)"
+
+
 def _source(w: Mapping[str, Any]) -> str:
-    if w.get("kind") in ("file", "trace"):
-        skipped = list(w.get("skipped") or ())
-        shown = "; ".join(skipped[:5]) + ("; …" if len(skipped) > 5 else "")
-        how = (
-            f"sampled with seed {w.get('seed', 0)}"
-            if w["kind"] == "file"
-            else f"replayed at its times x {w.get('time_scale') or 1:g}, blocks of {w.get('block_tokens')} tokens"
-        )
+    if w.get("kind") not in ("file", "trace"):
+        return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
+    skipped, floored = list(w.get("skipped") or ()), list(w.get("floored") or ())
+    counts = f"{len(skipped)} skipped{': ' + _named(skipped) if skipped else ''}"
+    if w["kind"] == "file":
         return (
-            f"{w['kind']} {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
-            f"{len(skipped)} skipped{': ' + shown if skipped else ''}; {how})"
+            f"file {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, {counts}; "
+            f"sampled with seed {w.get('seed', 0)})"
         )
-    return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
+    floor = f", {len(floored)} sent with the declared floor of {w.get('zero_output')} output tokens: {_named(floored)}"
+    return (
+        f"trace {w.get('path')} ({_trace_format(w)}; sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
+        f"{counts}{floor if floored else ''}; replayed at its times x {w.get('time_scale') or 1:g}, blocks of "
+        f"{w.get('block_tokens')} tokens)"
+    )
 
 
 def workload_statement(protocol: Protocol, records: Iterable[RequestRecord]) -> str:

@@ -109,6 +109,12 @@ def _stderr(line: str) -> None:
         os.write(sys.stderr.fileno(), (line + "\n").encode())
 
 
+def resume_command(run_dir: Path) -> str:
+    """The command that finishes ``run_dir``: ``loadgen sweep --resume`` for a sweep folder (it holds the
+    sweep.toml it ran), else ``loadgen compare --resume``."""
+    return f"loadgen {'sweep' if (run_dir / 'sweep.toml').is_file() else 'compare'} --resume {run_dir}"
+
+
 def close_run(
     run_dir: Path,
     status: StatusFile,
@@ -146,12 +152,12 @@ def close_run(
         measured = sum(1 for r in read_jsonl(run_dir / "requests.jsonl") if r.get("phase", "measured") == "measured")
         return RunInterrupted(
             f"interrupted; the {measured} measured requests that finished are on disk in {run_dir} "
-            f"(those of the cell cut short marked partial); {card}; `loadgen compare --resume "
-            f"{run_dir}` runs the cells left"
+            f"(those of the cell cut short marked partial); {card}; `{resume_command(run_dir)}` runs the cells left"
         )
     if isinstance(error, RunDirUnwritable):
         lost = f"; {not_written} request records could not be written" if not_written else ""
-        return RunDirUnwritable(f"{error}{lost}; {card}")
+        again = f"once there is room, `{resume_command(run_dir)}` runs the cells left"
+        return RunDirUnwritable(f"{error}{lost}; {card}; {again}")
     if error is not None:
         if problem is not None:
             log(f"could not write the card ({problem}); run `loadgen report {run_dir}`")

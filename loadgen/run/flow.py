@@ -48,7 +48,7 @@ from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sizing import DECIDED, grow, round_s
 from loadgen.serve import attached, resources
-from loadgen.util import strictjson
+from loadgen.util import crashlog, strictjson
 
 Log = Callable[[str], None]
 
@@ -310,7 +310,8 @@ def execute_run(
     write_card: Callable[[Path, Log], Any] | None = None,
 ) -> None:
     """Run ``m``'s slots (then size its cells, run/sizing.py) into ``run_dir``; always write the status and
-    the card (``write_card``, default :func:`finish_card`)."""
+    the card (``write_card``, default :func:`finish_card`). An exception loadgen did not expect ends the run as a
+    RunFailed naming it and the folder, its traceback in the folder (util/crashlog.py ``unexpected``)."""
     try:  # before anything is written: a folder that never measured is marked refused (report/refused.py)
         check_attached({a.name: a for a in m.arms}, m.slots, run_dir, log, api_key)
     except LoadgenError as exc:
@@ -339,6 +340,9 @@ def execute_run(
         status, error = replace(status, failure="interrupted (Ctrl-C or SIGTERM)"), exc
     except LoadgenError as exc:
         status, error = replace(status, failure=str(exc)), exc
+    except Exception as exc:  # a defect: the folder keeps what was measured, marked failed (util/crashlog.py)
+        error = crashlog.unexpected(exc, run_dir)
+        status = replace(status, failure=str(error))
     finally:
         observers.close()
         requests.close()

@@ -235,7 +235,9 @@ def replay_protocol(
     workloads = {w["name"]: w for w in proto.workloads}
     pair = replace(
         pair,
-        workloads=tuple(Workload(**(dict(w) | {"skipped": tuple(w.get("skipped") or ())})) for w in proto.workloads),
+        workloads=tuple(
+            Workload(**(dict(w) | {k: tuple(w.get(k) or ()) for k in ("skipped", "floored")})) for w in proto.workloads
+        ),
         overrides=Overrides.from_json(proto.command_line),
     )
     cells = []

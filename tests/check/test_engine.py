@@ -1,4 +1,5 @@
-"""Engine version probe (without starting a server) and the launch flags refused in [engine].args."""
+"""Whether the engine command can start and its version (without starting a server), and the launch flags refused
+in [engine].args."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.check.engine import check_engine_args, detect_engine_version, legacy_equivalent, version_probe
+from loadgen.check.engine import check_engine_args, legacy_equivalent
+from loadgen.check.enginestart import EngineStart, detect_engine_version, probe_engine, version_probe
 
 VLLM_PYTHON = Path(".venv-vllm/bin/python")
 
@@ -63,6 +65,32 @@ def test_detect_where_vllm_is_not_installed() -> None:
     assert (
         detect_engine_version([sys.executable, "-m", "vllm.entrypoints.openai.api_server"], {"PYTHONPATH": ""}) is None
     )
+
+
+def test_a_command_that_cannot_start_is_named_with_the_fix(tmp_path: Path) -> None:
+    missing = probe_engine([str(tmp_path / "nope" / "python"), "-m", "vllm.entrypoints.openai.api_server"], {})
+    assert missing.version is None and missing.problem == (
+        f"[engine].command '{tmp_path / 'nope' / 'python'}' does not exist; install vLLM there (`make engine` builds "
+        ".venv-vllm for the embedded pairs) or fix [engine].command"
+    )
+    off_path = probe_engine(["no-such-vllm-here", "serve"], {"PATH": str(tmp_path)})
+    assert off_path.problem is not None and "'no-such-vllm-here' is not on PATH" in off_path.problem
+    plain_file = tmp_path / "vllm"
+    plain_file.write_text("#!/bin/sh\necho 0.32.0\n")  # not executable
+    stuck = probe_engine([str(plain_file), "serve"], {})
+    assert stuck.problem is not None and f"'{plain_file}' is not an executable file; `chmod +x` it" in stuck.problem
+    no_vllm = probe_engine([sys.executable, "-m", "vllm.entrypoints.openai.api_server"], {"PYTHONPATH": ""})
+    assert no_vllm.version is None and no_vllm.problem is not None
+    assert no_vllm.problem.startswith(f"[engine].command cannot start vLLM: `{sys.executable} -c ")
+    assert "exited 1 (ModuleNotFoundError: No module named 'vllm')" in no_vllm.problem
+
+
+def test_a_command_that_starts_without_a_version_is_no_problem(tmp_path: Path) -> None:
+    assert probe_engine(["sh", "-c", "true"], {}) == EngineStart(None)  # not a vLLM command: only looked up
+    assert probe_engine([str(fake_vllm(tmp_path, "echo banner")), "serve"], {}) == EngineStart(None)
+    slow = fake_vllm(tmp_path, "sleep 5; echo 0.32.0")  # bounded: the version is unknown, the command not refused
+    assert probe_engine([str(slow), "serve"], {}, timeout_s=1.0) == EngineStart(None)
+    assert probe_engine([str(fake_vllm(tmp_path, "echo 0.32.0")), "serve"], {}) == EngineStart("0.32.0")
 
 
 @pytest.mark.slow

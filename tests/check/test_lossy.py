@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.check import engine
+from loadgen.check import enginestart
 from loadgen.check.preflight import run_pair_check
 from loadgen.check.validate import check_pair
 from loadgen.errors import PairCheckError
@@ -65,7 +65,7 @@ def test_min_lossless_match_with_a_lossy_method_is_refused(tmp_path: Path, monke
         "(rejection_sample_method = fly): outputs differ from the target's by design; remove "
         "min_lossless_match or use a lossless rejection_sample_method (standard, block)"
     )
-    monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: "0.33.0")
+    monkeypatch.setattr(enginestart, "probe_engine", lambda command, env: enginestart.EngineStart("0.33.0"))
     logged: list[str] = []
     with pytest.raises(PairCheckError) as err:
         run_pair_check(pair, False, logged.append)

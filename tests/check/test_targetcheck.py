@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadgen.check import engine
+from loadgen.check import enginestart
 from loadgen.check.validate import check_pair
 from loadgen.cli import main
 from loadgen.profile.pair import Engine, RoleServer
@@ -85,7 +85,7 @@ def test_a_chat_template_given_to_one_server_only_names_the_other(tmp_path: Path
 
 
 def test_loadgen_check_says_so_before_any_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: "0.32.0")
+    monkeypatch.setattr(enginestart, "probe_engine", lambda command, env: enginestart.EngineStart("0.32.0"))
     target, draft = write_model(tmp_path / "t", VOCAB), write_model(tmp_path / "d", VOCAB)
     text = Path("profiles/pairs/demo-cpu.toml").read_text()
     text = text.replace(".models/smollm2-135m-instruct", str(target)).replace(".models/smollm2-135m-draft", str(draft))

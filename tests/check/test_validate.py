@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from loadgen.check.enginestart import EngineStart
 from loadgen.check.validate import ARTIFACTS, Finding, artifact_hashes, check_pair, check_vocabulary
 from loadgen.profile.pair import Engine, ModelRef, Pair
 from loadgen.profile.pairfile import load_pair
@@ -221,12 +222,27 @@ def test_missing_local_path(tmp_path: Path) -> None:
     assert any(f.check == "target" and "is not a local directory" in f.message for f in blocking(findings))
 
 
-def test_unknown_engine_version_is_one_warning(tmp_path: Path) -> None:
+def test_unknown_engine_version_is_one_warning_when_the_engine_can_start(tmp_path: Path) -> None:
     target, draft = write_model(tmp_path / "t", VOCAB), write_model(tmp_path / "d", VOCAB)
-    findings = check_pair(make_pair(target, draft), None)
-    assert blocking(findings) == []
-    (warning,) = warnings(findings)
-    assert warning.check == "speculative config" and "engine version unknown" in warning.message
+    why = {
+        EngineStart(None): "no vLLM version answered through [engine].command",  # probed, printed no version
+        None: "every server is attached and none was asked",  # not probed
+    }
+    for start, reason in why.items():
+        findings = check_pair(make_pair(target, draft), None, engine_start=start)
+        assert blocking(findings) == []
+        (warning,) = warnings(findings)
+        assert warning.check == "speculative config"
+        assert warning.message.startswith(f"engine version unknown ({reason}")
+
+
+def test_an_engine_command_that_cannot_start_blocks(tmp_path: Path) -> None:
+    target, draft = write_model(tmp_path / "t", VOCAB), write_model(tmp_path / "d", VOCAB)
+    why = "[engine].command '/nope/python' does not exist; install vLLM there or fix [engine].command"
+    findings = check_pair(make_pair(target, draft), None, engine_start=EngineStart(None, why))
+    (refused,) = blocking(findings)
+    assert (refused.check, refused.message) == ("engine command", why)
+    assert warnings(findings) == []  # the unknown version is this finding, not a warning besides it
 
 
 def test_speculative_config_and_args_are_checked(tmp_path: Path) -> None:

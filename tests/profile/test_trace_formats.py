@@ -73,6 +73,12 @@ def test_burstgpt_zero_output_requests_are_refused_skipped_or_floored(tmp_path: 
     assert skipped.skipped == ('line 3: 0 output tokens (zero_output = "skip")',)
     floored = read_trace(path, zero=4)
     assert [x.output_length for x in floored.entries] == [18, 4, 1230]
+    assert floored.floored == ("line 3: 0 output tokens, sent with 4 (zero_output = 4)",) and not floored.skipped
+    assert (skipped.format, floored.format, skipped.floored) == ("burstgpt", "burstgpt", ())
+    jsonl = "".join(f'{{"timestamp": {t}, "input_length": 5, "output_length": {n}}}\n' for t, n in ((0, 0), (9, 3)))
+    mooncake = read_trace(_file(tmp_path, "m.jsonl", jsonl), zero=2)
+    assert [x.output_length for x in mooncake.entries] == [2, 3] and mooncake.format == "mooncake"
+    assert mooncake.floored == ("line 1: 0 output tokens, sent with 2 (zero_output = 2)",)
 
 
 def test_every_bad_line_is_counted_and_the_first_three_named(tmp_path: Path) -> None:
@@ -108,7 +114,11 @@ def test_a_trace_workload_finds_its_trace_beside_it_and_reads_format_and_zero_ou
     monkeypatch.chdir(tmp_path)  # not the workload file's folder
     (w,) = load_workloads(str(wl))
     assert w.path == str(folder / "burst.csv") and w.source_lines == 3 and w.trace_format == "burstgpt"
-    assert w.skipped == ('line 3: 0 output tokens (zero_output = "skip")',)
-    wl.write_text(wl.read_text().replace('format = "burstgpt"', 'format = "csv"'))
+    assert w.skipped == ('line 3: 0 output tokens (zero_output = "skip")',) and w.trace_format_read == "burstgpt"
+    wl.write_text(wl.read_text().replace('format = "burstgpt"', 'format = "auto"').replace('"skip"', "1"))
+    (w,) = load_workloads(str(wl))
+    assert (w.trace_format, w.trace_format_read, w.skipped) == ("auto", "burstgpt", ())
+    assert w.floored == ("line 3: 0 output tokens, sent with 1 (zero_output = 1)",)
+    wl.write_text(wl.read_text().replace('format = "auto"', 'format = "csv"'))
     with pytest.raises(ProfileError, match=r"format must be one of auto, mooncake, prompts, azure, burstgpt"):
         load_workloads(str(wl))

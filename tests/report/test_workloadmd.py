@@ -58,6 +58,23 @@ def test_the_statement_names_kind_source_lengths_sent_and_scope() -> None:
     assert length_summary([]) == "none sent" and length_summary([4, 1]) == "1/2.5/4"
 
 
+def test_a_trace_names_its_format_and_its_skipped_and_floored_lines() -> None:
+    trace = {"name": "t", "kind": "trace", "endpoint": "completions", "output_tokens": 8, "path": "b.csv"}
+    trace |= {"source_sha256": "cd" * 32, "source_lines": 9, "time_scale": 0.5, "block_tokens": 512}
+    trace |= {"trace_format": "auto", "trace_format_read": "burstgpt", "zero_output": 1}
+    trace |= {"skipped": ["line 4: too long"], "floored": [f"line {n}: 0 output tokens, sent with 1" for n in (2, 7)]}
+    said = workload_statement(Protocol(workloads=[trace], cells=[]), [])
+    assert (
+        f"t (trace, completions; trace b.csv (format burstgpt (detected); sha256 {'cd' * 32}, 9 lines, 1 skipped: "
+        "line 4: too long, 2 sent with the declared floor of 1 output tokens: line 2: 0 output tokens, sent with 1; "
+        "line 7: 0 output tokens, sent with 1; replayed at its times x 0.5, blocks of 512 tokens); "
+    ) in said
+    declared = trace | {"trace_format": "azure", "floored": []}
+    assert "(format azure (declared); sha256 " in workload_statement(Protocol(workloads=[declared], cells=[]), [])
+    older = {k: v for k, v in trace.items() if k not in ("trace_format", "trace_format_read", "floored")}
+    assert "1 skipped: line 4: too long; replayed" in workload_statement(Protocol(workloads=[older], cells=[]), [])
+
+
 def _cell(workload: str, level: str, c: int, acc: float | None, ratio: float | None) -> CardCell:
     return card_cell(
         {

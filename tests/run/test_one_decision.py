@@ -70,7 +70,7 @@ num_speculative_tokens = 3
 """
 TAIL = """
 [engine]
-command = ["/nonexistent/vllm"]
+command = ["/bin/true"]  # the servers are scripted; the pair check only finds the program
 startup_timeout_s = 20
 [sampling]
 temperature = 0.0

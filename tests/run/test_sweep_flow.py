@@ -38,7 +38,7 @@ prompt_lookup_min = 2
 prompt_lookup_max = 5
 num_speculative_tokens = 3
 [engine]
-command = ["/nonexistent/vllm"]
+command = ["/bin/true"]  # the servers are scripted; the pair check only finds the program
 startup_timeout_s = 20
 [sampling]
 temperature = 0.0

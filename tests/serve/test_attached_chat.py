@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.check import engine
+from loadgen.check import enginestart
 from loadgen.check.preflight import run_pair_check
 from loadgen.errors import PairCheckError, ServerError
 from loadgen.serve import servers
@@ -74,7 +74,7 @@ def test_an_attached_server_that_refuses_a_chat_request_is_named_with_the_fix() 
 def test_the_pair_check_does_not_judge_the_launch_settings_of_attached_servers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine, "detect_engine_version", lambda command, env: "0.32.0")
+    monkeypatch.setattr(enginestart, "probe_engine", lambda command, env: enginestart.EngineStart("0.32.0"))
     target = write_model(tmp_path / "t", VOCAB)  # a tokenizer without a chat template; demo-cpu has a chat workload
     pair = make_pair(target, None, method="ngram", prompt_lookup_min=2, prompt_lookup_max=4)
     pair = dataclasses.replace(pair, engine=dataclasses.replace(pair.engine, args=("--max-model-len", "1024")))

@@ -181,9 +181,10 @@ def when_measured(run_dir: Path, level: str, n: int, action: Callable[[], None],
 
 
 @contextlib.contextmanager
-def small_tmpfs(root: Path, size_kib: int) -> Iterator[Path]:
-    """A tmpfs of ``size_kib`` KiB mounted under ``root`` (needs root and mount(8); skips without them)."""
-    mnt = root / f"tmpfs-{uuid.uuid4().hex[:8]}"
+def small_tmpfs(root: Path, size_kib: int, name: str | None = None) -> Iterator[Path]:
+    """A tmpfs of ``size_kib`` KiB mounted under ``root`` as ``name`` (default: a name of its own; needs root and
+    mount(8); skips without them)."""
+    mnt = root / (name or f"tmpfs-{uuid.uuid4().hex[:8]}")
     mnt.mkdir()
     if (
         shutil.which("mount") is None

@@ -6,13 +6,14 @@ beside an uninterrupted run's."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,14 @@ SPEC = '{"method": "ngram", "prompt_lookup_min": 2, "prompt_lookup_max": 4, "num
 
 def env(tmp: Path) -> dict[str, str]:
     """The environment of every process here: the repository importable, a reported engine version the pair
-    check knows (an attached server's ``/version``), and port holds of this test's own (serve/portlock.py)."""
+    check knows (an attached server's ``/version``), port holds (serve/portlock.py) and a cache folder
+    (util/crashlog.py) of this test's own."""
     return {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "SCRIPTED_ENGINE_VERSION": "0.32.0",
         "LOADGEN_PORT_DIR": str(tmp / "holds"),
+        "XDG_CACHE_HOME": str(tmp / "cache"),
     }
 
 
@@ -93,20 +96,43 @@ class Ran:
     output: str
 
 
-def loadgen(tmp: Path, args: list[str], sig: int | None = None, at_slot: int = 0, timeout_s: float = 120.0) -> Ran:
-    """Run ``loadgen ARGS`` from ``tmp``; with ``sig``, send it once the slot numbered ``at_slot`` (0-based, in
-    the run's order) has written a request record: the run is cut inside that slot, or right after it."""
-    argv = [sys.executable, "-m", "loadgen", *args]
+def loadgen(
+    tmp: Path,
+    args: list[str],
+    sig: int | Callable[[], None] | None = None,
+    at_slot: int = 0,
+    timeout_s: float = 120.0,
+    inject: str | None = None,
+) -> Ran:
+    """Run ``loadgen ARGS`` from ``tmp``; with ``sig`` (a signal to send, or a function to call: :func:`fill`
+    fills the disk), send or call it once the slot numbered ``at_slot`` (0-based, in the run's order) has written a
+    request record: the run is cut inside that slot, or right after it. With ``inject`` (``MODULE:NAME[@N]``,
+    tests/support/inject.py) that function raises an unexpected exception."""
+    argv = [sys.executable, "-m", *(["tests.support.inject", inject] if inject else ["loadgen"]), *args]
     proc = subprocess.Popen(argv, cwd=tmp, env=env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if sig is not None:
         end = time.monotonic() + timeout_s
         while proc.poll() is None and time.monotonic() < end:
             if _records(tmp) > PER_SLOT * at_slot:
-                proc.send_signal(sig)
+                proc.send_signal(sig) if isinstance(sig, int) else sig()
                 break
             time.sleep(0.005)
     out, _ = proc.communicate(timeout=timeout_s)
     return Ran(proc.returncode, out.decode(errors="replace"))
+
+
+def fill(folder: Path) -> Path:
+    """Fill the file system of ``folder`` (a small tmpfs) to the last byte with ``folder/filler``, whose removal
+    makes room again; its path."""
+    filler = folder / "filler"
+    with filler.open("wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+    return filler
 
 
 def _records(tmp: Path) -> int:

@@ -29,6 +29,10 @@ answer on (1-based), the counters ``WHICH`` names (``spec``, the default: every 
 ``accepted``: the accepted ones; ``tokens``; ``requests``) read ``KIND``: ``nan`` (``NaN``), ``inf``
 (``+Inf``), ``negative`` (their value negated) or ``halve`` (half their value: counters that go backwards
 without a restart).
+
+``SCRIPTED_ENGINE_NOT_SSE`` = N: its N-th ``/v1/completions`` request (1-based, every one counted) is answered 200
+with a whole JSON body (``Content-Type: application/json``), not an event stream: what a proxy, or a server that
+ignored ``stream``, answers.
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ class _Engine(BaseHTTPRequestHandler):
     in_flight: ClassVar[int] = 0
     counters: ClassVar[dict[str, float]] = {}
     scrapes: ClassVar[int] = 0
+    posts: ClassVar[int] = 0
     started: ClassVar[float] = 0.0
     lock: ClassVar[threading.Lock] = threading.Lock()
 
@@ -147,6 +152,12 @@ class _Engine(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path != "/v1/completions":
             self._send(404, b'{"error": "only /v1/completions"}')
+            return
+        with self.lock:
+            _Engine.posts += 1
+            whole = _Engine.posts == int(os.environ.get("SCRIPTED_ENGINE_NOT_SSE") or 0)
+        if whole:  # a 200 that is no event stream: a proxy's answer, or a server that ignored "stream"
+            self._send(200, json.dumps({"object": "text_completion", "choices": [{"text": " t", "index": 0}]}).encode())
             return
         with self.lock:
             _Engine.in_flight += 1
