@@ -116,3 +116,29 @@ def test_clicks_own_exceptions_end_as_click_ends_them() -> None:
 
     result = CliRunner().invoke(refuses, [])
     assert result.exit_code == 2 and "Error: give a folder" in result.output and "unexpected" not in result.output
+
+
+def test_a_reader_that_goes_away_ends_the_listing_quietly(tmp_path: Path) -> None:
+    """`loadgen runs | head -1`: the pipe closes after the first line; loadgen ends with exit 0 and prints
+    nothing on stderr (no traceback, no 'unexpected error' line, no file written)."""
+    import os
+    import subprocess
+    import sys
+
+    for i in range(4000):  # far more than a pipe's buffer holds
+        folder = tmp_path / "runs" / "p" / f"2026{i:06d}T000000Z"
+        folder.mkdir(parents=True)
+        (folder / "status.json").write_text('{"complete": true, "failure": null}')
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loadgen", "runs", "--runs-dir", str(tmp_path / "runs")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"complete")
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, stderr
+    assert stderr == "" and not (tmp_path / "cache").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import shlex
 import signal
 import sys
@@ -49,6 +50,9 @@ def _handles_errors(fn: F) -> F:
             sys.exit(1)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise  # click's own: a usage error, an exit, an abort, which click ends as it does
+        except BrokenPipeError:  # the reader went away (`loadgen runs | head`): end quietly, as a shell tool does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except Exception as exc:  # the last resort: one line, the traceback in a file (util/crashlog.py)
             error = _as_error(exc)
             click.echo(f"loadgen: error: {error}", err=True)
