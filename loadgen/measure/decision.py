@@ -19,8 +19,10 @@ A/A placebo's ratio with its CI (the noise floor), whether lower is better, and 
    within the noise, but it decidedly cannot meet the declared bar); **not distinguishable** when ``hi < m``
    (``m <= 1``), when it is as
    narrow as the declared precision (log half-width <= ``h``), or when it lies inside the band widened by the
-   precision (``[b_lo e^-h, b_hi e^h]``: whatever the truth, it is within the noise); otherwise
-   **inconclusive** (too wide to tell an effect from the noise: measure more blocks).
+   precision (``[b_lo e^-h, b_hi e^h]``: whatever the truth, it is within the noise) and the floor itself is
+   known to that precision (the placebo's log half-width <= ``h``: a floor from a few noisy blocks is not yet
+   the noise); otherwise **inconclusive** (too wide to tell an effect from the noise, or the noise not yet
+   measured well enough: measure more blocks).
 
 Only **faster** passes. A cell inside the noise floor never passes, whatever its point value. Every outcome but
 inconclusive is **decided**: sizing (measure/sizing.py) adds blocks to a cell only while it is inconclusive.
@@ -173,8 +175,14 @@ def decide(metric: str, ratio: Ratio | None, floor: Ratio | None, bar: Bar = Bar
     width = half_width(lo, hi)
     grow = math.exp(bar.precision)
     narrow = width is not None and width <= bar.precision
-    if narrow or (lo >= b_lo / grow and hi <= b_hi * grow):
+    known = floor_width is None or floor_width <= bar.precision  # the floor itself measured to the precision
+    if narrow or (known and lo >= b_lo / grow and hi <= b_hi * grow):
         return out(NOT_DISTINGUISHABLE, f"overlaps {floor_text} at ±{bar.precision:g}: not distinguishable")
+    if not known and lo >= b_lo / grow and hi <= b_hi * grow:
+        return out(
+            INCONCLUSIVE,
+            f"overlaps {floor_text}, itself wider than ±{bar.precision:g}: measure more blocks",
+        )
     return out(
         INCONCLUSIVE,
         f"overlaps {floor_text} and is wider than ±{bar.precision:g}: measure more blocks",

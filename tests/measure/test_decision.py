@@ -52,8 +52,10 @@ def test_a_ci_inside_the_floor_never_passes_whatever_its_point() -> None:
     d = decide("tpot_p50", ratio(0.693, 0.908, 0.793), wide)
     # speedups [1.10, 1.44] overlap the band [0.89, 1.18] and reach past it widened by ±5%: more blocks
     assert not d.passes and d.outcome == INCONCLUSIVE
-    inside = decide("tpot_p50", ratio(0.90, 1.10), wide)  # [0.91, 1.11]: inside the widened band
-    assert inside.outcome == NOT_DISTINGUISHABLE and inside.decided
+    inside = decide("tpot_p50", ratio(0.90, 1.10), wide)  # [0.91, 1.11]: inside the widened band of a floor
+    assert inside.outcome == INCONCLUSIVE and not inside.passes  # itself ±0.14: the noise not yet known to ±5%
+    known = decide("tpot_p50", ratio(0.95, 1.07), FLOOR)  # [0.93, 1.05] inside a floor of ±0.03 widened by 5%
+    assert known.outcome == NOT_DISTINGUISHABLE and known.decided
     narrow = decide("tpot_p50", ratio(0.99, 1.02), FLOOR)
     assert narrow.outcome == NOT_DISTINGUISHABLE and narrow.decided and not narrow.passes
 
@@ -133,3 +135,19 @@ def test_a_short_level_is_ahead_only_when_its_ci_is_clear_of_the_floor_on_the_fa
     fast = ratio(0.45, 0.55)
     assert side("tpot_p50", fast.with_fields(effect=decide("tpot_p50", fast, FLOOR).outcome), FLOOR) == AHEAD
     assert side("tpot_p50", fast, FLOOR) is None  # no decided effect: neither side
+
+
+def test_inside_a_floor_wider_than_the_precision_is_inconclusive_until_the_floor_is_known() -> None:
+    """The H100 grounded c=64 cell: the candidate's speedup 1.224 [1.144, 1.308] (±0.067) against an A/A floor of
+    1.107 [0.761, 1.610] (three blocks of a noisy plain server, ±0.375): inside the floor, but the floor is not
+    yet the noise, so more blocks are owed; the same CI inside a floor known to ±0.05 is not distinguishable."""
+    bar = Bar(1.05, 0.05, True)
+    cell = Ratio(1 / 1.224, ci_low=1 / 1.308, ci_high=1 / 1.144)
+    wide = Ratio(1.107, ci_low=0.761, ci_high=1.610)
+    d = decide("tpot_p50", cell, wide, bar)
+    assert d.outcome == INCONCLUSIVE and "itself wider than ±0.05" in d.reason
+    known = Ratio(1.0, ci_low=0.80, ci_high=0.84)  # a floor of ±0.025 whose band [1, 1.25] holds the CI widened
+    assert decide("tpot_p50", cell, known, Bar(1.0, 0.05, True)).outcome == NOT_DISTINGUISHABLE
+    narrow = Ratio(1.0, ci_low=0.99, ci_high=1.01)  # a CI within the precision is decided whatever the floor
+    assert decide("tpot_p50", narrow, wide, bar).outcome == SHORT  # overlaps the floor, below min_speedup 1.05
+    assert decide("tpot_p50", narrow, wide, Bar(1.0, 0.05, True)).outcome == NOT_DISTINGUISHABLE

@@ -128,7 +128,8 @@ def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> Non
         [],
     )
     assert (
-        "tr (trace, completions; trace t.jsonl (sha256 ab, 7 lines, 1 skipped: line 7: too long; replayed at "
+        "tr (trace, completions; trace t.jsonl (format detected (not recorded); sha256 ab, 7 lines, 1 skipped: "
+        "line 7: too long; replayed at "
         "its times x 0.5, blocks of 64 tokens)"
     ) in text
 
