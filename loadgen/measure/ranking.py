@@ -137,8 +137,10 @@ def upper_bound(k: int, step_time_ratio: float | None) -> float | None:
 
 def off_above(winners: Sequence[tuple[int, Entry | None]]) -> tuple[int | None, str]:
     """From (concurrency, winner that pays or None) per level: the concurrency N above which no candidate
-    pays (None: some candidate pays at the highest level, or at none) and the sentence saying so, with the
-    crossover as the range between the last paying level and the next one measured."""
+    pays (None: some candidate pays at the highest level, or at none) and the sentence saying so, naming the
+    next level measured, where none pays. Not paying there is not being slower (it may be inside the noise or
+    undecided): the pair cards' crossover range (measure/decision.py ``crossover_range``) says where
+    speculation is decided slower."""
     ordered = sorted(winners, key=lambda w: w[0])
     paying = [c for c, w in ordered if w is not None]
     if not paying:
@@ -147,8 +149,8 @@ def off_above(winners: Sequence[tuple[int, Entry | None]]) -> tuple[int | None, 
         return None, f"speculation pays up to the highest level measured (concurrency {paying[-1]})"
     nxt = next(c for c, _ in ordered if c > paying[-1])
     return paying[-1], (
-        f"speculation off above concurrency {paying[-1]} (the crossover lies between the measured "
-        f"levels {paying[-1]} and {nxt})"
+        f"speculation off above concurrency {paying[-1]} (it pays up to {paying[-1]} and not at {nxt}, "
+        "the next level measured)"
     )
 
 

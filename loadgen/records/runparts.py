@@ -35,6 +35,10 @@ class ModelHashes(Wire):
     weight_bytes: int | None = None
 
 
+#: StatusFile.sizing_end when sizing stopped because nothing was left undecided (run/sizing.py).
+SIZING_DECIDED = "every cell is decided"
+
+
 @dataclass(frozen=True)
 class StatusFile(Wire):
     """How a run ended: ``complete`` (every planned cell measured), ``failure`` (the one line it stopped with;

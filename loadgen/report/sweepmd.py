@@ -4,6 +4,7 @@ report/sweepdata.py)."""
 from __future__ import annotations
 
 from loadgen.profile.overrides import Overrides, described
+from loadgen.records.runparts import SIZING_DECIDED
 from loadgen.records.sweep import SweepCard, SweepCell, SweepEntry
 from loadgen.report.tracemd import trace_rows
 
@@ -83,6 +84,14 @@ def _answer(card: SweepCard) -> list[str]:
     ]
 
 
+def _sizing_end(end: str, inconclusive: bool) -> str:
+    """Why sizing stopped, as the run logged it; a card re-rendered under a decision that leaves cells
+    inconclusive where the run saw every cell decided says so (those cells were not grown)."""
+    if end == SIZING_DECIDED and inconclusive:
+        return f"{end} when measured; read again under the current decision, the cells above are inconclusive"
+    return end
+
+
 def render_sweep_markdown(card: SweepCard) -> str:
     """``sweep.md``: the answer, recommendation, how sure (design, noise floor, precision), candidates, per-cell
     table, an older sweep's drift, time spent, plots."""
@@ -95,7 +104,7 @@ def render_sweep_markdown(card: SweepCard) -> str:
         out.append(
             f"- cells sized until decided (measure/decision.py) at ±{design.ci_half_width:g} (log half-width): "
             + (f"still inconclusive at {'; '.join(short)}" if short else "every cell decided")
-            + (f"; sizing stopped: {design.sizing_end}" if design.sizing_end else "")
+            + (f"; sizing stopped: {_sizing_end(design.sizing_end, bool(short))}" if design.sizing_end else "")
         )
     out += [
         "",

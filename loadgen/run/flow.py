@@ -25,6 +25,7 @@ from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
+from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
 from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused
@@ -46,7 +47,7 @@ from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
 from loadgen.run.execute import Session, check_attached
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
-from loadgen.run.sizing import DECIDED, grow, round_s
+from loadgen.run.sizing import grow, round_s
 from loadgen.serve import attached, resources
 from loadgen.util import crashlog, strictjson
 

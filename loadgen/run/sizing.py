@@ -22,6 +22,7 @@ from loadgen.measure.sizing import needed
 from loadgen.profile.cells import PLACEBO, PLAIN, CellKey, CellSpec
 from loadgen.records.cardcell import Ratio
 from loadgen.records.request import RequestRecord
+from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.report.rundir import load_records, read_cell_lines
 from loadgen.run.design import Slot, next_blocks
 from loadgen.run.execute import Session, append_order
@@ -49,10 +50,6 @@ def round_s(session: Session, slots: Sequence[Slot]) -> float:
         seen[(e.role, e.workload, e.level)].append(e.duration_s)
     every = [d for ds in seen.values() for d in ds] or [0.0]
     return sum(statistics.median(seen.get((s.arm, s.cell.workload, s.cell.level.label)) or every) for s in slots)
-
-
-#: Why sizing stopped when nothing was left undecided.
-DECIDED = "every cell is decided"
 
 
 def _blocks_done(records: Sequence[RequestRecord], keys: Sequence[CellKey]) -> dict[CellKey, int]:

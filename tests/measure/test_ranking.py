@@ -80,7 +80,7 @@ def test_off_above_names_the_crossover_as_a_range_between_measured_levels() -> N
     pays = Entry("a", 1, True, 1.5, 1.2, 1.8)
     above, line = off_above([(1, pays), (4, pays), (16, None)])
     assert above == 4 and line == (
-        "speculation off above concurrency 4 (the crossover lies between the measured levels 4 and 16)"
+        "speculation off above concurrency 4 (it pays up to 4 and not at 16, the next level measured)"
     )
     assert off_above([(1, pays), (4, pays)])[0] is None
     assert off_above([(1, None), (4, None)]) == (None, "no candidate beats plain at any level: do not speculate")

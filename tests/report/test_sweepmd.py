@@ -96,3 +96,17 @@ def test_precision_drift_warnings_and_time() -> None:
         section(md, "How sure")[2]
         == "- cells sized until decided (measure/decision.py) at ±0.05 (log half-width): every cell decided"
     )
+
+
+def test_a_card_read_again_under_a_stricter_decision_does_not_say_every_cell_was_decided() -> None:
+    data = copy.deepcopy(card())
+    data["design"] = {"line": "3 blocks", "ci_half_width": 0.05, "stopped_short": ["grounded c64 k4 (±0.067)"]}
+    data["design"]["sizing_end"] = "every cell is decided"
+    assert section(render_sweep_markdown_of(data), "How sure")[2].endswith(
+        "still inconclusive at grounded c64 k4 (±0.067); sizing stopped: every cell is decided when measured; read "
+        "again under the current decision, the cells above are inconclusive"
+    )
+    data["design"]["stopped_short"] = []
+    assert section(render_sweep_markdown_of(data), "How sure")[2].endswith(
+        "every cell decided; sizing stopped: every cell is decided"
+    )
