@@ -15,6 +15,7 @@ formulas, measure/cellratios.py the ratios).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from loadgen.measure.blocks import aa_holds, far_blocks, half_width
@@ -90,7 +91,8 @@ def noise_notes(ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None) -> li
             rest = [x for i, x in enumerate(r.block_ratios or ()) if i not in far and x is not None]
             out.append(
                 f"{m}: {shown} far off the cell's other blocks ({min(rest):.3f}-{max(rest):.3f}); kept in the "
-                "interval (no exclusion rule is declared); a slow first block points at a level not yet warmed"
+                "interval (no exclusion rule is declared)"
+                + ("; a slow first block points at a level not yet warmed" if 0 in far else "")
             )
         if r.effect == NOT_DISTINGUISHABLE and r.value is not None:
             out.append(
@@ -98,6 +100,25 @@ def noise_notes(ratios: Mapping[str, Ratio], floor: CellNoiseFloor | None) -> li
                 + (f"{a.value:.3f} {_ci(a)}" if a.value is not None else "(no placebo: from 1)")
             )
     return out
+
+
+def renoted(cell: CardCell, ratios: Mapping[str, Ratio]) -> CardCell:
+    """``cell`` with ``ratios`` (their effects decided again, e.g. by a newer rule) and its noise notes
+    (:func:`noise_notes`) written again from them, in the place the old ones held."""
+    new, notes = noise_notes(ratios, cell.noise_floor), list(cell.notes)
+    at = next((i for i, n in enumerate(notes) if _is_noise_note(n)), len(notes))
+    kept = [n for n in notes[:at] if not _is_noise_note(n)], [n for n in notes[at:] if not _is_noise_note(n)]
+    return replace(cell, ratios=dict(ratios), notes=(*kept[0], *new, *kept[1]))
+
+
+def _is_noise_note(note: str) -> bool:
+    """Whether ``note`` is one :func:`noise_notes` writes (in this version's words or an earlier one's)."""
+    return any(
+        note.startswith(f"A/A {m} ")
+        or (note.startswith(f"{m}: block ") and " far off the cell's other blocks " in note)
+        or (note.startswith(f"{m} spec/plain ") and " is not distinguishable from the A/A noise floor " in note)
+        for m in SHOWN
+    )
 
 
 def noise_summary(cells: Sequence[CardCell]) -> NoiseFloor:

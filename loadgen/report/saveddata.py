@@ -26,7 +26,7 @@ from loadgen.records.cardcell import CardCell
 from loadgen.records.cell import CellEntry
 from loadgen.records.criteria import criteria_of
 from loadgen.report.cardlevels import crossovers
-from loadgen.report.noisefloor import with_effects
+from loadgen.report.noisefloor import renoted, with_effects
 from loadgen.report.rundir import read_cell_lines, read_json, read_protocol
 from loadgen.report.runfiles import with_engine_path
 from loadgen.util.strictjson import finite
@@ -72,7 +72,7 @@ def refresh_saved_card(run_dir: Path) -> PairCard:
     }  # a card of older code: the engine path from the log
     proto = read_protocol(run_dir / "protocol.json")
     criteria = None if proto.criteria is None else criteria_of(proto.criteria, run_dir / "protocol.json")
-    cells = tuple(replace(c, ratios=with_effects(c.ratios, c.noise_floor, criteria)) for c in cells)
+    cells = tuple(renoted(c, with_effects(c.ratios, c.noise_floor, criteria)) for c in cells)
     verdict = card_verdict(proto, cells, judged_resources(card.resources.difference), run_dir / "protocol.json")
     crossover = crossovers(cells)  # read from the recomputed decisions
     return replace(

@@ -21,7 +21,8 @@ from loadgen.records.sweep import SweepCard, SweepCell
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 CARDS = sorted(DOCS.rglob("card.json"))
 SWEEP_7B = DOCS / "examples" / "h200" / "h200-7b-sweep"
-WITH_FLOOR = [SWEEP_7B / "distilled-k2" / "card.json", SWEEP_7B / "smollm2-k4" / "card.json"]
+GROUNDED = DOCS / "examples" / "h100" / "h200-7b-grounded-decide" / "ngram-k4" / "card.json"
+WITH_FLOOR = sorted([SWEEP_7B / "distilled-k2" / "card.json", SWEEP_7B / "smollm2-k4" / "card.json", GROUNDED])
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -38,8 +39,9 @@ def _same(record: Any, data: Any) -> None:
 
 
 def test_the_committed_cards_carry_the_parts() -> None:
-    counts = {p.relative_to(DOCS).parent.name: sum("cost" in c for c in _load(p)["cells"]) for p in CARDS}
-    assert len(CARDS) == 10 and sum(counts.values()) == 80 and counts["plain-after"] == 0
+    counts = {str(p.relative_to(DOCS).parent): sum("cost" in c for c in _load(p)["cells"]) for p in CARDS}
+    assert len(CARDS) == 11 and sum(counts.values()) == 84
+    assert counts["examples/h200/h200-smollm2-sweep/plain-after"] == 0
     assert [p for p in CARDS if "noise_floor" in _load(p)] == WITH_FLOOR
 
 
@@ -100,7 +102,7 @@ def test_the_card_noise_floor_is_the_range_of_the_cells_placebo_ratios(path: Pat
     floor = NoiseFloor.from_json(data["noise_floor"], source="card.json noise_floor")
     _same(floor, data["noise_floor"])
     cells = [CardCell.from_json(c, source=f"cells[{i}]") for i, c in enumerate(data["cells"])]
-    assert floor.measured and floor.cells == sum(c.noise_floor is not None for c in cells) == 10
+    assert floor.measured and floor.cells == sum(c.noise_floor is not None for c in cells) == len(cells)
     assert floor.metrics is not None and set(floor.metrics) == {"tpot_p50", "ttft_p50", "e2e_p50"}
     for metric, m in floor.metrics.items():
         aa = [(c, r) for c in cells if (r := c.aa_ratio(metric)) is not None and r.value is not None]
@@ -115,7 +117,7 @@ def test_the_card_noise_floor_is_the_range_of_the_cells_placebo_ratios(path: Pat
 
 
 def test_aa_ratio_is_the_placebo_ratio_and_none_without_one() -> None:
-    data = _load(WITH_FLOOR[0])["cells"][0]
+    data = _load(SWEEP_7B / "distilled-k2" / "card.json")["cells"][0]
     cell = CardCell.from_json(data, source="cells[0]")
     tpot = cell.aa_ratio("tpot_p50")
     assert tpot is not None and tpot.value == data["noise_floor"]["ratios"]["tpot_p50"]["value"]
@@ -132,7 +134,7 @@ def test_aa_ratio_is_the_placebo_ratio_and_none_without_one() -> None:
 
 def test_the_sweep_floor_ratio_is_the_candidates_placebo_tpot_ratio() -> None:
     sweep = SweepCard.from_json(_load(SWEEP_7B / "sweep.json"), source="sweep.json")
-    card = PairCard.from_json(_load(WITH_FLOOR[0]), source="card.json")
+    card = PairCard.from_json(_load(SWEEP_7B / "distilled-k2" / "card.json"), source="card.json")
     assert len(sweep.cells) == 10
     for cell in sweep.cells:
         floor = cell.floor_ratio()

@@ -26,7 +26,7 @@ EXAMPLE = DOCS / "examples" / "h200" / "h200-1b-draft"
 
 
 def test_the_examples_are_there() -> None:
-    assert len(FILES) == 11 and EXAMPLE / "cells.jsonl" in FILES
+    assert len(FILES) == 13 and EXAMPLE / "cells.jsonl" in FILES
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(DOCS)))

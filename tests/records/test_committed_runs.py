@@ -39,7 +39,7 @@ RUNS = sorted(p.parent for p in DOCS.rglob("protocol.json") if (p.parent / "cell
 
 
 def test_the_examples_are_there() -> None:
-    assert (len(RESOURCES), len(EFFECTIVE), len(MINIMAL), len(TEARDOWN), len(RUNS)) == (21, 7, 15, 4, 11)
+    assert (len(RESOURCES), len(EFFECTIVE), len(MINIMAL), len(TEARDOWN), len(RUNS)) == (25, 11, 19, 6, 13)
 
 
 def _load(path: Path) -> Any:

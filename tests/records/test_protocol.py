@@ -27,7 +27,7 @@ IDS = [str(p.relative_to(DOCS)) for p in FILES]
 
 
 def test_the_examples_are_there() -> None:
-    assert len(FILES) == 11
+    assert len(FILES) == 13
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)

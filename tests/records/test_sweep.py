@@ -28,7 +28,7 @@ IDS = [str(p.relative_to(DOCS)) for p in FILES]
 
 
 def test_the_examples_are_there() -> None:
-    assert len(FILES) == 2
+    assert len(FILES) == 3
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)

@@ -60,3 +60,24 @@ def test_the_random_1b_paragraph_quotes_the_cards() -> None:
     assert f"for the self-draft {self_short[4]}%, {self_short[16]}%, {self_short[64]}% at 4, 16, 64" in README
     at64 = [round(100 * c[3]["match_rate"]) for c in cells if c[2] == 64]
     assert f"{min(at64)}-{max(at64)}% at 64 for all three pairs" in README
+
+
+def test_the_h100_readme_table_quotes_the_sweep_card() -> None:
+    """docs/examples/h100/README.md's first table: each level's speedup, CI and decision as sweep.json holds
+    them, and the A/A floor as the candidate's pair card holds it."""
+    folder = EXAMPLES.parent / "h100" / "h200-7b-grounded-decide"
+    text = (EXAMPLES.parent / "h100" / "README.md").read_text().split("## How it was measured")[0]
+    sweep = json.loads((folder / "sweep.json").read_text())
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+        for line in text.splitlines()
+        if line.startswith("| c")
+    }
+    for cell in sweep["cells"]:
+        (entry,) = cell["entries"]
+        speedup, ci, decision, aa = rows[cell["level"]][:4]
+        assert speedup == f"{entry['speedup']:.3f}", cell["level"]
+        assert ci == f"[{entry['speedup_ci_low']:.3f}, {entry['speedup_ci_high']:.3f}]", cell["level"]
+        assert decision == entry["effect"], cell["level"]
+        floor = cell["noise_floor"]
+        assert aa == f"{floor['value']:.3f} [{floor['ci_low']:.3f}, {floor['ci_high']:.3f}]", cell["level"]

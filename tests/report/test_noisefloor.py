@@ -193,3 +193,49 @@ def test_design_summary_drops_the_order_and_counts_its_slots() -> None:
 def test_design_summary_without_an_order_has_no_slots() -> None:
     assert design_summary({"design": {"blocks": 1}}) == {"blocks": 1, "slots": 0}
     assert design_summary({"design": {"blocks": 1, "order": None}}) == {"blocks": 1, "slots": 0}
+
+
+def test_a_far_off_block_is_named_and_only_a_first_one_points_at_warm_up() -> None:
+    first = noise_notes({"tpot_p50": r(0.8, 0.7, 0.9, block_ratios=[1.5, 0.78, 0.80, 0.79])}, None)
+    assert first == [
+        "tpot_p50: block 0 1.500 far off the cell's other blocks (0.780-0.800); kept in the interval (no exclusion "
+        "rule is declared); a slow first block points at a level not yet warmed"
+    ]
+    third = noise_notes({"tpot_p50": r(0.8, 0.7, 0.9, block_ratios=[0.78, 0.80, 1.5])}, None)
+    assert third == [
+        "tpot_p50: block 2 1.500 far off the cell's other blocks (0.780-0.800); kept in the interval (no exclusion "
+        "rule is declared)"
+    ]
+
+
+def test_a_cell_decided_again_gets_its_noise_notes_written_again_in_their_place() -> None:
+    """A card re-rendered from its saved statistics under a newer decision: the notes of the old effects (in
+    this version's words or an earlier one's) give way to the new ones; the other notes keep their places."""
+    wide = {"tpot_p50": r(1.107, 0.761, 1.610)}
+    stale = [
+        "queueing: c=64 above max_num_seqs",
+        "tpot_p50 spec/plain 0.817 [0.764, 0.874] is not distinguishable from the A/A noise floor 1.107 [0.761, 1.610]",
+        "tpot_p50: block 2 0.434 far off the cell's other blocks (0.382-0.391); kept in the interval (no exclusion "
+        "rule is declared); a slow first block points at a level not yet warmed",
+        "lossless check: 12/12 identical",
+    ]
+    cell = card_cell(
+        {
+            "workload": "w",
+            "level": "c64",
+            "concurrency": 64,
+            "ratios": {"tpot_p50": r(0.817, 0.764, 0.874, effect="not distinguishable")},
+            "noise_floor": floor({"tpot_p50": True}, **wide),
+            "notes": stale,
+        }
+    )
+    again = {"tpot_p50": Ratio(0.817, ci_low=0.764, ci_high=0.874, effect="inconclusive")}
+    out = noisefloor.renoted(cell, again)
+    assert out.ratios == again
+    assert out.notes == ("queueing: c=64 above max_num_seqs", "lossless check: 12/12 identical")
+    back = noisefloor.renoted(out, {"tpot_p50": again["tpot_p50"].with_fields(effect="not distinguishable")})
+    assert back.notes == (
+        "queueing: c=64 above max_num_seqs",
+        "lossless check: 12/12 identical",
+        "tpot_p50 spec/plain 0.817 [0.764, 0.874] is not distinguishable from the A/A noise floor 1.107 [0.761, 1.610]",
+    )
