@@ -335,6 +335,11 @@ def test_a_sized_sweep_spends_its_blocks_on_the_undecided_candidate(
     assert slow["speedup_ci_low"] < 1 < slow["speedup_ci_high"]
     status = _json(sweep_dir / "status.json")
     assert "max_blocks" in status["sizing_end"] and "w c1" in status["sizing_end"]
+    # the slot counter re-planned its total as sizing added blocks (12 planned: 3 blocks x 4 arms), and ended exact
+    progress = _json(sweep_dir / "progress.json")
+    measured = sum(blocks.values())
+    assert measured > 12 and (progress["slots_done"], progress["slots_planned"]) == (measured, measured)
+    assert (progress["sizing"], progress["current"], progress["left_s"]) == (False, None, 0.0)
     assert any(s.startswith(f"w c1 {WIDE} (±") and "after 9 blocks" in s for s in card["design"]["stopped_short"])
     assert not any(NGRAM in s for s in card["design"]["stopped_short"])
 
