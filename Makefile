@@ -9,7 +9,7 @@ LOADGEN := $(VENV)/bin/loadgen
 DEMO_PAIRS := demo-cpu-quick demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
 
-.PHONY: install install-dev install-fleet install-test engine models prometheus compare sweep fleet test test-unit \
+.PHONY: install install-dev install-fleet install-test engine models prometheus chromium compare sweep fleet test test-unit \
 	check bench bench-peers-env uv clean
 
 # Each phase (an environment, the model build) says when it starts and ends, with its elapsed time, the
@@ -115,13 +115,23 @@ prometheus:
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-pushgateway; \
 	fi
 
-# Unit tests plus end-to-end tests against real vLLM CPU servers, Prometheus and a Pushgateway.
+# Headless Chromium and its driver for the browser tests of card.html (tests/report/test_browser.py; Debian
+# packages, driven by selenium without any download; skipped when present). After prometheus: one apt-get at a
+# time (dpkg's lock), also under -j2.
+chromium: prometheus
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+# Unit tests plus end-to-end tests against real vLLM CPU servers, Prometheus and a Pushgateway, and the
+# committed card.html files in headless Chromium.
 test:
-	@$(MAKE) --no-print-directory -j2 install-test models prometheus
+	@$(MAKE) --no-print-directory -j2 install-test models chromium
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # Pure and scripted-server tests only (no vLLM needed).
-test-unit: install-test prometheus
+test-unit: install-test chromium
 	$(VENV)/bin/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 check: install-dev

@@ -5,10 +5,14 @@ run refused before measuring: marked ``refused.json`` with nothing else written,
 from __future__ import annotations
 
 import json
+import re
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from loadgen.cli import main
@@ -16,7 +20,9 @@ from loadgen.errors import ServerError
 from loadgen.profile.pairfile import load_pair
 from loadgen.run.flow import run_compare
 from tests.support.cards import full_card
+from tests.support.faultrun import engines, env, run_dir, write_pair
 from tests.support.lockholder import hold
+from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
@@ -195,3 +201,42 @@ def test_diff_against_a_refused_or_running_folder_says_what_it_is(tmp_path: Path
         holder.wait(timeout=10)
     assert busy.exit_code == 2 and "loadgen report" not in busy.output, busy.output
     assert f"{live} is being measured now by process {holder.pid} and has no card yet" in busy.output
+
+
+@pytest.mark.slow
+def test_runs_shows_a_measuring_run_s_slot_counter_and_time_left(tmp_path: Path) -> None:
+    """``loadgen compare`` in a subprocess against two attached scripted engines (2 blocks x plain, placebo and
+    speculative: 6 slots, 3 requests each at 9 tokens of 50 ms); ``loadgen runs`` read while it measures shows
+    the slot counter and, once a slot has ended, the time left; the finished folder's progress.json counts every
+    slot done."""
+    port = free_port_block(4)
+    slow = {"SCRIPTED_ENGINE_STEP_S": "0.05"}
+    with engines(tmp_path, {"plain": port + 2, "speculative": port + 3}, {"plain": slow, "speculative": slow}) as urls:
+        pair = write_pair(tmp_path, port, "blocks")
+        argv = [sys.executable, "-m", "loadgen", "compare", str(pair), "--allow-unpinned", "--no-progress"]
+        argv += ["--runs-dir", str(tmp_path / "runs"), "--attach-plain", urls["plain"]]
+        argv += ["--attach-speculative", urls["speculative"]]
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        seen: list[str] = []
+        while proc.poll() is None:
+            listed = CliRunner().invoke(main, ["runs", "--runs-dir", str(tmp_path / "runs")])
+            seen += [line for line in listed.output.splitlines() if line.startswith("running ") and "slot" in line]
+            time.sleep(0.05)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out.decode()
+    run = run_dir(tmp_path)
+    shape = re.compile(
+        rf"running   run   {re.escape(str(run))}  held by pid {proc.pid} since \S+; "
+        r"(?:slot (\d)/6|(\d)/6 slots done)(?:, (time left not known yet|about \d+ s left))? \(at \S+\)"
+    )
+    matched = [shape.fullmatch(line) for line in seen]
+    assert seen and all(matched), [line for line, m in zip(seen, matched, strict=True) if not m]
+    running = [int(m.group(1)) for m in matched if m and m.group(1)]  # the slot being measured
+    assert running == sorted(running) and len(set(running)) >= 3, seen
+    assert any(m.group(3).startswith("about") for m in matched if m and m.group(3)), seen
+    assert all(m.group(3) == "time left not known yet" for m in matched if m and m.group(1) == "1"), seen
+    assert all(m.group(3) is None for m in matched if m and m.group(2) == "6"), seen  # measured: no time left
+    saved = json.loads((run / "progress.json").read_text())
+    assert (saved["slots_done"], saved["slots_planned"], saved["sizing"], saved["current"]) == (6, 6, False, None)
+    done = CliRunner().invoke(main, ["runs", "--runs-dir", str(tmp_path / "runs")])
+    assert done.output.startswith(f"complete  run   {run}  ")

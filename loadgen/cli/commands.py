@@ -134,6 +134,11 @@ def fleet() -> None:
     is_flag=True,
     help="With --resume: read the pair files again; every task of a changed pair runs again.",
 )
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    help="After each task, a line of the tasks finished and the time left at the rate so far.",
+)
 @_handles_errors
 def fleet_run(
     fleet_file: Path | None,
@@ -142,6 +147,7 @@ def fleet_run(
     runs_dir: Path,
     resume_dir: Path | None,
     reload_pairs: bool,
+    progress: bool,
 ) -> None:
     """Run FLEET_FILE's pairs and sweeps on its nodes, one Ray task per (pair x node), and write the
     fleet card. Exit 0 all done; 1 a task failed (the others' results are kept); 2 bad input; 3 every
@@ -152,7 +158,14 @@ def fleet_run(
     if reload_pairs and resume_dir is None:
         raise BadInput("--reload-pairs goes with --resume FLEET_DIR")
     outcome = run_fleet(
-        fleet_file, ray_address, click.echo, out=out, runs_dir=runs_dir, resume=resume_dir, reload_pairs=reload_pairs
+        fleet_file,
+        ray_address,
+        click.echo,
+        out=out,
+        runs_dir=runs_dir,
+        resume=resume_dir,
+        reload_pairs=reload_pairs,
+        progress=progress,
     )
     _print_fleet_card(outcome.fleet_dir, outcome.card)
     fleet_exit(outcome)

@@ -165,8 +165,8 @@ SWEEP_ONLY: tuple[Decorator, ...] = (
     click.option(
         "--progress/--no-progress",
         default=True,
-        help="Taken as compare takes it, so one command line serves both; a sweep prints one line per block "
-        "and draws no progress bar either way.",
+        help="Show the progress line on stderr (a terminal only): the slot counter, the time left and the "
+        "cell's requests.",
     ),
 )
 

@@ -54,7 +54,12 @@ _COMPARE_ONLY = (
         show_default=True,
         help="PromQL label selector of the vLLM server's series; {hostport} is its host:port.",
     ),
-    click.option("--progress/--no-progress", default=True, help="Show a progress bar per cell (stderr)."),
+    click.option(
+        "--progress/--no-progress",
+        default=True,
+        help="Show the progress line on stderr (a terminal only): the slot counter, the time left and the "
+        "cell's requests.",
+    ),
 )
 
 
@@ -130,6 +135,7 @@ def sweep(o: RunOptions) -> None:
         o.api_key,
         history_dirs=o.history_dirs,
         overrides=o.overrides,
+        progress=o.observe.progress and sys.stderr.isatty(),
     )
     end_sweep(
         lambda: run_sweep(

@@ -6,7 +6,8 @@ Where folders are (README.md, "One process per folder"): run folders ``RUNS/<pai
 (protocol.json), sweep folders ``RUNS/<pair>/sweep-<timestamp>/`` (sweep.toml; their candidates' folders
 inside are part of the sweep and not listed), fleet folders ``RUNS/fleet-<name>-<timestamp>/`` (tasks.json).
 
-Status: ``running`` (a live process holds its lock), ``refused`` (refused.json: refused before measuring,
+Status: ``running`` (a live process holds its lock; a measuring run's line ends with its slot counter and time
+left, from the progress.json it rewrites at every slot), ``refused`` (refused.json: refused before measuring,
 report/refused.py), ``complete`` (status.json ``complete``), ``partial`` (stopped by Ctrl-C, SIGTERM or a
 kill: ``--resume`` finishes it), ``failed`` (stopped by an error, named). A fleet folder is complete when
 every task is done, failed when one failed, partial otherwise.
@@ -24,6 +25,7 @@ import click
 
 from loadgen.cli.commands import _handles_errors
 from loadgen.errors import BadInput
+from loadgen.records.runparts import ProgressFile
 from loadgen.report.refused import no_card_for_refused, read_refusal
 from loadgen.report.rundir import read_json
 from loadgen.report.runlock import locked, probe
@@ -66,16 +68,23 @@ def _card_verdict(path: Path) -> str:
 
 
 def _running(folder: Path, kind: str) -> RunEntry | None:
-    """The entry of a folder a process holds now (report/runlock.py ``probe``), else None."""
+    """The entry of a folder a process holds now (report/runlock.py ``probe``), else None; a measuring run's
+    line ends with its slot counter and time left (its progress.json, run/slotcount.py)."""
     held, holder = probe(folder)
     if not held:
         return None
-    return RunEntry(
-        kind,
-        folder,
-        "running",
-        f"held by pid {holder.pid} since {holder.started_utc}" if holder else "held by a process starting now",
-    )
+    who = f"held by pid {holder.pid} since {holder.started_utc}" if holder else "held by a process starting now"
+    return RunEntry(kind, folder, "running", who + (f"; {line}" if (line := _progress(folder)) else ""))
+
+
+def _progress(folder: Path) -> str | None:
+    """The progress line of ``folder``'s progress.json (ProgressFile.line), with the time it was written; None
+    without one (not measuring yet, a fleet, a run of older code) or when it does not read."""
+    try:
+        now = ProgressFile.from_json(_json(folder / "progress.json"), source=str(folder / "progress.json"))
+    except BadInput:
+        return None
+    return f"{now.line()} (at {now.updated_utc})"
 
 
 def run_status(status: dict[str, Any] | None) -> tuple[str, str | None]:

@@ -4,6 +4,7 @@ declared SLOs, by bisection over the replay speed (run/tracecapacity.py; docs/me
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 
 import click
@@ -39,19 +40,34 @@ from loadgen.profile.pairfile import load_pair
     help="Where each replay's run folder is created.",
 )
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
+@click.option(
+    "--progress/--no-progress",
+    default=True,
+    help="Show each compare's progress line on stderr (a terminal only): the slot counter and the time left.",
+)
 @_handles_errors
 def trace_capacity(
-    pair: str, workload: str, speeds: tuple[float, float], steps: int, runs_dir: Path, allow_unpinned: bool
+    pair: str,
+    workload: str,
+    speeds: tuple[float, float],
+    steps: int,
+    runs_dir: Path,
+    allow_unpinned: bool,
+    progress: bool,
 ) -> None:
     """Find, by bisection over the replay speed, the fastest replay of the trace WORKLOAD of PAIR at which each
     server still meets the pair's [slo]: one compare per speed, each with its own run folder and card."""
+    from loadgen.run.observe import ObserveOptions
     from loadgen.run.tracecapacity import search_capacity
 
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     loaded = load_pair(pair)
     if not any(w.kind == "trace" for w in loaded.workloads):
         raise BadInput(f"{loaded.path} has no trace workload; add one to [run].workloads (profiles/README.md)")
-    found = search_capacity(loaded, workload, speeds, steps, runs_dir, log=click.echo, allow_unpinned=allow_unpinned)
+    observe = ObserveOptions(progress=progress and sys.stderr.isatty())
+    found = search_capacity(
+        loaded, workload, speeds, steps, runs_dir, log=click.echo, allow_unpinned=allow_unpinned, observe=observe
+    )
     for speed, folder in sorted(found.run_dirs.items()):
         click.echo(f"speed {speed:.4g}x: {folder / 'card.md'}")
     said = [

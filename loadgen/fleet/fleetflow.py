@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,11 +27,13 @@ from loadgen.fleet import tasks as taskfile
 from loadgen.fleet.fleetwrite import write_fleet_card
 from loadgen.fleet.nodes import has_gpu
 from loadgen.fleet.nodetask import TaskSpec, run_on_node
+from loadgen.measure.timeleft import rate_left_s
 from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path
 from loadgen.records.fleettasks import FleetNode, Task
 from loadgen.records.raynodes import alive_nodes
 from loadgen.report.rundir import write_text
 from loadgen.report.runlock import locked
+from loadgen.util.numbers import clock
 
 Log = Callable[[str], None]
 
@@ -103,9 +106,18 @@ def _options(ray: Any, node: FleetNode, gpu_resource: str) -> dict[str, Any]:
 
 
 def _submit_all(
-    ray: Any, fleet: FleetFile, fleet_dir: Path, state: dict[str, Task], todo: list[Task], log: Log, again: str
+    ray: Any,
+    fleet: FleetFile,
+    fleet_dir: Path,
+    state: dict[str, Task],
+    todo: list[Task],
+    log: Log,
+    again: str,
+    progress: bool = True,
 ) -> None:
-    """Submit ``todo`` and record each result in ``state`` (saved after every one) as it comes back."""
+    """Submit ``todo`` and record each result in ``state`` (saved after every one) as it comes back; with
+    ``progress``, a line after each: the tasks finished (done or failed) of those submitted and the time left
+    at the rate so far (the tasks run side by side: measure/timeleft.py ``rate_left_s``)."""
     remote = ray.remote(run_on_node)
     workdir = fleet.workdir or str(Path.cwd())
     refs = {}
@@ -113,7 +125,7 @@ def _submit_all(
         spec = TaskSpec(t.id, t.kind, t.pair, (fleet_dir / "pairs" / f"{t.pair}.toml").read_text(), workdir)
         refs[remote.options(**_options(ray, t.node, fleet.gpu_resource)).remote(spec)] = t
         log(f"[{t.id}] submitted: {t.kind} {t.pair} on {t.node.name} ({t.node.address})")
-    pending = list(refs)
+    pending, t0 = list(refs), time.monotonic()
     try:
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
@@ -135,12 +147,20 @@ def _submit_all(
                 + (f" in {task.wall_s:.0f} s" if task.wall_s is not None else "")
                 + (f": {task.reason}" if task.reason else "")
             )
+            if progress:
+                log(_progress_line(len(refs) - len(pending), len(refs), time.monotonic() - t0))
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref, force=True)
         raise KeyboardInterrupt(
             f"fleet interrupted; finished tasks are in {fleet_dir}; run the rest with: {again}"
         ) from None
+
+
+def _progress_line(done: int, total: int, elapsed_s: float) -> str:
+    """``fleet: 3/6 tasks finished, about 12 min 00 s left`` (done or failed; the time left at the rate so far)."""
+    left = rate_left_s(done, total, elapsed_s)
+    return f"fleet: {done}/{total} tasks finished" + (f", about {clock(left)} left" if left and done < total else "")
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -186,17 +206,19 @@ def run_fleet(
     runs_dir: Path = Path("runs"),
     resume: Path | None = None,
     reload_pairs: bool = False,
+    progress: bool = True,
 ) -> FleetOutcome:
     """Run the fleet file (or continue the fleet folder ``resume``) on the Ray cluster at ``ray_address``
     and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster, FolderBusy
     (exit 2) when another process holds the fleet folder (report/runlock.py); a resume
-    with nothing left to run only writes the card again (no cluster needed)."""
+    with nothing left to run only writes the card again (no cluster needed). ``progress``: a line of tasks
+    done and time left after each task, and each task's ``loadgen`` run without its progress line."""
     if (fleet_file is None) == (resume is None):
         raise BadInput("give exactly one of FLEET.toml or --resume FLEET_DIR")
     with contextlib.ExitStack() as held:  # the fleet folder's lock (report/runlock.py), to the card
         if resume is not None:
             held.enter_context(locked(resume, log))
-        return _run_held(fleet_file, ray_address, log, held, (out, runs_dir, resume, reload_pairs))
+        return _run_held(fleet_file, ray_address, log, held, (out, runs_dir, resume, reload_pairs, progress))
 
 
 def _run_held(
@@ -204,9 +226,9 @@ def _run_held(
     ray_address: str | None,
     log: Log,
     held: contextlib.ExitStack,
-    where: tuple[Path | None, Path, Path | None, bool],
+    where: tuple[Path | None, Path, Path | None, bool, bool],
 ) -> FleetOutcome:
-    out, runs_dir, resume, reload_pairs = where
+    out, runs_dir, resume, reload_pairs, progress = where
     if resume is not None:
         fleet, tasks, todo, changed = _resume_plan(resume, reload_pairs, log)
         fleet_dir, sources = resume, {}
@@ -242,6 +264,7 @@ def _run_held(
             [t for t in todo if t.status == "pending"],
             log,
             resume_command(fleet_dir, ray_address),
+            progress,
         )
     finally:
         ray.shutdown()

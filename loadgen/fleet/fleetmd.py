@@ -40,7 +40,7 @@ def _yes_no(value: bool | None) -> str:
     return "yes" if value is True else "no" if value is False else MISSING
 
 
-def _verdict(v: NodeVerdict | None) -> str:
+def verdict_text(v: NodeVerdict | None) -> str:
     """The card's verdict summary (it starts with PASS or FAIL, or says it was not judged)."""
     return (v.summary if v else None) or _verdict_word(v)
 
@@ -50,14 +50,21 @@ def _node_head(nodes: Sequence[CompareNode | SweepNode]) -> list[str]:
     return ["| workload | level | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
 
 
-def _row(cell: CompareCell | SweepPairCell, nodes: Sequence[CompareNode | SweepNode], fmt: Callable[[Any], str]) -> str:
+def row_values(
+    cell: CompareCell | SweepPairCell, nodes: Sequence[CompareNode | SweepNode], fmt: Callable[[Any], str]
+) -> tuple[str, ...]:
+    """(workload, level, each node's entry as ``fmt`` writes it: "(partial)" when cut short, a dash without)."""
     mine: dict[str, CompareEntry | SweepNodeEntry] = {e.node: e for e in cell.nodes}
     texts = []
     for n in nodes:
         e = mine.get(n.node)
         partial = e is not None and (e.status != "done" or not getattr(e, "complete", True))
         texts.append(MISSING if e is None else fmt(e) + (" (partial)" if partial else ""))
-    return f"| {cell.workload} | {cell.level} | " + " | ".join(_cell(t) for t in texts) + " |"
+    return (cell.workload, cell.level, *texts)
+
+
+def _row(cell: CompareCell | SweepPairCell, nodes: Sequence[CompareNode | SweepNode], fmt: Callable[[Any], str]) -> str:
+    return "| " + " | ".join(_cell(t) for t in row_values(cell, nodes, fmt)) + " |"
 
 
 def _tasks_table(card: FleetCard) -> list[str]:
@@ -88,7 +95,7 @@ def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
     ]
     for n in nodes:
         task = n.status + (f": {n.reason}" if n.reason and n.status != "done" else "")
-        verdict = _verdict(n.verdict) if n.status == "done" else MISSING
+        verdict = verdict_text(n.verdict) if n.status == "done" else MISSING
         out.append(
             f"| {n.node} | {n.gpu_type or 'unknown'} | {_cell(task)} | {_cell(verdict)} | "
             f"{'vLLM ' + n.engine if n.engine else MISSING} |"
@@ -111,7 +118,7 @@ def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
             f"### {METRIC_NAMES.get(metric, metric)} ratio, speculative / plain{ci}",
             "",
             *_node_head(nodes),
-            *(_row(c, nodes, _ratio_of(metric)) for c in pair.cells),
+            *(_row(c, nodes, ratio_of(metric)) for c in pair.cells),
             "",
         ]
     for title, key in _ACCEPTANCE:
@@ -119,13 +126,13 @@ def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
             f"### {title[0].upper() + title[1:]} (speculative server)",
             "",
             *_node_head(nodes),
-            *(_row(c, nodes, _number_of(key)) for c in pair.cells),
+            *(_row(c, nodes, number_of(key)) for c in pair.cells),
             "",
         ]
     return out
 
 
-def _ratio_of(metric: str) -> Callable[[CompareEntry], str]:
+def ratio_of(metric: str) -> Callable[[CompareEntry], str]:
     """How one node's entry is written in the table of ``metric``'s ratio."""
     return lambda e: _ratio_text(e.ratios.get(metric))
 
@@ -137,12 +144,12 @@ def _ratio_text(r: FleetRatio | None) -> str:
     return f"{r.value:.3f}" + ("" if r.ci_low is None or r.ci_high is None else f" [{r.ci_low:.3f}, {r.ci_high:.3f}]")
 
 
-def _number_of(key: str) -> Callable[[CompareEntry], str]:
+def number_of(key: str) -> Callable[[CompareEntry], str]:
     """How one node's entry is written in the table of its field ``key`` (3 decimals)."""
     return lambda e: num(getattr(e, key), 3)
 
 
-def _best(e: SweepNodeEntry) -> str:
+def best_text(e: SweepNodeEntry) -> str:
     if e.best is None:
         return "plain (no candidate beats it)"
     ci = "" if e.speedup_ci_low is None else f" [{e.speedup_ci_low:.3f}, {e.speedup_ci_high:.3f}]"
@@ -174,7 +181,7 @@ def _sweep_section(pair: SweepPair) -> list[str]:
             "### Best candidate per cell, speedup [95% CI]",
             "",
             *_node_head(nodes),
-            *(_row(c, nodes, _best) for c in pair.cells),
+            *(_row(c, nodes, best_text) for c in pair.cells),
             "",
         ]
     return out

@@ -13,12 +13,14 @@ from pathlib import Path
 
 from loadgen.errors import BadInput
 from loadgen.fleet.fleetdata import build_fleet_card
+from loadgen.fleet.fleethtml import render_fleet_html
 from loadgen.fleet.fleetmd import fleet_summary_lines, render_fleet_markdown
 from loadgen.fleet.tasks import read_tasks
 from loadgen.records.card import PairCard
 from loadgen.records.fleet import FleetCard
 from loadgen.records.fleettasks import Task, TaskList
 from loadgen.records.sweep import SweepCard
+from loadgen.report.htmlpage import CARD_HTML
 from loadgen.report.rundir import read_json, write_json, write_text
 
 __all__ = ["fleet_summary_lines", "read_fleet_card", "read_fleet_dir", "write_fleet_card"]
@@ -115,7 +117,8 @@ def read_fleet_dir(fleet_dir: Path) -> FleetCard:
 
 
 def write_fleet_card(fleet_dir: Path) -> Path:
-    """Write ``fleet_dir/fleet.json`` and ``fleet_dir/fleet.md``; returns the path of ``fleet.md``.
+    """Write ``fleet_dir/fleet.json``, ``fleet_dir/fleet.md`` and its HTML view ``fleet_dir/card.html``
+    (fleet/fleethtml.py); returns the path of ``fleet.md``.
 
     Raises BadInput (exit 2) for a missing or malformed ``tasks.json``, RunDirUnwritable (exit 1) when the
     folder cannot be written."""
@@ -123,6 +126,7 @@ def write_fleet_card(fleet_dir: Path) -> Path:
     write_json(fleet_dir / CARD_JSON, card.to_json())
     path = fleet_dir / CARD_MD
     write_text(path, render_fleet_markdown(card))
+    write_text(fleet_dir / CARD_HTML, render_fleet_html(card))
     return path
 
 

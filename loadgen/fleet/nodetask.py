@@ -144,8 +144,7 @@ def run_on_node(spec: TaskSpec) -> TaskResult:
         pair_file = tmp / f"{spec.pair}.toml"
         pair_file.write_text(pair_text)
         argv = [sys.executable, "-m", "loadgen", spec.kind, str(pair_file), "--runs-dir", str(tmp / "runs")]
-        if spec.kind == "compare":
-            argv.append("--no-progress")
+        argv.append("--no-progress")  # its output is a pipe; the fleet's own progress line is the driver's
         code, output = _stream(argv, spec.workdir, f"[{spec.task_id}]")
         folder = _run_folder(tmp / "runs")
         return TaskResult(

@@ -1,7 +1,9 @@
 r"""Small records of a run folder: :class:`ModelHashes` (protocol.json ``target`` and ``draft``, written by
 check/hashes.py ``model_hashes``), :class:`DesignRecord` with its :class:`ArmRecord`\ s (what a run adds to
-protocol.json's ``design``: run/flow.py ``design_record``) and :class:`StatusFile` (``status.json``, written by
-run/closing.py when the run ends, read by ``loadgen runs`` and the card: report/runfiles.py).
+protocol.json's ``design``: run/flow.py ``design_record``), :class:`StatusFile` (``status.json``, written by
+run/closing.py when the run ends, read by ``loadgen runs`` and the card: report/runfiles.py) and
+:class:`ProgressFile` (``progress.json``, rewritten by run/slotcount.py at every slot's start and end, read by
+``loadgen runs`` for a running folder).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record: ``to_json`` writes the required fields and those set
 away from their defaults, in declared order (the keys earlier code wrote, in its order), so a model without files
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loadgen.records.cardwire import Wire
+from loadgen.util.numbers import clock
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,42 @@ class StatusFile(Wire):
     failure: str | None
     sizing_end: str | None = None
     requests_not_written: int = 0
+
+
+@dataclass(frozen=True)
+class ProgressFile(Wire):
+    """Where a measuring run is (``progress.json``): the slots done and planned (a slot is one arm's block of
+    one cell, run/design.py), whether sizing may still add blocks (``sizing``: then ``slots_planned`` is a
+    floor), the estimated seconds left (measure/timeleft.py; None before the first slot ends), the slot being
+    measured (``[arm] workload level block N``; None between slots) and when the file was written (ISO 8601
+    UTC, to the second)."""
+
+    slots_done: int
+    slots_planned: int
+    sizing: bool
+    left_s: float | None
+    current: str | None
+    updated_utc: str
+
+    def counter(self) -> str:
+        """``slot 9/18`` while slot 9 of 18 runs (``8/18 slots done`` between slots); ``18+`` while sizing
+        may add blocks to the 18 planned so far."""
+        total = f"{self.slots_planned}{'+' if self.sizing else ''}"
+        if self.current is None:
+            return f"{self.slots_done}/{total} slots done"
+        return f"slot {self.slots_done + 1}/{total}"
+
+    def line(self) -> str:
+        """The counter and the time left: ``slot 9/18, about 4 min 10 s left``; while sizing may add blocks,
+        ``slot 9/18+, at least 4 min 10 s left (sizing may add blocks)``; before a slot ended, ``time left
+        not known yet``; every slot measured, ``18/18 slots done`` alone."""
+        if self.current is None and self.slots_done >= self.slots_planned and not self.sizing:
+            return self.counter()  # measured: the servers are closing, the card is being written
+        if self.left_s is None:
+            return f"{self.counter()}, time left not known yet"
+        if self.sizing:
+            return f"{self.counter()}, at least {clock(self.left_s)} left (sizing may add blocks)"
+        return f"{self.counter()}, about {clock(self.left_s)} left"
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,42 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from loadgen.measure.decision import AHEAD, BEHIND, side
 from loadgen.records.card import CellVerdict, PairCard
 from loadgen.records.cardcell import CardCell, Ratio
 from loadgen.util.numbers import num
 
-__all__ = ["ANSWER_TITLE", "answer_rows"]
+__all__ = ["ANSWER_TITLE", "AnswerItem", "answer_items", "answer_rows"]
 
 ANSWER_TITLE = "## The answer"
+
+
+@dataclass(frozen=True)
+class AnswerItem:
+    """One line of an answer (this module's, the sweep's: report/sweepmd.py, the fleet's): its ``label``, the
+    ``qualifier`` after it (parenthesized, or empty), and its ``text``, plain, where ``{code}`` stands for
+    ``code`` (a configuration shown as code), when set. card.md and card.html write the same items."""
+
+    label: str
+    text: str
+    qualifier: str = ""
+    code: str | None = None
+
+    def parts(self) -> tuple[str, str | None, str]:
+        """(the text before ``code``, ``code``, the text after it); ``(text, None, "")`` without code."""
+        if self.code is None:
+            return self.text, None, ""
+        before, _, after = self.text.partition("{code}")
+        return before, self.code, after
+
+    def markdown(self) -> str:
+        """``- **label** qualifier: text``, ``code`` in backticks (``- **label**`` alone without text)."""
+        before, code, after = self.parts()
+        text = before + (f"`{code}`" if code is not None else "") + after
+        head = f"- **{self.label}**{' ' + self.qualifier if self.qualifier else ''}"
+        return f"{head}: {text}" if text else head
 
 
 def _ci(r: Ratio) -> str:
@@ -35,14 +62,14 @@ def _closed(cells: Sequence[CardCell], workload: str) -> list[CardCell]:
     return sorted((c for c in cells if c.workload == workload and c.rate_rps is None), key=lambda c: c.concurrency)
 
 
-def _verdict_line(card: PairCard) -> str:
+def _verdict_line(card: PairCard) -> AnswerItem:
     verdict = card.verdict
     if verdict.declared is False:
-        return f"- **verdict**: {verdict.summary} (no [criteria] table in the pair file)"
-    return f"- **verdict**: {verdict.summary}"
+        return AnswerItem("verdict", f"{verdict.summary} (no [criteria] table in the pair file)")
+    return AnswerItem("verdict", verdict.summary)
 
 
-def _crossover_line(card: PairCard) -> str:
+def _crossover_line(card: PairCard) -> AnswerItem:
     """Per workload: the crossover range, then each level's TPOT p50 decision, ratio and CI."""
     lines = []
     for workload, cross in card.crossover.items():
@@ -69,16 +96,16 @@ def _crossover_line(card: PairCard) -> str:
             where = "no crossover decided within the tested levels"
         lines.append(f"{workload}: {where} (ratio speculative / plain {', '.join(levels)})")
     if not lines:
-        return "- **where speculation stops paying**: no closed-loop levels measured"
-    return f"- **where speculation stops paying** (TPOT p50, decided against the A/A floor): {'; '.join(lines)}"
+        return AnswerItem("where speculation stops paying", "no closed-loop levels measured")
+    return AnswerItem("where speculation stops paying", "; ".join(lines), "(TPOT p50, decided against the A/A floor)")
 
 
-def _capacity_line(card: PairCard) -> str:
+def _capacity_line(card: PairCard) -> AnswerItem:
     if not card.capacity:
-        return "- **capacity at SLO**: no SLO declared ([slo] in the pair file)"
+        return AnswerItem("capacity at SLO", "no SLO declared ([slo] in the pair file)")
     slo = card.slo
     limits = ", ".join(f"{k.removesuffix('_s')} ≤ {v:g} s" for k, v in slo.to_json().items() if k != "percentile" and v)
-    head = f"- **capacity at SLO** (p{99 if slo.percentile is None else slo.percentile:g}: {limits}): "
+    head = f"(p{99 if slo.percentile is None else slo.percentile:g}: {limits})"
     lines = []
     for workload, roles in card.capacity.items():
         parts = []
@@ -88,46 +115,57 @@ def _capacity_line(card: PairCard) -> str:
                 f"{role} c={best} ({num(cap.goodput_rps)} req/s goodput)" if best is not None else f"{role} none held"
             )
         lines.append(f"{workload}: {', '.join(parts)}")
-    return head + "; ".join(lines)
+    return AnswerItem("capacity at SLO", "; ".join(lines), head)
 
 
 def _where(cells: Sequence[CellVerdict]) -> str:
     return ", ".join(f"{c.workload} c={c.concurrency}" for c in cells)
 
 
-def _deploy_line(card: PairCard) -> str:
+def _deploy_line(card: PairCard) -> AnswerItem:
     verdict = card.verdict
-    config = f"`{json.dumps(card.speculative_config, sort_keys=True)}`" if card.speculative_config else "speculative"
+    code = json.dumps(card.speculative_config, sort_keys=True) if card.speculative_config else None
+    config = "{code}" if code is not None else "speculative"
     if verdict.declared is False or verdict.passed is None:
-        return "- **deploy**: not judged: declare [criteria] to decide which configuration to deploy"
+        return AnswerItem("deploy", "not judged: declare [criteria] to decide which configuration to deploy")
     if verdict.passed:
-        return f"- **deploy**: speculative, {config}: it passes every judged cell"
+        return AnswerItem("deploy", f"speculative, {config}: it passes every judged cell", code=code)
     paying = [c for c in verdict.cells if c.status == "pass"]
     if not paying:
-        return f"- **deploy**: plain (do not speculate): {config} passes no judged cell"
-    return (
-        f"- **deploy**: plain as one configuration for every judged level; {config} passes at "
-        f"{_where(paying)} only (routing by load or a K schedule would be needed: `loadgen sweep` weighs it)"
+        return AnswerItem("deploy", f"plain (do not speculate): {config} passes no judged cell", code=code)
+    return AnswerItem(
+        "deploy",
+        f"plain as one configuration for every judged level; {config} passes at {_where(paying)} only (routing "
+        "by load or a K schedule would be needed: loadgen sweep weighs it)",
+        code=code,
     )
 
 
-def _sure_line(card: PairCard) -> str:
+def _sure_line(card: PairCard) -> AnswerItem:
     design = card.design or {}
     floor = card.noise_floor
     if not design:
-        return "- **how sure**: measured by older code: one time window per server, CIs within-run only"
+        return AnswerItem("how sure", "measured by older code: one time window per server, CIs within-run only")
     blocks = f"{design.get('blocks')} blocks per arm and cell, {design.get('slots')} slots"
     if floor is None or not floor.measured:
-        return f"- **how sure**: {blocks}; no A/A placebo: effects are read against 1, not a measured noise floor"
+        return AnswerItem(
+            "how sure", f"{blocks}; no A/A placebo: effects are read against 1, not a measured noise floor"
+        )
     tpot = (floor.metrics or {}).get("tpot_p50")
     if tpot is None:
-        return f"- **how sure**: {blocks}; A/A placebo over {floor.cells} cells"
+        return AnswerItem("how sure", f"{blocks}; A/A placebo over {floor.cells} cells")
     undecided = sum(1 for c in card.verdict.cells if c.status == "inconclusive")
-    return (
-        f"- **how sure**: {blocks}; A/A noise floor TPOT p50 {num(tpot.min, 3)}-{num(tpot.max, 3)} over "
+    return AnswerItem(
+        "how sure",
+        f"{blocks}; A/A noise floor TPOT p50 {num(tpot.min, 3)}-{num(tpot.max, 3)} over "
         f"{floor.cells} cells (widest CI ±{num(tpot.widest_half_width, 3)} log half-width)"
-        + (f"; {undecided} cell(s) still inconclusive" if undecided else "")
+        + (f"; {undecided} cell(s) still inconclusive" if undecided else ""),
     )
+
+
+def answer_items(card: PairCard) -> list[AnswerItem]:
+    """The answer's five lines (module docstring), in order."""
+    return [_verdict_line(card), _crossover_line(card), _capacity_line(card), _deploy_line(card), _sure_line(card)]
 
 
 def answer_rows(card: PairCard) -> list[str]:
@@ -136,11 +174,7 @@ def answer_rows(card: PairCard) -> list[str]:
     return [
         ANSWER_TITLE,
         "",
-        _verdict_line(card),
-        _crossover_line(card),
-        _capacity_line(card),
-        _deploy_line(card),
-        _sure_line(card),
+        *(item.markdown() for item in answer_items(card)),
         "",
         f"> {card.workloads_statement}",
         "",

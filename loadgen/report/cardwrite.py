@@ -1,6 +1,7 @@
-"""The pair card on disk: reads a run folder and writes ``card.json``, ``card.md`` and the plots next to it
-(``loadgen compare`` when the run ends, ``loadgen report RUN_DIR``). The card's data comes from carddata.py
-(or saveddata.py for a folder without requests.jsonl), its Markdown from cardmd.py, its plots from plots.py.
+"""The pair card on disk: reads a run folder and writes ``card.json``, ``card.md``, ``card.html`` and the plots
+next to it (``loadgen compare`` when the run ends, ``loadgen report RUN_DIR``). The card's data comes from
+carddata.py (or saveddata.py for a folder without requests.jsonl), its Markdown from cardmd.py, its HTML view
+from cardhtml.py (the plots embedded), its plots from plots.py.
 Writes are atomic (rundir.py); a re-render of the same folder is byte-identical.
 """
 
@@ -12,7 +13,9 @@ from pathlib import Path
 
 from loadgen.records.card import PairCard
 from loadgen.report.carddata import build_card
+from loadgen.report.cardhtml import CAPTIONS, render_card_html
 from loadgen.report.cardmd import render_markdown
+from loadgen.report.htmlpage import CARD_HTML, embed
 from loadgen.report.refused import no_card_for_refused
 from loadgen.report.rundir import load_records, write_json, write_text
 from loadgen.report.saveddata import refresh_saved_card, saved_only
@@ -21,7 +24,7 @@ Log = Callable[[str], None]
 
 
 def finish_card(run_dir: Path, log: Log = print) -> PairCard:
-    """(Re)build card.json, card.md and the plots from the run folder's saved data alone (without
+    """(Re)build card.json, card.md, card.html and the plots from the run folder's saved data alone (without
     requests.jsonl: from card.json's statistics, plots kept; saveddata.py). Raises BadInput for a folder
     refused before measuring (report/refused.py), or naming the field of a card that does not match its type;
     RunDirUnwritable (exit 1) when the folder cannot be written. A plot that fails is logged, never raised."""
@@ -48,6 +51,7 @@ def finish_card(run_dir: Path, log: Log = print) -> PairCard:
         plots_error = None
     write_json(run_dir / "card.json", card.to_json())
     write_text(run_dir / "card.md", render_markdown(card))
+    write_text(run_dir / CARD_HTML, render_card_html(card, embed(run_dir, card.plots or (), CAPTIONS)))
     if plots_error is not None:  # said once the card is written (a full disk says more than this, above)
         log(f"could not draw the plots ({type(plots_error).__name__}: {plots_error})")
     return card

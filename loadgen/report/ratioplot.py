@@ -7,7 +7,7 @@ cell's decision: measure/decision.py) shaded, and the interpolated level where t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,7 @@ from loadgen.records.card import PairCard
 from loadgen.records.cardcell import CardCell
 from loadgen.report.plotparts import WORKLOAD_MARKERS, cells_of, level_axis, new_figure, ratio_of, save, workloads
 
-__all__ = ["INTERVALS", "crossover_points", "interval_name", "ratio_plot"]
+__all__ = ["INTERVALS", "SHORT_INTERVALS", "crossover_points", "interval_name", "methods_name", "ratio_plot"]
 
 
 def crossover_points(card: PairCard, kind: str = "concurrency") -> dict[str, float | None]:
@@ -40,13 +40,23 @@ INTERVALS = {
     "blocks": "95% t interval over interleaved blocks",
     "within-run": "95% paired-bootstrap CI within one window",
 }
+#: The same, short, for a legend entry.
+SHORT_INTERVALS = {"blocks": "95% block t interval", "within-run": "95% bootstrap CI"}
+
+
+def methods_name(methods: Iterable[str | None], names: Mapping[str, str] = INTERVALS) -> str:
+    """The interval ``methods`` (``ci_method`` values) name (``names``: :data:`INTERVALS` or
+    :data:`SHORT_INTERVALS`; several joined when they differ, "95% CI" when none says). Pure."""
+    return " / ".join(names.get(m, f"95% CI ({m})") for m in sorted({m for m in methods if m})) or "95% CI"
+
+
+def _methods(cells: Sequence[CardCell]) -> list[str | None]:
+    return [r.ci_method for c in cells if (r := c.ratio("tpot_p50")) is not None]
 
 
 def interval_name(cells: Sequence[CardCell]) -> str:
-    """The interval the TPOT p50 ratios of ``cells`` carry (:data:`INTERVALS`; their methods joined when they
-    differ, "95% CI" when none says). Pure."""
-    methods = sorted({r.ci_method for c in cells if (r := c.ratio("tpot_p50")) is not None and r.ci_method})
-    return " / ".join(INTERVALS.get(m, f"95% CI ({m})") for m in methods) or "95% CI"
+    """The interval the TPOT p50 ratios of ``cells`` carry (:func:`methods_name` of their ``ci_method``). Pure."""
+    return methods_name(_methods(cells))
 
 
 def _aa_band(cells: Sequence[tuple[float, CardCell]]) -> tuple[list[float], list[float], list[float]]:
@@ -64,6 +74,10 @@ def _aa_band(cells: Sequence[tuple[float, CardCell]]) -> tuple[list[float], list
 
 
 def ratio_plot(card: PairCard, kind: tuple[str, str, str], out: Path, paths: list[Path]) -> None:
+    """Draw ``tpot_ratio<suffix>.png`` of ``card``'s cells of one load kind (``kind``: the kind, the x label,
+    the file suffix) under ``out`` (module docstring) and append its path to ``paths``; nothing when no cell
+    has a ratio. Layers: the A/A band (zorder 0) and the crossover range (0) behind each workload's CI band
+    (1), its line and the crossing marker above."""
     fig = new_figure(1, width=7.5, height=4.6)
     ax, xs_all, drawn, band = fig.subplots(), [], False, False
     points = crossover_points(card, kind[0])
@@ -81,11 +95,14 @@ def ratio_plot(card: PairCard, kind: tuple[str, str, str], out: Path, paths: lis
         drawn_cells += [c for _, c in cells]
         aa_x, aa_lo, aa_hi = _aa_band(cells)
         if aa_x:  # behind the candidate's CI: every effect is read against it
-            ax.fill_between(aa_x, aa_lo, aa_hi, color="gray", alpha=0.25, zorder=0, label=None if band else "A/A band")
+            ax.fill_between(
+                aa_x, aa_lo, aa_hi, color="gray", alpha=0.25, zorder=0, label=None if band else "A/A noise floor"
+            )
             band = True
         ax.plot(xs, vals, "-", marker=WORKLOAD_MARKERS[w % len(WORKLOAD_MARKERS)], color=color, label=workload)
         if not np.isnan(np.concatenate([lows, highs])).all():
-            ax.fill_between(xs, lows, highs, color=color, alpha=0.18, label=f"{workload} 95% CI")
+            short = methods_name(_methods([c for _, c in cells]), SHORT_INTERVALS)
+            ax.fill_between(xs, lows, highs, color=color, alpha=0.18, zorder=1, label=f"{workload}: {short}")
         span = (
             card.crossover[workload].crossover_range
             if kind[0] == "concurrency" and workload in card.crossover

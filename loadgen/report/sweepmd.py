@@ -6,6 +6,7 @@ from __future__ import annotations
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.runparts import SIZING_DECIDED
 from loadgen.records.sweep import SweepCard, SweepCell, SweepEntry
+from loadgen.report.answermd import AnswerItem
 from loadgen.report.tracemd import trace_rows
 
 
@@ -20,18 +21,57 @@ def _ci(e: SweepEntry) -> str:
     return f"[{e.speedup_ci_low:.3f}, {e.speedup_ci_high:.3f}]"
 
 
-def _cell_rows(cell: SweepCell) -> list[str]:
-    rows = []
+#: The columns of the cells table (sweep.md, and the sweep's card.html: report/sweephtml.py).
+CELL_HEADERS = (
+    "workload",
+    "level",
+    "candidate",
+    "speedup",
+    "95% CI",
+    "effect",
+    "half-width",
+    "A/A noise floor",
+    "acceptance rate",
+    "acceptance length",
+    "per position",
+    "tokens / decode chunk",
+    "predicted",
+    "upper bound",
+    "TTFT spec/plain p50 / p95 / p99",
+    "criteria",
+)
+
+
+def cell_values(cell: SweepCell) -> list[tuple[str, ...]]:
+    """Per entry of ``cell``, its row of :data:`CELL_HEADERS` as text."""
+    rows: list[tuple[str, ...]] = []
     for e in cell.entries:
         pos = ", ".join(f"{p:.2f}" for p in e.per_position or []) or "-"
         rows.append(
-            f"| {cell.workload} | {cell.level} | {e.candidate} | {_x(e.speedup)} | {_ci(e)} | "
-            f"{e.effect or '-'} | {_x(e.half_width)} | {_floor(cell)} | "
-            f"{_x(e.acceptance_rate)} | {_x(e.mean_acceptance_length)} | {pos} | "
-            f"{_x(e.tokens_per_decode_chunk, '.2f')} | {_x(e.predicted_speedup)} | "
-            f"{_x(e.upper_bound)} | {_ttft(e)} | {e.criteria_status or '-'} |"
+            (
+                cell.workload,
+                cell.level,
+                e.candidate,
+                _x(e.speedup),
+                _ci(e),
+                e.effect or "-",
+                _x(e.half_width),
+                _floor(cell),
+                _x(e.acceptance_rate),
+                _x(e.mean_acceptance_length),
+                pos,
+                _x(e.tokens_per_decode_chunk, ".2f"),
+                _x(e.predicted_speedup),
+                _x(e.upper_bound),
+                _ttft(e),
+                e.criteria_status or "-",
+            )
         )
     return rows
+
+
+def _cell_rows(cell: SweepCell) -> list[str]:
+    return ["| " + " | ".join(row) + " |" for row in cell_values(cell)]
 
 
 def _ttft(e: SweepEntry) -> str:
@@ -60,8 +100,8 @@ def _command_line(card: SweepCard) -> list[str]:
     return [f"From the command line (not the sweep file): {described(given)}.", ""] if given else []
 
 
-def _answer(card: SweepCard) -> list[str]:
-    """The sweep card's first section: the recommendation's headline, the one configuration to deploy, where
+def answer_items(card: SweepCard) -> list[AnswerItem]:
+    """The sweep card's answer: the recommendation's headline, the one configuration to deploy, where
     speculation stops paying per workload (its ``deployed`` levels), where SLO capacity is, and how sure."""
     rec, design, noise = card.recommendation, card.design, card.noise_floor
     where = []
@@ -72,15 +112,14 @@ def _answer(card: SweepCard) -> list[str]:
     if design is not None and design.ci_half_width is not None:
         sure += f"; {len(design.stopped_short)} cell(s) still inconclusive at ±{design.ci_half_width:g}"
     return [
-        "## The answer",
-        "",
-        f"- **{rec.lines[-1]}**" if rec.lines else "- **recommendation**: none (no measured cell)",
-        f"- **deploy**: {rec.deployable or 'plain (do not speculate): no single configuration pays'}",
-        f"- **where speculation stops paying**: {'; '.join(where) or 'no workload measured'}",
-        '- **capacity at SLO**: per candidate in its pair card (CANDIDATE/card.md, "Capacity at SLO"); the '
-        "sweep ranks speedups",
-        f"- **how sure**: {sure}",
-        "",
+        AnswerItem(rec.lines[-1], "") if rec.lines else AnswerItem("recommendation", "none (no measured cell)"),
+        AnswerItem("deploy", rec.deployable or "plain (do not speculate): no single configuration pays"),
+        AnswerItem("where speculation stops paying", "; ".join(where) or "no workload measured"),
+        AnswerItem(
+            "capacity at SLO",
+            'per candidate in its pair card (CANDIDATE/card.md, "Capacity at SLO"); the sweep ranks speedups',
+        ),
+        AnswerItem("how sure", sure),
     ]
 
 
@@ -90,6 +129,47 @@ def _sizing_end(end: str, inconclusive: bool) -> str:
     if end == SIZING_DECIDED and inconclusive:
         return f"{end} when measured; read again under the current decision, the cells above are inconclusive"
     return end
+
+
+def _answer(card: SweepCard) -> list[str]:
+    """The sweep card's first section (:func:`answer_items`)."""
+    return ["## The answer", "", *(item.markdown() for item in answer_items(card)), ""]
+
+
+#: The columns of the candidates table.
+CANDIDATE_HEADERS = (
+    "candidate",
+    "K",
+    "draft weights",
+    "verdict",
+    "KV capacity lost",
+    "extra CPU RSS",
+    "extra GPU memory",
+    "time",
+)
+
+
+def candidate_values(card: SweepCard) -> list[tuple[str, ...]]:
+    """Per candidate, its row of :data:`CANDIDATE_HEADERS` as text."""
+    rows: list[tuple[str, ...]] = []
+    for c in card.candidates:
+        verdict = {True: "pass", False: "FAIL", None: "not judged"}[c.verdict_passed]
+        verdict = c.verdict_status if c.verdict_status in ("inconclusive", "not distinguishable") else verdict
+        loss = "-" if c.kv_capacity_loss is None else f"{100 * c.kv_capacity_loss:.1f}%"
+        when = "-" if c.time_s is None else f"{c.time_s / 60:.1f} min"
+        rows.append(
+            (
+                c.name,
+                str(c.k),
+                "yes" if c.draft_weights else "no",
+                verdict if c.measured else "not measured",
+                loss,
+                _bytes(c.extra_cpu_rss_bytes),
+                _bytes(c.extra_gpu_memory_bytes, c.same_memory_budget),
+                when,
+            )
+        )
+    return rows
 
 
 def render_sweep_markdown(card: SweepCard) -> str:
@@ -106,23 +186,8 @@ def render_sweep_markdown(card: SweepCard) -> str:
             + (f"still inconclusive at {'; '.join(short)}" if short else "every cell decided")
             + (f"; sizing stopped: {_sizing_end(design.sizing_end, bool(short))}" if design.sizing_end else "")
         )
-    out += [
-        "",
-        "## Candidates",
-        "",
-        "| candidate | K | draft weights | verdict | KV capacity lost | extra CPU RSS | extra GPU memory | time |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for c in card.candidates:
-        verdict = {True: "pass", False: "FAIL", None: "not judged"}[c.verdict_passed]
-        verdict = c.verdict_status if c.verdict_status in ("inconclusive", "not distinguishable") else verdict
-        loss = "-" if c.kv_capacity_loss is None else f"{100 * c.kv_capacity_loss:.1f}%"
-        when = "-" if c.time_s is None else f"{c.time_s / 60:.1f} min"
-        out.append(
-            f"| {c.name} | {c.k} | {'yes' if c.draft_weights else 'no'} | "
-            f"{verdict if c.measured else 'not measured'} | {loss} | {_bytes(c.extra_cpu_rss_bytes)} | "
-            f"{_bytes(c.extra_gpu_memory_bytes, c.same_memory_budget)} | {when} |"
-        )
+    out += ["", "## Candidates", "", "| " + " | ".join(CANDIDATE_HEADERS) + " |", "|---|---|---|---|---|---|---|---|"]
+    out += ["| " + " | ".join(row) + " |" for row in candidate_values(card)]
     out += [
         "",
         "## Cells",
@@ -131,9 +196,7 @@ def render_sweep_markdown(card: SweepCard) -> str:
         f"{card.primary_metric}. Speedup = {card.speedup_definition}. Upper bound = "
         f"{card.upper_bound_formula} (a perfect draft).",
         "",
-        "| workload | level | candidate | speedup | 95% CI | effect | half-width | A/A noise floor "
-        "| acceptance rate | acceptance length | per position | tokens / decode chunk | predicted | upper bound "
-        "| TTFT spec/plain p50 / p95 / p99 | criteria |",
+        "| " + " | ".join(CELL_HEADERS) + " |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in card.cells:

@@ -1,7 +1,8 @@
 """PNG figures of a sweep card (matplotlib's Agg canvas on private Figures, as report/plots.py):
 
 - ``sweep_ratio_<workload>``: each candidate's speedup over plain (see the card's speedup_definition)
-  against concurrency, with its 95% block CI as error bars, the A/A noise floor's band (grey), the line
+  against concurrency, with its CI as error bars (the title names the interval its entries carry:
+  report/ratioplot.py ``methods_name``), the A/A noise floor's band (grey, behind them), the line
   speedup = 1 and, per level, a star on the candidate the deployable configuration runs there;
 - ``sweep_acceptance_length``: mean acceptance length against K per method/draft (mean over the cells),
   with the perfect-draft line K + 1.
@@ -12,6 +13,7 @@ Closed-loop cells only; a figure with nothing to draw is not written.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -19,7 +21,8 @@ from matplotlib.figure import Figure
 
 from loadgen.measure.decision import decide
 from loadgen.records.cardcell import Ratio
-from loadgen.records.sweep import SweepCard
+from loadgen.records.sweep import SweepCard, SweepCell
+from loadgen.report.ratioplot import methods_name
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -34,6 +37,13 @@ def _floor_band(floor: Ratio | None, metric: str) -> tuple[float, float] | None:
     if floor is None or floor.ci_low is None:
         return None
     return decide(metric, Ratio(1.0), floor).band
+
+
+def _interval(card: SweepCard, cells: Sequence[SweepCell]) -> str:
+    """The interval the entries' speedups carry (their ratio's ``ci_method``, else the design's)."""
+    said = [(e.ratio or {}).get("ci_method") for c in cells for e in c.entries if e.speedup is not None]
+    methods = [m for m in said if isinstance(m, str)]
+    return methods_name(methods or [card.design.ci_method if card.design else None])
 
 
 def _ratio_plot(card: SweepCard, workload: str, out: Path) -> Path | None:
@@ -69,14 +79,15 @@ def _ratio_plot(card: SweepCard, workload: str, out: Path) -> Path | None:
     floors = sorted((c.concurrency or 0, b) for c in cells if (b := _floor_band(c.floor_ratio(), card.primary_metric)))
     if floors:
         at = [x for x, _ in floors]
-        ax.fill_between(at, [b[0] for _, b in floors], [b[1] for _, b in floors], color="grey", alpha=0.25)
+        floor_lo, floor_hi = [b[0] for _, b in floors], [b[1] for _, b in floors]
+        ax.fill_between(at, floor_lo, floor_hi, color="grey", alpha=0.25, zorder=0, label="A/A noise floor")
     if not drawn:
         return None
     ax.axhline(1.0, color="grey", linewidth=1, linestyle="--")
     ax.set(
         xlabel="concurrency",
         ylabel=f"speedup over plain ({card.primary_metric})",
-        title=f"{workload}: speedup, 95% block CI (star: deployed)",
+        title=f"{workload}: speedup, {_interval(card, cells)} (star: deployed)",
     )
     ax.legend(fontsize="small")
     return _save(fig, out / f"sweep_ratio_{re.sub(r'[^A-Za-z0-9_.-]', '_', workload)}.png")

@@ -1,7 +1,8 @@
 """The sweep card on disk: reads a sweep folder (``sweep.toml``, ``times.json``, ``protocol.json`` and what
-sweepdata.py reads) and writes ``sweep.json``, ``sweep.md`` and the sweep plots next to them (``loadgen
-sweep`` when the sweep ends, ``loadgen report SWEEP_DIR``). The card's data comes from sweepdata.py, its
-Markdown from sweepmd.py, its plots from sweepplots.py. Writes are atomic (rundir.py); a re-render of the same
+sweepdata.py reads) and writes ``sweep.json``, ``sweep.md``, ``card.html`` and the sweep plots next to them
+(``loadgen sweep`` when the sweep ends, ``loadgen report SWEEP_DIR``). The card's data comes from sweepdata.py,
+its Markdown from sweepmd.py, its HTML view from sweephtml.py (the plots embedded), its plots from
+sweepplots.py. Writes are atomic (rundir.py); a re-render of the same
 folder is byte-identical.
 """
 
@@ -13,8 +14,10 @@ from pathlib import Path
 from loadgen.profile.tomlread import read_toml
 from loadgen.records.candidates import expand_candidates
 from loadgen.records.sweep import SweepCard
+from loadgen.report.htmlpage import CARD_HTML, embed
 from loadgen.report.rundir import read_json, read_protocol, write_json, write_text
 from loadgen.report.sweepdata import build_sweep_card
+from loadgen.report.sweephtml import CAPTIONS, render_sweep_html
 from loadgen.report.sweepmd import render_sweep_markdown
 
 Log = Callable[[str], None]
@@ -38,9 +41,10 @@ def read_sweep_dir(sweep_dir: Path, saved: SweepCard | None) -> SweepCard:
 
 
 def write_sweep_card(sweep_dir: Path, saved: SweepCard | None, log: Log) -> SweepCard:
-    """Write ``sweep_dir/sweep.json``, ``sweep.md`` and the plots (``plots/``) from :func:`read_sweep_dir`;
-    returns the card written. A plot that fails is logged, never raised (the card is written without it).
-    Raises BadInput as :func:`read_sweep_dir`, RunDirUnwritable (exit 1) when the folder cannot be written."""
+    """Write ``sweep_dir/sweep.json``, ``sweep.md``, ``card.html`` and the plots (``plots/``) from
+    :func:`read_sweep_dir`; returns the card written. A plot that fails is logged, never raised (the card is
+    written without it). Raises BadInput as :func:`read_sweep_dir`, RunDirUnwritable (exit 1) when the folder
+    cannot be written."""
     card = read_sweep_dir(sweep_dir, saved)
     try:
         from loadgen.report.sweepplots import render_sweep_plots
@@ -52,4 +56,5 @@ def write_sweep_card(sweep_dir: Path, saved: SweepCard | None, log: Log) -> Swee
     card = card.with_fields(plots=plots)
     write_json(sweep_dir / "sweep.json", card.to_json())
     write_text(sweep_dir / "sweep.md", render_sweep_markdown(card))
+    write_text(sweep_dir / CARD_HTML, render_sweep_html(card, embed(sweep_dir, card.plots, CAPTIONS)))
     return card

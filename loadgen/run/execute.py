@@ -24,6 +24,7 @@ from loadgen.run.bench import Bench, mode_role
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.design import Slot
 from loadgen.run.observe import Observers
+from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, modeproof, servers
 from loadgen.serve.portlock import PortHolds
 
@@ -34,7 +35,8 @@ Log = Callable[[str], None]
 class Session:
     """One run folder's measurement: its arms (by name), whether their servers are co-resident (and then
     whether they start at once: ``start_together``, Bench.open_together), the open servers, the sinks every
-    arm appends to, and the slots run so far (``done``)."""
+    arm appends to, the slots run so far (``done``) and the slot counter (``count``, run/slotcount.py: each
+    slot's start and end, a server start of its phase included)."""
 
     run_dir: Path
     arms: dict[str, Arm]
@@ -46,6 +48,7 @@ class Session:
     api_key: str | None = None
     start_together: bool = False
     done: list[Slot] = field(default_factory=list)
+    count: SlotCount | None = None
     bench: Bench = field(init=False)
     holds: PortHolds = field(init=False)
 
@@ -94,16 +97,23 @@ class Session:
             else:
                 for arm in used:
                     self._open(arm)
+        if self.count is not None:
+            self.count.expect(slots)
         for slot in slots:
             arm = self.arms[slot.arm]
+            cell = slot.cell  # its end line, with the elapsed time, is run/cell.py's
+            label = f"[{arm.name}] {cell.workload} {cell.level.label} block {cell.repetition}"
+            if self.count is not None:
+                self.observers.slot_started(self.count.started(slot, label).line())
             if not self.co_resident:
                 for key in [k for k in self.bench.open_keys() if k != arm.server]:
                     self.bench.close(key)
             server = self._open(arm)
-            cell = slot.cell  # its end line, with the elapsed time, is run/cell.py's
-            self.log(f"[{arm.name}] {cell.workload} {cell.level.label} block {cell.repetition}: started")
+            self.log(f"{label}: started")
             run_cell_on(self.context(arm), arm.name, server, cell)
             self.done.append(slot)
+            if self.count is not None:
+                self.count.finished(slot)
 
     def close(self) -> None:
         """Stop every server still open (records after load, teardown) and release the ports still held."""

@@ -48,6 +48,7 @@ from loadgen.run.execute import Session, check_attached
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sizing import grow, round_s
+from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, resources
 from loadgen.util import crashlog, strictjson
 
@@ -70,6 +71,7 @@ class Measurement:
     bar: Bar | None = None
     deadline: float | None = None
     start_together: bool = False
+    done_before: int = 0  # slots of the order an earlier process measured (--resume): the counter's start
 
 
 def plan_measurement(
@@ -241,7 +243,10 @@ def resumed_measurement(
     arms = rearm.resume_arms(m.arms, records, given, left)
     co = (proto.design or {}).get("co_resident")
     co = co if isinstance(co, bool) and records else m.co_resident
-    return replace(m, arms=arms, slots=todo, co_resident=co, start_together=m.start_together and co)
+    together = m.start_together and co
+    return replace(
+        m, arms=arms, slots=todo, co_resident=co, start_together=together, done_before=len(m.slots) - len(todo)
+    )
 
 
 def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
@@ -326,12 +331,14 @@ def execute_run(
     observers = Observers(name, observe or ObserveOptions(progress=False), log)
     arms = {a.name: a for a in m.arms}
     session = Session(run_dir, arms, m.co_resident, log, requests, cells_log, observers, api_key, m.start_together)
+    session.count = count = SlotCount(run_dir, m.slots, m.done_before, m.bar is not None, log)
     error: BaseException | None = None
     try:
         try:
             session.hold_ports(m.slots)
             why = measure_and_size(session, m)
             if why is not None:
+                count.sizing_ended()
                 log(f"sizing: {why}")
                 status = replace(status, sizing_end=why)
         finally:

@@ -1,5 +1,6 @@
 """What watches a run while it happens: loadgen's own exporter and Pushgateway pushes, the PromQL
-cross-check against an existing Prometheus server, and the terminal progress bar.
+cross-check against an existing Prometheus server, and the terminal progress bar (the run's slot counter and
+time left, run/slotcount.py, then the cell's requests done, tokens per second, errors and elapsed time).
 
 The flow calls :class:`Observers` at four points (request finished, cell started, cell finished, run
 over); each sink is optional and none can stop a run: a failed push or PromQL query becomes one warning
@@ -70,6 +71,11 @@ class Observers:
         self._errors = 0
         self._started = 0.0
         self._window: tuple[float, str] | None = None
+        self._slot = ""
+
+    def slot_started(self, line: str) -> None:
+        """The run's slot counter and time left (run/slotcount.py), shown before the next cell's label."""
+        self._slot = line
 
     # -- per cell -------------------------------------------------------------------------------------
     def cell_started(self, label: str, total: int) -> None:
@@ -86,7 +92,8 @@ class Observers:
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task(label, total=total, tps=0.0, errors=0)
+            described = f"{self._slot}: {label}" if self._slot else label
+            self._task = self._progress.add_task(described, total=total, tps=0.0, errors=0)
 
     def measured_window_start(self, hostport: str) -> None:
         """Right after the before-scrape: remember the instant for the PromQL window (waits one scrape)."""

@@ -43,6 +43,7 @@ from loadgen.report.runlock import locked
 from loadgen.report.sweepdata import read_sweep
 from loadgen.report.sweepwrite import write_sweep_card
 from loadgen.run import flow
+from loadgen.run.observe import ObserveOptions
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sweepplan import announce
 from loadgen.run.sweepsplit import split_candidate
@@ -65,6 +66,7 @@ class SweepOptions:
     workloads_dir: Path = WORKLOADS_DIR
     history_dirs: tuple[Path, ...] = ()
     overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
+    progress: bool = False  # the progress line on stderr (run/observe.py: the slot counter, the time left)
 
 
 #: Each candidate's pair-check findings (check/finding.py), written to the sweep folder's checks.json.
@@ -270,7 +272,8 @@ def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
 
 
 def _measure(sweep_dir: Path, m: flow.Measurement, o: SweepOptions, log: Log) -> Path:
-    flow.execute_run(sweep_dir, m, log, None, o.api_key, sweep_dir.parent.name, write_card=_cards_and_sweep)
+    observe = ObserveOptions(progress=o.progress)
+    flow.execute_run(sweep_dir, m, log, observe, o.api_key, sweep_dir.parent.name, write_card=_cards_and_sweep)
     card = read_sweep(sweep_dir / "sweep.json")
     if card.criteria_declared and not card.recommendation.meets_criteria:
         raise CriteriaFailed(f"no candidate meets the criteria declared in {sweep_dir / 'sweep.toml'}")

@@ -16,6 +16,7 @@ from loadgen.profile.domains import MAX_TIME_SCALE
 from loadgen.profile.pair import Pair
 from loadgen.report.saveddata import read_card
 from loadgen.run.flow import Log, run_compare
+from loadgen.run.observe import ObserveOptions
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,12 @@ def search_capacity(
     runs_root: Path,
     log: Log = print,
     allow_unpinned: bool = False,
+    observe: ObserveOptions | None = None,
 ) -> CapacitySearch:
     """Bisect the replay speed of the trace ``workload`` of ``pair`` within ``speeds`` (low, high), ``steps``
     midpoints after both ends; each replay is a compare of that workload alone. Raises BadInput (exit 2)
     without ``[slo]``, for a workload that is not one of the pair's traces, or speeds not 0.001 <= low <
-    high < inf (time_scale's domain, profile/domains.py)."""
+    high < inf (time_scale's domain, profile/domains.py). ``observe``: each compare's sinks (its progress line)."""
     if not pair.slo.limits():
         raise BadInput(
             f"{pair.path}: a capacity search needs service-level objectives; declare [slo] (ttft_s, tpot_s or e2e_s)"
@@ -62,7 +64,7 @@ def search_capacity(
     def measure(speed: float) -> Holds:
         w = replace(traces[workload], name=f"{workload}@ts{1 / speed:.4g}", time_scale=1 / speed)
         run_dir = dirs[speed] = run_compare(
-            replace(pair, workloads=(w,)), runs_root, log=log, allow_unpinned=allow_unpinned
+            replace(pair, workloads=(w,)), runs_root, log=log, allow_unpinned=allow_unpinned, observe=observe
         )
         trace = read_card(run_dir / "card.json").trace
         rows = trace.workloads if trace else ()

@@ -38,3 +38,13 @@ def gib(value: float | None) -> str:
 def bytes_and_gib(value: float) -> str:
     """Bytes with thousands separators, then GiB: ``1,073,741,824 bytes (1.00 GiB)``."""
     return f"{value:,.0f} bytes ({gib(value)})"
+
+
+def clock(seconds: float) -> str:
+    """``seconds`` as a person reads a time left: ``45 s``, ``4 min 10 s``, ``1 h 05 min``."""
+    s = round(max(seconds, 0.0))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"

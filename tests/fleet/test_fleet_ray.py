@@ -8,6 +8,7 @@ healthy node of the same name, ``--resume`` runs only those two."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -104,6 +105,11 @@ def test_fleet_runs_every_pair_on_every_node_reports_the_failed_node_and_resumes
         assert tasks[i]["status"] == "failed" and tasks[i]["node"]["name"] == "node-c"
         assert tasks[i]["exit_code"] == 1 and "exited with code 1" in tasks[i]["reason"], tasks[i]["reason"]
     assert "2 of 6 fleet tasks failed" in first.output and "--resume" in first.output
+    # after each task, the tasks finished of 6 and, until the last, the time left at the rate so far
+    counted = [line for line in first.output.splitlines() if line.startswith("fleet: ")]
+    assert [line.split()[1] for line in counted] == [f"{n}/6" for n in range(1, 7)], counted
+    assert all(re.fullmatch(r"fleet: \d/6 tasks finished, about \d+ (s|min \d\d s) left", x) for x in counted[:-1])
+    assert counted[-1] == "fleet: 6/6 tasks finished"
     card_md = (out / "fleet.md").read_text()
     for i in ids:
         assert i.split("__")[1] in card_md
@@ -113,8 +119,11 @@ def test_fleet_runs_every_pair_on_every_node_reports_the_failed_node_and_resumes
     c.remove_node(nodes["node-c"])
     nodes["node-c"] = c.add_node(**_node_args("node-c", "T2"))
     c.wait_for_nodes()
-    again = CliRunner().invoke(main, ["fleet", "run", "--resume", str(out), "--ray-address", c.address])
+    again = CliRunner().invoke(
+        main, ["fleet", "run", "--resume", str(out), "--ray-address", c.address, "--no-progress"]
+    )
     assert again.exit_code == 0, again.output
+    assert "tasks finished" not in again.output
     assert again.output.count("submitted:") == 2 and "on node-c" in again.output
     tasks = _tasks(out)
     assert all(t["status"] == "done" for t in tasks.values())

@@ -366,9 +366,16 @@ def test_every_node_has_its_hardware_engine_version_and_gpu_type(fleet: Path) ->
 
 def test_the_markdown_and_a_re_render_are_byte_identical(fleet: Path) -> None:
     path = write_fleet_card(fleet)
-    first = (path.read_bytes(), (fleet / "fleet.json").read_bytes())
+    first = (path.read_bytes(), (fleet / "fleet.json").read_bytes(), (fleet / "card.html").read_bytes())
     assert path == fleet / "fleet.md" and json.loads(first[1]) == read_fleet_dir(fleet).to_json()
-    assert (write_fleet_card(fleet).read_bytes(), (fleet / "fleet.json").read_bytes()) == first
+    again = (
+        write_fleet_card(fleet).read_bytes(),
+        (fleet / "fleet.json").read_bytes(),
+        (fleet / "card.html").read_bytes(),
+    )
+    assert again == first
+    page = first[2].decode()  # the same card as a page: the same ratio in the cells table
+    assert "<td>short-homogeneous-gpu</td><td>c4</td><td>0.700 [0.680, 0.720]</td><td>0.950 [0.920, 0.980]</td>" in page
     md = first[0].decode()
     assert "| short-homogeneous-gpu | c4 | 0.700 [0.680, 0.720] | 0.950 [0.920, 0.980] | 0.700 [0.660, 0.740] |" in md
     assert "| workload | level | stg-a (H200) | stg-b (H200) | stg-c (A100) |" in md

@@ -33,8 +33,14 @@ FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthChec
 
 
 def test_the_records_under_test_are_the_known_ones() -> None:
-    assert len(WIRES) == 53
-    assert {"card.PairCard", "server.EffectiveConfig", "usage.Teardown", "cardcell.StepTime"} <= set(IDS)
+    assert len(WIRES) == 54
+    assert {
+        "card.PairCard",
+        "server.EffectiveConfig",
+        "usage.Teardown",
+        "cardcell.StepTime",
+        "runparts.ProgressFile",
+    } <= set(IDS)
 
 
 @pytest.mark.parametrize("cls", WIRES, ids=IDS)

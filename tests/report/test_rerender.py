@@ -1,5 +1,6 @@
 """Re-rendering is deterministic: every committed example under docs/examples/ rebuilt by `loadgen report`
-comes out byte-identical (card.json and card.md), and a card built from requests.jsonl is dated by the run's
+comes out byte-identical (card.json, card.md and card.html; a sweep's sweep.json, sweep.md, card.html and
+plots), and a card built from requests.jsonl is dated by the run's
 last cell end, not by the clock."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def test_a_committed_example_re_renders_byte_identical(example: Path, tmp_path: 
     finish_card(copy, log=lambda _: None)
     assert (copy / "card.json").read_bytes() == (example / "card.json").read_bytes()
     assert (copy / "card.md").read_bytes() == (example / "card.md").read_bytes()
+    assert (copy / "card.html").read_bytes() == (example / "card.html").read_bytes()
 
 
 def test_there_are_committed_examples() -> None:
@@ -43,8 +45,8 @@ def test_loadgen_report_re_renders_a_committed_sweep_byte_identical(example: Pat
     result = CliRunner().invoke(main, ["report", str(copy)])
     assert result.exit_code == 0, result.output
     assert f"sweep card: {copy / 'sweep.md'}" in result.output and "recommendation:" in result.output
-    rebuilt = sorted(p.relative_to(copy) for p in copy.rglob("*") if p.suffix in (".json", ".md", ".png"))
-    assert len(rebuilt) > 20
+    rebuilt = sorted(p.relative_to(copy) for p in copy.rglob("*") if p.suffix in (".json", ".md", ".png", ".html"))
+    assert len(rebuilt) > 20 and Path("card.html") in rebuilt
     assert [p for p in rebuilt if (copy / p).read_bytes() != (example / p).read_bytes()] == []
     # before/after plain phases give every cell a drift estimate; interleaved blocks give an A/A noise floor
     cells = json.loads((copy / "sweep.json").read_text())["cells"]

@@ -356,6 +356,12 @@ def test_a_sized_sweep_spends_its_blocks_on_the_undecided_candidate(
     assert len(ratios) == 9 and all(r > 1 for r in ratios[0::2]) and all(r < 1 for r in ratios[1::2]), ratios
     status = _json(sweep_dir / "status.json")
     assert "max_blocks" in status["sizing_end"] and "w c1" in status["sizing_end"] and "w c2" in status["sizing_end"]
+    # the slot counter re-planned its total as sizing added blocks (24 planned: 3 blocks x 4 arms x 2 levels), and
+    # ended exact
+    progress = _json(sweep_dir / "progress.json")
+    slots = sum(blocks.values())
+    assert slots > 24 and (progress["slots_done"], progress["slots_planned"]) == (slots, slots)
+    assert (progress["sizing"], progress["current"], progress["left_s"]) == (False, None, 0.0)
     assert not any(NGRAM in s for s in card["design"]["stopped_short"])
 
 

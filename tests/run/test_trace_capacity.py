@@ -62,6 +62,7 @@ def test_the_bisection_finds_where_the_crowded_server_stops_holding(tmp_path: Pa
     ("args", "says"),
     [
         (["--workload", "nope"], "--workload 'nope' is not a trace workload"),
+        (["--workload", "nope", "--no-progress"], "--workload 'nope' is not a trace workload"),  # taken as compare
         (
             ["--workload", "tr", "--speeds", "2:1"],
             "'2:1' is no range of speeds; give LOW:HIGH with 0.001 <= LOW < HIGH",
