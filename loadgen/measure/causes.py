@@ -17,7 +17,7 @@ servers' KV-cache capacity (``kv_cache_tokens`` of their resources). Each note n
 - **stream interval**: a server streaming several tokens a chunk (``stream_interval`` above 1) without
   speculation: its inter-chunk figures span several steps.
 - **multiprocess metrics**: ``/metrics`` answered in every block without ``process_start_time_seconds``: the
-  restart check by process start time was unavailable.
+  restart and replica checks by process start time were unavailable.
 - **warming proposer**: per-block acceptance that rises block by block, the last at least :data:`WARMING` times
   the first: the pooled acceptance mixes warm-up with steady state.
 - **abnormal step** (:func:`abnormal_step_note`): a step-time ratio above :data:`ABNORMAL` x what the method, K and
@@ -127,12 +127,13 @@ def stream_notes(facts: Mapping[str, ServerFacts]) -> list[str]:
 def multiprocess_notes(lines: Mapping[str, Sequence[CellEntry]]) -> list[str]:
     """A note per server whose ``/metrics`` answered in every block (gauges sampled, no metrics error) but never
     with ``process_start_time_seconds``: Prometheus multiprocess mode (vLLM with more than one API server,
-    ``vllm/entrypoints/cli/serve.py``) drops the process collector, so the restart check by process start time
-    was unavailable there."""
+    ``vllm/entrypoints/cli/serve.py``) drops the process collector, so the restart check and the replica check
+    (measure/replicas.py) by process start time were unavailable there."""
     return [
         f"{role}: /metrics has no process_start_time_seconds (Prometheus multiprocess mode, as with "
-        "--api-server-count above 1): the restart check by process start time was unavailable; counter resets "
-        "still count as restart evidence"
+        "--api-server-count above 1): unavailable were the restart check and the replica check by process start "
+        "time; counter resets still count as restart evidence, and replicas are still told by counters that go "
+        "back and forth and by the answers' system_fingerprint"
         for role, es in lines.items()
         if es and all(e.metrics_error is None and e.gauges and not any(e.process_start_time_s or ()) for e in es)
     ]

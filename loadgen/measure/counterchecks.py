@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from loadgen.measure.counterfaults import said, untrusted
+from loadgen.measure.replicas import REPLICAS, replica_note
 from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
@@ -157,9 +158,12 @@ def _counters(entry: CellEntry) -> SpecDecodeCounters | None:
 
 def usable_counters(entries: Sequence[CellEntry]) -> tuple[SpecDecodeCounters | None, str | None]:
     """Spec-decode counter deltas summed over a cell's repetitions, leaving out those with
-    :func:`restart_evidence`; none when any repetition's counters cannot be trusted (NaN, Inf, negative, or
-    backwards without a restart: measure/counterfaults.py ``untrusted``). Returns (counters or None, why the
+    :func:`restart_evidence`; none when any repetition's counters were read from more than one server at one URL
+    (``replica_evidence``, measure/replicas.py) or cannot be trusted (NaN, Inf, negative, or backwards without a
+    restart: measure/counterfaults.py ``untrusted``). Returns (counters or None, why the
     acceptance is not measurable or None)."""
+    if signs := list(dict.fromkeys(s for e in entries for s in e.replica_evidence)):
+        return None, f"{REPLICAS}: {'; '.join(signs)}"  # measure/replicas.py
     if faults := [f for e in entries if e.spec_decode for f in untrusted(e)]:  # measure/counterfaults.py
         return None, "the server's counters cannot be trusted: " + said(list(dict.fromkeys(faults)))
     kept = [(c, e) for e in entries if (c := _counters(e)) is not None]
@@ -277,7 +281,8 @@ def older_names(entry: CellEntry) -> list[str]:
 
 
 def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: SpeculativeConfig) -> list[str]:
-    """Card notes (one line each) for one cell: per role and repetition, a server restart, violated
+    """Card notes (one line each) for one cell: per role, replicas behind its URL (measure/replicas.py; then
+    nothing else of that role); per role and repetition, a server restart, violated
     spec-decode invariants, an engine reset, a server/client token count difference, older metric names
     read; per speculative role, the mean verified tokens per step beside K where K is not fixed.
 
@@ -287,6 +292,9 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Speculat
     adaptive = k_variable(spec_config) is not None
     notes = []
     for role, role_entries in entries.items():
+        if signs := list(dict.fromkeys(s for e in role_entries for s in e.replica_evidence)):
+            notes.append(replica_note(role, signs))  # one note: every block of that server is doubtful
+            continue
         for e in role_entries:
             who = role + (f" rep {e.repetition}" if len(role_entries) > 1 else "")
             what = "acceptance" if e.spec_decode else "server-side figures"

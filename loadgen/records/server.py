@@ -59,6 +59,8 @@ class EffectiveConfig(Wire):
     cudagraph_ceiling: int | None
     version: str | None = None
     server_facts: ServerFacts | None = None
+    #: Signs that more than one server answered at its URL at start-up (measure/replicas.py; written when found).
+    replicas: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The effective record's keys in the order the file has them (``version`` second when known)."""
@@ -114,6 +116,7 @@ class MinimalResponse(Wire):
     chunk_tokens: tuple[int, ...]
     chunk_tokens_exact: bool
     attempts: int = 0
+    system_fingerprint: str | None = None  # the answer's, when it sent one (measure/replicas.py)
 
     @property
     def tokens(self) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadgen.measure.replicas import replica_note
 from loadgen.records.card import PairCard
 from loadgen.records.server import EnginePath
 from loadgen.records.serverfacts import facts_line
@@ -43,6 +44,7 @@ def servers_rows(card: PairCard) -> list[str]:
             "",
             f"- placement: {where}",
             f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
+            *[f"- /metrics read at {url} (apart from the API URL)" for url in [launch.get("metrics_url")] if url],
             f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
             f"- {engine_path_line(EnginePath.of(eff.get('engine_path')))}",
             f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
@@ -50,6 +52,7 @@ def servers_rows(card: PairCard) -> list[str]:
             f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
             f"{_num(eff.get('ready_s'), 0)} s",
             *[f"- {line}" for line in [proof_line(eff), facts_line(eff)] if line],
+            *[f"- at start-up, {replica_note(role, signs)}" for signs in [eff.get("replicas")] if signs],
             "",
         ]
     none = EnginePath.of(None)

@@ -28,6 +28,7 @@ from loadgen.measure.blockstate import block_state
 from loadgen.measure.counterchecks import WindowTally
 from loadgen.measure.counterfaults import untrusted
 from loadgen.measure.metrics import ClientUse, cell_stats
+from loadgen.measure.replicas import answered_by, replica_signs, sighting
 from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
 from loadgen.prom import exposition as prom
@@ -87,20 +88,23 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     def scrape_before() -> None:
         host.append(hoststate.sample())
         before["snap"], err = _try_scrape(
-            server.base_url, run_dir / "metrics" / f"{stem}__before.prom", server.spec.headers, later
+            server.metrics_base, run_dir / "metrics" / f"{stem}__before.prom", server.spec.headers, later
         )
         metrics_errors.extend([err] if err else [])
-        observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
+        server.sightings += [sighting(before["snap"])] if before["snap"] is not None else []
+        observers.measured_window_start(httpx.URL(server.metrics_base).netloc.decode())
         observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
 
     async def sampler(client: httpx.AsyncClient, clock: Callable[[], float]) -> None:
-        await sample_gauges(client, server.base_url, gauges.append, clock)
+        await sample_gauges(client, server.metrics_base, gauges.append, clock)
 
     sent: Counter[str] = Counter()
     window = WindowTally()
+    answered: list[RequestRecord] = []  # every phase's: whose answers they were (measure/replicas.py)
 
     def on_record(record: RequestRecord) -> None:
         run.requests.append(record.to_json())
+        answered.append(record)
         sent[record.phase] += 1
         window.add(record)
         observers.request_finished(record)
@@ -120,12 +124,14 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     duration = time.monotonic() - t0
     client = ClientUse.of(time.process_time() - cpu0, duration, [r.send_s - r.scheduled_s for r in records])
     died = not server.alive() or (any(r.error for r in records) and server.gone())
+    server.sightings += answered_by(answered)
     after, err = (
         (None, None)
         if died
-        else _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later)
+        else _try_scrape(server.metrics_base, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later)
     )
     metrics_errors.extend([err] if err else [])
+    server.sightings += [sighting(snap) for snap in (after,) if snap is not None]
     host.append(hoststate.sample())
     done = CellRun(
         role,
@@ -141,6 +147,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         window,
         client,
         died,
+        tuple(replica_signs(server.sightings)),
     )
     _record(run, server, done, host, gauges, later, stem)
 
@@ -230,5 +237,7 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellE
 def unplanned_fallback(done: CellRun, pair: Pair) -> bool:
     """A speculative cell whose draft counters did not move (cellentry.flat_drafts) at a level where the
     declared config has speculation on (Pair.speculates_at), for a method that always proposes (not one of
-    ``LOOKUP_METHODS``). A level the config switches off is no fallback."""
-    return flat_drafts(done) and pair.method not in LOOKUP_METHODS and pair.speculates_at(done.cell.level)
+    ``LOOKUP_METHODS``). A level the config switches off is no fallback, nor are counters read from replicas
+    (their scrapes may read a replica that served nothing)."""
+    flat = flat_drafts(done) and not done.replicas
+    return flat and pair.method not in LOOKUP_METHODS and pair.speculates_at(done.cell.level)

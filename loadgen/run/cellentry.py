@@ -31,7 +31,7 @@ class CellRun:
     """What one cell on one server produced: its records, when it started (ISO 8601 UTC) and how long it
     ran (s), the ``/metrics`` snapshots before and after (None when unavailable), the summarized gauges,
     the scrape errors, the requests sent after warmup, the measured window's tally, the client's own CPU
-    use and whether the server died."""
+    use, whether the server died, and the signs that more than one server answers at its URL."""
 
     role: str
     cell: CellSpec
@@ -46,6 +46,7 @@ class CellRun:
     window: WindowTally
     client: ClientUse
     died: bool
+    replicas: tuple[str, ...] = ()  # signs of more than one server at the URL so far (measure/replicas.py)
 
     @property
     def counters(self) -> deltas.SpecDecodeCounters | None:
@@ -150,6 +151,8 @@ def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
         }
     )
     faults = counterfaults.bad_samples(b, after) if b is not None and after is not None else []
+    if run.replicas:  # scrapes of different replicas: no restart (measure/replicas.py)
+        return built.with_fields(restart_evidence=[], replica_evidence=list(run.replicas), counter_faults=faults)
     return built.with_fields(restart_evidence=restart_evidence(built), counter_faults=faults)
 
 

@@ -21,7 +21,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -29,7 +29,7 @@ import httpx
 from loadgen.errors import ServerError
 from loadgen.profile.pair import ModelRef
 from loadgen.records.server import EffectiveConfig, MinimalRequest, MinimalResponse
-from loadgen.records.serverfacts import ServerFacts
+from loadgen.records.serverfacts import ServerFacts, Sighting
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import Teardown
 from loadgen.serve import readiness, resources
@@ -60,6 +60,7 @@ class LaunchSpec:
     attach_url: str | None = None
     api_key: str | None = None
     startup_log: Path | None = None  # an attached server's startup log ([servers.<role>].log)
+    metrics_url: str | None = None  # where /metrics is read, when not at the API URL (--metrics-<role>)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -70,6 +71,15 @@ class LaunchSpec:
     def base_url(self) -> str:
         """The attach URL, else ``http://host:port``."""
         return (self.attach_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def metrics_base(self) -> str:
+        """The URL whose ``/metrics`` is read: the metrics URL (``--metrics-<role>``, ``[servers.<role>].metrics_url``;
+        given as the server's base URL or as its ``/metrics`` endpoint), else :attr:`base_url`."""
+        if not self.metrics_url:
+            return self.base_url
+        url = self.metrics_url.rstrip("/")
+        return url.removesuffix("/metrics") if url.endswith("/metrics") else url
 
 
 def build_argv(
@@ -134,10 +144,17 @@ class Server:
     minimal_response: MinimalResponse | None = None
     effective: EffectiveConfig | None = None  # what effective_config() read last
     gpu_before: list[int] | None = None  # each device's memory used before the launch (resources.gpu_used)
+    #: What its answers and scrapes said of who answered, in order (measure/replicas.py reads them).
+    sightings: list[Sighting] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
         return self.spec.base_url
+
+    @property
+    def metrics_base(self) -> str:
+        """Where its ``/metrics`` is read (LaunchSpec.metrics_base)."""
+        return self.spec.metrics_base
 
     def alive(self) -> bool:
         """True while the launched process runs (attached servers are assumed alive)."""

@@ -46,6 +46,7 @@ class _Timeline:
     error: str | None = None
     done_s: float | None = None
     resent: str | None = None
+    system_fingerprint: str | None = None
 
 
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> CompletionBody:
@@ -185,6 +186,8 @@ def _absorb(line: _Timeline, chunk: StreamChunk, now: float) -> bool:
     if chunk.usage is not None:
         line.usage_prompt_tokens = chunk.usage.prompt_tokens
         line.usage_completion_tokens = chunk.usage.completion_tokens
+    if chunk.fingerprint is not None:
+        line.system_fingerprint = chunk.fingerprint
     return False
 
 

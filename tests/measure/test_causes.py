@@ -104,7 +104,7 @@ def test_facts_from_a_startup_log_and_the_multiprocess_line() -> None:
     assert line.startswith(
         "server configuration read: max-num-seqs 8 (launch line), data-parallel size 1 (startup log)"
     )
-    assert "restart check by process start time was unavailable" in line
+    assert "the restart and replica checks by process start time were unavailable" in line
 
 
 def test_the_schedule_note_replaces_by_design_and_a_named_cause_replaces_the_generic_hint() -> None:
@@ -153,6 +153,7 @@ def test_multiprocess_metrics_say_the_process_start_check_was_unavailable() -> N
     notes = multiprocess_notes({"plain": [mp], "speculative": [single], "placebo": [no_metrics]})
     assert notes == [
         "plain: /metrics has no process_start_time_seconds (Prometheus multiprocess mode, as with "
-        "--api-server-count above 1): the restart check by process start time was unavailable; counter resets "
-        "still count as restart evidence"
+        "--api-server-count above 1): unavailable were the restart check and the replica check by process start "
+        "time; counter resets still count as restart evidence, and replicas are still told by counters that go "
+        "back and forth and by the answers' system_fingerprint"
     ]

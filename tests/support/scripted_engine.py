@@ -10,6 +10,7 @@ one token on a plain one. So the speculative / plain TPOT ratio is close to 1 / 
 Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (default 0.01);
 ``SCRIPTED_ENGINE_LOG`` a file whose lines it prints at start-up (a real vLLM startup log's warnings);
 ``SCRIPTED_ENGINE_FAIL`` set: log a fatal line and exit 1 before listening (a server that never gets ready).
+``SCRIPTED_ENGINE_FINGERPRINT``: the ``system_fingerprint`` its usage chunks carry (vLLM's ``vllm-<version>-<hash>``).
 ``SCRIPTED_ENGINE_START_S``: seconds it takes to start (it listens only then), a slow engine start-up.
 A shared host effect (every server started with the same environment slows down alike, at the same wall-clock
 moment): ``SCRIPTED_ENGINE_EPOCH`` a ``time.time()`` value, and ``SCRIPTED_ENGINE_DRIFT`` either
@@ -22,13 +23,14 @@ delay that depends on the batch.
 
 ``SCRIPTED_ENGINE_METRICS`` set: ``GET /metrics`` answers vLLM's counters as vLLM names them (one engine,
 ``engine="0"``), counted from what it streamed: ``vllm:request_success_total{finished_reason="length"}``,
-``vllm:generation_tokens_total``, and on a speculative server the spec-decode counters of its perfect draft
-(per step of s tokens after the first: one draft, K draft tokens, s - 1 accepted, positions 0..s-2 accepted),
-with ``process_start_time_seconds``. ``SCRIPTED_ENGINE_FAULT`` = ``KIND[:WHICH]@N``: from the N-th ``/metrics``
-answer on (1-based), the counters ``WHICH`` names (``spec``, the default: every spec-decode counter;
-``accepted``: the accepted ones; ``tokens``; ``requests``) read ``KIND``: ``nan`` (``NaN``), ``inf``
-(``+Inf``), ``negative`` (their value negated) or ``halve`` (half their value: counters that go backwards
-without a restart).
+``vllm:generation_tokens_total``, and on a speculative server the spec-decode counters of its perfect draft (per
+step of s tokens after the first: one draft, K draft tokens, s - 1 accepted, positions 0..s-2 accepted), with
+``process_start_time_seconds`` (none with ``SCRIPTED_ENGINE_MULTIPROC`` set: Prometheus multiprocess mode, as vLLM
+serves ``/metrics`` with ``--api-server-count`` above 1). ``SCRIPTED_ENGINE_FAULT`` = ``KIND[:WHICH]@N``: from the
+N-th ``/metrics`` answer on (1-based), the counters ``WHICH`` names (``spec``, the default: every spec-decode
+counter; ``accepted``: the accepted ones; ``tokens``; ``requests``) read ``KIND``: ``nan`` (``NaN``), ``inf``
+(``+Inf``), ``negative`` (their value negated) or ``halve`` (half their value: counters that go backwards without a
+restart).
 """
 
 from __future__ import annotations
@@ -178,7 +180,8 @@ class _Engine(BaseHTTPRequestHandler):
             at, held = at + held, 0
             self._chunk(completion_chunk(" t" * len(ids), ids, "length" if last else None))
         self._count(sizes)
-        self._chunk(usage_chunk(len(str(body.get("prompt", "")).split()), n))
+        fingerprint = os.environ.get("SCRIPTED_ENGINE_FINGERPRINT")
+        self._chunk(usage_chunk(len(str(body.get("prompt", "")).split()), n, fingerprint))
         self._chunk(DONE)
         self.wfile.write(b"0\r\n\r\n")
 
@@ -227,7 +230,8 @@ def exposition(counters: dict[str, float], k: int, scrape: int, model: str, star
     def line(name: str, key: str, extra: str = "") -> str:
         return f"{name}{{{labels}{extra}}} {_faulty(key, counters.get(key, 0), scrape)}\n"
 
-    out = f"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {started!r}\n"
+    process = f"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {started!r}\n"
+    out = "" if os.environ.get("SCRIPTED_ENGINE_MULTIPROC") else process
     out += "# TYPE vllm:request_success counter\n"
     out += line("vllm:request_success_total", "requests", ',finished_reason="length"')
     out += "# TYPE vllm:generation_tokens counter\n" + line("vllm:generation_tokens_total", "tokens")
