@@ -25,6 +25,12 @@ def _code_or_dash(value: Any) -> str:
     return "–" if value is None else f"`{value}`"
 
 
+def _listed(card: Any) -> str:
+    """A ``/v1/models`` entry's fields as the card shows them: ``root `x`, owned_by y, max_model_len N``."""
+    shown = {"root": "root `{}`", "owned_by": "owned_by {}", "max_model_len": "max_model_len {}"}
+    return ", ".join(form.format(card[k]) for k, form in shown.items() if k in card)
+
+
 def servers_rows(card: PairCard) -> list[str]:
     """The "Servers" section's Markdown lines, one subsection per role of ``card.servers``."""
     out: list[str] = ["## Servers", ""]
@@ -53,6 +59,13 @@ def servers_rows(card: PairCard) -> list[str]:
             f"{_num(eff.get('ready_s'), 0)} s",
             *[f"- {line}" for line in [proof_line(eff), facts_line(eff)] if line],
             *[f"- at start-up, {replica_note(role, signs)}" for signs in [eff.get("replicas")] if signs],
+            *[f"- /v1/models: {_listed(card)}" for card in [eff.get("model_card")] if card],
+            *[
+                f"- not read in attach mode without a startup log (give it as [servers.{role}].log): "
+                + ", ".join(unread)
+                for unread in [eff.get("unread")]
+                if unread
+            ],
             "",
         ]
     none = EnginePath.of(None)

@@ -111,6 +111,21 @@ def listed_max_model_len(listing: Any, served_model: str) -> int | None:
     return None
 
 
+#: The fields of a ``/v1/models`` entry loadgen keeps (vLLM's ``ModelCard``, vllm/entrypoints/openai/protocol.py).
+CARD_FIELDS = ("root", "owned_by", "max_model_len")
+
+
+def listed_card(listing: Any, served_model: str) -> dict[str, Any] | None:
+    """The :data:`CARD_FIELDS` of ``served_model``'s entry in a ``/v1/models`` JSON answer (those it has, strings
+    and integers as sent); None when the entry is absent or has none of them."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    for m in data if isinstance(data, list) else []:
+        if isinstance(m, dict) and m.get("id") == served_model:
+            found = {k: m[k] for k in CARD_FIELDS if isinstance(m.get(k), str | int) and not isinstance(m[k], bool)}
+            return found or None
+    return None
+
+
 def engine_version(url: str, headers: Mapping[str, str]) -> str | None:
     """The engine version an attached server at ``url`` reports on ``GET /version`` (vLLM: ``{"version":
     "0.24.0"}``); None when it answers no such JSON or cannot be reached. Never raises."""

@@ -2,7 +2,8 @@
 "tests.support.scripted_engine"]``): it takes the arguments loadgen passes (``--model``, ``--served-model-name``,
 ``--host``, ``--port``, ``--seed``, ``--speculative-config JSON``, ``--stream-interval N``: the first token alone,
 then chunks of at least N tokens as vLLM 0.12+ streams them; anything else ignored), logs the startup
-line vLLM logs (``speculative_config=...``), and streams every /v1/completions request as vLLM does with
+line vLLM logs (``speculative_config=...``), lists its model on ``/v1/models`` as vLLM does (``root`` the
+``--model``, ``owned_by`` vllm, ``max_model_len`` 2048), and streams every /v1/completions request as vLLM does with
 ``return_token_ids`` and ``include_usage``: exactly ``max_tokens`` tokens, the first alone, then one chunk per
 step of ``K + 1`` tokens on a speculative server (a perfect draft, K = ``num_speculative_tokens``) or of
 one token on a plain one. So the speculative / plain TPOT ratio is close to 1 / (K + 1).
@@ -49,7 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
-from tests.support.scripted_server import DONE, completion_chunk, models_body, usage_chunk
+from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 
 #: The version ``/version`` reports (``SCRIPTED_ENGINE_VERSION``, e.g. ``0.32.0`` for an attached server that the
 #: pair check reads).
@@ -105,6 +106,7 @@ def write_small_pair(folder: Path, name: str, port: int, tail: str, env: str = "
 class _Engine(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     model: ClassVar[str] = "m"
+    card: ClassVar[dict[str, object]] = {}  # vLLM's ModelCard fields of its /v1/models entry
     k: ClassVar[int] = 0
     stream_interval: ClassVar[int] = 1
     step_s: ClassVar[float] = 0.01
@@ -133,7 +135,9 @@ class _Engine(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         answers = {
             "/health": b"",
-            "/v1/models": models_body(self.model),
+            "/v1/models": json.dumps(
+                {"object": "list", "data": [{"id": self.model, "object": "model", **self.card}]}
+            ).encode(),
             "/version": json.dumps({"version": VERSION}).encode(),
         }
         path = self.path.split("?")[0]
@@ -282,6 +286,7 @@ def main(argv: list[str]) -> int:
     time.sleep(float(os.environ.get("SCRIPTED_ENGINE_START_S", "0")))
     spec = json.loads(args.speculative_config) if args.speculative_config else None
     _Engine.model = args.served_model_name or args.model
+    _Engine.card = {"owned_by": "vllm", "root": args.model, "max_model_len": 2048}
     _Engine.k = int(spec["num_speculative_tokens"]) if spec else 0
     _Engine.stream_interval = args.stream_interval
     _Engine.step_s = float(os.environ.get("SCRIPTED_ENGINE_STEP_S", "0.01"))
