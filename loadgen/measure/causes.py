@@ -18,8 +18,9 @@ servers' KV-cache capacity (``kv_cache_tokens`` of their resources). Each note n
   speculation: its inter-chunk figures span several steps.
 - **multiprocess metrics**: ``/metrics`` answered in every block without ``process_start_time_seconds``: the
   restart and replica checks by process start time were unavailable.
-- **warming proposer**: per-block acceptance that rises block by block, the last at least :data:`WARMING` times
-  the first: the pooled acceptance mixes warm-up with steady state.
+- **acceptance trend**: per-block acceptance that rises (a warming proposer: the pooled acceptance mixes warm-up
+  with steady state, with the warm-up advice) or falls block by block, the last at least :data:`WARMING` times
+  the first or the first that much above the last.
 - **abnormal step** (:func:`abnormal_step_note`): a step-time ratio above :data:`ABNORMAL` x what the method, K and
   draft cost predict, with the startup-log lines that explain it, quoted, or the statement that none was found.
 
@@ -151,18 +152,39 @@ def acceptance_by_block(lines: Sequence[CellEntry]) -> list[float]:
     return out
 
 
+def _trend(rates: Sequence[float]) -> str | None:
+    """``rose`` or ``fell`` when ``rates`` (at least 3) move one way at every step and the last is at least
+    :data:`WARMING` x the first (or the first that much above the last); None otherwise."""
+    if len(rates) < 3 or rates[0] == rates[-1]:
+        return None
+    if all(b >= a for a, b in pairwise(rates)) and rates[-1] >= WARMING * rates[0]:
+        return "rose"
+    if all(b <= a for a, b in pairwise(rates)) and rates[0] >= WARMING * rates[-1]:
+        return "fell"
+    return None
+
+
 def warming_note(lines: Sequence[CellEntry], method: str | None) -> str | None:
-    """The per-block acceptance when it rises block by block (at least 3 blocks, the last at least
-    :data:`WARMING` x the first); None otherwise."""
+    """The per-block acceptance when it trends either way (:func:`_trend`: at least 3 blocks, one way at every
+    block, the last at least :data:`WARMING` x the first or the first that much above the last), with what it
+    means and the advice; None otherwise."""
     rates = acceptance_by_block(lines)
-    if len(rates) < 3 or any(b < a for a, b in pairwise(rates)) or rates[-1] < WARMING * rates[0]:
+    way = _trend(rates)
+    if way is None:
         return None
     shown = ", ".join(f"{r:.2f}" for r in rates)
+    if way == "fell":
+        return (
+            f"speculative: acceptance fell block by block ({shown}): the blocks send other prompts of the same kind, "
+            "so something changed on the server between them (look at the state beside each block: KV-cache use, "
+            "preemptions, the host); the pooled acceptance and speedup mix the blocks, read them apart"
+        )
     why = " (suffix decoding's cache fills with the outputs it has seen)" if method == "suffix" else ""
     return (
         f"speculative: acceptance rose block by block ({shown}): the proposer was warming{why}, so the pooled "
-        "acceptance and speedup mix warm-up with steady state; run a warm-up pass of the same kind of prompts "
-        "first ([stop].warmup_requests, or a first cell to discard), then read the last blocks"
+        "acceptance and speedup mix warm-up with steady state; run an unmeasured warm-up pass over the workload's "
+        "prompts on every arm first ([design].warmup_pass = true), and reset an attached server's prefix cache "
+        "(POST /reset_prefix_cache, served with VLLM_SERVER_DEV_MODE=1), then read the later blocks"
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,7 @@ from loadgen.measure.counterfaults import untrusted
 from loadgen.measure.metrics import ClientUse, cell_stats
 from loadgen.measure.replicas import answered_by, replica_signs, sighting
 from loadgen.profile.cells import CellSpec, speculates
-from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
+from loadgen.profile.pair import LOOKUP_METHODS, Level, Pair, k_at
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.records.blockstate import BlockState
@@ -231,6 +231,29 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellE
             f"the speculative server's draft counters did not move during cell "
             f"{cell.workload} {cell.level.label}: no speculation happened, although the declared "
             f"config speculates at this level (K = {k_at(pair.speculative, cell.concurrency)})"
+        )
+
+
+def warm_up(run: RunContext, role: str, server: servers.Server, cells: Sequence[CellSpec]) -> None:
+    """The unmeasured warm-up pass of ``[design].warmup_pass`` (records/design.py): every prompt ``cells`` send
+    (warmup, measured and cooldown, once each, per workload), closed loop at the lowest closed-loop level of
+    ``cells`` (1 when all are open loop), on the cache salt of a block -1, its records counted, not kept; one log
+    line per workload. Nothing raises for failed requests (they are counted)."""
+    ok: Counter[tuple[str, bool]] = Counter()
+
+    def count(record: RequestRecord) -> None:
+        ok[record.workload, record.ok] += 1
+
+    for workload in dict.fromkeys(c.workload for c in cells):
+        mine = [c for c in cells if c.workload == workload]
+        prompts = tuple({p.prompt_id: p for c in mine for p in (*c.warmup, *c.measured, *c.cooldown)}.values())
+        level = Level(min((c.concurrency for c in mine if c.level.rate_rps is None), default=1))
+        plan = CellSpec(workload, mine[0].endpoint, level, -1, warmup=prompts).on(role)
+        t0 = time.monotonic()
+        run_cell(server.base_url, server.spec.served_model, run.pair.sampling, plan, count, api_key=server.spec.api_key)
+        run.log(
+            f"[{role}] warm-up pass ({workload}): {ok[workload, True]}/{len(prompts)} unmeasured requests ok in "
+            f"{time.monotonic() - t0:.1f} s"
         )
 
 

@@ -40,6 +40,14 @@ def test_a_warming_proposer_shows_its_per_block_acceptance() -> None:
     assert warming_note(lines[:2], "suffix") is None  # two blocks are no trend
 
 
+def test_a_falling_acceptance_is_shown_too() -> None:
+    lines = [_block(0, 100, 300, 150), _block(1, 100, 300, 90), _block(2, 100, 300, 30)]
+    note = warming_note(lines, "eagle3")
+    assert note is not None and note.startswith("speculative: acceptance fell block by block (0.50, 0.30, 0.10): ")
+    flat = [_block(0, 100, 300, 150), _block(1, 100, 300, 140), _block(2, 100, 300, 120)]
+    assert warming_note(flat, "eagle3") is None  # 0.50 to 0.40: less than 1.5x
+
+
 def test_a_k_schedule_under_data_parallelism_did_not_apply() -> None:
     spec = SpeculativeConfig(
         method="ngram", num_speculative_tokens=3, num_speculative_tokens_per_batch_size=[[1, 4, 3], [5, 64, 1]]

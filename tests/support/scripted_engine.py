@@ -12,6 +12,8 @@ Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (defau
 ``SCRIPTED_ENGINE_LOG`` a file whose lines it prints at start-up (a real vLLM startup log's warnings);
 ``SCRIPTED_ENGINE_FAIL`` set: log a fatal line and exit 1 before listening (a server that never gets ready).
 ``SCRIPTED_ENGINE_FINGERPRINT``: the ``system_fingerprint`` its usage chunks carry (vLLM's ``vllm-<version>-<hash>``).
+``SCRIPTED_ENGINE_ACCEPT`` = ``RATES@N``: the share of its K draft tokens each step accepts, changing every N
+completions (:func:`accept_rate`): a proposer that warms or cools as it serves.
 ``SCRIPTED_ENGINE_START_S``: seconds it takes to start (it listens only then), a slow engine start-up.
 A shared host effect (every server started with the same environment slows down alike, at the same wall-clock
 moment): ``SCRIPTED_ENGINE_EPOCH`` a ``time.time()`` value, and ``SCRIPTED_ENGINE_DRIFT`` either
@@ -113,6 +115,7 @@ class _Engine(BaseHTTPRequestHandler):
     jitter_sd: ClassVar[float] = 0.0
     jitter: ClassVar[random.Random] = random.Random(0)
     in_flight: ClassVar[int] = 0
+    served: ClassVar[int] = 0  # completions begun
     counters: ClassVar[dict[str, float]] = {}
     scrapes: ClassVar[int] = 0
     started: ClassVar[float] = 0.0
@@ -156,21 +159,25 @@ class _Engine(BaseHTTPRequestHandler):
             return
         with self.lock:
             _Engine.in_flight += 1
+            served, _Engine.served = _Engine.served, _Engine.served + 1
         try:
-            self._stream(body)
+            self._stream(body, accept_rate(served))
         finally:
             with self.lock:
                 _Engine.in_flight -= 1
 
-    def _stream(self, body: dict[str, object]) -> None:
+    def _stream(self, body: dict[str, object], rate: float = 1.0) -> None:
         n = int(str(body.get("max_tokens") or 16))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        sizes, left = [1], n - 1
-        while left > 0:
-            sizes.append(min(self.k + 1, left))
+        sizes, left, due = [1], n - 1, 0.0
+        while left > 0:  # each step accepts ``rate`` of its K draft tokens, on average
+            due += rate * self.k
+            accepted = min(int(due + 1e-9), self.k)
+            due -= accepted
+            sizes.append(min(accepted + 1, left))
             left -= sizes[-1]
         at, held = 0, 0
         noise = math.exp(self.jitter.gauss(0.0, self.jitter_sd)) if self.jitter_sd else 1.0
@@ -263,6 +270,18 @@ def drift_factor(now: float) -> float:
         return 1.0 + float(arg) * max(t, 0.0)
     factor, _, at = arg.partition("@")
     return float(factor) if t >= float(at) else 1.0
+
+
+def accept_rate(served: int) -> float:
+    """The share of its draft tokens the ``served``-th completion (0-based) accepts: 1.0 (a perfect draft) without
+    ``SCRIPTED_ENGINE_ACCEPT``; with ``RATES@N`` (``0.9,0.5,0.1@3``) the first completion (the readiness one) and
+    the N after it take the first rate, each next N the next one, the last rate from then on."""
+    schedule = os.environ.get("SCRIPTED_ENGINE_ACCEPT")
+    if not schedule:
+        return 1.0
+    rates, _, every = schedule.partition("@")
+    values = [float(r) for r in rates.split(",")]
+    return values[min(max(served - 1, 0) // int(every or 1), len(values) - 1)]
 
 
 def crowd_factor(in_flight: int) -> float:
