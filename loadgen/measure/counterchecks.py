@@ -206,21 +206,27 @@ def k_variable(spec_config: SpeculativeConfig) -> str | None:
     return None
 
 
-def verification_depth(c: SpecDecodeCounters | None, spec_config: SpeculativeConfig) -> VerificationDepth:
+def verification_depth(
+    c: SpecDecodeCounters | None, spec_config: SpeculativeConfig, also: str | None = None
+) -> VerificationDepth:
     """Fields beside K in a cell's counter data (its ``to_json``): ``k`` (declared ``num_speculative_tokens``, None when
     absent), ``k_fixed`` (whether the invariant draft tokens = K x drafts applies, :func:`k_variable`),
     ``k_variable_reason`` (its phrase or None) and ``mean_verified_tokens_per_step`` = Δdraft tokens /
     Δdrafts (draft tokens the target verified per verify step, 0..K; None without drafts; the
-    ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length)."""
-    k, why = spec_config.num_speculative_tokens, k_variable(spec_config)
+    ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length). ``also``: a
+    reason of the cell's own that K is not held (a grammar-constrained workload, run/cellentry.py)."""
+    k, why = spec_config.num_speculative_tokens, k_variable(spec_config) or also
     mean = c.num_draft_tokens / c.num_drafts if c is not None and c.num_drafts > 0 else None
     return VerificationDepth(None if k is None else int(k), why is None, why, mean)
 
 
-def depth_note(role: str, c: SpecDecodeCounters | None, spec_config: SpeculativeConfig) -> str | None:
-    """ "<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed and drafts were
-    made; None otherwise (with a fixed K the invariant says X = K). For the card (report/carddata.py)."""
-    depth = verification_depth(c, spec_config)
+def depth_note(
+    role: str, c: SpecDecodeCounters | None, spec_config: SpeculativeConfig, also: str | None = None
+) -> str | None:
+    """ "<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed (``also``: the cell's
+    own reason, verification_depth) and drafts were made; None otherwise (with a fixed K the invariant says X = K).
+    For the card (report/carddata.py)."""
+    depth = verification_depth(c, spec_config, also)
     if depth.k_fixed or depth.mean_verified_tokens_per_step is None or depth.k is None:
         return None
     return (
@@ -289,9 +295,10 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Speculat
     ``entries``: role -> the cell's entries (one per repetition); ``spec_config``: the protocol's
     speculative config (``num_speculative_tokens`` = K, ``method``, the keys of :func:`k_variable`)."""
     k = spec_config.num_speculative_tokens
-    adaptive = k_variable(spec_config) is not None
     notes = []
     for role, role_entries in entries.items():
+        also = next((r for e in role_entries if (r := (e.spec_decode or {}).get("k_variable_reason"))), None)
+        adaptive = (k_variable(spec_config) or also) is not None
         if signs := list(dict.fromkeys(s for e in role_entries for s in e.replica_evidence)):
             notes.append(replica_note(role, signs))  # one note: every block of that server is doubtful
             continue
@@ -318,7 +325,7 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Speculat
                 notes.append(f"{who}: {mismatch}")
             if old := older_names(e):
                 notes.append(f"{who}: read older vLLM metric names: {', '.join(old)}")
-        if role != "plain" and (depth := depth_note(role, usable_counters(role_entries)[0], spec_config)):
+        if role != "plain" and (depth := depth_note(role, usable_counters(role_entries)[0], spec_config, also)):
             notes.append(depth)
     return notes
 

@@ -39,7 +39,7 @@ from loadgen.records.cellparts import GaugeSample
 from loadgen.records.request import RequestRecord
 from loadgen.records.usage import HostSample
 from loadgen.report.rundir import JsonlAppender, write_text
-from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, length_mismatches
+from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, grammar_ended, length_mismatches
 from loadgen.run.observe import Observers
 from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
@@ -220,7 +220,7 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellE
         )
     # a server that does not honour min_tokens = max_tokens breaks the comparison's premise: it stops the run
     # like errors over the budget (with ignore_eos off, shorter outputs are the server's right)
-    broken = entry.errors or (pair.sampling.ignore_eos and length_mismatches(records))
+    broken = entry.errors or (pair.sampling.ignore_eos and length_mismatches(records, grammar_ended(cell)))
     if failure and broken and pair.stop.on_error_budget == "stop":
         raise RunFailed(
             f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "

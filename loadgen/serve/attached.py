@@ -115,7 +115,7 @@ def listed_max_model_len(listing: Any, served_model: str) -> int | None:
 CARD_FIELDS = ("root", "owned_by", "max_model_len")
 
 
-def listed_card(listing: Any, served_model: str) -> dict[str, Any] | None:
+def listed_card(listing: Any, served_model: str) -> dict[str, str | int] | None:
     """The :data:`CARD_FIELDS` of ``served_model``'s entry in a ``/v1/models`` JSON answer (those it has, strings
     and integers as sent); None when the entry is absent or has none of them."""
     data = listing.get("data") if isinstance(listing, dict) else None

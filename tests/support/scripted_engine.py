@@ -12,6 +12,9 @@ Environment (test hooks): ``SCRIPTED_ENGINE_STEP_S`` the seconds per step (defau
 ``SCRIPTED_ENGINE_LOG`` a file whose lines it prints at start-up (a real vLLM startup log's warnings);
 ``SCRIPTED_ENGINE_FAIL`` set: log a fatal line and exit 1 before listening (a server that never gets ready).
 ``SCRIPTED_ENGINE_FINGERPRINT``: the ``system_fingerprint`` its usage chunks carry (vLLM's ``vllm-<version>-<hash>``).
+``SCRIPTED_ENGINE_BODIES``: a file it appends every completion body to (one JSON line each). A request with
+``structured_outputs`` or ``response_format`` and no ``ignore_eos`` ends as a grammar would, after half its
+``max_tokens`` (``finish_reason`` stop), its steps proposing K - 1 draft tokens (the grammar refused one).
 ``SCRIPTED_ENGINE_ACCEPT`` = ``RATES@N``: the share of its K draft tokens each step accepts, changing every N
 completions (:func:`accept_rate`): a proposer that warms or cools as it serves.
 ``SCRIPTED_ENGINE_START_S``: seconds it takes to start (it listens only then), a slow engine start-up.
@@ -160,6 +163,9 @@ class _Engine(BaseHTTPRequestHandler):
         with self.lock:
             _Engine.in_flight += 1
             served, _Engine.served = _Engine.served, _Engine.served + 1
+            if os.environ.get("SCRIPTED_ENGINE_BODIES"):  # every body as received, one JSON line each
+                with Path(os.environ["SCRIPTED_ENGINE_BODIES"]).open("a") as out:
+                    out.write(json.dumps(body, sort_keys=True) + "\n")
         try:
             self._stream(body, accept_rate(served))
         finally:
@@ -168,14 +174,16 @@ class _Engine(BaseHTTPRequestHandler):
 
     def _stream(self, body: dict[str, object], rate: float = 1.0) -> None:
         n = int(str(body.get("max_tokens") or 16))
+        grammar = any(k in body for k in ("structured_outputs", "response_format")) and not body.get("ignore_eos")
+        n, k = (max(1, n // 2), max(self.k - 1, 0)) if grammar else (n, self.k)  # the grammar ends it, refuses a draft
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         sizes, left, due = [1], n - 1, 0.0
         while left > 0:  # each step accepts ``rate`` of its K draft tokens, on average
-            due += rate * self.k
-            accepted = min(int(due + 1e-9), self.k)
+            due += rate * k
+            accepted = min(int(due + 1e-9), k)
             due -= accepted
             sizes.append(min(accepted + 1, left))
             left -= sizes[-1]
@@ -189,23 +197,24 @@ class _Engine(BaseHTTPRequestHandler):
                 continue  # --stream-interval N: the first token at once, then chunks of at least N tokens
             ids = list(range(at + 1, at + held + 1))
             at, held = at + held, 0
-            self._chunk(completion_chunk(" t" * len(ids), ids, "length" if last else None))
-        self._count(sizes)
+            self._chunk(completion_chunk(" t" * len(ids), ids, ("stop" if grammar else "length") if last else None))
+        self._count(sizes, k)
         fingerprint = os.environ.get("SCRIPTED_ENGINE_FINGERPRINT")
         self._chunk(usage_chunk(len(str(body.get("prompt", "")).split()), n, fingerprint))
         self._chunk(DONE)
         self.wfile.write(b"0\r\n\r\n")
 
-    def _count(self, sizes: list[int]) -> None:
-        """Count one finished request of chunks ``sizes`` (the first one token, then one per step)."""
+    def _count(self, sizes: list[int], k: int) -> None:
+        """Count one finished request of chunks ``sizes`` (the first one token, then one per step of ``k`` draft
+        tokens)."""
         with self.lock:
             c = _Engine.counters
             c["requests"] = c.get("requests", 0) + 1
             c["tokens"] = c.get("tokens", 0) + sum(sizes)
-            if self.k:
+            if k:
                 for size in sizes[1:]:
                     c["drafts"] = c.get("drafts", 0) + 1
-                    c["draft_tokens"] = c.get("draft_tokens", 0) + self.k
+                    c["draft_tokens"] = c.get("draft_tokens", 0) + k
                     c["accepted"] = c.get("accepted", 0) + size - 1
                     for pos in range(size - 1):
                         c[f"pos{pos}"] = c.get(f"pos{pos}", 0) + 1
