@@ -55,6 +55,24 @@ def generation_findings(target_dir: Path | None, sent: Mapping[str, object]) -> 
     ]
 
 
+def attached_findings(roles: Sequence[str]) -> list[Finding]:
+    """One passing finding per attached role (``[servers.<role>].url``, ``--attach-<role>``): its launch settings
+    (``[engine].args``, ``[servers.<role>].args``) are not judged, since the server started by hand runs its own
+    (the same rule as the chat template's, check/targetcheck.py); its facts are read from the server instead
+    (serve/attached.py, and ``[servers.<role>].log`` when given)."""
+    return [
+        Finding(
+            "launch settings",
+            True,
+            False,
+            f"the {role} server is attached: the pair file's launch arguments are not its own, so they are not "
+            "judged; what it runs is read from it (/v1/models, /metrics, and its startup log when "
+            f"[servers.{role}].log names it)",
+        )
+        for role in roles
+    ]
+
+
 def launch_findings(roles: Mapping[str, Sequence[str]], levels: Sequence[int], k_schedule: bool) -> list[Finding]:
     """Warnings from each server's launch arguments (``roles``: role -> ``[engine].args`` + its own; the facts
     of records/serverfacts.py): a stream interval above 1, ``--max-num-seqs`` below the highest closed-loop

@@ -26,7 +26,7 @@ from loadgen.check.hashes import ARTIFACTS, artifact_hashes, model_hashes, sha25
 from loadgen.check.headvocab import head_vocab_findings
 from loadgen.check.lossy import lossy_findings
 from loadgen.check.promptlines import skipped_line_findings
-from loadgen.check.serverconfig import generation_findings, launch_findings, mtp_findings
+from loadgen.check.serverconfig import attached_findings, generation_findings, launch_findings, mtp_findings
 from loadgen.check.specconfig import (
     HEX40,
     check_draft_revision,
@@ -176,12 +176,18 @@ def check_pair(
 def _declared_findings(pair: Pair, target_dir: Path | None, env: Mapping[str, str]) -> list[Finding]:
     """What the declared pair lets loadgen know before launch: a lossy rejection (lossy.py, ``env`` the
     speculative server's), prompt-file lines that would be skipped (promptlines.py), a speculators checkpoint as
-    target and the chat template (targetcheck.py)."""
+    target and the chat template (targetcheck.py), and the launch settings of the servers loadgen launches
+    (serverconfig.py: an attached server's are its own, not the pair file's)."""
     out = lossy_findings(pair.speculative, env, pair.criteria) + skipped_line_findings(pair)
     if target_dir is not None:
         out += speculators_target(ModelConfig.read(target_dir), f"the target {target_dir}")
-    roles = {r: [*pair.engine.args, *(s.args if (s := pair.servers.get(r)) else ())] for r in ("plain", "speculative")}
-    out += launch_findings(
+    attached = [r for r in ("plain", "speculative") if (s := pair.servers.get(r)) and s.url]
+    roles = {
+        r: [*pair.engine.args, *(s.args if (s := pair.servers.get(r)) else ())]
+        for r in ("plain", "speculative")
+        if r not in attached
+    }
+    out += attached_findings(attached) + launch_findings(
         roles,
         [lv.concurrency for lv in pair.load.levels() if lv.rate_rps is None],
         bool(pair.speculative.num_speculative_tokens_per_batch_size),

@@ -50,6 +50,17 @@ class RunOptions:
     # sweep only
     history_dirs: tuple[Path, ...] = ()
     budget_min: float | None = None
+    metrics_plain: str | None = None  # --metrics-plain URL
+    metrics_speculative: str | None = None  # --metrics-speculative URL
+
+    @property
+    def metrics(self) -> dict[str, str]:
+        """Role -> the URL its server's ``/metrics`` is read at, when given apart from its API URL."""
+        return {
+            role: url
+            for role, url in (("plain", self.metrics_plain), ("speculative", self.metrics_speculative))
+            if url is not None
+        }
 
     @property
     def attach(self) -> dict[str, str]:
@@ -98,6 +109,18 @@ def _shared(kind: str) -> tuple[Decorator, ...]:
             help=_RUNS_DIR_HELP[kind],
         ),
         click.option("--attach-plain", type=Url(), help="Use the plain server already running at URL (the plain arm)."),
+        click.option(
+            "--metrics-plain",
+            type=Url(),
+            help="Read the plain server's /metrics at this URL instead of its API URL (a proxy in front of it; "
+            "one replica of several). Same as [servers.plain].metrics_url.",
+        ),
+        click.option(
+            "--metrics-speculative",
+            type=Url(),
+            help="Read the speculative server's /metrics at this URL instead of its API URL, e.g. the decode "
+            "instance's behind a prefill/decode proxy. Same as [servers.speculative].metrics_url.",
+        ),
         click.option(
             "--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only)."
         ),

@@ -82,7 +82,9 @@ def compare(o: RunOptions) -> None:
         click.echo(redact_text(line, [o.api_key]))
 
     if o.resume_dir is not None:
-        run_dir = resume_compare(o.resume_dir, log=echo, attach=o.attach, observe=observe, api_key=o.api_key)
+        run_dir = resume_compare(
+            o.resume_dir, log=echo, attach=o.attach, observe=observe, api_key=o.api_key, metrics=o.metrics
+        )
     else:
         repeat = None
         if o.protocol_file is not None:
@@ -91,7 +93,7 @@ def compare(o: RunOptions) -> None:
         else:
             loaded = load_pair(str(o.pair), overrides=o.overrides)
         run_dir = run_compare(
-            loaded,
+            loaded.with_metrics_urls(o.metrics),
             o.runs_dir,
             log=echo,
             attach=o.attach,
@@ -136,6 +138,7 @@ def sweep(o: RunOptions) -> None:
         history_dirs=o.history_dirs,
         overrides=o.overrides,
         progress=o.observe.progress and sys.stderr.isatty(),
+        metrics=o.metrics,
     )
     end_sweep(
         lambda: run_sweep(

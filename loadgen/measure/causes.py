@@ -17,11 +17,11 @@ servers' KV-cache capacity (``kv_cache_tokens`` of their resources). Each note n
 - **stream interval**: a server streaming several tokens a chunk (``stream_interval`` above 1) without
   speculation: its inter-chunk figures span several steps.
 - **multiprocess metrics**: ``/metrics`` answered in every block without ``process_start_time_seconds``: the
-  restart check by process start time was unavailable.
-- **warming proposer**: per-block acceptance that rises block by block, the last at least :data:`WARMING` times
-  the first: the pooled acceptance mixes warm-up with steady state.
-- **abnormal step** (:func:`abnormal_step_note`): a step-time ratio above :data:`ABNORMAL` x what the method, K and
-  draft cost predict, with the startup-log lines that explain it, quoted, or the statement that none was found.
+  restart and replica checks by process start time were unavailable.
+- **acceptance trend**: per-block acceptance that rises (a warming proposer: the pooled acceptance mixes warm-up
+  with steady state, with the warm-up advice) or falls block by block, the last at least :data:`WARMING` times
+  the first or the first that much above the last.
+- **abnormal step**: measure/stepcause.py.
 
 :func:`regression_causes` returns the notes and whether any names a cause of a regression (TPOT or TTFT ratio
 above 1), so the card's generic hint ("check draft and verification cost") stays only where none does.
@@ -32,19 +32,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 
-from loadgen.profile.pair import LOOKUP_METHODS, k_at
-from loadgen.records.cardcell import Cost
+from loadgen.profile.pair import k_at
 from loadgen.records.cell import CellEntry
 from loadgen.records.protocol import ProtocolCell
 from loadgen.records.serverfacts import ServerFacts, ServerView
 from loadgen.records.speculative import SpeculativeConfig
 
 KV_LOSS, HIT_ASYMMETRY, WARMING = 0.10, 0.25, 1.5
-#: A head's draft step in plain steps (expected_step_ratio), and how far above the expected ratio is abnormal
-#: (issue 47 item 4: "say 2x").
-HEAD_COST, ABNORMAL = 0.5, 2.0
-#: The least a draft model's step costs in target steps, whatever its size (expected_step_ratio).
-DRAFT_FLOOR = 0.1
 #: The card's generic hint, kept only when no measured cause is named.
 GENERIC_HINT = "acceptance good but latency worse: check draft and verification cost"
 #: The schedule note's opening, and the words of counterchecks.depth_note it makes untrue (dropped beside it).
@@ -129,12 +123,13 @@ def stream_notes(facts: Mapping[str, ServerFacts]) -> list[str]:
 def multiprocess_notes(lines: Mapping[str, Sequence[CellEntry]]) -> list[str]:
     """A note per server whose ``/metrics`` answered in every block (gauges sampled, no metrics error) but never
     with ``process_start_time_seconds``: Prometheus multiprocess mode (vLLM with more than one API server,
-    ``vllm/entrypoints/cli/serve.py``) drops the process collector, so the restart check by process start time
-    was unavailable there."""
+    ``vllm/entrypoints/cli/serve.py``) drops the process collector, so the restart check and the replica check
+    (measure/replicas.py) by process start time were unavailable there."""
     return [
         f"{role}: /metrics has no process_start_time_seconds (Prometheus multiprocess mode, as with "
-        "--api-server-count above 1): the restart check by process start time was unavailable; counter resets "
-        "still count as restart evidence"
+        "--api-server-count above 1): unavailable were the restart check and the replica check by process start "
+        "time; counter resets still count as restart evidence, and replicas are still told by counters that go "
+        "back and forth and by the answers' system_fingerprint"
         for role, es in lines.items()
         if es and all(e.metrics_error is None and e.gauges and not any(e.process_start_time_s or ()) for e in es)
     ]
@@ -152,18 +147,39 @@ def acceptance_by_block(lines: Sequence[CellEntry]) -> list[float]:
     return out
 
 
+def _trend(rates: Sequence[float]) -> str | None:
+    """``rose`` or ``fell`` when ``rates`` (at least 3) move one way at every step and the last is at least
+    :data:`WARMING` x the first (or the first that much above the last); None otherwise."""
+    if len(rates) < 3 or rates[0] == rates[-1]:
+        return None
+    if all(b >= a for a, b in pairwise(rates)) and rates[-1] >= WARMING * rates[0]:
+        return "rose"
+    if all(b <= a for a, b in pairwise(rates)) and rates[0] >= WARMING * rates[-1]:
+        return "fell"
+    return None
+
+
 def warming_note(lines: Sequence[CellEntry], method: str | None) -> str | None:
-    """The per-block acceptance when it rises block by block (at least 3 blocks, the last at least
-    :data:`WARMING` x the first); None otherwise."""
+    """The per-block acceptance when it trends either way (:func:`_trend`: at least 3 blocks, one way at every
+    block, the last at least :data:`WARMING` x the first or the first that much above the last), with what it
+    means and the advice; None otherwise."""
     rates = acceptance_by_block(lines)
-    if len(rates) < 3 or any(b < a for a, b in pairwise(rates)) or rates[-1] < WARMING * rates[0]:
+    way = _trend(rates)
+    if way is None:
         return None
     shown = ", ".join(f"{r:.2f}" for r in rates)
+    if way == "fell":
+        return (
+            f"speculative: acceptance fell block by block ({shown}): the blocks send other prompts of the same kind, "
+            "so something changed on the server between them (look at the state beside each block: KV-cache use, "
+            "preemptions, the host); the pooled acceptance and speedup mix the blocks, read them apart"
+        )
     why = " (suffix decoding's cache fills with the outputs it has seen)" if method == "suffix" else ""
     return (
         f"speculative: acceptance rose block by block ({shown}): the proposer was warming{why}, so the pooled "
-        "acceptance and speedup mix warm-up with steady state; run a warm-up pass of the same kind of prompts "
-        "first ([stop].warmup_requests, or a first cell to discard), then read the last blocks"
+        "acceptance and speedup mix warm-up with steady state; run an unmeasured warm-up pass over the workload's "
+        "prompts on every arm first ([design].warmup_pass = true), and reset an attached server's prefix cache "
+        "(POST /reset_prefix_cache, served with VLLM_SERVER_DEV_MODE=1), then read the later blocks"
     )
 
 
@@ -229,87 +245,6 @@ def regression_causes(
     warming = any("warming" in n for n in context)
     named = regressed and bool(causes or batch or warming)
     return [*batch, *causes, *context, *stream_notes(facts), *multiprocess_notes(lines)], named
-
-
-def expected_step_ratio(method: str | None, k: int, draft_cost: float | None = None) -> float:
-    """The most a speculative step should cost in plain steps, 1 + K x r: the target verifies K + 1 tokens in
-    about one plain step while decode is memory-bound (vLLM docs, "Speculative Decoding"), and each of K draft
-    steps costs r plain steps: r = 0 for a lookup proposer (no model), :data:`HEAD_COST` for a head (EAGLE, MTP:
-    one or a few layers); for ``draft_model`` the draft's weight bytes over the target's (``draft_cost``: a
-    memory-bound step reads every weight once), at least :data:`DRAFT_FLOOR` (a small draft's step is bound by
-    kernel launches, not by its bytes), and 1 when the sizes are not known (a ceiling: a draft as costly as its
-    target)."""
-    if method in LOOKUP_METHODS:
-        r = 0.0
-    elif method == "draft_model":
-        r = 1.0 if draft_cost is None else min(1.0, max(draft_cost, DRAFT_FLOOR))
-    else:
-        r = HEAD_COST
-    return 1.0 + k * r
-
-
-def draft_cost(draft_bytes: int | None, target_bytes: int | None) -> float | None:
-    """The draft's step cost in target steps from their weight bytes (check/hashes.py ``weight_bytes``), None
-    when either is unknown (a hub model, a folder without weight files)."""
-    return draft_bytes / target_bytes if draft_bytes and target_bytes else None
-
-
-def _explaining_lines(spec: ServerView, plain: ServerView, spec_lines: Sequence[CellEntry]) -> list[str]:
-    """The speculative server's startup-log facts that slow its step and the plain server's lack: its engine-path
-    messages (V1 model-runner fallback, async scheduling off, quoted), eager mode, a decode batch above the
-    CUDA-graph capture ceiling."""
-    out = [f'"{r}"' for r in spec.fallback_reasons if r not in plain.fallback_reasons]
-    if spec.facts.enforce_eager and not plain.facts.enforce_eager:
-        out.append(f"enforce_eager=True ({spec.facts.source.get('enforce_eager')}): every step runs eager")
-    graphs = next(
-        (g for e in spec_lines if (g := (e.state or {}).get("graphs") or {}).get("eager")),
-        None,
-    )
-    if graphs:
-        out.append(
-            f"decode batch {graphs.get('batch_tokens')} tokens above max_cudagraph_capture_size "
-            f"{graphs.get('ceiling')}: those steps run eager"
-        )
-    return out
-
-
-def abnormal_step_note(
-    cost: Cost | None,
-    spec_config: SpeculativeConfig,
-    servers: Mapping[str, ServerView],
-    spec_lines: Sequence[CellEntry],
-    cost_of_draft: float | None = None,
-) -> str | None:
-    """The card's note when the measured step-time ratio (``cost``: the cell's cost decomposition, speculative /
-    plain step time, steptime.py) is more than :data:`ABNORMAL` x :func:`expected_step_ratio` (with
-    ``cost_of_draft``, :func:`draft_cost`, for a draft model): what was expected, and the startup-log lines that
-    explain it (quoted) or that none was found (or that the log was not read, for a server whose effective
-    record has no startup-log facts)."""
-    k = int(spec_config.num_speculative_tokens or 0)
-    plain_s, spec_s = (cost.plain_step_s, cost.spec_step_s) if cost is not None else (None, None)
-    step_ratio = spec_s / plain_s if plain_s and spec_s else None
-    if step_ratio is None or k <= 0:
-        return None
-    expected = expected_step_ratio(spec_config.method, k, cost_of_draft)
-    if step_ratio <= ABNORMAL * expected:
-        return None
-    spec, plain = servers.get("speculative", ServerView()), servers.get("plain", ServerView())
-    lines = _explaining_lines(spec, plain, spec_lines)
-    read = spec.log_read
-    said = (
-        "the speculative server's startup log says: " + "; ".join(lines)
-        if lines
-        else "no line of the speculative server's startup log explains it (looked for: V1 model-runner fallback, "
-        "async scheduling off, eager mode, CUDA-graph capture-size ceiling)"
-        if read
-        else "its startup log was not read (an attached server: give its log), so the cause is not named"
-    )
-    return (
-        f"abnormal step: the speculative step costs {step_ratio:.2f} plain steps, more than {ABNORMAL:g}x the "
-        f"{expected:.2f} that method {spec_config.method} at K = {k} predicts (1 + K x draft cost"
-        + (f", the draft {cost_of_draft:.3f} of the target's weight bytes" if cost_of_draft is not None else "")
-        + f"); {said}"
-    )
 
 
 def cause_notes(

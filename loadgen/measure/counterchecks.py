@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from loadgen.measure.counterfaults import said, untrusted
+from loadgen.measure.replicas import REPLICAS, replica_note
 from loadgen.profile.pair import LOOKUP_METHODS
 from loadgen.prom.deltas import SpecDecodeCounters, engine_counter_delta
 from loadgen.prom.exposition import Snapshot
@@ -157,9 +158,12 @@ def _counters(entry: CellEntry) -> SpecDecodeCounters | None:
 
 def usable_counters(entries: Sequence[CellEntry]) -> tuple[SpecDecodeCounters | None, str | None]:
     """Spec-decode counter deltas summed over a cell's repetitions, leaving out those with
-    :func:`restart_evidence`; none when any repetition's counters cannot be trusted (NaN, Inf, negative, or
-    backwards without a restart: measure/counterfaults.py ``untrusted``). Returns (counters or None, why the
+    :func:`restart_evidence`; none when any repetition's counters were read from more than one server at one URL
+    (``replica_evidence``, measure/replicas.py) or cannot be trusted (NaN, Inf, negative, or backwards without a
+    restart: measure/counterfaults.py ``untrusted``). Returns (counters or None, why the
     acceptance is not measurable or None)."""
+    if signs := list(dict.fromkeys(s for e in entries for s in e.replica_evidence)):
+        return None, f"{REPLICAS}: {'; '.join(signs)}"  # measure/replicas.py
     if faults := [f for e in entries if e.spec_decode for f in untrusted(e)]:  # measure/counterfaults.py
         return None, "the server's counters cannot be trusted: " + said(list(dict.fromkeys(faults)))
     kept = [(c, e) for e in entries if (c := _counters(e)) is not None]
@@ -202,21 +206,27 @@ def k_variable(spec_config: SpeculativeConfig) -> str | None:
     return None
 
 
-def verification_depth(c: SpecDecodeCounters | None, spec_config: SpeculativeConfig) -> VerificationDepth:
+def verification_depth(
+    c: SpecDecodeCounters | None, spec_config: SpeculativeConfig, also: str | None = None
+) -> VerificationDepth:
     """Fields beside K in a cell's counter data (its ``to_json``): ``k`` (declared ``num_speculative_tokens``, None when
     absent), ``k_fixed`` (whether the invariant draft tokens = K x drafts applies, :func:`k_variable`),
     ``k_variable_reason`` (its phrase or None) and ``mean_verified_tokens_per_step`` = Δdraft tokens /
     Δdrafts (draft tokens the target verified per verify step, 0..K; None without drafts; the
-    ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length)."""
-    k, why = spec_config.num_speculative_tokens, k_variable(spec_config)
+    ``SpecDecodingProm`` docstring, ``vllm/v1/spec_decode/metrics.py``: the mean proposed length). ``also``: a
+    reason of the cell's own that K is not held (a grammar-constrained workload, run/cellentry.py)."""
+    k, why = spec_config.num_speculative_tokens, k_variable(spec_config) or also
     mean = c.num_draft_tokens / c.num_drafts if c is not None and c.num_drafts > 0 else None
     return VerificationDepth(None if k is None else int(k), why is None, why, mean)
 
 
-def depth_note(role: str, c: SpecDecodeCounters | None, spec_config: SpeculativeConfig) -> str | None:
-    """ "<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed and drafts were
-    made; None otherwise (with a fixed K the invariant says X = K). For the card (report/carddata.py)."""
-    depth = verification_depth(c, spec_config)
+def depth_note(
+    role: str, c: SpecDecodeCounters | None, spec_config: SpeculativeConfig, also: str | None = None
+) -> str | None:
+    """ "<role>: mean verified tokens per step X of K = k (why: ...)" where K is not fixed (``also``: the cell's
+    own reason, verification_depth) and drafts were made; None otherwise (with a fixed K the invariant says X = K).
+    For the card (report/carddata.py)."""
+    depth = verification_depth(c, spec_config, also)
     if depth.k_fixed or depth.mean_verified_tokens_per_step is None or depth.k is None:
         return None
     return (
@@ -277,16 +287,21 @@ def older_names(entry: CellEntry) -> list[str]:
 
 
 def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: SpeculativeConfig) -> list[str]:
-    """Card notes (one line each) for one cell: per role and repetition, a server restart, violated
+    """Card notes (one line each) for one cell: per role, replicas behind its URL (measure/replicas.py; then
+    nothing else of that role); per role and repetition, a server restart, violated
     spec-decode invariants, an engine reset, a server/client token count difference, older metric names
     read; per speculative role, the mean verified tokens per step beside K where K is not fixed.
 
     ``entries``: role -> the cell's entries (one per repetition); ``spec_config``: the protocol's
     speculative config (``num_speculative_tokens`` = K, ``method``, the keys of :func:`k_variable`)."""
     k = spec_config.num_speculative_tokens
-    adaptive = k_variable(spec_config) is not None
     notes = []
     for role, role_entries in entries.items():
+        also = next((r for e in role_entries if (r := (e.spec_decode or {}).get("k_variable_reason"))), None)
+        adaptive = (k_variable(spec_config) or also) is not None
+        if signs := list(dict.fromkeys(s for e in role_entries for s in e.replica_evidence)):
+            notes.append(replica_note(role, signs))  # one note: every block of that server is doubtful
+            continue
         for e in role_entries:
             who = role + (f" rep {e.repetition}" if len(role_entries) > 1 else "")
             what = "acceptance" if e.spec_decode else "server-side figures"
@@ -310,7 +325,7 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Speculat
                 notes.append(f"{who}: {mismatch}")
             if old := older_names(e):
                 notes.append(f"{who}: read older vLLM metric names: {', '.join(old)}")
-        if role != "plain" and (depth := depth_note(role, usable_counters(role_entries)[0], spec_config)):
+        if role != "plain" and (depth := depth_note(role, usable_counters(role_entries)[0], spec_config, also)):
             notes.append(depth)
     return notes
 

@@ -8,7 +8,7 @@ documented in ``profiles/README.md``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from loadgen.profile.workload import Workload
@@ -120,13 +120,16 @@ class RoleServer:
     ``[engine]`` (placement: ``CUDA_VISIBLE_DEVICES``, ``--gpu-memory-utilization``, ...), a port, or the
     URL of an already running server to attach to instead of launching one, with ``log`` the path of that
     server's startup log (read for its configuration facts, engine path and speculative config, as a launched
-    server's own log is; docs/vllm-notes.md "What loadgen reads of a server's configuration")."""
+    server's own log is; docs/vllm-notes.md "What loadgen reads of a server's configuration"), and
+    ``metrics_url`` where its ``/metrics`` is read when not at its API URL (a proxy in front of prefill and
+    decode instances, one replica of several; docs/vllm-notes.md "Topology")."""
 
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     port: int | None = None
     url: str | None = None
     log: str | None = None
+    metrics_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,12 @@ class Pair:
     def speculates_at(self, level: Level) -> bool:
         """Whether the declared speculative config has speculation on at ``level`` (:func:`speculation_on_at`)."""
         return speculation_on_at(self.speculative, level.concurrency, level.rate_rps is not None)
+
+    def with_metrics_urls(self, urls: Mapping[str, str]) -> Pair:
+        """This pair with ``[servers.<role>].metrics_url`` set for each role of ``urls`` (the command line's
+        ``--metrics-<role>``, which wins over the file's)."""
+        given = {r: replace(self.servers.get(r) or RoleServer(), metrics_url=u) for r, u in urls.items()}
+        return replace(self, servers={**self.servers, **given}) if given else self
 
     @property
     def draft(self) -> ModelRef | None:

@@ -95,9 +95,10 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
         raise ProfileError(
             f'{path}: [servers.{role}].env must map names to strings, e.g. {{ CUDA_VISIBLE_DEVICES = "0" }}'
         )
-    url = t.get("url", str, None)
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise ProfileError(f"{path}: [servers.{role}].url must start with http:// or https://, got {url!r}")
+    url, metrics_url = t.get("url", str, None), t.get("metrics_url", str, None)
+    for key, value in (("url", url), ("metrics_url", metrics_url)):
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ProfileError(f"{path}: [servers.{role}].{key} must start with http:// or https://, got {value!r}")
     log = t.get("log", str, None)
     if log is not None:
         log = str(Path(log) if Path(log).is_absolute() else path.parent / log)
@@ -112,6 +113,7 @@ def _role_server(roles: Table, role: str, path: Path) -> RoleServer:
         port=t.positive_int("port", None) if "port" in t.data else None,
         url=url,
         log=log,
+        metrics_url=metrics_url,
     )
     t.finish()
     return out

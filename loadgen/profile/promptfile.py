@@ -4,7 +4,9 @@ Two layouts, told apart by their lines:
 
 - **JSONL prompts**: one JSON object per line, ``{"prompt": "..."}`` (/v1/completions) or
   ``{"messages": [{"role": ..., "content": ...}, ...]}`` (/v1/chat/completions), each with an optional
-  ``"output_tokens"`` (a positive integer; else the workload's ``output_tokens``).
+  ``"output_tokens"`` (a positive integer; else the workload's ``output_tokens``) and an optional
+  ``"response_format"`` or ``"structured_outputs"`` (the line's grammar, profile/structured.py; a bad shape is a
+  bad line).
 - **ShareGPT-style conversations**: ``{"conversations": [{"from": "human", "value": ...},
   {"from": "gpt", "value": ...}, ...]}`` per line, or one JSON array of such objects (the layout of the
   public ShareGPT dumps that ``vllm bench serve --dataset-name sharegpt`` reads). The conversation's opening
@@ -40,12 +42,15 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from loadgen.errors import ProfileError
+from loadgen.profile.structured import FIELDS, constraint_of, constraint_problem
 from loadgen.profile.utf8 import utf8_text
 
 _HUMAN, _REPLY = ("human", "user"), ("gpt", "assistant", "chatgpt", "bard", "model")
 _SYSTEM = ("system",)
+#: The keys of a request a line describes (a prompt file's, a trace's).
+PROMPT_KEYS = ("prompt", "messages", "output_tokens")
 #: The keys of a JSONL line; any other is a bad line (a typo such as ``output_token`` would otherwise be ignored).
-JSONL_KEYS = ("prompt", "messages", "output_tokens")
+JSONL_KEYS = (*PROMPT_KEYS, *FIELDS)
 #: The most bad lines one error names; the rest are counted.
 MAX_NAMED = 20
 _FIX = {
@@ -53,6 +58,7 @@ _FIX = {
     "prompt": 'each line needs "prompt", "messages" or "conversations"',
     "unicode": "fix or remove that line",
     "key": f"a JSONL line has only the keys {', '.join(JSONL_KEYS)}",
+    "structured": "fix its structured-output field (profiles/README.md, Structured outputs)",
 }
 
 
@@ -60,7 +66,8 @@ _FIX = {
 class FileEntry:
     """One usable line: ``text`` (completions) or ``messages`` (chat); ``output_tokens`` None when the
     line gives none; ``reply`` the ShareGPT reply text (its token count becomes the output length);
-    ``system`` the ShareGPT opening system turn (None without one)."""
+    ``system`` the ShareGPT opening system turn (None without one); ``constraint`` the line's own
+    ``response_format`` / ``structured_outputs`` (profile/structured.py; canonical JSON, None without)."""
 
     line: int
     text: str | None
@@ -68,6 +75,7 @@ class FileEntry:
     output_tokens: int | None = None
     reply: str | None = None
     system: str | None = None
+    constraint: str | None = None  # the line's own grammar (structured.py), canonical JSON
 
 
 @dataclass(frozen=True)
@@ -167,10 +175,11 @@ def _jsonl(path: Path, n: int, rec: dict[str, Any], endpoint: str) -> FileEntry 
     out = rec.get("output_tokens")
     if out is not None and (isinstance(out, bool) or not isinstance(out, int) or out < 1):
         return f"line {n}: output_tokens must be a positive integer, got {out!r}"
+    grammar = json.dumps(found, sort_keys=True) if (found := constraint_of(rec)) else None
     if shape == "completions":
         if not isinstance(rec["prompt"], str) or not rec["prompt"]:
             return f"line {n}: prompt is not a non-empty string"
-        return FileEntry(n, rec["prompt"], None, out)
+        return FileEntry(n, rec["prompt"], None, out, constraint=grammar)
     msgs = rec["messages"]
     if not (
         isinstance(msgs, list)
@@ -180,7 +189,9 @@ def _jsonl(path: Path, n: int, rec: dict[str, Any], endpoint: str) -> FileEntry 
         )
     ):
         return f'line {n}: messages must be a non-empty list of {{"role", "content"}} strings'
-    return FileEntry(n, None, tuple({"role": m["role"], "content": m["content"]} for m in msgs), out)
+    return FileEntry(
+        n, None, tuple({"role": m["role"], "content": m["content"]} for m in msgs), out, constraint=grammar
+    )
 
 
 def _shaped(got: FileEntry | str, endpoint: str) -> FileEntry | str:
@@ -224,10 +235,12 @@ def read_prompt_file(path: Path, endpoint: str | None = None, beside: Path | Non
             typo = unknown_key(n, rec, (*JSONL_KEYS, "conversations")) if isinstance(rec, dict) else None
             hint = f" ({typo.split(' has an ', 1)[1]})" if typo and "did you mean" in typo else ""
             bad.append((f"line {n} has no prompt{hint}", "prompt"))
+        elif "conversations" not in rec and (problem := constraint_problem(rec)) is not None:
+            bad.append((f"line {n}: {problem}", "structured"))
         elif "conversations" not in rec and (typo := unknown_key(n, rec)) is not None:
             bad.append((typo, "key"))
     if bad:
-        raise bad_lines_error(path, sorted(bad, key=lambda b: int(b[0].split()[1])))
+        raise bad_lines_error(path, sorted(bad, key=lambda b: int(b[0].split()[1].rstrip(":"))))
     layout = "sharegpt" if "conversations" in records[0][1] else "jsonl"
     if endpoint is None:
         endpoint = "completions" if "prompt" in records[0][1] else "chat"

@@ -40,14 +40,14 @@ from tokenizers import Tokenizer
 from loadgen.errors import ProfileError
 from loadgen.profile import traceformats as formats
 from loadgen.profile.domains import MAX_TOKENS
-from loadgen.profile.promptfile import JSONL_KEYS, unknown_key
+from loadgen.profile.promptfile import PROMPT_KEYS, unknown_key
 from loadgen.profile.texts import WORDS
 from loadgen.profile.utf8 import utf8_text
 
 #: Mooncake's prompt block (tokens per hash id): 512 (Mooncake's trace description, FAST'25 traces README).
 MOONCAKE_BLOCK_TOKENS = 512
 MOONCAKE, PROMPTS = "mooncake", "prompts"
-KEYS = ("timestamp", "input_length", "output_length", "hash_ids", *JSONL_KEYS)  # a line's keys, Mooncake's first
+KEYS = ("timestamp", "input_length", "output_length", "hash_ids", *PROMPT_KEYS)  # a line's keys, Mooncake's first
 EXAMPLE = '{"timestamp": 0, "input_length": 512, "output_length": 64}'
 #: The card's time window over a replay, s (docs/metrics.md "Trace replay").
 WINDOW_S = 30.0
@@ -117,9 +117,9 @@ def _entry(path: Path, n: int, rec: Any, layout: str) -> TraceEntry:
             + "".join(f" (the line has {c!r}: did you mean 'timestamp'?)" for c in close)
         )
     shape = MOONCAKE if "input_length" in rec else PROMPTS if {"prompt", "messages"} & rec.keys() else None
-    if shape != MOONCAKE and (typo := unknown_key(n, rec, ("timestamp", *JSONL_KEYS) if shape else KEYS)):
+    if shape != MOONCAKE and (typo := unknown_key(n, rec, ("timestamp", *PROMPT_KEYS) if shape else KEYS)):
         raise ProfileError(
-            f"{path}: {typo}; a trace line has {', '.join(KEYS[:4])} (Mooncake) or timestamp, {', '.join(JSONL_KEYS)}"
+            f"{path}: {typo}; a trace line has {', '.join(KEYS[:4])} (Mooncake) or timestamp, {', '.join(PROMPT_KEYS)}"
         )  # a Mooncake line may carry more
     if shape != layout:
         want = "input_length/output_length (Mooncake)" if layout == MOONCAKE else "prompt or messages"

@@ -22,7 +22,7 @@ import difflib
 import hashlib
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from loadgen.profile.domains import WORKLOAD_DOMAINS, check_document
 from loadgen.profile.grounded import grounded_prompt
 from loadgen.profile.locate import is_path, locate, looked_in
 from loadgen.profile.promptfile import FileEntry, fit_lengths, read_prompt_file, sample
+from loadgen.profile.structured import constraint_of, constraint_problem, describe
 from loadgen.profile.texts import FILLER, long_text, short_text
 from loadgen.profile.tomlread import Table, read_toml
 from loadgen.profile.traceworkload import scaled_name, trace_fields
@@ -66,6 +67,10 @@ class Workload:
     zero_output: str | int | None = None  # trace: "refuse", "skip" or a floor of output tokens
     trace_format_read: str | None = None  # trace: the format it was read in (declared, or detected for "auto")
     floored: tuple[str, ...] = ()  # trace: ``line N: reason`` per request of 0 output tokens sent with the floor
+    #: structured.py: the grammar every request sends (canonical JSON of ``{"structured_outputs": ...}`` or
+    #: ``{"response_format": ...}``; a prompt line's own replaces it), and the card's words for what is constrained.
+    constraint: str | None = None
+    constrained: str | None = None
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:
@@ -114,13 +119,14 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
         raise ProfileError(f"{path}: input_tokens must list distinct lengths, e.g. [128, 1024], got {lengths!r}")
     if kind in ("file", "trace") and lengths is not None:
         raise ProfileError(f"{path}: a {kind} workload sends its prompts as written; remove input_tokens")
-    extra, scales = dict[str, object](), tuple[float, ...]()
+    extra, scales = _constraint_fields(top, kind), tuple[float, ...]()
     if kind == "file":
         if lengths is not None:
             raise ProfileError(f"{path}: a file workload sends its prompts as written; remove input_tokens")
         file = read_prompt_file(locate(top.get("path", str), path.parent), endpoint, path.parent)
         endpoint = file.endpoint
-        extra = {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines, "skipped": file.skipped}
+        extra |= {"path": file.path, "source_sha256": file.sha256, "source_lines": file.lines, "skipped": file.skipped}
+        extra["constrained"] = constrained_words(extra.get("constraint"), file.entries)
     elif kind == "trace":
         endpoint, extra, scales = trace_fields(top, endpoint, path.parent)
     workload = Workload(
@@ -141,6 +147,31 @@ def load_workloads(name: str, workloads_dir: Path = WORKLOADS_DIR, beside: Path 
     return tuple(replace(workload, name=f"{workload.name}@{n}", input_tokens=n) for n in lengths)
 
 
+def _constraint_fields(top: Table, kind: str) -> dict[str, object]:
+    """A workload file's structured-output keys (structured.py) as Workload fields; ProfileError (exit 2) naming
+    the file for a bad shape, or for a trace workload (its requests are the trace's)."""
+    if problem := constraint_problem(top.data):
+        raise ProfileError(f"{top.path}: {problem} (see profiles/README.md, Structured outputs)")
+    found = constraint_of(top.data)
+    if found is None:
+        return {}
+    if kind == "trace":
+        raise ProfileError(f"{top.path}: a trace workload replays its requests as traced; remove {', '.join(found)}")
+    top.seen.update(found)
+    return {"constraint": json.dumps(found, sort_keys=True), "constrained": f"{describe(found)} on every request"}
+
+
+def constrained_words(constraint: object, entries: Sequence[FileEntry]) -> str | None:
+    """The card's words for a prompt file's grammar: the workload's on every line, or its lines' own (how many,
+    of which kinds); None when nothing is constrained."""
+    own = [e.constraint for e in entries if e.constraint]
+    kinds = ", ".join(sorted({describe(json.loads(c)) for c in own}))
+    if not own:
+        return f"{describe(json.loads(str(constraint)))} on every request" if constraint else None
+    base = f"; the others {describe(json.loads(str(constraint)))}" if constraint else ""
+    return f"{kinds} on {len(own)} of {len(entries)} lines{base}"
+
+
 def needs_tokenizer(workload: Workload) -> bool:
     """Whether generating ``workload`` needs the target's tokenizer (exact lengths, file lengths)."""
     return workload.input_tokens is not None or workload.kind in ("file", "trace")
@@ -156,11 +187,17 @@ class Prompt:
     text: str | None
     messages: tuple[dict[str, str], ...] | None
     output_tokens: int
+    #: The grammar this request sends (structured.py; canonical JSON of its field), None: unconstrained.
+    constraint: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        """A JSON-ready dict (one line of prompts.jsonl)."""
+        """A JSON-ready dict (one line of prompts.jsonl; ``constraint``, as its object, only when set)."""
         out = asdict(self)
         out["messages"] = list(self.messages) if self.messages is not None else None
+        if self.constraint is None:
+            del out["constraint"]
+        else:
+            out["constraint"] = json.loads(self.constraint)
         return out
 
 
@@ -249,6 +286,7 @@ def generate(workload: Workload, count: int, tokenizer: Tokenizer | None = None)
                 None if is_chat else e.text,
                 e.messages if is_chat else None,
                 n_out,
+                e.constraint or workload.constraint,
             )
             for i, (e, _, n_out) in enumerate(picked)
         ]
@@ -264,6 +302,7 @@ def generate(workload: Workload, count: int, tokenizer: Tokenizer | None = None)
                 text=None if is_chat else body,
                 messages=({"role": "user", "content": body},) if is_chat else None,
                 output_tokens=workload.output_tokens,
+                constraint=workload.constraint,
             )
         )
     return prompts

@@ -67,6 +67,8 @@ class CellEntry:
     notes: list[str] = field(default_factory=list)
     client: Mapping[str, Any] = field(default_factory=dict)
     restart_evidence: list[str] = field(default_factory=list)
+    #: Signs that more than one server answered at the URL (measure/replicas.py); written only when found.
+    replica_evidence: list[str] = field(default_factory=list)
     counter_faults: list[str] = field(default_factory=list)  # measure/counterfaults.py bad_samples
     push_error: str | None = None
     promql: Mapping[str, Any] | None = None
@@ -140,6 +142,7 @@ _KINDS: dict[str, Kind] = {
     "notes": list_of(STR),
     "client": OBJ,
     "restart_evidence": list_of(STR),
+    "replica_evidence": list_of(STR),
     "counter_faults": list_of(STR),
     "push_error": maybe(STR),
     "promql": maybe(OBJ),

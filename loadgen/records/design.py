@@ -24,6 +24,11 @@ paired ratios (measure/blocks.py). Keys, all optional (unknown keys and wrong ty
   measured requests of a closed-loop block, whatever ``[stop]`` gives (``max(min_requests, rounds * c)``): a
   block of a few requests at low concurrency cannot decide a cell.
 
+- ``warmup_pass`` (``true`` or ``false``, default ``false``): before an arm's first block, send every prompt its
+  blocks will send once, unmeasured (closed loop at the lowest closed-loop level, on a prefix-cache salt of its
+  own, records not kept), on every arm alike: a proposer that learns as it serves (suffix decoding's cache) starts
+  the measured blocks warm. The log says so per arm and protocol.json's ``design`` records it.
+
 The first block of a closed-loop cell warms every arm with a full round at the level's concurrency
 (``max([stop].warmup_requests, c)`` requests, excluded), not one request: a batch shape the server has not yet
 run makes a slow first block (``[stop].warmup_requests = 0`` turns warm-up off).
@@ -39,7 +44,7 @@ from typing import Any
 from loadgen.errors import ProfileError
 
 PLACEBOS = ("server", "blocks", "off")
-KEYS = ("blocks", "placebo", "co_resident", "max_blocks", "min_block_requests")
+KEYS = ("blocks", "placebo", "co_resident", "max_blocks", "min_block_requests", "warmup_pass")
 MAX_BLOCKS = 100
 
 
@@ -52,15 +57,17 @@ class Design:
     co_resident: str = "auto"
     max_blocks: int = 9
     min_block_requests: int = 16
+    warmup_pass: bool = False
 
-    def to_json(self) -> dict[str, int | str]:
-        """JSON-ready dict of every field."""
+    def to_json(self) -> dict[str, int | str | bool]:
+        """JSON-ready dict of every field (``warmup_pass`` only when on, as protocols of older code lack it)."""
         return {
             "blocks": self.blocks,
             "placebo": self.placebo,
             "co_resident": self.co_resident,
             "max_blocks": self.max_blocks,
             "min_block_requests": self.min_block_requests,
+            **({"warmup_pass": True} if self.warmup_pass else {}),
         }
 
 
@@ -97,4 +104,7 @@ def parse_design(table: Mapping[str, Any] | None, path: Path) -> Design:
     if most < blocks:
         raise ProfileError(f"{path}: [design].max_blocks = {most} is below blocks = {blocks}; raise it or lower blocks")
     floor = _count(table, "min_block_requests", 1, path) or Design.min_block_requests
-    return Design(blocks, str(placebo), {True: "yes", False: "no"}.get(co, "auto"), most, floor)
+    warm = table.get("warmup_pass", False)
+    if not isinstance(warm, bool):
+        raise ProfileError(f"{path}: [design].warmup_pass must be true or false, got {warm!r}")
+    return Design(blocks, str(placebo), {True: "yes", False: "no"}.get(co, "auto"), most, floor, warm)

@@ -13,7 +13,9 @@ The parts a run passes on as declared or probed keep their shape as documented m
 ``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
 (records/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (records/design.py plus
 run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
-``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``) and ``candidates``.
+``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``), ``metrics_urls`` (the same
+record of each role's metrics URL, ``--metrics-<role>`` or ``[servers.<role>].metrics_url``, reused by
+``--resume``) and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
@@ -136,6 +138,7 @@ class Protocol:
     command_line: Mapping[str, Any] | None = None
     engine_version: str | None = None
     attach: Mapping[str, Any] | None = None
+    metrics_urls: Mapping[str, Any] | None = None
     candidates: Mapping[str, Mapping[str, Any]] | None = None
     sweep_candidate: str | None = None
     #: The file's keys in their order on disk.
@@ -211,6 +214,7 @@ _KINDS: dict[str, Kind] = {
     "command_line": _MAP,
     "engine_version": maybe(STR),
     "attach": _MAP,
+    "metrics_urls": _MAP,
     "candidates": _MAP,
     "sweep_candidate": maybe(STR),
 }

@@ -37,6 +37,7 @@ _KINDS: dict[str, Kind] = {
     "error": maybe(STR),
     "done_s": maybe(NUM),
     "resent": maybe(STR),
+    "system_fingerprint": maybe(STR),
 }
 _REQUIRED = ("prompt_id", "role", "workload", "concurrency", "phase", "scheduled_s")
 
@@ -75,6 +76,9 @@ class RequestRecord:
     #: connection the server had closed or reset before any response byte (stream/transport.py). Written only
     #: when set, so lines of older code read back as they were.
     resent: str | None = None
+    #: The answer's ``system_fingerprint`` (vLLM: on the usage chunk, ``vllm-<version>-<hash>``), written only
+    #: when the server sent one: answers that differ show replicas behind one URL (measure/replicas.py).
+    system_fingerprint: str | None = None
 
     @property
     def warmup(self) -> bool:
@@ -97,10 +101,12 @@ class RequestRecord:
         return self.usage_completion_tokens is not None and self.usage_completion_tokens != self.output_tokens
 
     def to_json(self) -> dict[str, Any]:
-        """The requests.jsonl line: every field, in the dataclass's order (``resent`` only when set)."""
+        """The requests.jsonl line: every field, in the dataclass's order (``resent`` and ``system_fingerprint``
+        only when set)."""
         out = asdict(self)
-        if out["resent"] is None:
-            del out["resent"]
+        for key in ("resent", "system_fingerprint"):
+            if out[key] is None:
+                del out[key]
         return out
 
     @classmethod

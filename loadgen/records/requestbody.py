@@ -3,12 +3,14 @@ stream/loadloop.py salts it per cell): :class:`CompletionBody`, the one shape of
 
 vLLM's request fields (``vllm/entrypoints/openai/protocol.py``): ``stream`` with ``stream_options.include_usage``
 for the final usage chunk, ``return_token_ids`` (vLLM >= 0.10.2) for exact token counts per chunk,
-``ignore_eos`` with ``min_tokens`` for a fixed output length, and ``cache_salt`` (vLLM >= 0.9) to keep one cell's
-prefix cache apart from another's.
+``ignore_eos`` with ``min_tokens`` for a fixed output length (not sent with a grammar, which ends the output:
+profile/structured.py), ``cache_salt`` (vLLM >= 0.9) to keep one cell's prefix cache apart from another's, and
+``response_format`` / ``structured_outputs`` where the workload declares one.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +34,13 @@ class CompletionBody:
     #: The other sampling fields, sent on every request (profile/pair.py ``Sampling``: ``top_k``, ``min_p``,
     #: ``repetition_penalty``, ``presence_penalty``, ``frequency_penalty``), in that order.
     more_sampling: tuple[tuple[str, float], ...] = ()
+    #: The request's grammar field as JSON text (``{"structured_outputs": ...}`` or ``{"response_format": ...}``,
+    #: profile/structured.py), sent as declared; None: unconstrained.
+    constraint: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object as sent (keys in this order: model, stream, stream_options, return_token_ids, sampling,
-        seed, the input and its length, min_tokens, cache_salt)."""
+        seed, the input and its length, min_tokens, cache_salt, the grammar field)."""
         body: dict[str, Any] = {
             "model": self.model,
             "stream": True,
@@ -58,4 +63,6 @@ class CompletionBody:
             body["min_tokens"] = self.output_tokens
         if self.cache_salt is not None:
             body["cache_salt"] = self.cache_salt
+        if self.constraint is not None:
+            body.update(json.loads(self.constraint))
         return body

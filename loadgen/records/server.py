@@ -49,8 +49,9 @@ class EnginePath(Wire):
 class EffectiveConfig(Wire):
     """What a server says it runs: ``base_url`` (credentials redacted), ``version`` (``/version``; absent when
     it did not answer), the startup log's ``speculative_config=...`` (None: not in the log, or no log for an
-    attached server), its KV-cache size in tokens, the engine path, the CUDA-graph capture ceiling and the
-    configuration facts of its launch line and startup log (records/serverfacts.py; absent in older files)."""
+    attached server), its KV-cache size in tokens, the engine path, the CUDA-graph capture ceiling, the
+    configuration facts of its launch line and startup log (records/serverfacts.py; absent in older files), the
+    replicas seen at start-up, its ``/v1/models`` entry and what was not read for want of a startup log."""
 
     base_url: str
     speculative_config_log: str | None
@@ -59,6 +60,12 @@ class EffectiveConfig(Wire):
     cudagraph_ceiling: int | None
     version: str | None = None
     server_facts: ServerFacts | None = None
+    #: Signs that more than one server answered at its URL at start-up (measure/replicas.py; written when found).
+    replicas: tuple[str, ...] = ()
+    #: Its ``/v1/models`` entry's ``root``, ``owned_by`` and ``max_model_len`` (vLLM's ``ModelCard``; absent when
+    #: not listed) and the facts not read for want of a startup log (an attached server without one).
+    model_card: Mapping[str, Any] | None = None
+    unread: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The effective record's keys in the order the file has them (``version`` second when known)."""
@@ -114,6 +121,7 @@ class MinimalResponse(Wire):
     chunk_tokens: tuple[int, ...]
     chunk_tokens_exact: bool
     attempts: int = 0
+    system_fingerprint: str | None = None  # the answer's, when it sent one (measure/replicas.py)
 
     @property
     def tokens(self) -> int:

@@ -117,8 +117,8 @@ def facts_line(effective: Mapping[str, object]) -> str | None:
     if (facts.api_server_count or 1) > 1:
         line += (
             "; /metrics in Prometheus multiprocess mode (more than one API server): no process_start_time_seconds "
-            "and no *_created series, so the restart check by process start time was unavailable (counter resets "
-            "still count)"
+            "and no *_created series, so the restart and replica checks by process start time were unavailable "
+            "(counter resets still count)"
         )
     return line
 
@@ -153,3 +153,14 @@ class ServerView:
             eff.get("speculative_config_log") is not None or bool(path.get("model_runner")),
             tokens if isinstance(tokens, int) else None,
         )
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """One thing the server at one URL said of who answered (measure/replicas.py reads them in order): a ``/metrics``
+    scrape's ``process_start_time_seconds`` (Unix s) and ``vllm:request_success_total`` (requests, summed over its
+    series), or an answer's ``system_fingerprint``; None where that answer did not say."""
+
+    process_start_s: float | None = None
+    requests_total: float | None = None
+    fingerprint: str | None = None

@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Final
 
 from loadgen.measure.blockstate import state_notes
-from loadgen.measure.causes import abnormal_step_note, cause_notes, draft_cost
+from loadgen.measure.causes import cause_notes
 from loadgen.measure.counterchecks import cell_notes, kv_capacity_note, usable_counters
 from loadgen.measure.diagnosis import lossless, lossless_note, lossy_rejection, slo_check
 from loadgen.measure.judging import card_verdict, judged_resources
 from loadgen.measure.metrics import CellStats, MeasuredRequest, cell_stats
 from loadgen.measure.outcomes import lossless_inputs, side_notes, side_outcomes, stop_notes
+from loadgen.measure.replicas import spread
 from loadgen.measure.serverside import compare
+from loadgen.measure.stepcause import abnormal_step_note, draft_cost
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
@@ -269,7 +271,8 @@ def card_of(files: RunFiles) -> PairCard:
         if not r.warmup:
             by_cell[(*CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
     entries: dict[tuple[str, str, str], list[CellEntry]] = defaultdict(list)
-    for e in files.entries:
+    startup = {role: (s.get("effective") or {}).get("replicas") or () for role, s in servers.items()}
+    for e in spread(files.entries, startup):  # replicas seen once mark every block of that server
         entries[(*e.key, e.role)].append(e)
     planned: dict[tuple[str, str], ProtocolCell] = {}
     for c in proto.cells:  # repetitions share one card cell: the first planned line of each key

@@ -11,8 +11,7 @@ their interval ``[low, high]`` and the effect the one decision gave (measure/dec
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from loadgen.records.card import PairCard
 from loadgen.records.cardcell import CardCell, Ratio
@@ -133,7 +132,7 @@ def _capacity_section(card: PairCard) -> Section:
 
 
 def _sure_section(card: PairCard) -> Section:
-    design: Mapping[str, Any] = card.design or {}
+    design = card.design or {}
     lines = [f"{k}: {json.dumps(v) if isinstance(v, dict | list) else v}" for k, v in design.items() if k != "arms"]
     floor = card.noise_floor
     for metric, m in ((floor.metrics if floor else None) or {}).items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadgen.measure.replicas import replica_note
 from loadgen.records.card import PairCard
 from loadgen.records.server import EnginePath
 from loadgen.records.serverfacts import facts_line
@@ -22,6 +23,12 @@ def _or_dash(value: Any) -> str:
 
 def _code_or_dash(value: Any) -> str:
     return "–" if value is None else f"`{value}`"
+
+
+def _listed(card: Any) -> str:
+    """A ``/v1/models`` entry's fields as the card shows them: ``root `x`, owned_by y, max_model_len N``."""
+    shown = {"root": "root `{}`", "owned_by": "owned_by {}", "max_model_len": "max_model_len {}"}
+    return ", ".join(form.format(card[k]) for k, form in shown.items() if k in card)
 
 
 def servers_rows(card: PairCard) -> list[str]:
@@ -43,6 +50,7 @@ def servers_rows(card: PairCard) -> list[str]:
             "",
             f"- placement: {where}",
             f"- launch: `{' '.join(launch.get('argv') or []) or 'not launched'}`",
+            *[f"- /metrics read at {url} (apart from the API URL)" for url in [launch.get("metrics_url")] if url],
             f"- effective speculative config (startup log): {_code_or_dash(eff.get('speculative_config_log'))}",
             f"- {engine_path_line(EnginePath.of(eff.get('engine_path')))}",
             f"- spec-decode metrics on /metrics: {eff.get('spec_decode_metrics')}, position labels: "
@@ -50,6 +58,14 @@ def servers_rows(card: PairCard) -> list[str]:
             f"- KV-cache capacity (startup log): {_or_dash(eff.get('kv_cache_tokens_log'))} tokens; ready after "
             f"{_num(eff.get('ready_s'), 0)} s",
             *[f"- {line}" for line in [proof_line(eff), facts_line(eff)] if line],
+            *[f"- at start-up, {replica_note(role, signs)}" for signs in [eff.get("replicas")] if signs],
+            *[f"- /v1/models: {_listed(card)}" for card in [eff.get("model_card")] if card],
+            *[
+                f"- not read in attach mode without a startup log (give it as [servers.{role}].log): "
+                + ", ".join(unread)
+                for unread in [eff.get("unread")]
+                if unread
+            ],
             "",
         ]
     none = EnginePath.of(None)

@@ -36,12 +36,10 @@ def _named(lines: Sequence[str]) -> str:
     return "; ".join(lines[:5]) + ("; …" if len(lines) > 5 else "")
 
 
-def _trace_format(w: Mapping[str, Any]) -> str:
+def _trace_format(declared: str | None, read: str | None) -> str:
     """A trace's format: as declared, or as detected (``auto``; a protocol of older code did not record it)."""
-    declared = w.get("trace_format") or "auto"
-    if declared != "auto":
+    if (declared or "auto") != "auto":
         return f"format {declared} (declared)"
-    read = w.get("trace_format_read")
     return f"format {read} (detected)" if read else "format detected (not recorded)"
 
 
@@ -56,23 +54,36 @@ def _source(w: Mapping[str, Any]) -> str:
             f"sampled with seed {w.get('seed', 0)})"
         )
     floor = f", {len(floored)} sent with the declared floor of {w.get('zero_output')} output tokens: {_named(floored)}"
+    fmt = _trace_format(w.get("trace_format"), w.get("trace_format_read"))
     return (
-        f"trace {w.get('path')} ({_trace_format(w)}; sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
+        f"trace {w.get('path')} ({fmt}; sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
         f"{counts}{floor if floored else ''}; replayed at its times x {w.get('time_scale') or 1:g}, blocks of "
         f"{w.get('block_tokens')} tokens)"
     )
 
 
+#: What a grammar-constrained workload changes (profile/structured.py; docs/metrics.md "Structured outputs").
+GRAMMAR = (
+    " A grammar-constrained workload's outputs end where the grammar ends: its requests carry no ignore_eos and no "
+    "min_tokens (output tokens are a cap), so outputs may be shorter than asked and differ in length between the "
+    "servers; compare its per-token figures (TPOT, ITL), not summed times. The grammar also refuses draft tokens it "
+    "does not allow, so fewer draft tokens than K per step are expected there."
+)
+
+
 def workload_statement(protocol: Protocol, records: Iterable[RequestRecord]) -> str:
     """One paragraph naming each workload's kind, source and the lengths sent (input and output tokens,
-    min/median/max), ending with the scope of the conclusions, for protocol.json's workloads."""
+    min/median/max; a grammar-constrained workload's grammar and the output tokens received, :data:`GRAMMAR`),
+    ending with the scope of the conclusions, for protocol.json's workloads."""
     sent_in: dict[str, list[int]] = {}
     sent_out: dict[str, list[int]] = {}
+    got_out: dict[str, list[int]] = {}
     for r in records:
         if r.role == "plain" and not r.warmup:
             if r.usage_prompt_tokens is not None:
                 sent_in.setdefault(r.workload, []).append(r.usage_prompt_tokens)
             sent_out.setdefault(r.workload, []).append(r.requested_output_tokens)
+            got_out.setdefault(r.workload, []).append(r.output_tokens)
     parts = []
     for w in protocol.workloads:
         name = w["name"]
@@ -80,14 +91,16 @@ def workload_statement(protocol: Protocol, records: Iterable[RequestRecord]) -> 
             length_summary(sent_in[name]) if name in sent_in else f"{w.get('input_tokens') or 'natural'} (declared)"
         )
         outputs = length_summary(sent_out[name]) if name in sent_out else f"{w['output_tokens']} (declared)"
+        got = f", received {length_summary(got_out[name])}" if name in got_out else ""
+        grammar = f"; grammar-constrained: {w['constrained']}{got}" if w.get("constrained") else ""
         parts.append(
             f"{name} ({w['kind']}, {w.get('endpoint', 'completions')}; {_source(w)}; input tokens "
-            f"min/median/max {inputs}, output tokens {outputs})"
+            f"min/median/max {inputs}, output tokens {outputs}{grammar})"
         )
     return (
         "Conclusions hold for the workloads tested only: " + "; ".join(parts) + ". They do not carry over to "
         "other traffic: acceptance depends on what is asked (copying or short answers versus multi-step "
-        "reasoning)."
+        "reasoning)." + (GRAMMAR if any(w.get("constrained") for w in protocol.workloads) else "")
     )
 
 

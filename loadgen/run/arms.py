@@ -21,6 +21,7 @@ from loadgen.profile.cells import PLACEBO, PLAIN, speculates
 from loadgen.profile.pair import Pair, RoleServer
 from loadgen.records.runparts import ArmRecord
 from loadgen.serve import servers
+from loadgen.serve.attached import attach_record
 
 #: The largest sum of declared ``--gpu-memory-utilization`` shares that ``co_resident = "auto"`` lets share
 #: one accelerator (vLLM sizes each server's memory from its share of the whole device).
@@ -36,13 +37,16 @@ CPU_SERVER_OVERHEAD = int(3.5 * GIB)
 class Arm:
     """One arm: its ``name`` (the records' role), the ``pair`` whose config it runs (plain arms: the target
     and engine of any candidate's, which are the same), its ``server`` (the key of the server it measures;
-    a placebo on blocks measures ``plain``'s), its port and the URL of a running server to attach to."""
+    a placebo on blocks measures ``plain``'s), its port, the URL of a running server to attach to and where
+    that server's ``/metrics`` is read when not at its API URL (``--metrics-<role>``,
+    ``[servers.<role>].metrics_url``)."""
 
     name: str
     pair: Pair
     server: str
     port: int
     attach_url: str | None = None
+    metrics_url: str | None = None
 
     @property
     def speculative(self) -> bool:
@@ -67,11 +71,13 @@ def launch_spec(
     attach_url: str | None = None,
     api_key: str | None = None,
     port: int | None = None,
+    metrics_url: str | None = None,
 ) -> servers.LaunchSpec:
     """The launch of arm ``role``: ``[engine]`` plus ``[servers.<role>]`` (a speculative arm reads
     ``[servers.speculative]``, a placebo ``[servers.placebo]`` or else ``[servers.plain]``), the speculative
     config on a speculative arm; ``port`` overrides the default (``[engine].port``, + 1 for a speculative
-    arm). With ``attach_url`` (or ``[servers.<role>].url``) the spec describes a running server."""
+    arm). With ``attach_url`` (or ``[servers.<role>].url``) the spec describes a running server; its
+    ``/metrics`` is read at ``metrics_url`` (or ``[servers.<role>].metrics_url``) when set."""
     extra = _role_server(pair, role)
     port = port or extra.port or pair.engine.port + (1 if speculates(role) else 0)
     argv = servers.build_argv(
@@ -96,27 +102,38 @@ def launch_spec(
         attach_url or extra.url,
         api_key,
         Path(extra.log) if extra.log else None,
+        metrics_url or extra.metrics_url,
     )
 
 
 def arm_spec(arm: Arm, run_dir: Path, api_key: str | None) -> servers.LaunchSpec:
     """The server spec an arm's slots run on (the one seam tests replace with scripted servers)."""
-    return launch_spec(
-        arm.pair, arm.server if arm.server == PLAIN else arm.name, run_dir, arm.attach_url, api_key, arm.port
-    )
+    role = arm.server if arm.server == PLAIN else arm.name
+    return launch_spec(arm.pair, role, run_dir, arm.attach_url, api_key, arm.port, arm.metrics_url)
 
 
-def build_arms(plain_pair: Pair, speculative: Mapping[str, Pair], attach: Mapping[str, str]) -> list[Arm]:
+def build_arms(
+    plain_pair: Pair,
+    speculative: Mapping[str, Pair],
+    attach: Mapping[str, str],
+    metrics: Mapping[str, str] | None = None,
+) -> list[Arm]:
     """The arms of a run in their base order (plain, placebo, speculative arms): ``speculative`` maps each
-    speculative arm's name to its pair, ``attach`` arm names to URLs. A placebo declared as a server
+    speculative arm's name to its pair, ``attach`` arm names to URLs, ``metrics`` roles (``plain``,
+    ``speculative``: every speculative arm, ``placebo``) to metrics URLs. A placebo declared as a server
     whose plain server is attached, and that has no URL of its own, runs as blocks on the plain server."""
-    design, base = plain_pair.design, plain_pair.engine.port
+    design, base, metrics = plain_pair.design, plain_pair.engine.port, metrics or {}
 
     def url(name: str) -> str | None:
         return attach.get(name) or _role_server(plain_pair if not speculates(name) else speculative[name], name).url
 
+    def murl(name: str) -> str | None:
+        role = "speculative" if speculates(name) else name
+        given = metrics.get(role)
+        return given or _role_server(plain_pair if not speculates(name) else speculative[name], name).metrics_url
+
     plain_port = _role_server(plain_pair, PLAIN).port or base
-    out = [Arm(PLAIN, plain_pair, PLAIN, plain_port, url(PLAIN))]
+    out = [Arm(PLAIN, plain_pair, PLAIN, plain_port, url(PLAIN), murl(PLAIN))]
     spec_ports = {n: (_role_server(p, n).port or base + 1) + i for i, (n, p) in enumerate(speculative.items())}
     if design.placebo != "off":
         own = plain_pair.servers.get(PLACEBO) or RoleServer()
@@ -129,11 +146,12 @@ def build_arms(plain_pair: Pair, speculative: Mapping[str, Pair], attach: Mappin
                     PLACEBO,
                     own.port or base + 1 + len(speculative),
                     attach.get(PLACEBO) or own.url,
+                    metrics.get(PLACEBO) or own.metrics_url,
                 )
             )
         else:  # blocks on the plain server: its port and, when attached, its URL
-            out.append(Arm(PLACEBO, plain_pair, PLAIN, plain_port, url(PLAIN)))
-    out += [Arm(n, p, n, spec_ports[n], url(n)) for n, p in speculative.items()]
+            out.append(Arm(PLACEBO, plain_pair, PLAIN, plain_port, url(PLAIN), murl(PLAIN)))
+    out += [Arm(n, p, n, spec_ports[n], url(n), murl(n)) for n, p in speculative.items()]
     return out
 
 
@@ -229,6 +247,13 @@ def describe(arms: Sequence[Arm]) -> tuple[ArmRecord, ...]:
         config = a.pair.speculative.to_json() if a.speculative else None
         out.append(ArmRecord(a.name, a.server, a.port, a.attach_url is not None, config))
     return tuple(out)
+
+
+def metrics_record(arms: Sequence[Arm]) -> dict[str, dict[str, str | bool]]:
+    """protocol.json's ``metrics_urls``: each role's metrics URL (``speculative`` for every speculative arm),
+    as serve/attached.py ``attach_record`` writes URLs; empty when every ``/metrics`` is at its API URL."""
+    urls = {("speculative" if a.speculative else a.server): a.metrics_url for a in arms if a.metrics_url}
+    return attach_record(urls)
 
 
 def command_line(spec: servers.LaunchSpec) -> str:

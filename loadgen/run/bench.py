@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 
 from loadgen.errors import RunFailed
+from loadgen.measure.replicas import replica_note, replica_signs, sighting
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
 from loadgen.records.server import StartupRecord
+from loadgen.records.serverfacts import Sighting
 from loadgen.records.usage import AttachedTeardown, ServerUsage, Teardown
 from loadgen.report.rundir import write_json, write_text
 from loadgen.run import arms as arm_specs
@@ -33,6 +36,8 @@ Log = Callable[[str], None]
 #: Why an attached server is not stopped, and its ``-teardown.json`` record (nothing was stopped).
 LEFT_RUNNING = "attached: loadgen does not stop a server it did not start"
 ATTACHED_TEARDOWN = AttachedTeardown(attached=True, stopped=False, reason=LEFT_RUNNING)
+#: ``/metrics`` scrapes of an attached server at start-up, to see whether one process answers them all.
+REPLICA_SCRAPES = 4
 
 
 def mode_role(arm: Arm) -> str:
@@ -109,10 +114,12 @@ class Bench:
                 "env": redact_env(spec.env),
                 "base_url": redact_url(spec.base_url),
                 "attached": spec.attach_url is not None,
+                **({"metrics_url": redact_url(spec.metrics_base)} if spec.metrics_url else {}),
             },
         )
         self.log(
             f"[{arm.server}] attaching to {redact_url(spec.base_url)}"
+            + (f" (/metrics read at {redact_url(spec.metrics_base)})" if spec.metrics_url else "")
             if spec.attach_url
             else f"[{arm.server}] starting: {' '.join(redact_argv(spec.argv))}"
         )
@@ -167,7 +174,7 @@ class Bench:
         role, pair = mode_role(arm), arm.pair
         config = server.effective_config()
         try:
-            text, snap = scrape(server.base_url, headers=server.spec.headers)
+            text, snap = scrape(server.metrics_base, headers=server.spec.headers)
         except RunFailed as exc:
             self.log(f"[{arm.server}] {exc}: measuring without server-side figures")
             proof = modeproof.prove_without_metrics(
@@ -182,6 +189,7 @@ class Bench:
         else:
             write_text(self.run_dir / "metrics" / f"{arm.server}__startup.prom", text)
             proof = modeproof.prove_mode(role, snap, pair.num_speculative_tokens)
+            config = replace(config, replicas=self._who_answers(arm.server, server, snap))
         modeproof.check_effective_method(role, pair.method, config.speculative_config_log, pair.num_speculative_tokens)
         write_json(
             self.run_dir / "servers" / f"{arm.server}-minimal.json",
@@ -193,6 +201,22 @@ class Bench:
         effective = StartupRecord(config, proof, server.ready_s, prom.cache_config_info(snap))
         write_json(self.run_dir / "servers" / f"{arm.server}-effective.json", effective.to_json())
         return effective
+
+    def _who_answers(self, key: str, server: servers.Server, first: prom.Snapshot) -> tuple[str, ...]:
+        """The signs that more than one server answers at an attached server's URL (measure/replicas.py), from
+        :data:`REPLICA_SCRAPES` scrapes of its ``/metrics`` (``first`` the proof's) and its minimal completion's
+        ``system_fingerprint``; said in one line when found. A launched server is one process: only its
+        first scrape is kept, for the run's later ones to be read against."""
+        server.sightings.append(sighting(first))
+        for _ in range(REPLICA_SCRAPES - 1 if server.process is None else 0):
+            with contextlib.suppress(RunFailed):
+                server.sightings.append(sighting(scrape(server.metrics_base, headers=server.spec.headers)[1]))
+        printed = server.minimal_response.system_fingerprint if server.minimal_response else None
+        server.sightings += [Sighting(fingerprint=printed)] if printed else []
+        signs = replica_signs(server.sightings)
+        if signs:
+            self.log(f"[{key}] at {redact_url(server.base_url)}: {replica_note(server.spec.role, signs)}")
+        return tuple(signs)
 
     @staticmethod
     def _resources(server: servers.Server, effective: StartupRecord) -> ServerUsage:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,8 +28,9 @@ from loadgen.measure.blockstate import block_state
 from loadgen.measure.counterchecks import WindowTally
 from loadgen.measure.counterfaults import untrusted
 from loadgen.measure.metrics import ClientUse, cell_stats
+from loadgen.measure.replicas import answered_by, replica_signs, sighting
 from loadgen.profile.cells import CellSpec, speculates
-from loadgen.profile.pair import LOOKUP_METHODS, Pair, k_at
+from loadgen.profile.pair import LOOKUP_METHODS, Level, Pair, k_at
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.records.blockstate import BlockState
@@ -38,7 +39,7 @@ from loadgen.records.cellparts import GaugeSample
 from loadgen.records.request import RequestRecord
 from loadgen.records.usage import HostSample
 from loadgen.report.rundir import JsonlAppender, write_text
-from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, length_mismatches
+from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, grammar_ended, length_mismatches
 from loadgen.run.observe import Observers
 from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
@@ -87,20 +88,23 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     def scrape_before() -> None:
         host.append(hoststate.sample())
         before["snap"], err = _try_scrape(
-            server.base_url, run_dir / "metrics" / f"{stem}__before.prom", server.spec.headers, later
+            server.metrics_base, run_dir / "metrics" / f"{stem}__before.prom", server.spec.headers, later
         )
         metrics_errors.extend([err] if err else [])
-        observers.measured_window_start(httpx.URL(server.base_url).netloc.decode())
+        server.sightings += [sighting(before["snap"])] if before["snap"] is not None else []
+        observers.measured_window_start(httpx.URL(server.metrics_base).netloc.decode())
         observers.cell_started(f"[{role}] {cell.workload} {cell.level.label}", len(cell.measured))
 
     async def sampler(client: httpx.AsyncClient, clock: Callable[[], float]) -> None:
-        await sample_gauges(client, server.base_url, gauges.append, clock)
+        await sample_gauges(client, server.metrics_base, gauges.append, clock)
 
     sent: Counter[str] = Counter()
     window = WindowTally()
+    answered: list[RequestRecord] = []  # every phase's: whose answers they were (measure/replicas.py)
 
     def on_record(record: RequestRecord) -> None:
         run.requests.append(record.to_json())
+        answered.append(record)
         sent[record.phase] += 1
         window.add(record)
         observers.request_finished(record)
@@ -120,12 +124,14 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
     duration = time.monotonic() - t0
     client = ClientUse.of(time.process_time() - cpu0, duration, [r.send_s - r.scheduled_s for r in records])
     died = not server.alive() or (any(r.error for r in records) and server.gone())
+    server.sightings += answered_by(answered)
     after, err = (
         (None, None)
         if died
-        else _try_scrape(server.base_url, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later)
+        else _try_scrape(server.metrics_base, run_dir / "metrics" / f"{stem}__after.prom", server.spec.headers, later)
     )
     metrics_errors.extend([err] if err else [])
+    server.sightings += [sighting(snap) for snap in (after,) if snap is not None]
     host.append(hoststate.sample())
     done = CellRun(
         role,
@@ -141,6 +147,7 @@ def run_cell_on(run: RunContext, role: str, server: servers.Server, cell: CellSp
         window,
         client,
         died,
+        tuple(replica_signs(server.sightings)),
     )
     _record(run, server, done, host, gauges, later, stem)
 
@@ -213,7 +220,7 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellE
         )
     # a server that does not honour min_tokens = max_tokens breaks the comparison's premise: it stops the run
     # like errors over the budget (with ignore_eos off, shorter outputs are the server's right)
-    broken = entry.errors or (pair.sampling.ignore_eos and length_mismatches(records))
+    broken = entry.errors or (pair.sampling.ignore_eos and length_mismatches(records, grammar_ended(cell)))
     if failure and broken and pair.stop.on_error_budget == "stop":
         raise RunFailed(
             f"cell {cell.workload} {cell.level.label} on the {role} server: {failure}; set "
@@ -227,8 +234,33 @@ def _report(run: RunContext, server: servers.Server, done: CellRun, entry: CellE
         )
 
 
+def warm_up(run: RunContext, role: str, server: servers.Server, cells: Sequence[CellSpec]) -> None:
+    """The unmeasured warm-up pass of ``[design].warmup_pass`` (records/design.py): every prompt ``cells`` send
+    (warmup, measured and cooldown, once each, per workload), closed loop at the lowest closed-loop level of
+    ``cells`` (1 when all are open loop), on the cache salt of a block -1, its records counted, not kept; one log
+    line per workload. Nothing raises for failed requests (they are counted)."""
+    ok: Counter[tuple[str, bool]] = Counter()
+
+    def count(record: RequestRecord) -> None:
+        ok[record.workload, record.ok] += 1
+
+    for workload in dict.fromkeys(c.workload for c in cells):
+        mine = [c for c in cells if c.workload == workload]
+        prompts = tuple({p.prompt_id: p for c in mine for p in (*c.warmup, *c.measured, *c.cooldown)}.values())
+        level = Level(min((c.concurrency for c in mine if c.level.rate_rps is None), default=1))
+        plan = CellSpec(workload, mine[0].endpoint, level, -1, warmup=prompts).on(role)
+        t0 = time.monotonic()
+        run_cell(server.base_url, server.spec.served_model, run.pair.sampling, plan, count, api_key=server.spec.api_key)
+        run.log(
+            f"[{role}] warm-up pass ({workload}): {ok[workload, True]}/{len(prompts)} unmeasured requests ok in "
+            f"{time.monotonic() - t0:.1f} s"
+        )
+
+
 def unplanned_fallback(done: CellRun, pair: Pair) -> bool:
     """A speculative cell whose draft counters did not move (cellentry.flat_drafts) at a level where the
     declared config has speculation on (Pair.speculates_at), for a method that always proposes (not one of
-    ``LOOKUP_METHODS``). A level the config switches off is no fallback."""
-    return flat_drafts(done) and pair.method not in LOOKUP_METHODS and pair.speculates_at(done.cell.level)
+    ``LOOKUP_METHODS``). A level the config switches off is no fallback, nor are counters read from replicas
+    (their scrapes may read a replica that served nothing)."""
+    flat = flat_drafts(done) and not done.replicas
+    return flat and pair.method not in LOOKUP_METHODS and pair.speculates_at(done.cell.level)

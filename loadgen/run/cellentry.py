@@ -31,7 +31,7 @@ class CellRun:
     """What one cell on one server produced: its records, when it started (ISO 8601 UTC) and how long it
     ran (s), the ``/metrics`` snapshots before and after (None when unavailable), the summarized gauges,
     the scrape errors, the requests sent after warmup, the measured window's tally, the client's own CPU
-    use and whether the server died."""
+    use, whether the server died, and the signs that more than one server answers at its URL."""
 
     role: str
     cell: CellSpec
@@ -46,6 +46,7 @@ class CellRun:
     window: WindowTally
     client: ClientUse
     died: bool
+    replicas: tuple[str, ...] = ()  # signs of more than one server at the URL so far (measure/replicas.py)
 
     @property
     def counters(self) -> deltas.SpecDecodeCounters | None:
@@ -63,19 +64,38 @@ class CellRun:
         ]
 
 
-def length_mismatches(records: list[RequestRecord]) -> list[RequestRecord]:
-    """Requests that finished without their requested output length."""
-    return [r for r in records if r.error is None and r.output_tokens != r.requested_output_tokens]
+def grammar_ended(cell: CellSpec) -> frozenset[str]:
+    """The prompt ids of ``cell`` whose grammar ends their output (profile/structured.py): no length is asked."""
+    return frozenset(p.prompt_id for p in (*cell.warmup, *cell.measured, *cell.cooldown) if p.constraint)
 
 
-def _failure(records: list[RequestRecord], pair: Pair, died: bool, role: str) -> str | None:
+def length_mismatches(records: list[RequestRecord], free: frozenset[str] = frozenset()) -> list[RequestRecord]:
+    """Requests that finished without their requested output length (those of ``free``, :func:`grammar_ended`,
+    have none to return)."""
+    return [
+        r
+        for r in records
+        if r.error is None and r.output_tokens != r.requested_output_tokens and r.prompt_id not in free
+    ]
+
+
+def grammar_reason(pair: Pair, cell: CellSpec) -> str | None:
+    """Why K is not held at every step in ``cell``: its workload is grammar-constrained (the grammar refuses the
+    draft tokens it does not allow); None otherwise."""
+    w = next((w for w in pair.workloads if w.name == cell.workload), None)
+    return f"the workload is grammar-constrained ({w.constrained})" if w is not None and w.constrained else None
+
+
+def _failure(
+    records: list[RequestRecord], pair: Pair, died: bool, role: str, free: frozenset[str] = frozenset()
+) -> str | None:
     errors = [r for r in records if r.error]
     if died:
         return (
             f"the {role} server died during this cell: {len(records) - len(errors)} of {len(records)} "
             "measured requests finished before"
         )
-    mismatched = length_mismatches(records)
+    mismatched = length_mismatches(records, free)
     if mismatched:
         m = mismatched[0]
         return (
@@ -125,7 +145,7 @@ def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
                 "engines": list(counters.engines),
                 "reset_engines": list(counters.reset_engines),
             }
-            | verification_depth(counters, pair.speculative).to_json(),
+            | verification_depth(counters, pair.speculative, grammar_reason(pair, cell)).to_json(),
             "server_histograms": {}
             if b is None or after is None
             else {k: h.to_json() for k, h in server_histograms(b, after).items()},
@@ -138,9 +158,9 @@ def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
             "errors": len(errors),
             "error_categories": categories(errors),
             "usage_mismatches": sum(1 for r in records if r.usage_mismatch),
-            "output_length_mismatches": len(length_mismatches(records)),
+            "output_length_mismatches": len(length_mismatches(records, grammar_ended(cell))),
             "metrics_error": metrics_error,
-            "failure": _failure(records, pair, run.died, run.role),
+            "failure": _failure(records, pair, run.died, run.role, grammar_ended(cell)),
             "notes": notes,
             "client": {
                 "cpu_s": run.client.cpu_s,
@@ -150,6 +170,8 @@ def cell_entry(run: CellRun, pair: Pair) -> CellEntry:
         }
     )
     faults = counterfaults.bad_samples(b, after) if b is not None and after is not None else []
+    if run.replicas:  # scrapes of different replicas: no restart (measure/replicas.py)
+        return built.with_fields(restart_evidence=[], replica_evidence=list(run.replicas), counter_faults=faults)
     return built.with_fields(restart_evidence=restart_evidence(built), counter_faults=faults)
 
 

@@ -21,7 +21,7 @@ from loadgen.report.rundir import JsonlAppender, read_protocol, write_json
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
 from loadgen.run.bench import Bench, mode_role
-from loadgen.run.cell import RunContext, run_cell_on
+from loadgen.run.cell import RunContext, run_cell_on, warm_up
 from loadgen.run.design import Slot
 from loadgen.run.observe import Observers
 from loadgen.run.slotcount import SlotCount
@@ -35,8 +35,9 @@ Log = Callable[[str], None]
 class Session:
     """One run folder's measurement: its arms (by name), whether their servers are co-resident (and then
     whether they start at once: ``start_together``, Bench.open_together), the open servers, the sinks every
-    arm appends to, the slots run so far (``done``) and the slot counter (``count``, run/slotcount.py: each
-    slot's start and end, a server start of its phase included)."""
+    arm appends to, the slots run so far (``done``), the slot counter (``count``, run/slotcount.py: each
+    slot's start and end, a server start of its phase included) and the arms warmed by ``[design].warmup_pass``
+    (each before its first slot, over the prompts of its slots in that call: run/cell.py ``warm_up``)."""
 
     run_dir: Path
     arms: dict[str, Arm]
@@ -49,6 +50,7 @@ class Session:
     start_together: bool = False
     done: list[Slot] = field(default_factory=list)
     count: SlotCount | None = None
+    warmed: set[str] = field(default_factory=set)  # the arms whose warm-up pass ran ([design].warmup_pass)
     bench: Bench = field(init=False)
     holds: PortHolds = field(init=False)
 
@@ -109,6 +111,9 @@ class Session:
                 for key in [k for k in self.bench.open_keys() if k != arm.server]:
                     self.bench.close(key)
             server = self._open(arm)
+            if arm.pair.design.warmup_pass and arm.name not in self.warmed:
+                self.warmed.add(arm.name)
+                warm_up(self.context(arm), arm.name, server, [s.cell for s in slots if s.arm == arm.name])
             self.log(f"{label}: started")
             run_cell_on(self.context(arm), arm.name, server, cell)
             self.done.append(slot)

@@ -20,11 +20,10 @@ from typing import Any
 from loadgen.check.preflight import run_pair_check
 from loadgen.errors import LoadgenError, ProfileError
 from loadgen.measure.decision import Bar
-from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellKey, CellSpec
+from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellSpec
 from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
 from loadgen.records.protocol import Protocol
-from loadgen.records.request import RequestRecord
 from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
@@ -33,15 +32,13 @@ from loadgen.report.rundir import (
     JsonlAppender,
     copy_pair_file,
     new_run_dir,
-    numbered_jsonl,
-    read_cell_lines,
     read_protocol,
     write_json,
     write_text,
 )
 from loadgen.report.runlock import locked
-from loadgen.run import rearm
-from loadgen.run.arms import Arm, build_arms, co_resident, describe
+from loadgen.run import rearm, resumefiles
+from loadgen.run.arms import Arm, build_arms, co_resident, describe, metrics_record
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
 from loadgen.run.execute import Session, check_attached
@@ -80,11 +77,12 @@ def plan_measurement(
     attach: Mapping[str, str],
     cells: list[CellSpec],
     order: list[list[Any]] | None = None,
+    metrics: Mapping[str, str] | None = None,
 ) -> Measurement:
     """The arms, co-residency and slot order of a run of ``cells`` (run/arms.py, run/design.py); ``order``:
-    a recorded ``design.order`` to repeat exactly. Raises ProfileError when the recorded order names a block
-    the cells do not hold."""
-    arms = build_arms(pair, speculative, attach)
+    a recorded ``design.order`` to repeat exactly; ``metrics``: role -> the URL its ``/metrics`` is read at.
+    Raises ProfileError when the recorded order names a block the cells do not hold."""
+    arms = build_arms(pair, speculative, attach, metrics)
     gpus = len(resources.hardware().gpus)
     co, why = co_resident(arms, gpus, resources.host_available_bytes(), resources.gpu_free_share())
     if order is not None:
@@ -128,7 +126,9 @@ def run_compare(
     api_key: str | None = None,
 ) -> Path:
     """Run the whole comparison of ``pair``; returns the run folder. ``cells``: the cells to measure, or an
-    earlier run's cells and recorded order (``--protocol``, plan.replay_protocol), repeated exactly.
+    earlier run's cells and recorded order (``--protocol``, plan.replay_protocol), repeated exactly. Each
+    server's ``/metrics`` is read where ``[servers.<role>].metrics_url`` says (``--metrics-<role>``:
+    profile/pair.py ``Pair.with_metrics_urls``), else at its API URL.
 
     Raises PairCheckError (exit 2) before anything starts, RunFailed/FallbackDetected (exit 1) midway;
     in every case after the run folder exists, the card is written (``complete: false`` if cut short).
@@ -149,7 +149,9 @@ def run_compare(
         write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
         write_pair_file(pair, run_dir)
         proto = protocol(pair, cells, prompts, probe_host()).with_fields(
-            engine_version=engine_version, attach=attached.attach_record(attach or {})
+            engine_version=engine_version,
+            attach=attached.attach_record(attach or {}),
+            **({"metrics_urls": urls} if (urls := metrics_record(m.arms)) else {}),
         )
         proto = proto.with_fields(design={**(proto.design or {}), **design_record(m).to_json()})
         write_json(run_dir / "protocol.json", proto.to_json())
@@ -192,6 +194,7 @@ def resume_compare(
     attach: dict[str, str] | None = None,
     observe: ObserveOptions | None = None,
     api_key: str | None = None,
+    metrics: dict[str, str] | None = None,
 ) -> Path:
     """Complete an interrupted run in place with its own protocol: slots with an entry in cells.jsonl and
     no failure are kept; the others run again in the recorded order (their partial requests move to
@@ -202,18 +205,22 @@ def resume_compare(
     before anything is read or rewritten when another process holds ``run_dir`` (report/runlock.py).
     """
     with locked(run_dir, log):
-        return _resume_locked(run_dir, log, attach, observe, api_key)
+        return _resume_locked(run_dir, log, (attach or {}, metrics or {}), observe, api_key)
 
 
 def _resume_locked(
-    run_dir: Path, log: Log, attach: dict[str, str] | None, observe: ObserveOptions | None, api_key: str | None
+    run_dir: Path,
+    log: Log,
+    given: tuple[dict[str, str], dict[str, str]],
+    observe: ObserveOptions | None,
+    api_key: str | None,
 ) -> Path:
     pair, cells, order = replay_protocol(run_dir / "protocol.json")
     if order is None:
         order = [[role, c.workload, c.level.label, c.repetition] for role in ROLES for c in cells]
     proto = read_protocol(run_dir / "protocol.json")
-    done, moved = keep_finished(run_dir)
-    m = resumed_measurement(pair, {"speculative": pair}, proto, attach or {}, (cells, order), done)
+    done, moved = resumefiles.keep_finished(run_dir)
+    m = resumed_measurement(pair, {"speculative": pair}, proto, given, (cells, order), done)
     log(
         f"resuming {run_dir}: {len(m.slots)} of {len(order)} slots left ({moved} partial requests moved to "
         "requests.partial.jsonl)"
@@ -226,19 +233,24 @@ def resumed_measurement(
     pair: Pair,
     speculative: Mapping[str, Pair],
     proto: Protocol,
-    given: Mapping[str, str],
+    given: Mapping[str, str] | tuple[Mapping[str, str], Mapping[str, str]],
     planned: tuple[list[CellSpec], list[list[Any]]],
     done: set[tuple[str, str, str, int]],
 ) -> Measurement:
     """The measurement that finishes a run of ``proto`` (its ``planned`` cells and order): the slots not
     ``done``, on the arms and servers protocol.json records (run/rearm.py: attached servers attached again at
-    the URLs ``given`` now or recorded, never launched) and its recorded co-residency. Raises BadInput as
-    run/rearm.py and serve/attached.py ``resume_urls`` do."""
+    the URLs ``given`` now or recorded, never launched; ``given`` the attach URLs, or those and the metrics
+    URLs, each by role, a metrics URL not given again read from protocol.json's ``metrics_urls``) and its
+    recorded co-residency. Raises BadInput as run/rearm.py and serve/attached.py ``resume_urls`` do."""
+    given, metrics = given if isinstance(given, tuple) else (given, {})
     records = rearm.recorded_arms(proto.design, "protocol.json")
     left = {str(o[0]) for o in planned[1] if (o[0], o[1], o[2], o[3]) not in done}
     # a placebo on blocks measures the plain server: its URL is the plain one's (older protocols: no records)
     servers = sorted({records[a].server if a in records else PLAIN if a == PLACEBO else a for a in left})
-    m = plan_measurement(pair, speculative, attached.resume_urls(proto.attach or {}, given, servers), *planned)
+    recorded = proto.metrics_urls or {}
+    metrics = attached.resume_urls(recorded, metrics, [r for r in recorded if r not in metrics], "metrics")
+    urls = attached.resume_urls(proto.attach or {}, given, servers)
+    m = plan_measurement(pair, speculative, urls, *planned, metrics)
     todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
     arms = rearm.resume_arms(m.arms, records, given, left)
     co = (proto.design or {}).get("co_resident")
@@ -247,36 +259,6 @@ def resumed_measurement(
     return replace(
         m, arms=arms, slots=todo, co_resident=co, start_together=together, done_before=len(m.slots) - len(todo)
     )
-
-
-def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
-    """The (arm, workload, level, block) slots of ``run_dir`` that finished without failure, and how many
-    requests of the other slots moved to ``requests.partial.jsonl`` (nothing is deleted; their cell lines go)."""
-    entries = read_cell_lines(run_dir / "cells.jsonl")
-    done = {(e.role, e.workload, e.level, e.repetition) for e in entries if not e.failure}
-    kept: list[dict[str, Any]] = []
-    partial: list[dict[str, Any]] = []
-    for where, r in numbered_jsonl(run_dir / "requests.jsonl"):  # one pass: a finished slot's requests stay
-        rec = RequestRecord.from_json(r, source=where)  # checked; the line is kept as written
-        finished = (rec.role, *CellKey.named(rec.workload, rec.level, rec.concurrency), rec.repetition) in done
-        (kept if finished else partial).append(r)
-    moved = JsonlAppender(run_dir / "requests.partial.jsonl")
-    try:
-        for r in partial:
-            moved.append(r)
-    finally:
-        moved.close()
-    # atomic rewrites: a full disk leaves the old files whole
-    write_text(run_dir / "requests.jsonl", "".join(strictjson.dumps_strict(r) + "\n" for r in kept))
-    write_text(
-        run_dir / "cells.jsonl",
-        "".join(
-            strictjson.dumps_strict(e.to_json()) + "\n"
-            for e in entries
-            if (e.role, e.workload, e.level, e.repetition) in done
-        ),
-    )
-    return done, len(partial)
 
 
 def measure_and_size(session: Session, m: Measurement) -> str | None:

@@ -261,7 +261,8 @@ def replay_protocol(
 
 def _prompt(d: dict[str, Any]) -> Prompt:
     messages = tuple(d["messages"]) if d.get("messages") is not None else None
-    return Prompt(d["prompt_id"], d["workload"], d["endpoint"], d.get("text"), messages, d["output_tokens"])
+    grammar = json.dumps(d["constraint"], sort_keys=True) if d.get("constraint") else None
+    return Prompt(d["prompt_id"], d["workload"], d["endpoint"], d.get("text"), messages, d["output_tokens"], grammar)
 
 
 def probe_host() -> tuple[ClientHost, Hardware]:
@@ -297,7 +298,11 @@ def protocol(
                 "min_tokens_equals_max_tokens": pair.sampling.ignore_eos,
                 "return_token_ids": True,
             },
-            "workloads": [asdict(w) for w in pair.workloads],
+            # a workload's grammar fields only when set (profile/structured.py), as protocols of older code lack them
+            "workloads": [
+                {k: v for k, v in asdict(w).items() if v is not None or k not in ("constraint", "constrained")}
+                for w in pair.workloads
+            ],
             "concurrency": list(pair.concurrency),
             "load": asdict(pair.load),
             "stop_rule": asdict(pair.stop),

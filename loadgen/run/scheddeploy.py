@@ -64,7 +64,7 @@ def deploy_schedule(sweep_dir: Path, o: SweepOptions, log: flow.Log) -> Path:
         name, candidates, pairs, version, findings = load_candidates(sweep_file, Path(tmp) / "candidates", o, log)
         first = pairs[candidates[0].name]
         _, cells, _ = replay_protocol(sweep_dir / "protocol.json", o.workloads_dir)
-        m = flow.plan_measurement(first, pairs, attach, cells)
+        m = flow.plan_measurement(first, pairs, attach, cells, None, o.metrics)
         announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
         new_dir = new_sweep_dir(o.runs_dir, name, sweep_file, None)
         shutil.copytree(Path(tmp) / "candidates", new_dir / "candidates")

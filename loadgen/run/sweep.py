@@ -19,8 +19,8 @@ import contextlib
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,7 +42,8 @@ from loadgen.report.rundir import exclusive_dir, read_protocol, write_json, writ
 from loadgen.report.runlock import locked
 from loadgen.report.sweepdata import read_sweep
 from loadgen.report.sweepwrite import write_sweep_card
-from loadgen.run import flow
+from loadgen.run import flow, resumefiles
+from loadgen.run.arms import metrics_record
 from loadgen.run.observe import ObserveOptions
 from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
 from loadgen.run.sweepplan import announce
@@ -67,6 +68,7 @@ class SweepOptions:
     history_dirs: tuple[Path, ...] = ()
     overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
     progress: bool = False  # the progress line on stderr (run/observe.py: the slot counter, the time left)
+    metrics: Mapping[str, str] = field(default_factory=dict)  # --metrics-plain/--metrics-speculative URL
 
 
 #: Each candidate's pair-check findings (check/finding.py), written to the sweep folder's checks.json.
@@ -145,7 +147,9 @@ def _setup(
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
     urls = {a.server: a.attach_url for a in m.arms if a.attach_url is not None}  # kept for --resume
     proto = protocol(first, m.planned, prompts, probe_host()).with_fields(
-        engine_version=version, attach=attached.attach_record(urls)
+        engine_version=version,
+        attach=attached.attach_record(urls),
+        **({"metrics_urls": metrics} if (metrics := metrics_record(m.arms)) else {}),
     )
     proto = proto.with_fields(
         design={**(proto.design or {}), **flow.design_record(m).to_json()},
@@ -201,7 +205,7 @@ def run_sweep(
             loaded = load_candidates(sweep_file, Path(tmp) / "candidates", o, log)
             name, candidates, pairs, version, findings = loaded
             first = pairs[candidates[0].name]
-            m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log))
+            m = flow.plan_measurement(first, pairs, attach, plan_cells(first, log), None, o.metrics)
             announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
             sweep_dir = new_sweep_dir(o.runs_dir, name, sweep_file, o.overrides)
             held.enter_context(locked(sweep_dir, log))  # the sweep's lock covers its arms' folders
@@ -227,7 +231,7 @@ def start_new(
         )
         for n in pairs
     }
-    m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned)
+    m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned, None, o.metrics)
     return start_measuring(sweep_dir, pairs[candidates[0].name], pairs, m, (version, findings), o, log)
 
 
@@ -258,11 +262,11 @@ def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
         n: load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir)
         for n in proto.candidates or {}
     }
-    done, moved = flow.keep_finished(sweep_dir)
+    done, moved = resumefiles.keep_finished(sweep_dir)
     if order is None:
         order = [list(s.to_json()) for s in flow.plan_measurement(first, pairs, {}, cells).slots]
     given = {"plain": o.attach_plain} if o.attach_plain else {}
-    m = flow.resumed_measurement(first, pairs, proto, given, (cells, order), done)
+    m = flow.resumed_measurement(first, pairs, proto, (given, dict(o.metrics)), (cells, order), done)
     log(
         f"resuming {sweep_dir}: {len(m.slots)} of {len(order)} slots left ({moved} partial requests moved to "
         "requests.partial.jsonl)"

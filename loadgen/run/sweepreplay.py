@@ -52,7 +52,7 @@ def replay_sweep(protocol_file: Path, o: SweepOptions, log: flow.Log) -> Path:
         pairs[candidate] = replace(load_pair(str(path), workloads_dir=o.workloads_dir), overrides=first.overrides)
     attach = {"plain": o.attach_plain} if o.attach_plain else {}
     version, findings = check_candidates(pairs, o, log)
-    m = flow.plan_measurement(first, pairs, attach, cells, order)
+    m = flow.plan_measurement(first, pairs, attach, cells, order, o.metrics)
     announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
     sweep_name = str(read_toml(old / "sweep.toml").get("name", old.parent.name))
     sweep_dir = new_sweep_dir(o.runs_dir, sweep_name, old / "sweep.toml", None)  # a copy of the sweep file as run

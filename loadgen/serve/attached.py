@@ -111,6 +111,21 @@ def listed_max_model_len(listing: Any, served_model: str) -> int | None:
     return None
 
 
+#: The fields of a ``/v1/models`` entry loadgen keeps (vLLM's ``ModelCard``, vllm/entrypoints/openai/protocol.py).
+CARD_FIELDS = ("root", "owned_by", "max_model_len")
+
+
+def listed_card(listing: Any, served_model: str) -> dict[str, str | int] | None:
+    """The :data:`CARD_FIELDS` of ``served_model``'s entry in a ``/v1/models`` JSON answer (those it has, strings
+    and integers as sent); None when the entry is absent or has none of them."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    for m in data if isinstance(data, list) else []:
+        if isinstance(m, dict) and m.get("id") == served_model:
+            found = {k: m[k] for k in CARD_FIELDS if isinstance(m.get(k), str | int) and not isinstance(m[k], bool)}
+            return found or None
+    return None
+
+
 def engine_version(url: str, headers: Mapping[str, str]) -> str | None:
     """The engine version an attached server at ``url`` reports on ``GET /version`` (vLLM: ``{"version":
     "0.24.0"}``); None when it answers no such JSON or cannot be reached. Never raises."""
@@ -168,6 +183,8 @@ def probe_attached(
             continue
         role, url = spec.role, spec.base_url
         check_url(spec.attach_url, f"--attach-{role}")
+        if spec.metrics_url:
+            check_url(spec.metrics_url, f"--metrics-{role}")
         try:
             listing = httpx.get(url + "/v1/models", timeout=httpx.Timeout(30.0, connect=5.0), headers=spec.headers)
         except httpx.ConnectError as exc:
@@ -182,13 +199,14 @@ def probe_attached(
             f"serves {spec.served_model!r} (vLLM {found.version or 'version unknown'}, max_model_len "
             f"{found.max_model_len or 'not listed'})"
         )
+        at = f" (/metrics at {redact_url(spec.metrics_base)})" if spec.metrics_url else ""
         try:
-            snap = scrape(url, headers=spec.headers)[1]
+            snap = scrape(spec.metrics_base, headers=spec.headers)[1]
         except RunFailed as exc:  # no /metrics: the mode is proven without it at start-up (modeproof.py)
             log(f"[{role}] checked {redact_url(url)}: {serves}; /metrics unavailable ({exc})")
             continue
         prove(role, snap)
-        log(f"[{role}] checked {redact_url(url)}: {serves}, speculative decoding as declared")
+        log(f"[{role}] checked {redact_url(url)}{at}: {serves}, speculative decoding as declared")
     for spec in specs if chat else ():  # once every server passed the checks above
         if spec.attach_url:
             check_chat(spec, chat)
@@ -229,19 +247,23 @@ def attach_record(attach: Mapping[str, str]) -> dict[str, dict[str, str | bool]]
     return {role: {"url": redact_url(url), "complete": redact_url(url) == url.strip()} for role, url in attach.items()}
 
 
-def resume_urls(recorded: Mapping[str, Any], given: Mapping[str, str], roles: Iterable[str]) -> dict[str, str]:
-    """The attach URLs of a resumed run: those ``given`` on the command line, else the ``recorded`` ones
-    (:func:`attach_record`) for ``roles`` (those with cells left). Raises BadInput for a recorded URL that lost
-    its credentials and was not given again."""
+def resume_urls(
+    recorded: Mapping[str, Any], given: Mapping[str, str], roles: Iterable[str], flag: str = "attach"
+) -> dict[str, str]:
+    """The attach URLs of a resumed run (``flag`` ``metrics``: its metrics URLs, protocol.json's
+    ``metrics_urls``): those ``given`` on the command line, else the ``recorded`` ones (:func:`attach_record`)
+    for ``roles`` (those with cells left). Raises BadInput for a recorded URL that lost its credentials and was
+    not given again."""
     out = dict(given)
+    what = "attached to the {role} server" if flag == "attach" else "read the {role} server's /metrics"
     for role in roles:
         entry = recorded.get(role)
         if role in out or not isinstance(entry, dict):
             continue
         if not entry.get("complete", True):
             raise BadInput(
-                f"this run attached to the {role} server at {entry['url']}, whose credentials were not "
-                f"saved; give its URL again with --attach-{role} URL"
+                f"this run {what.format(role=role)} at {entry['url']}, whose credentials were not "
+                f"saved; give its URL again with --{flag}-{role} URL"
             )
         out[role] = entry["url"]
     return out

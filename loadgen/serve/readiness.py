@@ -42,7 +42,7 @@ def read_stream(lines: list[str]) -> MinimalResponse | StreamError:
     ``usage`` chunk and the tokens per content chunk. A chunk's tokens are ``len(token_ids)`` when the server
     sends them, else 1 per chunk with text (then ``chunk_tokens_exact`` is False). An error event, a line that
     is not JSON or not an object is a :class:`StreamError`."""
-    text, usage, tokens, exact = [], None, [], True
+    text, usage, tokens, exact, printed = [], None, [], True, None
     for line in lines:
         if not line.startswith("data:") or line[5:].strip() == "[DONE]":
             continue
@@ -55,6 +55,7 @@ def read_stream(lines: list[str]) -> MinimalResponse | StreamError:
         if event.get("error"):
             return StreamError(event["error"])
         usage = event["usage"] if isinstance(event.get("usage"), dict) and event["usage"] else usage
+        printed = event["system_fingerprint"] if isinstance(event.get("system_fingerprint"), str) else printed
         for choice in event.get("choices") or []:
             ids = choice.get("token_ids")
             if ids:
@@ -63,7 +64,7 @@ def read_stream(lines: list[str]) -> MinimalResponse | StreamError:
                 tokens.append(1)
                 exact = False
             text.append(choice.get("text") or "")
-    return MinimalResponse((CompletionText("".join(text)),), usage, tuple(tokens), exact)
+    return MinimalResponse((CompletionText("".join(text)),), usage, tuple(tokens), exact, system_fingerprint=printed)
 
 
 #: The longest single wait (connect or read, s) of one minimal completion, within the start-up limit.

@@ -13,104 +13,46 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 from loadgen.errors import ServerError
-from loadgen.profile.pair import ModelRef
 from loadgen.records.server import EffectiveConfig, MinimalRequest, MinimalResponse
-from loadgen.records.serverfacts import ServerFacts
-from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.serverfacts import ServerFacts, Sighting
 from loadgen.records.usage import Teardown
 from loadgen.serve import readiness, resources
-from loadgen.serve.attached import ATTACH_REFUSED_S, listing_problem, unreachable
+from loadgen.serve.attached import ATTACH_REFUSED_S, listed_card, listing_problem, unreachable
 from loadgen.serve.enginepath import cudagraph_ceiling, parse_engine_path
+from loadgen.serve.launchspec import LaunchSpec, build_argv, port_in_use
 from loadgen.serve.startup import LogWatch
 from loadgen.util.redact import redact_url
 
+#: What only a startup log says of a server (attach mode without ``[servers.<role>].log`` reads none of it).
+LOG_ONLY = (
+    "stream interval",
+    "max-num-seqs",
+    "max-num-batched-tokens",
+    "data/tensor parallel size",
+    "API server count",
+    "eager mode",
+    "engine path (async scheduling, model runner)",
+    "echoed speculative config",
+    "KV-cache size",
+)
 #: The startup log line that echoes the speculative config (vllm/v1/engine/core.py, 0.10-0.33):
 #: ``... speculative_config=SpeculativeConfig(method='draft_model', model='...', num_spec_tokens=3), ...``
 #: or ``speculative_config=None`` on a plain server.
 _SPEC_LOG_RE = re.compile(r"speculative_config=(None|SpeculativeConfig\([^)]*\))")
 _KV_TOKENS_RE = re.compile(r"KV cache size: ([\d,]+) tokens")
-
-
-@dataclass
-class LaunchSpec:
-    """Everything needed to start one server. ``argv`` is the full command line."""
-
-    role: str  # "plain" | "speculative"
-    argv: list[str]
-    env: dict[str, str]
-    host: str
-    port: int
-    served_model: str
-    startup_timeout_s: float
-    log_path: Path
-    attach_url: str | None = None
-    api_key: str | None = None
-    startup_log: Path | None = None  # an attached server's startup log ([servers.<role>].log)
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """``Authorization: Bearer`` when an API key is set (never written anywhere)."""
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-
-    @property
-    def base_url(self) -> str:
-        """The attach URL, else ``http://host:port``."""
-        return (self.attach_url or f"http://{self.host}:{self.port}").rstrip("/")
-
-
-def build_argv(
-    command: Sequence[str],
-    target: ModelRef,
-    served_model: str,
-    host: str,
-    port: int,
-    seed: int,
-    extra_args: Sequence[str],
-    speculative: SpeculativeConfig | None,
-) -> list[str]:
-    """The engine command line. The speculative config is passed as ``--speculative-config JSON``
-    (vLLM >= 0.8.2; the old scattered flags were removed in 0.8.3, vLLM PR 14434; docs/vllm-notes.md).
-    """
-    argv = [
-        *command,
-        "--model",
-        target.model,
-        "--served-model-name",
-        served_model,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--seed",
-        str(seed),
-    ]
-    if target.revision:
-        argv += ["--revision", target.revision]
-    argv += list(extra_args)
-    if speculative is not None:
-        argv += ["--speculative-config", json.dumps(speculative.to_json(), sort_keys=True)]
-    return argv
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """True when something already listens on ``host:port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
+__all__ = ["LOG_ONLY", "LaunchSpec", "Server", "attach", "build_argv", "launch", "port_in_use", "running", "tail"]
 
 
 def tail(path: Path, lines: int = 15) -> str:
@@ -134,10 +76,18 @@ class Server:
     minimal_response: MinimalResponse | None = None
     effective: EffectiveConfig | None = None  # what effective_config() read last
     gpu_before: list[int] | None = None  # each device's memory used before the launch (resources.gpu_used)
+    #: What its answers and scrapes said of who answered, in order (measure/replicas.py reads them).
+    sightings: list[Sighting] = field(default_factory=list)
+    listing: object = None  # its ``/v1/models`` answer at readiness (parsed JSON; None: not read)
 
     @property
     def base_url(self) -> str:
         return self.spec.base_url
+
+    @property
+    def metrics_base(self) -> str:
+        """Where its ``/metrics`` is read (LaunchSpec.metrics_base)."""
+        return self.spec.metrics_base
 
     def alive(self) -> bool:
         """True while the launched process runs (attached servers are assumed alive)."""
@@ -202,8 +152,11 @@ class Server:
                 except httpx.HTTPError:
                     pass
                 time.sleep(0.5)
-            if (problem := listing_problem(self.spec, http.get(self.base_url + "/v1/models"))) is not None:
+            listing = http.get(self.base_url + "/v1/models")
+            if (problem := listing_problem(self.spec, listing)) is not None:
                 raise self._fail(problem)
+            with contextlib.suppress(ValueError):
+                self.listing = listing.json()
             # completions can fail for a while after /health and /v1/models answer: retried (readiness.py)
             self.minimal_request = readiness.minimal_body(self.spec.served_model, minimal_prompt)
             self.minimal_response = readiness.minimal_completion(
@@ -249,11 +202,12 @@ class Server:
         return httpx.get(self.base_url + path, timeout=timeout_s, headers=self.spec.headers)
 
     def effective_config(self) -> EffectiveConfig:
-        """What the server says it runs: ``/version``, the startup log's ``speculative_config=...``,
+        """What the server says it runs: ``/version``, its ``/v1/models`` entry (``root``, ``owned_by``,
+        ``max_model_len``: vLLM's ``ModelCard``), the startup log's ``speculative_config=...``,
         the KV-cache size line (vllm/v1/core/kv_cache_utils.py: ``KV cache size: N tokens``) and the engine
         path (``engine_path``: async scheduling, model runner, fallback reasons; enginepath.py), unknown for
-        an attached server unless its startup log was given (``startup_log``); records/server.py
-        ``EffectiveConfig``."""
+        an attached server unless its startup log was given (``startup_log``; without it ``unread`` names
+        :data:`LOG_ONLY`); records/server.py ``EffectiveConfig``."""
         version = None
         with contextlib.suppress(httpx.HTTPError, ValueError, AttributeError):
             answer = self.fetch("/version").json().get("version")
@@ -270,6 +224,8 @@ class Server:
             cudagraph_ceiling(log),
             version=version,
             server_facts=self.facts(log),
+            model_card=listed_card(self.listing, self.spec.served_model),
+            unread=LOG_ONLY if self.process is None and not given else (),
         )
         return self.effective
 

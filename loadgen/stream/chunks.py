@@ -49,6 +49,7 @@ class StreamChunk:
         finish_reason: ``"stop"``, ``"length"``, ... (vLLM: on the last token-bearing chunk).
         usage: the chunk's non-null ``usage``, else ``None``.
         error: the message for kinds "error" and "malformed", else ``None``.
+        fingerprint: the chunk's ``system_fingerprint`` (vLLM sends it on the usage chunk), else ``None``.
         has_token_ids: whether choice 0 carried a ``token_ids`` list. When False, ``token_count`` is 0
             because the count is unknown, not known to be 0 (though a chunk without choices, like the
             usage-only one, or a chat role-only delta carries none).
@@ -62,6 +63,7 @@ class StreamChunk:
     usage: Usage | None = None
     error: str | None = None
     has_token_ids: bool = False
+    fingerprint: str | None = None
 
 
 def _malformed(message: str) -> StreamChunk:
@@ -188,8 +190,10 @@ def interpret(obj: dict[str, object]) -> StreamChunk:
     choices = [] if choices is None else choices
     if not isinstance(choices, list):
         return _malformed("choices is not a list")
+    printed = obj.get("system_fingerprint")
+    fingerprint = printed if isinstance(printed, str) and printed else None
     if not choices:
-        return StreamChunk(kind="data", usage=usage)
+        return StreamChunk(kind="data", usage=usage, fingerprint=fingerprint)
     choice = choices[0]
     if not isinstance(choice, dict):
         return _malformed("choices[0] is not an object")
@@ -221,4 +225,5 @@ def interpret(obj: dict[str, object]) -> StreamChunk:
         finish_reason=finish,
         usage=usage,
         has_token_ids=ids_raw is not None,
+        fingerprint=fingerprint,
     )

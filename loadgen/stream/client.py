@@ -46,13 +46,16 @@ class _Timeline:
     error: str | None = None
     done_s: float | None = None
     resent: str | None = None
+    system_fingerprint: str | None = None
 
 
 def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> CompletionBody:
     """The body for ``prompt`` (records/requestbody.py): identical for both servers but for nothing.
 
     Fair-comparison defaults (docs/metrics.md): ``ignore_eos`` with ``min_tokens = max_tokens`` so every
-    request yields exactly ``prompt.output_tokens``; ``return_token_ids`` (vLLM >= 0.10.2 extension)
+    request yields exactly ``prompt.output_tokens``, except a grammar-constrained prompt's (its
+    ``response_format`` / ``structured_outputs`` sent as declared, profile/structured.py): the grammar ends
+    it, ``output_tokens`` caps it; ``return_token_ids`` (vLLM >= 0.10.2 extension)
     so token counts per chunk are exact; ``stream_options.include_usage`` for the final usage chunk.
     """
     chat = prompt.endpoint == "chat"
@@ -60,7 +63,8 @@ def build_payload(prompt: Prompt, sampling: Sampling, model: str) -> CompletionB
         model=model,
         temperature=sampling.temperature,
         top_p=sampling.top_p,
-        ignore_eos=sampling.ignore_eos,
+        ignore_eos=sampling.ignore_eos and prompt.constraint is None,  # a grammar ends its output
+        constraint=prompt.constraint,
         output_tokens=prompt.output_tokens,
         seed=sampling.seed,
         prompt=None if chat else prompt.text,
@@ -185,6 +189,8 @@ def _absorb(line: _Timeline, chunk: StreamChunk, now: float) -> bool:
     if chunk.usage is not None:
         line.usage_prompt_tokens = chunk.usage.prompt_tokens
         line.usage_completion_tokens = chunk.usage.completion_tokens
+    if chunk.fingerprint is not None:
+        line.system_fingerprint = chunk.fingerprint
     return False
 
 

@@ -56,7 +56,8 @@ def test_check_names_the_bad_lines_of_every_prompt_file_not_only_the_first(tmp_p
     assert result.exit_code == 2
     assert result.output == (
         f"loadgen: error: {a}: line 1 has an unknown key 'output_token' (did you mean "
-        "'output_tokens'?); a JSONL line has only the keys prompt, messages, output_tokens | "
+        "'output_tokens'?); a JSONL line has only the keys prompt, messages, output_tokens, response_format, "
+        "structured_outputs | "
         f"{b}: line 2 has no prompt (unknown key 'promt' (did you mean 'prompt'?)); each line "
         'needs "prompt", "messages" or "conversations"\n'
     )

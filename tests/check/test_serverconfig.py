@@ -46,3 +46,28 @@ def test_mtp_k_above_the_targets_layers_warns(tmp_path: Path) -> None:
     [finding] = mtp_findings("deepseek_mtp", 3, tmp_path)
     assert "num_speculative_tokens = 3 with a target of 1 MTP layer(s)" in finding.message
     assert mtp_findings("mtp", 1, tmp_path) == [] and mtp_findings("eagle3", 3, tmp_path) == []
+
+
+def test_check_does_not_judge_an_attached_servers_launch_arguments(tmp_path: Path) -> None:
+    """`loadgen check` of a pair whose plain server is attached ([servers.plain].url): the [engine].args that only
+    the launched speculative server gets are judged for it alone (the attached one runs its own settings)."""
+    from click.testing import CliRunner
+
+    from loadgen.cli.commands import main
+    from tests.support.scripted_engine import write_small_pair
+
+    path = write_small_pair(tmp_path, "att", 8500, '[servers.plain]\nurl = "http://127.0.0.1:9"\n')
+    text = path.read_text().replace('workloads = ["w"]', f'workloads = ["{tmp_path / "workloads" / "w.toml"}"]')
+    text = text.replace("concurrency = [1]", "concurrency = [3]")
+    path.write_text(text.replace("startup_timeout_s = 30", 'startup_timeout_s = 30\nargs = ["--max-num-seqs", "1"]'))
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    lines = result.output.splitlines()
+    assert [x for x in lines if "max-num-seqs" in x] == [
+        "warn max-num-seqs: the speculative server runs at most 1 requests at once (--max-num-seqs 1) but the pair "
+        "declares concurrency up to 3: above 1 the rest queue, and the card names those levels; raise "
+        "--max-num-seqs or drop the levels above it"
+    ]
+    assert "ok   launch settings: the plain server is attached: the pair file's launch arguments are not its own" in (
+        "\n".join(lines)
+    )

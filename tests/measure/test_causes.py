@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.measure.causes import (
-    DRAFT_FLOOR,
-    abnormal_step_note,
-    draft_cost,
-    expected_step_ratio,
-    schedule_note,
-    warming_note,
-)
+from loadgen.measure.causes import schedule_note, warming_note
+from loadgen.measure.stepcause import DRAFT_FLOOR, abnormal_step_note, draft_cost, expected_step_ratio
 from loadgen.records.cardcell import Cost
 from loadgen.records.cell import CellEntry
 from loadgen.records.serverfacts import ServerFacts, ServerView, facts_line
@@ -47,6 +41,14 @@ def test_a_warming_proposer_shows_its_per_block_acceptance() -> None:
     )
     assert warming_note([_block(0, 1, 3, 2), _block(1, 1, 3, 1), _block(2, 1, 3, 2)], "suffix") is None
     assert warming_note(lines[:2], "suffix") is None  # two blocks are no trend
+
+
+def test_a_falling_acceptance_is_shown_too() -> None:
+    lines = [_block(0, 100, 300, 150), _block(1, 100, 300, 90), _block(2, 100, 300, 30)]
+    note = warming_note(lines, "eagle3")
+    assert note is not None and note.startswith("speculative: acceptance fell block by block (0.50, 0.30, 0.10): ")
+    flat = [_block(0, 100, 300, 150), _block(1, 100, 300, 140), _block(2, 100, 300, 120)]
+    assert warming_note(flat, "eagle3") is None  # 0.50 to 0.40: less than 1.5x
 
 
 def test_a_k_schedule_under_data_parallelism_did_not_apply() -> None:
@@ -135,7 +137,7 @@ def test_facts_from_a_startup_log_and_the_multiprocess_line() -> None:
     assert line.startswith(
         "server configuration read: max-num-seqs 8 (launch line), data-parallel size 1 (startup log)"
     )
-    assert "restart check by process start time was unavailable" in line
+    assert "the restart and replica checks by process start time were unavailable" in line
 
 
 def test_the_schedule_note_replaces_by_design_and_a_named_cause_replaces_the_generic_hint() -> None:
@@ -184,6 +186,7 @@ def test_multiprocess_metrics_say_the_process_start_check_was_unavailable() -> N
     notes = multiprocess_notes({"plain": [mp], "speculative": [single], "placebo": [no_metrics]})
     assert notes == [
         "plain: /metrics has no process_start_time_seconds (Prometheus multiprocess mode, as with "
-        "--api-server-count above 1): the restart check by process start time was unavailable; counter resets "
-        "still count as restart evidence"
+        "--api-server-count above 1): unavailable were the restart check and the replica check by process start "
+        "time; counter resets still count as restart evidence, and replicas are still told by counters that go "
+        "back and forth and by the answers' system_fingerprint"
     ]

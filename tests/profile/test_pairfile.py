@@ -97,11 +97,11 @@ def test_servers_tables_per_role(tmp_path: Path) -> None:
         write(
             tmp_path,
             extra='[servers.speculative]\nargs = ["--x"]\nenv = { A = "1" }\nport = 8400\n'
-            '[servers.plain]\nurl = "http://h:1"\n',
+            '[servers.plain]\nurl = "http://h:1"\nmetrics_url = "http://h:2/metrics"\n',
         )
     )
     assert pair.servers == {
-        "plain": RoleServer(url="http://h:1"),
+        "plain": RoleServer(url="http://h:1", metrics_url="http://h:2/metrics"),
         "speculative": RoleServer(("--x",), {"A": "1"}, 8400, None),
     }
 

@@ -61,6 +61,10 @@ def test_a_sweep_pair_file_points_to_the_sweep_command(tmp_path: Path) -> None:
             "[servers.placebo].url must start with http:// or https://, got 'ftp://h'",
         ),
         (
+            '[servers.speculative]\nmetrics_url = "decode:8000"\n',
+            "[servers.speculative].metrics_url must start with http:// or https://, got 'decode:8000'",
+        ),
+        (
             "[slo]\ne2e_s = 0\n",
             "[slo].e2e_s must be a number of seconds > 0 and <= 604,800 (at most one week), got 0 "
             "(see profiles/README.md)",

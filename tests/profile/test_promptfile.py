@@ -170,7 +170,7 @@ def test_an_unknown_key_is_a_bad_line_with_did_you_mean(tmp_path: Path) -> None:
         load_workloads("f", _workload(tmp_path, path))
     assert str(err.value) == (
         f"{path}: line 2 has an unknown key 'output_token' (did you mean 'output_tokens'?); "
-        "a JSONL line has only the keys prompt, messages, output_tokens"
+        "a JSONL line has only the keys prompt, messages, output_tokens, response_format, structured_outputs"
     )
 
 
@@ -189,7 +189,8 @@ def test_every_bad_line_is_named_not_only_the_first(tmp_path: Path) -> None:
         f"{path}: 4 bad lines: line 2 is not JSON, so the file is not JSONL; line 3 has an unknown key "
         "'output_tokenz' (did you mean 'output_tokens'?); line 4 has no prompt; line 5 has an unknown key 'role'; "
         'write one JSON object per line, e.g. {"prompt": "..."}; a JSONL line has only the keys prompt, '
-        'messages, output_tokens; each line needs "prompt", "messages" or "conversations"'
+        'messages, output_tokens, response_format, structured_outputs; each line needs "prompt", "messages" or '
+        '"conversations"'
     )
 
 

@@ -132,3 +132,11 @@ def test_an_unknown_key_is_an_error_naming_it_and_the_known_keys() -> None:
 def test_the_first_unknown_key_in_sorted_order_is_named() -> None:
     with pytest.raises(ProfileError, match="unknown key 'alpha'"):
         parse_design({"zulu": 1, "blocks": 2, "alpha": 1}, PATH)
+
+
+def test_warmup_pass_is_a_flag_written_only_when_on(tmp_path: Path) -> None:
+    on = parse_design({"warmup_pass": True}, tmp_path / "p.toml")
+    assert on.warmup_pass is True and on.to_json()["warmup_pass"] is True
+    assert "warmup_pass" not in parse_design({}, tmp_path / "p.toml").to_json()  # protocols of older code alike
+    with pytest.raises(ProfileError, match=r"\[design\]\.warmup_pass must be true or false, got 'yes'"):
+        parse_design({"warmup_pass": "yes"}, tmp_path / "p.toml")

@@ -57,8 +57,9 @@ def _ordered(doc: dict[str, Any]) -> dict[str, Any]:
     """The line a record of ``doc`` writes: every field in the dataclass's order, defaults for the absent."""
     defaults = RequestRecord("p", "plain", "w", 1, "measured", 0.0).to_json()
     out = {f.name: doc[f.name] if f.name in doc else defaults.get(f.name) for f in fields(RequestRecord)}
-    if out["resent"] is None:  # written only when the request was sent again
-        del out["resent"]
+    for key in ("resent", "system_fingerprint"):  # written only when set: sent again, fingerprinted
+        if out[key] is None:
+            del out[key]
     return out
 
 

@@ -184,3 +184,8 @@ def test_an_attached_servers_startup_log_is_read_when_given(tmp_path: Path) -> N
     [line] = [x for x in card.splitlines() if "abnormal step" in x]
     assert '"Model Runner V2 does not yet support ngram/ngram_gpu speculative decoding; using the V1 model' in line
     assert "plain: concurrency 2 is above" not in card  # the plain server's log was not given: nothing is assumed
+    # /v1/models is read in attach mode; what only a startup log says is named as not read, for the plain one only
+    assert card.count("- /v1/models: root `org/target`, owned_by vllm, max_model_len 2048") == 2
+    unread = "- not read in attach mode without a startup log (give it as [servers.{}].log): stream interval, "
+    assert unread.format("plain") + "max-num-seqs, max-num-batched-tokens, data/tensor parallel size" in card
+    assert unread.format("speculative") not in card

@@ -39,6 +39,7 @@ def test_a_recorded_speculative_stream() -> None:
         "usage": {"prompt_tokens": 7, "total_tokens": 31, "completion_tokens": 24},
         "chunk_tokens": [1, 4, 4, 4, 4, 4, 3],
         "chunk_tokens_exact": True,
+        "system_fingerprint": "vllm-0.32.0-1ad8b7ed",  # on the usage chunk (measure/replicas.py reads it)
     }
     assert folded.tokens == 24 and folded.attempts == 0
 

@@ -54,7 +54,7 @@ def write_pair(tmp: Path, port: int, placebo: str, placebo_url: str | None = Non
 def engines(
     tmp: Path, ports: dict[str, int], extra: dict[str, dict[str, str]] | None = None
 ) -> Iterator[dict[str, str]]:
-    """Scripted engines started here (not by loadgen), one per role of ``ports`` (a role whose name is
+    """Scripted engines started here (not by loadgen), one per role of ``ports`` (a role whose name starts with
     ``speculative`` runs K = 1; ``extra``: more environment per role, e.g. its ``SCRIPTED_ENGINE_FAULT``); yields
     their URLs by role, and stops them on exit."""
     procs: list[subprocess.Popen[bytes]] = []
@@ -62,7 +62,7 @@ def engines(
         for role, port in ports.items():
             argv = [sys.executable, "-m", "tests.support.scripted_engine", "--model", "org/target"]
             argv += ["--served-model-name", "target", "--port", str(port)]
-            argv += ["--speculative-config", SPEC] if role == "speculative" else []
+            argv += ["--speculative-config", SPEC] if role.startswith("speculative") else []
             log = (tmp / f"engine-{role}.log").open("wb")
             role_env = env(tmp) | (extra or {}).get(role, {})
             procs.append(subprocess.Popen(argv, env=role_env, stdout=log, stderr=subprocess.STDOUT))

@@ -73,9 +73,9 @@ def completion_chunk(text: str, token_ids: list[int], finish: str | None = None)
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
-def usage_chunk(prompt_tokens: int, completion_tokens: int) -> bytes:
-    """The usage-only final event (``choices: []``)."""
-    body = {
+def usage_chunk(prompt_tokens: int, completion_tokens: int, fingerprint: str | None = None) -> bytes:
+    """The usage-only final event (``choices: []``), with vLLM's ``system_fingerprint`` when given."""
+    body: dict[str, object] = {
         "id": "cmpl-1",
         "object": "text_completion",
         "created": 1,
@@ -86,6 +86,7 @@ def usage_chunk(prompt_tokens: int, completion_tokens: int) -> bytes:
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         },
+        **({"system_fingerprint": fingerprint} if fingerprint else {}),
     }
     return f"data: {json.dumps(body)}\n\n".encode()
 
