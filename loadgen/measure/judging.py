@@ -52,5 +52,5 @@ def card_verdict(
         record,
         declared_keys=criteria.declared,
         lines=tuple(c.line() for c in verdict.cells),
-        keys=(*record.keys, "declared", "declared_keys", "lines"),
+        keys=(*(record.keys or ()), "declared", "declared_keys", "lines"),
     )

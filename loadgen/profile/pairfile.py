@@ -149,9 +149,7 @@ def _speculative(top: Table, path: Path) -> SpeculativeConfig:
     spec_table.positive_int("num_speculative_tokens")
     if method == "draft_model" and "model" not in spec:
         raise ProfileError(f"{path}: [speculative] method 'draft_model' needs model = <draft path or hub id>")
-    return SpeculativeConfig.from_json(
-        spec, source=str(path), where=Where(str(path), "[speculative]", "fix the pair file (profiles/README.md)")
-    )
+    return SpeculativeConfig.read_at(spec, Where(str(path), "[speculative]", "fix the pair file (profiles/README.md)"))
 
 
 def _engine(top: Table, path: Path) -> Engine:
