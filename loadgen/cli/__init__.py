@@ -9,7 +9,8 @@ May import every layer: util < records < profile < check < prom < serve < stream
 
 from __future__ import annotations
 
-from loadgen.cli.commands import _sigterm_as_interrupt, main
+from loadgen.cli.commands import main
+from loadgen.cli.handling import _sigterm_as_interrupt
 from loadgen.cli.runcmds import compare, sweep, verdict_exit
 from loadgen.cli.runlist import runs
 from loadgen.cli.tracecap import trace_capacity

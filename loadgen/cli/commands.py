@@ -2,62 +2,25 @@
 cli/runlist.py).
 
 Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit code (0 done, 1 run failed,
-2 bad input, 3 criteria failed); they are printed as one line, never as a traceback.
+2 bad input, 3 criteria failed); they are printed as one line, never as a traceback (cli/handling.py).
 """
 
 from __future__ import annotations
 
-import errno
-import functools
 import shlex
 import signal
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import Any, TypeVar
 
 import click
 
 from loadgen.cli.diffcmd import run_diff
+from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
 from loadgen.cli.paramtypes import Tolerance
-from loadgen.errors import BadInput, LoadgenError
+from loadgen.cli.runlist import fleet_card_locked, report_locked
+from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
 from loadgen.report.summary import print_summary
-
-F = TypeVar("F", bound=Callable[..., Any])
-#: Disk full, over quota, read-only file system: the run folder cannot be written.
-_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
-
-
-def _handles_errors(fn: F) -> F:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except LoadgenError as exc:
-            if str(exc):  # a failed verdict has said everything on stdout already (see _verdict_exit)
-                click.echo(f"loadgen: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt as exc:  # a run's own line (closing.RunInterrupted) says where its data is
-            click.echo(f"loadgen: {str(exc) or 'interrupted; everything measured so far is on disk'}", err=True)
-            sys.exit(1)
-        except OSError as exc:
-            if exc.errno not in _DISK_ERRNOS or exc.filename is None:
-                raise
-            # a write outside the run's own guarded writes (run folder creation, --resume's rewrite)
-            from loadgen.report.rundir import unwritable
-
-            error = unwritable(Path(exc.filename), exc)
-            click.echo(f"loadgen: error: {error}", err=True)
-            sys.exit(error.exit_code)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -149,8 +112,6 @@ def _print_fleet_card(fleet_dir: Path, card: Path) -> None:
 @_handles_errors
 def fleet_report(fleet_dir: Path) -> None:
     """Merge the run folders of FLEET_DIR into the fleet card (fleet.json, fleet.md)."""
-    from loadgen.cli.runlist import fleet_card_locked  # holds the folder's lock while it writes
-
     _print_fleet_card(fleet_dir, fleet_card_locked(fleet_dir))
 
 
@@ -159,8 +120,6 @@ def fleet_report(fleet_dir: Path) -> None:
 @_handles_errors
 def report(run_dir: Path) -> None:
     """Re-render RUN_DIR's card.json, card.md from its saved data alone (a sweep folder: each card, then sweep.md)."""
-    from loadgen.cli.runlist import report_locked  # holds the folder's lock while it writes
-
     if (card := report_locked(run_dir)) is None:  # a sweep folder: report_sweep has said everything
         return
     print_summary(card)

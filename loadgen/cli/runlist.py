@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from loadgen.cli.commands import _handles_errors
+from loadgen.cli.handling import _handles_errors
 from loadgen.errors import BadInput
 from loadgen.report.refused import no_card_for_refused, read_refusal
 from loadgen.report.rundir import read_json

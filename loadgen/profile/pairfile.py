@@ -19,10 +19,10 @@ from pathlib import Path
 
 from loadgen.errors import ProfileError
 from loadgen.profile.cells import PLACEBO, ROLES
-from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
+from loadgen.profile.domains import PAIR_DOMAINS, check_document
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
 from loadgen.profile.overrides import Overrides, apply_overrides
-from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule
+from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule, check_run_size
 from loadgen.profile.pairpath import PAIRS_DIR, available_pairs, resolve_pair_path
 from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml

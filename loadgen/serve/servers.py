@@ -35,6 +35,7 @@ from loadgen.records.usage import Teardown
 from loadgen.serve import readiness, resources
 from loadgen.serve.attached import ATTACH_REFUSED_S, listing_problem, unreachable
 from loadgen.serve.enginepath import cudagraph_ceiling, parse_engine_path
+from loadgen.serve.launchspec import LaunchSpec as LaunchSpec  # re-exported: run/ names servers.LaunchSpec
 from loadgen.serve.startup import LogWatch
 from loadgen.util.redact import redact_url
 
@@ -43,33 +44,6 @@ from loadgen.util.redact import redact_url
 #: or ``speculative_config=None`` on a plain server.
 _SPEC_LOG_RE = re.compile(r"speculative_config=(None|SpeculativeConfig\([^)]*\))")
 _KV_TOKENS_RE = re.compile(r"KV cache size: ([\d,]+) tokens")
-
-
-@dataclass
-class LaunchSpec:
-    """Everything needed to start one server. ``argv`` is the full command line."""
-
-    role: str  # "plain" | "speculative"
-    argv: list[str]
-    env: dict[str, str]
-    host: str
-    port: int
-    served_model: str
-    startup_timeout_s: float
-    log_path: Path
-    attach_url: str | None = None
-    api_key: str | None = None
-    startup_log: Path | None = None  # an attached server's startup log ([servers.<role>].log)
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """``Authorization: Bearer`` when an API key is set (never written anywhere)."""
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-
-    @property
-    def base_url(self) -> str:
-        """The attach URL, else ``http://host:port``."""
-        return (self.attach_url or f"http://{self.host}:{self.port}").rstrip("/")
 
 
 def build_argv(
