@@ -137,10 +137,36 @@ def test_no_import_cycle() -> None:
 def test_every_subpackage_says_its_job_and_the_order() -> None:
     for layer in LAYERS:
         init = PACKAGE / layer / "__init__.py"
-        if not init.exists() or layer == "records":  # records/: one line, pointing at docs/architecture.md
+        if not init.exists():
             continue
         doc = ast.get_docstring(TREES[f"loadgen.{layer}"]) or ""
         assert "May import" in doc and " < ".join(LAYERS[1:4]) in doc, init
+
+
+def may_import(layer: str) -> list[str]:
+    """The layers a module of ``layer`` may import, lowest first: those below it, less its siblings
+    (:data:`SIBLINGS`) and, for :data:`WITHOUT_STREAM`, stream."""
+    below = LAYERS[: LAYERS.index(layer)]
+    return [
+        x
+        for x in below
+        if not (layer in SIBLINGS and x in SIBLINGS) and not (layer in WITHOUT_STREAM and x == "stream")
+    ]
+
+
+def test_every_subpackage_lists_the_layers_it_may_import() -> None:
+    said = {}
+    for layer in LAYERS[1:]:
+        doc = ast.get_docstring(TREES[f"loadgen.{layer}"]) or ""
+        found = re.search(r"^May import: ([a-z, ]+)\.", doc, re.MULTILINE)
+        said[layer] = found.group(1).split(", ") if found else None
+    assert said == {layer: may_import(layer) for layer in LAYERS[1:]}
+
+
+def test_the_allowed_imports_follow_the_order_and_the_exceptions() -> None:
+    assert may_import("util") == ["errors"] and may_import("records") == ["errors", "util"]
+    assert may_import("stream") == ["errors", "util", "records", "profile", "prom"]
+    assert "stream" not in may_import("report") and may_import("cli")[-1] == "fleet"
 
 
 def _importers(layers: tuple[str, ...], target: tuple[str, ...]) -> list[str]:

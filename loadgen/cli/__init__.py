@@ -3,8 +3,9 @@
 (``tracecap.py``), the click types of flag values (``paramtypes.py``) and the modules each command's own flags
 and output live in.
 
-May import every layer: util < records < profile < check < prom < serve < stream < measure < report < run < fleet
-< cli.
+May import: errors, util, records, profile, check, prom, serve, stream, measure, report, run, fleet.
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """
 
 from __future__ import annotations
