@@ -13,7 +13,7 @@ The parts a run passes on as declared or probed keep their shape as documented m
 ``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
 (records/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (records/design.py plus
 run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
-``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``) and ``candidates``.
+``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``attach_record``) and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes

@@ -10,7 +10,7 @@ says of itself (:class:`AttachedFacts`: ``max_model_len`` per model from ``/v1/m
 ``ModelCard``, vllm/entrypoints/openai/protocol.py; the engine version from ``GET /version``,
 ``{"version": "0.24.0"}``, vllm/entrypoints/openai/api_server.py) and refuses a workload whose input plus
 output tokens cannot fit (BadInput, exit 2, naming both numbers). The URLs are recorded in
-protocol.json without credentials (:func:`loadgen.redact.redact_url`) and reused by ``--resume``.
+protocol.json without credentials (:func:`loadgen.util.redact.redact_url`) and reused by ``--resume``.
 """
 
 from __future__ import annotations
