@@ -40,7 +40,7 @@ from tokenizers import Tokenizer
 from loadgen.errors import ProfileError
 from loadgen.profile import traceformats as formats
 from loadgen.profile.domains import MAX_TOKENS
-from loadgen.profile.promptfile import JSONL_KEYS, unknown_key
+from loadgen.profile.promptfile import JSONL_KEYS, UserFile, unknown_key
 from loadgen.profile.texts import WORDS
 from loadgen.profile.utf8 import utf8_text
 
@@ -71,15 +71,10 @@ class TraceEntry:
 
 
 @dataclass(frozen=True)
-class TraceFile:
-    """A trace read and checked: ``layout`` ``mooncake`` or ``prompts``; ``lines`` the records in the file;
-    ``entries`` sorted by timestamp; ``skipped`` one ``line N: reason`` per record left out."""
+class TraceFile(UserFile):
+    """A trace read and checked: ``layout`` ``mooncake`` or ``prompts``; ``entries`` sorted by timestamp;
+    ``skipped`` one ``line N: reason`` per record left out."""
 
-    path: str
-    sha256: str
-    lines: int
-    layout: str
-    endpoint: str
     entries: tuple[TraceEntry, ...]
     skipped: tuple[str, ...]
 

@@ -126,15 +126,7 @@ def gpu_memory(pids: Iterable[int]) -> GpuMemory | None:
             listed += len(procs)
             used = sum(int(p.usedGpuMemory or 0) for p in procs if p.pid in wanted)
             if used:
-                name = nv.nvmlDeviceGetName(handle)
-                devices.append(
-                    GpuDevice(
-                        index,
-                        name.decode() if isinstance(name, bytes) else name,
-                        int(nv.nvmlDeviceGetMemoryInfo(handle).total),
-                        used,
-                    )
-                )
+                devices.append(GpuDevice(index, *_name_and_total(nv, handle), used))
                 total += used
         return None if listed and not devices else GpuMemory(total, tuple(devices))
 
@@ -218,15 +210,7 @@ def hardware() -> Hardware:
     def read(nv: Any) -> list[HardwareGpu]:
         gpus = []
         for index in range(nv.nvmlDeviceGetCount()):
-            handle = nv.nvmlDeviceGetHandleByIndex(index)
-            name = nv.nvmlDeviceGetName(handle)
-            gpus.append(
-                HardwareGpu(
-                    index,
-                    name.decode() if isinstance(name, bytes) else name,
-                    int(nv.nvmlDeviceGetMemoryInfo(handle).total),
-                )
-            )
+            gpus.append(HardwareGpu(index, *_name_and_total(nv, nv.nvmlDeviceGetHandleByIndex(index))))
         return gpus
 
     gpus = with_nvml(read) or []
@@ -341,3 +325,9 @@ def settle_line(record: GpuSettle | None) -> str | None:
         )
         parts.append(f"processes loadgen did not start hold the accelerator: {held}")
     return "; ".join(parts) or None
+
+
+def _name_and_total(nv: Any, handle: Any) -> tuple[str, int]:
+    """An NVML device's name (bytes in older bindings, decoded) and total memory (bytes)."""
+    name = nv.nvmlDeviceGetName(handle)
+    return (name.decode() if isinstance(name, bytes) else name), int(nv.nvmlDeviceGetMemoryInfo(handle).total)
