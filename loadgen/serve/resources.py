@@ -201,11 +201,8 @@ def hardware() -> Hardware:
     """The machine loadgen runs on (the servers' machine when launched locally): CPU model and cores,
     memory, and the GPUs NVML sees (name, memory); ``gpus`` is [] without NVML."""
     cpu_model = None
-    with contextlib.suppress(OSError):
-        for line in open("/proc/cpuinfo", encoding="utf-8"):  # noqa: SIM115 - short read
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        cpu_model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), None)
 
     def read(nv: Any) -> list[HardwareGpu]:
         gpus = []
