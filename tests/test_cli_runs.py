@@ -83,7 +83,7 @@ def test_runs_lists_every_folder_with_its_status_and_verdict(tmp_path: Path) -> 
         only_b = CliRunner().invoke(main, ["runs", "b", "--runs-dir", str(runs)])
     finally:
         holder.kill()
-        holder.wait(timeout=10)
+        holder.communicate(timeout=10)  # waits and closes its pipe
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
         f"complete  run   {done}  PASS: tpot_p50 0.61 <= 0.9",
@@ -198,7 +198,7 @@ def test_diff_against_a_refused_or_running_folder_says_what_it_is(tmp_path: Path
         busy = CliRunner().invoke(main, ["diff", str(measured), str(live)])
     finally:
         holder.kill()
-        holder.wait(timeout=10)
+        holder.communicate(timeout=10)  # waits and closes its pipe
     assert busy.exit_code == 2 and "loadgen report" not in busy.output, busy.output
     assert f"{live} is being measured now by process {holder.pid} and has no card yet" in busy.output
 

@@ -14,7 +14,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from loadgen.cli.commands import _handles_errors
+from loadgen.cli.handling import _handles_errors
 from tests.support.faultrun import Ran, engines, loadgen, run_dir, write_pair
 from tests.support.inject import DEFECT
 from tests.support.promstack import free_port_block

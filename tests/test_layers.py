@@ -4,12 +4,14 @@ lines (docs/architecture.md). Parses every module's imports with ast; nothing is
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "loadgen"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 #: Lowest first; a module may import its own layer and any layer below it.
 LAYERS = (
     "errors",
@@ -61,9 +63,9 @@ def layer_of(module: str) -> str:
     raise KeyError(module)
 
 
-def _imports(tree: ast.Module, module: str, *, runtime_only: bool) -> Iterator[tuple[int, str]]:
-    """(line, imported loadgen module) for every import; ``runtime_only``: only those run when the module
-    loads (module level, not under ``if TYPE_CHECKING``)."""
+def _imports(tree: ast.Module, module: str) -> Iterator[tuple[int, str]]:
+    """(line, imported loadgen module) for every import: at module level, under ``if TYPE_CHECKING`` and inside
+    function and class bodies alike (an import put off into a function still ties the two modules)."""
     package = module if module.endswith("__init__") else module.rsplit(".", 1)[0]
 
     def visit(nodes: list[ast.stmt]) -> Iterator[tuple[int, str]]:
@@ -78,10 +80,6 @@ def _imports(tree: ast.Module, module: str, *, runtime_only: bool) -> Iterator[t
                     continue
                 for alias in node.names:
                     yield node.lineno, f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
-            elif isinstance(node, ast.If) and runtime_only and "TYPE_CHECKING" in ast.unparse(node.test):
-                yield from visit(node.orelse)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and runtime_only:
-                continue
             else:
                 for field in ("body", "orelse", "finalbody", "handlers"):
                     children = getattr(node, field, [])
@@ -111,14 +109,15 @@ def test_imports_go_only_downward(module: str) -> None:
     own = LAYERS.index(layer_of(module))
     upward = [
         f"line {line}: {target} ({layer_of(target)})"
-        for line, target in _imports(TREES[module], module, runtime_only=False)
+        for line, target in _imports(TREES[module], module)
         if LAYERS.index(layer_of(target)) > own
     ]
     assert upward == [], f"{module} ({layer_of(module)}) imports a higher layer"
 
 
 def test_no_import_cycle() -> None:
-    graph = {m: {t for _, t in _imports(TREES[m], m, runtime_only=True) if t != m} for m in MODULES}
+    """Every import counts (:func:`_imports`), so a loop hidden by an import inside a function is one too."""
+    graph = {m: {t for _, t in _imports(TREES[m], m) if t != m} for m in MODULES}
     state: dict[str, int] = {}  # 1: on the path, 2: done
 
     def walk(node: str, path: list[str]) -> list[str] | None:
@@ -138,10 +137,36 @@ def test_no_import_cycle() -> None:
 def test_every_subpackage_says_its_job_and_the_order() -> None:
     for layer in LAYERS:
         init = PACKAGE / layer / "__init__.py"
-        if not init.exists() or layer == "records":  # records/: one line, pointing at docs/architecture.md
+        if not init.exists():
             continue
         doc = ast.get_docstring(TREES[f"loadgen.{layer}"]) or ""
         assert "May import" in doc and " < ".join(LAYERS[1:4]) in doc, init
+
+
+def may_import(layer: str) -> list[str]:
+    """The layers a module of ``layer`` may import, lowest first: those below it, less its siblings
+    (:data:`SIBLINGS`) and, for :data:`WITHOUT_STREAM`, stream."""
+    below = LAYERS[: LAYERS.index(layer)]
+    return [
+        x
+        for x in below
+        if not (layer in SIBLINGS and x in SIBLINGS) and not (layer in WITHOUT_STREAM and x == "stream")
+    ]
+
+
+def test_every_subpackage_lists_the_layers_it_may_import() -> None:
+    said = {}
+    for layer in LAYERS[1:]:
+        doc = ast.get_docstring(TREES[f"loadgen.{layer}"]) or ""
+        found = re.search(r"^May import: ([a-z, ]+)\.", doc, re.MULTILINE)
+        said[layer] = found.group(1).split(", ") if found else None
+    assert said == {layer: may_import(layer) for layer in LAYERS[1:]}
+
+
+def test_the_allowed_imports_follow_the_order_and_the_exceptions() -> None:
+    assert may_import("util") == ["errors"] and may_import("records") == ["errors", "util"]
+    assert may_import("stream") == ["errors", "util", "records", "profile", "prom"]
+    assert "stream" not in may_import("report") and may_import("cli")[-1] == "fleet"
 
 
 def _importers(layers: tuple[str, ...], target: tuple[str, ...]) -> list[str]:
@@ -150,7 +175,7 @@ def _importers(layers: tuple[str, ...], target: tuple[str, ...]) -> list[str]:
         f"{m} line {line}: {t}"
         for m in MODULES
         if layer_of(m) in layers
-        for line, t in _imports(TREES[m], m, runtime_only=False)
+        for line, t in _imports(TREES[m], m)
         if layer_of(t) in target and layer_of(t) != layer_of(m)
     ]
 
@@ -217,6 +242,51 @@ def test_the_function_checks_count_lines_and_parameters() -> None:
 
 def test_the_check_sees_an_upward_import() -> None:
     tree = ast.parse("from loadgen.report.cardmd import render_markdown\n")
-    [(line, target)] = list(_imports(tree, "loadgen.stream.client", runtime_only=False))
+    [(line, target)] = list(_imports(tree, "loadgen.stream.client"))
     assert (line, target, layer_of(target)) == (1, "loadgen.report.cardmd", "report")
     assert LAYERS.index("report") > LAYERS.index(layer_of("loadgen.stream.client"))
+
+
+def test_the_check_sees_imports_under_type_checking_and_inside_functions() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from loadgen.run.sweep import SweepOptions\n"
+        "def deploy():\n"
+        "    from loadgen.run.flow import plan_measurement\n"
+    )
+    assert [t for _, t in _imports(tree, "loadgen.run.scheddeploy")] == ["loadgen.run.sweep", "loadgen.run.flow"]
+
+
+def _diagram() -> dict[str, set[str]]:
+    """The words of each subpackage's rows in docs/architecture.md's layer diagram (a row opens with
+    ``  <subpackage>/``; deeper-indented rows continue it), and under ``""`` the whole diagram's."""
+    block = next(b for b in ARCHITECTURE.read_text().split("```")[1::2] if "records/" in b)
+    out: dict[str, set[str]] = {"": set(re.findall(r"\w+", block))}
+    current = None
+    for line in block.splitlines():
+        opened = re.match(r" {2}(\w+)/", line)
+        current = opened.group(1) if opened else current if line.startswith(" " * 5) else None
+        if current is not None:
+            out.setdefault(current, set()).update(re.findall(r"\w+", line))
+    return out
+
+
+def _diagram_row(module: str) -> tuple[str, str] | None:
+    """(subpackage, name) a module is listed as in the diagram (``""``: the top level); None for a package."""
+    parts = module.split(".")
+    if len(parts) == 3:
+        return parts[1], parts[2]
+    return ("", parts[1]) if module in ("loadgen.errors", "loadgen.__main__") else None
+
+
+def test_every_module_is_in_the_architecture_diagram_under_its_subpackage() -> None:
+    rows = _diagram()
+    missing = [m for m in MODULES if (row := _diagram_row(m)) and row[1] not in rows.get(row[0], set())]
+    assert missing == []
+
+
+def test_the_diagram_check_reads_a_row_and_its_continuation() -> None:
+    rows = _diagram()
+    assert {"flow", "sweepsetup", "tracecapacity"} <= rows["run"] and "sweepsetup" not in rows["report"]
+    assert {"commands", "runlist", "handling"} <= rows["cli"]

@@ -65,61 +65,34 @@ def head_vocab_findings(method: str, target_dir: Path, draft_dir: Path) -> list[
     counts = HeadVocab("head", method, target, reduced or full)
     head = f"the {method} head {draft_dir}"
     if reduced is not None and target is not None and reduced > target:
-        return [
-            Finding(
-                "vocabulary",
-                False,
-                True,
-                f"{head} has draft_vocab_size {reduced}, more than the target's "
-                f"vocab_size {target}: it was not trained for this target; use a head trained for it",
-                counts.to_json(),
-            )
-        ]
+        line = (
+            f"{head} has draft_vocab_size {reduced}, more than the target's vocab_size {target}: it was not "
+            "trained for this target; use a head trained for it"
+        )
+        return [Finding("vocabulary", False, True, line, counts.to_json())]
     if reduced is not None and target is not None and reduced < target:
         source = mapping_source(draft_dir, d_cfg)
         counts = counts.with_fields(kind="reduced", mapping=source)
         if source is None:
-            return [
-                Finding(
-                    "vocabulary",
-                    False,
-                    False,
-                    f"{head} drafts in a reduced vocabulary (draft_vocab_size "
-                    f"{reduced} of the target's {target}) but no d2t/t2d mapping was found (config.json, "
-                    "*.safetensors): vLLM would take draft id i for target id i and accept almost nothing; "
-                    "use the head's checkpoint with its d2t tensor",
-                    counts.to_json(),
-                )
-            ]
-        return [
-            Finding(
-                "vocabulary",
-                True,
-                False,
-                f"{head} drafts in a reduced vocabulary: draft_vocab_size "
-                f"{reduced} of the target's {target} tokens, mapped to target ids by {source}; it uses "
-                "the target's tokenizer, so no tokenizer files are needed",
-                counts.to_json(),
+            line = (
+                f"{head} drafts in a reduced vocabulary (draft_vocab_size {reduced} of the target's {target}) but "
+                "no d2t/t2d mapping was found (config.json, *.safetensors): vLLM would take draft id i for target "
+                "id i and accept almost nothing; use the head's checkpoint with its d2t tensor"
             )
-        ]
-    if full is not None and target is not None and full != target:
-        return [
-            Finding(
-                "vocabulary",
-                False,
-                False,
-                f"{head} has vocab_size {full}, the target {target}: a head "
-                "drafts in the target's vocabulary; check that it was trained for this target",
-                counts.to_json(),
-            )
-        ]
-    return [
-        Finding(
-            "vocabulary",
-            True,
-            False,
-            f"{head} drafts in the target's vocabulary (vocab_size {target}); "
-            "it uses the target's tokenizer, so no tokenizer files are needed",
-            counts.to_json(),
+            return [Finding("vocabulary", False, False, line, counts.to_json())]
+        line = (
+            f"{head} drafts in a reduced vocabulary: draft_vocab_size {reduced} of the target's {target} tokens, "
+            f"mapped to target ids by {source}; it uses the target's tokenizer, so no tokenizer files are needed"
         )
-    ]
+        return [Finding("vocabulary", True, False, line, counts.to_json())]
+    if full is not None and target is not None and full != target:
+        line = (
+            f"{head} has vocab_size {full}, the target {target}: a head drafts in the target's vocabulary; check "
+            "that it was trained for this target"
+        )
+        return [Finding("vocabulary", False, False, line, counts.to_json())]
+    line = (
+        f"{head} drafts in the target's vocabulary (vocab_size {target}); it uses the target's tokenizer, so no "
+        "tokenizer files are needed"
+    )
+    return [Finding("vocabulary", True, False, line, counts.to_json())]

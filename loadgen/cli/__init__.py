@@ -3,13 +3,15 @@
 (``tracecap.py``), the click types of flag values (``paramtypes.py``) and the modules each command's own flags
 and output live in.
 
-May import every layer: util < records < profile < check < prom < serve < stream < measure < report < run < fleet
-< cli.
+May import: errors, util, records, profile, check, prom, serve, stream, measure, report, run, fleet.
+Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """
 
 from __future__ import annotations
 
-from loadgen.cli.commands import _sigterm_as_interrupt, main
+from loadgen.cli.commands import main
+from loadgen.cli.handling import _sigterm_as_interrupt
 from loadgen.cli.runcmds import compare, sweep, verdict_exit
 from loadgen.cli.runlist import runs
 from loadgen.cli.tracecap import trace_capacity

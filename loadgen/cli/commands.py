@@ -2,82 +2,25 @@
 cli/runlist.py).
 
 Errors are :class:`loadgen.errors.LoadgenError` subclasses carrying their exit code (0 done, 1 run failed,
-2 bad input, 3 criteria failed); they are printed as one line, never as a traceback. Any other exception is
-a defect: one line too (exit 1), its traceback written to a file (util/crashlog.py).
+2 bad input, 3 criteria failed); they are printed as one line, never as a traceback (cli/handling.py).
 """
 
 from __future__ import annotations
 
-import errno
-import functools
-import os
 import shlex
 import signal
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import Any, TypeVar
 
 import click
 
 from loadgen.cli.diffcmd import run_diff
+from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
 from loadgen.cli.paramtypes import Tolerance
-from loadgen.errors import BadInput, LoadgenError
+from loadgen.cli.runlist import fleet_card_locked, report_locked
+from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
 from loadgen.report.summary import print_summary
-from loadgen.util.crashlog import unexpected
-
-F = TypeVar("F", bound=Callable[..., Any])
-#: Disk full, over quota, read-only file system: the run folder cannot be written.
-_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
-#: The parameters that name the folder a command works on, where an unexpected error's traceback is written.
-_FOLDERS = ("run_dir", "resume_dir", "fleet_dir")
-
-
-def _handles_errors(fn: F) -> F:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except LoadgenError as exc:
-            if str(exc):  # a failed verdict has said everything on stdout already (see _verdict_exit)
-                click.echo(f"loadgen: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt as exc:  # a run's own line (closing.RunInterrupted) says where its data is
-            click.echo(f"loadgen: {str(exc) or 'interrupted; everything measured so far is on disk'}", err=True)
-            sys.exit(1)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise  # click's own: a usage error, an exit, an abort, which click ends as it does
-        except BrokenPipeError:  # the reader went away (`loadgen runs | head`): end quietly, as a shell tool does
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(0)
-        except Exception as exc:  # the last resort: one line, the traceback in a file (util/crashlog.py)
-            error = _as_error(exc)
-            click.echo(f"loadgen: error: {error}", err=True)
-            sys.exit(error.exit_code)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _as_error(exc: Exception) -> LoadgenError:
-    """The one-line error of an exception no command turned into a LoadgenError: a write the disk refused
-    (full, over quota, read-only) outside the run's own guarded writes (run folder creation, --resume's
-    rewrite), else an unexpected one, its traceback written to the folder the command works on (``RUN_DIR``,
-    ``FLEET_DIR``, ``--resume``'s folder) or to loadgen's cache folder."""
-    if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS and exc.filename is not None:
-        from loadgen.report.rundir import unwritable
-
-        return unwritable(Path(exc.filename), exc)
-    ctx = click.get_current_context(silent=True)
-    params = ctx.params if ctx is not None else {}
-    folder = next((p for k in _FOLDERS if isinstance(p := params.get(k), Path) and p.is_dir()), None)
-    return unexpected(exc, folder, f"{folder} keeps what it held" if folder else "")
-
-
-def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -182,8 +125,6 @@ def _print_fleet_card(fleet_dir: Path, card: Path) -> None:
 @_handles_errors
 def fleet_report(fleet_dir: Path) -> None:
     """Merge the run folders of FLEET_DIR into the fleet card (fleet.json, fleet.md)."""
-    from loadgen.cli.runlist import fleet_card_locked  # holds the folder's lock while it writes
-
     _print_fleet_card(fleet_dir, fleet_card_locked(fleet_dir))
 
 
@@ -192,8 +133,6 @@ def fleet_report(fleet_dir: Path) -> None:
 @_handles_errors
 def report(run_dir: Path) -> None:
     """Re-render RUN_DIR's card.json, card.md from its saved data alone (a sweep folder: each card, then sweep.md)."""
-    from loadgen.cli.runlist import report_locked  # holds the folder's lock while it writes
-
     if (card := report_locked(run_dir)) is None:  # a sweep folder: report_sweep has said everything
         return
     print_summary(card)

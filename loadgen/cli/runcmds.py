@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from loadgen.cli.commands import _handles_errors, _sigterm_as_interrupt
 from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
+from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
 from loadgen.cli.options import SWEEP_ONLY, RunOptions, run_options
 from loadgen.cli.paramtypes import Url
 from loadgen.errors import BadInput

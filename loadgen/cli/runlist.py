@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from loadgen.cli.commands import _handles_errors
+from loadgen.cli.handling import _handles_errors
 from loadgen.errors import BadInput
 from loadgen.records.runparts import ProgressFile
 from loadgen.report.refused import no_card_for_refused, read_refusal

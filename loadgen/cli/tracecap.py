@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from loadgen.cli.commands import _handles_errors, _sigterm_as_interrupt
+from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
 from loadgen.cli.paramtypes import SpeedRange
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair

@@ -93,7 +93,7 @@ def _hardware(hw: object) -> NodeHardware | None:
     if not isinstance(hw, Mapping):
         return None
     gpus = [
-        NodeGpu(g["name"], g.get("index"), _num(g.get("memory_bytes")))
+        NodeGpu(g["name"], _num(g.get("memory_bytes")), index=g.get("index"))
         for g in hw.get("gpus") or []
         if isinstance(g, Mapping) and isinstance(g.get("name"), str)
     ]
@@ -130,8 +130,6 @@ def _task_row(
         t.kind,
         t.node.name,
         status,
-        t.node.address,
-        gpu_type,
         t.status,
         reason,
         t.exit_code,
@@ -140,6 +138,8 @@ def _task_row(
         t.started,
         t.finished,
         t.wall_s,
+        address=t.node.address,
+        gpu_type=gpu_type,
     )
 
 
@@ -193,7 +193,6 @@ def _compare_node(row: TaskRow, card: PairCard | None) -> CompareNode:
         row.node,
         row.id,
         row.status,
-        row.gpu_type,
         row.reason,
         row.exit_code,
         card.complete if card else None,
@@ -201,6 +200,7 @@ def _compare_node(row: TaskRow, card: PairCard | None) -> CompareNode:
         NodeVerdict(v.declared, v.passed, v.summary) if v else None,
         card.engine_version.to_json() if card else None,
         _engine(card.engine_version if card else None),
+        gpu_type=row.gpu_type,
     )
 
 
@@ -209,11 +209,11 @@ def _compare_entry(row: TaskRow, cell: CardCell) -> CompareEntry:
     return CompareEntry(
         row.node,
         row.status,
-        row.gpu_type,
         cell.complete is not False,
         {m: _ratio(cell.ratios.get(m)) for m in RATIO_METRICS},
         _num(acc.acceptance_rate) if acc else None,
         _num(acc.mean_acceptance_length) if acc else None,
+        gpu_type=row.gpu_type,
     )
 
 
@@ -243,7 +243,6 @@ def _sweep_node(row: TaskRow, sweep: SweepCard | None) -> SweepNode:
         row.node,
         row.id,
         row.status,
-        row.gpu_type,
         row.reason,
         row.exit_code,
         sweep is not None,
@@ -253,6 +252,7 @@ def _sweep_node(row: TaskRow, sweep: SweepCard | None) -> SweepNode:
         rec.meets_criteria if rec else None,
         workloads,
         list(rec.lines) if rec else [],
+        gpu_type=row.gpu_type,
     )
 
 
@@ -275,13 +275,13 @@ def _sweep_entry(row: TaskRow, cell: SweepCell, level: LevelChoice | None) -> Sw
     return SweepNodeEntry(
         row.node,
         row.status,
-        row.gpu_type,
         best,
         list(level.tied) if level else [],
         chosen.speedup if chosen else None,
         chosen.speedup_ci_low if chosen else None,
         chosen.speedup_ci_high if chosen else None,
         entries,
+        gpu_type=row.gpu_type,
     )
 
 

@@ -85,6 +85,11 @@ def _tasks_table(card: FleetCard) -> list[str]:
     return [*out, ""]
 
 
+def _task(n: CompareNode | SweepNode) -> str:
+    """A node's task as its row shows it: the status, and the reason of one not done."""
+    return n.status + (f": {n.reason}" if n.reason and n.status != "done" else "")
+
+
 def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
     nodes = pair.nodes
     out = [
@@ -94,7 +99,7 @@ def _compare_section(pair: ComparePair, metrics: Sequence[str]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for n in nodes:
-        task = n.status + (f": {n.reason}" if n.reason and n.status != "done" else "")
+        task = _task(n)
         verdict = verdict_text(n.verdict) if n.status == "done" else MISSING
         out.append(
             f"| {n.node} | {n.gpu_type or 'unknown'} | {_cell(task)} | {_cell(verdict)} | "
@@ -168,7 +173,7 @@ def _sweep_section(pair: SweepPair) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     for n in nodes:
-        task = n.status + (f": {n.reason}" if n.reason and n.status != "done" else "")
+        task = _task(n)
         rec = (n.recommendation or "do not speculate") if n.measured else MISSING
         meets = _yes_no(n.meets_criteria) if n.criteria_declared else "none declared"
         out.append(

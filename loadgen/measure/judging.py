@@ -21,7 +21,7 @@ NOT_DECLARED = "no criteria declared: not judged"
 
 
 def judged_resources(difference: ResourceDifference | None) -> JudgedResources:
-    """What :func:`criteria.judge` judges of the card's ``resources.difference``: the draft's extra memory (GPU
+    """What measure/verdict.py ``judge`` judges of the card's ``resources.difference``: the draft's extra memory (GPU
     bytes where measured, else CPU RSS bytes) and the KV-cache capacity lost (a fraction)."""
     if difference is None:
         return JudgedResources()
@@ -34,7 +34,7 @@ def card_verdict(
 ) -> CardVerdict:
     """The card's ``verdict`` against protocol.json's ``criteria`` (``Criteria.to_json()`` plus ``declared``, or
     None when the pair file had no ``[criteria]``; ``path``: the file named when it does not parse); ``cells``
-    and ``resources`` as :func:`criteria.judge` takes them.
+    and ``resources`` as measure/verdict.py ``judge`` takes them.
 
     Returns :meth:`Verdict.record` with ``declared`` True, ``declared_keys`` (the keys the file set) and
     ``lines`` (one per cell); without criteria ``declared`` False, ``passed`` None, ``summary``
@@ -52,5 +52,5 @@ def card_verdict(
         record,
         declared_keys=criteria.declared,
         lines=tuple(c.line() for c in verdict.cells),
-        keys=(*record.keys, "declared", "declared_keys", "lines"),
+        keys=(*(record.keys or ()), "declared", "declared_keys", "lines"),
     )

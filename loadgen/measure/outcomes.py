@@ -111,7 +111,7 @@ def lossless_inputs(
     plain: Sequence[RequestRecord], speculative: Sequence[RequestRecord]
 ) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[str, str | None], dict[str, str | None]]:
     """Token ids and finish reasons per prompt id of both servers' successful requests, the arguments of
-    :func:`loadgen.diagnosis.lossless`."""
+    :func:`loadgen.measure.diagnosis.lossless`."""
     p = {r.prompt_id: r for r in plain if r.error is None and r.token_ids}
     s = {r.prompt_id: r for r in speculative if r.error is None and r.token_ids}
     return (

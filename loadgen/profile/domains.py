@@ -21,12 +21,9 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loadgen.errors import ProfileError
-
-if TYPE_CHECKING:
-    from loadgen.profile.pair import Load, RoleServer, StopRule
 
 MAX_ABS_INT = 2**63 - 1
 MAX_ABS_FLOAT = 1e15
@@ -212,25 +209,3 @@ def check_document(path: Path, doc: Mapping[str, Any], domains: Mapping[str, Dom
             raise ProfileError(
                 f"{path}: {name} must be {domain.describe()}{why}, got {value!r} (see profiles/README.md)"
             )
-
-
-def check_run_size(path: Path, load: Load, stop: StopRule, port: int, speculative: RoleServer | None) -> None:
-    """Cross-key limits: each cell's prompts (warmup + measured + cooldown) <= :data:`MAX_CELL_REQUESTS`,
-    and, unless ``[servers.speculative]`` sets its port or URL, the speculative server's default port
-    ``[engine].port + 1`` <= 65535. Raises ProfileError."""
-    for level in load.levels():
-        if level.rate_rps is None:
-            n = stop.measured_requests(level.concurrency) + stop.cooldown_requests(level.concurrency)
-        else:
-            n = stop.max_requests if stop.duration_s is not None else stop.min_requests
-        if stop.warmup_requests + n > MAX_CELL_REQUESTS:
-            raise ProfileError(
-                f"{path}: cell {level.label} would send {stop.warmup_requests + n:,} requests; a cell "
-                f"holds at most {MAX_CELL_REQUESTS:,}: lower [stop] rounds/min_requests or the "
-                "concurrency"
-            )
-    if (speculative is None or (speculative.port is None and speculative.url is None)) and port + 1 > 65535:
-        raise ProfileError(
-            f"{path}: [engine].port = {port} leaves no port for the speculative server (port + 1); "
-            "use a port <= 65534 or set [servers.speculative].port"
-        )

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from loadgen.errors import ProfileError
+from loadgen.profile.domains import MAX_CELL_REQUESTS
 from loadgen.profile.workload import Workload
 from loadgen.records.criteria import Criteria
 from loadgen.records.design import Design
@@ -276,3 +278,25 @@ class Pair:
         if model is None:
             return None
         return ModelRef(model, self.speculative.revision)
+
+
+def check_run_size(path: Path, load: Load, stop: StopRule, port: int, speculative: RoleServer | None) -> None:
+    """Cross-key limits: each cell's prompts (warmup + measured + cooldown) <= profile/domains.py
+    :data:`~loadgen.profile.domains.MAX_CELL_REQUESTS`, and, unless ``[servers.speculative]`` sets its port or
+    URL, the speculative server's default port ``[engine].port + 1`` <= 65535. Raises ProfileError."""
+    for level in load.levels():
+        if level.rate_rps is None:
+            n = stop.measured_requests(level.concurrency) + stop.cooldown_requests(level.concurrency)
+        else:
+            n = stop.max_requests if stop.duration_s is not None else stop.min_requests
+        if stop.warmup_requests + n > MAX_CELL_REQUESTS:
+            raise ProfileError(
+                f"{path}: cell {level.label} would send {stop.warmup_requests + n:,} requests; a cell "
+                f"holds at most {MAX_CELL_REQUESTS:,}: lower [stop] rounds/min_requests or the "
+                "concurrency"
+            )
+    if (speculative is None or (speculative.port is None and speculative.url is None)) and port + 1 > 65535:
+        raise ProfileError(
+            f"{path}: [engine].port = {port} leaves no port for the speculative server (port + 1); "
+            "use a port <= 65534 or set [servers.speculative].port"
+        )

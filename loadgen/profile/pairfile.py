@@ -19,10 +19,10 @@ from pathlib import Path
 
 from loadgen.errors import ProfileError
 from loadgen.profile.cells import PLACEBO, ROLES
-from loadgen.profile.domains import PAIR_DOMAINS, check_document, check_run_size
+from loadgen.profile.domains import PAIR_DOMAINS, check_document
 from loadgen.profile.fields import ALL_FIELDS, FIELD_RANGES, LAST_KNOWN, history, parse_version
 from loadgen.profile.overrides import Overrides, apply_overrides
-from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule
+from loadgen.profile.pair import SLO, Engine, Load, ModelRef, Pair, RoleServer, Sampling, StopRule, check_run_size
 from loadgen.profile.pairpath import PAIRS_DIR, available_pairs, resolve_pair_path
 from loadgen.profile.schedule import ARRIVALS
 from loadgen.profile.tomlread import Table, read_toml
@@ -70,7 +70,7 @@ def _load(run: Table, path: Path) -> Load:
     arrival = run.get("arrival", str, "poisson")
     if arrival not in ARRIVALS:
         raise ProfileError(f"{path}: [run].arrival must be one of {', '.join(ARRIVALS)}, got {arrival!r}")
-    burstiness = float(run.get("burstiness", (int, float), 1.0, "a number > 0"))
+    burstiness = run.number("burstiness", 1.0, "a number > 0")
     return Load(
         concurrency=tuple(levels),
         rates_rps=tuple(float(r) for r in rates),
@@ -151,9 +151,7 @@ def _speculative(top: Table, path: Path) -> SpeculativeConfig:
     spec_table.positive_int("num_speculative_tokens")
     if method == "draft_model" and "model" not in spec:
         raise ProfileError(f"{path}: [speculative] method 'draft_model' needs model = <draft path or hub id>")
-    return SpeculativeConfig.from_json(
-        spec, source=str(path), where=Where(str(path), "[speculative]", "fix the pair file (profiles/README.md)")
-    )
+    return SpeculativeConfig.read_at(spec, Where(str(path), "[speculative]", "fix the pair file (profiles/README.md)"))
 
 
 def _engine(top: Table, path: Path) -> Engine:
@@ -167,7 +165,7 @@ def _engine(top: Table, path: Path) -> Engine:
         env=dict(env),
         host=eng.get("host", str, "127.0.0.1"),
         port=eng.positive_int("port", 8300),
-        startup_timeout_s=float(eng.get("startup_timeout_s", (int, float), 600.0, "a number of seconds")),
+        startup_timeout_s=eng.number("startup_timeout_s", 600.0, "a number of seconds"),
         seed=eng.get("seed", int, 0),
     )
     if not engine.command:
@@ -179,15 +177,15 @@ def _engine(top: Table, path: Path) -> Engine:
 def _sampling(top: Table) -> Sampling:
     smp = top.table("sampling", {})
     sampling = Sampling(
-        temperature=float(smp.get("temperature", (int, float), 0.0, "a number")),
-        top_p=float(smp.get("top_p", (int, float), 1.0, "a number")),
+        temperature=smp.number("temperature", 0.0),
+        top_p=smp.number("top_p", 1.0),
         seed=smp.get("seed", int, 0),
         ignore_eos=smp.get("ignore_eos", bool, True),
         top_k=smp.get("top_k", int, -1),
-        min_p=float(smp.get("min_p", (int, float), 0.0, "a number")),
-        repetition_penalty=float(smp.get("repetition_penalty", (int, float), 1.0, "a number")),
-        presence_penalty=float(smp.get("presence_penalty", (int, float), 0.0, "a number")),
-        frequency_penalty=float(smp.get("frequency_penalty", (int, float), 0.0, "a number")),
+        min_p=smp.number("min_p", 0.0),
+        repetition_penalty=smp.number("repetition_penalty", 1.0),
+        presence_penalty=smp.number("presence_penalty", 0.0),
+        frequency_penalty=smp.number("frequency_penalty", 0.0),
     )
     smp.finish()
     return sampling
@@ -224,7 +222,7 @@ def _stop(top: Table, path: Path) -> StopRule:
         duration_s=None if duration is None else float(duration),
         max_requests=st.positive_int("max_requests", 1000),
         cooldown=st.get("cooldown", bool, True),
-        max_error_rate=float(st.get("max_error_rate", (int, float), 0.0, "a fraction between 0 and 1")),
+        max_error_rate=st.number("max_error_rate", 0.0, "a fraction between 0 and 1"),
         on_error_budget=st.get("on_error_budget", str, "stop"),
         read_timeout_s=None if read_timeout is None else float(read_timeout),
     )
@@ -237,7 +235,7 @@ def _stop(top: Table, path: Path) -> StopRule:
 def _slo(top: Table) -> SLO:
     slo_table = top.table("slo", {})
     slo = SLO(
-        percentile=float(slo_table.get("percentile", (int, float), 99.0, "a percentile (0-100]")),
+        percentile=slo_table.number("percentile", 99.0, "a percentile (0-100]"),
         **{k: _seconds(slo_table, k) for k in ("ttft_s", "tpot_s", "e2e_s")},
     )
     slo_table.finish()

@@ -79,15 +79,22 @@ class FileEntry:
 
 
 @dataclass(frozen=True)
-class PromptFile:
-    """A prompt file read and checked: ``layout`` ``jsonl`` or ``sharegpt``; ``lines`` the number of
-    records in the file; ``skipped`` one ``line N: reason`` per unusable record."""
+class UserFile:
+    """A file of the user's prompts or requests, read and checked: its path, the sha256 of its bytes, the
+    records in it (``lines``), its ``layout`` and the ``endpoint`` its requests go to."""
 
     path: str
     sha256: str
     lines: int
     layout: str
     endpoint: str
+
+
+@dataclass(frozen=True)
+class PromptFile(UserFile):
+    """A prompt file read and checked: ``layout`` ``jsonl`` or ``sharegpt``; ``skipped`` one ``line N:
+    reason`` per unusable record."""
+
     entries: tuple[FileEntry, ...]
     skipped: tuple[str, ...]
 

@@ -52,6 +52,10 @@ class Table:
             raise self._fail(key, expected or getattr(kind, "__name__", str(kind)))
         return value
 
+    def number(self, key: str, default: Any = ..., expected: str = "a number") -> float:
+        """The number at ``key`` (an integer or a float in the file) as a float; ``default`` when absent."""
+        return float(self.get(key, (int, float), default, expected))
+
     def positive_int(self, key: str, default: Any = ...) -> int:
         value = self.get(key, int, default, "a positive integer")
         if value is not None and value < 1:

@@ -40,7 +40,7 @@ from tokenizers import Tokenizer
 from loadgen.errors import ProfileError
 from loadgen.profile import traceformats as formats
 from loadgen.profile.domains import MAX_TOKENS
-from loadgen.profile.promptfile import PROMPT_KEYS, unknown_key
+from loadgen.profile.promptfile import PROMPT_KEYS, UserFile, unknown_key
 from loadgen.profile.texts import WORDS
 from loadgen.profile.utf8 import utf8_text
 
@@ -71,17 +71,12 @@ class TraceEntry:
 
 
 @dataclass(frozen=True)
-class TraceFile:
+class TraceFile(UserFile):
     """A trace read and checked: ``layout`` ``mooncake`` or ``prompts``; ``lines`` the records in the file;
     ``entries`` sorted by timestamp; ``skipped`` one ``line N: reason`` per record left out; ``format`` the format
     it was read in (traceformats.FORMATS, never ``auto``: the declared one, or the one detected); ``floored`` one
     ``line N: reason`` per request of 0 output tokens sent with the declared floor (``zero_output = N``)."""
 
-    path: str
-    sha256: str
-    lines: int
-    layout: str
-    endpoint: str
     entries: tuple[TraceEntry, ...]
     skipped: tuple[str, ...]
     format: str = MOONCAKE

@@ -3,9 +3,10 @@
 Each name in ``[run].workloads`` loads as one workload or, with a list ``input_tokens``, one variant per
 length (``<name>@<tokens>``: the context-length axis). The pair's overrides (``[run].output_tokens``,
 ``[run].input_tokens``) apply to every one. The serving context is ``--max-model-len`` of
-``[engine].args`` (vLLM's engine argument; None when not given): a synthetic workload whose input plus
-output exceeds it raises ProfileError, and a ``file`` workload's lines are checked against it with the
-target's tokenizer (promptfile.fit_lengths); a ``trace`` workload's too (trace.trace_requests).
+``[engine].args`` (vLLM's engine argument, read by util/argv.py's rules; None when not given): a synthetic
+workload whose input plus output exceeds it raises ProfileError, and a ``file`` workload's lines are checked
+against it with the target's tokenizer (promptfile.fit_lengths); a ``trace`` workload's too
+(trace.trace_requests).
 """
 
 from __future__ import annotations
@@ -18,20 +19,14 @@ from tokenizers import Tokenizer
 from loadgen.errors import ProfileError
 from loadgen.profile.trace import MOONCAKE_BLOCK_TOKENS, Replay, TraceRequest, read_trace, trace_requests
 from loadgen.profile.workload import Workload, load_tokenizer, load_workloads, resolve_file
+from loadgen.util.argv import flag_value, vllm_int
 
 
 def serving_context(args: tuple[str, ...] | list[str]) -> int | None:
-    """``--max-model-len N`` (or ``--max-model-len=N``) of the engine arguments, in tokens; None if absent
-    or not an integer."""
-    for i, arg in enumerate(args):
-        value = (
-            args[i + 1]
-            if arg == "--max-model-len" and i + 1 < len(args)
-            else (arg.split("=", 1)[1] if arg.startswith("--max-model-len=") else None)
-        )
-        if value is not None:
-            return int(value) if value.isdigit() else None
-    return None
+    """``--max-model-len`` of the engine arguments, in tokens, read as vLLM's argparse reads it (util/argv.py:
+    ``--max_model_len`` the same flag, ``=N`` or `` N``, the last one winning, ``2k`` 2,000 and ``2K`` 2,048);
+    None if absent or not such an integer (``auto``: the model's own length, unknown here)."""
+    return vllm_int(flag_value(args, "--max-model-len"))
 
 
 def pair_workloads(

@@ -70,9 +70,7 @@ def _expand(table: Mapping[str, Any], path: Path, where: str) -> list[Candidate]
         )
     at = Where(str(path), where, "fix the sweep file (profiles/README.md, Sweeps)")
     return [
-        Candidate(
-            f"{label}-k{k}", SpeculativeConfig.from_json({**config, "num_speculative_tokens": k}, source="", where=at)
-        )
+        Candidate(f"{label}-k{k}", SpeculativeConfig.read_at({**config, "num_speculative_tokens": k}, at))
         for k in _ks(config["num_speculative_tokens"], path, where)
     ]
 

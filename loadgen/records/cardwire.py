@@ -1,58 +1,84 @@
-"""The pair card's records at the disk boundary: a frozen dataclass subclassing :class:`Wire` gets ``from_json``
-(every field checked against its type hint; a mismatch is one :class:`~loadgen.errors.BadInput` line naming the
-file, the field path and the fix, exit 2) and ``to_json`` (the keys in the order the file had them, so a card
-read and written back is byte-identical); :func:`json_schema` gives its JSON Schema (draft 2020-12) from the
-same hints, so the schema cannot drift from the type (report/card.schema.json is its output).
+"""Every record at the disk boundary: a frozen dataclass subclassing :class:`Wire` declares its fields once, as
+type hints (records/hints.py says which), and gets ``from_json`` (every field checked; a mismatch is one
+:class:`~loadgen.errors.BadInput` line naming the file, the field path and the fix, exit 2), ``to_json`` (the
+keys in the order the file had them, so a record read and written back is byte-identical) and ``json_schema``
+(its JSON Schema, draft 2020-12, from the same hints, so the schema cannot drift from the type).
 
-Field types understood: ``str``, ``int``, ``float`` (an int in the file stays an int), ``bool``, ``X | None``,
-``Literal[...]``, ``tuple[X, ...]`` (a JSON array), ``Mapping[str, X]`` (a JSON object), ``Any`` (free-form
-engine or protocol data, copied verbatim) and :class:`Wire` subclasses; a union of two types besides None
-(``float | str``) is taken as it is, unchecked. A field without a default is required;
-a field with one may be absent from the file, and stays absent when the record is written back. Field metadata:
-``doc`` (the schema's description) and ``pattern`` (a string's regex, checked when read). Keys the type does
-not name are kept verbatim (``extra``), so a card of newer code survives a re-render of older code.
+A field without a default is required; one with a default may be absent from the file, and stays absent when the
+record is written back, unless its metadata says ``required`` (the file must hold it though code may leave it
+out). Field metadata: ``doc`` (the schema's description), ``pattern`` (a string's regex, checked when read) and
+``kind`` (a :class:`~loadgen.records.wire.Kind` narrower than the hint: a non-empty name, a folder under runs/).
+Keys the type does not name are kept verbatim (``extra``), so a file of newer code survives older code.
 
-Built on records/wire.py, the one set of readers every record uses: a scalar is checked by, and its schema
-is, the :class:`~loadgen.records.wire.Kind` of its type (``SCALARS``), and a mismatch is raised by
-:class:`~loadgen.records.wire.Where` (the same one-line message as a ``cells.jsonl`` line gets).
+Class settings, each record's own:
+
+- ``WHOLE``: a mismatch names the field with its whole kind (``notes: expected a list of strings``; protocol.json,
+  cells.jsonl, requests.jsonl, sweep.json and the fleet's files, their schema ``wire.object_schema`` with the
+  record's ``TITLE``); else the innermost value (``cells[3].ratios.value: expected a number``; the pair card and
+  the servers/ files, their schema with the class docstring as description).
+- ``SPARSE``: a record built in code writes its required fields and those away from their default (and a field
+  set later with ``dataclasses.replace`` after the file's keys); else every field, None and defaults included.
+- ``FIX``: what the message tells the user to do.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Self, get_type_hints
 
-from loadgen.records.wire import BOOL, INT, NUM, STR, Kind, Where
+from loadgen.records.hints import SCALARS, converter, expected, item_reader, json_schema, kind_of, plain_items
+from loadgen.records.wire import RESTORE, Kind, Where, obj, object_schema
+
+__all__ = ["FIX", "IN_FILE", "SCALARS", "Whole", "Wire", "dump", "json_schema", "kinds", "required", "wire_fields"]
 
 #: The fix a card that does not match its type is given.
 FIX = "re-render with `loadgen report` or restore the file"
 _NOT_WIRE = {"wire": False}
+#: Field metadata of a field the file must hold although the dataclass gives it a default.
+IN_FILE = {"required": True}
 
 
 @dataclass(frozen=True)
 class Wire:
-    """Base of a record read from and written to JSON. ``keys``: the wire keys in the order read (empty for a
+    """Base of a record read from and written to JSON. ``keys``: the wire keys in the order read (None for a
     record built in code: its fields in declared order); ``extra``: keys the type does not name, verbatim."""
 
-    keys: tuple[str, ...] = field(default=(), kw_only=True, compare=False, repr=False, metadata=_NOT_WIRE)
+    WHOLE: ClassVar[bool] = False
+    SPARSE: ClassVar[bool] = True
+    FIX: ClassVar[str] = FIX
+    #: The record's name in its schema and in a message (``expected an object (node)``).
+    TITLE: ClassVar[str] = "object"
+
+    keys: tuple[str, ...] | None = field(default=None, kw_only=True, compare=False, repr=False, metadata=_NOT_WIRE)
     extra: Mapping[str, Any] = field(default_factory=dict, kw_only=True, compare=False, repr=False, metadata=_NOT_WIRE)
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:
         """The record of ``data`` (a parsed JSON value); BadInput naming ``source`` and the field otherwise."""
-        record: Self = _read(cls, data, Where(source, fix=FIX))
-        return record
+        return cls.read_at(data, Where(source, fix=cls.FIX))
+
+    @classmethod
+    def read_at(cls, data: object, where: Where) -> Self:
+        """:meth:`from_json` at ``where`` (an object inside the file)."""
+        d = obj(data, where)
+        slots = _slots(cls)
+        return cls(**read_fields(cls, d, where), keys=tuple(d), extra={k: v for k, v in d.items() if k not in slots})
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object: the keys read, in their order, then any field set since (``dataclasses.replace``)."""
-        names = wire_fields(type(self))
-        order = list(self.keys) or [n for n in names if _present(self, names[n])]
-        order += [n for n in names if n not in order and _present(self, names[n])]
-        return {k: dump(getattr(self, k)) if k in names else self.extra[k] for k in order}
+        """The JSON object: the keys read, in their order (then, ``SPARSE``, any field set since), or for a record
+        built in code its fields in declared order and then ``extra``."""
+        slots, sparse = _slots(type(self)), self.SPARSE
+        if self.keys is None:
+            order = [*(n for n, s in slots.items() if not sparse or _present(self, s.field)), *self.extra]
+        else:
+            order = [
+                *self.keys,
+                *(n for n, s in slots.items() if sparse and n not in self.keys and _present(self, s.field)),
+            ]
+        return {k: self.extra[k] if k in self.extra else slots[k].dump(getattr(self, k)) for k in order}
 
     def keyed(self, *keys: str) -> Self:
         """This record written with ``keys`` first, in this order, each even where it holds its default (a
@@ -62,18 +88,126 @@ class Wire:
     def with_fields(self, **values: Any) -> Self:
         """This record with ``values`` set, written after the record's own keys in the order given, even None
         (a key a file of this record gains, as assigning it in the file's object would)."""
-        own = self.keys or tuple(n for n, f in wire_fields(type(self)).items() if _present(self, f))
+        own = self.keys if self.keys is not None else tuple(self.to_json())
         return dataclasses.replace(self, **values, keys=(*own, *(k for k in values if k not in own)))
 
     def in_full(self) -> Self:
         """This record written with every field, in declared order, None and defaults included."""
         return self.keyed(*wire_fields(type(self)))
 
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The record's JSON Schema (draft 2020-12 fragment), generated from its fields' hints."""
+        if cls.WHOLE:
+            return object_schema(kinds(cls), required(cls), cls.TITLE)
+        return _record_schema(cls)
+
+
+@dataclass(frozen=True)
+class Whole(Wire):
+    """Settings, no fields: a record checked field by field as a whole and written whole (``WHOLE``, not
+    ``SPARSE``), the fix a run file gets (module docstring)."""
+
+    WHOLE: ClassVar[bool] = True
+    SPARSE: ClassVar[bool] = False
+    FIX: ClassVar[str] = RESTORE
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One field as read and written: its dataclass field, hint, kind, reader and writer."""
+
+    field: dataclasses.Field[Any]
+    hint: Any
+    kind: Kind
+    required: bool
+    read: Callable[[Any, Where], Any]
+    dump: Callable[[Any], Any]
+
+
+_SLOTS: dict[type[Wire], dict[str, _Slot]] = {}
+
+
+def _slots(cls: type[Wire]) -> dict[str, _Slot]:
+    """The wire fields of ``cls``, in declared order (computed once per class)."""
+    if cls not in _SLOTS:
+        hints = get_type_hints(cls)
+        _SLOTS[cls] = {f.name: _slot(cls, f, hints[f.name]) for f in wire_fields(cls).values()}
+    return _SLOTS[cls]
+
+
+def _slot(cls: type[Wire], f: dataclasses.Field[Any], hint: Any) -> _Slot:
+    kind = f.metadata.get("kind") or kind_of(hint)
+    if cls.WHOLE:
+        convert = converter(hint)
+        read = _whole(kind) if convert is None else _whole_then(kind, convert)
+    else:
+        read = item_reader(hint)
+    needed = f.metadata.get("required", False) or _no_default(f)
+    return _Slot(f, hint, kind, needed, read, _dumper(hint))
+
+
+def _whole(kind: Kind) -> Callable[[Any, Where], Any]:
+    def read(value: Any, where: Where) -> Any:
+        if not kind.test(value):
+            where.fail(kind.name, value)
+        return value
+
+    return read
+
+
+def _whole_then(kind: Kind, convert: Callable[[Any, Where], Any]) -> Callable[[Any, Where], Any]:
+    def read(value: Any, where: Where) -> Any:
+        if not kind.test(value):
+            where.fail(kind.name, value)
+        return convert(value, where)
+
+    return read
+
+
+def _copy(value: Any) -> Any:
+    return value if value is None else list(value)
+
+
+def _dumper(hint: Any) -> Callable[[Any], Any]:
+    """How a field's value is written: a scalar as it is, a list of scalars copied in one step (a request's
+    chunk arrival times), anything else by :func:`dump`."""
+    plain = plain_items(hint)
+    return dump if plain is None else _copy if plain else _as_is
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def read_fields(cls: type[Wire], data: Mapping[str, Any], where: Where) -> dict[str, Any]:
+    """The field values of ``cls`` in the object ``data`` at ``where`` (the fields ``data`` holds), checked."""
+    values: dict[str, Any] = {}
+    for name, slot in _slots(cls).items():
+        if name in data:
+            values[name] = slot.read(data[name], where.at(name))
+            pattern = slot.field.metadata.get("pattern")
+            if pattern is not None and isinstance(data[name], str) and re.search(pattern, data[name]) is None:
+                where.at(name).fail(f"a string matching {pattern}", data[name])
+        elif slot.required:
+            where.at(name).missing(slot.kind.name if cls.WHOLE else expected(slot.hint))
+    return values
+
+
+def kinds(cls: type[Wire]) -> dict[str, Kind]:
+    """Each wire field's kind as a whole, in declared order."""
+    return {n: s.kind for n, s in _slots(cls).items()}
+
+
+def required(cls: type[Wire]) -> tuple[str, ...]:
+    """The fields a file of ``cls`` must hold, in declared order."""
+    return tuple(n for n, s in _slots(cls).items() if s.required)
+
 
 def _present(record: Wire, f: dataclasses.Field[Any]) -> bool:
     """A field goes to the file when required or when its value is not its default."""
     value = getattr(record, f.name)
-    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+    if _no_default(f):
         return True
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
     return bool(value != default)
@@ -91,7 +225,6 @@ def dump(value: Any) -> Any:
 
 
 _FIELDS: dict[type[Wire], dict[str, dataclasses.Field[Any]]] = {}
-_HINTS: dict[type[Wire], dict[str, Any]] = {}
 
 
 def wire_fields(cls: type[Wire]) -> dict[str, dataclasses.Field[Any]]:
@@ -101,120 +234,23 @@ def wire_fields(cls: type[Wire]) -> dict[str, dataclasses.Field[Any]]:
     return _FIELDS[cls]
 
 
-def _hints(cls: type[Wire]) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
-
-
-def _required(f: dataclasses.Field[Any]) -> bool:
+def _no_default(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
-def _read(tp: Any, value: object, where: Where) -> Any:
-    """``value`` checked against the type ``tp`` (module docstring), as the record's field values."""
-    if tp is Any:
-        return value
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        options = [a for a in get_args(tp) if a is not type(None)]
-        if value is None and len(options) < len(get_args(tp)):
-            return None
-        return _read(options[0] if len(options) == 1 else Any, value, where)
-    if origin is Literal:
-        if value not in get_args(tp):
-            where.fail(_expected(tp), value)
-        return value
-    if isinstance(tp, type) and issubclass(tp, Wire):
-        return _record(tp, value, where)
-    if origin is tuple:
-        if not isinstance(value, list | tuple):  # a tuple: a card built in code (report/carddata.py)
-            where.fail("a list", value)
-        return tuple(_read(get_args(tp)[0], v, where.at(i)) for i, v in enumerate(value))
-    if origin in (dict, Mapping):
-        if not isinstance(value, dict):
-            where.fail("an object", value)
-        return {k: _read(get_args(tp)[1], v, where.at(k)) for k, v in value.items()}
-    if not SCALARS[tp].test(value):
-        where.fail(SCALARS[tp].name, value)
-    return value
-
-
-#: The wire kind of each scalar field type.
-SCALARS: dict[Any, Kind] = {str: STR, bool: BOOL, int: INT, float: NUM}
-
-
-def _expected(tp: Any) -> str:
-    """What a field of type ``tp`` must hold, for the message of a missing or mismatching value."""
-    origin = get_origin(tp)
-    if origin is Literal:
-        return " or ".join(repr(a) for a in get_args(tp))
-    if origin in (Union, types.UnionType):
-        options = [a for a in get_args(tp) if a is not type(None)]
-        return f"{_expected(options[0])} or null" if len(options) == 1 else "any value"
-    if origin is tuple:
-        return "a list"
-    if origin in (dict, Mapping) or (isinstance(tp, type) and issubclass(tp, Wire)):
-        return "an object"
-    return SCALARS[tp].name if tp in SCALARS else "any value"
-
-
-def _record(cls: type[Wire], value: object, where: Where) -> Wire:
-    if not isinstance(value, dict):
-        where.fail("an object", value)
-    names, hints = wire_fields(cls), _hints(cls)
-    kwargs: dict[str, Any] = {}
-    for name, f in names.items():
-        if name in value:
-            kwargs[name] = _read(hints[name], value[name], where.at(name))
-            pattern = f.metadata.get("pattern")
-            if pattern is not None and isinstance(value[name], str) and re.search(pattern, value[name]) is None:
-                where.at(name).fail(f"a string matching {pattern}", value[name])
-        elif _required(f):
-            where.at(name).missing(_expected(hints[name]))
-    extra = {k: v for k, v in value.items() if k not in names}
-    return cls(**kwargs, keys=tuple(value), extra=extra)
-
-
-def json_schema(tp: Any) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of the type ``tp`` (module docstring): a record is an object with its
-    fields as properties (``doc`` as description) and the fields without default required."""
-    if tp is Any:
-        return {}
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        options = [a for a in get_args(tp) if a is not type(None)]
-        inner = json_schema(options[0] if len(options) == 1 else Any)
-        if "const" in inner:
-            return {"enum": [inner.pop("const"), None], **inner}
-        kind = inner.get("type")
-        return inner if kind is None else {**inner, "type": [*([kind] if isinstance(kind, str) else kind), "null"]}
-    if origin is Literal:
-        args = get_args(tp)
-        return {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
-    if isinstance(tp, type) and issubclass(tp, Wire):
-        return _record_schema(tp)
-    if origin is tuple:
-        items = json_schema(get_args(tp)[0])
-        return {"type": "array", **({"items": items} if items else {})}
-    if origin in (dict, Mapping):
-        values = json_schema(get_args(tp)[1])
-        return {"type": "object", **({"additionalProperties": values} if values else {})}
-    return dict(SCALARS[tp].schema)
-
-
 def _record_schema(cls: type[Wire]) -> dict[str, Any]:
-    names, hints = wire_fields(cls), _hints(cls)
+    """The schema of a record read item by item: an object with its fields as properties (``doc`` as
+    description), the required ones listed, the class docstring as description."""
     props: dict[str, Any] = {}
-    for name, f in names.items():
-        meta = {k: f.metadata[k] for k in ("pattern",) if k in f.metadata}
-        doc = {"description": f.metadata["doc"]} if "doc" in f.metadata else {}
-        props[name] = {**doc, **json_schema(hints[name]), **meta}
-    required = [n for n, f in names.items() if _required(f)]
+    for name, slot in _slots(cls).items():
+        meta = {k: slot.field.metadata[k] for k in ("pattern",) if k in slot.field.metadata}
+        doc = {"description": slot.field.metadata["doc"]} if "doc" in slot.field.metadata else {}
+        props[name] = {**doc, **json_schema(slot.hint), **meta}
+    needed = list(required(cls))
     text = re.sub(r"\s+", " ", cls.__doc__ or "").strip()
     return {
         "type": "object",
         **({"description": text} if text else {}),
-        **({"required": required} if required else {}),
+        **({"required": needed} if needed else {}),
         "properties": props,
     }

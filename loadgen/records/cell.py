@@ -23,17 +23,14 @@ recorded"), and ``keys`` keeps the line's own keys in their order, so it writes 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Self
 
-from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, Where, list_of, map_of, maybe, obj
-from loadgen.records.wire import field as read
-
-_NONE = maybe(NUM)
+from loadgen.records.cardwire import Whole
 
 
 @dataclass(frozen=True)
-class CellEntry:
+class CellEntry(Whole):
     """One ``cells.jsonl`` line (module docstring). ``role``, ``workload`` and ``concurrency`` are required."""
 
     role: str
@@ -73,10 +70,6 @@ class CellEntry:
     push_error: str | None = None
     promql: Mapping[str, Any] | None = None
     state: Mapping[str, Any] | None = None
-    #: The line's keys in their order on disk (every field's, in this order, for an entry built anew).
-    keys: tuple[str, ...] = field(default=(), compare=False)
-    #: Keys this code does not know (a line of other code), kept as read.
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -84,68 +77,7 @@ class CellEntry:
         (as profile/cells.py ``CellKey.named``)."""
         return self.workload, self.level or f"c{int(self.concurrency or 0)}"
 
-    def with_fields(self, **values: Any) -> Self:
-        """This entry with ``values`` set, new keys written after the line's own."""
-        own = self.keys or tuple(_KINDS)
-        return replace(self, **values, keys=(*own, *(k for k in values if k not in own)))
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``cells.jsonl`` line: the line's keys in their order (:attr:`keys`; every field's for one built
-        anew)."""
-        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys or _KINDS}
-
-    @classmethod
-    def from_json(cls, data: object, *, source: str) -> Self:
-        """Inverse of :meth:`to_json`, checked: a missing required field or a value of the wrong kind raises
-        BadInput (exit 2) naming ``source`` (the file and line), the field and the fix."""
-        where = Where(source)
-        d = obj(data, where)
-        values = {k: read(d, k, kind, where) for k, kind in _KINDS.items() if k in d or k in _REQUIRED}
-        return cls(**values, keys=tuple(d), extra={k: v for k, v in d.items() if k not in _KINDS})
-
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> Self:
         """An entry built anew from its fields (run/cellentry.py), checked as a line read back would be."""
         return cls.from_json(dict(values), source="the cell entry being built")
-
-
-#: Each field's kind on disk.
-_KINDS: dict[str, Kind] = {
-    "role": STR,
-    "workload": STR,
-    "concurrency": INT,
-    "level": STR,
-    "rate_rps": _NONE,
-    "repetition": INT,
-    "started_utc": maybe(STR),
-    "duration_s": NUM,
-    "measured_prompt_ids": list_of(STR),
-    "warmup_prompt_ids": list_of(STR),
-    "spec_decode": maybe(OBJ),
-    "server_histograms": OBJ,
-    "gauges": maybe(OBJ),
-    "server_finished_requests": _NONE,
-    "client_sent_requests": maybe(INT),
-    "foreign_traffic": BOOL,
-    "client_window_failed": maybe(INT),
-    "client_window_output_tokens": maybe(INT),
-    "server_generation_tokens": _NONE,
-    "server_engines": list_of(STR),
-    "server_reset_engines": list_of(STR),
-    "process_start_time_s": list_of(_NONE),
-    "errors": INT,
-    "error_categories": map_of(INT),
-    "usage_mismatches": INT,
-    "output_length_mismatches": INT,
-    "metrics_error": maybe(STR),
-    "failure": maybe(STR),
-    "notes": list_of(STR),
-    "client": OBJ,
-    "restart_evidence": list_of(STR),
-    "replica_evidence": list_of(STR),
-    "counter_faults": list_of(STR),
-    "push_error": maybe(STR),
-    "promql": maybe(OBJ),
-    "state": maybe(OBJ),
-}
-_REQUIRED = ("role", "workload", "concurrency")

@@ -8,7 +8,7 @@ back by ``loadgen fleet run --resume`` and ``loadgen fleet report`` (fleet/tasks
 fleet/fleetwrite.py), always through :meth:`TaskList.from_json`, which checks every field once: a wrong
 type, a status or kind outside its set, a ``run_dir`` outside ``runs/`` or an id listed twice is one
 BadInput line (exit 2) naming the file, the field path and the fix. Its JSON Schema is generated from the
-kinds below (:meth:`TaskList.json_schema`, committed as records/fleet-tasks.schema.json; the schema's
+fields' type hints (:meth:`TaskList.json_schema`, committed as records/fleet-tasks.schema.json; the schema's
 ``run_dir`` pattern checks the ``runs/`` prefix, the reader also refuses a ``..`` in it).
 """
 
@@ -20,19 +20,14 @@ from pathlib import PurePosixPath
 from typing import Any, ClassVar, Self
 
 from loadgen import __version__
-from loadgen.records.nested import Part, part_kind
-from loadgen.records.wire import INT, NUM, STR, Kind, Where, list_of, map_of, maybe
+from loadgen.records.cardwire import Whole
+from loadgen.records.wire import Kind, Where, one_of
 
 SCHEMA = "loadgen.fleet-tasks/1"
 STATUSES = ("done", "failed", "pending")
 KINDS = ("compare", "sweep")
 #: The fix a tasks.json that does not read gets.
 FIX = "restore the tasks.json that `loadgen fleet run` wrote, or run the fleet again into a new folder"
-
-
-def one_of(choices: tuple[str, ...]) -> Kind:
-    """A string among ``choices``."""
-    return Kind(f"one of {', '.join(choices)}", lambda v: v in choices, {"enum": list(choices)})
 
 
 #: A string with at least one character (an id, a name).
@@ -51,85 +46,56 @@ RUN_DIR = Kind(
 
 
 @dataclass(frozen=True)
-class FleetNode(Part):
+class FleetNode(Whole):
     """One Ray node: ``id`` (Ray node id, hex), ``name``, ``address`` (IP), ``hostname``, ``gpu_type``, its
     ``resources`` (Ray resource name -> amount) and ``labels`` (records/raynodes.py says where each comes from)."""
 
-    id: str
-    name: str
+    id: str = field(metadata={"kind": NAME})
+    name: str = field(metadata={"kind": NAME})
     address: str = ""
     hostname: str | None = None
     gpu_type: str | None = None
     resources: Mapping[str, float] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     FIX: ClassVar[str] = FIX
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "id": NAME,
-        "name": NAME,
-        "address": STR,
-        "hostname": maybe(STR),
-        "gpu_type": maybe(STR),
-        "resources": map_of(NUM),
-        "labels": map_of(STR),
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("id", "name")
     TITLE: ClassVar[str] = "node"
 
 
 @dataclass(frozen=True)
-class Task(Part):
+class Task(Whole):
     """One (pair x node) task and its outcome; ``run_dir`` and ``log`` are relative to the fleet folder,
     ``started`` and ``finished`` UTC ISO 8601, ``wall_s`` in s."""
 
-    id: str
-    pair: str
-    kind: str  # "compare" | "sweep"
+    id: str = field(metadata={"kind": NAME})
+    pair: str = field(metadata={"kind": NAME})
+    kind: str = field(metadata={"kind": one_of(KINDS)})
     node: FleetNode
-    status: str = "pending"  # "pending" | "done" | "failed"
+    status: str = field(default="pending", metadata={"kind": one_of(STATUSES), "required": True})
     reason: str | None = None
     exit_code: int | None = None
-    run_dir: str | None = None
+    run_dir: str | None = field(default=None, metadata={"kind": RUN_DIR})
     log: str | None = None
     started: str | None = None
     finished: str | None = None
     wall_s: float | None = None
     FIX: ClassVar[str] = FIX
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "id": NAME,
-        "pair": NAME,
-        "kind": one_of(KINDS),
-        "node": part_kind(FleetNode),
-        "status": one_of(STATUSES),
-        "reason": maybe(STR),
-        "exit_code": maybe(INT),
-        "run_dir": RUN_DIR,
-        "log": maybe(STR),
-        "started": maybe(STR),
-        "finished": maybe(STR),
-        "wall_s": maybe(NUM),
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("id", "pair", "kind", "node", "status")
-    NESTED: ClassVar[dict[str, type[Part]]] = {"node": FleetNode}
     TITLE: ClassVar[str] = "task"
 
 
 @dataclass(frozen=True)
-class TaskList(Part):
+class TaskList(Whole):
     """``tasks.json`` (module docstring): the fleet's name and its tasks in file order."""
 
+    schema: str = field(default=SCHEMA, kw_only=True, metadata={"kind": one_of((SCHEMA,)), "required": True})
     name: str
     tasks: list[Task]
-    schema: str = SCHEMA
     FIX: ClassVar[str] = FIX
-    KINDS: ClassVar[dict[str, Kind]] = {"schema": one_of((SCHEMA,)), "name": STR, "tasks": list_of(part_kind(Task))}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("schema", "name", "tasks")
-    NESTED: ClassVar[dict[str, type[Part]]] = {"tasks": Task}
     TITLE: ClassVar[str] = f"loadgen tasks.json ({SCHEMA})"
 
     @classmethod
-    def read(cls, data: object, where: Where) -> Self:
+    def read_at(cls, data: object, where: Where) -> Self:
         """:meth:`from_json` at ``where``; also BadInput when two tasks have one id."""
-        out = super().read(data, where)
+        out = super().read_at(data, where)
         seen: set[str] = set()
         for i, task in enumerate(out.tasks):
             if task.id in seen:

@@ -13,36 +13,24 @@ The parts a run passes on as declared or probed keep their shape as documented m
 ``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
 (records/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (records/design.py plus
 run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
-``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``), ``metrics_urls`` (the same
+``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``attach_record``), ``metrics_urls`` (the same
 record of each role's metrics URL, ``--metrics-<role>`` or ``[servers.<role>].metrics_url``, reused by
 ``--resume``) and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
-back byte-identically. Its JSON Schema is generated from the kinds below (:meth:`Protocol.json_schema`,
+back byte-identically. Its JSON Schema is generated from the fields' type hints (:meth:`Protocol.json_schema`,
 committed as records/protocol.schema.json).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Self
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
+from loadgen.records.cardwire import Whole
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.records.wire import (
-    INT,
-    NUM,
-    OBJ,
-    STR,
-    Kind,
-    Where,
-    list_of,
-    maybe,
-    obj,
-    object_schema,
-)
-from loadgen.records.wire import field as read
 
 SCHEMA = "loadgen.protocol/1"
 #: The fix a protocol.json that does not read gets.
@@ -50,7 +38,7 @@ FIX = "restore protocol.json from the run folder's copy, or measure the run agai
 
 
 @dataclass(frozen=True)
-class ProtocolCell:
+class ProtocolCell(Whole):
     """One planned block of one cell: its workload and level, the prompt ids of each phase, and the arrival
     offsets (s from the measured phase's start; None for a closed loop). Only ``workload`` is required: a card
     needs no more of a cell (its level label or concurrency names it)."""
@@ -64,75 +52,39 @@ class ProtocolCell:
     measured: list[str] = field(default_factory=list)
     cooldown: list[str] = field(default_factory=list)
     arrivals_s: list[float] | None = None
-    #: The cell's keys in their order on disk.
-    keys: tuple[str, ...] = field(default=(), compare=False)
-    #: Keys this code does not know (a cell of other code), kept as read.
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    FIX: ClassVar[str] = FIX
+    TITLE: ClassVar[str] = "cell"
 
     @property
     def key(self) -> tuple[str, str]:
         """The cell's (workload, level label); ``c<concurrency>`` for a cell written before levels had labels."""
         return self.workload, self.level or f"c{self.concurrency}"
 
-    def to_json(self) -> dict[str, Any]:
-        """The cell as protocol.json lists it."""
-        return {k: self.extra[k] if k in self.extra else getattr(self, k) for k in self.keys or _CELL_KINDS}
-
-    @classmethod
-    def from_json(cls, data: object, *, source: str) -> Self:
-        """Inverse of :meth:`to_json`, checked (BadInput naming ``source`` and the field)."""
-        return cls.read(data, Where(source, fix=FIX))
-
-    @classmethod
-    def read(cls, data: object, where: Where) -> Self:
-        """:meth:`from_json` at ``where`` (a cell inside protocol.json)."""
-        d = obj(data, where)
-        return cls(
-            **{k: read(d, k, kind, where) for k, kind in _CELL_KINDS.items() if k in d or k in _CELL_REQUIRED},
-            keys=tuple(d),
-            extra={k: v for k, v in d.items() if k not in _CELL_KINDS},
-        )
-
-
-_CELL_KINDS: dict[str, Kind] = {
-    "workload": STR,
-    "concurrency": INT,
-    "level": STR,
-    "rate_rps": maybe(NUM),
-    "repetition": INT,
-    "warmup": list_of(STR),
-    "measured": list_of(STR),
-    "cooldown": list_of(STR),
-    "arrivals_s": maybe(list_of(NUM)),
-}
-_CELL_REQUIRED = ("workload",)
-CELL = Kind("a cell object", lambda v: isinstance(v, dict), object_schema(_CELL_KINDS, _CELL_REQUIRED, "cell"))
-
 
 @dataclass(frozen=True)
-class Protocol:
+class Protocol(Whole):
     """``protocol.json`` (module docstring). ``workloads`` and ``cells`` are required."""
 
+    schema: str = field(default=SCHEMA, kw_only=True)
+    loadgen_version: str | None = field(default=None, kw_only=True)
+    pair: str = field(default="", kw_only=True)
+    pair_file: str | None = field(default=None, kw_only=True)
+    target: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    draft: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    speculative_config: SpeculativeConfig | None = field(default=None, kw_only=True)
+    engine: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    sampling: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    fairness: Mapping[str, Any] | None = field(default=None, kw_only=True)
     workloads: list[Mapping[str, Any]]
+    concurrency: list[int] = field(default_factory=list, kw_only=True)
+    load: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    stop_rule: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    prompts_file: str = field(default="prompts.jsonl", kw_only=True)
+    prompts_sha256: str | None = field(default=None, kw_only=True)
+    criteria: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    slo: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    design: Mapping[str, Any] | None = field(default=None, kw_only=True)
     cells: list[ProtocolCell]
-    schema: str = SCHEMA
-    loadgen_version: str | None = None
-    pair: str = ""
-    pair_file: str | None = None
-    target: Mapping[str, Any] | None = None
-    draft: Mapping[str, Any] | None = None
-    speculative_config: SpeculativeConfig | None = None
-    engine: Mapping[str, Any] | None = None
-    sampling: Mapping[str, Any] | None = None
-    fairness: Mapping[str, Any] | None = None
-    concurrency: list[int] = field(default_factory=list)
-    load: Mapping[str, Any] | None = None
-    stop_rule: Mapping[str, Any] | None = None
-    prompts_file: str = "prompts.jsonl"
-    prompts_sha256: str | None = None
-    criteria: Mapping[str, Any] | None = None
-    slo: Mapping[str, Any] | None = None
-    design: Mapping[str, Any] | None = None
     client_host: Mapping[str, Any] | None = None
     hardware: Mapping[str, Any] | None = None
     command_line: Mapping[str, Any] | None = None
@@ -141,81 +93,10 @@ class Protocol:
     metrics_urls: Mapping[str, Any] | None = None
     candidates: Mapping[str, Mapping[str, Any]] | None = None
     sweep_candidate: str | None = None
-    #: The file's keys in their order on disk.
-    keys: tuple[str, ...] = field(default=(), compare=False)
-    #: Keys this code does not know (a file of other code), kept as read.
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    def to_json(self) -> dict[str, Any]:
-        """protocol.json: the file's keys in their order (:attr:`keys`; every field's for one built anew)."""
-        return {
-            k: self.extra[k]
-            if k in self.extra
-            else [c.to_json() for c in self.cells]
-            if k == "cells"
-            else self.speculative_config.to_json()
-            if k == "speculative_config" and self.speculative_config is not None
-            else getattr(self, k)
-            for k in self.keys or _KINDS
-        }
-
-    @classmethod
-    def from_json(cls, data: object, *, source: str) -> Self:
-        """Inverse of :meth:`to_json`, checked: a missing required field or a value of the wrong kind raises
-        BadInput (exit 2) naming ``source``, the field path (``cells[3].rate_rps``) and the fix."""
-        where = Where(source, fix=FIX)
-        d = obj(data, where)
-        values = {k: read(d, k, kind, where) for k, kind in _KINDS.items() if k in d or k in _REQUIRED}
-        values["cells"] = [ProtocolCell.read(c, where.at("cells").at(i)) for i, c in enumerate(values["cells"])]
-        if (spec := values.get("speculative_config")) is not None:
-            values["speculative_config"] = SpeculativeConfig.from_json(
-                spec, source=source, where=where.at("speculative_config")
-            )
-        return cls(**values, keys=tuple(d), extra={k: v for k, v in d.items() if k not in _KINDS})
-
-    def with_fields(self, **values: Any) -> Self:
-        """This protocol with ``values`` set, new keys written after the file's own."""
-        own = self.keys or tuple(_KINDS)
-        return replace(self, **values, keys=(*own, *(k for k in values if k not in own)))
+    FIX: ClassVar[str] = FIX
+    TITLE: ClassVar[str] = "loadgen protocol.json (loadgen.protocol/1)"
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         """protocol.json's JSON Schema (draft 2020-12), generated from the fields' kinds."""
-        return {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            **object_schema(_KINDS, _REQUIRED, "loadgen protocol.json (loadgen.protocol/1)"),
-        }
-
-
-_MAP = maybe(OBJ)
-_KINDS: dict[str, Kind] = {
-    "schema": STR,
-    "loadgen_version": maybe(STR),
-    "pair": STR,
-    "pair_file": maybe(STR),
-    "target": _MAP,
-    "draft": _MAP,
-    "speculative_config": _MAP,
-    "engine": _MAP,
-    "sampling": _MAP,
-    "fairness": _MAP,
-    "workloads": list_of(OBJ),
-    "concurrency": list_of(INT),
-    "load": _MAP,
-    "stop_rule": _MAP,
-    "prompts_file": STR,
-    "prompts_sha256": maybe(STR),
-    "criteria": _MAP,
-    "slo": _MAP,
-    "design": _MAP,
-    "cells": list_of(CELL),
-    "client_host": _MAP,
-    "hardware": _MAP,
-    "command_line": _MAP,
-    "engine_version": maybe(STR),
-    "attach": _MAP,
-    "metrics_urls": _MAP,
-    "candidates": _MAP,
-    "sweep_candidate": maybe(STR),
-}
-_REQUIRED = ("workloads", "cells")
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", **super().json_schema()}

@@ -8,42 +8,16 @@ Token counts per chunk come from ``token_ids`` (vLLM's ``return_token_ids`` requ
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
-from loadgen.records.wire import BOOL, INT, NUM, STR, Kind, Where, list_of, maybe, obj
+from loadgen.records.cardwire import Whole, read_fields
+from loadgen.records.wire import BOOL, Where, obj
 from loadgen.records.wire import field as read
-
-#: Each field's kind on disk (requests.jsonl), in the dataclass's order; the first six are required.
-_KINDS: dict[str, Kind] = {
-    "prompt_id": STR,
-    "role": STR,
-    "workload": STR,
-    "concurrency": INT,
-    "phase": STR,
-    "scheduled_s": NUM,
-    "arrival_s": maybe(NUM),
-    "level": STR,
-    "repetition": INT,
-    "send_s": NUM,
-    "chunk_arrivals_s": list_of(NUM),
-    "chunk_tokens": list_of(INT),
-    "token_ids": list_of(INT),
-    "finish_reason": maybe(STR),
-    "usage_prompt_tokens": maybe(INT),
-    "usage_completion_tokens": maybe(INT),
-    "requested_output_tokens": INT,
-    "http_status": maybe(INT),
-    "error": maybe(STR),
-    "done_s": maybe(NUM),
-    "resent": maybe(STR),
-    "system_fingerprint": maybe(STR),
-}
-_REQUIRED = ("prompt_id", "role", "workload", "concurrency", "phase", "scheduled_s")
 
 
 @dataclass(frozen=True)
-class RequestRecord:
+class RequestRecord(Whole):
     """The client-side timeline of one streamed request (one line of requests.jsonl).
 
     Times are seconds relative to the cell's clock origin. ``chunk_arrivals_s[i]`` is the arrival of
@@ -103,7 +77,7 @@ class RequestRecord:
     def to_json(self) -> dict[str, Any]:
         """The requests.jsonl line: every field, in the dataclass's order (``resent`` and ``system_fingerprint``
         only when set)."""
-        out = asdict(self)
+        out = super().to_json()
         for key in ("resent", "system_fingerprint"):
             if out[key] is None:
                 del out[key]
@@ -121,8 +95,7 @@ class RequestRecord:
         if "phase" not in d:
             d = {**d, "phase": "warmup" if d.get("warmup") else "measured"}
         read(d, "warmup", BOOL, where, None)
-        values = {k: read(d, k, kind, where, *(() if k in _REQUIRED else (None,))) for k, kind in _KINDS.items()}
-        record = cls(**{k: v for k, v in values.items() if v is not None or k in d})
+        record = cls(**read_fields(cls, d, where))  # no keys kept: written whole, in the dataclass's order
         if record.error is None and not record.chunk_tokens:
             record = replace(record, error=no_tokens_error(record))
         return record

@@ -15,7 +15,7 @@ The parts copied from elsewhere keep their documented shapes: an entry's ``ratio
 ``noise_floor`` (the pair card's ratio: ``value``, ``ci_low``, ``ci_high``, ``pairs``...), ``criteria``
 (records/criteria.py ``Criteria.to_json``), ``command_line`` (profile/overrides.py), ``trace``
 (report/tracedata.py ``sweep_trace``) and a schedule's ``config`` (vLLM's ``--speculative-config``). Its JSON
-Schema is generated from the kinds below (:meth:`SweepCard.json_schema`, committed as records/sweep.schema.json).
+Schema is generated from the fields' type hints (:meth:`SweepCard.json_schema`, committed as records/sweep.schema.json).
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from loadgen.records.cardcell import Ratio
-from loadgen.records.nested import Part, part_kind
+from loadgen.records.cardwire import IN_FILE, Whole
 from loadgen.records.sweepchoice import KSchedule, LevelChoice, Recommendation, WorkloadChoice
 from loadgen.records.trace import TraceSection
-from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
 
 __all__ = [
     "FIX",
@@ -49,11 +48,10 @@ __all__ = [
 SCHEMA = "loadgen.sweep/2"
 #: The fix a sweep.json that does not read gets.
 FIX = "restore sweep.json from a copy, or remove it and run `loadgen report SWEEP_DIR` to write it again"
-_NUM, _STR, _INT, _OBJ, _BOOL = maybe(NUM), maybe(STR), maybe(INT), maybe(OBJ), maybe(BOOL)
 
 
 @dataclass(frozen=True)
-class Drift(Part):
+class Drift(Whole):
     """An older sweep's plain-after / plain-before of one per-request ``timing`` (paired by prompt, bootstrap
     95% CI: measure/ratios.py)."""
 
@@ -62,13 +60,11 @@ class Drift(Part):
     ci_low: float | None = None
     ci_high: float | None = None
     pairs: int = 0
-    KINDS: ClassVar[dict[str, Kind]] = {"timing": STR, "value": _NUM, "ci_low": _NUM, "ci_high": _NUM, "pairs": INT}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("timing",)
     TITLE: ClassVar[str] = "drift"
 
 
 @dataclass(frozen=True)
-class SweepEntry(Part):
+class SweepEntry(Whole):
     """One candidate at one cell: its speedup with the 95% CI, acceptance, cost model and criteria status."""
 
     candidate: str
@@ -91,34 +87,11 @@ class SweepEntry(Part):
     upper_bound: float | None = None
     criteria_status: str | None = None
     ttft_ratios: Mapping[str, float | None] = field(default_factory=dict)  # an older sweep.json has none
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "candidate": STR,
-        "k": INT,
-        "method": _STR,
-        "draft_weights": BOOL,
-        "ratio": _OBJ,
-        "speedup": _NUM,
-        "speedup_ci_low": _NUM,
-        "speedup_ci_high": _NUM,
-        "effect": _STR,
-        "half_width": _NUM,
-        "blocks": _INT,
-        "acceptance_rate": _NUM,
-        "mean_acceptance_length": _NUM,
-        "per_position": maybe(list_of(NUM)),
-        "tokens_per_decode_chunk": _NUM,
-        "predicted_speedup": _NUM,
-        "step_time_ratio": _NUM,
-        "upper_bound": _NUM,
-        "criteria_status": _STR,
-        "ttft_ratios": map_of(_NUM),
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("candidate",)
     TITLE: ClassVar[str] = "cell entry"
 
 
 @dataclass(frozen=True)
-class SweepCell(Part):
+class SweepCell(Whole):
     """One cell (workload x level): the A/A noise floor of the primary metric, each candidate's entry, an
     older sweep's drift and its warning."""
 
@@ -127,21 +100,9 @@ class SweepCell(Part):
     concurrency: int | None = None
     rate_rps: float | None = None
     noise_floor: Mapping[str, Any] | None = None
-    entries: list[SweepEntry] = field(default_factory=list)
+    entries: list[SweepEntry] = field(default_factory=list, metadata=IN_FILE)
     drift: Drift | None = None
     drift_warning: str | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "workload": STR,
-        "level": STR,
-        "concurrency": _INT,
-        "rate_rps": _NUM,
-        "noise_floor": _OBJ,
-        "entries": list_of(part_kind(SweepEntry)),
-        "drift": maybe(part_kind(Drift)),
-        "drift_warning": _STR,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("workload", "entries")
-    NESTED: ClassVar[dict[str, type[Part]]] = {"entries": SweepEntry, "drift": Drift}
     TITLE: ClassVar[str] = "cell"
 
     def floor_ratio(self) -> Ratio | None:
@@ -150,7 +111,7 @@ class SweepCell(Part):
 
 
 @dataclass(frozen=True)
-class SweepCandidate(Part):
+class SweepCandidate(Whole):
     """One candidate: its config, folder, pair card verdict, resource cost and time measured (s)."""
 
     name: str
@@ -169,133 +130,65 @@ class SweepCandidate(Part):
     extra_gpu_memory_bytes: float | None = None
     same_memory_budget: bool | None = None
     time_s: float | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "name": STR,
-        "speculative_config": OBJ,
-        "k": INT,
-        "draft_weights": BOOL,
-        "folder": _STR,
-        "measured": BOOL,
-        "complete": BOOL,
-        "verdict_passed": _BOOL,
-        "verdict_status": _STR,
-        "verdict_summary": _STR,
-        "kv_capacity_loss": _NUM,
-        "kv_cache_tokens_lost": _NUM,
-        "extra_cpu_rss_bytes": _NUM,
-        "extra_gpu_memory_bytes": _NUM,
-        "same_memory_budget": _BOOL,
-        "time_s": _NUM,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
     TITLE: ClassVar[str] = "candidate"
 
 
 @dataclass(frozen=True)
-class SweepDesign(Part):
+class SweepDesign(Whole):
     """How the sweep was measured: blocks per arm and cell (None: an older sweep, one window per server), the
     precision cells were sized to, the candidates' cells still inconclusive when sizing stopped
     (``stopped_short``) and why it stopped (``sizing_end``, status.json's)."""
 
+    blocks: int | None = field(default=None, kw_only=True)
+    ci_method: str = field(default="within-run", kw_only=True)
+    co_resident: bool | None = field(default=None, kw_only=True)
+    placebo: str | None = field(default=None, kw_only=True)  # "server", "blocks" or "off" (records/design.py)
+    server_starts: int | None = field(default=None, kw_only=True)
+    ci_half_width: float | None = field(default=None, kw_only=True)
+    stopped_short: list[str] = field(default_factory=list, kw_only=True)
+    sizing_end: str | None = field(default=None, kw_only=True)
     line: str
-    blocks: int | None = None
-    ci_method: str = "within-run"
-    co_resident: bool | None = None
-    placebo: str | None = None  # "server", "blocks" or "off" (records/design.py)
-    server_starts: int | None = None
-    ci_half_width: float | None = None
-    stopped_short: list[str] = field(default_factory=list)
-    sizing_end: str | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "blocks": _INT,
-        "ci_method": STR,
-        "co_resident": _BOOL,
-        "placebo": _STR,
-        "server_starts": _INT,
-        "ci_half_width": _NUM,
-        "stopped_short": list_of(STR),
-        "sizing_end": _STR,
-        "line": STR,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
     TITLE: ClassVar[str] = "design"
 
 
 @dataclass(frozen=True)
-class NoiseFloor(Part):
+class NoiseFloor(Whole):
     """The A/A noise floor (placebo / plain) over the cells: how many, the widest 95% CI (log half-width) and
     the cells whose CI excludes 1."""
 
+    measured: bool = field(default=False, kw_only=True)
+    cells: int = field(default=0, kw_only=True)
+    widest_half_width: float | None = field(default=None, kw_only=True)
+    excluding_1: list[str] = field(default_factory=list, kw_only=True)
     line: str
-    measured: bool = False
-    cells: int = 0
-    widest_half_width: float | None = None
-    excluding_1: list[str] = field(default_factory=list)
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "measured": BOOL,
-        "cells": INT,
-        "widest_half_width": _NUM,
-        "excluding_1": list_of(STR),
-        "line": STR,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
     TITLE: ClassVar[str] = "noise floor"
 
 
 @dataclass(frozen=True)
-class SweepCard(Part):
+class SweepCard(Whole):
     """``sweep.json`` (module docstring). ``pair``, ``primary_metric``, ``candidates``, ``cells`` and
     ``recommendation`` are required; an older card lacks the rest in part."""
 
+    schema: str = field(default=SCHEMA, kw_only=True)
     pair: str
+    sweep_dir: str | None = field(default=None, kw_only=True)
+    engine_version: str | None = field(default=None, kw_only=True)
     primary_metric: str
+    speedup_definition: str = field(default="", kw_only=True)
+    upper_bound_formula: str = field(default="", kw_only=True)
+    criteria_declared: bool = field(default=False, kw_only=True)
+    criteria: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    design: SweepDesign | None = field(default=None, kw_only=True)
+    noise_floor: NoiseFloor | None = field(default=None, kw_only=True)
+    times_s: Mapping[str, float] = field(default_factory=dict, kw_only=True)
     candidates: list[SweepCandidate]
     cells: list[SweepCell]
+    drift_warnings: list[str] = field(default_factory=list, kw_only=True)
     recommendation: Recommendation
-    schema: str = SCHEMA
-    sweep_dir: str | None = None
-    engine_version: str | None = None
-    speedup_definition: str = ""
-    upper_bound_formula: str = ""
-    criteria_declared: bool = False
-    criteria: Mapping[str, Any] | None = None
-    design: SweepDesign | None = None
-    noise_floor: NoiseFloor | None = None
-    times_s: Mapping[str, float] = field(default_factory=dict)
-    drift_warnings: list[str] = field(default_factory=list)
     trace: Mapping[str, Any] | None = None
     plots: list[str] = field(default_factory=list)
     command_line: Mapping[str, Any] | None = None
     FIX: ClassVar[str] = FIX
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "schema": STR,
-        "pair": STR,
-        "sweep_dir": _STR,
-        "engine_version": _STR,
-        "primary_metric": STR,
-        "speedup_definition": STR,
-        "upper_bound_formula": STR,
-        "criteria_declared": BOOL,
-        "criteria": _OBJ,
-        "design": maybe(part_kind(SweepDesign)),
-        "noise_floor": maybe(part_kind(NoiseFloor)),
-        "times_s": map_of(NUM),
-        "candidates": list_of(part_kind(SweepCandidate)),
-        "cells": list_of(part_kind(SweepCell)),
-        "drift_warnings": list_of(STR),
-        "recommendation": part_kind(Recommendation),
-        "trace": _OBJ,
-        "plots": list_of(STR),
-        "command_line": _OBJ,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("pair", "primary_metric", "candidates", "cells", "recommendation")
-    NESTED: ClassVar[dict[str, type[Part]]] = {
-        "design": SweepDesign,
-        "noise_floor": NoiseFloor,
-        "candidates": SweepCandidate,
-        "cells": SweepCell,
-        "recommendation": Recommendation,
-    }
     TITLE: ClassVar[str] = f"loadgen sweep.json ({SCHEMA})"
 
     def trace_section(self) -> TraceSection | None:

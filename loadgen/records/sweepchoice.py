@@ -9,15 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from loadgen.records.nested import Part, part_kind
+from loadgen.records.cardwire import Whole
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.records.wire import BOOL, INT, NUM, OBJ, STR, Kind, list_of, map_of, maybe
-
-_NUM, _STR, _INT, _OBJ = maybe(NUM), maybe(STR), maybe(INT), maybe(OBJ)
 
 
 @dataclass(frozen=True)
-class LevelChoice(Part):
+class LevelChoice(Whole):
     """The best paying candidate at one level (None: plain), its ties and speedup."""
 
     level: str
@@ -26,28 +23,17 @@ class LevelChoice(Part):
     tied: list[str] = field(default_factory=list)
     speedup: float | None = None
     not_distinguishable: list[str] = field(default_factory=list)
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "level": STR,
-        "concurrency": _INT,
-        "best": _STR,
-        "tied": list_of(STR),
-        "speedup": _NUM,
-        "not_distinguishable": list_of(STR),
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("level",)
     TITLE: ClassVar[str] = "level choice"
 
 
 @dataclass(frozen=True)
-class KSchedule(Part):
+class KSchedule(Whole):
     """A workload's per-batch-size K schedule: whether the engine supports one, the ``--speculative-config``
     holding it (vLLM's own syntax; None without one) and the printed line."""
 
+    supported: bool = field(default=False, kw_only=True)
+    config: Mapping[str, Any] | None = field(default=None, kw_only=True)
     line: str
-    supported: bool = False
-    config: Mapping[str, Any] | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"supported": BOOL, "config": _OBJ, "line": STR}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("line",)
     TITLE: ClassVar[str] = "K schedule"
 
     @property
@@ -57,7 +43,7 @@ class KSchedule(Part):
 
 
 @dataclass(frozen=True)
-class WorkloadChoice(Part):
+class WorkloadChoice(Whole):
     """One workload's recommendation: the level above which none pays, the static choice, the K schedule
     (``supported``, ``config``, ``line``), each level's choice, the one server configuration to deploy
     (``deployable``: its line; None when nothing pays), the measured wins it gives up elsewhere, and the
@@ -74,42 +60,18 @@ class WorkloadChoice(Part):
     deployable: str | None = None
     gives_up: list[str] = field(default_factory=list)
     deployed: Mapping[str, str] = field(default_factory=dict)
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "workload": STR,
-        "off_above_concurrency": _INT,
-        "off_sentence": STR,
-        "static": _STR,
-        "static_speedup": _NUM,
-        "schedule": maybe(part_kind(KSchedule)),
-        "why_no_static": _STR,
-        "levels": list_of(part_kind(LevelChoice)),
-        "deployable": _STR,
-        "gives_up": list_of(STR),
-        "deployed": map_of(STR),
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("workload",)
-    NESTED: ClassVar[dict[str, type[Part]]] = {"levels": LevelChoice, "schedule": KSchedule}
     TITLE: ClassVar[str] = "workload choice"
 
 
 @dataclass(frozen=True)
-class Recommendation(Part):
+class Recommendation(Whole):
     """The sweep's recommendation: per workload, the overall static candidate (None: no single
     configuration), whether it meets the declared criteria at every judged cell (the sweep's exit 0), the one
     configuration to deploy over every workload (its line), and the printed lines."""
 
+    workloads: list[WorkloadChoice] = field(default_factory=list, kw_only=True)
+    static: str | None = field(default=None, kw_only=True)
+    meets_criteria: bool = field(default=True, kw_only=True)
+    deployable: str | None = field(default=None, kw_only=True)
     lines: list[str]
-    workloads: list[WorkloadChoice] = field(default_factory=list)
-    static: str | None = None
-    meets_criteria: bool = True
-    deployable: str | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {
-        "workloads": list_of(part_kind(WorkloadChoice)),
-        "static": _STR,
-        "meets_criteria": BOOL,
-        "deployable": _STR,
-        "lines": list_of(STR),
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("lines",)
-    NESTED: ClassVar[dict[str, type[Part]]] = {"workloads": WorkloadChoice}
     TITLE: ClassVar[str] = "recommendation"

@@ -7,9 +7,10 @@ Each record's ``from_json(data, *, source=...)`` reads its fields with :func:`fi
 no integer/float split that Python keeps apart on the way in: an integer is accepted where a number is
 expected (it stays an ``int``, so the file writes back byte-identically), a bool is never a number.
 
-The request, cell and protocol records name their fields' kinds here by hand; the pair card's records are read
-from their type hints by records/cardwire.py's ``Wire`` base, which checks each scalar with the same kinds and
-raises through the same :class:`Where`, so every record file fails with the same one-line message.
+Every record declares its fields once, as type hints, on records/cardwire.py's ``Wire``: records/hints.py reads
+each hint into these kinds (a field's whole kind, its check and JSON Schema) or into an item-by-item check on
+the same scalar kinds, and every mismatch is raised through the same :class:`Where`, so every record file fails
+with the same one-line message.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ ANY = Kind("any value", lambda v: True, {})
 
 
 def _plural(kind: Kind) -> str:
-    return kind.name.removeprefix("a ").removeprefix("an ") + "s"
+    """``a number`` -> ``numbers``, ``an object (cell)`` -> ``objects (cell)``."""
+    head, titled, title = kind.name.removeprefix("a ").removeprefix("an ").partition(" (")
+    return f"{head}s{titled}{title}"
 
 
 def maybe(kind: Kind) -> Kind:
@@ -84,6 +87,11 @@ def map_of(kind: Kind) -> Kind:
         lambda v: isinstance(v, dict) and all(map(kind.test, v.values())),
         {"type": "object", "additionalProperties": dict(kind.schema)},
     )
+
+
+def one_of(choices: tuple[Any, ...]) -> Kind:
+    """A value among ``choices`` (strings: a ``Literal`` field's)."""
+    return Kind(f"one of {', '.join(map(str, choices))}", lambda v: v in choices, {"enum": list(choices)})
 
 
 def object_schema(kinds: Mapping[str, Kind], required: Sequence[str], title: str) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 Markdown (cardmd, sweepmd), the card files written (cardwrite, sweepwrite), plots, the terminal summary and the
 diff of two cards.
 
-May import: every layer below but stream (errors, util, records, profile, check, prom, serve, measure).
+May import: errors, util, records, profile, check, prom, serve, measure.
+Not stream: records/ holds the request record.
 Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

@@ -88,7 +88,7 @@ def _refreshed(cell: CardCell) -> CardCell:
             side,
             server_vs_client={
                 k: replace(row, bucket_bounds=json_bounds(bounds_of(row.bucket_bounds)))
-                if "bucket_bounds" in row.keys
+                if "bucket_bounds" in (row.keys or ())
                 else row
                 for k, row in side.server_vs_client.items()
             },

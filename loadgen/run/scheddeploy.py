@@ -16,7 +16,6 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from loadgen.errors import BadInput
 from loadgen.profile.tomlread import read_toml
@@ -28,10 +27,8 @@ from loadgen.report.sweepdata import read_sweep
 from loadgen.run import flow
 from loadgen.run.plan import replay_protocol
 from loadgen.run.sweepplan import announce
+from loadgen.run.sweepsetup import SweepOptions, load_candidates, new_sweep_dir, start_new
 from loadgen.util import tomlwrite
-
-if TYPE_CHECKING:
-    from loadgen.run.sweep import SweepOptions
 
 __all__ = ["deploy_schedule", "write_schedule_check"]
 
@@ -45,8 +42,6 @@ def deploy_schedule(sweep_dir: Path, o: SweepOptions, log: flow.Log) -> Path:
     Raises BadInput (exit 2) when ``sweep_dir`` is no finished sweep folder or recommends no K schedule,
     PairCheckError when the schedule fails ``loadgen check`` for the installed engine, RunFailed (exit 1)
     midway, CriteriaFailed (exit 3) as any sweep (the check is written first)."""
-    from loadgen.run.sweep import load_candidates, new_sweep_dir, start_new  # sweep.py imports this module
-
     for needed in ("sweep.json", "sweep.toml", "protocol.json"):
         if not (sweep_dir / needed).is_file():
             raise BadInput(f"{sweep_dir} has no {needed}: pass a finished sweep folder (runs/<pair>/sweep-<ts>)")

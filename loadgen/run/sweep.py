@@ -19,109 +19,26 @@ import contextlib
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
 
-from loadgen.check.finding import Finding
-from loadgen.check.hashes import model_hashes
-from loadgen.check.preflight import run_pair_check
-from loadgen.errors import BadInput, CriteriaFailed, ProfileError
-from loadgen.profile.cells import PLAIN_ARMS
-from loadgen.profile.locate import anchor_workloads
-from loadgen.profile.overrides import Overrides, apply_overrides, pair_text
-from loadgen.profile.pair import Pair
-from loadgen.profile.pairfile import PAIRS_DIR, load_pair, resolve_pair_path
-from loadgen.profile.tomlread import read_toml
-from loadgen.profile.workload import WORKLOADS_DIR
-from loadgen.records.candidates import Candidate, candidate_doc, expand_candidates
+from loadgen.errors import BadInput
+from loadgen.profile.pairfile import load_pair, resolve_pair_path
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
-from loadgen.report.rundir import exclusive_dir, read_protocol, write_json, write_text
+from loadgen.report.rundir import read_protocol
 from loadgen.report.runlock import locked
 from loadgen.report.sweepdata import read_sweep
 from loadgen.report.sweepwrite import write_sweep_card
 from loadgen.run import flow, resumefiles
-from loadgen.run.arms import metrics_record
-from loadgen.run.observe import ObserveOptions
-from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, unique_prompts
+from loadgen.run.plan import plan_cells, replay_protocol
+from loadgen.run.scheddeploy import deploy_schedule
 from loadgen.run.sweepplan import announce
+from loadgen.run.sweepreplay import replay_sweep
+from loadgen.run.sweepsetup import Log, SweepOptions, load_candidates, measure, new_sweep_dir, say_card, start_new
 from loadgen.run.sweepsplit import split_candidate
-from loadgen.serve import attached
-from loadgen.util import strictjson, tomlwrite
 
-Log = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    """The options of ``loadgen sweep`` (see its ``--help``)."""
-
-    runs_dir: Path = Path("runs")
-    budget_min: float | None = None
-    attach_plain: str | None = None
-    allow_unpinned: bool = False
-    api_key: str | None = None
-    pairs_dir: Path = PAIRS_DIR
-    workloads_dir: Path = WORKLOADS_DIR
-    history_dirs: tuple[Path, ...] = ()
-    overrides: Overrides | None = None  # --concurrency, --requests, --workload (profile/overrides.py)
-    progress: bool = False  # the progress line on stderr (run/observe.py: the slot counter, the time left)
-    metrics: Mapping[str, str] = field(default_factory=dict)  # --metrics-plain/--metrics-speculative URL
-
-
-#: Each candidate's pair-check findings (check/finding.py), written to the sweep folder's checks.json.
-Findings = dict[str, list[Finding]]
-
-
-def load_candidates(
-    sweep_file: Path, out: Path, o: SweepOptions, log: Log
-) -> tuple[str, list[Candidate], dict[str, Pair], str | None, Findings]:
-    """Expand, write (``out/<candidate>.toml``), read and check every candidate: the sweep's name, the
-    candidates, their pairs, the engine version and each one's findings."""
-    doc = apply_overrides(anchor_workloads(read_toml(sweep_file), sweep_file), o.overrides, sweep_file)
-    name = str(doc.get("name", sweep_file.stem))
-    candidates = expand_candidates(doc, sweep_file)
-    bad = next((c.name for c in candidates if c.name.startswith(PLAIN_ARMS)), None)
-    if bad is not None:
-        raise ProfileError(
-            f"{sweep_file}: a candidate may not be named {bad!r} (plain and placebo name the "
-            "baseline's arms); give it another name = ..."
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    pairs: dict[str, Pair] = {}
-    for c in candidates:
-        path = out / f"{c.name}.toml"
-        path.write_text(tomlwrite.to_toml(candidate_doc(doc, c, name)))
-        pairs[c.name] = load_pair(str(path), workloads_dir=o.workloads_dir)
-    version, findings = check_candidates(pairs, o, log)
-    return name, candidates, pairs, version, findings
-
-
-def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple[str | None, Findings]:
-    """`loadgen check` of every candidate's pair (in order): the engine version and each one's findings.
-    Raises PairCheckError (exit 2) at the first candidate that fails."""
-    version, findings = None, Findings()
-    attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
-    for name, pair in pairs.items():
-        log(f"[{name}] check")
-        version, found = run_pair_check(
-            pair, o.allow_unpinned, log, attached=attached, attached_roles=["plain"] if o.attach_plain else []
-        )
-        findings[name] = list(found)
-    return version, findings
-
-
-def new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
-    """Create ``runs_dir/<name>/sweep-<ts>`` (exclusively: a suffix is added if it exists) holding the sweep
-    file as run (with the command line's overrides written in, profile/overrides.py) and return it."""
-    path = exclusive_dir(runs_dir / name, "sweep-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
-    if overrides:
-        write_text(path / "sweep.toml", pair_text(sweep_file, overrides))
-    else:
-        shutil.copyfile(sweep_file, path / "sweep.toml")
-    return path
+__all__ = ["SweepOptions", "report_sweep", "rerender_sweep", "run_sweep"]
 
 
 def _require_sweep_dir(path: Path) -> None:
@@ -133,38 +50,6 @@ def _require_sweep_dir(path: Path) -> None:
 def _old_layout(sweep_dir: Path) -> bool:
     """A sweep folder of older code: phases plain-before, one per candidate, plain-after."""
     return (sweep_dir / "plain-before").is_dir() and not (sweep_dir / "protocol.json").is_file()
-
-
-def _setup(
-    sweep_dir: Path, first: Pair, pairs: dict[str, Pair], m: flow.Measurement, version: str | None, findings: Findings
-) -> None:
-    """The sweep folder as a run folder: pair.toml (the first candidate's: target, engine, workloads),
-    prompts.jsonl, protocol.json with every candidate and the design, checks.json."""
-    for sub in ("servers", "metrics"):
-        (sweep_dir / sub).mkdir(exist_ok=True)
-    prompts = unique_prompts(m.planned)
-    write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
-    shutil.copyfile(first.path, sweep_dir / "pair.toml")
-    urls = {a.server: a.attach_url for a in m.arms if a.attach_url is not None}  # kept for --resume
-    proto = protocol(first, m.planned, prompts, probe_host()).with_fields(
-        engine_version=version,
-        attach=attached.attach_record(urls),
-        **({"metrics_urls": metrics} if (metrics := metrics_record(m.arms)) else {}),
-    )
-    proto = proto.with_fields(
-        design={**(proto.design or {}), **flow.design_record(m).to_json()},
-        candidates={
-            n: {
-                "pair": p.name,
-                "pair_file": str(p.path),
-                "speculative_config": p.speculative.to_json(),
-                "draft": model_hashes(p.draft).to_json() if p.draft else None,
-            }
-            for n, p in pairs.items()
-        },
-    )
-    write_json(sweep_dir / "protocol.json", proto.to_json())
-    write_json(sweep_dir / "checks.json", {n: [f.__dict__ for f in found] for n, found in findings.items()})
 
 
 def run_sweep(
@@ -182,12 +67,8 @@ def run_sweep(
     Raises ProfileError / PairCheckError / BadInput (exit 2) before anything starts, RunFailed (exit 1)
     midway, CriteriaFailed (exit 3) when criteria are declared and no candidate meets them."""
     if deploy is not None:
-        from loadgen.run.scheddeploy import deploy_schedule
-
         return deploy_schedule(deploy, o, log)
     if replay is not None:
-        from loadgen.run.sweepreplay import replay_sweep
-
         return replay_sweep(replay, o, log)
     if resume is not None:
         _require_sweep_dir(resume)
@@ -213,47 +94,6 @@ def run_sweep(
         return start_new(sweep_dir, candidates, pairs, attach, (m, version, findings), o, log)
 
 
-def start_new(
-    sweep_dir: Path,
-    candidates: list[Candidate],
-    pairs: dict[str, Pair],
-    attach: dict[str, str],
-    planned: tuple[flow.Measurement, str | None, Findings],
-    o: SweepOptions,
-    log: Log,
-) -> Path:
-    """Measure the new sweep folder ``sweep_dir`` (its candidates' pair files written): ``planned`` holds the
-    measurement, the engine version and the checks' findings."""
-    m, version, findings = planned
-    pairs = {
-        n: replace(
-            load_pair(str(sweep_dir / "candidates" / f"{n}.toml"), workloads_dir=o.workloads_dir), overrides=o.overrides
-        )
-        for n in pairs
-    }
-    m = flow.plan_measurement(pairs[candidates[0].name], pairs, attach, m.planned, None, o.metrics)
-    return start_measuring(sweep_dir, pairs[candidates[0].name], pairs, m, (version, findings), o, log)
-
-
-def start_measuring(
-    sweep_dir: Path,
-    first: Pair,
-    pairs: dict[str, Pair],
-    m: flow.Measurement,
-    checked: tuple[str | None, Findings],
-    o: SweepOptions,
-    log: Log,
-) -> Path:
-    """Write the new sweep folder's pair.toml, prompts, protocol and checks (``checked``: the engine version
-    and the findings), then measure ``m``'s slots; ``--budget-min`` sets the deadline."""
-    if o.budget_min is not None:
-        m = replace(m, deadline=time.monotonic() + 60 * o.budget_min)
-    _setup(sweep_dir, first, pairs, m, *checked)
-    log(f"sweep folder: {sweep_dir}")
-    log(flow.design_line(m))
-    return _measure(sweep_dir, m, o, log)
-
-
 def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
     """Finish the slots of ``sweep_dir`` not done, in the recorded order."""
     proto = read_protocol(sweep_dir / "protocol.json")
@@ -272,23 +112,7 @@ def _resume(sweep_dir: Path, o: SweepOptions, log: Log) -> Path:
         "requests.partial.jsonl)"
     )
     m = replace(m, deadline=None if o.budget_min is None else time.monotonic() + 60 * o.budget_min)
-    return _measure(sweep_dir, m, o, log)
-
-
-def _measure(sweep_dir: Path, m: flow.Measurement, o: SweepOptions, log: Log) -> Path:
-    observe = ObserveOptions(progress=o.progress)
-    flow.execute_run(sweep_dir, m, log, observe, o.api_key, sweep_dir.parent.name, write_card=_cards_and_sweep)
-    card = read_sweep(sweep_dir / "sweep.json")
-    if card.criteria_declared and not card.recommendation.meets_criteria:
-        raise CriteriaFailed(f"no candidate meets the criteria declared in {sweep_dir / 'sweep.toml'}")
-    return sweep_dir
-
-
-def _cards_and_sweep(sweep_dir: Path, log: Log) -> None:
-    """Each candidate's folder and pair card, then the sweep card (the run's card writer)."""
-    for name in read_protocol(sweep_dir / "protocol.json").candidates or {}:
-        finish_card(split_candidate(sweep_dir, name), log=lambda _: None)
-    _say(write_sweep_card(sweep_dir, None, log), sweep_dir, log)
+    return measure(sweep_dir, m, o, log)
 
 
 def rerender_sweep(sweep_dir: Path, log: Log = print) -> SweepCard:
@@ -311,15 +135,4 @@ def report_sweep(sweep_dir: Path, log: Log = print) -> None:
     else:
         for name in read_protocol(sweep_dir / "protocol.json").candidates or {}:
             finish_card(split_candidate(sweep_dir, name), log=log)
-    _say(rerender_sweep(sweep_dir, log), sweep_dir, log)
-
-
-def _say(card: SweepCard, sweep_dir: Path, log: Log) -> None:
-    noise = card.noise_floor.line if card.noise_floor else None
-    for line in [
-        *([noise] if noise else []),
-        *card.recommendation.lines,
-        *(w if w.startswith("WARNING") else f"WARNING {w}" for w in card.drift_warnings),
-    ]:
-        log(line)
-    log(f"sweep card: {sweep_dir / 'sweep.md'}")
+    say_card(rerender_sweep(sweep_dir, log), sweep_dir, log)

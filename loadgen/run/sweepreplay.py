@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from loadgen.errors import BadInput
 from loadgen.profile.pair import Pair
@@ -20,9 +19,7 @@ from loadgen.report.runlock import locked
 from loadgen.run import flow
 from loadgen.run.plan import replay_protocol
 from loadgen.run.sweepplan import announce
-
-if TYPE_CHECKING:
-    from loadgen.run.sweep import SweepOptions
+from loadgen.run.sweepsetup import SweepOptions, check_candidates, new_sweep_dir, start_measuring
 
 __all__ = ["replay_sweep"]
 
@@ -34,8 +31,6 @@ def replay_sweep(protocol_file: Path, o: SweepOptions, log: flow.Log) -> Path:
     Raises BadInput (exit 2) when the file is not a sweep's protocol (no ``candidates``; a run folder's is
     repeated by ``loadgen compare --protocol``) or its folder lacks sweep.toml or a candidate's pair file;
     ProfileError when prompts.jsonl no longer matches the recorded sha256."""
-    from loadgen.run.sweep import check_candidates, new_sweep_dir, start_measuring  # sweep.py imports this module
-
     old = protocol_file.parent
     proto = read_protocol(protocol_file)
     if not proto.candidates or not (old / "sweep.toml").is_file():

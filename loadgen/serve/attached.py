@@ -10,14 +10,14 @@ says of itself (:class:`AttachedFacts`: ``max_model_len`` per model from ``/v1/m
 ``ModelCard``, vllm/entrypoints/openai/protocol.py; the engine version from ``GET /version``,
 ``{"version": "0.24.0"}``, vllm/entrypoints/openai/api_server.py) and refuses a workload whose input plus
 output tokens cannot fit (BadInput, exit 2, naming both numbers). The URLs are recorded in
-protocol.json without credentials (:func:`loadgen.redact.redact_url`) and reused by ``--resume``.
+protocol.json without credentials (:func:`loadgen.util.redact.redact_url`) and reused by ``--resume``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -25,10 +25,8 @@ import httpx
 from loadgen.errors import BadInput, RunFailed, ServerError
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
+from loadgen.serve.launchspec import LaunchSpec
 from loadgen.util.redact import redact_url
-
-if TYPE_CHECKING:
-    from loadgen.serve.servers import LaunchSpec
 
 #: Seconds an attached server may refuse connections before loadgen gives up (it is meant to be running).
 ATTACH_REFUSED_S = 2.0

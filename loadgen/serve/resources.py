@@ -126,15 +126,7 @@ def gpu_memory(pids: Iterable[int]) -> GpuMemory | None:
             listed += len(procs)
             used = sum(int(p.usedGpuMemory or 0) for p in procs if p.pid in wanted)
             if used:
-                name = nv.nvmlDeviceGetName(handle)
-                devices.append(
-                    GpuDevice(
-                        index,
-                        name.decode() if isinstance(name, bytes) else name,
-                        int(nv.nvmlDeviceGetMemoryInfo(handle).total),
-                        used,
-                    )
-                )
+                devices.append(GpuDevice(index, *_name_and_total(nv, handle), used))
                 total += used
         return None if listed and not devices else GpuMemory(total, tuple(devices))
 
@@ -209,24 +201,13 @@ def hardware() -> Hardware:
     """The machine loadgen runs on (the servers' machine when launched locally): CPU model and cores,
     memory, and the GPUs NVML sees (name, memory); ``gpus`` is [] without NVML."""
     cpu_model = None
-    with contextlib.suppress(OSError):
-        for line in open("/proc/cpuinfo", encoding="utf-8"):  # noqa: SIM115 - short read
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        cpu_model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), None)
 
     def read(nv: Any) -> list[HardwareGpu]:
         gpus = []
         for index in range(nv.nvmlDeviceGetCount()):
-            handle = nv.nvmlDeviceGetHandleByIndex(index)
-            name = nv.nvmlDeviceGetName(handle)
-            gpus.append(
-                HardwareGpu(
-                    index,
-                    name.decode() if isinstance(name, bytes) else name,
-                    int(nv.nvmlDeviceGetMemoryInfo(handle).total),
-                )
-            )
+            gpus.append(HardwareGpu(index, *_name_and_total(nv, nv.nvmlDeviceGetHandleByIndex(index))))
         return gpus
 
     gpus = with_nvml(read) or []
@@ -341,3 +322,9 @@ def settle_line(record: GpuSettle | None) -> str | None:
         )
         parts.append(f"processes loadgen did not start hold the accelerator: {held}")
     return "; ".join(parts) or None
+
+
+def _name_and_total(nv: Any, handle: Any) -> tuple[str, int]:
+    """An NVML device's name (bytes in older bindings, decoded) and total memory (bytes)."""
+    name = nv.nvmlDeviceGetName(handle)
+    return (name.decode() if isinstance(name, bytes) else name), int(nv.nvmlDeviceGetMemoryInfo(handle).total)

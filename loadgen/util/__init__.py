@@ -1,7 +1,7 @@
 """Small shared pieces with no loadgen imports but errors: strict JSON (strictjson), secret redaction (redact),
 vLLM argv (argv) and number formatting (numbers).
 
-May import: loadgen.errors only.
+May import: errors.
 Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

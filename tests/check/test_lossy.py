@@ -77,5 +77,5 @@ def test_min_lossless_match_with_a_lossy_method_is_refused(tmp_path: Path, monke
     assert (
         str(err.value) == "pair check failed: 1 blocking finding(s) above (criteria.min_lossless_match); fix them first"
     )
-    lossless = dataclasses.replace(pair, speculative=pair.speculative.with_values(rejection_sample_method="standard"))
+    lossless = dataclasses.replace(pair, speculative=pair.speculative.with_fields(rejection_sample_method="standard"))
     assert blocking(check_pair(lossless, "0.33.0")) == []

@@ -79,6 +79,7 @@ def test_something_else_listening_at_the_address_is_bad_input_not_a_hang(
         code, out = _run("run", str(tmp_path / "f.toml"), "--ray-address", f"127.0.0.1:{server.server_address[1]}")
     finally:
         server.shutdown()
+        server.server_close()
     # the bounded probe's line (PROBE_TIMEOUT_S), not a hang in ray.init
     assert code == 2 and ("no Ray cluster answered" in out or "cannot connect" in out), out
 

@@ -49,7 +49,7 @@ def test_nodes_rows_and_the_compare_pair() -> None:
     a, b_row, c = card.nodes
     assert (a.name, a.tasks, a.engine_versions) == ("stg-a", {"done": 2, "failed": 0, "pending": 0}, ["0.24.0"])
     assert a.hardware == NodeHardware(
-        "Intel(R) Xeon(R) Platinum 8480+", 64, float(2 * 2**40), [NodeGpu("NVIDIA H200", 0, 150754820096.0)]
+        "Intel(R) Xeon(R) Platinum 8480+", 64, float(2 * 2**40), [NodeGpu("NVIDIA H200", 150754820096.0, index=0)]
     )
     assert (b_row.engine_versions, b_row.gpu_type, b_row.gpu_type_source) == (
         ["0.23.1", "0.24.0"],

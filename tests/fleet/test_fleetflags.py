@@ -22,12 +22,13 @@ def _entry(
     node: str, tpot: FleetRatio | None, gpu: str | None = "H200", status: str = "done", p99: float | None = None
 ) -> CompareEntry:
     ratios = {"tpot_p50": tpot, "ttft_p99": None if p99 is None else FleetRatio(p99, pairs=0)}
-    return CompareEntry(node, status, gpu, ratios=ratios)
+    return CompareEntry(node, status, gpu_type=gpu, ratios=ratios)
 
 
 def _pair(entries: list[CompareEntry], engines: dict[str, str | None] | None = None) -> ComparePair:
     nodes = [
-        CompareNode(e.node, f"p__{e.node}", e.status, e.gpu_type, engine=(engines or {}).get(e.node)) for e in entries
+        CompareNode(e.node, f"p__{e.node}", e.status, gpu_type=e.gpu_type, engine=(engines or {}).get(e.node))
+        for e in entries
     ]
     return ComparePair("p", nodes=nodes, cells=[CompareCell("w", "c4", 4, nodes=entries)])
 
@@ -96,14 +97,16 @@ def _sweep(nodes: list[SweepNode], entries: dict[str, list[CandidateSpeedup]]) -
         "c1",
         1,
         nodes=[
-            SweepNodeEntry(n.node, n.status, n.gpu_type, entries=entries[n.node]) for n in nodes if n.node in entries
+            SweepNodeEntry(n.node, n.status, gpu_type=n.gpu_type, entries=entries[n.node])
+            for n in nodes
+            if n.node in entries
         ],
     )
     return SweepPair("s", primary_metric="ttft_p50", nodes=nodes, cells=[cell])
 
 
 def _node(name: str, rec: str | None, measured: bool = True, gpu: str = "H200") -> SweepNode:
-    return SweepNode(name, f"s__{name}", "done", gpu, measured=measured, recommendation=rec)
+    return SweepNode(name, f"s__{name}", "done", gpu_type=gpu, measured=measured, recommendation=rec)
 
 
 def test_sweeps_flag_different_recommendations_and_speedups_apart() -> None:

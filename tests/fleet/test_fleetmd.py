@@ -26,19 +26,22 @@ GiB = 2**30
 
 def _card(flags: list[Flag] | None = None) -> FleetCard:
     tasks = [
-        TaskRow("p__a", "p", "compare", "a", "done", "10.0.0.1", "H200"),
-        TaskRow(
-            "p__b", "p", "compare", "b", "failed", "", None, "done", "no card.json | came back", 0, log="logs/p__b.log"
-        ),
-        TaskRow("s__a", "s", "sweep", "a", "done", "10.0.0.1", "H200"),
+        TaskRow("p__a", "p", "compare", "a", "done", address="10.0.0.1", gpu_type="H200"),
+        TaskRow("p__b", "p", "compare", "b", "failed", "done", "no card.json | came back", 0, log="logs/p__b.log"),
+        TaskRow("s__a", "s", "sweep", "a", "done", address="10.0.0.1", gpu_type="H200"),
     ]
     pair = ComparePair(
         "p",
         nodes=[
             CompareNode(
-                "a", "p__a", "done", "H200", verdict=NodeVerdict(True, True, "PASS: every check"), engine="0.24.0"
+                "a",
+                "p__a",
+                "done",
+                gpu_type="H200",
+                verdict=NodeVerdict(True, True, "PASS: every check"),
+                engine="0.24.0",
             ),
-            CompareNode("b", "p__b", "failed", None, reason="no card.json | came back"),
+            CompareNode("b", "p__b", "failed", reason="no card.json | came back"),
         ],
         cells=[
             CompareCell(
@@ -49,7 +52,7 @@ def _card(flags: list[Flag] | None = None) -> FleetCard:
                     CompareEntry(
                         "a",
                         "done",
-                        "H200",
+                        gpu_type="H200",
                         ratios={"tpot_p50": FleetRatio(0.8, 0.75, 0.85, 32), "ttft_p99": FleetRatio(1.25, pairs=0)},
                         acceptance_rate=0.5,
                         mean_acceptance_length=2.25,
@@ -62,7 +65,11 @@ def _card(flags: list[Flag] | None = None) -> FleetCard:
                 4,
                 nodes=[
                     CompareEntry(
-                        "a", "done", "H200", complete=False, ratios={"tpot_p50": FleetRatio(0.9), "ttft_p99": None}
+                        "a",
+                        "done",
+                        gpu_type="H200",
+                        complete=False,
+                        ratios={"tpot_p50": FleetRatio(0.9), "ttft_p99": None},
                     )
                 ],
             ),
@@ -76,7 +83,7 @@ def _card(flags: list[Flag] | None = None) -> FleetCard:
                 "a",
                 "s__a",
                 "done",
-                "H200",
+                gpu_type="H200",
                 measured=True,
                 recommendation="k2",
                 criteria_declared=True,
@@ -93,8 +100,8 @@ def _card(flags: list[Flag] | None = None) -> FleetCard:
                     SweepNodeEntry(
                         "a",
                         "done",
-                        "H200",
                         "k2",
+                        gpu_type="H200",
                         speedup=1.4,
                         speedup_ci_low=1.3,
                         speedup_ci_high=1.5,
@@ -102,7 +109,7 @@ def _card(flags: list[Flag] | None = None) -> FleetCard:
                     )
                 ],
             ),
-            SweepPairCell("w", "c4", 4, nodes=[SweepNodeEntry("a", "done", "H200", None)]),
+            SweepPairCell("w", "c4", 4, nodes=[SweepNodeEntry("a", "done", None, gpu_type="H200")]),
         ],
     )
     node = NodeRow(
@@ -114,7 +121,7 @@ def _card(flags: list[Flag] | None = None) -> FleetCard:
         "label loadgen.io/gpu-type",
         {"GPU": 8.0, "CPU": 64, "memory": 1e12, "object_store_memory": 1e9, "node:10.0.0.1": 1.0},
         {"loadgen.io/gpu-type": "H200"},
-        NodeHardware("Xeon", 64, 2 * GiB, [NodeGpu("NVIDIA H200", 0, 141 * GiB)]),
+        NodeHardware("Xeon", 64, 2 * GiB, [NodeGpu("NVIDIA H200", 141 * GiB, index=0)]),
         ["0.24.0"],
         {"done": 2, "failed": 0, "pending": 0},
     )

@@ -589,7 +589,7 @@ def test_fleet_json_reads_back_typed_byte_identically_and_validates_against_the_
     assert {m: r and r.to_json() for m, r in entry.ratios.items()} == raw["pairs"][0]["cells"][0]["nodes"][0]["ratios"]
     assert isinstance(entry.ratios["tpot_p50"], FleetRatio) and entry.ratios["ttft_p99"] == FleetRatio(1.1, pairs=0)
     assert card.nodes[0].hardware == NodeHardware(
-        "Intel(R) Xeon(R) Platinum 8480+", 64, 2 * 2**40, [NodeGpu("NVIDIA H200", 0, 150754820096)]
+        "Intel(R) Xeon(R) Platinum 8480+", 64, 2 * 2**40, [NodeGpu("NVIDIA H200", 150754820096, index=0)]
     )
     assert [(f.kind, [s.node for s in f.nodes]) for f in card.flags] == [
         ("ratio", ["stg-a", "stg-b"]),

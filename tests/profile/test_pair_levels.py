@@ -60,7 +60,7 @@ def test_malformed_schedule_rows_are_skipped() -> None:
 
 
 def test_disable_by_batch_size_wins_over_the_schedule() -> None:
-    spec = SCHEDULE.with_values(disable_by_batch_size=2)
+    spec = SCHEDULE.with_fields(disable_by_batch_size=2)
     assert [k_at(spec, b) for b in (1, 2, 3)] == [5, 0, 0]
 
 
@@ -108,7 +108,7 @@ def test_levels_put_closed_loop_first_then_rates_capped_at_max_concurrency() -> 
 
 def test_a_pair_speculates_at_a_level_by_its_declared_config() -> None:
     pair = load_pair("demo-cpu")
-    limited = replace(pair, speculative=pair.speculative.with_values(disable_by_batch_size=2))
+    limited = replace(pair, speculative=pair.speculative.with_fields(disable_by_batch_size=2))
     assert [limited.speculates_at(Level(c)) for c in (1, 2)] == [True, False]
     assert limited.speculates_at(Level(16, 1.0))  # open loop: the batch may be 1
     assert pair.speculates_at(Level(64))
@@ -123,7 +123,7 @@ def test_planned_blocks_are_max_blocks_only_when_a_ci_half_width_is_asked_for() 
 
 def test_the_draft_carries_its_revision_and_lookup_methods_have_none() -> None:
     pair = load_pair("demo-cpu")
-    with_rev = replace(pair, speculative=pair.speculative.with_values(model="org/draft", revision="abc123"))
+    with_rev = replace(pair, speculative=pair.speculative.with_fields(model="org/draft", revision="abc123"))
     assert with_rev.draft == ModelRef("org/draft", "abc123")
     assert replace(pair, speculative=spec_of({"method": "suffix", "num_speculative_tokens": 8})).draft is None
 

@@ -17,7 +17,11 @@ from loadgen.profile.workloadset import pair_workloads, serving_context
     [
         (("--max-model-len", "2048"), 2048),
         (("--dtype", "half", "--max-model-len=4096"), 4096),
-        (("--max-model-len", "2k"), None),
+        (("--max-model-len", "2k"), 2000),  # vLLM's human-readable ints, as util/argv.py reads every flag
+        (("--max-model-len", "2K"), 2048),
+        (("--max_model_len=512",), 512),  # vLLM's argparse turns underscores into dashes
+        (("--max-model-len", "1024", "--max-model-len", "4096"), 4096),  # the last one wins
+        (("--max-model-len", "auto"), None),
         (("--max-model-len",), None),
         ((), None),
         (["--max-model-len", "8"], 8),

@@ -38,7 +38,7 @@ def test_the_parts_read_back_typed_and_write_back_the_same_bytes() -> None:
     card = FleetCard.from_json(json.loads(text), source="fleet.json")
     assert json.dumps(card.to_json(), indent=2) == text
     assert card == _card([FLAG]) and card.flags == [FLAG]
-    assert card.nodes[0].hardware == NodeHardware("Xeon", 64, 2 * 2**30, [NodeGpu("NVIDIA H200", 0, 141 * 2**30)])
+    assert card.nodes[0].hardware == NodeHardware("Xeon", 64, 2 * 2**30, [NodeGpu("NVIDIA H200", 141 * 2**30, index=0)])
     assert card.pairs[0].nodes[0].verdict == NodeVerdict(True, True, "PASS: every check")
     c1, c4 = (cell.nodes[0] for cell in card.pairs[0].cells)
     assert c1.ratios == {"tpot_p50": FleetRatio(0.8, 0.75, 0.85, 32), "ttft_p99": FleetRatio(1.25, None, None, 0)}

@@ -1,5 +1,5 @@
-"""A record made of records (records/nested.py): the generic reader checks every field once with its path, keeps
-a file's key order and unknown keys, and the schema comes from the kinds."""
+"""A record made of records (records/cardwire.py ``Whole``): the generic reader checks every field once with its
+path, keeps a file's key order and unknown keys, and the schema comes from the fields' type hints."""
 
 from __future__ import annotations
 
@@ -10,27 +10,21 @@ import jsonschema
 import pytest
 
 from loadgen.errors import BadInput
-from loadgen.records.nested import Part, part_kind
-from loadgen.records.wire import INT, NUM, STR, Kind, list_of, map_of, maybe
+from loadgen.records.cardwire import Whole
 
 
 @dataclass(frozen=True)
-class Leaf(Part):
+class Leaf(Whole):
     name: str
     value: float | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"name": STR, "value": maybe(NUM)}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("name",)
     TITLE: ClassVar[str] = "leaf"
 
 
 @dataclass(frozen=True)
-class Tree(Part):
+class Tree(Whole):
     size: int
     leaves: list[Leaf] = field(default_factory=list)
     top: Leaf | None = None
-    KINDS: ClassVar[dict[str, Kind]] = {"size": INT, "leaves": list_of(part_kind(Leaf)), "top": maybe(part_kind(Leaf))}
-    REQUIRED: ClassVar[tuple[str, ...]] = ("size",)
-    NESTED: ClassVar[dict[str, type[Part]]] = {"leaves": Leaf, "top": Leaf}
     FIX: ClassVar[str] = "fix it"
 
 
@@ -42,7 +36,7 @@ def test_a_tree_reads_typed_and_writes_back_in_its_own_key_order_with_unknown_ke
     assert list(tree.to_json()) == ["leaves", "later", "size", "top"] and tree.to_json() == doc
 
 
-def test_one_built_anew_writes_every_field_in_kinds_order_and_new_keys_go_last() -> None:
+def test_one_built_anew_writes_every_field_in_declared_order_and_new_keys_go_last() -> None:
     tree = Tree(1, [Leaf("a")])
     assert tree.to_json() == {"size": 1, "leaves": [{"name": "a", "value": None}], "top": None}
     read = Tree.from_json({"size": 1}, source="t.json").with_fields(top=Leaf("b", 0.5))
@@ -69,7 +63,7 @@ def test_a_bad_field_deep_inside_is_one_line_with_its_path(doc: object, line: st
         jsonschema.validate(doc, Tree.json_schema())
 
 
-def test_the_schema_is_the_kinds_nested() -> None:
+def test_the_schema_is_the_hints_nested() -> None:
     schema = Tree.json_schema()
     assert schema["required"] == ["size"]
     assert schema["properties"]["leaves"] == {"type": "array", "items": Leaf.json_schema()}
@@ -82,10 +76,8 @@ def test_the_schema_is_the_kinds_nested() -> None:
 
 
 @dataclass(frozen=True)
-class Grove(Part):
+class Grove(Whole):
     by_name: dict[str, Leaf | None] = field(default_factory=dict)
-    KINDS: ClassVar[dict[str, Kind]] = {"by_name": map_of(maybe(part_kind(Leaf)))}
-    MAPPED: ClassVar[dict[str, type[Part]]] = {"by_name": Leaf}
     FIX: ClassVar[str] = "fix it"
 
 

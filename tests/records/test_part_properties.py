@@ -1,4 +1,4 @@
-"""Every record made of records (records/nested.py ``Part``: the sweep card, the fleet's task list and the fleet
+"""Every record made of records (records/cardwire.py ``Whole``: the sweep card, the fleet's task list and the fleet
 card with their parts), by property: any document its own JSON Schema takes reads and writes back to the same
 bytes (its key order and unknown keys kept), a field of the wrong kind or a required field left out is one
 BadInput line naming the file, the field and the record's fix (and the schema refuses it too), and
@@ -16,20 +16,20 @@ from hypothesis import strategies as st
 
 from loadgen.errors import BadInput
 from loadgen.records import fleet, fleetparts, fleettasks, sweep, sweepchoice
+from loadgen.records.cardwire import Whole, kinds, required
 from loadgen.records.fleettasks import FIX, FleetNode, Task, TaskList
-from loadgen.records.nested import Part
 from tests.records.jsongen import UNKNOWN, from_schema, refused
 
 MODULES = (sweep, sweepchoice, fleettasks, fleet, fleetparts)
 
 
-def _parts() -> list[type[Part]]:
+def _parts() -> list[type[Whole]]:
     out = []
     for module in MODULES:
         out += [
             v
-            for v in vars(module).values()
-            if isinstance(v, type) and issubclass(v, Part) and v is not Part and v.__module__ == module.__name__
+            for n, v in vars(module).items()
+            if isinstance(v, type) and issubclass(v, Whole) and v.__module__ == module.__name__ and n[0] != "_"
         ]
     return sorted(set(out), key=lambda c: (c.__module__, c.__name__))
 
@@ -52,7 +52,9 @@ def _unique_ids(doc: dict[str, Any]) -> bool:
 @pytest.mark.parametrize("cls", PARTS, ids=IDS)
 @FAST
 @given(data=st.data())
-def test_a_document_the_schema_takes_reads_and_writes_back_the_same_bytes(cls: type[Part], data: st.DataObject) -> None:
+def test_a_document_the_schema_takes_reads_and_writes_back_the_same_bytes(
+    cls: type[Whole], data: st.DataObject
+) -> None:
     schema = cls.json_schema()
     doc = data.draw(from_schema(schema))
     jsonschema.Draft202012Validator(schema).validate(doc)  # the generator keeps to the schema
@@ -63,19 +65,19 @@ def test_a_document_the_schema_takes_reads_and_writes_back_the_same_bytes(cls: t
     record = cls.from_json(doc, source="t.json")
     assert json.dumps(record.to_json()) == json.dumps(doc)
     assert list(record.keys) == list(doc) and dict(record.extra) == ({UNKNOWN: doc[UNKNOWN]} if UNKNOWN in doc else {})
-    for k in cls.REQUIRED:  # the fields a file must hold are typed attributes of the record
+    for k in required(cls):  # the fields a file must hold are typed attributes of the record
         assert getattr(record, k) is not None or doc[k] is None
 
 
-def _edits(cls: type[Part]) -> list[tuple[str, Any]]:
-    return [(k, v) for k, kind in cls.KINDS.items() for v in refused(kind)]
+def _edits(cls: type[Whole]) -> list[tuple[str, Any]]:
+    return [(k, v) for k, kind in kinds(cls).items() for v in refused(kind)]
 
 
 @pytest.mark.parametrize("cls", PARTS, ids=IDS)
 @FAST
 @given(data=st.data())
 def test_a_field_of_the_wrong_kind_is_one_line_naming_it_and_the_schema_refuses_it(
-    cls: type[Part], data: st.DataObject
+    cls: type[Whole], data: st.DataObject
 ) -> None:
     edits = _edits(cls)
     if not edits:
@@ -84,27 +86,27 @@ def test_a_field_of_the_wrong_kind_is_one_line_naming_it_and_the_schema_refuses_
     doc = {**data.draw(from_schema(cls.json_schema())), key: bad}
     with pytest.raises(BadInput) as caught:
         cls.from_json(doc, source="runs/x/f.json")
-    assert str(caught.value) == f"runs/x/f.json: {key}: expected {cls.KINDS[key].name}, got {bad!r}; {cls.FIX}"
+    assert str(caught.value) == f"runs/x/f.json: {key}: expected {kinds(cls)[key].name}, got {bad!r}; {cls.FIX}"
     assert not jsonschema.Draft202012Validator(cls.json_schema()).is_valid(doc)
 
 
 @pytest.mark.parametrize(
-    "cls", [c for c in PARTS if c.REQUIRED], ids=[i for c, i in zip(PARTS, IDS, strict=True) if c.REQUIRED]
+    "cls", [c for c in PARTS if required(c)], ids=[i for c, i in zip(PARTS, IDS, strict=True) if required(c)]
 )
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_each_required_field_left_out_is_named_with_what_it_expects(cls: type[Part], data: st.DataObject) -> None:
+def test_each_required_field_left_out_is_named_with_what_it_expects(cls: type[Whole], data: st.DataObject) -> None:
     doc = data.draw(from_schema(cls.json_schema()))
-    for key in cls.REQUIRED:
+    for key in required(cls):
         without = {k: v for k, v in doc.items() if k != key}
         with pytest.raises(BadInput) as caught:
             cls.from_json(without, source="f.json")
-        assert str(caught.value) == f"f.json: {key}: missing (expected {cls.KINDS[key].name}); {cls.FIX}"
+        assert str(caught.value) == f"f.json: {key}: missing (expected {kinds(cls)[key].name}); {cls.FIX}"
         assert not jsonschema.Draft202012Validator(cls.json_schema()).is_valid(without)
 
 
 @pytest.mark.parametrize("cls", PARTS, ids=IDS)
-def test_a_file_that_is_no_object_is_one_line(cls: type[Part]) -> None:
+def test_a_file_that_is_no_object_is_one_line(cls: type[Whole]) -> None:
     with pytest.raises(BadInput) as caught:
         cls.from_json([1], source="f.json")
     assert str(caught.value) == f"f.json: expected an object, got [1]; {cls.FIX}"
@@ -113,9 +115,9 @@ def test_a_file_that_is_no_object_is_one_line(cls: type[Part]) -> None:
 NODE = FleetNode("n1", "node-a", address="10.0.0.1", resources={"GPU": 1.0})
 
 
-def test_a_task_built_anew_writes_every_field_in_kinds_order_and_with_fields_adds_last() -> None:
+def test_a_task_built_anew_writes_every_field_in_declared_order_and_with_fields_adds_last() -> None:
     task = Task("t1", "pair-a", "compare", NODE)
-    assert list(task.to_json()) == list(Task.KINDS)
+    assert list(task.to_json()) == list(kinds(Task))
     assert task.to_json()["node"] == {
         "id": "n1",
         "name": "node-a",
@@ -197,13 +199,15 @@ def test_a_task_list_of_another_schema_or_with_a_bad_name_is_refused(field: str,
 
 
 @pytest.mark.parametrize(
-    "cls", [c for c in PARTS if not c.REQUIRED], ids=[i for c, i in zip(PARTS, IDS, strict=True) if not c.REQUIRED]
+    "cls",
+    [c for c in PARTS if not required(c)],
+    ids=[i for c, i in zip(PARTS, IDS, strict=True) if not required(c)],
 )
-def test_a_part_read_from_an_empty_object_writes_an_empty_object(cls: type[Part]) -> None:
+def test_a_part_read_from_an_empty_object_writes_an_empty_object(cls: type[Whole]) -> None:
     read = cls.from_json({}, source="f.json")
     assert read.to_json() == {} and read.keys == ()
     built = cls()
-    assert list(built.to_json()) == list(cls.KINDS) and built == read  # built anew: every field, in KINDS order
+    assert list(built.to_json()) == list(kinds(cls)) and built == read  # built anew: every field, declared order
 
 
 def test_a_fleet_node_row_with_an_empty_hardware_object_writes_back_as_read() -> None:

@@ -1,5 +1,5 @@
-"""records/speculative.py: the speculative config's typed fields, its free-form rest, byte-identical JSON, and the
-one-line error of a field of the wrong kind."""
+"""records/speculative.py: the speculative config's typed fields, its free-form other keys (``extra``),
+byte-identical JSON, and the one-line error of a field of the wrong kind."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import BadInput
+from loadgen.records.cardwire import kinds
 from loadgen.records.protocol import Protocol
-from loadgen.records.speculative import _KINDS, SpeculativeConfig
+from loadgen.records.speculative import SpeculativeConfig
 
 NGRAM_RUN = Path(__file__).resolve().parents[2] / "docs/examples/h200/h200-1b-ngram/protocol.json"
 
@@ -26,7 +27,7 @@ def test_a_committed_protocols_speculative_config_reads_typed_and_writes_back_th
         2,
         4,
     )
-    assert spec.model is None and spec.rest == {}
+    assert spec.model is None and spec.extra == {}
     assert json.dumps(spec.to_json()) == (
         '{"method": "ngram", "prompt_lookup_min": 2, "prompt_lookup_max": 4, "num_speculative_tokens": 4}'
     )
@@ -38,15 +39,15 @@ def test_a_committed_protocols_speculative_config_reads_typed_and_writes_back_th
 def test_untyped_keys_stay_free_form_and_in_their_order() -> None:
     raw = {"quantization": "fp8", "method": "eagle3", "model": "org/head", "speculative_token_tree": "[(0,)]"}
     spec = SpeculativeConfig.from_json(raw, source="pair.toml")
-    assert spec.rest == {"quantization": "fp8", "speculative_token_tree": "[(0,)]"}
+    assert spec.extra == {"quantization": "fp8", "speculative_token_tree": "[(0,)]"}
     assert list(spec.to_json()) == ["quantization", "method", "model", "speculative_token_tree"]
     assert spec.to_json() == raw
 
 
-def test_with_values_sets_a_typed_field_and_appends_a_new_key() -> None:
+def test_with_fields_sets_a_typed_field_and_appends_a_new_key() -> None:
     spec = SpeculativeConfig.from_json({"method": "ngram", "num_speculative_tokens": 2}, source="pair.toml")
-    assert spec.with_values(num_speculative_tokens=5).to_json() == {"method": "ngram", "num_speculative_tokens": 5}
-    assert list(spec.with_values(disable_by_batch_size=8).to_json()) == [
+    assert spec.with_fields(num_speculative_tokens=5).to_json() == {"method": "ngram", "num_speculative_tokens": 5}
+    assert list(spec.with_fields(disable_by_batch_size=8).to_json()) == [
         "method",
         "num_speculative_tokens",
         "disable_by_batch_size",
@@ -54,7 +55,7 @@ def test_with_values_sets_a_typed_field_and_appends_a_new_key() -> None:
 
 
 def test_one_built_in_code_writes_its_set_fields_then_the_rest() -> None:
-    spec = SpeculativeConfig(method="draft_model", num_speculative_tokens=3, rest={"enforce_eager": True})
+    spec = SpeculativeConfig(method="draft_model", num_speculative_tokens=3, extra={"enforce_eager": True})
     assert spec.to_json() == {"method": "draft_model", "num_speculative_tokens": 3, "enforce_eager": True}
 
 
@@ -94,4 +95,6 @@ def test_a_config_that_is_no_object_is_refused() -> None:
 
 
 def test_every_typed_field_has_its_kind_and_the_rest_and_keys_have_none() -> None:
-    assert list(_KINDS) == [f.name for f in fields(SpeculativeConfig)][:-2]
+    assert list(kinds(SpeculativeConfig)) == [
+        f.name for f in fields(SpeculativeConfig) if f.name not in ("keys", "extra")
+    ]

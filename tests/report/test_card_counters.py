@@ -219,7 +219,7 @@ def test_the_cell_entry_records_restart_evidence_and_token_counts(
         (0.0, DONE),
     ]
     pair = load_pair("demo-cpu")
-    pair = dataclasses.replace(pair, speculative=pair.speculative.with_values(method="draft_model"))
+    pair = dataclasses.replace(pair, speculative=pair.speculative.with_fields(method="draft_model"))
     warmup = (Prompt("w0", "w", "completions", "ok", None, 2),)
     measured = tuple(Prompt(f"m{i}", "w", "completions", "ok", None, 2) for i in range(10))
     with scripted_server({"ok": (200, ok)}) as url, quiet_run(tmp_path, pair) as run:

@@ -176,7 +176,9 @@ def test_the_sweeps_k_schedule_is_judged_on_the_trace_from_the_arms_own_windows(
     )
     ngram = {"method": "ngram", "prompt_lookup_max": 4}
     schedule = {**ngram, "num_speculative_tokens": 2, SCHEDULE_KEY: [[1, 3, 2], [4, 64, 0]]}
-    rec = Recommendation(lines=[], workloads=[WorkloadChoice("w", schedule=KSchedule("", True, schedule))])
+    rec = Recommendation(
+        lines=[], workloads=[WorkloadChoice("w", schedule=KSchedule("", supported=True, config=schedule))]
+    )
     rows = [SweepCandidate(f"k{k}", {**ngram, "num_speculative_tokens": k}) for k in (1, 2)]
     section = sweep_trace(tmp_path, rec, rows)
     assert section is not None

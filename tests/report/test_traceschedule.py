@@ -33,7 +33,9 @@ CONFIGS = {
 
 def arm_of_k(schedule: dict[str, Any], configs: dict[str, dict[str, Any]], k: int) -> str | None:
     """traceschedule.arm_of_k of a schedule config and the arms' configs."""
-    return traceschedule.arm_of_k(KSchedule("", True, schedule), [SweepCandidate(n, c) for n, c in configs.items()], k)
+    return traceschedule.arm_of_k(
+        KSchedule("", supported=True, config=schedule), [SweepCandidate(n, c) for n, c in configs.items()], k
+    )
 
 
 def schedule_on_trace(
@@ -41,7 +43,7 @@ def schedule_on_trace(
 ) -> dict[str, Any] | None:
     """traceschedule.schedule_on_trace of a schedule config and the arms' configs, as the card writes it."""
     sweep = traceschedule.SweepSchedule(
-        "w", KSchedule("", True, schedule), [SweepCandidate(n, c) for n, c in configs.items()]
+        "w", KSchedule("", supported=True, config=schedule), [SweepCandidate(n, c) for n, c in configs.items()]
     )
     got = traceschedule.schedule_on_trace(blocks, window_s, sweep, slo)
     return None if got is None else got.to_json()

@@ -75,7 +75,7 @@ def run_of(before: Snapshot, after: Snapshot, requests: int = 4) -> CellRun:
 
 def pair_with(**speculative: object) -> Pair:
     base = load_pair("demo-cpu")  # draft_model, num_speculative_tokens = 2
-    return dataclasses.replace(base, speculative=base.speculative.with_values(**speculative))
+    return dataclasses.replace(base, speculative=base.speculative.with_fields(**speculative))
 
 
 def test_a_missing_request_counter_keeps_the_acceptance() -> None:

@@ -53,7 +53,7 @@ def test_a_port_held_by_another_loadgen_process_is_refused_naming_its_pid(tmp_pa
             _compare(tmp_path, port, log)
     finally:
         proc.kill()
-        proc.wait()
+        proc.communicate(timeout=10)  # waits and closes its pipes
     assert not [line for line in log if "starting" in line], log
 
 

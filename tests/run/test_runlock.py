@@ -43,7 +43,7 @@ def holder(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     proc = hold(folder)
     yield folder, proc
     proc.kill()
-    proc.wait(timeout=10)
+    proc.communicate(timeout=10)  # waits and closes its pipe
 
 
 def _scripted_pair(tmp_path: Path) -> Path:
@@ -105,7 +105,9 @@ def test_a_second_process_on_a_run_folder_is_refused_and_the_first_card_is_compl
         assert first.poll() is None, "the first run ended before the second was refused; the test proved nothing"
         out, err = first.communicate(timeout=120)
     finally:
-        first.kill()
+        if first.poll() is None:  # the test failed midway: end the run and close its pipes
+            first.kill()
+            first.communicate(timeout=30)
     assert second.returncode == 2, (second.stdout, second.stderr)
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{run_dir} is in use by pid {first.pid} " in lines[0], second.stderr

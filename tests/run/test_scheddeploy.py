@@ -14,15 +14,15 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.records.schedule import DeployedSchedule, schedule_sweep_doc
-from loadgen.run import sweep
+from loadgen.run import sweepsetup
 from loadgen.run.sweep import run_sweep
 from tests.run.test_sweep_flow import GETS, _attach, _options, _stream
 from tests.support.scripted_server import scripted_server
 
 
 def _engine_024(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sweep.check_candidates
-    monkeypatch.setattr(sweep, "check_candidates", lambda pairs, o, log: ("0.24.0", real(pairs, o, log)[1]))
+    real = sweepsetup.check_candidates
+    monkeypatch.setattr(sweepsetup, "check_candidates", lambda pairs, o, log: ("0.24.0", real(pairs, o, log)[1]))
 
 
 @pytest.mark.slow

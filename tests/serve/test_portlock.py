@@ -64,14 +64,14 @@ def test_a_port_held_by_another_process_is_refused_naming_its_pid_until_it_relea
         hold("127.0.0.1", port, "plain").release()
     finally:
         proc.kill()
-        proc.wait()
+        proc.communicate(timeout=10)  # waits and closes its pipes
 
 
 def test_a_holder_that_dies_leaves_no_stale_hold() -> None:
     port = _free_port()
     proc = _holder(port)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    proc.communicate(timeout=10)  # waits and closes its pipes
     hold("127.0.0.1", port, "plain").release()
 
 

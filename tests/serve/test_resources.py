@@ -28,13 +28,12 @@ CHILD = (
 @pytest.fixture
 def tree() -> Iterator[subprocess.Popen[bytes]]:
     """A server-like tree in its own session: a parent that started one child."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, start_new_session=True)
-    assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-    yield proc
-    for pid in resources.group_members(proc.pid):
-        os.kill(pid, 9)
-    proc.kill()
-    proc.wait()
+    with subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, start_new_session=True) as proc:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        yield proc
+        for pid in resources.group_members(proc.pid):
+            os.kill(pid, 9)
+        proc.kill()  # leaving the block closes its stdout and waits for it
 
 
 def test_the_process_tree_its_rss_and_its_group(tree: subprocess.Popen[bytes]) -> None:

@@ -63,9 +63,9 @@ def engines(
             argv = [sys.executable, "-m", "tests.support.scripted_engine", "--model", "org/target"]
             argv += ["--served-model-name", "target", "--port", str(port)]
             argv += ["--speculative-config", SPEC] if role.startswith("speculative") else []
-            log = (tmp / f"engine-{role}.log").open("wb")
             role_env = env(tmp) | (extra or {}).get(role, {})
-            procs.append(subprocess.Popen(argv, env=role_env, stdout=log, stderr=subprocess.STDOUT))
+            with (tmp / f"engine-{role}.log").open("wb") as log:  # the engine writes to its own copy of the file
+                procs.append(subprocess.Popen(argv, env=role_env, stdout=log, stderr=subprocess.STDOUT))
         for port in ports.values():
             wait_listening(port)
         yield {role: f"http://127.0.0.1:{port}" for role, port in ports.items()}

@@ -31,5 +31,5 @@ def hold(folder: Path, die: bool = False) -> subprocess.Popen[str]:
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     if die:
-        proc.wait(timeout=10)
+        proc.communicate(timeout=10)  # waits and closes its pipe
     return proc
