@@ -3,7 +3,7 @@ rules, the draft checks (draftcheck, headvocab: a head's vocabulary), the target
 speculators checkpoint as target, the chat template), lossy rejection (lossy), the engine probe; each check's
 outcome is one Finding.
 
-May import: errors, util, records, profile.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+May import: errors, util, records, profile (not store: only report, run, fleet and cli touch run folders).
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

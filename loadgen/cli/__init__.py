@@ -3,8 +3,8 @@
 (``tracecap.py``), the click types of flag values (``paramtypes.py``) and the modules each command's own flags
 and output live in.
 
-May import every layer: util < records < profile < check < prom < serve < stream < measure < report < run < fleet
-< cli.
+May import every layer: util < records < store < profile < check < prom < serve < stream < measure < report < run
+< fleet < cli.
 """
 
 from __future__ import annotations

@@ -6,6 +6,6 @@ Ray is an optional extra (``pip install loadgen[fleet]``): only the modules that
 it, and only inside their functions, so ``loadgen fleet report`` and the rest of loadgen run without it.
 
 May import: every layer below (errors ... run).
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

@@ -2,7 +2,8 @@
 diagnosis, step times, counter cross-checks, outcomes and fault categories, server-side histograms,
 and the verdict against the declared criteria.
 
-May import: errors, util, records, profile, check, prom, serve (not stream: records/ holds the request record).
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+May import: errors, util, records, profile, check, prom, serve (not stream: records/ holds the request record;
+not store: measure reads no files).
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

@@ -2,7 +2,7 @@
 workloads, the strict TOML reader and its value domains, arrival schedules, the declared criteria, and the
 tables of vLLM's speculative-config fields per version (fields).
 
-May import: errors, util, records.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+May import: errors, util, records (not store).
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

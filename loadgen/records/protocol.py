@@ -5,8 +5,8 @@ Written by run/plan.py (``protocol``) when a run or sweep folder is made, comple
 run/sweep.py (``engine_version``, ``attach``, the design's arms and order, a sweep's ``candidates``),
 rewritten by run/execute.py when blocks are added and cut per candidate by run/sweepsplit.py
 (``sweep_candidate``); read back by ``loadgen compare --protocol`` / ``--resume`` (run/plan.py
-``replay_protocol``), ``loadgen sweep --resume`` and ``loadgen report`` (report/runfiles.py, saveddata.py,
-sweepdata.py, tracedata.py), always through report/rundir.py ``read_protocol``, which checks it here.
+``replay_protocol``), ``loadgen sweep --resume`` and ``loadgen report`` (store/runfiles.py, saveddata.py,
+sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, which checks it here.
 
 The parts a run passes on as declared or probed keep their shape as documented mappings: ``target`` and
 ``draft`` (check/hashes.py ``model_hashes``), ``engine``, ``sampling``, ``fairness``,

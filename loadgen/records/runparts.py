@@ -1,7 +1,7 @@
 r"""Small records of a run folder: :class:`ModelHashes` (protocol.json ``target`` and ``draft``, written by
 check/hashes.py ``model_hashes``), :class:`DesignRecord` with its :class:`ArmRecord`\ s (what a run adds to
 protocol.json's ``design``: run/flow.py ``design_record``), :class:`StatusFile` (``status.json``, written by
-run/closing.py when the run ends, read by ``loadgen runs`` and the card: report/runfiles.py) and
+run/closing.py when the run ends, read by ``loadgen runs`` and the card: store/runfiles.py) and
 :class:`ProgressFile` (``progress.json``, rewritten by run/slotcount.py at every slot's start and end, read by
 ``loadgen runs`` for a running folder).
 

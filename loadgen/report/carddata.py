@@ -37,13 +37,14 @@ from loadgen.records.serverfacts import ServerView
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import UsageFigures
 from loadgen.report.cardlevels import capacities, crossovers
+from loadgen.report.enginelog import with_engine_paths
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
-from loadgen.report.runfiles import RunFiles, read_run
 from loadgen.report.tracedata import trace_card
 from loadgen.report.workloadmd import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
+from loadgen.store.runfiles import RunFiles, read_run
 
 CARD_SCHEMA: Final = "loadgen.card/1"
 #: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
@@ -184,7 +185,7 @@ def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[
 def build_card(run_dir: Path) -> PairCard:
     """The card of the run in ``run_dir`` (see module docstring): ``card_of`` over the run folder read once
     (runfiles.py). Raises BadInput when ``run_dir`` is not a run folder."""
-    return card_of(read_run(run_dir))
+    return card_of(with_engine_paths(read_run(run_dir, ROLES, (PLACEBO,)), run_dir))
 
 
 def _cell(

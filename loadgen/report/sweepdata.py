@@ -26,10 +26,11 @@ from loadgen.records.cardcell import Acceptance, CardCell, Cost
 from loadgen.records.criteria import LATENCY_METRICS, Criteria, criteria_of
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
-from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.report.saveddata import read_card
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
+from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
+from loadgen.store.rundir import read_json
 
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
 _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
@@ -248,8 +249,8 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
         for e in c.entries
         if goal is not None and e.effect == INCONCLUSIVE
     ]
-    status = read_json(sweep_dir / "status.json") if (sweep_dir / "status.json").is_file() else None
-    sizing_end = (status or {}).get("sizing_end") if goal is not None else None
+    status = read_status(sweep_dir)
+    sizing_end = status.sizing_end if goal is not None and status is not None else None
     where = "co-resident" if design.get("co_resident") else "one server at a time"
     line = (
         f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "

@@ -15,10 +15,11 @@ from loadgen.profile.tomlread import read_toml
 from loadgen.records.candidates import expand_candidates
 from loadgen.records.sweep import SweepCard
 from loadgen.report.htmlpage import CARD_HTML, embed
-from loadgen.report.rundir import read_json, read_protocol, write_json, write_text
 from loadgen.report.sweepdata import build_sweep_card
 from loadgen.report.sweephtml import CAPTIONS, render_sweep_html
 from loadgen.report.sweepmd import render_sweep_markdown
+from loadgen.store.files import read_protocol
+from loadgen.store.rundir import read_json, write_json, write_text
 
 Log = Callable[[str], None]
 

@@ -23,10 +23,10 @@ from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
 from loadgen.records.server import StartupRecord
 from loadgen.records.usage import AttachedTeardown, ServerUsage, Teardown
-from loadgen.report.rundir import write_json, write_text
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
 from loadgen.serve import modeproof, resources, servers
+from loadgen.store.rundir import write_json, write_text
 from loadgen.util.redact import redact_argv, redact_env, redact_url
 
 Log = Callable[[str], None]

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loadgen.report.rundir import JsonlAppender, read_protocol, write_json
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
 from loadgen.run.bench import Bench, mode_role
@@ -27,6 +26,8 @@ from loadgen.run.observe import Observers
 from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, modeproof, servers
 from loadgen.serve.portlock import PortHolds
+from loadgen.store.files import read_protocol
+from loadgen.store.rundir import JsonlAppender, write_json
 
 Log = Callable[[str], None]
 

@@ -28,18 +28,6 @@ from loadgen.records.request import RequestRecord
 from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
-from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused
-from loadgen.report.rundir import (
-    JsonlAppender,
-    copy_pair_file,
-    new_run_dir,
-    numbered_jsonl,
-    read_cell_lines,
-    read_protocol,
-    write_json,
-    write_text,
-)
-from loadgen.report.runlock import locked
 from loadgen.run import rearm
 from loadgen.run.arms import Arm, build_arms, co_resident, describe
 from loadgen.run.closing import close_run, open_status
@@ -50,6 +38,10 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, 
 from loadgen.run.sizing import grow, round_s
 from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, resources
+from loadgen.store.files import read_cell_lines, read_protocol
+from loadgen.store.refused import REFUSED_NAME, clear_refusal, mark_refused
+from loadgen.store.rundir import JsonlAppender, copy_pair_file, new_run_dir, numbered_jsonl, write_json, write_text
+from loadgen.store.runlock import locked
 from loadgen.util import crashlog, strictjson
 
 Log = Callable[[str], None]
@@ -199,7 +191,7 @@ def resume_compare(
     older code (no recorded order) finishes in its own order: every plain cell, then every speculative one.
 
     Raises ProfileError when ``run_dir`` cannot be replayed (see plan.replay_protocol), FolderBusy (exit 2)
-    before anything is read or rewritten when another process holds ``run_dir`` (report/runlock.py).
+    before anything is read or rewritten when another process holds ``run_dir`` (store/runlock.py).
     """
     with locked(run_dir, log):
         return _resume_locked(run_dir, log, attach, observe, api_key)
@@ -318,7 +310,7 @@ def execute_run(
     """Run ``m``'s slots (then size its cells, run/sizing.py) into ``run_dir``; always write the status and
     the card (``write_card``, default :func:`finish_card`). An exception loadgen did not expect ends the run as a
     RunFailed naming it and the folder, its traceback in the folder (util/crashlog.py ``unexpected``)."""
-    try:  # before anything is written: a folder that never measured is marked refused (report/refused.py)
+    try:  # before anything is written: a folder that never measured is marked refused (store/refused.py)
         check_attached({a.name: a for a in m.arms}, m.slots, run_dir, log, api_key)
     except LoadgenError as exc:
         if mark_refused(run_dir, exc) is not None:

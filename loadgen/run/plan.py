@@ -41,9 +41,9 @@ from loadgen.profile.workload import (
 from loadgen.records.overrides import Overrides
 from loadgen.records.protocol import Protocol
 from loadgen.records.usage import ClientHost, Hardware
-from loadgen.report.rundir import read_protocol
 from loadgen.run.traceplan import trace_cells
 from loadgen.serve import resources
+from loadgen.store.files import read_protocol
 from loadgen.util.redact import redact_argv, redact_env
 
 #: Prompts above which planning is refused (BadInput, exit 2): some 30 s and 60 MB of generation alone

@@ -20,8 +20,8 @@ from pathlib import Path
 from loadgen.errors import RunDirUnwritable
 from loadgen.measure.timeleft import time_left_s
 from loadgen.records.runparts import ProgressFile
-from loadgen.report.rundir import write_json
 from loadgen.run.design import Slot
+from loadgen.store.rundir import write_json
 
 #: The file a measuring run keeps its progress in, inside its run (or sweep) folder.
 PROGRESS_NAME = "progress.json"

@@ -38,8 +38,6 @@ from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.records.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
-from loadgen.report.rundir import exclusive_dir, read_protocol, write_json, write_text
-from loadgen.report.runlock import locked
 from loadgen.report.sweepdata import read_sweep
 from loadgen.report.sweepwrite import write_sweep_card
 from loadgen.run import flow
@@ -48,6 +46,9 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, 
 from loadgen.run.sweepplan import announce
 from loadgen.run.sweepsplit import split_candidate
 from loadgen.serve import attached
+from loadgen.store.files import read_protocol
+from loadgen.store.rundir import exclusive_dir, write_json, write_text
+from loadgen.store.runlock import locked
 from loadgen.util import strictjson, tomlwrite
 
 Log = Callable[[str], None]
@@ -192,7 +193,7 @@ def run_sweep(
                 f"{resume} was measured by older code (plain-before / plain-after phases) and cannot be "
                 f"resumed; `loadgen report {resume}` re-renders it, `loadgen sweep` measures it anew"
             )
-        with locked(resume, log):  # before anything is read or rewritten (report/runlock.py)
+        with locked(resume, log):  # before anything is read or rewritten (store/runlock.py)
             return _resume(resume, o, log)
     sweep_file = resolve_pair_path(pair or "", o.pairs_dir)
     attach = {"plain": o.attach_plain} if o.attach_plain else {}

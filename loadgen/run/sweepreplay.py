@@ -15,11 +15,11 @@ from loadgen.errors import BadInput
 from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.tomlread import read_toml
-from loadgen.report.rundir import read_protocol
-from loadgen.report.runlock import locked
 from loadgen.run import flow
 from loadgen.run.plan import replay_protocol
 from loadgen.run.sweepplan import announce
+from loadgen.store.files import read_protocol
+from loadgen.store.runlock import locked
 
 if TYPE_CHECKING:
     from loadgen.run.sweep import SweepOptions

@@ -17,7 +17,8 @@ from pathlib import Path
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.records.protocol import Protocol
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.report.rundir import read_json, read_jsonl, read_protocol, write_json, write_text
+from loadgen.store.files import read_protocol
+from loadgen.store.rundir import read_json, read_jsonl, write_json, write_text
 from loadgen.util import strictjson
 
 

@@ -1,7 +1,7 @@
 """The client side of a cell: the HTTP/1.1 transport, the SSE decoder and chunk reader, one streamed
 request (client), a cell's load loop (loadloop) with its event loop and signal plumbing, and the read timeout.
 
-May import: errors, util, records, profile, check, prom, serve.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+May import: errors, util, records, profile, check, prom, serve (not store).
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

@@ -82,7 +82,7 @@ def _run_dir(
         "cells": [{"workload": "w", "concurrency": 2, "level": "c2", "rate_rps": None}],
     }
     (tmp_path / "protocol.json").write_text(json.dumps(proto))
-    (tmp_path / "status.json").write_text(json.dumps({"complete": True}))
+    (tmp_path / "status.json").write_text(json.dumps({"complete": True, "failure": None}))
     entries = [_entry("plain", **(plain_extra or {})), _entry("speculative", **spec_extra)]
     (tmp_path / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
     records = [

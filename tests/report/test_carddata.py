@@ -98,7 +98,7 @@ def write_run(
     }
     root.mkdir(parents=True, exist_ok=True)
     (root / "protocol.json").write_text(json.dumps(proto))
-    (root / "status.json").write_text(json.dumps(status if status is not None else {"complete": True}))
+    (root / "status.json").write_text(json.dumps(status if status is not None else {"complete": True, "failure": None}))
     if entries is None:
         entries = [_entry(role, c) for c in levels for role in ("plain", "speculative")]
     (root / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
