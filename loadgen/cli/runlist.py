@@ -25,9 +25,9 @@ import click
 
 from loadgen.cli.commands import _handles_errors
 from loadgen.errors import BadInput
-from loadgen.records.runparts import ProgressFile, StatusFile
+from loadgen.records.runparts import StatusFile
 from loadgen.report.saveddata import read_card
-from loadgen.store.files import read_status
+from loadgen.store.files import read_progress, read_status
 from loadgen.store.refused import no_card_for_refused, read_refusal
 from loadgen.store.rundir import read_json
 from loadgen.store.runlock import locked, probe
@@ -90,8 +90,10 @@ def _progress(folder: Path) -> str | None:
     """The progress line of ``folder``'s progress.json (ProgressFile.line), with the time it was written; None
     without one (not measuring yet, a fleet, a run of older code) or when it does not read."""
     try:
-        now = ProgressFile.from_json(_json(folder / "progress.json"), source=str(folder / "progress.json"))
+        now = read_progress(folder)
     except BadInput:
+        return None
+    if now is None:
         return None
     return f"{now.line()} (at {now.updated_utc})"
 

@@ -38,9 +38,9 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, 
 from loadgen.run.sizing import grow, round_s
 from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, resources
-from loadgen.store.files import read_cell_lines, read_protocol
+from loadgen.store.files import read_cell_lines, read_protocol, write_checks, write_prompts, write_protocol
 from loadgen.store.refused import REFUSED_NAME, clear_refusal, mark_refused
-from loadgen.store.rundir import JsonlAppender, copy_pair_file, new_run_dir, numbered_jsonl, write_json, write_text
+from loadgen.store.rundir import JsonlAppender, copy_pair_file, new_run_dir, numbered_jsonl, write_text
 from loadgen.store.runlock import locked
 from loadgen.util import crashlog, strictjson
 
@@ -138,14 +138,14 @@ def run_compare(
     log(f"run folder: {run_dir}")
     with locked(run_dir, log):
         prompts = unique_prompts(cells)
-        write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
+        write_prompts(run_dir, (p.to_json() for p in prompts))
         write_pair_file(pair, run_dir)
         proto = protocol(pair, cells, prompts, probe_host()).with_fields(
             engine_version=engine_version, attach=attached.attach_record(attach or {})
         )
         proto = proto.with_fields(design={**(proto.design or {}), **design_record(m).to_json()})
-        write_json(run_dir / "protocol.json", proto.to_json())
-        write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
+        write_protocol(run_dir, proto)
+        write_checks(run_dir, [f.__dict__ for f in findings])
         log(design_line(m))
         execute_run(run_dir, m, log, observe, api_key, pair.name)
     return run_dir

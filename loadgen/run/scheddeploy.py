@@ -22,10 +22,10 @@ from loadgen.errors import BadInput
 from loadgen.profile.tomlread import read_toml
 from loadgen.records.schedule import schedule_sweep_doc
 from loadgen.report.schedcheck import WORSE, check_schedule, render_schedule_check, schedule_configs
-from loadgen.report.sweepdata import read_sweep
 from loadgen.run import flow
 from loadgen.run.plan import replay_protocol
 from loadgen.run.sweepplan import announce
+from loadgen.store.files import read_sweep
 from loadgen.store.rundir import write_json, write_text
 from loadgen.store.runlock import locked
 from loadgen.util import tomlwrite

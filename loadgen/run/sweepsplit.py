@@ -17,8 +17,8 @@ from pathlib import Path
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.records.protocol import Protocol
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.store.files import read_protocol
-from loadgen.store.rundir import read_json, read_jsonl, write_json, write_text
+from loadgen.store.files import read_protocol, read_sweep_checks, write_checks, write_protocol
+from loadgen.store.rundir import read_jsonl, write_text
 from loadgen.util import strictjson
 
 
@@ -83,7 +83,7 @@ def split_candidate(sweep_dir: Path, candidate: str) -> Path:
     proto = read_protocol(sweep_dir / "protocol.json")
     out = sweep_dir / candidate
     out.mkdir(exist_ok=True)
-    write_json(out / "protocol.json", candidate_protocol(proto, candidate).to_json())
+    write_protocol(out, candidate_protocol(proto, candidate))
     shutil.copyfile(sweep_dir / "candidates" / f"{candidate}.toml", out / "pair.toml")
     for name in ("prompts.jsonl", "status.json"):
         if (sweep_dir / name).is_file():
@@ -91,8 +91,7 @@ def split_candidate(sweep_dir: Path, candidate: str) -> Path:
     for name in ("requests.jsonl", "cells.jsonl", "requests.partial.jsonl"):
         if (sweep_dir / name).is_file():
             write_text(out / name, _lines(sweep_dir / name, candidate))
-    checks = read_json(sweep_dir / "checks.json") if (sweep_dir / "checks.json").is_file() else {}
-    write_json(out / "checks.json", checks.get(candidate, []))
+    write_checks(out, read_sweep_checks(sweep_dir).get(candidate, []))
     _copy_renamed(sweep_dir / "servers", out / "servers", candidate, "-")
     _copy_renamed(sweep_dir / "metrics", out / "metrics", candidate, "__")
     return out

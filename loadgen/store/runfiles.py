@@ -15,10 +15,7 @@ from loadgen.records.request import RequestRecord
 from loadgen.records.runparts import StatusFile
 from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
 from loadgen.store.ondisk import NO_STATUS, OnDisk, on_disk
-from loadgen.store.rundir import read_json
-
-#: The per-server files under ``servers/`` (``<role>-<part>.json``).
-SERVER_PARTS = ("launch", "effective", "resources", "teardown")
+from loadgen.store.serverfiles import SERVER_PARTS, read_server_file
 
 
 @dataclass(frozen=True)
@@ -48,10 +45,7 @@ def read_run(run_dir: Path, roles: Sequence[str], optional: Sequence[str] = ()) 
     status = read_status(run_dir) or NO_STATUS
     entries = read_cell_lines(run_dir / "cells.jsonl")
     found = [*roles, *(r for r in optional if (run_dir / "servers" / f"{r}-effective.json").is_file())]
-    servers = {
-        role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
-        for role in found
-    }
+    servers = {role: {part: read_server_file(run_dir, role, part) for part in SERVER_PARTS} for role in found}
     torn: list[str] = []
     records = load_records(run_dir, torn)
     return RunFiles(
@@ -80,7 +74,3 @@ def server_log(run_dir: Path, role: str) -> str | None:
     keep it."""
     log = run_dir / "servers" / f"{role}.log"
     return log.read_text(errors="replace") if log.is_file() else None
-
-
-def _optional_json(path: Path) -> Any:
-    return read_json(path) if path.exists() else None
