@@ -24,7 +24,7 @@ import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Self, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from loadgen.records.wire import BOOL, INT, NUM, STR, Kind, Where
 
@@ -68,6 +68,9 @@ class Wire:
     def in_full(self) -> Self:
         """This record written with every field, in declared order, None and defaults included."""
         return self.keyed(*wire_fields(type(self)))
+
+
+W = TypeVar("W", bound=Wire)
 
 
 def _present(record: Wire, f: dataclasses.Field[Any]) -> bool:
@@ -159,7 +162,13 @@ def _expected(tp: Any) -> str:
     return SCALARS[tp].name if tp in SCALARS else "any value"
 
 
-def _record(cls: type[Wire], value: object, where: Where) -> Wire:
+def read_record(cls: type[W], value: object, where: Where) -> W:
+    """``value`` read as the record ``cls`` at ``where`` (a record nested in a file of another kind: a field of
+    protocol.json); BadInput naming the field path as :meth:`Wire.from_json` does."""
+    return _record(cls, value, where)
+
+
+def _record(cls: type[W], value: object, where: Where) -> W:
     if not isinstance(value, dict):
         where.fail("an object", value)
     names, hints = wire_fields(cls), _hints(cls)

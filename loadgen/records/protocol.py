@@ -8,12 +8,14 @@ rewritten by run/execute.py when blocks are added and cut per candidate by run/s
 ``replay_protocol``), ``loadgen sweep --resume`` and ``loadgen report`` (store/runfiles.py, saveddata.py,
 sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, which checks it here.
 
-The parts a run passes on as declared or probed keep their shape as documented mappings: ``target`` and
-``draft`` (check/hashes.py ``model_hashes``), ``engine``, ``sampling``, ``fairness``,
+``target`` and ``draft`` are records/runparts.py :class:`~loadgen.records.runparts.ModelHashes` (check/hashes.py
+``model_hashes``), ``client_host`` and ``hardware`` records/usage.py ``ClientHost`` and ``Hardware`` (run/plan.py
+``probe_host``), each written back as read. The other parts a run passes on as declared or probed keep their
+shape as documented mappings: ``engine``, ``sampling``, ``fairness``,
 ``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
 (records/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (records/design.py plus
-run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
-``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``record``) and ``candidates``.
+run/flow.py ``design_record``), ``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py
+``record``) and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
@@ -27,7 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
+from loadgen.records.cardwire import Wire, json_schema, read_record
+from loadgen.records.runparts import ModelHashes
 from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.usage import ClientHost, Hardware
 from loadgen.records.wire import (
     INT,
     NUM,
@@ -117,8 +122,8 @@ class Protocol:
     loadgen_version: str | None = None
     pair: str = ""
     pair_file: str | None = None
-    target: Mapping[str, Any] | None = None
-    draft: Mapping[str, Any] | None = None
+    target: ModelHashes | None = None
+    draft: ModelHashes | None = None
     speculative_config: SpeculativeConfig | None = None
     engine: Mapping[str, Any] | None = None
     sampling: Mapping[str, Any] | None = None
@@ -131,8 +136,8 @@ class Protocol:
     criteria: Mapping[str, Any] | None = None
     slo: Mapping[str, Any] | None = None
     design: Mapping[str, Any] | None = None
-    client_host: Mapping[str, Any] | None = None
-    hardware: Mapping[str, Any] | None = None
+    client_host: ClientHost | None = None
+    hardware: Hardware | None = None
     command_line: Mapping[str, Any] | None = None
     engine_version: str | None = None
     attach: Mapping[str, Any] | None = None
@@ -145,16 +150,7 @@ class Protocol:
 
     def to_json(self) -> dict[str, Any]:
         """protocol.json: the file's keys in their order (:attr:`keys`; every field's for one built anew)."""
-        return {
-            k: self.extra[k]
-            if k in self.extra
-            else [c.to_json() for c in self.cells]
-            if k == "cells"
-            else self.speculative_config.to_json()
-            if k == "speculative_config" and self.speculative_config is not None
-            else getattr(self, k)
-            for k in self.keys or _KINDS
-        }
+        return {k: self.extra[k] if k in self.extra else _dumped(getattr(self, k)) for k in self.keys or _KINDS}
 
     @classmethod
     def from_json(cls, data: object, *, source: str) -> Self:
@@ -168,6 +164,9 @@ class Protocol:
             values["speculative_config"] = SpeculativeConfig.from_json(
                 spec, source=source, where=where.at("speculative_config")
             )
+        for k, record in _RECORDS.items():
+            if values.get(k) is not None:
+                values[k] = read_record(record, values[k], where.at(k))
         return cls(**values, keys=tuple(d), extra={k: v for k, v in d.items() if k not in _KINDS})
 
     def with_fields(self, **values: Any) -> Self:
@@ -184,14 +183,36 @@ class Protocol:
         }
 
 
+#: The fields read into a record (records/runparts.py, usage.py): their kind checks the object, the record its
+#: fields, and the schema is the record's (records/cardwire.py ``json_schema``).
+_RECORDS: dict[str, type[Wire]] = {
+    "target": ModelHashes,
+    "draft": ModelHashes,
+    "client_host": ClientHost,
+    "hardware": Hardware,
+}
+
+
+def _record_kind(record: type[Wire]) -> Kind:
+    """The kind of a field read into ``record`` (or null)."""
+    return maybe(Kind("an object", lambda v: isinstance(v, dict), json_schema(record)))
+
+
+def _dumped(value: Any) -> Any:
+    """A field's value as protocol.json holds it: a record (or list of records) by its ``to_json``."""
+    if isinstance(value, list):
+        return [_dumped(v) for v in value]
+    return value.to_json() if isinstance(value, Wire | SpeculativeConfig | ProtocolCell) else value
+
+
 _MAP = maybe(OBJ)
 _KINDS: dict[str, Kind] = {
     "schema": STR,
     "loadgen_version": maybe(STR),
     "pair": STR,
     "pair_file": maybe(STR),
-    "target": _MAP,
-    "draft": _MAP,
+    "target": _record_kind(_RECORDS["target"]),
+    "draft": _record_kind(_RECORDS["draft"]),
     "speculative_config": _MAP,
     "engine": _MAP,
     "sampling": _MAP,
@@ -206,8 +227,8 @@ _KINDS: dict[str, Kind] = {
     "slo": _MAP,
     "design": _MAP,
     "cells": list_of(CELL),
-    "client_host": _MAP,
-    "hardware": _MAP,
+    "client_host": _record_kind(_RECORDS["client_host"]),
+    "hardware": _record_kind(_RECORDS["hardware"]),
     "command_line": _MAP,
     "engine_version": maybe(STR),
     "attach": _MAP,

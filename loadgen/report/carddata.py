@@ -257,7 +257,7 @@ def _cell(
         {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None] for role in ROLES},
         role_entries,
     )
-    weights = draft_cost(*((getattr(proto, m) or {}).get("weight_bytes") for m in ("draft", "target")))
+    weights = draft_cost(*(m.weight_bytes if m else None for m in (proto.draft, proto.target)))
     step = abnormal_step_note(cell.cost, spec_config, views, lines["speculative"], weights)
     return replace(cell, notes=(*cell.notes, step)) if step else cell
 
@@ -291,8 +291,8 @@ def card_of(files: RunFiles) -> PairCard:
         complete=files.status.complete,
         failure=files.on_disk.failure,  # the run's own, plus what is partial or lost
         requests_on_disk=files.on_disk.requests_on_disk,
-        target=proto.target or {},
-        draft=proto.draft,
+        target=proto.target.to_json() if proto.target else {},
+        draft=proto.draft.to_json() if proto.draft else None,
         speculative_config=None if proto.speculative_config is None else proto.speculative_config.to_json(),
         sampling=proto.sampling or {},
         engine_version=EngineVersion(
@@ -323,7 +323,7 @@ def card_of(files: RunFiles) -> PairCard:
         ).in_full(),
         placement={role: placement(servers[role]).to_json() for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
-        hardware=proto.hardware,
+        hardware=proto.hardware.to_json() if proto.hardware else None,
         command_line=proto.command_line or None,
         trace=trace_card(files),
     )

@@ -110,7 +110,7 @@ def _run_folder(tmp_path: Path) -> Path:
     workload = {"name": "w", "kind": "synthetic", "input_tokens": None, "output_tokens": 3}
     protocol = {
         "pair": pair.name,
-        "target": {"model": "m"},
+        "target": {"model": "m", "revision": None, "local": False},
         "draft": None,
         "speculative_config": {},
         "sampling": {"temperature": 0.0},

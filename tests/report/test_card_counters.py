@@ -71,8 +71,8 @@ def _run_dir(
 ) -> Path:
     proto = {
         "pair": "t",
-        "target": {"model": "t"},
-        "draft": {"model": "d"},
+        "target": {"model": "t", "revision": None, "local": False},
+        "draft": {"model": "d", "revision": None, "local": False},
         "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
         "sampling": {"temperature": 0.7},
         "workloads": [{"name": "w", "kind": "synthetic", "input_tokens": 8, "output_tokens": 3}],

@@ -84,8 +84,8 @@ def write_run(
     """A run folder under ``root`` (see the module docstring); ``entries``/``records`` replace the defaults."""
     proto = {
         "pair": "t",
-        "target": {"model": "t"},
-        "draft": {"model": "d"},
+        "target": {"model": "t", "revision": None, "local": False},
+        "draft": {"model": "d", "revision": None, "local": False},
         "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
         "sampling": {"temperature": 0.7},
         "workloads": [{"name": "w", "kind": "short-homogeneous", "input_tokens": None, "output_tokens": 3}],
