@@ -323,7 +323,7 @@ def card_of(files: RunFiles) -> PairCard:
         ).in_full(),
         placement={role: placement(servers[role]).to_json() for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
-        hardware=proto.hardware.to_json() if proto.hardware else None,
+        hardware=proto.hardware,
         command_line=proto.command_line or None,
         trace=trace_card(files),
     )
