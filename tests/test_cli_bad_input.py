@@ -12,8 +12,8 @@ from click.testing import CliRunner, Result
 
 from loadgen.cli import main
 from loadgen.errors import BadInput
-from loadgen.report.rundir import new_run_dir, read_json, read_jsonl
 from loadgen.run.observe import ObserveOptions, Observers
+from loadgen.store.rundir import new_run_dir, read_json, read_jsonl
 from tests.support.clirun import exited
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "h200" / "h200-1b-draft"

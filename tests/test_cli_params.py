@@ -12,6 +12,7 @@ import pytest
 
 from loadgen.cli.paramtypes import LevelList, Tolerance, WorkloadList
 from loadgen.cli.runlist import INTERRUPTED, RunEntry, list_runs, run_status
+from loadgen.records.runparts import StatusFile
 from loadgen.run.closing import STOPPED
 from tests.support.cards import full_card
 
@@ -62,10 +63,10 @@ def test_tolerances_refused() -> None:
 
 def test_run_status() -> None:
     assert run_status(None) == ("partial", STOPPED)
-    assert run_status({"complete": True, "failure": "ignored"}) == ("complete", None)
-    assert run_status({"complete": False, "failure": INTERRUPTED}) == ("partial", INTERRUPTED)
-    assert run_status({"complete": False}) == ("partial", None)
-    assert run_status({"complete": False, "failure": "server died"}) == ("failed", "server died")
+    assert run_status(StatusFile(complete=True, failure="ignored")) == ("complete", None)
+    assert run_status(StatusFile(complete=False, failure=INTERRUPTED)) == ("partial", INTERRUPTED)
+    assert run_status(StatusFile(complete=False, failure=None)) == ("partial", None)
+    assert run_status(StatusFile(complete=False, failure="server died")) == ("failed", "server died")
 
 
 def write(path: Path, data: object) -> None:
@@ -75,11 +76,11 @@ def write(path: Path, data: object) -> None:
 
 def test_list_runs(tmp_path: Path) -> None:
     write(tmp_path / "p" / "a" / "protocol.json", {})
-    write(tmp_path / "p" / "a" / "status.json", {"complete": True})
+    write(tmp_path / "p" / "a" / "status.json", {"complete": True, "failure": None})
     write(tmp_path / "p" / "a" / "card.json", full_card({"verdict": {"summary": "PASS: 4 cells"}}))
     write(tmp_path / "p" / "b" / "status.json", {"complete": False, "failure": "server died"})
     write(tmp_path / "p" / "c" / "refused.json", {"reason": "unreachable", "exit_code": 1, "refused_utc": ""})
-    write(tmp_path / "p" / "s" / "status.json", {"complete": True})
+    write(tmp_path / "p" / "s" / "status.json", {"complete": True, "failure": None})
     (tmp_path / "p" / "s" / "sweep.toml").write_text("")
     write(tmp_path / "p" / "s" / "sweep.json", {"recommendation": {"lines": ["speculate below c16"]}})
     (tmp_path / "p" / "empty").mkdir()

@@ -1,6 +1,6 @@
 """``loadgen runs [PAIR]`` over hand-written run, sweep and fleet folders (and one a live process holds), and a
 run refused before measuring: marked ``refused.json`` with nothing else written, listed as refused, and
-``loadgen report`` on it exits 2 (report/refused.py, cli/runlist.py)."""
+``loadgen report`` on it exits 2 (store/refused.py, cli/runlist.py)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ LAYERS = (
     "errors",
     "util",
     "records",
+    "store",
     "profile",
     "check",
     "prom",
@@ -32,6 +33,8 @@ LAYERS = (
 SIBLINGS = ("check", "serve", "stream")
 #: Layers whose modules import nothing of stream/ (the request record lives in records/).
 WITHOUT_STREAM = ("measure", "report")
+#: The layers that read or write run folders: the only ones that import store/ (docs/architecture.md).
+STORE_USERS = ("report", "run", "fleet", "cli")
 #: Top-level modules and the layer they sit in (``loadgen`` itself holds only ``__version__``).
 TOP_LEVEL = {"loadgen": "errors", "loadgen.errors": "errors", "loadgen.__main__": "cli"}
 #: Budgets for code as ``ruff format`` writes it (120 columns, ``make check``): formatting put each argument
@@ -145,12 +148,14 @@ def test_every_subpackage_says_its_job_and_the_order() -> None:
 
 def may_import(layer: str) -> list[str]:
     """The layers a module of ``layer`` may import, lowest first: those below it, less its siblings
-    (:data:`SIBLINGS`) and, for :data:`WITHOUT_STREAM`, stream."""
+    (:data:`SIBLINGS`), for :data:`WITHOUT_STREAM` stream, and store for all but :data:`STORE_USERS`."""
     below = LAYERS[: LAYERS.index(layer)]
     return [
         x
         for x in below
-        if not (layer in SIBLINGS and x in SIBLINGS) and not (layer in WITHOUT_STREAM and x == "stream")
+        if not (layer in SIBLINGS and x in SIBLINGS)
+        and not (layer in WITHOUT_STREAM and x == "stream")
+        and not (x == "store" and layer not in STORE_USERS)
     ]
 
 
@@ -182,6 +187,11 @@ def _importers(layers: tuple[str, ...], target: tuple[str, ...]) -> list[str]:
 
 def test_measure_and_report_import_nothing_of_stream() -> None:
     assert _importers(WITHOUT_STREAM, ("stream",)) == []
+
+
+def test_only_the_layers_that_touch_run_folders_import_store() -> None:
+    below = tuple(layer for layer in LAYERS if layer not in (*STORE_USERS, "store"))
+    assert _importers(below, ("store",)) == []
 
 
 def test_check_serve_and_stream_are_siblings() -> None:

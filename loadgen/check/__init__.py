@@ -4,6 +4,6 @@ speculators checkpoint as target, the chat template), lossy rejection (lossy), t
 outcome is one Finding.
 
 May import: errors, util, records, profile.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

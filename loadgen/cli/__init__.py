@@ -3,8 +3,8 @@
 (``tracecap.py``), the click types of flag values (``paramtypes.py``) and the modules each command's own flags
 and output live in.
 
-May import: errors, util, records, profile, check, prom, serve, stream, measure, report, run, fleet.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+May import: errors, util, records, store, profile, check, prom, serve, stream, measure, report, run, fleet.
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """
 

@@ -15,9 +15,9 @@ import click
 from loadgen.errors import BadInput, CriteriaFailed
 from loadgen.records.card import PairCard
 from loadgen.report.diffing import Diff, diff_cards, prefixed
-from loadgen.report.refused import read_refusal
-from loadgen.report.rundir import read_json
-from loadgen.report.runlock import probe
+from loadgen.store.refused import read_refusal
+from loadgen.store.rundir import read_json
+from loadgen.store.runlock import probe
 
 
 def _card(run_dir: Path, baseline: bool = True) -> PairCard:

@@ -60,7 +60,7 @@ def _as_error(exc: Exception) -> LoadgenError:
     rewrite), else an unexpected one, its traceback written to the folder the command works on (``RUN_DIR``,
     ``FLEET_DIR``, ``--resume``'s folder) or to loadgen's cache folder."""
     if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS and exc.filename is not None:
-        from loadgen.report.rundir import unwritable
+        from loadgen.store.rundir import unwritable
 
         return unwritable(Path(exc.filename), exc)
     ctx = click.get_current_context(silent=True)

@@ -1,6 +1,6 @@
 """``loadgen runs [PAIR]``: the run, sweep and fleet folders under ``--runs-dir``, one line each with its
 status and verdict; and ``loadgen report`` and ``loadgen fleet report`` holding the folder's lock
-(report/runlock.py) while they write.
+(store/runlock.py) while they write.
 
 Where folders are (README.md, "One process per folder"): run folders ``RUNS/<pair>/<timestamp>/``
 (protocol.json), sweep folders ``RUNS/<pair>/sweep-<timestamp>/`` (sweep.toml; their candidates' folders
@@ -8,7 +8,7 @@ inside are part of the sweep and not listed), fleet folders ``RUNS/fleet-<name>-
 
 Status: ``running`` (a live process holds its lock; a measuring run's line ends with its slot counter and time
 left, from the progress.json it rewrites at every slot), ``refused`` (refused.json: refused before measuring,
-report/refused.py), ``complete`` (status.json ``complete``), ``partial`` (stopped by Ctrl-C, SIGTERM or a
+store/refused.py), ``complete`` (status.json ``complete``), ``partial`` (stopped by Ctrl-C, SIGTERM or a
 kill: ``--resume`` finishes it), ``failed`` (stopped by an error, named). A fleet folder is complete when
 every task is done, failed when one failed, partial otherwise.
 """
@@ -25,11 +25,12 @@ import click
 
 from loadgen.cli.handling import _handles_errors
 from loadgen.errors import BadInput
-from loadgen.records.runparts import ProgressFile
-from loadgen.report.refused import no_card_for_refused, read_refusal
-from loadgen.report.rundir import read_json
-from loadgen.report.runlock import locked, probe
+from loadgen.records.runparts import StatusFile
 from loadgen.report.saveddata import read_card
+from loadgen.store.files import read_progress, read_status
+from loadgen.store.refused import no_card_for_refused, read_refusal
+from loadgen.store.rundir import read_json
+from loadgen.store.runlock import locked, probe
 
 #: A run's failure (status.json) when it was stopped by Ctrl-C or SIGTERM: resumed without fixing anything.
 INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
@@ -57,6 +58,14 @@ def _json(path: Path) -> Any:
         return None
 
 
+def _status(folder: Path) -> StatusFile | None:
+    """``folder``'s status.json, None when it has none or it does not read (listed as stopped)."""
+    try:
+        return read_status(folder)
+    except BadInput:
+        return None
+
+
 def _card_verdict(path: Path) -> str:
     """The verdict's summary of the card at ``path`` (saveddata.read_card), or why there is none to show."""
     if not path.is_file():
@@ -68,7 +77,7 @@ def _card_verdict(path: Path) -> str:
 
 
 def _running(folder: Path, kind: str) -> RunEntry | None:
-    """The entry of a folder a process holds now (report/runlock.py ``probe``), else None; a measuring run's
+    """The entry of a folder a process holds now (store/runlock.py ``probe``), else None; a measuring run's
     line ends with its slot counter and time left (its progress.json, run/slotcount.py)."""
     held, holder = probe(folder)
     if not held:
@@ -81,21 +90,24 @@ def _progress(folder: Path) -> str | None:
     """The progress line of ``folder``'s progress.json (ProgressFile.line), with the time it was written; None
     without one (not measuring yet, a fleet, a run of older code) or when it does not read."""
     try:
-        now = ProgressFile.from_json(_json(folder / "progress.json"), source=str(folder / "progress.json"))
+        now = read_progress(folder)
     except BadInput:
+        return None
+    if now is None:
         return None
     return f"{now.line()} (at {now.updated_utc})"
 
 
-def run_status(status: dict[str, Any] | None) -> tuple[str, str | None]:
-    """(status, failure) of a run or sweep folder from its status.json (None: killed before it was written)."""
+def run_status(status: StatusFile | None) -> tuple[str, str | None]:
+    """(status, failure) of a run or sweep folder from its status.json (None: killed before it was written, or
+    unreadable)."""
     from loadgen.run.closing import STOPPED  # imported when used: the CLI starts without the run layer
 
-    if not isinstance(status, dict):
+    if status is None:
         return "partial", STOPPED
-    if status.get("complete"):
+    if status.complete:
         return "complete", None
-    failure = status.get("failure")
+    failure = status.failure
     return ("partial" if failure in (STOPPED, INTERRUPTED) or failure is None else "failed"), failure
 
 
@@ -104,7 +116,7 @@ def _run_entry(folder: Path, kind: str) -> RunEntry:
         return running
     if (refusal := read_refusal(folder)) is not None:
         return RunEntry(kind, folder, "refused", refusal.reason)
-    status, failure = run_status(_json(folder / "status.json"))
+    status, failure = run_status(_status(folder))
     if status != "complete":  # no verdict yet: what it holds, and how it is finished
         held = f"{_measured(folder)} measured requests on disk; stopped: {failure}"
         command = "sweep" if kind == "sweep" else "compare"
@@ -208,7 +220,7 @@ def runs(pair: str | None, runs_dir: Path) -> None:
 def report_locked(run_dir: Path, log: Any = click.echo) -> Any:
     """``loadgen report RUN_DIR``'s writing, with the folder's lock held (a sweep folder: report_sweep;
     else the card, returned). Raises FolderBusy (exit 2) while another process measures the folder, BadInput
-    for a folder refused before measuring (report/refused.py)."""
+    for a folder refused before measuring (store/refused.py)."""
     from loadgen.report.cardwrite import finish_card
     from loadgen.run.sweep import report_sweep
 

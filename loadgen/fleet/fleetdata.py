@@ -29,8 +29,8 @@ Shape (every key always present; None where not measured)::
              acceptance_rate, mean_acceptance_length}]}]}]}],
     flags: [fleet/fleetflags.py]
 
-A pair card's free-form ``hardware`` is read tolerantly: a key of the wrong type is None, a GPU without a
-name is left out.
+A pair card's ``hardware`` is its records/usage.py ``Hardware``, checked when the card was read (a card whose
+hardware does not read is no card: its task is named failed, as a card of the wrong shape).
 
 Ratios are copied from the cards unchanged: speculative / plain (docs/metrics.md, "Ratios and their
 confidence intervals"); speedups from the sweep cards: plain / speculative of the primary metric.
@@ -63,6 +63,7 @@ from loadgen.records.fleet import (
 from loadgen.records.fleetparts import CandidateSpeedup, FleetRatio, NodeGpu, NodeHardware, NodeVerdict, WorkloadChoice
 from loadgen.records.fleettasks import STATUSES, FleetNode, Task, TaskList
 from loadgen.records.sweep import LevelChoice, SweepCard, SweepCell, SweepEntry
+from loadgen.records.usage import Hardware
 
 #: The ratios the fleet card carries per cell (TTFT p95 beside p50 and p99).
 RATIO_METRICS = ("tpot_p50", "ttft_p50", "e2e_p50", "ttft_p95", "ttft_p99")
@@ -87,23 +88,13 @@ def _ratio(r: Ratio | None) -> FleetRatio | None:
     return FleetRatio(value, low if both else None, high if both else None, r.pairs)
 
 
-def _hardware(hw: object) -> NodeHardware | None:
-    """A card's free-form ``hardware`` (report/card.schema.json) with the keys the fleet card shows, wrong types
-    dropped; None when it is not an object."""
-    if not isinstance(hw, Mapping):
+def _hardware(hw: Hardware | None) -> NodeHardware | None:
+    """A card's ``hardware`` (records/usage.py ``Hardware``, checked when the card was read) with the keys the
+    fleet card shows; None when the card has none."""
+    if hw is None:
         return None
-    gpus = [
-        NodeGpu(g["name"], _num(g.get("memory_bytes")), index=g.get("index"))
-        for g in hw.get("gpus") or []
-        if isinstance(g, Mapping) and isinstance(g.get("name"), str)
-    ]
-    model, cores = hw.get("cpu_model"), hw.get("cpu_cores")
-    return NodeHardware(
-        model if isinstance(model, str) else None,
-        cores if isinstance(cores, int) and not isinstance(cores, bool) else None,
-        _num(hw.get("memory_bytes")),
-        gpus,
-    )
+    gpus = [NodeGpu(g.name, _num(g.memory_bytes), index=g.index) for g in hw.gpus]
+    return NodeHardware(hw.cpu_model, hw.cpu_cores, _num(hw.memory_bytes), gpus)
 
 
 def _engine(version: EngineVersion | None) -> str | None:

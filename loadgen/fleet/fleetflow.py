@@ -31,8 +31,8 @@ from loadgen.measure.timeleft import rate_left_s
 from loadgen.profile.fleetfile import FleetFile, load_fleet, resolve_fleet_path
 from loadgen.records.fleettasks import FleetNode, Task
 from loadgen.records.raynodes import alive_nodes
-from loadgen.report.rundir import write_text
-from loadgen.report.runlock import locked
+from loadgen.store.rundir import write_text
+from loadgen.store.runlock import locked
 from loadgen.util.numbers import clock
 
 Log = Callable[[str], None]
@@ -210,12 +210,12 @@ def run_fleet(
 ) -> FleetOutcome:
     """Run the fleet file (or continue the fleet folder ``resume``) on the Ray cluster at ``ray_address``
     and write the fleet card. Raises BadInput for a bad fleet file, unknown nodes or no cluster, FolderBusy
-    (exit 2) when another process holds the fleet folder (report/runlock.py); a resume
+    (exit 2) when another process holds the fleet folder (store/runlock.py); a resume
     with nothing left to run only writes the card again (no cluster needed). ``progress``: a line of tasks
     done and time left after each task, and each task's ``loadgen`` run without its progress line."""
     if (fleet_file is None) == (resume is None):
         raise BadInput("give exactly one of FLEET.toml or --resume FLEET_DIR")
-    with contextlib.ExitStack() as held:  # the fleet folder's lock (report/runlock.py), to the card
+    with contextlib.ExitStack() as held:  # the fleet folder's lock (store/runlock.py), to the card
         if resume is not None:
             held.enter_context(locked(resume, log))
         return _run_held(fleet_file, ray_address, log, held, (out, runs_dir, resume, reload_pairs, progress))

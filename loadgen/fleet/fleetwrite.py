@@ -3,7 +3,7 @@
 
 A run folder that is missing, or whose card is unreadable, never stops the card: the task is shown
 without it (a finished task as failed, naming the file and why). Only a missing or malformed
-``tasks.json`` is an error (BadInput, exit 2). Writes are atomic (report/rundir.py); a re-render of the
+``tasks.json`` is an error (BadInput, exit 2). Writes are atomic (store/rundir.py); a re-render of the
 same folder is byte-identical (nothing on the card depends on the clock or the reading order).
 """
 
@@ -21,7 +21,7 @@ from loadgen.records.fleet import FleetCard
 from loadgen.records.fleettasks import Task, TaskList
 from loadgen.records.sweep import SweepCard
 from loadgen.report.htmlpage import CARD_HTML
-from loadgen.report.rundir import read_json, write_json, write_text
+from loadgen.store.rundir import read_json, write_json, write_text
 
 __all__ = ["fleet_summary_lines", "read_fleet_card", "read_fleet_dir", "write_fleet_card"]
 

@@ -37,7 +37,7 @@ from loadgen.profile.pairfile import load_pair, pair_name, resolve_pair_path
 from loadgen.profile.tomlread import read_toml
 from loadgen.records.candidates import is_sweep
 from loadgen.records.fleettasks import FleetNode, Task, TaskResult
-from loadgen.report.rundir import write_text
+from loadgen.store.rundir import write_text
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from loadgen.errors import BadInput
 from loadgen.records.fleettasks import FleetNode, Task, TaskList
-from loadgen.report.rundir import read_json, write_json
+from loadgen.store.rundir import read_json, write_json
 
 
 def task_id(pair: str, node: FleetNode) -> str:

@@ -3,6 +3,6 @@ workloads, the strict TOML reader and its value domains, arrival schedules, the 
 tables of vLLM's speculative-config fields per version (fields).
 
 May import: errors, util, records.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

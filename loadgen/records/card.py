@@ -16,6 +16,7 @@ from typing import Any, Literal
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
 from loadgen.records.trace import TraceSection
+from loadgen.records.usage import Hardware
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The card file's ``$schema`` and title (report/card.schema.json's head).
@@ -214,9 +215,7 @@ class PairCard(Wire):
     noise_floor: NoiseFloor | None = field(
         default=None, metadata={"doc": "the A/A noise floor over the cells (report/noisefloor.py)"}
     )
-    hardware: Mapping[str, Any] | None = field(
-        default=None, metadata={"doc": "the machine as the protocol recorded it"}
-    )
+    hardware: Hardware | None = field(default=None, metadata={"doc": "the machine as the protocol recorded it"})
     plots: tuple[str, ...] | None = field(default=None, metadata={"doc": "the plots' paths in the run folder"})
     statistics_from: Literal["card.json"] | None = field(
         default=None, metadata={"doc": "card.json when re-derived without requests.jsonl"}

@@ -23,7 +23,7 @@ TOKEN_ROLES = ("bos", "eos", "pad", "unk")
 
 def read_model_json(path: Path) -> dict[str, Any]:
     """A JSON object file of a model folder (config.json, tokenizer.json, ...); ``{}`` when it is missing,
-    unreadable or not an object (a run folder's JSON: report/rundir.read_json, which refuses instead)."""
+    unreadable or not an object (a run folder's JSON: store/rundir.read_json, which refuses instead)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):

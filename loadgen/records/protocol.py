@@ -5,11 +5,13 @@ Written by run/plan.py (``protocol``) when a run or sweep folder is made, comple
 run/sweep.py (``engine_version``, ``attach``, the design's arms and order, a sweep's ``candidates``),
 rewritten by run/execute.py when blocks are added and cut per candidate by run/sweepsplit.py
 (``sweep_candidate``); read back by ``loadgen compare --protocol`` / ``--resume`` (run/plan.py
-``replay_protocol``), ``loadgen sweep --resume`` and ``loadgen report`` (report/runfiles.py, saveddata.py,
-sweepdata.py, tracedata.py), always through report/rundir.py ``read_protocol``, which checks it here.
+``replay_protocol``), ``loadgen sweep --resume`` and ``loadgen report`` (store/runfiles.py, saveddata.py,
+sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, which checks it here.
 
-The parts a run passes on as declared or probed keep their shape as documented mappings: ``target`` and
-``draft`` (check/hashes.py ``model_hashes``), ``engine``, ``sampling``, ``fairness``,
+``target`` and ``draft`` are records/runparts.py :class:`~loadgen.records.runparts.ModelHashes` (check/hashes.py
+``model_hashes``), ``client_host`` and ``hardware`` records/usage.py ``ClientHost`` and ``Hardware`` (run/plan.py
+``probe_host``), each written back as read. The other parts a run passes on as declared or probed keep their
+shape as documented mappings: ``engine``, ``sampling``, ``fairness``,
 ``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
 (records/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (records/design.py plus
 run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
@@ -30,7 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from loadgen.records.cardwire import Whole
+from loadgen.records.runparts import ModelHashes
 from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.usage import ClientHost, Hardware
 
 SCHEMA = "loadgen.protocol/1"
 #: The fix a protocol.json that does not read gets.
@@ -69,8 +73,8 @@ class Protocol(Whole):
     loadgen_version: str | None = field(default=None, kw_only=True)
     pair: str = field(default="", kw_only=True)
     pair_file: str | None = field(default=None, kw_only=True)
-    target: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    draft: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    target: ModelHashes | None = field(default=None, kw_only=True)
+    draft: ModelHashes | None = field(default=None, kw_only=True)
     speculative_config: SpeculativeConfig | None = field(default=None, kw_only=True)
     engine: Mapping[str, Any] | None = field(default=None, kw_only=True)
     sampling: Mapping[str, Any] | None = field(default=None, kw_only=True)
@@ -85,8 +89,8 @@ class Protocol(Whole):
     slo: Mapping[str, Any] | None = field(default=None, kw_only=True)
     design: Mapping[str, Any] | None = field(default=None, kw_only=True)
     cells: list[ProtocolCell]
-    client_host: Mapping[str, Any] | None = None
-    hardware: Mapping[str, Any] | None = None
+    client_host: ClientHost | None = None
+    hardware: Hardware | None = None
     command_line: Mapping[str, Any] | None = None
     engine_version: str | None = None
     attach: Mapping[str, Any] | None = None

@@ -55,6 +55,12 @@ class RequestRecord(Whole):
     system_fingerprint: str | None = None
 
     @property
+    def key(self) -> tuple[str, str]:
+        """The cell's (workload, level label); ``c<concurrency>`` for a line written before levels had labels
+        (as profile/cells.py ``CellKey.named``)."""
+        return self.workload, self.level or f"c{int(self.concurrency or 0)}"
+
+    @property
     def warmup(self) -> bool:
         """True for requests excluded from statistics (warmup and cooldown)."""
         return self.phase != "measured"

@@ -1,9 +1,9 @@
 r"""Small records of a run folder: :class:`ModelHashes` (protocol.json ``target`` and ``draft``, written by
 check/hashes.py ``model_hashes``), :class:`DesignRecord` with its :class:`ArmRecord`\ s (what a run adds to
 protocol.json's ``design``: run/flow.py ``design_record``), :class:`StatusFile` (``status.json``, written by
-run/closing.py when the run ends, read by ``loadgen runs`` and the card: report/runfiles.py) and
-:class:`ProgressFile` (``progress.json``, rewritten by run/slotcount.py at every slot's start and end, read by
-``loadgen runs`` for a running folder).
+run/closing.py when the run ends, read by ``loadgen runs`` and the card: store/files.py), :class:`ProgressFile`
+(``progress.json``, rewritten by run/slotcount.py at every slot's start and end, read by ``loadgen runs`` for a
+running folder) and :class:`LaunchFile` (``servers/<server>-launch.json``, run/bench.py).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record: ``to_json`` writes the required fields and those set
 away from their defaults, in declared order (the keys earlier code wrote, in its order), so a model without files
@@ -36,6 +36,19 @@ class ModelHashes(Wire):
     draft_vocab_size: int | None = None
     build: str | None = None
     weight_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class LaunchFile(Wire):
+    """How a server was started (``servers/<server>-launch.json``, run/bench.py): its launch line (None for an
+    attached server), its environment and URL (credentials redacted: util/redact.py) and whether it was
+    attached, and its metrics URL when one was given apart from the API URL."""
+
+    argv: tuple[str, ...] | None
+    env: Mapping[str, str]
+    base_url: str
+    attached: bool
+    metrics_url: str | None = None  # where its /metrics is read, when not at base_url (written only when set)
 
 
 #: StatusFile.sizing_end when sizing stopped because nothing was left undecided (run/sizing.py).

@@ -1,9 +1,9 @@
-"""The card: the run folder on disk (rundir), card data from saved files (carddata, saveddata, partial),
+"""The card: card data from the run folder as store/ reads it (carddata, saveddata, partial, enginelog),
 Markdown (cardmd, sweepmd), the card files written (cardwrite, sweepwrite), plots, the terminal summary and the
 diff of two cards.
 
-May import: errors, util, records, profile, check, prom, serve, measure.
+May import: errors, util, records, store, profile, check, prom, serve, measure.
 Not stream: records/ holds the request record.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

@@ -39,13 +39,14 @@ from loadgen.records.serverfacts import ServerView
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import UsageFigures
 from loadgen.report.cardlevels import capacities, crossovers
+from loadgen.report.enginelog import with_engine_paths
 from loadgen.report.noisefloor import cell_ratios, design_summary, noise_notes, noise_summary
 from loadgen.report.partial import mark_partial
-from loadgen.report.runfiles import RunFiles, read_run
 from loadgen.report.tracedata import trace_card
 from loadgen.report.workloadmd import context_axis, workload_statement
 from loadgen.serve.placement import placement
 from loadgen.serve.resources import budget_note, difference
+from loadgen.store.runfiles import RunFiles, read_run
 
 CARD_SCHEMA: Final = "loadgen.card/1"
 #: The words of a cell note that speculation was switched off there by the declared config (not a fallback).
@@ -186,7 +187,7 @@ def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[
 def build_card(run_dir: Path) -> PairCard:
     """The card of the run in ``run_dir`` (see module docstring): ``card_of`` over the run folder read once
     (runfiles.py). Raises BadInput when ``run_dir`` is not a run folder."""
-    return card_of(read_run(run_dir))
+    return card_of(with_engine_paths(read_run(run_dir, ROLES, (PLACEBO,)), run_dir))
 
 
 def _cell(
@@ -258,7 +259,7 @@ def _cell(
         {role: [r.chunk_arrivals_s for r in by_cell[(*key, role)] if r.error is None] for role in ROLES},
         role_entries,
     )
-    weights = draft_cost(*((getattr(proto, m) or {}).get("weight_bytes") for m in ("draft", "target")))
+    weights = draft_cost(*(m.weight_bytes if m else None for m in (proto.draft, proto.target)))
     step = abnormal_step_note(cell.cost, spec_config, views, lines["speculative"], weights)
     return replace(cell, notes=(*cell.notes, step)) if step else cell
 
@@ -293,8 +294,8 @@ def card_of(files: RunFiles) -> PairCard:
         complete=files.status.complete,
         failure=files.on_disk.failure,  # the run's own, plus what is partial or lost
         requests_on_disk=files.on_disk.requests_on_disk,
-        target=proto.target or {},
-        draft=proto.draft,
+        target=proto.target.to_json() if proto.target else {},
+        draft=proto.draft.to_json() if proto.draft else None,
         speculative_config=None if proto.speculative_config is None else proto.speculative_config.to_json(),
         sampling=proto.sampling or {},
         engine_version=EngineVersion(

@@ -154,7 +154,7 @@ def _provenance(card: PairCard) -> Section:
         "stop_rule": card.stop_rule,
         "prompts_sha256": card.prompts_sha256,
         "command_line": card.command_line,
-        "hardware": card.hardware,
+        "hardware": card.hardware.to_json() if card.hardware else None,
     }
     lines = (f"complete: {'yes' if card.complete else 'no'}" + (f"; {card.failure}" if card.failure else ""),)
     return Section("Provenance", lines, code=json.dumps(facts, indent=2, default=str), open=False)

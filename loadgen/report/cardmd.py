@@ -173,9 +173,10 @@ def _capacity_rows(card: PairCard) -> list[str]:
 
 
 def _hardware(card: PairCard) -> str:
-    hw = card.hardware or {}
-    gpus = ", ".join(f"{g['name']} ({gib(g['memory_bytes'])})" for g in hw.get("gpus") or []) or "no GPU"
-    return f"{hw.get('cpu_model')}, {hw.get('cpu_cores')} cores, {gib(hw.get('memory_bytes'))} memory; {gpus}"
+    if (hw := card.hardware) is None:
+        return f"None, None cores, {gib(None)} memory; no GPU"  # a protocol of older code without hardware
+    gpus = ", ".join(f"{g.name} ({gib(g.memory_bytes)})" for g in hw.gpus) or "no GPU"
+    return f"{hw.cpu_model}, {hw.cpu_cores} cores, {gib(hw.memory_bytes)} memory; {gpus}"
 
 
 def _model_line(card: PairCard, label: str) -> str:
@@ -315,7 +316,7 @@ def render_markdown(card: PairCard) -> str:
     servers, the files' hashes)."""
     out = _head_rows(card) + _verdict_rows(card.verdict) + _capacity_rows(card) + crossover_rows(card.crossover)
     out += design_rows(card.design, card.noise_floor)
-    out += _resource_rows(card.resources, bool((card.hardware or {}).get("gpus")))
+    out += _resource_rows(card.resources, bool(card.hardware and card.hardware.gpus))
     out += ["## Acceptance (from /metrics counter deltas per cell)", "", *_acceptance_rows(card.cells), ""]
     out += context_rows(card.context_axis)
     out += _results_rows(card)

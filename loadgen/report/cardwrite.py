@@ -16,9 +16,10 @@ from loadgen.report.carddata import build_card
 from loadgen.report.cardhtml import CAPTIONS, render_card_html
 from loadgen.report.cardmd import render_markdown
 from loadgen.report.htmlpage import CARD_HTML, embed
-from loadgen.report.refused import no_card_for_refused
-from loadgen.report.rundir import load_records, write_json, write_text
 from loadgen.report.saveddata import refresh_saved_card, saved_only
+from loadgen.store.files import load_records
+from loadgen.store.refused import no_card_for_refused
+from loadgen.store.rundir import write_json, write_text
 
 Log = Callable[[str], None]
 
@@ -26,7 +27,7 @@ Log = Callable[[str], None]
 def finish_card(run_dir: Path, log: Log = print) -> PairCard:
     """(Re)build card.json, card.md, card.html and the plots from the run folder's saved data alone (without
     requests.jsonl: from card.json's statistics, plots kept; saveddata.py). Raises BadInput for a folder
-    refused before measuring (report/refused.py), or naming the field of a card that does not match its type;
+    refused before measuring (store/refused.py), or naming the field of a card that does not match its type;
     RunDirUnwritable (exit 1) when the folder cannot be written. A plot that fails is logged, never raised."""
     no_card_for_refused(run_dir)
     saved = saved_only(run_dir)

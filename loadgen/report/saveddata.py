@@ -6,7 +6,7 @@ every per-request figure (percentiles, paired bootstrap CIs, goodput, the lossle
 card.json has it. What depends only on cell-level numbers is recomputed: the step times and the cost
 decomposition, the burst check and the ratios it
 withholds (steptime.py), the verdict (judging.py), and a server's engine path when card.json lacks it
-and the folder kept its startup log (runfiles.with_engine_path).
+and the folder kept its startup log (report/enginelog.py ``with_engine_path``).
 The card keeps its own ``generated_utc`` (re-rendering gives the same bytes) and says
 ``statistics_from: "card.json"``; its plots are kept as they were.
 """
@@ -26,9 +26,10 @@ from loadgen.records.cardcell import CardCell
 from loadgen.records.cell import CellEntry
 from loadgen.records.criteria import criteria_of
 from loadgen.report.cardlevels import crossovers
+from loadgen.report.enginelog import with_engine_path
 from loadgen.report.noisefloor import renoted, with_effects
-from loadgen.report.rundir import read_cell_lines, read_json, read_protocol
-from loadgen.report.runfiles import with_engine_path
+from loadgen.store.files import read_cell_lines, read_protocol
+from loadgen.store.rundir import read_json
 from loadgen.util.strictjson import finite
 
 

@@ -42,7 +42,7 @@ def servers_rows(card: PairCard) -> list[str]:
             if place.get("attached")
             else f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
             f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}"
-            if (card.hardware or {}).get("gpus")
+            if card.hardware and card.hardware.gpus
             else "launched by loadgen on the CPU (no GPU visible)"
         )
         out += [

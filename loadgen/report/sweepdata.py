@@ -26,10 +26,11 @@ from loadgen.records.cardcell import Acceptance, CardCell, Cost
 from loadgen.records.criteria import LATENCY_METRICS, Criteria, criteria_of
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
-from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
 from loadgen.report.saveddata import read_card
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
+from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
+from loadgen.store.serverfiles import read_server_file
 
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
 _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
@@ -55,12 +56,6 @@ _SWEEP_KEYS = (
     "drift_warnings",
     "recommendation",
 )
-
-
-def read_sweep(path: Path) -> SweepCard:
-    """The sweep card in ``path`` (a sweep folder's sweep.json), checked: BadInput (exit 2), one line naming
-    the file, the field and the fix, when it is not JSON or not a sweep card (records/sweep.py)."""
-    return SweepCard.from_json(read_json(path), source=str(path))
 
 
 def _per_prompt(run_dir: Path, key: CellKey, field: str) -> dict[str, float]:
@@ -137,8 +132,8 @@ def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
     for e in read_cell_lines(sweep_dir / "cells.jsonl") if (sweep_dir / "cells.jsonl").is_file() else []:
         out[e.role] += e.duration_s
     for path in sorted((sweep_dir / "servers").glob("*-effective.json")):
-        ready = (read_json(path) or {}).get("ready_s")
-        out[path.name.removesuffix("-effective.json")] += float(ready or 0.0)
+        role = path.name.removesuffix("-effective.json")
+        out[role] += float((read_server_file(sweep_dir, role, "effective") or {}).get("ready_s") or 0.0)
     return dict(out)
 
 
@@ -248,8 +243,8 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
         for e in c.entries
         if goal is not None and e.effect == INCONCLUSIVE
     ]
-    status = read_json(sweep_dir / "status.json") if (sweep_dir / "status.json").is_file() else None
-    sizing_end = (status or {}).get("sizing_end") if goal is not None else None
+    status = read_status(sweep_dir)
+    sizing_end = status.sizing_end if goal is not None and status is not None else None
     where = "co-resident" if design.get("co_resident") else "one server at a time"
     line = (
         f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "
@@ -297,7 +292,7 @@ def _noise(cells: Sequence[SweepCell]) -> NoiseFloor:
 def build_sweep_card(
     sweep_dir: Path,
     candidates: Sequence[Candidate],
-    times: dict[str, float],
+    times: Mapping[str, float],
     engine_version: str | None,
     saved: SweepCard | None = None,
 ) -> SweepCard:

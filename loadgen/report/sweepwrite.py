@@ -15,10 +15,11 @@ from loadgen.profile.tomlread import read_toml
 from loadgen.records.candidates import expand_candidates
 from loadgen.records.sweep import SweepCard
 from loadgen.report.htmlpage import CARD_HTML, embed
-from loadgen.report.rundir import read_json, read_protocol, write_json, write_text
 from loadgen.report.sweepdata import build_sweep_card
 from loadgen.report.sweephtml import CAPTIONS, render_sweep_html
 from loadgen.report.sweepmd import render_sweep_markdown
+from loadgen.store.files import read_protocol, read_times, write_sweep
+from loadgen.store.rundir import write_text
 
 Log = Callable[[str], None]
 
@@ -29,7 +30,7 @@ def read_sweep_dir(sweep_dir: Path, saved: SweepCard | None) -> SweepCard:
     drift and engine version an older sweep keeps. Writes nothing. Raises BadInput naming a file that does not
     read (sweep.toml, a candidate's card.json, protocol.json)."""
     candidates = expand_candidates(read_toml(sweep_dir / "sweep.toml"), sweep_dir / "sweep.toml")
-    times: dict[str, float] = read_json(sweep_dir / "times.json") if (sweep_dir / "times.json").is_file() else {}
+    times = read_times(sweep_dir)
     version = saved.engine_version if saved else None
     for proto in (sweep_dir / "protocol.json", sweep_dir / "plain-before" / "protocol.json"):
         if version is None and proto.is_file():
@@ -54,7 +55,7 @@ def write_sweep_card(sweep_dir: Path, saved: SweepCard | None, log: Log) -> Swee
         log(f"could not draw the sweep plots ({type(exc).__name__}: {exc})")
         plots = []
     card = card.with_fields(plots=plots)
-    write_json(sweep_dir / "sweep.json", card.to_json())
+    write_sweep(sweep_dir, card)
     write_text(sweep_dir / "sweep.md", render_sweep_markdown(card))
     write_text(sweep_dir / CARD_HTML, render_sweep_html(card, embed(sweep_dir, card.plots, CAPTIONS)))
     return card

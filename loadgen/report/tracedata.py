@@ -31,9 +31,9 @@ from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
 from loadgen.records.sweep import Recommendation, SweepCandidate
 from loadgen.records.trace import ScheduleEstimate, TraceArm, TraceChoice, TraceRow, TraceSection, TraceServer
-from loadgen.report.rundir import load_records, read_protocol
-from loadgen.report.runfiles import RunFiles
 from loadgen.report.traceschedule import SweepSchedule, schedule_on_trace
+from loadgen.store.files import load_records, read_protocol
+from loadgen.store.runfiles import RunFiles
 
 Blocks = list[list[RequestRecord]]
 #: A sweep's K schedule judged on the trace (report/traceschedule.py), or None.

@@ -23,13 +23,15 @@ from loadgen.errors import RunFailed
 from loadgen.measure.replicas import replica_note, replica_signs, sighting
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
+from loadgen.records.runparts import LaunchFile
 from loadgen.records.server import StartupRecord
 from loadgen.records.serverfacts import Sighting
 from loadgen.records.usage import AttachedTeardown, ServerUsage, Teardown
-from loadgen.report.rundir import write_json, write_text
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
 from loadgen.serve import modeproof, resources, servers
+from loadgen.store.rundir import write_text
+from loadgen.store.serverfiles import write_effective, write_launch, write_minimal, write_resources, write_teardown
 from loadgen.util.redact import redact_argv, redact_env, redact_url
 
 Log = Callable[[str], None]
@@ -96,26 +98,27 @@ class Bench:
                     + (f"; SURVIVORS {survivors}" if survivors else "")
                     + (f"; {settled}" if settled else "")
                 )
-                record = report.to_json() if report else {}
+                record: Teardown | AttachedTeardown | None = report
             else:  # loadgen never stops a server it did not start
-                record = ATTACHED_TEARDOWN.to_json()
+                record = ATTACHED_TEARDOWN
                 self.log(f"[{key}] left running at {redact_url(spec.base_url)} ({LEFT_RUNNING})")
-            write_json(self.run_dir / "servers" / f"{key}-teardown.json", record)
+            write_teardown(self.run_dir, key, record)
 
         return on_stop
 
     def _announce(self, arm: Arm) -> servers.LaunchSpec:
         """Write ``<server>-launch.json`` and say that the arm's server starts (or is attached); its spec."""
         spec = arm_specs.arm_spec(arm, self.run_dir, self.api_key)
-        write_json(
-            self.run_dir / "servers" / f"{arm.server}-launch.json",
-            {
-                "argv": None if spec.attach_url else redact_argv(spec.argv),
-                "env": redact_env(spec.env),
-                "base_url": redact_url(spec.base_url),
-                "attached": spec.attach_url is not None,
-                **({"metrics_url": redact_url(spec.metrics_base)} if spec.metrics_url else {}),
-            },
+        write_launch(
+            self.run_dir,
+            arm.server,
+            LaunchFile(
+                argv=None if spec.attach_url else tuple(redact_argv(spec.argv)),
+                env=redact_env(spec.env),
+                base_url=redact_url(spec.base_url),
+                attached=spec.attach_url is not None,
+                metrics_url=redact_url(spec.metrics_base) if spec.metrics_url else None,
+            ),
         )
         self.log(
             f"[{arm.server}] attaching to {redact_url(spec.base_url)}"
@@ -135,7 +138,7 @@ class Bench:
             self.log(f"[{key}] ready after {server.ready_s:.0f} s at {redact_url(server.base_url)}")
             effective = self._startup_proof(arm, server)
             usage = {"ready": self._resources(server, effective)}
-            write_json(self.run_dir / "servers" / f"{key}-resources.json", {k: u.to_json() for k, u in usage.items()})
+            write_resources(self.run_dir, key, usage)
         except BaseException:
             stack.close()
             raise
@@ -153,7 +156,7 @@ class Bench:
         server, stack, effective, usage = self._open.pop(key)
         try:
             usage["after_load"] = self._resources(server, effective)
-            write_json(self.run_dir / "servers" / f"{key}-resources.json", {k: u.to_json() for k, u in usage.items()})
+            write_resources(self.run_dir, key, usage)
         finally:
             stack.close()
 
@@ -191,15 +194,9 @@ class Bench:
             proof = modeproof.prove_mode(role, snap, pair.num_speculative_tokens)
             config = replace(config, replicas=self._who_answers(arm.server, server, snap))
         modeproof.check_effective_method(role, pair.method, config.speculative_config_log, pair.num_speculative_tokens)
-        write_json(
-            self.run_dir / "servers" / f"{arm.server}-minimal.json",
-            {
-                "request": server.minimal_request.to_json() if server.minimal_request else {},
-                "response": server.minimal_response.to_json() if server.minimal_response else {},
-            },
-        )
+        write_minimal(self.run_dir, arm.server, server.minimal_request, server.minimal_response)
         effective = StartupRecord(config, proof, server.ready_s, prom.cache_config_info(snap))
-        write_json(self.run_dir / "servers" / f"{arm.server}-effective.json", effective.to_json())
+        write_effective(self.run_dir, arm.server, effective)
         return effective
 
     def _who_answers(self, key: str, server: servers.Server, first: prom.Snapshot) -> tuple[str, ...]:

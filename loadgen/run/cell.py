@@ -38,11 +38,11 @@ from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import GaugeSample
 from loadgen.records.request import RequestRecord
 from loadgen.records.usage import HostSample
-from loadgen.report.rundir import JsonlAppender, write_text
 from loadgen.run.cellentry import CellRun, cell_entry, flat_drafts, grammar_ended, length_mismatches
 from loadgen.run.observe import Observers
 from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
+from loadgen.store.rundir import JsonlAppender, write_text
 from loadgen.stream.loadloop import run_cell
 from loadgen.stream.timeouts import read_timeout_s
 from loadgen.util import strictjson

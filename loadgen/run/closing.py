@@ -15,7 +15,6 @@ appender, status.json); the stop line and status.json name the write that failed
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -28,7 +27,8 @@ from typing import Any
 
 from loadgen.errors import LoadgenError, RunDirUnwritable, RunFailed
 from loadgen.records.runparts import StatusFile
-from loadgen.report.rundir import read_jsonl, unwritable, write_json
+from loadgen.store.files import write_status
+from loadgen.store.rundir import read_jsonl
 
 Log = Callable[[str], None]
 #: The failure an interim status.json gives until the run writes its own.
@@ -42,25 +42,7 @@ class RunInterrupted(KeyboardInterrupt):
 
 def open_status(run_dir: Path) -> None:
     """Write the interim status.json (incomplete). Raises RunDirUnwritable before anything is sent."""
-    write_json(run_dir / "status.json", StatusFile(complete=False, failure=STOPPED).to_json())
-
-
-def write_status(run_dir: Path, status: StatusFile) -> None:
-    """Write status.json; on a full disk, overwrite the interim one in place (its block is already
-    allocated, and the final status is no bigger than a block). Raises RunDirUnwritable."""
-    path = run_dir / "status.json"
-    try:
-        write_json(path, status.to_json())
-    except RunDirUnwritable:
-        data = (json.dumps(status.to_json(), indent=2, default=str) + "\n").encode()
-        if not path.is_file() or len(data) > 4096:
-            raise
-        try:
-            with path.open("r+b") as fh:
-                fh.write(data)
-                fh.truncate()
-        except OSError as exc:
-            raise unwritable(path, exc) from None
+    write_status(run_dir, StatusFile(complete=False, failure=STOPPED))
 
 
 @contextlib.contextmanager

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loadgen.report.rundir import JsonlAppender, read_protocol, write_json
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
 from loadgen.run.bench import Bench, mode_role
@@ -27,6 +26,8 @@ from loadgen.run.observe import Observers
 from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, modeproof, servers
 from loadgen.serve.portlock import PortHolds
+from loadgen.store.files import read_protocol, write_protocol
+from loadgen.store.rundir import JsonlAppender
 
 Log = Callable[[str], None]
 
@@ -151,8 +152,7 @@ def check_attached(
 
 def append_order(run_dir: Path, slots: Sequence[Slot]) -> None:
     """Append ``slots`` to protocol.json's ``design.order`` (blocks added by run/sizing.py)."""
-    path = run_dir / "protocol.json"
-    proto = read_protocol(path)
+    proto = read_protocol(run_dir / "protocol.json")
     design = dict(proto.design or {})
     design["order"] = [*(design.get("order") or []), *(s.to_json() for s in slots)]
-    write_json(path, proto.with_fields(design=design).to_json())
+    write_protocol(run_dir, proto.with_fields(design=design))

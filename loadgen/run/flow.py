@@ -27,16 +27,6 @@ from loadgen.records.protocol import Protocol
 from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
-from loadgen.report.refused import REFUSED_NAME, clear_refusal, mark_refused
-from loadgen.report.rundir import (
-    JsonlAppender,
-    copy_pair_file,
-    new_run_dir,
-    read_protocol,
-    write_json,
-    write_text,
-)
-from loadgen.report.runlock import locked
 from loadgen.run import rearm, resumefiles
 from loadgen.run.arms import Arm, build_arms, co_resident, describe, metrics_record
 from loadgen.run.closing import close_run, open_status
@@ -47,7 +37,11 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, 
 from loadgen.run.sizing import grow, round_s
 from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, resources
-from loadgen.util import crashlog, strictjson
+from loadgen.store.files import read_protocol, write_checks, write_prompts, write_protocol
+from loadgen.store.refused import REFUSED_NAME, clear_refusal, mark_refused
+from loadgen.store.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_text
+from loadgen.store.runlock import locked
+from loadgen.util import crashlog
 
 Log = Callable[[str], None]
 
@@ -146,7 +140,7 @@ def run_compare(
     log(f"run folder: {run_dir}")
     with locked(run_dir, log):
         prompts = unique_prompts(cells)
-        write_text(run_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
+        write_prompts(run_dir, (p.to_json() for p in prompts))
         write_pair_file(pair, run_dir)
         proto = protocol(pair, cells, prompts, probe_host()).with_fields(
             engine_version=engine_version,
@@ -154,8 +148,8 @@ def run_compare(
             **({"metrics_urls": urls} if (urls := metrics_record(m.arms)) else {}),
         )
         proto = proto.with_fields(design={**(proto.design or {}), **design_record(m).to_json()})
-        write_json(run_dir / "protocol.json", proto.to_json())
-        write_json(run_dir / "checks.json", [f.__dict__ for f in findings])
+        write_protocol(run_dir, proto)
+        write_checks(run_dir, [f.__dict__ for f in findings])
         log(design_line(m))
         execute_run(run_dir, m, log, observe, api_key, pair.name)
     return run_dir
@@ -202,7 +196,7 @@ def resume_compare(
     older code (no recorded order) finishes in its own order: every plain cell, then every speculative one.
 
     Raises ProfileError when ``run_dir`` cannot be replayed (see plan.replay_protocol), FolderBusy (exit 2)
-    before anything is read or rewritten when another process holds ``run_dir`` (report/runlock.py).
+    before anything is read or rewritten when another process holds ``run_dir`` (store/runlock.py).
     """
     with locked(run_dir, log):
         return _resume_locked(run_dir, log, (attach or {}, metrics or {}), observe, api_key)
@@ -300,7 +294,7 @@ def execute_run(
     """Run ``m``'s slots (then size its cells, run/sizing.py) into ``run_dir``; always write the status and
     the card (``write_card``, default :func:`finish_card`). An exception loadgen did not expect ends the run as a
     RunFailed naming it and the folder, its traceback in the folder (util/crashlog.py ``unexpected``)."""
-    try:  # before anything is written: a folder that never measured is marked refused (report/refused.py)
+    try:  # before anything is written: a folder that never measured is marked refused (store/refused.py)
         check_attached({a.name: a for a in m.arms}, m.slots, run_dir, log, api_key)
     except LoadgenError as exc:
         if mark_refused(run_dir, exc) is not None:

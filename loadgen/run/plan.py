@@ -41,9 +41,9 @@ from loadgen.profile.workload import (
 from loadgen.records.overrides import Overrides
 from loadgen.records.protocol import Protocol
 from loadgen.records.usage import ClientHost, Hardware
-from loadgen.report.rundir import read_protocol
 from loadgen.run.traceplan import trace_cells
 from loadgen.serve import resources
+from loadgen.store.files import read_prompts, read_protocol
 from loadgen.util.redact import redact_argv, redact_env
 
 #: Prompts above which planning is refused (BadInput, exit 2): some 30 s and 60 MB of generation alone
@@ -217,10 +217,7 @@ def replay_protocol(
     folder = protocol_path.parent
     try:
         proto = read_protocol(protocol_path)  # BadInput naming the field when a field does not read
-        prompts = {
-            d["prompt_id"] + "@" + d["workload"]: _prompt(d)
-            for d in map(json.loads, (folder / "prompts.jsonl").read_text().splitlines())
-        }
+        prompts = {d["prompt_id"] + "@" + d["workload"]: _prompt(d) for d in read_prompts(folder)}
     except (OSError, ValueError, KeyError) as exc:
         raise ProfileError(
             f"{protocol_path}: cannot replay ({exc}); pass the protocol.json of a run folder "

@@ -9,7 +9,8 @@ from typing import Any
 
 from loadgen.profile.cells import CellKey
 from loadgen.records.request import RequestRecord
-from loadgen.report.rundir import JsonlAppender, numbered_jsonl, read_cell_lines, write_text
+from loadgen.store.files import read_cell_lines
+from loadgen.store.rundir import JsonlAppender, numbered_jsonl, write_text
 from loadgen.util import strictjson
 
 

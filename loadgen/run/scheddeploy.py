@@ -20,14 +20,14 @@ from pathlib import Path
 from loadgen.errors import BadInput
 from loadgen.profile.tomlread import read_toml
 from loadgen.records.schedule import schedule_sweep_doc
-from loadgen.report.rundir import write_json, write_text
-from loadgen.report.runlock import locked
 from loadgen.report.schedcheck import WORSE, check_schedule, render_schedule_check, schedule_configs
-from loadgen.report.sweepdata import read_sweep
 from loadgen.run import flow
 from loadgen.run.plan import replay_protocol
 from loadgen.run.sweepplan import announce
 from loadgen.run.sweepsetup import SweepOptions, load_candidates, new_sweep_dir, start_new
+from loadgen.store.files import read_sweep
+from loadgen.store.rundir import write_json, write_text
+from loadgen.store.runlock import locked
 from loadgen.util import tomlwrite
 
 __all__ = ["deploy_schedule", "write_schedule_check"]

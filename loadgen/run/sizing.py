@@ -23,9 +23,9 @@ from loadgen.profile.cells import PLACEBO, PLAIN, CellKey, CellSpec
 from loadgen.records.cardcell import Ratio
 from loadgen.records.request import RequestRecord
 from loadgen.records.runparts import SIZING_DECIDED as DECIDED
-from loadgen.report.rundir import load_records, read_cell_lines
 from loadgen.run.design import Slot, next_blocks
 from loadgen.run.execute import Session, append_order
+from loadgen.store.files import load_records, read_cell_lines
 
 
 def _ratios(

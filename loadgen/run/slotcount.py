@@ -20,11 +20,8 @@ from pathlib import Path
 from loadgen.errors import RunDirUnwritable
 from loadgen.measure.timeleft import time_left_s
 from loadgen.records.runparts import ProgressFile
-from loadgen.report.rundir import write_json
 from loadgen.run.design import Slot
-
-#: The file a measuring run keeps its progress in, inside its run (or sweep) folder.
-PROGRESS_NAME = "progress.json"
+from loadgen.store.files import write_progress
 
 SlotKey = tuple[str, str, str]
 
@@ -45,7 +42,7 @@ class SlotCount:
     def __init__(
         self, run_dir: Path, planned: Sequence[Slot], before: int, sizing: bool, log: Callable[[str], None]
     ) -> None:
-        self.path, self.log, self.sizing = run_dir / PROGRESS_NAME, log, sizing
+        self.folder, self.log, self.sizing = run_dir, log, sizing
         self.before = before
         self.left: Counter[tuple[str | int, ...]] = Counter(_ident(s) for s in planned)
         self.keys: dict[tuple[str | int, ...], SlotKey] = {_ident(s): _key(s) for s in planned}
@@ -99,7 +96,7 @@ class SlotCount:
     def _write(self, current: str | None) -> ProgressFile:
         now = self.progress(current)
         try:
-            write_json(self.path, now.to_json())
+            write_progress(self.folder, now)
         except RunDirUnwritable as exc:
             if not self._warned:
                 self.log(f"warning: the progress file is not kept ({exc}); the run goes on")

@@ -26,9 +26,6 @@ from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair, resolve_pair_path
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
-from loadgen.report.rundir import read_protocol
-from loadgen.report.runlock import locked
-from loadgen.report.sweepdata import read_sweep
 from loadgen.report.sweepwrite import write_sweep_card
 from loadgen.run import flow, resumefiles
 from loadgen.run.plan import plan_cells, replay_protocol
@@ -37,6 +34,8 @@ from loadgen.run.sweepplan import announce
 from loadgen.run.sweepreplay import replay_sweep
 from loadgen.run.sweepsetup import Log, SweepOptions, load_candidates, measure, new_sweep_dir, say_card, start_new
 from loadgen.run.sweepsplit import split_candidate
+from loadgen.store.files import read_protocol, read_sweep
+from loadgen.store.runlock import locked
 
 __all__ = ["SweepOptions", "report_sweep", "rerender_sweep", "run_sweep"]
 
@@ -77,7 +76,7 @@ def run_sweep(
                 f"{resume} was measured by older code (plain-before / plain-after phases) and cannot be "
                 f"resumed; `loadgen report {resume}` re-renders it, `loadgen sweep` measures it anew"
             )
-        with locked(resume, log):  # before anything is read or rewritten (report/runlock.py)
+        with locked(resume, log):  # before anything is read or rewritten (store/runlock.py)
             return _resume(resume, o, log)
     sweep_file = resolve_pair_path(pair or "", o.pairs_dir)
     attach = {"plain": o.attach_plain} if o.attach_plain else {}

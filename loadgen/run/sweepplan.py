@@ -27,7 +27,6 @@ the history's: K or a draft unlike any measured before (a K = 4 draft's TPOT sta
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,6 +38,7 @@ from loadgen.errors import BadInput
 from loadgen.profile.cells import CellSpec
 from loadgen.report.saveddata import read_card
 from loadgen.run.design import Slot, balanced_order, server_starts
+from loadgen.store.serverfiles import read_server_file
 
 if TYPE_CHECKING:
     from loadgen.run.flow import Measurement
@@ -105,20 +105,22 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
-def _read(path: Path) -> Any:
+def _read(folder: Path, server: str, part: str) -> Any:
+    """``servers/<server>-<part>.json`` of ``folder`` as saved; None when it is missing or does not read."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return read_server_file(folder, server, part)
+    except (OSError, BadInput):
         return None
 
 
 def _launched_start(effective: Path) -> float | None:
     """The ``ready_s`` of a server a run launched (None: attached, or unreadable)."""
     role = effective.name.removesuffix("-effective.json")
-    launch = _read(effective.with_name(f"{role}-launch.json"))
+    folder = effective.parent.parent
+    launch = _read(folder, role, "launch")
     if isinstance(launch, dict) and launch.get("attached"):
         return None
-    doc = _read(effective)
+    doc = _read(folder, role, "effective")
     return _number(doc.get("ready_s")) if isinstance(doc, dict) else None
 
 

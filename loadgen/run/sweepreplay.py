@@ -14,12 +14,12 @@ from loadgen.errors import BadInput
 from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.tomlread import read_toml
-from loadgen.report.rundir import read_protocol
-from loadgen.report.runlock import locked
 from loadgen.run import flow
 from loadgen.run.plan import replay_protocol
 from loadgen.run.sweepplan import announce
 from loadgen.run.sweepsetup import SweepOptions, check_candidates, new_sweep_dir, start_measuring
+from loadgen.store.files import read_protocol
+from loadgen.store.runlock import locked
 
 __all__ = ["replay_sweep"]
 

@@ -31,8 +31,6 @@ from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.records.candidates import Candidate, candidate_doc, expand_candidates
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
-from loadgen.report.rundir import exclusive_dir, read_protocol, write_json, write_text
-from loadgen.report.sweepdata import read_sweep
 from loadgen.report.sweepwrite import write_sweep_card
 from loadgen.run import flow
 from loadgen.run.arms import metrics_record
@@ -40,7 +38,9 @@ from loadgen.run.observe import ObserveOptions
 from loadgen.run.plan import probe_host, protocol, unique_prompts
 from loadgen.run.sweepsplit import split_candidate
 from loadgen.serve import attached
-from loadgen.util import strictjson, tomlwrite
+from loadgen.store.files import read_protocol, read_sweep, write_checks, write_prompts, write_protocol
+from loadgen.store.rundir import exclusive_dir, write_text
+from loadgen.util import tomlwrite
 
 Log = Callable[[str], None]
 
@@ -123,7 +123,7 @@ def _lay_out(
     for sub in ("servers", "metrics"):
         (sweep_dir / sub).mkdir(exist_ok=True)
     prompts = unique_prompts(m.planned)
-    write_text(sweep_dir / "prompts.jsonl", "".join(strictjson.dumps_strict(p.to_json()) + "\n" for p in prompts))
+    write_prompts(sweep_dir, (p.to_json() for p in prompts))
     shutil.copyfile(first.path, sweep_dir / "pair.toml")
     urls = {a.server: a.attach_url for a in m.arms if a.attach_url is not None}  # kept for --resume
     proto = protocol(first, m.planned, prompts, probe_host()).with_fields(
@@ -143,8 +143,8 @@ def _lay_out(
             for n, p in pairs.items()
         },
     )
-    write_json(sweep_dir / "protocol.json", proto.to_json())
-    write_json(sweep_dir / "checks.json", {n: [f.__dict__ for f in found] for n, found in findings.items()})
+    write_protocol(sweep_dir, proto)
+    write_checks(sweep_dir, {n: [f.__dict__ for f in found] for n, found in findings.items()})
 
 
 def start_new(

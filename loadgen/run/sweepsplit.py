@@ -16,8 +16,10 @@ from pathlib import Path
 
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.records.protocol import Protocol
+from loadgen.records.runparts import ModelHashes
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.report.rundir import read_json, read_jsonl, read_protocol, write_json, write_text
+from loadgen.store.files import read_protocol, read_sweep_checks, write_checks, write_protocol
+from loadgen.store.rundir import read_jsonl, write_text
 from loadgen.util import strictjson
 
 
@@ -54,7 +56,7 @@ def candidate_protocol(proto: Protocol, candidate: str) -> Protocol:
     return replace(proto, candidates=None, keys=own).with_fields(
         pair=mine["pair"],
         pair_file=mine["pair_file"],
-        draft=mine["draft"],
+        draft=None if mine["draft"] is None else ModelHashes.from_json(mine["draft"], source="protocol.json"),
         speculative_config=SpeculativeConfig.from_json(
             mine["speculative_config"], source=f"protocol.json candidates.{candidate}"
         ),
@@ -82,7 +84,7 @@ def split_candidate(sweep_dir: Path, candidate: str) -> Path:
     proto = read_protocol(sweep_dir / "protocol.json")
     out = sweep_dir / candidate
     out.mkdir(exist_ok=True)
-    write_json(out / "protocol.json", candidate_protocol(proto, candidate).to_json())
+    write_protocol(out, candidate_protocol(proto, candidate))
     shutil.copyfile(sweep_dir / "candidates" / f"{candidate}.toml", out / "pair.toml")
     for name in ("prompts.jsonl", "status.json"):
         if (sweep_dir / name).is_file():
@@ -90,8 +92,7 @@ def split_candidate(sweep_dir: Path, candidate: str) -> Path:
     for name in ("requests.jsonl", "cells.jsonl", "requests.partial.jsonl"):
         if (sweep_dir / name).is_file():
             write_text(out / name, _lines(sweep_dir / name, candidate))
-    checks = read_json(sweep_dir / "checks.json") if (sweep_dir / "checks.json").is_file() else {}
-    write_json(out / "checks.json", checks.get(candidate, []))
+    write_checks(out, read_sweep_checks(sweep_dir).get(candidate, []))
     _copy_renamed(sweep_dir / "servers", out / "servers", candidate, "-")
     _copy_renamed(sweep_dir / "metrics", out / "metrics", candidate, "__")
     return out

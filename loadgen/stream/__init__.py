@@ -2,6 +2,6 @@
 request (client), a cell's load loop (loadloop) with its event loop and signal plumbing, and the read timeout.
 
 May import: errors, util, records, profile, prom.
-Layers, lowest first: errors, util < records < profile < check < prom < serve < stream < measure < report < run
+Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run
 < fleet < cli; check, serve and stream import none of each other (tests/test_layers.py enforces it).
 """

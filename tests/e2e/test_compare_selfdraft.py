@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loadgen.report.rundir import load_records
+from loadgen.store.files import load_records
 
 K = 3
 

@@ -15,8 +15,9 @@ import psutil
 import pytest
 
 from loadgen.profile.pairfile import load_pair
-from loadgen.report.rundir import load_records, read_jsonl
 from loadgen.run.plan import plan_cells, probe_host, protocol
+from loadgen.store.files import load_records
+from loadgen.store.rundir import read_jsonl
 from tests.e2e.conftest import ROOT, _require_engine
 
 

@@ -12,11 +12,11 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from loadgen.profile.pairfile import load_pair
-from loadgen.report.rundir import JsonlAppender
 from loadgen.run.cell import RunContext, run_cell_on
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import plan_cells
 from loadgen.serve import servers
+from loadgen.store.rundir import JsonlAppender
 from tests.support.promstack import ManagedProcess, PrometheusServer, free_port, wait_until
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.report.rundir import load_records
+from loadgen.store.files import load_records
 from tests.e2e.conftest import ROOT, _require_engine
 
 

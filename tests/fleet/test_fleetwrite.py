@@ -528,16 +528,21 @@ def test_a_card_gpu_name_becomes_rays_accelerator_type(name: str, ray_type: str 
     assert ray_accelerator_type(name) == ray_type
 
 
-def test_a_typed_card_with_odd_free_form_parts_is_read_tolerantly() -> None:
-    """A pair card that matches its type but whose free-form ``hardware`` holds wrong types, whose ratio has one CI
-    end or no value, whose speculative role is missing and whose verdict is not judged."""
+def test_a_typed_card_with_odd_parts_is_read_and_one_with_wrong_hardware_is_not() -> None:
+    """A pair card that matches its type but whose hardware names a GPU without its index and memory, whose ratio
+    has one CI end or no value, whose speculative role is missing and whose verdict is not judged; hardware of
+    the wrong types is no card (records/usage.py ``Hardware``), one line naming the field."""
     tasks = [_task("p", "stg-a"), _task("p", "stg-b"), _task("s", "stg-a", kind="sweep")]
     junk = _card("p", "stg-a")
     junk["cells"] = junk["cells"][:1]
     junk["cells"][0]["ratios"]["tpot_p50"] = {"value": 0.8, "ci_low": 0.7, "ci_high": None, "pairs": 3}
     junk["cells"][0]["ratios"]["ttft_p50"] = {"value": None, "ci_low": None, "ci_high": None, "pairs": 0}
     junk["cells"][0]["speculative"] = None
-    junk["hardware"] = {"cpu_model": 7, "cpu_cores": True, "gpus": [1, {"name": "NVIDIA H200", "memory_bytes": "big"}]}
+    junk["hardware"] = {"cpu_model": 7, "cpu_cores": True, "memory_bytes": 1, "gpus": []}
+    with pytest.raises(BadInput, match="card.json: hardware.cpu_model: expected a string, got 7; "):
+        PairCard.from_json(junk, source="card.json")
+    junk["hardware"] = {"cpu_model": None, "cpu_cores": None, "memory_bytes": 2**30, "gpus": []}
+    junk["hardware"]["gpus"] = [{"index": 0, "name": "NVIDIA H200", "memory_bytes": 0}]
     junk["verdict"] = {**junk["verdict"], "passed": None, "summary": ""}
     junk["engine_version"] = {"plain": "0.24.0", "speculative": None}
     record = build_fleet_card(
@@ -556,12 +561,12 @@ def test_a_typed_card_with_odd_free_form_parts_is_read_tolerantly() -> None:
     a, b = record.pairs[0].nodes
     assert a.verdict == NodeVerdict(True, None, "") and a.engine == "plain 0.24.0 / speculative unknown"
     assert (b.node, b.status, b.verdict, b.engine) == ("stg-b", "failed", None, None)
-    assert record.nodes[0].hardware == NodeHardware(None, None, None, [NodeGpu("NVIDIA H200")])
+    assert record.nodes[0].hardware == NodeHardware(None, None, 2.0**30, [NodeGpu("NVIDIA H200", 0.0, index=0)])
     assert (record.nodes[0].gpu_type, record.nodes[0].gpu_type_source) == ("H200", "label loadgen.io/gpu-type")
     assert record.sweeps[0].cells == [] and record.sweeps[0].nodes[0].recommendation is None
     text = render_fleet_markdown(record)
     assert "| stg-a | H200 | done | not judged | vLLM plain 0.24.0 / speculative unknown |" in text
-    assert "| short-homogeneous-gpu | c1 | 0.800 | – |" in text and "NVIDIA H200 (–)" in text
+    assert "| short-homogeneous-gpu | c1 | 0.800 | – |" in text and "NVIDIA H200 (0.00 GiB)" in text
 
 
 def test_a_sweep_card_of_the_wrong_shape_shows_its_task_failed_naming_the_field(fleet: Path) -> None:

@@ -20,9 +20,9 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import build_card
-from loadgen.report.rundir import load_records
 from loadgen.report.summary import print_summary
 from loadgen.run.cell import run_cell_on
+from loadgen.store.files import load_records
 from tests.support.cards import card_record, markdown
 from tests.support.fakerun import attached, fetch_one, quiet_run
 from tests.support.scripted_server import DONE, completion_chunk, scripted_server, usage_chunk
@@ -110,7 +110,7 @@ def _run_folder(tmp_path: Path) -> Path:
     workload = {"name": "w", "kind": "synthetic", "input_tokens": None, "output_tokens": 3}
     protocol = {
         "pair": pair.name,
-        "target": {"model": "m"},
+        "target": {"model": "m", "revision": None, "local": False},
         "draft": None,
         "speculative_config": {},
         "sampling": {"temperature": 0.0},

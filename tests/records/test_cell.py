@@ -17,7 +17,7 @@ from loadgen.cli import main
 from loadgen.errors import BadInput
 from loadgen.records.cell import CellEntry
 from loadgen.records.wire import RESTORE
-from loadgen.report.rundir import read_cell_lines
+from loadgen.store.files import read_cell_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from loadgen.cli import main
 from loadgen.errors import BadInput
 from loadgen.records.protocol import FIX, Protocol, ProtocolCell
-from loadgen.report.rundir import read_protocol
+from loadgen.store.files import read_protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

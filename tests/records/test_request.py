@@ -15,7 +15,8 @@ from loadgen.cli import main
 from loadgen.errors import BadInput
 from loadgen.records.request import RequestRecord
 from loadgen.records.wire import RESTORE
-from loadgen.report.rundir import JsonlAppender, append_records, load_records
+from loadgen.store.files import append_records, load_records
+from loadgen.store.rundir import JsonlAppender
 from tests.support.fakerun import fetch_one
 from tests.support.scripted_server import DONE, completion_chunk, usage_chunk
 

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from loadgen.cli import main
 from loadgen.errors import BadInput
 from loadgen.records.sweep import FIX, Drift, SweepCard, SweepCell, SweepEntry
-from loadgen.report.sweepdata import read_sweep
 from loadgen.report.sweepmd import render_sweep_markdown
+from loadgen.store.files import read_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

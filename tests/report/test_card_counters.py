@@ -71,8 +71,8 @@ def _run_dir(
 ) -> Path:
     proto = {
         "pair": "t",
-        "target": {"model": "t"},
-        "draft": {"model": "d"},
+        "target": {"model": "t", "revision": None, "local": False},
+        "draft": {"model": "d", "revision": None, "local": False},
         "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
         "sampling": {"temperature": 0.7},
         "workloads": [{"name": "w", "kind": "synthetic", "input_tokens": 8, "output_tokens": 3}],
@@ -82,7 +82,7 @@ def _run_dir(
         "cells": [{"workload": "w", "concurrency": 2, "level": "c2", "rate_rps": None}],
     }
     (tmp_path / "protocol.json").write_text(json.dumps(proto))
-    (tmp_path / "status.json").write_text(json.dumps({"complete": True}))
+    (tmp_path / "status.json").write_text(json.dumps({"complete": True, "failure": None}))
     entries = [_entry("plain", **(plain_extra or {})), _entry("speculative", **spec_extra)]
     (tmp_path / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
     records = [

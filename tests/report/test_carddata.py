@@ -84,8 +84,8 @@ def write_run(
     """A run folder under ``root`` (see the module docstring); ``entries``/``records`` replace the defaults."""
     proto = {
         "pair": "t",
-        "target": {"model": "t"},
-        "draft": {"model": "d"},
+        "target": {"model": "t", "revision": None, "local": False},
+        "draft": {"model": "d", "revision": None, "local": False},
         "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
         "sampling": {"temperature": 0.7},
         "workloads": [{"name": "w", "kind": "short-homogeneous", "input_tokens": None, "output_tokens": 3}],
@@ -98,7 +98,7 @@ def write_run(
     }
     root.mkdir(parents=True, exist_ok=True)
     (root / "protocol.json").write_text(json.dumps(proto))
-    (root / "status.json").write_text(json.dumps(status if status is not None else {"complete": True}))
+    (root / "status.json").write_text(json.dumps(status if status is not None else {"complete": True, "failure": None}))
     if entries is None:
         entries = [_entry(role, c) for c in levels for role in ("plain", "speculative")]
     (root / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))

@@ -61,7 +61,7 @@ def card(**over: Any) -> dict[str, Any]:
             "cpu_model": "X",
             "cpu_cores": 8,
             "memory_bytes": 2 * 2**30,
-            "gpus": [{"name": "H", "memory_bytes": 2**30}],
+            "gpus": [{"index": 0, "name": "H", "memory_bytes": 2**30}],
         },
         "workloads_statement": "Conclusions hold for the workloads tested only: w.",
         "servers": {

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.errors import RunDirUnwritable
-from loadgen.report.rundir import JsonlAppender, read_jsonl, write_json
 from loadgen.run import execute
 from loadgen.run.closing import first_unwritable
+from loadgen.store.rundir import JsonlAppender, read_jsonl, write_json
 from tests.support.fakerun import (
     attach_roles,
     cell,

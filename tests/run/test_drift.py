@@ -21,8 +21,8 @@ import pytest
 
 from loadgen.measure.cellratios import stats_of, within_run_ratios
 from loadgen.profile.pairfile import load_pair
-from loadgen.report.rundir import load_records
 from loadgen.run.flow import run_compare
+from loadgen.store.files import load_records
 from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 

@@ -12,8 +12,8 @@ import pytest
 
 from loadgen.profile.pair import RoleServer
 from loadgen.profile.pairfile import load_pair
-from loadgen.report.rundir import read_jsonl
 from loadgen.run import arms, flow
+from loadgen.store.rundir import read_jsonl
 from tests.profile.test_pairfile import BASE
 from tests.support.fakerun import cell, run_folder
 

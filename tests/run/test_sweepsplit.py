@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from loadgen.records.protocol import Protocol
-from loadgen.report.rundir import read_protocol
 from loadgen.run.sweepsplit import candidate_protocol, split_candidate
+from loadgen.store.files import read_protocol
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram" / "protocol.json"
 PROTO = json.loads(EXAMPLE.read_text()) | {

@@ -20,13 +20,13 @@ from loadgen.profile.pair import Level, Pair, Sampling
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
-from loadgen.report.rundir import JsonlAppender, read_jsonl
 from loadgen.run import bench, execute, flow
 from loadgen.run.arms import Arm, build_arms
 from loadgen.run.cell import RunContext
 from loadgen.run.observe import ObserveOptions, Observers
 from loadgen.run.plan import probe_host, protocol
 from loadgen.serve import servers
+from loadgen.store.rundir import JsonlAppender, read_jsonl
 from loadgen.stream.client import build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
 from tests.support.scripted_server import DONE, Script, completion_chunk, scripted_server, usage_chunk

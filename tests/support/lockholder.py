@@ -1,4 +1,4 @@
-"""A real process that holds a folder's lock (report/runlock.py): ``hold(folder)`` returns once it holds it;
+"""A real process that holds a folder's lock (store/runlock.py): ``hold(folder)`` returns once it holds it;
 ``hold(folder, die=True)`` once it was SIGKILLed while holding it (its lock file left behind, stale)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tests.support.scripted_engine import REPO
 
 HOLDER = """import os, signal, sys, time
 from pathlib import Path
-from loadgen.report.runlock import locked
+from loadgen.store.runlock import locked
 with locked(Path(sys.argv[1]), print):
     print("held", flush=True)
     if sys.argv[2:] == ["die"]:

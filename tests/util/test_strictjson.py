@@ -13,7 +13,7 @@ import pytest
 from loadgen.profile.pair import Sampling
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
-from loadgen.report.rundir import JsonlAppender, write_json
+from loadgen.store.rundir import JsonlAppender, write_json
 from loadgen.stream.client import build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
 from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server

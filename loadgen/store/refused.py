@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loadgen.errors import BadInput, LoadgenError
-from loadgen.report.rundir import read_json, write_json
+from loadgen.store.rundir import read_json, write_json
 
 #: The marker's name inside a run folder.
 REFUSED_NAME = "refused.json"

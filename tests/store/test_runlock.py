@@ -1,4 +1,4 @@
-"""One process per run, sweep and fleet folder (report/runlock.py), with real processes: a second
+"""One process per run, sweep and fleet folder (store/runlock.py), with real processes: a second
 ``loadgen compare --resume`` on a folder that a first ``loadgen compare`` is measuring is refused at once
 (exit 2, one line naming the first's pid) and leaves the folder alone, so the first's card is complete and
 correct; a lock left by a killed process is taken over with one note; a sweep's lock covers its arms'
@@ -21,11 +21,11 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.fleet.fleetflow import run_fleet
-from loadgen.report.rundir import read_jsonl
-from loadgen.report.runlock import LOCK_NAME, FolderBusy
 from loadgen.run import flow
 from loadgen.run.flow import resume_compare
 from loadgen.run.sweep import SweepOptions, run_sweep
+from loadgen.store.rundir import read_jsonl
+from loadgen.store.runlock import LOCK_NAME, FolderBusy
 from tests.support.fakerun import cell, run_folder
 from tests.support.lockholder import hold
 from tests.support.promstack import free_port_block

@@ -8,11 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loadgen.records.request import RequestRecord
-from loadgen.report.rundir import (
+from loadgen.store.files import append_records, load_records
+from loadgen.store.rundir import (
     JsonlAppender,
-    append_records,
     copy_pair_file,
-    load_records,
     new_run_dir,
     read_json,
     read_jsonl,
@@ -139,7 +138,7 @@ def test_copy_pair_file_copies_to_pair_toml(tmp_path: Path) -> None:
 
 
 def test_an_existing_folder_gets_the_next_suffix_never_the_same_folder(tmp_path: Path) -> None:
-    from loadgen.report.rundir import exclusive_dir
+    from loadgen.store.rundir import exclusive_dir
 
     made = [exclusive_dir(tmp_path / "p", "sweep-x") for _ in range(3)]
     assert [m.name for m in made] == ["sweep-x", "sweep-x-1", "sweep-x-2"] and all(m.is_dir() for m in made)

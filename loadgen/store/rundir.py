@@ -1,4 +1,6 @@
-"""The run folder ``runs/<pair>/<UTC timestamp>/`` and its files (README.md, "What a card holds").
+"""The run folder ``runs/<pair>/<UTC timestamp>/``: made exclusively, and its files written atomically and read
+back as JSON or JSON lines (README.md, "What a card holds"); each file's typed reader and writer is
+store/files.py.
 
 Everything is written as soon as it is known: requests are appended to ``requests.jsonl`` when they
 finish and cells to ``cells.jsonl`` when they end, so a run that fails midway keeps what it measured.
@@ -14,15 +16,12 @@ import errno
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from loadgen.errors import BadInput, RunDirUnwritable
-from loadgen.records.cell import CellEntry
-from loadgen.records.protocol import Protocol
-from loadgen.records.request import RequestRecord
 from loadgen.util import strictjson
 
 
@@ -100,18 +99,6 @@ def read_json(path: Path) -> Any:
         ) from None
 
 
-def read_protocol(path: Path) -> Protocol:
-    """A run or sweep folder's ``protocol.json``, checked (records/protocol.py). Raises BadInput (exit 2) naming
-    the file, and the field when one does not read; OSError when the file is missing."""
-    return Protocol.from_json(read_json(path), source=str(path))
-
-
-def read_cell_lines(path: Path, torn: list[str] | None = None) -> list[CellEntry]:
-    """The lines of a ``cells.jsonl`` (torn ones skipped, as :func:`read_jsonl`). Raises BadInput (exit 2)
-    naming the line and the field when a line is no cell entry (records/cell.py)."""
-    return [CellEntry.from_json(line, source=where) for where, line in numbered_jsonl(path, torn)]
-
-
 def read_jsonl(path: Path, torn: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """Yield the objects of a JSON-lines file, skipping torn lines (a write cut short by a crash); each
     skipped line is appended to ``torn`` when given, so the caller can say how many."""
@@ -180,19 +167,6 @@ class JsonlAppender:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-
-def append_records(appender: JsonlAppender, records: Iterable[RequestRecord]) -> None:
-    """Append request records."""
-    for r in records:
-        appender.append(r.to_json())
-
-
-def load_records(run_dir: Path, torn: list[str] | None = None) -> list[RequestRecord]:
-    """All request records of a run (warmup included; filter on ``.warmup``); torn lines are skipped (and
-    appended to ``torn``, as :func:`read_jsonl`). Raises BadInput (exit 2) naming the line and the field when
-    a line is no request record (records/request.py)."""
-    return [RequestRecord.from_json(d, source=where) for where, d in numbered_jsonl(run_dir / "requests.jsonl", torn)]
 
 
 def copy_pair_file(src: Path, run_dir: Path) -> Path:

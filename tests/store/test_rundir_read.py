@@ -1,4 +1,4 @@
-"""report/rundir.py's readers on files written here: each JSON line with its place (``<path> line <n>``, blank
+"""store/rundir.py's readers on files written here: each JSON line with its place (``<path> line <n>``, blank
 lines counted, torn and undecodable lines skipped and collected), cells.jsonl read as cell entries, and a
 file that is not JSON named in one line (exit 2)."""
 
@@ -12,7 +12,8 @@ import pytest
 from loadgen.errors import BadInput
 from loadgen.records.cell import CellEntry
 from loadgen.records.wire import RESTORE
-from loadgen.report.rundir import numbered_jsonl, read_cell_lines, read_json
+from loadgen.store.files import read_cell_lines
+from loadgen.store.rundir import numbered_jsonl, read_json
 
 
 def test_each_line_comes_with_its_place_and_torn_lines_are_collected(tmp_path: Path) -> None:

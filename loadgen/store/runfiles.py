@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from loadgen.errors import BadInput
-from loadgen.profile.cells import PLACEBO, ROLES
 from loadgen.records.cell import CellEntry
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
-from loadgen.report.partial import OnDisk, RunStatus, on_disk
-from loadgen.report.rundir import load_records, read_cell_lines, read_json, read_protocol
-from loadgen.serve.enginepath import parse_engine_path
-
-#: The per-server files under ``servers/`` (``<role>-<part>.json``).
-SERVER_PARTS = ("launch", "effective", "resources", "teardown")
+from loadgen.records.runparts import StatusFile
+from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
+from loadgen.store.ondisk import NO_STATUS, OnDisk, on_disk
+from loadgen.store.serverfiles import SERVER_PARTS, read_server_file
 
 
 @dataclass(frozen=True)
 class RunFiles:
-    """What the card needs from a run folder: protocol.json (checked, report/rundir.py ``read_protocol``),
+    """What the card needs from a run folder: protocol.json (checked, store/rundir.py ``read_protocol``),
     status.json, requests.jsonl's records,
     cells.jsonl's lines, ``servers[role][part]`` (None when absent), the card's ``failure`` and
     ``requests_on_disk`` (partial.on_disk), where protocol.json lies and the card's ``generated_utc``."""
 
     protocol: Protocol
-    status: RunStatus
+    status: StatusFile
     records: list[RequestRecord]
     entries: list[CellEntry]
     #: per role, per part (:data:`SERVER_PARTS`): the server's record as written, None when absent
@@ -39,20 +36,16 @@ class RunFiles:
     generated_utc: str
 
 
-def read_run(run_dir: Path) -> RunFiles:
-    """Read the run folder ``run_dir``. Raises BadInput when it has no protocol.json."""
+def read_run(run_dir: Path, roles: Sequence[str], optional: Sequence[str] = ()) -> RunFiles:
+    """Read the run folder ``run_dir``: the servers of ``roles``, and of each of ``optional`` whose
+    ``servers/<role>-effective.json`` is there (the placebo). Raises BadInput when it has no protocol.json, or
+    when its status.json is no status."""
     if not (run_dir / "protocol.json").is_file():
         raise BadInput(f"{run_dir} is not a run folder (no protocol.json); pass runs/<pair>/<timestamp>")
-    status_path = run_dir / "status.json"
-    status = _status(read_json(status_path)) if status_path.exists() else RunStatus()
+    status = read_status(run_dir) or NO_STATUS
     entries = read_cell_lines(run_dir / "cells.jsonl")
-    roles = [*ROLES, *([PLACEBO] if (run_dir / "servers" / f"{PLACEBO}-effective.json").is_file() else [])]
-    servers = {
-        role: {part: _optional_json(run_dir / "servers" / f"{role}-{part}.json") for part in SERVER_PARTS}
-        for role in roles
-    }
-    for role in roles:
-        servers[role]["effective"] = with_engine_path(servers[role]["effective"], run_dir, role)
+    found = [*roles, *(r for r in optional if (run_dir / "servers" / f"{r}-effective.json").is_file())]
+    servers = {role: {part: read_server_file(run_dir, role, part) for part in SERVER_PARTS} for role in found}
     torn: list[str] = []
     records = load_records(run_dir, torn)
     return RunFiles(
@@ -76,21 +69,8 @@ def run_ended_utc(entries: Iterable[CellEntry], run_dir: Path) -> str:
     return when.astimezone(UTC).replace(microsecond=0).isoformat(timespec="seconds")
 
 
-def with_engine_path(effective: dict[str, Any] | None, run_dir: Path, role: str) -> dict[str, Any] | None:
-    """``effective`` (``servers/<role>-effective.json``) with its ``engine_path`` parsed from the startup log
-    ``servers/<role>.log`` when a record of older code lacks it and the run folder kept the log; unchanged
-    otherwise (the card then says unknown)."""
+def server_log(run_dir: Path, role: str) -> str | None:
+    """The startup log ``servers/<role>.log`` as text (undecodable bytes replaced), None when the folder did not
+    keep it."""
     log = run_dir / "servers" / f"{role}.log"
-    if effective is None or "engine_path" in effective or not log.is_file():
-        return effective
-    return {**effective, "engine_path": parse_engine_path(log.read_text(errors="replace")).to_json()}
-
-
-def _status(data: Any) -> RunStatus:
-    """status.json's fields the card reads (partial.RunStatus); an absent key: not complete, no failure."""
-    data = data if isinstance(data, dict) else {}
-    return RunStatus(bool(data.get("complete")), data.get("failure"), int(data.get("requests_not_written") or 0))
-
-
-def _optional_json(path: Path) -> Any:
-    return read_json(path) if path.exists() else None
+    return log.read_text(errors="replace") if log.is_file() else None

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loadgen.errors import BadInput
-from loadgen.report.rundir import unwritable
+from loadgen.store.rundir import unwritable
 
 #: The lock file's name inside a locked folder.
 LOCK_NAME = "loadgen.lock"

@@ -1,4 +1,4 @@
-"""report/runfiles.py: a run folder read once for the card, on the committed example
+"""store/runfiles.py: a run folder read once for the card, on the committed example
 docs/examples/h200/h200-1b-ngram and on folders written here (a placebo server, an older effective record with
 its startup log kept, no status.json, no cell line)."""
 
@@ -13,18 +13,21 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import BadInput
+from loadgen.profile.cells import PLACEBO, ROLES
 from loadgen.records.cell import CellEntry
-from loadgen.report.partial import RunStatus
-from loadgen.report.runfiles import read_run, run_ended_utc, with_engine_path
+from loadgen.records.runparts import StatusFile
+from loadgen.report.enginelog import with_engine_path, with_engine_paths
+from loadgen.store.ondisk import NO_STATUS
+from loadgen.store.runfiles import read_run, run_ended_utc
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram"
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_the_example_folder() -> None:
-    files = read_run(EXAMPLE)
+    files = read_run(EXAMPLE, ROLES, (PLACEBO,))
     assert files.protocol.to_json() == json.loads((EXAMPLE / "protocol.json").read_text())
-    assert files.status == RunStatus(complete=True, failure=None) and files.records == []
+    assert files.status == StatusFile(complete=True, failure=None) and files.records == []
     lines = [json.loads(x) for x in (EXAMPLE / "cells.jsonl").read_text().splitlines()]
     assert len(files.entries) == len(lines) and files.entries[0].role == lines[0]["role"]
     assert [e.to_json() for e in files.entries] == lines  # each line read back whole
@@ -41,8 +44,8 @@ def test_a_placebo_an_older_effective_record_and_no_status(tmp_path: Path) -> No
     (run / "status.json").unlink()
     shutil.copyfile(DATA / "vllm024_h200_draft_startup.log", run / "servers" / "speculative.log")
     (run / "servers" / "placebo-effective.json").write_text('{"version": "0.24.0"}')
-    files = read_run(run)
-    assert files.status == RunStatus(complete=False, failure="unknown")
+    files = with_engine_paths(read_run(run, ROLES, (PLACEBO,)), run)
+    assert files.status == NO_STATUS
     assert sorted(files.servers) == ["placebo", "plain", "speculative"]
     assert files.servers["placebo"] == {
         "launch": None,
@@ -78,4 +81,4 @@ def test_run_ended_utc_without_cell_lines_is_protocols_time(tmp_path: Path) -> N
 
 def test_a_folder_without_protocol_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="is not a run folder \\(no protocol.json\\); pass runs/<pair>/<timestamp>"):
-        read_run(tmp_path)
+        read_run(tmp_path, ROLES)

@@ -1,4 +1,4 @@
-"""report/refused.py: the marker of a run folder refused before its first request, written, read (also when
+"""store/refused.py: the marker of a run folder refused before its first request, written, read (also when
 unreadable), cleared, and the one-line refusal of ``loadgen report`` naming the command that resumes it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loadgen.errors import BadInput, ServerError
-from loadgen.report.refused import REFUSED_NAME, Refusal, clear_refusal, mark_refused, no_card_for_refused, read_refusal
+from loadgen.store.refused import REFUSED_NAME, Refusal, clear_refusal, mark_refused, no_card_for_refused, read_refusal
 
 
 def test_a_refusal_is_written_read_and_cleared(tmp_path: Path) -> None:
