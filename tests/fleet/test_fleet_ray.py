@@ -159,15 +159,18 @@ def test_a_node_lost_mid_task_is_reported_and_leaves_no_server_behind(
         assert "Error" in t["reason"], t["reason"]
     assert "k1__node-d" in (workdir / "lost" / "fleet.md").read_text()
     deadline = time.monotonic() + 20
-    while _engines() and time.monotonic() < deadline:
+    while _engines(workdir) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert _engines() == []
+    assert _engines(workdir) == []
 
 
-def _engines() -> list[int]:
-    """Scripted engines still running (of any test)."""
-    return [
-        p.pid
-        for p in psutil.process_iter(["cmdline"])
-        if "tests.support.scripted_engine" in " ".join(p.info["cmdline"] or [])
-    ]
+def _engines(workdir: Path) -> list[int]:
+    """Scripted engines still running that this test's tasks started (their working directory is the test's
+    ``workdir``, where each node task runs loadgen): another test's engines, beside it, are not counted."""
+    out = []
+    for p in psutil.process_iter(["cmdline", "cwd"]):
+        if "tests.support.scripted_engine" in " ".join(p.info["cmdline"] or []):
+            cwd = p.info.get("cwd") or ""
+            if cwd == str(workdir) or cwd.startswith(f"{workdir}/"):
+                out.append(p.pid)
+    return out
