@@ -125,14 +125,20 @@ chromium: prometheus
 	fi
 
 # Unit tests plus end-to-end tests against real vLLM CPU servers, Prometheus and a Pushgateway, and the
-# committed card.html files in headless Chromium.
+# committed card.html files in headless Chromium, in TEST_WORKERS processes (pytest-xdist): most tests wait on
+# scripted servers' timed streams, so more processes than cores overlap the waits; the end-to-end tests (their
+# vLLM servers on fixed ports) run in one process, in order, and so do the fleet tests (one local Ray cluster at
+# a time): tests/conftest.py groups them. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 3
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
 test:
 	@$(MAKE) --no-print-directory -j2 install-test models chromium
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Pure and scripted-server tests only (no vLLM needed).
 test-unit: install-test chromium
-	$(VENV)/bin/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -m "not e2e" $(XDIST) $(PYTEST_ARGS)
 
 check: install-dev
 	$(VENV)/bin/ruff check loadgen tests scripts

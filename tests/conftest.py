@@ -29,6 +29,19 @@ from tests.support.promstack import (
 
 DATA = Path(__file__).parent / "data"
 Targets = Sequence[str] | Mapping[str, Sequence[str]]
+#: Test folders whose tests must not run beside each other (``make test`` runs pytest-xdist with ``--dist
+#: loadgroup``): the end-to-end tests start vLLM servers on fixed ports and share session servers; the fleet tests
+#: start a local Ray cluster each and clear a node task's leftovers by its id.
+SERIAL_GROUPS = {"tests/e2e/": "e2e", "tests/fleet/": "fleet"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test of a :data:`SERIAL_GROUPS` folder in its group: one worker runs the group, in order."""
+    for item in items:
+        path = Path(str(item.fspath)).as_posix()
+        group = next((g for folder, g in SERIAL_GROUPS.items() if f"/{folder}" in path), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -87,7 +87,7 @@ def test_a_defect_mid_run_keeps_every_measured_request_and_marks_the_folder_fail
         (["trace-capacity", "PAIR", "--workload", "w"], "loadgen.cli.tracecap:load_pair"),
         (["fleet", "report", "FOLDER"], "loadgen.fleet.fleetwrite:write_fleet_card"),
         (["runs", "--runs-dir", "runs"], "loadgen.cli.runlist:list_runs"),
-        (["report", "FOLDER"], "loadgen.cli.runlist:report_locked"),
+        (["report", "FOLDER"], "loadgen.cli.commands:report_locked"),
         (["diff", "runs", "runs"], "loadgen.cli.commands:run_diff"),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else None,
@@ -130,15 +130,15 @@ def test_a_reader_that_goes_away_ends_the_listing_quietly(tmp_path: Path) -> Non
         folder.mkdir(parents=True)
         (folder / "status.json").write_text('{"complete": true, "failure": null}')
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "loadgen", "runs", "--runs-dir", str(tmp_path / "runs")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.readline().startswith(b"complete")
-    proc.stdout.close()
-    stderr = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 0, stderr
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith(b"complete")
+        proc.stdout.close()
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0, stderr
     assert stderr == "" and not (tmp_path / "cache").exists()
