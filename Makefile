@@ -128,7 +128,7 @@ chromium: prometheus
 # committed card.html files in headless Chromium, in TEST_WORKERS processes (pytest-xdist): most tests wait on
 # scripted servers' timed streams, so more processes than cores overlap the waits; the end-to-end tests (their
 # vLLM servers on fixed ports) run in one process, in order, and so do the fleet tests (one local Ray cluster at
-# a time): tests/conftest.py groups them. TEST_WORKERS=0 runs everything in one process.
+# a time): tests/support/xdistgroups.py groups them. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -27,21 +28,24 @@ from tests.support.promstack import (
     start_pushgateway,
 )
 
+if TYPE_CHECKING:
+    from xdist.remote import Producer
+
+    from tests.support.xdistgroups import FolderGroups
+
 DATA = Path(__file__).parent / "data"
 Targets = Sequence[str] | Mapping[str, Sequence[str]]
-#: Test folders whose tests must not run beside each other (``make test`` runs pytest-xdist with ``--dist
-#: loadgroup``): the end-to-end tests start vLLM servers on fixed ports and share session servers; the fleet tests
-#: start a local Ray cluster each and clear a node task's leftovers by its id.
-SERIAL_GROUPS = {"tests/e2e/": "e2e", "tests/fleet/": "fleet"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test of a :data:`SERIAL_GROUPS` folder in its group: one worker runs the group, in order."""
-    for item in items:
-        path = Path(str(item.fspath)).as_posix()
-        group = next((g for folder, g in SERIAL_GROUPS.items() if f"/{folder}" in path), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer | None) -> FolderGroups | None:
+    """With ``--dist loadgroup``, the end-to-end and fleet folders each run in one worker, in order
+    (tests/support/xdistgroups.py); other modes as pytest-xdist has them."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.support.xdistgroups import FolderGroups
+
+    return FolderGroups(config, log)
 
 
 @pytest.fixture(scope="session")
