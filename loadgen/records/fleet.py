@@ -2,7 +2,7 @@
 "The fleet card"), with one :class:`TaskRow` per task, one :class:`NodeRow` per node, per compare pair a
 :class:`ComparePair` (each node's :class:`CompareNode`; per cell a :class:`CompareCell` of the nodes'
 :class:`CompareEntry`) and per sweep pair a :class:`SweepPair` (each node's :class:`SweepNode`; per cell a
-:class:`SweepPairCell` of the nodes' :class:`SweepNodeEntry`).
+:class:`SweepPairCell` of the nodes' :class:`SweepNodeEntry`; both cells one record bound to their entry).
 
 Built by fleet/fleetdata.py (``build_fleet_card``) from the task list (records/fleettasks.py), the pair cards and
 the sweep cards (records/sweep.py), written by fleet/fleetwrite.py, rendered by fleet/fleetmd.py, read back by
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from loadgen.records.cardwire import IN_FILE, Whole
 from loadgen.records.fleetparts import (
@@ -115,21 +115,26 @@ class CompareEntry(Whole):
     TITLE: ClassVar[str] = "compare entry"
 
 
+#: A node's entry at a cell: a :class:`CompareEntry` or a :class:`SweepNodeEntry`.
+_E = TypeVar("_E", bound=Whole)
+
+
 @dataclass(frozen=True)
-class _Cell(Whole):
-    """The head of a pair's cell: its workload and level."""
+class _PairCell(Whole, Generic[_E]):
+    """One cell of a pair across the nodes: its workload and level (concurrency or rate, None for the other),
+    each node's entry ``_E``. A pair's kind binds ``_E`` and names the cell (:class:`CompareCell`,
+    :class:`SweepPairCell`)."""
 
     workload: str
     level: str
     concurrency: int | None = None
     rate_rps: float | None = None
+    nodes: list[_E] = field(default_factory=list, metadata=IN_FILE)
 
 
-@dataclass(frozen=True)
-class CompareCell(_Cell):
+class CompareCell(_PairCell[CompareEntry]):
     """One cell of a compare pair across the nodes."""
 
-    nodes: list[CompareEntry] = field(default_factory=list, metadata=IN_FILE)
     TITLE: ClassVar[str] = "compare cell"
 
 
@@ -174,11 +179,9 @@ class SweepNodeEntry(Whole):
     TITLE: ClassVar[str] = "sweep node entry"
 
 
-@dataclass(frozen=True)
-class SweepPairCell(_Cell):
+class SweepPairCell(_PairCell[SweepNodeEntry]):
     """One cell of a sweep pair across the nodes."""
 
-    nodes: list[SweepNodeEntry] = field(default_factory=list, metadata=IN_FILE)
     TITLE: ClassVar[str] = "sweep cell"
 
 
