@@ -78,11 +78,17 @@ class NodeRow(Whole):
 
 
 @dataclass(frozen=True)
-class _NodeRun(Whole):
-    """The head of a pair's node: the node, its GPU type, the task and its outcome."""
+class _OnNode(Whole):
+    """The head of what a pair holds per node: the node and its GPU type (None where unknown)."""
 
     node: str
     gpu_type: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class _NodeRun(_OnNode):
+    """The head of a pair's node: the node, its GPU type, the task and its outcome."""
+
     task: str
     status: str
     reason: str | None = None
@@ -102,12 +108,30 @@ class CompareNode(_NodeRun):
 
 
 @dataclass(frozen=True)
-class CompareEntry(Whole):
+class SweepNode(_NodeRun):
+    """One node's sweep: its task's outcome, engine and recommendation (per workload and printed lines)."""
+
+    measured: bool = False
+    engine: str | None = None
+    recommendation: str | None = None
+    criteria_declared: bool = False
+    meets_criteria: bool | None = None
+    workloads: list[WorkloadChoice] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    TITLE: ClassVar[str] = "sweep node"
+
+
+@dataclass(frozen=True)
+class _Entry(_OnNode):
+    """The head of a node's entry at a cell: the node, its GPU type and its task's status."""
+
+    status: str
+
+
+@dataclass(frozen=True)
+class CompareEntry(_Entry):
     """One node's values at one cell: the ratios (None where not measured) and the acceptance."""
 
-    node: str
-    gpu_type: str | None = field(default=None, kw_only=True)
-    status: str
     complete: bool = True
     ratios: Mapping[str, FleetRatio | None] = field(default_factory=dict, metadata={"kind": RATIOS})
     acceptance_rate: float | None = None
@@ -115,8 +139,21 @@ class CompareEntry(Whole):
     TITLE: ClassVar[str] = "compare entry"
 
 
+@dataclass(frozen=True)
+class SweepNodeEntry(_Entry):
+    """One node's best candidate at one sweep cell (None: plain), its speedup and every candidate's."""
+
+    best: str | None = None
+    tied: list[str] = field(default_factory=list)
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    entries: list[CandidateSpeedup] = field(default_factory=list)
+    TITLE: ClassVar[str] = "sweep node entry"
+
+
 #: A node's entry at a cell: a :class:`CompareEntry` or a :class:`SweepNodeEntry`.
-_E = TypeVar("_E", bound=Whole)
+_E = TypeVar("_E", bound=_Entry)
 
 
 @dataclass(frozen=True)
@@ -138,6 +175,12 @@ class CompareCell(_PairCell[CompareEntry]):
     TITLE: ClassVar[str] = "compare cell"
 
 
+class SweepPairCell(_PairCell[SweepNodeEntry]):
+    """One cell of a sweep pair across the nodes."""
+
+    TITLE: ClassVar[str] = "sweep cell"
+
+
 @dataclass(frozen=True)
 class ComparePair(Whole):
     """One compare pair across the nodes it ran on."""
@@ -147,42 +190,6 @@ class ComparePair(Whole):
     nodes: list[CompareNode] = field(default_factory=list, metadata=IN_FILE)
     cells: list[CompareCell] = field(default_factory=list, metadata=IN_FILE)
     TITLE: ClassVar[str] = "compare pair"
-
-
-@dataclass(frozen=True)
-class SweepNode(_NodeRun):
-    """One node's sweep: its task's outcome, engine and recommendation (per workload and printed lines)."""
-
-    measured: bool = False
-    engine: str | None = None
-    recommendation: str | None = None
-    criteria_declared: bool = False
-    meets_criteria: bool | None = None
-    workloads: list[WorkloadChoice] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    TITLE: ClassVar[str] = "sweep node"
-
-
-@dataclass(frozen=True)
-class SweepNodeEntry(Whole):
-    """One node's best candidate at one sweep cell (None: plain), its speedup and every candidate's."""
-
-    node: str
-    gpu_type: str | None = field(default=None, kw_only=True)
-    status: str
-    best: str | None = None
-    tied: list[str] = field(default_factory=list)
-    speedup: float | None = None
-    speedup_ci_low: float | None = None
-    speedup_ci_high: float | None = None
-    entries: list[CandidateSpeedup] = field(default_factory=list)
-    TITLE: ClassVar[str] = "sweep node entry"
-
-
-class SweepPairCell(_PairCell[SweepNodeEntry]):
-    """One cell of a sweep pair across the nodes."""
-
-    TITLE: ClassVar[str] = "sweep cell"
 
 
 @dataclass(frozen=True)
