@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from loadgen.cli.paramtypes import LevelList, Minutes, Url, WorkloadList
+from loadgen.cli.paramtypes import LevelList, Minutes, Url, WorkloadList, runs_dir_option
 from loadgen.errors import BadInput
 from loadgen.profile.domains import MAX_CELL_REQUESTS
 from loadgen.records.overrides import Overrides
@@ -98,13 +98,7 @@ def _shared(kind: str) -> tuple[Decorator, ...]:
     """The options compare and sweep both take; ``kind`` (``run``/``sweep``) names the folders in the help."""
     return (
         click.argument("pair", required=False),
-        click.option(
-            "--runs-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=Path("runs"),
-            show_default=True,
-            help=_RUNS_DIR_HELP[kind],
-        ),
+        runs_dir_option(_RUNS_DIR_HELP[kind]),
         click.option("--attach-plain", type=Url(), help="Use the plain server already running at URL (the plain arm)."),
         click.option(
             "--metrics-plain",
