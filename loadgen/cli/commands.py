@@ -15,7 +15,7 @@ import click
 
 from loadgen.cli.diffcmd import run_diff
 from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
-from loadgen.cli.paramtypes import Tolerance
+from loadgen.cli.paramtypes import Tolerance, runs_dir_option
 from loadgen.cli.runlist import fleet_card_locked, report_locked
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
@@ -65,7 +65,7 @@ def fleet() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="The fleet folder (default: RUNS_DIR/fleet-<name>-<UTC timestamp>).",
 )
-@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
+@runs_dir_option()
 @click.option(
     "--resume",
     "resume_dir",

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from loadgen.cli.paramtypes import LevelList, Minutes, Url, WorkloadList
+from loadgen.cli.paramtypes import LevelList, Minutes, Url, WorkloadList, runs_dir_option
 from loadgen.errors import BadInput
 from loadgen.profile.domains import MAX_CELL_REQUESTS
 from loadgen.records.overrides import Overrides
@@ -56,20 +56,17 @@ class RunOptions:
     @property
     def metrics(self) -> dict[str, str]:
         """Role -> the URL its server's ``/metrics`` is read at, when given apart from its API URL."""
-        return {
-            role: url
-            for role, url in (("plain", self.metrics_plain), ("speculative", self.metrics_speculative))
-            if url is not None
-        }
+        return _given(self.metrics_plain, self.metrics_speculative)
 
     @property
     def attach(self) -> dict[str, str]:
         """Role (``plain``, ``speculative``) -> the URL of the running server to use for it, when given."""
-        return {
-            role: url
-            for role, url in (("plain", self.attach_plain), ("speculative", self.attach_speculative))
-            if url is not None
-        }
+        return _given(self.attach_plain, self.attach_speculative)
+
+
+def _given(plain: str | None, speculative: str | None) -> dict[str, str]:
+    """Role (``plain``, ``speculative``) -> its URL, for the roles given one (in that order)."""
+    return {role: url for role, url in (("plain", plain), ("speculative", speculative)) if url is not None}
 
 
 def overrides_given(
@@ -101,13 +98,7 @@ def _shared(kind: str) -> tuple[Decorator, ...]:
     """The options compare and sweep both take; ``kind`` (``run``/``sweep``) names the folders in the help."""
     return (
         click.argument("pair", required=False),
-        click.option(
-            "--runs-dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=Path("runs"),
-            show_default=True,
-            help=_RUNS_DIR_HELP[kind],
-        ),
+        runs_dir_option(_RUNS_DIR_HELP[kind]),
         click.option("--attach-plain", type=Url(), help="Use the plain server already running at URL (the plain arm)."),
         click.option(
             "--metrics-plain",
@@ -152,20 +143,21 @@ def _shared(kind: str) -> tuple[Decorator, ...]:
     )
 
 
+def repeat_options(*, protocol: str, resume: str) -> tuple[Decorator, Decorator]:
+    """``--protocol FILE`` (RunOptions.protocol_file) and ``--resume DIR`` (RunOptions.resume_dir), each with
+    the command's help text: what they repeat or finish differs by command, how they parse does not."""
+    return (
+        click.option("--protocol", "protocol_file", type=click.Path(dir_okay=False, path_type=Path), help=protocol),
+        click.option("--resume", "resume_dir", type=click.Path(file_okay=False, path_type=Path), help=resume),
+    )
+
+
 #: The options only ``loadgen sweep`` takes.
 SWEEP_ONLY: tuple[Decorator, ...] = (
-    click.option(
-        "--protocol",
-        "protocol_file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Measure an earlier sweep again in a new sweep folder: its SWEEP_DIR/protocol.json (the same "
+    *repeat_options(
+        protocol="Measure an earlier sweep again in a new sweep folder: its SWEEP_DIR/protocol.json (the same "
         "candidates, prompts, cells, blocks and order).",
-    ),
-    click.option(
-        "--resume",
-        "resume_dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        help="Finish an interrupted sweep folder: the slots not done, in the recorded order.",
+        resume="Finish an interrupted sweep folder: the slots not done, in the recorded order.",
     ),
     click.option(
         "--deploy-schedule",

@@ -9,12 +9,14 @@ before any file is read or server started, the same way for ``compare``, ``sweep
 - :class:`Url`: ``--attach-plain/--attach-speculative/--pushgateway/--prometheus-url URL`` (``http(s)://host``).
 - :class:`SpeedRange`: ``trace-capacity --speeds LOW:HIGH`` (replay speeds, 1 / time_scale).
 
-``--requests`` and ``--metrics-port`` are click.IntRange (bounds: profile/domains.py, 1..65535).
+``--requests`` and ``--metrics-port`` are click.IntRange (bounds: profile/domains.py, 1..65535);
+:func:`runs_dir_option` is ``--runs-dir DIR`` (default ``runs``) of every command that makes or lists folders.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +164,15 @@ class SpeedRange(click.ParamType[tuple[float, float], Any]):
                 ctx,
             )
         return speeds
+
+
+def runs_dir_option(help: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``--runs-dir DIR`` option (a folder path, default ``runs``; the parameter ``runs_dir``, a Path) with
+    the command's ``help`` (what it makes or reads there)."""
+    return click.option(
+        "--runs-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("runs"),
+        show_default=True,
+        help=help,
+    )

@@ -13,7 +13,7 @@ import click
 
 from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
 from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
-from loadgen.cli.options import SWEEP_ONLY, RunOptions, run_options
+from loadgen.cli.options import SWEEP_ONLY, RunOptions, repeat_options, run_options
 from loadgen.cli.paramtypes import Url
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
@@ -23,17 +23,9 @@ from loadgen.util.redact import redact_text
 
 #: The options only ``loadgen compare`` takes.
 _COMPARE_ONLY = (
-    click.option(
-        "--protocol",
-        "protocol_file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Repeat an earlier run: its protocol.json (same pair file, prompts, cells and settings).",
-    ),
-    click.option(
-        "--resume",
-        "resume_dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        help="Complete an interrupted run folder in place: finished cells are kept, the rest run.",
+    *repeat_options(
+        protocol="Repeat an earlier run: its protocol.json (same pair file, prompts, cells and settings).",
+        resume="Complete an interrupted run folder in place: finished cells are kept, the rest run.",
     ),
     click.option("--attach-speculative", type=Url(), help="Use the speculative server already running at URL."),
     click.option(

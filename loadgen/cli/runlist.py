@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from loadgen.cli.handling import _handles_errors
+from loadgen.cli.paramtypes import runs_dir_option
 from loadgen.errors import BadInput
 from loadgen.records.runparts import StatusFile
 from loadgen.report.saveddata import read_card
@@ -197,13 +198,7 @@ def list_runs(runs_dir: Path, pair: str | None = None) -> Iterator[RunEntry]:
 
 @click.command("runs")
 @click.argument("pair", required=False)
-@click.option(
-    "--runs-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("runs"),
-    show_default=True,
-    help="Where the run, sweep and fleet folders are.",
-)
+@runs_dir_option("Where the run, sweep and fleet folders are.")
 @_handles_errors
 def runs(pair: str | None, runs_dir: Path) -> None:
     """List the run, sweep and fleet folders under --runs-dir (PAIR's only, when given) with their status

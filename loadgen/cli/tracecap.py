@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
-from loadgen.cli.paramtypes import SpeedRange
+from loadgen.cli.paramtypes import SpeedRange, runs_dir_option
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
 
@@ -32,13 +32,7 @@ from loadgen.profile.pairfile import load_pair
     show_default=True,
     help="Bisection steps after the two ends (one compare each).",
 )
-@click.option(
-    "--runs-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("runs"),
-    show_default=True,
-    help="Where each replay's run folder is created.",
-)
+@runs_dir_option("Where each replay's run folder is created.")
 @click.option("--allow-unpinned", is_flag=True, help="Accept hub models without a pinned commit (warning only).")
 @click.option(
     "--progress/--no-progress",

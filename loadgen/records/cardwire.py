@@ -27,9 +27,18 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self, get_type_hints
+from typing import Any, ClassVar, Self
 
-from loadgen.records.hints import SCALARS, converter, expected, item_reader, json_schema, kind_of, plain_items
+from loadgen.records.hints import (
+    SCALARS,
+    converter,
+    expected,
+    item_reader,
+    json_schema,
+    kind_of,
+    plain_items,
+    record_hints,
+)
 from loadgen.records.wire import RESTORE, Kind, Where, obj, object_schema
 
 __all__ = ["FIX", "IN_FILE", "SCALARS", "Whole", "Wire", "dump", "json_schema", "kinds", "required", "wire_fields"]
@@ -131,7 +140,7 @@ _SLOTS: dict[type[Wire], dict[str, _Slot]] = {}
 def _slots(cls: type[Wire]) -> dict[str, _Slot]:
     """The wire fields of ``cls``, in declared order (computed once per class)."""
     if cls not in _SLOTS:
-        hints = get_type_hints(cls)
+        hints = record_hints(cls)
         _SLOTS[cls] = {f.name: _slot(cls, f, hints[f.name]) for f in wire_fields(cls).values()}
     return _SLOTS[cls]
 

@@ -2,7 +2,7 @@
 "The fleet card"), with one :class:`TaskRow` per task, one :class:`NodeRow` per node, per compare pair a
 :class:`ComparePair` (each node's :class:`CompareNode`; per cell a :class:`CompareCell` of the nodes'
 :class:`CompareEntry`) and per sweep pair a :class:`SweepPair` (each node's :class:`SweepNode`; per cell a
-:class:`SweepPairCell` of the nodes' :class:`SweepNodeEntry`).
+:class:`SweepPairCell` of the nodes' :class:`SweepNodeEntry`; both cells one record bound to their entry).
 
 Built by fleet/fleetdata.py (``build_fleet_card``) from the task list (records/fleettasks.py), the pair cards and
 the sweep cards (records/sweep.py), written by fleet/fleetwrite.py, rendered by fleet/fleetmd.py, read back by
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from loadgen.records.cardwire import IN_FILE, Whole
 from loadgen.records.fleetparts import (
@@ -78,11 +78,17 @@ class NodeRow(Whole):
 
 
 @dataclass(frozen=True)
-class _NodeRun(Whole):
-    """The head of a pair's node: the node, its GPU type, the task and its outcome."""
+class _OnNode(Whole):
+    """The head of what a pair holds per node: the node and its GPU type (None where unknown)."""
 
     node: str
     gpu_type: str | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class _NodeRun(_OnNode):
+    """The head of a pair's node: the node, its GPU type, the task and its outcome."""
+
     task: str
     status: str
     reason: str | None = None
@@ -102,49 +108,6 @@ class CompareNode(_NodeRun):
 
 
 @dataclass(frozen=True)
-class CompareEntry(Whole):
-    """One node's values at one cell: the ratios (None where not measured) and the acceptance."""
-
-    node: str
-    gpu_type: str | None = field(default=None, kw_only=True)
-    status: str
-    complete: bool = True
-    ratios: Mapping[str, FleetRatio | None] = field(default_factory=dict, metadata={"kind": RATIOS})
-    acceptance_rate: float | None = None
-    mean_acceptance_length: float | None = None
-    TITLE: ClassVar[str] = "compare entry"
-
-
-@dataclass(frozen=True)
-class _Cell(Whole):
-    """The head of a pair's cell: its workload and level."""
-
-    workload: str
-    level: str
-    concurrency: int | None = None
-    rate_rps: float | None = None
-
-
-@dataclass(frozen=True)
-class CompareCell(_Cell):
-    """One cell of a compare pair across the nodes."""
-
-    nodes: list[CompareEntry] = field(default_factory=list, metadata=IN_FILE)
-    TITLE: ClassVar[str] = "compare cell"
-
-
-@dataclass(frozen=True)
-class ComparePair(Whole):
-    """One compare pair across the nodes it ran on."""
-
-    pair: str
-    kind: str = "compare"
-    nodes: list[CompareNode] = field(default_factory=list, metadata=IN_FILE)
-    cells: list[CompareCell] = field(default_factory=list, metadata=IN_FILE)
-    TITLE: ClassVar[str] = "compare pair"
-
-
-@dataclass(frozen=True)
 class SweepNode(_NodeRun):
     """One node's sweep: its task's outcome, engine and recommendation (per workload and printed lines)."""
 
@@ -159,12 +122,27 @@ class SweepNode(_NodeRun):
 
 
 @dataclass(frozen=True)
-class SweepNodeEntry(Whole):
+class _Entry(_OnNode):
+    """The head of a node's entry at a cell: the node, its GPU type and its task's status."""
+
+    status: str
+
+
+@dataclass(frozen=True)
+class CompareEntry(_Entry):
+    """One node's values at one cell: the ratios (None where not measured) and the acceptance."""
+
+    complete: bool = True
+    ratios: Mapping[str, FleetRatio | None] = field(default_factory=dict, metadata={"kind": RATIOS})
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    TITLE: ClassVar[str] = "compare entry"
+
+
+@dataclass(frozen=True)
+class SweepNodeEntry(_Entry):
     """One node's best candidate at one sweep cell (None: plain), its speedup and every candidate's."""
 
-    node: str
-    gpu_type: str | None = field(default=None, kw_only=True)
-    status: str
     best: str | None = None
     tied: list[str] = field(default_factory=list)
     speedup: float | None = None
@@ -174,12 +152,44 @@ class SweepNodeEntry(Whole):
     TITLE: ClassVar[str] = "sweep node entry"
 
 
+#: A node's entry at a cell: a :class:`CompareEntry` or a :class:`SweepNodeEntry`.
+_E = TypeVar("_E", bound=_Entry)
+
+
 @dataclass(frozen=True)
-class SweepPairCell(_Cell):
+class _PairCell(Whole, Generic[_E]):
+    """One cell of a pair across the nodes: its workload and level (concurrency or rate, None for the other),
+    each node's entry ``_E``. A pair's kind binds ``_E`` and names the cell (:class:`CompareCell`,
+    :class:`SweepPairCell`)."""
+
+    workload: str
+    level: str
+    concurrency: int | None = None
+    rate_rps: float | None = None
+    nodes: list[_E] = field(default_factory=list, metadata=IN_FILE)
+
+
+class CompareCell(_PairCell[CompareEntry]):
+    """One cell of a compare pair across the nodes."""
+
+    TITLE: ClassVar[str] = "compare cell"
+
+
+class SweepPairCell(_PairCell[SweepNodeEntry]):
     """One cell of a sweep pair across the nodes."""
 
-    nodes: list[SweepNodeEntry] = field(default_factory=list, metadata=IN_FILE)
     TITLE: ClassVar[str] = "sweep cell"
+
+
+@dataclass(frozen=True)
+class ComparePair(Whole):
+    """One compare pair across the nodes it ran on."""
+
+    pair: str
+    kind: str = "compare"
+    nodes: list[CompareNode] = field(default_factory=list, metadata=IN_FILE)
+    cells: list[CompareCell] = field(default_factory=list, metadata=IN_FILE)
+    TITLE: ClassVar[str] = "compare pair"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ records/cardwire.py's ``Wire``:
 Hints understood: ``str``, ``int``, ``float`` (an int in the file stays an int), ``bool``, ``X | None``,
 ``Literal[...]``, ``list[X]`` and ``tuple[X, ...]`` (a JSON array), ``Mapping[str, X]`` (a JSON object), ``Any``
 (free-form data, copied verbatim) and records (a class with ``read_at``, ``json_schema`` and ``TITLE``: a
-``Wire``); a union of two types besides None (``float | str``) is taken as it is, unchecked.
+``Wire``); a union of two types besides None (``float | str``) is taken as it is, unchecked. A generic
+record's type variable is read as what the record's class binds it to (:func:`record_hints`).
 
 A list of scalars (a request's thousands of chunk arrival times, a histogram's buckets) is checked by the set of
 its items' exact types in one pass, and only a list that fails it is walked item by item to name the item.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from loadgen.records.wire import ANY, BOOL, INT, LIST, NUM, OBJ, STR, Kind, Where, list_of, map_of, maybe, one_of
 
@@ -37,6 +38,26 @@ _MAPPINGS = (dict, Mapping)
 def is_record(tp: Any) -> bool:
     """True for a record class (read with its own ``read_at``)."""
     return isinstance(tp, type) and hasattr(tp, "read_at") and hasattr(tp, "json_schema")
+
+
+def record_hints(cls: type) -> dict[str, Any]:
+    """Each annotated name of the class ``cls`` and its hint, a type variable bound to what ``cls``'s generic
+    bases give it (``nodes: list[_E]`` of ``class CompareCell(_PairCell[CompareEntry])``: ``list[CompareEntry]``);
+    NameError where a hint names what its module does not define."""
+    bound: dict[Any, Any] = {}
+    for klass in reversed(cls.__mro__):
+        for base in klass.__dict__.get("__orig_bases__", ()):
+            origin = get_origin(base)
+            if origin is not None and origin is not Generic:
+                bound.update(zip(origin.__parameters__, (_bind(a, bound) for a in get_args(base)), strict=True))
+    return {name: _bind(hint, bound) for name, hint in get_type_hints(cls).items()}
+
+
+def _bind(hint: Any, bound: Mapping[Any, Any]) -> Any:
+    if isinstance(hint, TypeVar):
+        return bound.get(hint, hint)
+    params = getattr(hint, "__parameters__", ())
+    return hint[tuple(bound.get(p, p) for p in params)] if params else hint
 
 
 def _options(tp: Any) -> list[Any]:

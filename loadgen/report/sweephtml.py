@@ -11,7 +11,14 @@ from collections.abc import Sequence
 
 from loadgen.records.sweep import SweepCard
 from loadgen.report.htmlpage import Figure, Page, Section, Table, render_page
-from loadgen.report.sweepmd import CANDIDATE_HEADERS, CELL_HEADERS, answer_items, candidate_values, cell_values
+from loadgen.report.sweepmd import (
+    CANDIDATE_HEADERS,
+    CELL_HEADERS,
+    answer_items,
+    candidate_values,
+    cell_values,
+    sizing_line,
+)
 
 #: What each sweep plot shows, by its file name's prefix (report/sweepplots.py).
 CAPTIONS = {
@@ -25,13 +32,8 @@ CAPTIONS = {
 def _sure(card: SweepCard) -> Section:
     design, noise = card.design, card.noise_floor
     lines = [f"design: {design.line if design else '-'}", noise.line if noise else "no A/A noise floor measured"]
-    if design is not None and design.ci_half_width is not None:
-        short = design.stopped_short
-        lines.append(
-            f"cells sized until decided at ±{design.ci_half_width:g} (log half-width): "
-            + (f"still inconclusive at {'; '.join(short)}" if short else "every cell decided")
-            + (f"; sizing stopped: {design.sizing_end}" if design.sizing_end else "")
-        )
+    if (sized := sizing_line(design)) is not None:
+        lines.append(sized)
     return Section("How sure", tuple(lines))
 
 

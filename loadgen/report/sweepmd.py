@@ -3,9 +3,11 @@ report/sweepdata.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from loadgen.profile.overrides import Overrides, described
 from loadgen.records.runparts import SIZING_DECIDED
-from loadgen.records.sweep import SweepCard, SweepCell, SweepEntry
+from loadgen.records.sweep import SweepCard, SweepCell, SweepDesign, SweepEntry
 from loadgen.report.answermd import AnswerItem
 from loadgen.report.tracemd import trace_rows
 
@@ -71,7 +73,7 @@ def cell_values(cell: SweepCell) -> list[tuple[str, ...]]:
 
 
 def _cell_rows(cell: SweepCell) -> list[str]:
-    return ["| " + " | ".join(row) + " |" for row in cell_values(cell)]
+    return [_row(row) for row in cell_values(cell)]
 
 
 def _ttft(e: SweepEntry) -> str:
@@ -131,6 +133,24 @@ def _sizing_end(end: str, inconclusive: bool) -> str:
     return end
 
 
+def _as_logged(end: str, inconclusive: bool) -> str:
+    return end
+
+
+def sizing_line(design: SweepDesign | None, cite: str = "", end: Callable[[str, bool], str] = _as_logged) -> str | None:
+    """How sure the cells are: the precision they were sized to (``ci_half_width``, log half-width), the cells
+    still inconclusive (or every cell decided) and why sizing stopped (``end(sizing_end, inconclusive)``);
+    None for a design not sized to a precision. ``cite`` follows "decided" (the module that decides)."""
+    if design is None or design.ci_half_width is None:
+        return None
+    short = design.stopped_short
+    return (
+        f"cells sized until decided{cite} at ±{design.ci_half_width:g} (log half-width): "
+        + (f"still inconclusive at {'; '.join(short)}" if short else "every cell decided")
+        + (f"; sizing stopped: {end(design.sizing_end, bool(short))}" if design.sizing_end else "")
+    )
+
+
 def _answer(card: SweepCard) -> list[str]:
     """The sweep card's first section (:func:`answer_items`)."""
     return ["## The answer", "", *(item.markdown() for item in answer_items(card)), ""]
@@ -179,15 +199,9 @@ def render_sweep_markdown(card: SweepCard) -> str:
     out += [f"- {line}" for line in card.recommendation.lines]
     design, noise = card.design, card.noise_floor
     out += ["", "## How sure", "", f"- design: {design.line if design else '-'}", f"- {noise.line if noise else '-'}"]
-    if design is not None and design.ci_half_width is not None:
-        short = design.stopped_short
-        out.append(
-            f"- cells sized until decided (measure/decision.py) at ±{design.ci_half_width:g} (log half-width): "
-            + (f"still inconclusive at {'; '.join(short)}" if short else "every cell decided")
-            + (f"; sizing stopped: {_sizing_end(design.sizing_end, bool(short))}" if design.sizing_end else "")
-        )
-    out += ["", "## Candidates", "", "| " + " | ".join(CANDIDATE_HEADERS) + " |", "|---|---|---|---|---|---|---|---|"]
-    out += ["| " + " | ".join(row) + " |" for row in candidate_values(card)]
+    if (sized := sizing_line(design, " (measure/decision.py)", _sizing_end)) is not None:
+        out.append(f"- {sized}")
+    out += ["", "## Candidates", "", *_head(CANDIDATE_HEADERS), *map(_row, candidate_values(card))]
     out += [
         "",
         "## Cells",
@@ -196,12 +210,21 @@ def render_sweep_markdown(card: SweepCard) -> str:
         f"{card.primary_metric}. Speedup = {card.speedup_definition}. Upper bound = "
         f"{card.upper_bound_formula} (a perfect draft).",
         "",
-        "| " + " | ".join(CELL_HEADERS) + " |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *_head(CELL_HEADERS),
     ]
     for cell in card.cells:
         out += _cell_rows(cell)
     return "\n".join(out + _drifts(card) + _tail(card)) + "\n"
+
+
+def _row(values: Sequence[str]) -> str:
+    """A Markdown table row of ``values`` (text, as they are)."""
+    return "| " + " | ".join(values) + " |"
+
+
+def _head(headers: Sequence[str]) -> list[str]:
+    """A Markdown table's head: the ``headers`` row and its rule."""
+    return [_row(headers), "|" + "---|" * len(headers)]
 
 
 def _drifts(card: SweepCard) -> list[str]:
