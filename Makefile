@@ -8,6 +8,10 @@ MODELS := .models
 LOADGEN := $(VENV)/bin/loadgen
 DEMO_PAIRS := demo-cpu-quick demo-cpu demo-cpu-ngram
 PYTEST_ARGS ?=
+# Python writes its compiled modules (__pycache__, git-ignored) even where the environment says not to: the tests
+# start hundreds of Python processes (loadgen runs, scripted engines, vLLM servers and their engine cores), and
+# without them each compiles every module it imports from source again (vLLM's imports: 17.2 s, then 8.6 s).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-dev install-fleet install-test engine models prometheus chromium compare sweep fleet test test-unit \
 	check bench bench-peers-env uv clean

@@ -43,6 +43,7 @@ from loadgen.prom import deltas
 from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import SpecDecodeCounters
 from loadgen.prom.exposition import ACCEPTED_PER_POS, NUM_ACCEPTED, NUM_DRAFT_TOKENS, NUM_DRAFTS
+from loadgen.util.tls import tls_context
 
 #: Matches the four spec-decode counters (not their ``_created`` gauges).
 SPEC_COUNTERS_RE = "vllm:spec_decode_num_.*_total"
@@ -76,7 +77,7 @@ class PromQLReader:
 
     def __init__(self, base_url: str, timeout_s: float = 10.0) -> None:
         self.base_url = base_url.rstrip("/")
-        self._client = httpx.Client(timeout=timeout_s)
+        self._client = httpx.Client(timeout=timeout_s, verify=tls_context())
 
     def close(self) -> None:
         """Close the HTTP connection pool."""

@@ -21,6 +21,7 @@ from loadgen.prom import deltas, metricnames
 from loadgen.prom import exposition as prom
 from loadgen.prom.deltas import above_bound
 from loadgen.records.cellparts import GaugeSample, GaugeSummary, ServerHistogram
+from loadgen.util.tls import tls_context
 
 GAUGES = ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting")
 _GAUGE_FAMILIES = metricnames.all_names(GAUGES)
@@ -42,7 +43,7 @@ def scrape(base_url: str, timeout_s: float = 10.0, headers: dict[str, str] | Non
     """
     url = base_url + "/metrics"
     try:
-        response = httpx.get(url, timeout=timeout_s, headers=headers)
+        response = httpx.get(url, timeout=timeout_s, headers=headers, verify=tls_context())
     except httpx.HTTPError as exc:
         detail = (str(exc).splitlines() or [""])[0]
         raise RunFailed(

@@ -27,6 +27,7 @@ from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
 from loadgen.serve.launchspec import LaunchSpec
 from loadgen.util.redact import redact_url
+from loadgen.util.tls import tls_context
 
 #: Seconds an attached server may refuse connections before loadgen gives up (it is meant to be running).
 ATTACH_REFUSED_S = 2.0
@@ -129,7 +130,10 @@ def engine_version(url: str, headers: Mapping[str, str]) -> str | None:
     "0.24.0"}``); None when it answers no such JSON or cannot be reached. Never raises."""
     try:
         answer = httpx.get(
-            url.rstrip("/") + "/version", timeout=httpx.Timeout(10.0, connect=5.0), headers=dict(headers)
+            url.rstrip("/") + "/version",
+            timeout=httpx.Timeout(10.0, connect=5.0),
+            headers=dict(headers),
+            verify=tls_context(),
         )
         version = answer.json().get("version") if answer.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
@@ -184,7 +188,9 @@ def probe_attached(
         if spec.metrics_url:
             check_url(spec.metrics_url, f"--metrics-{role}")
         try:
-            listing = httpx.get(url + "/v1/models", timeout=httpx.Timeout(30.0, connect=5.0), headers=spec.headers)
+            listing = httpx.get(
+                url + "/v1/models", timeout=httpx.Timeout(30.0, connect=5.0), headers=spec.headers, verify=tls_context()
+            )
         except httpx.ConnectError as exc:
             raise ServerError(unreachable(spec, exc)) from None
         except httpx.HTTPError as exc:
@@ -219,7 +225,9 @@ def check_chat(spec: LaunchSpec, chat: Sequence[str]) -> None:
     body = {"model": spec.served_model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
     where = f"{spec.role} server at {redact_url(spec.base_url)}"
     try:
-        answer = httpx.post(spec.base_url + "/v1/chat/completions", json=body, timeout=30.0, headers=spec.headers)
+        answer = httpx.post(
+            spec.base_url + "/v1/chat/completions", json=body, timeout=30.0, headers=spec.headers, verify=tls_context()
+        )
     except httpx.HTTPError as exc:
         raise ServerError(f"{where}: a minimal chat request failed ({exc})") from None
     if answer.status_code != 200:

@@ -34,6 +34,7 @@ from loadgen.serve.enginepath import cudagraph_ceiling, parse_engine_path
 from loadgen.serve.launchspec import LaunchSpec, build_argv, port_in_use
 from loadgen.serve.startup import LogWatch
 from loadgen.util.redact import redact_url
+from loadgen.util.tls import tls_context
 
 #: What only a startup log says of a server (attach mode without ``[servers.<role>].log`` reads none of it).
 LOG_ONLY = (
@@ -130,7 +131,7 @@ class Server:
         """
         deadline = self.started_at + self.spec.startup_timeout_s
         watch = LogWatch(self.spec.log_path) if self.process is not None else None
-        with httpx.Client(timeout=10.0, headers=self.spec.headers) as http:
+        with httpx.Client(timeout=10.0, headers=self.spec.headers, verify=tls_context()) as http:
             while True:
                 if not self.alive():
                     raise self._fail(
@@ -199,7 +200,7 @@ class Server:
 
     def fetch(self, path: str, timeout_s: float = 10.0) -> httpx.Response:
         """GET ``path`` on the server."""
-        return httpx.get(self.base_url + path, timeout=timeout_s, headers=self.spec.headers)
+        return httpx.get(self.base_url + path, timeout=timeout_s, headers=self.spec.headers, verify=tls_context())
 
     def effective_config(self) -> EffectiveConfig:
         """What the server says it runs: ``/version``, its ``/v1/models`` entry (``root``, ``owned_by``,

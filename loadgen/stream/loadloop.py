@@ -48,6 +48,7 @@ from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
 from loadgen.stream.client import build_payload, monotonic_clock, stream_request
 from loadgen.stream.transport import StreamConnection
+from loadgen.util.tls import tls_context
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -193,6 +194,7 @@ async def run_cell_async(
             client = httpx.AsyncClient(
                 timeout=httpx.Timeout(_read_timeout(plan), connect=CONNECT_TIMEOUT_S),
                 headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
+                verify=tls_context(),
             )
             side = asyncio.create_task(during_measured(client, clock))
         if plan.arrivals_s is None:
