@@ -17,6 +17,7 @@ from loadgen.profile.workload import Workload
 from loadgen.records.criteria import Criteria
 from loadgen.records.design import Design
 from loadgen.records.overrides import Overrides
+from loadgen.records.protoparts import Slo
 from loadgen.records.speculative import SCHEDULE_KEY, SpeculativeConfig
 
 #: Draft-free lookup methods that propose only where the text repeats itself, so a cell may see no draft at
@@ -87,6 +88,13 @@ class SLO:
     ttft_s: float | None = None
     tpot_s: float | None = None
     e2e_s: float | None = None
+
+    @classmethod
+    def of(cls, record: Slo | None) -> SLO:
+        """The SLO protocol.json's ``slo`` declares (records/protoparts.py; a limit it lacks is not declared, a
+        percentile it lacks the default 99)."""
+        r = record or Slo()
+        return cls(cls().percentile if r.percentile is None else r.percentile, r.ttft_s, r.tpot_s, r.e2e_s)
 
     def limits(self) -> dict[str, float]:
         """``{"ttft_s": limit, ...}`` for the declared objectives only."""

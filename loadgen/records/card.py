@@ -3,8 +3,9 @@ folder's saved data) or saveddata.py (a card without requests.jsonl), rendered b
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
 (:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a server
-(target, draft, speculative config, sampling, workloads, the servers' launch and effective config, hardware)
-stays free-form (``Mapping[str, Any]``); everything loadgen computes is typed.
+(target, draft, speculative config, sampling, workloads, the servers' launch and effective config, command line)
+stays free-form (``Mapping[str, Any]``); the protocol's hardware, design, stop rule, load and SLO are its records
+(records/usage.py, protoparts.py); everything loadgen computes is typed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
+from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord
 from loadgen.records.trace import TraceSection
 from loadgen.records.usage import Hardware
 
@@ -47,16 +49,6 @@ class Crossover(Wire):
     metric: str = field(metadata={"doc": "the ratio crossing 1: tpot_p50"})
     ratio_cis: tuple[tuple[float | None, ...] | None, ...] | None = None
     crossover_range: tuple[float | None, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Slo(Wire):
-    """The declared SLO limits (s; None = not declared) at ``percentile`` (profile/pair.py SLO)."""
-
-    percentile: float | None = None
-    ttft_s: float | None = None
-    tpot_s: float | None = None
-    e2e_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +178,7 @@ class PairCard(Wire):
     workloads: tuple[Mapping[str, Any], ...] = field(metadata={"doc": "the protocol's workloads"})
     workloads_statement: str = field(metadata={"doc": "one sentence on what the workloads hold"})
     concurrency: tuple[int, ...] = field(metadata={"doc": "the closed-loop levels planned"})
-    stop_rule: Mapping[str, Any] = field(metadata={"doc": "the protocol's stop rule"})
+    stop_rule: StopRuleRecord = field(metadata={"doc": "the protocol's stop rule"})
     prompts_sha256: str = field(metadata={"doc": "the prompts file's hash"})
     cells: tuple[CardCell, ...] = field(metadata={"doc": "one per workload x load level"})
     crossover: Mapping[str, Crossover] = field(metadata={"doc": "per workload"})
@@ -205,11 +197,11 @@ class PairCard(Wire):
     context_axis: Mapping[str, tuple[ContextRow, ...]] | None = field(
         default=None, metadata={"doc": "per base workload: its lengths"}
     )
-    load: Mapping[str, Any] | None = field(default=None, metadata={"doc": "the protocol's load section"})
+    load: LoadRecord | None = field(default=None, metadata={"doc": "the protocol's load section"})
     command_line: Mapping[str, Any] | None = field(
         default=None, metadata={"doc": "only when the command line gave values (profile/overrides.py)"}
     )
-    design: Mapping[str, Any] | None = field(
+    design: RunDesign | None = field(
         default=None, metadata={"doc": "the block design without its order (report/noisefloor.py)"}
     )
     noise_floor: NoiseFloor | None = field(

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import ProfileError
+from loadgen.records.cardwire import Wire
 
 LATENCY_METRICS = ("ttft_p50", "tpot_p50", "e2e_p50", "itl_p50", "ttft_p99", "e2e_p99")
 THROUGHPUT_METRICS = ("output_throughput", "request_throughput")
@@ -98,6 +99,26 @@ class Criteria:
         """JSON-ready dict of every field but ``declared`` (tuples become lists)."""
         out = {k: v for k, v in asdict(self).items() if k != "declared"}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class CriteriaRecord(Wire):
+    """protocol.json's ``criteria``: :meth:`Criteria.to_json` (every field, None where not declared; the fields
+    as the module docstring says) plus ``declared``, the keys the pair file set (absent in a protocol of older
+    code: then every key counts as declared). Read back as :class:`Criteria` by :func:`criteria_of`."""
+
+    primary: tuple[str, ...] | None = None
+    min_speedup: float | None = None
+    use_confidence_interval: bool | None = None
+    max_regression: Mapping[str, float] | None = None
+    concurrency: tuple[int, ...] | None = None
+    workloads: tuple[str, ...] | None = None
+    require_measured: bool | None = None
+    max_extra_memory_bytes: int | None = None
+    max_kv_capacity_loss: float | None = None
+    min_lossless_match: float | None = None
+    ci_half_width: float | None = None
+    declared: tuple[str, ...] | None = None
 
 
 def _number(value: Any) -> bool:
@@ -174,8 +195,10 @@ def parse_criteria(table: Mapping[str, Any], path: Path) -> Criteria:
     return Criteria(**kw, declared=tuple(k for k in KEYS if k in table))
 
 
-def criteria_of(raw: Mapping[str, Any], path: Path) -> Criteria:
-    """The criteria of protocol.json's or a card verdict's ``criteria`` (``Criteria.to_json()`` plus
-    ``declared``; its nulls are the defaults). Raises ProfileError naming ``path`` when it does not parse."""
+def criteria_of(given: CriteriaRecord | Mapping[str, Any], path: Path) -> Criteria:
+    """The criteria of protocol.json's (a :class:`CriteriaRecord`) or a card verdict's ``criteria`` (an object:
+    ``Criteria.to_json()`` plus ``declared``; its nulls are the defaults), checked as the pair file's table is.
+    Raises ProfileError naming ``path`` when it does not parse."""
+    raw = given.to_json() if isinstance(given, CriteriaRecord) else given
     fields = {k: v for k, v in raw.items() if v is not None and k != "declared"}
     return dataclasses.replace(parse_criteria(fields, path), declared=tuple(raw.get("declared", fields)))

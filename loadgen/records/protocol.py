@@ -10,11 +10,11 @@ sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, w
 
 ``target`` and ``draft`` are records/runparts.py :class:`~loadgen.records.runparts.ModelHashes` (check/hashes.py
 ``model_hashes``), ``client_host`` and ``hardware`` records/usage.py ``ClientHost`` and ``Hardware`` (run/plan.py
-``probe_host``), each written back as read. The other parts a run passes on as declared or probed keep their
-shape as documented mappings: ``engine``, ``sampling``, ``fairness``,
-``load``, ``stop_rule``, ``slo`` (profile/pair.py dataclasses as dicts), ``criteria``
-(records/criteria.py ``Criteria.to_json`` plus ``declared``), ``design`` (records/design.py plus
-run/flow.py ``design_record``), ``client_host`` and ``hardware`` (run/plan.py ``probe_host``),
+``probe_host``), ``design``, ``stop_rule``, ``load`` and ``slo`` records/protoparts.py ``RunDesign`` (the pair
+file's ``[design]`` plus run/flow.py ``design_record``), ``StopRuleRecord``, ``LoadRecord`` and ``Slo``, and
+``criteria`` records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``), each written back
+as read. The other parts a run passes on as declared or probed keep their shape as documented mappings:
+``engine``, ``sampling``, ``fairness``, ``workloads`` (profile/workload.py dataclasses as dicts),
 ``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``attach_record``), ``metrics_urls`` (the same
 record of each role's metrics URL, ``--metrics-<role>`` or ``[servers.<role>].metrics_url``, reused by
 ``--resume``) and ``candidates``.
@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from loadgen.records.cardwire import Whole
+from loadgen.records.criteria import CriteriaRecord
+from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord
 from loadgen.records.runparts import ModelHashes
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import ClientHost, Hardware
@@ -81,13 +83,13 @@ class Protocol(Whole):
     fairness: Mapping[str, Any] | None = field(default=None, kw_only=True)
     workloads: list[Mapping[str, Any]]
     concurrency: list[int] = field(default_factory=list, kw_only=True)
-    load: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    stop_rule: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    load: LoadRecord | None = field(default=None, kw_only=True)
+    stop_rule: StopRuleRecord | None = field(default=None, kw_only=True)
     prompts_file: str = field(default="prompts.jsonl", kw_only=True)
     prompts_sha256: str | None = field(default=None, kw_only=True)
-    criteria: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    slo: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    design: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    criteria: CriteriaRecord | None = field(default=None, kw_only=True)
+    slo: Slo | None = field(default=None, kw_only=True)
+    design: RunDesign | None = field(default=None, kw_only=True)
     cells: list[ProtocolCell]
     client_host: ClientHost | None = None
     hardware: Hardware | None = None

@@ -142,11 +142,11 @@ def _deploy_line(card: PairCard) -> AnswerItem:
 
 
 def _sure_line(card: PairCard) -> AnswerItem:
-    design = card.design or {}
+    design = card.design
     floor = card.noise_floor
-    if not design:
+    if design is None:
         return AnswerItem("how sure", "measured by older code: one time window per server, CIs within-run only")
-    blocks = f"{design.get('blocks')} blocks per arm and cell, {design.get('slots')} slots"
+    blocks = f"{design.blocks} blocks per arm and cell, {design.slots} slots"
     if floor is None or not floor.measured:
         return AnswerItem(
             "how sure", f"{blocks}; no A/A placebo: effects are read against 1, not a measured noise floor"

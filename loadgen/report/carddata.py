@@ -29,11 +29,12 @@ from loadgen.measure.stepcause import abnormal_step_note, draft_cost
 from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
-from loadgen.records.card import EngineVersion, PairCard, Resources, Slo
+from loadgen.records.card import EngineVersion, PairCard, Resources
 from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
+from loadgen.records.protoparts import Slo, StopRuleRecord
 from loadgen.records.request import RequestRecord
 from loadgen.records.serverfacts import ServerView
 from loadgen.records.speculative import SpeculativeConfig
@@ -199,7 +200,7 @@ def _cell(
     """One card cell (both roles, ratios, diagnosis and notes) of the planned cell ``planned``."""
     key = planned.key
     proto = files.protocol
-    slo = SLO(**(proto.slo or {}))
+    slo = SLO.of(proto.slo)
     stats: dict[str, CellStats] = {}
     sides: dict[str, RoleStats] = {}
     for role in ROLES:
@@ -279,7 +280,7 @@ def card_of(files: RunFiles) -> PairCard:
     for c in proto.cells:  # repetitions share one card cell: the first planned line of each key
         planned.setdefault(c.key, c)
     cells = tuple(_cell(files, c, by_cell, entries) for c in planned.values())
-    slo = SLO(**(proto.slo or {}))
+    slo = SLO.of(proto.slo)
     usage = {
         role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
         for role in ROLES
@@ -310,7 +311,7 @@ def card_of(files: RunFiles) -> PairCard:
         context_axis=context_axis(cells),
         concurrency=tuple(proto.concurrency),
         load=proto.load,
-        stop_rule=proto.stop_rule or {},
+        stop_rule=proto.stop_rule or StopRuleRecord(),
         prompts_sha256=proto.prompts_sha256 or "",
         cells=cells,
         crossover=crossovers(cells),

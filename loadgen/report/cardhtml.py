@@ -132,7 +132,7 @@ def _capacity_section(card: PairCard) -> Section:
 
 
 def _sure_section(card: PairCard) -> Section:
-    design = card.design or {}
+    design = card.design.to_json() if card.design else {}
     lines = [f"{k}: {json.dumps(v) if isinstance(v, dict | list) else v}" for k, v in design.items() if k != "arms"]
     floor = card.noise_floor
     for metric, m in ((floor.metrics if floor else None) or {}).items():
@@ -151,7 +151,7 @@ def _provenance(card: PairCard) -> Section:
         "draft": card.draft,
         "speculative_config": card.speculative_config,
         "sampling": card.sampling,
-        "stop_rule": card.stop_rule,
+        "stop_rule": card.stop_rule.to_json(),
         "prompts_sha256": card.prompts_sha256,
         "command_line": card.command_line,
         "hardware": card.hardware.to_json() if card.hardware else None,

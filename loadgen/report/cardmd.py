@@ -271,7 +271,7 @@ def _compared_rows(card: PairCard) -> list[str]:
         f"- **sampling**: `{json.dumps(card.sampling, sort_keys=True)}` (identical on both servers; "
         "ignore_eos with min_tokens = max_tokens)",
         f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
-        f"stop rule `{json.dumps(card.stop_rule, sort_keys=True)}`",
+        f"stop rule `{json.dumps(card.stop_rule.to_json(), sort_keys=True)}`",
         *_command_line_rows(card),
         f"- **prompts sha256**: `{card.prompts_sha256}`",
         f"- **hardware**: {_hardware(card)}",

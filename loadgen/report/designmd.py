@@ -6,10 +6,10 @@ docs/metrics.md, "Blocks" and "The A/A noise floor"."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from loadgen.records.card import Crossover, NoiseFloor, PairCard
 from loadgen.records.cardcell import CardCell
+from loadgen.records.protoparts import RunDesign
 from loadgen.util.numbers import num
 
 WITHIN_RUN = (
@@ -18,24 +18,22 @@ WITHIN_RUN = (
 )
 
 
-def design_rows(design: Mapping[str, Any] | None, noise_floor: NoiseFloor | None) -> list[str]:
+def design_rows(design: RunDesign | None, noise_floor: NoiseFloor | None) -> list[str]:
     """The "How sure" section: the design (blocks, arms, order, co-residency, server starts) and the noise
     floor over every cell (the card's ``design`` and ``noise_floor``), or the within-run warning for a run of
     older code (no design)."""
     out = ["## How sure: measurement design and noise floor", ""]
-    if not design:
+    if design is None:
         return [*out, f"- {WITHIN_RUN}.", ""]
     arms = ", ".join(
-        a["arm"]
-        + (f" (on the {a['server']} server)" if a["server"] != a["arm"] else "")
-        + (" attached" if a.get("attached") else "")
-        for a in design.get("arms") or []
+        a.arm + (f" (on the {a.server} server)" if a.server != a.arm else "") + (" attached" if a.attached else "")
+        for a in design.arms or ()
     )
-    where = "co-resident (only the measured server gets load)" if design.get("co_resident") else "one at a time"
+    where = "co-resident (only the measured server gets load)" if design.co_resident else "one at a time"
     out += [
-        f"- design: {design.get('blocks')} blocks per arm and cell in a balanced order (run/design.py), "
-        f"{design.get('slots')} slots; arms: {arms}",
-        f"- servers {where}: {design.get('co_resident_reason')}; {design.get('server_starts')} server starts",
+        f"- design: {design.blocks} blocks per arm and cell in a balanced order (run/design.py), "
+        f"{design.slots} slots; arms: {arms}",
+        f"- servers {where}: {design.co_resident_reason}; {design.server_starts} server starts",
         "- each ratio: geometric mean of the block ratios, 95% CI a t interval on their logs; a CI from one "
         "block alone is never given",
     ]

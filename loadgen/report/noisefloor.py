@@ -26,6 +26,7 @@ from loadgen.records.card import NoiseFloor, NoiseMetric
 from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
 from loadgen.records.criteria import Criteria, criteria_of
 from loadgen.records.protocol import Protocol
+from loadgen.records.protoparts import RunDesign
 from loadgen.records.request import RequestRecord
 
 #: The metrics whose noise floor the card prints (the paired p50 latencies).
@@ -142,10 +143,7 @@ def noise_summary(cells: Sequence[CardCell]) -> NoiseFloor:
     return NoiseFloor(measured=True, cells=len(floors), metrics=metrics).in_full()
 
 
-def design_summary(proto: Protocol) -> dict[str, object] | None:
+def design_summary(proto: Protocol) -> RunDesign | None:
     """protocol.json's ``design`` without its order, plus the slots it ran; None for a run of older code
     (one time window per server: its intervals are within-run only)."""
-    design = proto.design
-    if design is None:
-        return None
-    return {k: v for k, v in design.items() if k != "order"} | {"slots": len(design.get("order") or [])}
+    return None if proto.design is None else proto.design.summary()

@@ -234,7 +234,7 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
             ),
             keys=("blocks", "ci_method", "line"),
         )
-    goal = (proto.criteria or {}).get("ci_half_width")
+    goal = None if proto.criteria is None else proto.criteria.ci_half_width
     short = [
         f"{c.workload} {c.level} {e.candidate} ("
         + (f"±{e.half_width:.3f}" if e.half_width is not None else "no CI")
@@ -245,18 +245,18 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
     ]
     status = read_status(sweep_dir)
     sizing_end = status.sizing_end if goal is not None and status is not None else None
-    where = "co-resident" if design.get("co_resident") else "one server at a time"
+    where = "co-resident" if design.co_resident else "one server at a time"
     line = (
-        f"{design.get('blocks')} blocks per arm and cell (balanced order), placebo "
-        f"{design.get('placebo_effective')}, servers {where} ({design.get('co_resident_reason')}), "
-        f"{design.get('server_starts')} server starts"
+        f"{design.blocks} blocks per arm and cell (balanced order), placebo "
+        f"{design.placebo_effective}, servers {where} ({design.co_resident_reason}), "
+        f"{design.server_starts} server starts"
     )
     return SweepDesign(
-        blocks=design.get("blocks"),
+        blocks=design.blocks,
         ci_method="blocks",
-        co_resident=design.get("co_resident"),
-        placebo=design.get("placebo_effective"),
-        server_starts=design.get("server_starts"),
+        co_resident=design.co_resident if isinstance(design.co_resident, bool) else None,
+        placebo=design.placebo_effective,
+        server_starts=design.server_starts,
         ci_half_width=goal,
         stopped_short=short,
         sizing_end=sizing_end,

@@ -151,7 +151,7 @@ def trace_section(
     traces = [w for w in protocol.workloads if w.get("kind") == "trace"]
     if not traces:
         return None
-    slo = SLO(**(protocol.slo or {}))
+    slo = SLO.of(protocol.slo)
     rows = [row for w in traces if (row := trace_workload(w, records, slo, schedule)) is not None]
     return TraceSection(workloads=tuple(rows), capacity=_capacity(rows), recommendation=_recommend(rows))
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loadgen.records.protoparts import RunDesign
 from loadgen.run import arms as arm_specs
 from loadgen.run.arms import Arm
 from loadgen.run.bench import Bench, mode_role
@@ -153,6 +154,6 @@ def check_attached(
 def append_order(run_dir: Path, slots: Sequence[Slot]) -> None:
     """Append ``slots`` to protocol.json's ``design.order`` (blocks added by run/sizing.py)."""
     proto = read_protocol(run_dir / "protocol.json")
-    design = dict(proto.design or {})
-    design["order"] = [*(design.get("order") or []), *(s.to_json() for s in slots)]
-    write_protocol(run_dir, proto.with_fields(design=design))
+    design = proto.design or RunDesign()
+    order = (*(design.order or ()), *(tuple(s.to_json()) for s in slots))
+    write_protocol(run_dir, proto.with_fields(design=design.with_fields(order=order)))

@@ -24,6 +24,7 @@ from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellSpec
 from loadgen.profile.overrides import pair_text
 from loadgen.profile.pair import Pair
 from loadgen.records.protocol import Protocol
+from loadgen.records.protoparts import RunDesign
 from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
@@ -147,7 +148,7 @@ def run_compare(
             attach=attached.attach_record(attach or {}),
             **({"metrics_urls": urls} if (urls := metrics_record(m.arms)) else {}),
         )
-        proto = proto.with_fields(design={**(proto.design or {}), **design_record(m).to_json()})
+        proto = proto.with_fields(design=(proto.design or RunDesign()).with_run(design_record(m)))
         write_protocol(run_dir, proto)
         write_checks(run_dir, [f.__dict__ for f in findings])
         log(design_line(m))
@@ -237,7 +238,7 @@ def resumed_measurement(
     URLs, each by role, a metrics URL not given again read from protocol.json's ``metrics_urls``) and its
     recorded co-residency. Raises BadInput as run/rearm.py and serve/attached.py ``resume_urls`` do."""
     given, metrics = given if isinstance(given, tuple) else (given, {})
-    records = rearm.recorded_arms(proto.design, "protocol.json")
+    records = rearm.recorded_arms(proto.design)
     left = {str(o[0]) for o in planned[1] if (o[0], o[1], o[2], o[3]) not in done}
     # a placebo on blocks measures the plain server: its URL is the plain one's (older protocols: no records)
     servers = sorted({records[a].server if a in records else PLAIN if a == PLACEBO else a for a in left})
@@ -247,7 +248,7 @@ def resumed_measurement(
     m = plan_measurement(pair, speculative, urls, *planned, metrics)
     todo = [s for s in m.slots if (s.arm, *s.cell.key, s.cell.repetition) not in done]
     arms = rearm.resume_arms(m.arms, records, given, left)
-    co = (proto.design or {}).get("co_resident")
+    co = None if proto.design is None else proto.design.co_resident
     co = co if isinstance(co, bool) and records else m.co_resident
     together = m.start_together and co
     return replace(

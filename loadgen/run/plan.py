@@ -252,7 +252,7 @@ def replay_protocol(
                 tuple(c.arrivals_s) if c.arrivals_s is not None else None,
             )
         )
-    order = (proto.design or {}).get("order")
+    order = None if proto.design is None or proto.design.order is None else [list(o) for o in proto.design.order]
     return pair, cells, order
 
 

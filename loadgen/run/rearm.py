@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from loadgen.errors import BadInput
+from loadgen.records.protoparts import RunDesign
 from loadgen.records.runparts import ArmRecord
 from loadgen.run.arms import Arm
 
@@ -23,14 +24,10 @@ from loadgen.run.arms import Arm
 FLAGGED = ("plain", "speculative")
 
 
-def recorded_arms(design: object, source: str) -> dict[str, ArmRecord]:
-    """protocol.json's ``design.arms`` by arm name (empty for a protocol of older code without them). Raises
-    BadInput naming ``source`` and the field for an entry that is not an arm record."""
-    entries = design.get("arms") if isinstance(design, Mapping) else None
-    if not isinstance(entries, list):
-        return {}
-    records = (ArmRecord.from_json(e, source=f"{source}: design.arms[{i}]") for i, e in enumerate(entries))
-    return {r.arm: r for r in records}
+def recorded_arms(design: RunDesign | None) -> dict[str, ArmRecord]:
+    """protocol.json's ``design.arms`` (checked when protocol.json was read) by arm name; empty for a protocol
+    of older code without them."""
+    return {r.arm: r for r in (design.arms if design is not None and design.arms is not None else ())}
 
 
 def _where(server: str) -> str:

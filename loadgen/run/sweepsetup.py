@@ -29,6 +29,7 @@ from loadgen.profile.pairfile import PAIRS_DIR, load_pair
 from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.records.candidates import Candidate, candidate_doc, expand_candidates
+from loadgen.records.protoparts import RunDesign
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
 from loadgen.report.sweepwrite import write_sweep_card
@@ -132,7 +133,7 @@ def _lay_out(
         **({"metrics_urls": metrics} if (metrics := metrics_record(m.arms)) else {}),
     )
     proto = proto.with_fields(
-        design={**(proto.design or {}), **flow.design_record(m).to_json()},
+        design=(proto.design or RunDesign()).with_run(flow.design_record(m)),
         candidates={
             n: {
                 "pair": p.name,

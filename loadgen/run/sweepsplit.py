@@ -16,6 +16,7 @@ from pathlib import Path
 
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.records.protocol import Protocol
+from loadgen.records.protoparts import RunDesign
 from loadgen.records.runparts import ModelHashes
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.store.files import read_protocol, read_sweep_checks, write_checks, write_protocol
@@ -45,13 +46,11 @@ def candidate_protocol(proto: Protocol, candidate: str) -> Protocol:
     the design's arms and order cut to plain, placebo and the candidate (as ``speculative``); the sweep's
     ``candidates`` left out. Raises KeyError when the protocol has no such candidate."""
     mine = (proto.candidates or {})[candidate]
-    design = dict(proto.design or {})
-    design["order"] = [
-        [r, *rest] for arm, *rest in design.get("order") or [] if (r := _rename(str(arm), candidate)) is not None
-    ]
-    design["arms"] = [
-        {**a, "arm": r} for a in design.get("arms") or [] if (r := _rename(str(a.get("arm")), candidate)) is not None
-    ]
+    design = proto.design or RunDesign()
+    design = design.with_fields(
+        order=tuple((r, *rest) for arm, *rest in design.order or () if (r := _rename(str(arm), candidate)) is not None),
+        arms=tuple(replace(a, arm=r) for a in design.arms or () if (r := _rename(a.arm, candidate)) is not None),
+    )
     own = tuple(k for k in proto.keys or proto.to_json() if k != "candidates")
     return replace(proto, candidates=None, keys=own).with_fields(
         pair=mine["pair"],

@@ -14,9 +14,10 @@ from typing import Any, Literal
 import pytest
 
 from loadgen.errors import BadInput
-from loadgen.records.card import EngineVersion, PairCard, ResourceDifference, Slo, card_schema
+from loadgen.records.card import EngineVersion, PairCard, ResourceDifference, card_schema
 from loadgen.records.cardcell import Acceptance, CardCell, CellNoiseFloor, Distribution, Ratio, ServerVsClient
 from loadgen.records.cardwire import FIX, SCALARS, Wire, dump, json_schema, wire_fields
+from loadgen.records.protoparts import Slo
 from loadgen.records.wire import NUM, Where
 from loadgen.records.wire import field as read_field
 from tests.support.cards import card_cell, card_record

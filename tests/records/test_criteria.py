@@ -14,7 +14,7 @@ from loadgen.measure import judging, verdict
 from loadgen.measure.verdict import JudgedResources, Verdict
 from loadgen.profile.pairfile import check_scope, load_pair
 from loadgen.records.candidates import is_sweep
-from loadgen.records.criteria import Criteria, parse_criteria
+from loadgen.records.criteria import Criteria, CriteriaRecord, parse_criteria
 from loadgen.records.protocol import Protocol
 from tests.support.cards import card_cell
 
@@ -26,7 +26,8 @@ def judge(criteria: Criteria, cells: list[dict[str, Any]], resources: Any) -> Ve
 
 def card_verdict(raw: Any, cells: list[dict[str, Any]], resources: Any, path: Path) -> dict[str, Any]:
     """judging.card_verdict of the card cells ``cells`` (as :func:`judge`)."""
-    proto = Protocol(workloads=[], cells=[], criteria=raw)
+    criteria = None if raw is None else CriteriaRecord.from_json(raw, source="protocol.json")
+    proto = Protocol(workloads=[], cells=[], criteria=criteria)
     return judging.card_verdict(proto, [card_cell(c) for c in cells], resources, path).to_json()
 
 

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadgen.errors import BadInput
-from loadgen.records import card, cardcell, cellparts, checkparts, runparts, server, usage
+from loadgen.records import card, cardcell, cellparts, checkparts, criteria, protoparts, runparts, server, usage
 from loadgen.records.cardwire import FIX, Wire, json_schema
 from tests.records.jsongen import CANDIDATES, from_schema
 
-MODULES = (card, cardcell, server, usage, cellparts, runparts, checkparts)
+MODULES = (card, cardcell, server, usage, cellparts, runparts, checkparts, protoparts, criteria)
 WIRES = sorted(
     {
         v
@@ -33,7 +33,7 @@ FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthChec
 
 
 def test_the_records_under_test_are_the_known_ones() -> None:
-    assert len(WIRES) == 55  # runparts.LaunchFile: servers/<server>-launch.json
+    assert len(WIRES) == 59  # protoparts and criteria: protocol.json's design, stop rule, load, SLO, criteria
     assert {
         "card.PairCard",
         "server.EffectiveConfig",

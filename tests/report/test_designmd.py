@@ -6,6 +6,7 @@ from typing import Any
 
 from loadgen.records.card import Crossover, NoiseFloor
 from loadgen.records.cardcell import CardCell
+from loadgen.records.protoparts import RunDesign
 from loadgen.report import designmd
 from loadgen.report.designmd import WITHIN_RUN
 from tests.support.cards import full_card
@@ -20,6 +21,11 @@ CROSSOVER_HEAD = [
 ]
 
 
+def arm(name: str, server: str, attached: bool = False) -> dict[str, Any]:
+    """One of the design's arms (records/runparts.py ArmRecord), on port 8000 without a speculative config."""
+    return {"arm": name, "server": server, "port": 8000, "attached": attached, "speculative_config": None}
+
+
 def design(**over: Any) -> dict[str, Any]:
     """A card's ``design``: plain, its placebo blocks on the plain server and an attached speculative server."""
     return {
@@ -29,9 +35,9 @@ def design(**over: Any) -> dict[str, Any]:
         "co_resident_reason": "every server is attached",
         "server_starts": 0,
         "arms": [
-            {"arm": "plain", "server": "plain"},
-            {"arm": "placebo", "server": "plain"},
-            {"arm": "speculative", "server": "speculative", "attached": True},
+            arm("plain", "plain"),
+            arm("placebo", "plain"),
+            arm("speculative", "speculative", attached=True),
         ],
     } | over
 
@@ -39,7 +45,8 @@ def design(**over: Any) -> dict[str, Any]:
 def design_rows(card: dict[str, Any]) -> list[str]:
     floor = card.get("noise_floor")
     typed = None if floor is None else NoiseFloor.from_json(floor, source="noise_floor")
-    return designmd.design_rows(card.get("design"), typed)
+    design = card.get("design")
+    return designmd.design_rows(None if design is None else RunDesign.from_json(design, source="design"), typed)
 
 
 def cell_rows(cell: dict[str, Any]) -> list[str]:
@@ -88,7 +95,7 @@ def test_servers_launched_one_at_a_time_are_described_as_such() -> None:
         co_resident=False,
         co_resident_reason="the shares sum to 1.8",
         server_starts=5,
-        arms=[{"arm": "plain", "server": "plain"}, {"arm": "k1", "server": "k1"}],
+        arms=[arm("plain", "plain"), arm("k1", "k1")],
     )
     rows = design_rows({"design": d})
     assert rows[2].endswith("18 slots; arms: plain, k1")

@@ -10,6 +10,7 @@ import pytest
 from loadgen.measure.decision import FASTER, NOT_DISTINGUISHABLE
 from loadgen.records.cardcell import CardCell, CellNoiseFloor, Ratio
 from loadgen.records.protocol import Protocol
+from loadgen.records.protoparts import RunDesign
 from loadgen.report import noisefloor
 from tests.support.cards import card_cell
 
@@ -23,8 +24,12 @@ def noise_notes(ratios: dict[str, dict[str, Any]], floor: dict[str, Any] | None)
 
 
 def design_summary(proto: dict[str, Any]) -> dict[str, object] | None:
-    """noisefloor.design_summary of a protocol with ``proto``'s design."""
-    return noisefloor.design_summary(Protocol(workloads=[], cells=[], design=proto.get("design")))
+    """noisefloor.design_summary of a protocol with ``proto``'s design, as card.json writes it."""
+    design = proto.get("design")
+    summary = noisefloor.design_summary(
+        Protocol(workloads=[], cells=[], design=None if design is None else RunDesign.from_json(design, source="d"))
+    )
+    return None if summary is None else summary.to_json()
 
 
 def r(value: float | None, low: float | None = None, high: float | None = None, **extra: Any) -> dict[str, Any]:

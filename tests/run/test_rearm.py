@@ -8,7 +8,9 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.protoparts import RunDesign
 from loadgen.records.runparts import ArmRecord
+from loadgen.records.wire import Where
 from loadgen.run.arms import Arm
 from loadgen.run.rearm import recorded_arms, resume_arms
 
@@ -46,7 +48,7 @@ def test_a_url_for_a_server_the_run_launched_is_refused() -> None:
 
 def test_a_protocol_of_older_code_keeps_the_planned_arms() -> None:
     built = [Arm("plain", PAIR, "plain", 8000, URL)]
-    assert recorded_arms({"blocks": 2}, "protocol.json") == {}
+    assert recorded_arms(RunDesign(blocks=2)) == recorded_arms(None) == {}
     assert resume_arms(built, {}, {}, {"plain"}) == built
     with pytest.raises(BadInput, match=r"^protocol.json: design.arms\[0\]"):
-        recorded_arms({"arms": [{"arm": "plain"}]}, "protocol.json")
+        RunDesign.read_at({"arms": [{"arm": "plain"}]}, Where("protocol.json").at("design"))

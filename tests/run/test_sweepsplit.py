@@ -12,6 +12,13 @@ from loadgen.run.sweepsplit import candidate_protocol, split_candidate
 from loadgen.store.files import read_protocol
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram" / "protocol.json"
+
+
+def arm(name: str, server: str) -> dict[str, object]:
+    """An arm of the design (records/runparts.py ArmRecord) with a key of newer code, kept as it is."""
+    return {"arm": name, "server": server, "port": 8000, "attached": False, "speculative_config": None, "x": 1}
+
+
 PROTO = json.loads(EXAMPLE.read_text()) | {
     "pair": "sweep-pair",
     "seed": 3,
@@ -26,7 +33,7 @@ PROTO = json.loads(EXAMPLE.read_text()) | {
     },
     "design": {
         "blocks": 2,
-        "arms": [{"arm": a, "x": 1} for a in ("plain", "placebo", "k1", "k2", "k10")],
+        "arms": [arm(a, a) for a in ("plain", "placebo", "k1", "k2", "k10")],
         "order": [
             ["plain", "w", "c1", 0],
             ["k2", "w", "c1", 0],
@@ -77,7 +84,7 @@ def test_the_protocol_keeps_the_candidates_arms_only() -> None:
     assert got["sweep_candidate"] == "k1"
     assert got["design"] == {
         "blocks": 2,
-        "arms": [{"arm": "plain", "x": 1}, {"arm": "placebo", "x": 1}, {"arm": "speculative", "x": 1}],
+        "arms": [arm("plain", "plain"), arm("placebo", "placebo"), arm("speculative", "k1")],
         "order": [["plain", "w", "c1", 0], ["speculative", "w", "c1", 0], ["placebo", "w", "c1", 0]],
     }
     assert PROTO["design"]["order"][1] == ["k2", "w", "c1", 0]  # the sweep's protocol is left as it was

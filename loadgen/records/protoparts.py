@@ -1,0 +1,107 @@
+"""The parts of protocol.json a run declares and the card copies: :class:`RunDesign` (``design``, and the pair
+card's ``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord`
+(``stop_rule``), :class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table
+as ``dataclasses.asdict`` writes it.
+
+Each is a :class:`~loadgen.records.cardwire.Wire` record read at its field's path in protocol.json or card.json
+(records/protocol.py, records/card.py), every field optional (a protocol of older code lacks some) and written
+back with the keys it was read with, in their order, so protocol.json and card.json stay byte for byte the same;
+keys of newer code are kept verbatim (``extra``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from loadgen.records.cardwire import Wire, wire_fields
+from loadgen.records.runparts import ArmRecord, DesignRecord
+
+
+@dataclass(frozen=True)
+class RunDesign(Wire):
+    """protocol.json's ``design``: the pair file's ``[design]`` (records/design.py ``Design.to_json``: blocks
+    per arm and cell, placebo, co-residency asked, ``max_blocks``, ``min_block_requests``, ``warmup_pass``), the
+    planned blocks and the design's statements (run/plan.py), then what the run adds (records/runparts.py
+    ``DesignRecord``: arms, co-residency as run (a bool; the pair file's ``"auto"``, ``"yes"`` or ``"no"``
+    before the run adds it) and its reason, the placebo as run, the server starts and the order, ``[arm,
+    workload, level, block]`` per slot). On the card (report/noisefloor.py ``design_summary``) the order is left
+    out and ``slots`` (its length) added. Every field is None where a file of older code lacks it."""
+
+    blocks: int | None = None
+    placebo: str | None = None
+    co_resident: bool | str | None = field(default=None, metadata={"doc": "as run (bool), or as declared (str)"})
+    max_blocks: int | None = None
+    min_block_requests: int | None = None
+    warmup_pass: bool | None = None
+    planned_blocks: int | None = None
+    pairing: str | None = None
+    decision: str | None = None
+    warmup: str | None = None
+    outlier_blocks: str | None = None
+    arms: tuple[ArmRecord, ...] | None = None
+    co_resident_reason: str | None = None
+    placebo_effective: str | None = field(default=None, metadata={"doc": "server, blocks or off"})
+    server_starts: int | None = None
+    order: tuple[tuple[str | int, ...], ...] | None = field(
+        default=None, metadata={"doc": "[arm, workload, level, block] per slot, in the order measured"}
+    )
+    slots: int | None = field(default=None, metadata={"doc": "the card's: how many slots the order holds"})
+
+    def with_run(self, run: DesignRecord) -> RunDesign:
+        """This design with what the run adds (run/flow.py ``design_record``): its fields set, each new key
+        after this design's own, as merging the run's object into the file's design would."""
+        return self.with_fields(**{name: getattr(run, name) for name in wire_fields(DesignRecord)})
+
+    def summary(self) -> RunDesign:
+        """The card's design: this one without its order, with ``slots``, the order's length."""
+        own = self.keys if self.keys is not None else tuple(self.to_json())
+        cut = dataclasses.replace(self, order=None, keys=tuple(k for k in own if k != "order"))
+        return cut.with_fields(slots=len(self.order or ()))
+
+
+@dataclass(frozen=True)
+class StopRuleRecord(Wire):
+    """protocol.json's and the card's ``stop_rule``: the pair file's ``[stop]`` as run (profile/pair.py
+    ``StopRule``): measured requests per closed-loop cell ``max(min_requests, rounds * c)`` (``min_requests`` open
+    loop), ``warmup_requests`` excluded before them, or by duration (``duration_s``, s, at most ``max_requests``),
+    whether the free slots keep sending filler until the last measured request ends (``cooldown``), the failed
+    share a cell may have (``max_error_rate``, 0-1) and what exceeding it does (``on_error_budget``: ``stop`` or
+    ``continue``), and the longest silence in a stream (``read_timeout_s``, s; None: derived). A file of older
+    code lacks the last three."""
+
+    min_requests: int | None = None
+    rounds: int | None = None
+    warmup_requests: int | None = None
+    duration_s: float | None = None
+    max_requests: int | None = None
+    cooldown: bool | None = None
+    max_error_rate: float | None = None
+    on_error_budget: str | None = None
+    read_timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class LoadRecord(Wire):
+    """protocol.json's and the card's ``load``: the pair file's ``[load]`` (profile/pair.py ``Load``): the
+    closed-loop concurrency levels, the open-loop rates (requests/s), their ``arrival`` process (``poisson``,
+    ``gamma`` or ``constant``) and ``burstiness``, the concurrency cap of an open-loop cell and the repetitions
+    per cell."""
+
+    concurrency: tuple[int, ...] | None = None
+    rates_rps: tuple[float, ...] | None = None
+    arrival: str | None = None
+    burstiness: float | None = None
+    max_concurrency: int | None = None
+    repetitions: int | None = None
+
+
+@dataclass(frozen=True)
+class Slo(Wire):
+    """The declared SLO limits (s; None = not declared) at ``percentile`` (profile/pair.py SLO): protocol.json's
+    ``slo`` (empty in a file of older code) and the card's."""
+
+    percentile: float | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
