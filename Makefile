@@ -132,8 +132,8 @@ chromium: prometheus
 # committed card.html files in headless Chromium, in TEST_WORKERS processes (pytest-xdist): most tests wait on
 # scripted servers' timed streams, so more processes than cores overlap the waits; the end-to-end tests (their
 # vLLM servers on fixed ports) run in one process, in order, and so do the fleet tests (one local Ray cluster at
-# a time): tests/support/xdistgroups.py groups them. Two rounds: the end-to-end tests beside the quick ones,
-# then the tests marked slow (timed scripted runs whose ratios a vLLM server's load beside them would move);
+# a time): tests/support/xdistgroups.py groups them. Two rounds: the end-to-end tests beside all the others but
+# those marked timed (scripted runs whose asserted ratios a vLLM server's load beside them would move), then those;
 # both always run, and the target fails if either did. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
@@ -141,8 +141,8 @@ XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 test:
 	@$(MAKE) --no-print-directory -j2 install-test models chromium
 	@failed=0; \
-	$(VENV)/bin/python -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS) || failed=1; \
-	$(VENV)/bin/python -m pytest -m "slow and not e2e" $(XDIST) $(PYTEST_ARGS) || failed=1; \
+	$(VENV)/bin/python -m pytest -m "not timed" $(XDIST) $(PYTEST_ARGS) || failed=1; \
+	$(VENV)/bin/python -m pytest -m "timed" $(XDIST) $(PYTEST_ARGS) || failed=1; \
 	exit $$failed
 
 # Pure and scripted-server tests only (no vLLM needed).

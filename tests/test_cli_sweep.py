@@ -10,6 +10,10 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 
 def test_sweep_needs_exactly_one_of_pair_or_resume(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sweep"])

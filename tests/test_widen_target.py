@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE_PY = ROOT / ".venv-vllm" / "bin" / "python"
 sys.path.insert(0, str(ROOT / "scripts"))

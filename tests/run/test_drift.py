@@ -26,6 +26,10 @@ from loadgen.store.files import load_records
 from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 #: The scripted engine's pair (ngram at K = 1: two tokens per step) with this test's engine environment, port,
 #: requests per block and design; the speculative server's own environment sets its step time.
 EXTRA = """

@@ -13,7 +13,8 @@ from loadgen.measure.metrics import MeasuredRequest, cell_stats
 from loadgen.run.observe import ObserveOptions, Observers
 from tests.run.test_export import record
 
-pytestmark = pytest.mark.slow
+#: A timed run: make test runs it in a round of its own, after the end-to-end tests.
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 
 def test_a_gateway_that_never_answers_costs_one_timeout_not_one_per_cell() -> None:

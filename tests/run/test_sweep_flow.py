@@ -21,6 +21,10 @@ from loadgen.run.sweep import SweepOptions, run_sweep
 from tests.support.fakerun import attach_arms
 from tests.support.scripted_server import DONE, completion_chunk, models_body, scripted_server, usage_chunk
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 SWEEP = """
 name = "scripted-sweep"
 [target]

@@ -18,6 +18,10 @@ from loadgen.run.sweep import run_sweep
 from tests.run.test_sweep_flow import GETS, _attach, _options, _stream
 from tests.support.scripted_server import scripted_server
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 
 @pytest.mark.slow
 def test_a_sweep_runs_and_records_the_command_lines_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

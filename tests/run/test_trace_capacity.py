@@ -23,6 +23,10 @@ from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO
 from tests.support.tokfactory import trained_vocab, write_model
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 
 def _pair(tmp_path: Path, slo: str = "[slo]\npercentile = 90.0\ntpot_s = 0.07\n") -> Path:
     model = write_model(tmp_path / "model", trained_vocab((" ".join(WORDS),)))

@@ -20,6 +20,10 @@ from tests.support.promstack import free_port_block
 from tests.support.scripted_engine import PAIR, REPO
 from tests.support.tokfactory import trained_vocab, write_model
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 STEP_S, CROWD, FACTOR, OUT = 0.05, 8, 4.0, 11
 QUIET_RPS, BURST_RPS, BURST = 4.0, 30.0, (12.0, 16.0)
 SPAN = 28.0

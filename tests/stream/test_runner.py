@@ -16,6 +16,10 @@ from loadgen.records.request import RequestRecord
 from loadgen.stream.loadloop import run_cell
 from tests.support.scripted_server import DONE, Counters, completion_chunk, scripted_server, usage_chunk
 
+#: Timed scripted runs: ratios a vLLM server's load beside them would move (make test runs them in a round of
+#: their own, after the end-to-end tests).
+pytestmark = pytest.mark.timed
+
 # every request: 3 tokens over ~60 ms
 STREAM = (
     200,

@@ -109,7 +109,16 @@ def loadgen(
     request record: the run is cut inside that slot, or right after it. With ``inject`` (``MODULE:NAME[@N]``,
     tests/support/inject.py) that function raises an unexpected exception."""
     argv = [sys.executable, "-m", *(["tests.support.inject", inject] if inject else ["loadgen"]), *args]
-    proc = subprocess.Popen(argv, cwd=tmp, env=env(tmp), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp,
+        env=env(tmp),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        # Ctrl-C as in a terminal, even when the tests run as a shell's background job (SIGINT ignored there,
+        # and an ignored signal stays ignored in a child)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     if sig is not None:
         end = time.monotonic() + timeout_s
         while proc.poll() is None and time.monotonic() < end:
