@@ -134,15 +134,18 @@ chromium: prometheus
 # vLLM servers on fixed ports) run in one process, in order, and so do the fleet tests (one local Ray cluster at
 # a time): tests/support/xdistgroups.py groups them. Two rounds: the end-to-end tests beside all the others but
 # those marked timed (scripted runs whose asserted ratios a vLLM server's load beside them would move), then those;
-# both always run, and the target fails if either did. TEST_WORKERS=0 runs everything in one process.
+# both always run, and the target fails if either did. The timed round runs TIMED_WORKERS processes, one a
+# core. TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 3
+TIMED_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+XDIST_TIMED = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TIMED_WORKERS) --dist loadgroup)
 
 test:
 	@$(MAKE) --no-print-directory -j2 install-test models chromium
 	@failed=0; \
 	$(VENV)/bin/python -m pytest -m "not timed" $(XDIST) $(PYTEST_ARGS) || failed=1; \
-	$(VENV)/bin/python -m pytest -m "timed" $(XDIST) $(PYTEST_ARGS) || failed=1; \
+	$(VENV)/bin/python -m pytest -m "timed" $(XDIST_TIMED) $(PYTEST_ARGS) || failed=1; \
 	exit $$failed
 
 # Pure and scripted-server tests only (no vLLM needed).

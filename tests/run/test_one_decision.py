@@ -207,7 +207,9 @@ def test_a_candidate_clear_of_the_floor_everywhere_gets_one_word_on_every_surfac
     # the cell entries: 2x plain, clear of the A/A noise floor, faster at every level
     assert sorted(mine) == levels
     for level, e in mine.items():
-        assert 1.6 < e["speedup"] < 2.5, level  # 2x as scripted, give or take the sleeps' jitter
+        # 2x as scripted, give or take the sleeps' jitter; a CPU shared with other tests adds a delay to every
+        # step, which weighs more on plain's (one token a step) than on the candidate's (two): up, not down
+        assert 1.6 < e["speedup"] < 2.8, level
         floor = next(c["noise_floor"] for c in card["cells"] if c["level"] == level)
         assert e["speedup_ci_low"] > 1 / floor["ci_low"], level  # clear of the floor's band (as a speedup)
         assert e["effect"] == "faster" and e["criteria_status"] == "pass", level
@@ -426,7 +428,8 @@ def test_a_1_4x_effect_with_a_high_per_prompt_spread_is_decided_within_the_budge
     card = _json(sweep_dir / "sweep.json")
     for level, e in _entries(card, NGRAM).items():
         assert e["effect"] == "faster", (level, e["speedup_ci_low"], e["speedup_ci_high"])
-        # 1.4 with ±15% noise a request, and a CPU shared with the other tests run beside this one
+        # 1.4 with ±15% noise a request; a CPU shared with other tests adds a delay to every step, more of them
+        # on plain's side: up, not down
         assert 1.2 < e["speedup"] < 1.8 and e["blocks"] <= 6, level
     assert _json(sweep_dir / "status.json")["sizing_end"] == "every cell is decided"
     assert card["recommendation"]["static"] == NGRAM
