@@ -3,9 +3,9 @@ folder's saved data) or saveddata.py (a card without requests.jsonl), rendered b
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
 (:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a server
-(target, draft, speculative config, sampling, workloads, the servers' launch and effective config, command line)
-stays free-form (``Mapping[str, Any]``); the protocol's hardware, design, stop rule, load and SLO are its records
-(records/usage.py, protoparts.py); everything loadgen computes is typed.
+(target, draft, speculative config, sampling, the servers' launch and effective config, command line)
+stays free-form (``Mapping[str, Any]``); the protocol's hardware, design, stop rule, load, SLO and workloads are its
+records (records/usage.py, protoparts.py); everything loadgen computes is typed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
-from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord
+from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.trace import TraceSection
 from loadgen.records.usage import Hardware
 
@@ -175,7 +175,7 @@ class PairCard(Wire):
     servers: Mapping[str, Mapping[str, Any]] = field(
         metadata={"doc": "per server: launch, effective config, resources, teardown"}
     )
-    workloads: tuple[Mapping[str, Any], ...] = field(metadata={"doc": "the protocol's workloads"})
+    workloads: tuple[WorkloadRecord, ...] = field(metadata={"doc": "the protocol's workloads"})
     workloads_statement: str = field(metadata={"doc": "one sentence on what the workloads hold"})
     concurrency: tuple[int, ...] = field(metadata={"doc": "the closed-loop levels planned"})
     stop_rule: StopRuleRecord = field(metadata={"doc": "the protocol's stop rule"})

@@ -1,7 +1,8 @@
 """The parts of protocol.json a run declares and the card copies: :class:`RunDesign` (``design``, and the pair
 card's ``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord`
 (``stop_rule``), :class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table
-as ``dataclasses.asdict`` writes it.
+as ``dataclasses.asdict`` writes it, and :class:`WorkloadRecord` (an item of ``workloads``, profile/workload.py's
+``Workload`` the same way).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record read at its field's path in protocol.json or card.json
 (records/protocol.py, records/card.py), every field optional (a protocol of older code lacks some) and written
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from loadgen.records.cardwire import Wire, wire_fields
 from loadgen.records.runparts import ArmRecord, DesignRecord
@@ -105,3 +107,43 @@ class Slo(Wire):
     ttft_s: float | None = None
     tpot_s: float | None = None
     e2e_s: float | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadRecord(Wire):
+    """One item of protocol.json's and the card's ``workloads``: profile/workload.py ``Workload`` as
+    ``dataclasses.asdict`` writes it (run/plan.py ``protocol``; the grammar fields only when set), its fields
+    the same names, so run/plan.py ``replay_protocol`` rebuilds the ``Workload`` from them. ``kind`` (one of
+    ``short-homogeneous``, ``long-diverse``, ``grounded``, ``file``, ``trace``), ``endpoint`` (``completions`` or
+    ``chat``), the tokens asked (``input_tokens``: None for natural lengths; ``output_tokens``) and the
+    generator's ``seed``; a ``file`` or ``trace`` workload's source (``path``, ``source_sha256``, ``source_lines``,
+    ``skipped``: ``line N: reason`` each), the serving context in tokens (``context_tokens``); a trace's replay
+    (``time_scale``, ``block_tokens`` tokens per hash id, card windows of ``window_s`` s, ``trace_format`` as
+    declared and ``trace_format_read``, ``zero_output``: ``refuse``, ``skip`` or a floor of output tokens, and
+    ``floored``); a grammar-constrained workload's ``constraint`` (canonical JSON) and ``constrained`` (the
+    card's words). Only ``name`` is required: the rest default as ``Workload`` does, or None where it has no
+    default (a test's or older code's protocol lacks them)."""
+
+    TITLE: ClassVar[str] = "workload"
+
+    name: str
+    kind: str | None = None
+    endpoint: str | None = None
+    output_tokens: int | None = None
+    input_tokens: int | None = None
+    seed: int = 0
+    description: str = ""
+    path: str | None = None
+    source_sha256: str | None = None
+    source_lines: int | None = None
+    skipped: tuple[str, ...] = ()
+    context_tokens: int | None = None
+    time_scale: float | None = None
+    block_tokens: int | None = None
+    window_s: float | None = field(default=None, metadata={"doc": "the card's trace windows, s"})
+    trace_format: str | None = None
+    zero_output: str | int | None = None
+    trace_format_read: str | None = None
+    floored: tuple[str, ...] = ()
+    constraint: str | None = None
+    constrained: str | None = None
