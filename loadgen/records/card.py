@@ -3,9 +3,9 @@ folder's saved data) or saveddata.py (a card without requests.jsonl), rendered b
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
 (:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a server
-(target, draft, speculative config, sampling, the servers' launch and effective config, command line)
-stays free-form (``Mapping[str, Any]``); the protocol's hardware, design, stop rule, load, SLO and workloads are its
-records (records/usage.py, protoparts.py); everything loadgen computes is typed.
+(speculative config, sampling, the servers' launch and effective config, command line) stays free-form
+(``Mapping[str, Any]``); the protocol's models, hardware, design, stop rule, load, SLO and workloads are its records
+(records/runparts.py ``ModelHashes``, usage.py, protoparts.py); everything loadgen computes is typed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Literal
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
 from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
+from loadgen.records.runparts import ModelHashes
 from loadgen.records.trace import TraceSection
 from loadgen.records.usage import Hardware
 
@@ -167,8 +168,10 @@ class PairCard(Wire):
     generated_utc: str = field(metadata={"pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00$"})
     complete: bool = field(metadata={"doc": "the run measured every planned cell"})
     failure: str | None = field(metadata={"doc": "the run's failure, plus what is partial or lost; null when none"})
-    target: Mapping[str, Any] = field(metadata={"doc": "the target model as the protocol declares it"})
-    draft: Mapping[str, Any] | None = field(metadata={"doc": "the draft model, null without one"})
+    target: ModelHashes | None = field(
+        metadata={"doc": "the target model as the protocol recorded it; null where it recorded none"}
+    )
+    draft: ModelHashes | None = field(metadata={"doc": "the draft model, null without one"})
     speculative_config: Mapping[str, Any] | None = field(metadata={"doc": "vLLM's --speculative-config as declared"})
     sampling: Mapping[str, Any] = field(metadata={"doc": "the sampling parameters sent"})
     engine_version: EngineVersion = field(metadata={"doc": "each server's vLLM version"})

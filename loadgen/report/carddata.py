@@ -295,8 +295,8 @@ def card_of(files: RunFiles) -> PairCard:
         complete=files.status.complete,
         failure=files.on_disk.failure,  # the run's own, plus what is partial or lost
         requests_on_disk=files.on_disk.requests_on_disk,
-        target=proto.target.to_json() if proto.target else {},
-        draft=proto.draft.to_json() if proto.draft else None,
+        target=proto.target,
+        draft=proto.draft,
         speculative_config=None if proto.speculative_config is None else proto.speculative_config.to_json(),
         sampling=proto.sampling or {},
         engine_version=EngineVersion(

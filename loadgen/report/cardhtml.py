@@ -147,8 +147,8 @@ def _provenance(card: PairCard) -> Section:
     facts = {
         "generated_utc": card.generated_utc,
         "engine_version": card.engine_version.to_json(),
-        "target": card.target,
-        "draft": card.draft,
+        "target": card.target.to_json() if card.target else None,
+        "draft": card.draft.to_json() if card.draft else None,
         "speculative_config": card.speculative_config,
         "sampling": card.sampling,
         "stop_rule": card.stop_rule.to_json(),

@@ -182,10 +182,10 @@ def _hardware(card: PairCard) -> str:
 def _model_line(card: PairCard, label: str) -> str:
     if (model := card.draft if label == "draft" else card.target) is None:
         return f"- **{label}**: none"
-    pin = model.get("content_sha256") or model.get("revision") or "unpinned"
-    vocab = f"; draft vocabulary {model['draft_vocab_size']} tokens" if model.get("draft_vocab_size") else ""
-    build = f"; {model['build']}" if model.get("build") else ""
-    return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`{vocab}){build}"
+    pin = model.content_sha256 or model.revision or "unpinned"
+    vocab = f"; draft vocabulary {model.draft_vocab_size} tokens" if model.draft_vocab_size else ""
+    build = f"; {model.build}" if model.build else ""
+    return f"- **{label}**: `{model.model}` (content sha256 `{pin}`{vocab}){build}"
 
 
 def _cell_table(cell: CardCell) -> list[str]:
@@ -326,6 +326,6 @@ def render_markdown(card: PairCard) -> str:
     out += _compared_rows(card) + servers_rows(card)
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
     for label, model in (("target", card.target), ("draft", card.draft)):
-        for name, digest in ((model or {}).get("files") or {}).items():
+        for name, digest in ((model.files if model else None) or {}).items():
             out.append(f"| {label} | {name} | `{digest}` |")
     return "\n".join(out) + "\n"
