@@ -2,10 +2,11 @@
 folder's saved data) or saveddata.py (a card without requests.jsonl), rendered by report/cardmd.py (Markdown),
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
-(:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a server
-(speculative config, sampling, the servers' launch and effective config, command line) stays free-form
-(``Mapping[str, Any]``); the protocol's models, hardware, design, stop rule, load, SLO and workloads are its records
-(records/runparts.py ``ModelHashes``, usage.py, protoparts.py); everything loadgen computes is typed.
+(:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a
+server (speculative config, sampling, the servers' launch and effective config) stays free-form
+(``Mapping[str, Any]``); the protocol's models, hardware, design, stop rule, load, SLO, workloads and command line
+are its records (records/runparts.py ``ModelHashes``, usage.py, protoparts.py, overrides.py); everything loadgen
+computes is typed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
+from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.runparts import ModelHashes
 from loadgen.records.trace import TraceSection
@@ -201,7 +203,7 @@ class PairCard(Wire):
         default=None, metadata={"doc": "per base workload: its lengths"}
     )
     load: LoadRecord | None = field(default=None, metadata={"doc": "the protocol's load section"})
-    command_line: Mapping[str, Any] | None = field(
+    command_line: CommandLine | None = field(
         default=None, metadata={"doc": "only when the command line gave values (profile/overrides.py)"}
     )
     design: RunDesign | None = field(

@@ -14,8 +14,9 @@ sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, w
 ``RunDesign`` (the pair file's ``[design]`` plus run/flow.py ``design_record``), ``StopRuleRecord``,
 ``LoadRecord``, ``Slo`` and ``WorkloadRecord`` (profile/workload.py ``Workload`` as a dict), and ``criteria``
 records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``), each written back as read. The
-other parts a run passes on as declared or probed keep their shape as documented mappings: ``engine``,
-``sampling``, ``fairness``, ``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py
+``command_line`` is records/overrides.py ``CommandLine`` (the values the command line gave). The other parts a run
+passes on as declared or probed keep their shape as documented mappings: ``engine``, ``sampling``, ``fairness``,
+``attach`` (serve/attached.py
 ``attach_record``), ``metrics_urls`` (the same record of each role's metrics URL, ``--metrics-<role>`` or
 ``[servers.<role>].metrics_url``, reused by ``--resume``) and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
@@ -33,6 +34,7 @@ from typing import Any, ClassVar
 
 from loadgen.records.cardwire import Whole
 from loadgen.records.criteria import CriteriaRecord
+from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.runparts import ModelHashes
 from loadgen.records.speculative import SpeculativeConfig
@@ -93,7 +95,7 @@ class Protocol(Whole):
     cells: list[ProtocolCell]
     client_host: ClientHost | None = None
     hardware: Hardware | None = None
-    command_line: Mapping[str, Any] | None = None
+    command_line: CommandLine | None = None
     engine_version: str | None = None
     attach: Mapping[str, Any] | None = None
     metrics_urls: Mapping[str, Any] | None = None

@@ -153,7 +153,7 @@ def _provenance(card: PairCard) -> Section:
         "sampling": card.sampling,
         "stop_rule": card.stop_rule.to_json(),
         "prompts_sha256": card.prompts_sha256,
-        "command_line": card.command_line,
+        "command_line": card.command_line.to_json() if card.command_line else None,
         "hardware": card.hardware.to_json() if card.hardware else None,
     }
     lines = (f"complete: {'yes' if card.complete else 'no'}" + (f"; {card.failure}" if card.failure else ""),)

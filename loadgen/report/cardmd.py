@@ -13,7 +13,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
-from loadgen.profile.overrides import Overrides, described
+from loadgen.profile.overrides import described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
 from loadgen.report.answermd import answer_rows
@@ -282,7 +282,7 @@ def _compared_rows(card: PairCard) -> list[str]:
 def _command_line_rows(card: PairCard) -> list[str]:
     """The values the command line gave instead of the pair file (``--concurrency``, ``--requests``,
     ``--workload``; profile/overrides.py), when it gave any."""
-    given = Overrides.from_json(dict(card.command_line) if card.command_line else None)
+    given = card.command_line.overrides() if card.command_line else None
     return [f"- **from the command line** (not the pair file): {described(given)}"] if given else []
 
 

@@ -39,7 +39,6 @@ from loadgen.profile.workload import (
     prompts_digest,
 )
 from loadgen.records.cardwire import wire_fields
-from loadgen.records.overrides import Overrides
 from loadgen.records.protocol import Protocol
 from loadgen.records.protoparts import WorkloadRecord
 from loadgen.records.usage import ClientHost, Hardware
@@ -235,7 +234,7 @@ def replay_protocol(
     pair = replace(
         pair,
         workloads=tuple(workloads.values()),
-        overrides=Overrides.from_json(proto.command_line),
+        overrides=proto.command_line.overrides() if proto.command_line else None,
     )
     cells = []
     for c in proto.cells:
