@@ -12,13 +12,13 @@ sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, w
 ``model_hashes``), ``client_host`` and ``hardware`` records/usage.py ``ClientHost`` and ``Hardware`` (run/plan.py
 ``probe_host``); ``design``, ``stop_rule``, ``load``, ``slo`` and each of ``workloads`` records/protoparts.py
 ``RunDesign`` (the pair file's ``[design]`` plus run/flow.py ``design_record``), ``StopRuleRecord``,
-``LoadRecord``, ``Slo`` and ``WorkloadRecord`` (profile/workload.py ``Workload`` as a dict), and ``criteria``
-records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``), each written back as read. The
-``command_line`` is records/overrides.py ``CommandLine`` (the values the command line gave). The other parts a run
-passes on as declared or probed keep their shape as documented mappings: ``engine``, ``sampling``, ``fairness``,
-``attach`` (serve/attached.py
-``attach_record``), ``metrics_urls`` (the same record of each role's metrics URL, ``--metrics-<role>`` or
-``[servers.<role>].metrics_url``, reused by ``--resume``) and ``candidates``.
+``LoadRecord``, ``Slo`` and ``WorkloadRecord`` (profile/workload.py ``Workload`` as a dict); ``criteria``
+records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``); ``command_line``
+records/overrides.py ``CommandLine`` (the values the command line gave); ``attach`` (serve/attached.py
+``attach_record``) and ``metrics_urls`` (each role's metrics URL, ``--metrics-<role>`` or
+``[servers.<role>].metrics_url``, reused by ``--resume``) a records/runparts.py ``RecordedUrl`` per role; each
+written back as read. The other parts a run passes on as declared or probed keep their shape as documented
+mappings: ``engine``, ``sampling``, ``fairness`` and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
@@ -36,7 +36,7 @@ from loadgen.records.cardwire import Whole
 from loadgen.records.criteria import CriteriaRecord
 from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
-from loadgen.records.runparts import ModelHashes
+from loadgen.records.runparts import ModelHashes, RecordedUrl
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import ClientHost, Hardware
 
@@ -97,8 +97,8 @@ class Protocol(Whole):
     hardware: Hardware | None = None
     command_line: CommandLine | None = None
     engine_version: str | None = None
-    attach: Mapping[str, Any] | None = None
-    metrics_urls: Mapping[str, Any] | None = None
+    attach: Mapping[str, RecordedUrl] | None = None
+    metrics_urls: Mapping[str, RecordedUrl] | None = None
     candidates: Mapping[str, Mapping[str, Any]] | None = None
     sweep_candidate: str | None = None
     FIX: ClassVar[str] = FIX

@@ -3,7 +3,8 @@ check/hashes.py ``model_hashes``), :class:`DesignRecord` with its :class:`ArmRec
 protocol.json's ``design``: run/flow.py ``design_record``), :class:`StatusFile` (``status.json``, written by
 run/closing.py when the run ends, read by ``loadgen runs`` and the card: store/files.py), :class:`ProgressFile`
 (``progress.json``, rewritten by run/slotcount.py at every slot's start and end, read by ``loadgen runs`` for a
-running folder) and :class:`LaunchFile` (``servers/<server>-launch.json``, run/bench.py).
+running folder), :class:`LaunchFile` (``servers/<server>-launch.json``, run/bench.py) and :class:`RecordedUrl`
+(a server's URL as protocol.json's ``attach`` and ``metrics_urls`` record it, serve/attached.py ``attach_record``).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record: ``to_json`` writes the required fields and those set
 away from their defaults, in declared order (the keys earlier code wrote, in its order), so a model without files
@@ -36,6 +37,16 @@ class ModelHashes(Wire):
     draft_vocab_size: int | None = None
     build: str | None = None
     weight_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class RecordedUrl(Wire):
+    """One server's URL as protocol.json's ``attach`` (the URL a server was attached at) and ``metrics_urls`` (its
+    ``/metrics`` URL given apart from the API URL) record it, per role: the URL without credentials (util/redact.py
+    ``redact_url``) and whether nothing was stripped (``complete``; False: ``--resume`` asks for the URL again)."""
+
+    url: str
+    complete: bool
 
 
 @dataclass(frozen=True)
