@@ -10,15 +10,15 @@ sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, w
 
 ``target`` and ``draft`` are records/runparts.py :class:`~loadgen.records.runparts.ModelHashes` (check/hashes.py
 ``model_hashes``), ``client_host`` and ``hardware`` records/usage.py ``ClientHost`` and ``Hardware`` (run/plan.py
-``probe_host``); ``design``, ``stop_rule``, ``load``, ``slo`` and each of ``workloads`` records/protoparts.py
-``RunDesign`` (the pair file's ``[design]`` plus run/flow.py ``design_record``), ``StopRuleRecord``,
-``LoadRecord``, ``Slo`` and ``WorkloadRecord`` (profile/workload.py ``Workload`` as a dict); ``criteria``
-records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``); ``command_line``
-records/overrides.py ``CommandLine`` (the values the command line gave); ``attach`` (serve/attached.py
-``attach_record``) and ``metrics_urls`` (each role's metrics URL, ``--metrics-<role>`` or
+``probe_host``); ``design``, ``stop_rule``, ``load``, ``slo``, each of ``workloads`` and ``fairness``
+records/protoparts.py ``RunDesign`` (the pair file's ``[design]`` plus run/flow.py ``design_record``),
+``StopRuleRecord``, ``LoadRecord``, ``Slo``, ``WorkloadRecord`` (profile/workload.py ``Workload`` as a dict) and
+``Fairness``; ``criteria`` records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``);
+``command_line`` records/overrides.py ``CommandLine`` (the values the command line gave); ``attach``
+(serve/attached.py ``attach_record``) and ``metrics_urls`` (each role's metrics URL, ``--metrics-<role>`` or
 ``[servers.<role>].metrics_url``, reused by ``--resume``) a records/runparts.py ``RecordedUrl`` per role; each
 written back as read. The other parts a run passes on as declared or probed keep their shape as documented
-mappings: ``engine``, ``sampling``, ``fairness`` and ``candidates``.
+mappings: ``engine``, ``sampling`` and ``candidates``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 from loadgen.records.cardwire import Whole
 from loadgen.records.criteria import CriteriaRecord
 from loadgen.records.overrides import CommandLine
-from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
+from loadgen.records.protoparts import Fairness, LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.runparts import ModelHashes, RecordedUrl
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import ClientHost, Hardware
@@ -82,7 +82,7 @@ class Protocol(Whole):
     speculative_config: SpeculativeConfig | None = field(default=None, kw_only=True)
     engine: Mapping[str, Any] | None = field(default=None, kw_only=True)
     sampling: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    fairness: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    fairness: Fairness | None = field(default=None, kw_only=True)
     workloads: list[WorkloadRecord]
     concurrency: list[int] = field(default_factory=list, kw_only=True)
     load: LoadRecord | None = field(default=None, kw_only=True)

@@ -1,8 +1,8 @@
 """The parts of protocol.json a run declares and the card copies: :class:`RunDesign` (``design``, and the pair
 card's ``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord`
 (``stop_rule``), :class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table
-as ``dataclasses.asdict`` writes it, and :class:`WorkloadRecord` (an item of ``workloads``, profile/workload.py's
-``Workload`` the same way).
+as ``dataclasses.asdict`` writes it, :class:`WorkloadRecord` (an item of ``workloads``, profile/workload.py's
+``Workload`` the same way) and :class:`Fairness` (``fairness``, run/plan.py ``protocol``).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record read at its field's path in protocol.json or card.json
 (records/protocol.py, records/card.py), every field optional (a protocol of older code lacks some) and written
@@ -147,3 +147,14 @@ class WorkloadRecord(Wire):
     floored: tuple[str, ...] = ()
     constraint: str | None = None
     constrained: str | None = None
+
+
+@dataclass(frozen=True)
+class Fairness(Wire):
+    """protocol.json's ``fairness``: what makes both servers' requests the same work (run/plan.py ``protocol``):
+    whether every request ignores EOS and sets ``min_tokens`` equal to ``max_tokens`` (both the pair file's
+    ``[sampling].ignore_eos``: outputs of exactly the tokens asked) and asks for the token ids back (always)."""
+
+    ignore_eos: bool | None = None
+    min_tokens_equals_max_tokens: bool | None = None
+    return_token_ids: bool | None = None
