@@ -20,6 +20,7 @@ from loadgen.records.cardwire import Wire, json_schema
 from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.runparts import ModelHashes
+from loadgen.records.server import Placement
 from loadgen.records.trace import TraceSection
 from loadgen.records.usage import Hardware
 
@@ -192,7 +193,7 @@ class PairCard(Wire):
         metadata={"doc": "per workload and server; empty without an SLO"}
     )
     resources: Resources = field(metadata={"doc": "memory and KV capacity of both servers"})
-    placement: Mapping[str, Mapping[str, Any]] = field(
+    placement: Mapping[str, Placement] = field(
         metadata={"doc": "per server: attached, base URL, devices (serve/placement)"}
     )
     verdict: CardVerdict = field(metadata={"doc": "the verdict against the declared criteria"})

@@ -325,7 +325,7 @@ def card_of(files: RunFiles) -> PairCard:
             difference=diff,
             notes=tuple(n for n in [kv_capacity_note(diff), budget_note(plain_use, diff)] if n),
         ).in_full(),
-        placement={role: placement(servers[role]).to_json() for role in ROLES},
+        placement={role: placement(servers[role]) for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
         hardware=proto.hardware,
         command_line=proto.command_line or None,

@@ -8,7 +8,7 @@ from typing import Any
 
 from loadgen.measure.replicas import replica_note
 from loadgen.records.card import PairCard
-from loadgen.records.server import EnginePath
+from loadgen.records.server import EnginePath, Placement
 from loadgen.records.serverfacts import facts_line
 from loadgen.serve.enginepath import engine_path_line, engine_path_note
 from loadgen.serve.modeproof import proof_line
@@ -31,20 +31,24 @@ def _listed(card: Any) -> str:
     return ", ".join(form.format(card[k]) for k, form in shown.items() if k in card)
 
 
+def _where(place: Placement | None, gpus: bool) -> str:
+    """Where a server ran (its placement; None on a card without one) on a machine with or without ``gpus``."""
+    if place is not None and place.attached:
+        return f"attached to {place.base_url}"
+    if not gpus:
+        return "launched by loadgen on the CPU (no GPU visible)"
+    devices, tp, fraction = (
+        (place.cuda_visible_devices, place.tensor_parallel_size, place.gpu_memory_utilization) if place else (None,) * 3
+    )
+    return f"launched by loadgen; CUDA_VISIBLE_DEVICES={devices}, tensor parallel size {tp}, memory fraction {fraction}"
+
+
 def servers_rows(card: PairCard) -> list[str]:
     """The "Servers" section's Markdown lines, one subsection per role of ``card.servers``."""
     out: list[str] = ["## Servers", ""]
     for role, server in card.servers.items():
         launch, eff = server.get("launch") or {}, server.get("effective") or {}
-        place = card.placement.get(role) or {}
-        where = (
-            f"attached to {place.get('base_url')}"
-            if place.get("attached")
-            else f"launched by loadgen; CUDA_VISIBLE_DEVICES={place.get('cuda_visible_devices')}, tensor parallel "
-            f"size {place.get('tensor_parallel_size')}, memory fraction {place.get('gpu_memory_utilization')}"
-            if card.hardware and card.hardware.gpus
-            else "launched by loadgen on the CPU (no GPU visible)"
-        )
+        where = _where(card.placement.get(role), bool(card.hardware and card.hardware.gpus))
         out += [
             f"### {role}",
             "",

@@ -77,11 +77,18 @@ def card(**over: Any) -> dict[str, Any]:
         "placement": {
             "plain": {
                 "attached": False,
+                "base_url": None,
                 "cuda_visible_devices": "0",
                 "tensor_parallel_size": 1,
-                "gpu_memory_utilization": 0.4,
+                "gpu_memory_utilization": "0.4",
             },
-            "speculative": {"attached": True, "base_url": "http://127.0.0.1:8001"},
+            "speculative": {
+                "attached": True,
+                "base_url": "http://127.0.0.1:8001",
+                "cuda_visible_devices": None,
+                "tensor_parallel_size": 1,
+                "gpu_memory_utilization": None,
+            },
         },
         "cells": [
             {
@@ -294,7 +301,15 @@ def test_a_cpu_card_has_no_gpu_row_nor_gpu_placement() -> None:
     # no GPU visible: the GPU memory row and CUDA_VISIBLE_DEVICES / memory fraction would only read "-" and None
     res = {"plain": {"cpu_rss_bytes": 2**30, "kv_cache_tokens": 1000}, "speculative": {"cpu_rss_bytes": 2 * 2**30}}
     cpu = {"cpu_model": "X", "cpu_cores": 2, "memory_bytes": 2**33, "gpus": []}
-    place = {"plain": {"attached": False, "cuda_visible_devices": None, "gpu_memory_utilization": None}}
+    place = {
+        "plain": {
+            "attached": False,
+            "base_url": None,
+            "cuda_visible_devices": None,
+            "tensor_parallel_size": 1,
+            "gpu_memory_utilization": None,
+        }
+    }
     out = lines(card(resources=res, hardware=cpu, placement=place))
     assert not [line for line in out if line.startswith("| GPU memory")]
     assert "| CPU RSS (process tree) | 1.00 GiB | 2.00 GiB | – |" in out
