@@ -17,8 +17,8 @@ records/protoparts.py ``RunDesign`` (the pair file's ``[design]`` plus run/flow.
 ``command_line`` records/overrides.py ``CommandLine`` (the values the command line gave); ``attach``
 (serve/attached.py ``attach_record``) and ``metrics_urls`` (each role's metrics URL, ``--metrics-<role>`` or
 ``[servers.<role>].metrics_url``, reused by ``--resume``) a records/runparts.py ``RecordedUrl`` per role; each
-written back as read. The other parts a run passes on as declared or probed keep their shape as documented
-mappings: ``engine``, ``sampling`` and ``candidates``.
+written back as read, and a sweep's ``candidates`` a records/protoparts.py ``CandidateRecord`` per candidate. The
+other parts a run passes on as declared keep their shape as documented mappings: ``engine`` and ``sampling``.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
@@ -35,7 +35,15 @@ from typing import Any, ClassVar
 from loadgen.records.cardwire import Whole
 from loadgen.records.criteria import CriteriaRecord
 from loadgen.records.overrides import CommandLine
-from loadgen.records.protoparts import Fairness, LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
+from loadgen.records.protoparts import (
+    CandidateRecord,
+    Fairness,
+    LoadRecord,
+    RunDesign,
+    Slo,
+    StopRuleRecord,
+    WorkloadRecord,
+)
 from loadgen.records.runparts import ModelHashes, RecordedUrl
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import ClientHost, Hardware
@@ -99,7 +107,7 @@ class Protocol(Whole):
     engine_version: str | None = None
     attach: Mapping[str, RecordedUrl] | None = None
     metrics_urls: Mapping[str, RecordedUrl] | None = None
-    candidates: Mapping[str, Mapping[str, Any]] | None = None
+    candidates: Mapping[str, CandidateRecord] | None = None
     sweep_candidate: str | None = None
     FIX: ClassVar[str] = FIX
     TITLE: ClassVar[str] = "loadgen protocol.json (loadgen.protocol/1)"

@@ -2,7 +2,8 @@
 card's ``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord`
 (``stop_rule``), :class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table
 as ``dataclasses.asdict`` writes it, :class:`WorkloadRecord` (an item of ``workloads``, profile/workload.py's
-``Workload`` the same way) and :class:`Fairness` (``fairness``, run/plan.py ``protocol``).
+``Workload`` the same way), :class:`Fairness` (``fairness``, run/plan.py ``protocol``) and a sweep's
+:class:`CandidateRecord` (one of ``candidates``, run/sweepsetup.py).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record read at its field's path in protocol.json or card.json
 (records/protocol.py, records/card.py), every field optional (a protocol of older code lacks some) and written
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from loadgen.records.cardwire import Wire, wire_fields
-from loadgen.records.runparts import ArmRecord, DesignRecord
+from loadgen.records.runparts import ArmRecord, DesignRecord, ModelHashes
+from loadgen.records.speculative import SpeculativeConfig
 
 
 @dataclass(frozen=True)
@@ -158,3 +160,15 @@ class Fairness(Wire):
     ignore_eos: bool | None = None
     min_tokens_equals_max_tokens: bool | None = None
     return_token_ids: bool | None = None
+
+
+@dataclass(frozen=True)
+class CandidateRecord(Wire):
+    """One of a sweep's protocol.json ``candidates``, by name (run/sweepsetup.py): the candidate's pair name and
+    pair file (``candidates/<name>.toml``), its speculative config and its draft (None without one), what
+    run/sweepsplit.py ``candidate_protocol`` puts in the candidate's own protocol."""
+
+    pair: str
+    pair_file: str
+    speculative_config: SpeculativeConfig
+    draft: ModelHashes | None
