@@ -3,10 +3,10 @@ folder's saved data) or saveddata.py (a card without requests.jsonl), rendered b
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
 (:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a
-server (speculative config, sampling, the servers' launch and effective config) stays free-form
-(``Mapping[str, Any]``); the protocol's models, hardware, design, stop rule, load, SLO, workloads and command line
-are its records (records/runparts.py ``ModelHashes``, usage.py, protoparts.py, overrides.py); everything loadgen
-computes is typed.
+server (speculative config, the servers' launch and effective config) stays free-form (``Mapping[str, Any]``); the
+protocol's models, hardware, design, stop rule, load, SLO, sampling, workloads and command line are its records
+(records/runparts.py ``ModelHashes``, usage.py, protoparts.py, overrides.py) and the servers' placement
+records/server.py ``Placement``; everything loadgen computes is typed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Literal
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
 from loadgen.records.overrides import CommandLine
-from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord, WorkloadRecord
+from loadgen.records.protoparts import LoadRecord, RunDesign, SamplingRecord, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.runparts import ModelHashes
 from loadgen.records.server import Placement
 from loadgen.records.trace import TraceSection
@@ -176,7 +176,7 @@ class PairCard(Wire):
     )
     draft: ModelHashes | None = field(metadata={"doc": "the draft model, null without one"})
     speculative_config: Mapping[str, Any] | None = field(metadata={"doc": "vLLM's --speculative-config as declared"})
-    sampling: Mapping[str, Any] = field(metadata={"doc": "the sampling parameters sent"})
+    sampling: SamplingRecord = field(metadata={"doc": "the sampling parameters sent"})
     engine_version: EngineVersion = field(metadata={"doc": "each server's vLLM version"})
     servers: Mapping[str, Mapping[str, Any]] = field(
         metadata={"doc": "per server: launch, effective config, resources, teardown"}

@@ -10,15 +10,15 @@ sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, w
 
 ``target`` and ``draft`` are records/runparts.py :class:`~loadgen.records.runparts.ModelHashes` (check/hashes.py
 ``model_hashes``), ``client_host`` and ``hardware`` records/usage.py ``ClientHost`` and ``Hardware`` (run/plan.py
-``probe_host``); ``design``, ``stop_rule``, ``load``, ``slo``, each of ``workloads`` and ``fairness``
-records/protoparts.py ``RunDesign`` (the pair file's ``[design]`` plus run/flow.py ``design_record``),
-``StopRuleRecord``, ``LoadRecord``, ``Slo``, ``WorkloadRecord`` (profile/workload.py ``Workload`` as a dict) and
-``Fairness``; ``criteria`` records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``);
-``command_line`` records/overrides.py ``CommandLine`` (the values the command line gave); ``attach``
-(serve/attached.py ``attach_record``) and ``metrics_urls`` (each role's metrics URL, ``--metrics-<role>`` or
-``[servers.<role>].metrics_url``, reused by ``--resume``) a records/runparts.py ``RecordedUrl`` per role; each
-written back as read, and a sweep's ``candidates`` a records/protoparts.py ``CandidateRecord`` per candidate. The
-other parts a run passes on as declared keep their shape as documented mappings: ``engine`` and ``sampling``.
+``probe_host``); ``design``, ``stop_rule``, ``load``, ``slo``, each of ``workloads``, ``engine``, ``sampling`` and
+``fairness`` records/protoparts.py ``RunDesign`` (the pair file's ``[design]`` plus run/flow.py
+``design_record``), ``StopRuleRecord``, ``LoadRecord``, ``Slo``, ``WorkloadRecord`` (profile/workload.py
+``Workload`` as a dict), ``EngineRecord``, ``SamplingRecord`` and ``Fairness``; ``criteria`` records/criteria.py
+``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``); ``command_line`` records/overrides.py ``CommandLine``
+(the values the command line gave); ``attach`` (serve/attached.py ``attach_record``) and ``metrics_urls`` (each
+role's metrics URL, ``--metrics-<role>`` or ``[servers.<role>].metrics_url``, reused by ``--resume``) a
+records/runparts.py ``RecordedUrl`` per role; a sweep's ``candidates`` a records/protoparts.py ``CandidateRecord``
+per candidate; each written back as read.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
@@ -37,9 +37,11 @@ from loadgen.records.criteria import CriteriaRecord
 from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import (
     CandidateRecord,
+    EngineRecord,
     Fairness,
     LoadRecord,
     RunDesign,
+    SamplingRecord,
     Slo,
     StopRuleRecord,
     WorkloadRecord,
@@ -88,8 +90,8 @@ class Protocol(Whole):
     target: ModelHashes | None = field(default=None, kw_only=True)
     draft: ModelHashes | None = field(default=None, kw_only=True)
     speculative_config: SpeculativeConfig | None = field(default=None, kw_only=True)
-    engine: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    sampling: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    engine: EngineRecord | None = field(default=None, kw_only=True)
+    sampling: SamplingRecord | None = field(default=None, kw_only=True)
     fairness: Fairness | None = field(default=None, kw_only=True)
     workloads: list[WorkloadRecord]
     concurrency: list[int] = field(default_factory=list, kw_only=True)

@@ -2,7 +2,8 @@
 card's ``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord`
 (``stop_rule``), :class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table
 as ``dataclasses.asdict`` writes it, :class:`WorkloadRecord` (an item of ``workloads``, profile/workload.py's
-``Workload`` the same way), :class:`Fairness` (``fairness``, run/plan.py ``protocol``) and a sweep's
+``Workload`` the same way), :class:`EngineRecord` (``engine``), :class:`SamplingRecord` (``sampling``, and the
+card's) and :class:`Fairness` (``fairness``), each as run/plan.py ``protocol`` writes it, and a sweep's
 :class:`CandidateRecord` (one of ``candidates``, run/sweepsetup.py).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record read at its field's path in protocol.json or card.json
@@ -14,6 +15,7 @@ keys of newer code are kept verbatim (``extra``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -172,3 +174,35 @@ class CandidateRecord(Wire):
     pair_file: str
     speculative_config: SpeculativeConfig
     draft: ModelHashes | None
+
+
+@dataclass(frozen=True)
+class EngineRecord(Wire):
+    """protocol.json's ``engine``: the pair file's ``[engine]`` as both servers were launched (profile/pair.py
+    ``Engine``): the launch ``command`` and the engine ``args`` (util/redact.py ``redact_argv``: credentials
+    cut), its environment (``env``, redacted) and ``seed``, and the speculative server's own environment
+    (``speculative_env``; absent in a protocol of older code)."""
+
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    env: Mapping[str, str] | None = None
+    seed: int | None = None
+    speculative_env: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class SamplingRecord(Wire):
+    """protocol.json's and the card's ``sampling``: the pair file's ``[sampling]`` sent identically to both
+    servers (profile/pair.py ``Sampling``): ``temperature`` (0: greedy), ``top_p``, ``seed``, ``ignore_eos`` and
+    the neutral ``top_k`` (-1: off), ``min_p``, ``repetition_penalty``, ``presence_penalty`` and
+    ``frequency_penalty`` (absent in a protocol of older code)."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    ignore_eos: bool | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None

@@ -34,7 +34,7 @@ from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
-from loadgen.records.protoparts import Slo, StopRuleRecord
+from loadgen.records.protoparts import EngineRecord, SamplingRecord, Slo, StopRuleRecord
 from loadgen.records.request import RequestRecord
 from loadgen.records.serverfacts import ServerView
 from loadgen.records.speculative import SpeculativeConfig
@@ -212,7 +212,7 @@ def _cell(
         proto, by_cell[(*key, "plain")], by_cell[(*key, "speculative")], by_cell.get((*key, PLACEBO)) or [], stats
     )
     role_entries = {role: _summed(es) for role in ROLES if (es := entries.get((*key, role)))}
-    greedy = (proto.sampling or {}).get("temperature") == 0
+    greedy = proto.sampling is not None and proto.sampling.temperature == 0
     diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy, _lossy(proto))
     notes = _notes(sides, ratios, role_entries) + noise_notes(ratios, floor)
     notes += [n for role, side in sides.items() for n in side_notes(role, side)]
@@ -298,7 +298,7 @@ def card_of(files: RunFiles) -> PairCard:
         target=proto.target,
         draft=proto.draft,
         speculative_config=None if proto.speculative_config is None else proto.speculative_config.to_json(),
-        sampling=proto.sampling or {},
+        sampling=proto.sampling or SamplingRecord(),
         engine_version=EngineVersion(
             versions.get("plain"),
             versions.get("speculative"),
@@ -339,8 +339,8 @@ def card_of(files: RunFiles) -> PairCard:
 def _lossy(proto: Protocol) -> str | None:
     """Why the run's speculative config is lossy by design (diagnosis.lossy_rejection over protocol.json's
     speculative config and the speculative server's environment), None when it keeps the target's output."""
-    engine = proto.engine or {}
-    env = {**(engine.get("env") or {}), **(engine.get("speculative_env") or {})}
+    engine = proto.engine or EngineRecord()
+    env = {**(engine.env or {}), **(engine.speculative_env or {})}
     return lossy_rejection((proto.speculative_config or SpeculativeConfig()).to_json(), env)
 
 

@@ -150,7 +150,7 @@ def _provenance(card: PairCard) -> Section:
         "target": card.target.to_json() if card.target else None,
         "draft": card.draft.to_json() if card.draft else None,
         "speculative_config": card.speculative_config,
-        "sampling": card.sampling,
+        "sampling": card.sampling.to_json(),
         "stop_rule": card.stop_rule.to_json(),
         "prompts_sha256": card.prompts_sha256,
         "command_line": card.command_line.to_json() if card.command_line else None,

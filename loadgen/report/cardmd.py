@@ -268,7 +268,7 @@ def _compared_rows(card: PairCard) -> list[str]:
         _model_line(card, "draft"),
         f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
         f"- **engine version**: plain {card.engine_version.plain}, speculative {card.engine_version.speculative}",
-        f"- **sampling**: `{json.dumps(card.sampling, sort_keys=True)}` (identical on both servers; "
+        f"- **sampling**: `{json.dumps(card.sampling.to_json(), sort_keys=True)}` (identical on both servers; "
         "ignore_eos with min_tokens = max_tokens)",
         f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
         f"stop rule `{json.dumps(card.stop_rule.to_json(), sort_keys=True)}`",
