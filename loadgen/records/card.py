@@ -2,10 +2,10 @@
 folder's saved data) or saveddata.py (a card without requests.jsonl), rendered by report/cardmd.py (Markdown),
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
-(:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a
-server (speculative config, the servers' launch and effective config) stays free-form (``Mapping[str, Any]``); the
-protocol's models, hardware, design, stop rule, load, SLO, sampling, workloads and command line are its records
-(records/runparts.py ``ModelHashes``, usage.py, protoparts.py, overrides.py) and the servers' placement
+(:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from a server (its
+launch and effective config) stays free-form (``Mapping[str, Any]``); the protocol's models, hardware, speculative
+config, design, stop rule, load, SLO, sampling, workloads and command line are its records (records/runparts.py
+``ModelHashes``, usage.py, speculative.py, protoparts.py, overrides.py) and the servers' placement
 records/server.py ``Placement``; everything loadgen computes is typed.
 """
 
@@ -21,6 +21,7 @@ from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import LoadRecord, RunDesign, SamplingRecord, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.runparts import ModelHashes
 from loadgen.records.server import Placement
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.trace import TraceSection
 from loadgen.records.usage import Hardware
 
@@ -175,7 +176,9 @@ class PairCard(Wire):
         metadata={"doc": "the target model as the protocol recorded it; null where it recorded none"}
     )
     draft: ModelHashes | None = field(metadata={"doc": "the draft model, null without one"})
-    speculative_config: Mapping[str, Any] | None = field(metadata={"doc": "vLLM's --speculative-config as declared"})
+    speculative_config: SpeculativeConfig | None = field(
+        metadata={"doc": "vLLM's --speculative-config as declared (the protocol's record)"}
+    )
     sampling: SamplingRecord = field(metadata={"doc": "the sampling parameters sent"})
     engine_version: EngineVersion = field(metadata={"doc": "each server's vLLM version"})
     servers: Mapping[str, Mapping[str, Any]] = field(

@@ -297,7 +297,7 @@ def card_of(files: RunFiles) -> PairCard:
         requests_on_disk=files.on_disk.requests_on_disk,
         target=proto.target,
         draft=proto.draft,
-        speculative_config=None if proto.speculative_config is None else proto.speculative_config.to_json(),
+        speculative_config=proto.speculative_config,
         sampling=proto.sampling or SamplingRecord(),
         engine_version=EngineVersion(
             versions.get("plain"),

@@ -149,7 +149,7 @@ def _provenance(card: PairCard) -> Section:
         "engine_version": card.engine_version.to_json(),
         "target": card.target.to_json() if card.target else None,
         "draft": card.draft.to_json() if card.draft else None,
-        "speculative_config": card.speculative_config,
+        "speculative_config": card.speculative_config.to_json() if card.speculative_config else None,
         "sampling": card.sampling.to_json(),
         "stop_rule": card.stop_rule.to_json(),
         "prompts_sha256": card.prompts_sha256,

@@ -261,12 +261,13 @@ def _head_rows(card: PairCard) -> list[str]:
 
 def _compared_rows(card: PairCard) -> list[str]:
     """Provenance: the models and their hashes, the config, versions, sampling, levels, prompts, hardware."""
+    config = card.speculative_config.to_json() if card.speculative_config else None
     return [
         "## What was compared",
         "",
         _model_line(card, "target"),
         _model_line(card, "draft"),
-        f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
+        f"- **speculative config**: `{json.dumps(config, sort_keys=True)}`",
         f"- **engine version**: plain {card.engine_version.plain}, speculative {card.engine_version.speculative}",
         f"- **sampling**: `{json.dumps(card.sampling.to_json(), sort_keys=True)}` (identical on both servers; "
         "ignore_eos with min_tokens = max_tokens)",
