@@ -2,11 +2,11 @@
 folder's saved data) or saveddata.py (a card without requests.jsonl), rendered by report/cardmd.py (Markdown),
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
-(:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from a server (its
-launch and effective config) stays free-form (``Mapping[str, Any]``); the protocol's models, hardware, speculative
-config, design, stop rule, load, SLO, sampling, workloads and command line are its records (records/runparts.py
-``ModelHashes``, usage.py, speculative.py, protoparts.py, overrides.py) and the servers' placement
-records/server.py ``Placement``; everything loadgen computes is typed.
+(:func:`card_schema`; scripts/card_schema.py writes it). The protocol's models, hardware, speculative config,
+design, stop rule, load, SLO, sampling, workloads and command line are its records (records/runparts.py
+``ModelHashes``, usage.py, speculative.py, protoparts.py, overrides.py), each server's placement records/server.py
+``Placement`` and its files runparts.py ``ServerFiles`` (the JSON objects saved, file by file, copied
+verbatim); everything loadgen computes is typed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
 from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import LoadRecord, RunDesign, SamplingRecord, Slo, StopRuleRecord, WorkloadRecord
-from loadgen.records.runparts import ModelHashes
+from loadgen.records.runparts import ModelHashes, ServerFiles
 from loadgen.records.server import Placement
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.trace import TraceSection
@@ -181,7 +181,7 @@ class PairCard(Wire):
     )
     sampling: SamplingRecord = field(metadata={"doc": "the sampling parameters sent"})
     engine_version: EngineVersion = field(metadata={"doc": "each server's vLLM version"})
-    servers: Mapping[str, Mapping[str, Any]] = field(
+    servers: Mapping[str, ServerFiles] = field(
         metadata={"doc": "per server: launch, effective config, resources, teardown"}
     )
     workloads: tuple[WorkloadRecord, ...] = field(metadata={"doc": "the protocol's workloads"})

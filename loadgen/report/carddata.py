@@ -273,7 +273,7 @@ def card_of(files: RunFiles) -> PairCard:
         if not r.warmup:
             by_cell[(*CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
     entries: dict[tuple[str, str, str], list[CellEntry]] = defaultdict(list)
-    startup = {role: (s.get("effective") or {}).get("replicas") or () for role, s in servers.items()}
+    startup = {role: s.replicas() for role, s in servers.items()}
     for e in spread(files.entries, startup):  # replicas seen once mark every block of that server
         entries[(*e.key, e.role)].append(e)
     planned: dict[tuple[str, str], ProtocolCell] = {}
@@ -281,13 +281,10 @@ def card_of(files: RunFiles) -> PairCard:
         planned.setdefault(c.key, c)
     cells = tuple(_cell(files, c, by_cell, entries) for c in planned.values())
     slo = SLO.of(proto.slo)
-    usage = {
-        role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
-        for role in ROLES
-    }
+    usage = {role: servers[role].usage() for role in ROLES}
     plain_use = UsageFigures.from_json(usage["plain"])
     diff = difference(plain_use, UsageFigures.from_json(usage["speculative"]))
-    versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
+    versions = {role: s.version() for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,
         pair=proto.pair,
