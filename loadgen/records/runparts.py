@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.records.cardwire import Wire
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.wire import JsonObject
 from loadgen.util.numbers import clock
 
@@ -126,7 +126,7 @@ class ArmRecord(Wire):
     server: str
     port: int
     attached: bool
-    speculative_config: Mapping[str, Any] | None
+    speculative_config: SpeculativeConfig | None
 
 
 @dataclass(frozen=True)

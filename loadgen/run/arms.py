@@ -244,7 +244,7 @@ def describe(arms: Sequence[Arm]) -> tuple[ArmRecord, ...]:
     speculative config (None for a plain arm)."""
     out: list[ArmRecord] = []
     for a in arms:
-        config = a.pair.speculative.to_json() if a.speculative else None
+        config = a.pair.speculative if a.speculative else None
         out.append(ArmRecord(a.name, a.server, a.port, a.attach_url is not None, config))
     return tuple(out)
 
