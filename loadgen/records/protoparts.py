@@ -159,6 +159,8 @@ class Fairness(Wire):
     whether every request ignores EOS and sets ``min_tokens`` equal to ``max_tokens`` (both the pair file's
     ``[sampling].ignore_eos``: outputs of exactly the tokens asked) and asks for the token ids back (always)."""
 
+    TITLE: ClassVar[str] = "fairness"
+
     ignore_eos: bool | None = None
     min_tokens_equals_max_tokens: bool | None = None
     return_token_ids: bool | None = None
@@ -169,6 +171,8 @@ class CandidateRecord(Wire):
     """One of a sweep's protocol.json ``candidates``, by name (run/sweepsetup.py): the candidate's pair name and
     pair file (``candidates/<name>.toml``), its speculative config and its draft (None without one), what
     run/sweepsplit.py ``candidate_protocol`` puts in the candidate's own protocol."""
+
+    TITLE: ClassVar[str] = "candidate"
 
     pair: str
     pair_file: str
@@ -183,6 +187,8 @@ class EngineRecord(Wire):
     cut), its environment (``env``, redacted) and ``seed``, and the speculative server's own environment
     (``speculative_env``; absent in a protocol of older code)."""
 
+    TITLE: ClassVar[str] = "engine"
+
     command: tuple[str, ...] | None = None
     args: tuple[str, ...] | None = None
     env: Mapping[str, str] | None = None
@@ -196,6 +202,8 @@ class SamplingRecord(Wire):
     servers (profile/pair.py ``Sampling``): ``temperature`` (0: greedy), ``top_p``, ``seed``, ``ignore_eos`` and
     the neutral ``top_k`` (-1: off), ``min_p``, ``repetition_penalty``, ``presence_penalty`` and
     ``frequency_penalty`` (absent in a protocol of older code)."""
+
+    TITLE: ClassVar[str] = "sampling"
 
     temperature: float | None = None
     top_p: float | None = None

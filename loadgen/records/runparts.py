@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from loadgen.records.cardwire import Wire
 from loadgen.records.speculative import SpeculativeConfig
@@ -46,6 +47,8 @@ class RecordedUrl(Wire):
     """One server's URL as protocol.json's ``attach`` (the URL a server was attached at) and ``metrics_urls`` (its
     ``/metrics`` URL given apart from the API URL) record it, per role: the URL without credentials (util/redact.py
     ``redact_url``) and whether nothing was stripped (``complete``; False: ``--resume`` asks for the URL again)."""
+
+    TITLE: ClassVar[str] = "recorded URL"
 
     url: str
     complete: bool
