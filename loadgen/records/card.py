@@ -2,10 +2,11 @@
 folder's saved data) or saveddata.py (a card without requests.jsonl), rendered by report/cardmd.py (Markdown),
 summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratios speculative / plain
 (docs/metrics.md). Its JSON Schema, report/card.schema.json, is generated from these types
-(:func:`card_schema`; scripts/card_schema.py writes it). What the card copies verbatim from the protocol or a server
-(target, draft, speculative config, sampling, workloads, the servers' launch and effective config, command line)
-stays free-form (``Mapping[str, Any]``); the protocol's hardware, design, stop rule, load and SLO are its records
-(records/usage.py, protoparts.py); everything loadgen computes is typed.
+(:func:`card_schema`; scripts/card_schema.py writes it). The protocol's models, hardware, speculative config,
+design, stop rule, load, SLO, sampling, workloads and command line are its records (records/runparts.py
+``ModelHashes``, usage.py, speculative.py, protoparts.py, overrides.py), each server's placement records/server.py
+``Placement`` and its files runparts.py ``ServerFiles`` (the JSON objects saved, file by file, copied
+verbatim); everything loadgen computes is typed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from typing import Any, Literal
 
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
-from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord
+from loadgen.records.overrides import CommandLine
+from loadgen.records.protoparts import LoadRecord, RunDesign, SamplingRecord, Slo, StopRuleRecord, WorkloadRecord
+from loadgen.records.runparts import ModelHashes, ServerFiles
+from loadgen.records.server import Placement
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.trace import TraceSection
 from loadgen.records.usage import Hardware
 
@@ -167,15 +172,19 @@ class PairCard(Wire):
     generated_utc: str = field(metadata={"pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\+00:00$"})
     complete: bool = field(metadata={"doc": "the run measured every planned cell"})
     failure: str | None = field(metadata={"doc": "the run's failure, plus what is partial or lost; null when none"})
-    target: Mapping[str, Any] = field(metadata={"doc": "the target model as the protocol declares it"})
-    draft: Mapping[str, Any] | None = field(metadata={"doc": "the draft model, null without one"})
-    speculative_config: Mapping[str, Any] | None = field(metadata={"doc": "vLLM's --speculative-config as declared"})
-    sampling: Mapping[str, Any] = field(metadata={"doc": "the sampling parameters sent"})
+    target: ModelHashes | None = field(
+        metadata={"doc": "the target model as the protocol recorded it; null where it recorded none"}
+    )
+    draft: ModelHashes | None = field(metadata={"doc": "the draft model, null without one"})
+    speculative_config: SpeculativeConfig | None = field(
+        metadata={"doc": "vLLM's --speculative-config as declared (the protocol's record)"}
+    )
+    sampling: SamplingRecord = field(metadata={"doc": "the sampling parameters sent"})
     engine_version: EngineVersion = field(metadata={"doc": "each server's vLLM version"})
-    servers: Mapping[str, Mapping[str, Any]] = field(
+    servers: Mapping[str, ServerFiles] = field(
         metadata={"doc": "per server: launch, effective config, resources, teardown"}
     )
-    workloads: tuple[Mapping[str, Any], ...] = field(metadata={"doc": "the protocol's workloads"})
+    workloads: tuple[WorkloadRecord, ...] = field(metadata={"doc": "the protocol's workloads"})
     workloads_statement: str = field(metadata={"doc": "one sentence on what the workloads hold"})
     concurrency: tuple[int, ...] = field(metadata={"doc": "the closed-loop levels planned"})
     stop_rule: StopRuleRecord = field(metadata={"doc": "the protocol's stop rule"})
@@ -187,7 +196,7 @@ class PairCard(Wire):
         metadata={"doc": "per workload and server; empty without an SLO"}
     )
     resources: Resources = field(metadata={"doc": "memory and KV capacity of both servers"})
-    placement: Mapping[str, Mapping[str, Any]] = field(
+    placement: Mapping[str, Placement] = field(
         metadata={"doc": "per server: attached, base URL, devices (serve/placement)"}
     )
     verdict: CardVerdict = field(metadata={"doc": "the verdict against the declared criteria"})
@@ -198,7 +207,7 @@ class PairCard(Wire):
         default=None, metadata={"doc": "per base workload: its lengths"}
     )
     load: LoadRecord | None = field(default=None, metadata={"doc": "the protocol's load section"})
-    command_line: Mapping[str, Any] | None = field(
+    command_line: CommandLine | None = field(
         default=None, metadata={"doc": "only when the command line gave values (profile/overrides.py)"}
     )
     design: RunDesign | None = field(

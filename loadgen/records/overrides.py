@@ -1,12 +1,15 @@
-"""The command-line overrides of a pair file's common knobs as protocol.json's ``command_line`` records them:
-:class:`Overrides` (``--concurrency``, ``--requests``, ``--workload``; profile/overrides.py applies them to the pair
-file's document and describes them for a card)."""
+"""The command-line overrides of a pair file's common knobs: :class:`Overrides` (``--concurrency``, ``--requests``,
+``--workload``; profile/overrides.py applies them to the pair file's document and describes them for a card), and
+:class:`CommandLine`, the same values as protocol.json's, the pair card's and the sweep card's ``command_line``
+hold them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from loadgen.records.cardwire import Wire
 
 
 @dataclass(frozen=True)
@@ -42,3 +45,27 @@ class Overrides:
             data.get("requests"),
             tuple(given["workload"]) if given["workload"] is not None else None,
         )
+
+
+@dataclass(frozen=True)
+class CommandLine(Wire):
+    """protocol.json's, the pair card's and the sweep card's ``command_line``: :meth:`Overrides.to_json`, the
+    values given on the command line under the options' names (``concurrency``: the closed-loop levels,
+    ``requests``: measured requests per cell, ``workload``: the workload names), each absent when not given;
+    written back as read."""
+
+    TITLE: ClassVar[str] = "command line"
+
+    concurrency: tuple[int, ...] | None = None
+    requests: int | None = None
+    workload: tuple[str, ...] | None = None
+
+    def __bool__(self) -> bool:
+        """False for an empty object (nothing given), as the object itself would be."""
+        return bool(self.to_json())
+
+    def overrides(self) -> Overrides | None:
+        """The :class:`Overrides` these values are (None when none was given)."""
+        if not self:
+            return None
+        return Overrides(self.concurrency, self.requests, self.workload)

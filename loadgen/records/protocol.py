@@ -10,14 +10,15 @@ sweepdata.py, tracedata.py), always through store/rundir.py ``read_protocol``, w
 
 ``target`` and ``draft`` are records/runparts.py :class:`~loadgen.records.runparts.ModelHashes` (check/hashes.py
 ``model_hashes``), ``client_host`` and ``hardware`` records/usage.py ``ClientHost`` and ``Hardware`` (run/plan.py
-``probe_host``), ``design``, ``stop_rule``, ``load`` and ``slo`` records/protoparts.py ``RunDesign`` (the pair
-file's ``[design]`` plus run/flow.py ``design_record``), ``StopRuleRecord``, ``LoadRecord`` and ``Slo``, and
-``criteria`` records/criteria.py ``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``), each written back
-as read. The other parts a run passes on as declared or probed keep their shape as documented mappings:
-``engine``, ``sampling``, ``fairness``, ``workloads`` (profile/workload.py dataclasses as dicts),
-``command_line`` (profile/overrides.py), ``attach`` (serve/attached.py ``attach_record``), ``metrics_urls`` (the same
-record of each role's metrics URL, ``--metrics-<role>`` or ``[servers.<role>].metrics_url``, reused by
-``--resume``) and ``candidates``.
+``probe_host``); ``design``, ``stop_rule``, ``load``, ``slo``, each of ``workloads``, ``engine``, ``sampling`` and
+``fairness`` records/protoparts.py ``RunDesign`` (the pair file's ``[design]`` plus run/flow.py
+``design_record``), ``StopRuleRecord``, ``LoadRecord``, ``Slo``, ``WorkloadRecord`` (profile/workload.py
+``Workload`` as a dict), ``EngineRecord``, ``SamplingRecord`` and ``Fairness``; ``criteria`` records/criteria.py
+``CriteriaRecord`` (``Criteria.to_json`` plus ``declared``); ``command_line`` records/overrides.py ``CommandLine``
+(the values the command line gave); ``attach`` (serve/attached.py ``attach_record``) and ``metrics_urls`` (each
+role's metrics URL, ``--metrics-<role>`` or ``[servers.<role>].metrics_url``, reused by ``--resume``) a
+records/runparts.py ``RecordedUrl`` per role; a sweep's ``candidates`` a records/protoparts.py ``CandidateRecord``
+per candidate; each written back as read.
 ``speculative_config`` (the pair file's ``[speculative]`` table) is a records/speculative.py
 :class:`~loadgen.records.speculative.SpeculativeConfig`, written back as read.
 A protocol of older code lacks some fields; ``keys`` keeps a file's own keys in their order, so it writes
@@ -33,8 +34,19 @@ from typing import Any, ClassVar
 
 from loadgen.records.cardwire import Whole
 from loadgen.records.criteria import CriteriaRecord
-from loadgen.records.protoparts import LoadRecord, RunDesign, Slo, StopRuleRecord
-from loadgen.records.runparts import ModelHashes
+from loadgen.records.overrides import CommandLine
+from loadgen.records.protoparts import (
+    CandidateRecord,
+    EngineRecord,
+    Fairness,
+    LoadRecord,
+    RunDesign,
+    SamplingRecord,
+    Slo,
+    StopRuleRecord,
+    WorkloadRecord,
+)
+from loadgen.records.runparts import ModelHashes, RecordedUrl
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import ClientHost, Hardware
 
@@ -78,10 +90,10 @@ class Protocol(Whole):
     target: ModelHashes | None = field(default=None, kw_only=True)
     draft: ModelHashes | None = field(default=None, kw_only=True)
     speculative_config: SpeculativeConfig | None = field(default=None, kw_only=True)
-    engine: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    sampling: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    fairness: Mapping[str, Any] | None = field(default=None, kw_only=True)
-    workloads: list[Mapping[str, Any]]
+    engine: EngineRecord | None = field(default=None, kw_only=True)
+    sampling: SamplingRecord | None = field(default=None, kw_only=True)
+    fairness: Fairness | None = field(default=None, kw_only=True)
+    workloads: list[WorkloadRecord]
     concurrency: list[int] = field(default_factory=list, kw_only=True)
     load: LoadRecord | None = field(default=None, kw_only=True)
     stop_rule: StopRuleRecord | None = field(default=None, kw_only=True)
@@ -93,11 +105,11 @@ class Protocol(Whole):
     cells: list[ProtocolCell]
     client_host: ClientHost | None = None
     hardware: Hardware | None = None
-    command_line: Mapping[str, Any] | None = None
+    command_line: CommandLine | None = None
     engine_version: str | None = None
-    attach: Mapping[str, Any] | None = None
-    metrics_urls: Mapping[str, Any] | None = None
-    candidates: Mapping[str, Mapping[str, Any]] | None = None
+    attach: Mapping[str, RecordedUrl] | None = None
+    metrics_urls: Mapping[str, RecordedUrl] | None = None
+    candidates: Mapping[str, CandidateRecord] | None = None
     sweep_candidate: str | None = None
     FIX: ClassVar[str] = FIX
     TITLE: ClassVar[str] = "loadgen protocol.json (loadgen.protocol/1)"

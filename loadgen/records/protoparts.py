@@ -1,7 +1,10 @@
 """The parts of protocol.json a run declares and the card copies: :class:`RunDesign` (``design``, and the pair
 card's ``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord`
 (``stop_rule``), :class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table
-as ``dataclasses.asdict`` writes it.
+as ``dataclasses.asdict`` writes it, :class:`WorkloadRecord` (an item of ``workloads``, profile/workload.py's
+``Workload`` the same way), :class:`EngineRecord` (``engine``), :class:`SamplingRecord` (``sampling``, and the
+card's) and :class:`Fairness` (``fairness``), each as run/plan.py ``protocol`` writes it, and a sweep's
+:class:`CandidateRecord` (one of ``candidates``, run/sweepsetup.py).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record read at its field's path in protocol.json or card.json
 (records/protocol.py, records/card.py), every field optional (a protocol of older code lacks some) and written
@@ -12,10 +15,13 @@ keys of newer code are kept verbatim (``extra``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from loadgen.records.cardwire import Wire, wire_fields
-from loadgen.records.runparts import ArmRecord, DesignRecord
+from loadgen.records.runparts import ArmRecord, DesignRecord, ModelHashes
+from loadgen.records.speculative import SpeculativeConfig
 
 
 @dataclass(frozen=True)
@@ -105,3 +111,106 @@ class Slo(Wire):
     ttft_s: float | None = None
     tpot_s: float | None = None
     e2e_s: float | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadRecord(Wire):
+    """One item of protocol.json's and the card's ``workloads``: profile/workload.py ``Workload`` as
+    ``dataclasses.asdict`` writes it (run/plan.py ``protocol``; the grammar fields only when set), its fields
+    the same names, so run/plan.py ``replay_protocol`` rebuilds the ``Workload`` from them. ``kind`` (one of
+    ``short-homogeneous``, ``long-diverse``, ``grounded``, ``file``, ``trace``), ``endpoint`` (``completions`` or
+    ``chat``), the tokens asked (``input_tokens``: None for natural lengths; ``output_tokens``) and the
+    generator's ``seed``; a ``file`` or ``trace`` workload's source (``path``, ``source_sha256``, ``source_lines``,
+    ``skipped``: ``line N: reason`` each), the serving context in tokens (``context_tokens``); a trace's replay
+    (``time_scale``, ``block_tokens`` tokens per hash id, card windows of ``window_s`` s, ``trace_format`` as
+    declared and ``trace_format_read``, ``zero_output``: ``refuse``, ``skip`` or a floor of output tokens, and
+    ``floored``); a grammar-constrained workload's ``constraint`` (canonical JSON) and ``constrained`` (the
+    card's words). Only ``name`` is required: the rest default as ``Workload`` does, or None where it has no
+    default (a test's or older code's protocol lacks them)."""
+
+    TITLE: ClassVar[str] = "workload"
+
+    name: str
+    kind: str | None = None
+    endpoint: str | None = None
+    output_tokens: int | None = None
+    input_tokens: int | None = None
+    seed: int = 0
+    description: str = ""
+    path: str | None = None
+    source_sha256: str | None = None
+    source_lines: int | None = None
+    skipped: tuple[str, ...] = ()
+    context_tokens: int | None = None
+    time_scale: float | None = None
+    block_tokens: int | None = None
+    window_s: float | None = field(default=None, metadata={"doc": "the card's trace windows, s"})
+    trace_format: str | None = None
+    zero_output: str | int | None = None
+    trace_format_read: str | None = None
+    floored: tuple[str, ...] = ()
+    constraint: str | None = None
+    constrained: str | None = None
+
+
+@dataclass(frozen=True)
+class Fairness(Wire):
+    """protocol.json's ``fairness``: what makes both servers' requests the same work (run/plan.py ``protocol``):
+    whether every request ignores EOS and sets ``min_tokens`` equal to ``max_tokens`` (both the pair file's
+    ``[sampling].ignore_eos``: outputs of exactly the tokens asked) and asks for the token ids back (always)."""
+
+    TITLE: ClassVar[str] = "fairness"
+
+    ignore_eos: bool | None = None
+    min_tokens_equals_max_tokens: bool | None = None
+    return_token_ids: bool | None = None
+
+
+@dataclass(frozen=True)
+class CandidateRecord(Wire):
+    """One of a sweep's protocol.json ``candidates``, by name (run/sweepsetup.py): the candidate's pair name and
+    pair file (``candidates/<name>.toml``), its speculative config and its draft (None without one), what
+    run/sweepsplit.py ``candidate_protocol`` puts in the candidate's own protocol."""
+
+    TITLE: ClassVar[str] = "candidate"
+
+    pair: str
+    pair_file: str
+    speculative_config: SpeculativeConfig
+    draft: ModelHashes | None
+
+
+@dataclass(frozen=True)
+class EngineRecord(Wire):
+    """protocol.json's ``engine``: the pair file's ``[engine]`` as both servers were launched (profile/pair.py
+    ``Engine``): the launch ``command`` and the engine ``args`` (util/redact.py ``redact_argv``: credentials
+    cut), its environment (``env``, redacted) and ``seed``, and the speculative server's own environment
+    (``speculative_env``; absent in a protocol of older code)."""
+
+    TITLE: ClassVar[str] = "engine"
+
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
+    env: Mapping[str, str] | None = None
+    seed: int | None = None
+    speculative_env: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class SamplingRecord(Wire):
+    """protocol.json's and the card's ``sampling``: the pair file's ``[sampling]`` sent identically to both
+    servers (profile/pair.py ``Sampling``): ``temperature`` (0: greedy), ``top_p``, ``seed``, ``ignore_eos`` and
+    the neutral ``top_k`` (-1: off), ``min_p``, ``repetition_penalty``, ``presence_penalty`` and
+    ``frequency_penalty`` (absent in a protocol of older code)."""
+
+    TITLE: ClassVar[str] = "sampling"
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    ignore_eos: bool | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None

@@ -3,7 +3,9 @@ check/hashes.py ``model_hashes``), :class:`DesignRecord` with its :class:`ArmRec
 protocol.json's ``design``: run/flow.py ``design_record``), :class:`StatusFile` (``status.json``, written by
 run/closing.py when the run ends, read by ``loadgen runs`` and the card: store/files.py), :class:`ProgressFile`
 (``progress.json``, rewritten by run/slotcount.py at every slot's start and end, read by ``loadgen runs`` for a
-running folder) and :class:`LaunchFile` (``servers/<server>-launch.json``, run/bench.py).
+running folder), :class:`LaunchFile` (``servers/<server>-launch.json``, run/bench.py) and :class:`RecordedUrl`
+(a server's URL as protocol.json's ``attach`` and ``metrics_urls`` record it, serve/attached.py ``attach_record``)
+and :class:`ServerFiles` (one server's ``servers/`` files as the card copies them: store/runfiles.py ``read_run``).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record: ``to_json`` writes the required fields and those set
 away from their defaults, in declared order (the keys earlier code wrote, in its order), so a model without files
@@ -14,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from loadgen.records.cardwire import Wire
+from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.wire import JsonObject
 from loadgen.util.numbers import clock
 
 
@@ -36,6 +40,18 @@ class ModelHashes(Wire):
     draft_vocab_size: int | None = None
     build: str | None = None
     weight_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class RecordedUrl(Wire):
+    """One server's URL as protocol.json's ``attach`` (the URL a server was attached at) and ``metrics_urls`` (its
+    ``/metrics`` URL given apart from the API URL) record it, per role: the URL without credentials (util/redact.py
+    ``redact_url``) and whether nothing was stripped (``complete``; False: ``--resume`` asks for the URL again)."""
+
+    TITLE: ClassVar[str] = "recorded URL"
+
+    url: str
+    complete: bool
 
 
 @dataclass(frozen=True)
@@ -113,7 +129,7 @@ class ArmRecord(Wire):
     server: str
     port: int
     attached: bool
-    speculative_config: Mapping[str, Any] | None
+    speculative_config: SpeculativeConfig | None
 
 
 @dataclass(frozen=True)
@@ -128,3 +144,37 @@ class DesignRecord(Wire):
     placebo_effective: str
     server_starts: int
     order: tuple[tuple[str | int, ...], ...]
+
+
+@dataclass(frozen=True)
+class ServerFiles(Wire):
+    """One server's files (``servers/<server>-<part>.json``, store/serverfiles.py ``SERVER_PARTS``) as the card
+    copies them: ``launch`` (:class:`LaunchFile`), ``effective``
+    (records/server.py ``StartupRecord``), ``resources`` (records/usage.py ``ServerUsage`` per moment: ``ready``,
+    ``after_load``) and ``teardown`` (``Teardown`` or ``AttachedTeardown``); None where the folder has no such
+    file. Each part stays the JSON object as saved, by whichever loadgen wrote it, because files of older code
+    lack fields their records now require (an effective file without ``engine_path``, a teardown without
+    ``gpu_settle``) and a card copies them verbatim; report/serversmd.py, serve/placement.py and
+    :class:`~loadgen.records.serverfacts.ServerView` read them leniently (a missing key: unknown)."""
+
+    launch: JsonObject | None = None
+    effective: JsonObject | None = None
+    resources: JsonObject | None = None
+    teardown: JsonObject | None = None
+
+    def usage(self) -> JsonObject | None:
+        """The server's usage after load, else when ready (records/usage.py ``ServerUsage`` as saved); None
+        without either."""
+        moments = self.resources or {}
+        found = moments.get("after_load") or moments.get("ready")
+        return found if isinstance(found, Mapping) else None
+
+    def version(self) -> str | None:
+        """The vLLM version the server reported (``effective.version``); None when it did not."""
+        found = (self.effective or {}).get("version")
+        return found if isinstance(found, str) else None
+
+    def replicas(self) -> tuple[str, ...]:
+        """The signs of more than one replica its start-up check saw (``effective.replicas``); none when absent."""
+        found = (self.effective or {}).get("replicas")
+        return tuple(str(v) for v in found) if isinstance(found, list) else ()

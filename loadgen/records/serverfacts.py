@@ -18,10 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadgen.records.cardwire import Wire
 from loadgen.util.argv import flag_value, vllm_int
+
+if TYPE_CHECKING:
+    from loadgen.records.runparts import ServerFiles
 
 #: Field -> the launch flags that set it (canonical first; vLLM's short aliases after).
 FLAGS: Mapping[str, tuple[str, ...]] = {
@@ -136,15 +139,15 @@ class ServerView:
     kv_cache_tokens: int | None = None
 
     @classmethod
-    def of(cls, entry: object) -> ServerView:
-        """The view of a card's ``servers[role]`` entry (``launch``, ``effective``, ``resources``), read leniently:
-        what is missing or of another shape stays unknown."""
-        d: Mapping[str, Any] = entry if isinstance(entry, Mapping) else {}
-        eff: Mapping[str, Any] = d["effective"] if isinstance(d.get("effective"), Mapping) else {}
+    def of(cls, entry: ServerFiles | None) -> ServerView:
+        """The view of a card's ``servers[role]`` entry (records/server.py ``ServerFiles``: ``effective``,
+        ``resources``; None: no such server), read leniently: what is missing or of another shape stays
+        unknown."""
+        eff: Mapping[str, Any] = (entry.effective if entry else None) or {}
         path: Mapping[str, Any] = eff["engine_path"] if isinstance(eff.get("engine_path"), Mapping) else {}
         data = eff.get("server_facts")
         facts = ServerFacts.from_json(data, source="servers effective server_facts") if data else ServerFacts()
-        res: Mapping[str, Any] = d["resources"] if isinstance(d.get("resources"), Mapping) else {}
+        res: Mapping[str, Any] = (entry.resources if entry else None) or {}
         usage = res.get("after_load") or res.get("ready") or {}
         tokens = usage.get("kv_cache_tokens") if isinstance(usage, Mapping) else None
         return cls(

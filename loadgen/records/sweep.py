@@ -13,7 +13,7 @@ sweep`` (the criteria's outcome), ``loadgen diff`` (the candidates' folders) and
 
 The parts copied from elsewhere keep their documented shapes: an entry's ``ratio`` and a cell's
 ``noise_floor`` (the pair card's ratio: ``value``, ``ci_low``, ``ci_high``, ``pairs``...), ``criteria``
-(records/criteria.py ``Criteria.to_json``), ``command_line`` (profile/overrides.py), ``trace``
+(records/criteria.py ``Criteria.to_json``), ``command_line`` (records/overrides.py ``CommandLine``), ``trace``
 (report/tracedata.py ``sweep_trace``) and a schedule's ``config`` (vLLM's ``--speculative-config``). Its JSON
 Schema is generated from the fields' type hints (:meth:`SweepCard.json_schema`, committed as records/sweep.schema.json).
 """
@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from loadgen.records.cardcell import Ratio
 from loadgen.records.cardwire import IN_FILE, Whole
+from loadgen.records.overrides import CommandLine
 from loadgen.records.sweepchoice import KSchedule, LevelChoice, Recommendation, WorkloadChoice
 from loadgen.records.trace import TraceSection
 
@@ -187,7 +188,7 @@ class SweepCard(Whole):
     recommendation: Recommendation
     trace: Mapping[str, Any] | None = None
     plots: list[str] = field(default_factory=list)
-    command_line: Mapping[str, Any] | None = None
+    command_line: CommandLine | None = None
     FIX: ClassVar[str] = FIX
     TITLE: ClassVar[str] = f"loadgen sweep.json ({SCHEMA})"
 

@@ -17,12 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from loadgen.errors import BadInput
 
 #: The fix a damaged run file gets unless its reader names another.
 RESTORE = "restore the file from its run folder, or measure the run again"
+
+if TYPE_CHECKING:
+    #: Any JSON value: null, true/false, a number, a string, a list of JSON values or an object of them.
+    JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | Mapping[str, "JsonValue"] | None
+else:  # read as a value checked no further (records/hints.py: ``Any``), so its schema is any value
+    JsonValue = Any
+#: A JSON object kept as it is: a record's field whose shape is not loadgen's to fix (its doc says why).
+JsonObject: TypeAlias = Mapping[str, JsonValue]
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ def _where(cells: Sequence[CellVerdict]) -> str:
 
 def _deploy_line(card: PairCard) -> AnswerItem:
     verdict = card.verdict
-    code = json.dumps(card.speculative_config, sort_keys=True) if card.speculative_config else None
+    given = card.speculative_config.to_json() if card.speculative_config else None
+    code = json.dumps(given, sort_keys=True) if given else None
     config = "{code}" if code is not None else "speculative"
     if verdict.declared is False or verdict.passed is None:
         return AnswerItem("deploy", "not judged: declare [criteria] to decide which configuration to deploy")

@@ -34,7 +34,7 @@ from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
 from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
-from loadgen.records.protoparts import Slo, StopRuleRecord
+from loadgen.records.protoparts import EngineRecord, SamplingRecord, Slo, StopRuleRecord
 from loadgen.records.request import RequestRecord
 from loadgen.records.serverfacts import ServerView
 from loadgen.records.speculative import SpeculativeConfig
@@ -212,7 +212,7 @@ def _cell(
         proto, by_cell[(*key, "plain")], by_cell[(*key, "speculative")], by_cell.get((*key, PLACEBO)) or [], stats
     )
     role_entries = {role: _summed(es) for role in ROLES if (es := entries.get((*key, role)))}
-    greedy = (proto.sampling or {}).get("temperature") == 0
+    greedy = proto.sampling is not None and proto.sampling.temperature == 0
     diag = _diagnose(by_cell[(*key, "plain")], by_cell[(*key, "speculative")], stats, greedy, _lossy(proto))
     notes = _notes(sides, ratios, role_entries) + noise_notes(ratios, floor)
     notes += [n for role, side in sides.items() for n in side_notes(role, side)]
@@ -273,7 +273,7 @@ def card_of(files: RunFiles) -> PairCard:
         if not r.warmup:
             by_cell[(*CellKey.named(r.workload, r.level, r.concurrency), r.role)].append(r)
     entries: dict[tuple[str, str, str], list[CellEntry]] = defaultdict(list)
-    startup = {role: (s.get("effective") or {}).get("replicas") or () for role, s in servers.items()}
+    startup = {role: s.replicas() for role, s in servers.items()}
     for e in spread(files.entries, startup):  # replicas seen once mark every block of that server
         entries[(*e.key, e.role)].append(e)
     planned: dict[tuple[str, str], ProtocolCell] = {}
@@ -281,13 +281,10 @@ def card_of(files: RunFiles) -> PairCard:
         planned.setdefault(c.key, c)
     cells = tuple(_cell(files, c, by_cell, entries) for c in planned.values())
     slo = SLO.of(proto.slo)
-    usage = {
-        role: (servers[role]["resources"] or {}).get("after_load") or (servers[role]["resources"] or {}).get("ready")
-        for role in ROLES
-    }
+    usage = {role: servers[role].usage() for role in ROLES}
     plain_use = UsageFigures.from_json(usage["plain"])
     diff = difference(plain_use, UsageFigures.from_json(usage["speculative"]))
-    versions = {role: (s["effective"] or {}).get("version") for role, s in servers.items()}
+    versions = {role: s.version() for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,
         pair=proto.pair,
@@ -295,10 +292,10 @@ def card_of(files: RunFiles) -> PairCard:
         complete=files.status.complete,
         failure=files.on_disk.failure,  # the run's own, plus what is partial or lost
         requests_on_disk=files.on_disk.requests_on_disk,
-        target=proto.target.to_json() if proto.target else {},
-        draft=proto.draft.to_json() if proto.draft else None,
-        speculative_config=None if proto.speculative_config is None else proto.speculative_config.to_json(),
-        sampling=proto.sampling or {},
+        target=proto.target,
+        draft=proto.draft,
+        speculative_config=proto.speculative_config,
+        sampling=proto.sampling or SamplingRecord(),
         engine_version=EngineVersion(
             versions.get("plain"),
             versions.get("speculative"),
@@ -325,7 +322,7 @@ def card_of(files: RunFiles) -> PairCard:
             difference=diff,
             notes=tuple(n for n in [kv_capacity_note(diff), budget_note(plain_use, diff)] if n),
         ).in_full(),
-        placement={role: placement(servers[role]).to_json() for role in ROLES},
+        placement={role: placement(servers[role]) for role in ROLES},
         verdict=card_verdict(proto, cells, judged_resources(diff), files.protocol_path),
         hardware=proto.hardware,
         command_line=proto.command_line or None,
@@ -339,8 +336,8 @@ def card_of(files: RunFiles) -> PairCard:
 def _lossy(proto: Protocol) -> str | None:
     """Why the run's speculative config is lossy by design (diagnosis.lossy_rejection over protocol.json's
     speculative config and the speculative server's environment), None when it keeps the target's output."""
-    engine = proto.engine or {}
-    env = {**(engine.get("env") or {}), **(engine.get("speculative_env") or {})}
+    engine = proto.engine or EngineRecord()
+    env = {**(engine.env or {}), **(engine.speculative_env or {})}
     return lossy_rejection((proto.speculative_config or SpeculativeConfig()).to_json(), env)
 
 

@@ -147,13 +147,13 @@ def _provenance(card: PairCard) -> Section:
     facts = {
         "generated_utc": card.generated_utc,
         "engine_version": card.engine_version.to_json(),
-        "target": card.target,
-        "draft": card.draft,
-        "speculative_config": card.speculative_config,
-        "sampling": card.sampling,
+        "target": card.target.to_json() if card.target else None,
+        "draft": card.draft.to_json() if card.draft else None,
+        "speculative_config": card.speculative_config.to_json() if card.speculative_config else None,
+        "sampling": card.sampling.to_json(),
         "stop_rule": card.stop_rule.to_json(),
         "prompts_sha256": card.prompts_sha256,
-        "command_line": card.command_line,
+        "command_line": card.command_line.to_json() if card.command_line else None,
         "hardware": card.hardware.to_json() if card.hardware else None,
     }
     lines = (f"complete: {'yes' if card.complete else 'no'}" + (f"; {card.failure}" if card.failure else ""),)

@@ -13,7 +13,7 @@ from typing import Any
 
 from loadgen.measure.outcomes import finish_line
 from loadgen.profile.cells import ROLES
-from loadgen.profile.overrides import Overrides, described
+from loadgen.profile.overrides import described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
 from loadgen.report.answermd import answer_rows
@@ -182,10 +182,10 @@ def _hardware(card: PairCard) -> str:
 def _model_line(card: PairCard, label: str) -> str:
     if (model := card.draft if label == "draft" else card.target) is None:
         return f"- **{label}**: none"
-    pin = model.get("content_sha256") or model.get("revision") or "unpinned"
-    vocab = f"; draft vocabulary {model['draft_vocab_size']} tokens" if model.get("draft_vocab_size") else ""
-    build = f"; {model['build']}" if model.get("build") else ""
-    return f"- **{label}**: `{model['model']}` (content sha256 `{pin}`{vocab}){build}"
+    pin = model.content_sha256 or model.revision or "unpinned"
+    vocab = f"; draft vocabulary {model.draft_vocab_size} tokens" if model.draft_vocab_size else ""
+    build = f"; {model.build}" if model.build else ""
+    return f"- **{label}**: `{model.model}` (content sha256 `{pin}`{vocab}){build}"
 
 
 def _cell_table(cell: CardCell) -> list[str]:
@@ -261,14 +261,15 @@ def _head_rows(card: PairCard) -> list[str]:
 
 def _compared_rows(card: PairCard) -> list[str]:
     """Provenance: the models and their hashes, the config, versions, sampling, levels, prompts, hardware."""
+    config = card.speculative_config.to_json() if card.speculative_config else None
     return [
         "## What was compared",
         "",
         _model_line(card, "target"),
         _model_line(card, "draft"),
-        f"- **speculative config**: `{json.dumps(card.speculative_config, sort_keys=True)}`",
+        f"- **speculative config**: `{json.dumps(config, sort_keys=True)}`",
         f"- **engine version**: plain {card.engine_version.plain}, speculative {card.engine_version.speculative}",
-        f"- **sampling**: `{json.dumps(card.sampling, sort_keys=True)}` (identical on both servers; "
+        f"- **sampling**: `{json.dumps(card.sampling.to_json(), sort_keys=True)}` (identical on both servers; "
         "ignore_eos with min_tokens = max_tokens)",
         f"- **concurrency levels** (closed loop): {', '.join(str(c) for c in card.concurrency)}; "
         f"stop rule `{json.dumps(card.stop_rule.to_json(), sort_keys=True)}`",
@@ -282,7 +283,7 @@ def _compared_rows(card: PairCard) -> list[str]:
 def _command_line_rows(card: PairCard) -> list[str]:
     """The values the command line gave instead of the pair file (``--concurrency``, ``--requests``,
     ``--workload``; profile/overrides.py), when it gave any."""
-    given = Overrides.from_json(dict(card.command_line) if card.command_line else None)
+    given = card.command_line.overrides() if card.command_line else None
     return [f"- **from the command line** (not the pair file): {described(given)}"] if given else []
 
 
@@ -326,6 +327,6 @@ def render_markdown(card: PairCard) -> str:
     out += _compared_rows(card) + servers_rows(card)
     out += ["## Files", "", "| model | file | sha256 |", "|---|---|---|"]
     for label, model in (("target", card.target), ("draft", card.draft)):
-        for name, digest in ((model or {}).get("files") or {}).items():
+        for name, digest in ((model.files if model else None) or {}).items():
             out.append(f"| {label} | {name} | `{digest}` |")
     return "\n".join(out) + "\n"

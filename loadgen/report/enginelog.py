@@ -4,15 +4,15 @@ effective record lacks one, so the card names it instead of saying unknown."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from loadgen.records.wire import JsonObject
 from loadgen.serve.enginepath import parse_engine_path
 from loadgen.store.runfiles import RunFiles, server_log
 
 
-def with_engine_path(effective: Mapping[str, object] | None, run_dir: Path, role: str) -> Mapping[str, object] | None:
+def with_engine_path(effective: JsonObject | None, run_dir: Path, role: str) -> JsonObject | None:
     """``effective`` (``servers/<role>-effective.json``) with its ``engine_path`` parsed from the startup log
     ``servers/<role>.log`` when a record of older code lacks it and the run folder kept the log; unchanged
     otherwise (the card then says unknown)."""
@@ -24,7 +24,7 @@ def with_engine_path(effective: Mapping[str, object] | None, run_dir: Path, role
 def with_engine_paths(files: RunFiles, run_dir: Path) -> RunFiles:
     """``files`` with each server's effective record completed by :func:`with_engine_path`."""
     servers = {
-        role: {**parts, "effective": with_engine_path(parts["effective"], run_dir, role)}
+        role: replace(parts, effective=with_engine_path(parts.effective, run_dir, role))
         for role, parts in files.servers.items()
     }
     return replace(files, servers=servers)

@@ -68,7 +68,7 @@ def refresh_saved_card(run_dir: Path) -> PairCard:
         for cell in card.cells
     )
     servers = {
-        role: {**server, "effective": with_engine_path(server.get("effective"), run_dir, role)}
+        role: replace(server, effective=with_engine_path(server.effective, run_dir, role))
         for role, server in card.servers.items()
     }  # a card of older code: the engine path from the log
     proto = read_protocol(run_dir / "protocol.json")

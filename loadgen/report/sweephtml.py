@@ -69,7 +69,7 @@ def _provenance(card: SweepCard) -> Section:
         "primary_metric": card.primary_metric,
         "speedup_definition": card.speedup_definition,
         "upper_bound_formula": card.upper_bound_formula,
-        "command_line": card.command_line,
+        "command_line": card.command_line.to_json() if card.command_line else None,
     }
     return Section("Provenance", code=json.dumps(facts, indent=2, default=str), open=False)
 

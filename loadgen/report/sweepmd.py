@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from loadgen.profile.overrides import Overrides, described
+from loadgen.profile.overrides import described
 from loadgen.records.runparts import SIZING_DECIDED
 from loadgen.records.sweep import SweepCard, SweepCell, SweepDesign, SweepEntry
 from loadgen.report.answermd import AnswerItem
@@ -98,7 +98,7 @@ def _bytes(v: float | None, same_budget: bool | None = None) -> str:
 
 def _command_line(card: SweepCard) -> list[str]:
     """The values the command line gave instead of the sweep file (profile/overrides.py), when it gave any."""
-    given = Overrides.from_json(dict(card.command_line) if card.command_line else None)
+    given = card.command_line.overrides() if card.command_line else None
     return [f"From the command line (not the sweep file): {described(given)}.", ""] if given else []
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from loadgen.profile.cells import PLACEBO, PLAIN, PLAIN_ARMS
 from loadgen.profile.pair import SLO
 from loadgen.profile.trace import WINDOW_S
 from loadgen.records.protocol import Protocol
+from loadgen.records.protoparts import WorkloadRecord
 from loadgen.records.request import RequestRecord
 from loadgen.records.sweep import Recommendation, SweepCandidate
 from loadgen.records.trace import ScheduleEstimate, TraceArm, TraceChoice, TraceRow, TraceSection, TraceServer
@@ -74,16 +74,16 @@ def _server(blocks: Blocks, slo: SLO) -> TraceServer:
 
 
 def trace_workload(
-    workload: Mapping[str, Any], records: Sequence[RequestRecord], slo: SLO, schedule: Schedule = None
+    workload: WorkloadRecord, records: Sequence[RequestRecord], slo: SLO, schedule: Schedule = None
 ) -> TraceRow | None:
     """One trace workload's row (records/trace.py ``TraceRow``) from its protocol entry (``name``, ``window_s``,
     ``time_scale``); None when it has no plain records. ``schedule``: a sweep's K schedule (the workload it came
     from, its config) and the arms' speculative configs, judged on the trace (report/traceschedule.py)."""
-    name = workload["name"]
+    name = workload.name
     blocks = _blocks(records, name)
     if PLAIN not in blocks:
         return None
-    window = float(workload.get("window_s") or WINDOW_S)
+    window = float(workload.window_s or WINDOW_S)
     band = _speedup_band(blocks)
     span = max((max(offsets(b).values(), default=0.0) for b in blocks[PLAIN]), default=0.0)
     ids = [set(offsets(b)) for b in blocks[PLAIN]]
@@ -100,7 +100,7 @@ def trace_workload(
     return TraceRow(
         workload=name,
         base=name.split("@ts")[0],
-        time_scale=workload.get("time_scale") or 1.0,
+        time_scale=workload.time_scale or 1.0,
         window_s=window,
         requests=len(ids[0]) if ids else 0,
         span_s=span,
@@ -148,7 +148,7 @@ def trace_section(
     protocol: Protocol, records: Sequence[RequestRecord], schedule: Schedule = None
 ) -> TraceSection | None:
     """The ``trace`` section (module docstring) of a run's protocol.json and records; None without a trace."""
-    traces = [w for w in protocol.workloads if w.get("kind") == "trace"]
+    traces = [w for w in protocol.workloads if w.kind == "trace"]
     if not traces:
         return None
     slo = SLO.of(protocol.slo)
@@ -171,7 +171,7 @@ def sweep_trace(
     if not (sweep_dir / "protocol.json").is_file() or not (sweep_dir / "requests.jsonl").is_file():
         return None
     protocol = read_protocol(sweep_dir / "protocol.json")
-    if not any(w.get("kind") == "trace" for w in protocol.workloads):
+    if not any(w.kind == "trace" for w in protocol.workloads):
         return None
     found = next(
         (

@@ -19,6 +19,7 @@ from typing import Any
 from loadgen.records.card import ContextRow
 from loadgen.records.cardcell import Acceptance, CardCell, Ratio
 from loadgen.records.protocol import Protocol
+from loadgen.records.protoparts import WorkloadRecord
 from loadgen.records.request import RequestRecord
 
 __all__ = ["context_axis", "context_rows", "length_summary", "workload_statement"]
@@ -43,22 +44,19 @@ def _trace_format(declared: str | None, read: str | None) -> str:
     return f"format {read} (detected)" if read else "format detected (not recorded)"
 
 
-def _source(w: Mapping[str, Any]) -> str:
-    if w.get("kind") not in ("file", "trace"):
-        return f"generator {w.get('kind')}, seed {w.get('seed', 0)}"
-    skipped, floored = list(w.get("skipped") or ()), list(w.get("floored") or ())
+def _source(w: WorkloadRecord) -> str:
+    if w.kind not in ("file", "trace"):
+        return f"generator {w.kind}, seed {w.seed}"
+    skipped, floored = list(w.skipped), list(w.floored)
     counts = f"{len(skipped)} skipped{': ' + _named(skipped) if skipped else ''}"
-    if w["kind"] == "file":
-        return (
-            f"file {w.get('path')} (sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, {counts}; "
-            f"sampled with seed {w.get('seed', 0)})"
-        )
-    floor = f", {len(floored)} sent with the declared floor of {w.get('zero_output')} output tokens: {_named(floored)}"
-    fmt = _trace_format(w.get("trace_format"), w.get("trace_format_read"))
+    if w.kind == "file":
+        return f"file {w.path} (sha256 {w.source_sha256}, {w.source_lines} lines, {counts}; sampled with seed {w.seed})"
+    floor = f", {len(floored)} sent with the declared floor of {w.zero_output} output tokens: {_named(floored)}"
+    fmt = _trace_format(w.trace_format, w.trace_format_read)
     return (
-        f"trace {w.get('path')} ({fmt}; sha256 {w.get('source_sha256')}, {w.get('source_lines')} lines, "
-        f"{counts}{floor if floored else ''}; replayed at its times x {w.get('time_scale') or 1:g}, blocks of "
-        f"{w.get('block_tokens')} tokens)"
+        f"trace {w.path} ({fmt}; sha256 {w.source_sha256}, {w.source_lines} lines, "
+        f"{counts}{floor if floored else ''}; replayed at its times x {w.time_scale or 1:g}, blocks of "
+        f"{w.block_tokens} tokens)"
     )
 
 
@@ -86,21 +84,19 @@ def workload_statement(protocol: Protocol, records: Iterable[RequestRecord]) -> 
             got_out.setdefault(r.workload, []).append(r.output_tokens)
     parts = []
     for w in protocol.workloads:
-        name = w["name"]
-        inputs = (
-            length_summary(sent_in[name]) if name in sent_in else f"{w.get('input_tokens') or 'natural'} (declared)"
-        )
-        outputs = length_summary(sent_out[name]) if name in sent_out else f"{w['output_tokens']} (declared)"
+        name = w.name
+        inputs = length_summary(sent_in[name]) if name in sent_in else f"{w.input_tokens or 'natural'} (declared)"
+        outputs = length_summary(sent_out[name]) if name in sent_out else f"{w.output_tokens} (declared)"
         got = f", received {length_summary(got_out[name])}" if name in got_out else ""
-        grammar = f"; grammar-constrained: {w['constrained']}{got}" if w.get("constrained") else ""
+        grammar = f"; grammar-constrained: {w.constrained}{got}" if w.constrained else ""
         parts.append(
-            f"{name} ({w['kind']}, {w.get('endpoint', 'completions')}; {_source(w)}; input tokens "
+            f"{name} ({w.kind}, {w.endpoint or 'completions'}; {_source(w)}; input tokens "
             f"min/median/max {inputs}, output tokens {outputs}{grammar})"
         )
     return (
         "Conclusions hold for the workloads tested only: " + "; ".join(parts) + ". They do not carry over to "
         "other traffic: acceptance depends on what is asked (copying or short answers versus multi-step "
-        "reasoning)." + (GRAMMAR if any(w.get("constrained") for w in protocol.workloads) else "")
+        "reasoning)." + (GRAMMAR if any(w.constrained for w in protocol.workloads) else "")
     )
 
 

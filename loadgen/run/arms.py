@@ -19,7 +19,7 @@ from pathlib import Path
 
 from loadgen.profile.cells import PLACEBO, PLAIN, speculates
 from loadgen.profile.pair import Pair, RoleServer
-from loadgen.records.runparts import ArmRecord
+from loadgen.records.runparts import ArmRecord, RecordedUrl
 from loadgen.serve import servers
 from loadgen.serve.attached import attach_record
 
@@ -244,12 +244,12 @@ def describe(arms: Sequence[Arm]) -> tuple[ArmRecord, ...]:
     speculative config (None for a plain arm)."""
     out: list[ArmRecord] = []
     for a in arms:
-        config = a.pair.speculative.to_json() if a.speculative else None
+        config = a.pair.speculative if a.speculative else None
         out.append(ArmRecord(a.name, a.server, a.port, a.attach_url is not None, config))
     return tuple(out)
 
 
-def metrics_record(arms: Sequence[Arm]) -> dict[str, dict[str, str | bool]]:
+def metrics_record(arms: Sequence[Arm]) -> dict[str, RecordedUrl]:
     """protocol.json's ``metrics_urls``: each role's metrics URL (``speculative`` for every speculative arm),
     as serve/attached.py ``attach_record`` writes URLs; empty when every ``/metrics`` is at its API URL."""
     urls = {("speculative" if a.speculative else a.server): a.metrics_url for a in arms if a.metrics_url}

@@ -38,8 +38,9 @@ from loadgen.profile.workload import (
     needs_tokenizer,
     prompts_digest,
 )
-from loadgen.records.overrides import Overrides
+from loadgen.records.cardwire import wire_fields
 from loadgen.records.protocol import Protocol
+from loadgen.records.protoparts import WorkloadRecord
 from loadgen.records.usage import ClientHost, Hardware
 from loadgen.run.traceplan import trace_cells
 from loadgen.serve import resources
@@ -229,13 +230,11 @@ def replay_protocol(
         )
     original = Path(proto.pair_file or folder / "pair.toml")  # its workload paths' folder
     pair = load_pair(str(folder / "pair.toml"), workloads_dir=workloads_dir, beside=original.parent)
-    workloads = {w["name"]: w for w in proto.workloads}
+    workloads = {w.name: _workload(w, protocol_path) for w in proto.workloads}
     pair = replace(
         pair,
-        workloads=tuple(
-            Workload(**(dict(w) | {k: tuple(w.get(k) or ()) for k in ("skipped", "floored")})) for w in proto.workloads
-        ),
-        overrides=Overrides.from_json(proto.command_line),
+        workloads=tuple(workloads.values()),
+        overrides=proto.command_line.overrides() if proto.command_line else None,
     )
     cells = []
     for c in proto.cells:
@@ -243,7 +242,7 @@ def replay_protocol(
         cells.append(
             CellSpec(
                 c.workload,
-                workloads[c.workload]["endpoint"],
+                workloads[c.workload].endpoint,
                 Level(c.concurrency, c.rate_rps),
                 c.repetition,
                 tuple(pick[0]),
@@ -254,6 +253,18 @@ def replay_protocol(
         )
     order = None if proto.design is None or proto.design.order is None else [list(o) for o in proto.design.order]
     return pair, cells, order
+
+
+def _workload(w: WorkloadRecord, protocol_path: Path) -> Workload:
+    """The workload protocol.json recorded (:func:`protocol` wrote its fields by name); ProfileError where it
+    lacks what a ``Workload`` needs (a protocol written by hand)."""
+    if w.kind is None or w.endpoint is None or w.output_tokens is None:
+        raise ProfileError(
+            f"{protocol_path}: workload {w.name!r} lacks its kind, endpoint or output_tokens; pass the "
+            "protocol.json of a run folder"
+        )
+    given = {name: getattr(w, name) for name in wire_fields(WorkloadRecord)}
+    return Workload(**given | {"kind": w.kind, "endpoint": w.endpoint, "output_tokens": w.output_tokens})
 
 
 def _prompt(d: dict[str, Any]) -> Prompt:

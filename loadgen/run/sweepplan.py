@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from loadgen.errors import BadInput
 from loadgen.profile.cells import CellSpec
+from loadgen.records.speculative import SpeculativeConfig
 from loadgen.report.saveddata import read_card
 from loadgen.run.design import Slot, balanced_order, server_starts
 from loadgen.store.serverfiles import read_server_file
@@ -131,9 +132,8 @@ def _card_timings(path: Path) -> list[Timing]:
         card = read_card(path)
     except (BadInput, OSError):
         return []
-    config = card.speculative_config or {}
-    method = str(config.get("method") or "speculative")
-    k = config.get("num_speculative_tokens") if isinstance(config.get("num_speculative_tokens"), int) else None
+    config = card.speculative_config or SpeculativeConfig()
+    method, k = config.method or "speculative", config.num_speculative_tokens
     found = []
     for cell in card.cells:
         for role, kind, kk in ((PLAIN, PLAIN, None), ("speculative", method, k)):

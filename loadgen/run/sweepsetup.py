@@ -29,7 +29,7 @@ from loadgen.profile.pairfile import PAIRS_DIR, load_pair
 from loadgen.profile.tomlread import read_toml
 from loadgen.profile.workload import WORKLOADS_DIR
 from loadgen.records.candidates import Candidate, candidate_doc, expand_candidates
-from loadgen.records.protoparts import RunDesign
+from loadgen.records.protoparts import CandidateRecord, RunDesign
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
 from loadgen.report.sweepwrite import write_sweep_card
@@ -135,12 +135,7 @@ def _lay_out(
     proto = proto.with_fields(
         design=(proto.design or RunDesign()).with_run(flow.design_record(m)),
         candidates={
-            n: {
-                "pair": p.name,
-                "pair_file": str(p.path),
-                "speculative_config": p.speculative.to_json(),
-                "draft": model_hashes(p.draft).to_json() if p.draft else None,
-            }
+            n: CandidateRecord(p.name, str(p.path), p.speculative, model_hashes(p.draft) if p.draft else None)
             for n, p in pairs.items()
         },
     )

@@ -17,8 +17,6 @@ from pathlib import Path
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.records.protocol import Protocol
 from loadgen.records.protoparts import RunDesign
-from loadgen.records.runparts import ModelHashes
-from loadgen.records.speculative import SpeculativeConfig
 from loadgen.store.files import read_protocol, read_sweep_checks, write_checks, write_protocol
 from loadgen.store.rundir import read_jsonl, write_text
 from loadgen.util import strictjson
@@ -53,12 +51,10 @@ def candidate_protocol(proto: Protocol, candidate: str) -> Protocol:
     )
     own = tuple(k for k in proto.keys or proto.to_json() if k != "candidates")
     return replace(proto, candidates=None, keys=own).with_fields(
-        pair=mine["pair"],
-        pair_file=mine["pair_file"],
-        draft=None if mine["draft"] is None else ModelHashes.from_json(mine["draft"], source="protocol.json"),
-        speculative_config=SpeculativeConfig.from_json(
-            mine["speculative_config"], source=f"protocol.json candidates.{candidate}"
-        ),
+        pair=mine.pair,
+        pair_file=mine.pair_file,
+        draft=mine.draft,
+        speculative_config=mine.speculative_config,
         design=design,
         sweep_candidate=candidate,
     )

@@ -25,6 +25,7 @@ import httpx
 from loadgen.errors import BadInput, RunFailed, ServerError
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import scrape
+from loadgen.records.runparts import RecordedUrl
 from loadgen.serve.launchspec import LaunchSpec
 from loadgen.util.redact import redact_url
 from loadgen.util.tls import tls_context
@@ -247,14 +248,14 @@ def _facts(spec: LaunchSpec, listing: httpx.Response) -> AttachedFacts:
     return AttachedFacts(engine_version(spec.base_url, spec.headers), listed_max_model_len(body, spec.served_model))
 
 
-def attach_record(attach: Mapping[str, str]) -> dict[str, dict[str, str | bool]]:
-    """The attach URLs for protocol.json, without credentials: ``{role: {"url": ..., "complete": bool}}``;
-    ``complete`` is False when something was stripped (then ``--resume`` asks for the URL again)."""
-    return {role: {"url": redact_url(url), "complete": redact_url(url) == url.strip()} for role, url in attach.items()}
+def attach_record(attach: Mapping[str, str]) -> dict[str, RecordedUrl]:
+    """The attach URLs for protocol.json, without credentials: per role its records/runparts.py ``RecordedUrl``,
+    ``complete`` False when something was stripped (then ``--resume`` asks for the URL again)."""
+    return {role: RecordedUrl(redact_url(url), redact_url(url) == url.strip()) for role, url in attach.items()}
 
 
 def resume_urls(
-    recorded: Mapping[str, Any], given: Mapping[str, str], roles: Iterable[str], flag: str = "attach"
+    recorded: Mapping[str, RecordedUrl], given: Mapping[str, str], roles: Iterable[str], flag: str = "attach"
 ) -> dict[str, str]:
     """The attach URLs of a resumed run (``flag`` ``metrics``: its metrics URLs, protocol.json's
     ``metrics_urls``): those ``given`` on the command line, else the ``recorded`` ones (:func:`attach_record`)
@@ -264,12 +265,12 @@ def resume_urls(
     what = "attached to the {role} server" if flag == "attach" else "read the {role} server's /metrics"
     for role in roles:
         entry = recorded.get(role)
-        if role in out or not isinstance(entry, dict):
+        if role in out or entry is None:
             continue
-        if not entry.get("complete", True):
+        if not entry.complete:
             raise BadInput(
-                f"this run {what.format(role=role)} at {entry['url']}, whose credentials were not "
+                f"this run {what.format(role=role)} at {entry.url}, whose credentials were not "
                 f"saved; give its URL again with --{flag}-{role} URL"
             )
-        out[role] = entry["url"]
+        out[role] = entry.url
     return out

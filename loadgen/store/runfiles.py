@@ -6,13 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from loadgen.errors import BadInput
 from loadgen.records.cell import CellEntry
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
-from loadgen.records.runparts import StatusFile
+from loadgen.records.runparts import ServerFiles, StatusFile
 from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
 from loadgen.store.ondisk import NO_STATUS, OnDisk, on_disk
 from loadgen.store.serverfiles import SERVER_PARTS, read_server_file
@@ -21,16 +20,16 @@ from loadgen.store.serverfiles import SERVER_PARTS, read_server_file
 @dataclass(frozen=True)
 class RunFiles:
     """What the card needs from a run folder: protocol.json (checked, store/rundir.py ``read_protocol``),
-    status.json, requests.jsonl's records,
-    cells.jsonl's lines, ``servers[role][part]`` (None when absent), the card's ``failure`` and
-    ``requests_on_disk`` (partial.on_disk), where protocol.json lies and the card's ``generated_utc``."""
+    status.json, requests.jsonl's records, cells.jsonl's lines, each server's files (``servers[role]``,
+    records/server.py ``ServerFiles``), the card's ``failure`` and ``requests_on_disk`` (partial.on_disk), where
+    protocol.json lies and the card's ``generated_utc``."""
 
     protocol: Protocol
     status: StatusFile
     records: list[RequestRecord]
     entries: list[CellEntry]
-    #: per role, per part (:data:`SERVER_PARTS`): the server's record as written, None when absent
-    servers: Mapping[str, Mapping[str, Any]]
+    #: per role its files (:data:`SERVER_PARTS`), each as written, None when absent
+    servers: Mapping[str, ServerFiles]
     on_disk: OnDisk
     protocol_path: Path
     generated_utc: str
@@ -45,7 +44,12 @@ def read_run(run_dir: Path, roles: Sequence[str], optional: Sequence[str] = ()) 
     status = read_status(run_dir) or NO_STATUS
     entries = read_cell_lines(run_dir / "cells.jsonl")
     found = [*roles, *(r for r in optional if (run_dir / "servers" / f"{r}-effective.json").is_file())]
-    servers = {role: {part: read_server_file(run_dir, role, part) for part in SERVER_PARTS} for role in found}
+    servers = {
+        role: ServerFiles.from_json(
+            {part: read_server_file(run_dir, role, part) for part in SERVER_PARTS}, source=f"{run_dir}/servers/{role}"
+        )
+        for role in found
+    }
     torn: list[str] = []
     records = load_records(run_dir, torn)
     return RunFiles(

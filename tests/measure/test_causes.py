@@ -11,6 +11,7 @@ from loadgen.measure.causes import schedule_note, warming_note
 from loadgen.measure.stepcause import DRAFT_FLOOR, abnormal_step_note, draft_cost, expected_step_ratio
 from loadgen.records.cardcell import Cost
 from loadgen.records.cell import CellEntry
+from loadgen.records.runparts import ServerFiles
 from loadgen.records.serverfacts import ServerFacts, ServerView, facts_line
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.serve.enginepath import parse_engine_path
@@ -30,7 +31,7 @@ def _server(log: str | None, facts: ServerFacts | None = None) -> ServerView:
         "speculative_config_log": "SpeculativeConfig(...)" if log is not None else None,
         "engine_path": path.to_json(),
     }
-    return ServerView.of({"effective": {**eff, **({"server_facts": facts.to_json()} if facts else {})}})
+    return ServerView.of(ServerFiles(effective={**eff, **({"server_facts": facts.to_json()} if facts else {})}))
 
 
 def test_a_warming_proposer_shows_its_per_block_acceptance() -> None:
@@ -153,9 +154,11 @@ def test_the_schedule_note_replaces_by_design_and_a_named_cause_replaces_the_gen
     )
     views = {
         "plain": ServerView.of(
-            {"effective": {"server_facts": ServerFacts.from_args(["--max-num-seqs", "4"]).to_json()}}
+            ServerFiles(effective={"server_facts": ServerFacts.from_args(["--max-num-seqs", "4"]).to_json()})
         ),
-        "speculative": ServerView.of({"effective": {"server_facts": ServerFacts.from_args(["-dp", "2"]).to_json()}}),
+        "speculative": ServerView.of(
+            ServerFiles(effective={"server_facts": ServerFacts.from_args(["-dp", "2"]).to_json()})
+        ),
     }
     lines = {"plain": [], "speculative": [_block(0, 100, 300, 200)]}
     ratio = Ratio.from_json({"value": 1.4}, source="test")

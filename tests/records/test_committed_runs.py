@@ -112,7 +112,7 @@ def test_every_cell_a_run_measured_is_one_its_protocol_planned_and_its_card_show
     lines = (run / "cells.jsonl").read_text().splitlines()
     entries = [CellEntry.from_json(json.loads(line), source=f"cells.jsonl line {i}") for i, line in enumerate(lines, 1)]
     measured = {e.key for e in entries}
-    assert measured <= planned and {e.workload for e in entries} <= {w["name"] for w in proto.workloads}
+    assert measured <= planned and {e.workload for e in entries} <= {w.name for w in proto.workloads}
     if not (run / "card.json").is_file():  # a sweep's own folder: its candidates' folders hold the cards
         assert (run / "sweep.json").is_file()
         return

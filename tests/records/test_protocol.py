@@ -73,7 +73,7 @@ def test_every_committed_protocol_validates_against_the_schema(path: Path) -> No
         (lambda d: d["cells"][0].update(measured=[1]), "cells[0].measured", "expected a list of strings, got [1]"),
         (lambda d: d.update(concurrency="1,4"), "concurrency", "expected a list of integers, got '1,4'"),
         (lambda d: d.update(engine_version=24), "engine_version", "expected a string or null, got 24"),
-        (lambda d: d.pop("workloads"), "workloads", "missing (expected a list of objects)"),
+        (lambda d: d.pop("workloads"), "workloads", "missing (expected a list of objects (workload))"),
     ],
 )
 def test_a_bad_field_is_one_line_and_the_schema_refuses_it_too(

@@ -7,6 +7,7 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.records.runparts import ArmRecord, DesignRecord, ModelHashes, StatusFile
+from loadgen.records.speculative import SpeculativeConfig
 
 
 def test_model_hashes_of_a_hub_id_and_a_local_folder() -> None:
@@ -36,7 +37,9 @@ def test_status_file_keys_and_reading() -> None:
 def test_the_design_record_writes_protocol_jsons_design_keys() -> None:
     arms = (
         ArmRecord("plain", "plain", 8001, False, None),
-        ArmRecord("speculative", "speculative", 8002, True, {"method": "ngram", "num_speculative_tokens": 3}),
+        ArmRecord(
+            "speculative", "speculative", 8002, True, SpeculativeConfig(method="ngram", num_speculative_tokens=3)
+        ),
     )
     design = DesignRecord(arms, False, "one server at a time", "blocks", 4, (("plain", "w", "c1", 0),))
     got = design.to_json()

@@ -42,6 +42,15 @@ ACC = {
 }
 
 
+FILES = {"config.json": "c0"}
+
+
+def _place(attached: bool, url: str | None = None, devices: str | None = None, share: str | None = None) -> Any:
+    """A server's placement on the card (records/server.py ``Placement``), tensor parallel size 1."""
+    keys = ("attached", "base_url", "cuda_visible_devices", "tensor_parallel_size", "gpu_memory_utilization")
+    return dict(zip(keys, (attached, url, devices, 1, share), strict=True))
+
+
 def card(**over: Any) -> dict[str, Any]:
     """A one-cell card (workload ``w`` at concurrency 2) with ``over`` replacing top-level keys."""
     base: dict[str, Any] = {
@@ -49,8 +58,8 @@ def card(**over: Any) -> dict[str, Any]:
         "pair": "t",
         "generated_utc": "2026-01-01T00:00:00+00:00",
         "complete": True,
-        "target": {"model": "org/target", "content_sha256": "aa", "files": {"config.json": "c0"}},
-        "draft": {"model": "org/draft", "revision": "r1"},
+        "target": {"model": "org/target", "revision": None, "local": True, "content_sha256": "aa", "files": FILES},
+        "draft": {"model": "org/draft", "revision": "r1", "local": False},
         "speculative_config": {"num_speculative_tokens": 3, "method": "draft_model"},
         "engine_version": {"plain": "0.11.0", "speculative": "0.11.0"},
         "sampling": {"temperature": 0},
@@ -68,15 +77,7 @@ def card(**over: Any) -> dict[str, Any]:
             "plain": {"launch": {"argv": ["vllm", "serve", "t"]}, "effective": {"ready_s": 12.4}},
             "speculative": {"launch": None, "effective": None},
         },
-        "placement": {
-            "plain": {
-                "attached": False,
-                "cuda_visible_devices": "0",
-                "tensor_parallel_size": 1,
-                "gpu_memory_utilization": 0.4,
-            },
-            "speculative": {"attached": True, "base_url": "http://127.0.0.1:8001"},
-        },
+        "placement": {"plain": _place(False, None, "0", "0.4"), "speculative": _place(True, "http://127.0.0.1:8001")},
         "cells": [
             {
                 "workload": "w",
@@ -288,7 +289,7 @@ def test_a_cpu_card_has_no_gpu_row_nor_gpu_placement() -> None:
     # no GPU visible: the GPU memory row and CUDA_VISIBLE_DEVICES / memory fraction would only read "-" and None
     res = {"plain": {"cpu_rss_bytes": 2**30, "kv_cache_tokens": 1000}, "speculative": {"cpu_rss_bytes": 2 * 2**30}}
     cpu = {"cpu_model": "X", "cpu_cores": 2, "memory_bytes": 2**33, "gpus": []}
-    place = {"plain": {"attached": False, "cuda_visible_devices": None, "gpu_memory_utilization": None}}
+    place = {"plain": _place(False)}
     out = lines(card(resources=res, hardware=cpu, placement=place))
     assert not [line for line in out if line.startswith("| GPU memory")]
     assert "| CPU RSS (process tree) | 1.00 GiB | 2.00 GiB | – |" in out

@@ -109,21 +109,24 @@ def test_the_workload_statement_names_the_trace_and_how_it_was_replayed() -> Non
     from loadgen.report.workloadmd import workload_statement
 
     text = workload_statement(
-        Protocol(
-            workloads=[
-                {
-                    "name": "tr",
-                    "kind": "trace",
-                    "path": "t.jsonl",
-                    "source_sha256": "ab",
-                    "source_lines": 7,
-                    "skipped": ["line 7: too long"],
-                    "time_scale": 0.5,
-                    "block_tokens": 64,
-                    "output_tokens": 5,
-                }
-            ],
-            cells=[],
+        Protocol.from_json(
+            {
+                "workloads": [
+                    {
+                        "name": "tr",
+                        "kind": "trace",
+                        "path": "t.jsonl",
+                        "source_sha256": "ab",
+                        "source_lines": 7,
+                        "skipped": ["line 7: too long"],
+                        "time_scale": 0.5,
+                        "block_tokens": 64,
+                        "output_tokens": 5,
+                    }
+                ],
+                "cells": [],
+            },
+            source="p.json",
         ),
         [],
     )
@@ -203,7 +206,9 @@ def test_a_client_behind_the_trace_says_so(tmp_path: Path) -> None:
 
     late = [copy(r, send_s=r.send_s + 0.012) for r in (_rec2("speculative", i, 0.02, 5) for i in range(10))]
     on_time = [_rec2("plain", i, 0.04, 5) for i in range(10)]
-    proto = Protocol(workloads=[{"name": "tr", "kind": "trace", "window_s": 5.0}], cells=[])
+    proto = Protocol.from_json(
+        {"workloads": [{"name": "tr", "kind": "trace", "window_s": 5.0}], "cells": []}, source="p"
+    )
     section = trace_section(proto, on_time + late)
     assert section is not None
     servers = section.to_json()["workloads"][0]["servers"]

@@ -47,7 +47,7 @@ def test_the_statement_names_kind_source_lengths_sent_and_scope() -> None:
     records = [_rec("f", "plain", n, o) for n, o in ((10, 20), (30, 8), (12, 40))]
     records += [_rec("f", "speculative", 999, 999), _rec("f", "plain", 999, 999, phase="warmup")]
     records += [_rec("g@256", "plain", 256, 64) for _ in range(3)]
-    assert workload_statement(Protocol(workloads=workloads, cells=[]), records) == (
+    assert workload_statement(Protocol.from_json({"workloads": workloads, "cells": []}, source="p.json"), records) == (
         "Conclusions hold for the workloads tested only: f (file, chat; file data/p.jsonl (sha256 "
         + "ab" * 32
         + ", 30 lines, 1 skipped: line 2: no human turn; sampled with seed 7); input tokens min/median/max "
@@ -63,16 +63,20 @@ def test_a_trace_names_its_format_and_its_skipped_and_floored_lines() -> None:
     trace |= {"source_sha256": "cd" * 32, "source_lines": 9, "time_scale": 0.5, "block_tokens": 512}
     trace |= {"trace_format": "auto", "trace_format_read": "burstgpt", "zero_output": 1}
     trace |= {"skipped": ["line 4: too long"], "floored": [f"line {n}: 0 output tokens, sent with 1" for n in (2, 7)]}
-    said = workload_statement(Protocol(workloads=[trace], cells=[]), [])
+    said = workload_statement(Protocol.from_json({"workloads": [trace], "cells": []}, source="p.json"), [])
     assert (
         f"t (trace, completions; trace b.csv (format burstgpt (detected); sha256 {'cd' * 32}, 9 lines, 1 skipped: "
         "line 4: too long, 2 sent with the declared floor of 1 output tokens: line 2: 0 output tokens, sent with 1; "
         "line 7: 0 output tokens, sent with 1; replayed at its times x 0.5, blocks of 512 tokens); "
     ) in said
     declared = trace | {"trace_format": "azure", "floored": []}
-    assert "(format azure (declared); sha256 " in workload_statement(Protocol(workloads=[declared], cells=[]), [])
+    assert "(format azure (declared); sha256 " in workload_statement(
+        Protocol.from_json({"workloads": [declared], "cells": []}, source="p.json"), []
+    )
     older = {k: v for k, v in trace.items() if k not in ("trace_format", "trace_format_read", "floored")}
-    assert "1 skipped: line 4: too long; replayed" in workload_statement(Protocol(workloads=[older], cells=[]), [])
+    assert "1 skipped: line 4: too long; replayed" in workload_statement(
+        Protocol.from_json({"workloads": [older], "cells": []}, source="p.json"), []
+    )
 
 
 def _cell(workload: str, level: str, c: int, acc: float | None, ratio: float | None) -> CardCell:

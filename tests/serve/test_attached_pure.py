@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from loadgen.errors import BadInput
+from loadgen.records.runparts import RecordedUrl
 from loadgen.serve.attached import (
     attach_record,
     check_fit,
@@ -132,10 +133,8 @@ def test_engine_version_of_nothing_listening_is_none() -> None:
 
 def test_urls_across_resume() -> None:
     rec = attach_record({"plain": "http://a:1/", "speculative": "http://k@b:2/?t=1"})
-    assert rec == {
-        "plain": {"url": "http://a:1/", "complete": True},
-        "speculative": {"url": "http://b:2/", "complete": False},
-    }
+    assert rec == {"plain": RecordedUrl("http://a:1/", True), "speculative": RecordedUrl("http://b:2/", False)}
+    assert rec["plain"].to_json() == {"url": "http://a:1/", "complete": True}
     assert resume_urls(rec, {"speculative": "http://k@b:2/?t=1"}, ["plain", "speculative"]) == {
         "speculative": "http://k@b:2/?t=1",
         "plain": "http://a:1/",

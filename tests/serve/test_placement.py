@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from loadgen.records.runparts import ServerFiles
 from loadgen.serve.placement import placement
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram" / "servers"
@@ -14,7 +15,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "
 def test_a_launched_server_on_the_recorded_example() -> None:
     launch = json.loads((EXAMPLE / "speculative-launch.json").read_text())
     effective = json.loads((EXAMPLE / "speculative-effective.json").read_text())
-    assert placement({"launch": launch, "effective": effective}).to_json() == {
+    assert placement(ServerFiles(launch=launch, effective=effective)).to_json() == {
         "attached": False,
         "base_url": "http://127.0.0.1:8401",
         "cuda_visible_devices": None,
@@ -25,14 +26,14 @@ def test_a_launched_server_on_the_recorded_example() -> None:
 
 def test_flags_and_attachment() -> None:
     argv = ["vllm", "serve", "m", "--tensor_parallel_size", "2", "--gpu-memory-utilization=0.45"]
-    server = {
-        "launch": {
+    server = ServerFiles(
+        launch={
             "attached": True,
             "base_url": "http://gpu-7:8000",
             "env": {"CUDA_VISIBLE_DEVICES": "2,3"},
             "argv": argv,
         }
-    }
+    )
     assert placement(server).to_json() == {
         "attached": True,
         "base_url": "http://gpu-7:8000",
@@ -42,11 +43,13 @@ def test_flags_and_attachment() -> None:
     }
     assert (
         placement(
-            {"launch": {"argv": ["-tp", "4"]}, "effective": {"cache_config_info": {"gpu_memory_utilization": "0.9"}}}
+            ServerFiles(
+                launch={"argv": ["-tp", "4"]}, effective={"cache_config_info": {"gpu_memory_utilization": "0.9"}}
+            )
         ).tensor_parallel_size
         == 4
     )
-    assert placement({}).to_json() == {
+    assert placement(ServerFiles()).to_json() == {
         "attached": False,
         "base_url": None,
         "cuda_visible_devices": None,

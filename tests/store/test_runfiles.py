@@ -32,7 +32,7 @@ def test_the_example_folder() -> None:
     assert len(files.entries) == len(lines) and files.entries[0].role == lines[0]["role"]
     assert [e.to_json() for e in files.entries] == lines  # each line read back whole
     assert sorted(files.servers) == ["plain", "speculative"]
-    assert files.servers["plain"]["launch"] == json.loads((EXAMPLE / "servers" / "plain-launch.json").read_text())
+    assert files.servers["plain"].launch == json.loads((EXAMPLE / "servers" / "plain-launch.json").read_text())
     assert files.on_disk.requests_on_disk == {"measured": 0, "partial": 0, "torn_lines": 0, "not_written": 0}
     ends = [datetime.fromisoformat(e["started_utc"]) + timedelta(seconds=e["duration_s"]) for e in lines]
     assert files.generated_utc == max(ends).replace(microsecond=0).isoformat() == "2026-11-29T20:52:00+00:00"
@@ -47,14 +47,15 @@ def test_a_placebo_an_older_effective_record_and_no_status(tmp_path: Path) -> No
     files = with_engine_paths(read_run(run, ROLES, (PLACEBO,)), run)
     assert files.status == NO_STATUS
     assert sorted(files.servers) == ["placebo", "plain", "speculative"]
-    assert files.servers["placebo"] == {
+    assert files.servers["placebo"].to_json() == {
         "launch": None,
         "effective": {"version": "0.24.0"},
         "resources": None,
         "teardown": None,
     }
-    assert files.servers["speculative"]["effective"]["engine_path"]["model_runner"] == "V1"  # from the log
-    assert "engine_path" not in (files.servers["plain"]["effective"] or {})  # no log kept: unknown on the card
+    path = (files.servers["speculative"].effective or {})["engine_path"]
+    assert isinstance(path, dict) and path["model_runner"] == "V1"  # from the log
+    assert "engine_path" not in (files.servers["plain"].effective or {})  # no log kept: unknown on the card
 
 
 def test_with_engine_path_keeps_a_record_that_has_one(tmp_path: Path) -> None:

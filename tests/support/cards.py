@@ -14,7 +14,7 @@ CARD: dict[str, Any] = {
     "generated_utc": "2026-01-01T00:00:00+00:00",
     "complete": True,
     "failure": None,
-    "target": {"model": "m"},
+    "target": {"model": "m", "revision": None, "local": False},
     "draft": None,
     "speculative_config": None,
     "sampling": {},
