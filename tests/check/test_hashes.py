@@ -18,13 +18,14 @@ def test_the_build_summary_rides_with_the_hashes_to_the_card_line(tmp_path: Path
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     summary = "widened from m to 7.18 B parameters; logprobs within 0.05 of the source"
     (tmp_path / ".build-complete.json").write_text(json.dumps({"recipe": {}, "summary": summary}))
-    hashes = model_hashes(ModelRef(str(tmp_path))).to_json()
+    record = model_hashes(ModelRef(str(tmp_path)))
+    hashes = record.to_json()
     assert hashes["files"] == {
         "config.json": hashlib.sha256(b"{}").hexdigest(),
         "model.safetensors": hashlib.sha256(b"weights").hexdigest(),
     }
     assert hashes["build"] == summary
-    card = SimpleNamespace(target=hashes, draft=None)  # what _model_line reads of a PairCard
+    card = SimpleNamespace(target=record, draft=None)  # what _model_line reads of a PairCard
     assert _model_line(card, "target").endswith(f"`{hashes['content_sha256']}`); {summary}")  # type: ignore[arg-type]
 
 

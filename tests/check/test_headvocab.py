@@ -89,9 +89,10 @@ def test_the_heads_reduced_vocabulary_reaches_the_protocol_and_the_card_line(tmp
     from loadgen.report.cardmd import _model_line
 
     head = eagle3_head(tmp_path / "head", {"vocab_size": 22, "draft_vocab_size": 8})
-    hashes = model_hashes(ModelRef(str(head))).to_json()
+    record = model_hashes(ModelRef(str(head)))
+    hashes = record.to_json()
     assert hashes["draft_vocab_size"] == 8
-    line = _model_line(SimpleNamespace(draft=hashes), "draft")  # type: ignore[arg-type]
+    line = _model_line(SimpleNamespace(draft=record), "draft")  # type: ignore[arg-type]
     assert line.endswith(f"(content sha256 `{hashes['content_sha256']}`; draft vocabulary 8 tokens)")
     target = write_model(tmp_path / "t", VOCAB)
     assert "draft_vocab_size" not in model_hashes(ModelRef(str(target))).to_json()  # a full vocabulary: nothing to say
