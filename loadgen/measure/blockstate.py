@@ -69,11 +69,10 @@ def _gpus(before: Sequence[GpuSample], after: Sequence[GpuSample]) -> tuple[GpuS
 
 
 def _engine(before: Snapshot | None, after: Snapshot | None, entry: CellEntry) -> EngineState:
-    icl = entry.server_histograms.get("icl_s") or {}
-    count, total = icl.get("count") or 0, icl.get("sum")
-    step_s = total / count if count > 0 and total is not None else None  # the histogram's mean: sum / count
-    waiting = (entry.gauges or {}).get("vllm:num_requests_waiting") or {}
-    engine = EngineState(step_time_s=step_s, waiting_max=waiting.get("max")).in_full()
+    icl = entry.server_histograms.get("icl_s")
+    step_s = icl.sum / icl.count if icl is not None and icl.count > 0 else None  # the histogram's mean: sum / count
+    waiting = (entry.gauges or {}).get("vllm:num_requests_waiting")
+    engine = EngineState(step_time_s=step_s, waiting_max=None if waiting is None else waiting.max).in_full()
     if before is None or after is None:
         return engine
     queries, hits = counter_delta(before, after, _QUERIES), counter_delta(before, after, _HITS)
@@ -156,16 +155,6 @@ def pair_flags(a: BlockState | None, b: BlockState | None, names: tuple[str, str
     return out
 
 
-def state_of(entry: CellEntry) -> BlockState | None:
-    """The block state of a cells.jsonl line (None for a line without one); BadInput naming the line's block
-    and the field when it does not read."""
-    if entry.state is None:
-        return None
-    return BlockState.from_json(
-        entry.state, source=f"cells.jsonl {entry.role} {entry.workload} {entry.key[1]} block {entry.repetition} state"
-    )
-
-
 def _eager(state: BlockState | None) -> bool:
     return state is not None and state.graphs is not None and state.graphs.eager
 
@@ -175,9 +164,7 @@ def _queue_notes(role: str, lines: Sequence[CellEntry]) -> list[str]:
     closed-loop blocks: the engine did not batch all ``concurrency`` requests at once (KV cache full,
     preemption, ``max_num_seqs`` or a token budget below it), so queueing, not decoding, is in their TTFT."""
     waits = [
-        (e, w)
-        for e in lines
-        if (st := state_of(e)) is not None and st.engine is not None and (w := st.engine.waiting_max)
+        (e, w) for e in lines if (st := e.state) is not None and st.engine is not None and (w := st.engine.waiting_max)
     ]
     if not waits or any(e.rate_rps is not None for e, _ in waits):
         return []
@@ -195,14 +182,14 @@ def state_notes(entries: Mapping[str, Sequence[CellEntry]]) -> list[str]:
     closed-loop cell, and the speculative arm whose decode batch runs above the CUDA-graph capture ceiling where
     plain's does not."""
     out: list[str] = []
-    plain = {e.repetition: state_of(e) for e in entries.get("plain") or []}
+    plain = {e.repetition: e.state for e in entries.get("plain") or []}
     for role, lines in entries.items():
         if role == "plain":
             out += _queue_notes(role, lines)
             continue
         for e in lines:
             b = e.repetition
-            flags = pair_flags(plain.get(b), state_of(e), ("plain", role))
+            flags = pair_flags(plain.get(b), e.state, ("plain", role))
             if flags:
                 out.append(f"block {b}: the state differs between plain and {role}: {'; '.join(flags)}")
         out += _queue_notes(role, lines)
@@ -210,10 +197,7 @@ def state_notes(entries: Mapping[str, Sequence[CellEntry]]) -> list[str]:
             (
                 st.graphs
                 for e in lines
-                if (st := state_of(e)) is not None
-                and st.graphs
-                and st.graphs.eager
-                and not _eager(plain.get(e.repetition))
+                if (st := e.state) is not None and st.graphs and st.graphs.eager and not _eager(plain.get(e.repetition))
             ),
             None,
         )

@@ -53,13 +53,15 @@ def kv_loss_of(servers: Mapping[str, ServerView]) -> float | None:
 
 
 def _engine(entry: CellEntry, key: str) -> float | None:
-    engine = (entry.state or {}).get("engine") or {}
-    value = engine.get(key)
-    return float(value) if isinstance(value, int | float) else None
+    engine = entry.state.engine if entry.state is not None else None
+    value = None if engine is None else getattr(engine, key)
+    return None if value is None else float(value)
 
 
 def _gauge(lines: Sequence[CellEntry], name: str, stat: str) -> float | None:
-    vals = [float(v) for e in lines if isinstance(v := ((e.gauges or {}).get(name) or {}).get(stat), int | float)]
+    vals = [
+        float(v) for e in lines if (g := (e.gauges or {}).get(name)) is not None and (v := getattr(g, stat)) is not None
+    ]
     if not vals:
         return None
     return max(vals) if stat == "max" else sum(vals) / len(vals)
@@ -96,8 +98,8 @@ def schedule_note(
     dp = facts.data_parallel_size
     if not spec_config.num_speculative_tokens_per_batch_size or dp is None or dp <= 1:
         return None
-    drafts = sum(float((e.spec_decode or {}).get("num_drafts") or 0) for e in lines)
-    tokens = sum(float((e.spec_decode or {}).get("num_draft_tokens") or 0) for e in lines)
+    drafts = sum(e.spec_decode.value("num_drafts") for e in lines if e.spec_decode)
+    tokens = sum(e.spec_decode.value("num_draft_tokens") for e in lines if e.spec_decode)
     measured = f"; measured {tokens / drafts:.2f} draft tokens per verify step" if drafts > 0 else ""
     return (
         f"speculative: the K schedule (num_speculative_tokens_per_batch_size) did not apply: the server runs "
@@ -140,10 +142,9 @@ def acceptance_by_block(lines: Sequence[CellEntry]) -> list[float]:
     (blocks without draft tokens left out)."""
     out = []
     for e in sorted(lines, key=lambda x: x.repetition):
-        sd = e.spec_decode or {}
-        tokens = float(sd.get("num_draft_tokens") or 0)
-        if tokens > 0:
-            out.append(float(sd.get("num_accepted_tokens") or 0) / tokens)
+        sd = e.spec_decode
+        if sd is not None and (tokens := sd.value("num_draft_tokens")) > 0:
+            out.append(sd.value("num_accepted_tokens") / tokens)
     return out
 
 

@@ -101,15 +101,15 @@ def _names(engines: Sequence[str]) -> str:
 
 
 def _held(entry: CellEntry, reset: Sequence[str]) -> list[str]:
-    seen = [*((entry.spec_decode or {}).get("engines") or []), *entry.server_engines]
+    seen = [*(entry.spec_decode.engines if entry.spec_decode else ()), *entry.server_engines]
     return [e for e in dict.fromkeys(seen) if e not in reset]
 
 
 def partial_resets(entry: CellEntry) -> list[str]:
     """The engines whose counters went backwards inside the cell while others held (their deltas are left
     out of the entry's counts; a reset of every engine is :func:`restart_evidence` instead)."""
-    sd = entry.spec_decode or {}
-    found = [] if sd.get("reset") else list(sd.get("reset_engines") or [])
+    sd = entry.spec_decode
+    found = [] if sd is None or sd.reset else list(sd.reset_engines)
     engines, reset = entry.server_engines, entry.server_reset_engines
     if not set(engines) <= set(reset):
         found += reset
@@ -121,12 +121,10 @@ def restart_evidence(entry: CellEntry) -> list[str]:
     naming the numbers); [] when none. Fields of older entries that are missing are skipped, and so is
     the finished-requests comparison when one engine reset (its requests are not counted)."""
     out = []
-    sd = entry.spec_decode or {}
-    if sd.get("reset"):
-        many = len(sd.get("engines") or []) > 1
-        out.append(
-            "spec-decode counters went backwards" + (f" on every engine ({_names(sd['engines'])})" if many else "")
-        )
+    sd = entry.spec_decode
+    if sd is not None and sd.reset:
+        many = len(sd.engines) > 1
+        out.append("spec-decode counters went backwards" + (f" on every engine ({_names(sd.engines)})" if many else ""))
     start = entry.process_start_time_s or [None, None]
     if None not in start and start[0] != start[1]:
         out.append(f"process_start_time_seconds changed {start[0]:.0f} → {start[1]:.0f}")
@@ -143,16 +141,16 @@ def restart_evidence(entry: CellEntry) -> list[str]:
 
 def _counters(entry: CellEntry) -> SpecDecodeCounters | None:
     sd = entry.spec_decode
-    if not sd:
+    if sd is None:
         return None
     return SpecDecodeCounters(
-        sd["num_drafts"],
-        sd["num_draft_tokens"],
-        sd["num_accepted_tokens"],
-        tuple(sd["accepted_per_position"]),
-        bool(sd.get("reset", False)),
-        tuple(sd.get("engines") or ()),
-        tuple(sd.get("reset_engines") or ()),
+        sd.value("num_drafts"),
+        sd.value("num_draft_tokens"),
+        sd.value("num_accepted_tokens"),
+        tuple(float(v or 0) for v in sd.accepted_per_position),
+        sd.reset,
+        sd.engines,
+        sd.reset_engines,
     )
 
 
@@ -281,8 +279,8 @@ def token_mismatch(entry: CellEntry) -> str | None:
 
 def older_names(entry: CellEntry) -> list[str]:
     """The older vLLM metric names a cell entry's gauges and server histograms were read under."""
-    used = [g.get("metric") for g in (entry.gauges or {}).values() if isinstance(g, Mapping)]
-    used += [h.get("metric") for h in entry.server_histograms.values()]
+    used = [g.metric for g in (entry.gauges or {}).values()]
+    used += [h.metric for h in entry.server_histograms.values()]
     return sorted({f"{m} (for {_OLD[m]})" for m in used if m in _OLD})
 
 
@@ -297,7 +295,7 @@ def cell_notes(entries: Mapping[str, Sequence[CellEntry]], spec_config: Speculat
     k = spec_config.num_speculative_tokens
     notes = []
     for role, role_entries in entries.items():
-        also = next((r for e in role_entries if (r := (e.spec_decode or {}).get("k_variable_reason"))), None)
+        also = next((r for e in role_entries if e.spec_decode and (r := e.spec_decode.k_variable_reason)), None)
         adaptive = (k_variable(spec_config) or also) is not None
         if signs := list(dict.fromkeys(s for e in role_entries for s in e.replica_evidence)):
             notes.append(replica_note(role, signs))  # one note: every block of that server is doubtful

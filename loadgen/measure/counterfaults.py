@@ -67,9 +67,9 @@ def _entry_values(entry: CellEntry) -> list[str]:
     """Counter deltas of the entry that are not finite numbers >= 0 (a line whose scrapes were not checked, or
     written by older code), grouped by how they are wrong: the spec-decode deltas and, where the scrapes had
     them, the server's request and token deltas."""
-    sd = entry.spec_decode or {}
-    values = [(f"Δ{k}", sd.get(k)) for k in SPEC_FIELDS] if sd else []
-    values += [(f"Δaccepted[{i}]", v) for i, v in enumerate(sd.get("accepted_per_position") or [])]
+    sd = entry.spec_decode
+    values = [] if sd is None else [(f"Δ{k}", getattr(sd, k)) for k in SPEC_FIELDS]
+    values += [(f"Δaccepted[{i}]", v) for i, v in enumerate(() if sd is None else sd.accepted_per_position)]
     values += [(k, v) for k in COUNTER_FIELDS if (v := getattr(entry, k)) is not None]
     wrong: dict[str, list[str]] = {}
     for name, value in values:
@@ -89,9 +89,8 @@ def backwards_without_restart(entry: CellEntry) -> str | None:
     ``process_start_time_seconds`` read the same before and after the cell (no restart explains it), else
     None (also when the server does not expose the start time: a restart is then the reading,
     counterchecks.restart_evidence)."""
-    sd = entry.spec_decode or {}
     start = entry.process_start_time_s or [None, None]
-    if not sd.get("reset") or None in start or start[0] != start[1]:
+    if entry.spec_decode is None or not entry.spec_decode.reset or None in start or start[0] != start[1]:
         return None
     return f"spec-decode counters went backwards while process_start_time_seconds held at {start[0]:.0f} (no restart)"
 

@@ -51,13 +51,13 @@ def _explaining_lines(spec: ServerView, plain: ServerView, spec_lines: Sequence[
     if spec.facts.enforce_eager and not plain.facts.enforce_eager:
         out.append(f"enforce_eager=True ({spec.facts.source.get('enforce_eager')}): every step runs eager")
     graphs = next(
-        (g for e in spec_lines if (g := (e.state or {}).get("graphs") or {}).get("eager")),
+        (g for e in spec_lines if e.state is not None and (g := e.state.graphs) is not None and g.eager),
         None,
     )
     if graphs:
         out.append(
-            f"decode batch {graphs.get('batch_tokens')} tokens above max_cudagraph_capture_size "
-            f"{graphs.get('ceiling')}: those steps run eager"
+            f"decode batch {graphs.batch_tokens} tokens above max_cudagraph_capture_size "
+            f"{graphs.ceiling}: those steps run eager"
         )
     return out
 

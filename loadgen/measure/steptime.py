@@ -63,7 +63,7 @@ def server_step_s(entry: CellEntry | None) -> float | None:
     """Mean of the server's per-step histogram in ``entry``'s ``server_histograms`` (sum / count, s), None
     without the entry or without observations."""
     h = None if entry is None else entry.server_histograms.get(SERVER_STEP_METRIC)
-    return float(h["sum"]) / float(h["count"]) if h and h.get("count") else None
+    return float(h.sum) / float(h.count) if h is not None and h.count else None
 
 
 def role_steps(side: RoleStats, requests: Sequence[Sequence[float]] | None, entry: CellEntry | None) -> StepTime:
@@ -137,7 +137,7 @@ def apply(
             entry = entries.get(role)
             steps[role] = role_steps(side, None if requests is None else requests.get(role, []), entry)
             sides[role] = replace(side, step_time=steps[role])
-            cores = None if entry is None else entry.client.get("cpu_cores")
+            cores = None if entry is None or entry.client is None else entry.client.cpu_cores
             if (note := _note(role, steps[role], cores)) is not None:
                 notes.append(note)
     cell = replace(

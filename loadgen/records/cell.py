@@ -7,14 +7,10 @@ the sweep card), run/ (``--resume``, sizing, the sweep split) and measure/ (coun
 step times). Times in s, rates per s, counts in requests or tokens (docs/metrics.md, "Counter deltas,
 resets and restart evidence").
 
-Server data that loadgen passes on as read keeps its shape as a documented mapping (those built in code are the
-``to_json`` of the records/cellparts.py records named here): ``spec_decode`` (the spec-decode counter deltas,
-prom/deltas.py ``SpecDecodeCounters`` fields, with K and the mean verified tokens per step of
-measure/counterchecks.py ``verification_depth``, ``VerificationDepth``; None without spec-decode counters),
-``server_histograms`` (prom/scrape.py ``server_histograms``, a ``ServerHistogram`` each), ``gauges``
-(prom/scrape.py ``summarize_gauges``, a ``GaugeSummary`` each), ``client`` (``cpu_s``, ``cpu_cores``,
-``send_lag_s``: measure/metrics.py ``ClientUse``), ``promql`` (run/observe.py, ``PromqlCheck``) and ``state``
-(measure/blockstate.py ``block_state``).
+Its parts are the records/cellparts.py and records/blockstate.py records: ``spec_decode`` (the spec-decode
+counter deltas with K, ``SpecDecodeDeltas``; None without spec-decode counters), ``server_histograms`` (a
+``ServerHistogram`` each), ``gauges`` (a ``GaugeSummary`` each), ``client`` (``ClientLoad``), ``promql``
+(``PromqlCheck``) and ``state`` (``BlockState``).
 
 A line of older code lacks some fields: each takes the default below (None where absence means "not
 recorded"), and ``keys`` keeps the line's own keys in their order, so it writes back byte-identically.
@@ -26,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from loadgen.records.blockstate import BlockState
 from loadgen.records.cardwire import Whole
+from loadgen.records.cellparts import ClientLoad, GaugeSummary, PromqlCheck, ServerHistogram, SpecDecodeDeltas
 
 
 @dataclass(frozen=True)
@@ -43,9 +41,9 @@ class CellEntry(Whole):
     duration_s: float = 0.0
     measured_prompt_ids: list[str] = field(default_factory=list)
     warmup_prompt_ids: list[str] = field(default_factory=list)
-    spec_decode: Mapping[str, Any] | None = None
-    server_histograms: Mapping[str, Any] = field(default_factory=dict)
-    gauges: Mapping[str, Any] | None = None  # None: a line without the summarized gauges
+    spec_decode: SpecDecodeDeltas | None = None
+    server_histograms: Mapping[str, ServerHistogram] = field(default_factory=dict)
+    gauges: Mapping[str, GaugeSummary] | None = None  # None: a line without the summarized gauges
     server_finished_requests: float | None = None
     client_sent_requests: int | None = None
     foreign_traffic: bool = False
@@ -62,14 +60,14 @@ class CellEntry(Whole):
     metrics_error: str | None = None
     failure: str | None = None
     notes: list[str] = field(default_factory=list)
-    client: Mapping[str, Any] = field(default_factory=dict)
+    client: ClientLoad | None = None  # None: a line of older code
     restart_evidence: list[str] = field(default_factory=list)
     #: Signs that more than one server answered at the URL (measure/replicas.py); written only when found.
     replica_evidence: list[str] = field(default_factory=list)
     counter_faults: list[str] = field(default_factory=list)  # measure/counterfaults.py bad_samples
     push_error: str | None = None
-    promql: Mapping[str, Any] | None = None
-    state: Mapping[str, Any] | None = None
+    promql: PromqlCheck | None = None
+    state: BlockState | None = None
 
     @property
     def key(self) -> tuple[str, str]:

@@ -1,15 +1,16 @@
 """The parts of a ``cells.jsonl`` line (records/cell.py ``CellEntry``) that prom/ and measure/ build for run/ to
 put on it: the server's counter deltas (:class:`ServerCounters`, measure/counterchecks.py ``server_counters``),
-K beside the spec-decode deltas (:class:`VerificationDepth`, ``verification_depth``), one gauge sample
-(:class:`GaugeSample`, prom/scrape.py ``sample_gauges``; a line of ``metrics/<cell>__gauges.jsonl``), one
-gauge's summary over the cell (:class:`GaugeSummary`, ``summarize_gauges``) and one server histogram's delta
-(:class:`ServerHistogram`, ``server_histograms``). Units: s, requests, tokens, Unix seconds; gauges as vLLM
-exposes them (a share 0-1, requests).
+the spec-decode deltas (:class:`SpecDecodeDeltas`) with K beside them (:class:`VerificationDepth`,
+``verification_depth``), one gauge sample (:class:`GaugeSample`, prom/scrape.py ``sample_gauges``; a line of
+``metrics/<cell>__gauges.jsonl``), one gauge's summary over the cell (:class:`GaugeSummary`,
+``summarize_gauges``), one server histogram's delta (:class:`ServerHistogram`, ``server_histograms``),
+loadgen's own load (:class:`ClientLoad`) and the Prometheus cross-check (:class:`PromqlCheck`). Units: s,
+requests, tokens, Unix seconds; gauges as vLLM exposes them (a share 0-1, requests).
 
 Each but the gauge sample is a :class:`~loadgen.records.cardwire.Wire` record: ``to_json`` writes every
 required field in declared order (the line's keys as earlier code wrote them) and ``from_json`` reads one back
-checked. The cell entry keeps them as the JSON objects ``to_json`` gives (its ``spec_decode``, ``gauges`` and
-``server_histograms``), so a line reads and writes back byte-identically whatever code wrote it.
+checked, keeping the keys it read in their order, so a line reads and writes back byte-identically whatever
+code wrote it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadgen.records.cardcell import Distribution
 from loadgen.records.cardwire import Wire
 
 
@@ -56,7 +58,46 @@ class GaugeSummary(Wire):
     mean: float | None
     max: float | None
     samples: float
-    metric: str
+    metric: str | None = None  # None: a line of older code, which read the current name only
+
+
+@dataclass(frozen=True)
+class SpecDecodeDeltas(Wire):
+    """A cell's spec-decode counter deltas as ``cells.jsonl`` holds them (``spec_decode``): prom/deltas.py
+    ``SpecDecodeCounters``' fields (drafts, draft tokens, accepted tokens, accepted per position 0..K-1, whether
+    every engine reset, the engines seen and those left out), then :class:`VerificationDepth`'s. A delta that
+    was NaN or Inf reads null (measure/counterfaults.py names it); a line of older code lacks the engines and
+    K."""
+
+    TITLE = "spec-decode deltas"
+
+    num_drafts: float | None
+    num_draft_tokens: float | None
+    num_accepted_tokens: float | None
+    accepted_per_position: tuple[float | None, ...]
+    reset: bool = False
+    engines: tuple[str, ...] = ()
+    reset_engines: tuple[str, ...] = ()
+    k: int | None = None
+    k_fixed: bool = True
+    k_variable_reason: str | None = None
+    mean_verified_tokens_per_step: float | None = None
+
+    def value(self, name: str) -> float:
+        """The delta ``name`` (a field above) as a number, 0 where it read null."""
+        return float(getattr(self, name) or 0)
+
+
+@dataclass(frozen=True)
+class ClientLoad(Wire):
+    """loadgen's own load during a cell (measure/metrics.py ``ClientUse``): CPU seconds of the process, cores
+    (CPU s / wall s) and the measured requests' send lag (s; records/cardcell.py ``Distribution``)."""
+
+    TITLE = "client load"
+
+    cpu_s: float
+    cpu_cores: float
+    send_lag_s: Distribution
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on
 from loadgen.records.card import EngineVersion, PairCard, Resources
 from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
-from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.protoparts import EngineRecord, SamplingRecord, Slo, StopRuleRecord
 from loadgen.records.request import RequestRecord
@@ -108,7 +107,7 @@ def declared_notes(proto: Protocol, planned: ProtocolCell, spec_entries: list[Ce
         spec_config.method in LOOKUP_METHODS
         and counted
         and len(counted) == len(spec_entries)
-        and all(not c.get("num_drafts") for c in counted)
+        and all(not c.num_drafts for c in counted)
     ):
         return [
             f"BLOCKING: {NOT_SPECULATIVE}: {spec_config.method} proposed 0 drafts in all "
@@ -155,8 +154,7 @@ def _summed(lines: list[CellEntry]) -> CellEntry:
 def _server_vs_client(stats: CellStats, entries: list[CellEntry]) -> dict[str, ServerVsClient]:
     """Client p50 of TTFT and E2E next to the server histogram's p50 (first repetition's delta; serverside.py)."""
     hists = entries[0].server_histograms if entries else {}
-    got = [(k, ServerHistogram.from_json(hists[k], source="cells.jsonl")) for k in ("ttft_s", "e2e_s") if hists.get(k)]
-    return {key: compare(getattr(stats, key).p50, hist) for key, hist in got}
+    return {key: compare(getattr(stats, key).p50, hist) for key in ("ttft_s", "e2e_s") if (hist := hists.get(key))}
 
 
 def _role_cell(records: list[RequestRecord], entries: list[CellEntry]) -> tuple[CellStats, RoleStats]:

@@ -171,9 +171,9 @@ def _record(
     )
     line = entry.with_fields(
         **({} if push_error is None else {"push_error": push_error}),
-        **({} if promql is None else {"promql": promql.to_json()}),
+        **({} if promql is None else {"promql": promql}),
     )
-    run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair).to_json()).to_json())
+    run.cells_log.append(line.with_fields(state=_state(host, done, entry, server, run.pair)).to_json())
     lines = "".join(strictjson.dumps_strict(g.to_json()) + "\n" for g in gauges)
     later.append((run.run_dir / "metrics" / f"{stem}__gauges.jsonl", lines))
     for path, text in later:

@@ -46,7 +46,9 @@ def block_state(
     steal: float | None,
 ) -> dict[str, Any]:
     """blockstate.block_state of a cells.jsonl line with ``gauges`` and ``histograms``, as the line writes it."""
-    entry = CellEntry("plain", "w", 8, gauges=gauges, server_histograms=histograms)
+    entry = CellEntry.of(
+        {"role": "plain", "workload": "w", "concurrency": 8, "gauges": gauges, "server_histograms": histograms}
+    )
     samples = (host_sample(host[0]), host_sample(host[1]))
     return blockstate.block_state(samples, snaps, entry, batch, ceiling, steal).to_json()
 
@@ -146,7 +148,7 @@ def test_engine_state_takes_the_hit_share_and_preemptions_from_the_counter_delta
     s = block_state(
         ({}, {}),
         (metrics(100, 400, 2), metrics(400, 1000, 5)),
-        {"vllm:num_requests_waiting": {"max": 7, "mean": 2.0}},
+        {"vllm:num_requests_waiting": {"mean": 2.0, "max": 7, "samples": 4.0}},
         {"icl_s": {"count": 250.0, "sum": 3.0}},  # as prom/scrape.py writes it: the mean is 3.0 / 250
         8,
         512,
@@ -159,7 +161,7 @@ def test_engine_state_without_snapshots_keeps_only_the_step_time_and_queue() -> 
     s = block_state(
         ({}, {}),
         (None, metrics(1, 2, 0)),
-        {"vllm:num_requests_waiting": {"max": 3}},
+        {"vllm:num_requests_waiting": {"mean": 1.0, "max": 3, "samples": 4.0}},
         {"icl_s": {"count": 50.0, "sum": 1.0}},
         8,
         512,
@@ -300,7 +302,7 @@ def test_every_difference_is_listed_in_order_with_the_given_names() -> None:
 
 def line(block: int, st: dict[str, Any] | None) -> CellEntry:
     """A cells.jsonl line of block ``block`` with its state."""
-    return CellEntry("speculative", "w", 1, repetition=block, state=st)
+    return CellEntry.of({"role": "speculative", "workload": "w", "concurrency": 1, "repetition": block, "state": st})
 
 
 def eager(st: dict[str, Any], batch: int, ceiling: int = 512) -> dict[str, Any]:
@@ -369,7 +371,10 @@ def test_state_notes_do_not_flag_eager_steps_when_plain_runs_eager_too() -> None
 
 
 def _line(role: str, block: int, waiting: float | None, rate: float | None = None) -> CellEntry:
-    return CellEntry(role, "w", 64, repetition=block, rate_rps=rate, state={"engine": {"waiting_max": waiting}})
+    state = {"engine": {"waiting_max": waiting}}
+    return CellEntry.of(
+        {"role": role, "workload": "w", "concurrency": 64, "repetition": block, "rate_rps": rate, "state": state}
+    )
 
 
 def test_waiting_requests_in_closed_loop_blocks_are_named_with_their_count() -> None:

@@ -11,6 +11,7 @@ from loadgen.measure.causes import schedule_note, warming_note
 from loadgen.measure.stepcause import DRAFT_FLOOR, abnormal_step_note, draft_cost, expected_step_ratio
 from loadgen.records.cardcell import Cost
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import GaugeSummary
 from loadgen.records.runparts import ServerFiles
 from loadgen.records.serverfacts import ServerFacts, ServerView, facts_line
 from loadgen.records.speculative import SpeculativeConfig
@@ -20,8 +21,15 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _block(rep: int, drafts: float, tokens: float, accepted: float) -> CellEntry:
-    sd = {"num_drafts": drafts, "num_draft_tokens": tokens, "num_accepted_tokens": accepted}
-    return CellEntry(role="speculative", workload="w", concurrency=8, repetition=rep, spec_decode=sd)
+    sd = {
+        "num_drafts": drafts,
+        "num_draft_tokens": tokens,
+        "num_accepted_tokens": accepted,
+        "accepted_per_position": [],
+    }
+    return CellEntry.of(
+        {"role": "speculative", "workload": "w", "concurrency": 8, "repetition": rep, "spec_decode": sd}
+    )
 
 
 def _server(log: str | None, facts: ServerFacts | None = None) -> ServerView:
@@ -180,7 +188,7 @@ def test_facts_of_a_real_vllm_032_startup_log() -> None:
 def test_multiprocess_metrics_say_the_process_start_check_was_unavailable() -> None:
     from loadgen.measure.causes import multiprocess_notes
 
-    gauges = {"vllm:num_requests_running": {"mean": 1.0, "max": 1.0}}
+    gauges = {"vllm:num_requests_running": GaugeSummary(1.0, 1.0, 1.0)}
     mp = CellEntry(role="plain", workload="w", concurrency=1, gauges=gauges, process_start_time_s=[None, None])
     single = CellEntry(
         role="speculative", workload="w", concurrency=1, gauges=gauges, process_start_time_s=[1.0e9, 1.0e9]

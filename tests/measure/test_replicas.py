@@ -84,13 +84,24 @@ def test_replica_evidence_refuses_the_acceptance_and_is_one_note_per_role() -> N
 
     sd = {"num_drafts": 4.0, "num_draft_tokens": 4.0, "num_accepted_tokens": 4.0, "accepted_per_position": [4.0]}
     lines = [
-        CellEntry("speculative", "w", 1, "c1", repetition=r, spec_decode=sd, replica_evidence=["sign"]) for r in (0, 1)
+        CellEntry.of(
+            {
+                "role": "speculative",
+                "workload": "w",
+                "concurrency": 1,
+                "level": "c1",
+                "repetition": r,
+                "spec_decode": sd,
+            }
+        ).with_fields(replica_evidence=["sign"])
+        for r in (0, 1)
     ]
     counters, why = usable_counters(lines)
     assert counters is None and why == f"{REPLICAS}: sign"
     notes = cell_notes({"speculative": lines}, SpeculativeConfig(method="mtp", num_speculative_tokens=1))
     assert len(notes) == 1 and notes[0].startswith(f"speculative: {REPLICAS}: sign; its counters mix replicas")
-    assert usable_counters([CellEntry("speculative", "w", 1, "c1", spec_decode=sd)])[0] is not None
+    one = CellEntry.of({"role": "speculative", "workload": "w", "concurrency": 1, "level": "c1", "spec_decode": sd})
+    assert usable_counters([one])[0] is not None
 
 
 def test_a_grammar_reason_lets_k_vary_where_the_method_holds_it() -> None:

@@ -15,6 +15,7 @@ import pytest
 from loadgen.measure.steptime import burst_share, client_step_s, role_steps, server_step_s
 from loadgen.records.cardcell import Distribution, RoleStats
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import ServerHistogram
 from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import build_card
 from loadgen.report.cardwrite import finish_card
@@ -43,7 +44,7 @@ def test_bursts_fool_the_median_gap_but_not_the_decode_time_per_chunk() -> None:
     assert burst_share(requests) == pytest.approx(2 / 3)  # two of every three gaps are EPS_S
     assert burst_share([bursty(0.0, 4, per_burst=1)]) == 0.0  # one chunk per step: no bursts
     assert client_step_s([[0.0]]) is None and burst_share([[0.0]]) is None
-    line = CellEntry("plain", "w", 64, server_histograms={"icl_s": {"sum": 124.095, "count": 48705.0}})
+    line = CellEntry("plain", "w", 64, server_histograms={"icl_s": ServerHistogram(sum=124.095, count=48705.0)})
     assert server_step_s(line) == pytest.approx(124.095 / 48705)
     assert server_step_s(CellEntry("plain", "w", 64)) is None and server_step_s(None) is None
 

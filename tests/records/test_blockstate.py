@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from loadgen.errors import BadInput
-from loadgen.measure.blockstate import pair_flags, state_of
+from loadgen.measure.blockstate import pair_flags
 from loadgen.records.blockstate import BlockState, EngineState, GpuState, Graphs, HostState
 from loadgen.records.cell import CellEntry
 
@@ -62,7 +62,7 @@ def test_each_state_reads_writes_back_and_holds_the_batch_the_ceiling_and_the_en
     for n, line in enumerate(_lines(path), 1):
         state = BlockState.from_json(line["state"], source=f"cells.jsonl line {n}")
         assert json.dumps(state.to_json()) == json.dumps(line["state"])  # same keys, order and values
-        assert state == state_of(CellEntry.from_json(line, source=f"cells.jsonl line {n}"))
+        assert state == CellEntry.from_json(line, source=f"cells.jsonl line {n}").state
         assert state.graphs is not None and state.engine is not None and state.host is not None
         # measure/blockstate.py: batch tokens = concurrency x (1 + K); eager when above a known ceiling
         assert state.graphs.batch_tokens == line["concurrency"] * (1 + _k(path, line["role"]))
@@ -137,11 +137,10 @@ def test_a_line_of_older_code_without_a_part_reads_with_the_defaults() -> None:
         (lambda s: s["graphs"].update(batch_tokens=1.5), r"graphs.batch_tokens: expected an integer, got 1.5"),
     ],
 )
-def test_a_state_that_does_not_read_is_one_line_naming_the_block_and_the_field(edit: Any, message: str) -> None:
+def test_a_state_that_does_not_read_is_one_line_naming_the_line_and_the_field(edit: Any, message: str) -> None:
     line = _lines(RUNS[0])[3]
     line["state"] = copy.deepcopy(line["state"])
     edit(line["state"])
-    block = f"cells.jsonl {line['role']} {line['workload']} {line['level']} block {line['repetition']} state"
-    with pytest.raises(BadInput, match="^" + block + ": " + message) as caught:
-        state_of(CellEntry.from_json(line, source="cells.jsonl line 4"))
+    with pytest.raises(BadInput, match="^cells.jsonl line 4: state." + message) as caught:
+        CellEntry.from_json(line, source="cells.jsonl line 4")
     assert "\n" not in str(caught.value)

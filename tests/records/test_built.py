@@ -13,6 +13,7 @@ from loadgen.measure.blockstate import block_state
 from loadgen.records.blockstate import BlockState
 from loadgen.records.cardcell import Ratio
 from loadgen.records.cell import CellEntry
+from loadgen.records.cellparts import GaugeSummary, ServerHistogram
 from loadgen.records.trace import Attainment, Shares, TraceArm, TraceChoice, TraceRow, TraceSection, TraceServer
 from loadgen.records.usage import GpuState, HostSample
 
@@ -44,8 +45,8 @@ def test_the_block_state_reads_back_what_it_writes_and_names_a_bad_field() -> No
         "plain",
         "w",
         4,
-        gauges={"vllm:num_requests_waiting": {"max": 2}},
-        server_histograms={"icl_s": {"count": 250.0, "sum": 1.0}},
+        gauges={"vllm:num_requests_waiting": GaugeSummary(None, 2, 1.0, "vllm:num_requests_waiting")},
+        server_histograms={"icl_s": ServerHistogram(count=250.0, sum=1.0)},
     )
     state = block_state((host, host), (None, None), entry, 20, 16, 0.01)
     line = json.loads(json.dumps(state.to_json()))

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.errors import BadInput
+from loadgen.records.blockstate import BlockState, HostState
 from loadgen.records.cell import CellEntry
 from loadgen.records.wire import RESTORE
 from loadgen.store.files import read_cell_lines
@@ -56,7 +57,7 @@ def test_the_reader_gives_typed_entries() -> None:
 def test_an_entry_built_anew_writes_every_field_and_new_fields_go_last() -> None:
     entry = CellEntry.of({"role": "plain", "workload": "w", "concurrency": 4, "level": "c4", "duration_s": 2})
     assert list(entry.to_json()) == ["role", "workload", "concurrency", "level", "duration_s"]
-    later = entry.with_fields(state={"host": {}}, duration_s=3.5)
+    later = entry.with_fields(state=BlockState(host=HostState()), duration_s=3.5)
     assert later.to_json() == {
         "role": "plain",
         "workload": "w",
@@ -81,7 +82,7 @@ def _corrupt(path: Path, line: int, change: dict[str, object]) -> None:
         ({"duration_s": "abc"}, "duration_s: expected a number, got 'abc'"),
         ({"role": 3}, "role: expected a string, got 3"),
         ({"notes": "one note"}, "notes: expected a list of strings, got 'one note'"),
-        ({"spec_decode": [1]}, "spec_decode: expected an object or null, got [1]"),
+        ({"spec_decode": [1]}, "spec_decode: expected an object (spec-decode deltas) or null, got [1]"),
         (
             {"error_categories": {"http_5xx": 1.5}},
             "error_categories: expected an object of integers, got {'http_5xx': 1.5}",

@@ -34,13 +34,15 @@ FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthChec
 
 def test_the_records_under_test_are_the_known_ones() -> None:
     # each module's records; protoparts, criteria and runparts: protocol.json's parts and the run folder's files
-    assert len(WIRES) == 66
+    assert len(WIRES) == 68
     assert {
         "card.PairCard",
         "server.EffectiveConfig",
         "usage.Teardown",
         "cardcell.StepTime",
         "runparts.ProgressFile",
+        "cellparts.SpecDecodeDeltas",
+        "cellparts.ClientLoad",
     } <= set(IDS)
 
 

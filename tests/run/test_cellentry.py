@@ -85,7 +85,7 @@ def test_a_missing_request_counter_keeps_the_acceptance() -> None:
     assert entry.server_finished_requests is None  # was 0.0: "server finished 0 requests, loadgen completed 4"
     assert entry.restart_evidence == [] and entry.foreign_traffic is False
     sd = entry.spec_decode
-    assert sd is not None and (sd["num_drafts"], sd["num_draft_tokens"], sd["num_accepted_tokens"]) == (20, 40, 20)
+    assert sd is not None and (sd.num_drafts, sd.num_draft_tokens, sd.num_accepted_tokens) == (20, 40, 20)
 
 
 def test_one_engine_reset_is_left_out_and_named() -> None:
@@ -95,9 +95,9 @@ def test_one_engine_reset_is_left_out_and_named() -> None:
     entry = cell_entry(run_of(before, after), pair_with())
     sd = entry.spec_decode
     assert sd is not None
-    assert (sd["num_drafts"], sd["num_draft_tokens"], sd["num_accepted_tokens"]) == (20.0, 40.0, 20.0)
-    assert sd["accepted_per_position"] == [12.0, 8.0] and sd["reset"] is False
-    assert (sd["engines"], sd["reset_engines"]) == (["0", "1"], ["1"])
+    assert (sd.num_drafts, sd.num_draft_tokens, sd.num_accepted_tokens) == (20.0, 40.0, 20.0)
+    assert sd.accepted_per_position == (12.0, 8.0) and sd.reset is False
+    assert (sd.engines, sd.reset_engines) == (("0", "1"), ("1",))
     assert entry.server_finished_requests == 4.0 and entry.server_reset_engines == ["1"]
     assert entry.restart_evidence == []
 
@@ -107,7 +107,7 @@ def test_k_and_the_mean_verified_tokens_per_step() -> None:
     before, after = scrape({"0": (10, 20, 8, 3, 0)}), scrape({"0": (30, 50, 20, 5, 4)})
     fixed = cell_entry(run_of(before, after), pair_with()).spec_decode
     assert fixed is not None
-    assert (fixed["k"], fixed["k_fixed"], fixed["mean_verified_tokens_per_step"]) == (2, True, 1.5)
+    assert (fixed.k, fixed.k_fixed, fixed.mean_verified_tokens_per_step) == (2, True, 1.5)
     adaptive = cell_entry(run_of(before, after), pair_with(enable_adaptive_verification=True)).spec_decode
     assert adaptive is not None
-    assert (adaptive["k_fixed"], adaptive["k_variable_reason"]) == (False, "enable_adaptive_verification = true")
+    assert (adaptive.k_fixed, adaptive.k_variable_reason) == (False, "enable_adaptive_verification = true")

@@ -53,6 +53,7 @@ def _compare(
         if cut == FULL_DISK:
             runs = stack.enter_context(small_tmpfs(tmp, DISK_KIB, "runs"))
             first = loadgen(tmp, args, lambda: fill(runs), at_slot)
+            assert (runs / "filler").exists(), f"the run ended before slot {at_slot}: {first.output}"
             (runs / "filler").unlink()  # room again
         else:
             first = loadgen(tmp, args, SIGNALS[cut] if cut else None, at_slot)
