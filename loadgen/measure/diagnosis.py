@@ -29,7 +29,7 @@ import numpy as np
 from loadgen.measure.metrics import request_timings
 from loadgen.profile.fields import lossy_reason
 from loadgen.profile.pair import SLO
-from loadgen.records.cardcell import Cost
+from loadgen.records.cardcell import Cost, LosslessCheck
 from loadgen.records.request import RequestRecord
 
 #: Predicted and measured speedups that differ by more than this fraction get an explanation.
@@ -43,16 +43,17 @@ def lossless(
     speculative_finish: Mapping[str, str | None] | None = None,
     *,
     lossy: str | None = None,
-) -> dict[str, object]:
+) -> LosslessCheck:
     """Compare generated token ids (and finish reasons, when given) per prompt id of successful requests.
 
-    Returns ``{"pairs", "identical", "match_rate", "first_difference": [positions], "stop_differences",
-    "late"}``. ``stop_differences`` counts the differing pairs whose outputs differ in length or finish
-    reason: a stop rule (EOS, stop string, max_tokens) ended them differently. ``late`` is True when every
-    other difference (same length and finish reason) starts past half of the output. ``lossy``: why the
-    run's speculative config does not keep the target's distribution (:func:`lossy_rejection`); when given
-    the dict also holds ``"lossy": True`` and ``"lossy_reason"``, and the match rate is information, not a
-    lossless judgement (:func:`lossless_note`).
+    Returns the check's record (records/cardcell.py ``LosslessCheck``: ``pairs``, ``identical``,
+    ``match_rate``, ``first_difference`` positions, ``stop_differences``, ``late``). ``stop_differences``
+    counts the differing pairs whose outputs differ in length or finish reason: a stop rule (EOS, stop
+    string, max_tokens) ended them differently. ``late`` is True when every other difference (same length
+    and finish reason) starts past half of the output. ``lossy``: why the run's speculative config does
+    not keep the target's distribution (:func:`lossy_rejection`); when given the record also holds
+    ``lossy`` (True) and ``lossy_reason``, and the match rate is information, not a lossless judgement
+    (:func:`lossless_note`).
     """
     keys = sorted(set(plain) & set(speculative))
     pf, sf = plain_finish or {}, speculative_finish or {}
@@ -72,15 +73,10 @@ def lossless(
             token_first.append((first[-1], len(a)))
     identical = len(keys) - len(first)
     late = bool(token_first) and all(pos > length / 2 for pos, length in token_first)
-    out: dict[str, object] = {
-        "pairs": len(keys),
-        "identical": identical,
-        "match_rate": identical / len(keys) if keys else None,
-        "first_difference": first,
-        "stop_differences": stops,
-        "late": late,
-    }
-    return out | ({"lossy": True, "lossy_reason": lossy} if lossy else {})
+    check = LosslessCheck(len(keys), identical, identical / len(keys) if keys else None, tuple(first), stops, late)
+    if lossy:
+        return replace(check, lossy=True, lossy_reason=lossy).keyed(*LosslessCheck.KEYS, "lossy", "lossy_reason")
+    return check.keyed(*LosslessCheck.KEYS)
 
 
 def lossy_rejection(speculative_config: Mapping[str, object], env: Mapping[str, str]) -> str | None:
@@ -91,25 +87,23 @@ def lossy_rejection(speculative_config: Mapping[str, object], env: Mapping[str, 
     return lossy_reason(speculative_config, env)
 
 
-def lossless_note(result: Mapping[str, object]) -> str | None:
+def lossless_note(result: LosslessCheck) -> str | None:
     """One line for the card when the match rate is below 1, None otherwise. Outputs that differ in length
     or finish reason are named as such, never put down to numerical nondeterminism. A lossy run
-    (``result["lossy"]``) always gets one line stating its match rate as information, not judged."""
-    rate = result.get("match_rate")
-    if result.get("lossy") and isinstance(rate, float):
+    (``result.lossy``) always gets one line stating its match rate as information, not judged."""
+    rate = result.match_rate
+    if result.lossy and rate is not None:
         return (
-            f"lossy rejection ({result.get('lossy_reason')}): outputs differ from the target's by design; "
+            f"lossy rejection ({result.lossy_reason}): outputs differ from the target's by design; "
             f"match rate {100 * rate:.0f}% reported, not judged"
         )
-    if not isinstance(rate, float) or rate >= 1.0:
+    if rate is None or rate >= 1.0:
         return None
-    first = result.get("first_difference") or []
+    first = result.first_difference
     parts = [f"lossless check: {100 * rate:.0f}% of requests identical"]
-    if isinstance(first, list) and first:
+    if first:
         parts.append(f"first differences at token {min(first)}-{max(first)}")
-    differing = len(first) if isinstance(first, list) else 0
-    stops = result.get("stop_differences")
-    stops = stops if isinstance(stops, int) else 0
+    differing, stops = len(first), result.stop_differences
     if stops:
         parts.append(
             f"{stops} of {differing} differing requests differ in length or finish reason: a stop rule "
@@ -119,7 +113,7 @@ def lossless_note(result: Mapping[str, object]) -> str | None:
         parts.append(
             "the others start late: typical of numerical nondeterminism across batch shapes (K+1-token "
             "verification vs one-token decode), not of a broken draft"
-            if result.get("late")
+            if result.late
             else "some start early: check that both servers ran the same model, dtype and sampling"
         )
     return "; ".join(parts)

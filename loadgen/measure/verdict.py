@@ -85,7 +85,7 @@ class Verdict:
             status=self.status,
             summary=self.summary,
             declared=True,
-            criteria=self.criteria.to_json(),
+            criteria=self.criteria.record(),
             cells=cells,
             resources=tuple(card.Check(**asdict(r)) for r in self.resources),
         ).keyed("passed", "status", "summary", "criteria", "cells", "resources")
@@ -159,9 +159,9 @@ def _lossless(cell: CardCell, criteria: Criteria) -> list[Check]:
     limit = criteria.min_lossless_match
     if limit is None:
         return []
-    lossless = cell.lossless or {}
-    rate = lossless.get("match_rate")
-    if lossless.get("lossy"):  # check refuses this pairing; a re-rendered run may still hold it
+    lossless = cell.lossless
+    rate = None if lossless is None else lossless.match_rate
+    if lossless is not None and lossless.lossy:  # check refuses this pairing; a re-rendered run may still hold it
         return [
             Check(
                 "lossless_match",
@@ -169,7 +169,7 @@ def _lossless(cell: CardCell, criteria: Criteria) -> list[Check]:
                 NOT_JUDGED,
                 rate,
                 limit,
-                f"lossless match not judged: {lossless.get('lossy_reason')} is lossy by design",
+                f"lossless match not judged: {lossless.lossy_reason} is lossy by design",
             )
         ]
     if rate is None:

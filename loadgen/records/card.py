@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from loadgen.records.cardcell import CardCell
 from loadgen.records.cardwire import Wire, json_schema
+from loadgen.records.criteria import CriteriaRecord
 from loadgen.records.overrides import CommandLine
 from loadgen.records.protoparts import LoadRecord, RunDesign, SamplingRecord, Slo, StopRuleRecord, WorkloadRecord
 from loadgen.records.runparts import ModelHashes, ServerFiles
@@ -154,7 +155,7 @@ class CardVerdict(Wire):
     summary: str
     declared: bool = field(metadata={"doc": "whether the pair file had a [criteria] table"})
     status: str | None = None
-    criteria: Mapping[str, Any] | None = field(
+    criteria: CriteriaRecord | None = field(
         default=None, metadata={"doc": "the criteria applied (records/criteria.py Criteria)"}
     )
     cells: tuple[CellVerdict, ...] = ()

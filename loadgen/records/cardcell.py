@@ -69,6 +69,28 @@ class StepTime(Wire):
 
 
 @dataclass(frozen=True)
+class LosslessCheck(Wire):
+    """The greedy lossless check of a cell (measure/diagnosis.py ``lossless``): the prompts both servers
+    answered (``pairs``) and how many with identical token ids and finish reasons (``identical``), their share
+    (``match_rate``, None without pairs), the first differing position of each differing pair, how many of
+    those a stop rule ended differently (length or finish reason; a card of older code lacks it), whether the
+    other differences all start past half the output (``late``), and for a lossy rejection ``lossy`` with its
+    reason (the match rate is then information, not judged)."""
+
+    pairs: int
+    identical: int
+    match_rate: float | None
+    first_difference: tuple[int, ...]
+    stop_differences: int = 0
+    late: bool = False
+    lossy: bool = False
+    lossy_reason: str | None = None
+
+    #: The keys the check writes, in order (every one, even at its default; ``lossy`` ones only when lossy).
+    KEYS = ("pairs", "identical", "match_rate", "first_difference", "stop_differences", "late")
+
+
+@dataclass(frozen=True)
 class Cost(Wire):
     """The step-time cost decomposition of a cell (measure/diagnosis.py cost_decomposition): step times (s),
     their ratio, the speedup they predict (acceptance length / step-time ratio) against the measured TPOT
@@ -184,7 +206,7 @@ class CardCell(Wire):
     plain: RoleStats | None = None
     speculative: RoleStats | None = None
     noise_floor: CellNoiseFloor | None = None
-    lossless: Mapping[str, Any] | None = field(
+    lossless: LosslessCheck | None = field(
         default=None, metadata={"doc": "the greedy lossless check (measure/diagnosis.py); null unjudged"}
     )
     cost: Cost | None = field(default=None, metadata={"doc": "the step-time cost decomposition (measure/steptime.py)"})

@@ -100,6 +100,10 @@ class Criteria:
         out = {k: v for k, v in asdict(self).items() if k != "declared"}
         return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
+    def record(self) -> CriteriaRecord:
+        """The criteria as the card's verdict writes them: :meth:`to_json`'s keys, in its order."""
+        return CriteriaRecord.from_json(self.to_json(), source="the criteria applied")
+
 
 @dataclass(frozen=True)
 class CriteriaRecord(Wire):

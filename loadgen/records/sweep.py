@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from loadgen.records.cardcell import Ratio
 from loadgen.records.cardwire import IN_FILE, Whole
+from loadgen.records.criteria import CriteriaRecord
 from loadgen.records.overrides import CommandLine
 from loadgen.records.sweepchoice import KSchedule, LevelChoice, Recommendation, WorkloadChoice
 from loadgen.records.trace import TraceSection
@@ -72,7 +73,7 @@ class SweepEntry(Whole):
     k: int = 0
     method: str | None = None
     draft_weights: bool = False
-    ratio: Mapping[str, Any] | None = None
+    ratio: Ratio | None = None  # the pair card's ratio of the primary metric
     speedup: float | None = None
     speedup_ci_low: float | None = None
     speedup_ci_high: float | None = None
@@ -100,7 +101,7 @@ class SweepCell(Whole):
     level: str = ""
     concurrency: int | None = None
     rate_rps: float | None = None
-    noise_floor: Mapping[str, Any] | None = None
+    noise_floor: Ratio | None = None  # the pair card's A/A ratio of the primary metric
     entries: list[SweepEntry] = field(default_factory=list, metadata=IN_FILE)
     drift: Drift | None = None
     drift_warning: str | None = None
@@ -108,7 +109,7 @@ class SweepCell(Whole):
 
     def floor_ratio(self) -> Ratio | None:
         """The A/A noise floor of the primary metric as the pair card's ratio record, None without one."""
-        return None if self.noise_floor is None else Ratio.from_json(self.noise_floor, source="sweep cell noise_floor")
+        return self.noise_floor
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ class SweepCard(Whole):
     speedup_definition: str = field(default="", kw_only=True)
     upper_bound_formula: str = field(default="", kw_only=True)
     criteria_declared: bool = field(default=False, kw_only=True)
-    criteria: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    criteria: CriteriaRecord | None = field(default=None, kw_only=True)
     design: SweepDesign | None = field(default=None, kw_only=True)
     noise_floor: NoiseFloor | None = field(default=None, kw_only=True)
     times_s: Mapping[str, float] = field(default_factory=dict, kw_only=True)
@@ -186,16 +187,15 @@ class SweepCard(Whole):
     cells: list[SweepCell]
     drift_warnings: list[str] = field(default_factory=list, kw_only=True)
     recommendation: Recommendation
-    trace: Mapping[str, Any] | None = None
+    trace: TraceSection | None = None
     plots: list[str] = field(default_factory=list)
     command_line: CommandLine | None = None
     FIX: ClassVar[str] = FIX
     TITLE: ClassVar[str] = f"loadgen sweep.json ({SCHEMA})"
 
     def trace_section(self) -> TraceSection | None:
-        """The ``trace`` section as its record (records/trace.py); BadInput naming the field when it does not
-        read."""
-        return None if self.trace is None else TraceSection.from_json(self.trace, source="sweep.json trace")
+        """The ``trace`` section (records/trace.py), None without one."""
+        return self.trace
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from loadgen.measure.steptime import apply as apply_step_times
 from loadgen.profile.cells import PLACEBO, ROLES, CellKey
 from loadgen.profile.pair import LOOKUP_METHODS, SLO, off_reason, speculation_on_at
 from loadgen.records.card import EngineVersion, PairCard, Resources
-from loadgen.records.cardcell import CardCell, Ratio, RoleStats, ServerVsClient
+from loadgen.records.cardcell import CardCell, LosslessCheck, Ratio, RoleStats, ServerVsClient
 from loadgen.records.cell import CellEntry
 from loadgen.records.protocol import Protocol, ProtocolCell
 from loadgen.records.protoparts import EngineRecord, SamplingRecord, Slo, StopRuleRecord
@@ -345,7 +345,7 @@ def _diagnose(
     stats: Mapping[str, CellStats],
     greedy: bool,
     lossy: str | None = None,
-) -> dict[str, object] | None:
+) -> LosslessCheck | None:
     """The lossless check (greedy only; diagnosis.py) of a cell both servers measured (``lossy``: why the
     speculative config is lossy by design, its match rate then information), None otherwise; the cost
     decomposition is steptime.py's."""

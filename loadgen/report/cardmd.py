@@ -96,7 +96,7 @@ def _verdict_rows(verdict: CardVerdict) -> list[str]:
     """The verdict against the criteria the pair file declared before the run."""
     if verdict.declared is False:  # no [criteria] table: nothing was judged (judging.py)
         return ["## Verdict", "", f"**{verdict.summary}** (add a [criteria] table to the pair file to judge)", ""]
-    crit = verdict.criteria or {}
+    crit = {} if verdict.criteria is None else verdict.criteria.to_json()
     keys = list(crit) if verdict.declared_keys is None else verdict.declared_keys
     shown = [
         ", ".join(f"{k} = {json.dumps(v)}" for k, v in crit.items() if v not in (None, {}, []) and (k in keys) == d)
@@ -119,11 +119,11 @@ def _diagnosis_rows(cell: CardCell) -> list[str]:
     """Lossless check, cost decomposition and goodput of one cell (diagnosis.py)."""
     lines = []
     loss = cell.lossless
-    if loss and loss.get("match_rate") is not None:
+    if loss is not None and loss.match_rate is not None:
         lines.append(
-            f"- lossless check (greedy): {loss['identical']}/{loss['pairs']} requests identical "
-            f"({100 * loss['match_rate']:.0f}%)"
-            + (f" (lossy: {loss.get('lossy_reason')}; reported, not judged)" if loss.get("lossy") else "")
+            f"- lossless check (greedy): {loss.identical}/{loss.pairs} requests identical "
+            f"({100 * loss.match_rate:.0f}%)"
+            + (f" (lossy: {loss.lossy_reason}; reported, not judged)" if loss.lossy else "")
         )
     cost = cell.cost or Cost()
     if cost.unavailable:

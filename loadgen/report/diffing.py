@@ -115,7 +115,7 @@ def primary_metrics(baseline: PairCard, candidate: PairCard) -> tuple[str, ...]:
     """The declared primary metrics of both cards, the baseline's first (``("tpot_p50",)`` when none)."""
     out: list[str] = []
     for card in (baseline, candidate):
-        declared = card.verdict.criteria.get("primary") if card.verdict.criteria else None
+        declared = card.verdict.criteria.primary if card.verdict.criteria else None
         out += [str(m) for m in declared or [] if m not in out]
     return tuple(out) or ("tpot_p50",)
 

@@ -59,8 +59,9 @@ def _prediction(
     sweep: SweepCard, cell: SweepCell, schedule: DeployedSchedule, k: int
 ) -> tuple[str, float | None, float | None, float | None]:
     if k == 0:
-        floor = cell.noise_floor
-        low, high = (floor.get("ci_low", 1.0), floor.get("ci_high", 1.0)) if floor else (1.0, 1.0)
+        floor = cell.noise_floor  # its CI, else the point 1.0
+        low = 1.0 if floor is None or floor.ci_low is None else floor.ci_low
+        high = 1.0 if floor is None or floor.ci_high is None else floor.ci_high
         return "plain (K = 0)", 1.0, low, high
     mine = DeployedSchedule.family_of(schedule.config)
     family = {c.name for c in sweep.candidates if DeployedSchedule.family_of(c.speculative_config) == mine}

@@ -105,7 +105,7 @@ def _entry(c: Candidate, cell: CardCell, metric: str, verdict_cells: Mapping[tup
         k=c.k,
         method=c.speculative.method,
         draft_weights=c.draft_weights,
-        ratio=None if r is None else r.to_json(),
+        ratio=r,
         speedup=value,
         speedup_ci_low=low,
         speedup_ci_high=high,
@@ -211,7 +211,7 @@ def _cells(
                 level=first.level,
                 concurrency=first.concurrency,
                 rate_rps=first.rate_rps,
-                noise_floor=None if aa is None else aa.to_json(),
+                noise_floor=aa,
                 entries=entries,
                 drift=drift,
                 drift_warning=warning,
@@ -329,6 +329,6 @@ def build_sweep_card(
         drift_warnings=[c.drift_warning for c in cells if c.drift_warning]
         + ([noise.line.split("; ", 1)[1]] if noise.excluding_1 else []),
         recommendation=rec,
-        trace=None if trace is None else trace.to_json(),
+        trace=trace,
         keys=(*_SWEEP_KEYS, *(["trace"] if trace is not None else [])),
     )

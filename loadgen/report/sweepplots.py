@@ -41,7 +41,7 @@ def _floor_band(floor: Ratio | None, metric: str) -> tuple[float, float] | None:
 
 def _interval(card: SweepCard, cells: Sequence[SweepCell]) -> str:
     """The interval the entries' speedups carry (their ratio's ``ci_method``, else the design's)."""
-    said = [(e.ratio or {}).get("ci_method") for c in cells for e in c.entries if e.speedup is not None]
+    said = [e.ratio.ci_method for c in cells for e in c.entries if e.speedup is not None and e.ratio is not None]
     methods = [m for m in said if isinstance(m, str)]
     return methods_name(methods or [card.design.ci_method if card.design else None])
 

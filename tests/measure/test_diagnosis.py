@@ -22,6 +22,7 @@ from loadgen.measure.diagnosis import (
 from loadgen.measure.verdict import Verdict
 from loadgen.profile.pair import SLO
 from loadgen.profile.pairfile import load_pair
+from loadgen.records.cardcell import LosslessCheck
 from loadgen.records.criteria import Criteria, parse_criteria
 from loadgen.records.request import RequestRecord
 from tests.support.cards import card_cell
@@ -32,20 +33,26 @@ def judge(criteria: Criteria, cells: list[dict[str, Any]], resources: Any) -> Ve
     return verdict.judge(criteria, [card_cell(c) for c in cells], resources)
 
 
+def _check(pairs: int, identical: int) -> dict[str, Any]:
+    """A card cell's lossless check of ``pairs`` prompts, ``identical`` of them identical."""
+    first = [3] * (pairs - identical)
+    return {"pairs": pairs, "identical": identical, "match_rate": identical / pairs, "first_difference": first}
+
+
 def test_lossless_identical_and_first_difference() -> None:
     plain = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "c": [9, 9, 9, 9], "only-plain": [1]}
     spec = {"a": [1, 2, 3, 4], "b": [5, 6, 0, 8], "c": [9, 9, 9, 1]}
     r = lossless(plain, spec)
-    assert r["pairs"] == 3 and r["identical"] == 1
-    assert r["match_rate"] == pytest.approx(1 / 3)
-    assert r["first_difference"] == [2, 3]
-    assert r["late"] is False  # position 2 of 4 is not past half
+    assert r.pairs == 3 and r.identical == 1
+    assert r.match_rate == pytest.approx(1 / 3)
+    assert r.first_difference == (2, 3)
+    assert r.late is False  # position 2 of 4 is not past half
     late = lossless({"a": [1, 2, 3, 4]}, {"a": [1, 2, 3, 0]})
-    assert late["late"] is True
+    assert late.late is True
     note = lossless_note(late)
     assert note is not None and "0% of requests identical" in note and "start late" in note
     assert lossless_note(lossless({"a": [1]}, {"a": [1]})) is None
-    assert lossless({}, {"a": [1]})["match_rate"] is None
+    assert lossless({}, {"a": [1]}).match_rate is None
 
 
 def test_cost_decomposition_predicts_the_tpot_speedup() -> None:
@@ -86,8 +93,8 @@ def test_slo_table_and_lossless_criterion(tmp_path: Path) -> None:
         load_pair(str(path))
     crit = parse_criteria({"min_lossless_match": 0.95, "require_measured": False}, path)
     ratios = {"tpot_p50": {"value": 0.8, "ci_low": 0.7, "ci_high": 0.9, "pairs": 8}}
-    good = {"workload": "w", "concurrency": 1, "complete": True, "ratios": ratios, "lossless": {"match_rate": 1.0}}
-    bad = good | {"concurrency": 2, "lossless": {"match_rate": 0.5}}
+    good = {"workload": "w", "concurrency": 1, "complete": True, "ratios": ratios, "lossless": _check(2, 2)}
+    bad = good | {"concurrency": 2, "lossless": _check(2, 1)}
     assert judge(crit, [good], None).passed is True
     verdict = judge(crit, [good, bad], None)
     assert verdict.passed is False and "lossless match 50.0% misses >= 95.0%" in verdict.summary
@@ -98,17 +105,17 @@ def test_slo_table_and_lossless_criterion(tmp_path: Path) -> None:
 def test_lossless_note_names_length_and_finish_differences_not_nondeterminism() -> None:
     # the speculative output runs one token past the plain one's stop: a late "difference" at token 4 of 5
     longer = lossless({"a": [1, 2, 3, 4]}, {"a": [1, 2, 3, 4, 5]}, {"a": "stop"}, {"a": "length"})
-    assert longer["stop_differences"] == 1 and longer["first_difference"] == [4] and longer["late"] is False
+    assert longer.stop_differences == 1 and longer.first_difference == (4,) and longer.late is False
     note = lossless_note(longer) or ""
     assert "nondeterminism" not in note
     assert "1 of 1 differing requests differ in length or finish reason" in note
     # same tokens, different finish reason: not identical
     finish = lossless({"a": [1, 2]}, {"a": [1, 2]}, {"a": "stop"}, {"a": "length"})
-    assert finish["identical"] == 0 and "nondeterminism" not in (lossless_note(finish) or "")
+    assert finish.identical == 0 and "nondeterminism" not in (lossless_note(finish) or "")
     # without finish reasons, a length difference alone is still named so
     assert "nondeterminism" not in (lossless_note(lossless({"a": [1, 2, 3, 4]}, {"a": [1, 2, 3, 4, 5]})) or "")
     mixed = lossless({"a": [1, 2, 3, 4], "b": [1, 2, 3, 4]}, {"a": [1, 2, 3, 9], "b": [1, 2, 3, 4, 5]})
-    assert mixed["stop_differences"] == 1 and mixed["late"] is True
+    assert mixed.stop_differences == 1 and mixed.late is True
     assert "the others start late" in (lossless_note(mixed) or "")
 
 
@@ -123,8 +130,9 @@ def test_a_lossy_rejection_reports_the_match_rate_without_judging_it() -> None:
     plain = {"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "c": [9, 9, 9, 9], "d": [4, 4, 4, 4]}
     spec = {"a": [1, 2, 3, 4], "b": [5, 0, 7, 8], "c": [9, 9, 9, 9], "d": [4, 4, 4, 4]}
     r = lossless(plain, spec, lossy=reason)
-    assert r["lossy"] is True and r["lossy_reason"] == "rejection_sample_method = fly"
-    assert r["match_rate"] == pytest.approx(0.75) and r["first_difference"] == [1]
+    assert r.lossy is True and r.lossy_reason == "rejection_sample_method = fly"
+    assert r.match_rate == pytest.approx(0.75) and r.first_difference == (1,)
+    assert list(r.to_json()) == [*LosslessCheck.KEYS, "lossy", "lossy_reason"]
     assert lossless_note(r) == (
         "lossy rejection (rejection_sample_method = fly): outputs differ from the target's "
         "by design; match rate 75% reported, not judged"
@@ -134,7 +142,7 @@ def test_a_lossy_rejection_reports_the_match_rate_without_judging_it() -> None:
         "lossy rejection (rejection_sample_method = fly): outputs differ from the "
         "target's by design; match rate 100% reported, not judged"
     )
-    assert "lossy" not in lossless(plain, spec)  # a lossless run's dict is unchanged
+    assert list(lossless(plain, spec).to_json()) == list(LosslessCheck.KEYS)  # a lossless run's keys, as before
 
 
 def test_the_slo_check_of_a_role_from_its_requests_timings() -> None:

@@ -133,20 +133,22 @@ def test_aa_ratio_is_the_placebo_ratio_and_none_without_one() -> None:
 
 
 def test_the_sweep_floor_ratio_is_the_candidates_placebo_tpot_ratio() -> None:
-    sweep = SweepCard.from_json(_load(SWEEP_7B / "sweep.json"), source="sweep.json")
+    raw = _load(SWEEP_7B / "sweep.json")
+    sweep = SweepCard.from_json(raw, source="sweep.json")
     card = PairCard.from_json(_load(SWEEP_7B / "distilled-k2" / "card.json"), source="card.json")
     assert len(sweep.cells) == 10
-    for cell in sweep.cells:
+    for cell, raw_cell in zip(sweep.cells, raw["cells"], strict=True):
         floor = cell.floor_ratio()
         on_card = card.cell(cell.workload, cell.level)
         assert floor is not None and on_card is not None and floor == on_card.aa_ratio("tpot_p50")
-        assert floor.to_json() == cell.noise_floor  # keys in the sweep file's order
+        assert json.dumps(floor.to_json()) == json.dumps(raw_cell["noise_floor"])  # keys in the sweep file's order
     assert SweepCell("w", entries=[]).floor_ratio() is None
 
 
 def test_a_sweep_floor_that_does_not_read_is_one_line_naming_the_field() -> None:
-    with pytest.raises(BadInput, match=r"^sweep cell noise_floor: ci_low: expected a number, got 'x'"):
-        SweepCell("w", noise_floor={"value": 1.0, "ci_low": "x"}, entries=[]).floor_ratio()
+    cell = {"workload": "w", "noise_floor": {"value": 1.0, "ci_low": "x"}, "entries": []}
+    with pytest.raises(BadInput, match=r"^sweep.json cells\[0\]: noise_floor.ci_low: expected a number, got 'x'"):
+        SweepCell.from_json(cell, source="sweep.json cells[0]")
 
 
 def test_a_context_row_built_in_code_writes_every_required_field_and_reads_back() -> None:

@@ -304,7 +304,14 @@ def test_a_cell_with_a_blocking_note_is_not_measured_whatever_its_ratio() -> Non
 
 def test_a_lossy_run_reports_its_match_rate_without_judging_it() -> None:
     lossy = cell("short", 1, tpot_p50=ratio(0.8, 0.7, 0.9)) | {
-        "lossless": {"match_rate": 0.4, "lossy": True, "lossy_reason": "rejection_sample_method = fly"}
+        "lossless": {
+            "pairs": 5,
+            "identical": 2,
+            "match_rate": 0.4,
+            "first_difference": [1, 1, 1],
+            "lossy": True,
+            "lossy_reason": "rejection_sample_method = fly",
+        }
     }
     v = judge(Criteria(min_lossless_match=0.99), [lossy], None)
     check = next(c for c in v.cells[0].checks if c.name == "lossless_match")

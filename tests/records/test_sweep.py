@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from loadgen.cli import main
 from loadgen.errors import BadInput
+from loadgen.records.cardcell import Ratio
 from loadgen.records.sweep import FIX, Drift, SweepCard, SweepCell, SweepEntry
 from loadgen.report.sweepmd import render_sweep_markdown
 from loadgen.store.files import read_sweep
@@ -47,7 +48,8 @@ def test_the_reader_gives_typed_fields() -> None:
     card = read_sweep(EXAMPLE / "sweep.json")
     cell, entry = card.cells[0], card.cells[0].entries[0]
     assert isinstance(cell, SweepCell) and isinstance(entry, SweepEntry) and isinstance(cell.drift, Drift)
-    assert (cell.workload, cell.level, entry.candidate, entry.speedup, entry.ratio) == (
+    assert entry.ratio is not None and isinstance(entry.ratio, Ratio)
+    assert (cell.workload, cell.level, entry.candidate, entry.speedup, entry.ratio.to_json()) == (
         raw["cells"][0]["workload"],
         raw["cells"][0]["level"],
         raw["cells"][0]["entries"][0]["candidate"],

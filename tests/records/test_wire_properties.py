@@ -34,7 +34,7 @@ FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthChec
 
 def test_the_records_under_test_are_the_known_ones() -> None:
     # each module's records; protoparts, criteria and runparts: protocol.json's parts and the run folder's files
-    assert len(WIRES) == 68
+    assert len(WIRES) == 69
     assert {
         "card.PairCard",
         "server.EffectiveConfig",
@@ -43,6 +43,7 @@ def test_the_records_under_test_are_the_known_ones() -> None:
         "runparts.ProgressFile",
         "cellparts.SpecDecodeDeltas",
         "cellparts.ClientLoad",
+        "cardcell.LosslessCheck",
     } <= set(IDS)
 
 

@@ -311,7 +311,7 @@ def test_files_table_lists_pinned_files() -> None:
 def test_lossless_and_cost_decomposition_lines() -> None:
     c = card()
     c["cells"][0] |= {
-        "lossless": {"identical": 3, "pairs": 4, "match_rate": 0.75},
+        "lossless": {"identical": 3, "pairs": 4, "match_rate": 0.75, "first_difference": [2]},
         "cost": {
             "predicted_speedup": 1.25,
             "agrees": True,

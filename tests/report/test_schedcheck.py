@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from loadgen.records.cardcell import Ratio
 from loadgen.records.schedule import DeployedSchedule
 from loadgen.records.sweep import (
     KSchedule,
@@ -51,7 +52,7 @@ def _card(cells: list[SweepCell], schedule: dict | None) -> SweepCard:
 
 
 def _sweep() -> SweepCard:
-    floor = {"value": 1.0, "ci_low": 0.98, "ci_high": 1.03}
+    floor = Ratio(1.0, 0.98, 1.03)
     cells = [
         SweepCell(
             workload="short",

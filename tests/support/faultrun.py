@@ -158,16 +158,18 @@ def run_dir(tmp: Path) -> Path:
 def counts(run: Path) -> dict[str, Any]:
     """What the card of ``run`` counts, timing aside: complete, the measured requests on disk, and per cell each
     server's requests, errors, output tokens and repetitions, and the blocks and pairs of every ratio and of
-    the A/A noise floor; with the arms as protocol.json records them."""
+    the A/A noise floor but the inter-token ones (a block whose chunks came in one burst on a busy machine
+    has no ITL ratio: its count follows timing, not what was kept); with the arms as protocol.json records
+    them."""
     card = json.loads((run / "card.json").read_text())
     cells = []
     for c in card["cells"]:
         roles = {r: [c[r][k] for k in ("requests", "errors", "output_tokens", "repetitions")] for r in _roles(c)}
-        ratios = {m: [r["blocks"], r["pairs"]] for m, r in sorted((c.get("ratios") or {}).items()) if r}
+        ratios = {m: [r["blocks"], r["pairs"]] for m, r in sorted((c.get("ratios") or {}).items()) if _counted(m, r)}
         floor = {
             m: [r["blocks"], r["pairs"]]
             for m, r in sorted(((c.get("noise_floor") or {}).get("ratios") or {}).items())
-            if r
+            if _counted(m, r)
         }
         cells.append({"cell": [c["workload"], c["level"]], "roles": roles, "ratios": ratios, "noise_floor": floor})
     design = json.loads((run / "protocol.json").read_text())["design"]
@@ -177,6 +179,10 @@ def counts(run: Path) -> dict[str, Any]:
         "cells": cells,
         "arms": [[a["arm"], a["server"], a["attached"]] for a in design["arms"]],
     }
+
+
+def _counted(metric: str, ratio: dict[str, Any] | None) -> bool:
+    return bool(ratio) and not metric.startswith(("itl_", "icl_"))
 
 
 def _roles(cell: dict[str, Any]) -> list[str]:
