@@ -158,9 +158,9 @@ def run_dir(tmp: Path) -> Path:
 def counts(run: Path) -> dict[str, Any]:
     """What the card of ``run`` counts, timing aside: complete, the measured requests on disk, and per cell each
     server's requests, errors, output tokens and repetitions, and the blocks and pairs of every ratio and of
-    the A/A noise floor but the inter-token ones (a block whose chunks came in one burst on a busy machine
-    has no ITL ratio: its count follows timing, not what was kept); with the arms as protocol.json records
-    them."""
+    the A/A noise floor but the per-token ones (TPOT, ITL, inter-chunk latency: a block whose chunks the
+    client read in one burst on a busy machine has none, so their count follows timing, not what was kept);
+    with the arms as protocol.json records them."""
     card = json.loads((run / "card.json").read_text())
     cells = []
     for c in card["cells"]:
@@ -182,7 +182,7 @@ def counts(run: Path) -> dict[str, Any]:
 
 
 def _counted(metric: str, ratio: dict[str, Any] | None) -> bool:
-    return bool(ratio) and not metric.startswith(("itl_", "icl_"))
+    return bool(ratio) and not metric.startswith(("tpot_", "itl_", "icl_"))
 
 
 def _roles(cell: dict[str, Any]) -> list[str]:

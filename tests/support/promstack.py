@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import shutil
 import socket
 import subprocess
@@ -55,19 +56,36 @@ def free_port() -> int:
 
 def free_port_block(n: int = 4) -> int:
     """A port ``p`` with ``p .. p + n - 1`` free on loopback a moment ago (a pair's plain, speculative and
-    placebo ports)."""
-    for _ in range(50):
-        base = free_port()
+    placebo ports), below the ephemeral range where it can: there no outgoing connection of a test beside
+    it takes one of the ports between this check and the server's bind (Linux draws a connection's local
+    port from ``ip_local_port_range``, 32768-60999 by default)."""
+    top = _ephemeral_low()
+    for _ in range(200):
+        base = _DRAW.randrange(_LOW, top - n) if top - n > _LOW else free_port()
         if base + n >= 65535:
             continue
         try:
-            for i in range(1, n):
+            for i in range(n):
                 with socket.socket() as t:
                     t.bind(("127.0.0.1", base + i))
         except OSError:
             continue
         return base
     raise RuntimeError("no free block of ports")
+
+
+#: The lowest port a block is drawn from (below it: well-known and registered services' ports).
+_LOW = 20000
+#: Draws unaffected by a test that seeds the ``random`` module (xdist workers would draw the same blocks).
+_DRAW = random.SystemRandom()
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.1) -> None:
