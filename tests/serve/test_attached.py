@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from loadgen.serve import servers
 from loadgen.serve.attached import attach_record, resume_urls
 from loadgen.util.redact import redact_url
 from tests.run.test_flow import _pair_without_exact_lengths
+from tests.support.promstack import free_port
 
 DATA = Path(__file__).parents[1] / "data"
 NAME = "smollm2-135m-instruct"  # the name loadgen derives from demo-cpu's [target].model
@@ -71,12 +71,6 @@ def fake_server(model: str, metrics: str) -> Iterator[tuple[str, list[str]]]:
         server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _pair(tmp_path: Path):  # type: ignore[no-untyped-def]
     pair = load_pair("demo-cpu")
     return replace(pair, engine=replace(pair.engine, startup_timeout_s=20.0))
@@ -103,7 +97,7 @@ def test_bad_attach_url_exits_2_at_once_with_one_line(url: str, problem: str) ->
 
 
 def test_refused_attached_server_fails_within_seconds(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     spec = launch_spec(_pair(tmp_path), "plain", tmp_path, url)
     t0 = time.monotonic()
     with pytest.raises(ServerError) as info, servers.running(spec):

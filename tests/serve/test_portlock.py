@@ -14,6 +14,7 @@ import pytest
 
 from loadgen.errors import ServerError
 from loadgen.serve.portlock import ENV_DIR, PortHolds, hold
+from tests.support.promstack import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 HOLDER = (
@@ -21,12 +22,6 @@ HOLDER = (
     "print('held', flush=True); sys.stdin.readline(); h.release(); print('released', flush=True); "
     "sys.stdin.read()"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +42,7 @@ def _holder(port: int) -> subprocess.Popen[str]:
 
 
 def test_a_port_held_by_another_process_is_refused_naming_its_pid_until_it_releases() -> None:
-    port = _free_port()
+    port = free_port()
     proc = _holder(port)
     try:
         with pytest.raises(ServerError) as err:
@@ -68,7 +63,7 @@ def test_a_port_held_by_another_process_is_refused_naming_its_pid_until_it_relea
 
 
 def test_a_holder_that_dies_leaves_no_stale_hold() -> None:
-    port = _free_port()
+    port = free_port()
     proc = _holder(port)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)  # waits and closes its pipes
@@ -76,7 +71,7 @@ def test_a_holder_that_dies_leaves_no_stale_hold() -> None:
 
 
 def test_a_busy_port_is_refused_and_holds_are_released_on_a_refusal() -> None:
-    free = _free_port()
+    free = free_port()
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -92,7 +87,7 @@ def test_a_busy_port_is_refused_and_holds_are_released_on_a_refusal() -> None:
 
 
 def test_a_shared_port_is_held_until_the_last_of_its_servers_answers() -> None:
-    port = _free_port()
+    port = free_port()
     holds = PortHolds()
     holds.take([("plain", "127.0.0.1", port), ("speculative", "127.0.0.1", port)])
     holds.answered("plain")

@@ -3,7 +3,6 @@ the log's path, instead of waiting out the start-up timeout (a fake engine comma
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from dataclasses import replace
@@ -17,6 +16,7 @@ from loadgen.records.usage import Teardown
 from loadgen.run.arms import launch_spec
 from loadgen.serve import servers
 from loadgen.serve.startup import LogWatch, fatal_line
+from tests.support.promstack import free_port
 
 ENGINE = """\
 import sys, time
@@ -27,19 +27,13 @@ time.sleep(120)  # the API server lingers without ever serving
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_engine_that_fails_to_start_is_reported_within_seconds(tmp_path: Path) -> None:
     script = tmp_path / "fake_engine.py"
     script.write_text(ENGINE)
     pair = load_pair("demo-cpu")
     pair = replace(
         pair,
-        engine=replace(pair.engine, command=(sys.executable, str(script)), port=_free_port(), startup_timeout_s=30.0),
+        engine=replace(pair.engine, command=(sys.executable, str(script)), port=free_port(), startup_timeout_s=30.0),
     )
     spec = launch_spec(pair, "plain", tmp_path)
     t0 = time.monotonic()

@@ -48,7 +48,12 @@ def require_binary(name: str) -> str:
 
 
 def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    """A TCP port that was free on 127.0.0.1 a moment ago, drawn as :func:`free_port_block` draws a block."""
+    return free_port_block(1)
+
+
+def _kernel_port() -> int:
+    """A port the kernel gave a moment ago (from its ephemeral range)."""
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -61,7 +66,7 @@ def free_port_block(n: int = 4) -> int:
     port from ``ip_local_port_range``, 32768-60999 by default)."""
     top = _ephemeral_low()
     for _ in range(200):
-        base = _DRAW.randrange(_LOW, top - n) if top - n > _LOW else free_port()
+        base = _DRAW.randrange(_LOW, top - n) if top - n > _LOW else _kernel_port()
         if base + n >= 65535:
             continue
         try:
