@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from loadgen.run.flow import run_compare
 from tests.support.cards import full_card
 from tests.support.faultrun import engines, env, run_dir, write_pair
 from tests.support.lockholder import hold
-from tests.support.promstack import free_port_block
+from tests.support.promstack import free_port, free_port_block
 from tests.support.scripted_engine import PAIR, REPO, WORKLOAD
 
 
@@ -104,19 +103,13 @@ def test_runs_lists_every_folder_with_its_status_and_verdict(tmp_path: Path) -> 
     assert missing.exit_code == 2 and missing.output.count("\n") == 1 and "pass --runs-dir DIR" in missing.output
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_run_refused_before_measuring_leaves_only_its_plan_and_a_refused_marker(tmp_path: Path) -> None:
     (tmp_path / "workloads").mkdir()
     (tmp_path / "workloads" / "w.toml").write_text(WORKLOAD)
     path = tmp_path / "refused.toml"
     path.write_text(PAIR.format(name="refused", k=1, python=sys.executable, repo=REPO) + '[design]\nplacebo = "off"\n')
     pair = load_pair(str(path), workloads_dir=tmp_path / "workloads")
-    plain, spec = f"http://127.0.0.1:{_closed_port()}", f"http://127.0.0.1:{_closed_port()}"
+    plain, spec = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
     lines: list[str] = []
     try:
         run_compare(
