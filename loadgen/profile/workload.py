@@ -37,40 +37,26 @@ from loadgen.profile.structured import constraint_of, constraint_problem, descri
 from loadgen.profile.texts import FILLER, long_text, short_text
 from loadgen.profile.tomlread import Table, read_toml
 from loadgen.profile.traceworkload import scaled_name, trace_fields
+from loadgen.records.protoparts import WorkloadRecord
 
 WORKLOADS_DIR = Path("profiles/workloads")
 KINDS = ("short-homogeneous", "long-diverse", "grounded", "file", "trace")
 
 
 @dataclass(frozen=True)
-class Workload:
-    """A prompt set (``profiles/workloads/<name>.toml``). Kinds ``file``, ``trace``: ``path``, ``source_sha256``,
-    ``source_lines`` (records), ``skipped`` (``line N: reason``); trace.py: offsets x ``time_scale``, ``block_tokens``
-    per hash id, card windows of ``window_s`` s. ``context_tokens``: the serving context (--max-model-len) if set."""
+class Workload(WorkloadRecord):
+    """A prompt set (``profiles/workloads/<name>.toml``): records/protoparts.py ``WorkloadRecord``, the item of
+    protocol.json's ``workloads`` it is written as, its fields in the same order (their meaning there), with
+    ``kind`` (one of KINDS), ``endpoint`` (``completions`` or ``chat``) and ``output_tokens`` required. Kinds
+    ``file``, ``trace``: ``path``, ``source_sha256``, ``source_lines`` (records), ``skipped`` (``line N: reason``);
+    trace.py: offsets x ``time_scale``, ``block_tokens`` per hash id, card windows of ``window_s`` s, the format as
+    declared (``trace_format``, traceformats.py FORMATS) and as read, ``zero_output`` and ``floored``;
+    structured.py: the grammar every request sends (``constraint``; a prompt line's own replaces it) and the
+    card's words for what is constrained. ``context_tokens``: the serving context (--max-model-len) if set."""
 
-    name: str
-    kind: str  # one of KINDS
-    endpoint: str  # "completions" | "chat"
+    kind: str
+    endpoint: str
     output_tokens: int
-    input_tokens: int | None = None
-    seed: int = 0
-    description: str = ""
-    path: str | None = None
-    source_sha256: str | None = None
-    source_lines: int | None = None
-    skipped: tuple[str, ...] = ()
-    context_tokens: int | None = None
-    time_scale: float | None = None
-    block_tokens: int | None = None
-    window_s: float | None = None
-    trace_format: str | None = None  # trace: profile/traceformats.py FORMATS, as declared ("auto": detected)
-    zero_output: str | int | None = None  # trace: "refuse", "skip" or a floor of output tokens
-    trace_format_read: str | None = None  # trace: the format it was read in (declared, or detected for "auto")
-    floored: tuple[str, ...] = ()  # trace: ``line N: reason`` per request of 0 output tokens sent with the floor
-    #: structured.py: the grammar every request sends (canonical JSON of ``{"structured_outputs": ...}`` or
-    #: ``{"response_format": ...}``; a prompt line's own replaces it), and the card's words for what is constrained.
-    constraint: str | None = None
-    constrained: str | None = None
 
 
 def load_workload(name: str, workloads_dir: Path = WORKLOADS_DIR) -> Workload:

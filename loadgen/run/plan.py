@@ -308,7 +308,11 @@ def protocol(
             },
             # a workload's grammar fields only when set (profile/structured.py), as protocols of older code lack them
             "workloads": [
-                {k: v for k, v in asdict(w).items() if v is not None or k not in ("constraint", "constrained")}
+                {
+                    k: v
+                    for k, v in w.in_full().to_json().items()
+                    if v is not None or k not in ("constraint", "constrained")
+                }
                 for w in pair.workloads
             ],
             "concurrency": list(pair.concurrency),
