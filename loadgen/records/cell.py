@@ -25,10 +25,11 @@ from typing import Any, Self
 from loadgen.records.blockstate import BlockState
 from loadgen.records.cardwire import Whole
 from loadgen.records.cellparts import ClientLoad, GaugeSummary, PromqlCheck, ServerHistogram, SpecDecodeDeltas
+from loadgen.records.request import CellKeyed
 
 
 @dataclass(frozen=True)
-class CellEntry(Whole):
+class CellEntry(Whole, CellKeyed):
     """One ``cells.jsonl`` line (module docstring). ``role``, ``workload`` and ``concurrency`` are required."""
 
     role: str
@@ -68,12 +69,6 @@ class CellEntry(Whole):
     push_error: str | None = None
     promql: PromqlCheck | None = None
     state: BlockState | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """The cell's (workload, level label); ``c<concurrency>`` for a line written before levels had labels
-        (as profile/cells.py ``CellKey.named``)."""
-        return self.workload, self.level or f"c{int(self.concurrency or 0)}"
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> Self:

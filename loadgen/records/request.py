@@ -16,8 +16,23 @@ from loadgen.records.wire import BOOL, Where, obj
 from loadgen.records.wire import field as read
 
 
+class CellKeyed:
+    """The :attr:`key` of a line of one cell's files (a request's here, a cells.jsonl line's in records/cell.py),
+    from the fields the record declares."""
+
+    workload: str
+    level: str
+    concurrency: int
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The cell's (workload, level label); ``c<concurrency>`` for a line written before levels had labels
+        (as profile/cells.py ``CellKey.named``)."""
+        return self.workload, self.level or f"c{int(self.concurrency or 0)}"
+
+
 @dataclass(frozen=True)
-class RequestRecord(Whole):
+class RequestRecord(Whole, CellKeyed):
     """The client-side timeline of one streamed request (one line of requests.jsonl).
 
     Times are seconds relative to the cell's clock origin. ``chunk_arrivals_s[i]`` is the arrival of
@@ -53,12 +68,6 @@ class RequestRecord(Whole):
     #: The answer's ``system_fingerprint`` (vLLM: on the usage chunk, ``vllm-<version>-<hash>``), written only
     #: when the server sent one: answers that differ show replicas behind one URL (measure/replicas.py).
     system_fingerprint: str | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """The cell's (workload, level label); ``c<concurrency>`` for a line written before levels had labels
-        (as profile/cells.py ``CellKey.named``)."""
-        return self.workload, self.level or f"c{int(self.concurrency or 0)}"
 
     @property
     def warmup(self) -> bool:
