@@ -46,6 +46,7 @@ from loadgen.records.protoparts import (
     StopRuleRecord,
     WorkloadRecord,
 )
+from loadgen.records.request import CellKeyed
 from loadgen.records.runparts import ModelHashes, RecordedUrl
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.usage import ClientHost, Hardware
@@ -56,7 +57,7 @@ FIX = "restore protocol.json from the run folder's copy, or measure the run agai
 
 
 @dataclass(frozen=True)
-class ProtocolCell(Whole):
+class ProtocolCell(Whole, CellKeyed):
     """One planned block of one cell: its workload and level, the prompt ids of each phase, and the arrival
     offsets (s from the measured phase's start; None for a closed loop). Only ``workload`` is required: a card
     needs no more of a cell (its level label or concurrency names it)."""
@@ -72,11 +73,6 @@ class ProtocolCell(Whole):
     arrivals_s: list[float] | None = None
     FIX: ClassVar[str] = FIX
     TITLE: ClassVar[str] = "cell"
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """The cell's (workload, level label); ``c<concurrency>`` for a cell written before levels had labels."""
-        return self.workload, self.level or f"c{self.concurrency}"
 
 
 @dataclass(frozen=True)

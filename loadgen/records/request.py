@@ -17,8 +17,8 @@ from loadgen.records.wire import field as read
 
 
 class CellKeyed:
-    """The :attr:`key` of a line of one cell's files (a request's here, a cells.jsonl line's in records/cell.py),
-    from the fields the record declares."""
+    """The :attr:`key` of a record of one cell (a request's here, a cells.jsonl line's in records/cell.py, a
+    protocol.json cell's in records/protocol.py), from the fields the record declares."""
 
     workload: str
     level: str
@@ -26,7 +26,7 @@ class CellKeyed:
 
     @property
     def key(self) -> tuple[str, str]:
-        """The cell's (workload, level label); ``c<concurrency>`` for a line written before levels had labels
+        """The cell's (workload, level label); ``c<concurrency>`` for a record written before levels had labels
         (as profile/cells.py ``CellKey.named``)."""
         return self.workload, self.level or f"c{int(self.concurrency or 0)}"
 
