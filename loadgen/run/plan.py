@@ -263,8 +263,7 @@ def _workload(w: WorkloadRecord, protocol_path: Path) -> Workload:
             f"{protocol_path}: workload {w.name!r} lacks its kind, endpoint or output_tokens; pass the "
             "protocol.json of a run folder"
         )
-    given = {name: getattr(w, name) for name in wire_fields(WorkloadRecord)}
-    return Workload(**given | {"kind": w.kind, "endpoint": w.endpoint, "output_tokens": w.output_tokens})
+    return Workload(**{name: getattr(w, name) for name in wire_fields(WorkloadRecord)})
 
 
 def _prompt(d: dict[str, Any]) -> Prompt:
