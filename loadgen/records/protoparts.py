@@ -1,10 +1,10 @@
-"""The parts of protocol.json a run declares and the card copies: :class:`RunDesign` (``design``, and the pair
-card's ``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord`
-(``stop_rule``), :class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table
-as ``dataclasses.asdict`` writes it, :class:`WorkloadRecord` (an item of ``workloads``, profile/workload.py's
-``Workload`` the same way), :class:`EngineRecord` (``engine``), :class:`SamplingRecord` (``sampling``, and the
-card's) and :class:`Fairness` (``fairness``), each as run/plan.py ``protocol`` writes it, and a sweep's
-:class:`CandidateRecord` (one of ``candidates``, run/sweepsetup.py).
+"""The parts of protocol.json a run declares and the card copies: :class:`RunDesign` (``design``, and the pair card's
+``design``: the same record without its order, with the slots it ran), :class:`StopRuleRecord` (``stop_rule``),
+:class:`LoadRecord` (``load``) and :class:`Slo` (``slo``), each profile/pair.py's parsed table as
+``dataclasses.asdict`` writes it, :class:`WorkloadRecord` (an item of ``workloads``: profile/workload.py's
+``Workload``, this record with its kind, endpoint and output tokens required), :class:`EngineRecord` (``engine``),
+:class:`SamplingRecord` (``sampling``, and the card's) and :class:`Fairness` (``fairness``), each as run/plan.py
+``protocol`` writes it, and a sweep's :class:`CandidateRecord` (one of ``candidates``, run/sweepsetup.py).
 
 Each is a :class:`~loadgen.records.cardwire.Wire` record read at its field's path in protocol.json or card.json
 (records/protocol.py, records/card.py), every field optional (a protocol of older code lacks some) and written
@@ -115,18 +115,18 @@ class Slo(Wire):
 
 @dataclass(frozen=True)
 class WorkloadRecord(Wire):
-    """One item of protocol.json's and the card's ``workloads``: profile/workload.py ``Workload`` as
-    ``dataclasses.asdict`` writes it (run/plan.py ``protocol``; the grammar fields only when set), its fields
-    the same names, so run/plan.py ``replay_protocol`` rebuilds the ``Workload`` from them. ``kind`` (one of
-    ``short-homogeneous``, ``long-diverse``, ``grounded``, ``file``, ``trace``), ``endpoint`` (``completions`` or
-    ``chat``), the tokens asked (``input_tokens``: None for natural lengths; ``output_tokens``) and the
-    generator's ``seed``; a ``file`` or ``trace`` workload's source (``path``, ``source_sha256``, ``source_lines``,
-    ``skipped``: ``line N: reason`` each), the serving context in tokens (``context_tokens``); a trace's replay
-    (``time_scale``, ``block_tokens`` tokens per hash id, card windows of ``window_s`` s, ``trace_format`` as
-    declared and ``trace_format_read``, ``zero_output``: ``refuse``, ``skip`` or a floor of output tokens, and
-    ``floored``); a grammar-constrained workload's ``constraint`` (canonical JSON) and ``constrained`` (the
-    card's words). Only ``name`` is required: the rest default as ``Workload`` does, or None where it has no
-    default (a test's or older code's protocol lacks them)."""
+    """One item of protocol.json's and the card's ``workloads``: profile/workload.py ``Workload`` (this record with
+    ``kind``, ``endpoint`` and ``output_tokens`` required) with every field written (run/plan.py ``protocol``; the
+    grammar fields only when set), so run/plan.py ``replay_protocol`` rebuilds the ``Workload`` from them. ``kind`` (one
+    of ``short-homogeneous``, ``long-diverse``, ``grounded``, ``file``, ``trace``), ``endpoint`` (``completions`` or
+    ``chat``), the tokens asked (``input_tokens``: None for natural lengths; ``output_tokens``) and the generator's
+    ``seed``; a ``file`` or ``trace`` workload's source (``path``, ``source_sha256``, ``source_lines``, ``skipped``:
+    ``line N: reason`` each), the serving context in tokens (``context_tokens``); a trace's replay (``time_scale``,
+    ``block_tokens`` tokens per hash id, card windows of ``window_s`` s, ``trace_format`` as declared and
+    ``trace_format_read``, ``zero_output``: ``refuse``, ``skip`` or a floor of output tokens, and ``floored``); a
+    grammar-constrained workload's ``constraint`` (canonical JSON) and ``constrained`` (the card's words). Only ``name``
+    is required here: ``kind``, ``endpoint`` and ``output_tokens`` are None where a file lacks them (a test's or older
+    code's protocol), the rest take ``Workload``'s defaults."""
 
     TITLE: ClassVar[str] = "workload"
 
