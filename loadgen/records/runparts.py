@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from loadgen.records.cardwire import Wire
+from loadgen.records.serverparts import TeardownFile, UsageMoments
 from loadgen.records.speculative import SpeculativeConfig
+from loadgen.records.usage import ServerUsage
 from loadgen.records.wire import JsonObject
 from loadgen.util.numbers import clock
 
@@ -149,25 +151,21 @@ class DesignRecord(Wire):
 @dataclass(frozen=True)
 class ServerFiles(Wire):
     """One server's files (``servers/<server>-<part>.json``, store/serverfiles.py ``SERVER_PARTS``) as the card
-    copies them: ``launch`` (:class:`LaunchFile`), ``effective``
-    (records/server.py ``StartupRecord``), ``resources`` (records/usage.py ``ServerUsage`` per moment: ``ready``,
-    ``after_load``) and ``teardown`` (``Teardown`` or ``AttachedTeardown``); None where the folder has no such
-    file. Each part stays the JSON object as saved, by whichever loadgen wrote it, because files of older code
-    lack fields their records now require (an effective file without ``engine_path``, a teardown without
-    ``gpu_settle``) and a card copies them verbatim; report/serversmd.py, serve/placement.py and
+    copies them: ``launch`` (:class:`LaunchFile`), ``effective`` (records/server.py ``StartupRecord``),
+    ``resources`` (records/serverparts.py ``UsageMoments``) and ``teardown`` (``TeardownFile``); None where the
+    folder has no such file. ``launch`` and ``effective`` stay the JSON objects as saved, by whichever loadgen
+    wrote them, because files of older code lack fields their records now require (an effective file without
+    ``engine_path``); report/serversmd.py, serve/placement.py and
     :class:`~loadgen.records.serverfacts.ServerView` read them leniently (a missing key: unknown)."""
 
     launch: JsonObject | None = None
     effective: JsonObject | None = None
-    resources: JsonObject | None = None
-    teardown: JsonObject | None = None
+    resources: UsageMoments | None = None
+    teardown: TeardownFile | None = None
 
-    def usage(self) -> JsonObject | None:
-        """The server's usage after load, else when ready (records/usage.py ``ServerUsage`` as saved); None
-        without either."""
-        moments = self.resources or {}
-        found = moments.get("after_load") or moments.get("ready")
-        return found if isinstance(found, Mapping) else None
+    def usage(self) -> ServerUsage | None:
+        """The server's usage after load, else when ready; None without a resources file."""
+        return None if self.resources is None else self.resources.latest()
 
     def version(self) -> str | None:
         """The vLLM version the server reported (``effective.version``); None when it did not."""

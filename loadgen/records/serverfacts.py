@@ -147,14 +147,12 @@ class ServerView:
         path: Mapping[str, Any] = eff["engine_path"] if isinstance(eff.get("engine_path"), Mapping) else {}
         data = eff.get("server_facts")
         facts = ServerFacts.from_json(data, source="servers effective server_facts") if data else ServerFacts()
-        res: Mapping[str, Any] = (entry.resources if entry else None) or {}
-        usage = res.get("after_load") or res.get("ready") or {}
-        tokens = usage.get("kv_cache_tokens") if isinstance(usage, Mapping) else None
+        usage = entry.usage() if entry else None
         return cls(
             facts,
             tuple(str(r) for r in path.get("fallback_reasons") or ()),
             eff.get("speculative_config_log") is not None or bool(path.get("model_runner")),
-            tokens if isinstance(tokens, int) else None,
+            None if usage is None else usage.kv_cache_tokens,
         )
 
 

@@ -280,8 +280,8 @@ def card_of(files: RunFiles) -> PairCard:
     cells = tuple(_cell(files, c, by_cell, entries) for c in planned.values())
     slo = SLO.of(proto.slo)
     usage = {role: servers[role].usage() for role in ROLES}
-    plain_use = UsageFigures.from_json(usage["plain"])
-    diff = difference(plain_use, UsageFigures.from_json(usage["speculative"]))
+    plain_use = UsageFigures.of(usage["plain"])
+    diff = difference(plain_use, UsageFigures.of(usage["speculative"]))
     versions = {role: s.version() for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,

@@ -33,6 +33,25 @@ CARD: dict[str, Any] = {
     "placement": {},
     "verdict": {"passed": None, "summary": "not judged", "declared": False},
 }
+#: A ``servers/<server>-resources.json`` entry (records/usage.py ``ServerUsage``) with every figure unknown.
+USAGE: dict[str, Any] = {
+    "processes": 1,
+    "cpu_rss_bytes": None,
+    "gpu_memory": None,
+    "kv_cache_tokens": None,
+    "kv_cache_tokens_log": None,
+    "num_gpu_blocks": None,
+    "block_size": None,
+    "gpu_memory_utilization": None,
+}
+
+
+def usage(gpu_bytes: int | None = None, **figures: Any) -> dict[str, Any]:
+    """A usage entry with ``figures`` known (``gpu_bytes``: its GPU memory, on no listed device)."""
+    gpu = None if gpu_bytes is None else {"bytes": gpu_bytes, "devices": []}
+    return USAGE | {"gpu_memory": gpu} | figures
+
+
 CELL: dict[str, Any] = {
     "workload": "w",
     "level": "c1",
