@@ -225,7 +225,7 @@ def _cell(
     ]
     lines, views = (
         {r: entries.get((*key, r)) or [] for r in ROLES},
-        {r: ServerView.of(files.servers.get(r)) for r in ROLES},
+        {r: s.view() if (s := files.servers.get(r)) else ServerView() for r in ROLES},
     )
     notes = cause_notes(notes, views, lines, ratios, planned, spec_config)
     cell = CardCell(

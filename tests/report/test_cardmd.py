@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.support.cards import markdown, usage
+from tests.support.cards import effective, launch, markdown, usage
 
 
 def _dist(
@@ -74,7 +74,10 @@ def card(**over: Any) -> dict[str, Any]:
         },
         "workloads_statement": "Conclusions hold for the workloads tested only: w.",
         "servers": {
-            "plain": {"launch": {"argv": ["vllm", "serve", "t"]}, "effective": {"ready_s": 12.4}},
+            "plain": {
+                "launch": launch(argv=["vllm", "serve", "t"], attached=False),
+                "effective": effective(ready_s=12.4),
+            },
             "speculative": {"launch": None, "effective": None},
         },
         "placement": {"plain": _place(False, None, "0", "0.4"), "speculative": _place(True, "http://127.0.0.1:8001")},
