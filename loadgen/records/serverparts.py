@@ -95,9 +95,13 @@ class TeardownFile(Wire):
     came back), an attached one's (``AttachedTeardown``: ``attached`` True, ``stopped`` False and why), or ``{}``
     (no report; files of older code). Every field is optional: each kind of file holds only its own."""
 
-    survivors: tuple[int, ...] | None = None
-    gpu_memory_after: GpuMemory | None = None
-    gpu_settle: GpuSettle | None = None
-    attached: bool | None = None
-    stopped: bool | None = None
-    reason: str | None = None
+    survivors: tuple[int, ...] | None = field(default=None, metadata=_doc("launched: PIDs alive after SIGKILL"))
+    gpu_memory_after: GpuMemory | None = field(
+        default=None, metadata=_doc("launched: its processes' GPU memory after the stop (NVML, bytes); null without")
+    )
+    gpu_settle: GpuSettle | None = field(
+        default=None, metadata=_doc("launched: whether the devices' memory came back (serve/resources.py settle)")
+    )
+    attached: bool | None = field(default=None, metadata=_doc("attached: true"))
+    stopped: bool | None = field(default=None, metadata=_doc("attached: false, loadgen did not stop it"))
+    reason: str | None = field(default=None, metadata=_doc("attached: why it was not stopped"))

@@ -3,9 +3,9 @@ written by run/bench.py from its record (``launch``: records/runparts.py ``Launc
 minimal completion, records/server.py ``MinimalRequest`` and ``MinimalResponse``; ``effective``:
 ``StartupRecord``; ``resources``: records/usage.py ``ServerUsage`` per moment; ``teardown``: ``Teardown``, or
 ``AttachedTeardown`` for a server loadgen did not start), and read back as saved: :func:`read_server_file` the
-parsed JSON, :func:`read_part` one file as its record of records/serverparts.py (whatever loadgen version wrote it,
-written back byte for byte), :func:`read_server_files` the four the card copies (records/runparts.py
-``ServerFiles``); a sweep's plan reads a start time of older runs from them.
+parsed JSON, :func:`read_part` one file as its record (records/serverparts.py, or runparts.py ``LaunchFile``:
+whatever loadgen version wrote it, written back byte for byte), :func:`read_server_files` the four the card
+copies (records/runparts.py ``ServerFiles``); a sweep's plan reads a start time of older runs from them.
 """
 
 from __future__ import annotations
