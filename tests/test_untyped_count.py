@@ -1,8 +1,8 @@
 """How many untyped mappings (``dict[str, Any]`` / ``Mapping[str, Any]`` in annotations) loadgen/ still passes
 between modules, outside the disk boundary (loadgen/records/, where a file's free-form parts are read and
 written). The goal was under 30 and is reached: ``CEILING`` is the count since the speculative config, the model
-folder's config.json, the profile tables, the request body and protocol.json's and the pair card's parts became
-records, and the count may only go down; a change that adds one fails here."""
+folder's config.json, the profile tables, the request body, protocol.json's and the pair card's parts and the
+servers' files became records, and the count may only go down; a change that adds one fails here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "loadgen"
 UNTYPED = re.compile(r"\b(?:dict|Mapping)\[str, Any\]")
 GOAL = 30
-CEILING = 22
+CEILING = 21
 
 
 def untyped_count() -> dict[str, int]:

@@ -5,8 +5,8 @@ summary.py, plots.py, diffed by diffing.py. Times in s, throughputs per s, ratio
 (:func:`card_schema`; scripts/card_schema.py writes it). The protocol's models, hardware, speculative config,
 design, stop rule, load, SLO, sampling, workloads and command line are its records (records/runparts.py
 ``ModelHashes``, usage.py, speculative.py, protoparts.py, overrides.py), each server's placement records/server.py
-``Placement`` and its files runparts.py ``ServerFiles`` (the JSON objects saved, file by file, copied
-verbatim); everything loadgen computes is typed.
+``Placement``, its saved files runparts.py ``ServerFiles`` (records/serverparts.py) and its usage in ``resources``
+records/usage.py ``ServerUsage``, each read back as saved, byte for byte; everything loadgen computes is typed.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from loadgen.records.runparts import ModelHashes, ServerFiles
 from loadgen.records.server import Placement
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.records.trace import TraceSection
-from loadgen.records.usage import Hardware
+from loadgen.records.usage import Hardware, ServerUsage
 
 CARD_SCHEMA = "loadgen.card/1"
 #: The card file's ``$schema`` and title (report/card.schema.json's head).
@@ -82,10 +82,13 @@ class ResourceDifference(Wire):
 
 @dataclass(frozen=True)
 class Resources(Wire):
-    """Each server's usage after load (serve/resources.py, as measured), their difference and its notes."""
+    """Each server's usage after load, else when ready (records/usage.py ``ServerUsage``, its
+    ``servers/<server>-resources.json`` entry as saved: processes, CPU RSS and GPU memory in bytes, KV-cache capacity
+    in tokens from ``vllm:cache_config_info`` and the startup log; None without the file), their difference and its
+    notes."""
 
-    plain: Mapping[str, Any] | None = None
-    speculative: Mapping[str, Any] | None = None
+    plain: ServerUsage | None = None
+    speculative: ServerUsage | None = None
     difference: ResourceDifference | None = None
     notes: tuple[str, ...] = ()
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from loadgen.records.cardwire import Wire
+from loadgen.records.serverfacts import ServerFacts, ServerView
+from loadgen.records.serverparts import EffectiveFile, TeardownFile, UsageMoments
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.records.wire import JsonObject
+from loadgen.records.usage import ServerUsage
 from loadgen.util.numbers import clock
 
 
@@ -149,32 +151,39 @@ class DesignRecord(Wire):
 @dataclass(frozen=True)
 class ServerFiles(Wire):
     """One server's files (``servers/<server>-<part>.json``, store/serverfiles.py ``SERVER_PARTS``) as the card
-    copies them: ``launch`` (:class:`LaunchFile`), ``effective``
-    (records/server.py ``StartupRecord``), ``resources`` (records/usage.py ``ServerUsage`` per moment: ``ready``,
-    ``after_load``) and ``teardown`` (``Teardown`` or ``AttachedTeardown``); None where the folder has no such
-    file. Each part stays the JSON object as saved, by whichever loadgen wrote it, because files of older code
-    lack fields their records now require (an effective file without ``engine_path``, a teardown without
-    ``gpu_settle``) and a card copies them verbatim; report/serversmd.py, serve/placement.py and
-    :class:`~loadgen.records.serverfacts.ServerView` read them leniently (a missing key: unknown)."""
+    copies them, each read back as saved (records/serverparts.py): ``launch`` (:class:`LaunchFile`),
+    ``effective`` (``EffectiveFile``), ``resources`` (``UsageMoments``) and ``teardown`` (``TeardownFile``); None
+    where the folder has no such file."""
 
-    launch: JsonObject | None = None
-    effective: JsonObject | None = None
-    resources: JsonObject | None = None
-    teardown: JsonObject | None = None
+    launch: LaunchFile | None = None
+    effective: EffectiveFile | None = None
+    resources: UsageMoments | None = None
+    teardown: TeardownFile | None = None
 
-    def usage(self) -> JsonObject | None:
-        """The server's usage after load, else when ready (records/usage.py ``ServerUsage`` as saved); None
-        without either."""
-        moments = self.resources or {}
-        found = moments.get("after_load") or moments.get("ready")
-        return found if isinstance(found, Mapping) else None
+    def usage(self) -> ServerUsage | None:
+        """The server's usage after load, else when ready; None without a resources file."""
+        return None if self.resources is None else self.resources.latest()
+
+    def view(self) -> ServerView:
+        """What the card's cause notes read of this server (records/serverfacts.py ``ServerView``): its effective
+        file's configuration facts, engine-path fallback reasons and whether a startup log was read, and its
+        KV-cache capacity (tokens, after load else when ready); unknown where the files do not say."""
+        eff, usage = self.effective, self.usage()
+        tokens = None if usage is None else usage.kv_cache_tokens
+        if eff is None:
+            return ServerView(kv_cache_tokens=tokens)
+        path = eff.engine_path
+        return ServerView(
+            eff.server_facts or ServerFacts(),
+            () if path is None else path.fallback_reasons,
+            eff.speculative_config_log is not None or bool(path and path.model_runner),
+            tokens,
+        )
 
     def version(self) -> str | None:
         """The vLLM version the server reported (``effective.version``); None when it did not."""
-        found = (self.effective or {}).get("version")
-        return found if isinstance(found, str) else None
+        return None if self.effective is None else self.effective.version
 
     def replicas(self) -> tuple[str, ...]:
         """The signs of more than one replica its start-up check saw (``effective.replicas``); none when absent."""
-        found = (self.effective or {}).get("replicas")
-        return tuple(str(v) for v in found) if isinstance(found, list) else ()
+        return () if self.effective is None else self.effective.replicas

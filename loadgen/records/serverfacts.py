@@ -18,13 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
 
 from loadgen.records.cardwire import Wire
 from loadgen.util.argv import flag_value, vllm_int
-
-if TYPE_CHECKING:
-    from loadgen.records.runparts import ServerFiles
 
 #: Field -> the launch flags that set it (canonical first; vLLM's short aliases after).
 FLAGS: Mapping[str, tuple[str, ...]] = {
@@ -103,14 +99,12 @@ _WORDS = {
 }
 
 
-def facts_line(effective: Mapping[str, object]) -> str | None:
+def facts_line(facts: ServerFacts | None) -> str | None:
     """The card's line for one server's configuration facts (its effective record's ``server_facts``), each with
     where it was read, and what a multiprocess ``/metrics`` (``api_server_count`` above 1) leaves unchecked; None
     when the record has none."""
-    data = effective.get("server_facts")
-    if not isinstance(data, Mapping) or not data:
+    if facts is None or not facts.to_json():
         return None
-    facts = ServerFacts.from_json(data, source="effective server_facts")
     shown = [
         f"{word} {getattr(facts, name)} ({facts.source.get(name, '?')})"
         for name, word in _WORDS.items()
@@ -131,31 +125,13 @@ class ServerView:
     """What the card's cause notes read of one server (measure/causes.py), from the card's ``servers[role]`` entry:
     its configuration ``facts``, the startup-log ``fallback_reasons`` of its engine path (records/server.py
     ``EnginePath``), ``log_read`` whether a startup log was read at all (its echoed speculative config or a model
-    runner is known), and ``kv_cache_tokens`` (its resources ``after_load``, else ``ready``; None: unknown)."""
+    runner is known), and ``kv_cache_tokens`` (its resources ``after_load``, else ``ready``; None: unknown). Built
+    by records/runparts.py ``ServerFiles.view``."""
 
     facts: ServerFacts = field(default_factory=ServerFacts)
     fallback_reasons: tuple[str, ...] = ()
     log_read: bool = False
     kv_cache_tokens: int | None = None
-
-    @classmethod
-    def of(cls, entry: ServerFiles | None) -> ServerView:
-        """The view of a card's ``servers[role]`` entry (records/server.py ``ServerFiles``: ``effective``,
-        ``resources``; None: no such server), read leniently: what is missing or of another shape stays
-        unknown."""
-        eff: Mapping[str, Any] = (entry.effective if entry else None) or {}
-        path: Mapping[str, Any] = eff["engine_path"] if isinstance(eff.get("engine_path"), Mapping) else {}
-        data = eff.get("server_facts")
-        facts = ServerFacts.from_json(data, source="servers effective server_facts") if data else ServerFacts()
-        res: Mapping[str, Any] = (entry.resources if entry else None) or {}
-        usage = res.get("after_load") or res.get("ready") or {}
-        tokens = usage.get("kv_cache_tokens") if isinstance(usage, Mapping) else None
-        return cls(
-            facts,
-            tuple(str(r) for r in path.get("fallback_reasons") or ()),
-            eff.get("speculative_config_log") is not None or bool(path.get("model_runner")),
-            tokens if isinstance(tokens, int) else None,
-        )
 
 
 @dataclass(frozen=True)

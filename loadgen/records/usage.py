@@ -175,6 +175,16 @@ class UsageFigures:
     gpu_memory_utilization: str | None = None
 
     @classmethod
+    def of(cls, usage: ServerUsage | None) -> UsageFigures | None:
+        """The figures of a usage record; None for none."""
+        if usage is None:
+            return None
+        gpu = usage.gpu_memory
+        return cls(
+            usage.cpu_rss_bytes, None if gpu is None else gpu.bytes, usage.kv_cache_tokens, usage.gpu_memory_utilization
+        )
+
+    @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> UsageFigures | None:
         """The figures of a saved usage entry; None for none."""
         if data is None:

@@ -225,7 +225,7 @@ def _cell(
     ]
     lines, views = (
         {r: entries.get((*key, r)) or [] for r in ROLES},
-        {r: ServerView.of(files.servers.get(r)) for r in ROLES},
+        {r: s.view() if (s := files.servers.get(r)) else ServerView() for r in ROLES},
     )
     notes = cause_notes(notes, views, lines, ratios, planned, spec_config)
     cell = CardCell(
@@ -280,8 +280,8 @@ def card_of(files: RunFiles) -> PairCard:
     cells = tuple(_cell(files, c, by_cell, entries) for c in planned.values())
     slo = SLO.of(proto.slo)
     usage = {role: servers[role].usage() for role in ROLES}
-    plain_use = UsageFigures.from_json(usage["plain"])
-    diff = difference(plain_use, UsageFigures.from_json(usage["speculative"]))
+    plain_use = UsageFigures.of(usage["plain"])
+    diff = difference(plain_use, UsageFigures.of(usage["speculative"]))
     versions = {role: s.version() for role, s in servers.items()}
     card = PairCard(
         schema=CARD_SCHEMA,

@@ -16,6 +16,7 @@ from loadgen.profile.cells import ROLES
 from loadgen.profile.overrides import described
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference, Resources
 from loadgen.records.cardcell import CardCell, Cost, Ratio
+from loadgen.records.usage import ServerUsage
 from loadgen.report.answermd import answer_rows
 from loadgen.report.designmd import blocking_rows, cell_rows, crossover_rows, design_rows, level_label
 from loadgen.report.serversmd import servers_rows
@@ -64,6 +65,10 @@ def _server_rows(cell: CardCell) -> list[str]:
     return lines
 
 
+#: The usage shown for a server without a resources file: every figure unknown.
+_UNMEASURED = ServerUsage(0, None, None, None, None, None, None, None)
+
+
 def _resource_rows(res: Resources, gpus: bool = True) -> list[str]:
     """Memory and KV-cache capacity of both servers and the draft's cost; no GPU row without GPUs (``gpus``)."""
     if not res.to_json():  # a card of older code without resources
@@ -74,18 +79,18 @@ def _resource_rows(res: Resources, gpus: bool = True) -> list[str]:
         "| | plain | speculative | difference |",
         "|---|---:|---:|---:|",
     ]
-    p, s, d = res.plain or {}, res.speculative or {}, res.difference or ResourceDifference()
-    gpu = [(x.get("gpu_memory") or {}).get("bytes") for x in (p, s)]
+    p, s = res.plain or _UNMEASURED, res.speculative or _UNMEASURED
+    d = res.difference or ResourceDifference()
+    gpu = [None if x.gpu_memory is None else x.gpu_memory.bytes for x in (p, s)]
     row = f"| GPU memory (NVML, process tree) | {gib(gpu[0])} | {gib(gpu[1])} | {gib(d.extra_gpu_memory_bytes)} |"
     lines += [
         *([row] if gpus or any(g is not None for g in gpu) else []),
-        f"| CPU RSS (process tree) | {gib(p.get('cpu_rss_bytes'))} | {gib(s.get('cpu_rss_bytes'))} | "
-        f"{gib(d.extra_cpu_rss_bytes)} |",
-        f"| KV-cache capacity (tokens, cache_config_info) | {_or_dash(p.get('kv_cache_tokens'))} | "
-        f"{_or_dash(s.get('kv_cache_tokens'))} | {_or_dash(d.kv_cache_tokens_lost)} lost "
+        f"| CPU RSS (process tree) | {gib(p.cpu_rss_bytes)} | {gib(s.cpu_rss_bytes)} | {gib(d.extra_cpu_rss_bytes)} |",
+        f"| KV-cache capacity (tokens, cache_config_info) | {_or_dash(p.kv_cache_tokens)} | "
+        f"{_or_dash(s.kv_cache_tokens)} | {_or_dash(d.kv_cache_tokens_lost)} lost "
         f"({_num(None if d.kv_capacity_loss is None else 100 * d.kv_capacity_loss, 1)} %) |",
-        f"| KV-cache blocks × block size | {_or_dash(p.get('num_gpu_blocks'))} × {_or_dash(p.get('block_size'))} | "
-        f"{_or_dash(s.get('num_gpu_blocks'))} × {_or_dash(s.get('block_size'))} | |",
+        f"| KV-cache blocks × block size | {_or_dash(p.num_gpu_blocks)} × {_or_dash(p.block_size)} | "
+        f"{_or_dash(s.num_gpu_blocks)} × {_or_dash(s.block_size)} | |",
         *(["", *[f"- {note}" for note in res.notes]] if res.notes else []),
         "",
     ]

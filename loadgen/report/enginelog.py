@@ -7,18 +7,18 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from loadgen.records.wire import JsonObject
+from loadgen.records.serverparts import EffectiveFile
 from loadgen.serve.enginepath import parse_engine_path
 from loadgen.store.runfiles import RunFiles, server_log
 
 
-def with_engine_path(effective: JsonObject | None, run_dir: Path, role: str) -> JsonObject | None:
+def with_engine_path(effective: EffectiveFile | None, run_dir: Path, role: str) -> EffectiveFile | None:
     """``effective`` (``servers/<role>-effective.json``) with its ``engine_path`` parsed from the startup log
-    ``servers/<role>.log`` when a record of older code lacks it and the run folder kept the log; unchanged
-    otherwise (the card then says unknown)."""
-    if effective is None or "engine_path" in effective or (log := server_log(run_dir, role)) is None:
+    ``servers/<role>.log`` when a record of older code lacks it and the run folder kept the log (written after
+    the file's keys); unchanged otherwise (the card then says unknown)."""
+    if effective is None or "engine_path" in effective.to_json() or (log := server_log(run_dir, role)) is None:
         return effective
-    return {**effective, "engine_path": parse_engine_path(log).to_json()}
+    return effective.with_fields(engine_path=parse_engine_path(log))
 
 
 def with_engine_paths(files: RunFiles, run_dir: Path) -> RunFiles:

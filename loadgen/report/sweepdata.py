@@ -24,13 +24,14 @@ from loadgen.records.candidates import Candidate
 from loadgen.records.card import CardVerdict, PairCard, ResourceDifference
 from loadgen.records.cardcell import Acceptance, CardCell, Cost
 from loadgen.records.criteria import LATENCY_METRICS, Criteria, criteria_of
+from loadgen.records.serverparts import EffectiveFile
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
 from loadgen.report.saveddata import read_card
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
 from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
-from loadgen.store.serverfiles import read_server_file
+from loadgen.store.serverfiles import read_part
 
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
 _TIMING = {"ttft_p50": "ttft_s", "tpot_p50": "tpot_s", "e2e_p50": "e2e_s"}
@@ -133,7 +134,8 @@ def _arm_seconds(sweep_dir: Path) -> dict[str, float]:
         out[e.role] += e.duration_s
     for path in sorted((sweep_dir / "servers").glob("*-effective.json")):
         role = path.name.removesuffix("-effective.json")
-        out[role] += float((read_server_file(sweep_dir, role, "effective") or {}).get("ready_s") or 0.0)
+        effective = read_part(sweep_dir, role, "effective", EffectiveFile)
+        out[role] += float((effective.ready_s if effective else None) or 0.0)
     return dict(out)
 
 

@@ -32,18 +32,22 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loadgen.errors import BadInput
 from loadgen.profile.cells import CellSpec
+from loadgen.records.cardwire import Wire
+from loadgen.records.runparts import LaunchFile
+from loadgen.records.serverparts import EffectiveFile
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.report.saveddata import read_card
 from loadgen.run.design import Slot, balanced_order, server_starts
-from loadgen.store.serverfiles import read_server_file
+from loadgen.store.serverfiles import read_part
 
 if TYPE_CHECKING:
     from loadgen.run.flow import Measurement
 
+_R = TypeVar("_R", bound=Wire)
 DEFAULT_START_S = 60.0
 DEFAULT_TPOT_S = 0.05
 #: Seconds per phase besides its server start and cells: the folder, plain-before's records copied into a
@@ -102,14 +106,10 @@ class History:
         return statistics.median(plain) if plain else DEFAULT_TPOT_S
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
-
-
-def _read(folder: Path, server: str, part: str) -> Any:
-    """``servers/<server>-<part>.json`` of ``folder`` as saved; None when it is missing or does not read."""
+def _read(folder: Path, server: str, part: str, record: type[_R]) -> _R | None:
+    """``servers/<server>-<part>.json`` of ``folder`` as ``record``; None when it is missing or does not read."""
     try:
-        return read_server_file(folder, server, part)
+        return read_part(folder, server, part, record)
     except (OSError, BadInput):
         return None
 
@@ -118,11 +118,12 @@ def _launched_start(effective: Path) -> float | None:
     """The ``ready_s`` of a server a run launched (None: attached, or unreadable)."""
     role = effective.name.removesuffix("-effective.json")
     folder = effective.parent.parent
-    launch = _read(folder, role, "launch")
-    if isinstance(launch, dict) and launch.get("attached"):
+    launch = _read(folder, role, "launch", LaunchFile)
+    if launch is not None and launch.attached:
         return None
-    doc = _read(folder, role, "effective")
-    return _number(doc.get("ready_s")) if isinstance(doc, dict) else None
+    found = _read(folder, role, "effective", EffectiveFile)
+    ready = None if found is None else found.ready_s
+    return float(ready) if ready is not None and ready > 0 else None
 
 
 def _card_timings(path: Path) -> list[Timing]:

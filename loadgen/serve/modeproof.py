@@ -16,12 +16,12 @@ one token show speculation (their absence proves nothing: the draft may have bee
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from loadgen.errors import FallbackDetected
 from loadgen.prom.deltas import has_spec_decode, spec_decode_positions
 from loadgen.prom.exposition import Snapshot
 from loadgen.records.server import MinimalResponse, ModeProof
+from loadgen.records.serverparts import EffectiveFile
 
 _METHOD_RE = re.compile(r"method='([^']*)'")
 _K_RE = re.compile(r"num_spec_tokens=(\d+)")
@@ -124,15 +124,15 @@ def prove_without_metrics(
     return ModeProof(None, None, (), reason, tuple(evidence), "weaker" if shown and evidence else "unproven")
 
 
-def proof_line(effective: dict[str, Any]) -> str | None:
+def proof_line(effective: EffectiveFile) -> str | None:
     """The card's one line for a server whose ``/metrics`` was unavailable at start-up (None otherwise)."""
-    reason = effective.get("metrics_unavailable")
+    reason = effective.metrics_unavailable
     if not reason:
         return None
-    evidence = "; ".join(effective.get("mode_evidence") or []) or "nothing"
+    evidence = "; ".join(effective.mode_evidence or []) or "nothing"
     what = (
         "mode NOT proven"
-        if effective.get("mode_proof") == "unproven"
+        if effective.mode_proof == "unproven"
         else "mode proven without /metrics (a weaker proof than the spec-decode series)"
     )
     return (

@@ -14,7 +14,7 @@ from loadgen.records.request import RequestRecord
 from loadgen.records.runparts import ServerFiles, StatusFile
 from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
 from loadgen.store.ondisk import NO_STATUS, OnDisk, on_disk
-from loadgen.store.serverfiles import SERVER_PARTS, read_server_file
+from loadgen.store.serverfiles import read_server_files
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,7 @@ def read_run(run_dir: Path, roles: Sequence[str], optional: Sequence[str] = ()) 
     status = read_status(run_dir) or NO_STATUS
     entries = read_cell_lines(run_dir / "cells.jsonl")
     found = [*roles, *(r for r in optional if (run_dir / "servers" / f"{r}-effective.json").is_file())]
-    servers = {
-        role: ServerFiles.from_json(
-            {part: read_server_file(run_dir, role, part) for part in SERVER_PARTS}, source=f"{run_dir}/servers/{role}"
-        )
-        for role in found
-    }
+    servers = {role: read_server_files(run_dir, role) for role in found}
     torn: list[str] = []
     records = load_records(run_dir, torn)
     return RunFiles(

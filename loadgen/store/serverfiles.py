@@ -2,23 +2,28 @@
 written by run/bench.py from its record (``launch``: records/runparts.py ``LaunchFile``; ``minimal``: the
 minimal completion, records/server.py ``MinimalRequest`` and ``MinimalResponse``; ``effective``:
 ``StartupRecord``; ``resources``: records/usage.py ``ServerUsage`` per moment; ``teardown``: ``Teardown``, or
-``AttachedTeardown`` for a server loadgen did not start), and read back as saved (:func:`read_server_file`):
-the card copies them verbatim, and a sweep's plan reads a start time of older runs from them.
+``AttachedTeardown`` for a server loadgen did not start), and read back as saved: :func:`read_server_file` the
+parsed JSON, :func:`read_part` one file as its record (records/serverparts.py, or runparts.py ``LaunchFile``:
+whatever loadgen version wrote it, written back byte for byte), :func:`read_server_files` the four the card
+copies (records/runparts.py ``ServerFiles``); a sweep's plan reads a start time of older runs from them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from loadgen.records.runparts import LaunchFile
+from loadgen.records.cardwire import Wire
+from loadgen.records.runparts import LaunchFile, ServerFiles
 from loadgen.records.server import MinimalRequest, MinimalResponse, StartupRecord
+from loadgen.records.serverparts import EffectiveFile, TeardownFile, UsageMoments
 from loadgen.records.usage import AttachedTeardown, ServerUsage, Teardown
 from loadgen.store.rundir import read_json, write_json
 
 #: The per-server files the card reads (``<server>-<part>.json``).
 SERVER_PARTS = ("launch", "effective", "resources", "teardown")
+_R = TypeVar("_R", bound=Wire)
 
 
 def server_file(folder: Path, server: str, part: str) -> Path:
@@ -60,3 +65,22 @@ def read_server_file(folder: Path, server: str, part: str) -> Any:
     BadInput (exit 2) naming the file when it is not JSON."""
     path = server_file(folder, server, part)
     return read_json(path) if path.is_file() else None
+
+
+def read_part(folder: Path, server: str, part: str, record: type[_R]) -> _R | None:
+    """``<server>-<part>.json`` read as ``record`` (its keys kept in their order), None when the folder has none.
+    Raises BadInput (exit 2) naming the file, and the field where one does not match its record."""
+    data = read_server_file(folder, server, part)
+    return None if data is None else record.from_json(data, source=str(server_file(folder, server, part)))
+
+
+def read_server_files(folder: Path, server: str) -> ServerFiles:
+    """The server's files the card copies (:data:`SERVER_PARTS`), each read as its record, None where absent; the
+    record writes every part, null where absent. Raises BadInput as :func:`read_part`."""
+    return ServerFiles(
+        read_part(folder, server, "launch", LaunchFile),
+        read_part(folder, server, "effective", EffectiveFile),
+        read_part(folder, server, "resources", UsageMoments),
+        read_part(folder, server, "teardown", TeardownFile),
+        keys=SERVER_PARTS,
+    )

@@ -16,6 +16,7 @@ from loadgen.records.runparts import ServerFiles
 from loadgen.records.serverfacts import ServerFacts, ServerView, facts_line
 from loadgen.records.speculative import SpeculativeConfig
 from loadgen.serve.enginepath import parse_engine_path
+from tests.support.cards import effective_file
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -35,11 +36,12 @@ def _block(rep: int, drafts: float, tokens: float, accepted: float) -> CellEntry
 def _server(log: str | None, facts: ServerFacts | None = None) -> ServerView:
     """The card's view of a server whose startup log read ``log`` (None: no log was read)."""
     path = parse_engine_path(log or "")
-    eff = {
-        "speculative_config_log": "SpeculativeConfig(...)" if log is not None else None,
-        "engine_path": path.to_json(),
-    }
-    return ServerView.of(ServerFiles(effective={**eff, **({"server_facts": facts.to_json()} if facts else {})}))
+    eff = effective_file(
+        speculative_config_log="SpeculativeConfig(...)" if log is not None else None,
+        engine_path=path.to_json(),
+        **({"server_facts": facts.to_json()} if facts else {}),
+    )
+    return ServerFiles(effective=eff).view()
 
 
 def test_a_warming_proposer_shows_its_per_block_acceptance() -> None:
@@ -142,7 +144,7 @@ def test_facts_from_a_startup_log_and_the_multiprocess_line() -> None:
     )
     facts = ServerFacts.from_args(["--max-num-seqs", "8"]).merged(ServerFacts.from_log(log))
     assert (facts.max_num_seqs, facts.tensor_parallel_size, facts.api_server_count) == (8, 2, 4)
-    line = facts_line({"server_facts": facts.to_json()}) or ""
+    line = facts_line(facts) or ""
     assert line.startswith(
         "server configuration read: max-num-seqs 8 (launch line), data-parallel size 1 (startup log)"
     )
@@ -161,12 +163,12 @@ def test_the_schedule_note_replaces_by_design_and_a_named_cause_replaces_the_gen
         "speculative: mean verified tokens per step 3.00 of K = 3 (K schedule: fewer than K per step is by design)"
     )
     views = {
-        "plain": ServerView.of(
-            ServerFiles(effective={"server_facts": ServerFacts.from_args(["--max-num-seqs", "4"]).to_json()})
-        ),
-        "speculative": ServerView.of(
-            ServerFiles(effective={"server_facts": ServerFacts.from_args(["-dp", "2"]).to_json()})
-        ),
+        "plain": ServerFiles(
+            effective=effective_file(server_facts=ServerFacts.from_args(["--max-num-seqs", "4"]).to_json())
+        ).view(),
+        "speculative": ServerFiles(
+            effective=effective_file(server_facts=ServerFacts.from_args(["-dp", "2"]).to_json())
+        ).view(),
     }
     lines = {"plain": [], "speculative": [_block(0, 100, 300, 200)]}
     ratio = Ratio.from_json({"value": 1.4}, source="test")

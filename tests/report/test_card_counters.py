@@ -26,7 +26,7 @@ from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import build_card
 from loadgen.run import cell as cell_module
 from loadgen.run.cell import run_cell_on
-from tests.support.cards import markdown
+from tests.support.cards import USAGE, markdown, usage
 from tests.support.fakerun import attached, quiet_run
 from tests.support.scripted_server import DONE, Step, completion_chunk, scripted_server, usage_chunk
 
@@ -107,7 +107,7 @@ def _run_dir(
     if kv_tokens is not None:
         for role, tokens in zip(("plain", "speculative"), kv_tokens, strict=True):
             (tmp_path / "servers" / f"{role}-resources.json").write_text(
-                json.dumps({"after_load": {"kv_cache_tokens": tokens}})
+                json.dumps({"ready": USAGE, "after_load": usage(kv_cache_tokens=tokens)})
             )
     return tmp_path
 

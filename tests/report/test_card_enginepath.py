@@ -18,6 +18,7 @@ from loadgen.serve import servers
 from loadgen.serve.enginepath import parse_engine_path
 from tests.report.test_carddata import write_run
 from tests.report.test_cardmd import card, lines
+from tests.support.cards import effective
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-draft"
@@ -39,7 +40,7 @@ def _log(name: str) -> str:
 
 
 def _path(name: str) -> dict[str, Any]:
-    return {"engine_path": parse_engine_path(_log(name)).to_json()}
+    return effective(engine_path=parse_engine_path(_log(name)).to_json())
 
 
 def _servers(plain: dict[str, Any] | None, spec: dict[str, Any] | None) -> dict[str, Any]:
@@ -56,9 +57,7 @@ def test_a_speculative_server_without_async_scheduling_gets_the_line_and_the_not
 def test_a_speculative_server_on_the_plain_servers_path_gets_no_note() -> None:
     out = lines(card(servers=_servers(_path("plain"), _path("plain"))))
     assert not [line for line in out if "Engine path" in line]
-    both_off: dict[str, Any] = {
-        "engine_path": {"async_scheduling": False, "model_runner": "V2", "fallback_reasons": []}
-    }
+    both_off = effective(engine_path={"async_scheduling": False, "model_runner": "V2", "fallback_reasons": []})
     assert not [line for line in lines(card(servers=_servers(both_off, both_off))) if "Engine path" in line]
 
 
@@ -68,7 +67,7 @@ def test_an_attached_plain_server_is_unknown_and_the_note_says_so() -> None:
     note = next(line for line in out if "Engine path:" in line)
     assert "the plain server: async scheduling unknown, model runner unknown." in note
     # a V2 speculative server beside an unknown plain one is no fallback: no note
-    v2: dict[str, Any] = {"engine_path": {"async_scheduling": None, "model_runner": "V2", "fallback_reasons": []}}
+    v2 = effective(engine_path={"async_scheduling": None, "model_runner": "V2", "fallback_reasons": []})
     assert not [line for line in lines(card(servers=_servers(None, v2))) if "Engine path" in line]
 
 
@@ -91,12 +90,13 @@ def test_effective_config_records_the_launched_servers_path_and_not_an_attached_
 def test_a_run_folder_of_older_code_reads_the_path_from_its_saved_log(tmp_path: Path) -> None:
     run = write_run(tmp_path / "r", levels=(1,))
     for role in ("plain", "speculative"):
-        (run / "servers" / f"{role}-effective.json").write_text(json.dumps({"version": "0.24.0"}))
+        (run / "servers" / f"{role}-effective.json").write_text(json.dumps(effective(version="0.24.0")))
     (run / "servers" / "speculative.log").write_text(_log("draft"))
     eff = {role: s["effective"] for role, s in build_card(run).to_json()["servers"].items()}
     assert eff["speculative"]["engine_path"]["model_runner"] == "V1"
     assert "engine_path" not in eff["plain"]  # no log kept: the card says unknown
-    recorded = {"version": "0.24.0", "engine_path": {"async_scheduling": True, "model_runner": "V2"}}
+    path = {"async_scheduling": True, "model_runner": "V2", "fallback_reasons": []}
+    recorded = effective(version="0.24.0", engine_path=path)
     (run / "servers" / "speculative-effective.json").write_text(json.dumps(recorded))
     assert build_card(run).to_json()["servers"]["speculative"]["effective"]["engine_path"]["model_runner"] == "V2"
 

@@ -20,6 +20,7 @@ from loadgen.errors import BadInput
 from loadgen.measure.judging import NOT_DECLARED
 from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import CARD_SCHEMA, build_card
+from tests.support.cards import usage
 
 PLAIN_TPOT = {1: 0.02, 2: 0.02}
 SPEC_TPOT = {1: 0.01, 2: 0.03}
@@ -339,9 +340,11 @@ def test_low_acceptance_is_noted(tmp_path: Path) -> None:
 def test_server_resources_give_the_difference(tmp_path: Path) -> None:
     run = write_run(tmp_path)
     for role, tokens in (("plain", 1000), ("speculative", 950)):
-        (run / "servers" / f"{role}-resources.json").write_text(json.dumps({"ready": {"kv_cache_tokens": tokens}}))
-    card = build_card(run).to_json()
-    assert card["resources"]["plain"] == {"kv_cache_tokens": 1000}
+        (run / "servers" / f"{role}-resources.json").write_text(json.dumps({"ready": usage(kv_cache_tokens=tokens)}))
+    built = build_card(run)
+    assert built.resources.plain is not None and built.resources.plain.kv_cache_tokens == 1000  # read by attribute
+    card = built.to_json()
+    assert card["resources"]["plain"] == usage(kv_cache_tokens=1000)
     assert card["resources"]["difference"]["kv_cache_tokens_lost"] == 50
     assert card["resources"]["difference"]["kv_capacity_loss"] == pytest.approx(0.05)
     assert card["resources"]["notes"] == []  # 5% is under the 10% note threshold

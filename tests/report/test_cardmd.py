@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.support.cards import markdown
+from tests.support.cards import effective, launch, markdown, usage
 
 
 def _dist(
@@ -74,7 +74,10 @@ def card(**over: Any) -> dict[str, Any]:
         },
         "workloads_statement": "Conclusions hold for the workloads tested only: w.",
         "servers": {
-            "plain": {"launch": {"argv": ["vllm", "serve", "t"]}, "effective": {"ready_s": 12.4}},
+            "plain": {
+                "launch": launch(argv=["vllm", "serve", "t"], attached=False),
+                "effective": effective(ready_s=12.4),
+            },
             "speculative": {"launch": None, "effective": None},
         },
         "placement": {"plain": _place(False, None, "0", "0.4"), "speculative": _place(True, "http://127.0.0.1:8001")},
@@ -273,8 +276,8 @@ def test_capacity_rows_name_the_slo_and_that_no_tested_level_held() -> None:
 
 def test_resource_rows_in_gib_with_the_kv_loss_percentage() -> None:
     res = {
-        "plain": {"gpu_memory": {"bytes": 4 * 2**30}, "kv_cache_tokens": 1000},
-        "speculative": {"gpu_memory": {"bytes": 5 * 2**30}, "kv_cache_tokens": 800},
+        "plain": usage(4 * 2**30, kv_cache_tokens=1000),
+        "speculative": usage(5 * 2**30, kv_cache_tokens=800),
         "difference": {"extra_gpu_memory_bytes": 2**30, "kv_cache_tokens_lost": 200, "kv_capacity_loss": 0.2},
         "notes": ["KV note"],
     }
@@ -287,7 +290,7 @@ def test_resource_rows_in_gib_with_the_kv_loss_percentage() -> None:
 
 def test_a_cpu_card_has_no_gpu_row_nor_gpu_placement() -> None:
     # no GPU visible: the GPU memory row and CUDA_VISIBLE_DEVICES / memory fraction would only read "-" and None
-    res = {"plain": {"cpu_rss_bytes": 2**30, "kv_cache_tokens": 1000}, "speculative": {"cpu_rss_bytes": 2 * 2**30}}
+    res = {"plain": usage(cpu_rss_bytes=2**30, kv_cache_tokens=1000), "speculative": usage(cpu_rss_bytes=2 * 2**30)}
     cpu = {"cpu_model": "X", "cpu_cores": 2, "memory_bytes": 2**33, "gpus": []}
     place = {"plain": _place(False)}
     out = lines(card(resources=res, hardware=cpu, placement=place))

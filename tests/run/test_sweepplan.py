@@ -31,7 +31,7 @@ from loadgen.run.sweepplan import (
     fitting,
     history,
 )
-from tests.support.cards import full_card
+from tests.support.cards import effective, full_card, launch
 from tests.support.scripted_engine import PAIR, WORKLOAD
 
 H200 = Path("docs/examples/h200")
@@ -110,10 +110,10 @@ def _card(run: Path, k: int, tpot_s: float) -> None:
 def test_a_cell_phase_and_sweep_in_closed_form(tmp_path: Path) -> None:
     servers = tmp_path / "runs" / "p" / "t1" / "servers"
     servers.mkdir(parents=True)
-    (servers / "speculative-effective.json").write_text(json.dumps({"ready_s": 50.0}))
-    (servers / "speculative-launch.json").write_text(json.dumps({"attached": False}))
-    (servers / "plain-effective.json").write_text(json.dumps({"ready_s": 0.1}))
-    (servers / "plain-launch.json").write_text(json.dumps({"attached": True}))
+    (servers / "speculative-effective.json").write_text(json.dumps(effective(ready_s=50.0)))
+    (servers / "speculative-launch.json").write_text(json.dumps(launch(attached=False)))
+    (servers / "plain-effective.json").write_text(json.dumps(effective(ready_s=0.1)))
+    (servers / "plain-launch.json").write_text(json.dumps(launch(attached=True)))
     _card(servers.parent, 2, 0.02)
     _card(tmp_path / "runs" / "p" / "t2", 4, 0.04)
     hist = history([tmp_path / "runs"])

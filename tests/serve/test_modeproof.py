@@ -7,6 +7,7 @@ import pytest
 from loadgen.errors import FallbackDetected
 from loadgen.records.server import MinimalResponse
 from loadgen.serve.modeproof import check_effective_method, log_method, proof_line, prove_without_metrics
+from tests.support.cards import effective_file
 
 # the startup line of vLLM 0.32 (vllm/v1/engine/core.py), as servers.py extracts it
 EAGLE3 = "SpeculativeConfig(method='eagle3', model='/models/neutral', num_spec_tokens=3)"
@@ -44,7 +45,10 @@ def test_prove_without_metrics() -> None:
     assert launched.mode_evidence[:2] == (f"startup log {DRAFT}", "launched by loadgen with --speculative-config")
     blind = prove_without_metrics("speculative", None, _min([1, 1]), False, "HTTP 500")
     assert blind.mode_proof == "unproven"
-    assert "mode NOT proven" in (proof_line(blind.to_json()) or "") and proof_line({}) is None
+    assert (
+        "mode NOT proven" in (proof_line(effective_file(**blind.to_json())) or "")
+        and proof_line(effective_file()) is None
+    )
     with pytest.raises(FallbackDetected, match="plain server sent 2 tokens in one chunk"):
         prove_without_metrics("plain", None, _min([1, 2], True), False, "x")
     # without token ids a chunk's count is a guess: no verdict from it

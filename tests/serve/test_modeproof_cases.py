@@ -19,6 +19,7 @@ from loadgen.serve.modeproof import (
     prove_mode,
     prove_without_metrics,
 )
+from tests.support.cards import effective_file
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NGRAM = "SpeculativeConfig(method='ngram', model=None, num_spec_tokens=4)"
@@ -76,7 +77,7 @@ def test_every_evidence_line_of_a_proof_without_metrics() -> None:
             "minimal completion tokens per chunk [1, 3, 2] (more than 1: speculation)",
         ],
     }
-    assert proof_line(spec.to_json()) == (
+    assert proof_line(effective_file(**spec.to_json())) == (
         "/metrics unavailable (HTTP 404): acceptance, server histograms and KV-cache capacity not measured; mode "
         f"proven without /metrics (a weaker proof than the spec-decode series), from: startup log {NGRAM}; launched "
         "by loadgen with --speculative-config; minimal completion tokens per chunk [1, 3, 2] (more than 1: "
@@ -93,14 +94,14 @@ def test_every_evidence_line_of_a_proof_without_metrics() -> None:
 def test_nothing_shown_is_unproven_and_said_so() -> None:
     attached = prove_without_metrics("speculative", None, _min([], True), False, "connection refused")
     assert attached.mode_proof == "unproven" and attached.to_json()["mode_evidence"] == []
-    assert proof_line(attached.to_json()) == (
+    assert proof_line(effective_file(**attached.to_json())) == (
         "/metrics unavailable (connection refused): acceptance, server histograms and KV-cache capacity not measured; "
         "mode NOT proven, from: nothing"
     )
     # one-token chunks and a log saying None prove nothing for the speculative server
     none_log = prove_without_metrics("speculative", None, _min([1, 1]), True, "x")
     assert none_log.mode_proof == "unproven" and len(none_log.mode_evidence or ()) == 2
-    assert proof_line({"metrics_unavailable": ""}) is None
+    assert proof_line(effective_file(metrics_unavailable="")) is None
 
 
 def test_the_proof_from_recorded_metrics() -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loadgen.records.runparts import ServerFiles
+from loadgen.records.runparts import LaunchFile, ServerFiles
 from loadgen.serve.placement import placement
+from tests.support.cards import effective, launch
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram" / "servers"
 
@@ -15,7 +16,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "
 def test_a_launched_server_on_the_recorded_example() -> None:
     launch = json.loads((EXAMPLE / "speculative-launch.json").read_text())
     effective = json.loads((EXAMPLE / "speculative-effective.json").read_text())
-    assert placement(ServerFiles(launch=launch, effective=effective)).to_json() == {
+    server = ServerFiles.from_json({"launch": launch, "effective": effective}, source="example")
+    assert placement(server).to_json() == {
         "attached": False,
         "base_url": "http://127.0.0.1:8401",
         "cuda_visible_devices": None,
@@ -27,12 +29,9 @@ def test_a_launched_server_on_the_recorded_example() -> None:
 def test_flags_and_attachment() -> None:
     argv = ["vllm", "serve", "m", "--tensor_parallel_size", "2", "--gpu-memory-utilization=0.45"]
     server = ServerFiles(
-        launch={
-            "attached": True,
-            "base_url": "http://gpu-7:8000",
-            "env": {"CUDA_VISIBLE_DEVICES": "2,3"},
-            "argv": argv,
-        }
+        launch=LaunchFile(
+            attached=True, base_url="http://gpu-7:8000", env={"CUDA_VISIBLE_DEVICES": "2,3"}, argv=tuple(argv)
+        )
     )
     assert placement(server).to_json() == {
         "attached": True,
@@ -43,8 +42,12 @@ def test_flags_and_attachment() -> None:
     }
     assert (
         placement(
-            ServerFiles(
-                launch={"argv": ["-tp", "4"]}, effective={"cache_config_info": {"gpu_memory_utilization": "0.9"}}
+            ServerFiles.from_json(
+                {
+                    "launch": launch(argv=["-tp", "4"]),
+                    "effective": effective(cache_config_info={"gpu_memory_utilization": "0.9"}),
+                },
+                source="test",
             )
         ).tensor_parallel_size
         == 4

@@ -19,6 +19,7 @@ from loadgen.records.runparts import StatusFile
 from loadgen.report.enginelog import with_engine_path, with_engine_paths
 from loadgen.store.ondisk import NO_STATUS
 from loadgen.store.runfiles import read_run, run_ended_utc
+from tests.support.cards import effective, effective_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200" / "h200-1b-ngram"
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -32,7 +33,10 @@ def test_the_example_folder() -> None:
     assert len(files.entries) == len(lines) and files.entries[0].role == lines[0]["role"]
     assert [e.to_json() for e in files.entries] == lines  # each line read back whole
     assert sorted(files.servers) == ["plain", "speculative"]
-    assert files.servers["plain"].launch == json.loads((EXAMPLE / "servers" / "plain-launch.json").read_text())
+    launch = files.servers["plain"].launch
+    assert launch is not None and launch.to_json() == json.loads(
+        (EXAMPLE / "servers" / "plain-launch.json").read_text()
+    )
     assert files.on_disk.requests_on_disk == {"measured": 0, "partial": 0, "torn_lines": 0, "not_written": 0}
     ends = [datetime.fromisoformat(e["started_utc"]) + timedelta(seconds=e["duration_s"]) for e in lines]
     assert files.generated_utc == max(ends).replace(microsecond=0).isoformat() == "2026-11-29T20:52:00+00:00"
@@ -43,30 +47,32 @@ def test_a_placebo_an_older_effective_record_and_no_status(tmp_path: Path) -> No
     shutil.copytree(EXAMPLE, run)
     (run / "status.json").unlink()
     shutil.copyfile(DATA / "vllm024_h200_draft_startup.log", run / "servers" / "speculative.log")
-    (run / "servers" / "placebo-effective.json").write_text('{"version": "0.24.0"}')
+    (run / "servers" / "placebo-effective.json").write_text(json.dumps(effective(version="0.24.0")))
     files = with_engine_paths(read_run(run, ROLES, (PLACEBO,)), run)
     assert files.status == NO_STATUS
     assert sorted(files.servers) == ["placebo", "plain", "speculative"]
     assert files.servers["placebo"].to_json() == {
         "launch": None,
-        "effective": {"version": "0.24.0"},
+        "effective": effective(version="0.24.0"),
         "resources": None,
         "teardown": None,
     }
-    path = (files.servers["speculative"].effective or {})["engine_path"]
-    assert isinstance(path, dict) and path["model_runner"] == "V1"  # from the log
-    assert "engine_path" not in (files.servers["plain"].effective or {})  # no log kept: unknown on the card
+    spec, plain = files.servers["speculative"].effective, files.servers["plain"].effective
+    assert spec is not None and spec.engine_path is not None and spec.engine_path.model_runner == "V1"  # from the log
+    assert plain is not None and "engine_path" not in plain.to_json()  # no log kept: unknown on the card
 
 
 def test_with_engine_path_keeps_a_record_that_has_one(tmp_path: Path) -> None:
     (tmp_path / "servers").mkdir()
     (tmp_path / "servers" / "plain.log").write_text("anything")
-    kept = {"engine_path": {"model_runner": "V2"}}
+    path = {"async_scheduling": None, "model_runner": "V2", "fallback_reasons": []}
+    kept = effective_file(engine_path=path)
     assert with_engine_path(kept, tmp_path, "plain") is kept
     assert with_engine_path(None, tmp_path, "plain") is None
-    assert with_engine_path({}, tmp_path, "plain") == {
-        "engine_path": {"async_scheduling": None, "model_runner": None, "fallback_reasons": []}
-    }
+    found = with_engine_path(effective_file(), tmp_path, "plain")
+    assert found is not None and found.to_json() == effective(
+        engine_path={"async_scheduling": None, "model_runner": None, "fallback_reasons": []}
+    )
 
 
 def test_run_ended_utc_without_cell_lines_is_protocols_time(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from loadgen.records.card import PairCard
 from loadgen.records.cardcell import CardCell
+from loadgen.records.serverparts import EffectiveFile
 
 CARD: dict[str, Any] = {
     "schema": "loadgen.card/1",
@@ -33,6 +34,55 @@ CARD: dict[str, Any] = {
     "placement": {},
     "verdict": {"passed": None, "summary": "not judged", "declared": False},
 }
+#: A ``servers/<server>-resources.json`` entry (records/usage.py ``ServerUsage``) with every figure unknown.
+USAGE: dict[str, Any] = {
+    "processes": 1,
+    "cpu_rss_bytes": None,
+    "gpu_memory": None,
+    "kv_cache_tokens": None,
+    "kv_cache_tokens_log": None,
+    "num_gpu_blocks": None,
+    "block_size": None,
+    "gpu_memory_utilization": None,
+}
+
+
+def usage(gpu_bytes: int | None = None, **figures: Any) -> dict[str, Any]:
+    """A usage entry with ``figures`` known (``gpu_bytes``: its GPU memory, on no listed device)."""
+    gpu = None if gpu_bytes is None else {"bytes": gpu_bytes, "devices": []}
+    return USAGE | {"gpu_memory": gpu} | figures
+
+
+#: A ``servers/<server>-effective.json`` (records/serverparts.py ``EffectiveFile``) with only its required keys.
+EFFECTIVE: dict[str, Any] = {
+    "base_url": "http://127.0.0.1:8000",
+    "speculative_config_log": None,
+    "kv_cache_tokens_log": None,
+    "spec_decode_metrics": False,
+    "spec_positions": 0,
+    "metric_families": [],
+    "ready_s": None,
+    "cache_config_info": {},
+}
+#: A ``servers/<server>-launch.json`` (records/runparts.py ``LaunchFile``) of an attached server.
+LAUNCH: dict[str, Any] = {"argv": None, "env": {}, "base_url": "http://127.0.0.1:8000", "attached": True}
+
+
+def effective(**keys: Any) -> dict[str, Any]:
+    """An effective file with ``keys`` set (a new key after the required ones)."""
+    return EFFECTIVE | keys
+
+
+def effective_file(**keys: Any) -> EffectiveFile:
+    """:func:`effective` read as its record."""
+    return EffectiveFile.from_json(effective(**keys), source="test effective")
+
+
+def launch(**keys: Any) -> dict[str, Any]:
+    """A launch file with ``keys`` set."""
+    return LAUNCH | keys
+
+
 CELL: dict[str, Any] = {
     "workload": "w",
     "level": "c1",
