@@ -11,6 +11,7 @@ cells, /metrics snapshots and server records are written as they happen; the car
 from __future__ import annotations
 
 import itertools
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -21,7 +22,7 @@ from loadgen.check.preflight import run_pair_check
 from loadgen.errors import LoadgenError, ProfileError
 from loadgen.measure.decision import Bar
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellSpec
-from loadgen.profile.overrides import pair_text
+from loadgen.profile.overrides import Overrides, pair_text
 from loadgen.profile.pair import Pair
 from loadgen.records.protocol import Protocol
 from loadgen.records.protoparts import RunDesign
@@ -40,7 +41,7 @@ from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, resources
 from loadgen.store.files import read_protocol, write_checks, write_prompts, write_protocol
 from loadgen.store.refused import REFUSED_NAME, clear_refusal, mark_refused
-from loadgen.store.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_text
+from loadgen.store.rundir import JsonlAppender, new_run_dir, write_text
 from loadgen.store.runlock import locked
 from loadgen.util import crashlog
 
@@ -142,7 +143,7 @@ def run_compare(
     with locked(run_dir, log):
         prompts = unique_prompts(cells)
         write_prompts(run_dir, (p.to_json() for p in prompts))
-        write_pair_file(pair, run_dir)
+        write_as_run(pair.path, run_dir / "pair.toml", pair.overrides)
         proto = protocol(pair, cells, prompts, probe_host()).with_fields(
             engine_version=engine_version,
             attach=attached.attach_record(attach or {}),
@@ -156,13 +157,14 @@ def run_compare(
     return run_dir
 
 
-def write_pair_file(pair: Pair, run_dir: Path) -> None:
-    """The run folder's pair.toml: the pair file, with the command line's values written in when it gave any
-    (profile/overrides.py), so that ``--protocol`` reads them back as the file's own."""
-    if pair.overrides:
-        write_text(run_dir / "pair.toml", pair_text(pair.path, pair.overrides))
+def write_as_run(src: Path, dest: Path, overrides: Overrides | None) -> None:
+    """Write the pair (or sweep) file ``src`` as run to ``dest`` (a run folder's pair.toml, a sweep folder's
+    sweep.toml): with the command line's values written in when it gave any (profile/overrides.py), so that
+    ``--protocol`` reads them back as the file's own; else a copy."""
+    if overrides:
+        write_text(dest, pair_text(src, overrides))
     else:
-        copy_pair_file(pair.path, run_dir)
+        shutil.copyfile(src, dest)
 
 
 def attached_version(attach: Mapping[str, str] | None, api_key: str | None) -> str | None:
