@@ -29,7 +29,7 @@ from loadgen.records.protoparts import RunDesign
 from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
-from loadgen.run import rearm, resumefiles
+from loadgen.run import rearm
 from loadgen.run.arms import Arm, build_arms, co_resident, describe, metrics_record
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
@@ -39,6 +39,7 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, 
 from loadgen.run.sizing import grow, round_s
 from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, resources
+from loadgen.store import resumefiles
 from loadgen.store.files import read_protocol, write_checks, write_prompts, write_protocol
 from loadgen.store.refused import REFUSED_NAME, clear_refusal, mark_refused
 from loadgen.store.rundir import JsonlAppender, new_run_dir, write_text
