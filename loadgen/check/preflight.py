@@ -1,10 +1,10 @@
-"""The pair check as `loadgen check` and `loadgen compare` run it: whether the engine command of the servers
-loadgen launches can start, the engine version, every finding printed one line each, and PairCheckError (exit 2)
-on a blocking one."""
+"""The pair check as `loadgen check` and `loadgen compare` run it (and `loadgen sweep` for each candidate): whether
+the engine command of the servers loadgen launches can start, the engine version, every finding printed one line
+each, and PairCheckError (exit 2) on a blocking one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from loadgen.check import enginestart
@@ -65,4 +65,21 @@ def run_pair_check(
     if blocking:  # the FAIL lines above name each one: the error names them, not their text again
         names = ", ".join(dict.fromkeys(f.check for f in blocking))
         raise PairCheckError(f"pair check failed: {len(blocking)} blocking finding(s) above ({names}); fix them first")
+    return version, findings
+
+
+def check_pairs(
+    pairs: Mapping[str, Pair],
+    allow_unpinned: bool,
+    log: Callable[[str], None],
+    attached: str | None = None,
+    attached_roles: Sequence[str] = (),
+) -> tuple[str | None, dict[str, list[Finding]]]:
+    """:func:`run_pair_check` of each of ``pairs`` (a sweep's candidates by name, in order; ``[name] check`` logged
+    first): the engine version and each one's findings. Raises PairCheckError at the first that fails."""
+    version, findings = None, {}
+    for name, pair in pairs.items():
+        log(f"[{name}] check")
+        version, found = run_pair_check(pair, allow_unpinned, log, attached=attached, attached_roles=attached_roles)
+        findings[name] = list(found)
     return version, findings

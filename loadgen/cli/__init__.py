@@ -1,6 +1,7 @@
 """The command line: ``loadgen check|report|diff|fleet|pairs`` (``commands.py``), ``compare|sweep``
 (``runcmds.py``, their options record: ``options.py``), ``runs`` (``runlist.py``), ``trace-capacity``
-(``tracecap.py``), the click types of flag values (``paramtypes.py``) and the modules each command's own flags
+(``tracecap.py``), the click types of flag values (``paramtypes.py``), a card's terminal summary
+(``summary.py``) and the modules each command's own flags
 and output live in.
 
 May import: errors, util, records, store, profile, check, prom, serve, stream, measure, report, run, fleet.

@@ -17,10 +17,10 @@ from loadgen.cli.diffcmd import run_diff
 from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
 from loadgen.cli.paramtypes import Tolerance, runs_dir_option
 from loadgen.cli.runlist import fleet_card_locked, report_locked
+from loadgen.cli.summary import print_summary
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
 from loadgen.profile.pairkind import pair_lines
-from loadgen.report.summary import print_summary
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

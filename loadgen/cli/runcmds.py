@@ -15,10 +15,11 @@ from loadgen.cli.ending import RUN_FAILED, criteria_exit, end_sweep
 from loadgen.cli.handling import _handles_errors, _sigterm_as_interrupt
 from loadgen.cli.options import SWEEP_ONLY, RunOptions, repeat_options, run_options
 from loadgen.cli.paramtypes import Url
+from loadgen.cli.summary import print_summary
 from loadgen.errors import BadInput
 from loadgen.profile.pairfile import load_pair
-from loadgen.report.saveddata import read_card
-from loadgen.report.summary import print_saved_summary
+from loadgen.records.card import PairCard
+from loadgen.store.files import read_card
 from loadgen.util.redact import redact_text
 
 #: The options only ``loadgen compare`` takes.
@@ -94,16 +95,21 @@ def compare(o: RunOptions) -> None:
             observe=observe,
             api_key=o.api_key,
         )
-    print_saved_summary(run_dir)
-    verdict_exit(run_dir)
+    card = read_card(run_dir / "card.json")  # store/files.py: BadInput (exit 2) naming the field that does not read
+    print_summary(card)
+    _end_with(card, run_dir)
 
 
 def verdict_exit(run_dir: Path) -> None:
     """End a finished run plainly: the card's path after the verdict (printed by print_summary), then CriteriaFailed
     (exit 3, no error line: the run did not crash) when the verdict failed its declared criteria (none: exit 0)."""
-    verdict = read_card(run_dir / "card.json").verdict
+    _end_with(read_card(run_dir / "card.json"), run_dir)
+
+
+def _end_with(card: PairCard, run_dir: Path) -> None:
+    """:func:`verdict_exit` of ``run_dir``'s card, read already."""
     click.echo(f"card: {run_dir / 'card.md'}")
-    if verdict.passed is False:
+    if card.verdict.passed is False:
         criteria_exit(RUN_FAILED)
 
 

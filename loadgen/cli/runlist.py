@@ -27,8 +27,7 @@ from loadgen.cli.handling import _handles_errors
 from loadgen.cli.paramtypes import runs_dir_option
 from loadgen.errors import BadInput
 from loadgen.records.runparts import StatusFile
-from loadgen.report.saveddata import read_card
-from loadgen.store.files import read_progress, read_status
+from loadgen.store.files import read_card, read_progress, read_status
 from loadgen.store.refused import no_card_for_refused, read_refusal
 from loadgen.store.rundir import read_json
 from loadgen.store.runlock import locked, probe
@@ -68,7 +67,7 @@ def _status(folder: Path) -> StatusFile | None:
 
 
 def _card_verdict(path: Path) -> str:
-    """The verdict's summary of the card at ``path`` (saveddata.read_card), or why there is none to show."""
+    """The verdict's summary of the card at ``path`` (store/files.py read_card), or why there is none to show."""
     if not path.is_file():
         return "no card (`loadgen report` writes it)"
     try:

@@ -49,7 +49,7 @@ class CellSpec:
     ``arrivals_s`` (open loop) gives each measured prompt's due time (s after the first); None = closed
     loop. Bound to a server by ``on``: ``role``, ``duration_s`` (stop sending measured prompts that many
     seconds after the first one; None = a request count) and ``read_timeout_s`` (the longest silence
-    since a stream's last byte, s; None = the load loop's default; stream/timeouts.py).
+    since a stream's last byte, s; None = the load loop's default; profile/timeouts.py).
     """
 
     workload: str

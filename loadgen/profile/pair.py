@@ -183,7 +183,7 @@ class StopRule:
     cooldown: bool = True
     max_error_rate: float = 0.0
     on_error_budget: str = "stop"
-    read_timeout_s: float | None = None  # the longest silence in a stream; None: loadgen.timeouts derives it
+    read_timeout_s: float | None = None  # the longest silence in a stream; None: profile/timeouts.py derives it
 
     def measured_requests(self, concurrency: int) -> int:
         """Prompts to prepare for the measured phase of a closed-loop cell at ``concurrency`` (>= 1)."""

@@ -1,5 +1,5 @@
 """The card: card data from the run folder as store/ reads it (carddata, saveddata, partial, enginelog),
-Markdown (cardmd, sweepmd), the card files written (cardwrite, sweepwrite), plots, the terminal summary and the
+Markdown (cardmd, sweepmd), the card files written (cardwrite, sweepwrite), plots and the
 diff of two cards.
 
 May import: errors, util, records, store, profile, check, prom, serve, measure.

@@ -28,15 +28,7 @@ from loadgen.records.criteria import criteria_of
 from loadgen.report.cardlevels import crossovers
 from loadgen.report.enginelog import with_engine_path
 from loadgen.report.noisefloor import renoted, with_effects
-from loadgen.store.files import read_cell_lines, read_protocol
-from loadgen.store.rundir import read_json
-from loadgen.util.strictjson import finite
-
-
-def read_card(path: Path) -> PairCard:
-    """The card at ``path`` (``loadgen.card/1``; an Infinity of older code read as null). Raises BadInput
-    (exit 2) naming the file, and the field and the fix when it does not match the card's type."""
-    return PairCard.from_json(finite(read_json(path)), source=str(path))
+from loadgen.store.files import read_card, read_cell_lines, read_protocol
 
 
 def saved_only(run_dir: Path) -> bool:
@@ -45,9 +37,9 @@ def saved_only(run_dir: Path) -> bool:
 
 
 def refresh_saved_card(run_dir: Path) -> PairCard:
-    """card.json of ``run_dir`` (checked by :func:`read_card`) with the cell-level diagnosis recomputed (module
-    docstring); the same card again when run twice. Raises BadInput when card.json,
-    cells.jsonl or protocol.json is missing, or naming the field of a card.json that does not match its type."""
+    """card.json of ``run_dir`` (checked by store/files.py ``read_card``) with the cell-level diagnosis recomputed
+    (module docstring); the same card again when run twice. Raises BadInput when card.json, cells.jsonl or
+    protocol.json is missing, or naming the field of a card.json that does not match its type."""
     if not (run_dir / "cells.jsonl").is_file() or not (run_dir / "card.json").is_file():
         raise BadInput(
             f"{run_dir} has neither requests.jsonl nor card.json and cells.jsonl: nothing to build a card "

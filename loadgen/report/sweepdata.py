@@ -27,10 +27,9 @@ from loadgen.records.criteria import LATENCY_METRICS, Criteria, criteria_of
 from loadgen.records.serverparts import EffectiveFile
 from loadgen.records.sweep import SCHEMA as SWEEP_SCHEMA
 from loadgen.records.sweep import Drift, NoiseFloor, SweepCandidate, SweepCard, SweepCell, SweepDesign, SweepEntry
-from loadgen.report.saveddata import read_card
 from loadgen.report.sweeprec import entry_of, recommend
 from loadgen.report.tracedata import sweep_trace
-from loadgen.store.files import load_records, read_cell_lines, read_protocol, read_status
+from loadgen.store.files import load_records, read_card, read_cell_lines, read_protocol, read_status
 from loadgen.store.serverfiles import read_part
 
 #: The per-request timing behind each paired primary metric (the drift is measured on it).
@@ -163,7 +162,7 @@ def _candidate(c: Candidate, card: PairCard | None, seconds: float | None) -> Sw
 
 
 def _cards(sweep_dir: Path, candidates: Sequence[Candidate]) -> dict[str, PairCard]:
-    """Each measured candidate's card (saveddata.read_card: BadInput naming the file and field of a bad one)."""
+    """Each measured candidate's card (store/files.py read_card: BadInput naming the file and field of a bad one)."""
     return {c.name: read_card(path) for c in candidates if (path := sweep_dir / c.name / "card.json").is_file()}
 
 

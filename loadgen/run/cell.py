@@ -31,6 +31,7 @@ from loadgen.measure.metrics import ClientUse, cell_stats
 from loadgen.measure.replicas import answered_by, replica_signs, sighting
 from loadgen.profile.cells import CellSpec, speculates
 from loadgen.profile.pair import LOOKUP_METHODS, Level, Pair, k_at
+from loadgen.profile.timeouts import read_timeout_s
 from loadgen.prom import exposition as prom
 from loadgen.prom.scrape import sample_gauges, scrape, summarize_gauges
 from loadgen.records.blockstate import BlockState
@@ -44,7 +45,6 @@ from loadgen.serve import hoststate, servers
 from loadgen.serve.attached import where_to_look
 from loadgen.store.rundir import JsonlAppender, write_text
 from loadgen.stream.loadloop import run_cell
-from loadgen.stream.timeouts import read_timeout_s
 from loadgen.util import strictjson
 
 

@@ -11,6 +11,7 @@ cells, /metrics snapshots and server records are written as they happen; the car
 from __future__ import annotations
 
 import itertools
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -21,14 +22,14 @@ from loadgen.check.preflight import run_pair_check
 from loadgen.errors import LoadgenError, ProfileError
 from loadgen.measure.decision import Bar
 from loadgen.profile.cells import PLACEBO, PLAIN, ROLES, CellSpec
-from loadgen.profile.overrides import pair_text
+from loadgen.profile.overrides import Overrides, pair_text
 from loadgen.profile.pair import Pair
 from loadgen.records.protocol import Protocol
 from loadgen.records.protoparts import RunDesign
 from loadgen.records.runparts import SIZING_DECIDED as DECIDED
 from loadgen.records.runparts import DesignRecord, StatusFile
 from loadgen.report.cardwrite import finish_card
-from loadgen.run import rearm, resumefiles
+from loadgen.run import rearm
 from loadgen.run.arms import Arm, build_arms, co_resident, describe, metrics_record
 from loadgen.run.closing import close_run, open_status
 from loadgen.run.design import Slot, balanced_order, replay_order, server_starts
@@ -38,9 +39,10 @@ from loadgen.run.plan import plan_cells, probe_host, protocol, replay_protocol, 
 from loadgen.run.sizing import grow, round_s
 from loadgen.run.slotcount import SlotCount
 from loadgen.serve import attached, resources
+from loadgen.store import resumefiles
 from loadgen.store.files import read_protocol, write_checks, write_prompts, write_protocol
 from loadgen.store.refused import REFUSED_NAME, clear_refusal, mark_refused
-from loadgen.store.rundir import JsonlAppender, copy_pair_file, new_run_dir, write_text
+from loadgen.store.rundir import JsonlAppender, new_run_dir, write_text
 from loadgen.store.runlock import locked
 from loadgen.util import crashlog
 
@@ -142,7 +144,7 @@ def run_compare(
     with locked(run_dir, log):
         prompts = unique_prompts(cells)
         write_prompts(run_dir, (p.to_json() for p in prompts))
-        write_pair_file(pair, run_dir)
+        write_as_run(pair.path, run_dir / "pair.toml", pair.overrides)
         proto = protocol(pair, cells, prompts, probe_host()).with_fields(
             engine_version=engine_version,
             attach=attached.attach_record(attach or {}),
@@ -156,13 +158,14 @@ def run_compare(
     return run_dir
 
 
-def write_pair_file(pair: Pair, run_dir: Path) -> None:
-    """The run folder's pair.toml: the pair file, with the command line's values written in when it gave any
-    (profile/overrides.py), so that ``--protocol`` reads them back as the file's own."""
-    if pair.overrides:
-        write_text(run_dir / "pair.toml", pair_text(pair.path, pair.overrides))
+def write_as_run(src: Path, dest: Path, overrides: Overrides | None) -> None:
+    """Write the pair (or sweep) file ``src`` as run to ``dest`` (a run folder's pair.toml, a sweep folder's
+    sweep.toml): with the command line's values written in when it gave any (profile/overrides.py), so that
+    ``--protocol`` reads them back as the file's own; else a copy."""
+    if overrides:
+        write_text(dest, pair_text(src, overrides))
     else:
-        copy_pair_file(pair.path, run_dir)
+        shutil.copyfile(src, dest)
 
 
 def attached_version(attach: Mapping[str, str] | None, api_key: str | None) -> str | None:

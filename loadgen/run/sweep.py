@@ -27,13 +27,14 @@ from loadgen.profile.pairfile import load_pair, resolve_pair_path
 from loadgen.records.sweep import SweepCard
 from loadgen.report.cardwrite import finish_card
 from loadgen.report.sweepwrite import write_sweep_card
-from loadgen.run import flow, resumefiles
+from loadgen.run import flow
 from loadgen.run.plan import plan_cells, replay_protocol
 from loadgen.run.scheddeploy import deploy_schedule
 from loadgen.run.sweepplan import announce
 from loadgen.run.sweepreplay import replay_sweep
 from loadgen.run.sweepsetup import Log, SweepOptions, load_candidates, measure, new_sweep_dir, say_card, start_new
 from loadgen.run.sweepsplit import split_candidate
+from loadgen.store import resumefiles
 from loadgen.store.files import read_protocol, read_sweep
 from loadgen.store.runlock import locked
 

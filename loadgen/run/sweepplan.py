@@ -40,8 +40,8 @@ from loadgen.records.cardwire import Wire
 from loadgen.records.runparts import LaunchFile
 from loadgen.records.serverparts import EffectiveFile
 from loadgen.records.speculative import SpeculativeConfig
-from loadgen.report.saveddata import read_card
 from loadgen.run.design import Slot, balanced_order, server_starts
+from loadgen.store.files import read_card
 from loadgen.store.serverfiles import read_part
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def _launched_start(effective: Path) -> float | None:
 
 def _card_timings(path: Path) -> list[Timing]:
     """The (kind, concurrency, TTFT p50, TPOT p50, K) of every cell and server of the card at ``path``; none
-    when it is unreadable or does not match its type (saveddata.read_card)."""
+    when it is unreadable or does not match its type (store/files.py read_card)."""
     try:
         card = read_card(path)
     except (BadInput, OSError):

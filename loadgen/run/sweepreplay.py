@@ -10,6 +10,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from loadgen.check.preflight import check_pairs
 from loadgen.errors import BadInput
 from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import load_pair
@@ -17,7 +18,7 @@ from loadgen.profile.tomlread import read_toml
 from loadgen.run import flow
 from loadgen.run.plan import replay_protocol
 from loadgen.run.sweepplan import announce
-from loadgen.run.sweepsetup import SweepOptions, check_candidates, new_sweep_dir, start_measuring
+from loadgen.run.sweepsetup import SweepOptions, new_sweep_dir, start_measuring
 from loadgen.store.files import read_protocol
 from loadgen.store.runlock import locked
 
@@ -46,7 +47,9 @@ def replay_sweep(protocol_file: Path, o: SweepOptions, log: flow.Log) -> Path:
             raise BadInput(f"{path} is missing: the sweep folder {old} is incomplete; restore its candidates/")
         pairs[candidate] = replace(load_pair(str(path), workloads_dir=o.workloads_dir), overrides=first.overrides)
     attach = {"plain": o.attach_plain} if o.attach_plain else {}
-    version, findings = check_candidates(pairs, o, log)
+    version, findings = check_pairs(
+        pairs, o.allow_unpinned, log, flow.attached_version(attach, o.api_key), list(attach)
+    )
     m = flow.plan_measurement(first, pairs, attach, cells, order, o.metrics)
     announce(m, [o.runs_dir, *o.history_dirs], o.budget_min, log)
     sweep_name = str(read_toml(old / "sweep.toml").get("name", old.parent.name))

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from loadgen.check.finding import Finding
 from loadgen.check.hashes import model_hashes
-from loadgen.check.preflight import run_pair_check
+from loadgen.check.preflight import check_pairs
 from loadgen.errors import CriteriaFailed, ProfileError
 from loadgen.profile.cells import PLAIN_ARMS
 from loadgen.profile.locate import anchor_workloads
-from loadgen.profile.overrides import Overrides, apply_overrides, pair_text
+from loadgen.profile.overrides import Overrides, apply_overrides
 from loadgen.profile.pair import Pair
 from loadgen.profile.pairfile import PAIRS_DIR, load_pair
 from loadgen.profile.tomlread import read_toml
@@ -40,7 +40,7 @@ from loadgen.run.plan import probe_host, protocol, unique_prompts
 from loadgen.run.sweepsplit import split_candidate
 from loadgen.serve import attached
 from loadgen.store.files import read_protocol, read_sweep, write_checks, write_prompts, write_protocol
-from loadgen.store.rundir import exclusive_dir, write_text
+from loadgen.store.rundir import exclusive_dir
 from loadgen.util import tomlwrite
 
 Log = Callable[[str], None]
@@ -87,32 +87,18 @@ def load_candidates(
         path = out / f"{c.name}.toml"
         path.write_text(tomlwrite.to_toml(candidate_doc(doc, c, name)))
         pairs[c.name] = load_pair(str(path), workloads_dir=o.workloads_dir)
-    version, findings = check_candidates(pairs, o, log)
+    attach = {"plain": o.attach_plain} if o.attach_plain else {}  # check/preflight.py: PairCheckError (exit 2)
+    version, findings = check_pairs(
+        pairs, o.allow_unpinned, log, flow.attached_version(attach, o.api_key), list(attach)
+    )
     return name, candidates, pairs, version, findings
-
-
-def check_candidates(pairs: dict[str, Pair], o: SweepOptions, log: Log) -> tuple[str | None, Findings]:
-    """`loadgen check` of every candidate's pair (in order): the engine version and each one's findings.
-    Raises PairCheckError (exit 2) at the first candidate that fails."""
-    version, findings = None, Findings()
-    attached = flow.attached_version({"plain": o.attach_plain} if o.attach_plain else None, o.api_key)
-    for name, pair in pairs.items():
-        log(f"[{name}] check")
-        version, found = run_pair_check(
-            pair, o.allow_unpinned, log, attached=attached, attached_roles=["plain"] if o.attach_plain else []
-        )
-        findings[name] = list(found)
-    return version, findings
 
 
 def new_sweep_dir(runs_dir: Path, name: str, sweep_file: Path, overrides: Overrides | None) -> Path:
     """Create ``runs_dir/<name>/sweep-<ts>`` (exclusively: a suffix is added if it exists) holding the sweep
     file as run (with the command line's overrides written in, profile/overrides.py) and return it."""
     path = exclusive_dir(runs_dir / name, "sweep-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
-    if overrides:
-        write_text(path / "sweep.toml", pair_text(sweep_file, overrides))
-    else:
-        shutil.copyfile(sweep_file, path / "sweep.toml")
+    flow.write_as_run(sweep_file, path / "sweep.toml", overrides)
     return path
 
 

@@ -14,9 +14,9 @@ from loadgen.measure.traceslo import Holds, bisect_capacity
 from loadgen.profile.cells import PLACEBO
 from loadgen.profile.domains import MAX_TIME_SCALE
 from loadgen.profile.pair import Pair
-from loadgen.report.saveddata import read_card
 from loadgen.run.flow import Log, run_compare
 from loadgen.run.observe import ObserveOptions
+from loadgen.store.files import read_card
 
 
 @dataclass(frozen=True)

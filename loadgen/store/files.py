@@ -3,8 +3,8 @@ writes and checked reads: ``protocol.json`` (records/protocol.py ``Protocol``), 
 lines), ``requests.jsonl`` (``RequestRecord`` lines), ``status.json`` and ``progress.json`` (records/runparts.py
 ``StatusFile``, ``ProgressFile``), ``prompts.jsonl`` (one prompt's JSON a line, profile/workload.py ``Prompt``),
 ``checks.json`` (the pair check's findings, or per candidate for a sweep), ``sweep.json`` (records/sweep.py
-``SweepCard``) and ``times.json`` (seconds per phase of an older sweep). The servers' files are
-store/serverfiles.py.
+``SweepCard``) and ``times.json`` (seconds per phase of an older sweep); ``card.json``'s reader (records/card.py
+``PairCard``; report/cardwrite.py writes it). The servers' files are store/serverfiles.py.
 
 A file that does not read as its record raises BadInput (exit 2), one line naming the file (and line), the
 field and the fix; a missing file is the reader's None (or no lines), as each reader says.
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen.errors import BadInput, RunDirUnwritable
+from loadgen.records.card import PairCard
 from loadgen.records.cell import CellEntry
 from loadgen.records.protocol import Protocol
 from loadgen.records.request import RequestRecord
@@ -127,6 +128,12 @@ def read_sweep_checks(folder: Path) -> Mapping[str, Sequence[Finding]]:
     if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
         raise BadInput(f"{path} holds no findings per candidate; restore it from the sweep folder's copy")
     return data
+
+
+def read_card(path: Path) -> PairCard:
+    """The card at ``path`` (``loadgen.card/1``; an Infinity of older code read as null). Raises BadInput
+    (exit 2) naming the file, and the field and the fix when it does not match the card's type."""
+    return PairCard.from_json(strictjson.finite(read_json(path)), source=str(path))
 
 
 def read_sweep(path: Path) -> SweepCard:

@@ -1,5 +1,5 @@
 """The client side of a cell: the HTTP/1.1 transport, the SSE decoder and chunk reader, one streamed
-request (client), a cell's load loop (loadloop) with its event loop and signal plumbing, and the read timeout.
+request (client) and a cell's load loop (loadloop) with its event loop and signal plumbing.
 
 May import: errors, util, records, profile, prom.
 Layers, lowest first: errors, util < records < store < profile < check < prom < serve < stream < measure < report < run

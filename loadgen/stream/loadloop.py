@@ -54,7 +54,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 #: Per-request time limits (s): connecting, and the longest silence allowed inside a stream when the plan
-#: gives none (a cell's comes from loadgen.timeouts: [stop].read_timeout_s or derived from the profile).
+#: gives none (a cell's comes from profile/timeouts.py: [stop].read_timeout_s or derived from the profile).
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
 #: The open loop sleeps until this long before a request is due (s), then yields to the loop until it is:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from loadgen.cli.summary import print_summary
 from loadgen.measure.faults import classify
 from loadgen.profile.cells import CellSpec
 from loadgen.profile.pair import Level
@@ -20,7 +21,6 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.profile.workload import Prompt
 from loadgen.records.request import RequestRecord
 from loadgen.report.carddata import build_card
-from loadgen.report.summary import print_summary
 from loadgen.run.cell import run_cell_on
 from loadgen.store.files import load_records
 from tests.support.cards import card_record, markdown

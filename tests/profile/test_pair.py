@@ -129,7 +129,7 @@ def test_unknown_pair_lists_available() -> None:
 
 
 def test_read_timeout_is_a_stop_key_with_a_default_from_the_declared_limits(tmp_path: Path) -> None:
-    from loadgen.stream.timeouts import read_timeout_s
+    from loadgen.profile.timeouts import read_timeout_s
 
     text = Path("profiles/pairs/demo-cpu.toml").read_text()
     pair = load_pair("demo-cpu")  # [slo] ttft_s = 1.0, tpot_s = 0.1: max(60, 100 * 0.1, 5 * 1.0) = 60 s

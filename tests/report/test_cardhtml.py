@@ -17,10 +17,9 @@ from loadgen.fleet.fleethtml import render_fleet_html
 from loadgen.report.answermd import answer_items
 from loadgen.report.cardhtml import render_card_html
 from loadgen.report.htmlpage import embed
-from loadgen.report.saveddata import read_card
 from loadgen.report.sweephtml import render_sweep_html
 from loadgen.report.sweepmd import answer_items as sweep_answer
-from loadgen.store.files import read_sweep
+from loadgen.store.files import read_card, read_sweep
 from tests.fleet.test_fleetmd import _card as fleet_card
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "h200"

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.timed
 
 
 def _engine_024(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sweepsetup.check_candidates
-    monkeypatch.setattr(sweepsetup, "check_candidates", lambda pairs, o, log: ("0.24.0", real(pairs, o, log)[1]))
+    real = sweepsetup.check_pairs
+    monkeypatch.setattr(sweepsetup, "check_pairs", lambda *given: ("0.24.0", real(*given)[1]))
 
 
 @pytest.mark.slow

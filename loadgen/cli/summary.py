@@ -1,15 +1,13 @@
-"""The terminal summary of a card: one rich table row per cell, then the verdict (stdout)."""
+"""The terminal summary of a card (``loadgen compare`` and ``loadgen report``): one rich table row per cell, then the
+verdict (stdout)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from loadgen.records.card import PairCard
 from loadgen.records.cardcell import Distribution, Ratio, RoleStats
-from loadgen.report.saveddata import read_card
 from loadgen.util.numbers import ms
 
 #: The percentiles printed for each latency (docs/metrics.md): the median and the tail beside it.
@@ -87,9 +85,3 @@ def print_summary(card: PairCard, console: Console | None = None) -> None:
     out = console or stdout_console(table)
     out.print(table)
     out.print(f"verdict: {card.verdict.summary}", markup=False, soft_wrap=True)
-
-
-def print_saved_summary(run_dir: Path) -> None:
-    """:func:`print_summary` of ``run_dir``'s card.json (saveddata.read_card: BadInput, exit 2, naming the file
-    and the field when it does not match ``loadgen.card/1``)."""
-    print_summary(read_card(run_dir / "card.json"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadgen.profile.cells import CellKey
 from loadgen.records.request import RequestRecord
 from loadgen.store.files import read_cell_lines
 from loadgen.store.rundir import JsonlAppender, numbered_jsonl, write_text
@@ -23,7 +22,7 @@ def keep_finished(run_dir: Path) -> tuple[set[tuple[str, str, str, int]], int]:
     partial: list[dict[str, Any]] = []
     for where, r in numbered_jsonl(run_dir / "requests.jsonl"):  # one pass: a finished slot's requests stay
         rec = RequestRecord.from_json(r, source=where)  # checked; the line is kept as written
-        finished = (rec.role, *CellKey.named(rec.workload, rec.level, rec.concurrency), rec.repetition) in done
+        finished = (rec.role, *rec.key, rec.repetition) in done
         (kept if finished else partial).append(r)
     moved = JsonlAppender(run_dir / "requests.partial.jsonl")
     try:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from loadgen.report.summary import print_summary, summary_table
+from loadgen.cli.summary import print_summary, summary_table
 from tests.support.cards import card_record
 
 

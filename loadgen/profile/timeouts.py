@@ -1,5 +1,5 @@
 """The read timeout of a stream: the longest silence (no byte) allowed while a response is awaited or
-streamed, counted from the last byte received (:mod:`loadgen.transport`). Pure.
+streamed, counted from the last byte received (stream/transport.py). Pure.
 
 ``[stop].read_timeout_s`` sets it. Left out, it is derived from what the profile expects of the server:
 the floor :data:`READ_TIMEOUT_FLOOR_S`, raised to :data:`ITL_MULTIPLE` times the declared TPOT limit
