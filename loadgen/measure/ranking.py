@@ -23,7 +23,7 @@ candidate is best and whether it beats plain) differs between the two baselines.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from loadgen.measure.decision import FASTER
@@ -135,23 +135,32 @@ def upper_bound(k: int, step_time_ratio: float | None) -> float | None:
     return (k + 1) / step_time_ratio
 
 
-def off_above(winners: Sequence[tuple[int, Entry | None]]) -> tuple[int | None, str]:
-    """From (concurrency, winner that pays or None) per level: the concurrency N above which no candidate
-    pays (None: some candidate pays at the highest level, or at none) and the sentence saying so, naming the
-    next level measured, where none pays. Not paying there is not being slower (it may be inside the noise or
-    undecided): the pair cards' crossover range (measure/decision.py ``crossover_range``) says where
+def off_above(winners: Sequence[tuple[int, Entry | None]], undecided: Set[int] = frozenset()) -> tuple[int | None, str]:
+    """From (concurrency, winner that pays or None) per level measured: the concurrency N above which no
+    candidate pays (None: some candidate pays at the highest level, or at none) and the sentence saying so,
+    naming the next level measured, where none pays. Not paying there is not being slower (it may be inside the
+    noise or undecided): ``undecided`` holds the levels where some candidate is still inconclusive, which the
+    sentence names as such; the pair cards' crossover range (measure/decision.py ``crossover_range``) says where
     speculation is decided slower."""
     ordered = sorted(winners, key=lambda w: w[0])
     paying = [c for c, w in ordered if w is not None]
     if not paying:
+        still = sorted(c for c, _ in ordered if c in undecided)
+        if still:
+            return None, (
+                "no candidate is decided faster at any level: do not speculate yet (undecided at concurrency "
+                f"{', '.join(map(str, still))}: measure more blocks)"
+            )
         return None, "no candidate beats plain at any level: do not speculate"
     if paying[-1] == ordered[-1][0]:
         return None, f"speculation pays up to the highest level measured (concurrency {paying[-1]})"
     nxt = next(c for c, _ in ordered if c > paying[-1])
-    return paying[-1], (
-        f"speculation off above concurrency {paying[-1]} (it pays up to {paying[-1]} and not at {nxt}, "
-        "the next level measured)"
+    there = (
+        f"is undecided at {nxt}, the next level measured: measure more blocks there"
+        if nxt in undecided
+        else f"not at {nxt}, the next level measured"
     )
+    return paying[-1], f"speculation off above concurrency {paying[-1]} (it pays up to {paying[-1]} and {there})"
 
 
 def geomean(values: Sequence[float | None]) -> float | None:

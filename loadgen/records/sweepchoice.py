@@ -15,7 +15,9 @@ from loadgen.records.speculative import SpeculativeConfig
 
 @dataclass(frozen=True)
 class LevelChoice(Whole):
-    """The best paying candidate at one level (None: plain), its ties and speedup."""
+    """The best paying candidate at one level (None: plain), its ties and speedup; the candidates whose cell there
+    is still ``undecided`` (measure/decision.py inconclusive: more blocks owed) and those ``unmeasured`` there (a
+    sweep that stopped before the level), so that "plain" is said only where every candidate was decided."""
 
     level: str
     concurrency: int | None = None
@@ -23,6 +25,8 @@ class LevelChoice(Whole):
     tied: list[str] = field(default_factory=list)
     speedup: float | None = None
     not_distinguishable: list[str] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)
     TITLE: ClassVar[str] = "level choice"
 
 

@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loadgen.measure.decision import NOT_DISTINGUISHABLE
+from loadgen.measure.decision import INCONCLUSIVE, NOT_DISTINGUISHABLE
 from loadgen.measure.ranking import Entry, best, geomean, k_schedule, off_above, static_choice
 from loadgen.profile.fields import FIELD_RANGES, available, parse_version
 from loadgen.records.criteria import Criteria
@@ -207,14 +207,23 @@ def _level(cell: SweepCell, declared: bool) -> _Level:
             tied=tied if winner and len(tied) > 1 else [],
             speedup=winner.speedup if winner else None,
             not_distinguishable=sorted(e.candidate for e in entries if e.effect == NOT_DISTINGUISHABLE),
+            undecided=sorted(e.candidate for e in entries if e.speedup is not None and e.effect == INCONCLUSIVE),
+            unmeasured=sorted(e.candidate for e in entries if e.speedup is None),
         ),
         entries,
     )
 
 
+def _open(lv: LevelChoice) -> str:
+    """What keeps a level without a paying candidate from being called plain's ('' when every one is decided)."""
+    parts = [f"{', '.join(lv.undecided)} inconclusive"] if lv.undecided else []
+    parts += [f"{', '.join(lv.unmeasured)} not measured"] if lv.unmeasured else []
+    return "; ".join(parts)
+
+
 def _best_text(lv: LevelChoice) -> str:
     if not lv.best:
-        return f"{lv.level}: plain"
+        return f"{lv.level}: undecided ({_open(lv)})" if _open(lv) else f"{lv.level}: plain"
     others = [n for n in lv.tied if n != lv.best]
     return f"{lv.level}: {lv.best}" + (f" (tie with {', '.join(others)})" if others else "")
 
@@ -229,12 +238,18 @@ def _workload(
     declared = criteria is not None
     judged = [c for c in cells if _in_range(c, criteria)]
     levels = [_level(c, declared) for c in judged]
-    closed = [lv for lv, c in zip(levels, judged, strict=True) if c.rate_rps is None]
+    # the levels some candidate was measured at, closed-loop: an unmeasured level is no "next level measured"
+    closed = [
+        lv
+        for lv, c in zip(levels, judged, strict=True)
+        if c.rate_rps is None and any(e.speedup is not None for e in lv.entries)
+    ]
     above, sentence = off_above(
         [
             (int(lv.choice.concurrency or 0), next((e for e in lv.entries if e.candidate == lv.choice.best), None))
             for lv in closed
-        ]
+        ],
+        undecided={int(lv.choice.concurrency or 0) for lv in closed if not lv.choice.best and lv.choice.undecided},
     )
     static, scores = _static(cells, rows, criteria)
     deploy = _deploy(levels, rows, static, engine_version, declared)
@@ -267,6 +282,17 @@ def _headline(static: str | None, declared: bool, workloads: Sequence[WorkloadCh
         return f"recommendation: {static} (pays at {scope} of every workload)"
     deploy = [w for w in workloads if w.deployable]
     if not deploy:
+        undecided = [f"{w.workload} {lv.level}" for w in workloads for lv in w.levels if lv.undecided]
+        unmeasured = [f"{w.workload} {lv.level}" for w in workloads for lv in w.levels if lv.unmeasured]
+        owed = ([f"undecided at {', '.join(undecided)}: measure more blocks there"] if undecided else []) + (
+            [f"not measured at {', '.join(unmeasured)}: resume the sweep (loadgen sweep --resume)"]
+            if unmeasured
+            else []
+        )
+        if owed:
+            return (
+                f"recommendation: do not speculate yet (no candidate is decided faster at any level; {'; '.join(owed)})"
+            )
         return "recommendation: do not speculate (no candidate pays clear of the noise floor at any level)"
     return f"recommendation: no single candidate pays at {scope}; deploy " + "; ".join(
         f"{w.workload}: {w.deployable}" for w in deploy
