@@ -5,13 +5,14 @@ list of input lengths into one workload per length; the serving context bounds t
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from loadgen.errors import ProfileError
-from loadgen.profile.grounded import TASKS, grounded_prompt, reference_answer, sentence
+from loadgen.profile.grounded import TASKS, _grow, compose, grounded_prompt, reference_answer, sentence
 from loadgen.profile.workload import Workload, generate, load_workloads
 from loadgen.profile.workloadset import pair_workloads
 from tests.support.tokfactory import trained_vocab, write_model
@@ -98,3 +99,33 @@ def test_the_demo_ngram_pair_runs_the_grounded_workload() -> None:
     pair = load_pair("demo-cpu-ngram")
     grounded = [w for w in pair.workloads if w.kind == "grounded"]
     assert [(w.input_tokens, w.output_tokens, w.context_tokens) for w in grounded] == [(256, 64, 1024)]
+
+
+def _exact_passage(rng: random.Random, tokens: int, count: Callable[[str], int]) -> str:
+    """The rule _grow keeps, counting every prefix: whole sentences until the prompt reaches ``tokens``."""
+    passage = sentence(rng)
+    while count(passage) < tokens:
+        passage = f"{passage} {sentence(rng)}"
+    return passage
+
+
+@pytest.mark.parametrize("tokens", [40, 90, 300, 900])
+def test_the_estimated_growth_builds_the_passage_of_the_exact_rule(bpe: Tokenizer, tokens: int) -> None:
+    def count(p: str) -> int:
+        return len(bpe.encode(compose(p, TASKS[0])).ids)
+
+    for seed in range(20):
+        fast, exact = random.Random(seed), random.Random(seed)
+        assert _grow(fast, tokens, count, bpe) == _exact_passage(exact, tokens, count)
+        assert fast.getstate() == exact.getstate()  # the prompts after it are the same too
+
+
+def test_an_estimate_that_runs_past_the_target_falls_back_to_the_exact_rule(bpe: Tokenizer) -> None:
+    # a count that jumps once the passage holds a sentence with "3" in it: far above what the estimate adds
+    def count(p: str) -> int:
+        return len(bpe.encode(compose(p, TASKS[0])).ids) + (200 if "3" in p else 0)
+
+    for seed in range(20):
+        fast, exact = random.Random(seed), random.Random(seed)
+        assert _grow(fast, 260, count, bpe) == _exact_passage(exact, 260, count)
+        assert fast.getstate() == exact.getstate()
