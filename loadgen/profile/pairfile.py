@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from loadgen.errors import ProfileError
 from loadgen.profile.cells import PLACEBO, ROLES
@@ -177,16 +175,18 @@ def _engine(top: Table, path: Path) -> Engine:
 
 
 def _sampling(top: Table) -> Sampling:
-    """[sampling]: every field of ``Sampling``, its default where absent, read as its default's type (a float
-    field as a number, an integer or a float in the file)."""
     smp = top.table("sampling", {})
-    values: dict[str, Any] = {
-        f.name: smp.number(f.name, f.default)
-        if type(f.default) is float
-        else smp.get(f.name, type(f.default), f.default)
-        for f in fields(Sampling)
-    }
-    sampling = Sampling(**values)
+    sampling = Sampling(
+        temperature=smp.number("temperature", 0.0),
+        top_p=smp.number("top_p", 1.0),
+        seed=smp.get("seed", int, 0),
+        ignore_eos=smp.get("ignore_eos", bool, True),
+        top_k=smp.get("top_k", int, -1),
+        min_p=smp.number("min_p", 0.0),
+        repetition_penalty=smp.number("repetition_penalty", 1.0),
+        presence_penalty=smp.number("presence_penalty", 0.0),
+        frequency_penalty=smp.number("frequency_penalty", 0.0),
+    )
     smp.finish()
     return sampling
 
