@@ -144,6 +144,8 @@ def off_above(winners: Sequence[tuple[int, Entry | None]], undecided: Set[int] =
     speculation is decided slower."""
     ordered = sorted(winners, key=lambda w: w[0])
     paying = [c for c, w in ordered if w is not None]
+    if not ordered:
+        return None, "no level measured: nothing decided"
     if not paying:
         still = sorted(c for c, _ in ordered if c in undecided)
         if still:

@@ -238,11 +238,15 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
     goal = None if proto.criteria is None else proto.criteria.ci_half_width
     short = [
         f"{c.workload} {c.level} {e.candidate} ("
-        + (f"±{e.half_width:.3f}" if e.half_width is not None else "no CI")
-        + f" after {e.blocks} blocks)"
+        + (
+            "not measured"
+            if e.speedup is None
+            else (f"±{e.half_width:.3f}" if e.half_width is not None else "no CI") + f" after {e.blocks} blocks"
+        )
+        + ")"
         for c in cells
         for e in c.entries
-        if goal is not None and e.effect == INCONCLUSIVE
+        if goal is not None and (e.effect == INCONCLUSIVE or e.speedup is None)
     ]
     status = read_status(sweep_dir)
     sizing_end = status.sizing_end if goal is not None and status is not None else None
@@ -265,13 +269,16 @@ def _design(sweep_dir: Path, cells: Sequence[SweepCell]) -> SweepDesign:
     )
 
 
-def _noise(cells: Sequence[SweepCell]) -> NoiseFloor:
+def _noise(cells: Sequence[SweepCell], placebo: str | None) -> NoiseFloor:
     every = [(c, f) for c in cells if (f := c.floor_ratio()) is not None]
     floors = [(c, f) for c, f in every if f.value is not None]
     if not floors:
-        return NoiseFloor(
-            measured=False, line="no A/A placebo: no noise floor (set [design].placebo)", keys=("measured", "line")
+        line = (
+            "no A/A placebo: no noise floor (set [design].placebo)"
+            if placebo in (None, "off")
+            else f"no A/A noise floor: the placebo ({placebo}) has no measured cell here"
         )
+        return NoiseFloor(measured=False, line=line, keys=("measured", "line"))
     widths = [w for _, f in floors if (w := half_width(f.ci_low, f.ci_high)) is not None]
     out = [
         f"{c.workload} {c.level}"
@@ -306,7 +313,8 @@ def build_sweep_card(
     cells = _cells(sweep_dir, candidates, cards, metric, saved)
     seconds = times or _arm_seconds(sweep_dir)
     rows = [_candidate(c, cards.get(c.name), seconds.get(c.name)) for c in candidates]
-    noise = _noise(cells)
+    design = _design(sweep_dir, cells)
+    noise = _noise(cells, design.placebo)
     rec = recommend(cells, rows, criteria, engine_version)
     trace = sweep_trace(sweep_dir, rec, rows)
     return SweepCard(
@@ -322,7 +330,7 @@ def build_sweep_card(
         upper_bound_formula="(K + 1) / step_time_ratio, step_time_ratio = speculative / plain step time",
         criteria_declared=criteria is not None,
         criteria=None if verdict is None else verdict.criteria,
-        design=_design(sweep_dir, cells),
+        design=design,
         noise_floor=noise,
         times_s=dict(seconds),
         candidates=rows,

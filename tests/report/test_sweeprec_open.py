@@ -10,6 +10,7 @@ from typing import Any
 from loadgen.measure.ranking import Entry, off_above
 from loadgen.records.criteria import criteria_of
 from loadgen.records.sweep import SweepCandidate, SweepCell
+from loadgen.report.sweepdata import _noise
 from loadgen.report.sweeprec import recommend
 
 ROWS = [
@@ -62,6 +63,7 @@ def test_off_above_names_an_undecided_next_level_as_undecided() -> None:
         "speculation off above concurrency 1 (it pays up to 1 and is undecided at 4, the next level measured: "
         "measure more blocks there)"
     )
+    assert off_above([]) == (None, "no level measured: nothing decided")
     assert off_above([(1, None), (4, None)], undecided={4}) == (
         None,
         "no candidate is decided faster at any level: do not speculate yet (undecided at concurrency 4: measure "
@@ -99,3 +101,18 @@ def test_every_level_decided_and_none_faster_is_plain_and_do_not_speculate() -> 
     assert rec["lines"][-1] == (
         "recommendation: do not speculate (no candidate pays clear of the noise floor at any level)"
     )
+
+
+def test_a_sweep_that_measured_nothing_names_no_level_and_no_decision() -> None:
+    rec = _recommend(UNMEASURED, UNMEASURED)
+    assert rec["workloads"][0]["off_above_concurrency"] is None
+    assert "no level measured: nothing decided" in rec["lines"][0]
+    assert (
+        rec["lines"][-1].startswith("recommendation: do not speculate yet (")
+        and "not measured at w c1, w c4" in (rec["lines"][-1])
+    )
+
+
+def test_a_declared_placebo_without_a_measured_cell_is_not_called_undeclared() -> None:
+    assert _noise([], "blocks").line == "no A/A noise floor: the placebo (blocks) has no measured cell here"
+    assert _noise([], "off").line == "no A/A placebo: no noise floor (set [design].placebo)"
