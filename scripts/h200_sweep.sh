@@ -108,9 +108,12 @@
 # the sweep had started, detached, when the call that started it (505 s) returned; the next call, sent at
 # once, found no warm machine (a fresh one, bare), so the sweep and everything before it were gone, with 1,271
 # s of device time. Since then: every call while the sweep runs ends by packing what RESULTS_DIR holds so far
-# into $OUT (`tar czf - -C /tmp --exclude='*.prom' --exclude=requests.jsonl results | split -b 15m -d -
-# $OUT/results.tgz.part-`), so a machine lost between calls costs the rest, not what was measured; a finished
-# phase folder then resumes on the next machine (`loadgen sweep --resume SWEEP_DIR`).
+# into $OUT (`tar czf - -C /tmp --exclude='*.prom' results | split -b 15m -d - $OUT/results.tgz.part-`), so a
+# machine lost between calls costs the rest, not what was measured; a finished phase folder then resumes on the
+# next machine (`loadgen sweep --resume SWEEP_DIR`). Keep requests.jsonl in that pack: a sweep stopped before its
+# candidates' cards were written is decided from its request timelines alone (lost on 2026-12-07: a c = 1-128
+# run packed without them gave no card; docs/examples/h100/README.md). Since the committed card.html files the
+# working tree is ~35 MB, so carry parts are 30 MB (`split -b 30000000 -d -a 2`, 15 calls of ~3 s each).
 set -euo pipefail
 results=${1:?usage: scripts/h200_sweep.sh RESULTS_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
