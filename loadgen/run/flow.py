@@ -11,7 +11,6 @@ cells, /metrics snapshots and server records are written as they happen; the car
 from __future__ import annotations
 
 import itertools
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -42,7 +41,7 @@ from loadgen.serve import attached, resources
 from loadgen.store import resumefiles
 from loadgen.store.files import read_protocol, write_checks, write_prompts, write_protocol
 from loadgen.store.refused import REFUSED_NAME, clear_refusal, mark_refused
-from loadgen.store.rundir import JsonlAppender, new_run_dir, write_text
+from loadgen.store.rundir import JsonlAppender, copy_file, new_run_dir, write_text
 from loadgen.store.runlock import locked
 from loadgen.util import crashlog
 
@@ -165,7 +164,7 @@ def write_as_run(src: Path, dest: Path, overrides: Overrides | None) -> None:
     if overrides:
         write_text(dest, pair_text(src, overrides))
     else:
-        shutil.copyfile(src, dest)
+        copy_file(src, dest)
 
 
 def attached_version(attach: Mapping[str, str] | None, api_key: str | None) -> str | None:

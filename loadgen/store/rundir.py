@@ -169,8 +169,7 @@ class JsonlAppender:
             self._fd = -1
 
 
-def copy_pair_file(src: Path, run_dir: Path) -> Path:
-    """Copy the pair file into the run folder (the protocol names it)."""
-    dest = run_dir / "pair.toml"
+def copy_file(src: Path, dest: Path) -> Path:
+    """Copy ``src`` byte for byte to ``dest`` in a run folder (a pair or sweep file as run) and return ``dest``."""
     shutil.copyfile(src, dest)
     return dest

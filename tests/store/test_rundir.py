@@ -11,7 +11,7 @@ from loadgen.records.request import RequestRecord
 from loadgen.store.files import append_records, load_records
 from loadgen.store.rundir import (
     JsonlAppender,
-    copy_pair_file,
+    copy_file,
     new_run_dir,
     read_json,
     read_jsonl,
@@ -129,12 +129,12 @@ def test_an_older_record_without_phase_or_error_loads_as_today(tmp_path: Path) -
     )
 
 
-def test_copy_pair_file_copies_to_pair_toml(tmp_path: Path) -> None:
+def test_copy_file_copies_byte_for_byte(tmp_path: Path) -> None:
     src = tmp_path / "p.toml"
-    src.write_text("[target]\n")
+    src.write_bytes(b"[target]\r\n")
     (tmp_path / "run").mkdir()
-    dest = copy_pair_file(src, tmp_path / "run")
-    assert dest == tmp_path / "run" / "pair.toml" and dest.read_text() == "[target]\n"
+    dest = copy_file(src, tmp_path / "run" / "pair.toml")
+    assert dest == tmp_path / "run" / "pair.toml" and dest.read_bytes() == b"[target]\r\n"
 
 
 def test_an_existing_folder_gets_the_next_suffix_never_the_same_folder(tmp_path: Path) -> None:
