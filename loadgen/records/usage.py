@@ -12,9 +12,7 @@ measured keys), ``from_json`` reads a file back checked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from loadgen.records.cardwire import Wire
 
@@ -183,21 +181,3 @@ class UsageFigures:
         return cls(
             usage.cpu_rss_bytes, None if gpu is None else gpu.bytes, usage.kv_cache_tokens, usage.gpu_memory_utilization
         )
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> UsageFigures | None:
-        """The figures of a saved usage entry; None for none."""
-        if data is None:
-            return None
-        gpu = data.get("gpu_memory")
-        budget = data.get("gpu_memory_utilization")
-        return cls(
-            _count(data.get("cpu_rss_bytes")),
-            _count(gpu.get("bytes")) if isinstance(gpu, dict) else None,
-            _count(data.get("kv_cache_tokens")),
-            None if budget is None else str(budget),
-        )
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -12,8 +12,9 @@ import pytest
 from loadgen.errors import BadInput
 from loadgen.measure.blockstate import block_state
 from loadgen.records.cell import CellEntry
-from loadgen.records.usage import CpuTimes, GpuState, Hardware, HardwareGpu, HostSample, UsageFigures
+from loadgen.records.usage import CpuTimes, GpuState, Hardware, HardwareGpu, HostSample, ServerUsage, UsageFigures
 from loadgen.serve.hoststate import steal_share
+from tests.support.cards import USAGE, usage
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOLS = sorted(p for p in (ROOT / "docs").rglob("protocol.json") if "hardware" in json.loads(p.read_text()))
@@ -73,8 +74,12 @@ def test_two_host_samples_give_the_block_state() -> None:
     }
 
 
-def test_usage_figures_read_a_saved_entry_leniently() -> None:
-    saved = {"processes": 2, "cpu_rss_bytes": 4096, "gpu_memory": {"bytes": 2**30, "devices": []}, "kv_cache_tokens": 9}
-    assert UsageFigures.from_json(saved | {"gpu_memory_utilization": "0.45"}) == UsageFigures(4096, 2**30, 9, "0.45")
-    partial = {"cpu_rss_bytes": "4096", "gpu_memory": None, "kv_cache_tokens": True}
-    assert UsageFigures.from_json(partial) == UsageFigures() and UsageFigures.from_json(None) is None
+def test_usage_figures_of_a_saved_entry() -> None:
+    saved = usage(2**30, processes=2, cpu_rss_bytes=4096, kv_cache_tokens=9)
+    read = ServerUsage.from_json(saved | {"gpu_memory_utilization": "0.45"}, source="resources.json")
+    assert UsageFigures.of(read) == UsageFigures(4096, 2**30, 9, "0.45")
+    assert UsageFigures.of(ServerUsage.from_json(USAGE, source="resources.json")) == UsageFigures()
+    assert UsageFigures.of(None) is None
+    # a saved entry is read whole, as its record: a figure of the wrong kind is refused, not read as unknown
+    with pytest.raises(BadInput, match="cpu_rss_bytes"):
+        ServerUsage.from_json(USAGE | {"cpu_rss_bytes": "4096"}, source="resources.json")

@@ -10,12 +10,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest
 
-from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, UsageFigures
+from loadgen.records.usage import GpuDevice, GpuHolder, GpuMemory, GpuSettle, ServerUsage, UsageFigures
 from loadgen.serve import resources
+from tests.support.cards import usage
 from tests.support.fakenvml import FakeDevice, GiB, install
 
 MiB = 2**20
@@ -168,22 +170,17 @@ def test_pid_listening_on_finds_this_process() -> None:
     assert resources.pid_listening_on(port) is None
 
 
-PLAIN = {
-    "cpu_rss_bytes": 4 * GiB,
-    "gpu_memory": {"bytes": 60 * GiB},
-    "kv_cache_tokens": 100_000,
-    "gpu_memory_utilization": "0.9",
-}
-SPEC = {
-    "cpu_rss_bytes": 5 * GiB,
-    "gpu_memory": {"bytes": 60 * GiB + 512 * MiB},
-    "kv_cache_tokens": 90_000,
-    "gpu_memory_utilization": "0.9",
-}
+PLAIN = usage(60 * GiB, cpu_rss_bytes=4 * GiB, kv_cache_tokens=100_000, gpu_memory_utilization="0.9")
+SPEC = usage(60 * GiB + 512 * MiB, cpu_rss_bytes=5 * GiB, kv_cache_tokens=90_000, gpu_memory_utilization="0.9")
+
+
+def _figures(saved: dict[str, Any]) -> UsageFigures | None:
+    """A saved ``-resources.json`` entry's figures, read as the card reads them (records/usage.py)."""
+    return UsageFigures.of(ServerUsage.from_json(saved, source="resources.json"))
 
 
 def test_the_drafts_cost_and_the_budget_note() -> None:
-    plain, spec = UsageFigures.from_json(PLAIN), UsageFigures.from_json(SPEC)
+    plain, spec = _figures(PLAIN), _figures(SPEC)
     assert plain == UsageFigures(4 * GiB, 60 * GiB, 100_000, "0.9")
     diff = resources.difference(plain, spec)
     assert diff.to_json() == {
@@ -197,9 +194,7 @@ def test_the_drafts_cost_and_the_budget_note() -> None:
         "both servers ran under gpu_memory_utilization 0.9: vLLM fills that budget on each, so their GPU memory "
         "differs by +512 MiB, the budget's slack, not the draft's cost, which is 10.0% of the KV-cache capacity"
     )
-    other = resources.difference(
-        plain, UsageFigures.from_json(SPEC | {"gpu_memory_utilization": "0.8", "kv_cache_tokens": None})
-    )
+    other = resources.difference(plain, _figures(SPEC | {"gpu_memory_utilization": "0.8", "kv_cache_tokens": None}))
     assert other.same_memory_budget is False and other.kv_capacity_loss is None
     assert resources.budget_note(plain, other) is None
     assert resources.difference(None, None).to_json() == {
