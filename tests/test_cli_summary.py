@@ -62,21 +62,24 @@ def _cells(text: str) -> list[list[str]]:
     ]
 
 
+#: CARD's first cell after its workload and load: TTFT and TPOT ms p50/p95/p99 of each server, the TPOT p50 ratio
+#: with its CI and decision, the A/A TPOT ratio, the acceptance, tokens/s and failed requests of each server.
+FIRST_ROW = [
+    "250.0/375.0/500.0",
+    "500.0/750.0/1000.0",
+    "20.0/30.0/40.0",
+    "10.0/15.0/20.0",
+    "0.50 [0.45, 0.56] faster",
+    "1.01 [0.97, 1.05]",
+    "0.625",
+    "150 / 300",
+    "0 / 1",
+]
+
+
 def test_each_cell_is_one_row_in_ms_with_p50_p95_p99_the_ratio_and_its_ci() -> None:
     rows = _cells(_text(CARD))
-    assert rows[0] == [
-        "w",
-        "c1",
-        "250.0/375.0/500.0",
-        "500.0/750.0/1000.0",
-        "20.0/30.0/40.0",
-        "10.0/15.0/20.0",
-        "0.50 [0.45, 0.56] faster",
-        "1.01 [0.97, 1.05]",
-        "0.625",
-        "150 / 300",
-        "0 / 1",
-    ]
+    assert rows[0] == ["w", "c1", *FIRST_ROW]
 
 
 def test_the_header_names_the_three_percentiles() -> None:
@@ -128,18 +131,6 @@ def test_on_stdout_that_is_no_terminal_the_table_and_verdict_keep_their_full_wid
     print_summary(card_record(card))
     lines = capsys.readouterr().out.splitlines()
     [row] = [line for line in lines if long in line]
-    assert [x.strip() for x in row.strip().strip("│").split("│")] == [
-        long,
-        "c1",
-        "250.0/375.0/500.0",
-        "500.0/750.0/1000.0",
-        "20.0/30.0/40.0",
-        "10.0/15.0/20.0",
-        "0.50 [0.45, 0.56] faster",
-        "1.01 [0.97, 1.05]",
-        "0.625",
-        "150 / 300",
-        "0 / 1",
-    ]
+    assert [x.strip() for x in row.strip().strip("│").split("│")] == [long, "c1", *FIRST_ROW]
     assert lines[-1] == f"verdict: {verdict}"
     assert len({len(line) for line in lines[1:-1]}) == 1 and len(lines[1]) > 80  # one table width, over 80

@@ -15,7 +15,7 @@ from loadgen.profile.pairfile import load_pair
 from loadgen.run import arms, flow
 from loadgen.store.rundir import read_jsonl
 from tests.profile.test_pairfile import BASE
-from tests.support.fakerun import cell, run_folder
+from tests.support.fakerun import cell, cell_line, request_line, run_folder
 
 
 def _pair(tmp_path: Path, text: str = BASE) -> Any:
@@ -96,38 +96,16 @@ def test_a_pinned_target_revision_is_passed(tmp_path: Path) -> None:
     assert spec.argv[-2:] == ["--revision", "abc"]
 
 
-def _record(role: str, level: str, i: int) -> dict[str, Any]:
-    return {
-        "prompt_id": f"{level}-{i}",
-        "role": role,
-        "workload": "short-homogeneous",
-        "concurrency": int(level[1:]),
-        "level": level,
-        "phase": "measured",
-        "scheduled_s": 0.0,
-        "repetition": 0,
-        "chunk_arrivals_s": [0.1],
-        "chunk_tokens": [1],
-    }
-
-
-def _entry(role: str, level: str, failure: str | None = None) -> dict[str, Any]:
-    return {
-        "role": role,
-        "workload": "short-homogeneous",
-        "concurrency": int(level[1:]),
-        "level": level,
-        "repetition": 0,
-        "failure": failure,
-    }
-
-
 def test_resume_keeps_finished_cells_and_runs_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, run_dir = run_folder(tmp_path, [cell(1, 2, "a"), cell(2, 2, "b")])
     # c1 finished on both; c2 failed on plain and was cut short (no entry) on speculative
-    entries = [_entry("plain", "c1"), _entry("speculative", "c1"), _entry("plain", "c2", "server died")]
+    entries = [
+        cell_line("plain", "c1"),
+        cell_line("speculative", "c1"),
+        cell_line("plain", "c2", failure="server died"),
+    ]
     (run_dir / "cells.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
-    records = [_record(role, lv, i) for lv in ("c1", "c2") for role in ("plain", "speculative") for i in range(2)]
+    records = [request_line(role, lv, i) for lv in ("c1", "c2") for role in ("plain", "speculative") for i in range(2)]
     (run_dir / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     seen: dict[str, Any] = {}
 
@@ -154,7 +132,9 @@ def test_resume_keeps_finished_cells_and_runs_the_rest(tmp_path: Path, monkeypat
 
 def test_resume_with_nothing_left_starts_no_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _, run_dir = run_folder(tmp_path, [cell(1, 2, "a")])
-    (run_dir / "cells.jsonl").write_text("".join(json.dumps(_entry(r, "c1")) + "\n" for r in ("plain", "speculative")))
+    (run_dir / "cells.jsonl").write_text(
+        "".join(json.dumps(cell_line(r, "c1")) + "\n" for r in ("plain", "speculative"))
+    )
     seen: dict[str, Any] = {}
     monkeypatch.setattr(flow, "execute_run", lambda rd, m, *a, **k: seen.update(todo=m.slots))
     lines: list[str] = []

@@ -12,32 +12,7 @@ import pytest
 
 from loadgen.errors import BadInput
 from loadgen.store.resumefiles import keep_finished
-
-
-def _record(role: str, level: str, block: int, i: int) -> dict[str, Any]:
-    return {
-        "prompt_id": f"{level}-{block}-{i}",
-        "role": role,
-        "workload": "short-homogeneous",
-        "concurrency": int(level[1:]),
-        "level": level,
-        "phase": "measured",
-        "scheduled_s": 0.0,
-        "repetition": block,
-        "chunk_arrivals_s": [0.1],
-        "chunk_tokens": [1],
-    }
-
-
-def _entry(role: str, level: str, block: int = 0, failure: str | None = None) -> dict[str, Any]:
-    return {
-        "role": role,
-        "workload": "short-homogeneous",
-        "concurrency": int(level[1:]),
-        "level": level,
-        "repetition": block,
-        "failure": failure,
-    }
+from tests.support.fakerun import cell_line, request_line
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> None:
@@ -49,14 +24,14 @@ def test_finished_blocks_stay_and_the_rest_move_to_the_partial_file(tmp_path: Pa
     _write(
         tmp_path / "cells.jsonl",
         [
-            _entry("plain", "c1", 0),
-            _entry("speculative", "c1", 0),
-            _entry("plain", "c1", 1),
-            _entry("plain", "c2", 0, "server died"),
+            cell_line("plain", "c1", 0),
+            cell_line("speculative", "c1", 0),
+            cell_line("plain", "c1", 1),
+            cell_line("plain", "c2", 0, "server died"),
         ],
     )
     records = [
-        _record(role, lv, b, i)
+        request_line(role, lv, i, block=b)
         for lv, b in (("c1", 0), ("c1", 1), ("c2", 0))
         for role in ("plain", "speculative")
         for i in range(2)
@@ -83,10 +58,10 @@ def test_finished_blocks_stay_and_the_rest_move_to_the_partial_file(tmp_path: Pa
 
 def test_a_second_resume_appends_to_the_partial_file(tmp_path: Path) -> None:
     _write(tmp_path / "cells.jsonl", [])
-    first = [_record("plain", "c1", 0, 0)]
+    first = [request_line("plain", "c1", 0)]
     _write(tmp_path / "requests.jsonl", first)
     assert keep_finished(tmp_path) == (set(), 1)
-    second = [_record("plain", "c1", 0, 1)]
+    second = [request_line("plain", "c1", 1)]
     _write(tmp_path / "requests.jsonl", second)
     assert keep_finished(tmp_path) == (set(), 1)
     partial = [json.loads(x) for x in (tmp_path / "requests.partial.jsonl").read_text().splitlines()]
@@ -95,8 +70,8 @@ def test_a_second_resume_appends_to_the_partial_file(tmp_path: Path) -> None:
 
 
 def test_a_kept_request_line_is_written_back_with_its_keys_in_order(tmp_path: Path) -> None:
-    _write(tmp_path / "cells.jsonl", [_entry("plain", "c1")])
-    record = _record("plain", "c1", 0, 0) | {"ttft_s": 0.125, "output_tokens": 1}
+    _write(tmp_path / "cells.jsonl", [cell_line("plain", "c1")])
+    record = request_line("plain", "c1", 0) | {"ttft_s": 0.125, "output_tokens": 1}
     _write(tmp_path / "requests.jsonl", [record])
     keep_finished(tmp_path)
     assert list(json.loads((tmp_path / "requests.jsonl").read_text())) == list(record)
@@ -104,7 +79,7 @@ def test_a_kept_request_line_is_written_back_with_its_keys_in_order(tmp_path: Pa
 
 def test_a_request_line_that_is_not_a_request_is_named(tmp_path: Path) -> None:
     _write(tmp_path / "cells.jsonl", [])
-    (tmp_path / "requests.jsonl").write_text(json.dumps(_record("plain", "c1", 0, 0)) + "\n" + '{"role": 3}\n')
+    (tmp_path / "requests.jsonl").write_text(json.dumps(request_line("plain", "c1", 0)) + "\n" + '{"role": 3}\n')
     with pytest.raises(BadInput, match=r"requests\.jsonl.*line 2"):
         keep_finished(tmp_path)
     # nothing was rewritten or moved

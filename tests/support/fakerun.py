@@ -12,6 +12,7 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,3 +203,33 @@ def small_tmpfs(root: Path, size_kib: int, name: str | None = None) -> Iterator[
 def remount(mnt: Path, mode: str) -> None:
     """Remount the tmpfs at ``mnt`` read-only (``ro``) or read-write (``rw``)."""
     subprocess.run(["mount", "-o", f"remount,{mode}", str(mnt)], check=True, capture_output=True)
+
+
+def request_line(role: str, level: str, i: int, block: int = 0) -> dict[str, Any]:
+    """A measured requests.jsonl line (records/request.py ``RequestRecord``) of one short-homogeneous token: the
+    ``i``-th request of ``role`` in block ``block`` of closed-loop level ``level`` ("c<N>")."""
+    return {
+        "prompt_id": f"{level}-{block}-{i}",
+        "role": role,
+        "workload": "short-homogeneous",
+        "concurrency": int(level[1:]),
+        "level": level,
+        "phase": "measured",
+        "scheduled_s": 0.0,
+        "repetition": block,
+        "chunk_arrivals_s": [0.1],
+        "chunk_tokens": [1],
+    }
+
+
+def cell_line(role: str, level: str, block: int = 0, failure: str | None = None) -> dict[str, Any]:
+    """The fields of a cells.jsonl line (records/cell.py ``CellEntry``) that --resume reads: which slot, and
+    whether it failed."""
+    return {
+        "role": role,
+        "workload": "short-homogeneous",
+        "concurrency": int(level[1:]),
+        "level": level,
+        "repetition": block,
+        "failure": failure,
+    }
